@@ -1,0 +1,131 @@
+# shellcheck shell=bash
+# Throwaway PostgreSQL and Redis for hookd's scripts (test, run, bench).
+#
+# Source this file, then call `services_start [durable]`. It finds (or installs
+# with apt-get) the server binaries, starts both servers on free loopback ports
+# in a private directory, exports DATABASE_URL / REDIS_URL and the binary paths
+# the tests use to run servers of their own, and registers `services_stop` on
+# EXIT so nothing outlives the script, even when it fails.
+
+SERVICES_DIR=""
+PG_DATA=""
+REDIS_PIDFILE=""
+
+log() { printf '[hookd] %s\n' "$*" >&2; }
+
+# Runs a command as the `postgres` user when we are root (postgres refuses to
+# run as root), as ourselves otherwise.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    log "missing $*; install it (apt-get install -y $*) or run as root"
+    exit 1
+  fi
+  log "installing $* with apt-get"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; then
+    apt-get update -q >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null
+  fi
+}
+
+find_pg_bindir() {
+  local d
+  if command -v pg_ctl >/dev/null && command -v initdb >/dev/null && command -v postgres >/dev/null; then
+    dirname "$(command -v pg_ctl)"
+    return
+  fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$d/pg_ctl" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+  done
+  return 0
+}
+
+find_redis_server() {
+  if command -v redis-server; then return; fi
+  if [ -x /usr/bin/redis-server ]; then echo /usr/bin/redis-server; fi
+  return 0
+}
+
+# Prints a TCP port on 127.0.0.1 that nothing listens on right now.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( (RANDOM % 30000) + 20000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  log "no free port found"; exit 1
+}
+
+services_stop() {
+  set +e
+  if [ -n "$REDIS_PIDFILE" ] && [ -f "$REDIS_PIDFILE" ]; then
+    kill "$(cat "$REDIS_PIDFILE")" 2>/dev/null
+  fi
+  if [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ]; then
+    as_pg "$PG_BINDIR/pg_ctl" -D "$PG_DATA" -m immediate -w stop >/dev/null 2>&1
+  fi
+  if [ -n "$SERVICES_DIR" ] && [ -z "${HOOKD_KEEP_SERVICES_DIR:-}" ]; then
+    rm -rf "$SERVICES_DIR"
+  fi
+}
+
+# services_start [durable]
+# Without "durable", Postgres runs with fsync off: tests want speed, not crash
+# safety of a throwaway cluster. The benchmark passes "durable" so that its
+# figures are for commits that really reach the disk.
+services_start() {
+  local mode="${1:-fast}"
+  PG_BINDIR=$(find_pg_bindir)
+  if [ -z "$PG_BINDIR" ]; then apt_install postgresql; PG_BINDIR=$(find_pg_bindir); fi
+  REDIS_SERVER=$(find_redis_server)
+  if [ -z "$REDIS_SERVER" ]; then apt_install redis-server; REDIS_SERVER=$(find_redis_server); fi
+  [ -n "$PG_BINDIR" ] && [ -n "$REDIS_SERVER" ] || { log "could not find PostgreSQL or redis-server"; exit 1; }
+
+  SERVICES_DIR=$(mktemp -d /tmp/hookd-services.XXXXXX)
+  chmod 755 "$SERVICES_DIR"
+  trap services_stop EXIT
+  trap 'exit 130' INT TERM
+
+  PG_DATA="$SERVICES_DIR/pg"
+  mkdir -p "$PG_DATA"
+  [ "$(id -u)" = 0 ] && chown postgres: "$PG_DATA"
+  as_pg "$PG_BINDIR/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --no-sync >"$SERVICES_DIR/initdb.log" 2>&1 \
+    || { cat "$SERVICES_DIR/initdb.log" >&2; exit 1; }
+  local pg_opts="-c listen_addresses=127.0.0.1 -k $PG_DATA -c max_connections=400 -c shared_buffers=256MB"
+  if [ "$mode" != durable ]; then
+    pg_opts="$pg_opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  fi
+  local attempt
+  for attempt in 1 2 3; do
+    PG_PORT=$(free_port)
+    if as_pg "$PG_BINDIR/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t 30 \
+         -o "-p $PG_PORT $pg_opts" start >/dev/null 2>&1; then
+      break
+    fi
+    [ "$attempt" = 3 ] && { tail -20 "$PG_DATA/server.log" >&2; log "postgres did not start"; exit 1; }
+  done
+
+  REDIS_PIDFILE="$SERVICES_DIR/redis.pid"
+  for attempt in 1 2 3; do
+    REDIS_PORT=$(free_port)
+    "$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+      --daemonize yes --pidfile "$REDIS_PIDFILE" --logfile "$SERVICES_DIR/redis.log" \
+      --dir "$SERVICES_DIR" >/dev/null 2>&1
+    for _ in $(seq 1 100); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null && break 2
+      sleep 0.05
+    done
+    [ "$attempt" = 3 ] && { tail -20 "$SERVICES_DIR/redis.log" >&2; log "redis did not start"; exit 1; }
+  done
+
+  export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+  export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  # Tests that stop, restart or flush a store start servers of their own with these.
+  export HOOKD_TEST_PG_BINDIR="$PG_BINDIR"
+  export HOOKD_TEST_REDIS_SERVER="$REDIS_SERVER"
+  export SERVICES_DIR
+  log "postgres on 127.0.0.1:$PG_PORT, redis on 127.0.0.1:$REDIS_PORT ($SERVICES_DIR)"
+}

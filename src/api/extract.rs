@@ -1,0 +1,131 @@
+//! Extractors that answer bad input in the API's error shape: malformed JSON
+//! is a 400, a value of the wrong type or an unknown field a 422 naming the
+//! field, a body over the limit a 413.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+/// A JSON request body.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge {
+                    message: "the request is larger than api.max_request_bytes".into(),
+                    field: None,
+                }
+            } else {
+                ApiError::malformed("malformed_body", None, rejection.body_text())
+            }
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses JSON, naming the field at fault when a value does not fit.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::malformed(
+            "malformed_json",
+            None,
+            "the request body is empty; send a JSON object",
+        ));
+    }
+    // Every request body of this API is an object; say so rather than let a
+    // top-level array be read as a struct's fields in order.
+    if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        if matches!(first, b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n')
+            && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+        {
+            return Err(ApiError::Invalid {
+                code: "invalid_type",
+                message: "the request body must be a JSON object".into(),
+                field: None,
+            });
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::malformed("malformed_json", None, format!("invalid JSON: {e}")))?;
+    Ok(value)
+}
+
+fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = error.path().to_string();
+    let inner = error.inner();
+    match inner.classify() {
+        serde_json::error::Category::Syntax
+        | serde_json::error::Category::Eof
+        | serde_json::error::Category::Io => {
+            ApiError::malformed("malformed_json", None, format!("invalid JSON: {inner}"))
+        }
+        serde_json::error::Category::Data => {
+            let message = strip_position(&inner.to_string());
+            let (code, field) = if let Some(name) = quoted(&message, "unknown field `") {
+                ("unknown_field", join_path(&path, &name))
+            } else if let Some(name) = quoted(&message, "missing field `") {
+                ("missing_field", join_path(&path, &name))
+            } else {
+                ("invalid_type", path)
+            };
+            ApiError::Invalid {
+                code,
+                message,
+                field: Some(field).filter(|f| !f.is_empty() && f != "."),
+            }
+        }
+    }
+}
+
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn quoted(message: &str, prefix: &str) -> Option<String> {
+    let rest = message.strip_prefix(prefix)?;
+    rest.split('`').next().map(str::to_string)
+}
+
+fn join_path(path: &str, name: &str) -> String {
+    if path.is_empty() || path == "." {
+        name.to_string()
+    } else {
+        // serde_path_to_error reports the path of the struct that failed; for
+        // an unknown field that already ends with the field's name.
+        if path.ends_with(name) {
+            path.to_string()
+        } else {
+            format!("{path}.{name}")
+        }
+    }
+}
+
+/// Query parameters, parsed leniently as strings by the handler.
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str(query)
+            .map(QueryParams)
+            .map_err(|e| {
+                ApiError::malformed("invalid_query", None, format!("invalid query string: {e}"))
+            })
+    }
+}

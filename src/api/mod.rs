@@ -1,0 +1,97 @@
+//! The REST API (axum): one file per resource, each with its `router()`.
+
+pub mod auth;
+pub mod endpoints;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod notifications;
+pub mod pagination;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::Router;
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tower_http::catch_panic::CatchPanicLayer;
+use uuid::Uuid;
+
+use crate::config::Settings;
+use crate::due::DueIndex;
+use crate::store::Store;
+use error::ApiError;
+
+/// What every handler shares: cheap handles only.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub due: DueIndex,
+    pub settings: Arc<Settings>,
+    /// Wakes this process's dispatcher when something becomes due soon.
+    pub wake: Arc<Notify>,
+}
+
+impl AppState {
+    /// Adds committed notifications to the due index. If Redis fails, they
+    /// are marked in PostgreSQL and the indexer adds them later: the producer
+    /// already has its 201, and PostgreSQL has the notification.
+    pub async fn index_due(&self, due: &[(Uuid, DateTime<Utc>)]) {
+        if due.is_empty() {
+            return;
+        }
+        match self.due.add(due).await {
+            Ok(()) => {
+                let soon = Utc::now()
+                    + chrono::Duration::milliseconds(self.settings.dispatcher.max_idle_ms as i64);
+                if due.iter().any(|(_, at)| *at <= soon) {
+                    self.wake.notify_one();
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, count = due.len(), "could not index notifications; marking them for the indexer");
+                let ids: Vec<Uuid> = due.iter().map(|(id, _)| *id).collect();
+                if let Err(error) = self.store.mark_needs_index(&ids).await {
+                    // The overdue sweep still finds them: rows that are due
+                    // and in neither Redis set are re-indexed.
+                    tracing::warn!(%error, "could not mark notifications for indexing");
+                }
+            }
+        }
+    }
+
+    /// Removes notifications from the due index, best effort: the dispatcher
+    /// skips ids whose rows are no longer pending anyway.
+    pub async fn unindex(&self, ids: &[Uuid]) {
+        if let Err(error) = self.due.remove(ids).await {
+            tracing::debug!(%error, "could not remove notifications from the due index");
+        }
+    }
+}
+
+/// The whole API: resources behind bearer auth, operations open.
+pub fn router(state: AppState) -> Router {
+    let max_request_bytes = state.settings.api.max_request_bytes;
+    let resources = Router::new()
+        .merge(endpoints::router())
+        .merge(notifications::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    operations_router()
+        .merge(resources)
+        .fallback(|| async { ApiError::NotFound("route") })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(max_request_bytes))
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a request handler panicked");
+            axum::response::IntoResponse::into_response(ApiError::Internal)
+        }))
+        .with_state(state)
+}
+
+/// Health and readiness only: what a dispatcher-only process serves.
+pub fn operations_router() -> Router<AppState> {
+    health::router()
+}

@@ -1,0 +1,148 @@
+//! Lists: `{"data": [...], "next_cursor": "..." | null}` with `?limit=`
+//! (default 50, max 500) and an opaque keyset `?cursor=`.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::error::ApiError;
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 500;
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    /// Pass as `?cursor=` for the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `?limit=&cursor=`, kept as text so that bad values get our own errors.
+#[derive(Debug, Default, Deserialize)]
+pub struct PageParams {
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl PageParams {
+    pub fn limit(&self) -> Result<i64, ApiError> {
+        let Some(text) = &self.limit else {
+            return Ok(DEFAULT_LIMIT);
+        };
+        let limit: i64 = text.trim().parse().map_err(|_| {
+            ApiError::malformed(
+                "invalid_query",
+                Some("limit".into()),
+                format!("limit `{text}` is not a whole number"),
+            )
+        })?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                "limit",
+                format!("limit must be between 1 and {MAX_LIMIT}"),
+            ));
+        }
+        Ok(limit)
+    }
+
+    pub fn cursor_id(&self) -> Result<Option<Uuid>, ApiError> {
+        self.cursor_text()?
+            .map(|text| Uuid::parse_str(&text).map_err(|_| bad_cursor()))
+            .transpose()
+    }
+
+    pub fn cursor_number(&self) -> Result<Option<i32>, ApiError> {
+        self.cursor_text()?
+            .map(|text| text.parse::<i32>().map_err(|_| bad_cursor()))
+            .transpose()
+    }
+
+    fn cursor_text(&self) -> Result<Option<String>, ApiError> {
+        let Some(cursor) = &self.cursor else {
+            return Ok(None);
+        };
+        let bytes = URL_SAFE_NO_PAD
+            .decode(cursor.trim())
+            .map_err(|_| bad_cursor())?;
+        let text = String::from_utf8(bytes).map_err(|_| bad_cursor())?;
+        text.strip_prefix("v1:")
+            .map(|t| Some(t.to_string()))
+            .ok_or_else(bad_cursor)
+    }
+}
+
+pub fn encode_cursor(value: impl std::fmt::Display) -> String {
+    URL_SAFE_NO_PAD.encode(format!("v1:{value}"))
+}
+
+/// Builds a page from `limit + 1` fetched rows: the extra row only tells
+/// that there is a next page.
+pub fn page<R, T>(
+    mut rows: Vec<R>,
+    limit: i64,
+    cursor_of: impl Fn(&R) -> String,
+    view: impl Fn(R) -> T,
+) -> Page<T> {
+    let more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    let next_cursor = if more {
+        rows.last().map(&cursor_of)
+    } else {
+        None
+    };
+    Page {
+        data: rows.into_iter().map(view).collect(),
+        next_cursor,
+    }
+}
+
+fn bad_cursor() -> ApiError {
+    ApiError::malformed(
+        "invalid_cursor",
+        Some("cursor".into()),
+        "cursor is not one hookd returned; pass next_cursor unchanged",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips_and_garbage_is_refused() {
+        let id = Uuid::now_v7();
+        let params = PageParams {
+            cursor: Some(encode_cursor(id)),
+            ..Default::default()
+        };
+        assert_eq!(params.cursor_id().unwrap(), Some(id));
+        for junk in ["", "!!!", "djE6bm90LWEtdXVpZA", "Zm9v"] {
+            let params = PageParams {
+                cursor: Some(junk.into()),
+                ..Default::default()
+            };
+            assert!(params.cursor_id().is_err(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn limit_defaults_and_is_bounded() {
+        assert_eq!(PageParams::default().limit().unwrap(), DEFAULT_LIMIT);
+        for (text, ok) in [
+            ("1", true),
+            ("500", true),
+            ("0", false),
+            ("501", false),
+            ("ten", false),
+            ("-1", false),
+        ] {
+            let params = PageParams {
+                limit: Some(text.into()),
+                ..Default::default()
+            };
+            assert_eq!(params.limit().is_ok(), ok, "{text}");
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! Settings: the compiled-in `config/default.toml`, then an optional file, then
+//! `HOOKD_<SECTION>__<KEY>` environment variables. Validated once, at load, so
+//! the rest of hookd can trust every value.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use figment::providers::{Env, Format, Toml};
+use figment::Figment;
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// The defaults, compiled in so hookd never depends on its working directory.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Margin the delivery lease must keep over the longest attempt timeout.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid configuration: {0}")]
+    Load(String),
+    #[error("invalid configuration: `{key}` {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub api: ApiSettings,
+    pub sender: SenderSettings,
+    pub dispatcher: DispatcherSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+    pub shutdown_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: Secret,
+    pub migrate: bool,
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    pub url: Secret,
+    pub prefix: String,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiSettings {
+    pub tokens: Vec<Secret>,
+    pub max_payload_bytes: usize,
+    pub max_request_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SenderSettings {
+    pub allow_networks: Vec<IpNet>,
+    pub timeout_ms: u64,
+    pub connect_timeout_ms: u64,
+    pub max_in_flight: usize,
+    pub max_response_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatcherSettings {
+    pub enabled: bool,
+    pub batch_size: usize,
+    pub lease_ms: u64,
+    pub max_idle_ms: u64,
+    pub endpoint_max_in_flight: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub filter: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Largest per-attempt timeout an endpoint may ask for, whatever the lease.
+pub const MAX_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Settings {
+    /// Loads defaults, then `file` if given, then the environment, and validates.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+        if let Some(path) = file {
+            if !path.is_file() {
+                return Err(ConfigError::Load(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        // Only HOOKD_<SECTION>__<KEY> names are configuration; other HOOKD_*
+        // variables (a wrapper script's, say) are not mistaken for typos.
+        figment = figment.merge(
+            Env::prefixed("HOOKD_")
+                .filter(|key| key.as_str().contains("__"))
+                .split("__"),
+        );
+        Self::from_figment(figment)
+    }
+
+    /// Builds settings from the defaults with `overrides` (TOML) merged on top.
+    /// Tests and tools use it to configure hookd without files or environment.
+    pub fn from_toml_overrides(overrides: &str) -> Result<Self, ConfigError> {
+        Self::from_toml_layers(&[overrides])
+    }
+
+    /// Like `from_toml_overrides`, with several layers, later ones winning.
+    pub fn from_toml_layers(layers: &[&str]) -> Result<Self, ConfigError> {
+        let figment = layers.iter().fold(
+            Figment::from(Toml::string(DEFAULT_TOML)),
+            |figment, layer| figment.merge(Toml::string(layer)),
+        );
+        Self::from_figment(figment)
+    }
+
+    fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
+        let settings: Settings = figment
+            .extract()
+            .map_err(|e| ConfigError::Load(one_line(&e)))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, reason: &str| ConfigError::Invalid {
+            key,
+            reason: reason.to_string(),
+        };
+        if self.redis.prefix.is_empty() || self.redis.prefix.contains(char::is_whitespace) {
+            return Err(invalid(
+                "redis.prefix",
+                "must be non-empty and contain no spaces",
+            ));
+        }
+        for (key, url, schemes) in [
+            (
+                "database.url",
+                &self.database.url,
+                &["postgres", "postgresql"][..],
+            ),
+            (
+                "redis.url",
+                &self.redis.url,
+                &["redis", "rediss", "unix", "redis+unix"][..],
+            ),
+        ] {
+            match url::Url::parse(url.expose()) {
+                Ok(u) if schemes.contains(&u.scheme()) => {}
+                _ => {
+                    return Err(invalid(
+                        key,
+                        &format!("must be a URL with scheme {}", schemes.join(" or ")),
+                    ))
+                }
+            }
+        }
+        if self.database.max_connections == 0 {
+            return Err(invalid("database.max_connections", "must be at least 1"));
+        }
+        if self.api.max_payload_bytes == 0
+            || self.api.max_request_bytes < self.api.max_payload_bytes
+        {
+            return Err(invalid(
+                "api.max_request_bytes",
+                "must be at least api.max_payload_bytes, which must be positive",
+            ));
+        }
+        if self.api.tokens.iter().any(|t| t.expose().trim().len() < 8) {
+            return Err(invalid(
+                "api.tokens",
+                "each token must have at least 8 characters",
+            ));
+        }
+        if self.sender.timeout_ms == 0
+            || self.sender.timeout_ms > MAX_ENDPOINT_TIMEOUT.as_millis() as u64
+        {
+            return Err(invalid("sender.timeout_ms", "must be between 1 and 300000"));
+        }
+        if self.sender.max_in_flight == 0 {
+            return Err(invalid("sender.max_in_flight", "must be at least 1"));
+        }
+        if self.dispatcher.batch_size == 0 || self.dispatcher.batch_size > 10_000 {
+            return Err(invalid(
+                "dispatcher.batch_size",
+                "must be between 1 and 10000",
+            ));
+        }
+        if self.dispatcher.endpoint_max_in_flight == 0 {
+            return Err(invalid(
+                "dispatcher.endpoint_max_in_flight",
+                "must be at least 1",
+            ));
+        }
+        if self.dispatcher.max_idle_ms == 0 {
+            return Err(invalid("dispatcher.max_idle_ms", "must be at least 1"));
+        }
+        // A lease shorter than the longest attempt would let a second process
+        // take over a delivery that is still running: a guaranteed duplicate.
+        let longest_attempt = self.sender_timeout();
+        if self.lease() < longest_attempt + LEASE_MARGIN {
+            return Err(invalid(
+                "dispatcher.lease_ms",
+                &format!(
+                    "must exceed the longest attempt timeout ({} ms) plus a {} ms margin",
+                    longest_attempt.as_millis(),
+                    LEASE_MARGIN.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The address to bind: `server.listen`, moved to loopback when the API
+    /// has no tokens (an open API must not be reachable from the network).
+    pub fn bind_address(&self) -> SocketAddr {
+        let listen = self.server.listen;
+        if self.api.tokens.is_empty() && !listen.ip().is_loopback() {
+            let loopback = match listen.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            };
+            SocketAddr::new(loopback, listen.port())
+        } else {
+            listen
+        }
+    }
+
+    pub fn sender_timeout(&self) -> Duration {
+        Duration::from_millis(self.sender.timeout_ms)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.dispatcher.lease_ms)
+    }
+
+    /// The longest `timeout_ms` an endpoint may set: it must end well within
+    /// the lease, for the reason given in `validate`.
+    pub fn max_endpoint_timeout(&self) -> Duration {
+        MAX_ENDPOINT_TIMEOUT.min(self.lease().saturating_sub(LEASE_MARGIN))
+    }
+
+    pub fn redis_timeout(&self) -> Duration {
+        Duration::from_millis(self.redis.timeout_ms)
+    }
+
+    /// The effective configuration as TOML, secrets masked.
+    pub fn to_masked_toml(&self) -> String {
+        toml_string(self)
+    }
+}
+
+fn toml_string(settings: &Settings) -> String {
+    toml::to_string(settings).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
+}
+
+fn one_line(error: &figment::Error) -> String {
+    error.to_string().replace('\n', "; ")
+}
+
+/// A configuration value that must never be printed: database and Redis URLs
+/// (they may hold passwords) and API tokens.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("***")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_load_and_validate() {
+        let settings = Settings::from_toml_overrides("").unwrap();
+        assert_eq!(settings.redis.prefix, "hookd");
+        assert_eq!(settings.api.max_payload_bytes, 262_144);
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_name() {
+        let err = Settings::from_toml_overrides("[sender]\ntimeout = 5\n").unwrap_err();
+        assert!(err.to_string().contains("timeout"), "{err}");
+    }
+
+    #[test]
+    fn lease_shorter_than_attempt_timeout_is_refused() {
+        let err = Settings::from_toml_overrides("[dispatcher]\nlease_ms = 1000\n").unwrap_err();
+        assert!(err.to_string().contains("dispatcher.lease_ms"), "{err}");
+    }
+
+    #[test]
+    fn open_api_binds_loopback_only() {
+        let settings =
+            Settings::from_toml_overrides("[server]\nlisten = \"0.0.0.0:9000\"\n").unwrap();
+        assert_eq!(settings.bind_address(), "127.0.0.1:9000".parse().unwrap());
+        let settings = Settings::from_toml_overrides(
+            "[server]\nlisten = \"0.0.0.0:9000\"\n[api]\ntokens = [\"0123456789\"]\n",
+        )
+        .unwrap();
+        assert_eq!(settings.bind_address(), "0.0.0.0:9000".parse().unwrap());
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let settings = Settings::from_toml_overrides(
+            "[database]\nurl = \"postgres://u:hunter2@db/hookd\"\n[api]\ntokens = [\"tok-hunter2\"]\n",
+        )
+        .unwrap();
+        assert!(!format!("{settings:?}").contains("hunter2"));
+        assert!(!settings.to_masked_toml().contains("hunter2"));
+    }
+}

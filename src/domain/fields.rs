@@ -1,0 +1,79 @@
+//! Validation of producer-supplied names and headers, shared by the API and
+//! anything else that accepts them.
+
+/// Custom headers may not set these: hookd owns them on every delivery.
+const RESERVED_HEADERS: &[&str] = &[
+    "content-type",
+    "content-length",
+    "user-agent",
+    "host",
+    "connection",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "proxy-connection",
+    "expect",
+];
+const RESERVED_HEADER_PREFIXES: &[&str] = &["webhook-", "hookd-"];
+
+/// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, and not a UUID (ids and
+/// uids share the `/v1/endpoints/{id or uid}` path).
+pub fn valid_uid(uid: &str) -> bool {
+    (1..=128).contains(&uid.len())
+        && uid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
+        && uuid::Uuid::parse_str(uid).is_err()
+}
+
+/// An event type: 1–255 of `A-Z a-z 0-9 _ - . : /`.
+pub fn valid_event_type(event_type: &str) -> bool {
+    (1..=255).contains(&event_type.len())
+        && event_type
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/".contains(&b))
+}
+
+/// Why a custom header cannot be sent, if it cannot.
+pub fn header_problem(name: &str, value: &str) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Some(format!("`{name}` is not a valid header name"));
+    }
+    if reqwest::header::HeaderValue::from_str(value).is_err() {
+        return Some(format!("the value of `{name}` is not a valid header value"));
+    }
+    if RESERVED_HEADERS.contains(&lower.as_str())
+        || RESERVED_HEADER_PREFIXES
+            .iter()
+            .any(|p| lower.starts_with(p))
+    {
+        return Some(format!("`{name}` is set by hookd and cannot be overridden"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uids_are_short_plain_names_that_are_not_uuids() {
+        assert!(valid_uid("orders-eu.1"));
+        assert!(!valid_uid(""));
+        assert!(!valid_uid("has space"));
+        assert!(!valid_uid(&"x".repeat(129)));
+        assert!(!valid_uid("0193a5f2-7c1e-7b3a-9c4d-1e2f3a4b5c6d"));
+    }
+
+    #[test]
+    fn hookd_owned_headers_cannot_be_overridden() {
+        assert!(header_problem("X-Tenant", "acme").is_none());
+        assert!(header_problem("Webhook-Signature", "v1,forged").is_some());
+        assert!(header_problem("hookd-attempt", "9").is_some());
+        assert!(header_problem("Content-Type", "text/plain").is_some());
+        assert!(header_problem("bad header", "x").is_some());
+        assert!(header_problem("X-Ok", "line\nbreak").is_some());
+    }
+}

@@ -1,0 +1,8 @@
+//! Pure types and decisions, no I/O: retry schedules, statuses, signing
+//! secrets, the success rule and validation of producer-supplied names.
+
+pub mod fields;
+pub mod schedule;
+pub mod secret;
+pub mod status;
+pub mod success;

@@ -1,0 +1,172 @@
+//! The Redis due index: *when* each pending notification is next due, and the
+//! leases of what is being delivered now. It holds nothing that PostgreSQL
+//! does not: losing it loses nothing (see `rebuild`).
+//!
+//! Keys, under the configured prefix `P` (the `{P}` hash tag keeps them in one
+//! Redis Cluster slot, so scripts may touch several):
+//! - `{P}:due`      zset, notification id → due time (unix ms)
+//! - `{P}:inflight` zset, notification id → lease expiry (unix ms)
+//!
+//! Members are the 16 bytes of the notification's UUID, not its 36-character
+//! text: the index costs Redis memory per pending notification.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use crate::config::RedisSettings;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DueError {
+    #[error("redis unavailable: {0}")]
+    Unavailable(#[from] redis::RedisError),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("redis returned a malformed member ({0} bytes)")]
+    Malformed(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Keys {
+    pub due: String,
+    pub inflight: String,
+}
+
+impl Keys {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            due: format!("{{{prefix}}}:due"),
+            inflight: format!("{{{prefix}}}:inflight"),
+        }
+    }
+}
+
+/// Handle to the due index. Cheap to clone. Connects on first use, so hookd
+/// starts (and accepts notifications) while Redis is down.
+#[derive(Clone)]
+pub struct DueIndex {
+    client: redis::Client,
+    conn: Arc<OnceCell<ConnectionManager>>,
+    keys: Arc<Keys>,
+    timeout: Duration,
+}
+
+pub fn member(id: &Uuid) -> &[u8] {
+    id.as_bytes().as_slice()
+}
+
+pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
+    Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len()))
+}
+
+pub fn score(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+impl DueIndex {
+    pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
+        let client = redis::Client::open(settings.url.expose())?;
+        Ok(Self {
+            client,
+            conn: Arc::new(OnceCell::new()),
+            keys: Arc::new(Keys::new(&settings.prefix)),
+            timeout: Duration::from_millis(settings.timeout_ms),
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
+        let timeout = self.timeout;
+        let conn = self
+            .conn
+            .get_or_try_init(|| async {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout)
+                    .set_number_of_retries(1);
+                match tokio::time::timeout(
+                    timeout * 2,
+                    ConnectionManager::new_with_config(self.client.clone(), config),
+                )
+                .await
+                {
+                    Ok(result) => result.map_err(DueError::from),
+                    Err(_) => Err(DueError::Timeout(timeout)),
+                }
+            })
+            .await?;
+        Ok(conn.clone())
+    }
+
+    /// Runs a command or pipeline with the configured time limit.
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &self,
+        cmd: impl FnOnce(&mut redis::Pipeline),
+    ) -> Result<T, DueError> {
+        let mut conn = self.conn().await?;
+        let mut pipe = redis::pipe();
+        cmd(&mut pipe);
+        match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(DueError::Timeout(self.timeout)),
+        }
+    }
+
+    pub async fn ping(&self) -> Result<(), DueError> {
+        let _: (String,) = self
+            .run(|p| {
+                p.cmd("PING");
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Adds (or moves) notifications to the due set, in one command.
+    pub async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(i64, &[u8])> = entries
+            .iter()
+            .map(|(id, at)| (score(*at), member(id)))
+            .collect();
+        let key = &self.keys.due;
+        self.run::<()>(|p| {
+            p.zadd_multiple(key, &items).ignore();
+        })
+        .await
+    }
+
+    /// Removes notifications from the index (cancelled ones, say). Best effort:
+    /// the dispatcher also skips any id whose row is no longer pending.
+    pub async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let members: Vec<&[u8]> = ids.iter().map(member).collect();
+        let keys = &self.keys;
+        self.run::<()>(|p| {
+            p.zrem(&keys.due, &members).ignore();
+            p.zrem(&keys.inflight, &members).ignore();
+        })
+        .await
+    }
+
+    /// The due time of a notification, if it is in the due set.
+    pub async fn due_at(&self, id: Uuid) -> Result<Option<i64>, DueError> {
+        let key = &self.keys.due;
+        let (score,): (Option<i64>,) = self
+            .run(|p| {
+                p.zscore(key, member(&id));
+            })
+            .await?;
+        Ok(score)
+    }
+}

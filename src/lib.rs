@@ -1,0 +1,17 @@
+//! hookd, a webhook notification dispatcher.
+//!
+//! A producer registers a notification over the REST API (`api`); it is
+//! committed to PostgreSQL (`store`), the source of truth, and indexed by due
+//! time in Redis (`due`). The dispatcher claims due notifications, signs and
+//! POSTs them (`sender`), records every attempt in PostgreSQL and reschedules
+//! failures on the endpoint's retry schedule (`domain::schedule`) until the
+//! receiver acknowledges or the schedule runs out.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod config;
+pub mod domain;
+pub mod due;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,136 @@
+//! The `hookd` command: parse arguments, load configuration, start logging,
+//! and hand over to the library.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hookd::config::{LogFormat, Settings};
+use hookd::startup::{shutdown_signal, App, Role};
+use hookd::store::Store;
+
+#[derive(Parser)]
+#[command(
+    name = "hookd",
+    version,
+    about = "Webhook notification dispatcher: signs, delivers and retries notifications"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the REST API and the dispatcher (or one of them, with --role).
+    Serve {
+        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        config: Option<PathBuf>,
+        /// Which parts to run.
+        #[arg(long, value_enum, default_value = "all")]
+        role: Role,
+        /// Log format; overrides log.format.
+        #[arg(long, value_enum)]
+        log_format: Option<LogFormatArg>,
+    },
+    /// Apply database migrations and exit.
+    Migrate {
+        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Inspect configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Print hookd's version.
+    Version,
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate the configuration and print the effective values, secrets masked.
+    Check {
+        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Version => {
+            println!("hookd {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Command::Config {
+            command: ConfigCommand::Check { config },
+        } => match Settings::load(config.as_deref()) {
+            Ok(settings) => {
+                print!("{}", settings.to_masked_toml());
+                ExitCode::SUCCESS
+            }
+            Err(error) => fail(&error),
+        },
+        Command::Migrate { config } => {
+            let settings = match Settings::load(config.as_deref()) {
+                Ok(settings) => settings,
+                Err(error) => return fail(&error),
+            };
+            hookd::telemetry::init(settings.log.format, &settings.log.filter);
+            run(async move {
+                let mut database = settings.database.clone();
+                database.migrate = false;
+                let store = Store::connect(&database).await?;
+                store.migrate().await?;
+                tracing::info!("migrations applied");
+                Ok(())
+            })
+        }
+        Command::Serve {
+            config,
+            role,
+            log_format,
+        } => {
+            let mut settings = match Settings::load(config.as_deref()) {
+                Ok(settings) => settings,
+                Err(error) => return fail(&error),
+            };
+            if let Some(format) = log_format {
+                settings.log.format = match format {
+                    LogFormatArg::Text => LogFormat::Text,
+                    LogFormatArg::Json => LogFormat::Json,
+                };
+            }
+            hookd::telemetry::init(settings.log.format, &settings.log.filter);
+            run(async move {
+                let app = App::build(settings, role).await?;
+                app.run(shutdown_signal()).await
+            })
+        }
+    }
+}
+
+fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(&error),
+    };
+    match runtime.block_on(task) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&format!("{error:#}")),
+    }
+}
+
+/// One line on stderr, exit code 1.
+fn fail(error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("hookd: {error}");
+    ExitCode::FAILURE
+}

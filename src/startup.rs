@@ -1,0 +1,124 @@
+//! Wiring: connect the stores, bind the listener, run the API and the
+//! dispatcher until shutdown. Tests build an `App` on port 0 the same way.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use crate::api::{self, AppState};
+use crate::config::Settings;
+use crate::due::DueIndex;
+use crate::store::Store;
+
+/// Which parts of hookd this process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// API and dispatcher.
+    All,
+    /// The REST API only.
+    Api,
+    /// The dispatcher only (plus /healthz and /readyz).
+    Dispatcher,
+}
+
+pub struct App {
+    state: AppState,
+    listener: TcpListener,
+    role: Role,
+}
+
+impl App {
+    /// Connects to PostgreSQL (failing if unreachable), applies migrations if
+    /// configured, prepares the due index and binds the listener.
+    pub async fn build(settings: Settings, role: Role) -> anyhow::Result<Self> {
+        let store = Store::connect(&settings.database)
+            .await
+            .context("cannot use the database (database.url)")?;
+        let due = DueIndex::new(&settings.redis).context("invalid redis.url")?;
+        let address = settings.bind_address();
+        if settings.api.tokens.is_empty() {
+            tracing::warn!(
+                configured = %settings.server.listen, %address,
+                "api.tokens is empty: the API has no authentication, so hookd listens on loopback only"
+            );
+        }
+        let listener = TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address} (server.listen)"))?;
+        Ok(Self::with_parts(settings, store, due, listener, role))
+    }
+
+    /// Builds from parts made elsewhere: tests inject their own pool and a
+    /// listener on port 0.
+    pub fn with_parts(
+        settings: Settings,
+        store: Store,
+        due: DueIndex,
+        listener: TcpListener,
+        role: Role,
+    ) -> Self {
+        let state = AppState {
+            store,
+            due,
+            settings: Arc::new(settings),
+            wake: Arc::new(Notify::new()),
+        };
+        Self {
+            state,
+            listener,
+            role,
+        }
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting requests and
+    /// lets those in progress finish.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let router = match self.role {
+            Role::All | Role::Api => api::router(self.state.clone()),
+            Role::Dispatcher => api::operations_router().with_state(self.state.clone()),
+        };
+        tracing::info!(address = %self.local_addr(), role = ?self.role, "hookd ready");
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("server error")
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown requested");
+}

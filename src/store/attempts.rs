@@ -1,0 +1,40 @@
+//! Attempts: one row per delivery attempt, as the status API shows them.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Attempt {
+    pub notification_id: Uuid,
+    pub number: i32,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    pub status_code: Option<i32>,
+    pub response_body: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub outcome: String,
+}
+
+impl Store {
+    /// A notification's attempts in order, after attempt number `after`.
+    pub async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        Ok(sqlx::query_as::<_, Attempt>(
+            "SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
+                 error_code, error_message, outcome \
+             FROM attempts WHERE notification_id = $1 AND number > $2 ORDER BY number LIMIT $3",
+        )
+        .bind(notification_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}

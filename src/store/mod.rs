@@ -1,0 +1,101 @@
+//! PostgreSQL, the source of truth: endpoints, notifications and attempts.
+//! Functions over one pool; every query is written for the index it uses.
+
+pub mod attempts;
+pub mod endpoints;
+pub mod notifications;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+use crate::config::DatabaseSettings;
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached (connection refused, pool exhausted...):
+    /// the API answers 503 and the dispatcher waits.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    /// A unique constraint refused the write; the name says which.
+    #[error("conflict on {0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_) => StoreError::Unavailable(error),
+            sqlx::Error::Database(db) => {
+                if db.is_unique_violation() {
+                    return StoreError::Conflict(db.constraint().unwrap_or("unique").to_string());
+                }
+                // Class 08 (connection exception), 57P01-03 (admin shutdown,
+                // crash shutdown, cannot connect now) mean "try again later".
+                match db.code().as_deref() {
+                    Some(code) if code.starts_with("08") || code.starts_with("57P") => {
+                        StoreError::Unavailable(error)
+                    }
+                    _ => StoreError::Database(error),
+                }
+            }
+            _ => StoreError::Database(error),
+        }
+    }
+}
+
+/// Handle to the PostgreSQL store. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Connects (failing fast when the database is unreachable) and, when
+    /// configured, applies migrations.
+    pub async fn connect(settings: &DatabaseSettings) -> Result<Self, StoreError> {
+        let options: PgConnectOptions = settings
+            .url
+            .expose()
+            .parse()
+            .map_err(|e| StoreError::Database(sqlx::Error::Configuration(Box::new(e))))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
+            .connect_with(options.application_name("hookd"))
+            .await?;
+        let store = Self::new(pool);
+        if settings.migrate {
+            store.migrate().await?;
+        }
+        Ok(store)
+    }
+
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.pool).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(inner) => StoreError::from(inner),
+            other => StoreError::Database(sqlx::Error::Migrate(Box::new(other))),
+        })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}

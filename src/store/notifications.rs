@@ -1,0 +1,366 @@
+//! Notifications: one payload for one endpoint, and its delivery state.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+use crate::domain::schedule::Schedule;
+use crate::domain::status::Status;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Notification {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub key: Option<String>,
+    pub event_type: Option<String>,
+    pub content_type: String,
+    /// Empty in listings, which leave payloads out.
+    pub body: Vec<u8>,
+    pub headers: Json<BTreeMap<String, String>>,
+    pub schedule_ms: Vec<i64>,
+    pub schedule_name: Option<String>,
+    pub status: String,
+    pub attempts: i32,
+    pub series_start: i32,
+    pub deliver_at: DateTime<Utc>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+impl Notification {
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status).unwrap_or(Status::Pending)
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
+    }
+
+    /// Whether `other` carries the same payload: the same bytes, or, for JSON,
+    /// the same value (a producer retrying may re-serialise differently).
+    pub fn same_payload(&self, content_type: &str, body: &[u8]) -> bool {
+        if self.content_type != content_type {
+            return false;
+        }
+        if self.body == body {
+            return true;
+        }
+        match (
+            serde_json::from_slice::<serde_json::Value>(&self.body),
+            serde_json::from_slice::<serde_json::Value>(body),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Everything but the body, which listings leave out.
+const SUMMARY_COLUMNS: &str =
+    "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
+     schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
+     last_status_code, last_error, created_at, updated_at, completed_at";
+
+fn columns_with_body() -> String {
+    format!("{SUMMARY_COLUMNS}, body")
+}
+
+fn columns_without_body() -> String {
+    format!("{SUMMARY_COLUMNS}, ''::bytea AS body")
+}
+
+/// A notification to be created. The id is chosen by the caller (UUIDv7).
+#[derive(Debug, Clone)]
+pub struct NewNotification {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub key: Option<String>,
+    pub event_type: Option<String>,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub headers: BTreeMap<String, String>,
+    pub schedule: Schedule,
+    pub deliver_at: DateTime<Utc>,
+    pub next_attempt_at: DateTime<Utc>,
+}
+
+/// What became of one notification of an insert.
+#[derive(Debug)]
+pub enum Inserted {
+    Created(Notification),
+    /// The endpoint already had a notification with this key and payload.
+    Existing(Notification),
+    /// The endpoint already has a notification with this key, another payload.
+    KeyConflict(Notification),
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct NotificationFilter {
+    pub endpoint_id: Option<Uuid>,
+    pub status: Option<Status>,
+    pub key: Option<String>,
+    pub event_type: Option<String>,
+    /// Keyset cursor: only notifications older than this id.
+    pub before: Option<Uuid>,
+    pub limit: i64,
+}
+
+/// The result of a cancel by id.
+#[derive(Debug)]
+pub enum Cancel {
+    Cancelled(Notification),
+    /// Already final (succeeded, failed, or cancelled before).
+    NotPending(Notification),
+    NotFound,
+}
+
+impl Store {
+    /// Inserts many notifications in one statement (one commit). Items whose
+    /// endpoint + key exist already come back as `Existing` or `KeyConflict`,
+    /// in the order given.
+    pub async fn insert_notifications(
+        &self,
+        items: &[NewNotification],
+    ) -> Result<Vec<Inserted>, StoreError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::with_capacity(items.len());
+        let mut endpoint_ids = Vec::with_capacity(items.len());
+        let mut keys = Vec::with_capacity(items.len());
+        let mut event_types = Vec::with_capacity(items.len());
+        let mut content_types = Vec::with_capacity(items.len());
+        let mut bodies = Vec::with_capacity(items.len());
+        let mut headers = Vec::with_capacity(items.len());
+        let mut schedules = Vec::with_capacity(items.len());
+        let mut schedule_names = Vec::with_capacity(items.len());
+        let mut deliver_ats = Vec::with_capacity(items.len());
+        let mut next_attempt_ats = Vec::with_capacity(items.len());
+        for item in items {
+            ids.push(item.id);
+            endpoint_ids.push(item.endpoint_id);
+            keys.push(item.key.as_deref());
+            event_types.push(item.event_type.as_deref());
+            content_types.push(item.content_type.as_str());
+            bodies.push(item.body.as_slice());
+            headers.push(Json(&item.headers));
+            // A 2-D array would flatten under UNNEST: each schedule travels as
+            // the text of a bigint[] literal.
+            schedules.push(pg_array_literal(&item.schedule.delays_ms()));
+            schedule_names.push(item.schedule.name());
+            deliver_ats.push(item.deliver_at);
+            next_attempt_ats.push(item.next_attempt_at);
+        }
+        let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
+            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at) \
+             SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at \
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
+                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) \
+                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
+                      schedule_name, deliver_at, next_attempt_at) \
+             ON CONFLICT (endpoint_id, key) DO NOTHING \
+             RETURNING id, created_at",
+        )
+        .bind(&ids)
+        .bind(&endpoint_ids)
+        .bind(&keys)
+        .bind(&event_types)
+        .bind(&content_types)
+        .bind(&bodies)
+        .bind(&headers)
+        .bind(&schedules)
+        .bind(&schedule_names)
+        .bind(&deliver_ats)
+        .bind(&next_attempt_ats)
+        .fetch_all(&self.pool)
+        .await?;
+        let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
+
+        let conflicting: Vec<&NewNotification> = items
+            .iter()
+            .filter(|i| !created.contains_key(&i.id))
+            .collect();
+        let mut existing: HashMap<(Uuid, String), Notification> = HashMap::new();
+        if !conflicting.is_empty() {
+            let endpoint_ids: Vec<Uuid> = conflicting.iter().map(|i| i.endpoint_id).collect();
+            let keys: Vec<&str> = conflicting
+                .iter()
+                .map(|i| i.key.as_deref().unwrap_or_default())
+                .collect();
+            let sql = "SELECT n.* FROM notifications n \
+                 JOIN UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
+                 ON n.endpoint_id = t.endpoint_id AND n.key = t.key";
+            let rows = sqlx::query_as::<_, Notification>(sql)
+                .bind(&endpoint_ids)
+                .bind(&keys)
+                .fetch_all(&self.pool)
+                .await?;
+            for row in rows {
+                let key = row.key.clone().unwrap_or_default();
+                existing.insert((row.endpoint_id, key), row);
+            }
+        }
+
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            if let Some(created_at) = created.get(&item.id) {
+                results.push(Inserted::Created(item.to_row(*created_at)));
+                continue;
+            }
+            let found = item
+                .key
+                .as_ref()
+                .and_then(|key| existing.get(&(item.endpoint_id, key.clone())));
+            match found {
+                Some(row) if row.same_payload(&item.content_type, &item.body) => {
+                    results.push(Inserted::Existing(row.clone()))
+                }
+                Some(row) => results.push(Inserted::KeyConflict(row.clone())),
+                // Not inserted and not found: deleted between the two
+                // statements (retention). Report it as a conflict on the key.
+                None => return Err(StoreError::Conflict("notifications_endpoint_key".into())),
+            }
+        }
+        Ok(results)
+    }
+
+    pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM notifications WHERE id = $1",
+            columns_with_body()
+        );
+        Ok(sqlx::query_as::<_, Notification>(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Newest first, filtered; payloads left out.
+    pub async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        let mut query = QueryBuilder::new(format!(
+            "SELECT {} FROM notifications WHERE true",
+            columns_without_body()
+        ));
+        if let Some(endpoint_id) = filter.endpoint_id {
+            query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+        }
+        if let Some(status) = filter.status {
+            query.push(" AND status = ").push_bind(status.as_str());
+        }
+        if let Some(key) = &filter.key {
+            query.push(" AND key = ").push_bind(key.clone());
+        }
+        if let Some(event_type) = &filter.event_type {
+            query
+                .push(" AND event_type = ")
+                .push_bind(event_type.clone());
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND id < ").push_bind(before);
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(filter.limit);
+        Ok(query
+            .build_query_as::<Notification>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    pub async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
+        let sql = format!(
+            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
+                 updated_at = now(), needs_index = false \
+             WHERE id = $1 AND status = 'pending' RETURNING {}",
+            columns_with_body()
+        );
+        if let Some(row) = sqlx::query_as::<_, Notification>(&sql)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+        {
+            return Ok(Cancel::Cancelled(row));
+        }
+        Ok(match self.get_notification(id).await? {
+            Some(row) => Cancel::NotPending(row),
+            None => Cancel::NotFound,
+        })
+    }
+
+    /// Cancels every pending notification with this business key (on one
+    /// endpoint, or on all). Returns their ids.
+    pub async fn cancel_by_key(
+        &self,
+        key: &str,
+        endpoint_id: Option<Uuid>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
+                 updated_at = now(), needs_index = false \
+             WHERE key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2) AND status = 'pending' \
+             RETURNING id",
+        )
+        .bind(key)
+        .bind(endpoint_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Records that these notifications could not be added to the due index:
+    /// the indexer adds them when Redis is back.
+    pub async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE notifications SET needs_index = true WHERE id = ANY($1) AND status = 'pending'",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+impl NewNotification {
+    fn to_row(&self, created_at: DateTime<Utc>) -> Notification {
+        Notification {
+            id: self.id,
+            endpoint_id: self.endpoint_id,
+            key: self.key.clone(),
+            event_type: self.event_type.clone(),
+            content_type: self.content_type.clone(),
+            body: self.body.clone(),
+            headers: Json(self.headers.clone()),
+            schedule_ms: self.schedule.delays_ms(),
+            schedule_name: self.schedule.name().map(str::to_string),
+            status: Status::Pending.as_str().to_string(),
+            attempts: 0,
+            series_start: 0,
+            deliver_at: self.deliver_at,
+            next_attempt_at: Some(self.next_attempt_at),
+            last_attempt_at: None,
+            last_status_code: None,
+            last_error: None,
+            created_at,
+            updated_at: created_at,
+            completed_at: None,
+        }
+    }
+}
+
+fn pg_array_literal(values: &[i64]) -> String {
+    let inner: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("{{{}}}", inner.join(","))
+}

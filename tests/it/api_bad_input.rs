@@ -1,0 +1,167 @@
+//! Every malformed request a real client sends gets the error shape with the
+//! right status, code and field. Nothing panics, nothing answers 500.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::helpers::{redis_url, spawn_app, spawn_app_with};
+
+struct Case {
+    name: &'static str,
+    method: Method,
+    path: &'static str,
+    body: Option<&'static str>,
+    status: StatusCode,
+    code: &'static str,
+    field: Option<&'static str>,
+}
+
+fn case(
+    name: &'static str,
+    method: Method,
+    path: &'static str,
+    body: Option<&'static str>,
+    status: u16,
+    code: &'static str,
+    field: Option<&'static str>,
+) -> Case {
+    Case {
+        name,
+        method,
+        path,
+        body,
+        status: StatusCode::from_u16(status).unwrap(),
+        code,
+        field,
+    }
+}
+
+#[sqlx::test]
+async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop", "event_types": ["order.paid"]}))
+        .await;
+    use Method as M;
+    let cases = [
+        case("malformed json", M::POST, "/v1/endpoints", Some("{\"url\": "), 400, "malformed_json", None),
+        case("trailing garbage", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\"} x"), 400, "malformed_json", None),
+        case("empty body", M::POST, "/v1/endpoints", Some(""), 400, "malformed_json", None),
+        case("json array instead of object", M::POST, "/v1/endpoints", Some("[1]"), 422, "invalid_type", None),
+        case("missing url", M::POST, "/v1/endpoints", Some("{}"), 422, "missing_field", Some("url")),
+        case("url of the wrong type", M::POST, "/v1/endpoints", Some("{\"url\": 5}"), 422, "invalid_type", Some("url")),
+        case("unknown field", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"urll\": 1}"), 422, "unknown_field", Some("urll")),
+        case("ftp url", M::POST, "/v1/endpoints", Some("{\"url\": \"ftp://a.example/x\"}"), 422, "invalid_url", Some("url")),
+        case("url without host", M::POST, "/v1/endpoints", Some("{\"url\": \"http://\"}"), 422, "invalid_url", Some("url")),
+        case("not a url", M::POST, "/v1/endpoints", Some("{\"url\": \"example.com/hook\"}"), 422, "invalid_url", Some("url")),
+        case("unknown preset", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"schedule\": \"fast\"}"), 422, "invalid_schedule", Some("schedule")),
+        case("bad duration", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"schedule\": [\"1s\", \"2 fortnights\"]}"), 422, "invalid_schedule", Some("schedule")),
+        case("empty schedule", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"schedule\": []}"), 422, "invalid_schedule", Some("schedule")),
+        case("bad secret", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"secret\": \"hunter2\"}"), 422, "invalid_secret", Some("secret")),
+        case("2xx as permanent status", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"permanent_statuses\": [200]}"), 422, "invalid_value", Some("permanent_statuses")),
+        case("negative timeout", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"timeout_ms\": -1}"), 422, "invalid_type", Some("timeout_ms")),
+        case("timeout beyond the lease", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"timeout_ms\": 3600000}"), 422, "invalid_value", Some("timeout_ms")),
+        case("reserved header", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"webhook-signature\": \"x\"}}"), 422, "invalid_header", Some("headers.webhook-signature")),
+        case("uid that is a uuid", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"uid\": \"0193a5f2-7c1e-7b3a-9c4d-1e2f3a4b5c6d\"}"), 422, "invalid_value", Some("uid")),
+        case("patch unknown endpoint", M::PATCH, "/v1/endpoints/nobody", Some("{\"description\": \"x\"}"), 404, "not_found", None),
+        case("patch url to null", M::PATCH, "/v1/endpoints/shop", Some("{\"url\": null}"), 422, "invalid_value", Some("url")),
+        case("unknown endpoint", M::POST, "/v1/notifications", Some("{\"endpoint\": \"nowhere\", \"payload\": {}}"), 422, "unknown_endpoint", Some("endpoint")),
+        case("payload and body", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"body\": \"x\"}"), 422, "conflicting_fields", Some("body")),
+        case("neither payload nor body", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\"}"), 422, "missing_field", Some("payload")),
+        case("body of the wrong type", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"body\": {\"a\": 1}}"), 422, "invalid_type", Some("body")),
+        case("delay and deliver_at", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"delay\": \"1s\", \"deliver_at\": \"2030-01-01T00:00:00Z\"}"), 422, "conflicting_fields", Some("delay")),
+        case("deliver_at not a time", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"deliver_at\": \"tomorrow\"}"), 422, "invalid_value", Some("deliver_at")),
+        case("deliver_at too far", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"deliver_at\": \"2999-01-01T00:00:00Z\"}"), 422, "invalid_value", Some("deliver_at")),
+        case("bad delay", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"delay\": \"later\"}"), 422, "invalid_value", Some("delay")),
+        case("unsubscribed event type", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"event_type\": \"order.refunded\"}"), 422, "event_type_not_subscribed", Some("event_type")),
+        case("bad content type", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"body\": \"x\", \"content_type\": \"json\"}"), 422, "invalid_value", Some("content_type")),
+        case("empty key", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"key\": \"\"}"), 422, "invalid_value", Some("key")),
+        case("nested schedule error", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\", \"payload\": {}, \"schedule\": [1, 2]}"), 422, "invalid_schedule", Some("schedule")),
+        case("empty batch", M::POST, "/v1/notifications/batch", Some("{\"notifications\": []}"), 422, "invalid_value", Some("notifications")),
+        case("batch not an array", M::POST, "/v1/notifications/batch", Some("{\"notifications\": {}}"), 422, "invalid_type", Some("notifications")),
+        case("cancel by key without key", M::POST, "/v1/notifications/cancel", Some("{}"), 422, "missing_field", Some("key")),
+        case("bad cursor", M::GET, "/v1/notifications?cursor=garbage", None, 400, "invalid_cursor", Some("cursor")),
+        case("limit not a number", M::GET, "/v1/notifications?limit=ten", None, 400, "invalid_query", Some("limit")),
+        case("limit too large", M::GET, "/v1/notifications?limit=501", None, 422, "invalid_value", Some("limit")),
+        case("limit zero", M::GET, "/v1/endpoints?limit=0", None, 422, "invalid_value", Some("limit")),
+        case("unknown status", M::GET, "/v1/notifications?status=done", None, 422, "invalid_value", Some("status")),
+        case("notification id not a uuid", M::GET, "/v1/notifications/123", None, 404, "not_found", None),
+        case("unknown route", M::GET, "/v1/nothing", None, 404, "not_found", None),
+        case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
+    ];
+    for case in cases {
+        let (status, body) = match case.body {
+            Some(body) => app.call_raw(case.method.clone(), case.path, body).await,
+            None => app.call(case.method.clone(), case.path, None).await,
+        };
+        assert_eq!(status, case.status, "{}: {body}", case.name);
+        assert_eq!(
+            body["error"]["code"],
+            json!(case.code),
+            "{}: {body}",
+            case.name
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{}",
+            case.name
+        );
+        let field = body["error"].get("field").cloned().unwrap_or(Value::Null);
+        assert_eq!(field, json!(case.field), "{}: {body}", case.name);
+    }
+}
+
+#[sqlx::test]
+async fn a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_limit_too(
+    pool: PgPool,
+) {
+    let app = spawn_app_with(
+        pool,
+        &redis_url(),
+        "[api]\nmax_payload_bytes = 100\nmax_request_bytes = 1000\n",
+    )
+    .await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let big = "x".repeat(200);
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "body": big, "content_type": "text/plain"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["field"], json!("body"));
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"data": big}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["field"], json!("payload"));
+    let huge = "y".repeat(2000);
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"data": huge}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["code"], json!("too_large"));
+}
+
+#[sqlx::test]
+async fn a_batch_of_more_than_a_thousand_is_refused(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let items: Vec<Value> = (0..1001)
+        .map(|_| json!({"endpoint": "shop", "payload": {}}))
+        .collect();
+    let (status, body) = app
+        .post("/v1/notifications/batch", json!({"notifications": items}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["field"], json!("notifications"));
+}

@@ -1,0 +1,397 @@
+use chrono::{DateTime, Utc};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::helpers::spawn_app;
+
+fn time(value: &Value) -> DateTime<Utc> {
+    serde_json::from_value(value.clone()).unwrap_or_else(|_| panic!("{value} is a time"))
+}
+
+fn id(value: &Value) -> Uuid {
+    value["id"].as_str().unwrap().parse().unwrap()
+}
+
+#[sqlx::test]
+async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let (status, created) = app
+        .post("/v1/notifications", json!({"endpoint": "shop", "payload": {"order": 123}, "key": "order-123:paid", "event_type": "order.paid"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["status"], json!("pending"));
+    assert_eq!(created["attempts"], json!(0));
+    assert_eq!(created["schedule"], json!("alipay"));
+
+    let stored: (String, i64) =
+        sqlx::query_as("SELECT status, extract(epoch from next_attempt_at)::bigint FROM notifications WHERE id = $1")
+            .bind(id(&created))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored.0, "pending");
+    let score = app
+        .state
+        .due
+        .due_at(id(&created))
+        .await
+        .unwrap()
+        .expect("indexed in Redis");
+    assert_eq!(score, time(&created["next_attempt_at"]).timestamp_millis());
+}
+
+#[sqlx::test]
+async fn payload_bytes_are_stored_exactly_as_sent(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let raw =
+        r#"{"endpoint":"shop","payload":{ "amount" : 0.10, "big": 12345678901234567890123 }}"#;
+    let (status, created) = app.call_raw(Method::POST, "/v1/notifications", raw).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let body: Vec<u8> = sqlx::query_scalar("SELECT body FROM notifications WHERE id = $1")
+        .bind(id(&created))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        body,
+        br#"{ "amount" : 0.10, "big": 12345678901234567890123 }"#
+    );
+    let (_, read) = app
+        .get(&format!("/v1/notifications/{}", id(&created)))
+        .await;
+    assert_eq!(read["content_type"], json!("application/json"));
+    assert!(read["payload"].is_object(), "{read}");
+}
+
+#[sqlx::test]
+async fn a_text_body_keeps_its_content_type(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "alipay"})).await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "alipay", "body": "trade_no=1&trade_status=TRADE_SUCCESS", "content_type": "application/x-www-form-urlencoded"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (_, read) = app
+        .get(&format!("/v1/notifications/{}", id(&created)))
+        .await;
+    assert_eq!(read["body"], json!("trade_no=1&trade_status=TRADE_SUCCESS"));
+    assert_eq!(
+        read["content_type"],
+        json!("application/x-www-form-urlencoded")
+    );
+    assert!(read.get("payload").is_none());
+}
+
+#[sqlx::test]
+async fn the_same_key_and_payload_returns_the_existing_notification(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let request =
+        json!({"endpoint": "shop", "payload": {"order": 1, "paid": true}, "key": "order-1:paid"});
+    let (status, first) = app.post("/v1/notifications", request.clone()).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, again) = app.post("/v1/notifications", request).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    // Re-serialised differently (key order, spacing) is the same payload.
+    let (status, reordered) = app
+        .call_raw(
+            Method::POST,
+            "/v1/notifications",
+            r#"{"key":"order-1:paid","endpoint":"shop","payload":{"paid":true,   "order":1}}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reordered}");
+    assert_eq!(reordered["id"], first["id"]);
+}
+
+#[sqlx::test]
+async fn the_same_key_with_another_payload_is_a_conflict(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let shop = app.endpoint(json!({"uid": "shop"})).await;
+    app.endpoint(json!({"uid": "other"})).await;
+    let (status, _) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"v": 1}, "key": "k"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": shop["id"], "payload": {"v": 2}, "key": "k"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], json!("key_conflict"));
+    // Keys are unique per endpoint: another endpoint may use the same one.
+    let (status, _) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "other", "payload": {"v": 2}, "key": "k"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+#[sqlx::test]
+async fn delay_and_deliver_at_set_the_first_due_time(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let before = Utc::now();
+    let (status, delayed) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}, "delay": "90s"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{delayed}");
+    let due = time(&delayed["next_attempt_at"]);
+    let expected = before + chrono::Duration::seconds(90);
+    assert!(
+        due >= expected && due < expected + chrono::Duration::seconds(5),
+        "{due} vs {expected}"
+    );
+
+    let at = (Utc::now() + chrono::Duration::days(30))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let (status, scheduled) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}, "deliver_at": at}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{scheduled}");
+    assert_eq!(time(&scheduled["next_attempt_at"]), time(&json!(at)));
+    assert_eq!(time(&scheduled["deliver_at"]), time(&json!(at)));
+
+    // The schedule's first entry is added to the due time.
+    let (status, shifted) = app
+        .post("/v1/notifications", json!({"endpoint": "shop", "payload": {}, "deliver_at": at, "schedule": ["1500ms", "2s"]}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{shifted}");
+    assert_eq!(shifted["schedule"], json!(["1500ms", "2s"]));
+    assert_eq!(
+        time(&shifted["next_attempt_at"]),
+        time(&json!(at)) + chrono::Duration::milliseconds(1500)
+    );
+}
+
+#[sqlx::test]
+async fn a_batch_creates_each_valid_item_and_reports_each_invalid_one(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let (status, body) = app
+        .post(
+            "/v1/notifications/batch",
+            json!({"notifications": [
+                {"endpoint": "shop", "payload": {"n": 1}, "key": "a"},
+                {"endpoint": "nowhere", "payload": {"n": 2}},
+                {"endpoint": "shop", "payload": {"n": 3}, "schedule": "soon"},
+                {"endpoint": "shop", "payload": {"n": 1}, "key": "a"},
+                {"endpoint": "shop", "payload": {"n": 5}, "key": "a"},
+                {"endpoint": "shop", "paylaod": {"n": 6}},
+                {"endpoint": "shop", "body": "plain", "content_type": "text/plain"}
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let items = body["data"].as_array().unwrap();
+    let statuses: Vec<u64> = items
+        .iter()
+        .map(|i| i["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, vec![201, 422, 422, 200, 409, 422, 201]);
+    assert_eq!(items[1]["error"]["code"], json!("unknown_endpoint"));
+    assert_eq!(items[2]["error"]["field"], json!("schedule"));
+    assert_eq!(
+        items[3]["notification"]["id"],
+        items[0]["notification"]["id"]
+    );
+    assert_eq!(items[5]["error"]["code"], json!("unknown_field"));
+
+    let (_, listed) = app.get("/v1/notifications?endpoint=shop").await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 2);
+}
+
+#[sqlx::test]
+async fn listing_filters_by_endpoint_status_key_and_event_type_newest_first(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "a"})).await;
+    app.endpoint(json!({"uid": "b"})).await;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let endpoint = if i % 2 == 0 { "a" } else { "b" };
+        let event_type = if i < 3 {
+            "order.paid"
+        } else {
+            "order.refunded"
+        };
+        let (_, created) = app
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": endpoint, "payload": {"i": i}, "key": format!("k{}", i % 3), "event_type": event_type, "delay": "1h"}),
+            )
+            .await;
+        ids.push(created["id"].clone());
+    }
+    let (_, cancelled) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{}/cancel", ids[0].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(cancelled["status"], json!("cancelled"));
+
+    let listed = |query: &'static str| {
+        let app = &app;
+        async move {
+            let (status, body) = app.get(&format!("/v1/notifications?{query}")).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["id"].clone())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed("endpoint=a").await,
+        vec![ids[4].clone(), ids[2].clone(), ids[0].clone()]
+    );
+    assert_eq!(listed("status=cancelled").await, vec![ids[0].clone()]);
+    assert_eq!(listed("key=k1").await, vec![ids[4].clone(), ids[1].clone()]);
+    assert_eq!(
+        listed("event_type=order.paid&endpoint=b").await,
+        vec![ids[1].clone()]
+    );
+    assert_eq!(listed("endpoint=nobody").await, Vec::<Value>::new());
+    // Listings leave payloads out.
+    let (_, body) = app.get("/v1/notifications?limit=1").await;
+    assert!(body["data"][0].get("payload").is_none());
+
+    // Pages of two walk every notification exactly once.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/notifications?limit=2&cursor={c}"),
+            None => "/v1/notifications?limit=2".to_string(),
+        };
+        let (_, body) = app.get(&path).await;
+        seen.extend(
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["id"].clone()),
+        );
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first);
+}
+
+#[sqlx::test]
+async fn cancelling_by_id_stops_a_pending_notification_and_removes_it_from_the_index(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let (_, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    assert!(app.state.due.due_at(id(&created)).await.unwrap().is_some());
+    let path = format!("/v1/notifications/{}/cancel", id(&created));
+    let (status, cancelled) = app.call(Method::POST, &path, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(cancelled["status"], json!("cancelled"));
+    assert!(cancelled["next_attempt_at"].is_null());
+    assert!(app.state.due.due_at(id(&created)).await.unwrap().is_none());
+    // Cancelling again is harmless.
+    let (status, _) = app.call(Method::POST, &path, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{}/cancel", Uuid::now_v7()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[sqlx::test]
+async fn cancelling_by_key_stops_every_pending_notification_with_that_key(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "a"})).await;
+    app.endpoint(json!({"uid": "b"})).await;
+    for endpoint in ["a", "b"] {
+        app.post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint, "payload": {}, "key": "order-9", "delay": "1h"}),
+        )
+        .await;
+    }
+    app.post(
+        "/v1/notifications",
+        json!({"endpoint": "a", "payload": {}, "key": "order-10", "delay": "1h"}),
+    )
+    .await;
+    let (status, body) = app
+        .post(
+            "/v1/notifications/cancel",
+            json!({"key": "order-9", "endpoint": "a"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["cancelled"], json!(1));
+    let (_, body) = app
+        .post("/v1/notifications/cancel", json!({"key": "order-9"}))
+        .await;
+    assert_eq!(body["cancelled"], json!(1));
+    let (_, pending) = app.get("/v1/notifications?status=pending").await;
+    assert_eq!(pending["data"].as_array().unwrap().len(), 1);
+    assert_eq!(pending["data"][0]["key"], json!("order-10"));
+}
+
+#[sqlx::test]
+async fn a_new_notification_has_no_attempts_and_an_unknown_one_is_not_found(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let (_, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    let (status, attempts) = app
+        .get(&format!("/v1/notifications/{}/attempts", id(&created)))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(attempts, json!({"data": [], "next_cursor": null}));
+    let (status, _) = app
+        .get(&format!("/v1/notifications/{}/attempts", Uuid::now_v7()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .get(&format!("/v1/notifications/{}", Uuid::now_v7()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,235 @@
+//! Test harness: hookd on port 0 against the real PostgreSQL (a database per
+//! test, from `#[sqlx::test]`) and the real Redis (a key prefix per test)
+//! that `scripts/test` starts; private servers for tests that stop one.
+
+use std::future::Future;
+use std::net::TcpListener as StdListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hookd::config::Settings;
+use hookd::due::DueIndex;
+use hookd::startup::{App, Role};
+use hookd::store::Store;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use tokio::sync::oneshot;
+
+pub const TOKEN: &str = "test-token-0123456789";
+
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").expect("REDIS_URL is set: run the suite with scripts/test")
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub state: hookd::api::AppState,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+/// Settings for a test: its own Redis prefix, loopback receivers allowed,
+/// a bearer token, and `overrides` (TOML) on top.
+pub fn test_settings(redis_url: &str, overrides: &str) -> Settings {
+    let prefix = format!("test-{}", uuid::Uuid::now_v7().simple());
+    let base = format!(
+        "[redis]\nurl = \"{redis_url}\"\nprefix = \"{prefix}\"\n\
+         [api]\ntokens = [\"{TOKEN}\"]\n\
+         [sender]\nallow_networks = [\"127.0.0.0/8\"]\n"
+    );
+    Settings::from_toml_layers(&[&base, overrides]).expect("test settings are valid")
+}
+
+pub async fn spawn_app(pool: PgPool) -> TestApp {
+    spawn_app_with(pool, &redis_url(), "").await
+}
+
+pub async fn spawn_app_with(pool: PgPool, redis_url: &str, overrides: &str) -> TestApp {
+    let settings = test_settings(redis_url, overrides);
+    let due = DueIndex::new(&settings.redis).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
+    let base = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(app.run(async {
+        let _ = stopped.await;
+    }));
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        state,
+        stop: Some(stop),
+    }
+}
+
+impl TestApp {
+    /// Sends a request with the test token; returns the status and the JSON
+    /// body (`Value::Null` when the body is not JSON).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .client
+            .request(method, format!("{}{}", self.base, path))
+            .bearer_auth(TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.expect("hookd answers")).await
+    }
+
+    /// Sends raw bytes as the body.
+    pub async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .request(method, format!("{}{}", self.base, path))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("hookd answers");
+        read(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// Creates an endpoint and returns its JSON.
+    pub async fn endpoint(&self, fields: Value) -> Value {
+        let mut body = json!({"url": "http://127.0.0.1:9/hook"});
+        merge(&mut body, fields);
+        let (status, endpoint) = self.post("/v1/endpoints", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+        endpoint
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn read(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let bytes = response.bytes().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+pub fn merge(base: &mut Value, extra: Value) {
+    if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
+        base.extend(extra);
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics after `deadline`.
+pub async fn eventually<T, F, Fut>(deadline: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if start.elapsed() > deadline {
+            panic!("timed out after {deadline:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A private redis-server for tests that stop or flush Redis.
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    pub async fn start() -> Self {
+        Self::start_on(free_port()).await
+    }
+
+    pub async fn start_on(port: u16) -> Self {
+        let binary =
+            std::env::var("HOOKD_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (HOOKD_TEST_REDIS_SERVER)");
+        let server = Self {
+            port,
+            child: Some(child),
+        };
+        eventually(
+            Duration::from_secs(10),
+            "redis-server to accept connections",
+            || async {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()
+                    .map(|_| ())
+            },
+        )
+        .await;
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests against real PostgreSQL and Redis (see scripts/test).
+
+mod helpers;
+
+mod api_bad_input;
+mod api_endpoints;
+mod api_notifications;
+mod stores_down;
