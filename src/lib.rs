@@ -8,10 +8,19 @@
 //! receiver acknowledges or the schedule runs out.
 #![forbid(unsafe_code)]
 
-pub mod api;
+// In the order a notification flows through them.
 pub mod config;
 pub mod domain;
-pub mod due;
-pub mod startup;
+
+pub mod api;
+
 pub mod store;
+
+pub mod due;
+
+pub mod dispatcher;
+
+pub mod sender;
+
+pub mod startup;
 pub mod telemetry;

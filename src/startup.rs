@@ -8,10 +8,13 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, AppState};
 use crate::config::Settings;
+use crate::dispatcher::Dispatcher;
 use crate::due::DueIndex;
+use crate::sender::Sender;
 use crate::store::Store;
 
 /// Which parts of hookd this process runs.
@@ -84,21 +87,50 @@ impl App {
         &self.state
     }
 
-    /// Serves until `shutdown` completes, then stops accepting requests and
-    /// lets those in progress finish.
+    /// Serves (and dispatches, by role) until `shutdown` completes. Then the
+    /// API stops accepting requests and finishes those in progress, and the
+    /// dispatcher stops claiming, finishes or gives back its deliveries and
+    /// flushes their outcomes.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        let token = CancellationToken::new();
+        let trigger = token.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            trigger.cancel();
+        });
+        let settings = self.state.settings.clone();
+        let dispatching =
+            matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
+        let dispatcher = if dispatching {
+            let sender = Sender::new(&settings.sender).context("cannot build the HTTP client")?;
+            let dispatcher = Dispatcher::new(
+                self.state.store.clone(),
+                self.state.due.clone(),
+                sender,
+                settings.clone(),
+                self.state.wake.clone(),
+            );
+            Some(tokio::spawn(dispatcher.run(token.clone())))
+        } else {
+            None
+        };
         let router = match self.role {
             Role::All | Role::Api => api::router(self.state.clone()),
             Role::Dispatcher => api::operations_router().with_state(self.state.clone()),
         };
-        tracing::info!(address = %self.local_addr(), role = ?self.role, "hookd ready");
-        axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
+        tracing::info!(address = %self.local_addr(), role = ?self.role, dispatching, "hookd ready");
+        let served = axum::serve(self.listener, router)
+            .with_graceful_shutdown(token.clone().cancelled_owned())
             .await
-            .context("server error")
+            .context("server error");
+        token.cancel();
+        if let Some(dispatcher) = dispatcher {
+            dispatcher.await.context("dispatcher task failed")?;
+        }
+        served
     }
 }
 

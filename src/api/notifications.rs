@@ -24,6 +24,7 @@ use crate::domain::fields::valid_event_type;
 use crate::domain::schedule::parse_duration;
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
+use crate::store::delivery::Retry;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::notifications::{
     Cancel, Inserted, NewNotification, Notification, NotificationFilter,
@@ -42,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/notifications/{id}", get(read))
         .route("/v1/notifications/{id}/attempts", get(attempts))
         .route("/v1/notifications/{id}/cancel", post(cancel))
+        .route("/v1/notifications/{id}/retry", post(retry))
 }
 
 /// A notification as a producer submits it.
@@ -690,4 +692,30 @@ pub async fn cancel_by_key(
         cancelled: ids.len(),
         ids,
     }))
+}
+
+#[utoipa::path(post, path = "/v1/notifications/{id}/retry", tag = "notifications",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),
+        (status = 404, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry")))]
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<NotificationView>, ApiError> {
+    let now = Utc::now();
+    match state.store.retry_notification(parse_id(&id)?, now).await? {
+        Retry::Retried(n) => {
+            state.index_due(&[(n.id, now)]).await;
+            Ok(Json(NotificationView::summary(n)))
+        }
+        Retry::NotRetryable(n) => Err(ApiError::Conflict {
+            code: "not_retryable",
+            message: format!(
+                "the notification has {}; only failed or pending ones can be retried",
+                n.status
+            ),
+        }),
+        Retry::NotFound => Err(ApiError::NotFound("notification")),
+    }
 }

@@ -2,6 +2,7 @@
 //! secrets, the success rule and validation of producer-supplied names.
 
 pub mod fields;
+pub mod outcome;
 pub mod schedule;
 pub mod secret;
 pub mod status;

@@ -10,6 +10,8 @@
 //! Members are the 16 bytes of the notification's UUID, not its 36-character
 //! text: the index costs Redis memory per pending notification.
 
+pub mod lease;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,7 +54,7 @@ pub struct DueIndex {
     client: redis::Client,
     conn: Arc<OnceCell<ConnectionManager>>,
     keys: Arc<Keys>,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 pub fn member(id: &Uuid) -> &[u8] {
@@ -63,8 +65,11 @@ pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
     Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len()))
 }
 
+/// The score of a due time: unix milliseconds, rounded up, so that a claim
+/// at `now >= score` never finds a row whose microsecond due time is later.
 pub fn score(at: DateTime<Utc>) -> i64 {
-    at.timestamp_millis()
+    let micros = at.timestamp_micros();
+    micros.div_euclid(1000) + i64::from(micros.rem_euclid(1000) != 0)
 }
 
 impl DueIndex {

@@ -19,7 +19,7 @@ async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPoo
     let app = spawn_app(pool.clone()).await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (status, created) = app
-        .post("/v1/notifications", json!({"endpoint": "shop", "payload": {"order": 123}, "key": "order-123:paid", "event_type": "order.paid"}))
+        .post("/v1/notifications", json!({"endpoint": "shop", "payload": {"order": 123}, "key": "order-123:paid", "event_type": "order.paid", "delay": "1h"}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     assert_eq!(created["status"], json!("pending"));
@@ -40,7 +40,7 @@ async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPoo
         .await
         .unwrap()
         .expect("indexed in Redis");
-    assert_eq!(score, time(&created["next_attempt_at"]).timestamp_millis());
+    assert_eq!(score, hookd::due::score(time(&created["next_attempt_at"])));
 }
 
 #[sqlx::test]

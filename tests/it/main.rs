@@ -5,4 +5,6 @@ mod helpers;
 mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
+mod delivery;
+mod receiver;
 mod stores_down;

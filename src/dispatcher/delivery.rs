@@ -1,0 +1,98 @@
+//! One attempt for one claimed notification: build the signed request from
+//! the row and its endpoint, send it, decide the outcome.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::Utc;
+
+use crate::domain::outcome::{decide, Outcome, Policy};
+use crate::domain::secret::SigningSecret;
+use crate::domain::success::SuccessRule;
+use crate::sender::{merged_headers, Delivery, Sender};
+use crate::store::delivery::{AttemptRecord, DeliveryRow};
+
+/// Makes the attempt and returns what to record.
+pub async fn attempt(
+    sender: &Sender,
+    row: &DeliveryRow,
+    default_timeout: Duration,
+) -> AttemptRecord {
+    let number = row.attempts + 1;
+    let delivery = Delivery {
+        id: row.id,
+        url: row.url.clone(),
+        body: Bytes::copy_from_slice(&row.body),
+        content_type: row.content_type.clone(),
+        event_type: row.event_type.clone(),
+        attempt: number as u32,
+        headers: merged_headers(&row.endpoint_headers, &row.headers),
+        secrets: signing_secrets(row),
+        timeout: row
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms.max(1) as u64))
+            .unwrap_or(default_timeout),
+    };
+    let result = sender.send(&delivery).await;
+    let schedule = row.schedule();
+    let success = SuccessRule {
+        body: row.success_body.clone(),
+    };
+    let policy = Policy {
+        success: &success,
+        permanent_statuses: &row.permanent_statuses,
+        schedule: &schedule,
+    };
+    let attempt_in_series = (number - row.series_start).max(1) as u32;
+    let finished_at =
+        result.started_at + chrono::Duration::from_std(result.duration).unwrap_or_default();
+    let mut outcome = decide(
+        result.answer.as_ref(),
+        &policy,
+        attempt_in_series,
+        finished_at,
+    );
+    // A body that broke off or overflowed is no acknowledgement.
+    if outcome == Outcome::Succeeded && result.error.is_some() && row.success_body.is_some() {
+        outcome = decide(None, &policy, attempt_in_series, finished_at);
+    }
+    let span = tracing::Span::current();
+    span.record("outcome", outcome.as_str());
+    tracing::debug!(
+        notification_id = %row.id,
+        endpoint_id = %row.endpoint_id,
+        attempt = number,
+        outcome = outcome.as_str(),
+        status_code = result.answer.as_ref().map(|a| a.status),
+        duration_ms = result.duration.as_millis() as u64,
+        error = result.error.as_ref().map(|e| e.code),
+        "delivery attempt"
+    );
+    AttemptRecord {
+        notification_id: row.id,
+        number,
+        started_at: result.started_at,
+        duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
+        status_code: result.answer.as_ref().map(|a| i32::from(a.status)),
+        response_body: result.stored_body(),
+        error_code: result.error.as_ref().map(|e| e.code.to_string()),
+        error_message: result.error.as_ref().map(|e| e.message.clone()),
+        outcome,
+    }
+}
+
+/// The current secret, and the previous one while its overlap lasts.
+fn signing_secrets(row: &DeliveryRow) -> Vec<SigningSecret> {
+    let mut secrets = Vec::with_capacity(2);
+    if let Ok(secret) = SigningSecret::parse(&row.secret) {
+        secrets.push(secret);
+    }
+    if let (Some(previous), Some(until)) = (&row.previous_secret, row.previous_secret_expires_at) {
+        if until > Utc::now() {
+            if let Ok(secret) = SigningSecret::parse(previous) {
+                secrets.push(secret);
+            }
+        }
+    }
+    secrets
+}

@@ -1,0 +1,328 @@
+//! The dispatcher: claim due ids from Redis, load their rows from PostgreSQL,
+//! deliver them concurrently within the global and per-endpoint caps, and
+//! hand the outcomes to the recorder. It sleeps until the earliest due time
+//! (or a lease expiry, or `max_idle_ms`), and wakes early when this process
+//! enqueues something due sooner.
+
+mod delivery;
+mod indexer;
+mod recorder;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::config::Settings;
+use crate::domain::status::Status;
+use crate::due::DueIndex;
+use crate::sender::Sender;
+use crate::store::delivery::DeliveryRow;
+use crate::store::Store;
+
+/// How long a notification over its endpoint's in-flight cap waits before
+/// it is looked at again. Not an attempt.
+const CAP_DEFERRAL: Duration = Duration::from_millis(250);
+/// How long a notification of a disabled endpoint waits before it is looked
+/// at again.
+const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
+/// Pause after a store error before claiming again.
+const STORE_BACKOFF: Duration = Duration::from_secs(1);
+
+pub struct Dispatcher {
+    store: Store,
+    due: DueIndex,
+    sender: Sender,
+    settings: Arc<Settings>,
+    wake: Arc<Notify>,
+}
+
+/// What this process is delivering now: per endpoint, and which ids.
+#[derive(Default)]
+struct InFlight {
+    by_endpoint: HashMap<Uuid, u32>,
+    ids: HashSet<Uuid>,
+}
+
+impl InFlight {
+    fn try_start(&mut self, endpoint: Uuid, id: Uuid, cap: u32) -> bool {
+        let count = self.by_endpoint.entry(endpoint).or_default();
+        if *count >= cap {
+            return false;
+        }
+        *count += 1;
+        self.ids.insert(id);
+        true
+    }
+
+    fn finish(&mut self, endpoint: Uuid, id: Uuid) {
+        if let Some(count) = self.by_endpoint.get_mut(&endpoint) {
+            *count -= 1;
+            if *count == 0 {
+                self.by_endpoint.remove(&endpoint);
+            }
+        }
+        self.ids.remove(&id);
+    }
+}
+
+/// The shared parts each delivery task needs.
+struct Shared {
+    sender: Sender,
+    default_timeout: Duration,
+    in_flight: Mutex<InFlight>,
+    permits: Arc<Semaphore>,
+    slot_freed: Notify,
+}
+
+impl Dispatcher {
+    pub fn new(
+        store: Store,
+        due: DueIndex,
+        sender: Sender,
+        settings: Arc<Settings>,
+        wake: Arc<Notify>,
+    ) -> Self {
+        Self {
+            store,
+            due,
+            sender,
+            settings,
+            wake,
+        }
+    }
+
+    /// Runs until `shutdown`; then stops claiming, lets deliveries finish
+    /// within `server.shutdown_timeout_ms`, gives back those that did not,
+    /// and flushes the outcomes.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let settings = self.settings.clone();
+        let (outcomes, outcomes_rx) = mpsc::channel(settings.sender.max_in_flight * 2);
+        let recorder = tokio::spawn(recorder::run(
+            self.store.clone(),
+            self.due.clone(),
+            self.wake.clone(),
+            outcomes_rx,
+        ));
+        let indexer = tokio::spawn(indexer::run(
+            self.store.clone(),
+            self.due.clone(),
+            shutdown.clone(),
+        ));
+        let shared = Arc::new(Shared {
+            sender: self.sender.clone(),
+            default_timeout: settings.sender_timeout(),
+            in_flight: Mutex::new(InFlight::default()),
+            permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
+            slot_freed: Notify::new(),
+        });
+        let mut tasks = JoinSet::new();
+        tracing::info!(
+            max_in_flight = settings.sender.max_in_flight,
+            "dispatcher started"
+        );
+
+        while !shutdown.is_cancelled() {
+            while tasks.try_join_next().is_some() {}
+            let free = shared.permits.available_permits();
+            if free == 0 {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = shared.slot_freed.notified() => continue,
+                }
+            }
+            let now = Utc::now();
+            let lease_until =
+                now + chrono::Duration::from_std(settings.lease()).unwrap_or_default();
+            let claim = match self
+                .due
+                .claim(now, free.min(settings.dispatcher.batch_size), lease_until)
+                .await
+            {
+                Ok(claim) => claim,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim from the due index; deliveries pause until Redis answers");
+                    pause(&shutdown, STORE_BACKOFF).await;
+                    continue;
+                }
+            };
+            if claim.requeued > 0 {
+                tracing::info!(
+                    count = claim.requeued,
+                    "expired leases returned to the due index"
+                );
+            }
+            if claim.ids.is_empty() {
+                let idle = Duration::from_millis(settings.dispatcher.max_idle_ms);
+                let wait = claim
+                    .next_event_ms()
+                    .map(|ms| {
+                        Duration::from_millis((ms - now.timestamp_millis()).max(0) as u64).min(idle)
+                    })
+                    .unwrap_or(idle);
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = self.wake.notified() => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            }
+            let rows = match self.store.load_deliveries(&claim.ids).await {
+                Ok(rows) => rows,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot load claimed notifications; giving them back");
+                    let back: Vec<_> = claim.ids.iter().map(|id| (*id, now)).collect();
+                    if let Err(error) = self.due.reschedule(&back).await {
+                        tracing::warn!(%error, "cannot give claims back; their leases will expire");
+                    }
+                    pause(&shutdown, STORE_BACKOFF).await;
+                    continue;
+                }
+            };
+            self.dispatch(&claim.ids, rows, now, &shared, &outcomes, &mut tasks)
+                .await;
+        }
+
+        // Shutdown: no more claims. Let deliveries finish, within limits.
+        let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
+        let in_flight = tasks.len();
+        if in_flight > 0 {
+            tracing::info!(in_flight, "waiting for deliveries in flight");
+        }
+        let finished =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+        if finished.is_err() {
+            tasks.abort_all();
+            let unfinished: Vec<(Uuid, DateTime<Utc>)> = {
+                let in_flight = shared.in_flight.lock().expect("in-flight lock");
+                in_flight.ids.iter().map(|id| (*id, Utc::now())).collect()
+            };
+            tracing::warn!(
+                count = unfinished.len(),
+                "giving back deliveries that did not finish in time"
+            );
+            if let Err(error) = self.due.reschedule(&unfinished).await {
+                tracing::warn!(%error, "cannot give deliveries back; their leases will expire");
+            }
+        }
+        drop(outcomes);
+        if tokio::time::timeout(grace, recorder).await.is_err() {
+            tracing::warn!("outcomes not recorded before shutdown; their leases will expire and they will be retried");
+        }
+        let _ = indexer.await;
+        tracing::info!("dispatcher stopped");
+    }
+
+    /// Starts deliveries for claimed ids; gives back those that must wait.
+    async fn dispatch(
+        &self,
+        ids: &[Uuid],
+        rows: Vec<DeliveryRow>,
+        now: DateTime<Utc>,
+        shared: &Arc<Shared>,
+        outcomes: &mpsc::Sender<crate::store::delivery::AttemptRecord>,
+        tasks: &mut JoinSet<()>,
+    ) {
+        let mut rows: HashMap<Uuid, DeliveryRow> = rows.into_iter().map(|r| (r.id, r)).collect();
+        let mut gone = Vec::new();
+        let mut later = Vec::new();
+        let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
+        for id in ids {
+            // PostgreSQL fences Redis: a row that is missing, final or not
+            // yet due is not sent, whatever the index said.
+            let Some(row) = rows.remove(id) else {
+                gone.push(*id);
+                continue;
+            };
+            let Some(due_at) = row
+                .next_attempt_at
+                .filter(|_| row.status() == Status::Pending)
+            else {
+                gone.push(*id);
+                continue;
+            };
+            if due_at > now {
+                later.push((*id, due_at));
+                continue;
+            }
+            if row.endpoint_deleted {
+                gone.push(*id);
+                continue;
+            }
+            if row.disabled {
+                later.push((
+                    *id,
+                    now + chrono::Duration::from_std(DISABLED_DEFERRAL).unwrap_or_default(),
+                ));
+                continue;
+            }
+            let cap = row.max_in_flight.map_or(default_cap, |m| m.max(1) as u32);
+            let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
+                later.push((*id, now));
+                continue;
+            };
+            if !shared.in_flight.lock().expect("in-flight lock").try_start(
+                row.endpoint_id,
+                row.id,
+                cap,
+            ) {
+                later.push((
+                    *id,
+                    now + chrono::Duration::from_std(CAP_DEFERRAL).unwrap_or_default(),
+                ));
+                continue;
+            }
+            let shared = shared.clone();
+            let outcomes = outcomes.clone();
+            let span = tracing::debug_span!(
+                "delivery",
+                notification_id = %row.id,
+                endpoint_id = %row.endpoint_id,
+                attempt = row.attempts + 1,
+                outcome = tracing::field::Empty,
+            );
+            tasks.spawn(
+                async move {
+                    let record =
+                        delivery::attempt(&shared.sender, &row, shared.default_timeout).await;
+                    shared
+                        .in_flight
+                        .lock()
+                        .expect("in-flight lock")
+                        .finish(row.endpoint_id, row.id);
+                    drop(permit);
+                    shared.slot_freed.notify_one();
+                    if outcomes.send(record).await.is_err() {
+                        tracing::warn!(
+                            "recorder stopped; the attempt will be retried after its lease"
+                        );
+                    }
+                }
+                .instrument(span),
+            );
+        }
+        if !gone.is_empty() {
+            if let Err(error) = self.due.forget(&gone).await {
+                tracing::debug!(%error, "cannot drop stale claims; their leases will expire");
+            }
+        }
+        if !later.is_empty() {
+            if let Err(error) = self.due.reschedule(&later).await {
+                tracing::warn!(%error, "cannot defer claims; their leases will expire");
+            }
+        }
+    }
+}
+
+async fn pause(shutdown: &CancellationToken, duration: Duration) {
+    tokio::select! {
+        _ = shutdown.cancelled() => {}
+        _ = tokio::time::sleep(duration) => {}
+    }
+}

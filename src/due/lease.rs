@@ -1,0 +1,150 @@
+//! Claiming due notifications and giving them back. One Lua script, atomic:
+//! first expired leases return to `due`, then up to N due ids move to
+//! `inflight` with a lease, and the earliest remaining due time comes back so
+//! the dispatcher knows how long it may sleep. Completion happens only after
+//! PostgreSQL has committed the outcome.
+
+use chrono::{DateTime, Utc};
+use redis::Script;
+use std::sync::LazyLock;
+use uuid::Uuid;
+
+use super::{member, parse_member, score, DueError, DueIndex};
+
+/// Most expired leases returned to `due` per claim call.
+const MAX_REQUEUE: usize = 1000;
+
+static CLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+-- KEYS[1] due, KEYS[2] inflight; ARGV[1] now ms, ARGV[2] limit, ARGV[3] lease expiry ms, ARGV[4] max requeue
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
+for i = 1, #expired do
+  redis.call('ZADD', KEYS[1], ARGV[1], expired[i])
+  redis.call('ZREM', KEYS[2], expired[i])
+end
+local ids = {}
+local limit = tonumber(ARGV[2])
+if limit > 0 then
+  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+  for i = 1, #ids do
+    redis.call('ZADD', KEYS[2], ARGV[3], ids[i])
+    redis.call('ZREM', KEYS[1], ids[i])
+  end
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local lease = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+return {ids, first[2] or false, lease[2] or false, #expired}
+"#,
+    )
+});
+
+/// What one claim call found.
+#[derive(Debug, Default)]
+pub struct Claim {
+    pub ids: Vec<Uuid>,
+    /// Earliest due time left in `due` (unix ms).
+    pub next_due_ms: Option<i64>,
+    /// Earliest lease expiry in `inflight` (unix ms).
+    pub next_lease_ms: Option<i64>,
+    /// Expired leases returned to `due` by this call.
+    pub requeued: usize,
+}
+
+impl Claim {
+    /// When something will next need this dispatcher's attention.
+    pub fn next_event_ms(&self) -> Option<i64> {
+        match (self.next_due_ms, self.next_lease_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl DueIndex {
+    /// Claims up to `limit` ids due at `now`, leasing them until `lease_until`.
+    pub async fn claim(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Claim, DueError> {
+        let mut conn = self.conn().await?;
+        let mut invocation = CLAIM.prepare_invoke();
+        invocation
+            .key(&self.keys().due)
+            .key(&self.keys().inflight)
+            .arg(score(now))
+            .arg(limit)
+            .arg(score(lease_until))
+            .arg(MAX_REQUEUE);
+        let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) =
+            match tokio::time::timeout(self.timeout * 4, invocation.invoke_async(&mut conn)).await {
+                Ok(result) => result?,
+                Err(_) => return Err(DueError::Timeout(self.timeout * 4)),
+            };
+        let (members, next_due, next_lease, requeued) = reply;
+        let ids = members
+            .iter()
+            .map(|m| parse_member(m))
+            .collect::<Result<_, _>>()?;
+        let as_ms = |s: Option<String>| s.and_then(|s| s.parse::<f64>().ok()).map(|f| f as i64);
+        Ok(Claim {
+            ids,
+            next_due_ms: as_ms(next_due),
+            next_lease_ms: as_ms(next_lease),
+            requeued,
+        })
+    }
+
+    /// Ends leases after their outcome is committed: every id leaves
+    /// `inflight`, and those with a next attempt go back to `due` at its time.
+    /// One atomic round trip.
+    pub async fn complete(
+        &self,
+        done: &[Uuid],
+        next: &[(Uuid, DateTime<Utc>)],
+    ) -> Result<(), DueError> {
+        if done.is_empty() && next.is_empty() {
+            return Ok(());
+        }
+        let keys = self.keys().clone();
+        let done: Vec<&[u8]> = done.iter().map(member).collect();
+        let next: Vec<(i64, &[u8])> = next
+            .iter()
+            .map(|(id, at)| (score(*at), member(id)))
+            .collect();
+        self.run::<()>(|p| {
+            p.atomic();
+            if !done.is_empty() {
+                p.zrem(&keys.inflight, &done).ignore();
+            }
+            if !next.is_empty() {
+                p.zadd_multiple(&keys.due, &next).ignore();
+            }
+        })
+        .await
+    }
+
+    /// Gives claimed ids back, due at the times given (now, for a release;
+    /// later, for a deferral). Not an attempt: nothing was sent.
+    pub async fn reschedule(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
+        let ids: Vec<Uuid> = entries.iter().map(|(id, _)| *id).collect();
+        self.complete(&ids, entries).await
+    }
+
+    /// Drops claimed ids whose rows are gone or final.
+    pub async fn forget(&self, ids: &[Uuid]) -> Result<(), DueError> {
+        self.complete(ids, &[]).await
+    }
+
+    /// Sizes of the two sets: (due, inflight).
+    pub async fn depth(&self) -> Result<(u64, u64), DueError> {
+        let keys = self.keys().clone();
+        self.run(|p| {
+            p.zcard(&keys.due);
+            p.zcard(&keys.inflight);
+        })
+        .await
+    }
+}

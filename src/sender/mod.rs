@@ -1,0 +1,296 @@
+//! Delivering one attempt: sign, POST, read a bounded answer, classify what
+//! went wrong. One shared HTTP client with keep-alive; redirects are never
+//! followed (a 3xx is a failed attempt); the address guard vets every
+//! address connected to.
+
+pub mod guard;
+pub mod signature;
+
+use std::collections::BTreeMap;
+use std::error::Error as _;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
+use uuid::Uuid;
+
+use crate::config::SenderSettings;
+use crate::domain::outcome::{parse_retry_after, Answer};
+use crate::domain::secret::SigningSecret;
+use guard::{Guard, ResolveError};
+
+/// The part of a response body kept in the attempt row.
+pub const STORED_BODY_BYTES: usize = 4096;
+
+pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
+
+/// Everything one attempt needs.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: Uuid,
+    pub url: String,
+    pub body: Bytes,
+    pub content_type: String,
+    pub event_type: Option<String>,
+    /// 1-based, over every series.
+    pub attempt: u32,
+    /// The endpoint's custom headers, then the notification's.
+    pub headers: Vec<(String, String)>,
+    /// The current secret first, then the previous one while it still signs.
+    pub secrets: Vec<SigningSecret>,
+    pub timeout: Duration,
+}
+
+/// Why an attempt got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptError {
+    /// `timeout`, `connect`, `dns`, `tls`, `blocked_address`, `body_too_large`,
+    /// `invalid_url`, `request`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttemptResult {
+    pub started_at: DateTime<Utc>,
+    pub duration: Duration,
+    /// `None` when no response came.
+    pub answer: Option<Answer>,
+    pub error: Option<AttemptError>,
+}
+
+impl AttemptResult {
+    /// The first 4 KiB of the body, as text, for the attempt row.
+    pub fn stored_body(&self) -> Option<String> {
+        let answer = self.answer.as_ref()?;
+        let end = answer.body.len().min(STORED_BODY_BYTES);
+        Some(String::from_utf8_lossy(&answer.body[..end]).into_owned())
+    }
+}
+
+#[derive(Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    guard: Guard,
+    max_response_bytes: usize,
+}
+
+impl Sender {
+    pub fn new(settings: &SenderSettings) -> Result<Self, reqwest::Error> {
+        let guard = Guard::new(settings.allow_networks.clone());
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .dns_resolver(std::sync::Arc::new(guard.clone()))
+            .build()?;
+        Ok(Self {
+            client,
+            guard,
+            max_response_bytes: settings.max_response_bytes.max(STORED_BODY_BYTES),
+        })
+    }
+
+    /// Makes one attempt. Never fails: every problem is an `AttemptError`.
+    pub async fn send(&self, delivery: &Delivery) -> AttemptResult {
+        let started_at = Utc::now();
+        let clock = Instant::now();
+        let (answer, error) = match self.exchange(delivery, started_at).await {
+            Ok((answer, error)) => (Some(answer), error),
+            Err(error) => (None, Some(error)),
+        };
+        AttemptResult {
+            started_at,
+            duration: clock.elapsed(),
+            answer,
+            error,
+        }
+    }
+
+    async fn exchange(
+        &self,
+        delivery: &Delivery,
+        started_at: DateTime<Utc>,
+    ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
+        let url = reqwest::Url::parse(&delivery.url).map_err(|e| AttemptError {
+            code: "invalid_url",
+            message: e.to_string(),
+        })?;
+        // The resolver vets names; an IP literal never reaches it.
+        if let Some(ip) = literal_ip(&url) {
+            if !self.guard.permits(ip) {
+                return Err(AttemptError {
+                    code: "blocked_address",
+                    message: format!(
+                        "{ip} is not a public address and is not in sender.allow_networks"
+                    ),
+                });
+            }
+        }
+        let id = delivery.id.to_string();
+        let timestamp = started_at.timestamp();
+        let mut headers = HeaderMap::new();
+        for (name, value) in &delivery.headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+        // hookd's own headers last: custom ones cannot override them.
+        let own = [
+            (CONTENT_TYPE, delivery.content_type.clone()),
+            (USER_AGENT, USER_AGENT_VALUE.to_string()),
+            (HeaderName::from_static("webhook-id"), id.clone()),
+            (
+                HeaderName::from_static("webhook-timestamp"),
+                timestamp.to_string(),
+            ),
+            (
+                HeaderName::from_static("webhook-signature"),
+                signature::signature_header(&delivery.secrets, &id, timestamp, &delivery.body),
+            ),
+            (
+                HeaderName::from_static("hookd-attempt"),
+                delivery.attempt.to_string(),
+            ),
+        ];
+        for (name, value) in own {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
+        if let Some(event_type) = &delivery.event_type {
+            if let Ok(value) = HeaderValue::from_str(event_type) {
+                headers.insert(HeaderName::from_static("hookd-event-type"), value);
+            }
+        }
+        let mut response = self
+            .client
+            .post(url)
+            .headers(headers)
+            .timeout(delivery.timeout)
+            .body(delivery.body.clone())
+            .send()
+            .await
+            .map_err(classify)?;
+
+        let status = response.status().as_u16();
+        let abort = response
+            .headers()
+            .get("webhook-delivery")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("abort"));
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, Utc::now()));
+        let mut answer = Answer {
+            status,
+            body: Vec::new(),
+            body_complete: true,
+            abort,
+            retry_after,
+        };
+        let mut error = None;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = self.max_response_bytes - answer.body.len();
+                    if chunk.len() > room {
+                        answer.body.extend_from_slice(&chunk[..room]);
+                        answer.body_complete = false;
+                        error = Some(AttemptError {
+                            code: "body_too_large",
+                            message: format!(
+                                "the response body exceeds {} bytes",
+                                self.max_response_bytes
+                            ),
+                        });
+                        break;
+                    }
+                    answer.body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    answer.body_complete = false;
+                    error = Some(classify(e));
+                    break;
+                }
+            }
+        }
+        Ok((answer, error))
+    }
+}
+
+fn literal_ip(url: &reqwest::Url) -> Option<std::net::IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(ip) => Some(ip.into()),
+        url::Host::Ipv6(ip) => Some(ip.into()),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// Turns a reqwest error into a short code and a message without URLs.
+fn classify(error: reqwest::Error) -> AttemptError {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
+            let code = match resolve {
+                ResolveError::Blocked(_) => "blocked_address",
+                ResolveError::Dns { .. } => "dns",
+            };
+            return AttemptError {
+                code,
+                message: resolve.to_string(),
+            };
+        }
+        source = cause.source();
+    }
+    let (timeout, connect) = (error.is_timeout(), error.is_connect());
+    let chain = error_chain(error.without_url());
+    let code = if timeout {
+        "timeout"
+    } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake")
+    {
+        "tls"
+    } else if connect {
+        "connect"
+    } else {
+        "request"
+    };
+    AttemptError {
+        code,
+        message: chain,
+    }
+}
+
+fn error_chain(error: reqwest::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+/// Merges endpoint and notification headers; the notification's win.
+pub fn merged_headers(
+    endpoint: &BTreeMap<String, String>,
+    notification: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let mut merged: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for (name, value) in endpoint.iter().chain(notification.iter()) {
+        merged.insert(name.to_ascii_lowercase(), (name.clone(), value.clone()));
+    }
+    merged.into_values().collect()
+}

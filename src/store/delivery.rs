@@ -1,0 +1,228 @@
+//! The dispatcher's side of the store: load claimed notifications with their
+//! endpoint in one query, record a batch of attempts in one statement, and
+//! the bookkeeping of indexing and retries.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::notifications::Notification;
+use super::{Store, StoreError};
+use crate::domain::outcome::Outcome;
+use crate::domain::schedule::Schedule;
+use crate::domain::status::Status;
+
+/// A claimed notification and the endpoint policy that governs its delivery.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryRow {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub event_type: Option<String>,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub headers: Json<BTreeMap<String, String>>,
+    pub schedule_ms: Vec<i64>,
+    pub schedule_name: Option<String>,
+    pub status: String,
+    pub attempts: i32,
+    pub series_start: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub url: String,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub success_body: Option<String>,
+    pub permanent_statuses: Vec<i32>,
+    pub endpoint_headers: Json<BTreeMap<String, String>>,
+    pub timeout_ms: Option<i32>,
+    pub max_in_flight: Option<i32>,
+    pub disabled: bool,
+    pub endpoint_deleted: bool,
+}
+
+impl DeliveryRow {
+    pub fn status(&self) -> Status {
+        Status::parse(&self.status).unwrap_or(Status::Pending)
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
+    }
+}
+
+/// One finished attempt, to be recorded.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub notification_id: Uuid,
+    /// 1-based, over every series: the notification had `number - 1` before.
+    pub number: i32,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i32,
+    pub status_code: Option<i32>,
+    pub response_body: Option<String>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub outcome: Outcome,
+}
+
+/// The result of `POST /v1/notifications/{id}/retry`.
+#[derive(Debug)]
+pub enum Retry {
+    Retried(Notification),
+    /// Succeeded or cancelled: nothing to send again.
+    NotRetryable(Notification),
+    NotFound,
+}
+
+impl Store {
+    pub async fn load_deliveries(&self, ids: &[Uuid]) -> Result<Vec<DeliveryRow>, StoreError> {
+        Ok(sqlx::query_as::<_, DeliveryRow>(
+            "SELECT n.id, n.endpoint_id, n.event_type, n.content_type, n.body, n.headers, n.schedule_ms, \
+                 n.schedule_name, n.status, n.attempts, n.series_start, n.next_attempt_at, \
+                 e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.success_body, \
+                 e.permanent_statuses, e.headers AS endpoint_headers, e.timeout_ms, e.max_in_flight, \
+                 e.disabled, (e.deleted_at IS NOT NULL) AS endpoint_deleted \
+             FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+             WHERE n.id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Records many attempts in one statement (one commit): inserts the
+    /// attempt rows and moves each notification on. A notification moves only
+    /// if it is still pending and had exactly `number - 1` attempts, so a
+    /// duplicate delivery (a lease that expired mid-attempt) or one that
+    /// raced a cancel changes nothing but its own attempt row. Returns the
+    /// ids whose state moved.
+    pub async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::with_capacity(records.len());
+        let mut numbers = Vec::with_capacity(records.len());
+        let mut started = Vec::with_capacity(records.len());
+        let mut durations = Vec::with_capacity(records.len());
+        let mut statuses = Vec::with_capacity(records.len());
+        let mut bodies = Vec::with_capacity(records.len());
+        let mut error_codes = Vec::with_capacity(records.len());
+        let mut error_messages = Vec::with_capacity(records.len());
+        let mut outcomes = Vec::with_capacity(records.len());
+        let mut next_ats: Vec<Option<DateTime<Utc>>> = Vec::with_capacity(records.len());
+        for r in records {
+            ids.push(r.notification_id);
+            numbers.push(r.number);
+            started.push(r.started_at);
+            durations.push(r.duration_ms);
+            statuses.push(r.status_code);
+            // PostgreSQL text cannot hold NUL bytes; receivers can send them.
+            bodies.push(
+                r.response_body
+                    .as_ref()
+                    .map(|b| b.replace('\0', "\u{FFFD}")),
+            );
+            error_codes.push(r.error_code.as_deref());
+            error_messages.push(r.error_message.as_deref());
+            outcomes.push(r.outcome.as_str());
+            next_ats.push(match r.outcome {
+                Outcome::Retry { at } => Some(at),
+                _ => None,
+            });
+        }
+        let moved: Vec<Uuid> = sqlx::query_scalar(
+            "WITH input AS ( \
+                 SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+                     $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[]) \
+                 AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
+                      error_message, outcome, next_at) \
+             ), moved AS ( \
+                 UPDATE notifications n SET \
+                     attempts = i.number, \
+                     status = CASE i.outcome WHEN 'retry' THEN 'pending' ELSE i.outcome END, \
+                     next_attempt_at = i.next_at, \
+                     last_attempt_at = i.started_at, \
+                     last_status_code = i.status_code, \
+                     last_error = CASE WHEN i.error_code IS NULL THEN NULL \
+                                       ELSE i.error_code || ': ' || i.error_message END, \
+                     completed_at = CASE WHEN i.outcome = 'retry' THEN NULL ELSE now() END, \
+                     updated_at = now() \
+                 FROM input i \
+                 WHERE n.id = i.id AND n.status = 'pending' AND n.attempts = i.number - 1 \
+                 RETURNING n.id \
+             ), recorded AS ( \
+                 INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
+                     response_body, error_code, error_message, outcome) \
+                 SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
+                     error_message, outcome FROM input \
+                 ON CONFLICT (notification_id, number) DO NOTHING \
+             ) \
+             SELECT id FROM moved",
+        )
+        .bind(&ids)
+        .bind(&numbers)
+        .bind(&started)
+        .bind(&durations)
+        .bind(&statuses)
+        .bind(&bodies)
+        .bind(&error_codes)
+        .bind(&error_messages)
+        .bind(&outcomes)
+        .bind(&next_ats)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(moved)
+    }
+
+    /// Starts a new attempt series now for a failed or pending notification.
+    pub async fn retry_notification(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Retry, StoreError> {
+        let retried = sqlx::query_as::<_, Notification>(
+            "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
+                 completed_at = NULL, needs_index = false, updated_at = now() \
+             WHERE id = $1 AND status IN ('pending', 'failed') RETURNING *",
+        )
+        .bind(id)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        if let Some(row) = retried {
+            return Ok(Retry::Retried(row));
+        }
+        Ok(match self.get_notification(id).await? {
+            Some(row) => Retry::NotRetryable(row),
+            None => Retry::NotFound,
+        })
+    }
+
+    /// Pending notifications whose indexing in Redis is owed.
+    pub async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE needs_index AND status = 'pending' AND next_attempt_at IS NOT NULL \
+             ORDER BY next_attempt_at LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE notifications SET needs_index = false WHERE id = ANY($1)")
+            .bind(ids)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

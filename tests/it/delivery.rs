@@ -1,0 +1,387 @@
+//! Deliveries end to end: real hookd, real PostgreSQL and Redis, a real
+//! receiver, sub-second schedules. Lateness bound: a retry arrives no earlier
+//! than its schedule says and at most `LATE` after.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::helpers::{eventually, redis_url, spawn_app, spawn_app_with, TestApp};
+use crate::receiver::{Receiver, Reply};
+
+/// The most a delivery may lag its due time in these tests (a loaded CI
+/// machine with two cores; the benchmark measures the real figure).
+const LATE: Duration = Duration::from_millis(500);
+const DEADLINE: Duration = Duration::from_secs(15);
+
+async fn notify(app: &TestApp, body: Value) -> String {
+    let (status, created) = app.post("/v1/notifications", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["id"].as_str().unwrap().to_string()
+}
+
+/// Waits until the notification's status is `status`; returns its JSON.
+async fn wait_status(app: &TestApp, id: &str, status: &str) -> Value {
+    eventually(
+        DEADLINE,
+        &format!("notification {id} to be {status}"),
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+            (n["status"] == json!(status)).then_some(n)
+        },
+    )
+    .await
+}
+
+async fn attempts(app: &TestApp, id: &str) -> Vec<Value> {
+    let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    page["data"].as_array().unwrap().clone()
+}
+
+fn gap(a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>) -> Duration {
+    (b - a).to_std().unwrap_or_default()
+}
+
+#[sqlx::test]
+async fn a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_library(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    let endpoint = app
+        .endpoint(
+            json!({"uid": "shop", "url": receiver.url("/hook"), "headers": {"X-Tenant": "acme"}}),
+        )
+        .await;
+    let id = notify(
+        &app,
+        json!({"endpoint": "shop", "payload": {"order": 123}, "event_type": "order.paid", "headers": {"X-Trace": "t1"}}),
+    )
+    .await;
+    let got = receiver.wait_for("/hook", 1, DEADLINE).await;
+    let request = &got[0];
+    assert_eq!(&request.body[..], br#"{"order":123}"#);
+    assert_eq!(request.header("webhook-id"), Some(id.as_str()));
+    assert_eq!(request.header("hookd-attempt"), Some("1"));
+    assert_eq!(request.header("hookd-event-type"), Some("order.paid"));
+    assert_eq!(request.header("content-type"), Some("application/json"));
+    assert_eq!(
+        request.header("user-agent"),
+        Some(concat!("hookd/", env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(request.header("x-tenant"), Some("acme"));
+    assert_eq!(request.header("x-trace"), Some("t1"));
+    let webhook = standardwebhooks::Webhook::new(endpoint["secret"].as_str().unwrap()).unwrap();
+    webhook
+        .verify(&request.body, &request.headers)
+        .expect("the signature verifies");
+
+    let done = wait_status(&app, &id, "succeeded").await;
+    assert_eq!(done["attempts"], json!(1));
+    assert!(done["next_attempt_at"].is_null());
+    assert_eq!(done["last_attempt"]["status_code"], json!(200));
+    let list = attempts(&app, &id).await;
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["outcome"], json!("succeeded"));
+    assert_eq!(list[0]["number"], json!(1));
+    assert_eq!(list[0]["response_body"], json!(""));
+}
+
+#[sqlx::test]
+async fn retries_follow_the_schedule_and_exhaustion_ends_failed_with_every_attempt_listed(
+    pool: PgPool,
+) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::body(500, "boom")]);
+    app.endpoint(
+        json!({"uid": "down", "url": receiver.url("/down"), "schedule": ["0s", "300ms", "600ms"]}),
+    )
+    .await;
+    let id = notify(&app, json!({"endpoint": "down", "payload": {}})).await;
+    let failed = wait_status(&app, &id, "failed").await;
+    assert_eq!(failed["attempts"], json!(3));
+    let got = receiver.received("/down");
+    assert_eq!(got.len(), 3);
+    let list = attempts(&app, &id).await;
+    let outcomes: Vec<_> = list.iter().map(|a| a["outcome"].clone()).collect();
+    assert_eq!(
+        outcomes,
+        vec![json!("retry"), json!("retry"), json!("failed")]
+    );
+    assert!(list
+        .iter()
+        .all(|a| a["status_code"] == json!(500) && a["response_body"] == json!("boom")));
+    let numbers: Vec<_> = got
+        .iter()
+        .map(|r| r.header("hookd-attempt").unwrap().to_string())
+        .collect();
+    assert_eq!(numbers, vec!["1", "2", "3"]);
+    // Each wait counts from the end of the previous attempt: never early.
+    for (i, wait) in [(1, 300), (2, 600)] {
+        let observed = gap(got[i - 1].at, got[i].at);
+        let wanted = Duration::from_millis(wait);
+        assert!(
+            observed >= wanted,
+            "attempt {} came {observed:?} after the previous, before {wanted:?}",
+            i + 1
+        );
+        assert!(
+            observed <= wanted + LATE,
+            "attempt {} came {observed:?} after the previous",
+            i + 1
+        );
+    }
+}
+
+#[sqlx::test]
+async fn success_body_rejects_a_200_ok_and_accepts_success(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/alipay",
+        vec![Reply::body(200, "ok"), Reply::body(200, " success\n")],
+    );
+    app.endpoint(json!({"uid": "alipay", "url": receiver.url("/alipay"), "success_body": "success", "schedule": ["0s", "100ms", "100ms"]}))
+        .await;
+    let id = notify(&app, json!({"endpoint": "alipay", "payload": {}})).await;
+    let done = wait_status(&app, &id, "succeeded").await;
+    assert_eq!(done["attempts"], json!(2));
+    let list = attempts(&app, &id).await;
+    assert_eq!(list[0]["outcome"], json!("retry"));
+    assert_eq!(list[0]["response_body"], json!("ok"));
+    assert_eq!(list[1]["outcome"], json!("succeeded"));
+}
+
+#[sqlx::test]
+async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/gone", vec![Reply::status(410)]);
+    receiver.reply(
+        "/abort",
+        vec![Reply::With(500, "", vec![("webhook-delivery", "abort")])],
+    );
+    receiver.reply("/teapot", vec![Reply::status(418)]);
+    for (uid, path, extra) in [
+        ("gone", "/gone", json!({})),
+        ("abort", "/abort", json!({})),
+        ("teapot", "/teapot", json!({"permanent_statuses": [418]})),
+    ] {
+        let mut fields =
+            json!({"uid": uid, "url": receiver.url(path), "schedule": ["0s", "100ms", "100ms"]});
+        crate::helpers::merge(&mut fields, extra);
+        app.endpoint(fields).await;
+    }
+    for uid in ["gone", "abort", "teapot"] {
+        let id = notify(&app, json!({"endpoint": uid, "payload": {}})).await;
+        let failed = wait_status(&app, &id, "failed").await;
+        assert_eq!(failed["attempts"], json!(1), "{uid}");
+        assert_eq!(
+            attempts(&app, &id).await[0]["outcome"],
+            json!("failed"),
+            "{uid}"
+        );
+    }
+    assert_eq!(receiver.total(), 3);
+}
+
+#[sqlx::test]
+async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/busy",
+        vec![
+            Reply::With(429, "", vec![("retry-after", "1")]),
+            Reply::status(200),
+        ],
+    );
+    app.endpoint(json!({"uid": "busy", "url": receiver.url("/busy"), "schedule": ["0s", "100ms"]}))
+        .await;
+    let id = notify(&app, json!({"endpoint": "busy", "payload": {}})).await;
+    wait_status(&app, &id, "succeeded").await;
+    let got = receiver.received("/busy");
+    let observed = gap(got[0].at, got[1].at);
+    assert!(observed >= Duration::from_secs(1), "{observed:?}");
+    assert!(observed <= Duration::from_secs(1) + LATE, "{observed:?}");
+}
+
+#[sqlx::test]
+async fn a_delayed_notification_is_not_sent_early(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "later", "url": receiver.url("/later")}))
+        .await;
+    let (_, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "later", "payload": {}, "delay": "700ms"}),
+        )
+        .await;
+    let due: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(created["next_attempt_at"].clone()).unwrap();
+    let got = receiver.wait_for("/later", 1, DEADLINE).await;
+    assert!(
+        got[0].at >= due,
+        "received at {} before due {due}",
+        got[0].at
+    );
+    assert!(
+        gap(due, got[0].at) <= LATE,
+        "{:?} late",
+        gap(due, got[0].at)
+    );
+}
+
+#[sqlx::test]
+async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    let cancelled = notify(
+        &app,
+        json!({"endpoint": "shop", "payload": {"n": "cancelled"}, "delay": "300ms"}),
+    )
+    .await;
+    let (status, _) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{cancelled}/cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // A sentinel due after the cancelled one: once it arrives, the cancelled
+    // one's time has passed.
+    let sentinel = notify(
+        &app,
+        json!({"endpoint": "shop", "payload": {"n": "sentinel"}, "delay": "600ms"}),
+    )
+    .await;
+    let got = receiver.wait_for("/hook", 1, DEADLINE).await;
+    wait_status(&app, &sentinel, "succeeded").await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("webhook-id"), Some(sentinel.as_str()));
+    assert!(attempts(&app, &cancelled).await.is_empty());
+}
+
+#[sqlx::test]
+async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/hang", vec![Reply::Hang]);
+    app.endpoint(
+        json!({"uid": "hang", "url": receiver.url("/hang"), "timeout_ms": 300, "schedule": ["0s"]}),
+    )
+    .await;
+    let id = notify(&app, json!({"endpoint": "hang", "payload": {}})).await;
+    let failed = wait_status(&app, &id, "failed").await;
+    let list = attempts(&app, &id).await;
+    assert_eq!(list[0]["error"]["code"], json!("timeout"), "{list:?}");
+    let took = list[0]["duration_ms"].as_u64().unwrap();
+    assert!(
+        (300..300 + LATE.as_millis() as u64).contains(&took),
+        "{took} ms"
+    );
+    assert!(failed["last_attempt"]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("timeout"));
+}
+
+#[sqlx::test]
+async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/moved",
+        vec![Reply::With(302, "", vec![("location", "/target")])],
+    );
+    app.endpoint(json!({"uid": "moved", "url": receiver.url("/moved"), "schedule": ["0s"]}))
+        .await;
+    let id = notify(&app, json!({"endpoint": "moved", "payload": {}})).await;
+    wait_status(&app, &id, "failed").await;
+    assert_eq!(attempts(&app, &id).await[0]["status_code"], json!(302));
+    assert!(receiver.received("/target").is_empty());
+}
+
+#[sqlx::test]
+async fn a_loopback_target_is_never_contacted_without_allow_networks(pool: PgPool) {
+    let app = spawn_app_with(pool, &redis_url(), "[sender]\nallow_networks = []\n").await;
+    let receiver = Receiver::start().await;
+    let port = receiver.base.rsplit(':').next().unwrap().to_string();
+    // By IP literal, by name, and by an IPv4-mapped IPv6 literal.
+    let urls = [
+        receiver.url("/blocked"),
+        format!("http://localhost:{port}/blocked"),
+        format!("http://[::ffff:127.0.0.1]:{port}/blocked"),
+    ];
+    for (i, url) in urls.iter().enumerate() {
+        app.endpoint(json!({"uid": format!("b{i}"), "url": url, "schedule": ["0s"]}))
+            .await;
+        let id = notify(&app, json!({"endpoint": format!("b{i}"), "payload": {}})).await;
+        wait_status(&app, &id, "failed").await;
+        let list = attempts(&app, &id).await;
+        assert_eq!(
+            list[0]["error"]["code"],
+            json!("blocked_address"),
+            "{url}: {list:?}"
+        );
+    }
+    assert_eq!(receiver.total(), 0);
+}
+
+#[sqlx::test]
+async fn retry_restarts_a_failed_notification_with_a_fresh_series(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/flaky",
+        vec![Reply::status(500), Reply::status(500), Reply::status(200)],
+    );
+    app.endpoint(
+        json!({"uid": "flaky", "url": receiver.url("/flaky"), "schedule": ["0s", "50ms"]}),
+    )
+    .await;
+    let id = notify(&app, json!({"endpoint": "flaky", "payload": {}})).await;
+    wait_status(&app, &id, "failed").await;
+    let (status, retried) = app
+        .call(Method::POST, &format!("/v1/notifications/{id}/retry"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["status"], json!("pending"));
+    let done = wait_status(&app, &id, "succeeded").await;
+    assert_eq!(done["attempts"], json!(3));
+    let got = receiver.received("/flaky");
+    assert_eq!(got[2].header("hookd-attempt"), Some("3"));
+    // Succeeded notifications cannot be retried.
+    let (status, body) = app
+        .call(Method::POST, &format!("/v1/notifications/{id}/retry"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"]["code"], json!("not_retryable"));
+}
+
+#[sqlx::test]
+async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    let created = app
+        .endpoint(json!({"uid": "rot", "url": receiver.url("/rot")}))
+        .await;
+    let (_, rotated) = app
+        .call(Method::POST, "/v1/endpoints/rot/secret/rotate", None)
+        .await;
+    notify(&app, json!({"endpoint": "rot", "payload": {"x": 1}})).await;
+    let got = receiver.wait_for("/rot", 1, DEADLINE).await;
+    let signatures = got[0].header("webhook-signature").unwrap();
+    assert_eq!(signatures.split(' ').count(), 2, "{signatures}");
+    for secret in [&created["secret"], &rotated["secret"]] {
+        let webhook = standardwebhooks::Webhook::new(secret.as_str().unwrap()).unwrap();
+        webhook
+            .verify(&got[0].body, &got[0].headers)
+            .expect("verifies");
+    }
+}
