@@ -35,7 +35,14 @@ pub struct Settings {
     pub api: ApiSettings,
     pub sender: SenderSettings,
     pub dispatcher: DispatcherSettings,
+    pub retention: RetentionSettings,
     pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSettings {
+    pub days: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -5,7 +5,7 @@
 //! enqueues something due sooner.
 
 mod delivery;
-mod indexer;
+pub mod housekeeping;
 mod recorder;
 
 use std::collections::{HashMap, HashSet};
@@ -26,9 +26,15 @@ use crate::sender::Sender;
 use crate::store::delivery::DeliveryRow;
 use crate::store::Store;
 
-/// How long a notification over its endpoint's in-flight cap waits before
-/// it is looked at again. Not an attempt.
-const CAP_DEFERRAL: Duration = Duration::from_millis(250);
+/// A notification over its endpoint's in-flight cap is given back (not an
+/// attempt) until about when a slot should free: the endpoint's average
+/// attempt duration times its place in line over the cap, within these
+/// bounds. A fast endpoint cycles in milliseconds; a hanging one is looked at
+/// every few seconds instead of churning the index.
+const MIN_CAP_DEFERRAL: Duration = Duration::from_millis(5);
+const MAX_CAP_DEFERRAL: Duration = Duration::from_secs(5);
+/// Assumed attempt duration of an endpoint not seen yet.
+const FIRST_GUESS_MS: f64 = 50.0;
 /// How long a notification of a disabled endpoint waits before it is looked
 /// at again.
 const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
@@ -43,11 +49,13 @@ pub struct Dispatcher {
     wake: Arc<Notify>,
 }
 
-/// What this process is delivering now: per endpoint, and which ids.
+/// What this process is delivering now: per endpoint, and which ids; and
+/// how long each endpoint's attempts have been taking.
 #[derive(Default)]
 struct InFlight {
     by_endpoint: HashMap<Uuid, u32>,
     ids: HashSet<Uuid>,
+    latency_ms: HashMap<Uuid, f64>,
 }
 
 impl InFlight {
@@ -59,6 +67,24 @@ impl InFlight {
         *count += 1;
         self.ids.insert(id);
         true
+    }
+
+    /// When the `place`-th notification waiting for `endpoint` (cap `cap`)
+    /// should be looked at again.
+    fn deferral(&self, endpoint: Uuid, place: u32, cap: u32) -> Duration {
+        let typical = self
+            .latency_ms
+            .get(&endpoint)
+            .copied()
+            .unwrap_or(FIRST_GUESS_MS);
+        let wait = typical * (1.0 + f64::from(place) / f64::from(cap.max(1)));
+        Duration::from_secs_f64(wait / 1000.0).clamp(MIN_CAP_DEFERRAL, MAX_CAP_DEFERRAL)
+    }
+
+    fn observe(&mut self, endpoint: Uuid, took: Duration) {
+        let ms = took.as_secs_f64() * 1000.0;
+        let average = self.latency_ms.entry(endpoint).or_insert(ms);
+        *average = 0.8 * *average + 0.2 * ms;
     }
 
     fn finish(&mut self, endpoint: Uuid, id: Uuid) {
@@ -110,9 +136,10 @@ impl Dispatcher {
             self.wake.clone(),
             outcomes_rx,
         ));
-        let indexer = tokio::spawn(indexer::run(
+        let housekeeper = tokio::spawn(housekeeping::run(
             self.store.clone(),
             self.due.clone(),
+            settings.clone(),
             shutdown.clone(),
         ));
         let shared = Arc::new(Shared {
@@ -215,7 +242,7 @@ impl Dispatcher {
         if tokio::time::timeout(grace, recorder).await.is_err() {
             tracing::warn!("outcomes not recorded before shutdown; their leases will expire and they will be retried");
         }
-        let _ = indexer.await;
+        let _ = housekeeper.await;
         tracing::info!("dispatcher stopped");
     }
 
@@ -232,6 +259,7 @@ impl Dispatcher {
         let mut rows: HashMap<Uuid, DeliveryRow> = rows.into_iter().map(|r| (r.id, r)).collect();
         let mut gone = Vec::new();
         let mut later = Vec::new();
+        let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         for id in ids {
             // PostgreSQL fences Redis: a row that is missing, final or not
@@ -267,16 +295,18 @@ impl Dispatcher {
                 later.push((*id, now));
                 continue;
             };
-            if !shared.in_flight.lock().expect("in-flight lock").try_start(
-                row.endpoint_id,
-                row.id,
-                cap,
-            ) {
-                later.push((
-                    *id,
-                    now + chrono::Duration::from_std(CAP_DEFERRAL).unwrap_or_default(),
-                ));
-                continue;
+            {
+                let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+                if !in_flight.try_start(row.endpoint_id, row.id, cap) {
+                    let place = waiting.entry(row.endpoint_id).or_default();
+                    *place += 1;
+                    let wait = in_flight.deferral(row.endpoint_id, *place, cap);
+                    later.push((
+                        *id,
+                        now + chrono::Duration::from_std(wait).unwrap_or_default(),
+                    ));
+                    continue;
+                }
             }
             let shared = shared.clone();
             let outcomes = outcomes.clone();
@@ -289,13 +319,14 @@ impl Dispatcher {
             );
             tasks.spawn(
                 async move {
+                    let started = std::time::Instant::now();
                     let record =
                         delivery::attempt(&shared.sender, &row, shared.default_timeout).await;
-                    shared
-                        .in_flight
-                        .lock()
-                        .expect("in-flight lock")
-                        .finish(row.endpoint_id, row.id);
+                    {
+                        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+                        in_flight.observe(row.endpoint_id, started.elapsed());
+                        in_flight.finish(row.endpoint_id, row.id);
+                    }
                     drop(permit);
                     shared.slot_freed.notify_one();
                     if outcomes.send(record).await.is_err() {

@@ -6,11 +6,14 @@
 //! Redis Cluster slot, so scripts may touch several):
 //! - `{P}:due`      zset, notification id → due time (unix ms)
 //! - `{P}:inflight` zset, notification id → lease expiry (unix ms)
+//! - `{P}:indexed`  marker: present while `due` is known to be complete
+//! - `{P}:rebuild-lock` the process rebuilding the index, if one is
 //!
 //! Members are the 16 bytes of the notification's UUID, not its 36-character
 //! text: the index costs Redis memory per pending notification.
 
 pub mod lease;
+pub mod rebuild;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +57,7 @@ pub struct DueIndex {
     client: redis::Client,
     conn: Arc<OnceCell<ConnectionManager>>,
     keys: Arc<Keys>,
+    prefix: Arc<str>,
     pub(crate) timeout: Duration,
 }
 
@@ -79,12 +83,17 @@ impl DueIndex {
             client,
             conn: Arc::new(OnceCell::new()),
             keys: Arc::new(Keys::new(&settings.prefix)),
+            prefix: settings.prefix.as_str().into(),
             timeout: Duration::from_millis(settings.timeout_ms),
         })
     }
 
     pub fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {

@@ -226,3 +226,51 @@ impl Store {
         Ok(())
     }
 }
+
+/// Keyset position in the pending rows: (due time, id).
+pub type PendingCursor = (DateTime<Utc>, Uuid);
+
+impl Store {
+    /// One page of pending rows in due order, after `after`: what a rebuild
+    /// or a sweep walks, on the `notifications_pending_due` index.
+    pub async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: Option<DateTime<Utc>>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let (at, id) = after.map_or((None, None), |(at, id)| (Some(at), Some(id)));
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE status = 'pending' AND next_attempt_at IS NOT NULL \
+               AND ($1::timestamptz IS NULL OR (next_attempt_at, id) > ($1, $2)) \
+               AND ($3::timestamptz IS NULL OR next_attempt_at < $3) \
+             ORDER BY next_attempt_at, id LIMIT $4",
+        )
+        .bind(at)
+        .bind(id)
+        .bind(due_before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Deletes up to `limit` final notifications completed before `before`,
+    /// with their attempts. Returns how many.
+    pub async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "DELETE FROM notifications WHERE id IN ( \
+                 SELECT id FROM notifications \
+                 WHERE completed_at < $1 AND status <> 'pending' LIMIT $2)",
+        )
+        .bind(before)
+        .bind(limit)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected())
+    }
+}

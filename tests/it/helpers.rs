@@ -32,7 +32,14 @@ pub struct TestApp {
 /// Settings for a test: its own Redis prefix, loopback receivers allowed,
 /// a bearer token, and `overrides` (TOML) on top.
 pub fn test_settings(redis_url: &str, overrides: &str) -> Settings {
-    let prefix = format!("test-{}", uuid::Uuid::now_v7().simple());
+    test_settings_with_prefix(redis_url, &new_prefix(), overrides)
+}
+
+pub fn new_prefix() -> String {
+    format!("test-{}", uuid::Uuid::now_v7().simple())
+}
+
+pub fn test_settings_with_prefix(redis_url: &str, prefix: &str, overrides: &str) -> Settings {
     let base = format!(
         "[redis]\nurl = \"{redis_url}\"\nprefix = \"{prefix}\"\n\
          [api]\ntokens = [\"{TOKEN}\"]\n\
@@ -46,7 +53,10 @@ pub async fn spawn_app(pool: PgPool) -> TestApp {
 }
 
 pub async fn spawn_app_with(pool: PgPool, redis_url: &str, overrides: &str) -> TestApp {
-    let settings = test_settings(redis_url, overrides);
+    spawn_app_settings(pool, test_settings(redis_url, overrides)).await
+}
+
+pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
     let due = DueIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
@@ -231,5 +241,173 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A private PostgreSQL cluster for tests that stop and restart it.
+pub struct PgServer {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    bindir: String,
+}
+
+fn as_postgres(program: &str) -> Command {
+    // PostgreSQL refuses to run as root.
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--", program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false)
+}
+
+impl PgServer {
+    pub async fn start() -> Self {
+        let bindir = std::env::var("HOOKD_TEST_PG_BINDIR")
+            .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
+        let dir = std::env::temp_dir().join(format!("hookd-pg-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        if is_root() {
+            Command::new("chown")
+                .args(["-R", "postgres:", dir.to_str().unwrap()])
+                .status()
+                .unwrap();
+        }
+        let status = as_postgres(&format!("{bindir}/initdb"))
+            .args([
+                "-D",
+                dir.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "--no-sync",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("initdb runs");
+        assert!(status.success(), "initdb failed");
+        let server = Self {
+            port: free_port(),
+            dir,
+            bindir,
+        };
+        server.resume().await;
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let status = as_postgres(&format!("{}/pg_ctl", self.bindir))
+            .args(["-D", self.dir.to_str().unwrap(), "-w"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("pg_ctl runs");
+        assert!(status.success(), "pg_ctl {args:?} failed");
+    }
+
+    pub fn stop(&self) {
+        self.pg_ctl(&["-m", "immediate", "stop"]);
+    }
+
+    pub async fn resume(&self) {
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("log");
+        self.pg_ctl(&["-l", log.to_str().unwrap(), "-o", &options, "start"]);
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let _ = as_postgres(&format!("{}/pg_ctl", self.bindir))
+            .args(["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The URL of the database `#[sqlx::test]` made for this test.
+pub fn database_url(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let database = pool
+        .connect_options()
+        .get_database()
+        .unwrap_or("postgres")
+        .to_string();
+    let mut url = url::Url::parse(&base).unwrap();
+    url.set_path(&database);
+    url.to_string()
+}
+
+/// A `hookd serve` process, the real binary, configured through HOOKD_*.
+pub struct HookdProcess {
+    pub child: Child,
+}
+
+impl HookdProcess {
+    pub fn start(database_url: &str, redis_url: &str, prefix: &str, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+        command
+            .args(["serve", "--role", "dispatcher"])
+            .env("HOOKD_DATABASE__URL", database_url)
+            .env("HOOKD_DATABASE__MIGRATE", "false")
+            .env("HOOKD_REDIS__URL", redis_url)
+            .env("HOOKD_REDIS__PREFIX", prefix)
+            .env("HOOKD_SERVER__LISTEN", "127.0.0.1:0")
+            .env("HOOKD_SENDER__ALLOW_NETWORKS", "[\"127.0.0.0/8\"]")
+            .env("HOOKD_LOG__FILTER", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        Self {
+            child: command.spawn().expect("the hookd binary starts"),
+        }
+    }
+
+    pub fn signal(&self, signal: &str) {
+        Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    pub async fn wait(&mut self, deadline: Duration) -> Option<i32> {
+        eventually(deadline, "hookd to exit", || {
+            let status = self.child.try_wait().unwrap();
+            async move { status }
+        })
+        .await
+        .code()
+    }
+}
+
+impl Drop for HookdProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -7,4 +7,5 @@ mod api_endpoints;
 mod api_notifications;
 mod delivery;
 mod receiver;
+mod resilience;
 mod stores_down;

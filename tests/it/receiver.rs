@@ -19,6 +19,8 @@ pub enum Reply {
     With(u16, &'static str, Vec<(&'static str, &'static str)>),
     /// Never answers.
     Hang,
+    /// Answers 200 after a pause.
+    Slow(Duration),
 }
 
 impl Reply {
@@ -94,6 +96,35 @@ impl Receiver {
             .collect()
     }
 
+    /// How many distinct notifications (`webhook-id`) arrived on `path`,
+    /// and how many requests in all.
+    pub fn distinct(&self, path: &str) -> (usize, usize) {
+        let got = self.received(path);
+        let ids: std::collections::HashSet<String> = got
+            .iter()
+            .filter_map(|r| r.header("webhook-id").map(str::to_string))
+            .collect();
+        (ids.len(), got.len())
+    }
+
+    /// Waits until `count` distinct notifications arrived on `path`.
+    pub async fn wait_distinct(
+        &self,
+        path: &str,
+        count: usize,
+        deadline: Duration,
+    ) -> (usize, usize) {
+        eventually(
+            deadline,
+            &format!("{count} distinct notifications on {path}"),
+            || {
+                let seen = self.distinct(path);
+                async move { (seen.0 >= count).then_some(seen) }
+            },
+        )
+        .await
+    }
+
     pub fn total(&self) -> usize {
         self.script.lock().unwrap().log.len()
     }
@@ -131,6 +162,10 @@ async fn handle(
     };
     match reply {
         Reply::Hang => std::future::pending().await,
+        Reply::Slow(pause) => {
+            tokio::time::sleep(pause).await;
+            StatusCode::OK.into_response()
+        }
         Reply::With(status, body, extra) => {
             let mut response = (StatusCode::from_u16(status).unwrap(), body).into_response();
             for (name, value) in extra {

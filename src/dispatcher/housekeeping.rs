@@ -1,0 +1,169 @@
+//! Keeping the due index whole and the history bounded, in the background:
+//! - rows marked `needs_index` (created while Redis was down) are indexed;
+//! - when the index marker is missing (Redis restarted empty, flushed, failed
+//!   over), one process rebuilds `due` from PostgreSQL, page by page;
+//! - a periodic sweep re-indexes rows overdue by more than a minute that are
+//!   in neither Redis set (e.g. a crash between commit and ZADD);
+//! - retention deletes final notifications older than `retention.days`.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Settings;
+use crate::due::DueIndex;
+use crate::store::delivery::PendingCursor;
+use crate::store::Store;
+
+const TICK: Duration = Duration::from_secs(1);
+const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+/// A row this overdue should have been claimed long ago.
+const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::minutes(1);
+const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
+const PAGE: i64 = 5000;
+const PURGE_BATCH: i64 = 1000;
+const LOCK_TTL: Duration = Duration::from_secs(30);
+
+pub async fn run(
+    store: Store,
+    due: DueIndex,
+    settings: std::sync::Arc<Settings>,
+    shutdown: CancellationToken,
+) {
+    let token = uuid::Uuid::now_v7().to_string();
+    let mut sweep_cursor: Option<PendingCursor> = None;
+    let mut last_sweep = Instant::now();
+    let mut last_retention: Option<Instant> = None;
+    loop {
+        if let Err(error) = index_marked(&store, &due).await {
+            tracing::debug!(%error, "indexing marked rows will be tried again");
+        }
+        match due.is_indexed().await {
+            Ok(false) => match rebuild(&store, &due, &token, &shutdown).await {
+                Ok(Some((added, took))) => {
+                    tracing::info!(
+                        added,
+                        took_ms = took.as_millis() as u64,
+                        "rebuilt the due index from PostgreSQL"
+                    )
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
+            },
+            Ok(true) => {}
+            Err(error) => tracing::debug!(%error, "cannot check the due index marker"),
+        }
+        if last_sweep.elapsed() >= SWEEP_INTERVAL {
+            last_sweep = Instant::now();
+            match sweep(&store, &due, &mut sweep_cursor).await {
+                Ok(0) => {}
+                Ok(added) => {
+                    tracing::warn!(added, "re-indexed overdue notifications missing from Redis")
+                }
+                Err(error) => tracing::debug!(%error, "sweep failed; retrying later"),
+            }
+        }
+        if settings.retention.days > 0
+            && last_retention.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL)
+        {
+            last_retention = Some(Instant::now());
+            let before = Utc::now() - chrono::Duration::days(i64::from(settings.retention.days));
+            match purge(&store, before, &shutdown).await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(deleted, "retention removed old notifications"),
+                Err(error) => tracing::warn!(%error, "retention failed; retrying later"),
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    }
+}
+
+/// Indexes rows marked when Redis was unreachable at their creation.
+async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
+    loop {
+        let rows = store.needing_index(1000).await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        due.add(&rows).await?;
+        let ids: Vec<_> = rows.iter().map(|(id, _)| *id).collect();
+        store.clear_needs_index(&ids).await?;
+        tracing::info!(
+            count = rows.len(),
+            "indexed notifications created while Redis was unreachable"
+        );
+    }
+}
+
+/// Rebuilds `due` from every pending row, if this process gets the lock.
+/// Returns how many ids were added and how long it took.
+pub async fn rebuild(
+    store: &Store,
+    due: &DueIndex,
+    token: &str,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<(usize, Duration)>> {
+    if !due.lock_rebuild(token, LOCK_TTL).await? {
+        return Ok(None);
+    }
+    tracing::warn!(
+        "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
+    );
+    let started = Instant::now();
+    let mut cursor = None;
+    let mut added = 0;
+    loop {
+        if shutdown.is_cancelled() {
+            due.unlock_rebuild(token).await?;
+            return Ok(None);
+        }
+        let page = store.pending_page(cursor, None, PAGE).await?;
+        added += due.add_missing(&page).await?;
+        if (page.len() as i64) < PAGE {
+            break;
+        }
+        cursor = page.last().map(|(id, at)| (*at, *id));
+        due.lock_rebuild(token, LOCK_TTL).await?;
+    }
+    due.mark_indexed().await?;
+    due.unlock_rebuild(token).await?;
+    Ok(Some((added, started.elapsed())))
+}
+
+/// Checks one page of overdue rows; continues where the last sweep stopped.
+async fn sweep(
+    store: &Store,
+    due: &DueIndex,
+    cursor: &mut Option<PendingCursor>,
+) -> anyhow::Result<usize> {
+    let page = store
+        .pending_page(*cursor, Some(Utc::now() - SWEEP_OVERDUE), PAGE)
+        .await?;
+    *cursor = if (page.len() as i64) < PAGE {
+        None
+    } else {
+        page.last().map(|(id, at)| (*at, *id))
+    };
+    Ok(due.add_missing(&page).await?)
+}
+
+async fn purge(
+    store: &Store,
+    before: chrono::DateTime<Utc>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<u64> {
+    let mut total = 0;
+    loop {
+        let deleted = store.purge_completed(before, PURGE_BATCH).await?;
+        total += deleted;
+        if deleted < PURGE_BATCH as u64 || shutdown.is_cancelled() {
+            return Ok(total);
+        }
+        // Small batches with a breath between: retention never hogs the table.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

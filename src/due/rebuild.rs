@@ -1,0 +1,131 @@
+//! Re-indexing from PostgreSQL. A marker key says the index is complete; when
+//! Redis restarts empty, is flushed or fails over, the marker is gone and one
+//! process (holding a short lock) rebuilds `due` from the pending rows. Adds
+//! never touch ids that are in flight or already due: the same script serves
+//! the rebuild and the periodic sweep for rows that fell through the cracks.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::Script;
+use uuid::Uuid;
+
+use super::{member, score, DueError, DueIndex};
+
+static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+-- KEYS[1] due, KEYS[2] inflight; ARGV: score1, member1, score2, member2, ...
+local added = 0
+for i = 1, #ARGV, 2 do
+  local m = ARGV[i + 1]
+  if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
+    redis.call('ZADD', KEYS[1], ARGV[i], m)
+    added = added + 1
+  end
+end
+return added
+"#,
+    )
+});
+
+static RELEASE_LOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"#,
+    )
+});
+
+impl DueIndex {
+    fn marker_key(&self) -> String {
+        format!("{{{}}}:indexed", self.prefix())
+    }
+
+    fn lock_key(&self) -> String {
+        format!("{{{}}}:rebuild-lock", self.prefix())
+    }
+
+    /// Whether the index is known to be complete.
+    pub async fn is_indexed(&self) -> Result<bool, DueError> {
+        let key = self.marker_key();
+        let (exists,): (bool,) = self
+            .run(|p| {
+                p.exists(&key);
+            })
+            .await?;
+        Ok(exists)
+    }
+
+    pub async fn mark_indexed(&self) -> Result<(), DueError> {
+        let key = self.marker_key();
+        self.run::<()>(|p| {
+            p.set(&key, Utc::now().timestamp_millis()).ignore();
+        })
+        .await
+    }
+
+    /// Takes the rebuild lock for `ttl`, or returns `None` if another process
+    /// holds it. Renew by calling again with the same token.
+    pub async fn lock_rebuild(&self, token: &str, ttl: Duration) -> Result<bool, DueError> {
+        let key = self.lock_key();
+        let ttl_ms = ttl.as_millis() as u64;
+        let (held,): (Option<String>,) = self
+            .run(|p| {
+                p.cmd("SET")
+                    .arg(&key)
+                    .arg(token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms);
+            })
+            .await?;
+        if held.is_some() {
+            return Ok(true);
+        }
+        // Ours already? Then extend it.
+        let (current,): (Option<String>,) = self
+            .run(|p| {
+                p.get(&key);
+            })
+            .await?;
+        if current.as_deref() == Some(token) {
+            self.run::<()>(|p| {
+                p.pexpire(&key, ttl_ms as i64).ignore();
+            })
+            .await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    pub async fn unlock_rebuild(&self, token: &str) -> Result<(), DueError> {
+        let mut conn = self.conn().await?;
+        let _: i64 = RELEASE_LOCK
+            .key(self.lock_key())
+            .arg(token)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds the entries that are in neither `due` nor `inflight`; returns how
+    /// many were added.
+    pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn().await?;
+        let mut invocation = ADD_MISSING.prepare_invoke();
+        invocation.key(&self.keys().due).key(&self.keys().inflight);
+        for (id, at) in entries {
+            invocation.arg(score(*at)).arg(member(id));
+        }
+        match tokio::time::timeout(self.timeout * 10, invocation.invoke_async(&mut conn)).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(DueError::Timeout(self.timeout * 10)),
+        }
+    }
+}
