@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::ingest::{self, Ingest};
 use crate::api::{self, AppState};
 use crate::config::Settings;
 use crate::dispatcher::Dispatcher;
@@ -56,7 +57,8 @@ impl App {
     }
 
     /// Builds from parts made elsewhere: tests inject their own pool and a
-    /// listener on port 0.
+    /// listener on port 0. Call it inside a Tokio runtime: it starts the
+    /// group-commit task.
     pub fn with_parts(
         settings: Settings,
         store: Store,
@@ -64,12 +66,16 @@ impl App {
         listener: TcpListener,
         role: Role,
     ) -> Self {
+        let (ingest, queue) = Ingest::channel();
         let state = AppState {
             store,
             due,
             settings: Arc::new(settings),
             wake: Arc::new(Notify::new()),
+            ingest,
+            endpoints: Default::default(),
         };
+        ingest::spawn(state.clone(), queue);
         Self {
             state,
             listener,

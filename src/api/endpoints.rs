@@ -441,6 +441,7 @@ pub async fn update(
         .await
         .map_err(uid_conflict)?
         .ok_or(ApiError::NotFound("endpoint"))??;
+    state.endpoints.clear();
     Ok(Json(EndpointView::of(updated)))
 }
 
@@ -463,6 +464,7 @@ pub async fn remove(
         .delete_endpoint(&EndpointRef::parse(&endpoint))
         .await?
         .ok_or(ApiError::NotFound("endpoint"))?;
+    state.endpoints.clear();
     if let Err(error) = state.due.remove(&cancelled).await {
         // The dispatcher skips cancelled rows anyway; this only tidies Redis.
         tracing::debug!(%error, "could not remove cancelled notifications from the due index");
@@ -539,5 +541,6 @@ pub async fn rotate_secret(
         })
         .await?
         .ok_or(ApiError::NotFound("endpoint"))??;
+    state.endpoints.clear();
     Ok(Json(EndpointView::with_secret(rotated)))
 }

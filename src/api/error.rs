@@ -168,6 +168,12 @@ impl IntoResponse for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
+        ApiError::from(&error)
+    }
+}
+
+impl From<&StoreError> for ApiError {
+    fn from(error: &StoreError) -> Self {
         match error {
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "database unavailable");

@@ -5,10 +5,13 @@ pub mod endpoints;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod ingest;
 pub mod notifications;
 pub mod pagination;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
@@ -19,6 +22,7 @@ use uuid::Uuid;
 
 use crate::config::Settings;
 use crate::due::DueIndex;
+use crate::store::endpoints::Endpoint;
 use crate::store::Store;
 use error::ApiError;
 
@@ -30,6 +34,41 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
     pub wake: Arc<Notify>,
+    /// Group commit of new notifications.
+    pub ingest: ingest::Ingest,
+    /// Endpoints recently named by creates, so a create costs one commit
+    /// and not a lookup too.
+    pub endpoints: EndpointCache,
+}
+
+/// Endpoints by id and uid, for `ENDPOINT_CACHE_TTL`. A change made through
+/// this process clears it; one made through another process shows here
+/// within the TTL.
+#[derive(Clone, Default)]
+pub struct EndpointCache(Arc<std::sync::Mutex<HashMap<String, (Instant, Endpoint)>>>);
+
+pub const ENDPOINT_CACHE_TTL: Duration = Duration::from_secs(1);
+
+impl EndpointCache {
+    pub fn get(&self, name: &str) -> Option<Endpoint> {
+        let cache = self.0.lock().expect("endpoint cache lock");
+        cache
+            .get(name)
+            .filter(|(at, _)| at.elapsed() < ENDPOINT_CACHE_TTL)
+            .map(|(_, endpoint)| endpoint.clone())
+    }
+
+    pub fn put(&self, name: &str, endpoint: &Endpoint) {
+        let mut cache = self.0.lock().expect("endpoint cache lock");
+        if cache.len() > 10_000 {
+            cache.retain(|_, (at, _)| at.elapsed() < ENDPOINT_CACHE_TTL);
+        }
+        cache.insert(name.to_string(), (Instant::now(), endpoint.clone()));
+    }
+
+    pub fn clear(&self) {
+        self.0.lock().expect("endpoint cache lock").clear();
+    }
 }
 
 impl AppState {

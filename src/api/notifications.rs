@@ -296,50 +296,55 @@ fn prepare(
     })
 }
 
-/// Looks up every endpoint the requests name, in one query, by id and uid.
+/// Finds every endpoint the requests name: from the cache, then the rest in
+/// one query, by id and uid.
 async fn resolve_endpoints(
     state: &AppState,
     names: &[&str],
 ) -> Result<HashMap<String, Endpoint>, ApiError> {
+    let mut by_name = HashMap::new();
     let mut ids = Vec::new();
     let mut uids = Vec::new();
     for name in names {
+        if by_name.contains_key(*name) {
+            continue;
+        }
+        if let Some(endpoint) = state.endpoints.get(name) {
+            by_name.insert((*name).to_string(), endpoint);
+            continue;
+        }
         match EndpointRef::parse(name) {
             EndpointRef::Id(id) => ids.push(id),
             EndpointRef::Uid(uid) => uids.push(uid),
         }
     }
-    let endpoints = state.store.find_endpoints(&ids, &uids).await?;
-    let mut by_name = HashMap::new();
-    for endpoint in endpoints {
-        by_name.insert(endpoint.id.to_string(), endpoint.clone());
-        if let Some(uid) = &endpoint.uid {
-            by_name.insert(uid.clone(), endpoint.clone());
-        }
+    if ids.is_empty() && uids.is_empty() {
+        return Ok(by_name);
     }
-    // Ids may be written in other cases or forms; key them as written too.
+    let found = state.store.find_endpoints(&ids, &uids).await?;
     for name in names {
-        if let EndpointRef::Id(id) = EndpointRef::parse(name) {
-            if let Some(endpoint) = by_name.get(&id.to_string()).cloned() {
-                by_name.insert((*name).to_string(), endpoint);
-            }
+        if by_name.contains_key(*name) {
+            continue;
+        }
+        let wanted = EndpointRef::parse(name);
+        let hit = found.iter().find(|e| match &wanted {
+            EndpointRef::Id(id) => e.id == *id,
+            EndpointRef::Uid(uid) => e.uid.as_deref() == Some(uid.as_str()),
+        });
+        if let Some(endpoint) = hit {
+            state.endpoints.put(name, endpoint);
+            by_name.insert((*name).to_string(), endpoint.clone());
         }
     }
     Ok(by_name)
 }
 
-/// Commits the notifications, then indexes the new ones in Redis.
-async fn accept(state: &AppState, items: &[NewNotification]) -> Result<Vec<Inserted>, ApiError> {
-    let results = state.store.insert_notifications(items).await?;
-    let due: Vec<(Uuid, DateTime<Utc>)> = results
-        .iter()
-        .filter_map(|r| match r {
-            Inserted::Created(n) => n.next_attempt_at.map(|at| (n.id, at)),
-            _ => None,
-        })
-        .collect();
-    state.index_due(&due).await;
-    Ok(results)
+/// Commits the notifications (group commit) and indexes the new ones.
+async fn accept(state: &AppState, items: Vec<NewNotification>) -> Result<Vec<Inserted>, ApiError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    state.ingest.submit(items).await
 }
 
 fn created_or_existing(result: Inserted) -> Result<(StatusCode, NotificationView), ApiError> {
@@ -374,7 +379,7 @@ pub async fn create(
         state.settings.api.max_payload_bytes,
         Utc::now(),
     )?;
-    let result = accept(&state, std::slice::from_ref(&item))
+    let result = accept(&state, vec![item])
         .await?
         .pop()
         .ok_or(ApiError::Internal)?;
@@ -440,7 +445,7 @@ pub async fn create_batch(
         .iter()
         .filter_map(|p| p.as_ref().ok().cloned())
         .collect();
-    let mut inserted = accept(&state, &valid).await?.into_iter();
+    let mut inserted = accept(&state, valid).await?.into_iter();
     let data = prepared
         .into_iter()
         .map(|p| {

@@ -1,0 +1,567 @@
+//! hookd's benchmark: real PostgreSQL and Redis (started by scripts/bench),
+//! the release `hookd` binary as a separate process, and a fast local
+//! receiver in this process. Prints one line per figure; figures that are
+//! cheap to repeat are the median of several runs.
+//!
+//! Run with `scripts/bench` (BENCHMARKS.md has the figures and how to read them).
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+const CONCURRENCY: usize = 64;
+const SENDER_IN_FLIGHT: usize = 256;
+
+#[derive(Default)]
+struct Received {
+    count: AtomicU64,
+    first: Mutex<Option<Instant>>,
+    last: Mutex<Option<Instant>>,
+    lateness_ms: Mutex<Vec<i64>>,
+}
+
+impl Received {
+    fn reset(&self) {
+        self.count.store(0, Ordering::SeqCst);
+        *self.first.lock().unwrap() = None;
+        *self.last.lock().unwrap() = None;
+        self.lateness_ms.lock().unwrap().clear();
+    }
+
+    fn span(&self) -> Duration {
+        match (*self.first.lock().unwrap(), *self.last.lock().unwrap()) {
+            (Some(a), Some(b)) => b - a,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+async fn receive(State(received): State<Arc<Received>>, body: Bytes) -> &'static str {
+    let now = Instant::now();
+    received.first.lock().unwrap().get_or_insert(now);
+    *received.last.lock().unwrap() = Some(now);
+    // Lateness runs carry their due time (unix ms) in the payload.
+    if body.starts_with(b"{\"due\":") {
+        if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+            if let Some(due) = value["due"].as_i64() {
+                let late = chrono::Utc::now().timestamp_millis() - due;
+                received.lateness_ms.lock().unwrap().push(late);
+            }
+        }
+    }
+    received.count.fetch_add(1, Ordering::SeqCst);
+    ""
+}
+
+struct Hookd {
+    child: Child,
+    base: String,
+}
+
+impl Hookd {
+    async fn start(database_url: &str, redis_url: &str, prefix: &str, role: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let binary = std::env::var("HOOKD_BIN").unwrap_or_else(|_| "target/release/hookd".into());
+        let child = Command::new(binary)
+            .args(["serve", "--role", role])
+            .env("HOOKD_DATABASE__URL", database_url)
+            .env("HOOKD_DATABASE__MAX_CONNECTIONS", "32")
+            .env("HOOKD_REDIS__URL", redis_url)
+            .env("HOOKD_REDIS__PREFIX", prefix)
+            .env("HOOKD_SERVER__LISTEN", format!("127.0.0.1:{port}"))
+            .env("HOOKD_SENDER__ALLOW_NETWORKS", "[\"127.0.0.0/8\"]")
+            .env("HOOKD_SENDER__MAX_IN_FLIGHT", SENDER_IN_FLIGHT.to_string())
+            .env("HOOKD_LOG__FILTER", "error")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("target/release/hookd exists (cargo build --release)");
+        let hookd = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::Client::new();
+        for _ in 0..600 {
+            if client
+                .get(format!("{}/healthz", hookd.base))
+                .send()
+                .await
+                .is_ok()
+            {
+                return hookd;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("hookd did not start");
+    }
+
+    /// Peak resident memory (VmHWM) in MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn reset(pool: &PgPool) {
+    sqlx::query("TRUNCATE notifications, attempts")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+async fn create_endpoint(client: &reqwest::Client, hookd: &Hookd, url: &str) -> String {
+    let endpoint: Value = client
+        .post(format!("{}/v1/endpoints", hookd.base))
+        .json(&json!({"url": url, "max_in_flight": SENDER_IN_FLIGHT, "schedule": ["0s", "1m"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    endpoint["id"].as_str().unwrap().to_string()
+}
+
+/// Submits `count` notifications in batches of 1000, `parallel` at a time.
+async fn batch_ingest(
+    client: &reqwest::Client,
+    base: &str,
+    count: usize,
+    parallel: usize,
+    item: impl Fn(usize) -> Value,
+) {
+    let batches: Vec<Value> = (0..count.div_ceil(1000))
+        .map(|b| {
+            let items: Vec<Value> = (b * 1000..((b + 1) * 1000).min(count)).map(&item).collect();
+            json!({"notifications": items})
+        })
+        .collect();
+    let batches = Arc::new(Mutex::new(batches));
+    let mut workers = Vec::new();
+    for _ in 0..parallel {
+        let (client, base, batches) = (client.clone(), base.to_string(), batches.clone());
+        workers.push(tokio::spawn(async move {
+            loop {
+                let Some(batch) = batches.lock().unwrap().pop() else {
+                    return;
+                };
+                let response = client
+                    .post(format!("{base}/v1/notifications/batch"))
+                    .json(&batch)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(
+                    response.status().is_success(),
+                    "{}",
+                    response.text().await.unwrap()
+                );
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+}
+
+async fn wait_count(received: &Received, count: u64, limit: Duration) {
+    let started = Instant::now();
+    while received.count.load(Ordering::SeqCst) < count {
+        assert!(
+            started.elapsed() < limit,
+            "only {} of {count} arrived",
+            received.count.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn attempts_written(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM attempts")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn redis_used_memory(redis_url: &str) -> i64 {
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Delivers `count` due-now notifications: ingested through an API-only
+/// hookd, then drained by a dispatcher-only hookd. Returns deliveries/s
+/// (first to last receipt), seconds until every attempt row was written,
+/// and the dispatcher's peak RSS.
+async fn delivery_run(
+    pool: &PgPool,
+    database_url: &str,
+    redis_url: &str,
+    prefix: &str,
+    receiver: &Arc<Received>,
+    receiver_url: &str,
+    count: usize,
+) -> (f64, f64, f64) {
+    let client = reqwest::Client::new();
+    let api = Hookd::start(database_url, redis_url, prefix, "api").await;
+    let endpoint = create_endpoint(&client, &api, receiver_url).await;
+    let before = attempts_written(pool).await;
+    batch_ingest(
+        &client,
+        &api.base,
+        count,
+        2,
+        |i| json!({"endpoint": endpoint, "payload": {"i": i}}),
+    )
+    .await;
+    api.stop();
+    receiver.reset();
+    let dispatcher = Hookd::start(database_url, redis_url, prefix, "dispatcher").await;
+    let started = Instant::now();
+    wait_count(receiver, count as u64, Duration::from_secs(300)).await;
+    while attempts_written(pool).await - before < count as i64 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let all_written = started.elapsed().as_secs_f64();
+    let rate = count as f64 / receiver.span().as_secs_f64();
+    let rss = dispatcher.peak_rss_mib();
+    dispatcher.stop();
+    (rate, all_written, rss)
+}
+
+#[tokio::main]
+async fn main() {
+    let base_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (run scripts/bench)");
+    let redis_url = std::env::var("REDIS_URL").expect("REDIS_URL (run scripts/bench)");
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let admin = PgPoolOptions::new().connect(&base_url).await.unwrap();
+    let _ = sqlx::query("DROP DATABASE IF EXISTS hookd_bench")
+        .execute(&admin)
+        .await;
+    sqlx::query("CREATE DATABASE hookd_bench")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(&base_url).unwrap();
+    url.set_path("hookd_bench");
+    let database_url = url.to_string();
+    let pool = PgPoolOptions::new().connect(&database_url).await.unwrap();
+    hookd::store::Store::new(pool.clone())
+        .migrate()
+        .await
+        .unwrap();
+
+    let received = Arc::new(Received::default());
+    let app = axum::Router::new()
+        .fallback(receive)
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let receiver_url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .unwrap();
+    // BENCH_ONLY=ingest,delivery,lateness,scale picks sections (default: all).
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
+    let mut rss = Vec::new();
+    println!("hookd benchmark: {runs} runs per repeated figure, medians; {CONCURRENCY} API clients, sender.max_in_flight {SENDER_IN_FLIGHT}");
+
+    // 1. Ingest: single POSTs from 64 clients.
+    if want("ingest") {
+        let mut rates = Vec::new();
+        for run in 0..runs {
+            reset(&pool).await;
+            let api = Hookd::start(
+                &database_url,
+                &redis_url,
+                &format!("bench-ingest-{run}"),
+                "api",
+            )
+            .await;
+            let endpoint = create_endpoint(&client, &api, &receiver_url).await;
+            let total = 20_000;
+            let next = Arc::new(AtomicU64::new(0));
+            let started = Instant::now();
+            let mut workers = Vec::new();
+            for _ in 0..CONCURRENCY {
+                let (client, base, endpoint, next) = (
+                    client.clone(),
+                    api.base.clone(),
+                    endpoint.clone(),
+                    next.clone(),
+                );
+                workers.push(tokio::spawn(async move {
+                while next.fetch_add(1, Ordering::SeqCst) < total {
+                    let response = client
+                        .post(format!("{base}/v1/notifications"))
+                        .json(&json!({"endpoint": endpoint, "payload": {"order": 1}, "delay": "1h"}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status(), 201);
+                }
+            }));
+            }
+            for worker in workers {
+                worker.await.unwrap();
+            }
+            rates.push(total as f64 / started.elapsed().as_secs_f64());
+            api.stop();
+        }
+        println!(
+            "1. ingest, single POSTs, 64 clients, 20,000: {:.0} accepted/s (durable)",
+            median(rates)
+        );
+
+        // 2. Batch ingest: 1,000 per request.
+        let mut rates = Vec::new();
+        for run in 0..runs {
+            reset(&pool).await;
+            let api = Hookd::start(
+                &database_url,
+                &redis_url,
+                &format!("bench-batch-{run}"),
+                "api",
+            )
+            .await;
+            let endpoint = create_endpoint(&client, &api, &receiver_url).await;
+            let started = Instant::now();
+            batch_ingest(
+                &client,
+                &api.base,
+                50_000,
+                4,
+                |i| json!({"endpoint": endpoint, "payload": {"i": i}, "delay": "1h"}),
+            )
+            .await;
+            rates.push(50_000.0 / started.elapsed().as_secs_f64());
+            api.stop();
+        }
+        println!(
+            "2. batch ingest, 1,000 per request, 50,000: {:.0} notifications/s",
+            median(rates)
+        );
+    }
+
+    // 3 and 6a. Delivery of 50,000 due now.
+    if want("delivery") {
+        let mut rates = Vec::new();
+        let mut written = Vec::new();
+        for run in 0..runs {
+            reset(&pool).await;
+            let (rate, all_written, peak) = delivery_run(
+                &pool,
+                &database_url,
+                &redis_url,
+                &format!("bench-deliver-{run}"),
+                &received,
+                &receiver_url,
+                50_000,
+            )
+            .await;
+            rates.push(rate);
+            written.push(all_written);
+            rss.push(peak);
+        }
+        let delivery = median(rates);
+        println!(
+        "3. delivery, 50,000 due now: {delivery:.0} deliveries/s first to last receipt; every attempt row written after {:.2} s",
+        median(written)
+    );
+
+        // 7. The raw limit: the same receiver, the same client, the same concurrency.
+        let mut rates = Vec::new();
+        for _ in 0..runs {
+            received.reset();
+            let next = Arc::new(AtomicU64::new(0));
+            let started = Instant::now();
+            let mut workers = Vec::new();
+            for _ in 0..SENDER_IN_FLIGHT {
+                let (client, url, next) = (client.clone(), receiver_url.clone(), next.clone());
+                workers.push(tokio::spawn(async move {
+                    while next.fetch_add(1, Ordering::SeqCst) < 50_000 {
+                        client.post(&url).body("{\"i\":1}").send().await.unwrap();
+                    }
+                }));
+            }
+            for worker in workers {
+                worker.await.unwrap();
+            }
+            rates.push(50_000.0 / started.elapsed().as_secs_f64());
+        }
+        let raw = median(rates);
+        println!(
+        "7. raw limit, receiver hit directly at {SENDER_IN_FLIGHT} concurrent: {raw:.0} requests/s; delivery is {:.0}% of it",
+        100.0 * delivery / raw
+    );
+    }
+
+    // 4. Lateness: 1,000 due per second for 20 s.
+    if want("lateness") {
+        reset(&pool).await;
+        received.reset();
+        let hookd = Hookd::start(&database_url, &redis_url, "bench-lateness", "all").await;
+        let endpoint = create_endpoint(&client, &hookd, &receiver_url).await;
+        let start_ms = chrono::Utc::now().timestamp_millis() + 5_000;
+        batch_ingest(&client, &hookd.base, 20_000, 2, |i| {
+            let due = start_ms + i as i64;
+            let at = chrono::DateTime::from_timestamp_millis(due)
+                .unwrap()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            json!({"endpoint": endpoint, "body": format!("{{\"due\":{due}}}"), "deliver_at": at})
+        })
+        .await;
+        wait_count(&received, 20_000, Duration::from_secs(120)).await;
+        hookd.stop();
+        let mut late = received.lateness_ms.lock().unwrap().clone();
+        late.sort_unstable();
+        println!(
+        "4. lateness, 1,000 due/s for 20 s: p50 {} ms, p99 {} ms, max {} ms (receipt - due; negative would be early)",
+        percentile(&late, 0.5),
+        percentile(&late, 0.99),
+        late.last().unwrap()
+    );
+    }
+
+    // 5, 6b and the rebuild: delivery beside 1,000,000 notifications pending
+    // for later, against the same without them (measured first).
+    if want("scale") {
+        reset(&pool).await;
+        let prefix = "bench-scale";
+        let mut without = Vec::new();
+        for _ in 0..runs {
+            let (rate, _, _) = delivery_run(
+                &pool,
+                &database_url,
+                &redis_url,
+                prefix,
+                &received,
+                &receiver_url,
+                20_000,
+            )
+            .await;
+            without.push(rate);
+        }
+        let endpoint_id: uuid::Uuid =
+            sqlx::query_scalar("SELECT id FROM endpoints ORDER BY id DESC LIMIT 1")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        sqlx::query(
+        "INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, deliver_at, next_attempt_at) \
+         SELECT gen_random_uuid(), $1, 'application/json', '{}'::bytea, '{0,60000}', now(), \
+                now() + interval '30 days' + g * interval '1 millisecond' \
+         FROM generate_series(1, 1000000) g",
+    )
+    .bind(endpoint_id)
+    .execute(&pool)
+    .await
+    .unwrap();
+        sqlx::query("VACUUM ANALYZE notifications")
+            .execute(&pool)
+            .await
+            .unwrap();
+        // Make the dispatcher find the index incomplete, as after a Redis loss.
+        let redis = redis::Client::open(redis_url.as_str()).unwrap();
+        let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{{{prefix}}}:indexed"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let memory_before = redis_used_memory(&redis_url).await;
+        let started = Instant::now();
+        let dispatcher = Hookd::start(&database_url, &redis_url, prefix, "dispatcher").await;
+        loop {
+            let indexed: bool = redis::cmd("EXISTS")
+                .arg(format!("{{{prefix}}}:indexed"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if indexed {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let rebuild = started.elapsed();
+        let per_pending =
+            (redis_used_memory(&redis_url).await - memory_before) as f64 / 1_000_000.0;
+        dispatcher.stop();
+        println!(
+        "rebuild: 1,000,000 pending notifications indexed from PostgreSQL in {:.1} s (from process start)",
+        rebuild.as_secs_f64()
+    );
+        let mut with_backlog = Vec::new();
+        for _ in 0..runs {
+            let (rate, _, _) = delivery_run(
+                &pool,
+                &database_url,
+                &redis_url,
+                prefix,
+                &received,
+                &receiver_url,
+                20_000,
+            )
+            .await;
+            with_backlog.push(rate);
+        }
+        println!(
+        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without: ratio {:.2}",
+        median(with_backlog.clone()),
+        median(without.clone()),
+        median(with_backlog) / median(without)
+    );
+        println!("6b. memory: Redis {per_pending:.0} bytes per pending notification");
+    }
+    if !rss.is_empty() {
+        println!(
+            "6a. memory: hookd dispatcher peak RSS during 3: {:.1} MiB",
+            median(rss)
+        );
+    }
+}
