@@ -7,6 +7,7 @@ pub mod extract;
 pub mod health;
 pub mod ingest;
 pub mod notifications;
+pub mod openapi;
 pub mod pagination;
 
 use std::collections::HashMap;
@@ -130,7 +131,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Health and readiness only: what a dispatcher-only process serves.
+/// Health, readiness and the API document: served by every role.
 pub fn operations_router() -> Router<AppState> {
-    health::router()
+    health::router().route("/openapi.json", axum::routing::get(openapi::openapi_json))
 }

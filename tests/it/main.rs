@@ -1,6 +1,7 @@
 //! Integration tests against real PostgreSQL and Redis (see scripts/test).
 
 mod helpers;
+mod openapi;
 
 mod api_bad_input;
 mod api_endpoints;
