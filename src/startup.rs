@@ -66,6 +66,7 @@ impl App {
         listener: TcpListener,
         role: Role,
     ) -> Self {
+        crate::telemetry::metrics();
         let (ingest, queue) = Ingest::channel();
         let state = AppState {
             store,

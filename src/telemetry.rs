@@ -1,5 +1,10 @@
-//! Logging through `tracing`: human-readable or JSON lines.
+//! Logging through `tracing` (human-readable or JSON lines) and metrics in
+//! Prometheus text format. Metric names start with `hookd_`, carry their
+//! unit, and have bounded labels (no ids, no URLs).
 
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -20,4 +25,80 @@ pub fn init(format: LogFormat, filter: &str) {
             .with_current_span(true)
             .try_init(),
     };
+}
+
+/// The process's metrics recorder, installed on first use.
+pub fn metrics() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let seconds = [
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            60.0,
+        ];
+        let handle = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &seconds)
+            .expect("valid buckets")
+            .install_recorder()
+            .expect("the metrics recorder is installed once");
+        describe();
+        handle
+    })
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(
+        "hookd_deliveries_total",
+        "Delivery attempts, by outcome and response status class"
+    );
+    describe_histogram!(
+        "hookd_delivery_duration_seconds",
+        Unit::Seconds,
+        "Time from request start to a full answer or an error"
+    );
+    describe_histogram!(
+        "hookd_delivery_lateness_seconds",
+        Unit::Seconds,
+        "Send time minus due time of each attempt"
+    );
+    describe_gauge!(
+        "hookd_due_notifications",
+        "Notifications in the Redis due index (sampled each second)"
+    );
+    describe_gauge!(
+        "hookd_leased_notifications",
+        "Notifications leased for delivery across all processes (sampled)"
+    );
+    describe_gauge!(
+        "hookd_deliveries_in_flight",
+        "Deliveries in progress in this process"
+    );
+    describe_counter!(
+        "hookd_notifications_created_total",
+        "Notifications committed through the API"
+    );
+    describe_counter!(
+        "hookd_api_requests_total",
+        "API requests, by route template, method and status"
+    );
+    describe_counter!(
+        "hookd_index_rebuilds_total",
+        "Rebuilds of the due index from PostgreSQL"
+    );
+    describe_counter!(
+        "hookd_sweep_reindexed_total",
+        "Overdue notifications the sweep found missing from Redis"
+    );
+}
+
+/// `"2xx"`, `"4xx"`... or `"none"` when no response came.
+pub fn status_class(status: Option<u16>) -> &'static str {
+    match status {
+        Some(200..=299) => "2xx",
+        Some(300..=399) => "3xx",
+        Some(400..=499) => "4xx",
+        Some(500..=599) => "5xx",
+        Some(_) => "other",
+        None => "none",
+    }
 }

@@ -69,3 +69,15 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         }),
     )
 }
+
+#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics() -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        crate::telemetry::metrics().render(),
+    )
+}

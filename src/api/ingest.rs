@@ -100,6 +100,7 @@ async fn run(state: AppState, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>
                         _ => None,
                     })
                     .collect();
+                metrics::counter!("hookd_notifications_created_total").increment(due.len() as u64);
                 state.index_due(&due).await;
                 let mut results = results.into_iter();
                 for job in jobs {

@@ -124,6 +124,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("route") })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_request_bytes))
+        .layer(axum::middleware::from_fn(count_requests))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a request handler panicked");
             axum::response::IntoResponse::into_response(ApiError::Internal)
@@ -131,7 +132,31 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Health, readiness and the API document: served by every role.
+/// Health, readiness, metrics and the API document: served by every role.
 pub fn operations_router() -> Router<AppState> {
-    health::router().route("/openapi.json", axum::routing::get(openapi::openapi_json))
+    health::router()
+        .route("/openapi.json", axum::routing::get(openapi::openapi_json))
+        .route("/metrics", axum::routing::get(health::metrics))
+}
+
+/// Counts requests by route template (never the raw path: ids would make
+/// labels unbounded), method and status.
+async fn count_requests(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = request.method().as_str().to_string();
+    let response = next.run(request).await;
+    metrics::counter!(
+        "hookd_api_requests_total",
+        "route" => route,
+        "method" => method,
+        "status" => response.status().as_u16().to_string()
+    )
+    .increment(1);
+    response
 }

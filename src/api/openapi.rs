@@ -32,6 +32,7 @@ use super::{endpoints, health, notifications};
         notifications::retry,
         health::healthz,
         health::readyz,
+        health::metrics,
         openapi_json,
     ),
     modifiers(&BearerAuth),

@@ -56,6 +56,21 @@ pub async fn attempt(
     if outcome == Outcome::Succeeded && result.error.is_some() && row.success_body.is_some() {
         outcome = decide(None, &policy, attempt_in_series, finished_at);
     }
+    let status = result.answer.as_ref().map(|a| a.status);
+    metrics::counter!(
+        "hookd_deliveries_total",
+        "outcome" => outcome.as_str(),
+        "status_class" => crate::telemetry::status_class(status)
+    )
+    .increment(1);
+    metrics::histogram!("hookd_delivery_duration_seconds").record(result.duration.as_secs_f64());
+    if let Some(due) = row.next_attempt_at {
+        let late = (result.started_at - due)
+            .num_microseconds()
+            .unwrap_or(0)
+            .max(0);
+        metrics::histogram!("hookd_delivery_lateness_seconds").record(late as f64 / 1e6);
+    }
     let span = tracing::Span::current();
     span.record("outcome", outcome.as_str());
     tracing::debug!(

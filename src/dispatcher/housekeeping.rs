@@ -42,6 +42,7 @@ pub async fn run(
         match due.is_indexed().await {
             Ok(false) => match rebuild(&store, &due, &token, &shutdown).await {
                 Ok(Some((added, took))) => {
+                    metrics::counter!("hookd_index_rebuilds_total").increment(1);
                     tracing::info!(
                         added,
                         took_ms = took.as_millis() as u64,
@@ -53,6 +54,11 @@ pub async fn run(
             },
             Ok(true) => {}
             Err(error) => tracing::debug!(%error, "cannot check the due index marker"),
+        }
+        // Sampled here, once a second, not computed per scrape.
+        if let Ok((due_count, leased)) = due.depth().await {
+            metrics::gauge!("hookd_due_notifications").set(due_count as f64);
+            metrics::gauge!("hookd_leased_notifications").set(leased as f64);
         }
         if last_sweep.elapsed() >= SWEEP_INTERVAL {
             last_sweep = Instant::now();

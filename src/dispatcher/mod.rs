@@ -66,6 +66,7 @@ impl InFlight {
         }
         *count += 1;
         self.ids.insert(id);
+        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
         true
     }
 
@@ -95,6 +96,7 @@ impl InFlight {
             }
         }
         self.ids.remove(&id);
+        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
     }
 }
 

@@ -385,3 +385,50 @@ async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
             .expect("verifies");
     }
 }
+
+/// The value of a metric line that starts with `prefix` (labels included).
+fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[sqlx::test]
+async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let receiver = Receiver::start().await;
+    let scrape = || async {
+        app.client
+            .get(format!("{}/metrics", app.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let before = scrape().await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    let id = notify(&app, json!({"endpoint": "shop", "payload": {}})).await;
+    wait_status(&app, &id, "succeeded").await;
+    let after = scrape().await;
+    let delivered = r#"hookd_deliveries_total{outcome="succeeded",status_class="2xx"}"#;
+    assert!(
+        metric(&after, delivered) >= metric(&before, delivered) + 1.0,
+        "{after}"
+    );
+    assert!(
+        metric(&after, "hookd_notifications_created_total")
+            >= metric(&before, "hookd_notifications_created_total") + 1.0
+    );
+    assert!(after.contains("hookd_delivery_duration_seconds_bucket"));
+    assert!(after.contains("hookd_delivery_lateness_seconds_bucket"));
+    // Labels carry route templates, never ids.
+    assert!(
+        after.contains(r#"route="/v1/notifications/{id}""#),
+        "{after}"
+    );
+    assert!(!after.contains(&id), "no notification id in any label");
+}
