@@ -125,6 +125,40 @@ impl Hookd {
     }
 }
 
+/// CPU seconds (user + system) used so far by every process whose name
+/// starts with `name`, from /proc.
+fn cpu_seconds(name: &str) -> f64 {
+    let mut total = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = head.split_once(" (").map_or("", |(_, c)| c);
+        if !comm.starts_with(name) {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of stat; `rest` starts at 3.
+        let ticks: f64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0.0)
+            + fields.get(12).and_then(|f| f.parse().ok()).unwrap_or(0.0);
+        total += ticks / 100.0;
+    }
+    total
+}
+
+/// CPU seconds of hookd, PostgreSQL, Redis and this bench process.
+fn cpu_snapshot() -> [f64; 4] {
+    [
+        cpu_seconds("hookd"),
+        cpu_seconds("postgres"),
+        cpu_seconds("redis-server"),
+        cpu_seconds("dispatch-"),
+    ]
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
     values[values.len() / 2]
@@ -256,9 +290,21 @@ async fn delivery_run(
     .await;
     api.stop();
     receiver.reset();
+    let cpu_before = cpu_snapshot();
     let dispatcher = Hookd::start(database_url, redis_url, prefix, "dispatcher").await;
     let started = Instant::now();
     wait_count(receiver, count as u64, Duration::from_secs(300)).await;
+    let cpu_after = cpu_snapshot();
+    let wall = started.elapsed().as_secs_f64();
+    let used: Vec<f64> = cpu_after
+        .iter()
+        .zip(cpu_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    println!(
+        "   CPU while delivering {count}: hookd {:.2} s, postgres {:.2} s, redis {:.2} s, bench (receiver) {:.2} s, in {wall:.2} s wall on 2 cores",
+        used[0], used[1], used[2], used[3]
+    );
     while attempts_written(pool).await - before < count as i64 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

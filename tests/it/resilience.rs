@@ -290,3 +290,55 @@ async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepte
     let (status, _) = app.get("/readyz").await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[sqlx::test]
+async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps_pending_ones(
+    pool: PgPool,
+) {
+    let app = spawn_app_with(pool.clone(), &redis_url(), "").await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    submit(&app, "shop", 5, json!({})).await;
+    receiver.wait_distinct("/hook", 5, DEADLINE).await;
+    eventually(DEADLINE, "five recorded successes", || async {
+        let done: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM notifications WHERE status = 'succeeded'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        (done == 5).then_some(())
+    })
+    .await;
+    submit(&app, "shop", 2, json!({"delay": "1h"})).await;
+    // Three of the five ended 40 days ago.
+    sqlx::query(
+        "UPDATE notifications SET completed_at = now() - interval '40 days' \
+         WHERE id IN (SELECT id FROM notifications WHERE status = 'succeeded' LIMIT 3)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let store = hookd::store::Store::new(pool.clone());
+    let before = chrono::Utc::now() - chrono::Duration::days(30);
+    assert_eq!(
+        store.purge_completed(before, 2).await.unwrap(),
+        2,
+        "batches are bounded"
+    );
+    assert_eq!(store.purge_completed(before, 2).await.unwrap(), 1);
+    assert_eq!(store.purge_completed(before, 2).await.unwrap(), 0);
+    let counts: (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM notifications WHERE status = 'succeeded'), \
+                (SELECT count(*) FROM notifications WHERE status = 'pending'), \
+                (SELECT count(*) FROM attempts)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        counts,
+        (2, 2, 2),
+        "(succeeded kept, pending kept, attempts of the kept)"
+    );
+}
