@@ -556,7 +556,7 @@ async fn main() {
         let redis = redis::Client::open(redis_url.as_str()).unwrap();
         let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
         let _: () = redis::cmd("DEL")
-            .arg(format!("{{{prefix}}}:indexed"))
+            .arg(format!("{prefix}:{{{prefix}}}:indexed"))
             .query_async(&mut conn)
             .await
             .unwrap();
@@ -565,7 +565,7 @@ async fn main() {
         let dispatcher = Hookd::start(&database_url, &redis_url, prefix, "dispatcher").await;
         loop {
             let indexed: bool = redis::cmd("EXISTS")
-                .arg(format!("{{{prefix}}}:indexed"))
+                .arg(format!("{prefix}:{{{prefix}}}:indexed"))
                 .query_async(&mut conn)
                 .await
                 .unwrap();

@@ -165,10 +165,13 @@ impl Settings {
             key,
             reason: reason.to_string(),
         };
-        if self.redis.prefix.is_empty() || self.redis.prefix.contains(char::is_whitespace) {
+        if self.redis.prefix.is_empty()
+            || self.redis.prefix.contains(char::is_whitespace)
+            || self.redis.prefix.contains(['{', '}'])
+        {
             return Err(invalid(
                 "redis.prefix",
-                "must be non-empty and contain no spaces",
+                "must be non-empty, without spaces or braces",
             ));
         }
         for (key, url, schemes) in [
@@ -230,8 +233,23 @@ impl Settings {
                 "must be at least 1",
             ));
         }
-        if self.dispatcher.max_idle_ms == 0 {
-            return Err(invalid("dispatcher.max_idle_ms", "must be at least 1"));
+        if !(1..=60_000).contains(&self.dispatcher.max_idle_ms) {
+            return Err(invalid(
+                "dispatcher.max_idle_ms",
+                "must be between 1 and 60000",
+            ));
+        }
+        if self.dispatcher.lease_ms > 24 * 3600 * 1000 {
+            return Err(invalid(
+                "dispatcher.lease_ms",
+                "must be at most a day (86400000)",
+            ));
+        }
+        if self.retention.days > 36_500 {
+            return Err(invalid(
+                "retention.days",
+                "must be at most 36500 (0 keeps everything)",
+            ));
         }
         // A lease shorter than the longest attempt would let a second process
         // take over a delivery that is still running: a guaranteed duplicate.

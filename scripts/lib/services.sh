@@ -92,7 +92,7 @@ services_start() {
   PG_DATA="$SERVICES_DIR/pg"
   mkdir -p "$PG_DATA"
   [ "$(id -u)" = 0 ] && chown postgres: "$PG_DATA"
-  as_pg "$PG_BINDIR/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --no-sync >"$SERVICES_DIR/initdb.log" 2>&1 \
+  as_pg "$PG_BINDIR/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --no-locale --no-sync >"$SERVICES_DIR/initdb.log" 2>&1 \
     || { cat "$SERVICES_DIR/initdb.log" >&2; exit 1; }
   local pg_opts="-c listen_addresses=127.0.0.1 -k $PG_DATA -c max_connections=400 -c shared_buffers=256MB"
   if [ "$mode" != durable ]; then

@@ -124,7 +124,7 @@ impl EndpointFields {
         }
         if let Some(description) = self.description {
             let description = description.unwrap_or_default();
-            if description.len() > 1000 {
+            if description.len() > 1000 || description.contains('\0') {
                 return Err(ApiError::invalid(
                     "invalid_value",
                     "description",
@@ -172,7 +172,7 @@ impl EndpointFields {
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
-                .is_some_and(|b| b.trim().is_empty() || b.len() > 1024)
+                .is_some_and(|b| b.trim().is_empty() || b.len() > 1024 || b.contains('\0'))
             {
                 return Err(ApiError::invalid(
                     "invalid_value",

@@ -183,6 +183,15 @@ impl From<&StoreError> for ApiError {
                 code: "conflict",
                 message: format!("conflicts with an existing resource ({constraint})"),
             },
+            StoreError::InvalidValue(cause) => {
+                tracing::debug!(error = %cause, "value refused by the database");
+                ApiError::Invalid {
+                    code: "invalid_value",
+                    message: "a value holds characters that cannot be stored (such as a NUL byte)"
+                        .into(),
+                    field: None,
+                }
+            }
             StoreError::Database(cause) => {
                 tracing::error!(error = %cause, "database error");
                 ApiError::Internal

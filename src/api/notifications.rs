@@ -34,6 +34,8 @@ pub const MAX_BATCH: usize = 1000;
 /// Furthest in the future a notification may be scheduled.
 pub const MAX_DEFERRAL_DAYS: i64 = 365;
 const DEFAULT_CONTENT_TYPE: &str = "application/json";
+/// A `body` is text unless its `content_type` says otherwise.
+const DEFAULT_TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -143,10 +145,9 @@ impl NotificationView {
         let is_json = is_json_content_type(&n.content_type);
         let mut view = Self::summary(n);
         match String::from_utf8(body) {
-            Ok(text) if is_json => match RawValue::from_string(text) {
-                Ok(raw) => view.payload = Some(raw),
-                Err(_) => view.body = Some(String::new()),
-            },
+            Ok(text) if is_json && serde_json::from_str::<&RawValue>(&text).is_ok() => {
+                view.payload = RawValue::from_string(text).ok();
+            }
             Ok(text) => view.body = Some(text),
             Err(e) => view.body = Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
         }
@@ -205,9 +206,12 @@ fn prepare(
             field: Some(field.into()),
         });
     }
-    let content_type = request
-        .content_type
-        .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.into());
+    let default_type = if field == "body" {
+        DEFAULT_TEXT_CONTENT_TYPE
+    } else {
+        DEFAULT_CONTENT_TYPE
+    };
+    let content_type = request.content_type.unwrap_or_else(|| default_type.into());
     if content_type.len() > 255
         || !content_type.contains('/')
         || reqwest::header::HeaderValue::from_str(&content_type).is_err()
@@ -315,7 +319,9 @@ async fn resolve_endpoints(
         }
         match EndpointRef::parse(name) {
             EndpointRef::Id(id) => ids.push(id),
-            EndpointRef::Uid(uid) => uids.push(uid),
+            EndpointRef::Uid(uid) if crate::domain::fields::valid_uid(&uid) => uids.push(uid),
+            // No endpoint can have this name; `prepare` reports it unknown.
+            EndpointRef::Uid(_) => {}
         }
     }
     if ids.is_empty() && uids.is_empty() {
@@ -524,12 +530,11 @@ pub async fn list(
             })
         })
         .transpose()?;
-    let endpoint_id = match params.endpoint {
-        Some(name) => match state
-            .store
-            .find_endpoint(&EndpointRef::parse(&name))
-            .await?
-        {
+    let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
+        // An id names its endpoint's notifications even after the endpoint
+        // was deleted: their history stays queryable.
+        Some(EndpointRef::Id(id)) => Some(id),
+        Some(by) => match state.store.find_endpoint(&by).await? {
             Some(endpoint) => Some(endpoint.id),
             // An unknown endpoint has no notifications.
             None => {

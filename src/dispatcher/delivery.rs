@@ -86,6 +86,7 @@ pub async fn attempt(
     AttemptRecord {
         notification_id: row.id,
         number,
+        series_start: row.series_start,
         started_at: result.started_at,
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
         status_code: result.answer.as_ref().map(|a| i32::from(a.status)),

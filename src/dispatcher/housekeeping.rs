@@ -95,7 +95,9 @@ async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        due.add(&rows).await?;
+        // Only ids in neither set: a row whose indexing merely timed out may
+        // be due or leased already, and must not be queued twice.
+        due.add_missing(&rows).await?;
         let ids: Vec<_> = rows.iter().map(|(id, _)| *id).collect();
         store.clear_needs_index(&ids).await?;
         tracing::info!(

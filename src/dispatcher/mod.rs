@@ -260,6 +260,7 @@ impl Dispatcher {
     ) {
         let mut rows: HashMap<Uuid, DeliveryRow> = rows.into_iter().map(|r| (r.id, r)).collect();
         let mut gone = Vec::new();
+        let mut orphans = Vec::new();
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
@@ -282,6 +283,7 @@ impl Dispatcher {
                 continue;
             }
             if row.endpoint_deleted {
+                orphans.push(*id);
                 gone.push(*id);
                 continue;
             }
@@ -339,6 +341,13 @@ impl Dispatcher {
                 }
                 .instrument(span),
             );
+        }
+        if !orphans.is_empty() {
+            // Deleting an endpoint cancels its pending notifications; these
+            // were created while the delete ran.
+            if let Err(error) = self.store.cancel_notifications(&orphans).await {
+                tracing::warn!(%error, "cannot cancel notifications of a deleted endpoint");
+            }
         }
         if !gone.is_empty() {
             if let Err(error) = self.due.forget(&gone).await {

@@ -2,12 +2,12 @@
 //! leases of what is being delivered now. It holds nothing that PostgreSQL
 //! does not: losing it loses nothing (see `rebuild`).
 //!
-//! Keys, under the configured prefix `P` (the `{P}` hash tag keeps them in one
-//! Redis Cluster slot, so scripts may touch several):
-//! - `{P}:due`      zset, notification id → due time (unix ms)
-//! - `{P}:inflight` zset, notification id → lease expiry (unix ms)
-//! - `{P}:indexed`  marker: present while `due` is known to be complete
-//! - `{P}:rebuild-lock` the process rebuilding the index, if one is
+//! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
+//! in one Redis Cluster slot, so scripts may touch several:
+//! - `P:{P}:due`      zset, notification id → due time (unix ms)
+//! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
+//! - `P:{P}:indexed`  marker: present while `due` is known to be complete
+//! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
 //!
 //! Members are the 16 bytes of the notification's UUID, not its 36-character
 //! text: the index costs Redis memory per pending notification.
@@ -28,7 +28,7 @@ use crate::config::RedisSettings;
 #[derive(Debug, thiserror::Error)]
 pub enum DueError {
     #[error("redis unavailable: {0}")]
-    Unavailable(#[from] redis::RedisError),
+    Unavailable(redis::RedisError),
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
     #[error("redis returned a malformed member ({0} bytes)")]
@@ -44,8 +44,8 @@ pub struct Keys {
 impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
-            due: format!("{{{prefix}}}:due"),
-            inflight: format!("{{{prefix}}}:inflight"),
+            due: format!("{prefix}:{{{prefix}}}:due"),
+            inflight: format!("{prefix}:{{{prefix}}}:inflight"),
         }
     }
 }
@@ -59,6 +59,12 @@ pub struct DueIndex {
     keys: Arc<Keys>,
     prefix: Arc<str>,
     pub(crate) timeout: Duration,
+}
+
+impl From<redis::RedisError> for DueError {
+    fn from(error: redis::RedisError) -> Self {
+        DueError::Unavailable(error)
+    }
 }
 
 pub fn member(id: &Uuid) -> &[u8] {

@@ -41,11 +41,11 @@ return 0
 
 impl DueIndex {
     fn marker_key(&self) -> String {
-        format!("{{{}}}:indexed", self.prefix())
+        format!("{0}:{{{0}}}:indexed", self.prefix())
     }
 
     fn lock_key(&self) -> String {
-        format!("{{{}}}:rebuild-lock", self.prefix())
+        format!("{0}:{{{0}}}:rebuild-lock", self.prefix())
     }
 
     /// Whether the index is known to be complete.

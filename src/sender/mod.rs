@@ -81,6 +81,8 @@ impl Sender {
         let guard = Guard::new(settings.allow_networks.clone());
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve names itself, past the address guard.
+            .no_proxy()
             .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)

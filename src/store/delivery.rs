@@ -58,6 +58,8 @@ pub struct AttemptRecord {
     pub notification_id: Uuid,
     /// 1-based, over every series: the notification had `number - 1` before.
     pub number: i32,
+    /// The series the attempt belongs to: a retry since then wins.
+    pub series_start: i32,
     pub started_at: DateTime<Utc>,
     pub duration_ms: i32,
     pub status_code: Option<i32>,
@@ -107,6 +109,7 @@ impl Store {
         }
         let mut ids = Vec::with_capacity(records.len());
         let mut numbers = Vec::with_capacity(records.len());
+        let mut series = Vec::with_capacity(records.len());
         let mut started = Vec::with_capacity(records.len());
         let mut durations = Vec::with_capacity(records.len());
         let mut statuses = Vec::with_capacity(records.len());
@@ -118,6 +121,7 @@ impl Store {
         for r in records {
             ids.push(r.notification_id);
             numbers.push(r.number);
+            series.push(r.series_start);
             started.push(r.started_at);
             durations.push(r.duration_ms);
             statuses.push(r.status_code);
@@ -138,9 +142,9 @@ impl Store {
         let moved: Vec<Uuid> = sqlx::query_scalar(
             "WITH input AS ( \
                  SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
-                     $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[]) \
+                     $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::int[]) \
                  AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                      error_message, outcome, next_at) \
+                      error_message, outcome, next_at, series_start) \
              ), moved AS ( \
                  UPDATE notifications n SET \
                      attempts = i.number, \
@@ -154,6 +158,7 @@ impl Store {
                      updated_at = now() \
                  FROM input i \
                  WHERE n.id = i.id AND n.status = 'pending' AND n.attempts = i.number - 1 \
+                   AND n.series_start = i.series_start \
                  RETURNING n.id \
              ), recorded AS ( \
                  INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
@@ -174,9 +179,23 @@ impl Store {
         .bind(&error_messages)
         .bind(&outcomes)
         .bind(&next_ats)
+        .bind(&series)
         .fetch_all(&self.pool)
         .await?;
         Ok(moved)
+    }
+
+    /// Cancels pending notifications whose endpoint was deleted (a create that
+    /// raced the delete).
+    pub async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
+                 updated_at = now() WHERE id = ANY($1) AND status = 'pending'",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Starts a new attempt series now for a failed or pending notification.

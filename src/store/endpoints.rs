@@ -24,6 +24,15 @@ impl EndpointRef {
         }
     }
 
+    /// Whether this can name any endpoint at all: a uid that no endpoint
+    /// could have (bad characters, a NUL byte) is never looked up.
+    pub fn is_possible(&self) -> bool {
+        match self {
+            EndpointRef::Id(_) => true,
+            EndpointRef::Uid(uid) => crate::domain::fields::valid_uid(uid),
+        }
+    }
+
     /// `(id, uid)` query parameters, exactly one of them set.
     fn as_params(&self) -> (Option<Uuid>, Option<&str>) {
         match self {
@@ -106,6 +115,9 @@ impl Store {
     }
 
     pub async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
         let (id, uid) = by.as_params();
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL"
@@ -160,6 +172,9 @@ impl Store {
         by: &EndpointRef,
         change: impl FnOnce(&mut Endpoint) -> Result<(), E>,
     ) -> Result<Option<Result<Endpoint, E>>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();
         let sql = format!(
@@ -211,6 +226,9 @@ impl Store {
     /// Returns the ids of the cancelled notifications, or `None` if there was
     /// no such endpoint.
     pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();
         let deleted: Option<Uuid> = sqlx::query_scalar(

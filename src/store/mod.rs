@@ -19,13 +19,18 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 pub enum StoreError {
     /// The database cannot be reached (connection refused, pool exhausted...):
     /// the API answers 503 and the dispatcher waits.
+    // The cause is in the message rather than the error chain, so it is
+    // printed once wherever the error is.
     #[error("database unavailable: {0}")]
-    Unavailable(#[source] sqlx::Error),
+    Unavailable(sqlx::Error),
     /// A unique constraint refused the write; the name says which.
     #[error("conflict on {0}")]
     Conflict(String),
+    /// PostgreSQL refused a value (class 22, e.g. a NUL byte in text).
+    #[error("invalid value: {0}")]
+    InvalidValue(sqlx::Error),
     #[error("database error: {0}")]
-    Database(#[source] sqlx::Error),
+    Database(sqlx::Error),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -45,6 +50,7 @@ impl From<sqlx::Error> for StoreError {
                     Some(code) if code.starts_with("08") || code.starts_with("57P") => {
                         StoreError::Unavailable(error)
                     }
+                    Some(code) if code.starts_with("22") => StoreError::InvalidValue(error),
                     _ => StoreError::Database(error),
                 }
             }

@@ -47,6 +47,8 @@ impl Notification {
 
     /// Whether `other` carries the same payload: the same bytes, or, for JSON,
     /// the same value (a producer retrying may re-serialise differently).
+    /// JSON with non-integer or very large numbers must match byte for byte:
+    /// as `f64` they could compare equal while being different amounts.
     pub fn same_payload(&self, content_type: &str, body: &[u8]) -> bool {
         if self.content_type != content_type {
             return false;
@@ -58,7 +60,7 @@ impl Notification {
             serde_json::from_slice::<serde_json::Value>(&self.body),
             serde_json::from_slice::<serde_json::Value>(body),
         ) {
-            (Ok(a), Ok(b)) => a == b,
+            (Ok(a), Ok(b)) => !has_float(&a) && !has_float(&b) && a == b,
             _ => false,
         }
     }
@@ -357,6 +359,15 @@ impl NewNotification {
             updated_at: created_at,
             completed_at: None,
         }
+    }
+}
+
+fn has_float(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Number(n) => n.is_f64(),
+        serde_json::Value::Array(items) => items.iter().any(has_float),
+        serde_json::Value::Object(fields) => fields.values().any(has_float),
+        _ => false,
     }
 }
 

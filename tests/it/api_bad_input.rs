@@ -87,6 +87,10 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
         case("unknown status", M::GET, "/v1/notifications?status=done", None, 422, "invalid_value", Some("status")),
         case("notification id not a uuid", M::GET, "/v1/notifications/123", None, 404, "not_found", None),
         case("unknown route", M::GET, "/v1/nothing", None, 404, "not_found", None),
+        case("nul byte in an endpoint name", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\\u0000\", \"payload\": {}}"), 422, "unknown_endpoint", Some("endpoint")),
+        case("nul byte in a description", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"description\": \"a\\u0000\"}"), 422, "invalid_value", Some("description")),
+        case("nul byte in a key filter", M::GET, "/v1/notifications?key=%00", None, 422, "invalid_value", None),
+        case("nul byte in a path uid", M::GET, "/v1/endpoints/a%00b", None, 404, "not_found", None),
         case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
     ];
     for case in cases {

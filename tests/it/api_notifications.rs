@@ -87,6 +87,16 @@ async fn a_text_body_keeps_its_content_type(pool: PgPool) {
         json!("application/x-www-form-urlencoded")
     );
     assert!(read.get("payload").is_none());
+    // A body without a content type is text, and reads back as sent.
+    let (_, plain) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "alipay", "body": "not json"}),
+        )
+        .await;
+    let (_, read) = app.get(&format!("/v1/notifications/{}", id(&plain))).await;
+    assert_eq!(read["content_type"], json!("text/plain; charset=utf-8"));
+    assert_eq!(read["body"], json!("not json"));
 }
 
 #[sqlx::test]
@@ -132,6 +142,23 @@ async fn the_same_key_with_another_payload_is_a_conflict(pool: PgPool) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], json!("key_conflict"));
+    // Amounts beyond f64 precision are different payloads, not the same one.
+    let (status, _) = app
+        .call_raw(
+            Method::POST,
+            "/v1/notifications",
+            r#"{"endpoint":"shop","key":"big","payload":{"amount":12345678901234567890123}}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = app
+        .call_raw(
+            Method::POST,
+            "/v1/notifications",
+            r#"{"endpoint":"shop","key":"big","payload":{"amount":12345678901234567890124}}"#,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
     // Keys are unique per endpoint: another endpoint may use the same one.
     let (status, _) = app
         .post(
