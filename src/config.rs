@@ -296,10 +296,6 @@ impl Settings {
         MAX_ENDPOINT_TIMEOUT.min(self.lease().saturating_sub(LEASE_MARGIN))
     }
 
-    pub fn redis_timeout(&self) -> Duration {
-        Duration::from_millis(self.redis.timeout_ms)
-    }
-
     /// The effective configuration as TOML, secrets masked.
     pub fn to_masked_toml(&self) -> String {
         toml_string(self)

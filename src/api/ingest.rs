@@ -89,9 +89,14 @@ async fn run(state: AppState, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>
             }
             jobs
         };
-        let items: Vec<NewNotification> =
-            jobs.iter().flat_map(|j| j.items.iter().cloned()).collect();
-        match state.store.insert_notifications(&items).await {
+        // Move the items out of their jobs: bodies are never copied.
+        let mut items = Vec::with_capacity(jobs.iter().map(|j| j.items.len()).sum());
+        let mut replies = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            replies.push((job.items.len(), job.reply));
+            items.extend(job.items);
+        }
+        match state.store.insert_notifications(items).await {
             Ok(results) => {
                 let due: Vec<_> = results
                     .iter()
@@ -103,15 +108,15 @@ async fn run(state: AppState, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>
                 metrics::counter!("hookd_notifications_created_total").increment(due.len() as u64);
                 state.index_due(&due).await;
                 let mut results = results.into_iter();
-                for job in jobs {
-                    let mine: Vec<Inserted> = results.by_ref().take(job.items.len()).collect();
-                    let _ = job.reply.send(Ok(mine));
+                for (count, reply) in replies {
+                    let mine: Vec<Inserted> = results.by_ref().take(count).collect();
+                    let _ = reply.send(Ok(mine));
                 }
             }
             Err(error) => {
                 let error = Arc::new(error);
-                for job in jobs {
-                    let _ = job.reply.send(Err(error.clone()));
+                for (_, reply) in replies {
+                    let _ = reply.send(Err(error.clone()));
                 }
             }
         }

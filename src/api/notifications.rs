@@ -447,12 +447,14 @@ pub async fn create_batch(
         .into_iter()
         .map(|r| r.and_then(|r| prepare(r, &endpoints, state.settings.api.max_payload_bytes, now)))
         .collect();
-    let valid: Vec<NewNotification> = prepared
-        .iter()
-        .filter_map(|p| p.as_ref().ok().cloned())
+    // Valid items move into `valid`; each slot keeps its place or its error.
+    let mut valid = Vec::with_capacity(prepared.len());
+    let slots: Vec<Result<(), ApiError>> = prepared
+        .into_iter()
+        .map(|p| p.map(|item| valid.push(item)))
         .collect();
     let mut inserted = accept(&state, valid).await?.into_iter();
-    let data = prepared
+    let data = slots
         .into_iter()
         .map(|p| {
             let outcome = p.and_then(|_| {

@@ -6,28 +6,29 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 
-use crate::domain::outcome::{decide, Outcome, Policy};
+use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
 use crate::domain::success::SuccessRule;
 use crate::sender::{merged_headers, Delivery, Sender};
 use crate::store::delivery::{AttemptRecord, DeliveryRow};
 
-/// Makes the attempt and returns what to record.
+/// Makes the attempt and returns what to record. The row's body moves into
+/// the request; nothing reads it after.
 pub async fn attempt(
     sender: &Sender,
-    row: &DeliveryRow,
+    row: &mut DeliveryRow,
     default_timeout: Duration,
 ) -> AttemptRecord {
     let number = row.attempts + 1;
     let delivery = Delivery {
         id: row.id,
         url: row.url.clone(),
-        body: Bytes::copy_from_slice(&row.body),
+        body: Bytes::from(std::mem::take(&mut row.body)),
         content_type: row.content_type.clone(),
         event_type: row.event_type.clone(),
         attempt: number as u32,
         headers: merged_headers(&row.endpoint_headers, &row.headers),
-        secrets: signing_secrets(row),
+        secrets: signing_secrets(&*row),
         timeout: row
             .timeout_ms
             .map(|ms| Duration::from_millis(ms.max(1) as u64))
@@ -46,16 +47,14 @@ pub async fn attempt(
     let attempt_in_series = (number - row.series_start).max(1) as u32;
     let finished_at =
         result.started_at + chrono::Duration::from_std(result.duration).unwrap_or_default();
-    let mut outcome = decide(
+    // A body that broke off or overflowed is incomplete, and `decide`
+    // accepts no incomplete body as a success body.
+    let outcome = decide(
         result.answer.as_ref(),
         &policy,
         attempt_in_series,
         finished_at,
     );
-    // A body that broke off or overflowed is no acknowledgement.
-    if outcome == Outcome::Succeeded && result.error.is_some() && row.success_body.is_some() {
-        outcome = decide(None, &policy, attempt_in_series, finished_at);
-    }
     let status = result.answer.as_ref().map(|a| a.status);
     metrics::counter!(
         "hookd_deliveries_total",

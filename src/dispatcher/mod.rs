@@ -267,7 +267,7 @@ impl Dispatcher {
         for id in ids {
             // PostgreSQL fences Redis: a row that is missing, final or not
             // yet due is not sent, whatever the index said.
-            let Some(row) = rows.remove(id) else {
+            let Some(mut row) = rows.remove(id) else {
                 gone.push(*id);
                 continue;
             };
@@ -325,7 +325,7 @@ impl Dispatcher {
                 async move {
                     let started = std::time::Instant::now();
                     let record =
-                        delivery::attempt(&shared.sender, &row, shared.default_timeout).await;
+                        delivery::attempt(&shared.sender, &mut row, shared.default_timeout).await;
                     {
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         in_flight.observe(row.endpoint_id, started.elapsed());

@@ -32,10 +32,6 @@ impl Status {
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
-
-    pub fn is_final(self) -> bool {
-        self != Status::Pending
-    }
 }
 
 #[cfg(test)]

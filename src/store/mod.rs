@@ -97,10 +97,6 @@ impl Store {
         })
     }
 
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

@@ -131,7 +131,7 @@ impl Store {
     /// in the order given.
     pub async fn insert_notifications(
         &self,
-        items: &[NewNotification],
+        items: Vec<NewNotification>,
     ) -> Result<Vec<Inserted>, StoreError> {
         if items.is_empty() {
             return Ok(Vec::new());
@@ -147,7 +147,7 @@ impl Store {
         let mut schedule_names = Vec::with_capacity(items.len());
         let mut deliver_ats = Vec::with_capacity(items.len());
         let mut next_attempt_ats = Vec::with_capacity(items.len());
-        for item in items {
+        for item in &items {
             ids.push(item.id);
             endpoint_ids.push(item.endpoint_id);
             keys.push(item.key.as_deref());
@@ -217,7 +217,7 @@ impl Store {
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             if let Some(created_at) = created.get(&item.id) {
-                results.push(Inserted::Created(item.to_row(*created_at)));
+                results.push(Inserted::Created(item.into_row(*created_at)));
                 continue;
             }
             let found = item
@@ -336,15 +336,15 @@ impl Store {
 }
 
 impl NewNotification {
-    fn to_row(&self, created_at: DateTime<Utc>) -> Notification {
+    fn into_row(self, created_at: DateTime<Utc>) -> Notification {
         Notification {
             id: self.id,
             endpoint_id: self.endpoint_id,
-            key: self.key.clone(),
-            event_type: self.event_type.clone(),
-            content_type: self.content_type.clone(),
-            body: self.body.clone(),
-            headers: Json(self.headers.clone()),
+            key: self.key,
+            event_type: self.event_type,
+            content_type: self.content_type,
+            body: self.body,
+            headers: Json(self.headers),
             schedule_ms: self.schedule.delays_ms(),
             schedule_name: self.schedule.name().map(str::to_string),
             status: Status::Pending.as_str().to_string(),

@@ -164,8 +164,10 @@ async fn a_hanging_endpoint_does_not_starve_a_healthy_one(pool: PgPool) {
     );
 }
 
-#[sqlx::test]
-async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgPool) {
+/// 1,000 notifications due now for a receiver that takes 50 ms each, with
+/// no dispatcher in this process: the `hookd` processes a test starts on
+/// `prefix` deliver them. Keep the returned app alive: it serves the API.
+async fn a_thousand_due_for_hookd_processes(pool: &PgPool) -> (TestApp, Receiver, String) {
     let prefix = new_prefix();
     let app = spawn_app_settings(
         pool.clone(),
@@ -177,6 +179,12 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "max_in_flight": 64}))
         .await;
     submit(&app, "shop", 1000, json!({})).await;
+    (app, receiver, prefix)
+}
+
+#[sqlx::test]
+async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgPool) {
+    let (_app, receiver, prefix) = a_thousand_due_for_hookd_processes(&pool).await;
     let env = [
         ("HOOKD_SENDER__TIMEOUT_MS", "1000"),
         ("HOOKD_DISPATCHER__LEASE_MS", "6000"),
@@ -206,17 +214,7 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
 
 #[sqlx::test]
 async fn sigterm_during_load_exits_0_and_loses_nothing(pool: PgPool) {
-    let prefix = new_prefix();
-    let app = spawn_app_settings(
-        pool.clone(),
-        test_settings_with_prefix(&redis_url(), &prefix, "[dispatcher]\nenabled = false\n"),
-    )
-    .await;
-    let receiver = Receiver::start().await;
-    receiver.reply("/hook", vec![Reply::Slow(Duration::from_millis(50))]);
-    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "max_in_flight": 64}))
-        .await;
-    submit(&app, "shop", 1000, json!({})).await;
+    let (_app, receiver, prefix) = a_thousand_due_for_hookd_processes(&pool).await;
     let db = database_url(&pool);
     let env = [("HOOKD_SENDER__MAX_IN_FLIGHT", "64")];
     let mut first = HookdProcess::start(&db, &redis_url(), &prefix, &env);
