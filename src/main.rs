@@ -10,6 +10,12 @@ use hookd::config::{LogFormat, Settings};
 use hookd::startup::{shutdown_signal, App, Role};
 use hookd::store::Store;
 
+/// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
+/// spent a third of hookd's user time in glibc's malloc, free and
+/// consolidation (BENCHMARKS.md, "Where the time goes").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "hookd",

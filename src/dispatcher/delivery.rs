@@ -4,44 +4,69 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
 use crate::domain::success::SuccessRule;
-use crate::sender::{merged_headers, Delivery, Sender};
-use crate::store::delivery::{AttemptRecord, DeliveryRow};
+use crate::sender::{Delivery, Sender, Target};
+use crate::store::delivery::{AttemptRecord, DeliveryEndpoint, DueNotification};
 
-/// Makes the attempt and returns what to record. The row's body moves into
-/// the request; nothing reads it after.
-pub async fn attempt(
-    sender: &Sender,
-    row: &mut DeliveryRow,
-    default_timeout: Duration,
-) -> AttemptRecord {
+/// An endpoint prepared once per claimed batch and shared by the batch's
+/// deliveries to it.
+#[derive(Debug)]
+pub struct Plan {
+    pub target: Target,
+    pub success: SuccessRule,
+    pub permanent_statuses: Vec<i32>,
+    /// The endpoint's own cap on concurrent deliveries, if it sets one.
+    pub max_in_flight: Option<u32>,
+    pub disabled: bool,
+    pub deleted: bool,
+}
+
+impl Plan {
+    pub fn new(endpoint: DeliveryEndpoint, now: DateTime<Utc>, default_timeout: Duration) -> Self {
+        let timeout = endpoint
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms.max(1) as u64))
+            .unwrap_or(default_timeout);
+        Self {
+            target: Target::new(
+                &endpoint.url,
+                &endpoint.headers,
+                signing_secrets(&endpoint, now),
+                timeout,
+            ),
+            success: SuccessRule {
+                body: endpoint.success_body,
+            },
+            permanent_statuses: endpoint.permanent_statuses,
+            max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
+            disabled: endpoint.disabled,
+            deleted: endpoint.deleted,
+        }
+    }
+}
+
+/// Makes the attempt and returns what to record. The notification's body
+/// moves into the request; nothing reads it after.
+pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) -> AttemptRecord {
     let number = row.attempts + 1;
     let delivery = Delivery {
         id: row.id,
-        url: row.url.clone(),
+        target: &plan.target,
         body: Bytes::from(std::mem::take(&mut row.body)),
-        content_type: row.content_type.clone(),
-        event_type: row.event_type.clone(),
+        content_type: &row.content_type,
+        event_type: row.event_type.as_deref(),
         attempt: number as u32,
-        headers: merged_headers(&row.endpoint_headers, &row.headers),
-        secrets: signing_secrets(&*row),
-        timeout: row
-            .timeout_ms
-            .map(|ms| Duration::from_millis(ms.max(1) as u64))
-            .unwrap_or(default_timeout),
+        headers: &row.headers.0,
     };
-    let result = sender.send(&delivery).await;
+    let result = sender.send(delivery).await;
     let schedule = row.schedule();
-    let success = SuccessRule {
-        body: row.success_body.clone(),
-    };
     let policy = Policy {
-        success: &success,
-        permanent_statuses: &row.permanent_statuses,
+        success: &plan.success,
+        permanent_statuses: &plan.permanent_statuses,
         schedule: &schedule,
     };
     let attempt_in_series = (number - row.series_start).max(1) as u32;
@@ -97,13 +122,16 @@ pub async fn attempt(
 }
 
 /// The current secret, and the previous one while its overlap lasts.
-fn signing_secrets(row: &DeliveryRow) -> Vec<SigningSecret> {
+fn signing_secrets(endpoint: &DeliveryEndpoint, now: DateTime<Utc>) -> Vec<SigningSecret> {
     let mut secrets = Vec::with_capacity(2);
-    if let Ok(secret) = SigningSecret::parse(&row.secret) {
+    if let Ok(secret) = SigningSecret::parse(&endpoint.secret) {
         secrets.push(secret);
     }
-    if let (Some(previous), Some(until)) = (&row.previous_secret, row.previous_secret_expires_at) {
-        if until > Utc::now() {
+    if let (Some(previous), Some(until)) = (
+        &endpoint.previous_secret,
+        endpoint.previous_secret_expires_at,
+    ) {
+        if until > now {
             if let Ok(secret) = SigningSecret::parse(previous) {
                 secrets.push(secret);
             }

@@ -23,7 +23,7 @@ use crate::config::Settings;
 use crate::domain::status::Status;
 use crate::due::DueIndex;
 use crate::sender::Sender;
-use crate::store::delivery::DeliveryRow;
+use crate::store::delivery::{AttemptRecord, Claimed};
 use crate::store::Store;
 
 /// A notification over its endpoint's in-flight cap is given back (not an
@@ -202,8 +202,8 @@ impl Dispatcher {
                 }
                 continue;
             }
-            let rows = match self.store.load_deliveries(&claim.ids).await {
-                Ok(rows) => rows,
+            let claimed = match self.store.load_claimed(&claim.ids).await {
+                Ok(claimed) => claimed,
                 Err(error) => {
                     tracing::warn!(%error, "cannot load claimed notifications; giving them back");
                     let back: Vec<_> = claim.ids.iter().map(|id| (*id, now)).collect();
@@ -214,7 +214,7 @@ impl Dispatcher {
                     continue;
                 }
             };
-            self.dispatch(&claim.ids, rows, now, &shared, &outcomes, &mut tasks)
+            self.dispatch(&claim.ids, claimed, now, &shared, &outcomes, &mut tasks)
                 .await;
         }
 
@@ -252,13 +252,27 @@ impl Dispatcher {
     async fn dispatch(
         &self,
         ids: &[Uuid],
-        rows: Vec<DeliveryRow>,
+        claimed: Claimed,
         now: DateTime<Utc>,
         shared: &Arc<Shared>,
-        outcomes: &mpsc::Sender<crate::store::delivery::AttemptRecord>,
+        outcomes: &mpsc::Sender<AttemptRecord>,
         tasks: &mut JoinSet<()>,
     ) {
-        let mut rows: HashMap<Uuid, DeliveryRow> = rows.into_iter().map(|r| (r.id, r)).collect();
+        let plans: HashMap<Uuid, Arc<delivery::Plan>> = claimed
+            .endpoints
+            .into_iter()
+            .map(|e| {
+                (
+                    e.id,
+                    Arc::new(delivery::Plan::new(e, now, shared.default_timeout)),
+                )
+            })
+            .collect();
+        let mut rows: HashMap<Uuid, _> = claimed
+            .notifications
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
         let mut gone = Vec::new();
         let mut orphans = Vec::new();
         let mut later = Vec::new();
@@ -282,19 +296,23 @@ impl Dispatcher {
                 later.push((*id, due_at));
                 continue;
             }
-            if row.endpoint_deleted {
+            let Some(plan) = plans.get(&row.endpoint_id).cloned() else {
+                gone.push(*id);
+                continue;
+            };
+            if plan.deleted {
                 orphans.push(*id);
                 gone.push(*id);
                 continue;
             }
-            if row.disabled {
+            if plan.disabled {
                 later.push((
                     *id,
                     now + chrono::Duration::from_std(DISABLED_DEFERRAL).unwrap_or_default(),
                 ));
                 continue;
             }
-            let cap = row.max_in_flight.map_or(default_cap, |m| m.max(1) as u32);
+            let cap = plan.max_in_flight.unwrap_or(default_cap);
             let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
                 later.push((*id, now));
                 continue;
@@ -324,8 +342,7 @@ impl Dispatcher {
             tasks.spawn(
                 async move {
                     let started = std::time::Instant::now();
-                    let record =
-                        delivery::attempt(&shared.sender, &mut row, shared.default_timeout).await;
+                    let record = delivery::attempt(&shared.sender, &plan, &mut row).await;
                     {
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         in_flight.observe(row.endpoint_id, started.elapsed());

@@ -25,21 +25,46 @@ pub const STORED_BODY_BYTES: usize = 4096;
 
 pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 
-/// Everything one attempt needs.
-#[derive(Debug, Clone)]
-pub struct Delivery {
+/// An endpoint as the sender sees it, prepared once per claimed batch and
+/// shared by that batch's deliveries: parsed URL, validated custom headers,
+/// decoded signing keys.
+#[derive(Debug)]
+pub struct Target {
+    url: Result<reqwest::Url, url::ParseError>,
+    headers: HeaderMap,
+    /// The current secret first, then the previous one while it still signs.
+    secrets: Vec<SigningSecret>,
+    timeout: Duration,
+}
+
+impl Target {
+    pub fn new(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        secrets: Vec<SigningSecret>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            url: reqwest::Url::parse(url),
+            headers: header_map(headers, HeaderMap::new()),
+            secrets,
+            timeout,
+        }
+    }
+}
+
+/// One attempt: a notification sent to its endpoint.
+#[derive(Debug)]
+pub struct Delivery<'a> {
     pub id: Uuid,
-    pub url: String,
+    pub target: &'a Target,
     pub body: Bytes,
-    pub content_type: String,
-    pub event_type: Option<String>,
+    pub content_type: &'a str,
+    pub event_type: Option<&'a str>,
     /// 1-based, over every series.
     pub attempt: u32,
-    /// The endpoint's custom headers, then the notification's.
-    pub headers: Vec<(String, String)>,
-    /// The current secret first, then the previous one while it still signs.
-    pub secrets: Vec<SigningSecret>,
-    pub timeout: Duration,
+    /// The notification's custom headers; they win over the endpoint's.
+    pub headers: &'a BTreeMap<String, String>,
 }
 
 /// Why an attempt got no usable answer.
@@ -97,10 +122,10 @@ impl Sender {
     }
 
     /// Makes one attempt. Never fails: every problem is an `AttemptError`.
-    pub async fn send(&self, delivery: &Delivery) -> AttemptResult {
+    pub async fn send(&self, delivery: Delivery<'_>) -> AttemptResult {
         let started_at = Utc::now();
         let clock = Instant::now();
-        let (answer, error) = match self.exchange(delivery, started_at).await {
+        let (answer, error) = match self.exchange(&delivery, started_at).await {
             Ok((answer, error)) => (Some(answer), error),
             Err(error) => (None, Some(error)),
         };
@@ -114,10 +139,11 @@ impl Sender {
 
     async fn exchange(
         &self,
-        delivery: &Delivery,
+        delivery: &Delivery<'_>,
         started_at: DateTime<Utc>,
     ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
-        let url = reqwest::Url::parse(&delivery.url).map_err(|e| AttemptError {
+        let target = delivery.target;
+        let url = target.url.clone().map_err(|e| AttemptError {
             code: "invalid_url",
             message: e.to_string(),
         })?;
@@ -134,39 +160,36 @@ impl Sender {
         }
         let id = delivery.id.to_string();
         let timestamp = started_at.timestamp();
-        let mut headers = HeaderMap::new();
-        for (name, value) in &delivery.headers {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                headers.insert(name, value);
-            }
-        }
+        let mut headers = header_map(delivery.headers, target.headers.clone());
         // hookd's own headers last: custom ones cannot override them.
+        let signature =
+            signature::signature_header(&target.secrets, &id, timestamp, &delivery.body);
         let own = [
-            (CONTENT_TYPE, delivery.content_type.clone()),
-            (USER_AGENT, USER_AGENT_VALUE.to_string()),
-            (HeaderName::from_static("webhook-id"), id.clone()),
+            (CONTENT_TYPE, HeaderValue::from_str(delivery.content_type)),
+            (USER_AGENT, Ok(HeaderValue::from_static(USER_AGENT_VALUE))),
+            (
+                HeaderName::from_static("webhook-id"),
+                HeaderValue::from_str(&id),
+            ),
             (
                 HeaderName::from_static("webhook-timestamp"),
-                timestamp.to_string(),
+                Ok(HeaderValue::from(timestamp)),
             ),
             (
                 HeaderName::from_static("webhook-signature"),
-                signature::signature_header(&delivery.secrets, &id, timestamp, &delivery.body),
+                HeaderValue::from_str(&signature),
             ),
             (
                 HeaderName::from_static("hookd-attempt"),
-                delivery.attempt.to_string(),
+                Ok(HeaderValue::from(delivery.attempt)),
             ),
         ];
         for (name, value) in own {
-            if let Ok(value) = HeaderValue::from_str(&value) {
+            if let Ok(value) = value {
                 headers.insert(name, value);
             }
         }
-        if let Some(event_type) = &delivery.event_type {
+        if let Some(event_type) = delivery.event_type {
             if let Ok(value) = HeaderValue::from_str(event_type) {
                 headers.insert(HeaderName::from_static("hookd-event-type"), value);
             }
@@ -175,7 +198,7 @@ impl Sender {
             .client
             .post(url)
             .headers(headers)
-            .timeout(delivery.timeout)
+            .timeout(target.timeout)
             .body(delivery.body.clone())
             .send()
             .await
@@ -285,14 +308,51 @@ fn error_chain(error: reqwest::Error) -> String {
     parts.join(": ")
 }
 
-/// Merges endpoint and notification headers; the notification's win.
-pub fn merged_headers(
-    endpoint: &BTreeMap<String, String>,
-    notification: &BTreeMap<String, String>,
-) -> Vec<(String, String)> {
-    let mut merged: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for (name, value) in endpoint.iter().chain(notification.iter()) {
-        merged.insert(name.to_ascii_lowercase(), (name.clone(), value.clone()));
+/// Adds custom headers to `map`, replacing same-named ones (names are
+/// case-insensitive). Names and values were validated when stored; one that
+/// still does not fit HTTP is skipped.
+fn header_map(custom: &BTreeMap<String, String>, mut map: HeaderMap) -> HeaderMap {
+    for (name, value) in custom {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            map.insert(name, value);
+        }
     }
-    merged.into_values().collect()
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_notification_header_replaces_the_endpoint_header_of_the_same_name_in_any_case() {
+        let endpoint = header_map(
+            &headers(&[("X-Trace", "endpoint"), ("X-Tenant", "acme")]),
+            HeaderMap::new(),
+        );
+        let merged = header_map(&headers(&[("x-trace", "notification")]), endpoint);
+        assert_eq!(merged.get_all("x-trace").iter().count(), 1);
+        assert_eq!(merged["x-trace"], "notification");
+        assert_eq!(merged["x-tenant"], "acme");
+    }
+
+    #[test]
+    fn a_header_that_does_not_fit_http_is_skipped_not_sent_broken() {
+        let map = header_map(
+            &headers(&[("bad name", "x"), ("X-Ok", "fine"), ("X-Bad-Value", "a\nb")]),
+            HeaderMap::new(),
+        );
+        assert_eq!(map.len(), 1);
+        assert_eq!(map["x-ok"], "fine");
+    }
 }

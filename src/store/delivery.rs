@@ -14,9 +14,9 @@ use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
 
-/// A claimed notification and the endpoint policy that governs its delivery.
+/// A claimed notification, as the dispatcher needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct DeliveryRow {
+pub struct DueNotification {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub event_type: Option<String>,
@@ -29,20 +29,9 @@ pub struct DeliveryRow {
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
-    pub url: String,
-    pub secret: String,
-    pub previous_secret: Option<String>,
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
-    pub success_body: Option<String>,
-    pub permanent_statuses: Vec<i32>,
-    pub endpoint_headers: Json<BTreeMap<String, String>>,
-    pub timeout_ms: Option<i32>,
-    pub max_in_flight: Option<i32>,
-    pub disabled: bool,
-    pub endpoint_deleted: bool,
 }
 
-impl DeliveryRow {
+impl DueNotification {
     pub fn status(&self) -> Status {
         Status::parse(&self.status).unwrap_or(Status::Pending)
     }
@@ -50,6 +39,30 @@ impl DeliveryRow {
     pub fn schedule(&self) -> Schedule {
         Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
     }
+}
+
+/// The endpoint policy that governs the deliveries of a claimed batch.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryEndpoint {
+    pub id: Uuid,
+    pub url: String,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub success_body: Option<String>,
+    pub permanent_statuses: Vec<i32>,
+    pub headers: Json<BTreeMap<String, String>>,
+    pub timeout_ms: Option<i32>,
+    pub max_in_flight: Option<i32>,
+    pub disabled: bool,
+    pub deleted: bool,
+}
+
+/// What a claim loads: the notifications, and each of their endpoints once.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    pub notifications: Vec<DueNotification>,
+    pub endpoints: Vec<DeliveryEndpoint>,
 }
 
 /// One finished attempt, to be recorded.
@@ -79,19 +92,38 @@ pub enum Retry {
 }
 
 impl Store {
-    pub async fn load_deliveries(&self, ids: &[Uuid]) -> Result<Vec<DeliveryRow>, StoreError> {
-        Ok(sqlx::query_as::<_, DeliveryRow>(
-            "SELECT n.id, n.endpoint_id, n.event_type, n.content_type, n.body, n.headers, n.schedule_ms, \
-                 n.schedule_name, n.status, n.attempts, n.series_start, n.next_attempt_at, \
-                 e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, e.success_body, \
-                 e.permanent_statuses, e.headers AS endpoint_headers, e.timeout_ms, e.max_in_flight, \
-                 e.disabled, (e.deleted_at IS NOT NULL) AS endpoint_deleted \
-             FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
-             WHERE n.id = ANY($1)",
+    /// Loads claimed notifications, then their endpoints: two queries per
+    /// batch, so an endpoint's URL, secrets and headers are decoded once per
+    /// batch rather than once per notification.
+    pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
+        let notifications = sqlx::query_as::<_, DueNotification>(
+            "SELECT id, endpoint_id, event_type, content_type, body, headers, schedule_ms, \
+                 schedule_name, status, attempts, series_start, next_attempt_at \
+             FROM notifications WHERE id = ANY($1)",
         )
         .bind(ids)
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        let mut endpoint_ids: Vec<Uuid> = notifications.iter().map(|n| n.endpoint_id).collect();
+        endpoint_ids.sort_unstable();
+        endpoint_ids.dedup();
+        let endpoints = if endpoint_ids.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query_as::<_, DeliveryEndpoint>(
+                "SELECT id, url, secret, previous_secret, previous_secret_expires_at, success_body, \
+                     permanent_statuses, headers, timeout_ms, max_in_flight, disabled, \
+                     (deleted_at IS NOT NULL) AS deleted \
+                 FROM endpoints WHERE id = ANY($1)",
+            )
+            .bind(&endpoint_ids)
+            .fetch_all(&self.pool)
+            .await?
+        };
+        Ok(Claimed {
+            notifications,
+            endpoints,
+        })
     }
 
     /// Records many attempts in one statement (one commit): inserts the
