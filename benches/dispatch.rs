@@ -416,6 +416,7 @@ async fn main() {
             )
             .await;
             let endpoint = create_endpoint(&client, &api, &receiver_url).await;
+            let cpu_before = cpu_snapshot();
             let started = Instant::now();
             batch_ingest(
                 &client,
@@ -425,7 +426,17 @@ async fn main() {
                 |i| json!({"endpoint": endpoint, "payload": {"i": i}, "delay": "1h"}),
             )
             .await;
-            rates.push(50_000.0 / started.elapsed().as_secs_f64());
+            let wall = started.elapsed().as_secs_f64();
+            let used: Vec<f64> = cpu_snapshot()
+                .iter()
+                .zip(cpu_before)
+                .map(|(a, b)| a - b)
+                .collect();
+            println!(
+                "   CPU while batch-ingesting 50000: hookd {:.2} s, postgres {:.2} s, redis {:.2} s, bench (client) {:.2} s, in {wall:.2} s wall on 2 cores",
+                used[0], used[1], used[2], used[3]
+            );
+            rates.push(50_000.0 / wall);
             api.stop();
         }
         println!(

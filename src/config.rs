@@ -36,7 +36,25 @@ pub struct Settings {
     pub sender: SenderSettings,
     pub dispatcher: DispatcherSettings,
     pub retention: RetentionSettings,
+    pub operator: OperatorSettings,
     pub log: LogSettings,
+}
+
+/// Where hookd reports to its operators: `notification.failed` and
+/// `endpoint.disabled` events, signed like every delivery.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSettings {
+    /// Empty: no operator events.
+    pub url: String,
+    /// `whsec_...`; required with `url`.
+    pub secret: Secret,
+}
+
+impl OperatorSettings {
+    pub fn enabled(&self) -> bool {
+        !self.url.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -95,6 +113,7 @@ pub struct DispatcherSettings {
     pub lease_ms: u64,
     pub max_idle_ms: u64,
     pub endpoint_max_in_flight: u32,
+    pub disable_failing_endpoints_after_hours: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -251,6 +270,29 @@ impl Settings {
                 "must be at most 36500 (0 keeps everything)",
             ));
         }
+        if self.dispatcher.disable_failing_endpoints_after_hours > 365 * 24 {
+            return Err(invalid(
+                "dispatcher.disable_failing_endpoints_after_hours",
+                "must be at most 8760 (a year; 0 never disables)",
+            ));
+        }
+        if self.operator.enabled() {
+            match url::Url::parse(&self.operator.url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                _ => {
+                    return Err(invalid(
+                        "operator.url",
+                        "must be an http or https URL, or empty",
+                    ))
+                }
+            }
+            if crate::domain::secret::SigningSecret::parse(self.operator.secret.expose()).is_err() {
+                return Err(invalid(
+                    "operator.secret",
+                    "must be `whsec_` followed by the base64 of 24 to 64 bytes when operator.url is set",
+                ));
+            }
+        }
         // A lease shorter than the longest attempt would let a second process
         // take over a delivery that is still running: a guaranteed duplicate.
         let longest_attempt = self.sender_timeout();
@@ -381,5 +423,68 @@ mod tests {
         .unwrap();
         assert!(!format!("{settings:?}").contains("hunter2"));
         assert!(!settings.to_masked_toml().contains("hunter2"));
+    }
+
+    /// Every refusal is one line that names the key, and never echoes a
+    /// secret it was given.
+    #[test]
+    fn each_bad_value_is_refused_in_one_line_naming_its_key() {
+        let cases = [
+            ("[sender]\ntimeout_ms = \"soon\"\n", "sender.timeout_ms"),
+            ("[sender]\ntimeout_ms = 0\n", "sender.timeout_ms"),
+            ("[sender]\nmax_in_flight = 0\n", "sender.max_in_flight"),
+            (
+                "[sender]\nallow_networks = [\"10.0.0.0/33\"]\n",
+                "sender.allow_networks",
+            ),
+            ("[server]\nlisten = \"localhost\"\n", "server.listen"),
+            (
+                "[database]\nurl = \"mysql://u:hunter2@db/x\"\n",
+                "database.url",
+            ),
+            (
+                "[database]\nmax_connections = 0\n",
+                "database.max_connections",
+            ),
+            ("[redis]\nurl = \"http://hunter2@cache\"\n", "redis.url"),
+            ("[redis]\nprefix = \"a b\"\n", "redis.prefix"),
+            ("[api]\ntokens = [\"hunter2\"]\n", "api.tokens"),
+            ("[api]\nmax_request_bytes = 1\n", "api.max_request_bytes"),
+            ("[dispatcher]\nbatch_size = 0\n", "dispatcher.batch_size"),
+            ("[dispatcher]\nmax_idle_ms = 0\n", "dispatcher.max_idle_ms"),
+            (
+                "[dispatcher]\nendpoint_max_in_flight = 0\n",
+                "dispatcher.endpoint_max_in_flight",
+            ),
+            (
+                "[dispatcher]\ndisable_failing_endpoints_after_hours = 9999\n",
+                "dispatcher.disable_failing_endpoints_after_hours",
+            ),
+            ("[retention]\ndays = -1\n", "retention.days"),
+            ("[log]\nformat = \"xml\"\n", "log.format"),
+            ("[operator]\nurl = \"ftp://ops\"\n", "operator.url"),
+            (
+                "[operator]\nurl = \"https://ops.example.com\"\nsecret = \"hunter2\"\n",
+                "operator.secret",
+            ),
+            ("[nonsense]\nx = 1\n", "nonsense"),
+        ];
+        for (toml, key) in cases {
+            let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();
+            assert!(message.contains(key), "{toml:?} gave {message:?}");
+            assert!(!message.contains('\n'), "{toml:?} gave {message:?}");
+            assert!(!message.contains("hunter2"), "{toml:?} gave {message:?}");
+        }
+    }
+
+    #[test]
+    fn an_operator_url_with_a_whsec_secret_is_accepted() {
+        let settings = Settings::from_toml_overrides(
+            "[operator]\nurl = \"https://ops.example.com/hooks\"\n\
+             secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n",
+        )
+        .unwrap();
+        assert!(settings.operator.enabled());
+        assert!(!settings.to_masked_toml().contains("MfKQ9r8G"));
     }
 }

@@ -287,6 +287,8 @@ fn default_endpoint() -> Endpoint {
         timeout_ms: None,
         max_in_flight: None,
         disabled: false,
+        disabled_reason: None,
+        failing_since: None,
         created_at: now,
         updated_at: now,
     }
@@ -309,6 +311,12 @@ pub struct EndpointView {
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
+    /// `failing` when hookd disabled the endpoint because every attempt
+    /// failed for `dispatcher.disable_failing_endpoints_after_hours`.
+    pub disabled_reason: Option<String>,
+    /// Since when every attempt to the endpoint has failed; null after a
+    /// success.
+    pub failing_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -330,6 +338,8 @@ impl EndpointView {
             timeout_ms: endpoint.timeout_ms,
             max_in_flight: endpoint.max_in_flight,
             disabled: endpoint.disabled,
+            disabled_reason: endpoint.disabled_reason,
+            failing_since: endpoint.failing_since,
             created_at: endpoint.created_at,
             updated_at: endpoint.updated_at,
             secret: None,

@@ -97,6 +97,10 @@ pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) ->
     }
     let span = tracing::Span::current();
     span.record("outcome", outcome.as_str());
+    if let Some(status) = status {
+        span.record("status_code", status);
+    }
+    span.record("duration_ms", result.duration.as_millis() as u64);
     tracing::debug!(
         notification_id = %row.id,
         endpoint_id = %row.endpoint_id,

@@ -4,7 +4,10 @@
 //!   over), one process rebuilds `due` from PostgreSQL, page by page;
 //! - a periodic sweep re-indexes rows overdue by more than a minute that are
 //!   in neither Redis set (e.g. a crash between commit and ZADD);
-//! - retention deletes final notifications older than `retention.days`.
+//! - retention deletes final notifications older than `retention.days`;
+//! - the operator endpoint is made to match `operator.url`, and endpoints
+//!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
+//!   disabled.
 
 use std::time::{Duration, Instant};
 
@@ -35,7 +38,36 @@ pub async fn run(
     let mut sweep_cursor: Option<PendingCursor> = None;
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
+    let mut operator_synced = false;
     loop {
+        if !operator_synced {
+            let operator = &settings.operator;
+            let target = operator
+                .enabled()
+                .then(|| (operator.url.as_str(), operator.secret.expose()));
+            match store.sync_operator_endpoint(target).await {
+                Ok(()) => operator_synced = true,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot set up the operator endpoint; retrying")
+                }
+            }
+        }
+        let hours = settings.dispatcher.disable_failing_endpoints_after_hours;
+        if hours > 0 {
+            let before = Utc::now() - chrono::Duration::hours(i64::from(hours));
+            match store
+                .disable_failing_endpoints(before, settings.operator.enabled())
+                .await
+            {
+                Ok(ids) => {
+                    for id in ids {
+                        metrics::counter!("hookd_endpoints_disabled_total").increment(1);
+                        tracing::warn!(endpoint_id = %id, hours, "disabled an endpoint whose every attempt failed");
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "cannot check for failing endpoints"),
+            }
+        }
         if let Err(error) = index_marked(&store, &due).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }

@@ -137,6 +137,7 @@ impl Dispatcher {
             self.due.clone(),
             self.wake.clone(),
             outcomes_rx,
+            settings.operator.enabled(),
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
             self.store.clone(),
@@ -338,6 +339,8 @@ impl Dispatcher {
                 endpoint_id = %row.endpoint_id,
                 attempt = row.attempts + 1,
                 outcome = tracing::field::Empty,
+                status_code = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
             );
             tasks.spawn(
                 async move {

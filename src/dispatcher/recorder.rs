@@ -27,6 +27,7 @@ pub async fn run(
     due: DueIndex,
     wake: Arc<Notify>,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
+    operator: bool,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = outcomes.recv().await {
@@ -38,17 +39,17 @@ pub async fn run(
                 Err(_) => break,
             }
         }
-        if record(&store, &due, &batch).await {
+        if record(&store, &due, &batch, operator).await {
             wake.notify_one();
         }
     }
 }
 
 /// Records one batch; returns whether it scheduled any retry.
-async fn record(store: &Store, due: &DueIndex, batch: &[AttemptRecord]) -> bool {
+async fn record(store: &Store, due: &DueIndex, batch: &[AttemptRecord], operator: bool) -> bool {
     let mut backoff = Duration::from_millis(100);
     let moved: HashSet<Uuid> = loop {
-        match store.record_attempts(batch).await {
+        match store.record_attempts(batch, operator).await {
             Ok(moved) => break moved.into_iter().collect(),
             Err(error) => {
                 tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");

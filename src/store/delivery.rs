@@ -132,9 +132,15 @@ impl Store {
     /// duplicate delivery (a lease that expired mid-attempt) or one that
     /// raced a cancel changes nothing but its own attempt row. Returns the
     /// ids whose state moved.
+    ///
+    /// In the same statement: a notification that ends `failed` queues a
+    /// `notification.failed` event to the operator endpoint when `operator`
+    /// is set, and each endpoint's `failing_since` moves (set by a failure
+    /// after a success, cleared by a success).
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
+        operator: bool,
     ) -> Result<Vec<Uuid>, StoreError> {
         if records.is_empty() {
             return Ok(Vec::new());
@@ -191,7 +197,32 @@ impl Store {
                  FROM input i \
                  WHERE n.id = i.id AND n.status = 'pending' AND n.attempts = i.number - 1 \
                    AND n.series_start = i.series_start \
-                 RETURNING n.id \
+                 RETURNING n.id, n.endpoint_id, n.status, n.key, n.event_type, n.attempts, \
+                     n.last_status_code, n.last_error \
+             ), failed_event AS ( \
+                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
+                 SELECT hookd_uuid_v7(), op.id, 'notification.failed:' || m.id || ':' || m.attempts, \
+                     'notification.failed', 'application/json', \
+                     convert_to(jsonb_build_object( \
+                         'type', 'notification.failed', \
+                         'timestamp', now(), \
+                         'data', jsonb_build_object( \
+                             'notification_id', m.id, 'endpoint_id', m.endpoint_id, 'key', m.key, \
+                             'event_type', m.event_type, 'attempts', m.attempts, \
+                             'last_status_code', m.last_status_code, 'last_error', m.last_error))::text, \
+                         'UTF8'), \
+                     op.schedule_ms, op.schedule_name, now(), now(), true \
+                 FROM moved m JOIN endpoints op ON $12 AND op.id = $13 AND op.deleted_at IS NULL \
+                 WHERE m.status = 'failed' AND m.endpoint_id <> $13 \
+                 ON CONFLICT (endpoint_id, key) DO NOTHING \
+             ), health AS ( \
+                 UPDATE endpoints e SET \
+                     failing_since = CASE WHEN h.succeeded THEN NULL ELSE h.first_failure END \
+                 FROM (SELECT m.endpoint_id, bool_or(i.outcome = 'succeeded') AS succeeded, \
+                              min(i.started_at) AS first_failure \
+                       FROM moved m JOIN input i ON i.id = m.id GROUP BY m.endpoint_id) h \
+                 WHERE e.id = h.endpoint_id AND h.succeeded = (e.failing_since IS NOT NULL) \
              ), recorded AS ( \
                  INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
                      response_body, error_code, error_message, outcome) \
@@ -212,6 +243,8 @@ impl Store {
         .bind(&outcomes)
         .bind(&next_ats)
         .bind(&series)
+        .bind(operator)
+        .bind(super::endpoints::OPERATOR_ENDPOINT_ID)
         .fetch_all(&self.pool)
         .await?;
         Ok(moved)

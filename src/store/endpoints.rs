@@ -60,6 +60,10 @@ pub struct Endpoint {
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
+    /// `failing` when hookd disabled it; `None` when enabled or disabled by hand.
+    pub disabled_reason: Option<String>,
+    /// Since when every attempt has failed; `None` after a success.
+    pub failing_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -85,13 +89,16 @@ impl Endpoint {
 
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secret, previous_secret_expires_at, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, created_at, updated_at";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
+
+/// The config-managed endpoint that receives operator events (`operator.url`).
+pub const OPERATOR_ENDPOINT_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_000f);
 
 impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, NULL, NULL, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now()) \
+             VALUES ($1, $2, $3, $4, $5, NULL, NULL, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now()) \
              RETURNING {COLUMNS}"
         );
         let created = sqlx::query_as::<_, Endpoint>(&sql)
@@ -120,7 +127,7 @@ impl Store {
         }
         let (id, uid) = by.as_params();
         let sql = format!(
-            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL"
+            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed"
         );
         Ok(sqlx::query_as::<_, Endpoint>(&sql)
             .bind(id)
@@ -137,7 +144,7 @@ impl Store {
     ) -> Result<Vec<Endpoint>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints \
-             WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL"
+             WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
         );
         Ok(sqlx::query_as::<_, Endpoint>(&sql)
             .bind(ids)
@@ -154,7 +161,7 @@ impl Store {
     ) -> Result<Vec<Endpoint>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints \
-             WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR id < $1) \
+             WHERE deleted_at IS NULL AND NOT managed AND ($1::uuid IS NULL OR id < $1) \
              ORDER BY id DESC LIMIT $2"
         );
         Ok(sqlx::query_as::<_, Endpoint>(&sql)
@@ -178,7 +185,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();
         let sql = format!(
-            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL FOR UPDATE"
+            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
+             FOR UPDATE"
         );
         let Some(mut endpoint) = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(id)
@@ -195,7 +203,9 @@ impl Store {
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secret = $6, \
              previous_secret_expires_at = $7, event_types = $8, schedule_ms = $9, schedule_name = $10, \
              success_body = $11, permanent_statuses = $12, headers = $13, timeout_ms = $14, \
-             max_in_flight = $15, disabled = $16, updated_at = now() \
+             max_in_flight = $15, disabled = $16, updated_at = now(), \
+             disabled_reason = CASE WHEN $16 THEN disabled_reason END, \
+             failing_since = CASE WHEN disabled AND NOT $16 THEN NULL ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(&sql)
@@ -233,7 +243,7 @@ impl Store {
         let (id, uid) = by.as_params();
         let deleted: Option<Uuid> = sqlx::query_scalar(
             "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
-             WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL RETURNING id",
+             WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed RETURNING id",
         )
         .bind(id)
         .bind(uid)
@@ -252,5 +262,83 @@ impl Store {
         .await?;
         tx.commit().await?;
         Ok(Some(cancelled))
+    }
+}
+
+impl Store {
+    /// Makes the managed operator endpoint match `operator.url` and its
+    /// secret: created or updated when set, deleted (its pending events then
+    /// cancelled by the dispatcher) when not.
+    pub async fn sync_operator_endpoint(
+        &self,
+        target: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        let Some((url, secret)) = target else {
+            sqlx::query(
+                "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
+                 WHERE id = $1 AND deleted_at IS NULL",
+            )
+            .bind(OPERATOR_ENDPOINT_ID)
+            .execute(&self.pool)
+            .await?;
+            return Ok(());
+        };
+        let schedule = Schedule::default();
+        sqlx::query(
+            "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
+             VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
+             ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, \
+                 deleted_at = NULL, disabled = false, updated_at = now() \
+             WHERE endpoints.url <> EXCLUDED.url OR endpoints.secret <> EXCLUDED.secret \
+                OR endpoints.deleted_at IS NOT NULL OR endpoints.disabled",
+        )
+        .bind(OPERATOR_ENDPOINT_ID)
+        .bind(url)
+        .bind(secret)
+        .bind(schedule.delays_ms())
+        .bind(schedule.name())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Disables endpoints whose every attempt has failed since before
+    /// `failing_before`, and, in the same statement, queues an
+    /// `endpoint.disabled` operator event for each when `operator` is set.
+    /// Returns the disabled endpoints' ids.
+    pub async fn disable_failing_endpoints(
+        &self,
+        failing_before: DateTime<Utc>,
+        operator: bool,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "WITH disabled AS ( \
+                 UPDATE endpoints SET disabled = true, disabled_reason = 'failing', updated_at = now() \
+                 WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
+                 RETURNING id, uid, url, failing_since \
+             ), event AS ( \
+                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
+                 SELECT hookd_uuid_v7(), op.id, \
+                     'endpoint.disabled:' || d.id || ':' || extract(epoch FROM d.failing_since)::bigint, \
+                     'endpoint.disabled', 'application/json', \
+                     convert_to(jsonb_build_object( \
+                         'type', 'endpoint.disabled', \
+                         'timestamp', now(), \
+                         'data', jsonb_build_object( \
+                             'endpoint_id', d.id, 'endpoint_uid', d.uid, 'url', d.url, \
+                             'failing_since', d.failing_since, 'reason', 'failing'))::text, 'UTF8'), \
+                     op.schedule_ms, op.schedule_name, now(), now(), true \
+                 FROM disabled d JOIN endpoints op \
+                     ON $2 AND op.id = $3 AND op.deleted_at IS NULL \
+                 ON CONFLICT (endpoint_id, key) DO NOTHING \
+             ) \
+             SELECT id FROM disabled",
+        )
+        .bind(failing_before)
+        .bind(operator)
+        .bind(OPERATOR_ENDPOINT_ID)
+        .fetch_all(&self.pool)
+        .await?)
     }
 }

@@ -366,10 +366,38 @@ pub struct HookdProcess {
 }
 
 impl HookdProcess {
+    /// The dispatcher role, logs discarded.
     pub fn start(database_url: &str, redis_url: &str, prefix: &str, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+        let mut command = Self::command(database_url, redis_url, prefix, env);
         command
             .args(["serve", "--role", "dispatcher"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Self::spawn(command)
+    }
+
+    /// API and dispatcher on `listen`, stdout and stderr written to `log`.
+    pub fn start_logged(
+        database_url: &str,
+        redis_url: &str,
+        prefix: &str,
+        env: &[(&str, &str)],
+        listen: &str,
+        log: &std::path::Path,
+    ) -> Self {
+        let file = std::fs::File::create(log).unwrap();
+        let mut command = Self::command(database_url, redis_url, prefix, env);
+        command
+            .args(["serve", "--role", "all"])
+            .env("HOOKD_SERVER__LISTEN", listen)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file);
+        Self::spawn(command)
+    }
+
+    fn command(database_url: &str, redis_url: &str, prefix: &str, env: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+        command
             .env("HOOKD_DATABASE__URL", database_url)
             .env("HOOKD_DATABASE__MIGRATE", "false")
             .env("HOOKD_REDIS__URL", redis_url)
@@ -377,11 +405,14 @@ impl HookdProcess {
             .env("HOOKD_SERVER__LISTEN", "127.0.0.1:0")
             .env("HOOKD_SENDER__ALLOW_NETWORKS", "[\"127.0.0.0/8\"]")
             .env("HOOKD_LOG__FILTER", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .env_remove("RUST_LOG");
         for (key, value) in env {
             command.env(key, value);
         }
+        command
+    }
+
+    fn spawn(mut command: Command) -> Self {
         Self {
             child: command.spawn().expect("the hookd binary starts"),
         }

@@ -2,11 +2,13 @@
 
 mod helpers;
 mod openapi;
+mod receiver;
 
 mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
 mod delivery;
-mod receiver;
+mod logs;
+mod operator;
 mod resilience;
 mod stores_down;

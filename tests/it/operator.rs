@@ -1,0 +1,217 @@
+//! Operator events: `notification.failed` and `endpoint.disabled`, received
+//! by a real receiver and verified with the Standard Webhooks library, and
+//! the automatic disabling of an endpoint whose every attempt has failed.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::helpers::{eventually, redis_url, spawn_app_with, TestApp};
+use crate::receiver::{Receiver, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(15);
+const OPERATOR_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const OPERATOR_ENDPOINT: &str = "00000000-0000-7000-8000-00000000000f";
+
+async fn spawn_with_operator(pool: PgPool, operator: &Receiver, extra: &str) -> TestApp {
+    let overrides = format!(
+        "[operator]\nurl = \"{}\"\nsecret = \"{OPERATOR_SECRET}\"\n{extra}",
+        operator.url("/ops")
+    );
+    spawn_app_with(pool, &redis_url(), &overrides).await
+}
+
+/// The operator events received so far, verified and parsed.
+fn events(operator: &Receiver) -> Vec<Value> {
+    let webhook = standardwebhooks::Webhook::new(OPERATOR_SECRET).unwrap();
+    operator
+        .received("/ops")
+        .iter()
+        .map(|request| {
+            webhook
+                .verify(&request.body, &request.headers)
+                .expect("operator events are signed with operator.secret");
+            serde_json::from_slice(&request.body).expect("operator events are JSON")
+        })
+        .collect()
+}
+
+async fn wait_event(operator: &Receiver, kind: &str) -> Value {
+    eventually(DEADLINE, &format!("a {kind} operator event"), || async {
+        events(operator)
+            .into_iter()
+            .find(|e| e["type"] == json!(kind))
+    })
+    .await
+}
+
+#[sqlx::test]
+async fn a_notification_that_ends_failed_is_reported_to_the_operator_webhook_signed(pool: PgPool) {
+    let operator = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::body(503, "maintenance")]);
+    let app = spawn_with_operator(pool, &operator, "").await;
+    let endpoint = app
+        .endpoint(json!({"uid": "shop", "url": receiver.url("/down"), "schedule": ["0s", "100ms"]}))
+        .await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "key": "order-7", "event_type": "order.paid", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+
+    let event = wait_event(&operator, "notification.failed").await;
+    let data = &event["data"];
+    assert_eq!(data["notification_id"], created["id"]);
+    assert_eq!(data["endpoint_id"], endpoint["id"]);
+    assert_eq!(data["key"], json!("order-7"));
+    assert_eq!(data["event_type"], json!("order.paid"));
+    assert_eq!(data["attempts"], json!(2));
+    assert_eq!(data["last_status_code"], json!(503));
+    assert!(event["timestamp"].is_string(), "{event}");
+    let request = &operator.received("/ops")[0];
+    assert_eq!(
+        request.header("hookd-event-type"),
+        Some("notification.failed")
+    );
+
+    // The event is itself a notification, with its history in the API.
+    let (_, listed) = app
+        .get("/v1/notifications?event_type=notification.failed")
+        .await;
+    let rows = listed["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert_eq!(rows[0]["endpoint_id"], json!(OPERATOR_ENDPOINT));
+}
+
+#[sqlx::test]
+async fn the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api(pool: PgPool) {
+    let operator = Receiver::start().await;
+    let app = spawn_with_operator(pool.clone(), &operator, "").await;
+    eventually(DEADLINE, "the operator endpoint to exist", || async {
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM endpoints WHERE managed")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        (count == 1).then_some(())
+    })
+    .await;
+    let (_, list) = app.get("/v1/endpoints").await;
+    assert_eq!(list["data"], json!([]));
+    let path = format!("/v1/endpoints/{OPERATOR_ENDPOINT}");
+    assert_eq!(app.get(&path).await.0, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "http://127.0.0.1:1/x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.call(Method::DELETE, &path, None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": OPERATOR_ENDPOINT, "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
+
+#[sqlx::test]
+async fn failures_mark_an_endpoint_failing_and_a_success_clears_it(pool: PgPool) {
+    let receiver = Receiver::start().await;
+    receiver.reply("/flaky", vec![Reply::status(500), Reply::status(200)]);
+    let app = spawn_app_with(pool, &redis_url(), "").await;
+    app.endpoint(json!({"uid": "flaky", "url": receiver.url("/flaky"), "schedule": ["0s", "1s"]}))
+        .await;
+    app.post(
+        "/v1/notifications",
+        json!({"endpoint": "flaky", "payload": {}}),
+    )
+    .await;
+    let failing = eventually(DEADLINE, "the endpoint to be failing", || async {
+        let (_, endpoint) = app.get("/v1/endpoints/flaky").await;
+        endpoint["failing_since"].as_str().map(str::to_string)
+    })
+    .await;
+    assert!(!failing.is_empty());
+    eventually(DEADLINE, "the success to clear failing_since", || async {
+        let (_, endpoint) = app.get("/v1/endpoints/flaky").await;
+        endpoint["failing_since"].is_null().then_some(())
+    })
+    .await;
+}
+
+#[sqlx::test]
+async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(pool: PgPool) {
+    let operator = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(500)]);
+    let app = spawn_with_operator(
+        pool.clone(),
+        &operator,
+        "[dispatcher]\ndisable_failing_endpoints_after_hours = 1\n",
+    )
+    .await;
+    let endpoint = app
+        .endpoint(json!({"uid": "down", "url": receiver.url("/down"), "schedule": ["0s", "1h"]}))
+        .await;
+    app.post(
+        "/v1/notifications",
+        json!({"endpoint": "down", "payload": {}}),
+    )
+    .await;
+    receiver.wait_for("/down", 1, DEADLINE).await;
+    eventually(DEADLINE, "the endpoint to be failing", || async {
+        let (_, e) = app.get("/v1/endpoints/down").await;
+        e["failing_since"].is_string().then_some(())
+    })
+    .await;
+    assert_eq!(
+        app.get("/v1/endpoints/down").await.1["disabled"],
+        json!(false)
+    );
+
+    // An hour and a bit of failures, without waiting an hour.
+    sqlx::query(
+        "UPDATE endpoints SET failing_since = now() - interval '61 minutes' WHERE uid = 'down'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let event = wait_event(&operator, "endpoint.disabled").await;
+    assert_eq!(event["data"]["endpoint_id"], endpoint["id"]);
+    assert_eq!(event["data"]["endpoint_uid"], json!("down"));
+    assert_eq!(event["data"]["reason"], json!("failing"));
+    let (_, disabled) = app.get("/v1/endpoints/down").await;
+    assert_eq!(disabled["disabled"], json!(true));
+    assert_eq!(disabled["disabled_reason"], json!("failing"));
+
+    // Re-enabling starts the clock again instead of disabling at once.
+    let (status, enabled) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/down",
+            Some(json!({"disabled": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{enabled}");
+    assert_eq!(enabled["disabled"], json!(false));
+    assert!(enabled["failing_since"].is_null(), "{enabled}");
+    assert!(enabled["disabled_reason"].is_null(), "{enabled}");
+    assert_eq!(
+        events(&operator)
+            .iter()
+            .filter(|e| e["type"] == json!("endpoint.disabled"))
+            .count(),
+        1
+    );
+}
