@@ -57,9 +57,10 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     description: Option<Option<String>>,
-    /// `whsec_<base64>`; generated when absent.
+    /// `whsec_<base64 of 24 to 64 bytes>`; generated when absent. Set on
+    /// create only: change it with `POST .../secret/rotate`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
     secret: Option<Option<String>>,
     /// Event types this endpoint takes; absent or null: all.
     #[serde(default, deserialize_with = "patch")]
@@ -392,7 +393,7 @@ pub async fn create(
 }
 
 #[utoipa::path(get, path = "/v1/endpoints", tag = "endpoints",
-    params(("limit" = Option<i64>, Query, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query)),
+    params(("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<EndpointView>)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -515,7 +516,8 @@ pub async fn read_secret(
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RotateSecret {
-    /// The new secret; generated when absent.
+    /// The new secret, `whsec_<base64 of 24 to 64 bytes>`; generated when absent.
+    #[schema(pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
     pub secret: Option<String>,
 }
 

@@ -20,7 +20,7 @@ use super::error::{ApiError, ErrorDetail};
 use super::extract::{parse_json, JsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
-use crate::domain::fields::valid_event_type;
+use crate::domain::fields::{valid_event_type, valid_key};
 use crate::domain::schedule::parse_duration;
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
@@ -53,6 +53,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CreateNotification {
     /// The endpoint's id or uid.
+    #[schema(min_length = 1, max_length = 128)]
     pub endpoint: String,
     /// A JSON payload, sent as the exact bytes given. Excludes `body`.
     #[schema(value_type = Option<Object>)]
@@ -65,6 +66,7 @@ pub struct CreateNotification {
     pub event_type: Option<String>,
     /// The producer's business key (`order-123:paid`), unique per endpoint:
     /// creating again with it is idempotent.
+    #[schema(min_length = 1, max_length = 255)]
     pub key: Option<String>,
     /// RFC 3339 time before which nothing is sent. Excludes `delay`.
     pub deliver_at: Option<String>,
@@ -239,12 +241,8 @@ fn prepare(
         ));
     }
     if let Some(key) = &request.key {
-        if key.is_empty() || key.len() > 255 || key.chars().any(char::is_control) {
-            return Err(ApiError::invalid(
-                "invalid_value",
-                "key",
-                "key is 1 to 255 bytes without control characters",
-            ));
+        if !valid_key(key) {
+            return Err(invalid_key());
         }
     }
     let deliver_at = match (request.deliver_at, request.delay) {
@@ -397,7 +395,7 @@ pub async fn create(
 #[serde(deny_unknown_fields)]
 pub struct CreateBatch {
     /// Up to 1000 notifications, each as for `POST /v1/notifications`.
-    #[schema(value_type = Vec<CreateNotification>)]
+    #[schema(value_type = Vec<CreateNotification>, min_items = 1, max_items = 1000)]
     pub notifications: Vec<Box<RawValue>>,
 }
 
@@ -508,7 +506,7 @@ pub struct ListParams {
 #[utoipa::path(get, path = "/v1/notifications", tag = "notifications",
     params(("endpoint" = Option<String>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query), ("event_type" = Option<String>, Query),
-        ("limit" = Option<i64>, Query, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query)),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn list(
@@ -604,7 +602,7 @@ impl From<Attempt> for AttemptView {
 }
 
 #[utoipa::path(get, path = "/v1/notifications/{id}/attempts", tag = "notifications",
-    params(("id" = Uuid, Path), ("limit" = Option<i64>, Query), ("cursor" = Option<String>, Query)),
+    params(("id" = Uuid, Path), ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<AttemptView>, description = "in attempt order"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn attempts(
     State(state): State<AppState>,
@@ -657,6 +655,7 @@ pub async fn cancel(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelByKey {
+    #[schema(min_length = 1, max_length = 255)]
     pub key: String,
     /// Only this endpoint's (id or uid); all endpoints when absent.
     pub endpoint: Option<String>,
@@ -668,18 +667,22 @@ pub struct Cancelled {
     pub ids: Vec<Uuid>,
 }
 
+fn invalid_key() -> ApiError {
+    ApiError::invalid(
+        "invalid_value",
+        "key",
+        "key is 1 to 255 bytes without control characters",
+    )
+}
+
 #[utoipa::path(post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
     responses((status = 200, body = Cancelled), (status = 422, body = super::error::ErrorBody)))]
 pub async fn cancel_by_key(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<CancelByKey>,
 ) -> Result<Json<Cancelled>, ApiError> {
-    if request.key.is_empty() {
-        return Err(ApiError::invalid(
-            "invalid_value",
-            "key",
-            "key must not be empty",
-        ));
+    if !valid_key(&request.key) {
+        return Err(invalid_key());
     }
     let endpoint_id = match &request.endpoint {
         Some(name) => Some(

@@ -35,7 +35,7 @@ use super::{endpoints, health, notifications};
         health::metrics,
         openapi_json,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonErrors),
     security(("bearer" = [])),
     tags(
         (name = "endpoints", description = "Receivers: URL, signing secret, delivery policy"),
@@ -54,6 +54,63 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// The errors any `/v1` operation can answer, documented once here rather
+/// than on every handler: 400 (unreadable request), 401 (no or wrong
+/// token), 503 (a store is unreachable); 422 where there are parameters or
+/// a body to validate; 413 where there is a body.
+struct CommonErrors;
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let operations = [
+                item.get.as_mut(),
+                item.post.as_mut(),
+                item.patch.as_mut(),
+                item.delete.as_mut(),
+            ];
+            for operation in operations.into_iter().flatten() {
+                let has_body = operation.request_body.is_some();
+                let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+                let mut add = |status: &str, description: &str| {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| error(description).into());
+                };
+                add(
+                    "400",
+                    "malformed request: JSON that does not parse, a bad cursor or path",
+                );
+                add("401", "missing or unknown bearer token");
+                add("503", "PostgreSQL is unreachable; retry later");
+                if has_body || has_params {
+                    add("422", "a value is invalid; `error.field` names it");
+                }
+                if has_body {
+                    add("413", "the request or one payload is too large");
+                }
+            }
+        }
     }
 }
 

@@ -17,6 +17,11 @@ const RESERVED_HEADERS: &[&str] = &[
 ];
 const RESERVED_HEADER_PREFIXES: &[&str] = &["webhook-", "hookd-"];
 
+/// A producer's business key: 1 to 255 bytes, no control characters.
+pub fn valid_key(key: &str) -> bool {
+    !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)
+}
+
 /// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, and not a UUID (ids and
 /// uids share the `/v1/endpoints/{id or uid}` path).
 pub fn valid_uid(uid: &str) -> bool {

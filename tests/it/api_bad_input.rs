@@ -43,6 +43,8 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
     app.endpoint(json!({"uid": "shop", "event_types": ["order.paid"]}))
         .await;
     use Method as M;
+    let long_key: &'static str =
+        Box::leak(format!("{{\"key\": \"{}\"}}", "k".repeat(256)).into_boxed_str());
     let cases = [
         case("malformed json", M::POST, "/v1/endpoints", Some("{\"url\": "), 400, "malformed_json", None),
         case("trailing garbage", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\"} x"), 400, "malformed_json", None),
@@ -80,6 +82,7 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
         case("empty batch", M::POST, "/v1/notifications/batch", Some("{\"notifications\": []}"), 422, "invalid_value", Some("notifications")),
         case("batch not an array", M::POST, "/v1/notifications/batch", Some("{\"notifications\": {}}"), 422, "invalid_type", Some("notifications")),
         case("cancel by key without key", M::POST, "/v1/notifications/cancel", Some("{}"), 422, "missing_field", Some("key")),
+        case("cancel by key with a key too long to exist", M::POST, "/v1/notifications/cancel", Some(long_key), 422, "invalid_value", Some("key")),
         case("bad cursor", M::GET, "/v1/notifications?cursor=garbage", None, 400, "invalid_cursor", Some("cursor")),
         case("limit not a number", M::GET, "/v1/notifications?limit=ten", None, 400, "invalid_query", Some("limit")),
         case("limit too large", M::GET, "/v1/notifications?limit=501", None, 422, "invalid_value", Some("limit")),
