@@ -45,15 +45,16 @@ pub struct Settings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorSettings {
-    /// Empty: no operator events.
-    pub url: String,
+    /// Empty: no operator events. Masked like a secret: webhook URLs often
+    /// carry a token in their path.
+    pub url: Secret,
     /// `whsec_...`; required with `url`.
     pub secret: Secret,
 }
 
 impl OperatorSettings {
     pub fn enabled(&self) -> bool {
-        !self.url.is_empty()
+        !self.url.expose().is_empty()
     }
 }
 
@@ -277,7 +278,7 @@ impl Settings {
             ));
         }
         if self.operator.enabled() {
-            match url::Url::parse(&self.operator.url) {
+            match url::Url::parse(self.operator.url.expose()) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
                 _ => {
                     return Err(invalid(
@@ -353,7 +354,8 @@ fn one_line(error: &figment::Error) -> String {
 }
 
 /// A configuration value that must never be printed: database and Redis URLs
-/// (they may hold passwords) and API tokens.
+/// (they may hold passwords), API tokens, the operator webhook's URL and
+/// secret.
 #[derive(Clone, Deserialize, PartialEq, Eq)]
 #[serde(transparent)]
 pub struct Secret(String);
@@ -486,5 +488,6 @@ mod tests {
         .unwrap();
         assert!(settings.operator.enabled());
         assert!(!settings.to_masked_toml().contains("MfKQ9r8G"));
+        assert!(!settings.to_masked_toml().contains("ops.example.com/hooks"));
     }
 }

@@ -11,8 +11,8 @@ use hookd::startup::{shutdown_signal, App, Role};
 use hookd::store::Store;
 
 /// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
-/// spent a third of hookd's user time in glibc's malloc, free and
-/// consolidation (BENCHMARKS.md, "Where the time goes").
+/// spent more than a quarter of hookd's time in glibc's malloc, free and
+/// consolidation (BENCHMARKS.md, "What changed in session 2").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -44,7 +44,7 @@ pub async fn run(
             let operator = &settings.operator;
             let target = operator
                 .enabled()
-                .then(|| (operator.url.as_str(), operator.secret.expose()));
+                .then(|| (operator.url.expose(), operator.secret.expose()));
             match store.sync_operator_endpoint(target).await {
                 Ok(()) => operator_synced = true,
                 Err(error) => {
