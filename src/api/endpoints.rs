@@ -272,7 +272,7 @@ fn default_endpoint() -> Endpoint {
     let now = Utc::now();
     let schedule = Schedule::default();
     Endpoint {
-        id: Uuid::now_v7(),
+        id: crate::domain::id::new_id(),
         uid: None,
         url: String::new(),
         description: String::new(),

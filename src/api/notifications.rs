@@ -285,7 +285,7 @@ fn prepare(
     let due = deliver_at.max(now)
         + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default();
     Ok(NewNotification {
-        id: Uuid::now_v7(),
+        id: crate::domain::id::new_id(),
         endpoint_id: endpoint.id,
         key: request.key,
         event_type: request.event_type,

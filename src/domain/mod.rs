@@ -1,7 +1,8 @@
-//! Pure types and decisions, no I/O: retry schedules, statuses, signing
+//! Pure types and decisions, no I/O: ids, retry schedules, statuses, signing
 //! secrets, the success rule and validation of producer-supplied names.
 
 pub mod fields;
+pub mod id;
 pub mod outcome;
 pub mod schedule;
 pub mod secret;

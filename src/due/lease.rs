@@ -9,7 +9,7 @@ use redis::Script;
 use std::sync::LazyLock;
 use uuid::Uuid;
 
-use super::{member, parse_member, score, DueError, DueIndex};
+use super::{member, parse_member, score, DueError, DueIndex, Member};
 
 /// Most expired leases returned to `due` per claim call.
 const MAX_REQUEUE: usize = 1000;
@@ -84,10 +84,11 @@ impl DueIndex {
                 Err(_) => return Err(DueError::Timeout(self.timeout * 4)),
             };
         let (members, next_due, next_lease, requeued) = reply;
-        let ids = members
+        let ids: Vec<Uuid> = members
             .iter()
             .map(|m| parse_member(m))
             .collect::<Result<_, _>>()?;
+        self.move_legacy_leases(&members, &ids, lease_until).await?;
         let as_ms = |s: Option<String>| s.and_then(|s| s.parse::<f64>().ok()).map(|f| f as i64);
         Ok(Claim {
             ids,
@@ -95,6 +96,36 @@ impl DueIndex {
             next_lease_ms: as_ms(next_lease),
             requeued,
         })
+    }
+
+    /// A compact id indexed as its full 16 bytes (by a hookd from before
+    /// compact members) is leased under the compact member instead, where
+    /// completion will look for it.
+    async fn move_legacy_leases(
+        &self,
+        members: &[Vec<u8>],
+        ids: &[Uuid],
+        lease_until: DateTime<Utc>,
+    ) -> Result<(), DueError> {
+        let legacy: Vec<(&[u8], Member)> = members
+            .iter()
+            .zip(ids)
+            .map(|(raw, id)| (raw.as_slice(), member(id)))
+            .filter(|(raw, compact)| *raw != compact.as_bytes())
+            .collect();
+        if legacy.is_empty() {
+            return Ok(());
+        }
+        let inflight = &self.keys().inflight;
+        let lease = score(lease_until);
+        self.run::<()>(|p| {
+            p.atomic();
+            for (raw, compact) in &legacy {
+                p.zrem(inflight, raw).ignore();
+                p.zadd(inflight, compact, lease).ignore();
+            }
+        })
+        .await
     }
 
     /// Ends leases after their outcome is committed: every id leaves
@@ -109,8 +140,8 @@ impl DueIndex {
             return Ok(());
         }
         let keys = self.keys().clone();
-        let done: Vec<&[u8]> = done.iter().map(member).collect();
-        let next: Vec<(i64, &[u8])> = next
+        let done: Vec<Member> = done.iter().map(member).collect();
+        let next: Vec<(i64, Member)> = next
             .iter()
             .map(|(id, at)| (score(*at), member(id)))
             .collect();

@@ -9,8 +9,11 @@
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
 //!
-//! Members are the 16 bytes of the notification's UUID, not its 36-character
-//! text: the index costs Redis memory per pending notification.
+//! Members are the 14 bytes of the notification's compact id (`domain::id`),
+//! not its 36-character text: the index costs Redis memory per pending
+//! notification, and a member of 14 bytes or less fits Redis's 16-byte
+//! allocation class where the 16 bytes of a full UUID take 24. An id that is
+//! not compact (made elsewhere) is stored as its 16 bytes.
 
 pub mod lease;
 pub mod rebuild;
@@ -24,6 +27,7 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use crate::config::RedisSettings;
+use crate::domain::id;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DueError {
@@ -67,12 +71,47 @@ impl From<redis::RedisError> for DueError {
     }
 }
 
-pub fn member(id: &Uuid) -> &[u8] {
-    id.as_bytes().as_slice()
+/// A notification id as a due-index member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl Member {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl redis::ToRedisArgs for Member {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg(self.as_bytes());
+    }
+}
+
+pub fn member(id: &Uuid) -> Member {
+    match id::compact(id) {
+        Some(compact) => {
+            let mut bytes = [0u8; 16];
+            bytes[..id::COMPACT_LEN].copy_from_slice(&compact);
+            Member {
+                bytes,
+                len: id::COMPACT_LEN as u8,
+            }
+        }
+        None => Member {
+            bytes: *id.as_bytes(),
+            len: 16,
+        },
+    }
 }
 
 pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
-    Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len()))
+    match <&[u8; id::COMPACT_LEN]>::try_from(bytes) {
+        Ok(compact) => Ok(id::expand(compact)),
+        Err(_) => Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len())),
+    }
 }
 
 /// The score of a due time: unix milliseconds, rounded up, so that a claim
@@ -153,7 +192,7 @@ impl DueIndex {
         if entries.is_empty() {
             return Ok(());
         }
-        let items: Vec<(i64, &[u8])> = entries
+        let items: Vec<(i64, Member)> = entries
             .iter()
             .map(|(id, at)| (score(*at), member(id)))
             .collect();
@@ -170,7 +209,7 @@ impl DueIndex {
         if ids.is_empty() {
             return Ok(());
         }
-        let members: Vec<&[u8]> = ids.iter().map(member).collect();
+        let members: Vec<Member> = ids.iter().map(member).collect();
         let keys = &self.keys;
         self.run::<()>(|p| {
             p.zrem(&keys.due, &members).ignore();

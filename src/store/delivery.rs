@@ -215,7 +215,7 @@ impl Store {
                      op.schedule_ms, op.schedule_name, now(), now(), true \
                  FROM moved m JOIN endpoints op ON $12 AND op.id = $13 AND op.deleted_at IS NULL \
                  WHERE m.status = 'failed' AND m.endpoint_id <> $13 \
-                 ON CONFLICT (endpoint_id, key) DO NOTHING \
+                 ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
              ), health AS ( \
                  UPDATE endpoints e SET \
                      failing_since = CASE WHEN h.succeeded THEN NULL ELSE h.first_failure END \
@@ -341,6 +341,13 @@ impl Store {
 
     /// Deletes up to `limit` final notifications completed before `before`,
     /// with their attempts. Returns how many.
+    ///
+    /// There is no index on `completed_at` (it would cost an entry on every
+    /// completion): a notification completed before `before` was created
+    /// before it, and ids are UUIDv7, so the scan walks the primary key up to
+    /// the first id of that millisecond. What it passes over without deleting
+    /// is only what was created that long ago and is still pending or
+    /// completed recently: rare, and few.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
@@ -349,12 +356,47 @@ impl Store {
         let result = sqlx::query(
             "DELETE FROM notifications WHERE id IN ( \
                  SELECT id FROM notifications \
-                 WHERE completed_at < $1 AND status <> 'pending' LIMIT $2)",
+                 WHERE id < $3 AND completed_at < $1 AND status <> 'pending' \
+                 ORDER BY id LIMIT $2)",
         )
         .bind(before)
         .bind(limit)
+        .bind(first_id_at(before))
         .execute(&self.pool)
         .await?;
         Ok(result.rows_affected())
+    }
+}
+
+/// The smallest UUIDv7 of the millisecond after `at`: every id made at or
+/// before `at` sorts below it.
+fn first_id_at(at: DateTime<Utc>) -> Uuid {
+    let ms = (at.timestamp_millis() + 1).max(0) as u64;
+    let mut bytes = [0u8; 16];
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    Uuid::from_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_made_before_a_time_sort_below_its_first_id_and_later_ones_above() {
+        let ms = 1_795_000_000_123_i64;
+        let id_at = |ms: i64| {
+            let ts = uuid::Timestamp::from_unix(
+                uuid::NoContext,
+                (ms / 1000) as u64,
+                ((ms % 1000) * 1_000_000) as u32,
+            );
+            Uuid::new_v7(ts)
+        };
+        let at = DateTime::from_timestamp_millis(ms).unwrap();
+        for _ in 0..100 {
+            assert!(id_at(ms) < first_id_at(at));
+            assert!(id_at(ms - 1) < first_id_at(at));
+            assert!(id_at(ms + 1) > first_id_at(at));
+        }
     }
 }

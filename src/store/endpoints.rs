@@ -331,7 +331,7 @@ impl Store {
                      op.schedule_ms, op.schedule_name, now(), now(), true \
                  FROM disabled d JOIN endpoints op \
                      ON $2 AND op.id = $3 AND op.deleted_at IS NULL \
-                 ON CONFLICT (endpoint_id, key) DO NOTHING \
+                 ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
              ) \
              SELECT id FROM disabled",
         )

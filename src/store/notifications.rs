@@ -171,7 +171,7 @@ impl Store {
                  $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
                       schedule_name, deliver_at, next_attempt_at) \
-             ON CONFLICT (endpoint_id, key) DO NOTHING \
+             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
              RETURNING id, created_at",
         )
         .bind(&ids)
@@ -231,7 +231,7 @@ impl Store {
                 Some(row) => results.push(Inserted::KeyConflict(row.clone())),
                 // Not inserted and not found: deleted between the two
                 // statements (retention). Report it as a conflict on the key.
-                None => return Err(StoreError::Conflict("notifications_endpoint_key".into())),
+                None => return Err(StoreError::Conflict("notifications_key".into())),
             }
         }
         Ok(results)

@@ -289,34 +289,85 @@ async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepte
     assert_eq!(status, StatusCode::OK);
 }
 
+/// A notification row created `created_days` ago with an id of that time, as
+/// it would be had it really been created then.
+async fn old_notification(
+    pool: &PgPool,
+    endpoint_id: uuid::Uuid,
+    created_days: i64,
+    completed_days: Option<i64>,
+) -> uuid::Uuid {
+    let created = chrono::Utc::now() - chrono::Duration::days(created_days);
+    let ts = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        created.timestamp() as u64,
+        created.timestamp_subsec_nanos(),
+    );
+    let id = uuid::Uuid::new_v7(ts);
+    let status = if completed_days.is_some() {
+        "succeeded"
+    } else {
+        "pending"
+    };
+    sqlx::query(
+        "INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at, created_at, completed_at) \
+         VALUES ($1, $2, 'application/json', '{}', '{0}', $3, $4, $5, \
+             CASE WHEN $6::int IS NULL THEN now() + interval '1 hour' END, $5, \
+             now() - make_interval(days => $6::int))",
+    )
+    .bind(id)
+    .bind(endpoint_id)
+    .bind(status)
+    .bind(i32::from(completed_days.is_some()))
+    .bind(created)
+    .bind(completed_days.map(|d| d as i32))
+    .execute(pool)
+    .await
+    .unwrap();
+    if completed_days.is_some() {
+        sqlx::query(
+            "INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, outcome) \
+             SELECT id, 1, completed_at, 3, 200, 'succeeded' FROM notifications WHERE id = $1",
+        )
+        .bind(id)
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    id
+}
+
 #[sqlx::test]
-async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps_pending_ones(
+async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps_the_rest(
     pool: PgPool,
 ) {
     let app = spawn_app_with(pool.clone(), &redis_url(), "").await;
     let receiver = Receiver::start().await;
-    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+    let endpoint = app
+        .endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
-    submit(&app, "shop", 5, json!({})).await;
-    receiver.wait_distinct("/hook", 5, DEADLINE).await;
-    eventually(DEADLINE, "five recorded successes", || async {
+    let endpoint_id: uuid::Uuid = endpoint["id"].as_str().unwrap().parse().unwrap();
+    submit(&app, "shop", 2, json!({})).await;
+    receiver.wait_distinct("/hook", 2, DEADLINE).await;
+    eventually(DEADLINE, "two recorded successes", || async {
         let done: i64 =
             sqlx::query_scalar("SELECT count(*) FROM notifications WHERE status = 'succeeded'")
                 .fetch_one(&pool)
                 .await
                 .unwrap();
-        (done == 5).then_some(())
+        (done == 2).then_some(())
     })
     .await;
     submit(&app, "shop", 2, json!({"delay": "1h"})).await;
-    // Three of the five ended 40 days ago.
-    sqlx::query(
-        "UPDATE notifications SET completed_at = now() - interval '40 days' \
-         WHERE id IN (SELECT id FROM notifications WHERE status = 'succeeded' LIMIT 3)",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    // Three created 41 days ago that ended 40 days ago: past retention.
+    for _ in 0..3 {
+        old_notification(&pool, endpoint_id, 41, Some(40)).await;
+    }
+    // Created as long ago, but still pending, or ended yesterday: kept.
+    let old_pending = old_notification(&pool, endpoint_id, 41, None).await;
+    let ended_lately = old_notification(&pool, endpoint_id, 41, Some(1)).await;
+
     let store = hookd::store::Store::new(pool.clone());
     let before = chrono::Utc::now() - chrono::Duration::days(30);
     assert_eq!(
@@ -336,7 +387,13 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
     .unwrap();
     assert_eq!(
         counts,
-        (2, 2, 2),
-        "(succeeded kept, pending kept, attempts of the kept)"
+        (3, 3, 3),
+        "(succeeded kept: 2 recent + 1 ended lately; pending kept: 2 + 1 old; attempts of the kept)"
     );
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications WHERE id = ANY($1)")
+        .bind(vec![old_pending, ended_lately])
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, 2);
 }
