@@ -219,12 +219,41 @@ impl Settings {
         if self.database.max_connections == 0 {
             return Err(invalid("database.max_connections", "must be at least 1"));
         }
-        if self.api.max_payload_bytes == 0
-            || self.api.max_request_bytes < self.api.max_payload_bytes
-        {
+        if self.api.max_payload_bytes == 0 {
+            return Err(invalid("api.max_payload_bytes", "must be at least 1"));
+        }
+        if self.api.max_request_bytes < self.api.max_payload_bytes {
             return Err(invalid(
                 "api.max_request_bytes",
-                "must be at least api.max_payload_bytes, which must be positive",
+                "must be at least api.max_payload_bytes",
+            ));
+        }
+        for (key, value, max) in [
+            (
+                "server.shutdown_timeout_ms",
+                self.server.shutdown_timeout_ms,
+                3_600_000,
+            ),
+            (
+                "database.acquire_timeout_ms",
+                self.database.acquire_timeout_ms,
+                600_000,
+            ),
+            ("redis.timeout_ms", self.redis.timeout_ms, 600_000),
+            (
+                "sender.connect_timeout_ms",
+                self.sender.connect_timeout_ms,
+                300_000,
+            ),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(invalid(key, &format!("must be between 1 and {max}")));
+            }
+        }
+        if self.sender.max_response_bytes < 4096 || self.sender.max_response_bytes > 64 << 20 {
+            return Err(invalid(
+                "sender.max_response_bytes",
+                "must be between 4096 (the part of a response kept) and 67108864",
             ));
         }
         if self.api.tokens.iter().any(|t| t.expose().trim().len() < 8) {
@@ -238,8 +267,17 @@ impl Settings {
         {
             return Err(invalid("sender.timeout_ms", "must be between 1 and 300000"));
         }
-        if self.sender.max_in_flight == 0 {
-            return Err(invalid("sender.max_in_flight", "must be at least 1"));
+        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
+            return Err(invalid(
+                "log.filter",
+                "must be a tracing filter such as \"info\" or \"info,hookd::dispatcher=debug\"",
+            ));
+        }
+        if !(1..=100_000).contains(&self.sender.max_in_flight) {
+            return Err(invalid(
+                "sender.max_in_flight",
+                "must be between 1 and 100000",
+            ));
         }
         if self.dispatcher.batch_size == 0 || self.dispatcher.batch_size > 10_000 {
             return Err(invalid(
@@ -349,8 +387,61 @@ fn toml_string(settings: &Settings) -> String {
     toml::to_string(settings).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
 }
 
+/// Keys whose values are `Secret`s: an error about one never shows its value.
+const SECRET_KEYS: [&str; 5] = [
+    "database.url",
+    "redis.url",
+    "api.tokens",
+    "operator.url",
+    "operator.secret",
+];
+
+/// Every error figment found, on one line, each naming its key and where the
+/// value came from. The value itself is shown only for keys that are not
+/// secrets; a TOML syntax error keeps its position and reason but not the
+/// offending line, which may hold a secret.
 fn one_line(error: &figment::Error) -> String {
-    error.to_string().replace('\n', "; ")
+    use figment::error::Kind;
+    let messages: Vec<String> = error
+        .clone()
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".");
+            let secret = SECRET_KEYS.iter().any(|k| key.starts_with(k));
+            let what = match &e.kind {
+                Kind::InvalidType(_, expected) | Kind::InvalidValue(_, expected) if secret => {
+                    format!("invalid value (not shown), expected {expected}")
+                }
+                Kind::Unsupported(_) | Kind::UnsupportedKey(..) if secret => {
+                    "unsupported value (not shown)".to_string()
+                }
+                Kind::Message(message) => {
+                    let lines: Vec<&str> =
+                        message.lines().filter(|l| !l.trim().is_empty()).collect();
+                    match (lines.first(), lines.last()) {
+                        (Some(first), Some(last)) if lines.len() > 1 => {
+                            format!("{first}: {}", last.trim())
+                        }
+                        _ => message.clone(),
+                    }
+                }
+                kind => kind.to_string(),
+            };
+            let source = e
+                .metadata
+                .as_ref()
+                .map_or_else(String::new, |m| match &m.source {
+                    Some(source) => format!(" (in {source})"),
+                    None => format!(" (in {})", m.name),
+                });
+            if key.is_empty() {
+                format!("{what}{source}")
+            } else {
+                format!("`{key}`: {what}{source}")
+            }
+        })
+        .collect();
+    messages.join("; ")
 }
 
 /// A configuration value that must never be printed: database and Redis URLs
@@ -377,8 +468,10 @@ impl fmt::Debug for Secret {
 }
 
 impl Serialize for Secret {
+    /// `***`, or `""` when unset, so `config check` still shows whether a
+    /// secret (the operator webhook, say) is configured at all.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str("***")
+        serializer.serialize_str(if self.0.is_empty() { "" } else { "***" })
     }
 }
 
@@ -470,6 +563,52 @@ mod tests {
                 "operator.secret",
             ),
             ("[nonsense]\nx = 1\n", "nonsense"),
+            (
+                "[sender]\nmax_in_flight = 100000000\n",
+                "sender.max_in_flight",
+            ),
+            ("[sender]\ntimeout_ms = 300001\n", "sender.timeout_ms"),
+            (
+                "[sender]\nconnect_timeout_ms = 0\n",
+                "sender.connect_timeout_ms",
+            ),
+            (
+                "[sender]\nmax_response_bytes = 100\n",
+                "sender.max_response_bytes",
+            ),
+            ("[redis]\ntimeout_ms = 0\n", "redis.timeout_ms"),
+            ("[redis]\nprefix = \"\"\n", "redis.prefix"),
+            ("[redis]\nprefix = \"a{b}\"\n", "redis.prefix"),
+            (
+                "[database]\nacquire_timeout_ms = 0\n",
+                "database.acquire_timeout_ms",
+            ),
+            (
+                "[server]\nshutdown_timeout_ms = 0\n",
+                "server.shutdown_timeout_ms",
+            ),
+            ("[api]\nmax_payload_bytes = 0\n", "api.max_payload_bytes"),
+            (
+                "[dispatcher]\nbatch_size = 10001\n",
+                "dispatcher.batch_size",
+            ),
+            (
+                "[dispatcher]\nmax_idle_ms = 60001\n",
+                "dispatcher.max_idle_ms",
+            ),
+            ("[dispatcher]\nlease_ms = 86400001\n", "dispatcher.lease_ms"),
+            ("[retention]\ndays = 36501\n", "retention.days"),
+            ("[log]\nfilter = \"hookd=loud\"\n", "log.filter"),
+            ("[operator]\nurl = \"https://\"\n", "operator.url"),
+            // Wrong types for secret keys: the message must not echo them.
+            ("[api]\ntokens = \"hunter2hunter2\"\n", "api.tokens"),
+            (
+                "[database]\nurl = [\"postgres://u:hunter2@db\"]\n",
+                "database.url",
+            ),
+            ("[operator]\nsecret = 42\n", "operator.secret"),
+            // A syntax error keeps its position, not the line it is on.
+            ("[api]\ntokens = [\"hunter2\n", "line 2"),
         ];
         for (toml, key) in cases {
             let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();

@@ -20,7 +20,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "hookd",
     version,
-    about = "Webhook notification dispatcher: signs, delivers and retries notifications"
+    about = "Webhook notification dispatcher: signs, delivers and retries notifications",
+    after_help = "Configuration: the defaults (config/default.toml), then --config FILE, then \
+                  HOOKD_<SECTION>__<KEY> environment variables.\n\
+                  Exit codes: 0 success or clean shutdown; 1 cannot start or failed while \
+                  running (e.g. database unreachable); 2 bad command line; 78 invalid \
+                  configuration."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,6 +36,7 @@ struct Cli {
 enum Command {
     /// Run the REST API and the dispatcher (or one of them, with --role).
     Serve {
+        /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
         /// Which parts to run.
@@ -42,6 +48,7 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate {
+        /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
     },
@@ -58,6 +65,7 @@ enum Command {
 enum ConfigCommand {
     /// Validate the configuration and print the effective values, secrets masked.
     Check {
+        /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
     },
@@ -83,12 +91,12 @@ fn main() -> ExitCode {
                 print!("{}", settings.to_masked_toml());
                 ExitCode::SUCCESS
             }
-            Err(error) => fail(&error),
+            Err(error) => config_failure(&error),
         },
         Command::Migrate { config } => {
             let settings = match Settings::load(config.as_deref()) {
                 Ok(settings) => settings,
-                Err(error) => return fail(&error),
+                Err(error) => return config_failure(&error),
             };
             hookd::telemetry::init(settings.log.format, &settings.log.filter);
             run(async move {
@@ -107,7 +115,7 @@ fn main() -> ExitCode {
         } => {
             let mut settings = match Settings::load(config.as_deref()) {
                 Ok(settings) => settings,
-                Err(error) => return fail(&error),
+                Err(error) => return config_failure(&error),
             };
             if let Some(format) = log_format {
                 settings.log.format = match format {
@@ -139,4 +147,14 @@ fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode 
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("hookd: {error}");
     ExitCode::FAILURE
+}
+
+/// Exit code for invalid configuration: `EX_CONFIG` from sysexits(3), so a
+/// supervisor can tell "fix the config" from "try again later".
+const EXIT_CONFIG: u8 = 78;
+
+/// One line on stderr, exit code 78.
+fn config_failure(error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("hookd: {error}");
+    ExitCode::from(EXIT_CONFIG)
 }

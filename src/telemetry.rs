@@ -14,8 +14,10 @@ pub fn init(format: LogFormat, filter: &str) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(filter))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only for a person at a terminal, not for a log collector.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -88,6 +90,14 @@ fn describe() {
     describe_counter!(
         "hookd_sweep_reindexed_total",
         "Overdue notifications the sweep found missing from Redis"
+    );
+    describe_counter!(
+        "hookd_deferred_indexed_total",
+        "Notifications indexed late because Redis was unreachable when they were created"
+    );
+    describe_counter!(
+        "hookd_endpoints_disabled_total",
+        "Endpoints disabled because every attempt failed for the configured period"
     );
 }
 

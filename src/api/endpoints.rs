@@ -43,16 +43,16 @@ pub fn router() -> Router<AppState> {
 
 /// Fields of an endpoint as a producer writes them. In a PATCH, an absent
 /// field is left alone and `null` resets it to its default.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointFields {
     /// The producer's own name for the endpoint, usable wherever an id is.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     uid: Option<Option<String>>,
-    /// `http` or `https` URL that receives the POSTs.
+    /// `http` or `https` URL that receives the POSTs. Required on create.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^https?://")]
     url: Option<Option<String>>,
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -69,7 +69,7 @@ pub struct EndpointFields {
     /// A preset name (`alipay`, `wechat`, `exponential`) or an array of
     /// durations (`["0s", "500ms", "2m"]`). Default `alipay`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<super::openapi::ScheduleSpec>)]
     schedule: Option<Option<Value>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
@@ -304,7 +304,7 @@ pub struct EndpointView {
     pub url: String,
     pub description: String,
     pub event_types: Option<Vec<String>>,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::openapi::ScheduleSpec)]
     pub schedule: Value,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
@@ -513,7 +513,7 @@ pub async fn read_secret(
     }))
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RotateSecret {
     /// The new secret, `whsec_<base64 of 24 to 64 bytes>`; generated when absent.
@@ -521,7 +521,7 @@ pub struct RotateSecret {
     pub secret: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = RotateSecret,
+#[utoipa::path(post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn rotate_secret(

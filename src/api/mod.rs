@@ -149,7 +149,7 @@ async fn count_requests(
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = request.method().as_str().to_string();
+    let method = method_label(request.method());
     let response = next.run(request).await;
     metrics::counter!(
         "hookd_api_requests_total",
@@ -159,4 +159,20 @@ async fn count_requests(
     )
     .increment(1);
     response
+}
+
+/// The method as a label: the standard ones by name, any other as `other`,
+/// so a client inventing methods cannot grow the label set.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }

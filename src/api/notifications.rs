@@ -56,7 +56,7 @@ pub struct CreateNotification {
     #[schema(min_length = 1, max_length = 128)]
     pub endpoint: String,
     /// A JSON payload, sent as the exact bytes given. Excludes `body`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub payload: Option<Box<RawValue>>,
     /// A text body (with `content_type`, e.g. a form for Alipay-style
     /// receivers). Excludes `payload`.
@@ -73,7 +73,7 @@ pub struct CreateNotification {
     /// Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`.
     pub delay: Option<String>,
     /// Overrides the endpoint's schedule for this notification.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<super::openapi::ScheduleSpec>)]
     pub schedule: Option<Value>,
     /// Extra headers for this notification's deliveries.
     pub headers: Option<BTreeMap<String, String>>,
@@ -100,7 +100,7 @@ pub struct NotificationView {
     pub deliver_at: DateTime<Utc>,
     pub last_attempt: Option<LastAttempt>,
     pub content_type: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::openapi::ScheduleSpec)]
     pub schedule: Value,
     pub headers: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
@@ -108,7 +108,7 @@ pub struct NotificationView {
     pub completed_at: Option<DateTime<Utc>>,
     /// The JSON payload (single reads only, JSON content types).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub payload: Option<Box<RawValue>>,
     /// The body as text (single reads only, other content types).
     #[serde(skip_serializing_if = "Option::is_none")]

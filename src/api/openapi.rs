@@ -45,6 +45,21 @@ use super::{endpoints, health, notifications};
 )]
 pub struct ApiDoc;
 
+/// How a schedule is written: a preset name or an array of durations. The
+/// handlers take it as JSON and validate it (`domain::schedule`); this type
+/// only describes it to the document.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(example = json!(["0s", "500ms", "2m", "1h"]))]
+pub enum ScheduleSpec {
+    /// `alipay` (the default), `wechat` or `exponential`.
+    #[schema(example = "alipay")]
+    Preset(String),
+    /// Durations such as `"0s"`, `"500ms"`, `"2m"`, `"1h"`: the wait before
+    /// the first attempt, then the wait after each attempt before the next.
+    Delays(Vec<String>),
+}
+
 struct BearerAuth;
 
 impl Modify for BearerAuth {

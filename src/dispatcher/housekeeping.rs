@@ -97,6 +97,7 @@ pub async fn run(
             match sweep(&store, &due, &mut sweep_cursor).await {
                 Ok(0) => {}
                 Ok(added) => {
+                    metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
                     tracing::warn!(added, "re-indexed overdue notifications missing from Redis")
                 }
                 Err(error) => tracing::debug!(%error, "sweep failed; retrying later"),
@@ -129,7 +130,8 @@ async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
         }
         // Only ids in neither set: a row whose indexing merely timed out may
         // be due or leased already, and must not be queued twice.
-        due.add_missing(&rows).await?;
+        let added = due.add_missing(&rows).await?;
+        metrics::counter!("hookd_deferred_indexed_total").increment(added as u64);
         let ids: Vec<_> = rows.iter().map(|(id, _)| *id).collect();
         store.clear_needs_index(&ids).await?;
         tracing::info!(

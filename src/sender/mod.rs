@@ -313,10 +313,13 @@ fn error_chain(error: reqwest::Error) -> String {
 /// still does not fit HTTP is skipped.
 fn header_map(custom: &BTreeMap<String, String>, mut map: HeaderMap) -> HeaderMap {
     for (name, value) in custom {
-        if let (Ok(name), Ok(value)) = (
+        if let (Ok(name), Ok(mut value)) = (
             HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_str(value),
         ) {
+            // Custom headers often carry the receiver's credentials: never
+            // printed by Debug, never indexed by HTTP/2 header compression.
+            value.set_sensitive(true);
             map.insert(name, value);
         }
     }
@@ -332,6 +335,15 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn custom_header_values_never_print() {
+        let map = header_map(
+            &headers(&[("authorization", "Bearer hunter2")]),
+            HeaderMap::new(),
+        );
+        assert!(!format!("{map:?}").contains("hunter2"));
     }
 
     #[test]

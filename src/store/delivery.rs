@@ -42,7 +42,8 @@ impl DueNotification {
 }
 
 /// The endpoint policy that governs the deliveries of a claimed batch.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// `Debug` shows only identity fields: the row holds signing secrets.
+#[derive(Clone, sqlx::FromRow)]
 pub struct DeliveryEndpoint {
     pub id: Uuid,
     pub url: String,
@@ -56,6 +57,16 @@ pub struct DeliveryEndpoint {
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
     pub deleted: bool,
+}
+
+impl std::fmt::Debug for DeliveryEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliveryEndpoint")
+            .field("id", &self.id)
+            .field("disabled", &self.disabled)
+            .field("deleted", &self.deleted)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a claim loads: the notifications, and each of their endpoints once.

@@ -42,7 +42,8 @@ impl EndpointRef {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// `Debug` shows only identity fields: the row holds signing secrets.
+#[derive(Clone, sqlx::FromRow)]
 pub struct Endpoint {
     pub id: Uuid,
     pub uid: Option<String>,
@@ -340,5 +341,15 @@ impl Store {
         .bind(OPERATOR_ENDPOINT_ID)
         .fetch_all(&self.pool)
         .await?)
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("id", &self.id)
+            .field("uid", &self.uid)
+            .field("disabled", &self.disabled)
+            .finish_non_exhaustive()
     }
 }

@@ -423,8 +423,31 @@ async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
         metric(&after, "hookd_notifications_created_total")
             >= metric(&before, "hookd_notifications_created_total") + 1.0
     );
-    assert!(after.contains("hookd_delivery_duration_seconds_bucket"));
-    assert!(after.contains("hookd_delivery_lateness_seconds_bucket"));
+    for histogram in [
+        "hookd_delivery_duration_seconds_count",
+        "hookd_delivery_lateness_seconds_count",
+    ] {
+        assert!(
+            metric(&after, histogram) >= metric(&before, histogram) + 1.0,
+            "{histogram} moved: {after}"
+        );
+    }
+    let created =
+        r#"hookd_api_requests_total{route="/v1/notifications",method="POST",status="201"}"#;
+    assert!(
+        metric(&after, created) >= metric(&before, created) + 1.0,
+        "{after}"
+    );
+    // A method nobody uses is counted, under a bounded label.
+    let invented = reqwest::Method::from_bytes(b"FROBNICATE").unwrap();
+    app.client
+        .request(invented, format!("{}/v1/notifications", app.base))
+        .send()
+        .await
+        .unwrap();
+    let last = scrape().await;
+    assert!(!last.contains("FROBNICATE"), "{last}");
+    assert!(last.contains(r#"method="other""#), "{last}");
     // Labels carry route templates, never ids.
     assert!(
         after.contains(r#"route="/v1/notifications/{id}""#),

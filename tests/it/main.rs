@@ -7,6 +7,7 @@ mod receiver;
 mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
+mod cli;
 mod delivery;
 mod logs;
 mod operator;

@@ -1,0 +1,125 @@
+//! The `hookd` command as a person or a supervisor meets it: help for every
+//! subcommand, a version, one-line refusals that name the key, and exit codes
+//! that tell a bad configuration (78) from a failure to start (1).
+
+use std::process::{Command, Output};
+
+use crate::helpers::free_port;
+
+fn hookd(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+    command.args(args).env_remove("RUST_LOG");
+    // The test runner's own HOOKD_* variables must not leak into these runs.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HOOKD_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    command.output().expect("hookd runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn every_subcommand_has_help_and_the_version_is_printed() {
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["migrate", "--help"],
+        &["config", "--help"],
+        &["config", "check", "--help"],
+        &["version", "--help"],
+    ] {
+        let output = hookd(args, &[]);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("Usage: hookd"),
+            "{args:?}"
+        );
+    }
+    let output = hookd(&["--help"], &[]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Exit codes"));
+    let output = hookd(&["version"], &[]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("hookd {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        hookd(&["serve", "--rolee", "api"], &[]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_bad_configuration_exits_78_with_one_line_naming_the_key_and_hiding_the_secret() {
+    for (env, key) in [
+        (("HOOKD_API__TOKENS", "hunter2hunter2"), "api.tokens"),
+        (("HOOKD_SENDER__TIMEOUT_MS", "soon"), "sender.timeout_ms"),
+        (("HOOKD_REDIS__URL", "http://u:hunter2@cache"), "redis.url"),
+    ] {
+        for command in [&["serve"][..], &["config", "check"], &["migrate"]] {
+            let output = hookd(command, &[env]);
+            let message = stderr(&output);
+            assert_eq!(
+                output.status.code(),
+                Some(78),
+                "{command:?} {env:?}: {message}"
+            );
+            assert_eq!(message.trim().lines().count(), 1, "{message}");
+            assert!(message.contains(key), "{message}");
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+    }
+    let output = hookd(&["serve", "--config", "/nonexistent/hookd.toml"], &[]);
+    assert_eq!(output.status.code(), Some(78));
+    assert!(stderr(&output).contains("/nonexistent/hookd.toml"));
+}
+
+#[test]
+fn config_check_prints_the_effective_values_with_secrets_masked() {
+    let output = hookd(
+        &["config", "check"],
+        &[
+            (
+                "HOOKD_DATABASE__URL",
+                "postgres://hookd:hunter2@db.internal/hookd",
+            ),
+            ("HOOKD_API__TOKENS", r#"["token-hunter2"]"#),
+            ("HOOKD_SENDER__TIMEOUT_MS", "4321"),
+        ],
+    );
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(printed.contains("timeout_ms = 4321"), "{printed}");
+    assert!(printed.contains(r#"url = "***""#), "{printed}");
+    assert!(!printed.contains("hunter2"), "{printed}");
+    // An unset secret shows as empty: the operator webhook is off.
+    assert!(printed.contains("[operator]\nurl = \"\""), "{printed}");
+}
+
+#[test]
+fn an_unreachable_database_exits_1_with_one_line_saying_so() {
+    let port = free_port();
+    let url = format!("postgres://postgres:hunter2@127.0.0.1:{port}/hookd");
+    let output = hookd(
+        &["serve"],
+        &[
+            ("HOOKD_DATABASE__URL", url.as_str()),
+            ("HOOKD_DATABASE__ACQUIRE_TIMEOUT_MS", "500"),
+            ("HOOKD_SERVER__LISTEN", "127.0.0.1:0"),
+            ("HOOKD_LOG__FILTER", "off"),
+        ],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(
+        message.to_lowercase().contains("database") || message.contains("postgres"),
+        "{message}"
+    );
+    assert!(!message.contains("hunter2"), "{message}");
+}
