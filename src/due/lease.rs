@@ -18,19 +18,27 @@ static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 -- KEYS[1] due, KEYS[2] inflight; ARGV[1] now ms, ARGV[2] limit, ARGV[3] lease expiry ms, ARGV[4] max requeue
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
-for i = 1, #expired do
-  redis.call('ZADD', KEYS[1], ARGV[1], expired[i])
-  redis.call('ZREM', KEYS[2], expired[i])
+-- Moves members from one set to the other at one score: a ZADD and a ZREM
+-- per chunk, not per member (unpack is bounded by Lua's stack).
+local function move(from, to, members, score)
+  for i = 1, #members, 500 do
+    local last = math.min(i + 499, #members)
+    local scored = {}
+    for j = i, last do
+      scored[#scored + 1] = score
+      scored[#scored + 1] = members[j]
+    end
+    redis.call('ZADD', to, unpack(scored))
+    redis.call('ZREM', from, unpack(members, i, last))
+  end
 end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
+move(KEYS[2], KEYS[1], expired, ARGV[1])
 local ids = {}
 local limit = tonumber(ARGV[2])
 if limit > 0 then
   ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
-  for i = 1, #ids do
-    redis.call('ZADD', KEYS[2], ARGV[3], ids[i])
-    redis.call('ZREM', KEYS[1], ids[i])
-  end
+  move(KEYS[1], KEYS[2], ids, ARGV[3])
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local lease = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')

@@ -17,12 +17,24 @@ static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 -- KEYS[1] due, KEYS[2] inflight; ARGV: score1, member1, score2, member2, ...
+-- Per chunk: one ZMSCORE on each set, one ZADD of the members in neither.
 local added = 0
-for i = 1, #ARGV, 2 do
-  local m = ARGV[i + 1]
-  if not redis.call('ZSCORE', KEYS[2], m) and not redis.call('ZSCORE', KEYS[1], m) then
-    redis.call('ZADD', KEYS[1], ARGV[i], m)
-    added = added + 1
+for i = 1, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  local members = {}
+  for j = i + 1, last, 2 do members[#members + 1] = ARGV[j] end
+  local leased = redis.call('ZMSCORE', KEYS[2], unpack(members))
+  local queued = redis.call('ZMSCORE', KEYS[1], unpack(members))
+  local missing = {}
+  for k = 1, #members do
+    if not leased[k] and not queued[k] then
+      missing[#missing + 1] = ARGV[i + 2 * (k - 1)]
+      missing[#missing + 1] = members[k]
+    end
+  end
+  if #missing > 0 then
+    redis.call('ZADD', KEYS[1], unpack(missing))
+    added = added + #missing / 2
   end
 end
 return added
