@@ -283,10 +283,23 @@ async fn redis_used_memory(redis_url: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// One delivery run's figures.
+struct DeliveryFigures {
+    /// Deliveries/s, first to last receipt.
+    rate: f64,
+    /// Seconds until every attempt row was written.
+    all_written: f64,
+    /// The dispatcher's peak RSS, MiB.
+    rss: f64,
+    /// CPU of hookd, PostgreSQL and Redis over the receiver's CPU in the same
+    /// run: the work per delivery, in units of the receiver's work per
+    /// request. Unlike a rate, it does not move when the machine's speed
+    /// drifts.
+    relative_cost: f64,
+}
+
 /// Delivers `count` due-now notifications: ingested through an API-only
-/// hookd, then drained by a dispatcher-only hookd. Returns deliveries/s
-/// (first to last receipt), seconds until every attempt row was written,
-/// and the dispatcher's peak RSS.
+/// hookd, then drained by a dispatcher-only hookd.
 async fn delivery_run(
     pool: &PgPool,
     database_url: &str,
@@ -295,7 +308,7 @@ async fn delivery_run(
     receiver: &Arc<Received>,
     receiver_url: &str,
     count: usize,
-) -> (f64, f64, f64) {
+) -> DeliveryFigures {
     let client = reqwest::Client::new();
     let api = Hookd::start(database_url, redis_url, prefix, "api").await;
     let endpoint = create_endpoint(&client, &api, receiver_url).await;
@@ -329,7 +342,12 @@ async fn delivery_run(
     let rate = count as f64 / receiver.span().as_secs_f64();
     let rss = dispatcher.peak_rss_mib();
     dispatcher.stop();
-    (rate, all_written, rss)
+    DeliveryFigures {
+        rate,
+        all_written,
+        rss,
+        relative_cost: (used[0] + used[1] + used[2]) / used[3],
+    }
 }
 
 #[tokio::main]
@@ -469,9 +487,10 @@ async fn main() {
         let mut written = Vec::new();
         let mut raws = Vec::new();
         let mut shares = Vec::new();
+        let mut costs = Vec::new();
         for run in 0..runs {
             reset(&pool).await;
-            let (rate, all_written, peak) = delivery_run(
+            let figures = delivery_run(
                 &pool,
                 &database_url,
                 &redis_url,
@@ -481,6 +500,8 @@ async fn main() {
                 50_000,
             )
             .await;
+            let (rate, all_written, peak) = (figures.rate, figures.all_written, figures.rss);
+            costs.push(figures.relative_cost);
             let raw = raw_run(&client, &received, &receiver_url, 50_000).await;
             println!(
                 "   run {}: delivery {rate:.0}/s, raw {raw:.0}/s right after: {:.0}%",
@@ -502,6 +523,10 @@ async fn main() {
             "7. raw limit, receiver hit directly at {SENDER_IN_FLIGHT} concurrent: {:.0} requests/s; delivery is {:.0}% of it (median of the per-run ratios)",
             median(raws),
             median(shares)
+        );
+        println!(
+            "   hookd + PostgreSQL + Redis CPU per delivery: {:.2}x the receiver's CPU per request",
+            median(costs)
         );
     }
 
@@ -538,8 +563,9 @@ async fn main() {
         reset(&pool).await;
         let prefix = "bench-scale";
         let mut without = Vec::new();
+        let mut cost_without = Vec::new();
         for _ in 0..runs {
-            let (rate, _, _) = delivery_run(
+            let figures = delivery_run(
                 &pool,
                 &database_url,
                 &redis_url,
@@ -549,7 +575,8 @@ async fn main() {
                 20_000,
             )
             .await;
-            without.push(rate);
+            without.push(figures.rate);
+            cost_without.push(figures.relative_cost);
         }
         let endpoint_id: uuid::Uuid =
             sqlx::query_scalar("SELECT id FROM endpoints ORDER BY id DESC LIMIT 1")
@@ -566,10 +593,11 @@ async fn main() {
     .execute(&pool)
     .await
     .unwrap();
-        sqlx::query("VACUUM ANALYZE notifications")
-            .execute(&pool)
-            .await
-            .unwrap();
+        // Steady state with a backlog, not the aftermath of a bulk load: the
+        // checkpoint that the load's WAL asks for happens here, untimed.
+        for statement in ["VACUUM ANALYZE notifications", "CHECKPOINT"] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
         // Make the dispatcher find the index incomplete, as after a Redis loss.
         let redis = redis::Client::open(redis_url.as_str()).unwrap();
         let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
@@ -601,8 +629,9 @@ async fn main() {
         rebuild.as_secs_f64()
     );
         let mut with_backlog = Vec::new();
+        let mut cost_with = Vec::new();
         for _ in 0..runs {
-            let (rate, _, _) = delivery_run(
+            let figures = delivery_run(
                 &pool,
                 &database_url,
                 &redis_url,
@@ -612,14 +641,50 @@ async fn main() {
                 20_000,
             )
             .await;
-            with_backlog.push(rate);
+            with_backlog.push(figures.rate);
+            cost_with.push(figures.relative_cost);
+        }
+        // Without the backlog again, so that a drift of the machine's speed
+        // during the figure shows up on both sides of the ratio.
+        sqlx::query("DELETE FROM notifications WHERE endpoint_id = $1 AND status = 'pending'")
+            .bind(endpoint_id)
+            .execute(&pool)
+            .await
+            .unwrap();
+        for statement in ["VACUUM ANALYZE notifications", "CHECKPOINT"] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{prefix}:{{{prefix}}}:due"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        for _ in 0..runs {
+            let figures = delivery_run(
+                &pool,
+                &database_url,
+                &redis_url,
+                prefix,
+                &received,
+                &receiver_url,
+                20_000,
+            )
+            .await;
+            without.push(figures.rate);
+            cost_without.push(figures.relative_cost);
         }
         println!(
-        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without: ratio {:.2}",
+        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without (runs before and after): ratio {:.2}",
         median(with_backlog.clone()),
         median(without.clone()),
         median(with_backlog) / median(without)
     );
+        println!(
+            "   work per delivery (hookd + PostgreSQL + Redis CPU over the receiver's): {:.2} with the backlog, {:.2} without: ratio {:.2}",
+            median(cost_with.clone()),
+            median(cost_without.clone()),
+            median(cost_without) / median(cost_with)
+        );
         println!("6b. memory: Redis {per_pending:.0} bytes per pending notification");
     }
     if !rss.is_empty() {

@@ -43,6 +43,7 @@ pub fn metrics() -> &'static PrometheusHandle {
             .install_recorder()
             .expect("the metrics recorder is installed once");
         describe();
+        register_at_zero();
         handle
     })
 }
@@ -99,6 +100,27 @@ fn describe() {
         "hookd_endpoints_disabled_total",
         "Endpoints disabled because every attempt failed for the configured period"
     );
+}
+
+/// Counters exist from the start at 0, so a dashboard or an alert on
+/// `rate(hookd_deliveries_total{outcome="failed"}[5m])` works before the
+/// first failure. Their label values are the fixed sets below.
+fn register_at_zero() {
+    for outcome in ["succeeded", "retry", "failed"] {
+        for class in ["2xx", "3xx", "4xx", "5xx", "other", "none"] {
+            metrics::counter!("hookd_deliveries_total", "outcome" => outcome, "status_class" => class)
+                .absolute(0);
+        }
+    }
+    for name in [
+        "hookd_notifications_created_total",
+        "hookd_index_rebuilds_total",
+        "hookd_sweep_reindexed_total",
+        "hookd_deferred_indexed_total",
+        "hookd_endpoints_disabled_total",
+    ] {
+        metrics::counter!(name).absolute(0);
+    }
 }
 
 /// `"2xx"`, `"4xx"`... or `"none"` when no response came.

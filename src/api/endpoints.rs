@@ -366,7 +366,7 @@ fn uid_conflict(error: crate::store::StoreError) -> ApiError {
     }
 }
 
-#[utoipa::path(post, path = "/v1/endpoints", tag = "endpoints", request_body = EndpointFields,
+#[utoipa::path(operation_id = "create_endpoint", post, path = "/v1/endpoints", tag = "endpoints", request_body = EndpointFields,
     responses((status = 201, body = EndpointView), (status = 409, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
@@ -392,7 +392,7 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/endpoints", tag = "endpoints",
+#[utoipa::path(operation_id = "list_endpoints", get, path = "/v1/endpoints", tag = "endpoints",
     params(("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<EndpointView>)))]
 pub async fn list(
@@ -412,7 +412,7 @@ pub async fn list(
     )))
 }
 
-#[utoipa::path(get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
+#[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
@@ -428,7 +428,7 @@ pub async fn read(
         .ok_or(ApiError::NotFound("endpoint"))
 }
 
-#[utoipa::path(patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
+#[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
@@ -463,7 +463,7 @@ pub struct Deleted {
     pub cancelled_notifications: usize,
 }
 
-#[utoipa::path(delete, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
+#[utoipa::path(operation_id = "delete_endpoint", delete, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = Deleted), (status = 404, body = super::error::ErrorBody)))]
 pub async fn remove(
@@ -493,7 +493,7 @@ pub struct SecretView {
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
 }
 
-#[utoipa::path(get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
+#[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = SecretView), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read_secret(
@@ -521,7 +521,7 @@ pub struct RotateSecret {
     pub secret: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
+#[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn rotate_secret(

@@ -30,7 +30,7 @@ pub struct Health {
     pub redis: Option<&'static str>,
 }
 
-#[utoipa::path(get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health)))]
+#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
@@ -39,7 +39,7 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-#[utoipa::path(get, path = "/readyz", tag = "operations", security(()), responses(
+#[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "operations", security(()), responses(
     (status = 200, body = Health, description = "both stores answer"),
     (status = 503, body = Health, description = "a store does not answer; the body says which"),
 ))]
@@ -70,7 +70,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     )
 }
 
-#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+#[utoipa::path(operation_id = "metrics", get, path = "/metrics", tag = "operations", security(()),
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> ([(axum::http::HeaderName, &'static str); 1], String) {
     (

@@ -365,7 +365,7 @@ fn created_or_existing(result: Inserted) -> Result<(StatusCode, NotificationView
     }
 }
 
-#[utoipa::path(post, path = "/v1/notifications", tag = "notifications", request_body = CreateNotification,
+#[utoipa::path(operation_id = "create_notification", post, path = "/v1/notifications", tag = "notifications", request_body = CreateNotification,
     responses(
         (status = 201, body = NotificationView, description = "created and committed"),
         (status = 200, body = NotificationView, description = "the existing notification with this key and payload"),
@@ -415,7 +415,7 @@ pub struct BatchResult {
     pub data: Vec<BatchItem>,
 }
 
-#[utoipa::path(post, path = "/v1/notifications/batch", tag = "notifications", request_body = CreateBatch,
+#[utoipa::path(operation_id = "create_notifications_batch", post, path = "/v1/notifications/batch", tag = "notifications", request_body = CreateBatch,
     responses((status = 200, body = BatchResult, description = "per-item results, in order"),
         (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create_batch(
@@ -480,7 +480,7 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(text).map_err(|_| ApiError::NotFound("notification"))
 }
 
-#[utoipa::path(get, path = "/v1/notifications/{id}", tag = "notifications",
+#[utoipa::path(operation_id = "get_notification", get, path = "/v1/notifications/{id}", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
@@ -503,7 +503,7 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/notifications", tag = "notifications",
+#[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
     params(("endpoint" = Option<String>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query), ("event_type" = Option<String>, Query),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
@@ -601,7 +601,7 @@ impl From<Attempt> for AttemptView {
     }
 }
 
-#[utoipa::path(get, path = "/v1/notifications/{id}/attempts", tag = "notifications",
+#[utoipa::path(operation_id = "list_notification_attempts", get, path = "/v1/notifications/{id}/attempts", tag = "notifications",
     params(("id" = Uuid, Path), ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<AttemptView>, description = "in attempt order"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn attempts(
@@ -624,7 +624,7 @@ pub async fn attempts(
     )))
 }
 
-#[utoipa::path(post, path = "/v1/notifications/{id}/cancel", tag = "notifications",
+#[utoipa::path(operation_id = "cancel_notification", post, path = "/v1/notifications/{id}/cancel", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "cancelled (or already was)"),
         (status = 404, body = super::error::ErrorBody),
@@ -675,7 +675,7 @@ fn invalid_key() -> ApiError {
     )
 }
 
-#[utoipa::path(post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
+#[utoipa::path(operation_id = "cancel_notifications_by_key", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
     responses((status = 200, body = Cancelled), (status = 422, body = super::error::ErrorBody)))]
 pub async fn cancel_by_key(
     State(state): State<AppState>,
@@ -709,7 +709,7 @@ pub async fn cancel_by_key(
     }))
 }
 
-#[utoipa::path(post, path = "/v1/notifications/{id}/retry", tag = "notifications",
+#[utoipa::path(operation_id = "retry_notification", post, path = "/v1/notifications/{id}/retry", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),
         (status = 404, body = super::error::ErrorBody),

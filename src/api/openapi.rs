@@ -129,7 +129,7 @@ impl Modify for CommonErrors {
     }
 }
 
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
+#[utoipa::path(operation_id = "openapi_document", get, path = "/openapi.json", tag = "operations", security(()),
     responses((status = 200, description = "this document", content_type = "application/json")))]
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())

@@ -49,9 +49,16 @@ async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPoo
         .unwrap();
     assert!(document["openapi"].as_str().unwrap().starts_with("3."));
     let mut documented = BTreeSet::new();
+    let mut operation_ids = BTreeSet::new();
     for (path, operations) in document["paths"].as_object().unwrap() {
-        for method in operations.as_object().unwrap().keys() {
+        for (method, operation) in operations.as_object().unwrap() {
             documented.insert((method.clone(), path.clone()));
+            // Client generators name their functions after these.
+            let id = operation["operationId"].as_str().unwrap_or_default();
+            assert!(
+                !id.is_empty() && operation_ids.insert(id.to_string()),
+                "{method} {path}: operationId {id:?} missing or not unique"
+            );
         }
     }
     let routed = routed();
