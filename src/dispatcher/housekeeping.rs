@@ -128,14 +128,18 @@ async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
+        let pending: Vec<_> = rows
+            .iter()
+            .filter_map(|(id, due_at)| due_at.map(|at| (*id, at)))
+            .collect();
         // Only ids in neither set: a row whose indexing merely timed out may
         // be due or leased already, and must not be queued twice.
-        let added = due.add_missing(&rows).await?;
+        let added = due.add_missing(&pending).await?;
         metrics::counter!("hookd_deferred_indexed_total").increment(added as u64);
         let ids: Vec<_> = rows.iter().map(|(id, _)| *id).collect();
         store.clear_needs_index(&ids).await?;
         tracing::info!(
-            count = rows.len(),
+            count = pending.len(),
             "indexed notifications created while Redis was unreachable"
         );
     }
