@@ -319,6 +319,22 @@ async fn delivery_run(
     );
     post_batches(&client, &api.base, bodies, 2).await;
     api.stop();
+    // Steady state, as in production: the table has planner statistics
+    // (autovacuum's first analyze of a freshly filled table would come a
+    // minute later), and the index is known complete (the API indexed every
+    // row it accepted), so the dispatcher does not start with a rebuild.
+    sqlx::query("ANALYZE notifications")
+        .execute(pool)
+        .await
+        .unwrap();
+    let redis = redis::Client::open(redis_url).unwrap();
+    let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}:{{{prefix}}}:indexed"))
+        .arg(chrono::Utc::now().timestamp_millis())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     receiver.reset();
     let cpu_before = cpu_snapshot();
     let dispatcher = Hookd::start(database_url, redis_url, prefix, "dispatcher").await;
