@@ -48,7 +48,8 @@ pub struct ApiDoc;
 /// How a schedule is written: a preset name or an array of durations. The
 /// handlers take it as JSON and validate it (`domain::schedule`); this type
 /// only describes it to the document.
-#[derive(utoipa::ToSchema)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
 #[allow(dead_code)]
 #[schema(example = json!(["0s", "500ms", "2m", "1h"]))]
 pub enum ScheduleSpec {
@@ -133,4 +134,29 @@ impl Modify for CommonErrors {
     responses((status = 200, description = "this document", content_type = "application/json")))]
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_is_documented_as_a_preset_name_or_a_list_of_durations() {
+        let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let schedule = &document["components"]["schemas"]["ScheduleSpec"];
+        let variants = schedule["oneOf"].as_array().expect("oneOf");
+        let types: Vec<&str> = variants.iter().filter_map(|v| v["type"].as_str()).collect();
+        assert_eq!(types, ["string", "array"], "{schedule}");
+        assert_eq!(variants[1]["items"]["type"], "string", "{schedule}");
+    }
+
+    #[test]
+    fn a_payload_is_documented_as_any_json_value() {
+        let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        for schema in ["CreateNotification", "NotificationView"] {
+            let payload = &document["components"]["schemas"][schema]["properties"]["payload"];
+            assert!(payload.is_object(), "{schema}: {payload}");
+            assert_ne!(payload["type"], "object", "{schema}: {payload}");
+        }
+    }
 }
