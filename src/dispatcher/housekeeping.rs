@@ -15,6 +15,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::due::rebuild::IndexState;
 use crate::due::DueIndex;
 use crate::store::delivery::PendingCursor;
 use crate::store::Store;
@@ -71,20 +72,24 @@ pub async fn run(
         if let Err(error) = index_marked(&store, &due).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
-        match due.is_indexed().await {
-            Ok(false) => match rebuild(&store, &due, &token, &shutdown).await {
-                Ok(Some((added, took))) => {
-                    metrics::counter!("hookd_index_rebuilds_total").increment(1);
-                    tracing::info!(
-                        added,
-                        took_ms = took.as_millis() as u64,
-                        "rebuilt the due index from PostgreSQL"
-                    )
+        match due.index_state().await {
+            Ok(IndexState::Missing | IndexState::OtherFormat) => {
+                match rebuild(&store, &due, &token, &shutdown).await {
+                    Ok(Some((added, took))) => {
+                        metrics::counter!("hookd_index_rebuilds_total").increment(1);
+                        tracing::info!(
+                            added,
+                            took_ms = took.as_millis() as u64,
+                            "rebuilt the due index from PostgreSQL"
+                        )
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "rebuild of the due index failed; retrying")
+                    }
                 }
-                Ok(None) => {}
-                Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
-            },
-            Ok(true) => {}
+            }
+            Ok(IndexState::Complete) => {}
             Err(error) => tracing::debug!(%error, "cannot check the due index marker"),
         }
         // Sampled here, once a second, not computed per scrape.
@@ -140,7 +145,7 @@ async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
         store.clear_needs_index(&ids).await?;
         tracing::info!(
             count = pending.len(),
-            "indexed notifications created while Redis was unreachable"
+            "indexed notifications created while Redis was unreachable, or operator events"
         );
     }
 }
@@ -156,9 +161,22 @@ pub async fn rebuild(
     if !due.lock_rebuild(token, LOCK_TTL).await? {
         return Ok(None);
     }
-    tracing::warn!(
-        "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
-    );
+    // Looked at again under the lock: another process may have rebuilt it.
+    match due.index_state().await? {
+        IndexState::Complete => {
+            due.unlock_rebuild(token).await?;
+            return Ok(None);
+        }
+        IndexState::Missing => tracing::warn!(
+            "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
+        ),
+        IndexState::OtherFormat => {
+            tracing::warn!(
+                "the due index was written by a build with another member format: clearing and rebuilding it"
+            );
+            due.clear_index().await?;
+        }
+    }
     let started = Instant::now();
     let mut cursor = None;
     let mut added = 0;
@@ -203,13 +221,17 @@ async fn purge(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<u64> {
     let mut total = 0;
+    let mut cursor = None;
     loop {
-        let deleted = store.purge_completed(before, PURGE_BATCH).await?;
+        let (deleted, next) = store.purge_completed(before, cursor, PURGE_BATCH).await?;
         total += deleted;
-        if deleted < PURGE_BATCH as u64 || shutdown.is_cancelled() {
-            return Ok(total);
+        cursor = match next {
+            Some(id) if !shutdown.is_cancelled() => Some(id),
+            _ => return Ok(total),
+        };
+        if deleted > 0 {
+            // Small batches with a breath between: retention never hogs the table.
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // Small batches with a breath between: retention never hogs the table.
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

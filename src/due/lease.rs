@@ -96,7 +96,6 @@ impl DueIndex {
             .iter()
             .map(|m| parse_member(m))
             .collect::<Result<_, _>>()?;
-        self.move_legacy_leases(&members, &ids, lease_until).await?;
         let as_ms = |s: Option<String>| s.and_then(|s| s.parse::<f64>().ok()).map(|f| f as i64);
         Ok(Claim {
             ids,
@@ -104,36 +103,6 @@ impl DueIndex {
             next_lease_ms: as_ms(next_lease),
             requeued,
         })
-    }
-
-    /// A compact id indexed as its full 16 bytes (by a hookd from before
-    /// compact members) is leased under the compact member instead, where
-    /// completion will look for it.
-    async fn move_legacy_leases(
-        &self,
-        members: &[Vec<u8>],
-        ids: &[Uuid],
-        lease_until: DateTime<Utc>,
-    ) -> Result<(), DueError> {
-        let legacy: Vec<(&[u8], Member)> = members
-            .iter()
-            .zip(ids)
-            .map(|(raw, id)| (raw.as_slice(), member(id)))
-            .filter(|(raw, compact)| *raw != compact.as_bytes())
-            .collect();
-        if legacy.is_empty() {
-            return Ok(());
-        }
-        let inflight = &self.keys().inflight;
-        let lease = score(lease_until);
-        self.run::<()>(|p| {
-            p.atomic();
-            for (raw, compact) in &legacy {
-                p.zrem(inflight, raw).ignore();
-                p.zadd(inflight, compact, lease).ignore();
-            }
-        })
-        .await
     }
 
     /// Ends leases after their outcome is committed: every id leaves

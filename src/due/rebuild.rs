@@ -18,13 +18,22 @@ static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
         r#"
 -- KEYS[1] due, KEYS[2] inflight; ARGV: score1, member1, score2, member2, ...
 -- Per chunk: one ZMSCORE on each set, one ZADD of the members in neither.
+-- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
+local function scores(key, members)
+  local found = redis.pcall('ZMSCORE', key, unpack(members))
+  if type(found) == 'table' and found.err then
+    found = {}
+    for k = 1, #members do found[k] = redis.call('ZSCORE', key, members[k]) end
+  end
+  return found
+end
 local added = 0
 for i = 1, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
   local members = {}
   for j = i + 1, last, 2 do members[#members + 1] = ARGV[j] end
-  local leased = redis.call('ZMSCORE', KEYS[2], unpack(members))
-  local queued = redis.call('ZMSCORE', KEYS[1], unpack(members))
+  local leased = scores(KEYS[2], members)
+  local queued = scores(KEYS[1], members)
   local missing = {}
   for k = 1, #members do
     if not leased[k] and not queued[k] then
@@ -51,6 +60,24 @@ return 0
     )
 });
 
+/// The marker's value starts with the format of the index's members. A
+/// build that changes the format changes this, and the first process of the
+/// new build to look clears the index and rebuilds it from PostgreSQL.
+/// `f2`: compact 14-byte members (before it, the marker held a bare time and
+/// members were 16 bytes).
+pub const INDEX_FORMAT: &str = "f2:";
+
+/// What the marker says about the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexState {
+    /// Complete, in this build's format.
+    Complete,
+    /// Lost (Redis restarted empty, was flushed or failed over) or never built.
+    Missing,
+    /// Complete, but written by a build with another member format.
+    OtherFormat,
+}
+
 impl DueIndex {
     fn marker_key(&self) -> String {
         format!("{0}:{{{0}}}:indexed", self.prefix())
@@ -60,21 +87,47 @@ impl DueIndex {
         format!("{0}:{{{0}}}:rebuild-lock", self.prefix())
     }
 
-    /// Whether the index is known to be complete.
-    pub async fn is_indexed(&self) -> Result<bool, DueError> {
+    /// Whether the index is known to be complete, and in this build's format.
+    pub async fn index_state(&self) -> Result<IndexState, DueError> {
         let key = self.marker_key();
-        let (exists,): (bool,) = self
+        let (marker,): (Option<String>,) = self
             .run(|p| {
-                p.exists(&key);
+                p.get(&key);
             })
             .await?;
-        Ok(exists)
+        Ok(match marker {
+            None => IndexState::Missing,
+            Some(value) if value.starts_with(INDEX_FORMAT) => IndexState::Complete,
+            Some(_) => IndexState::OtherFormat,
+        })
+    }
+
+    /// Whether the index is complete and current (see `index_state`).
+    pub async fn is_indexed(&self) -> Result<bool, DueError> {
+        Ok(self.index_state().await? == IndexState::Complete)
     }
 
     pub async fn mark_indexed(&self) -> Result<(), DueError> {
         let key = self.marker_key();
+        let value = format!("{INDEX_FORMAT}{}", Utc::now().timestamp_millis());
         self.run::<()>(|p| {
-            p.set(&key, Utc::now().timestamp_millis()).ignore();
+            p.set(&key, value).ignore();
+        })
+        .await
+    }
+
+    /// Drops the whole index, leases included, and its marker: what a rebuild
+    /// does first when it finds an index of another format. Deliveries in
+    /// flight then may be sent once more (the rebuild cannot tell them from
+    /// the rest), as after any loss of Redis.
+    pub async fn clear_index(&self) -> Result<(), DueError> {
+        let keys = self.keys().clone();
+        let marker = self.marker_key();
+        self.run::<()>(|p| {
+            p.atomic();
+            p.del(&keys.due).ignore();
+            p.del(&keys.inflight).ignore();
+            p.del(&marker).ignore();
         })
         .await
     }

@@ -370,13 +370,25 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
 
     let store = hookd::store::Store::new(pool.clone());
     let before = chrono::Utc::now() - chrono::Duration::days(30);
+    // Walk the old part of the key space two rows at a time.
+    let (mut deleted, mut cursor, mut calls) = (0, None, 0);
+    loop {
+        let (batch, next) = store.purge_completed(before, cursor, 2).await.unwrap();
+        assert!(batch <= 2, "batches are bounded");
+        deleted += batch;
+        calls += 1;
+        match next {
+            Some(id) => cursor = Some(id),
+            None => break,
+        }
+        assert!(calls <= 3, "five old rows take three batches of two");
+    }
+    assert_eq!(deleted, 3);
+    // A new walk finds nothing more to delete.
     assert_eq!(
-        store.purge_completed(before, 2).await.unwrap(),
-        2,
-        "batches are bounded"
+        store.purge_completed(before, None, 10).await.unwrap(),
+        (0, None)
     );
-    assert_eq!(store.purge_completed(before, 2).await.unwrap(), 1);
-    assert_eq!(store.purge_completed(before, 2).await.unwrap(), 0);
     let counts: (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM notifications WHERE status = 'succeeded'), \
                 (SELECT count(*) FROM notifications WHERE status = 'pending'), \
@@ -396,4 +408,62 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
         .await
         .unwrap();
     assert_eq!(kept, 2);
+}
+
+#[sqlx::test]
+async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notification_sent_once(
+    pool: PgPool,
+) {
+    let redis = RedisServer::start().await;
+    let app = spawn_app_with(pool, &redis.url(), "").await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    eventually(DEADLINE, "the index marker", || async {
+        app.state.due.is_indexed().await.ok().filter(|i| *i)
+    })
+    .await;
+    submit(&app, "shop", 200, json!({"delay": "3s"})).await;
+    // What a build before compact members leaves behind: every id as its 16
+    // bytes, and a marker that holds a bare time. Rewritten in one MULTI, so
+    // the housekeeper sees the old index whole or not at all.
+    let keys = app.state.due.keys().clone();
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let entries: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+        .arg(&keys.due)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(entries.len(), 200);
+    assert!(entries.iter().all(|(member, _)| member.len() == 14));
+    let mut rewrite = redis::pipe();
+    rewrite.atomic();
+    for (member, score) in &entries {
+        let id = hookd::due::parse_member(member).unwrap();
+        rewrite.zrem(&keys.due, member).ignore();
+        rewrite
+            .zadd(&keys.due, id.as_bytes().as_slice(), *score)
+            .ignore();
+    }
+    let marker = format!("{0}:{{{0}}}:indexed", app.state.due.prefix());
+    rewrite.set(&marker, "1795000000000").ignore();
+    let _: () = rewrite.query_async(&mut conn).await.unwrap();
+
+    let (distinct, total) = receiver.wait_distinct("/hook", 200, DEADLINE).await;
+    assert_eq!((distinct, total), (200, 200));
+    // Every lease ended: none is left under a member completion cannot find.
+    eventually(DEADLINE, "no lease left behind", || async {
+        let leased: u64 = redis::cmd("ZCARD")
+            .arg(&keys.inflight)
+            .query_async(&mut conn.clone())
+            .await
+            .unwrap();
+        (leased == 0).then_some(())
+    })
+    .await;
+    assert!(app.state.due.is_indexed().await.unwrap());
 }
