@@ -126,7 +126,7 @@ impl App {
         };
         let router = match self.role {
             Role::All | Role::Api => api::router(self.state.clone()),
-            Role::Dispatcher => api::operations_router().with_state(self.state.clone()),
+            Role::Dispatcher => api::operations_only_router(self.state.clone()),
         };
         tracing::info!(address = %self.local_addr(), role = ?self.role, dispatching, "hookd ready");
         let served = axum::serve(self.listener, router)

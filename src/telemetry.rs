@@ -94,7 +94,7 @@ fn describe() {
     );
     describe_counter!(
         "hookd_deferred_indexed_total",
-        "Notifications indexed late because Redis was unreachable when they were created"
+        "Notifications indexed by the housekeeper, not at creation: created while Redis was unreachable, or operator events written by PostgreSQL"
     );
     describe_counter!(
         "hookd_endpoints_disabled_total",

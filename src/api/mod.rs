@@ -111,7 +111,6 @@ impl AppState {
 
 /// The whole API: resources behind bearer auth, operations open.
 pub fn router(state: AppState) -> Router {
-    let max_request_bytes = state.settings.api.max_request_bytes;
     let resources = Router::new()
         .merge(endpoints::router())
         .merge(notifications::router())
@@ -119,16 +118,28 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_token,
         ));
-    operations_router()
-        .merge(resources)
+    finish(operations_router().merge(resources), state)
+}
+
+/// What a dispatcher-only process serves: the operations routes, with the
+/// same error shape, limits and request metrics as the whole API.
+pub fn operations_only_router(state: AppState) -> Router {
+    finish(operations_router(), state)
+}
+
+/// The layers every router shares. Panics become a 500 in the API's error
+/// shape inside the request counter, so they are counted too.
+fn finish(routes: Router<AppState>, state: AppState) -> Router {
+    let max_request_bytes = state.settings.api.max_request_bytes;
+    routes
         .fallback(|| async { ApiError::NotFound("route") })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_request_bytes))
-        .layer(axum::middleware::from_fn(count_requests))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a request handler panicked");
             axum::response::IntoResponse::into_response(ApiError::Internal)
         }))
+        .layer(axum::middleware::from_fn(count_requests))
         .with_state(state)
 }
 

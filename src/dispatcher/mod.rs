@@ -233,6 +233,7 @@ impl Dispatcher {
                 let in_flight = shared.in_flight.lock().expect("in-flight lock");
                 in_flight.ids.iter().map(|id| (*id, Utc::now())).collect()
             };
+            metrics::gauge!("hookd_deliveries_in_flight").set(0.0);
             tracing::warn!(
                 count = unfinished.len(),
                 "giving back deliveries that did not finish in time"

@@ -1,16 +1,18 @@
 //! Notification and endpoint ids: UUIDv7 (RFC 9562), time-ordered, with 64
-//! random bits, so that an id fits in 14 bytes where it is stored by the
-//! million (the Redis due index; see `due::member`).
+//! bits after the time, so that an id fits in 14 bytes where it is stored by
+//! the million (the Redis due index; see `due::member`).
 //!
 //! A UUIDv7 has 48 bits of unix milliseconds, 4 version bits, 12 bits
 //! `rand_a`, 2 variant bits and 62 bits `rand_b`. hookd keeps the top 10 bits
 //! of `rand_a` at zero: the 4 version and 2 variant bits are fixed anyway, so
-//! the other 112 bits (48 of time, 64 random) are the whole id. RFC 9562
-//! leaves `rand_a` to the implementation; 64 random bits per millisecond keep
-//! ids unique (and PostgreSQL's primary key refuses a collision in any case).
+//! the other 112 bits (48 of time, 64 after it) are the whole id. RFC 9562
+//! leaves `rand_a` to the implementation.
 //!
-//! Within one millisecond, ids of one process count up from a random start,
-//! so they still sort in creation order (newest-first listings rely on it).
+//! The 64 bits start each millisecond at a random value below 2^63, and a
+//! process's later ids in the same millisecond count up from it by random
+//! steps of 1 to 2^32, so they still sort in creation order (newest-first
+//! listings rely on it). Two processes colliding in one millisecond need the
+//! same 63 random bits; PostgreSQL's primary key refuses a collision anyway.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -106,10 +106,6 @@ impl Sender {
         let guard = Guard::new(settings.allow_networks.clone());
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            // No silent re-sends: every send is an attempt hookd records and
-            // schedules itself. (reqwest retries HTTP/2 protocol refusals by
-            // default, cloning every request's headers and body to be able to.)
-            .retry(reqwest::retry::never().max_retries_per_request(0))
             // A proxy would resolve names itself, past the address guard.
             .no_proxy()
             .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))

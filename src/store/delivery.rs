@@ -14,8 +14,9 @@ use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
 
-/// A claimed notification, as the dispatcher needs it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A claimed notification, as the dispatcher needs it. `Debug` leaves out
+/// the body and the custom headers (which may carry credentials).
+#[derive(Clone, sqlx::FromRow)]
 pub struct DueNotification {
     pub id: Uuid,
     pub endpoint_id: Uuid,
@@ -29,6 +30,18 @@ pub struct DueNotification {
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for DueNotification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DueNotification")
+            .field("id", &self.id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("status", &self.status)
+            .field("attempts", &self.attempts)
+            .field("next_attempt_at", &self.next_attempt_at)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DueNotification {
@@ -363,32 +376,42 @@ impl Store {
         .await?)
     }
 
-    /// Deletes up to `limit` final notifications completed before `before`,
-    /// with their attempts. Returns how many.
+    /// Deletes the final notifications completed before `before`, with
+    /// their attempts, among the next `limit` rows of the primary key after
+    /// `after`. Returns how many it deleted and where to go on from (`None`
+    /// once the walk is done).
     ///
     /// There is no index on `completed_at` (it would cost an entry on every
     /// completion): a notification completed before `before` was created
-    /// before it, and ids are UUIDv7, so the scan walks the primary key up to
-    /// the first id of that millisecond. What it passes over without deleting
-    /// is only what was created that long ago and is still pending or
-    /// completed recently: rare, and few.
+    /// before it, and ids are UUIDv7, so the walk covers the primary key up
+    /// to the first id of that millisecond. Rows it keeps (created that long
+    /// ago but pending, say for a disabled endpoint, or completed lately) are
+    /// passed over once per walk, not once per batch.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
+        after: Option<Uuid>,
         limit: i64,
-    ) -> Result<u64, StoreError> {
-        let result = sqlx::query(
-            "DELETE FROM notifications WHERE id IN ( \
-                 SELECT id FROM notifications \
-                 WHERE id < $3 AND completed_at < $1 AND status <> 'pending' \
-                 ORDER BY id LIMIT $2)",
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
+            "WITH scanned AS ( \
+                 SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
+                 FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
+             ), deleted AS ( \
+                 DELETE FROM notifications WHERE id IN (SELECT id FROM scanned WHERE expired) \
+                 RETURNING 1 \
+             ) \
+             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
+                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
         )
         .bind(before)
         .bind(limit)
         .bind(first_id_at(before))
-        .execute(&self.pool)
+        .bind(after.unwrap_or(Uuid::nil()))
+        .fetch_one(&self.pool)
         .await?;
-        Ok(result.rows_affected())
+        let next = if scanned < limit { None } else { last };
+        Ok((deleted as u64, next))
     }
 }
 

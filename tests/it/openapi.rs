@@ -106,6 +106,7 @@ async fn every_documented_operation_reaches_a_handler_of_the_live_router(pool: P
             let response = app
                 .client
                 .request(method.clone(), format!("{}{concrete}", app.base))
+                .bearer_auth(crate::helpers::TOKEN)
                 .header("content-type", "application/json")
                 .body("{}")
                 .send()
@@ -114,6 +115,7 @@ async fn every_documented_operation_reaches_a_handler_of_the_live_router(pool: P
             let status = response.status();
             let body = response.text().await.unwrap();
             assert_ne!(status, 405, "{method} {path}: {body}");
+            assert_ne!(status, 401, "{method} {path}: the probe must pass auth");
             assert!(
                 !body.contains("route not found"),
                 "{method} {path} fell through to the router's fallback: {body}"
