@@ -229,6 +229,25 @@ async fn post_batches(client: &reqwest::Client, base: &str, bodies: Vec<String>,
     }
 }
 
+/// Waits until PostgreSQL is quiet (a checkpoint done, no autovacuum worker
+/// busy, for at most 20 s), so that the work left over from the previous run
+/// does not land in the next measurement.
+async fn settle(pool: &PgPool) {
+    sqlx::query("CHECKPOINT").execute(pool).await.unwrap();
+    for _ in 0..200 {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if busy == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Requests/s of `client` against the receiver, `SENDER_IN_FLIGHT` at a time.
 async fn raw_run(client: &reqwest::Client, received: &Received, url: &str, count: u64) -> f64 {
     received.reset();
@@ -501,9 +520,9 @@ async fn main() {
     // limit (the same receiver hit directly by the same HTTP client at the
     // same concurrency) measured just before it: this machine's speed drifts
     // by tens of percent over minutes, so each delivery run is compared with
-    // its own raw run, and the median of those ratios is reported. The raw
-    // run goes first so that PostgreSQL's work after a delivery run
-    // (autovacuum, checkpoints) does not slow it.
+    // its own raw run, and the median of those ratios is reported. Before
+    // each pair, PostgreSQL is let settle (`settle`), so that the previous
+    // run's leftover work (autovacuum, checkpoint) slows neither side.
     if want("delivery") {
         let mut rates = Vec::new();
         let mut written = Vec::new();
@@ -512,6 +531,7 @@ async fn main() {
         let mut costs = Vec::new();
         for run in 0..runs {
             reset(&pool).await;
+            settle(&pool).await;
             let raw = raw_run(&client, &received, &receiver_url, 50_000).await;
             let figures = delivery_run(
                 &pool,
@@ -666,37 +686,8 @@ async fn main() {
             with_backlog.push(figures.rate);
             cost_with.push(figures.relative_cost);
         }
-        // Without the backlog again, so that a drift of the machine's speed
-        // during the figure shows up on both sides of the ratio.
-        sqlx::query("DELETE FROM notifications WHERE endpoint_id = $1 AND status = 'pending'")
-            .bind(endpoint_id)
-            .execute(&pool)
-            .await
-            .unwrap();
-        for statement in ["VACUUM ANALYZE notifications", "CHECKPOINT"] {
-            sqlx::query(statement).execute(&pool).await.unwrap();
-        }
-        let _: () = redis::cmd("DEL")
-            .arg(format!("{prefix}:{{{prefix}}}:due"))
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        for _ in 0..runs {
-            let figures = delivery_run(
-                &pool,
-                &database_url,
-                &redis_url,
-                prefix,
-                &received,
-                &receiver_url,
-                20_000,
-            )
-            .await;
-            without.push(figures.rate);
-            cost_without.push(figures.relative_cost);
-        }
         println!(
-        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without (runs before and after): ratio {:.2}",
+        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without: ratio {:.2}",
         median(with_backlog.clone()),
         median(without.clone()),
         median(with_backlog) / median(without)
