@@ -35,18 +35,21 @@ fn routed() -> BTreeSet<(String, String)> {
     routes
 }
 
-#[sqlx::test]
-async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPool) {
-    let app = spawn_app(pool).await;
-    let document: Value = app
-        .client
+async fn document(app: &crate::helpers::TestApp) -> Value {
+    app.client
         .get(format!("{}/openapi.json", app.base))
         .send()
         .await
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[sqlx::test]
+async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let document = document(&app).await;
     assert!(document["openapi"].as_str().unwrap().starts_with("3."));
     let mut documented = BTreeSet::new();
     let mut operation_ids = BTreeSet::new();
@@ -79,15 +82,7 @@ async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPoo
 #[sqlx::test]
 async fn every_documented_operation_reaches_a_handler_of_the_live_router(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let document: Value = app
-        .client
-        .get(format!("{}/openapi.json", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document = document(&app).await;
     let mut probed = 0;
     for (path, operations) in document["paths"].as_object().unwrap() {
         let concrete: String = path
