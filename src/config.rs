@@ -241,19 +241,43 @@ impl Settings {
             ),
             ("redis.timeout_ms", self.redis.timeout_ms, 600_000),
             (
+                "sender.timeout_ms",
+                self.sender.timeout_ms,
+                MAX_ENDPOINT_TIMEOUT.as_millis() as u64,
+            ),
+            (
                 "sender.connect_timeout_ms",
                 self.sender.connect_timeout_ms,
                 300_000,
+            ),
+            (
+                "sender.max_in_flight",
+                self.sender.max_in_flight as u64,
+                100_000,
+            ),
+            (
+                "dispatcher.batch_size",
+                self.dispatcher.batch_size as u64,
+                10_000,
+            ),
+            (
+                "dispatcher.max_idle_ms",
+                self.dispatcher.max_idle_ms,
+                60_000,
             ),
         ] {
             if !(1..=max).contains(&value) {
                 return Err(invalid(key, &format!("must be between 1 and {max}")));
             }
         }
-        if self.sender.max_response_bytes < 4096 || self.sender.max_response_bytes > 64 << 20 {
+        if !(crate::sender::STORED_BODY_BYTES..=64 << 20).contains(&self.sender.max_response_bytes)
+        {
             return Err(invalid(
                 "sender.max_response_bytes",
-                "must be between 4096 (the part of a response kept) and 67108864",
+                &format!(
+                    "must be between {} (the part of a response kept) and 67108864",
+                    crate::sender::STORED_BODY_BYTES
+                ),
             ));
         }
         if self.api.tokens.iter().any(|t| t.expose().trim().len() < 8) {
@@ -262,39 +286,16 @@ impl Settings {
                 "each token must have at least 8 characters",
             ));
         }
-        if self.sender.timeout_ms == 0
-            || self.sender.timeout_ms > MAX_ENDPOINT_TIMEOUT.as_millis() as u64
-        {
-            return Err(invalid("sender.timeout_ms", "must be between 1 and 300000"));
-        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             return Err(invalid(
                 "log.filter",
                 "must be a tracing filter such as \"info\" or \"info,hookd::dispatcher=debug\"",
             ));
         }
-        if !(1..=100_000).contains(&self.sender.max_in_flight) {
-            return Err(invalid(
-                "sender.max_in_flight",
-                "must be between 1 and 100000",
-            ));
-        }
-        if self.dispatcher.batch_size == 0 || self.dispatcher.batch_size > 10_000 {
-            return Err(invalid(
-                "dispatcher.batch_size",
-                "must be between 1 and 10000",
-            ));
-        }
         if self.dispatcher.endpoint_max_in_flight == 0 {
             return Err(invalid(
                 "dispatcher.endpoint_max_in_flight",
                 "must be at least 1",
-            ));
-        }
-        if !(1..=60_000).contains(&self.dispatcher.max_idle_ms) {
-            return Err(invalid(
-                "dispatcher.max_idle_ms",
-                "must be between 1 and 60000",
             ));
         }
         if self.dispatcher.lease_ms > 24 * 3600 * 1000 {

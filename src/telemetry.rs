@@ -104,10 +104,21 @@ fn describe() {
 
 /// Counters exist from the start at 0, so a dashboard or an alert on
 /// `rate(hookd_deliveries_total{outcome="failed"}[5m])` works before the
-/// first failure. Their label values are the fixed sets below.
+/// first failure. Their label values come from the functions that label
+/// real deliveries, so the two cannot drift apart.
 fn register_at_zero() {
-    for outcome in ["succeeded", "retry", "failed"] {
-        for class in ["2xx", "3xx", "4xx", "5xx", "other", "none"] {
+    use crate::domain::outcome::{FailReason, Outcome};
+    let outcomes = [
+        Outcome::Succeeded,
+        Outcome::Retry {
+            at: chrono::DateTime::UNIX_EPOCH,
+        },
+        Outcome::Failed(FailReason::Exhausted),
+    ]
+    .map(|o| o.as_str());
+    let classes = [Some(200), Some(300), Some(400), Some(500), Some(600), None].map(status_class);
+    for outcome in outcomes {
+        for class in classes {
             metrics::counter!("hookd_deliveries_total", "outcome" => outcome, "status_class" => class)
                 .absolute(0);
         }

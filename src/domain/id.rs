@@ -61,6 +61,15 @@ fn from_parts(ms: u64, random: u64) -> Uuid {
     Uuid::from_bytes(bytes)
 }
 
+/// The smallest UUID of millisecond `ms` (unix time): every id made in an
+/// earlier millisecond sorts below it, every id made in it or later does not.
+/// A bound for walking the primary key by creation time.
+pub fn first_of_ms(ms: i64) -> Uuid {
+    let mut bytes = [0u8; 16];
+    bytes[..6].copy_from_slice(&(ms.max(0) as u64).to_be_bytes()[2..]);
+    Uuid::from_bytes(bytes)
+}
+
 /// The 14 bytes that hold `id`, if it is a compact id (every id hookd makes
 /// is; ids from elsewhere may not be).
 pub fn compact(id: &Uuid) -> Option<[u8; COMPACT_LEN]> {
@@ -130,6 +139,25 @@ mod tests {
             compact(&Uuid::parse_str("01a2018b-9ae4-7432-85bb-4e0096803faa").unwrap()),
             None
         );
+    }
+
+    #[test]
+    fn ids_made_before_a_time_sort_below_its_first_id_and_later_ones_above() {
+        let ms = 1_795_000_000_123_i64;
+        let id_at = |ms: i64| {
+            let ts = uuid::Timestamp::from_unix(
+                uuid::NoContext,
+                (ms / 1000) as u64,
+                ((ms % 1000) * 1_000_000) as u32,
+            );
+            Uuid::new_v7(ts)
+        };
+        let bound = first_of_ms(ms + 1);
+        for _ in 0..100 {
+            assert!(id_at(ms) < bound);
+            assert!(id_at(ms - 1) < bound);
+            assert!(id_at(ms + 1) > bound);
+        }
     }
 
     #[test]

@@ -117,7 +117,8 @@ impl Sender {
         Ok(Self {
             client,
             guard,
-            max_response_bytes: settings.max_response_bytes.max(STORED_BODY_BYTES),
+            // At least STORED_BODY_BYTES: checked when the settings load.
+            max_response_bytes: settings.max_response_bytes,
         })
     }
 

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::notifications::Notification;
 use super::{Store, StoreError};
+use crate::domain::id;
 use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
@@ -406,44 +407,11 @@ impl Store {
         )
         .bind(before)
         .bind(limit)
-        .bind(first_id_at(before))
+        .bind(id::first_of_ms(before.timestamp_millis() + 1))
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_one(&self.pool)
         .await?;
         let next = if scanned < limit { None } else { last };
         Ok((deleted as u64, next))
-    }
-}
-
-/// The smallest UUIDv7 of the millisecond after `at`: every id made at or
-/// before `at` sorts below it.
-fn first_id_at(at: DateTime<Utc>) -> Uuid {
-    let ms = (at.timestamp_millis() + 1).max(0) as u64;
-    let mut bytes = [0u8; 16];
-    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    Uuid::from_bytes(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_made_before_a_time_sort_below_its_first_id_and_later_ones_above() {
-        let ms = 1_795_000_000_123_i64;
-        let id_at = |ms: i64| {
-            let ts = uuid::Timestamp::from_unix(
-                uuid::NoContext,
-                (ms / 1000) as u64,
-                ((ms % 1000) * 1_000_000) as u32,
-            );
-            Uuid::new_v7(ts)
-        };
-        let at = DateTime::from_timestamp_millis(ms).unwrap();
-        for _ in 0..100 {
-            assert!(id_at(ms) < first_id_at(at));
-            assert!(id_at(ms - 1) < first_id_at(at));
-            assert!(id_at(ms + 1) > first_id_at(at));
-        }
     }
 }

@@ -50,8 +50,9 @@ async fn redis_command(url: &str, command: &str) {
     let _: () = redis::cmd(command).query_async(&mut conn).await.unwrap();
 }
 
-#[sqlx::test]
-async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(pool: PgPool) {
+/// An app on a Redis of its own, with endpoint `shop` delivering to a
+/// receiver, once its due index is marked complete.
+async fn shop_on_own_redis(pool: PgPool) -> (RedisServer, TestApp, Receiver) {
     let redis = RedisServer::start().await;
     let app = spawn_app_with(pool, &redis.url(), "").await;
     let receiver = Receiver::start().await;
@@ -61,6 +62,12 @@ async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(pool: PgP
         app.state.due.is_indexed().await.ok().filter(|i| *i)
     })
     .await;
+    (redis, app, receiver)
+}
+
+#[sqlx::test]
+async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(pool: PgPool) {
+    let (redis, app, receiver) = shop_on_own_redis(pool).await;
     submit(&app, "shop", 1000, json!({"delay": "2s"})).await;
     redis_command(&redis.url(), "FLUSHALL").await;
     let (distinct, total) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
@@ -414,15 +421,7 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
 async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notification_sent_once(
     pool: PgPool,
 ) {
-    let redis = RedisServer::start().await;
-    let app = spawn_app_with(pool, &redis.url(), "").await;
-    let receiver = Receiver::start().await;
-    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
-        .await;
-    eventually(DEADLINE, "the index marker", || async {
-        app.state.due.is_indexed().await.ok().filter(|i| *i)
-    })
-    .await;
+    let (redis, app, receiver) = shop_on_own_redis(pool).await;
     submit(&app, "shop", 200, json!({"delay": "3s"})).await;
     // What a build before compact members leaves behind: every id as its 16
     // bytes, and a marker that holds a bare time. Rewritten in one MULTI, so
