@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
 
-pub const TOKEN: &str = "test-token-0123456789";
+pub const TOKEN: &str = "test-token-0123456789abcdef";
 
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").expect("REDIS_URL is set: run the suite with scripts/test")
