@@ -12,6 +12,8 @@ use figment::Figment;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::domain::scope::{Scope, Scopes};
+
 /// The defaults, compiled in so hookd never depends on its working directory.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
@@ -91,7 +93,7 @@ pub struct RedisSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApiSettings {
-    pub tokens: Vec<Secret>,
+    pub tokens: Vec<TokenSpec>,
     pub max_payload_bytes: usize,
     pub max_request_bytes: usize,
 }
@@ -129,6 +131,131 @@ pub struct LogSettings {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// One entry of `api.tokens`: a plain string (an `admin` token, as before
+/// scopes existed) or a table with a name, the token or its SHA-256, and
+/// scopes.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum TokenSpec {
+    Plain(Secret),
+    Scoped(ScopedToken),
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopedToken {
+    /// Shows in audit events and logs, never the token.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// Hex SHA-256 of the token, so a config file need not hold the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Secret>,
+    pub scopes: Vec<Scope>,
+}
+
+/// A token as hookd checks it: only its digest is kept.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub name: String,
+    pub digest: [u8; 32],
+    pub scopes: Scopes,
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credential")
+            .field("name", &self.name)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// 128 bits as base64 take 22 characters; a shorter token is guessable.
+pub const MIN_TOKEN_CHARS: usize = 22;
+
+impl TokenSpec {
+    /// The credential this entry stands for, or why it is invalid. Plain
+    /// entries are named by their place in the list (`token-1`, ...).
+    fn credential(&self, index: usize) -> Result<Credential, String> {
+        let long_enough = |token: &Secret| {
+            if token.expose().chars().count() < MIN_TOKEN_CHARS {
+                Err(format!(
+                    "each token must have at least {MIN_TOKEN_CHARS} characters (128 bits as base64)"
+                ))
+            } else {
+                Ok(digest(token.expose()))
+            }
+        };
+        match self {
+            TokenSpec::Plain(token) => Ok(Credential {
+                name: format!("token-{}", index + 1),
+                digest: long_enough(token)?,
+                scopes: Scopes::ALL,
+            }),
+            TokenSpec::Scoped(entry) => {
+                let name_ok = (1..=64).contains(&entry.name.len())
+                    && entry
+                        .name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+                if !name_ok {
+                    return Err("each name is 1 to 64 of A-Z a-z 0-9 _ - . :".into());
+                }
+                if entry.scopes.is_empty() {
+                    return Err(format!("`{}` needs at least one scope", entry.name));
+                }
+                let digest = match (&entry.token, &entry.sha256) {
+                    (Some(token), None) => long_enough(token)?,
+                    (None, Some(hex)) => parse_digest(hex.expose())
+                        .ok_or_else(|| format!("`{}`: sha256 is 64 hex digits", entry.name))?,
+                    _ => {
+                        return Err(format!(
+                            "`{}` needs exactly one of token or sha256",
+                            entry.name
+                        ))
+                    }
+                };
+                Ok(Credential {
+                    name: entry.name.clone(),
+                    digest,
+                    scopes: Scopes::of(&entry.scopes),
+                })
+            }
+        }
+    }
+}
+
+/// SHA-256 of a token: what hookd compares, in constant time.
+pub fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+impl ApiSettings {
+    /// The configured tokens as credentials (validated at load, so this
+    /// cannot fail afterwards; invalid entries are left out).
+    pub fn credentials(&self) -> Vec<Credential> {
+        self.tokens
+            .iter()
+            .enumerate()
+            .filter_map(|(i, spec)| spec.credential(i).ok())
+            .collect()
+    }
 }
 
 /// Largest per-attempt timeout an endpoint may ask for, whatever the lease.
@@ -280,11 +407,21 @@ impl Settings {
                 ),
             ));
         }
-        if self.api.tokens.iter().any(|t| t.expose().trim().len() < 8) {
-            return Err(invalid(
-                "api.tokens",
-                "each token must have at least 8 characters",
-            ));
+        let mut names = std::collections::HashSet::new();
+        let mut digests = std::collections::HashSet::new();
+        for (i, spec) in self.api.tokens.iter().enumerate() {
+            let credential = spec
+                .credential(i)
+                .map_err(|reason| invalid("api.tokens", &reason))?;
+            if !names.insert(credential.name.clone()) {
+                return Err(invalid(
+                    "api.tokens",
+                    &format!("the name `{}` is used twice", credential.name),
+                ));
+            }
+            if !digests.insert(credential.digest) {
+                return Err(invalid("api.tokens", "two entries hold the same token"));
+            }
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             return Err(invalid(
@@ -505,7 +642,7 @@ mod tests {
             Settings::from_toml_overrides("[server]\nlisten = \"0.0.0.0:9000\"\n").unwrap();
         assert_eq!(settings.bind_address(), "127.0.0.1:9000".parse().unwrap());
         let settings = Settings::from_toml_overrides(
-            "[server]\nlisten = \"0.0.0.0:9000\"\n[api]\ntokens = [\"0123456789\"]\n",
+            "[server]\nlisten = \"0.0.0.0:9000\"\n[api]\ntokens = [\"0123456789abcdefghijklmn\"]\n",
         )
         .unwrap();
         assert_eq!(settings.bind_address(), "0.0.0.0:9000".parse().unwrap());
@@ -514,7 +651,7 @@ mod tests {
     #[test]
     fn secrets_never_print() {
         let settings = Settings::from_toml_overrides(
-            "[database]\nurl = \"postgres://u:hunter2@db/hookd\"\n[api]\ntokens = [\"tok-hunter2\"]\n",
+            "[database]\nurl = \"postgres://u:hunter2@db/hookd\"\n[api]\ntokens = [\"tok-hunter2-0123456789abcdef\"]\n",
         )
         .unwrap();
         assert!(!format!("{settings:?}").contains("hunter2"));
@@ -615,6 +752,46 @@ mod tests {
             let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();
             assert!(message.contains(key), "{toml:?} gave {message:?}");
             assert!(!message.contains('\n'), "{toml:?} gave {message:?}");
+            assert!(!message.contains("hunter2"), "{toml:?} gave {message:?}");
+        }
+    }
+
+    #[test]
+    fn scoped_tokens_load_by_token_or_digest_and_plain_ones_mean_admin() {
+        let settings = Settings::from_toml_overrides(
+            "[api]\ntokens = [\"plain-0123456789abcdefghij\", \
+             { name = \"checkout\", token = \"checkout-0123456789abcdef\", scopes = [\"write\"] }, \
+             { name = \"dash\", sha256 = \"d0c1a6ef0bc8f4cdf6d4ea55e1cc4f6f1e9a2a10cd1fd3c5e4a5b7ef2b73f7a2\", scopes = [\"read\"] }]\n",
+        )
+        .unwrap();
+        let credentials = settings.api.credentials();
+        assert_eq!(credentials.len(), 3);
+        assert_eq!(credentials[0].name, "token-1");
+        assert!(credentials[0].scopes.allow(Scope::Secrets));
+        assert_eq!(credentials[1].digest, digest("checkout-0123456789abcdef"));
+        assert!(credentials[1].scopes.allow(Scope::Write));
+        assert!(!credentials[1].scopes.allow(Scope::Read));
+        assert_eq!(credentials[2].digest[0], 0xd0);
+        let shown = settings.to_masked_toml();
+        assert!(!shown.contains("checkout-0123456789abcdef"), "{shown}");
+        assert!(shown.contains("checkout"), "{shown}");
+    }
+
+    #[test]
+    fn bad_token_entries_are_refused_without_echoing_them() {
+        for toml in [
+            "[api]\ntokens = [{ name = \"a\", token = \"hunter2-short\", scopes = [\"read\"] }]\n",
+            "[api]\ntokens = [{ name = \"a\", token = \"hunter2-0123456789abcdefgh\", scopes = [] }]\n",
+            "[api]\ntokens = [{ name = \"a b\", token = \"hunter2-0123456789abcdefgh\", scopes = [\"read\"] }]\n",
+            "[api]\ntokens = [{ name = \"a\", sha256 = \"hunter2\", scopes = [\"read\"] }]\n",
+            "[api]\ntokens = [{ name = \"a\", scopes = [\"read\"] }]\n",
+            "[api]\ntokens = [{ name = \"a\", token = \"hunter2-0123456789abcdefgh\", scopes = [\"root\"] }]\n",
+            "[api]\ntokens = [{ name = \"a\", token = \"hunter2-0123456789abcdefgh\", scopes = [\"read\"] }, \
+             { name = \"a\", token = \"hunter2-0123456789abcdefgX\", scopes = [\"read\"] }]\n",
+            "[api]\ntokens = [\"hunter2-0123456789abcdefgh\", \"hunter2-0123456789abcdefgh\"]\n",
+        ] {
+            let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();
+            assert!(message.contains("api.tokens"), "{toml:?} gave {message:?}");
             assert!(!message.contains("hunter2"), "{toml:?} gave {message:?}");
         }
     }

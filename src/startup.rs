@@ -71,6 +71,7 @@ impl App {
         let state = AppState {
             store,
             due,
+            auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings: Arc::new(settings),
             wake: Arc::new(Notify::new()),
             ingest,

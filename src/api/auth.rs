@@ -1,46 +1,370 @@
-//! Bearer-token authentication against `api.tokens`. With no tokens
-//! configured the API is open, and hookd binds only to loopback.
+//! Who is calling, and whether they may. Every resource route needs a
+//! scope, decided in one table (`required_scope`) from the method and the
+//! route template, so a new route is `admin` until someone says otherwise.
+//! Tokens are compared as SHA-256 digests in constant time. With no tokens
+//! configured (local development) the API is open, but only to this
+//! machine's own tools: a web page in a browser on the same machine can
+//! neither read nor change anything (`local_only`).
 
-use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
+use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
+use uuid::Uuid;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::config::{digest, ApiSettings, Credential};
+use crate::domain::scope::{Scope, Scopes};
 
-pub async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let tokens = &state.settings.api.tokens;
-    if tokens.is_empty() {
-        return Ok(next.run(request).await);
-    }
-    let presented = request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            let (scheme, token) = value.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .ok_or(ApiError::Unauthorized)?;
-    // Compare against every token in constant time: no early exit that would
-    // time-leak how much of a token matched.
-    let matched = tokens.iter().fold(false, |found, token| {
-        found | constant_time_eq(token.expose().as_bytes(), presented.as_bytes())
-    });
-    if !matched {
-        return Err(ApiError::Unauthorized);
-    }
-    Ok(next.run(request).await)
+/// The configured tokens, digested once at start-up.
+#[derive(Debug)]
+pub struct Auth {
+    credentials: Vec<Credential>,
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Who made a request: the token's name (never the token) and its scopes.
+/// Handlers and audit events read it from the request's extensions.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub name: Arc<str>,
+    pub scopes: Scopes,
+}
+
+/// The id a successful admin action created or changed, for its audit event
+/// (a handler puts it in the response's extensions).
+#[derive(Debug, Clone, Copy)]
+pub struct Audited(pub Uuid);
+
+impl Auth {
+    pub fn new(settings: &ApiSettings) -> Self {
+        Self {
+            credentials: settings.credentials(),
+        }
     }
+
+    /// No tokens: the open, loopback-only mode.
+    pub fn is_open(&self) -> bool {
+        self.credentials.is_empty()
+    }
+
+    /// The caller a presented token stands for. Every configured digest is
+    /// compared, each in constant time, whatever matched: neither the
+    /// time taken nor an early exit tells how close a guess came.
+    pub fn identify(&self, presented: &str) -> Option<Caller> {
+        let presented = digest(presented);
+        let mut found = None;
+        for credential in &self.credentials {
+            if constant_time_eq(&credential.digest, &presented) {
+                found = Some(credential);
+            }
+        }
+        found.map(|c| Caller {
+            name: c.name.as_str().into(),
+            scopes: c.scopes,
+        })
+    }
+}
+
+/// The scope a route needs. Reading or rotating signing secrets needs
+/// `secrets`; other reads need `read`; sending, cancelling and retrying
+/// need `write`; everything else (endpoint create, change, delete) `admin`.
+pub fn required_scope(method: &Method, route: &str) -> Scope {
+    if route.starts_with("/v1/endpoints/{endpoint}/secret") {
+        return Scope::Secrets;
+    }
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return Scope::Read;
+    }
+    match route {
+        "/v1/notifications"
+        | "/v1/notifications/batch"
+        | "/v1/notifications/cancel"
+        | "/v1/notifications/{id}/cancel"
+        | "/v1/notifications/{id}/retry" => Scope::Write,
+        _ => Scope::Admin,
+    }
+}
+
+/// Authenticates, checks the route's scope, and writes an audit event for
+/// every admin or secrets action (allowed or refused).
+pub async fn authorize(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(String::new, |p| p.as_str().to_string());
+    let method = request.method().clone();
+    let needed = required_scope(&method, &route);
+    let caller = if state.auth.is_open() {
+        local_only(&method, request.headers())?;
+        Caller {
+            name: "local".into(),
+            scopes: Scopes::ALL,
+        }
+    } else {
+        bearer(request.headers())
+            .and_then(|token| state.auth.identify(token))
+            .ok_or(ApiError::Unauthorized)?
+    };
+    let audited = matches!(needed, Scope::Admin | Scope::Secrets);
+    let path = audited.then(|| bounded(request.uri().path()));
+    if !caller.scopes.allow(needed) {
+        if let Some(path) = &path {
+            audit(&caller, &method, &route, path, "denied", None);
+        }
+        return Err(ApiError::Forbidden(format!(
+            "the token `{}` lacks the `{needed}` scope this route needs",
+            caller.name
+        )));
+    }
+    request.extensions_mut().insert(caller.clone());
+    let response = next.run(request).await;
+    if let Some(path) = &path {
+        let outcome = if response.status().is_success() {
+            "done"
+        } else {
+            "failed"
+        };
+        let id = response.extensions().get::<Audited>().map(|a| a.0);
+        audit(&caller, &method, &route, path, outcome, id);
+    }
+    Ok(response)
+}
+
+/// One audit event, on the `hookd::audit` target so operators can route
+/// it apart from the rest of the log.
+fn audit(
+    caller: &Caller,
+    method: &Method,
+    route: &str,
+    path: &str,
+    outcome: &str,
+    id: Option<Uuid>,
+) {
+    tracing::info!(
+        target: "hookd::audit",
+        token = %caller.name,
+        method = %method,
+        route,
+        path,
+        outcome,
+        id = id.map(|id| id.to_string()),
+        "audit"
+    );
+}
+
+/// A path as logged: at most 256 bytes of it, so a client cannot make the
+/// log carry its megabytes.
+fn bounded(path: &str) -> String {
+    let mut end = path.len().min(256);
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    path[..end].to_string()
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The checks of the open mode. A page in the user's browser can send
+/// requests to `localhost`, and through DNS rebinding it can even read the
+/// answers under a name of its own. So: the `Host` must be a loopback name
+/// or address (defeats rebinding), a request a browser marks as coming
+/// from another site or origin is refused, and a POST, PUT or PATCH must be
+/// `application/json`, which no cross-origin page can send without a CORS
+/// preflight that hookd never grants. DELETE always needs that preflight.
+fn local_only(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    let refuse = |message: &str| Err(ApiError::Forbidden(message.to_string()));
+    let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+    if !host.is_some_and(is_loopback_authority) {
+        return refuse(
+            "without api.tokens hookd answers only requests addressed to localhost or a loopback address",
+        );
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let local = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .is_some_and(|(_, authority)| is_loopback_authority(authority));
+        if !local {
+            return refuse(
+                "without api.tokens hookd refuses requests from web pages of other origins",
+            );
+        }
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+    {
+        return refuse("without api.tokens hookd refuses cross-site requests");
+    }
+    if matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
+        let json = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+    }
+    Ok(())
+}
+
+/// `localhost`, `*.localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, _)) => v6,
+            None => return false,
+        },
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_needs_the_scope_of_what_it_does() {
+        let cases = [
+            (Method::GET, "/v1/endpoints", Scope::Read),
+            (Method::GET, "/v1/endpoints/{endpoint}", Scope::Read),
+            (Method::POST, "/v1/endpoints", Scope::Admin),
+            (Method::PATCH, "/v1/endpoints/{endpoint}", Scope::Admin),
+            (Method::DELETE, "/v1/endpoints/{endpoint}", Scope::Admin),
+            (
+                Method::GET,
+                "/v1/endpoints/{endpoint}/secret",
+                Scope::Secrets,
+            ),
+            (
+                Method::POST,
+                "/v1/endpoints/{endpoint}/secret/rotate",
+                Scope::Secrets,
+            ),
+            (
+                Method::DELETE,
+                "/v1/endpoints/{endpoint}/secret/previous",
+                Scope::Secrets,
+            ),
+            (Method::POST, "/v1/notifications", Scope::Write),
+            (Method::POST, "/v1/notifications/batch", Scope::Write),
+            (Method::POST, "/v1/notifications/cancel", Scope::Write),
+            (Method::POST, "/v1/notifications/{id}/cancel", Scope::Write),
+            (Method::POST, "/v1/notifications/{id}/retry", Scope::Write),
+            (Method::GET, "/v1/notifications", Scope::Read),
+            (Method::GET, "/v1/notifications/{id}", Scope::Read),
+            (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),
+            // A route nobody classified is admin-only.
+            (Method::POST, "/v1/something/new", Scope::Admin),
+        ];
+        for (method, route, scope) in cases {
+            assert_eq!(required_scope(&method, route), scope, "{method} {route}");
+        }
+    }
+
+    #[test]
+    fn loopback_authorities_are_recognised_and_lookalikes_are_not() {
+        for local in [
+            "localhost",
+            "localhost:8080",
+            "LOCALHOST.",
+            "app.localhost:3000",
+            "127.0.0.1:8080",
+            "127.1.2.3",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(is_loopback_authority(local), "{local}");
+        }
+        for foreign in [
+            "rebind.evil.example",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io",
+            "10.0.0.1:8080",
+            "[::2]:80",
+            "[::1",
+            "",
+        ] {
+            assert!(!is_loopback_authority(foreign), "{foreign}");
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn the_open_mode_refuses_what_a_web_page_could_send() {
+        let json = ("content-type", "application/json");
+        assert!(local_only(&Method::POST, &headers(&[("host", "127.0.0.1:8080"), json])).is_ok());
+        assert!(local_only(&Method::GET, &headers(&[("host", "localhost:8080")])).is_ok());
+        for (method, pairs) in [
+            (Method::GET, vec![("host", "rebind.evil.example")]),
+            (Method::GET, vec![]),
+            (
+                Method::POST,
+                vec![("host", "127.0.0.1"), ("content-type", "text/plain")],
+            ),
+            (Method::POST, vec![("host", "127.0.0.1")]),
+            (
+                Method::POST,
+                vec![
+                    ("host", "127.0.0.1"),
+                    json,
+                    ("origin", "https://evil.example"),
+                ],
+            ),
+            (Method::GET, vec![("host", "127.0.0.1"), ("origin", "null")]),
+            (
+                Method::GET,
+                vec![("host", "127.0.0.1"), ("sec-fetch-site", "cross-site")],
+            ),
+        ] {
+            assert!(
+                local_only(&method, &headers(&pairs)).is_err(),
+                "{method} {pairs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_token_is_found_by_its_digest_only() {
+        let settings = crate::config::Settings::from_toml_overrides(
+            "[api]\ntokens = [{ name = \"dash\", token = \"dash-0123456789abcdefghij\", scopes = [\"read\"] }]\n",
+        )
+        .unwrap();
+        let auth = Auth::new(&settings.api);
+        let caller = auth.identify("dash-0123456789abcdefghij").unwrap();
+        assert_eq!(&*caller.name, "dash");
+        assert!(auth.identify("dash-0123456789abcdefghi").is_none());
+        assert!(auth.identify("").is_none());
+    }
 }

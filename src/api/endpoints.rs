@@ -7,19 +7,22 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use sqlx::types::Json as SqlJson;
 use uuid::Uuid;
 
+use super::auth::Audited;
 use super::error::ApiError;
 use super::extract::{parse_json, JsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::config::Settings;
-use crate::domain::fields::{header_problem, valid_event_type, valid_uid};
+use crate::domain::fields::{
+    header_problem, valid_event_type, valid_uid, MAX_HEADERS, MAX_HEADERS_BYTES,
+};
 use crate::domain::schedule::Schedule;
 use crate::domain::secret::SigningSecret;
 use crate::store::endpoints::{Endpoint, EndpointRef};
@@ -233,12 +236,21 @@ pub fn parse_schedule(value: &Value, field: &str) -> Result<Schedule, ApiError> 
 }
 
 pub fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<(), ApiError> {
-    if headers.len() > 50 {
+    if headers.len() > MAX_HEADERS {
         return Err(ApiError::invalid(
             "invalid_value",
             field,
-            "at most 50 custom headers",
+            format!("at most {MAX_HEADERS} custom headers"),
         ));
+    }
+    let total: usize = headers.iter().map(|(n, v)| n.len() + v.len()).sum();
+    if total > MAX_HEADERS_BYTES {
+        return Err(ApiError::TooLarge {
+            message: format!(
+                "the custom headers hold {total} bytes; at most {MAX_HEADERS_BYTES} in all"
+            ),
+            field: Some(field.to_string()),
+        });
     }
     for (name, value) in headers {
         if let Some(problem) = header_problem(name, value) {
@@ -264,6 +276,11 @@ fn check_url(text: &str) -> Result<String, ApiError> {
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("url must name a host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            "url must not carry credentials (user:password@); send them in `headers`, whose values are kept secret",
+        ));
     }
     Ok(url.to_string())
 }
@@ -308,6 +325,7 @@ pub struct EndpointView {
     pub schedule: Value,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
+    /// Custom headers by name; their values are never shown (`***`).
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
@@ -330,12 +348,12 @@ impl EndpointView {
             id: endpoint.id,
             schedule: endpoint.schedule().to_json(),
             uid: endpoint.uid,
-            url: endpoint.url,
+            url: without_userinfo(endpoint.url),
             description: endpoint.description,
             event_types: endpoint.event_types,
             success_body: endpoint.success_body,
             permanent_statuses: endpoint.permanent_statuses,
-            headers: endpoint.headers.0,
+            headers: masked(endpoint.headers.0),
             timeout_ms: endpoint.timeout_ms,
             max_in_flight: endpoint.max_in_flight,
             disabled: endpoint.disabled,
@@ -356,6 +374,30 @@ impl EndpointView {
     }
 }
 
+/// What a response shows of custom headers: their names, never their
+/// values (they often carry the receiver's credentials).
+pub const MASK: &str = "***";
+
+pub fn masked(headers: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    headers
+        .into_keys()
+        .map(|name| (name, MASK.to_string()))
+        .collect()
+}
+
+/// An endpoint URL as responses show it. URLs with credentials are refused
+/// now, but rows from before that rule may hold some: they are masked.
+fn without_userinfo(url: String) -> String {
+    match url::Url::parse(&url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username(MASK);
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url,
+    }
+}
+
 fn uid_conflict(error: crate::store::StoreError) -> ApiError {
     match error {
         crate::store::StoreError::Conflict(_) => ApiError::Conflict {
@@ -371,7 +413,7 @@ fn uid_conflict(error: crate::store::StoreError) -> ApiError {
 pub async fn create(
     State(state): State<AppState>,
     JsonBody(fields): JsonBody<EndpointFields>,
-) -> Result<(StatusCode, Json<EndpointView>), ApiError> {
+) -> Result<(StatusCode, Extension<Audited>, Json<EndpointView>), ApiError> {
     if !matches!(fields.url, Some(Some(_))) {
         return Err(ApiError::Invalid {
             code: "missing_field",
@@ -388,6 +430,7 @@ pub async fn create(
         .map_err(uid_conflict)?;
     Ok((
         StatusCode::CREATED,
+        Extension(Audited(created.id)),
         Json(EndpointView::with_secret(created)),
     ))
 }

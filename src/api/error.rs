@@ -19,6 +19,9 @@ pub enum ApiError {
     },
     /// 401: no bearer token, or not one of `api.tokens`.
     Unauthorized,
+    /// 403: the token lacks the route's scope, or (with no tokens) the
+    /// request did not come from this machine's own tools.
+    Forbidden(String),
     /// 404: no such resource (or route).
     NotFound(&'static str),
     /// 405: the route exists, not with this method.
@@ -36,6 +39,8 @@ pub enum ApiError {
         message: String,
         field: Option<String>,
     },
+    /// 415: with no tokens configured, a write must be `application/json`.
+    UnsupportedMediaType,
     /// 503: a backing store is unreachable; retry later.
     Unavailable(&'static str),
     /// 500: a bug or an unexpected store error; details are in the log.
@@ -87,11 +92,13 @@ impl ApiError {
         match self {
             ApiError::Malformed { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -112,6 +119,12 @@ impl ApiError {
             ApiError::Unauthorized => (
                 "unauthorized".into(),
                 "send `Authorization: Bearer <token>` with one of the configured api.tokens".into(),
+                None,
+            ),
+            ApiError::Forbidden(message) => ("forbidden".into(), message.clone(), None),
+            ApiError::UnsupportedMediaType => (
+                "unsupported_media_type".into(),
+                "send the request with `content-type: application/json`".into(),
                 None,
             ),
             ApiError::NotFound(what) => ("not_found".into(), format!("{what} not found"), None),

@@ -10,9 +10,8 @@ pub mod notifications;
 pub mod openapi;
 pub mod pagination;
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
@@ -23,7 +22,7 @@ use uuid::Uuid;
 
 use crate::config::Settings;
 use crate::due::DueIndex;
-use crate::store::endpoints::Endpoint;
+use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::Store;
 use error::ApiError;
 
@@ -33,6 +32,8 @@ pub struct AppState {
     pub store: Store,
     pub due: DueIndex,
     pub settings: Arc<Settings>,
+    /// The configured tokens, digested once.
+    pub auth: Arc<auth::Auth>,
     /// Wakes this process's dispatcher when something becomes due soon.
     pub wake: Arc<Notify>,
     /// Group commit of new notifications.
@@ -42,33 +43,45 @@ pub struct AppState {
     pub endpoints: EndpointCache,
 }
 
-/// Endpoints by id and uid, for `ENDPOINT_CACHE_TTL`. A change made through
-/// this process clears it; one made through another process shows here
-/// within the TTL.
-#[derive(Clone, Default)]
-pub struct EndpointCache(Arc<std::sync::Mutex<HashMap<String, (Instant, Endpoint)>>>);
+/// Endpoints by canonical reference (an id however it was spelled, or a
+/// valid uid), for `ENDPOINT_CACHE_TTL`, bounded by the bytes the entries
+/// hold. A change made through this process clears it; one made through
+/// another process shows here within the TTL. Keyed by the parsed
+/// reference, never the raw text: one endpoint named in a thousand
+/// spellings of its UUID is one entry.
+#[derive(Clone)]
+pub struct EndpointCache(moka::sync::Cache<EndpointRef, Arc<Endpoint>>);
 
 pub const ENDPOINT_CACHE_TTL: Duration = Duration::from_secs(1);
+/// What the cached endpoints may weigh in all (headers, URLs, secrets).
+pub const ENDPOINT_CACHE_BYTES: u64 = 16 << 20;
+
+impl Default for EndpointCache {
+    fn default() -> Self {
+        Self(
+            moka::sync::Cache::builder()
+                .max_capacity(ENDPOINT_CACHE_BYTES)
+                .weigher(|_, endpoint: &Arc<Endpoint>| endpoint.approximate_size())
+                .time_to_live(ENDPOINT_CACHE_TTL)
+                .build(),
+        )
+    }
+}
 
 impl EndpointCache {
-    pub fn get(&self, name: &str) -> Option<Endpoint> {
-        let cache = self.0.lock().expect("endpoint cache lock");
-        cache
-            .get(name)
-            .filter(|(at, _)| at.elapsed() < ENDPOINT_CACHE_TTL)
-            .map(|(_, endpoint)| endpoint.clone())
+    pub fn get(&self, by: &EndpointRef) -> Option<Arc<Endpoint>> {
+        self.0.get(by)
     }
 
-    pub fn put(&self, name: &str, endpoint: &Endpoint) {
-        let mut cache = self.0.lock().expect("endpoint cache lock");
-        if cache.len() > 10_000 {
-            cache.retain(|_, (at, _)| at.elapsed() < ENDPOINT_CACHE_TTL);
+    /// Caches `endpoint` under the reference it was found by.
+    pub fn put(&self, by: EndpointRef, endpoint: Arc<Endpoint>) {
+        if by.is_possible() {
+            self.0.insert(by, endpoint);
         }
-        cache.insert(name.to_string(), (Instant::now(), endpoint.clone()));
     }
 
     pub fn clear(&self) {
-        self.0.lock().expect("endpoint cache lock").clear();
+        self.0.invalidate_all();
     }
 }
 
@@ -116,7 +129,7 @@ pub fn router(state: AppState) -> Router {
         .merge(notifications::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth::require_token,
+            auth::authorize,
         ));
     finish(operations_router().merge(resources), state)
 }

@@ -3,7 +3,8 @@
 //! answers 201, then indexed in Redis; if Redis fails at that moment the row
 //! is marked and indexed later, and the answer is still 201.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -102,6 +103,7 @@ pub struct NotificationView {
     pub content_type: String,
     #[schema(value_type = super::openapi::ScheduleSpec)]
     pub schedule: Value,
+    /// Custom headers by name; their values are never shown (`***`).
     pub headers: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -133,7 +135,7 @@ impl NotificationView {
             next_attempt_at: n.next_attempt_at,
             deliver_at: n.deliver_at,
             content_type: n.content_type,
-            headers: n.headers.0,
+            headers: super::endpoints::masked(n.headers.0),
             created_at: n.created_at,
             updated_at: n.updated_at,
             completed_at: n.completed_at,
@@ -157,6 +159,15 @@ impl NotificationView {
     }
 }
 
+/// A client's value as an error message quotes it: at most 128 bytes.
+fn shown(text: &str) -> &str {
+    let mut end = text.len().min(128);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 fn is_json_content_type(content_type: &str) -> bool {
     let essence = content_type
         .split(';')
@@ -170,17 +181,19 @@ fn is_json_content_type(content_type: &str) -> bool {
 /// Validates one submission against its endpoint and builds the row.
 fn prepare(
     request: CreateNotification,
-    endpoints: &HashMap<String, Endpoint>,
+    endpoints: &HashMap<EndpointRef, Arc<Endpoint>>,
     max_payload_bytes: usize,
     now: DateTime<Utc>,
 ) -> Result<NewNotification, ApiError> {
-    let endpoint = endpoints.get(&request.endpoint).ok_or_else(|| {
-        ApiError::invalid(
-            "unknown_endpoint",
-            "endpoint",
-            format!("no endpoint has id or uid `{}`", request.endpoint),
-        )
-    })?;
+    let endpoint = endpoints
+        .get(&EndpointRef::parse(&request.endpoint))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "unknown_endpoint",
+                "endpoint",
+                format!("no endpoint has id or uid `{}`", shown(&request.endpoint)),
+            )
+        })?;
     let (body, field) = match (request.payload, request.body) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid(
@@ -299,48 +312,55 @@ fn prepare(
 }
 
 /// Finds every endpoint the requests name: from the cache, then the rest in
-/// one query, by id and uid.
+/// one query, by id and uid. Keyed by the parsed reference, so spellings of
+/// one id share an entry.
 async fn resolve_endpoints(
     state: &AppState,
     names: &[&str],
-) -> Result<HashMap<String, Endpoint>, ApiError> {
-    let mut by_name = HashMap::new();
+) -> Result<HashMap<EndpointRef, Arc<Endpoint>>, ApiError> {
+    let mut found = HashMap::new();
+    let mut missing = HashSet::new();
+    for name in names {
+        let wanted = EndpointRef::parse(name);
+        // No endpoint can have an impossible uid; `prepare` reports it.
+        if !wanted.is_possible() || found.contains_key(&wanted) || missing.contains(&wanted) {
+            continue;
+        }
+        match state.endpoints.get(&wanted) {
+            Some(endpoint) => {
+                found.insert(wanted, endpoint);
+            }
+            None => {
+                missing.insert(wanted);
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(found);
+    }
     let mut ids = Vec::new();
     let mut uids = Vec::new();
-    for name in names {
-        if by_name.contains_key(*name) {
-            continue;
-        }
-        if let Some(endpoint) = state.endpoints.get(name) {
-            by_name.insert((*name).to_string(), endpoint);
-            continue;
-        }
-        match EndpointRef::parse(name) {
+    for wanted in missing {
+        match wanted {
             EndpointRef::Id(id) => ids.push(id),
-            EndpointRef::Uid(uid) if crate::domain::fields::valid_uid(&uid) => uids.push(uid),
-            // No endpoint can have this name; `prepare` reports it unknown.
-            EndpointRef::Uid(_) => {}
+            EndpointRef::Uid(uid) => uids.push(uid),
         }
     }
-    if ids.is_empty() && uids.is_empty() {
-        return Ok(by_name);
-    }
-    let found = state.store.find_endpoints(&ids, &uids).await?;
-    for name in names {
-        if by_name.contains_key(*name) {
-            continue;
+    for endpoint in state.store.find_endpoints(&ids, &uids).await? {
+        let endpoint = Arc::new(endpoint);
+        if ids.contains(&endpoint.id) {
+            state
+                .endpoints
+                .put(EndpointRef::Id(endpoint.id), endpoint.clone());
+            found.insert(EndpointRef::Id(endpoint.id), endpoint.clone());
         }
-        let wanted = EndpointRef::parse(name);
-        let hit = found.iter().find(|e| match &wanted {
-            EndpointRef::Id(id) => e.id == *id,
-            EndpointRef::Uid(uid) => e.uid.as_deref() == Some(uid.as_str()),
-        });
-        if let Some(endpoint) = hit {
-            state.endpoints.put(name, endpoint);
-            by_name.insert((*name).to_string(), endpoint.clone());
+        if let Some(uid) = endpoint.uid.as_ref().filter(|u| uids.contains(u)) {
+            let by = EndpointRef::Uid(uid.clone());
+            state.endpoints.put(by.clone(), endpoint.clone());
+            found.insert(by, endpoint);
         }
     }
-    Ok(by_name)
+    Ok(found)
 }
 
 /// Commits the notifications (group commit) and indexes the new ones.

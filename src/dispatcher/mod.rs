@@ -38,6 +38,9 @@ const FIRST_GUESS_MS: f64 = 50.0;
 /// How long a notification of a disabled endpoint waits before it is looked
 /// at again.
 const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
+/// Endpoints whose attempt durations are remembered before idle ones are
+/// forgotten.
+const MAX_TRACKED_ENDPOINTS: usize = 4096;
 /// Pause after a store error before claiming again.
 const STORE_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -86,6 +89,14 @@ impl InFlight {
         let ms = took.as_secs_f64() * 1000.0;
         let average = self.latency_ms.entry(endpoint).or_insert(ms);
         *average = 0.8 * *average + 0.2 * ms;
+        if self.latency_ms.len() > MAX_TRACKED_ENDPOINTS {
+            // Forget endpoints with nothing in flight: they start again from
+            // their next attempt's duration. Keeps the map to the endpoints
+            // this process is busy with, however many exist.
+            let busy = &self.by_endpoint;
+            self.latency_ms
+                .retain(|id, _| *id == endpoint || busy.contains_key(id));
+        }
     }
 
     fn finish(&mut self, endpoint: Uuid, id: Uuid) {
@@ -387,5 +398,27 @@ async fn pause(shutdown: &CancellationToken, duration: Duration) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = tokio::time::sleep(duration) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use uuid::Uuid;
+
+    use super::{InFlight, MAX_TRACKED_ENDPOINTS};
+
+    #[test]
+    fn attempt_durations_are_kept_for_a_bounded_number_of_endpoints() {
+        let mut in_flight = InFlight::default();
+        let busy = Uuid::now_v7();
+        assert!(in_flight.try_start(busy, Uuid::now_v7(), 8));
+        for _ in 0..3 * MAX_TRACKED_ENDPOINTS {
+            in_flight.observe(Uuid::now_v7(), Duration::from_millis(5));
+        }
+        in_flight.observe(busy, Duration::from_millis(5));
+        assert!(in_flight.latency_ms.len() <= MAX_TRACKED_ENDPOINTS + 1);
+        assert!(in_flight.latency_ms.contains_key(&busy));
     }
 }

@@ -17,6 +17,15 @@ const RESERVED_HEADERS: &[&str] = &[
 ];
 const RESERVED_HEADER_PREFIXES: &[&str] = &["webhook-", "hookd-"];
 
+/// Largest custom header value, in bytes.
+pub const MAX_HEADER_VALUE_BYTES: usize = 8 << 10;
+/// Largest set of custom headers (names and values) of one endpoint or one
+/// notification, in bytes: every delivery carries them, every read shows
+/// their names, and caches hold them.
+pub const MAX_HEADERS_BYTES: usize = 32 << 10;
+/// Most custom headers on one endpoint or one notification.
+pub const MAX_HEADERS: usize = 50;
+
 /// A producer's business key: 1 to 255 bytes, no control characters.
 pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)
@@ -45,6 +54,12 @@ pub fn header_problem(name: &str, value: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
     if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Some(format!("`{name}` is not a valid header name"));
+    }
+    if value.len() > MAX_HEADER_VALUE_BYTES {
+        return Some(format!(
+            "the value of `{name}` is {} bytes; at most {MAX_HEADER_VALUE_BYTES}",
+            value.len()
+        ));
     }
     if reqwest::header::HeaderValue::from_str(value).is_err() {
         return Some(format!("the value of `{name}` is not a valid header value"));
@@ -80,5 +95,7 @@ mod tests {
         assert!(header_problem("Content-Type", "text/plain").is_some());
         assert!(header_problem("bad header", "x").is_some());
         assert!(header_problem("X-Ok", "line\nbreak").is_some());
+        assert!(header_problem("X-Big", &"a".repeat(MAX_HEADER_VALUE_BYTES)).is_none());
+        assert!(header_problem("X-Big", &"a".repeat(MAX_HEADER_VALUE_BYTES + 1)).is_some());
     }
 }

@@ -5,6 +5,7 @@ pub mod fields;
 pub mod id;
 pub mod outcome;
 pub mod schedule;
+pub mod scope;
 pub mod secret;
 pub mod status;
 pub mod success;

@@ -10,7 +10,7 @@ use super::{Store, StoreError};
 use crate::domain::schedule::Schedule;
 
 /// How a path names an endpoint: by id or by the producer's uid.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum EndpointRef {
     Id(Uuid),
     Uid(String),
@@ -77,6 +77,27 @@ impl Endpoint {
     pub fn set_schedule(&mut self, schedule: &Schedule) {
         self.schedule_ms = schedule.delays_ms();
         self.schedule_name = schedule.name().map(str::to_string);
+    }
+
+    /// About how many bytes this row holds in memory, for bounded caches.
+    pub fn approximate_size(&self) -> u32 {
+        let text = self.url.len()
+            + self.description.len()
+            + self.secret.len()
+            + self.previous_secret.as_ref().map_or(0, String::len)
+            + self.success_body.as_ref().map_or(0, String::len)
+            + self
+                .event_types
+                .iter()
+                .flatten()
+                .map(|t| t.len() + 24)
+                .sum::<usize>()
+            + self
+                .headers
+                .iter()
+                .map(|(name, value)| name.len() + value.len() + 64)
+                .sum::<usize>();
+        u32::try_from(text + 512).unwrap_or(u32::MAX)
     }
 
     /// Whether a notification of `event_type` may be sent here.

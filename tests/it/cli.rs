@@ -88,7 +88,7 @@ fn config_check_prints_the_effective_values_with_secrets_masked() {
                 "HOOKD_DATABASE__URL",
                 "postgres://hookd:hunter2@db.internal/hookd",
             ),
-            ("HOOKD_API__TOKENS", r#"["token-hunter2"]"#),
+            ("HOOKD_API__TOKENS", r#"["token-hunter2-0123456789abcdef"]"#),
             ("HOOKD_SENDER__TIMEOUT_MS", "4321"),
         ],
     );
