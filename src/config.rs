@@ -88,6 +88,11 @@ pub struct RedisSettings {
     pub url: Secret,
     pub prefix: String,
     pub timeout_ms: u64,
+    /// `host:port` of Redis Sentinels; non-empty: the master is the one
+    /// they name for `master_name`, and `url` gives only scheme,
+    /// credentials and database.
+    pub sentinels: Vec<String>,
+    pub master_name: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -342,6 +347,26 @@ impl Settings {
                     ))
                 }
             }
+        }
+        for sentinel in &self.redis.sentinels {
+            let valid = sentinel.rsplit_once(':').is_some_and(|(host, port)| {
+                !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+            });
+            if !valid {
+                return Err(invalid(
+                    "redis.sentinels",
+                    &format!("`{sentinel}` is not host:port"),
+                ));
+            }
+        }
+        if !self.redis.sentinels.is_empty()
+            && (self.redis.master_name.is_empty()
+                || self.redis.master_name.contains(char::is_whitespace))
+        {
+            return Err(invalid(
+                "redis.master_name",
+                "must be the sentinels' name for the master (non-empty, no spaces)",
+            ));
         }
         if self.database.max_connections == 0 {
             return Err(invalid("database.max_connections", "must be at least 1"));
@@ -681,6 +706,11 @@ mod tests {
             ),
             ("[redis]\nurl = \"http://hunter2@cache\"\n", "redis.url"),
             ("[redis]\nprefix = \"a b\"\n", "redis.prefix"),
+            ("[redis]\nsentinels = [\"10.0.0.5\"]\n", "redis.sentinels"),
+            (
+                "[redis]\nsentinels = [\"10.0.0.5:26379\"]\nmaster_name = \"\"\n",
+                "redis.master_name",
+            ),
             ("[api]\ntokens = [\"hunter2\"]\n", "api.tokens"),
             ("[api]\nmax_request_bytes = 1\n", "api.max_request_bytes"),
             ("[dispatcher]\nbatch_size = 0\n", "dispatcher.batch_size"),

@@ -89,6 +89,9 @@ fn main() -> ExitCode {
         } => match Settings::load(config.as_deref()) {
             Ok(settings) => {
                 print!("{}", settings.to_masked_toml());
+                for warning in redis_warnings(&settings) {
+                    println!("# warning: {warning}");
+                }
                 ExitCode::SUCCESS
             }
             Err(error) => config_failure(&error),
@@ -130,6 +133,28 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// What `config check` can tell of Redis by asking it (within a second;
+/// an unreachable Redis is not a configuration error).
+fn redis_warnings(settings: &Settings) -> Vec<String> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return Vec::new();
+    };
+    runtime.block_on(async {
+        let Ok(due) = hookd::due::DueIndex::new(&settings.redis) else {
+            return Vec::new();
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(1), due.eviction_warning())
+            .await
+            .ok()
+            .flatten()
+            .into_iter()
+            .collect()
+    })
 }
 
 fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {

@@ -43,6 +43,12 @@ impl App {
             .await
             .context("cannot use the database (database.url)")?;
         let due = DueIndex::new(&settings.redis).context("invalid redis.url")?;
+        let probe = due.clone();
+        tokio::spawn(async move {
+            if let Some(warning) = probe.eviction_warning().await {
+                tracing::warn!("{warning}");
+            }
+        });
         let address = settings.bind_address();
         if settings.api.tokens.is_empty() {
             tracing::warn!(

@@ -2,8 +2,11 @@
 //! - rows marked `needs_index` (created while Redis was down) are indexed;
 //! - when the index marker is missing (Redis restarted empty, flushed, failed
 //!   over), one process rebuilds `due` from PostgreSQL, page by page;
-//! - a periodic sweep re-indexes rows overdue by more than a minute that are
-//!   in neither Redis set (e.g. a crash between commit and ZADD);
+//! - when `due` alone is lost (its sentinel member is gone while the marker
+//!   stays: evicted, deleted, not replicated), the same rebuild runs;
+//! - a sweep every two seconds re-indexes rows overdue by a few seconds that
+//!   are in neither Redis set (a crash between commit and ZADD, writes a
+//!   promoted replica never got), and while it finds some it keeps paging;
 //! - retention deletes final notifications older than `retention.days`;
 //! - the operator endpoint is made to match `operator.url`, and endpoints
 //!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
@@ -21,9 +24,11 @@ use crate::store::delivery::PendingCursor;
 use crate::store::Store;
 
 const TICK: Duration = Duration::from_secs(1);
-const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
-/// A row this overdue should have been claimed long ago.
-const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::minutes(1);
+const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
+/// A row this overdue and in neither set was lost: a dispatcher claims due
+/// rows within milliseconds (lateness p99 in BENCHMARKS.md), and rows merely
+/// waiting in a backlog are in `due`, which the sweep checks before adding.
+const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::seconds(3);
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
 const PURGE_BATCH: i64 = 1000;
@@ -40,6 +45,7 @@ pub async fn run(
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
     let mut operator_synced = false;
+    let mut epoch = due.epoch();
     loop {
         if !operator_synced {
             let operator = &settings.operator;
@@ -73,7 +79,7 @@ pub async fn run(
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
         match due.index_state().await {
-            Ok(IndexState::Missing | IndexState::OtherFormat) => {
+            Ok(IndexState::Missing | IndexState::DueLost | IndexState::OtherFormat) => {
                 match rebuild(&store, &due, &token, &shutdown).await {
                     Ok(Some((added, took))) => {
                         metrics::counter!("hookd_index_rebuilds_total").increment(1);
@@ -92,6 +98,24 @@ pub async fn run(
             Ok(IndexState::Complete) => {}
             Err(error) => tracing::debug!(%error, "cannot check the due index marker"),
         }
+        // A new master (Sentinel failover) may lack the last writes of the
+        // old one: re-add what was created lately. Older rows it lacks are
+        // overdue within seconds and the sweep finds them.
+        let now_epoch = due.epoch();
+        if now_epoch != epoch {
+            if epoch != 0 {
+                match heal_recent(&store, &due).await {
+                    Ok(added) => tracing::info!(
+                        added,
+                        "re-added recent notifications after a Redis master change"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot re-add recent notifications after a master change")
+                    }
+                }
+            }
+            epoch = now_epoch;
+        }
         // Sampled here, once a second, not computed per scrape.
         if let Ok((due_count, leased)) = due.depth().await {
             metrics::gauge!("hookd_due_notifications").set(due_count as f64);
@@ -99,7 +123,7 @@ pub async fn run(
         }
         if last_sweep.elapsed() >= SWEEP_INTERVAL {
             last_sweep = Instant::now();
-            match sweep(&store, &due, &mut sweep_cursor).await {
+            match sweep(&store, &due, &mut sweep_cursor, &shutdown).await {
                 Ok(0) => {}
                 Ok(added) => {
                     metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
@@ -170,6 +194,9 @@ pub async fn rebuild(
         IndexState::Missing => tracing::warn!(
             "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
         ),
+        IndexState::DueLost => tracing::warn!(
+            "the due set lost its sentinel while the marker stayed (evicted, deleted or not replicated): rebuilding"
+        ),
         IndexState::OtherFormat => {
             tracing::warn!(
                 "the due index was written by a build with another member format: clearing and rebuilding it"
@@ -198,21 +225,51 @@ pub async fn rebuild(
     Ok(Some((added, started.elapsed())))
 }
 
-/// Checks one page of overdue rows; continues where the last sweep stopped.
+/// How far back a master change re-adds rows: replication lag and the
+/// failover itself take seconds; minutes leave a wide margin.
+const RECENT: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Re-adds the pending rows created in the last `RECENT`, those in neither
+/// set.
+async fn heal_recent(store: &Store, due: &DueIndex) -> anyhow::Result<usize> {
+    let since = (Utc::now() - RECENT).timestamp_millis();
+    let mut after = crate::domain::id::first_of_ms(since);
+    let mut added = 0;
+    loop {
+        let page = store.pending_created_after(after, PAGE).await?;
+        added += due.add_missing(&page).await?;
+        match page.last() {
+            Some((id, _)) if page.len() as i64 == PAGE => after = *id,
+            _ => return Ok(added),
+        }
+    }
+}
+
+/// Checks overdue rows page by page, continuing where the last sweep
+/// stopped. A page that found missing rows is followed at once by the next
+/// (healing at rebuild speed); a page that found none ends this sweep.
 async fn sweep(
     store: &Store,
     due: &DueIndex,
     cursor: &mut Option<PendingCursor>,
+    shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
-    let page = store
-        .pending_page(*cursor, Some(Utc::now() - SWEEP_OVERDUE), PAGE)
-        .await?;
-    *cursor = if (page.len() as i64) < PAGE {
-        None
-    } else {
-        page.last().map(|(id, at)| (*at, *id))
-    };
-    Ok(due.add_missing(&page).await?)
+    let mut total = 0;
+    loop {
+        let page = store
+            .pending_page(*cursor, Some(Utc::now() - SWEEP_OVERDUE), PAGE)
+            .await?;
+        *cursor = if (page.len() as i64) < PAGE {
+            None
+        } else {
+            page.last().map(|(id, at)| (*at, *id))
+        };
+        let added = due.add_missing(&page).await?;
+        total += added;
+        if added == 0 || cursor.is_none() || shutdown.is_cancelled() {
+            return Ok(total);
+        }
+    }
 }
 
 async fn purge(

@@ -20,6 +20,12 @@ use crate::store::Store;
 /// Most outcomes written in one statement.
 pub const MAX_BATCH: usize = 1000;
 
+/// How often lease completions Redis refused are tried again while no new
+/// outcome comes to carry them.
+const OWED_RETRY: Duration = Duration::from_secs(1);
+/// Most ids owed before the oldest are left to their leases' expiry.
+const MAX_OWED: usize = 100_000;
+
 /// Records outcomes until the channel closes. `wake` is poked when a retry
 /// was scheduled, so a dispatcher sleeping towards a later time re-plans.
 pub async fn run(
@@ -30,7 +36,26 @@ pub async fn run(
     operator: bool,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = outcomes.recv().await {
+    let mut owed = Owed::default();
+    loop {
+        let first = if owed.is_empty() {
+            outcomes.recv().await
+        } else {
+            match tokio::time::timeout(OWED_RETRY, outcomes.recv()).await {
+                Ok(first) => first,
+                Err(_) => {
+                    if owed.settle(&due).await {
+                        wake.notify_one();
+                    }
+                    continue;
+                }
+            }
+        };
+        let Some(first) = first else {
+            // Shutting down: one last try; what still fails waits for its lease.
+            owed.settle(&due).await;
+            return;
+        };
         batch.clear();
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -39,14 +64,60 @@ pub async fn run(
                 Err(_) => break,
             }
         }
-        if record(&store, &due, &batch, operator).await {
+        record(&store, &batch, operator, &mut owed).await;
+        if owed.settle(&due).await {
             wake.notify_one();
         }
     }
 }
 
-/// Records one batch; returns whether it scheduled any retry.
-async fn record(store: &Store, due: &DueIndex, batch: &[AttemptRecord], operator: bool) -> bool {
+/// Lease completions not yet done in Redis: ids whose leases end, and the
+/// next due times of those with a retry. Redis down, full (OOM), read-only
+/// or misconfigured refuses them; they are tried again with the next batch
+/// or within `OWED_RETRY`, so a retry is late by seconds after Redis takes
+/// writes again, not by a whole lease.
+#[derive(Default)]
+struct Owed {
+    done: Vec<Uuid>,
+    next: Vec<(Uuid, chrono::DateTime<chrono::Utc>)>,
+}
+
+impl Owed {
+    fn is_empty(&self) -> bool {
+        self.done.is_empty()
+    }
+
+    /// Tries to complete everything owed; returns whether a retry was
+    /// scheduled.
+    async fn settle(&mut self, due: &DueIndex) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        match due.complete(&self.done, &self.next).await {
+            Ok(()) => {
+                let scheduled = !self.next.is_empty();
+                self.done.clear();
+                self.next.clear();
+                scheduled
+            }
+            Err(error) => {
+                tracing::warn!(%error, owed = self.done.len(), "cannot complete leases in Redis yet; trying again");
+                if self.done.len() > MAX_OWED {
+                    // Not lost: the leases expire, the ids return to `due`,
+                    // and the dispatcher reschedules them from their rows.
+                    self.done.drain(..self.done.len() - MAX_OWED);
+                    let kept: HashSet<Uuid> = self.done.iter().copied().collect();
+                    self.next.retain(|(id, _)| kept.contains(id));
+                }
+                false
+            }
+        }
+    }
+}
+
+/// Records one batch in PostgreSQL (retrying until it commits) and adds its
+/// lease completions to `owed`.
+async fn record(store: &Store, batch: &[AttemptRecord], operator: bool, owed: &mut Owed) {
     let mut backoff = Duration::from_millis(100);
     let moved: HashSet<Uuid> = loop {
         match store.record_attempts(batch, operator).await {
@@ -58,19 +129,14 @@ async fn record(store: &Store, due: &DueIndex, batch: &[AttemptRecord], operator
             }
         }
     };
-    let done: Vec<Uuid> = batch.iter().map(|r| r.notification_id).collect();
-    let next: Vec<_> = batch
-        .iter()
-        .filter(|r| moved.contains(&r.notification_id))
-        .filter_map(|r| match r.outcome {
-            Outcome::Retry { at } => Some((r.notification_id, at)),
-            _ => None,
-        })
-        .collect();
-    if let Err(error) = due.complete(&done, &next).await {
-        // Not lost: the leases expire, the ids return to `due`, and the
-        // dispatcher reschedules them from their rows.
-        tracing::warn!(%error, "cannot complete leases in Redis; they will expire and be reconciled");
-    }
-    !next.is_empty()
+    owed.done.extend(batch.iter().map(|r| r.notification_id));
+    owed.next.extend(
+        batch
+            .iter()
+            .filter(|r| moved.contains(&r.notification_id))
+            .filter_map(|r| match r.outcome {
+                Outcome::Retry { at } => Some((r.notification_id, at)),
+                _ => None,
+            }),
+    );
 }

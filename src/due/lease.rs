@@ -40,7 +40,8 @@ if limit > 0 then
   ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
   move(KEYS[1], KEYS[2], ids, ARGV[3])
 end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+-- The earliest due time; the never-due sentinel (score inf) is not one.
+local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local lease = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 return {ids, first[2] or false, lease[2] or false, #expired}
 "#,
@@ -86,11 +87,12 @@ impl DueIndex {
             .arg(limit)
             .arg(score(lease_until))
             .arg(MAX_REQUEUE);
-        let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) =
+        let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) = self.observed(
             match tokio::time::timeout(self.timeout * 4, invocation.invoke_async(&mut conn)).await {
-                Ok(result) => result?,
-                Err(_) => return Err(DueError::Timeout(self.timeout * 4)),
-            };
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout * 4)),
+            },
+        )?;
         let (members, next_due, next_lease, requeued) = reply;
         let ids: Vec<Uuid> = members
             .iter()
@@ -146,11 +148,11 @@ impl DueIndex {
         self.complete(ids, &[]).await
     }
 
-    /// Sizes of the two sets: (due, inflight).
+    /// Sizes of the two sets: (due, inflight), the sentinel not counted.
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();
         self.run(|p| {
-            p.zcard(&keys.due);
+            p.zcount(&keys.due, "-inf", "(+inf");
             p.zcard(&keys.inflight);
         })
         .await

@@ -16,14 +16,14 @@
 //! not compact (made elsewhere) is stored as its 16 bytes.
 
 pub mod lease;
+mod link;
 pub mod rebuild;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use tokio::sync::OnceCell;
+use redis::aio::ConnectionManager;
 use uuid::Uuid;
 
 use crate::config::RedisSettings;
@@ -37,6 +37,8 @@ pub enum DueError {
     Timeout(Duration),
     #[error("redis returned a malformed member ({0} bytes)")]
     Malformed(usize),
+    #[error("no sentinel named a master for redis.master_name")]
+    NoMaster,
 }
 
 #[derive(Debug, Clone)]
@@ -58,8 +60,7 @@ impl Keys {
 /// starts (and accepts notifications) while Redis is down.
 #[derive(Clone)]
 pub struct DueIndex {
-    client: redis::Client,
-    conn: Arc<OnceCell<ConnectionManager>>,
+    link: Arc<link::Link>,
     keys: Arc<Keys>,
     prefix: Arc<str>,
     pub(crate) timeout: Duration,
@@ -123,10 +124,8 @@ pub fn score(at: DateTime<Utc>) -> i64 {
 
 impl DueIndex {
     pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
-        let client = redis::Client::open(settings.url.expose())?;
         Ok(Self {
-            client,
-            conn: Arc::new(OnceCell::new()),
+            link: Arc::new(link::Link::new(settings)?),
             keys: Arc::new(Keys::new(&settings.prefix)),
             prefix: settings.prefix.as_str().into(),
             timeout: Duration::from_millis(settings.timeout_ms),
@@ -141,27 +140,23 @@ impl DueIndex {
         &self.prefix
     }
 
+    /// Counts the masters hookd has connected to (see `link`): when it
+    /// moves, the housekeeper re-adds recent rows the new master may lack.
+    pub fn epoch(&self) -> u64 {
+        self.link.epoch()
+    }
+
     pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
-        let timeout = self.timeout;
-        let conn = self
-            .conn
-            .get_or_try_init(|| async {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(timeout)
-                    .set_response_timeout(timeout)
-                    .set_number_of_retries(1);
-                match tokio::time::timeout(
-                    timeout * 2,
-                    ConnectionManager::new_with_config(self.client.clone(), config),
-                )
-                .await
-                {
-                    Ok(result) => result.map_err(DueError::from),
-                    Err(_) => Err(DueError::Timeout(timeout)),
-                }
-            })
-            .await?;
-        Ok(conn.clone())
+        self.observed(self.link.conn().await)
+    }
+
+    /// Passes a result through, telling the link about failures (a failover
+    /// makes the next command look for the new master).
+    pub(crate) fn observed<T>(&self, result: Result<T, DueError>) -> Result<T, DueError> {
+        if let Err(error) = &result {
+            self.link.failed(error);
+        }
+        result
     }
 
     /// Runs a command or pipeline with the configured time limit.
@@ -172,10 +167,12 @@ impl DueIndex {
         let mut conn = self.conn().await?;
         let mut pipe = redis::pipe();
         cmd(&mut pipe);
-        match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(DueError::Timeout(self.timeout)),
-        }
+        self.observed(
+            match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout)),
+            },
+        )
     }
 
     pub async fn ping(&self) -> Result<(), DueError> {
@@ -185,6 +182,33 @@ impl DueIndex {
             })
             .await?;
         Ok(())
+    }
+
+    /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
+    /// disabled on managed Redis).
+    pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {
+        let (info,): (String,) = self
+            .run(|p| {
+                p.cmd("INFO").arg("memory");
+            })
+            .await?;
+        Ok(info
+            .lines()
+            .find_map(|line| line.strip_prefix("maxmemory_policy:"))
+            .map(|policy| policy.trim().to_string()))
+    }
+
+    /// A warning when Redis may evict hookd's keys: any policy but
+    /// `noeviction` lets it drop `due` under memory pressure. Nothing is
+    /// lost then (the sentinel member notices within a second and the index
+    /// is rebuilt), but deliveries wait for the rebuild.
+    pub async fn eviction_warning(&self) -> Option<String> {
+        match self.maxmemory_policy().await {
+            Ok(Some(policy)) if policy != "noeviction" => Some(format!(
+                "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
+            )),
+            _ => None,
+        }
     }
 
     /// Adds (or moves) notifications to the due set, in one command.

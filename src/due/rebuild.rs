@@ -67,13 +67,23 @@ return 0
 /// members were 16 bytes).
 pub const INDEX_FORMAT: &str = "f2:";
 
-/// What the marker says about the index.
+/// A member of `due` that is never due (score +inf) and is no id (9
+/// bytes), added with the marker. When `due` disappears on its own (evicted,
+/// deleted by hand, missing on a promoted replica), it goes too, while the
+/// marker stays: that is how the loss of `due` alone is noticed within a
+/// housekeeping tick instead of by the sweep.
+pub const DUE_SENTINEL: &[u8] = b"hookd:due";
+
+/// What the marker (and the sentinel member of `due`) say about the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexState {
     /// Complete, in this build's format.
     Complete,
     /// Lost (Redis restarted empty, was flushed or failed over) or never built.
     Missing,
+    /// The marker is there but `due` lost its sentinel: `due` itself was
+    /// evicted, deleted or not replicated. Rebuilt like `Missing`.
+    DueLost,
     /// Complete, but written by a build with another member format.
     OtherFormat,
 }
@@ -90,15 +100,18 @@ impl DueIndex {
     /// Whether the index is known to be complete, and in this build's format.
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
         let key = self.marker_key();
-        let (marker,): (Option<String>,) = self
+        let due = &self.keys().due;
+        let (marker, sentinel): (Option<String>, Option<f64>) = self
             .run(|p| {
                 p.get(&key);
+                p.zscore(due, DUE_SENTINEL);
             })
             .await?;
         Ok(match marker {
             None => IndexState::Missing,
-            Some(value) if value.starts_with(INDEX_FORMAT) => IndexState::Complete,
-            Some(_) => IndexState::OtherFormat,
+            Some(value) if !value.starts_with(INDEX_FORMAT) => IndexState::OtherFormat,
+            Some(_) if sentinel.is_none() => IndexState::DueLost,
+            Some(_) => IndexState::Complete,
         })
     }
 
@@ -107,10 +120,18 @@ impl DueIndex {
         Ok(self.index_state().await? == IndexState::Complete)
     }
 
+    /// Marks the index complete: the marker, and the sentinel in `due`.
     pub async fn mark_indexed(&self) -> Result<(), DueError> {
         let key = self.marker_key();
+        let due = &self.keys().due;
         let value = format!("{INDEX_FORMAT}{}", Utc::now().timestamp_millis());
         self.run::<()>(|p| {
+            p.atomic();
+            p.cmd("ZADD")
+                .arg(due)
+                .arg("+inf")
+                .arg(DUE_SENTINEL)
+                .ignore();
             p.set(&key, value).ignore();
         })
         .await
@@ -168,11 +189,12 @@ impl DueIndex {
 
     pub async fn unlock_rebuild(&self, token: &str) -> Result<(), DueError> {
         let mut conn = self.conn().await?;
-        let _: i64 = RELEASE_LOCK
+        let released: Result<i64, _> = RELEASE_LOCK
             .key(self.lock_key())
             .arg(token)
             .invoke_async(&mut conn)
-            .await?;
+            .await;
+        self.observed(released.map_err(DueError::from))?;
         Ok(())
     }
 
@@ -188,9 +210,12 @@ impl DueIndex {
         for (id, at) in entries {
             invocation.arg(score(*at)).arg(member(id));
         }
-        match tokio::time::timeout(self.timeout * 10, invocation.invoke_async(&mut conn)).await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(DueError::Timeout(self.timeout * 10)),
-        }
+        self.observed(
+            match tokio::time::timeout(self.timeout * 10, invocation.invoke_async(&mut conn)).await
+            {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout * 10)),
+            },
+        )
     }
 }

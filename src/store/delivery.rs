@@ -377,6 +377,25 @@ impl Store {
         .await?)
     }
 
+    /// One page of pending rows created after the id `after` (UUIDv7, so a
+    /// creation time), in id order: what is re-added after a Redis failover,
+    /// on the primary key.
+    pub async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE id > $1 AND status = 'pending' AND next_attempt_at IS NOT NULL \
+             ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Deletes the final notifications completed before `before`, with
     /// their attempts, among the next `limit` rows of the primary key after
     /// `after`. Returns how many it deleted and where to go on from (`None`

@@ -191,9 +191,16 @@ impl RedisServer {
     }
 
     pub async fn start_on(port: u16) -> Self {
+        Self::start_with(port, &[]).await
+    }
+
+    /// A redis-server with more arguments (`--maxmemory 2mb`, `--replicaof
+    /// ...`), or, with a config file first, a sentinel.
+    pub async fn start_with(port: u16, extra: &[&str]) -> Self {
         let binary =
             std::env::var("HOOKD_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let child = Command::new(binary)
+            .args(extra.iter().take_while(|a| !a.starts_with("--")))
             .args([
                 "--port",
                 &port.to_string(),
@@ -204,6 +211,7 @@ impl RedisServer {
                 "--appendonly",
                 "no",
             ])
+            .args(extra.iter().skip_while(|a| !a.starts_with("--")))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

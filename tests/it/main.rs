@@ -11,6 +11,7 @@ mod cli;
 mod delivery;
 mod logs;
 mod operator;
+mod redis_ha;
 mod resilience;
 mod security;
 mod stores_down;

@@ -429,10 +429,11 @@ async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notificatio
     let keys = app.state.due.keys().clone();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let entries: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+    // Every id: the never-due sentinel (score +inf) is not one.
+    let entries: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGEBYSCORE")
         .arg(&keys.due)
-        .arg(0)
-        .arg(-1)
+        .arg("-inf")
+        .arg("(+inf")
         .arg("WITHSCORES")
         .query_async(&mut conn)
         .await

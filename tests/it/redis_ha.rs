@@ -1,0 +1,237 @@
+//! Redis on a bad day, with real processes: the `due` set lost alone, a
+//! Redis that refuses writes because it is full, and a Sentinel failover
+//! with the master killed mid-traffic. Each counts what the receiver got;
+//! how fast it got there is measured in the benchmark, not here.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::helpers::{eventually, free_port, spawn_app_with, RedisServer, TestApp};
+use crate::receiver::Receiver;
+
+/// Long enough for a loaded CI machine; the old sweep (rows a minute
+/// overdue, every 30 s) could not make it within this.
+const HEALED: Duration = Duration::from_secs(25);
+const DEADLINE: Duration = Duration::from_secs(60);
+
+async fn redis(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Creates `count` notifications for `shop`, in batches of 500; returns
+/// how many were accepted (201).
+async fn submit(app: &TestApp, count: usize, delay: &str) -> usize {
+    let mut accepted = 0;
+    for start in (0..count).step_by(500) {
+        let items: Vec<Value> = (start..count.min(start + 500))
+            .map(|i| json!({"endpoint": "shop", "payload": {"i": i}, "delay": delay}))
+            .collect();
+        let (status, body) = app
+            .post("/v1/notifications/batch", json!({"notifications": items}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        accepted += body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item["status"] == 201)
+            .count();
+    }
+    accepted
+}
+
+async fn shop(app: &TestApp, receiver: &Receiver) {
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    eventually(DEADLINE, "the index marker", || async {
+        app.state.due.is_indexed().await.ok().filter(|i| *i)
+    })
+    .await;
+}
+
+#[sqlx::test]
+async fn losing_the_due_set_alone_is_noticed_and_healed(pool: PgPool) {
+    let server = RedisServer::start().await;
+    let app = spawn_app_with(pool, &server.url(), "").await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+    assert_eq!(submit(&app, 2000, "2s").await, 2000);
+    // What eviction, a mistaken DEL or a replica that missed the writes
+    // does: `due` is gone, the marker stays.
+    let mut conn = redis(&server.url()).await;
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&app.state.due.keys().due)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    let (distinct, total) = receiver.wait_distinct("/hook", 2000, HEALED).await;
+    assert_eq!((distinct, total), (2000, 2000));
+}
+
+#[sqlx::test]
+async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(pool: PgPool) {
+    let server = RedisServer::start_with(free_port(), &["--maxmemory-policy", "noeviction"]).await;
+    let app = spawn_app_with(pool, &server.url(), "").await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+    // Redis full: its memory limit below what it holds, so every write is
+    // refused with OOM until it has room again.
+    let mut conn = redis(&server.url()).await;
+    let set_maxmemory = |bytes: &str| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(bytes)
+            .to_owned()
+    };
+    let _: () = set_maxmemory("1").query_async(&mut conn).await.unwrap();
+    let refused = app
+        .state
+        .due
+        .add(&[(uuid::Uuid::now_v7(), chrono::Utc::now())])
+        .await;
+    assert!(
+        refused.is_err_and(|e| e.to_string().contains("OOM")),
+        "Redis took a write while full"
+    );
+    assert_eq!(submit(&app, 3000, "0s").await, 3000);
+    let _: () = set_maxmemory("0").query_async(&mut conn).await.unwrap();
+    let (distinct, total) = receiver.wait_distinct("/hook", 3000, HEALED).await;
+    assert_eq!((distinct, total), (3000, 3000));
+}
+
+/// A sentinel watching `master` as `hookd`, quick to fail over.
+struct Sentinel {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Sentinel {
+    async fn start(master: u16) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("hookd-sentinel-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("sentinel.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {}\n\
+                 sentinel monitor hookd 127.0.0.1 {master} 1\n\
+                 sentinel down-after-milliseconds hookd 1000\n\
+                 sentinel failover-timeout hookd 5000\n\
+                 sentinel parallel-syncs hookd 1\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let binary =
+            std::env::var("HOOKD_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(binary)
+            .arg(&config)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server --sentinel starts");
+        eventually(Duration::from_secs(10), "the sentinel", || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        })
+        .await;
+        Self { child, port, dir }
+    }
+
+    /// The port of the master it names now.
+    async fn master_port(&self) -> Option<u16> {
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{}", self.port))
+            .ok()?
+            .get_multiplexed_async_connection()
+            .await
+            .ok()?;
+        let answer: Option<(String, u16)> = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg("hookd")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        answer.map(|(_, port)| port)
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[sqlx::test]
+async fn a_sentinel_failover_mid_traffic_loses_nothing(pool: PgPool) {
+    let mut master = RedisServer::start().await;
+    let replica_port = free_port();
+    let master_arg = master.port.to_string();
+    let _replica = RedisServer::start_with(
+        replica_port,
+        &["--replicaof", "127.0.0.1", master_arg.as_str()],
+    )
+    .await;
+    let sentinel = Sentinel::start(master.port).await;
+    eventually(DEADLINE, "the sentinel to see the master", || async {
+        sentinel.master_port().await.filter(|p| *p == master.port)
+    })
+    .await;
+    eventually(DEADLINE, "the sentinel to know the replica", || async {
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{}", sentinel.port))
+            .ok()?
+            .get_multiplexed_async_connection()
+            .await
+            .ok()?;
+        let replicas: Vec<redis::Value> = redis::cmd("SENTINEL")
+            .arg("replicas")
+            .arg("hookd")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        (!replicas.is_empty()).then_some(())
+    })
+    .await;
+    let overrides = format!(
+        "[redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n",
+        sentinel.port
+    );
+    // The url's address is unused: the sentinel names the master.
+    let app = spawn_app_with(pool, "redis://127.0.0.1:1", &overrides).await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+
+    let mut accepted = submit(&app, 1000, "1s").await;
+    master.kill();
+    // Creates go on while the sentinel notices and promotes the replica.
+    for _ in 0..10 {
+        accepted += submit(&app, 200, "0s").await;
+    }
+    eventually(DEADLINE, "the sentinel to promote the replica", || async {
+        sentinel.master_port().await.filter(|p| *p == replica_port)
+    })
+    .await;
+    accepted += submit(&app, 1000, "0s").await;
+    assert_eq!(accepted, 4000, "every create is accepted, Redis or not");
+    let (distinct, total) = receiver.wait_distinct("/hook", 4000, DEADLINE).await;
+    assert_eq!(distinct, 4000);
+    // Deliveries in flight when the master died may be sent again (their
+    // leases were lost with it): at most the in-flight cap.
+    assert!(total - distinct <= 1024, "{} duplicates", total - distinct);
+}
