@@ -566,3 +566,22 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool:
     let _ = std::fs::remove_file(&log);
     let _ = std::fs::remove_file(&config);
 }
+
+#[sqlx::test]
+async fn an_error_quotes_at_most_a_little_of_what_the_client_sent(pool: PgPool) {
+    let app = spawn_app_with(pool, &redis_url(), "").await;
+    let name = "n".repeat(100_000);
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": name, "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_endpoint");
+    assert!(
+        body.to_string().len() < 1024,
+        "{} bytes",
+        body.to_string().len()
+    );
+}
