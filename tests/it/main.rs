@@ -12,4 +12,5 @@ mod delivery;
 mod logs;
 mod operator;
 mod resilience;
+mod secrets;
 mod stores_down;
