@@ -25,6 +25,15 @@ use super::{Store, StoreError};
 use crate::domain::sealed::{context, SealError};
 
 const BATCH: i64 = 500;
+/// An endpoint row with a value not starting with `$PREFIX`, the current
+/// key's `enc:v1:<id>:`: rows already done are neither locked nor sent.
+const STALE_ENDPOINT: &str = "NOT starts_with(secret, $PREFIX) \
+     OR EXISTS (SELECT 1 FROM jsonb_array_elements(previous_secrets) p \
+                WHERE NOT starts_with(p->>'secret', $PREFIX)) \
+     OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $PREFIX))";
+/// The same for a notification; most have no headers and fail the first test.
+const STALE_NOTIFICATION: &str = "headers <> '{}'::jsonb \
+     AND EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $PREFIX))";
 /// Walks before giving up on rows that stay locked (the next start goes on).
 const MAX_WALKS: usize = 10;
 const WALK_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -101,35 +110,35 @@ impl Store {
     /// Rows with a value not sealed under the current key.
     pub async fn stale_rows(&self) -> Result<u64, StoreError> {
         let prefix = self.keys.current_prefix().unwrap_or_default();
-        let count: i64 = sqlx::query_scalar(
-            "SELECT (SELECT count(*) FROM endpoints WHERE NOT starts_with(secret, $1) \
-                 OR EXISTS (SELECT 1 FROM jsonb_array_elements(previous_secrets) p \
-                            WHERE NOT starts_with(p->>'secret', $1)) \
-                 OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $1))) \
-             + (SELECT count(*) FROM notifications WHERE headers <> '{}'::jsonb \
-                 AND EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $1)))",
-        )
+        let count: i64 = sqlx::query_scalar(&format!(
+            "SELECT (SELECT count(*) FROM endpoints WHERE {}) \
+                 + (SELECT count(*) FROM notifications WHERE {})",
+            stale(STALE_ENDPOINT, "$1"),
+            stale(STALE_NOTIFICATION, "$1"),
+        ))
         .bind(&prefix)
         .fetch_one(&self.pool)
         .await?;
         Ok(count as u64)
     }
 
-    /// One batch of endpoints after `after`: every row is read (the table is
-    /// small) and the rows that need it are sealed again. Returns where to
-    /// go on from and how many rows changed.
+    /// One batch of endpoints after `after` with a value not sealed under the
+    /// current key, sealed again. Returns where to go on from and how many
+    /// rows changed.
     async fn reseal_endpoints(
         &self,
         after: Uuid,
         done: &mut Resealed,
     ) -> Result<(Option<Uuid>, u64), StoreError> {
         let mut tx = self.pool.begin().await?;
-        let rows: Vec<EndpointSecrets> = sqlx::query_as(
-            "SELECT id, secret, previous_secrets, headers FROM endpoints WHERE id > $1 \
-             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
-        )
+        let rows: Vec<EndpointSecrets> = sqlx::query_as(&format!(
+            "SELECT id, secret, previous_secrets, headers FROM endpoints \
+             WHERE id > $1 AND ({}) ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
+            stale(STALE_ENDPOINT, "$3")
+        ))
         .bind(after)
         .bind(BATCH)
+        .bind(self.keys.current_prefix().unwrap_or_default())
         .fetch_all(&mut *tx)
         .await?;
         let next = (rows.len() as i64 == BATCH)
@@ -138,10 +147,11 @@ impl Store {
         let keys = &self.keys;
         let mut changed = 0;
         for (id, mut secret, Json(mut previous), Json(mut headers)) in rows {
-            let stale = keys.needs_reseal(&secret)
+            // PostgreSQL chose these rows; the same rule, in Rust, decides.
+            let needed = keys.needs_reseal(&secret)
                 || previous.iter().any(|p| keys.needs_reseal(&p.secret))
                 || headers.values().any(|v| keys.needs_reseal(v));
-            if !stale {
+            if !needed {
                 continue;
             }
             let opened = open_secret(keys, id, &mut secret)
@@ -172,7 +182,7 @@ impl Store {
     /// One batch of notifications after `after` that have a header value
     /// not sealed under the current key. PostgreSQL picks them (most rows
     /// have no headers, or are done), so a walk over a done table returns
-    /// nothing but still reads the primary key once.
+    /// nothing, but still reads the table once.
     async fn reseal_notifications(
         &self,
         after: Uuid,
@@ -180,14 +190,14 @@ impl Store {
     ) -> Result<(Option<Uuid>, u64), StoreError> {
         let prefix = self.keys.current_prefix().unwrap_or_default();
         let mut tx = self.pool.begin().await?;
-        let rows: Vec<(Uuid, Json<BTreeMap<String, String>>)> = sqlx::query_as(
-            "SELECT id, headers FROM notifications WHERE id > $1 AND headers <> '{}'::jsonb \
-               AND EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $2)) \
-             ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED",
-        )
+        let rows: Vec<(Uuid, Json<BTreeMap<String, String>>)> = sqlx::query_as(&format!(
+            "SELECT id, headers FROM notifications WHERE id > $1 AND {} \
+             ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
+            stale(STALE_NOTIFICATION, "$3")
+        ))
         .bind(after)
-        .bind(&prefix)
         .bind(BATCH)
+        .bind(&prefix)
         .fetch_all(&mut *tx)
         .await?;
         let next = (rows.len() as i64 == BATCH)
@@ -224,6 +234,11 @@ impl Store {
         tx.commit().await?;
         Ok((next, ids.len() as u64))
     }
+}
+
+/// A staleness test with `$PREFIX` bound to the parameter `param`.
+fn stale(test: &str, param: &str) -> String {
+    test.replace("$PREFIX", param)
 }
 
 fn unreadable(table: &str, id: Uuid, error: &SealError) {

@@ -300,7 +300,8 @@ async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(pool:
         .endpoint(json!({"uid": "twice", "url": receiver.url("/twice")}))
         .await["secret"]
         .clone();
-    let s1 = rotate(&app, "twice", Some(json!({"overlap": "2s"}))).await;
+    // Long enough for one delivery on a loaded machine, short for a test.
+    let s1 = rotate(&app, "twice", Some(json!({"overlap": "4s"}))).await;
     let s2 = rotate(&app, "twice", Some(json!({"overlap": "1h"}))).await;
 
     let request = deliver(&app, &receiver, "twice", "/twice").await;
