@@ -429,3 +429,57 @@ fn config_check_warns_without_keys_and_never_prints_a_key() {
         "{keyed}"
     );
 }
+
+#[sqlx::test]
+async fn two_processes_starting_together_encrypt_every_row_exactly_once(pool: PgPool) {
+    let plain = spawn_app_with(pool.clone(), &redis_url(), "").await;
+    plain.endpoint(json!({"uid": "bulk"})).await;
+    // More than one batch of the walk.
+    let items: Vec<Value> = (0..1200)
+        .map(|i| {
+            json!({"endpoint": "bulk", "payload": {}, "delay": "1h",
+                   "headers": {"X-Key": format!("bulk-{i}")}})
+        })
+        .collect();
+    for chunk in items.chunks(600) {
+        let (status, body) = plain
+            .post("/v1/notifications/batch", json!({"notifications": chunk}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    drop(plain);
+
+    let overrides = keys(&[("k", KEY_NEW)]);
+    let _first = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    let _second = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    eventually(DEADLINE, "every header value to be sealed", || async {
+        let plaintext: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM notifications WHERE NOT starts_with(headers->>'X-Key', 'enc:v1:k:')",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        (plaintext == 0).then_some(())
+    })
+    .await;
+    // Each value opens to what was sent: sealed once, never sealed again
+    // by the other process.
+    let keyring = hookd::domain::sealed::Keyring::new([("k", KEY_NEW)]).unwrap();
+    let rows: Vec<(uuid::Uuid, String)> =
+        sqlx::query_as("SELECT id, headers->>'X-Key' FROM notifications")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(rows.len(), 1200);
+    let mut opened: Vec<String> = rows
+        .iter()
+        .map(|(id, sealed)| {
+            let context = hookd::domain::sealed::context::notification_header(*id, "X-Key");
+            keyring.open(sealed, &context).unwrap().into_owned()
+        })
+        .collect();
+    opened.sort();
+    let mut sent: Vec<String> = (0..1200).map(|i| format!("bulk-{i}")).collect();
+    sent.sort();
+    assert_eq!(opened, sent);
+}
