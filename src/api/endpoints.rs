@@ -553,9 +553,9 @@ pub struct RotateSecret {
 }
 
 impl RotateSecret {
-    fn overlap(&self, settings: &Settings) -> Result<ChronoOverlap, ApiError> {
+    fn overlap(&self, settings: &Settings) -> Result<chrono::Duration, ApiError> {
         let Some(text) = &self.overlap else {
-            return Ok(ChronoOverlap::from_std(settings.rotation_overlap()).unwrap_or_default());
+            return Ok(chrono::Duration::from_std(settings.rotation_overlap()).unwrap_or_default());
         };
         let invalid = || {
             ApiError::invalid(
@@ -568,11 +568,9 @@ impl RotateSecret {
         if ms > crate::config::MAX_ROTATION_OVERLAP.as_millis() as u64 {
             return Err(invalid());
         }
-        Ok(ChronoOverlap::milliseconds(ms as i64))
+        Ok(chrono::Duration::milliseconds(ms as i64))
     }
 }
-
-type ChronoOverlap = chrono::Duration;
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
     params(("endpoint" = String, Path, description = "id or uid")),

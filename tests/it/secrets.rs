@@ -353,7 +353,8 @@ async fn overlap_zero_drops_previous_secrets_at_once(pool: PgPool) {
     assert_eq!(secret["previous_secrets"], json!([]));
     assert!(secret["previous_secret_expires_at"].is_null());
 
-    // Longer than 7 days, or not a duration: refused, naming the field.
+    // Up to 7 days; longer, or not a duration: refused, naming the field.
+    rotate(&app, "now", Some(json!({"overlap": "7d"}))).await;
     for overlap in ["8d", "soon"] {
         let (status, body) = app
             .post(
