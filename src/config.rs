@@ -39,8 +39,32 @@ pub struct Settings {
     pub dispatcher: DispatcherSettings,
     pub retention: RetentionSettings,
     pub operator: OperatorSettings,
+    pub secrets: SecretsSettings,
     pub log: LogSettings,
 }
+
+/// Encryption of signing secrets and custom header values at rest, and the
+/// overlap of secret rotations.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsSettings {
+    /// AEAD keys: the first seals, every one opens. Empty: plaintext.
+    pub keys: Vec<SecretKeySettings>,
+    /// How long a rotated-out secret keeps signing by default. 0: not at all.
+    pub rotation_overlap_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretKeySettings {
+    /// Written into every value it seals: short, never reused for another key.
+    pub id: String,
+    /// The base64 of 32 random bytes.
+    pub key: Secret,
+}
+
+/// The longest rotation overlap, in config and per rotation.
+pub const MAX_ROTATION_OVERLAP: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Where hookd reports to its operators: `notification.failed` and
 /// `endpoint.disabled` events, signed like every delivery.
@@ -448,6 +472,15 @@ impl Settings {
                 return Err(invalid("api.tokens", "two entries hold the same token"));
             }
         }
+        if let Err(error) = self.try_keyring() {
+            return Err(invalid("secrets.keys", &error.to_string()));
+        }
+        if self.secrets.rotation_overlap_ms > MAX_ROTATION_OVERLAP.as_millis() as u64 {
+            return Err(invalid(
+                "secrets.rotation_overlap_ms",
+                "must be at most 604800000 (7 days; 0 ends the overlap at once)",
+            ));
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             return Err(invalid(
                 "log.filter",
@@ -540,6 +573,35 @@ impl Settings {
         MAX_ENDPOINT_TIMEOUT.min(self.lease().saturating_sub(LEASE_MARGIN))
     }
 
+    /// The keys that seal secrets and header values at rest (validated at load).
+    pub fn keyring(&self) -> crate::domain::sealed::Keyring {
+        self.try_keyring()
+            .expect("secrets.keys was validated at load")
+    }
+
+    fn try_keyring(
+        &self,
+    ) -> Result<crate::domain::sealed::Keyring, crate::domain::sealed::KeyError> {
+        let keys = self.secrets.keys.iter();
+        crate::domain::sealed::Keyring::new(keys.map(|k| (k.id.as_str(), k.key.expose())))
+    }
+
+    pub fn rotation_overlap(&self) -> Duration {
+        Duration::from_millis(self.secrets.rotation_overlap_ms)
+    }
+
+    /// Settings that work but that an operator should know about: printed by
+    /// `config check` and logged at start.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        let mut warnings = Vec::new();
+        if self.secrets.keys.is_empty() {
+            warnings.push(
+                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in PostgreSQL",
+            );
+        }
+        warnings
+    }
+
     /// The effective configuration as TOML, secrets masked.
     pub fn to_masked_toml(&self) -> String {
         toml_string(self)
@@ -551,12 +613,13 @@ fn toml_string(settings: &Settings) -> String {
 }
 
 /// Keys whose values are `Secret`s: an error about one never shows its value.
-const SECRET_KEYS: [&str; 5] = [
+const SECRET_KEYS: [&str; 6] = [
     "database.url",
     "redis.url",
     "api.tokens",
     "operator.url",
     "operator.secret",
+    "secrets.keys",
 ];
 
 /// Every error figment found, on one line, each naming its key and where the
@@ -775,6 +838,22 @@ mod tests {
                 "database.url",
             ),
             ("[operator]\nsecret = 42\n", "operator.secret"),
+            (
+                "[secrets]\nkeys = [{ id = \"a\", key = \"aHVudGVyMg==\" }]\n",
+                "secrets.keys",
+            ),
+            (
+                "[secrets]\nkeys = [{ id = \"a:b\", key = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\" }]\n",
+                "secrets.keys",
+            ),
+            (
+                "[secrets]\nkeys = [{ id = \"a\", key = [\"hunter2\"] }]\n",
+                "secrets.keys",
+            ),
+            (
+                "[secrets]\nrotation_overlap_ms = 604800001\n",
+                "secrets.rotation_overlap_ms",
+            ),
             // A syntax error keeps its position, not the line it is on.
             ("[api]\ntokens = [\"hunter2\n", "line 2"),
         ];
@@ -824,6 +903,24 @@ mod tests {
             assert!(message.contains("api.tokens"), "{toml:?} gave {message:?}");
             assert!(!message.contains("hunter2"), "{toml:?} gave {message:?}");
         }
+    }
+
+    #[test]
+    fn secret_keys_load_masked_and_their_absence_is_a_warning() {
+        let settings = Settings::from_toml_overrides(
+            "[secrets]\nkeys = [{ id = \"2026-11\", key = \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(settings.keyring().current_id(), Some("2026-11"));
+        assert!(settings.warnings().is_empty());
+        let shown = settings.to_masked_toml();
+        assert!(
+            !shown.contains("AAECAwQF") && shown.contains("2026-11"),
+            "{shown}"
+        );
+        let plain = Settings::from_toml_overrides("").unwrap();
+        assert!(plain.warnings()[0].contains("secrets.keys"));
+        assert_eq!(plain.rotation_overlap(), Duration::from_secs(86_400));
     }
 
     #[test]

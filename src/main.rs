@@ -88,6 +88,9 @@ fn main() -> ExitCode {
             command: ConfigCommand::Check { config },
         } => match Settings::load(config.as_deref()) {
             Ok(settings) => {
+                for warning in settings.warnings() {
+                    println!("# warning: {warning}");
+                }
                 print!("{}", settings.to_masked_toml());
                 for warning in redis_warnings(&settings) {
                     println!("# warning: {warning}");

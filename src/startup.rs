@@ -50,6 +50,9 @@ impl App {
             }
         });
         let address = settings.bind_address();
+        for warning in settings.warnings() {
+            tracing::warn!("{warning}");
+        }
         if settings.api.tokens.is_empty() {
             tracing::warn!(
                 configured = %settings.server.listen, %address,
@@ -73,6 +76,7 @@ impl App {
         role: Role,
     ) -> Self {
         crate::telemetry::metrics();
+        let store = store.with_secrets(settings.keyring());
         let (ingest, queue) = Ingest::channel();
         let state = AppState {
             store,
@@ -115,6 +119,12 @@ impl App {
             shutdown.await;
             trigger.cancel();
         });
+        // Rows written before keys were set (or under a retired key) are
+        // sealed under the current key while hookd serves.
+        let resealing = tokio::spawn(crate::store::reseal::run(
+            self.state.store.clone(),
+            token.clone(),
+        ));
         let settings = self.state.settings.clone();
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
@@ -144,6 +154,7 @@ impl App {
         if let Some(dispatcher) = dispatcher {
             dispatcher.await.context("dispatcher task failed")?;
         }
+        let _ = resealing.await;
         served
     }
 }

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use sqlx::types::Json as SqlJson;
@@ -27,9 +27,6 @@ use crate::domain::schedule::Schedule;
 use crate::domain::secret::SigningSecret;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
-/// How long a rotated-out secret keeps signing alongside the new one.
-pub const ROTATION_OVERLAP_HOURS: i64 = 24;
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/endpoints", post(create).get(list))
@@ -41,6 +38,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/v1/endpoints/{endpoint}/secret/rotate",
             post(rotate_secret),
+        )
+        .route(
+            "/v1/endpoints/{endpoint}/secret/previous",
+            axum::routing::delete(end_overlap),
         )
 }
 
@@ -294,8 +295,7 @@ fn default_endpoint() -> Endpoint {
         url: String::new(),
         description: String::new(),
         secret: SigningSecret::generate().as_str().to_string(),
-        previous_secret: None,
-        previous_secret_expires_at: None,
+        previous_secrets: SqlJson(Vec::new()),
         event_types: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
@@ -309,6 +309,7 @@ fn default_endpoint() -> Endpoint {
         failing_since: None,
         created_at: now,
         updated_at: now,
+        unreadable: None,
     }
 }
 
@@ -483,7 +484,7 @@ pub async fn update(
         return Err(ApiError::invalid(
             "invalid_value",
             "secret",
-            "change a secret with POST /v1/endpoints/{id}/secret/rotate, which keeps the old one signing for 24h",
+            "change a secret with POST /v1/endpoints/{id}/secret/rotate, which keeps the old one signing for secrets.rotation_overlap_ms (or the overlap asked for)",
         ));
     }
     let settings = state.settings.clone();
@@ -532,8 +533,33 @@ pub async fn remove(
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct SecretView {
     pub secret: String,
-    /// Until when the previous secret still signs, if one does.
+    /// Until when the last rotated-out secret still signs, if one does.
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// The rotated-out secrets that still sign beside `secret`, newest
+    /// first: their expiry only, never their value.
+    pub previous_secrets: Vec<PreviousSecretView>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PreviousSecretView {
+    /// Deliveries stop carrying a signature with this secret at this time.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl SecretView {
+    fn of(endpoint: &Endpoint, now: DateTime<Utc>) -> Self {
+        let previous: Vec<PreviousSecretView> = endpoint
+            .signing_previous(now)
+            .map(|p| PreviousSecretView {
+                expires_at: p.expires_at,
+            })
+            .collect();
+        Self {
+            secret: endpoint.secret.clone(),
+            previous_secret_expires_at: previous.iter().map(|p| p.expires_at).max(),
+            previous_secrets: previous,
+        }
+    }
 }
 
 #[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
@@ -548,12 +574,11 @@ pub async fn read_secret(
         .find_endpoint(&EndpointRef::parse(&endpoint))
         .await?
         .ok_or(ApiError::NotFound("endpoint"))?;
-    Ok(Json(SecretView {
-        secret: endpoint.secret,
-        previous_secret_expires_at: endpoint
-            .previous_secret_expires_at
-            .filter(|at| *at > Utc::now() && endpoint.previous_secret.is_some()),
-    }))
+    if let Some(error) = endpoint.unreadable.clone() {
+        let what = format!("endpoint {}", endpoint.id);
+        return Err(crate::store::StoreError::Sealed { what, error }.into());
+    }
+    Ok(Json(SecretView::of(&endpoint, Utc::now())))
 }
 
 #[derive(Default, Deserialize, utoipa::ToSchema)]
@@ -562,6 +587,32 @@ pub struct RotateSecret {
     /// The new secret, `whsec_<base64 of 24 to 64 bytes>`; generated when absent.
     #[schema(pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
     pub secret: Option<String>,
+    /// How long the current secret keeps signing beside the new one, as a
+    /// duration (`"24h"`, `"30m"`, `"0s"` for not at all); at most 7 days.
+    /// Default `secrets.rotation_overlap_ms`. Secrets rotated out before
+    /// keep their own expiry (at most 5 sign at once).
+    #[schema(example = "24h")]
+    pub overlap: Option<String>,
+}
+
+impl RotateSecret {
+    fn overlap(&self, settings: &Settings) -> Result<chrono::Duration, ApiError> {
+        let Some(text) = &self.overlap else {
+            return Ok(chrono::Duration::from_std(settings.rotation_overlap()).unwrap_or_default());
+        };
+        let invalid = || {
+            ApiError::invalid(
+                "invalid_value",
+                "overlap",
+                "overlap is a duration such as \"24h\" or \"0s\", at most 7 days",
+            )
+        };
+        let ms = crate::domain::schedule::parse_duration(text).map_err(|_| invalid())?;
+        if ms > crate::config::MAX_ROTATION_OVERLAP.as_millis() as u64 {
+            return Err(invalid());
+        }
+        Ok(chrono::Duration::milliseconds(ms as i64))
+    }
 }
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
@@ -578,6 +629,7 @@ pub async fn rotate_secret(
     } else {
         parse_json(&body)?
     };
+    let overlap = request.overlap(&state.settings)?;
     let new_secret = match request.secret {
         Some(text) => SigningSecret::parse(&text)
             .map_err(|e| ApiError::invalid("invalid_secret", "secret", e.to_string()))?,
@@ -586,16 +638,30 @@ pub async fn rotate_secret(
     let rotated = state
         .store
         .modify_endpoint::<ApiError>(&EndpointRef::parse(&endpoint), |e| {
-            e.previous_secret = Some(std::mem::replace(
-                &mut e.secret,
-                new_secret.as_str().to_string(),
-            ));
-            e.previous_secret_expires_at =
-                Some(Utc::now() + ChronoDuration::hours(ROTATION_OVERLAP_HOURS));
+            e.rotate_secret(new_secret.as_str().to_string(), Utc::now(), overlap);
             Ok(())
         })
         .await?
         .ok_or(ApiError::NotFound("endpoint"))??;
     state.endpoints.clear();
     Ok(Json(EndpointView::with_secret(rotated)))
+}
+
+#[utoipa::path(operation_id = "end_endpoint_secret_overlap", delete, path = "/v1/endpoints/{endpoint}/secret/previous", tag = "endpoints",
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses((status = 200, body = SecretView, description = "the secret, with no rotated-out secret signing any more"), (status = 404, body = super::error::ErrorBody)))]
+pub async fn end_overlap(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+) -> Result<Json<SecretView>, ApiError> {
+    let ended = state
+        .store
+        .modify_endpoint::<ApiError>(&EndpointRef::parse(&endpoint), |e| {
+            e.end_overlap();
+            Ok(())
+        })
+        .await?
+        .ok_or(ApiError::NotFound("endpoint"))??;
+    state.endpoints.clear();
+    Ok(Json(SecretView::of(&ended, Utc::now())))
 }

@@ -209,6 +209,10 @@ impl From<&StoreError> for ApiError {
                 tracing::error!(error = %cause, "database error");
                 ApiError::Internal
             }
+            StoreError::Sealed { .. } => {
+                tracing::error!(%error, "cannot open a value sealed at rest; check secrets.keys");
+                ApiError::Internal
+            }
         }
     }
 }

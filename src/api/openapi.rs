@@ -22,6 +22,7 @@ use super::{endpoints, health, notifications};
         endpoints::remove,
         endpoints::read_secret,
         endpoints::rotate_secret,
+        endpoints::end_overlap,
         notifications::create,
         notifications::create_batch,
         notifications::list,

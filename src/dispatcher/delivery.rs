@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
 use crate::domain::success::SuccessRule;
-use crate::sender::{Delivery, Sender, Target};
+use crate::sender::{AttemptError, AttemptResult, Delivery, Sender, Target};
 use crate::store::delivery::{AttemptRecord, DeliveryEndpoint, DueNotification};
 
 /// An endpoint prepared once per claimed batch and shared by the batch's
@@ -23,6 +23,9 @@ pub struct Plan {
     pub max_in_flight: Option<u32>,
     pub disabled: bool,
     pub deleted: bool,
+    /// The endpoint's secret or headers did not open: every attempt fails
+    /// with this instead of being sent.
+    pub unreadable: Option<AttemptError>,
 }
 
 impl Plan {
@@ -45,7 +48,19 @@ impl Plan {
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
+            unreadable: endpoint
+                .unreadable
+                .map(|error| sealed_error("the endpoint's signing secret or headers", &error)),
         }
+    }
+}
+
+/// The attempt error for a value that does not open: the operator must put
+/// its key back in `secrets.keys` (or set the value again).
+fn sealed_error(what: &str, error: &crate::domain::sealed::SealError) -> AttemptError {
+    AttemptError {
+        code: "sealed_secret",
+        message: format!("cannot decrypt {what}: {error}"),
     }
 }
 
@@ -62,7 +77,20 @@ pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) ->
         attempt: number as u32,
         headers: &row.headers.0,
     };
-    let result = sender.send(delivery).await;
+    let unreadable = plan.unreadable.clone().or_else(|| {
+        row.unreadable
+            .as_ref()
+            .map(|error| sealed_error("the notification's custom headers", error))
+    });
+    let result = match unreadable {
+        Some(error) => AttemptResult {
+            started_at: Utc::now(),
+            duration: Duration::ZERO,
+            answer: None,
+            error: Some(error),
+        },
+        None => sender.send(delivery).await,
+    };
     let schedule = row.schedule();
     let policy = Policy {
         success: &plan.success,
@@ -125,21 +153,16 @@ pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) ->
     }
 }
 
-/// The current secret, and the previous one while its overlap lasts.
+/// The current secret, then every rotated-out one whose overlap lasts.
 fn signing_secrets(endpoint: &DeliveryEndpoint, now: DateTime<Utc>) -> Vec<SigningSecret> {
-    let mut secrets = Vec::with_capacity(2);
-    if let Ok(secret) = SigningSecret::parse(&endpoint.secret) {
-        secrets.push(secret);
-    }
-    if let (Some(previous), Some(until)) = (
-        &endpoint.previous_secret,
-        endpoint.previous_secret_expires_at,
-    ) {
-        if until > now {
-            if let Ok(secret) = SigningSecret::parse(previous) {
-                secrets.push(secret);
-            }
-        }
-    }
-    secrets
+    let previous = endpoint
+        .previous_secrets
+        .0
+        .iter()
+        .filter(|p| p.expires_at > now)
+        .map(|p| p.secret.as_str());
+    std::iter::once(endpoint.secret.as_str())
+        .chain(previous)
+        .filter_map(|text| SigningSecret::parse(text).ok())
+        .collect()
 }

@@ -61,6 +61,14 @@ pub fn header_problem(name: &str, value: &str) -> Option<String> {
             value.len()
         ));
     }
+    if value.starts_with(crate::domain::sealed::PREFIX) {
+        // The stored form of an encrypted value: as a plaintext value it
+        // would be taken for one.
+        return Some(format!(
+            "the value of `{name}` may not start with `{}`",
+            crate::domain::sealed::PREFIX
+        ));
+    }
     if reqwest::header::HeaderValue::from_str(value).is_err() {
         return Some(format!("the value of `{name}` is not a valid header value"));
     }

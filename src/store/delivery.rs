@@ -8,11 +8,13 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::endpoints::PreviousSecret;
 use super::notifications::Notification;
 use super::{Store, StoreError};
 use crate::domain::id;
 use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
+use crate::domain::sealed::{context, SealError};
 use crate::domain::status::Status;
 
 /// A claimed notification, as the dispatcher needs it. `Debug` leaves out
@@ -31,6 +33,9 @@ pub struct DueNotification {
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// A custom header value that did not open: the attempt fails with it.
+    #[sqlx(skip)]
+    pub unreadable: Option<SealError>,
 }
 
 impl std::fmt::Debug for DueNotification {
@@ -62,8 +67,7 @@ pub struct DeliveryEndpoint {
     pub id: Uuid,
     pub url: String,
     pub secret: String,
-    pub previous_secret: Option<String>,
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub previous_secrets: Json<Vec<PreviousSecret>>,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     pub headers: Json<BTreeMap<String, String>>,
@@ -71,6 +75,10 @@ pub struct DeliveryEndpoint {
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
     pub deleted: bool,
+    /// A secret or header value that did not open (its key is not in
+    /// `secrets.keys`): every delivery to the endpoint fails with it.
+    #[sqlx(skip)]
+    pub unreadable: Option<SealError>,
 }
 
 impl std::fmt::Debug for DeliveryEndpoint {
@@ -118,10 +126,11 @@ pub enum Retry {
 
 impl Store {
     /// Loads claimed notifications, then their endpoints: two queries per
-    /// batch, so an endpoint's URL, secrets and headers are decoded once per
-    /// batch rather than once per notification.
+    /// batch, so an endpoint's URL, secrets and headers are decoded (and
+    /// opened, when sealed) once per batch rather than once per notification.
+    /// Notifications without custom headers open nothing.
     pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
-        let notifications = sqlx::query_as::<_, DueNotification>(
+        let mut notifications = sqlx::query_as::<_, DueNotification>(
             "SELECT id, endpoint_id, event_type, content_type, body, headers, schedule_ms, \
                  schedule_name, status, attempts, series_start, next_attempt_at \
              FROM notifications WHERE id = ANY($1)",
@@ -129,14 +138,25 @@ impl Store {
         .bind(ids)
         .fetch_all(&self.pool)
         .await?;
+        for row in notifications.iter_mut().filter(|n| !n.headers.0.is_empty()) {
+            let id = row.id;
+            if let Err(error) =
+                super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
+                    context::notification_header(id, name)
+                })
+            {
+                tracing::error!(notification_id = %id, %error, "cannot open the notification's custom headers");
+                row.unreadable = Some(error);
+            }
+        }
         let mut endpoint_ids: Vec<Uuid> = notifications.iter().map(|n| n.endpoint_id).collect();
         endpoint_ids.sort_unstable();
         endpoint_ids.dedup();
-        let endpoints = if endpoint_ids.is_empty() {
+        let mut endpoints = if endpoint_ids.is_empty() {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, url, secret, previous_secret, previous_secret_expires_at, success_body, \
+                "SELECT id, url, secret, previous_secrets, success_body, \
                      permanent_statuses, headers, timeout_ms, max_in_flight, disabled, \
                      (deleted_at IS NOT NULL) AS deleted \
                  FROM endpoints WHERE id = ANY($1)",
@@ -145,6 +165,12 @@ impl Store {
             .fetch_all(&self.pool)
             .await?
         };
+        for endpoint in &mut endpoints {
+            if let Err(error) = self.open_delivery_endpoint(endpoint) {
+                tracing::error!(endpoint_id = %endpoint.id, %error, "cannot open the endpoint's secret or headers; its deliveries fail until secrets.keys holds the key");
+                endpoint.unreadable = Some(error);
+            }
+        }
         Ok(Claimed {
             notifications,
             endpoints,
@@ -311,7 +337,7 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         if let Some(row) = retried {
-            return Ok(Retry::Retried(row));
+            return Ok(Retry::Retried(self.open_notification(row)));
         }
         Ok(match self.get_notification(id).await? {
             Some(row) => Retry::NotRetryable(row),

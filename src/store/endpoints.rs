@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
 use uuid::Uuid;
 
@@ -50,8 +51,8 @@ pub struct Endpoint {
     pub url: String,
     pub description: String,
     pub secret: String,
-    pub previous_secret: Option<String>,
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// Rotated-out secrets that still sign until their expiry, newest first.
+    pub previous_secrets: Json<Vec<PreviousSecret>>,
     pub event_types: Option<Vec<String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
@@ -67,9 +68,58 @@ pub struct Endpoint {
     pub failing_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// A secret or header value that did not open (its key is not in
+    /// `secrets.keys`); those values read as empty. Such an endpoint still
+    /// takes notifications, whose attempts fail saying why, but its secret
+    /// cannot be shown and it cannot be changed until the key is back.
+    #[sqlx(skip)]
+    pub unreadable: Option<crate::domain::sealed::SealError>,
 }
 
+/// A rotated-out signing secret and until when it still signs.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviousSecret {
+    pub secret: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Most rotated-out secrets that sign at once; a rotation beyond drops the
+/// oldest, so a receiver never has to check more than this plus one.
+pub const MAX_PREVIOUS_SECRETS: usize = 5;
+
 impl Endpoint {
+    /// Makes `new` the signing secret. The current one keeps signing until
+    /// `now + overlap` (not at all for a zero overlap); expired ones go, and
+    /// beyond `MAX_PREVIOUS_SECRETS` the oldest go.
+    pub fn rotate_secret(&mut self, new: String, now: DateTime<Utc>, overlap: chrono::Duration) {
+        let old = std::mem::replace(&mut self.secret, new);
+        let previous = &mut self.previous_secrets.0;
+        previous.retain(|p| p.expires_at > now);
+        if overlap > chrono::Duration::zero() {
+            previous.insert(
+                0,
+                PreviousSecret {
+                    secret: old,
+                    expires_at: now + overlap,
+                },
+            );
+        }
+        previous.truncate(MAX_PREVIOUS_SECRETS);
+    }
+
+    /// Stops every rotated-out secret signing now.
+    pub fn end_overlap(&mut self) {
+        self.previous_secrets.0.clear();
+    }
+
+    /// The rotated-out secrets still signing at `now`, newest first.
+    pub fn signing_previous(&self, now: DateTime<Utc>) -> impl Iterator<Item = &PreviousSecret> {
+        self.previous_secrets
+            .0
+            .iter()
+            .filter(move |p| p.expires_at > now)
+    }
+
     pub fn schedule(&self) -> Schedule {
         Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
     }
@@ -84,7 +134,11 @@ impl Endpoint {
         let text = self.url.len()
             + self.description.len()
             + self.secret.len()
-            + self.previous_secret.as_ref().map_or(0, String::len)
+            + self
+                .previous_secrets
+                .iter()
+                .map(|p| p.secret.len() + 32)
+                .sum::<usize>()
             + self.success_body.as_ref().map_or(0, String::len)
             + self
                 .event_types
@@ -109,7 +163,7 @@ impl Endpoint {
     }
 }
 
-const COLUMNS: &str = "id, uid, url, description, secret, previous_secret, previous_secret_expires_at, \
+const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
 
@@ -120,27 +174,29 @@ impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, NULL, NULL, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now()) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now()) \
              RETURNING {COLUMNS}"
         );
+        let sealed = self.seal_endpoint(endpoint);
         let created = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
             .bind(&endpoint.description)
-            .bind(&endpoint.secret)
+            .bind(&sealed.secret)
             .bind(&endpoint.event_types)
             .bind(&endpoint.schedule_ms)
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(&endpoint.permanent_statuses)
-            .bind(&endpoint.headers)
+            .bind(&sealed.headers)
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
+            .bind(&sealed.previous_secrets)
             .fetch_one(&self.pool)
             .await?;
-        Ok(created)
+        Ok(self.open_endpoint(created))
     }
 
     pub async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
@@ -155,7 +211,8 @@ impl Store {
             .bind(id)
             .bind(uid)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?
+            .map(|e| self.open_endpoint(e)))
     }
 
     /// Live endpoints by id, for resolving many notifications at once.
@@ -168,11 +225,12 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints \
              WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
         );
-        Ok(sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(ids)
             .bind(uids)
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(self.open_endpoints(rows))
     }
 
     /// Newest first, after the cursor id.
@@ -186,11 +244,12 @@ impl Store {
              WHERE deleted_at IS NULL AND NOT managed AND ($1::uuid IS NULL OR id < $1) \
              ORDER BY id DESC LIMIT $2"
         );
-        Ok(sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(before)
             .bind(limit)
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(self.open_endpoints(rows))
     }
 
     /// Applies `change` to the endpoint under a row lock and writes it back,
@@ -210,7 +269,7 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
              FOR UPDATE"
         );
-        let Some(mut endpoint) = sqlx::query_as::<_, Endpoint>(&sql)
+        let Some(row) = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(id)
             .bind(uid)
             .fetch_optional(&mut *tx)
@@ -218,38 +277,51 @@ impl Store {
         else {
             return Ok(None);
         };
+        let mut endpoint = self.open_endpoint(row);
+        if let Some(error) = endpoint.unreadable.take() {
+            // Writing back would replace the values that did not open.
+            return Err(StoreError::Sealed {
+                what: format!("endpoint {}", endpoint.id),
+                error,
+            });
+        }
         if let Err(refused) = change(&mut endpoint) {
             return Ok(Some(Err(refused)));
         }
         let sql = format!(
-            "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secret = $6, \
-             previous_secret_expires_at = $7, event_types = $8, schedule_ms = $9, schedule_name = $10, \
-             success_body = $11, permanent_statuses = $12, headers = $13, timeout_ms = $14, \
-             max_in_flight = $15, disabled = $16, updated_at = now(), \
-             disabled_reason = CASE WHEN $16 THEN disabled_reason END, \
-             failing_since = CASE WHEN disabled AND NOT $16 THEN NULL ELSE failing_since END \
+            "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
+             event_types = $7, schedule_ms = $8, schedule_name = $9, \
+             success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
+             max_in_flight = $14, disabled = $15, updated_at = now(), \
+             disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
+             failing_since = CASE WHEN disabled AND NOT $15 THEN NULL ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
+        let sealed = self.seal_endpoint(&endpoint);
         let updated = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
             .bind(&endpoint.description)
-            .bind(&endpoint.secret)
-            .bind(&endpoint.previous_secret)
-            .bind(endpoint.previous_secret_expires_at)
+            .bind(&sealed.secret)
+            .bind(&sealed.previous_secrets)
             .bind(&endpoint.event_types)
             .bind(&endpoint.schedule_ms)
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(&endpoint.permanent_statuses)
-            .bind(&endpoint.headers)
+            .bind(&sealed.headers)
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
+        // Opening what was just sealed cannot fail; the plaintext is at hand.
+        let mut updated = updated;
+        updated.secret = endpoint.secret;
+        updated.previous_secrets = endpoint.previous_secrets;
+        updated.headers = endpoint.headers;
         Ok(Some(Ok(updated)))
     }
 
@@ -305,22 +377,57 @@ impl Store {
             .await?;
             return Ok(());
         };
-        let schedule = Schedule::default();
-        sqlx::query(
-            "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
-             VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
-             ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, secret = EXCLUDED.secret, \
-                 deleted_at = NULL, disabled = false, updated_at = now() \
-             WHERE endpoints.url <> EXCLUDED.url OR endpoints.secret <> EXCLUDED.secret \
-                OR endpoints.deleted_at IS NOT NULL OR endpoints.disabled",
+        // The stored secret is sealed with a fresh nonce each time, so it
+        // cannot be compared in SQL: read it under a row lock, open it, and
+        // write only when something changed.
+        let mut tx = self.pool.begin().await?;
+        let current: Option<(String, String, bool, bool)> = sqlx::query_as(
+            "SELECT url, secret, deleted_at IS NOT NULL, disabled FROM endpoints WHERE id = $1 FOR UPDATE",
         )
         .bind(OPERATOR_ENDPOINT_ID)
-        .bind(url)
-        .bind(secret)
-        .bind(schedule.delays_ms())
-        .bind(schedule.name())
-        .execute(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
+        let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
+        match current {
+            None => {
+                let schedule = Schedule::default();
+                // Another process may create it first: its row is as good.
+                sqlx::query(
+                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
+                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
+                     ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(OPERATOR_ENDPOINT_ID)
+                .bind(url)
+                .bind(&sealed)
+                .bind(schedule.delays_ms())
+                .bind(schedule.name())
+                .execute(&mut *tx)
+                .await?;
+            }
+            Some((stored_url, mut stored_secret, deleted, disabled)) => {
+                // A secret that does not open (a retired key) is replaced by
+                // the configured one, which is the truth anyway.
+                let same_secret = super::sealing::open_secret(
+                    &self.keys,
+                    OPERATOR_ENDPOINT_ID,
+                    &mut stored_secret,
+                )
+                .is_ok_and(|()| stored_secret == secret);
+                if stored_url != url || !same_secret || deleted || disabled {
+                    sqlx::query(
+                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
+                             updated_at = now() WHERE id = $1",
+                    )
+                    .bind(OPERATOR_ENDPOINT_ID)
+                    .bind(url)
+                    .bind(&sealed)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        tx.commit().await?;
         Ok(())
     }
 
@@ -372,5 +479,77 @@ impl std::fmt::Debug for Endpoint {
             .field("uid", &self.uid)
             .field("disabled", &self.disabled)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(secret: &str) -> Endpoint {
+        let now = Utc::now();
+        Endpoint {
+            id: Uuid::nil(),
+            uid: None,
+            url: String::new(),
+            description: String::new(),
+            secret: secret.to_string(),
+            previous_secrets: Json(Vec::new()),
+            event_types: None,
+            schedule_ms: Vec::new(),
+            schedule_name: None,
+            success_body: None,
+            permanent_statuses: Vec::new(),
+            headers: Json(BTreeMap::new()),
+            timeout_ms: None,
+            max_in_flight: None,
+            disabled: false,
+            disabled_reason: None,
+            failing_since: None,
+            created_at: now,
+            updated_at: now,
+            unreadable: None,
+        }
+    }
+
+    fn signing(endpoint: &Endpoint, now: DateTime<Utc>) -> Vec<&str> {
+        endpoint
+            .signing_previous(now)
+            .map(|p| p.secret.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn each_rotated_out_secret_signs_until_its_own_expiry() {
+        let now = Utc::now();
+        let hour = chrono::Duration::hours(1);
+        let mut e = endpoint("s0");
+        e.rotate_secret("s1".into(), now, hour);
+        e.rotate_secret("s2".into(), now + chrono::Duration::minutes(1), hour * 24);
+        assert_eq!(e.secret, "s2");
+        assert_eq!(signing(&e, now), ["s1", "s0"]);
+        assert_eq!(signing(&e, now + hour * 2), ["s1"]);
+        // A zero overlap drops only the secret it replaces.
+        e.rotate_secret("s3".into(), now, chrono::Duration::zero());
+        assert_eq!(signing(&e, now), ["s1", "s0"]);
+        e.end_overlap();
+        assert!(signing(&e, now).is_empty());
+    }
+
+    #[test]
+    fn at_most_five_rotated_out_secrets_sign_and_the_oldest_go_first() {
+        let now = Utc::now();
+        let mut e = endpoint("s0");
+        for i in 1..=7 {
+            e.rotate_secret(format!("s{i}"), now, chrono::Duration::hours(1));
+        }
+        assert_eq!(signing(&e, now), ["s6", "s5", "s4", "s3", "s2"]);
+        // Expired ones are dropped by the next rotation.
+        e.rotate_secret(
+            "s8".into(),
+            now + chrono::Duration::hours(2),
+            chrono::Duration::hours(1),
+        );
+        assert_eq!(e.previous_secrets.0.len(), 1);
     }
 }

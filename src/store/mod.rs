@@ -5,13 +5,17 @@ pub mod attempts;
 pub mod delivery;
 pub mod endpoints;
 pub mod notifications;
+pub mod reseal;
+mod sealing;
 
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
+use std::sync::Arc;
 
 use crate::config::DatabaseSettings;
+use crate::domain::sealed::{Keyring, SealError};
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -31,6 +35,10 @@ pub enum StoreError {
     InvalidValue(sqlx::Error),
     #[error("database error: {0}")]
     Database(sqlx::Error),
+    /// A value sealed at rest does not open: its key is not configured, or
+    /// it was altered.
+    #[error("{what}: {error}")]
+    Sealed { what: String, error: SealError },
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -59,15 +67,34 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Handle to the PostgreSQL store. Cheap to clone.
+/// Handle to the PostgreSQL store. Cheap to clone. It seals signing secrets
+/// and custom header values on the way in and opens them on the way out, so
+/// its callers only ever see plaintext.
 #[derive(Clone)]
 pub struct Store {
     pool: PgPool,
+    keys: Arc<Keyring>,
 }
 
 impl Store {
+    /// A store without keys: values are stored as given.
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            keys: Arc::new(Keyring::default()),
+        }
+    }
+
+    /// The same store, sealing with `keys` (`secrets.keys`).
+    pub fn with_secrets(self, keys: Keyring) -> Self {
+        Self {
+            keys: Arc::new(keys),
+            ..self
+        }
+    }
+
+    pub fn keys(&self) -> &Keyring {
+        &self.keys
     }
 
     /// Connects (failing fast when the database is unreachable) and, when

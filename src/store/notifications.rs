@@ -154,7 +154,13 @@ impl Store {
             event_types.push(item.event_type.as_deref());
             content_types.push(item.content_type.as_str());
             bodies.push(item.body.as_slice());
-            headers.push(Json(&item.headers));
+            // Without custom headers (the common case) nothing is sealed.
+            let id = item.id;
+            headers.push(Json(super::sealing::seal_headers(
+                &self.keys,
+                &item.headers,
+                |name| crate::domain::sealed::context::notification_header(id, name),
+            )));
             // A 2-D array would flatten under UNNEST: each schedule travels as
             // the text of a bigint[] literal.
             schedules.push(pg_array_literal(&item.schedule.delays_ms()));
@@ -208,7 +214,7 @@ impl Store {
                 .bind(&keys)
                 .fetch_all(&self.pool)
                 .await?;
-            for row in rows {
+            for row in self.open_notifications(rows) {
                 let key = row.key.clone().unwrap_or_default();
                 existing.insert((row.endpoint_id, key), row);
             }
@@ -245,7 +251,8 @@ impl Store {
         Ok(sqlx::query_as::<_, Notification>(&sql)
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?
+            .map(|n| self.open_notification(n)))
     }
 
     /// Newest first, filtered; payloads left out.
@@ -277,10 +284,11 @@ impl Store {
         query
             .push(" ORDER BY id DESC LIMIT ")
             .push_bind(filter.limit);
-        Ok(query
+        let rows = query
             .build_query_as::<Notification>()
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(self.open_notifications(rows))
     }
 
     pub async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
@@ -295,7 +303,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?
         {
-            return Ok(Cancel::Cancelled(row));
+            return Ok(Cancel::Cancelled(self.open_notification(row)));
         }
         Ok(match self.get_notification(id).await? {
             Some(row) => Cancel::NotPending(row),

@@ -259,7 +259,7 @@ pub struct PgServer {
     bindir: String,
 }
 
-fn as_postgres(program: &str) -> Command {
+pub fn as_postgres(program: &str) -> Command {
     // PostgreSQL refuses to run as root.
     if is_root() {
         let mut command = Command::new("runuser");

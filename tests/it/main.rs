@@ -13,5 +13,6 @@ mod logs;
 mod operator;
 mod redis_ha;
 mod resilience;
+mod secrets;
 mod security;
 mod stores_down;

@@ -1,0 +1,486 @@
+//! Secrets at rest and rotation: what a `pg_dump` of the database shows
+//! (the real binary, against the test's own database), what a receiver gets
+//! signed with, and how rotated-out secrets stop signing.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::helpers::{as_postgres, database_url, eventually, redis_url, spawn_app_with, TestApp};
+use crate::receiver::{Received, Receiver};
+
+const DEADLINE: Duration = Duration::from_secs(15);
+const KEY_OLD: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const KEY_NEW: &str = "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=";
+const KEY_OTHER: &str = "yMnKy8zNzs/Q0dLT1NXW19jZ2tvc3d7f4OHi4+Tl5uc=";
+
+/// `[secrets]` with these `(id, key)` pairs, the first sealing.
+fn keys(pairs: &[(&str, &str)]) -> String {
+    let list: Vec<String> = pairs
+        .iter()
+        .map(|(id, key)| format!("{{ id = \"{id}\", key = \"{key}\" }}"))
+        .collect();
+    format!("[secrets]\nkeys = [{}]\n", list.join(", "))
+}
+
+/// The whole test database as `pg_dump` writes it.
+async fn dump(pool: &PgPool) -> String {
+    let program = pg_dump_binary();
+    let mut command = tokio::process::Command::from(as_postgres(&program));
+    let output = command
+        .arg("--dbname")
+        .arg(database_url(pool))
+        .output()
+        .await
+        .expect("pg_dump runs (HOOKD_TEST_PG_BINDIR or PATH)");
+    assert!(
+        output.status.success(),
+        "pg_dump failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("the dump is text")
+}
+
+/// `pg_dump` beside the server binaries (HOOKD_TEST_PG_BINDIR may hold
+/// links to them only: then beside their target), or on PATH.
+fn pg_dump_binary() -> String {
+    let Ok(dir) = std::env::var("HOOKD_TEST_PG_BINDIR") else {
+        return "pg_dump".to_string();
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let linked = std::fs::canonicalize(dir.join("pg_ctl"))
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("pg_dump")));
+    [Some(dir.join("pg_dump")), linked]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .map_or_else(|| "pg_dump".to_string(), |p| p.display().to_string())
+}
+
+/// The part of a `whsec_` secret that is the key.
+fn key_part(secret: &Value) -> String {
+    secret.as_str().unwrap()["whsec_".len()..].to_string()
+}
+
+async fn rotate(app: &TestApp, endpoint: &str, body: Option<Value>) -> Value {
+    let (status, rotated) = app
+        .call(
+            Method::POST,
+            &format!("/v1/endpoints/{endpoint}/secret/rotate"),
+            body,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    rotated["secret"].clone()
+}
+
+/// Sends a notification to `endpoint` and returns what `path` received.
+async fn deliver(app: &TestApp, receiver: &Receiver, endpoint: &str, path: &str) -> Received {
+    let before = receiver.received(path).len();
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint, "payload": {"n": before}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    receiver.wait_for(path, before + 1, DEADLINE).await[before].clone()
+}
+
+fn signatures(request: &Received) -> usize {
+    request
+        .header("webhook-signature")
+        .unwrap()
+        .split(' ')
+        .count()
+}
+
+fn verifies(request: &Received, secret: &Value) -> bool {
+    standardwebhooks::Webhook::new(secret.as_str().unwrap())
+        .unwrap()
+        .verify(&request.body, &request.headers)
+        .is_ok()
+}
+
+#[sqlx::test]
+async fn a_database_dump_reveals_no_secret_or_header_value(pool: PgPool) {
+    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("2026-11", KEY_NEW)])).await;
+    let receiver = Receiver::start().await;
+    let endpoint_marker = "endpoint-marker-7f3a9c";
+    let notification_marker = "notification-marker-51be02";
+    let created = app
+        .endpoint(json!({
+            "uid": "shop",
+            "url": receiver.url("/hook"),
+            "headers": {"Authorization": format!("Bearer {endpoint_marker}")},
+        }))
+        .await;
+    let first = created["secret"].clone();
+    let second = rotate(&app, "shop", None).await;
+    let (status, notification) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"order": 1},
+                   "headers": {"X-Api-Key": notification_marker}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{notification}");
+
+    let got = receiver.wait_for("/hook", 1, DEADLINE).await;
+    let request = &got[0];
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {endpoint_marker}").as_str())
+    );
+    assert_eq!(request.header("x-api-key"), Some(notification_marker));
+    assert_eq!(signatures(request), 2);
+    assert!(verifies(request, &first) && verifies(request, &second));
+
+    let dumped = dump(&pool).await;
+    assert!(
+        dumped.contains("enc:v1:2026-11:"),
+        "the dump holds the rows"
+    );
+    for marker in [
+        endpoint_marker.to_string(),
+        notification_marker.to_string(),
+        key_part(&first),
+        key_part(&second),
+    ] {
+        assert!(!dumped.contains(&marker), "the dump shows {marker}");
+    }
+}
+
+#[sqlx::test]
+async fn rows_written_before_keys_were_set_are_encrypted_on_start(pool: PgPool) {
+    let plain = spawn_app_with(pool.clone(), &redis_url(), "").await;
+    let created = plain
+        .endpoint(json!({"uid": "old", "headers": {"Authorization": "Bearer header-marker-e41"}}))
+        .await;
+    let first = created["secret"].clone();
+    let second = rotate(&plain, "old", None).await;
+    let (status, _) = plain
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "old", "payload": {}, "delay": "1h",
+                   "headers": {"X-Api-Key": "notification-marker-e42"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let markers = [
+        "header-marker-e41".to_string(),
+        "notification-marker-e42".to_string(),
+        key_part(&first),
+        key_part(&second),
+    ];
+    let dumped = dump(&pool).await;
+    assert!(
+        markers.iter().all(|m| dumped.contains(m)),
+        "without keys, values are stored as given"
+    );
+    drop(plain);
+
+    let sealed = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k1", KEY_NEW)])).await;
+    eventually(DEADLINE, "every plaintext value to be sealed", || async {
+        let dumped = dump(&pool).await;
+        markers.iter().all(|m| !dumped.contains(m)).then_some(())
+    })
+    .await;
+    let (_, secret) = sealed.get("/v1/endpoints/old/secret").await;
+    assert_eq!(secret["secret"], second);
+    assert_eq!(secret["previous_secrets"].as_array().unwrap().len(), 1);
+}
+
+#[sqlx::test]
+async fn a_retired_key_still_decrypts_and_rows_move_to_the_new_key(pool: PgPool) {
+    let receiver = Receiver::start().await;
+    let old = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("old", KEY_OLD)])).await;
+    let created = old
+        .endpoint(json!({"uid": "moving", "url": receiver.url("/moving"),
+                         "headers": {"X-Token": "moving-marker"}}))
+        .await;
+    let secret = created["secret"].clone();
+    assert!(dump(&pool).await.contains("enc:v1:old:"));
+    drop(old);
+
+    // The new key seals; the old one still opens what it sealed.
+    let both = spawn_app_with(
+        pool.clone(),
+        &redis_url(),
+        &keys(&[("new", KEY_NEW), ("old", KEY_OLD)]),
+    )
+    .await;
+    let (_, read) = both.get("/v1/endpoints/moving/secret").await;
+    assert_eq!(read["secret"], secret);
+    eventually(DEADLINE, "rows to move to the new key", || async {
+        let dumped = dump(&pool).await;
+        (!dumped.contains("enc:v1:old:") && dumped.contains("enc:v1:new:")).then_some(())
+    })
+    .await;
+    drop(both);
+
+    // The old key is retired: everything opens under the new one alone.
+    let new = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("new", KEY_NEW)])).await;
+    let request = deliver(&new, &receiver, "moving", "/moving").await;
+    assert!(verifies(&request, &secret));
+    assert_eq!(request.header("x-token"), Some("moving-marker"));
+    drop(new);
+
+    // A key hookd does not have: a clear failure, never a panic or a
+    // delivery signed with something else.
+    let wrong = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("other", KEY_OTHER)])).await;
+    let (status, _) = wrong.get("/v1/endpoints/moving/secret").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let (status, _) = wrong
+        .post("/v1/endpoints/moving/secret/rotate", json!({}))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "nothing is overwritten"
+    );
+    let sealed: String = sqlx::query_scalar("SELECT secret FROM endpoints WHERE uid = 'moving'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(sealed.starts_with("enc:v1:new:"), "left as it was");
+}
+
+#[sqlx::test]
+async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_error(pool: PgPool) {
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    app.endpoint(json!({"uid": "lost", "url": receiver.url("/lost"), "schedule": ["0s"]}))
+        .await;
+    // The row claims a key id nobody has, as after retiring a key too early.
+    sqlx::query(
+        "UPDATE endpoints SET secret = 'enc:v1:gone:' || substr(secret, length('enc:v1:k:') + 1) \
+         WHERE uid = 'lost'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    app.state.endpoints.clear();
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "lost", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    let attempt = eventually(DEADLINE, "the attempt to be recorded", || async {
+        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+        page["data"].as_array().and_then(|a| a.first().cloned())
+    })
+    .await;
+    assert_eq!(
+        attempt["error"]["code"],
+        json!("sealed_secret"),
+        "{attempt}"
+    );
+    assert!(
+        attempt["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`gone`"),
+        "{attempt}"
+    );
+    assert!(receiver.received("/lost").is_empty());
+}
+
+#[sqlx::test]
+async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(pool: PgPool) {
+    let app = spawn_app_with(pool, &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    let receiver = Receiver::start().await;
+    let s0 = app
+        .endpoint(json!({"uid": "twice", "url": receiver.url("/twice")}))
+        .await["secret"]
+        .clone();
+    // Long enough for one delivery on a loaded machine, short for a test.
+    let s1 = rotate(&app, "twice", Some(json!({"overlap": "4s"}))).await;
+    let s2 = rotate(&app, "twice", Some(json!({"overlap": "1h"}))).await;
+
+    let request = deliver(&app, &receiver, "twice", "/twice").await;
+    assert_eq!(signatures(&request), 3);
+    assert!(verifies(&request, &s0) && verifies(&request, &s1) && verifies(&request, &s2));
+    let (_, secret) = app.get("/v1/endpoints/twice/secret").await;
+    assert_eq!(secret["secret"], s2);
+    assert_eq!(
+        secret["previous_secrets"].as_array().unwrap().len(),
+        2,
+        "{secret}"
+    );
+    assert!(!secret.to_string().contains(&key_part(&s0)), "{secret}");
+
+    // s0 signed for its own overlap, unaffected by the second rotation; s1
+    // keeps signing after.
+    eventually(DEADLINE, "the first secret to expire", || async {
+        let (_, secret) = app.get("/v1/endpoints/twice/secret").await;
+        (secret["previous_secrets"].as_array()?.len() == 1).then_some(())
+    })
+    .await;
+    let request = deliver(&app, &receiver, "twice", "/twice").await;
+    assert_eq!(signatures(&request), 2);
+    assert!(!verifies(&request, &s0));
+    assert!(verifies(&request, &s1) && verifies(&request, &s2));
+}
+
+#[sqlx::test]
+async fn overlap_zero_drops_previous_secrets_at_once(pool: PgPool) {
+    let overrides = format!("{}rotation_overlap_ms = 0\n", keys(&[("k", KEY_NEW)]));
+    let app = spawn_app_with(pool, &redis_url(), &overrides).await;
+    let receiver = Receiver::start().await;
+    let s0 = app
+        .endpoint(json!({"uid": "now", "url": receiver.url("/now")}))
+        .await["secret"]
+        .clone();
+    // secrets.rotation_overlap_ms = 0: the replaced secret stops at once.
+    let s1 = rotate(&app, "now", None).await;
+    let request = deliver(&app, &receiver, "now", "/now").await;
+    assert_eq!(signatures(&request), 1);
+    assert!(verifies(&request, &s1) && !verifies(&request, &s0));
+
+    // And per rotation, whatever the default.
+    let s2 = rotate(&app, "now", Some(json!({"overlap": "0s"}))).await;
+    let request = deliver(&app, &receiver, "now", "/now").await;
+    assert_eq!(signatures(&request), 1);
+    assert!(verifies(&request, &s2) && !verifies(&request, &s1));
+    let (_, secret) = app.get("/v1/endpoints/now/secret").await;
+    assert_eq!(secret["previous_secrets"], json!([]));
+    assert!(secret["previous_secret_expires_at"].is_null());
+
+    // Up to 7 days; longer, or not a duration: refused, naming the field.
+    rotate(&app, "now", Some(json!({"overlap": "7d"}))).await;
+    for overlap in ["8d", "soon"] {
+        let (status, body) = app
+            .post(
+                "/v1/endpoints/now/secret/rotate",
+                json!({"overlap": overlap}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{overlap}: {body}"
+        );
+        assert_eq!(body["error"]["field"], json!("overlap"));
+    }
+}
+
+#[sqlx::test]
+async fn ending_the_overlap_stops_old_secrets_signing(pool: PgPool) {
+    let app = spawn_app_with(pool, &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    let receiver = Receiver::start().await;
+    let s0 = app
+        .endpoint(json!({"uid": "end", "url": receiver.url("/end")}))
+        .await["secret"]
+        .clone();
+    let s1 = rotate(&app, "end", None).await;
+    let s2 = rotate(&app, "end", None).await;
+    let request = deliver(&app, &receiver, "end", "/end").await;
+    assert_eq!(signatures(&request), 3);
+
+    let (status, ended) = app
+        .call(Method::DELETE, "/v1/endpoints/end/secret/previous", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{ended}");
+    assert_eq!(ended["secret"], s2);
+    assert_eq!(ended["previous_secrets"], json!([]));
+    let request = deliver(&app, &receiver, "end", "/end").await;
+    assert_eq!(signatures(&request), 1);
+    assert!(verifies(&request, &s2));
+    assert!(!verifies(&request, &s1) && !verifies(&request, &s0));
+
+    let (status, _) = app
+        .call(Method::DELETE, "/v1/endpoints/nope/secret/previous", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[test]
+fn config_check_warns_without_keys_and_never_prints_a_key() {
+    let check = |env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hookd"));
+        command.args(["config", "check"]).env_remove("HOOKD_CONFIG");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let plain = check(&[]);
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.starts_with("# warning: secrets.keys is empty")),
+        "{plain}"
+    );
+    let keyed = check(&[(
+        "HOOKD_SECRETS__KEYS",
+        &format!("[{{id=\"2026-11\",key=\"{KEY_NEW}\"}}]"),
+    )]);
+    assert!(!keyed.contains("# warning"), "{keyed}");
+    assert!(
+        keyed.contains("2026-11") && !keyed.contains(KEY_NEW),
+        "{keyed}"
+    );
+}
+
+#[sqlx::test]
+async fn two_processes_starting_together_encrypt_every_row_exactly_once(pool: PgPool) {
+    let plain = spawn_app_with(pool.clone(), &redis_url(), "").await;
+    plain.endpoint(json!({"uid": "bulk"})).await;
+    // More than one batch of the walk.
+    let items: Vec<Value> = (0..1200)
+        .map(|i| {
+            json!({"endpoint": "bulk", "payload": {}, "delay": "1h",
+                   "headers": {"X-Key": format!("bulk-{i}")}})
+        })
+        .collect();
+    for chunk in items.chunks(600) {
+        let (status, body) = plain
+            .post("/v1/notifications/batch", json!({"notifications": chunk}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    drop(plain);
+
+    let overrides = keys(&[("k", KEY_NEW)]);
+    let _first = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    let _second = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    eventually(DEADLINE, "every header value to be sealed", || async {
+        let plaintext: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM notifications WHERE NOT starts_with(headers->>'X-Key', 'enc:v1:k:')",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        (plaintext == 0).then_some(())
+    })
+    .await;
+    // Each value opens to what was sent: sealed once, never sealed again
+    // by the other process.
+    let keyring = hookd::domain::sealed::Keyring::new([("k", KEY_NEW)]).unwrap();
+    let rows: Vec<(uuid::Uuid, String)> =
+        sqlx::query_as("SELECT id, headers->>'X-Key' FROM notifications")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(rows.len(), 1200);
+    let mut opened: Vec<String> = rows
+        .iter()
+        .map(|(id, sealed)| {
+            let context = hookd::domain::sealed::context::notification_header(*id, "X-Key");
+            keyring.open(sealed, &context).unwrap().into_owned()
+        })
+        .collect();
+    opened.sort();
+    let mut sent: Vec<String> = (0..1200).map(|i| format!("bulk-{i}")).collect();
+    sent.sort();
+    assert_eq!(opened, sent);
+}
