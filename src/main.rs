@@ -88,6 +88,9 @@ fn main() -> ExitCode {
             command: ConfigCommand::Check { config },
         } => match Settings::load(config.as_deref()) {
             Ok(settings) => {
+                if let Some(warning) = settings.database_tls_warning() {
+                    println!("# warning: {warning}");
+                }
                 print!("{}", settings.to_masked_toml());
                 ExitCode::SUCCESS
             }

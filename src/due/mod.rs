@@ -123,7 +123,26 @@ pub fn score(at: DateTime<Utc>) -> i64 {
 
 impl DueIndex {
     pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
-        let client = redis::Client::open(settings.url.expose())?;
+        let client = if settings.ca_file.is_empty() {
+            // rediss:// verifies against the bundled public roots.
+            redis::Client::open(settings.url.expose())?
+        } else {
+            // A private CA replaces the public roots: only it may vouch.
+            let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
+                DueError::Unavailable(redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "redis.ca_file",
+                    reason,
+                )))
+            })?;
+            redis::Client::build_with_tls(
+                settings.url.expose(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            )?
+        };
         Ok(Self {
             client,
             conn: Arc::new(OnceCell::new()),

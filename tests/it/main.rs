@@ -14,3 +14,4 @@ mod logs;
 mod operator;
 mod resilience;
 mod stores_down;
+mod transport;
