@@ -117,6 +117,9 @@ pub struct RedisSettings {
     /// credentials and database.
     pub sentinels: Vec<String>,
     pub master_name: String,
+    /// PEM CA certificates that verify a `rediss://` server, instead of the
+    /// bundled public roots. Empty: the public roots.
+    pub ca_file: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -135,6 +138,12 @@ pub struct SenderSettings {
     pub connect_timeout_ms: u64,
     pub max_in_flight: usize,
     pub max_response_bytes: usize,
+    /// Refuse plain `http://` receivers, at endpoint create/change and at
+    /// send time.
+    pub https_only: bool,
+    /// PEM CA certificates trusted for receivers on top of the bundled
+    /// public roots. Empty: the public roots only.
+    pub ca_file: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -513,6 +522,12 @@ impl Settings {
         }
         if self.operator.enabled() {
             match url::Url::parse(self.operator.url.expose()) {
+                Ok(u) if self.sender.https_only && u.scheme() == "http" => {
+                    return Err(invalid(
+                        "operator.url",
+                        "must be an https URL when sender.https_only is true",
+                    ))
+                }
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
                 _ => {
                     return Err(invalid(
@@ -527,6 +542,20 @@ impl Settings {
                     "must be `whsec_` followed by the base64 of 24 to 64 bytes when operator.url is set",
                 ));
             }
+        }
+        for (key, path) in [
+            ("sender.ca_file", &self.sender.ca_file),
+            ("redis.ca_file", &self.redis.ca_file),
+        ] {
+            if !path.is_empty() {
+                read_ca_file(path).map_err(|reason| invalid(key, &reason))?;
+            }
+        }
+        if !self.redis.ca_file.is_empty() && !self.redis.url.expose().starts_with("rediss://") {
+            return Err(invalid(
+                "redis.ca_file",
+                "needs a rediss:// redis.url (TLS)",
+            ));
         }
         // A lease shorter than the longest attempt would let a second process
         // take over a delivery that is still running: a guaranteed duplicate.
@@ -592,19 +621,61 @@ impl Settings {
 
     /// Settings that work but that an operator should know about: printed by
     /// `config check` and logged at start.
-    pub fn warnings(&self) -> Vec<&'static str> {
+    pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         if self.secrets.keys.is_empty() {
             warnings.push(
-                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in PostgreSQL",
+                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in PostgreSQL"
+                    .to_string(),
             );
         }
+        warnings.extend(self.database_tls_warning());
         warnings
+    }
+
+    /// Why the database connection may not be protected by verified TLS, if
+    /// it may not: a host that is not loopback or a Unix socket, with an
+    /// `sslmode` below `verify-ca`. libpq's and sqlx's default, `prefer`,
+    /// falls back to plaintext without a word, and `require` accepts any
+    /// certificate, so an attacker on the path can read or change every row.
+    pub fn database_tls_warning(&self) -> Option<String> {
+        let url = url::Url::parse(self.database.url.expose()).ok()?;
+        let param = |name: &str| {
+            url.query_pairs()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        let host = param("host").unwrap_or_else(|| url.host_str().unwrap_or("").to_string());
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let local = host.is_empty()
+            || host.starts_with('/')
+            || host == "localhost"
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        let mode = param("sslmode")
+            .or_else(|| std::env::var("PGSSLMODE").ok())
+            .unwrap_or_else(|| "prefer".to_string());
+        if local || matches!(mode.as_str(), "verify-full" | "verify-ca") {
+            return None;
+        }
+        Some(format!(
+            "database.url reaches {host} with sslmode={mode}: the connection may be plaintext or \
+             its certificate unchecked; use ?sslmode=verify-full&sslrootcert=/path/ca.pem"
+        ))
     }
 
     /// The effective configuration as TOML, secrets masked.
     pub fn to_masked_toml(&self) -> String {
         toml_string(self)
+    }
+}
+
+/// Reads a PEM file of CA certificates: at least one, all well-formed.
+pub fn read_ca_file(path: &str) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    match reqwest::Certificate::from_pem_bundle(&pem) {
+        Ok(certificates) if !certificates.is_empty() => Ok(pem),
+        Ok(_) => Err(format!("{path} holds no PEM certificate")),
+        Err(e) => Err(format!("{path} is not a PEM certificate bundle: {e}")),
     }
 }
 
@@ -854,6 +925,20 @@ mod tests {
                 "[secrets]\nrotation_overlap_ms = 604800001\n",
                 "secrets.rotation_overlap_ms",
             ),
+            (
+                "[sender]\nca_file = \"/nonexistent/ca.pem\"\n",
+                "sender.ca_file",
+            ),
+            ("[sender]\nca_file = \"Cargo.toml\"\n", "sender.ca_file"),
+            (
+                "[redis]\nca_file = \"/nonexistent/ca.pem\"\n",
+                "redis.ca_file",
+            ),
+            (
+                "[sender]\nhttps_only = true\n[operator]\nurl = \"http://ops.example.com\"\n\
+                 secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n",
+                "operator.url",
+            ),
             // A syntax error keeps its position, not the line it is on.
             ("[api]\ntokens = [\"hunter2\n", "line 2"),
         ];
@@ -921,6 +1006,24 @@ mod tests {
         let plain = Settings::from_toml_overrides("").unwrap();
         assert!(plain.warnings()[0].contains("secrets.keys"));
         assert_eq!(plain.rotation_overlap(), Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn a_remote_database_without_verified_tls_is_warned_about() {
+        let warning = |url: &str| {
+            Settings::from_toml_overrides(&format!("[database]\nurl = \"{url}\"\n"))
+                .unwrap()
+                .database_tls_warning()
+        };
+        assert!(warning("postgres://u:hunter2@db.internal/hookd")
+            .is_some_and(|w| w.contains("sslmode=prefer") && !w.contains("hunter2")));
+        assert!(warning("postgres://db.internal/hookd?sslmode=require").is_some());
+        assert!(warning("postgres://db.internal/hookd?sslmode=verify-full").is_none());
+        assert!(warning("postgres://db.internal/hookd?sslmode=verify-ca").is_none());
+        assert!(warning("postgres://127.0.0.1:5432/hookd").is_none());
+        assert!(warning("postgres://[::1]/hookd").is_none());
+        assert!(warning("postgres://localhost/hookd").is_none());
+        assert!(warning("postgres:///hookd?host=/var/run/postgresql").is_none());
     }
 
     #[test]

@@ -39,10 +39,13 @@ impl App {
     /// Connects to PostgreSQL (failing if unreachable), applies migrations if
     /// configured, prepares the due index and binds the listener.
     pub async fn build(settings: Settings, role: Role) -> anyhow::Result<Self> {
+        for warning in settings.warnings() {
+            tracing::warn!("{warning}");
+        }
         let store = Store::connect(&settings.database)
             .await
             .context("cannot use the database (database.url)")?;
-        let due = DueIndex::new(&settings.redis).context("invalid redis.url")?;
+        let due = DueIndex::new(&settings.redis).context("invalid redis.url or redis.ca_file")?;
         let probe = due.clone();
         tokio::spawn(async move {
             if let Some(warning) = probe.eviction_warning().await {
@@ -50,9 +53,6 @@ impl App {
             }
         });
         let address = settings.bind_address();
-        for warning in settings.warnings() {
-            tracing::warn!("{warning}");
-        }
         if settings.api.tokens.is_empty() {
             tracing::warn!(
                 configured = %settings.server.listen, %address,
@@ -129,7 +129,7 @@ impl App {
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let dispatcher = if dispatching {
-            let sender = Sender::new(&settings.sender).context("cannot build the HTTP client")?;
+            let sender = Sender::new(&settings.sender)?;
             let dispatcher = Dispatcher::new(
                 self.state.store.clone(),
                 self.state.due.clone(),

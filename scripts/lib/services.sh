@@ -4,8 +4,10 @@
 # Source this file, then call `services_start [durable]`. It finds (or installs
 # with apt-get) the server binaries, starts both servers on free loopback ports
 # in a private directory, exports DATABASE_URL / REDIS_URL and the binary paths
-# the tests use to run servers of their own, and registers `services_stop` on
-# EXIT so nothing outlives the script, even when it fails.
+# the tests use to run servers of their own, makes a throwaway CA and a server
+# certificate for 127.0.0.1/localhost (HOOKD_TEST_CA_FILE, HOOKD_TEST_TLS_CERT,
+# HOOKD_TEST_TLS_KEY) for tests that start TLS servers, and registers
+# `services_stop` on EXIT so nothing outlives the script, even when it fails.
 
 SERVICES_DIR=""
 PG_DATA=""
@@ -72,6 +74,27 @@ services_stop() {
   fi
 }
 
+# make_test_certificates DIR: a CA valid for two days and a server certificate
+# it signed for localhost and 127.0.0.1, all in DIR. The keys are readable by
+# anyone on purpose: they protect nothing but a test run.
+make_test_certificates() {
+  local dir="$1"
+  command -v openssl >/dev/null || apt_install openssl
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 -subj "/CN=hookd test CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    >/dev/null 2>&1 || { log "openssl could not make the test CA"; exit 1; }
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$dir/server.key" -out "$dir/server.csr" -subj "/CN=localhost" >/dev/null 2>&1
+  printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -out "$dir/server.pem" -days 2 -extfile "$dir/server.ext" >/dev/null 2>&1 \
+    || { log "openssl could not make the test server certificate"; exit 1; }
+  chmod 644 "$dir"/*.key "$dir"/*.pem
+}
+
 # services_start [durable]
 # Without "durable", Postgres runs with fsync off: tests want speed, not crash
 # safety of a throwaway cluster. The benchmark passes "durable" so that its
@@ -127,5 +150,9 @@ services_start() {
   export HOOKD_TEST_PG_BINDIR="$PG_BINDIR"
   export HOOKD_TEST_REDIS_SERVER="$REDIS_SERVER"
   export SERVICES_DIR
+  make_test_certificates "$SERVICES_DIR/tls"
+  export HOOKD_TEST_CA_FILE="$SERVICES_DIR/tls/ca.pem"
+  export HOOKD_TEST_TLS_CERT="$SERVICES_DIR/tls/server.pem"
+  export HOOKD_TEST_TLS_KEY="$SERVICES_DIR/tls/server.key"
   log "postgres on 127.0.0.1:$PG_PORT, redis on 127.0.0.1:$REDIS_PORT ($SERVICES_DIR)"
 }

@@ -103,7 +103,8 @@ pub async fn authorize(
     let method = request.method().clone();
     let needed = required_scope(&method, &route);
     let caller = if state.auth.is_open() {
-        local_only(&method, request.headers())?;
+        let authority = request.uri().authority().map(|a| a.as_str().to_string());
+        local_only(&method, request.headers(), authority.as_deref())?;
         Caller {
             name: "local".into(),
             scopes: Scopes::ALL,
@@ -183,9 +184,17 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// from another site or origin is refused, and a POST, PUT or PATCH must be
 /// `application/json`, which no cross-origin page can send without a CORS
 /// preflight that hookd never grants. DELETE always needs that preflight.
-fn local_only(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+fn local_only(
+    method: &Method,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), ApiError> {
     let refuse = |message: &str| Err(ApiError::Forbidden(message.to_string()));
-    let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+    // HTTP/1.1 names the host in `Host`, HTTP/2 in the `:authority`.
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .or(authority);
     if !host.is_some_and(is_loopback_authority) {
         return refuse(
             "without api.tokens hookd answers only requests addressed to localhost or a loopback address",
@@ -324,8 +333,13 @@ mod tests {
     #[test]
     fn the_open_mode_refuses_what_a_web_page_could_send() {
         let json = ("content-type", "application/json");
-        assert!(local_only(&Method::POST, &headers(&[("host", "127.0.0.1:8080"), json])).is_ok());
-        assert!(local_only(&Method::GET, &headers(&[("host", "localhost:8080")])).is_ok());
+        assert!(local_only(
+            &Method::POST,
+            &headers(&[("host", "127.0.0.1:8080"), json]),
+            None
+        )
+        .is_ok());
+        assert!(local_only(&Method::GET, &headers(&[("host", "localhost:8080")]), None).is_ok());
         for (method, pairs) in [
             (Method::GET, vec![("host", "rebind.evil.example")]),
             (Method::GET, vec![]),
@@ -349,10 +363,16 @@ mod tests {
             ),
         ] {
             assert!(
-                local_only(&method, &headers(&pairs)).is_err(),
+                local_only(&method, &headers(&pairs), None).is_err(),
                 "{method} {pairs:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_http2_request_is_judged_by_its_authority() {
+        assert!(local_only(&Method::GET, &HeaderMap::new(), Some("127.0.0.1:8080")).is_ok());
+        assert!(local_only(&Method::GET, &HeaderMap::new(), Some("rebind.evil.example")).is_err());
     }
 
     #[test]

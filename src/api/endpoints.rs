@@ -125,7 +125,7 @@ impl EndpointFields {
         if let Some(url) = self.url {
             let url =
                 url.ok_or_else(|| ApiError::invalid("invalid_value", "url", "url cannot be null"))?;
-            endpoint.url = check_url(&url)?;
+            endpoint.url = check_url(&url, settings.sender.https_only)?;
         }
         if let Some(description) = self.description {
             let description = description.unwrap_or_default();
@@ -265,7 +265,7 @@ pub fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<
     Ok(())
 }
 
-fn check_url(text: &str) -> Result<String, ApiError> {
+fn check_url(text: &str, https_only: bool) -> Result<String, ApiError> {
     let invalid = |message: &str| ApiError::invalid("invalid_url", "url", message);
     if text.len() > 2048 {
         return Err(invalid("url is at most 2048 bytes"));
@@ -274,6 +274,9 @@ fn check_url(text: &str) -> Result<String, ApiError> {
         .map_err(|e| invalid(&format!("url is not a valid URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid("url must use http or https"));
+    }
+    if https_only && url.scheme() != "https" {
+        return Err(invalid("url must use https (sender.https_only)"));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("url must name a host"));

@@ -34,6 +34,8 @@ enum Source {
 
 pub(crate) struct Link {
     source: Source,
+    /// For the master's client: `ca_file`, and the url's TLS.
+    settings: RedisSettings,
     timeout: Duration,
     current: RwLock<Option<(ConnectionManager, String)>>,
     /// Held while (re)connecting, so concurrent callers connect once.
@@ -45,7 +47,7 @@ pub(crate) struct Link {
 impl Link {
     pub(crate) fn new(settings: &RedisSettings) -> Result<Self, DueError> {
         let source = if settings.sentinels.is_empty() {
-            Source::Direct(redis::Client::open(settings.url.expose())?)
+            Source::Direct(client(settings.url.expose(), settings)?)
         } else {
             let sentinels = settings
                 .sentinels
@@ -66,6 +68,7 @@ impl Link {
         };
         Ok(Self {
             source,
+            settings: settings.clone(),
             timeout: Duration::from_millis(settings.timeout_ms),
             current: RwLock::new(None),
             connecting: tokio::sync::Mutex::new(None),
@@ -167,7 +170,7 @@ impl Link {
                             let mut url = template.clone();
                             let host_set = url.set_host(Some(&host)).is_ok();
                             if host_set && url.set_port(Some(port)).is_ok() {
-                                let client = redis::Client::open(url.as_str())?;
+                                let client = client(url.as_str(), &self.settings)?;
                                 return Ok((client, format!("{host}:{port}")));
                             }
                         }
@@ -217,4 +220,27 @@ impl Link {
             Err(_) => Err(DueError::Timeout(self.timeout)),
         }
     }
+}
+
+/// A client for one Redis server at `url`. `rediss://` verifies against the
+/// bundled public roots, or only against `redis.ca_file` when it is set (a
+/// private CA replaces the public roots: only it may vouch).
+fn client(url: &str, settings: &RedisSettings) -> Result<redis::Client, DueError> {
+    if settings.ca_file.is_empty() {
+        return Ok(redis::Client::open(url)?);
+    }
+    let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
+        DueError::Unavailable(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "redis.ca_file",
+            reason,
+        )))
+    })?;
+    Ok(redis::Client::build_with_tls(
+        url,
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        },
+    )?)
 }

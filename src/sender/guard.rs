@@ -2,7 +2,10 @@
 //! link-local, CGNAT, multicast or otherwise non-public addresses unless they
 //! lie in `sender.allow_networks`. It checks the addresses a name resolves
 //! to (a reqwest resolver), so DNS cannot smuggle a private address past it,
-//! and IP literals in URLs before any connection.
+//! and IP literals in URLs before any connection. Only global unicast is
+//! public: IPv6 outside 2000::/3 and the special ranges inside it are refused;
+//! addresses that carry an IPv4 address (mapped, translated, NAT64, 6to4,
+//! Teredo) are judged by that address.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -98,34 +101,53 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let segments = ip.segments();
-    // Addresses that embed an IPv4 address are judged by it: NAT64
-    // (64:ff9b::/96), IPv4-compatible (::/96) and 6to4 (2002::/16).
-    if segments[0] == 0x64 && segments[1] == 0xff9b && segments[2..6] == [0, 0, 0, 0] {
-        return is_public_v4(Ipv4Addr::from(
-            ((segments[6] as u32) << 16) | segments[7] as u32,
-        ));
+    if let Some(v4) = embedded_v4(ip) {
+        return is_public_v4(v4);
     }
-    if segments[0..6] == [0, 0, 0, 0, 0, 0] {
-        return !ip.is_unspecified()
-            && !ip.is_loopback()
-            && is_public_v4(Ipv4Addr::from(
-                ((segments[6] as u32) << 16) | segments[7] as u32,
-            ));
+    let s = ip.segments();
+    // Only global unicast (2000::/3) is public. Outside it lie loopback,
+    // unspecified, discard-only 100::/64, SRv6 5f00::/16, unique local
+    // fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast, and
+    // NAT64 local-use 64:ff9b:1::/48: a site's own translator, whose prefix
+    // length (and so where the IPv4 address sits, RFC 6052) hookd cannot
+    // know, so it is refused whole.
+    let global_unicast = (s[0] & 0xe000) == 0x2000;
+    // IETF protocol assignments 2001::/23 (benchmarking, ORCHID, anycast
+    // services; Teredo, 2001::/32, was decoded above).
+    let protocol_assignment = s[0] == 0x2001 && s[1] < 0x0200;
+    let documentation = (s[0] == 0x2001 && s[1] == 0x0db8) // 2001:db8::/32
+        || (s[0] == 0x3fff && s[1] < 0x1000); // 3fff::/20 (RFC 9637)
+    global_unicast && !protocol_assignment && !documentation
+}
+
+/// The IPv4 address that decides where a packet to `ip` really goes, for
+/// the forms that carry one: IPv4-mapped ::ffff:0:0/96, IPv4-translated
+/// ::ffff:0:0:0/96, IPv4-compatible ::/96 (which also covers :: and ::1),
+/// NAT64 well-known 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32
+/// (whose client address is stored inverted).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let v4 = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
+    let is_mapped = s[0..5] == [0, 0, 0, 0, 0] && s[5] == 0xffff;
+    let is_translated = s[0..4] == [0, 0, 0, 0] && s[4] == 0xffff && s[5] == 0;
+    let is_compatible = s[0..6] == [0, 0, 0, 0, 0, 0];
+    let is_nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0];
+    if is_mapped || is_translated || is_compatible || is_nat64 {
+        return Some(v4(s[6], s[7]));
     }
-    if segments[0] == 0x2002 {
-        return is_public_v4(Ipv4Addr::from(
-            ((segments[1] as u32) << 16) | segments[2] as u32,
-        ));
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
     }
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (segments[0] & 0xfe00) == 0xfc00            // unique local fc00::/7
-        || (segments[0] & 0xffc0) == 0xfe80            // link-local fe80::/10
-        || (segments[0] & 0xffc0) == 0xfec0            // site-local (deprecated)
-        || (segments[0] == 0x2001 && segments[1] == 0xdb8) // documentation
-        || (segments[0] == 0x2001 && segments[1] == 0)) // Teredo
+    if s[0] == 0x2001 && s[1] == 0 {
+        // Teredo: the server's address, then flags and port, then the
+        // client's address inverted. Both must be public.
+        let server = v4(s[2], s[3]);
+        if !is_public_v4(server) {
+            return Some(server);
+        }
+        return Some(v4(!s[6], !s[7]));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -162,6 +184,28 @@ mod tests {
             "64:ff9b::a00:1",
             "2002:c0a8:101::1",
             "2001:db8::1",
+            // Issue #18: forms that used to pass.
+            "64:ff9b:1::7f00:1",
+            "64:ff9b:1:0:808:8:800::",
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "100::1",
+            "3fff::1",
+            "3fff:fff:ffff::1",
+            "5f00::1",
+            "fec0::1",
+            "ff0e::1",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:1::1",
+            "2002:7f00:1::1",
+            "2002::1",
+            // Teredo: server 65.54.227.120, client 127.0.0.1 (inverted).
+            "2001:0:4136:e378:8000:63bf:80ff:fffe",
+            // Teredo: server 10.0.0.1, client 8.8.8.8.
+            "2001:0:a00:1:8000:63bf:f7f7:f7f7",
+            "4000::1",
+            "::ffff:0:0",
         ] {
             assert!(blocked(ip), "{ip} should be blocked");
         }
@@ -175,6 +219,13 @@ mod tests {
             "2606:4700::1111",
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
+            "::ffff:0:808:808",
+            "2002:808:808::1",
+            "2001:4860:4860::8888",
+            "3fff:1000::1",
+            "2001:200::1",
+            // Teredo: server 65.54.227.120, client 8.8.8.8 (inverted).
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
         ] {
             assert!(!blocked(ip), "{ip} should be permitted");
         }

@@ -1,7 +1,9 @@
 //! Delivering one attempt: sign, POST, read a bounded answer, classify what
 //! went wrong. One shared HTTP client with keep-alive; redirects are never
 //! followed (a 3xx is a failed attempt); the address guard vets every
-//! address connected to.
+//! address connected to; certificates are always verified, against the
+//! bundled public roots plus `sender.ca_file`; with `sender.https_only`,
+//! nothing is sent in clear.
 
 pub mod guard;
 pub mod signature;
@@ -71,7 +73,7 @@ pub struct Delivery<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptError {
     /// `timeout`, `connect`, `dns`, `tls`, `blocked_address`, `body_too_large`,
-    /// `invalid_url`, `request`.
+    /// `invalid_url`, `https_required`, `request`.
     pub code: &'static str,
     pub message: String,
 }
@@ -99,12 +101,31 @@ pub struct Sender {
     client: reqwest::Client,
     guard: Guard,
     max_response_bytes: usize,
+    https_only: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SenderError {
+    #[error("sender.ca_file: {0}")]
+    CaFile(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
 }
 
 impl Sender {
-    pub fn new(settings: &SenderSettings) -> Result<Self, reqwest::Error> {
+    pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if !settings.ca_file.is_empty() {
+            let pem =
+                crate::config::read_ca_file(&settings.ca_file).map_err(SenderError::CaFile)?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| SenderError::CaFile(e.to_string()))?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let client = builder
             .redirect(reqwest::redirect::Policy::none())
             // A proxy would resolve names itself, past the address guard.
             .no_proxy()
@@ -119,6 +140,7 @@ impl Sender {
             guard,
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
+            https_only: settings.https_only,
         })
     }
 
@@ -148,6 +170,15 @@ impl Sender {
             code: "invalid_url",
             message: e.to_string(),
         })?;
+        // The API refuses http:// once https_only is on; this catches the
+        // endpoints stored before. Retried on schedule like any failed
+        // attempt, so a URL changed to https in the meantime delivers them.
+        if self.https_only && url.scheme() != "https" {
+            return Err(AttemptError {
+                code: "https_required",
+                message: "sender.https_only refuses a plain http:// receiver URL".into(),
+            });
+        }
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
             if !self.guard.permits(ip) {

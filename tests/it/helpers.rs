@@ -257,6 +257,8 @@ pub struct PgServer {
     pub port: u16,
     dir: std::path::PathBuf,
     bindir: String,
+    /// More `postgres` options, e.g. `-c ssl=on`.
+    options: String,
 }
 
 pub fn as_postgres(program: &str) -> Command {
@@ -270,7 +272,7 @@ pub fn as_postgres(program: &str) -> Command {
     }
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -280,6 +282,11 @@ fn is_root() -> bool {
 
 impl PgServer {
     pub async fn start() -> Self {
+        Self::start_with("").await
+    }
+
+    /// Starts with more `postgres` options (`-c ssl=on ...`).
+    pub async fn start_with(options: &str) -> Self {
         let bindir = std::env::var("HOOKD_TEST_PG_BINDIR")
             .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into());
         let dir = std::env::temp_dir().join(format!("hookd-pg-{}", uuid::Uuid::now_v7().simple()));
@@ -309,6 +316,7 @@ impl PgServer {
             port: free_port(),
             dir,
             bindir,
+            options: options.to_string(),
         };
         server.resume().await;
         server
@@ -335,9 +343,10 @@ impl PgServer {
 
     pub async fn resume(&self) {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off",
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off {}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.options
         );
         let log = self.dir.join("log");
         self.pg_ctl(&["-l", log.to_str().unwrap(), "-o", &options, "start"]);

@@ -1,0 +1,480 @@
+//! Transport security against real servers: Redis over TLS with a private CA,
+//! PostgreSQL with `sslmode=verify-full`, receivers over HTTPS with a private
+//! CA, and `sender.https_only`. The certificates come from `scripts/test`
+//! (HOOKD_TEST_CA_FILE, HOOKD_TEST_TLS_CERT, HOOKD_TEST_TLS_KEY); each test
+//! starts its own TLS server.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookd::due::DueIndex;
+use hookd::store::Store;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::helpers::{
+    eventually, free_port, is_root, new_prefix, redis_url, spawn_app_settings, test_settings,
+    test_settings_with_prefix, PgServer, TestApp,
+};
+use crate::receiver::Receiver;
+
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// The test CA, and a server certificate it signed for 127.0.0.1, with its key.
+struct TlsFiles {
+    ca: String,
+    cert: String,
+    key: String,
+}
+
+fn tls_files() -> TlsFiles {
+    let var = |name: &str| {
+        std::env::var(name)
+            .unwrap_or_else(|_| panic!("{name} is set: run the suite with scripts/test"))
+    };
+    TlsFiles {
+        ca: var("HOOKD_TEST_CA_FILE"),
+        cert: var("HOOKD_TEST_TLS_CERT"),
+        key: var("HOOKD_TEST_TLS_KEY"),
+    }
+}
+
+/// A private redis-server that speaks only TLS.
+struct TlsRedis {
+    port: u16,
+    child: Child,
+}
+
+impl TlsRedis {
+    async fn start() -> Self {
+        let files = tls_files();
+        let port = free_port();
+        let binary =
+            std::env::var("HOOKD_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(binary)
+            .args(["--port", "0", "--tls-port", &port.to_string()])
+            .args(["--tls-cert-file", &files.cert, "--tls-key-file", &files.key])
+            .args(["--tls-ca-cert-file", &files.ca, "--tls-auth-clients", "no"])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (HOOKD_TEST_REDIS_SERVER)");
+        eventually(DEADLINE, "redis-server to listen for TLS", || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        })
+        .await;
+        Self { port, child }
+    }
+
+    fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for TlsRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Redis settings for `url`, with `ca_file` when given.
+fn redis_overrides(ca_file: Option<&str>) -> String {
+    match ca_file {
+        Some(path) => format!("[redis]\nca_file = \"{path}\"\n"),
+        None => String::new(),
+    }
+}
+
+#[sqlx::test]
+async fn hookd_connects_to_redis_over_tls_with_a_private_ca(pool: PgPool) {
+    let redis = TlsRedis::start().await;
+    let settings = test_settings(&redis.url(), &redis_overrides(Some(&tls_files().ca)));
+    let app = spawn_app_settings(pool, settings).await;
+    app.state.due.ping().await.expect("Redis answers over TLS");
+    let receiver = Receiver::start().await;
+    let endpoint = app.endpoint(json!({"url": receiver.url("/hook")})).await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint["id"], "payload": {"over": "tls"}, "delay": "200ms"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap();
+    let got = receiver.wait_for("/hook", 1, DEADLINE).await;
+    assert_eq!(&got[0].body[..], br#"{"over":"tls"}"#);
+    assert_eq!(got[0].header("webhook-id"), Some(id));
+}
+
+#[tokio::test]
+async fn a_redis_certificate_from_an_unknown_ca_is_refused() {
+    let redis = TlsRedis::start().await;
+    // Without redis.ca_file only the bundled public roots vouch, and they do
+    // not know the test CA.
+    let settings = test_settings(&redis.url(), "[redis]\ntimeout_ms = 2000\n");
+    let due = DueIndex::new(&settings.redis).unwrap();
+    let error = due.ping().await.expect_err("an unknown CA is refused");
+    assert!(
+        error.to_string().to_lowercase().contains("certificate"),
+        "{error}"
+    );
+    // The same server with its CA configured answers: the refusal was the CA.
+    let settings = test_settings(&redis.url(), &redis_overrides(Some(&tls_files().ca)));
+    DueIndex::new(&settings.redis)
+        .unwrap()
+        .ping()
+        .await
+        .unwrap();
+}
+
+/// A PostgreSQL cluster of its own with TLS on, using the test certificate.
+/// PostgreSQL wants its key owned by the server's user and private to it.
+async fn tls_postgres() -> (PgServer, tempdir::Dir) {
+    let files = tls_files();
+    let dir = tempdir::Dir::new();
+    let key = dir.path.join("server.key");
+    std::fs::copy(&files.key, &key).unwrap();
+    if is_root() {
+        Command::new("chown")
+            .args(["postgres:", key.to_str().unwrap()])
+            .status()
+            .unwrap();
+    }
+    Command::new("chmod")
+        .args(["600", key.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let server = PgServer::start_with(&format!(
+        "-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        files.cert,
+        key.display()
+    ))
+    .await;
+    (server, dir)
+}
+
+mod tempdir {
+    /// A directory removed on drop, readable by the postgres user.
+    pub struct Dir {
+        pub path: std::path::PathBuf,
+    }
+
+    impl Dir {
+        pub fn new() -> Self {
+            let path =
+                std::env::temp_dir().join(format!("hookd-tls-{}", uuid::Uuid::now_v7().simple()));
+            std::fs::create_dir_all(&path).unwrap();
+            Self { path }
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn database_settings(url: &str) -> hookd::config::DatabaseSettings {
+    test_settings(
+        &redis_url(),
+        &format!("[database]\nurl = \"{url}\"\nacquire_timeout_ms = 5000\n"),
+    )
+    .database
+}
+
+#[tokio::test]
+async fn hookd_connects_to_postgres_with_verify_full() {
+    let (server, _dir) = tls_postgres().await;
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        server.port,
+        tls_files().ca
+    );
+    let settings = database_settings(&url);
+    let store = Store::connect(&settings)
+        .await
+        .expect("hookd connects with verify-full and migrates");
+    store.ping().await.unwrap();
+    // The server's own view: hookd's connections are encrypted.
+    let plain = sqlx::PgPool::connect(&format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+        server.port
+    ))
+    .await
+    .unwrap();
+    let (encrypted, total): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_ssl s \
+         JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'hookd'",
+    )
+    .fetch_one(&plain)
+    .await
+    .unwrap();
+    assert!(total >= 1, "hookd holds a connection");
+    assert_eq!(encrypted, total, "every hookd connection uses TLS");
+}
+
+#[tokio::test]
+async fn verify_full_refuses_a_postgres_without_tls() {
+    let server = PgServer::start().await;
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?sslmode=verify-full&sslrootcert={}",
+        server.port,
+        tls_files().ca
+    );
+    let error = Store::connect(&database_settings(&url))
+        .await
+        .err()
+        .expect("a server without TLS is refused");
+    let text = error.to_string().to_lowercase();
+    assert!(text.contains("tls") || text.contains("ssl"), "{text}");
+}
+
+/// An HTTPS receiver with the test certificate: answers 200 to every request
+/// and counts them. Enough HTTP/1.1 for one request per connection.
+struct HttpsReceiver {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl HttpsReceiver {
+    async fn start() -> Self {
+        let files = tls_files();
+        let certs = CertificateDer::pem_slice_iter(&std::fs::read(&files.cert).unwrap())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(&std::fs::read(&files.key).unwrap()).unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, counter) = (acceptor.clone(), counter.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    if read_request(&mut tls).await.is_some() {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        let _ = tls
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                        let _ = tls.shutdown().await;
+                    }
+                });
+            }
+        });
+        Self { port, hits }
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/hook", self.port)
+    }
+}
+
+/// Reads one request's head and its `content-length` body.
+async fn read_request(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return Some(());
+            }
+        }
+    }
+}
+
+async fn notify(app: &TestApp, url: &str) -> String {
+    let endpoint = app.endpoint(json!({"url": url, "schedule": ["0s"]})).await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint["id"], "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    created["id"].as_str().unwrap().to_string()
+}
+
+async fn first_attempt(app: &TestApp, id: &str) -> Value {
+    eventually(DEADLINE, &format!("an attempt of {id}"), || async {
+        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+        page["data"].as_array().and_then(|a| a.first().cloned())
+    })
+    .await
+}
+
+#[sqlx::test]
+async fn a_receiver_certified_by_sender_ca_file_is_delivered_to(pool: PgPool) {
+    let receiver = HttpsReceiver::start().await;
+    let settings = test_settings(
+        &redis_url(),
+        &format!("[sender]\nca_file = \"{}\"\n", tls_files().ca),
+    );
+    let app = spawn_app_settings(pool, settings).await;
+    let id = notify(&app, &receiver.url()).await;
+    let attempt = first_attempt(&app, &id).await;
+    assert_eq!(attempt["outcome"], json!("succeeded"), "{attempt}");
+    assert_eq!(attempt["status_code"], json!(200), "{attempt}");
+    assert_eq!(receiver.hits.load(Ordering::SeqCst), 1);
+}
+
+#[sqlx::test]
+async fn a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error(pool: PgPool) {
+    let receiver = HttpsReceiver::start().await;
+    let app = spawn_app_settings(pool, test_settings(&redis_url(), "")).await;
+    let id = notify(&app, &receiver.url()).await;
+    let attempt = first_attempt(&app, &id).await;
+    assert_eq!(attempt["error"]["code"], json!("tls"), "{attempt}");
+    assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
+}
+
+#[sqlx::test]
+async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(pool: PgPool) {
+    let receiver = Receiver::start().await;
+    let prefix = new_prefix();
+    // Before the switch: an http endpoint and a notification for it, stored
+    // and indexed by an API-only process.
+    let before = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &prefix, "[dispatcher]\nenabled = false\n"),
+    )
+    .await;
+    let id = notify(&before, &receiver.url("/hook")).await;
+    let (_, notification) = before.get(&format!("/v1/notifications/{id}")).await;
+    let endpoint = notification["endpoint_id"].clone();
+    drop(before);
+
+    let after = spawn_app_settings(
+        pool,
+        test_settings_with_prefix(&redis_url(), &prefix, "[sender]\nhttps_only = true\n"),
+    )
+    .await;
+    let attempt = first_attempt(&after, &id).await;
+    assert_eq!(
+        attempt["error"]["code"],
+        json!("https_required"),
+        "{attempt}"
+    );
+    assert!(
+        receiver.received("/hook").is_empty(),
+        "nothing went in clear"
+    );
+
+    let (status, body) = after
+        .post("/v1/endpoints", json!({"url": receiver.url("/hook")}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], json!("invalid_url"));
+    assert_eq!(body["error"]["field"], json!("url"));
+    let path = format!("/v1/endpoints/{}", endpoint.as_str().unwrap());
+    let (status, body) = after
+        .call(
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "http://example.com/hook"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["field"], json!("url"));
+    let (status, body) = after
+        .call(
+            Method::PATCH,
+            &path,
+            Some(json!({"url": "https://example.com/hook"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Runs the hookd binary with only `env` as its HOOKD_* configuration.
+fn hookd(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+    command
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("PGSSLMODE");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HOOKD_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    command.output().expect("hookd runs")
+}
+
+#[test]
+fn a_missing_or_broken_ca_file_stops_hookd_with_one_line_naming_its_key() {
+    for (key, var) in [
+        ("sender.ca_file", "HOOKD_SENDER__CA_FILE"),
+        ("redis.ca_file", "HOOKD_REDIS__CA_FILE"),
+    ] {
+        for path in [
+            "/nonexistent/ca.pem",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+        ] {
+            let output = hookd(
+                &["serve"],
+                &[(var, path), ("HOOKD_REDIS__URL", "rediss://127.0.0.1:1")],
+            );
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(78), "{key} {path}: {stderr}");
+            assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(key), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn config_check_warns_about_a_remote_database_without_verified_tls() {
+    let check = |url: &str| {
+        let output = hookd(&["config", "check"], &[("HOOKD_DATABASE__URL", url)]);
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let warned = check("postgres://hookd:hunter2@db.internal/hookd");
+    assert!(
+        warned
+            .lines()
+            .any(|l| l.starts_with("# warning: ") && l.contains("sslmode=prefer")),
+        "{warned}"
+    );
+    assert!(!warned.contains("hunter2"));
+    let verified = check("postgres://db.internal/hookd?sslmode=verify-full&sslrootcert=/ca.pem");
+    assert!(
+        !verified
+            .lines()
+            .any(|l| l.starts_with("# warning: ") && l.contains("sslmode")),
+        "{verified}"
+    );
+}
