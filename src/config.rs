@@ -95,6 +95,20 @@ pub struct RetentionSettings {
 pub struct ServerSettings {
     pub listen: SocketAddr,
     pub shutdown_timeout_ms: u64,
+    /// Closes a connection whose TLS handshake or request headers take
+    /// longer (idle keep-alive connections included).
+    pub header_timeout_ms: u64,
+    /// Answers 408 to a request (body included) that takes longer.
+    pub request_timeout_ms: u64,
+    /// Open connections at most; past it hookd stops accepting.
+    pub max_connections: usize,
+    /// PEM certificate chain and private key: the API speaks TLS.
+    pub tls_cert: String,
+    pub tls_key: String,
+    /// A second listener for `/metrics`, `/healthz` and `/readyz`; when set,
+    /// `/metrics` leaves `listen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -401,6 +415,17 @@ impl Settings {
                 "must be the sentinels' name for the master (non-empty, no spaces)",
             ));
         }
+        if let Err(reason) = crate::server::tls_acceptor(&self.server) {
+            let key = if reason.starts_with("server.tls_key") {
+                "server.tls_key"
+            } else {
+                "server.tls_cert"
+            };
+            return Err(invalid(
+                key,
+                reason.split_once(": ").map_or(&*reason, |(_, r)| r),
+            ));
+        }
         if self.database.max_connections == 0 {
             return Err(invalid("database.max_connections", "must be at least 1"));
         }
@@ -418,6 +443,21 @@ impl Settings {
                 "server.shutdown_timeout_ms",
                 self.server.shutdown_timeout_ms,
                 3_600_000,
+            ),
+            (
+                "server.header_timeout_ms",
+                self.server.header_timeout_ms,
+                600_000,
+            ),
+            (
+                "server.request_timeout_ms",
+                self.server.request_timeout_ms,
+                3_600_000,
+            ),
+            (
+                "server.max_connections",
+                self.server.max_connections as u64,
+                1_000_000,
             ),
             (
                 "database.acquire_timeout_ms",
@@ -830,6 +870,15 @@ mod tests {
                 "sender.allow_networks",
             ),
             ("[server]\nlisten = \"localhost\"\n", "server.listen"),
+            ("[server]\nheader_timeout_ms = 0\n", "server.header_timeout_ms"),
+            ("[server]\nrequest_timeout_ms = 0\n", "server.request_timeout_ms"),
+            ("[server]\nmax_connections = 0\n", "server.max_connections"),
+            ("[server]\ntls_cert = \"/nonexistent.pem\"\n", "server.tls_cert"),
+            (
+                "[server]\ntls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.pem\"\n",
+                "server.tls_cert",
+            ),
+            ("[server]\nmetrics_listen = \"nowhere\"\n", "server.metrics_listen"),
             (
                 "[database]\nurl = \"mysql://u:hunter2@db/x\"\n",
                 "database.url",

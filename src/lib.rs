@@ -22,5 +22,6 @@ pub mod dispatcher;
 
 pub mod sender;
 
+pub mod server;
 pub mod startup;
 pub mod telemetry;

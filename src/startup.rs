@@ -32,6 +32,9 @@ pub enum Role {
 pub struct App {
     state: AppState,
     listener: TcpListener,
+    /// `server.metrics_listen`, bound.
+    metrics_listener: Option<TcpListener>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     role: Role,
 }
 
@@ -62,7 +65,7 @@ impl App {
         let listener = TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address} (server.listen)"))?;
-        Ok(Self::with_parts(settings, store, due, listener, role))
+        Self::try_with_parts(settings, store, due, listener, role)
     }
 
     /// Builds from parts made elsewhere: tests inject their own pool and a
@@ -75,6 +78,30 @@ impl App {
         listener: TcpListener,
         role: Role,
     ) -> Self {
+        Self::try_with_parts(settings, store, due, listener, role)
+            .expect("server.metrics_listen and the TLS files can be used")
+    }
+
+    /// `with_parts`, failing when `server.metrics_listen` cannot be bound
+    /// or the TLS files cannot be read.
+    pub fn try_with_parts(
+        settings: Settings,
+        store: Store,
+        due: DueIndex,
+        listener: TcpListener,
+        role: Role,
+    ) -> anyhow::Result<Self> {
+        let tls = crate::server::tls_acceptor(&settings.server).map_err(anyhow::Error::msg)?;
+        let metrics_listener = match settings.server.metrics_listen {
+            Some(address) => {
+                let listener = std::net::TcpListener::bind(address).with_context(|| {
+                    format!("cannot listen on {address} (server.metrics_listen)")
+                })?;
+                listener.set_nonblocking(true)?;
+                Some(TcpListener::from_std(listener)?)
+            }
+            None => None,
+        };
         crate::telemetry::metrics();
         let store = store.with_secrets(settings.keyring());
         let (ingest, queue) = Ingest::channel();
@@ -86,13 +113,23 @@ impl App {
             wake: Arc::new(Notify::new()),
             ingest,
             endpoints: Default::default(),
+            readiness: Default::default(),
         };
         ingest::spawn(state.clone(), queue);
-        Self {
+        Ok(Self {
             state,
             listener,
+            metrics_listener,
+            tls,
             role,
-        }
+        })
+    }
+
+    /// Where `server.metrics_listen` is bound, if it is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -145,17 +182,32 @@ impl App {
             Role::All | Role::Api => api::router(self.state.clone()),
             Role::Dispatcher => api::operations_only_router(self.state.clone()),
         };
-        tracing::info!(address = %self.local_addr(), role = ?self.role, dispatching, "hookd ready");
-        let served = axum::serve(self.listener, router)
-            .with_graceful_shutdown(token.clone().cancelled_owned())
-            .await
-            .context("server error");
+        let metrics = self.metrics_addr();
+        tracing::info!(address = %self.local_addr(), metrics = ?metrics, tls = self.tls.is_some(), role = ?self.role, dispatching, "hookd ready");
+        let operations = self.metrics_listener.map(|listener| {
+            let router = api::operations_only_router(self.state.clone());
+            let (settings, token) = (settings.clone(), token.clone());
+            tokio::spawn(async move {
+                crate::server::serve(listener, router, &settings.server, None, token).await;
+            })
+        });
+        crate::server::serve(
+            self.listener,
+            router,
+            &settings.server,
+            self.tls,
+            token.clone(),
+        )
+        .await;
         token.cancel();
+        if let Some(operations) = operations {
+            let _ = operations.await;
+        }
         if let Some(dispatcher) = dispatcher {
             dispatcher.await.context("dispatcher task failed")?;
         }
         let _ = resealing.await;
-        served
+        Ok(())
     }
 }
 

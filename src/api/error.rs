@@ -26,6 +26,9 @@ pub enum ApiError {
     NotFound(&'static str),
     /// 405: the route exists, not with this method.
     MethodNotAllowed,
+    /// 408: the request (body included) took longer than
+    /// `server.request_timeout_ms`.
+    RequestTimeout,
     /// 409: the request conflicts with existing state.
     Conflict { code: &'static str, message: String },
     /// 413: body or request over the configured limit.
@@ -95,6 +98,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -131,6 +135,11 @@ impl ApiError {
             ApiError::MethodNotAllowed => (
                 "method_not_allowed".into(),
                 "this route does not accept that method".into(),
+                None,
+            ),
+            ApiError::RequestTimeout => (
+                "request_timeout".into(),
+                "the request took longer than server.request_timeout_ms; send it again".into(),
                 None,
             ),
             ApiError::Conflict { code, message } => ((*code).to_string(), message.clone(), None),

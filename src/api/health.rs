@@ -1,7 +1,12 @@
-//! `GET /healthz` (the process is up) and `GET /readyz` (PostgreSQL and
-//! Redis answer; says which does not).
+//! `GET /healthz` (the process is up) and `GET /readyz` (ready to accept
+//! notifications: PostgreSQL answers). Redis being down only degrades
+//! readiness: notifications are still accepted and indexed later, so a
+//! Redis outage must not take every hookd out of a load balancer. The
+//! checks are cached for `READY_CACHE`, so anonymous callers cannot turn
+//! `/readyz` into a stream of pings at the stores.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -12,6 +17,8 @@ use serde::Serialize;
 use super::AppState;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one readiness check answers every caller.
+pub const READY_CACHE: Duration = Duration::from_secs(1);
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -19,16 +26,27 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(readyz))
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Clone, Serialize, utoipa::ToSchema)]
 pub struct Health {
-    /// `ok`, `ready` or `unavailable`.
+    /// `ok` (healthz); `ready`, `degraded` (Redis unreachable: notifications
+    /// are accepted and indexed once it is back, deliveries wait) or
+    /// `unavailable` (PostgreSQL unreachable) for readiness.
     pub status: &'static str,
     /// `ok` or `unreachable` (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub postgres: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis: Option<&'static str>,
+    /// What an operator should fix, e.g. a Redis `maxmemory-policy` that
+    /// may evict the due index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
+
+/// The last readiness answer and when it was made; one check runs at a
+/// time, and callers meanwhile wait for it.
+#[derive(Clone, Default)]
+pub struct Readiness(Arc<tokio::sync::Mutex<Option<(Instant, StatusCode, Health)>>>);
 
 #[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
@@ -36,38 +54,42 @@ pub async fn healthz() -> Json<Health> {
         status: "ok",
         postgres: None,
         redis: None,
+        warnings: Vec::new(),
     })
 }
 
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "operations", security(()), responses(
-    (status = 200, body = Health, description = "both stores answer"),
-    (status = 503, body = Health, description = "a store does not answer; the body says which"),
+    (status = 200, body = Health, description = "PostgreSQL answers: notifications are accepted (`degraded` when Redis does not answer)"),
+    (status = 503, body = Health, description = "PostgreSQL does not answer"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
-    let (pg, redis) = tokio::join!(
+    let mut cached = state.readiness.0.lock().await;
+    if let Some((at, status, health)) = &*cached {
+        if at.elapsed() < READY_CACHE {
+            return (*status, Json(health.clone()));
+        }
+    }
+    let (pg, redis, warning) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, state.store.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.due.ping()),
+        tokio::time::timeout(CHECK_TIMEOUT, state.due.eviction_warning()),
     );
     let pg_ok = matches!(pg, Ok(Ok(())));
     let redis_ok = matches!(redis, Ok(Ok(())));
     let word = |ok| if ok { "ok" } else { "unreachable" };
-    let status = if pg_ok && redis_ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
+    let (status, word_status) = match (pg_ok, redis_ok) {
+        (true, true) => (StatusCode::OK, "ready"),
+        (true, false) => (StatusCode::OK, "degraded"),
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     };
-    (
-        status,
-        Json(Health {
-            status: if status == StatusCode::OK {
-                "ready"
-            } else {
-                "unavailable"
-            },
-            postgres: Some(word(pg_ok)),
-            redis: Some(word(redis_ok)),
-        }),
-    )
+    let health = Health {
+        status: word_status,
+        postgres: Some(word(pg_ok)),
+        redis: Some(word(redis_ok)),
+        warnings: warning.ok().flatten().into_iter().collect(),
+    };
+    *cached = Some((Instant::now(), status, health.clone()));
+    (status, Json(health))
 }
 
 #[utoipa::path(operation_id = "metrics", get, path = "/metrics", tag = "operations", security(()),

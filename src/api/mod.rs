@@ -41,6 +41,8 @@ pub struct AppState {
     /// Endpoints recently named by creates, so a create costs one commit
     /// and not a lookup too.
     pub endpoints: EndpointCache,
+    /// The last `/readyz` answer, reused for a second.
+    pub readiness: health::Readiness,
 }
 
 /// Endpoints by canonical reference (an id however it was spelled, or a
@@ -122,7 +124,8 @@ impl AppState {
     }
 }
 
-/// The whole API: resources behind bearer auth, operations open.
+/// The whole API: resources behind bearer auth, operations open. With
+/// `server.metrics_listen` set, `/metrics` is served there instead.
 pub fn router(state: AppState) -> Router {
     let resources = Router::new()
         .merge(endpoints::router())
@@ -131,7 +134,12 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::authorize,
         ));
-    finish(operations_router().merge(resources), state)
+    let operations = if state.settings.server.metrics_listen.is_some() {
+        health::router().route("/openapi.json", axum::routing::get(openapi::openapi_json))
+    } else {
+        operations_router()
+    };
+    finish(operations.merge(resources), state)
 }
 
 /// What a dispatcher-only process serves: the operations routes, with the
@@ -152,6 +160,10 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
             tracing::error!("a request handler panicked");
             axum::response::IntoResponse::into_response(ApiError::Internal)
         }))
+        .layer(axum::middleware::from_fn_with_state(
+            Duration::from_millis(state.settings.server.request_timeout_ms),
+            request_timeout,
+        ))
         .layer(axum::middleware::from_fn(count_requests))
         .with_state(state)
 }
@@ -161,6 +173,20 @@ pub fn operations_router() -> Router<AppState> {
     health::router()
         .route("/openapi.json", axum::routing::get(openapi::openapi_json))
         .route("/metrics", axum::routing::get(health::metrics))
+}
+
+/// Answers 408 in the API's error shape when a request, reading its body
+/// included, takes longer than `limit` (tower-http's layer answers a bare
+/// 408).
+async fn request_timeout(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
+    }
 }
 
 /// Counts requests by route template (never the raw path: ids would make

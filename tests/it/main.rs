@@ -16,5 +16,6 @@ mod redis_ha;
 mod resilience;
 mod secrets;
 mod security;
+mod server_limits;
 mod stores_down;
 mod transport;

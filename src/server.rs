@@ -1,0 +1,152 @@
+//! The HTTP server under the API: hyper's, with the limits a public
+//! listener needs, so slow or hostile clients cannot hold it.
+//!
+//! - At most `server.max_connections` connections are open: past the cap,
+//!   hookd stops accepting (new ones wait in the kernel's backlog) rather
+//!   than accept and drop, so a burst of honest clients is slowed, not
+//!   refused, while the header timeout frees the slots slow ones hold.
+//! - `server.header_timeout_ms` bounds the TLS handshake and the reading of
+//!   each request's headers; hyper starts that clock as soon as a connection
+//!   waits for a request, so an idle keep-alive connection is closed after
+//!   it too. HTTP/2 connections are pinged and closed when the peer stops
+//!   answering.
+//! - `server.request_timeout_ms` (a layer in `api`) bounds each request,
+//!   body included.
+//! - `server.tls_cert` and `server.tls_key` make the listener speak TLS
+//!   (rustls, HTTP/2 and HTTP/1.1 by ALPN).
+//!
+//! On shutdown it stops accepting and lets requests in progress finish
+//! within `server.shutdown_timeout_ms`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::config::ServerSettings;
+
+/// How often an idle HTTP/2 connection is pinged, and how long a ping may
+/// go unanswered before the connection is closed.
+const H2_PING: Duration = Duration::from_secs(20);
+
+/// The TLS acceptor for `server.tls_cert` and `server.tls_key`, `None` when
+/// they are unset, or why they cannot be used (naming the key).
+pub fn tls_acceptor(settings: &ServerSettings) -> Result<Option<TlsAcceptor>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    match (settings.tls_cert.is_empty(), settings.tls_key.is_empty()) {
+        (true, true) => return Ok(None),
+        (false, false) => {}
+        _ => return Err("server.tls_cert and server.tls_key go together".into()),
+    }
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&settings.tls_cert)
+        .and_then(Iterator::collect)
+        .map_err(|e| format!("server.tls_cert: cannot read PEM certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err("server.tls_cert: no PEM certificate in the file".into());
+    }
+    let key = PrivateKeyDer::from_pem_file(&settings.tls_key)
+        .map_err(|e| format!("server.tls_key: cannot read a PEM private key: {e}"))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("server.tls_cert: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("server.tls_key: does not fit server.tls_cert: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+}
+
+/// Serves `router` on `listener` until `shutdown`, then drains.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    settings: &ServerSettings,
+    tls: Option<TlsAcceptor>,
+    shutdown: CancellationToken,
+) {
+    let header_timeout = Duration::from_millis(settings.header_timeout_ms);
+    let slots = Arc::new(Semaphore::new(settings.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING)
+        .keep_alive_timeout(H2_PING);
+    let builder = Arc::new(builder);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            _ = shutdown.cancelled() => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors, say: wait a moment, not a spin.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone().map_request(
+            |request: axum::http::Request<hyper::body::Incoming>| {
+                request.map(axum::body::Body::new)
+            },
+        ));
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            match tls {
+                None => {
+                    let connection = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    let _ = watcher.watch(connection).await;
+                }
+                Some(acceptor) => {
+                    let Ok(Ok(stream)) =
+                        tokio::time::timeout(header_timeout, acceptor.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    let connection = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    let _ = watcher.watch(connection).await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    let grace = Duration::from_millis(settings.shutdown_timeout_ms);
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "requests still in progress at the end of server.shutdown_timeout_ms; closing them"
+        );
+    }
+}

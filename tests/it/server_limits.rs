@@ -1,0 +1,185 @@
+//! The API's listener against slow and hostile clients: half-sent requests,
+//! more connections than the cap, bodies that never finish; and the
+//! listener's options: built-in TLS and a separate metrics address.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use sqlx::PgPool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::{redis_url, test_settings, TOKEN};
+use hookd::due::DueIndex;
+use hookd::startup::{App, Role};
+use hookd::store::Store;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// An app with `overrides`, its address and metrics address; stops when
+/// the returned sender drops.
+async fn start(
+    pool: PgPool,
+    overrides: &str,
+) -> (
+    std::net::SocketAddr,
+    Option<std::net::SocketAddr>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let settings = test_settings(&redis_url(), overrides);
+    let due = DueIndex::new(&settings.redis).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
+    let (address, metrics) = (app.local_addr(), app.metrics_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run(async {
+        let _ = stopped.await;
+    }));
+    (address, metrics, stop)
+}
+
+/// Whether the server has closed `stream` (EOF or reset), without waiting.
+async fn closed(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(Duration::from_millis(1), stream.read(&mut byte)).await {
+        Ok(Ok(0)) | Ok(Err(_)) => true,
+        Ok(Ok(_)) | Err(_) => false,
+    }
+}
+
+#[sqlx::test]
+async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
+    let (_, hard) = rlimit::Resource::NOFILE.get().unwrap();
+    let _ = rlimit::Resource::NOFILE.set(hard, hard);
+    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let mut streams = Vec::new();
+    for _ in 0..1000 {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(b"GET /v1/endp").await.unwrap();
+        streams.push(stream);
+    }
+    // Polled with a deadline: each stream is dropped once hookd closed it.
+    let started = std::time::Instant::now();
+    while !streams.is_empty() {
+        let mut open = Vec::new();
+        for mut stream in streams {
+            if !closed(&mut stream).await {
+                open.push(stream);
+            }
+        }
+        streams = open;
+        assert!(
+            started.elapsed() < DEADLINE,
+            "{} half-sent requests still open",
+            streams.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let response = reqwest::get(format!("http://{address}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[sqlx::test]
+async fn connections_over_the_cap_wait_until_one_closes(pool: PgPool) {
+    let (address, _, _stop) = start(pool, "[server]\nmax_connections = 2\n").await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        held.push(TcpStream::connect(address).await.unwrap());
+    }
+    // Both slots are taken by connections that send nothing: a third
+    // client is not served, however long it waits here...
+    let client = reqwest::Client::new();
+    let url = format!("http://{address}/healthz");
+    let waiting = tokio::time::timeout(Duration::from_secs(1), client.get(&url).send()).await;
+    assert!(waiting.is_err(), "served past max_connections");
+    // ...and is served once one of them closes.
+    drop(held.pop());
+    let response = tokio::time::timeout(DEADLINE, client.get(&url).send())
+        .await
+        .expect("served once a slot is free")
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[sqlx::test]
+async fn a_request_whose_body_never_finishes_gets_the_timeout_error(pool: PgPool) {
+    let (address, _, _stop) = start(pool, "[server]\nrequest_timeout_ms = 300\n").await;
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "POST /v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(DEADLINE, async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buffer).await.unwrap_or(0);
+            answer.extend_from_slice(&buffer[..n]);
+            if n == 0 || answer.windows(4).any(|w| w == b"\r\n\r\n") && answer.ends_with(b"}}") {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "request_timeout");
+}
+
+#[sqlx::test]
+async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(pool: PgPool) {
+    let (cert, key, ca) = (
+        std::env::var("HOOKD_TEST_TLS_CERT").expect("scripts/test makes test certificates"),
+        std::env::var("HOOKD_TEST_TLS_KEY").unwrap(),
+        std::env::var("HOOKD_TEST_CA_FILE").unwrap(),
+    );
+    let (address, _, _stop) = start(
+        pool,
+        &format!("[server]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"),
+    )
+    .await;
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(ca).unwrap()).unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("https://localhost:{}/v1/endpoints", address.port()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let plain = reqwest::Client::new()
+        .get(format!("http://{address}/healthz"))
+        .timeout(DEADLINE)
+        .send()
+        .await;
+    assert!(plain.is_err(), "plain HTTP answered on the TLS port");
+}
+
+#[sqlx::test]
+async fn metrics_move_to_their_own_listener(pool: PgPool) {
+    let (address, metrics, _stop) =
+        start(pool, "[server]\nmetrics_listen = \"127.0.0.1:0\"\n").await;
+    let metrics = metrics.expect("metrics_listen is bound");
+    let scraped = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), StatusCode::OK);
+    assert!(scraped.text().await.unwrap().contains("hookd_"));
+    let ready = reqwest::get(format!("http://{metrics}/readyz"))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    let public = reqwest::get(format!("http://{address}/metrics"))
+        .await
+        .unwrap();
+    assert_eq!(public.status(), StatusCode::NOT_FOUND);
+}
