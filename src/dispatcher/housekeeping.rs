@@ -264,7 +264,21 @@ async fn sweep(
         } else {
             page.last().map(|(id, at)| (*at, *id))
         };
-        let added = due.add_missing(&page).await?;
+        // A row the page read as pending may have been delivered and its
+        // lease ended since: only rows still pending, at the same due time,
+        // after Redis was looked at are really missing.
+        let missing = due.missing(&page).await?;
+        let mut added = 0;
+        if !missing.is_empty() {
+            let read: std::collections::HashMap<_, _> = page.iter().copied().collect();
+            let still: Vec<_> = store
+                .still_pending(&missing)
+                .await?
+                .into_iter()
+                .filter(|(id, at)| read.get(id) == Some(at))
+                .collect();
+            added = due.add_missing(&still).await?;
+        }
         total += added;
         if added == 0 || cursor.is_none() || shutdown.is_cancelled() {
             return Ok(total);

@@ -11,14 +11,16 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 use uuid::Uuid;
 
-use super::{member, score, DueError, DueIndex};
+use super::{member, parse_member, score, DueError, DueIndex};
 
 static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
--- KEYS[1] due, KEYS[2] inflight; ARGV: score1, member1, score2, member2, ...
+-- KEYS[1] due, KEYS[2] inflight; ARGV[1] '1' to add, '0' only to look;
+-- then score1, member1, score2, member2, ...
 -- Per chunk: one ZMSCORE on each set, one ZADD of the members in neither.
 -- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
+-- Returns the members that were in neither set.
 local function scores(key, members)
   local found = redis.pcall('ZMSCORE', key, unpack(members))
   if type(found) == 'table' and found.err then
@@ -27,8 +29,9 @@ local function scores(key, members)
   end
   return found
 end
-local added = 0
-for i = 1, #ARGV, 1000 do
+local add = ARGV[1] == '1'
+local found = {}
+for i = 2, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
   local members = {}
   for j = i + 1, last, 2 do members[#members + 1] = ARGV[j] end
@@ -39,14 +42,14 @@ for i = 1, #ARGV, 1000 do
     if not leased[k] and not queued[k] then
       missing[#missing + 1] = ARGV[i + 2 * (k - 1)]
       missing[#missing + 1] = members[k]
+      found[#found + 1] = members[k]
     end
   end
-  if #missing > 0 then
+  if add and #missing > 0 then
     redis.call('ZADD', KEYS[1], unpack(missing))
-    added = added + #missing / 2
   end
 end
-return added
+return found
 "#,
     )
 });
@@ -201,21 +204,39 @@ impl DueIndex {
     /// Adds the entries that are in neither `due` nor `inflight`; returns how
     /// many were added.
     pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
+        Ok(self.missing_among(entries, true).await?.len())
+    }
+
+    /// The ids among `entries` that are in neither `due` nor `inflight`,
+    /// changing nothing.
+    pub async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
+        self.missing_among(entries, false).await
+    }
+
+    async fn missing_among(
+        &self,
+        entries: &[(Uuid, DateTime<Utc>)],
+        add: bool,
+    ) -> Result<Vec<Uuid>, DueError> {
         if entries.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let mut conn = self.conn().await?;
         let mut invocation = ADD_MISSING.prepare_invoke();
-        invocation.key(&self.keys().due).key(&self.keys().inflight);
+        invocation
+            .key(&self.keys().due)
+            .key(&self.keys().inflight)
+            .arg(if add { "1" } else { "0" });
         for (id, at) in entries {
             invocation.arg(score(*at)).arg(member(id));
         }
-        self.observed(
+        let found: Vec<Vec<u8>> = self.observed(
             match tokio::time::timeout(self.timeout * 10, invocation.invoke_async(&mut conn)).await
             {
                 Ok(result) => result.map_err(DueError::from),
                 Err(_) => Err(DueError::Timeout(self.timeout * 10)),
             },
-        )
+        )?;
+        found.iter().map(|m| parse_member(m)).collect()
     }
 }

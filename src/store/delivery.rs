@@ -403,6 +403,21 @@ impl Store {
         .await?)
     }
 
+    /// Of `ids`, those still pending, with their due times: what a sweep
+    /// re-reads before re-indexing rows it found missing from Redis.
+    pub async fn still_pending(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE id = ANY($1) AND status = 'pending' AND next_attempt_at IS NOT NULL",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// One page of pending rows created after the id `after` (UUIDv7, so a
     /// creation time), in id order: what is re-added after a Redis failover,
     /// on the primary key.
