@@ -207,8 +207,8 @@ impl Link {
 
     async fn connect(&self, client: redis::Client) -> Result<ConnectionManager, DueError> {
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(self.timeout)
-            .set_response_timeout(self.timeout)
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
             .set_number_of_retries(1);
         match tokio::time::timeout(
             self.timeout * 2,

@@ -91,6 +91,9 @@ impl redis::ToRedisArgs for Member {
     }
 }
 
+/// One member is one argument (`ZSCORE` takes exactly one).
+impl redis::ToSingleRedisArg for Member {}
+
 pub fn member(id: &Uuid) -> Member {
     match id::compact(id) {
         Some(compact) => {
