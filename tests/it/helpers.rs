@@ -435,6 +435,16 @@ impl HookdProcess {
         }
     }
 
+    /// Waits until the process at `base` answers `/readyz` with a success.
+    pub async fn wait_ready(base: &str, deadline: Duration) {
+        let client = reqwest::Client::new();
+        eventually(deadline, "hookd to be ready", || async {
+            let ready = client.get(format!("{base}/readyz")).send().await.ok()?;
+            ready.status().is_success().then_some(())
+        })
+        .await;
+    }
+
     pub fn signal(&self, signal: &str) {
         Command::new("kill")
             .args([&format!("-{signal}"), &self.child.id().to_string()])

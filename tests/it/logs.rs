@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::helpers::{database_url, eventually, free_port, new_prefix, redis_url, HookdProcess};
+use crate::helpers::{database_url, free_port, new_prefix, redis_url, HookdProcess};
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -47,11 +47,7 @@ async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(pool: PgPool) {
     );
     let base = format!("http://{listen}");
     let client = reqwest::Client::new();
-    eventually(DEADLINE, "hookd to be ready", || async {
-        let ready = client.get(format!("{base}/readyz")).send().await.ok()?;
-        ready.status().is_success().then_some(())
-    })
-    .await;
+    HookdProcess::wait_ready(&base, DEADLINE).await;
 
     let call = |method: reqwest::Method, path: &str, token: &str, body: Option<Value>| {
         let mut request = client

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, spawn_app_with, HookdProcess, TOKEN,
+    database_url, free_port, new_prefix, redis_url, spawn_app_with, HookdProcess, TOKEN,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -383,11 +383,7 @@ async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool:
     );
     let base = format!("http://{listen}");
     let client = reqwest::Client::new();
-    eventually(DEADLINE, "hookd to be ready", || async {
-        let ready = client.get(format!("{base}/readyz")).send().await.ok()?;
-        ready.status().is_success().then_some(())
-    })
-    .await;
+    HookdProcess::wait_ready(&base, DEADLINE).await;
     // The heaviest endpoint the caps allow: 32 KiB of custom headers.
     let headers: serde_json::Map<String, Value> = (0..4)
         .map(|i| {
@@ -478,11 +474,7 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool:
     );
     let base = format!("http://{listen}");
     let client = reqwest::Client::new();
-    eventually(DEADLINE, "hookd to be ready", || async {
-        let ready = client.get(format!("{base}/readyz")).send().await.ok()?;
-        ready.status().is_success().then_some(())
-    })
-    .await;
+    HookdProcess::wait_ready(&base, DEADLINE).await;
     let (status, endpoint) = send(
         &client,
         Method::POST,
