@@ -13,6 +13,7 @@ pub mod config;
 pub mod domain;
 
 pub mod api;
+pub mod service;
 
 pub mod store;
 

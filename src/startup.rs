@@ -7,15 +7,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::ingest::{self, Ingest};
 use crate::api::{self, AppState};
 use crate::config::Settings;
 use crate::dispatcher::Dispatcher;
 use crate::due::DueIndex;
 use crate::sender::Sender;
+use crate::service::Service;
 use crate::store::Store;
 
 /// Which parts of hookd this process runs.
@@ -104,18 +103,15 @@ impl App {
         };
         crate::telemetry::metrics();
         let store = store.with_secrets(settings.keyring());
-        let (ingest, queue) = Ingest::channel();
+        let settings = Arc::new(settings);
         let state = AppState {
+            service: Service::start(store.clone(), due.clone(), settings.clone()),
             store,
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
-            settings: Arc::new(settings),
-            wake: Arc::new(Notify::new()),
-            ingest,
-            endpoints: Default::default(),
+            settings,
             readiness: Default::default(),
         };
-        ingest::spawn(state.clone(), queue);
         Ok(Self {
             state,
             listener,
@@ -172,7 +168,7 @@ impl App {
                 self.state.due.clone(),
                 sender,
                 settings.clone(),
-                self.state.wake.clone(),
+                self.state.service.wake(),
             );
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {

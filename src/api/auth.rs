@@ -84,7 +84,10 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/notifications/batch"
         | "/v1/notifications/cancel"
         | "/v1/notifications/{id}/cancel"
-        | "/v1/notifications/{id}/retry" => Scope::Write,
+        | "/v1/notifications/{id}/retry"
+        | "/v1/events"
+        | "/v1/events/batch"
+        | "/v1/events/{id}/cancel" => Scope::Write,
         _ => Scope::Admin,
     }
 }

@@ -1,19 +1,28 @@
 //! The API's one error type and its JSON shape:
 //! `{"error": {"code": "...", "message": "...", "field": "..."}}`.
-//! Internal errors are logged with their cause and answered with a bare 500.
+//! Codes come from one enum (`domain::problem::ErrorCode`). Internal errors
+//! keep their source and are logged once, here at the edge, when the
+//! response is made; the client gets a bare 500.
+
+use std::sync::Arc;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::domain::problem::{ErrorCode, Kind, Problem};
 use crate::due::DueError;
+use crate::service::ServiceError;
 use crate::store::StoreError;
+
+/// The cause of a 500 or 503, kept for the log.
+pub type Source = Arc<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug)]
 pub enum ApiError {
     /// 400: the request cannot be parsed.
     Malformed {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
         field: Option<String>,
     },
@@ -30,7 +39,7 @@ pub enum ApiError {
     /// `server.request_timeout_ms`.
     RequestTimeout,
     /// 409: the request conflicts with existing state.
-    Conflict { code: &'static str, message: String },
+    Conflict { code: ErrorCode, message: String },
     /// 413: body or request over the configured limit.
     TooLarge {
         message: String,
@@ -38,16 +47,18 @@ pub enum ApiError {
     },
     /// 422: well-formed, but a value is invalid.
     Invalid {
-        code: &'static str,
+        code: ErrorCode,
         message: String,
         field: Option<String>,
     },
+    /// 404, 409, 413 or 422, as the write path decided.
+    Rejected(Problem),
     /// 415: with no tokens configured, a write must be `application/json`.
     UnsupportedMediaType,
     /// 503: a backing store is unreachable; retry later.
-    Unavailable(&'static str),
-    /// 500: a bug or an unexpected store error; details are in the log.
-    Internal,
+    Unavailable { what: &'static str, source: Source },
+    /// 500: a bug or an unexpected store error; the source goes to the log.
+    Internal(Option<Source>),
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -67,11 +78,7 @@ pub struct ErrorDetail {
 }
 
 impl ApiError {
-    pub fn invalid(
-        code: &'static str,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn invalid(code: ErrorCode, field: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::Invalid {
             code,
             message: message.into(),
@@ -79,16 +86,17 @@ impl ApiError {
         }
     }
 
-    pub fn malformed(
-        code: &'static str,
-        field: Option<String>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn malformed(code: ErrorCode, field: Option<String>, message: impl Into<String>) -> Self {
         ApiError::Malformed {
             code,
             message: message.into(),
             field,
         }
+    }
+
+    /// A 500 that logs `source` when it is answered.
+    pub fn internal(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Internal(Some(Arc::new(source)))
     }
 
     pub fn status(&self) -> StatusCode {
@@ -102,9 +110,16 @@ impl ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Rejected(problem) => match problem.kind {
+                Kind::Malformed => StatusCode::BAD_REQUEST,
+                Kind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                Kind::Conflict => StatusCode::CONFLICT,
+                Kind::NotFound => StatusCode::NOT_FOUND,
+            },
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -119,56 +134,74 @@ impl ApiError {
                 code,
                 message,
                 field,
-            } => ((*code).to_string(), message.clone(), field.clone()),
+            } => (*code, message.clone(), field.clone()),
+            ApiError::Rejected(problem) => {
+                (problem.code, problem.message.clone(), problem.field.clone())
+            }
             ApiError::Unauthorized => (
-                "unauthorized".into(),
+                ErrorCode::Unauthorized,
                 "send `Authorization: Bearer <token>` with one of the configured api.tokens".into(),
                 None,
             ),
-            ApiError::Forbidden(message) => ("forbidden".into(), message.clone(), None),
+            ApiError::Forbidden(message) => (ErrorCode::Forbidden, message.clone(), None),
             ApiError::UnsupportedMediaType => (
-                "unsupported_media_type".into(),
+                ErrorCode::UnsupportedMediaType,
                 "send the request with `content-type: application/json`".into(),
                 None,
             ),
-            ApiError::NotFound(what) => ("not_found".into(), format!("{what} not found"), None),
+            ApiError::NotFound(what) => (ErrorCode::NotFound, format!("{what} not found"), None),
             ApiError::MethodNotAllowed => (
-                "method_not_allowed".into(),
+                ErrorCode::MethodNotAllowed,
                 "this route does not accept that method".into(),
                 None,
             ),
             ApiError::RequestTimeout => (
-                "request_timeout".into(),
+                ErrorCode::RequestTimeout,
                 "the request took longer than server.request_timeout_ms; send it again".into(),
                 None,
             ),
-            ApiError::Conflict { code, message } => ((*code).to_string(), message.clone(), None),
+            ApiError::Conflict { code, message } => (*code, message.clone(), None),
             ApiError::TooLarge { message, field } => {
-                ("too_large".into(), message.clone(), field.clone())
+                (ErrorCode::TooLarge, message.clone(), field.clone())
             }
-            ApiError::Unavailable(store) => (
-                "unavailable".into(),
-                format!("{store} is unavailable; retry later"),
+            ApiError::Unavailable { what, .. } => (
+                ErrorCode::Unavailable,
+                format!("{what} is unavailable; retry later"),
                 None,
             ),
-            ApiError::Internal => (
-                "internal".into(),
+            ApiError::Internal(_) => (
+                ErrorCode::Internal,
                 "internal error; see hookd's log".into(),
                 None,
             ),
         };
         ErrorBody {
             error: ErrorDetail {
-                code,
+                code: code.as_str().to_string(),
                 message,
                 field,
             },
+        }
+    }
+
+    /// Logs what the client is not told: the cause of a 500 or a 503.
+    fn log(&self) {
+        match self {
+            ApiError::Internal(Some(source)) => {
+                tracing::error!(error = %source, "internal error");
+            }
+            ApiError::Internal(None) => tracing::error!("internal error"),
+            ApiError::Unavailable { what, source } => {
+                tracing::warn!(error = %source, "{what} unavailable");
+            }
+            _ => {}
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        self.log();
         let status = self.status();
         let mut response = (status, axum::Json(self.body())).into_response();
         match self {
@@ -177,7 +210,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ApiError::Unavailable(_) => {
+            ApiError::Unavailable { .. } => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -188,47 +221,56 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        ApiError::from(&error)
+impl From<Problem> for ApiError {
+    fn from(problem: Problem) -> Self {
+        ApiError::Rejected(problem)
     }
 }
 
-impl From<&StoreError> for ApiError {
-    fn from(error: &StoreError) -> Self {
-        match error {
-            StoreError::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "database unavailable");
-                ApiError::Unavailable("the database")
-            }
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        ApiError::from(Arc::new(error))
+    }
+}
+
+/// A store error, possibly shared by every request of one group commit.
+impl From<Arc<StoreError>> for ApiError {
+    fn from(error: Arc<StoreError>) -> Self {
+        match &*error {
+            StoreError::Unavailable(_) => ApiError::Unavailable {
+                what: "the database",
+                source: error,
+            },
             StoreError::Conflict(constraint) => ApiError::Conflict {
-                code: "conflict",
+                code: ErrorCode::Conflict,
                 message: format!("conflicts with an existing resource ({constraint})"),
             },
-            StoreError::InvalidValue(cause) => {
-                tracing::debug!(error = %cause, "value refused by the database");
-                ApiError::Invalid {
-                    code: "invalid_value",
-                    message: "a value holds characters that cannot be stored (such as a NUL byte)"
-                        .into(),
-                    field: None,
-                }
-            }
-            StoreError::Database(cause) => {
-                tracing::error!(error = %cause, "database error");
-                ApiError::Internal
-            }
-            StoreError::Sealed { .. } => {
-                tracing::error!(%error, "cannot open a value sealed at rest; check secrets.keys");
-                ApiError::Internal
-            }
+            StoreError::InvalidValue(_) => ApiError::Invalid {
+                code: ErrorCode::InvalidValue,
+                message: "a value holds characters that cannot be stored (such as a NUL byte)"
+                    .into(),
+                field: None,
+            },
+            StoreError::Database(_) | StoreError::Sealed { .. } => ApiError::Internal(Some(error)),
         }
     }
 }
 
 impl From<DueError> for ApiError {
     fn from(error: DueError) -> Self {
-        tracing::warn!(%error, "redis unavailable");
-        ApiError::Unavailable("redis")
+        ApiError::Unavailable {
+            what: "redis",
+            source: Arc::new(error),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::Rejected(problem) => ApiError::Rejected(problem),
+            ServiceError::Store(error) => ApiError::from(error),
+            ServiceError::Lost => ApiError::Internal(None),
+        }
     }
 }

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use crate::domain::problem::ErrorCode;
 
 /// A JSON request body.
 pub struct JsonBody<T>(pub T);
@@ -24,7 +25,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                     field: None,
                 }
             } else {
-                ApiError::malformed("malformed_body", None, rejection.body_text())
+                ApiError::malformed(ErrorCode::MalformedBody, None, rejection.body_text())
             }
         })?;
         parse_json(&bytes).map(JsonBody)
@@ -35,7 +36,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::malformed(
-            "malformed_json",
+            ErrorCode::MalformedJson,
             None,
             "the request body is empty; send a JSON object",
         ));
@@ -47,7 +48,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
         {
             return Err(ApiError::Invalid {
-                code: "invalid_type",
+                code: ErrorCode::InvalidType,
                 message: "the request body must be a JSON object".into(),
                 field: None,
             });
@@ -55,9 +56,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
-    deserializer
-        .end()
-        .map_err(|e| ApiError::malformed("malformed_json", None, format!("invalid JSON: {e}")))?;
+    deserializer.end().map_err(|e| {
+        ApiError::malformed(ErrorCode::MalformedJson, None, format!("invalid JSON: {e}"))
+    })?;
     Ok(value)
 }
 
@@ -67,17 +68,19 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError 
     match inner.classify() {
         serde_json::error::Category::Syntax
         | serde_json::error::Category::Eof
-        | serde_json::error::Category::Io => {
-            ApiError::malformed("malformed_json", None, format!("invalid JSON: {inner}"))
-        }
+        | serde_json::error::Category::Io => ApiError::malformed(
+            ErrorCode::MalformedJson,
+            None,
+            format!("invalid JSON: {inner}"),
+        ),
         serde_json::error::Category::Data => {
             let message = strip_position(&inner.to_string());
             let (code, field) = if let Some(name) = quoted(&message, "unknown field `") {
-                ("unknown_field", join_path(&path, &name))
+                (ErrorCode::UnknownField, join_path(&path, &name))
             } else if let Some(name) = quoted(&message, "missing field `") {
-                ("missing_field", join_path(&path, &name))
+                (ErrorCode::MissingField, join_path(&path, &name))
             } else {
-                ("invalid_type", path)
+                (ErrorCode::InvalidType, path)
             };
             ApiError::Invalid {
                 code,
@@ -125,7 +128,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
         serde_urlencoded::from_str(query)
             .map(QueryParams)
             .map_err(|e| {
-                ApiError::malformed("invalid_query", None, format!("invalid query string: {e}"))
+                ApiError::malformed(
+                    ErrorCode::InvalidQuery,
+                    None,
+                    format!("invalid query string: {e}"),
+                )
             })
     }
 }

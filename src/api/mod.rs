@@ -1,11 +1,13 @@
 //! The REST API (axum): one file per resource, each with its `router()`.
 
 pub mod auth;
+mod batch;
+mod body;
 pub mod endpoints;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod health;
-pub mod ingest;
 pub mod notifications;
 pub mod openapi;
 pub mod pagination;
@@ -15,113 +17,26 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
-use chrono::{DateTime, Utc};
-use tokio::sync::Notify;
 use tower_http::catch_panic::CatchPanicLayer;
-use uuid::Uuid;
 
 use crate::config::Settings;
 use crate::due::DueIndex;
-use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::service::Service;
 use crate::store::Store;
 use error::ApiError;
 
-/// What every handler shares: cheap handles only.
+/// What every handler shares: cheap handles only. Writes go through
+/// `service`; reads go to `store` directly.
 #[derive(Clone)]
 pub struct AppState {
+    pub service: Service,
     pub store: Store,
     pub due: DueIndex,
     pub settings: Arc<Settings>,
     /// The configured tokens, digested once.
     pub auth: Arc<auth::Auth>,
-    /// Wakes this process's dispatcher when something becomes due soon.
-    pub wake: Arc<Notify>,
-    /// Group commit of new notifications.
-    pub ingest: ingest::Ingest,
-    /// Endpoints recently named by creates, so a create costs one commit
-    /// and not a lookup too.
-    pub endpoints: EndpointCache,
     /// The last `/readyz` answer, reused for a second.
     pub readiness: health::Readiness,
-}
-
-/// Endpoints by canonical reference (an id however it was spelled, or a
-/// valid uid), for `ENDPOINT_CACHE_TTL`, bounded by the bytes the entries
-/// hold. A change made through this process clears it; one made through
-/// another process shows here within the TTL. Keyed by the parsed
-/// reference, never the raw text: one endpoint named in a thousand
-/// spellings of its UUID is one entry.
-#[derive(Clone)]
-pub struct EndpointCache(moka::sync::Cache<EndpointRef, Arc<Endpoint>>);
-
-pub const ENDPOINT_CACHE_TTL: Duration = Duration::from_secs(1);
-/// What the cached endpoints may weigh in all (headers, URLs, secrets).
-pub const ENDPOINT_CACHE_BYTES: u64 = 16 << 20;
-
-impl Default for EndpointCache {
-    fn default() -> Self {
-        Self(
-            moka::sync::Cache::builder()
-                .max_capacity(ENDPOINT_CACHE_BYTES)
-                .weigher(|_, endpoint: &Arc<Endpoint>| endpoint.approximate_size())
-                .time_to_live(ENDPOINT_CACHE_TTL)
-                .build(),
-        )
-    }
-}
-
-impl EndpointCache {
-    pub fn get(&self, by: &EndpointRef) -> Option<Arc<Endpoint>> {
-        self.0.get(by)
-    }
-
-    /// Caches `endpoint` under the reference it was found by.
-    pub fn put(&self, by: EndpointRef, endpoint: Arc<Endpoint>) {
-        if by.is_possible() {
-            self.0.insert(by, endpoint);
-        }
-    }
-
-    pub fn clear(&self) {
-        self.0.invalidate_all();
-    }
-}
-
-impl AppState {
-    /// Adds committed notifications to the due index. If Redis fails, they
-    /// are marked in PostgreSQL and the indexer adds them later: the producer
-    /// already has its 201, and PostgreSQL has the notification.
-    pub async fn index_due(&self, due: &[(Uuid, DateTime<Utc>)]) {
-        if due.is_empty() {
-            return;
-        }
-        match self.due.add(due).await {
-            Ok(()) => {
-                let soon = Utc::now()
-                    + chrono::Duration::milliseconds(self.settings.dispatcher.max_idle_ms as i64);
-                if due.iter().any(|(_, at)| *at <= soon) {
-                    self.wake.notify_one();
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, count = due.len(), "could not index notifications; marking them for the indexer");
-                let ids: Vec<Uuid> = due.iter().map(|(id, _)| *id).collect();
-                if let Err(error) = self.store.mark_needs_index(&ids).await {
-                    // The overdue sweep still finds them: rows that are due
-                    // and in neither Redis set are re-indexed.
-                    tracing::warn!(%error, "could not mark notifications for indexing");
-                }
-            }
-        }
-    }
-
-    /// Removes notifications from the due index, best effort: the dispatcher
-    /// skips ids whose rows are no longer pending anyway.
-    pub async fn unindex(&self, ids: &[Uuid]) {
-        if let Err(error) = self.due.remove(ids).await {
-            tracing::debug!(%error, "could not remove notifications from the due index");
-        }
-    }
 }
 
 /// The whole API: resources behind bearer auth, operations open. With
@@ -130,6 +45,7 @@ pub fn router(state: AppState) -> Router {
     let resources = Router::new()
         .merge(endpoints::router())
         .merge(notifications::router())
+        .merge(events::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,
@@ -158,7 +74,7 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a request handler panicked");
-            axum::response::IntoResponse::into_response(ApiError::Internal)
+            axum::response::IntoResponse::into_response(ApiError::Internal(None))
         }))
         .layer(axum::middleware::from_fn_with_state(
             Duration::from_millis(state.settings.server.request_timeout_ms),

@@ -6,7 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{endpoints, health, notifications};
+use super::{endpoints, events, health, notifications};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -31,6 +31,11 @@ use super::{endpoints, health, notifications};
         notifications::cancel,
         notifications::cancel_by_key,
         notifications::retry,
+        events::create,
+        events::create_batch,
+        events::list,
+        events::read,
+        events::cancel,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -41,26 +46,11 @@ use super::{endpoints, health, notifications};
     tags(
         (name = "endpoints", description = "Receivers: URL, signing secret, delivery policy"),
         (name = "notifications", description = "What to deliver, and what became of it"),
+        (name = "events", description = "Business facts that fan out to every subscribed endpoint of their owner"),
         (name = "operations", description = "Health, readiness, this document"),
     )
 )]
 pub struct ApiDoc;
-
-/// How a schedule is written: a preset name or an array of durations. The
-/// handlers take it as JSON and validate it (`domain::schedule`); this type
-/// only describes it to the document.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-#[schema(example = json!(["0s", "500ms", "2m", "1h"]))]
-pub enum ScheduleSpec {
-    /// `alipay` (the default), `wechat` or `exponential`.
-    #[schema(example = "alipay")]
-    Preset(String),
-    /// Durations such as `"0s"`, `"500ms"`, `"2m"`, `"1h"`: the wait before
-    /// the first attempt, then the wait after each attempt before the next.
-    Delays(Vec<String>),
-}
 
 struct BearerAuth;
 
@@ -154,7 +144,12 @@ mod tests {
     #[test]
     fn a_payload_is_documented_as_any_json_value() {
         let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        for schema in ["CreateNotification", "NotificationView"] {
+        for schema in [
+            "CreateNotification",
+            "NotificationView",
+            "CreateEvent",
+            "EventView",
+        ] {
             let payload = &document["components"]["schemas"][schema]["properties"]["payload"];
             assert!(payload.is_object(), "{schema}: {payload}");
             assert_ne!(payload["type"], "object", "{schema}: {payload}");

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::error::ApiError;
+use crate::domain::problem::ErrorCode;
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 500;
@@ -32,14 +33,14 @@ impl PageParams {
         };
         let limit: i64 = text.trim().parse().map_err(|_| {
             ApiError::malformed(
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 Some("limit".into()),
                 format!("limit `{text}` is not a whole number"),
             )
         })?;
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ApiError::invalid(
-                "invalid_value",
+                ErrorCode::InvalidValue,
                 "limit",
                 format!("limit must be between 1 and {MAX_LIMIT}"),
             ));
@@ -100,7 +101,7 @@ pub fn page<R, T>(
 
 fn bad_cursor() -> ApiError {
     ApiError::malformed(
-        "invalid_cursor",
+        ErrorCode::InvalidCursor,
         Some("cursor".into()),
         "cursor is not one hookd returned; pass next_cursor unchanged",
     )

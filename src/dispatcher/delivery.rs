@@ -76,6 +76,8 @@ pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) ->
         event_type: row.event_type.as_deref(),
         attempt: number as u32,
         headers: &row.headers.0,
+        event_id: row.event_id,
+        url: row.url.as_deref(),
     };
     let unreadable = plan.unreadable.clone().or_else(|| {
         row.unreadable

@@ -26,6 +26,19 @@ pub const MAX_HEADERS_BYTES: usize = 32 << 10;
 /// Most custom headers on one endpoint or one notification.
 pub const MAX_HEADERS: usize = 50;
 
+/// What a response shows of custom headers: their names, never their
+/// values (they often carry the receiver's credentials).
+pub const MASK: &str = "***";
+
+pub fn masked(
+    headers: std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
+    headers
+        .into_keys()
+        .map(|name| (name, MASK.to_string()))
+        .collect()
+}
+
 /// A producer's business key: 1 to 255 bytes, no control characters.
 pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)

@@ -1,13 +1,16 @@
 //! Pure types and decisions, no I/O: ids, retry schedules, statuses, signing
-//! secrets and their sealing at rest, the success rule and validation of
-//! producer-supplied names.
+//! secrets and their sealing at rest, the success rule, subscriptions,
+//! validation of producer-supplied names and the problems they raise.
 
 pub mod fields;
 pub mod id;
 pub mod outcome;
+pub mod problem;
 pub mod schedule;
 pub mod scope;
 pub mod sealed;
 pub mod secret;
 pub mod status;
+pub mod subscription;
 pub mod success;
+pub mod validate;

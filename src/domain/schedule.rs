@@ -198,6 +198,22 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
+/// How a schedule is written: a preset name or an array of durations. The
+/// API takes it as JSON and validates it (`Schedule::from_json`); this type
+/// only describes it to the OpenAPI document.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+#[schema(example = json!(["0s", "500ms", "2m", "1h"]))]
+pub enum ScheduleSpec {
+    /// `alipay` (the default), `wechat` or `exponential`.
+    #[schema(example = "alipay")]
+    Preset(String),
+    /// Durations such as `"0s"`, `"500ms"`, `"2m"`, `"1h"`: the wait before
+    /// the first attempt, then the wait after each attempt before the next.
+    Delays(Vec<String>),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

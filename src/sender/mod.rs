@@ -67,6 +67,11 @@ pub struct Delivery<'a> {
     pub attempt: u32,
     /// The notification's custom headers; they win over the endpoint's.
     pub headers: &'a BTreeMap<String, String>,
+    /// The event delivered, sent as `hookd-event-id`.
+    pub event_id: Option<Uuid>,
+    /// Where to send it instead of the target's URL (a per-notification
+    /// URL), with the target's secrets and policy.
+    pub url: Option<&'a str>,
 }
 
 /// Why an attempt got no usable answer.
@@ -166,7 +171,11 @@ impl Sender {
         started_at: DateTime<Utc>,
     ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
         let target = delivery.target;
-        let url = target.url.clone().map_err(|e| AttemptError {
+        let url = match delivery.url {
+            Some(url) => reqwest::Url::parse(url),
+            None => target.url.clone(),
+        }
+        .map_err(|e| AttemptError {
             code: "invalid_url",
             message: e.to_string(),
         })?;
@@ -224,6 +233,11 @@ impl Sender {
         if let Some(event_type) = delivery.event_type {
             if let Ok(value) = HeaderValue::from_str(event_type) {
                 headers.insert(HeaderName::from_static("hookd-event-type"), value);
+            }
+        }
+        if let Some(event_id) = delivery.event_id {
+            if let Ok(value) = HeaderValue::from_str(&event_id.to_string()) {
+                headers.insert(HeaderName::from_static("hookd-event-id"), value);
             }
         }
         let mut response = self

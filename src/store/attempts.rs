@@ -37,4 +37,19 @@ impl Store {
         .fetch_all(&self.pool)
         .await?)
     }
+
+    /// Where the notification's attempts go when it names its own URL:
+    /// `None` when there is no such notification, `Some(None)` when it goes
+    /// to its endpoint's URL.
+    pub async fn notification_url(
+        &self,
+        notification_id: Uuid,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT url FROM notifications WHERE id = $1")
+                .bind(notification_id)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
 }

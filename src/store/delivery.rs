@@ -33,6 +33,10 @@ pub struct DueNotification {
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The event delivered, if this is an event's delivery.
+    pub event_id: Option<Uuid>,
+    /// A per-notification URL that replaces the endpoint's.
+    pub url: Option<String>,
     /// A custom header value that did not open: the attempt fails with it.
     #[sqlx(skip)]
     pub unreadable: Option<SealError>,
@@ -130,10 +134,14 @@ impl Store {
     /// opened, when sealed) once per batch rather than once per notification.
     /// Notifications without custom headers open nothing.
     pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
+        // An event's delivery has its event's body (stored once per event).
         let mut notifications = sqlx::query_as::<_, DueNotification>(
-            "SELECT id, endpoint_id, event_type, content_type, body, headers, schedule_ms, \
-                 schedule_name, status, attempts, series_start, next_attempt_at \
-             FROM notifications WHERE id = ANY($1)",
+            "SELECT n.id, n.endpoint_id, n.event_type, n.content_type, \
+                 CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
+                 n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
+                 n.next_attempt_at, n.event_id, n.url \
+             FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.id = ANY($1)",
         )
         .bind(ids)
         .fetch_all(&self.pool)

@@ -48,6 +48,8 @@ impl EndpointRef {
 pub struct Endpoint {
     pub id: Uuid,
     pub uid: Option<String>,
+    /// The tenant it belongs to; events fan out within one owner.
+    pub owner: Option<String>,
     pub url: String,
     pub description: String,
     pub secret: String,
@@ -154,18 +156,16 @@ impl Endpoint {
         u32::try_from(text + 512).unwrap_or(u32::MAX)
     }
 
-    /// Whether a notification of `event_type` may be sent here.
+    /// Whether a notification of `event_type` may be sent here: its
+    /// `event_types` patterns match it (DESIGN.md §9).
     pub fn accepts_event_type(&self, event_type: Option<&str>) -> bool {
-        match (&self.event_types, event_type) {
-            (Some(types), Some(event_type)) => types.iter().any(|t| t == event_type),
-            _ => true,
-        }
+        crate::domain::subscription::subscribed(self.event_types.as_deref(), event_type)
     }
 }
 
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner";
 
 /// The config-managed endpoint that receives operator events (`operator.url`).
 pub const OPERATOR_ENDPOINT_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_000f);
@@ -174,7 +174,7 @@ impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now()) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16) \
              RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(endpoint);
@@ -194,6 +194,7 @@ impl Store {
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
             .bind(&sealed.previous_secrets)
+            .bind(&endpoint.owner)
             .fetch_one(&self.pool)
             .await?;
         Ok(self.open_endpoint(created))
@@ -233,20 +234,23 @@ impl Store {
         Ok(self.open_endpoints(rows))
     }
 
-    /// Newest first, after the cursor id.
+    /// Newest first, after the cursor id; only `owner`'s when it is given.
     pub async fn list_endpoints(
         &self,
         before: Option<Uuid>,
         limit: i64,
+        owner: Option<&str>,
     ) -> Result<Vec<Endpoint>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints \
              WHERE deleted_at IS NULL AND NOT managed AND ($1::uuid IS NULL OR id < $1) \
+               AND ($3::text IS NULL OR owner = $3) \
              ORDER BY id DESC LIMIT $2"
         );
         let rows = sqlx::query_as::<_, Endpoint>(&sql)
             .bind(before)
             .bind(limit)
+            .bind(owner)
             .fetch_all(&self.pool)
             .await?;
         Ok(self.open_endpoints(rows))
@@ -292,7 +296,7 @@ impl Store {
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
-             max_in_flight = $14, disabled = $15, updated_at = now(), \
+             max_in_flight = $14, disabled = $15, owner = $16, updated_at = now(), \
              disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
              failing_since = CASE WHEN disabled AND NOT $15 THEN NULL ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
@@ -314,6 +318,7 @@ impl Store {
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
+            .bind(&endpoint.owner)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -491,6 +496,7 @@ mod tests {
         Endpoint {
             id: Uuid::nil(),
             uid: None,
+            owner: None,
             url: String::new(),
             description: String::new(),
             secret: secret.to_string(),

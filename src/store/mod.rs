@@ -4,9 +4,11 @@
 pub mod attempts;
 pub mod delivery;
 pub mod endpoints;
+pub mod events;
 pub mod notifications;
 pub mod reseal;
 mod sealing;
+pub mod writes;
 
 use std::time::Duration;
 

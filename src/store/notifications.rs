@@ -34,6 +34,11 @@ pub struct Notification {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// The event this notification delivers, when it is one's delivery.
+    pub event_id: Option<Uuid>,
+    /// Where it goes instead of its endpoint's URL (a per-notification
+    /// `notify_url`).
+    pub url: Option<String>,
 }
 
 impl Notification {
@@ -50,19 +55,28 @@ impl Notification {
     /// JSON with non-integer or very large numbers must match byte for byte:
     /// as `f64` they could compare equal while being different amounts.
     pub fn same_payload(&self, content_type: &str, body: &[u8]) -> bool {
-        if self.content_type != content_type {
-            return false;
-        }
-        if self.body == body {
-            return true;
-        }
-        match (
-            serde_json::from_slice::<serde_json::Value>(&self.body),
-            serde_json::from_slice::<serde_json::Value>(body),
-        ) {
-            (Ok(a), Ok(b)) => !has_float(&a) && !has_float(&b) && a == b,
-            _ => false,
-        }
+        same_payload((&self.content_type, &self.body), (content_type, body))
+    }
+}
+
+/// Whether two (content type, body) pairs carry the same payload: the same
+/// bytes, or, for JSON, the same value (a producer retrying may re-serialise
+/// differently). JSON with non-integer or very large numbers must match
+/// byte for byte: as `f64` they could compare equal while being different
+/// amounts.
+pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
+    if stored.0 != given.0 {
+        return false;
+    }
+    if stored.1 == given.1 {
+        return true;
+    }
+    match (
+        serde_json::from_slice::<serde_json::Value>(stored.1),
+        serde_json::from_slice::<serde_json::Value>(given.1),
+    ) {
+        (Ok(a), Ok(b)) => !has_float(&a) && !has_float(&b) && a == b,
+        _ => false,
     }
 }
 
@@ -70,10 +84,15 @@ impl Notification {
 const SUMMARY_COLUMNS: &str =
     "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
-     last_status_code, last_error, created_at, updated_at, completed_at";
+     last_status_code, last_error, created_at, updated_at, completed_at, event_id, url";
 
+/// With the body; a delivery of an event has its event's. The outer row is
+/// `n`, so the columns stay unqualified.
 fn columns_with_body() -> String {
-    format!("{SUMMARY_COLUMNS}, body")
+    format!(
+        "{SUMMARY_COLUMNS}, CASE WHEN event_id IS NULL THEN body \
+             ELSE (SELECT e.body FROM events e WHERE e.id = event_id) END AS body"
+    )
 }
 
 fn columns_without_body() -> String {
@@ -93,6 +112,8 @@ pub struct NewNotification {
     pub schedule: Schedule,
     pub deliver_at: DateTime<Utc>,
     pub next_attempt_at: DateTime<Utc>,
+    /// A per-notification URL, already validated.
+    pub url: Option<String>,
 }
 
 /// What became of one notification of an insert.
@@ -111,6 +132,7 @@ pub struct NotificationFilter {
     pub status: Option<Status>,
     pub key: Option<String>,
     pub event_type: Option<String>,
+    pub event_id: Option<Uuid>,
     /// Keyset cursor: only notifications older than this id.
     pub before: Option<Uuid>,
     pub limit: i64,
@@ -129,8 +151,9 @@ impl Store {
     /// Inserts many notifications in one statement (one commit). Items whose
     /// endpoint + key exist already come back as `Existing` or `KeyConflict`,
     /// in the order given.
-    pub async fn insert_notifications(
+    pub(super) async fn insert_notifications(
         &self,
+        conn: &mut sqlx::PgConnection,
         items: Vec<NewNotification>,
     ) -> Result<Vec<Inserted>, StoreError> {
         if items.is_empty() {
@@ -147,6 +170,7 @@ impl Store {
         let mut schedule_names = Vec::with_capacity(items.len());
         let mut deliver_ats = Vec::with_capacity(items.len());
         let mut next_attempt_ats = Vec::with_capacity(items.len());
+        let mut urls = Vec::with_capacity(items.len());
         for item in &items {
             ids.push(item.id);
             endpoint_ids.push(item.endpoint_id);
@@ -167,16 +191,18 @@ impl Store {
             schedule_names.push(item.schedule.name());
             deliver_ats.push(item.deliver_at);
             next_attempt_ats.push(item.next_attempt_at);
+            urls.push(item.url.as_deref());
         }
         let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
             "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at) \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url \
              FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
-                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[]) \
+                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
+                 $12::text[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at) \
+                      schedule_name, deliver_at, next_attempt_at, url) \
              ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
              RETURNING id, created_at",
         )
@@ -191,7 +217,8 @@ impl Store {
         .bind(&schedule_names)
         .bind(&deliver_ats)
         .bind(&next_attempt_ats)
-        .fetch_all(&self.pool)
+        .bind(&urls)
+        .fetch_all(&mut *conn)
         .await?;
         let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
 
@@ -212,7 +239,7 @@ impl Store {
             let rows = sqlx::query_as::<_, Notification>(sql)
                 .bind(&endpoint_ids)
                 .bind(&keys)
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *conn)
                 .await?;
             for row in self.open_notifications(rows) {
                 let key = row.key.clone().unwrap_or_default();
@@ -277,6 +304,9 @@ impl Store {
             query
                 .push(" AND event_type = ")
                 .push_bind(event_type.clone());
+        }
+        if let Some(event_id) = filter.event_id {
+            query.push(" AND event_id = ").push_bind(event_id);
         }
         if let Some(before) = filter.before {
             query.push(" AND id < ").push_bind(before);
@@ -366,6 +396,8 @@ impl NewNotification {
             created_at,
             updated_at: created_at,
             completed_at: None,
+            event_id: None,
+            url: self.url,
         }
     }
 }
@@ -379,7 +411,7 @@ fn has_float(value: &serde_json::Value) -> bool {
     }
 }
 
-fn pg_array_literal(values: &[i64]) -> String {
+pub(super) fn pg_array_literal(values: &[i64]) -> String {
     let inner: Vec<String> = values.iter().map(i64::to_string).collect();
     format!("{{{}}}", inner.join(","))
 }

@@ -9,6 +9,7 @@ mod api_endpoints;
 mod api_notifications;
 mod cli;
 mod delivery;
+mod events;
 mod guard;
 mod logs;
 mod operator;

@@ -263,7 +263,7 @@ async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_err
     .execute(&pool)
     .await
     .unwrap();
-    app.state.endpoints.clear();
+    app.state.service.forget_cached_endpoints();
     let (status, created) = app
         .post(
             "/v1/notifications",

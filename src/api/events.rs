@@ -1,0 +1,244 @@
+//! `/v1/events`: create (one or a batch), read with delivery counts, list,
+//! cancel. An event is committed with all its deliveries before the API
+//! answers 201 (DESIGN.md §9); its deliveries are listed by
+//! `GET /v1/notifications?event=`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::batch::{in_batch, parse_items, status_of};
+use super::error::{ApiError, ErrorDetail};
+use super::extract::{JsonBody, QueryParams};
+use super::pagination::{encode_cursor, page, Page, PageParams};
+use super::AppState;
+use crate::domain::status::Status;
+use crate::service::events::EventInput;
+use crate::service::notifications::Accepted;
+use crate::store::events::{Event, EventFilter};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/events", post(create).get(list))
+        .route("/v1/events/batch", post(create_batch))
+        .route("/v1/events/{id}", get(read))
+        .route("/v1/events/{id}/cancel", post(cancel))
+}
+
+/// An event as the API shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventView {
+    pub id: Uuid,
+    pub event_type: String,
+    pub owner: Option<String>,
+    pub key: Option<String>,
+    /// Notifications its fan-out created, one per subscribed endpoint.
+    pub deliveries: i32,
+    pub content_type: String,
+    pub deliver_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    /// Its deliveries by status (single reads only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<StatusCounts>,
+    /// The JSON payload (single reads only, JSON content types).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<serde_json::Value>)]
+    pub payload: Option<Box<RawValue>>,
+    /// The body as text (single reads only, other content types).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// How many of an event's deliveries are in each status.
+#[derive(Serialize, Default, utoipa::ToSchema)]
+pub struct StatusCounts {
+    pub pending: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub cancelled: i64,
+}
+
+impl EventView {
+    fn summary(event: Event) -> Self {
+        Self {
+            id: event.id,
+            event_type: event.event_type,
+            owner: event.owner,
+            key: event.key,
+            deliveries: event.deliveries,
+            content_type: event.content_type,
+            deliver_at: event.deliver_at,
+            created_at: event.created_at,
+            counts: None,
+            payload: None,
+            body: None,
+        }
+    }
+}
+
+fn created_or_existing(accepted: Accepted<Event>) -> (StatusCode, EventView) {
+    match accepted {
+        Accepted::Created(e) => (StatusCode::CREATED, EventView::summary(e)),
+        Accepted::Existing(e) => (StatusCode::OK, EventView::summary(e)),
+    }
+}
+
+#[utoipa::path(operation_id = "create_event", post, path = "/v1/events", tag = "events", request_body = EventInput,
+    responses(
+        (status = 201, body = EventView, description = "created and committed with all its deliveries"),
+        (status = 200, body = EventView, description = "the existing event with this key and payload"),
+        (status = 409, body = super::error::ErrorBody, description = "this key exists for this owner with another payload"),
+        (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
+        (status = 503, body = super::error::ErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    JsonBody(input): JsonBody<EventInput>,
+) -> Result<(StatusCode, Json<EventView>), ApiError> {
+    let mut results = state.service.create_events(vec![input]).await?;
+    let accepted = results.pop().ok_or(ApiError::Internal(None))??;
+    let (status, view) = created_or_existing(accepted);
+    Ok((status, Json(view)))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEventBatch {
+    /// Up to 1000 events, each as for `POST /v1/events`.
+    #[schema(value_type = Vec<EventInput>, min_items = 1, max_items = 1000)]
+    pub events: Vec<Box<RawValue>>,
+}
+
+/// One item's result: `status` is what a single create would have answered.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventBatchItem {
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventBatchResult {
+    /// One entry per submitted event, in order.
+    pub data: Vec<EventBatchItem>,
+}
+
+#[utoipa::path(operation_id = "create_events_batch", post, path = "/v1/events/batch", tag = "events", request_body = CreateEventBatch,
+    responses((status = 200, body = EventBatchResult, description = "per-item results, in order"),
+        (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+pub async fn create_batch(
+    State(state): State<AppState>,
+    JsonBody(batch): JsonBody<CreateEventBatch>,
+) -> Result<Json<EventBatchResult>, ApiError> {
+    let items = parse_items(&batch.events, "events")?;
+    let data = in_batch(items, |inputs| state.service.create_events(inputs))
+        .await?
+        .into_iter()
+        .map(|item| {
+            let (status, event, error) = status_of(item.map(created_or_existing));
+            EventBatchItem {
+                status,
+                event,
+                error,
+            }
+        })
+        .collect();
+    Ok(Json(EventBatchResult { data }))
+}
+
+fn parse_id(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text).map_err(|_| ApiError::NotFound("event"))
+}
+
+#[utoipa::path(operation_id = "get_event", get, path = "/v1/events/{id}", tag = "events",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = EventView, description = "the event, its payload and its deliveries by status"),
+        (status = 404, body = super::error::ErrorBody)))]
+pub async fn read(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<EventView>, ApiError> {
+    let id = parse_id(&id)?;
+    let mut event = state
+        .store
+        .get_event(id)
+        .await?
+        .ok_or(ApiError::NotFound("event"))?;
+    let mut counts = StatusCounts::default();
+    for (status, count) in state.store.event_counts(id).await? {
+        *match status {
+            Status::Pending => &mut counts.pending,
+            Status::Succeeded => &mut counts.succeeded,
+            Status::Failed => &mut counts.failed,
+            Status::Cancelled => &mut counts.cancelled,
+        } = count;
+    }
+    let body = std::mem::take(&mut event.body);
+    let content_type = event.content_type.clone();
+    let mut view = EventView::summary(event);
+    (view.payload, view.body) = super::body::shown(&content_type, body);
+    view.counts = Some(counts);
+    Ok(Json(view))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ListParams {
+    owner: Option<String>,
+    event_type: Option<String>,
+    key: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+#[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
+    params(("owner" = Option<String>, Query), ("event_type" = Option<String>, Query), ("key" = Option<String>, Query),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
+    responses((status = 200, body = Page<EventView>, description = "newest first, without payloads")))]
+pub async fn list(
+    State(state): State<AppState>,
+    QueryParams(params): QueryParams<ListParams>,
+) -> Result<Json<Page<EventView>>, ApiError> {
+    let paging = PageParams {
+        limit: params.limit,
+        cursor: params.cursor,
+    };
+    let limit = paging.limit()?;
+    let filter = EventFilter {
+        owner: params.owner.map(Some),
+        event_type: params.event_type,
+        key: params.key,
+        before: paging.cursor_id()?,
+        limit: limit + 1,
+    };
+    let rows = state.store.list_events(&filter).await?;
+    Ok(Json(page(
+        rows,
+        limit,
+        |e| encode_cursor(e.id),
+        EventView::summary,
+    )))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventCancelled {
+    /// Pending deliveries that were cancelled now.
+    pub cancelled: usize,
+}
+
+#[utoipa::path(operation_id = "cancel_event", post, path = "/v1/events/{id}/cancel", tag = "events",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = EventCancelled, description = "its pending deliveries are cancelled; the others keep their status"),
+        (status = 404, body = super::error::ErrorBody)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<EventCancelled>, ApiError> {
+    let cancelled = state.service.cancel_event(parse_id(&id)?).await?;
+    Ok(Json(EventCancelled { cancelled }))
+}

@@ -1,0 +1,396 @@
+//! Endpoints: their fields validated in one place (a create applies its
+//! fields to a default endpoint, a PATCH to the stored one), and every
+//! change clears what this process caches about endpoints.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use sqlx::types::Json as SqlJson;
+
+use super::events::invalid_owner;
+use super::{Service, ServiceError};
+use crate::config::Settings;
+use crate::domain::fields::valid_uid;
+use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::schedule::Schedule;
+use crate::domain::secret::SigningSecret;
+use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
+use crate::domain::validate::{check_headers, check_url, parse_schedule};
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::StoreError;
+
+/// Fields of an endpoint as a producer writes them. In a PATCH, an absent
+/// field is left alone and `null` resets it to its default.
+#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointFields {
+    /// The producer's own name for the endpoint, usable wherever an id is.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>)]
+    uid: Option<Option<String>>,
+    /// The tenant the endpoint belongs to (`merchant-42`): events fan out
+    /// only to endpoints of their own owner.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>)]
+    owner: Option<Option<String>>,
+    /// `http` or `https` URL that receives the POSTs. Required on create.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>, pattern = "^https?://")]
+    url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>)]
+    description: Option<Option<String>>,
+    /// `whsec_<base64 of 24 to 64 bytes>`; generated when absent. Set on
+    /// create only: change it with `POST .../secret/rotate`.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>, pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
+    secret: Option<Option<String>>,
+    /// Patterns of the event types this endpoint takes: exact
+    /// (`order.paid`), a prefix (`order.*`: one or more segments under
+    /// `order`) or `*`; absent or null: all.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Vec<String>>)]
+    event_types: Option<Option<Vec<String>>>,
+    /// A preset name (`alipay`, `wechat`, `exponential`) or an array of
+    /// durations (`["0s", "500ms", "2m"]`). Default `alipay`.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<crate::domain::schedule::ScheduleSpec>)]
+    schedule: Option<Option<Value>>,
+    /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>)]
+    success_body: Option<Option<String>>,
+    /// Statuses that end the schedule at once. Default `[410]`.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Vec<u16>>)]
+    permanent_statuses: Option<Option<Vec<u16>>>,
+    /// Extra headers sent with every delivery.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
+    headers: Option<Option<BTreeMap<String, String>>>,
+    /// Per-attempt time limit; default `sender.timeout_ms`.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<u64>)]
+    timeout_ms: Option<Option<u64>>,
+    /// Cap on concurrent deliveries to this endpoint.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<u32>)]
+    max_in_flight: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<bool>)]
+    disabled: Option<Option<bool>>,
+}
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn patch<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+impl EndpointFields {
+    /// Applies the fields to `endpoint`, validating each.
+    fn apply(self, endpoint: &mut Endpoint, settings: &Settings) -> Result<(), Problem> {
+        if let Some(uid) = self.uid {
+            if let Some(uid) = &uid {
+                if !valid_uid(uid) {
+                    return Err(Problem::invalid(
+                        ErrorCode::InvalidValue,
+                        "uid",
+                        "uid is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
+                    ));
+                }
+            }
+            endpoint.uid = uid;
+        }
+        if let Some(owner) = self.owner {
+            if owner.as_deref().is_some_and(|o| !valid_uid(o)) {
+                return Err(invalid_owner());
+            }
+            endpoint.owner = owner;
+        }
+        if let Some(url) = self.url {
+            let url = url.ok_or_else(|| {
+                Problem::invalid(ErrorCode::InvalidValue, "url", "url cannot be null")
+            })?;
+            endpoint.url = check_url(&url, "url", settings.sender.https_only)?.to_string();
+        }
+        if let Some(description) = self.description {
+            let description = description.unwrap_or_default();
+            if description.len() > 1000 || description.contains('\0') {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "description",
+                    "description is at most 1000 bytes",
+                ));
+            }
+            endpoint.description = description;
+        }
+        if let Some(secret) = self.secret {
+            endpoint.secret = match secret {
+                Some(text) => SigningSecret::parse(&text)
+                    .map_err(|e| {
+                        Problem::invalid(ErrorCode::InvalidSecret, "secret", e.to_string())
+                    })?
+                    .as_str()
+                    .to_string(),
+                None => SigningSecret::generate().as_str().to_string(),
+            };
+        }
+        if let Some(event_types) = self.event_types {
+            if let Some(types) = &event_types {
+                if types.is_empty() || types.len() > MAX_PATTERNS {
+                    return Err(Problem::invalid(
+                        ErrorCode::InvalidValue,
+                        "event_types",
+                        "event_types lists 1 to 100 patterns (`order.paid`, `order.*`, `*`), or is null for all",
+                    ));
+                }
+                for (i, pattern) in types.iter().enumerate() {
+                    if let Some(problem) = pattern_problem(pattern) {
+                        return Err(Problem::invalid(
+                            ErrorCode::InvalidPattern,
+                            format!("event_types[{i}]"),
+                            format!("`{}` is not a pattern: {problem}", shown(pattern)),
+                        ));
+                    }
+                }
+            }
+            endpoint.event_types = event_types;
+        }
+        if let Some(schedule) = self.schedule {
+            let schedule = match schedule {
+                Some(value) => parse_schedule(&value, "schedule")?,
+                None => Schedule::default(),
+            };
+            endpoint.set_schedule(&schedule);
+        }
+        if let Some(success_body) = self.success_body {
+            if success_body
+                .as_ref()
+                .is_some_and(|b| b.trim().is_empty() || b.len() > 1024 || b.contains('\0'))
+            {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "success_body",
+                    "success_body is 1 to 1024 bytes of non-blank text, or null",
+                ));
+            }
+            endpoint.success_body = success_body.map(|b| b.trim().to_string());
+        }
+        if let Some(statuses) = self.permanent_statuses {
+            let statuses = statuses.unwrap_or_else(|| vec![410]);
+            if let Some(bad) = statuses.iter().find(|s| !(400..=599).contains(*s)) {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "permanent_statuses",
+                    format!("{bad} is not a 4xx or 5xx status"),
+                ));
+            }
+            endpoint.permanent_statuses = statuses.into_iter().map(i32::from).collect();
+        }
+        if let Some(headers) = self.headers {
+            let headers = headers.unwrap_or_default();
+            check_headers(&headers, "headers")?;
+            endpoint.headers = SqlJson(headers);
+        }
+        if let Some(timeout_ms) = self.timeout_ms {
+            let max = settings.max_endpoint_timeout().as_millis() as u64;
+            if timeout_ms.is_some_and(|t| !(1..=max).contains(&t)) {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "timeout_ms",
+                    format!("timeout_ms must be between 1 and {max}"),
+                ));
+            }
+            endpoint.timeout_ms = timeout_ms.map(|t| t as i32);
+        }
+        if let Some(max_in_flight) = self.max_in_flight {
+            if max_in_flight.is_some_and(|m| !(1..=10_000).contains(&m)) {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "max_in_flight",
+                    "max_in_flight must be between 1 and 10000",
+                ));
+            }
+            endpoint.max_in_flight = max_in_flight.map(|m| m as i32);
+        }
+        if let Some(disabled) = self.disabled {
+            endpoint.disabled = disabled.unwrap_or(false);
+        }
+        Ok(())
+    }
+}
+
+fn default_endpoint() -> Endpoint {
+    let now = Utc::now();
+    let schedule = Schedule::default();
+    Endpoint {
+        id: crate::domain::id::new_id(),
+        uid: None,
+        owner: None,
+        url: String::new(),
+        description: String::new(),
+        secret: SigningSecret::generate().as_str().to_string(),
+        previous_secrets: SqlJson(Vec::new()),
+        event_types: None,
+        schedule_ms: schedule.delays_ms(),
+        schedule_name: schedule.name().map(str::to_string),
+        success_body: None,
+        permanent_statuses: vec![410],
+        headers: SqlJson(BTreeMap::new()),
+        timeout_ms: None,
+        max_in_flight: None,
+        disabled: false,
+        disabled_reason: None,
+        failing_since: None,
+        created_at: now,
+        updated_at: now,
+        unreadable: None,
+    }
+}
+
+#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateSecret {
+    /// The new secret, `whsec_<base64 of 24 to 64 bytes>`; generated when absent.
+    #[schema(pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
+    pub secret: Option<String>,
+    /// How long the current secret keeps signing beside the new one, as a
+    /// duration (`"24h"`, `"30m"`, `"0s"` for not at all); at most 7 days.
+    /// Default `secrets.rotation_overlap_ms`. Secrets rotated out before
+    /// keep their own expiry (at most 5 sign at once).
+    #[schema(example = "24h")]
+    pub overlap: Option<String>,
+}
+
+impl RotateSecret {
+    fn overlap(&self, settings: &Settings) -> Result<chrono::Duration, Problem> {
+        let Some(text) = &self.overlap else {
+            return Ok(chrono::Duration::from_std(settings.rotation_overlap()).unwrap_or_default());
+        };
+        let invalid = || {
+            Problem::invalid(
+                ErrorCode::InvalidValue,
+                "overlap",
+                "overlap is a duration such as \"24h\" or \"0s\", at most 7 days",
+            )
+        };
+        let ms = crate::domain::schedule::parse_duration(text).map_err(|_| invalid())?;
+        if ms > crate::config::MAX_ROTATION_OVERLAP.as_millis() as u64 {
+            return Err(invalid());
+        }
+        Ok(chrono::Duration::milliseconds(ms as i64))
+    }
+}
+
+impl EndpointFields {
+    /// Whether the request sets a URL (a create must).
+    pub fn has_url(&self) -> bool {
+        matches!(self.url, Some(Some(_)))
+    }
+}
+
+fn uid_conflict(error: StoreError) -> ServiceError {
+    match error {
+        StoreError::Conflict(_) => {
+            Problem::conflict(ErrorCode::UidTaken, "another endpoint has this uid").into()
+        }
+        other => other.into(),
+    }
+}
+
+impl Service {
+    pub async fn create_endpoint(&self, fields: EndpointFields) -> Result<Endpoint, ServiceError> {
+        if !fields.has_url() {
+            return Err(Problem::invalid(ErrorCode::MissingField, "url", "url is required").into());
+        }
+        let mut endpoint = default_endpoint();
+        fields.apply(&mut endpoint, &self.settings)?;
+        let created = self
+            .store
+            .create_endpoint(&endpoint)
+            .await
+            .map_err(uid_conflict)?;
+        self.forget_cached_endpoints();
+        Ok(created)
+    }
+
+    pub async fn update_endpoint(
+        &self,
+        by: &EndpointRef,
+        fields: EndpointFields,
+    ) -> Result<Endpoint, ServiceError> {
+        if fields.secret.is_some() {
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                "secret",
+                "change a secret with POST /v1/endpoints/{id}/secret/rotate, which keeps the old one signing for secrets.rotation_overlap_ms (or the overlap asked for)",
+            )
+            .into());
+        }
+        let settings = self.settings.clone();
+        let updated = self
+            .store
+            .modify_endpoint(by, |e| fields.apply(e, &settings))
+            .await
+            .map_err(uid_conflict)?
+            .ok_or_else(|| Problem::not_found("endpoint"))??;
+        self.forget_cached_endpoints();
+        Ok(updated)
+    }
+
+    /// Soft-deletes the endpoint and cancels its pending notifications;
+    /// returns how many it cancelled.
+    pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<usize, ServiceError> {
+        let cancelled = self
+            .store
+            .delete_endpoint(by)
+            .await?
+            .ok_or_else(|| Problem::not_found("endpoint"))?;
+        self.forget_cached_endpoints();
+        self.unindex(&cancelled).await;
+        Ok(cancelled.len())
+    }
+
+    /// A new signing secret (given or generated); the current one keeps
+    /// signing for the overlap.
+    pub async fn rotate_secret(
+        &self,
+        by: &EndpointRef,
+        request: RotateSecret,
+    ) -> Result<Endpoint, ServiceError> {
+        let overlap = request.overlap(&self.settings)?;
+        let new_secret = match request.secret {
+            Some(text) => SigningSecret::parse(&text)
+                .map_err(|e| Problem::invalid(ErrorCode::InvalidSecret, "secret", e.to_string()))?,
+            None => SigningSecret::generate(),
+        };
+        let rotated = self
+            .store
+            .modify_endpoint::<Problem>(by, |e| {
+                e.rotate_secret(new_secret.as_str().to_string(), Utc::now(), overlap);
+                Ok(())
+            })
+            .await?
+            .ok_or_else(|| Problem::not_found("endpoint"))??;
+        self.forget_cached_endpoints();
+        Ok(rotated)
+    }
+
+    /// Stops every rotated-out secret signing now.
+    pub async fn end_overlap(&self, by: &EndpointRef) -> Result<Endpoint, ServiceError> {
+        let ended = self
+            .store
+            .modify_endpoint::<Problem>(by, |e| {
+                e.end_overlap();
+                Ok(())
+            })
+            .await?
+            .ok_or_else(|| Problem::not_found("endpoint"))??;
+        self.forget_cached_endpoints();
+        Ok(ended)
+    }
+}

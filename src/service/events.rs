@@ -1,0 +1,338 @@
+//! Events (DESIGN.md §9): one business fact, fanned out to one notification
+//! per subscribed endpoint of its owner, in the same statement as the event
+//! itself. The fan-out is decided here, in Rust: the owner's live, enabled
+//! endpoints (cached for `SUBSCRIBERS_TTL`), filtered by their patterns
+//! (`domain::subscription`) and by the event's `endpoints`, if it names any.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::lookup::Resolved;
+use super::notifications::{invalid_key, Accepted};
+use super::payload::{content, deliver_at};
+use super::{Service, ServiceError};
+use crate::domain::fields::{valid_key, valid_uid};
+use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::subscription::{event_type_problem, subscribed};
+use crate::domain::validate::check_headers;
+use crate::store::endpoints::EndpointRef;
+use crate::store::events::{Event, EventInserted, NewDelivery, NewEvent, Subscriber};
+use crate::store::writes::Writes;
+
+/// How long an owner's endpoints are reused for fan-outs. A change through
+/// this process clears them at once; one through another process shows
+/// within this time.
+pub const SUBSCRIBERS_TTL: Duration = Duration::from_secs(1);
+/// Most endpoints an event may name in `endpoints`.
+pub const MAX_NAMED_ENDPOINTS: usize = 1000;
+
+/// An event as a producer submits it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = CreateEvent)]
+pub struct EventInput {
+    /// What happened: `order.paid`. Dot-separated segments, none empty.
+    #[schema(min_length = 1, max_length = 255)]
+    pub event_type: String,
+    /// The tenant whose endpoints hear of it; absent: endpoints without an
+    /// owner.
+    #[schema(min_length = 1, max_length = 128)]
+    pub owner: Option<String>,
+    /// A JSON payload, sent as the exact bytes given. Excludes `body`.
+    #[schema(value_type = Option<serde_json::Value>)]
+    pub payload: Option<Box<RawValue>>,
+    /// A text body. Excludes `payload`.
+    pub body: Option<String>,
+    /// Default `application/json` (`text/plain; charset=utf-8` for a `body`).
+    pub content_type: Option<String>,
+    /// The producer's business key, unique per owner: sending the same
+    /// event again with it is idempotent.
+    #[schema(min_length = 1, max_length = 255)]
+    pub key: Option<String>,
+    /// RFC 3339 time before which nothing is sent. Excludes `delay`.
+    pub deliver_at: Option<String>,
+    /// Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`.
+    pub delay: Option<String>,
+    /// Extra headers on every delivery.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Only these endpoints (id or uid) of the owner, if still subscribed.
+    #[schema(max_items = 1000)]
+    pub endpoints: Option<Vec<String>>,
+}
+
+/// An owner's candidate endpoints, by owner, briefly.
+#[derive(Clone)]
+pub(super) struct SubscriberCache(moka::sync::Cache<Option<String>, Arc<Vec<Subscriber>>>);
+
+impl Default for SubscriberCache {
+    fn default() -> Self {
+        Self(
+            moka::sync::Cache::builder()
+                // About 200 bytes an endpoint: 64 MiB is 300,000 endpoints.
+                .max_capacity(64 << 20)
+                .weigher(|_, list: &Arc<Vec<Subscriber>>| {
+                    u32::try_from(list.len() * 200 + 64).unwrap_or(u32::MAX)
+                })
+                .time_to_live(SUBSCRIBERS_TTL)
+                .build(),
+        )
+    }
+}
+
+impl SubscriberCache {
+    pub(super) fn clear(&self) {
+        self.0.invalidate_all();
+    }
+}
+
+/// A validated event before its fan-out.
+struct Prepared {
+    event: NewEvent,
+    /// The endpoints it names, when it narrows its fan-out to them.
+    named: Option<Vec<Uuid>>,
+}
+
+impl Service {
+    /// Creates events, each with its deliveries; each succeeds or fails
+    /// alone, in order. One commit for all the valid ones.
+    pub async fn create_events(
+        &self,
+        inputs: Vec<EventInput>,
+    ) -> Result<Vec<Result<Accepted<Event>, Problem>>, ServiceError> {
+        let named = self
+            .resolve_endpoints(
+                inputs
+                    .iter()
+                    .flat_map(|i| i.endpoints.iter().flatten().map(String::as_str)),
+            )
+            .await?;
+        let now = Utc::now();
+        let prepared: Vec<Result<Prepared, Problem>> = inputs
+            .into_iter()
+            .map(|input| self.prepare_event(input, &named, now))
+            .collect();
+        let owners: Vec<Option<String>> = prepared
+            .iter()
+            .flatten()
+            .filter(|p| p.named.is_none())
+            .map(|p| p.event.owner.clone())
+            .collect();
+        let subscribers = self.subscribers(owners).await?;
+        let mut writes = Writes::default();
+        let slots: Vec<Result<(), Problem>> = prepared
+            .into_iter()
+            .map(|p| {
+                p.map(|mut p| {
+                    p.event.deliveries = fan_out(&p, &subscribers, &named, now);
+                    metrics::histogram!("hookd_event_fan_out")
+                        .record(p.event.deliveries.len() as f64);
+                    writes.events.push(p.event);
+                })
+            })
+            .collect();
+        let mut inserted = self.commit.submit(writes).await?.events.into_iter();
+        Ok(slots
+            .into_iter()
+            .map(|slot| {
+                slot.and_then(|()| match inserted.next() {
+                    Some(EventInserted::Created { event, .. }) => {
+                        metrics::counter!("hookd_events_created_total").increment(1);
+                        Ok(Accepted::Created(event))
+                    }
+                    Some(EventInserted::Existing(event)) => Ok(Accepted::Existing(event)),
+                    Some(EventInserted::KeyConflict(event)) => Err(Problem::conflict(
+                        ErrorCode::KeyConflict,
+                        format!(
+                            "event {} already has this key for this owner, with another payload or type",
+                            event.id
+                        ),
+                    )),
+                    None => Err(Problem::conflict(ErrorCode::Conflict, "not committed")),
+                })
+            })
+            .collect())
+    }
+
+    /// Cancels every pending delivery of the event; returns how many.
+    pub async fn cancel_event(&self, id: Uuid) -> Result<usize, ServiceError> {
+        let ids = self
+            .store
+            .cancel_event(id)
+            .await?
+            .ok_or_else(|| Problem::not_found("event"))?;
+        self.unindex(&ids).await;
+        Ok(ids.len())
+    }
+
+    fn prepare_event(
+        &self,
+        input: EventInput,
+        named: &Resolved,
+        now: DateTime<Utc>,
+    ) -> Result<Prepared, Problem> {
+        if let Some(problem) = event_type_problem(&input.event_type) {
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                "event_type",
+                problem,
+            ));
+        }
+        if let Some(owner) = &input.owner {
+            if !valid_uid(owner) {
+                return Err(invalid_owner());
+            }
+        }
+        let content = content(
+            input.payload,
+            input.body,
+            input.content_type,
+            self.settings.api.max_payload_bytes,
+        )?;
+        if let Some(key) = &input.key {
+            if !valid_key(key) {
+                return Err(invalid_key());
+            }
+        }
+        let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
+        let headers = input.headers.unwrap_or_default();
+        check_headers(&headers, "headers")?;
+        let named = match input.endpoints {
+            None => None,
+            Some(names) if names.len() > MAX_NAMED_ENDPOINTS => {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "endpoints",
+                    format!("an event names at most {MAX_NAMED_ENDPOINTS} endpoints"),
+                ))
+            }
+            Some(names) => {
+                let mut ids = Vec::with_capacity(names.len());
+                for (i, name) in names.iter().enumerate() {
+                    let endpoint = named.get(&EndpointRef::parse(name)).ok_or_else(|| {
+                        Problem::invalid(
+                            ErrorCode::UnknownEndpoint,
+                            format!("endpoints[{i}]"),
+                            format!("no endpoint has id or uid `{}`", shown(name)),
+                        )
+                    })?;
+                    if endpoint.owner != input.owner {
+                        return Err(Problem::invalid(
+                            ErrorCode::OwnerMismatch,
+                            format!("endpoints[{i}]"),
+                            format!(
+                                "endpoint `{}` does not belong to the event's owner",
+                                shown(name)
+                            ),
+                        ));
+                    }
+                    ids.push(endpoint.id);
+                }
+                ids.sort_unstable();
+                ids.dedup();
+                Some(ids)
+            }
+        };
+        Ok(Prepared {
+            event: NewEvent {
+                id: crate::domain::id::new_id(),
+                owner: input.owner,
+                event_type: input.event_type,
+                key: input.key,
+                content_type: content.content_type,
+                body: content.body,
+                deliver_at,
+                headers,
+                deliveries: Vec::new(),
+            },
+            named,
+        })
+    }
+
+    /// The candidate endpoints of `owners`, from the cache, then the rest
+    /// in one query.
+    async fn subscribers(
+        &self,
+        mut owners: Vec<Option<String>>,
+    ) -> Result<HashMap<Option<String>, Arc<Vec<Subscriber>>>, ServiceError> {
+        owners.sort_unstable();
+        owners.dedup();
+        let mut found = HashMap::with_capacity(owners.len());
+        let mut missing = Vec::new();
+        for owner in owners {
+            match self.subscribers.0.get(&owner) {
+                Some(list) => {
+                    found.insert(owner, list);
+                }
+                None => missing.push(owner),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let mut by_owner: HashMap<Option<String>, Vec<Subscriber>> =
+            missing.iter().map(|o| (o.clone(), Vec::new())).collect();
+        for subscriber in self.store.subscribers(&missing).await? {
+            if let Some(list) = by_owner.get_mut(&subscriber.owner) {
+                list.push(subscriber);
+            }
+        }
+        for (owner, list) in by_owner {
+            let list = Arc::new(list);
+            self.subscribers.0.insert(owner.clone(), list.clone());
+            found.insert(owner, list);
+        }
+        Ok(found)
+    }
+}
+
+/// The deliveries of one event: its owner's enabled endpoints whose
+/// patterns match its type, narrowed to those it names.
+fn fan_out(
+    prepared: &Prepared,
+    subscribers: &HashMap<Option<String>, Arc<Vec<Subscriber>>>,
+    named: &Resolved,
+    now: DateTime<Utc>,
+) -> Vec<NewDelivery> {
+    let event = &prepared.event;
+    let start = event.deliver_at.max(now);
+    let delivery = |id: Uuid, schedule: crate::domain::schedule::Schedule| NewDelivery {
+        id: crate::domain::id::new_id(),
+        endpoint_id: id,
+        next_attempt_at: start
+            + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
+        schedule,
+    };
+    match &prepared.named {
+        Some(ids) => {
+            let endpoints: HashMap<Uuid, _> = named.values().map(|e| (e.id, e)).collect();
+            ids.iter()
+                .filter_map(|id| endpoints.get(id))
+                .filter(|e| {
+                    !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
+                })
+                .map(|e| delivery(e.id, e.schedule()))
+                .collect()
+        }
+        None => subscribers
+            .get(&event.owner)
+            .into_iter()
+            .flat_map(|list| list.iter())
+            .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
+            .map(|s| delivery(s.id, s.schedule()))
+            .collect(),
+    }
+}
+
+pub(super) fn invalid_owner() -> Problem {
+    Problem::invalid(
+        ErrorCode::InvalidValue,
+        "owner",
+        "owner is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
+    )
+}

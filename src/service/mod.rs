@@ -1,0 +1,104 @@
+//! The write path below the API. Handlers parse a request and answer; the
+//! service validates what they parsed against stored endpoints, expands an
+//! event into one notification per subscribed endpoint, commits it (group
+//! commit: one statement and one fsync for everything queued meanwhile),
+//! indexes what became due and wakes this process's dispatcher.
+//!
+//! ```text
+//! api ──▶ service::{notifications, events, endpoints}
+//!             │ validate (domain), resolve endpoints (lookup), expand (fan-out)
+//!             ▼
+//!         commit (group commit) ──▶ store (PostgreSQL) ──▶ index (due)
+//! ```
+
+mod commit;
+pub mod endpoints;
+pub mod events;
+mod index;
+mod lookup;
+pub mod notifications;
+mod payload;
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::config::Settings;
+use crate::domain::problem::Problem;
+use crate::due::DueIndex;
+use crate::store::{Store, StoreError};
+
+pub use commit::COMMITTERS;
+
+/// Why a write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The input is refused; nothing was written.
+    #[error(transparent)]
+    Rejected(#[from] Problem),
+    /// The store failed; shared by every request of one group commit.
+    #[error("{0}")]
+    Store(#[source] Arc<StoreError>),
+    /// The committer went away before answering (shutdown).
+    #[error("the write was not answered")]
+    Lost,
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(error: StoreError) -> Self {
+        ServiceError::Store(Arc::new(error))
+    }
+}
+
+/// The write path's handles. Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    store: Store,
+    due: DueIndex,
+    settings: Arc<Settings>,
+    /// Wakes this process's dispatcher when something becomes due soon.
+    wake: Arc<Notify>,
+    commit: commit::Committer,
+    /// Endpoints recently named by creates, so a create costs one commit
+    /// and not a lookup too.
+    endpoints: lookup::EndpointCache,
+    /// Owners' endpoints recently fanned out to.
+    subscribers: events::SubscriberCache,
+    /// Refuses per-notification URLs that name a private address.
+    guard: Arc<crate::sender::guard::Guard>,
+}
+
+impl Service {
+    /// The service and its committers (`COMMITTERS` tasks, which run as long
+    /// as the runtime does). Call it inside a Tokio runtime.
+    pub fn start(store: Store, due: DueIndex, settings: Arc<Settings>) -> Self {
+        let (commit, queue) = commit::Committer::channel();
+        let service = Self {
+            store,
+            due,
+            wake: Arc::new(Notify::new()),
+            commit,
+            endpoints: Default::default(),
+            subscribers: Default::default(),
+            guard: Arc::new(crate::sender::guard::Guard::new(
+                settings.sender.allow_networks.clone(),
+            )),
+            settings,
+        };
+        commit::spawn(service.clone(), queue);
+        service
+    }
+
+    /// What the dispatcher of this process waits on besides its timer.
+    pub fn wake(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// Forgets cached endpoints, so the next write reads them again (an
+    /// endpoint changed through this process, or a test that changed one
+    /// behind hookd's back).
+    pub fn forget_cached_endpoints(&self) {
+        self.endpoints.clear();
+        self.subscribers.clear();
+    }
+}

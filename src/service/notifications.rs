@@ -1,0 +1,271 @@
+//! Notifications (one payload for one endpoint): validated against their
+//! endpoint, committed, indexed; cancelled and retried.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::lookup::Resolved;
+use super::payload::{content, deliver_at, target_url};
+use super::{Service, ServiceError};
+use crate::domain::fields::{valid_event_type, valid_key};
+use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::status::Status;
+use crate::domain::validate::{check_headers, parse_schedule};
+use crate::store::delivery::Retry;
+use crate::store::endpoints::EndpointRef;
+use crate::store::notifications::{Cancel, Inserted, NewNotification, Notification};
+use crate::store::writes::Writes;
+
+/// Most notifications (or events) in one batch request.
+pub const MAX_BATCH: usize = 1000;
+
+/// A notification as a producer submits it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = CreateNotification)]
+pub struct NotificationInput {
+    /// The endpoint's id or uid.
+    #[schema(min_length = 1, max_length = 128)]
+    pub endpoint: String,
+    /// A JSON payload, sent as the exact bytes given. Excludes `body`.
+    #[schema(value_type = Option<serde_json::Value>)]
+    pub payload: Option<Box<RawValue>>,
+    /// A text body (with `content_type`, e.g. a form for Alipay-style
+    /// receivers). Excludes `payload`.
+    pub body: Option<String>,
+    /// Default `application/json`.
+    pub content_type: Option<String>,
+    pub event_type: Option<String>,
+    /// The producer's business key (`order-123:paid`), unique per endpoint:
+    /// creating again with it is idempotent.
+    #[schema(min_length = 1, max_length = 255)]
+    pub key: Option<String>,
+    /// RFC 3339 time before which nothing is sent. Excludes `delay`.
+    pub deliver_at: Option<String>,
+    /// Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`.
+    pub delay: Option<String>,
+    /// Overrides the endpoint's schedule for this notification.
+    #[schema(value_type = Option<crate::domain::schedule::ScheduleSpec>)]
+    pub schedule: Option<Value>,
+    /// Extra headers for this notification's deliveries.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Where to send this notification instead of the endpoint's URL
+    /// (Alipay's per-order `notify_url`), signed with the endpoint's secret
+    /// and sent on its schedule and policy. The address guard applies.
+    #[schema(pattern = "^https?://", max_length = 2048)]
+    pub url: Option<String>,
+}
+
+/// A write that was accepted: new, or the one already stored under its key.
+#[derive(Debug)]
+pub enum Accepted<T> {
+    Created(T),
+    Existing(T),
+}
+
+impl Service {
+    /// Creates one notification.
+    pub async fn create_notification(
+        &self,
+        input: NotificationInput,
+    ) -> Result<Accepted<Notification>, ServiceError> {
+        let mut results = self.create_notifications(vec![input]).await?;
+        Ok(results.pop().ok_or(ServiceError::Lost)??)
+    }
+
+    /// Creates notifications; each fails or succeeds alone, in order. One
+    /// commit for all the valid ones.
+    pub async fn create_notifications(
+        &self,
+        inputs: Vec<NotificationInput>,
+    ) -> Result<Vec<Result<Accepted<Notification>, Problem>>, ServiceError> {
+        let endpoints = self
+            .resolve_endpoints(inputs.iter().map(|i| i.endpoint.as_str()))
+            .await?;
+        let now = Utc::now();
+        let prepared: Vec<Result<NewNotification, Problem>> = inputs
+            .into_iter()
+            .map(|input| self.prepare(input, &endpoints, now))
+            .collect();
+        let mut writes = Writes::default();
+        let slots: Vec<Result<(), Problem>> = prepared
+            .into_iter()
+            .map(|p| p.map(|item| writes.notifications.push(item)))
+            .collect();
+        let mut inserted = self.commit.submit(writes).await?.notifications.into_iter();
+        Ok(slots
+            .into_iter()
+            .map(|slot| {
+                slot.and_then(|()| match inserted.next() {
+                    Some(Inserted::Created(n)) => Ok(Accepted::Created(n)),
+                    Some(Inserted::Existing(n)) => Ok(Accepted::Existing(n)),
+                    Some(Inserted::KeyConflict(n)) => Err(Problem::conflict(
+                        ErrorCode::KeyConflict,
+                        format!(
+                            "notification {} already has this key on this endpoint, with another payload",
+                            n.id
+                        ),
+                    )),
+                    None => Err(Problem::conflict(ErrorCode::Conflict, "not committed")),
+                })
+            })
+            .collect())
+    }
+
+    /// Validates one submission against its endpoint and builds the row.
+    fn prepare(
+        &self,
+        input: NotificationInput,
+        endpoints: &Resolved,
+        now: DateTime<Utc>,
+    ) -> Result<NewNotification, Problem> {
+        let endpoint = endpoints
+            .get(&EndpointRef::parse(&input.endpoint))
+            .ok_or_else(|| {
+                Problem::invalid(
+                    ErrorCode::UnknownEndpoint,
+                    "endpoint",
+                    format!("no endpoint has id or uid `{}`", shown(&input.endpoint)),
+                )
+            })?;
+        let content = content(
+            input.payload,
+            input.body,
+            input.content_type,
+            self.settings.api.max_payload_bytes,
+        )?;
+        if let Some(event_type) = &input.event_type {
+            if !valid_event_type(event_type) {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "event_type",
+                    "event_type is 1 to 255 of A-Z a-z 0-9 _ - . : /",
+                ));
+            }
+        }
+        if !endpoint.accepts_event_type(input.event_type.as_deref()) {
+            return Err(Problem::invalid(
+                ErrorCode::EventTypeNotSubscribed,
+                "event_type",
+                "the endpoint's event_types do not include this event type",
+            ));
+        }
+        if let Some(key) = &input.key {
+            if !valid_key(key) {
+                return Err(invalid_key());
+            }
+        }
+        let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
+        let schedule = match &input.schedule {
+            Some(value) => parse_schedule(value, "schedule")?,
+            None => endpoint.schedule(),
+        };
+        let headers = input.headers.unwrap_or_default();
+        check_headers(&headers, "headers")?;
+        let url = input
+            .url
+            .map(|url| target_url(&url, self.settings.sender.https_only, &self.guard))
+            .transpose()?;
+        let due = deliver_at.max(now)
+            + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default();
+        Ok(NewNotification {
+            id: crate::domain::id::new_id(),
+            endpoint_id: endpoint.id,
+            key: input.key,
+            event_type: input.event_type,
+            content_type: content.content_type,
+            body: content.body,
+            headers,
+            schedule,
+            deliver_at,
+            next_attempt_at: due,
+            url,
+        })
+    }
+
+    /// Pending → cancelled; nothing is sent after. Cancelling a cancelled
+    /// notification is a no-op.
+    pub async fn cancel_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
+        match self.store.cancel_notification(id).await? {
+            Cancel::Cancelled(n) => {
+                self.unindex(&[n.id]).await;
+                Ok(n)
+            }
+            Cancel::NotPending(n) if n.status() == Status::Cancelled => Ok(n),
+            Cancel::NotPending(n) => Err(Problem::conflict(
+                ErrorCode::NotPending,
+                format!(
+                    "the notification has {}; only pending ones can be cancelled",
+                    n.status().as_str()
+                ),
+            )
+            .into()),
+            Cancel::NotFound => Err(Problem::not_found("notification").into()),
+        }
+    }
+
+    /// Cancels every pending notification with this business key, on one
+    /// endpoint or on all. Returns their ids.
+    pub async fn cancel_by_key(
+        &self,
+        key: &str,
+        endpoint: Option<&str>,
+    ) -> Result<Vec<Uuid>, ServiceError> {
+        if !valid_key(key) {
+            return Err(invalid_key().into());
+        }
+        let endpoint_id = match endpoint {
+            Some(name) => Some(
+                self.store
+                    .find_endpoint(&EndpointRef::parse(name))
+                    .await?
+                    .ok_or_else(|| {
+                        Problem::invalid(
+                            ErrorCode::UnknownEndpoint,
+                            "endpoint",
+                            format!("no endpoint has id or uid `{}`", shown(name)),
+                        )
+                    })?
+                    .id,
+            ),
+            None => None,
+        };
+        let ids = self.store.cancel_by_key(key, endpoint_id).await?;
+        self.unindex(&ids).await;
+        Ok(ids)
+    }
+
+    /// A failed (or pending) notification is due again now, in a new
+    /// attempt series.
+    pub async fn retry_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
+        let now = Utc::now();
+        match self.store.retry_notification(id, now).await? {
+            Retry::Retried(n) => {
+                self.index_due(&[(n.id, now)]).await;
+                Ok(n)
+            }
+            Retry::NotRetryable(n) => Err(Problem::conflict(
+                ErrorCode::NotRetryable,
+                format!(
+                    "the notification has {}; only failed or pending ones can be retried",
+                    n.status().as_str()
+                ),
+            )
+            .into()),
+            Retry::NotFound => Err(Problem::not_found("notification").into()),
+        }
+    }
+}
+
+pub(super) fn invalid_key() -> Problem {
+    Problem::invalid(
+        ErrorCode::InvalidValue,
+        "key",
+        "key is 1 to 255 bytes without control characters",
+    )
+}

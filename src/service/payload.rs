@@ -1,0 +1,140 @@
+//! What notifications and events share: the body (a JSON `payload` or a
+//! text `body`) with its content type, when it is due, and where it may go.
+
+use std::net::IpAddr;
+
+use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
+
+use crate::domain::problem::{ErrorCode, Problem};
+use crate::domain::schedule::parse_duration;
+
+/// Furthest in the future a notification or event may be scheduled.
+pub const MAX_DEFERRAL_DAYS: i64 = 365;
+const DEFAULT_CONTENT_TYPE: &str = "application/json";
+/// A `body` is text unless its `content_type` says otherwise.
+const DEFAULT_TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+
+/// The bytes to send and their media type.
+pub(super) struct Content {
+    pub body: Vec<u8>,
+    pub content_type: String,
+}
+
+/// Takes exactly one of `payload` (JSON, kept as the bytes given) and
+/// `body` (text), within `max_bytes`.
+pub(super) fn content(
+    payload: Option<Box<RawValue>>,
+    body: Option<String>,
+    content_type: Option<String>,
+    max_bytes: usize,
+) -> Result<Content, Problem> {
+    let (body, field) = match (payload, body) {
+        (Some(_), Some(_)) => {
+            return Err(Problem::invalid(
+                ErrorCode::ConflictingFields,
+                "body",
+                "give either payload (JSON) or body (text), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(Problem::invalid(
+                ErrorCode::MissingField,
+                "payload",
+                "payload (JSON) or body (text) is required",
+            ))
+        }
+        (Some(payload), None) => (payload.get().as_bytes().to_vec(), "payload"),
+        (None, Some(body)) => (body.into_bytes(), "body"),
+    };
+    if body.len() > max_bytes {
+        return Err(Problem::too_large(
+            field,
+            format!(
+                "{field} is {} bytes; api.max_payload_bytes is {max_bytes}",
+                body.len()
+            ),
+        ));
+    }
+    let default_type = if field == "body" {
+        DEFAULT_TEXT_CONTENT_TYPE
+    } else {
+        DEFAULT_CONTENT_TYPE
+    };
+    let content_type = content_type.unwrap_or_else(|| default_type.into());
+    if content_type.len() > 255
+        || !content_type.contains('/')
+        || reqwest::header::HeaderValue::from_str(&content_type).is_err()
+    {
+        return Err(Problem::invalid(
+            ErrorCode::InvalidValue,
+            "content_type",
+            "content_type is a media type such as application/json",
+        ));
+    }
+    Ok(Content { body, content_type })
+}
+
+/// When nothing may be sent before: `deliver_at`, or `now + delay`, or now.
+pub(super) fn deliver_at(
+    deliver_at: Option<String>,
+    delay: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, Problem> {
+    let at = match (deliver_at, delay) {
+        (Some(_), Some(_)) => {
+            return Err(Problem::invalid(
+                ErrorCode::ConflictingFields,
+                "delay",
+                "give either deliver_at or delay, not both",
+            ))
+        }
+        (Some(at), None) => DateTime::parse_from_rfc3339(&at)
+            .map_err(|_| {
+                Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "deliver_at",
+                    "deliver_at is an RFC 3339 time such as 2026-01-31T12:00:00Z",
+                )
+            })?
+            .with_timezone(&Utc),
+        (None, Some(delay)) => {
+            let ms = parse_duration(&delay)
+                .map_err(|e| Problem::invalid(ErrorCode::InvalidValue, "delay", e.to_string()))?;
+            now + chrono::Duration::milliseconds(ms as i64)
+        }
+        (None, None) => now,
+    };
+    if at > now + chrono::Duration::days(MAX_DEFERRAL_DAYS) {
+        return Err(Problem::invalid(
+            ErrorCode::InvalidValue,
+            "deliver_at",
+            format!("deliveries may be deferred by at most {MAX_DEFERRAL_DAYS} days"),
+        ));
+    }
+    Ok(at)
+}
+
+/// A per-notification URL (Alipay's `notify_url`): a receiver URL whose
+/// host, when it is an address, is one the sender's guard lets through.
+/// Names are checked by the guard when they are resolved, at each attempt.
+pub(super) fn target_url(
+    text: &str,
+    https_only: bool,
+    guard: &crate::sender::guard::Guard,
+) -> Result<String, Problem> {
+    let url = crate::domain::validate::check_url(text, "url", https_only)?;
+    let address = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        _ => None,
+    };
+    if let Some(ip) = address.filter(|ip| !guard.permits(*ip)) {
+        return Err(Problem::invalid(
+            ErrorCode::InvalidUrl,
+            "url",
+            format!("{ip} is a private, loopback or link-local address, which sender.allow_networks does not allow"),
+        ));
+    }
+    Ok(url.to_string())
+}

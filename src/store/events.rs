@@ -1,0 +1,378 @@
+//! Events (DESIGN.md §9): one business fact, stored once with its payload,
+//! and its deliveries (one notification per subscribed endpoint), written
+//! by one statement so that neither is ever stored without the other.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::notifications::{pg_array_literal, same_payload};
+use super::{Store, StoreError};
+use crate::domain::schedule::Schedule;
+use crate::domain::sealed::context;
+use crate::domain::status::Status;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Event {
+    pub id: Uuid,
+    pub owner: Option<String>,
+    pub event_type: String,
+    pub key: Option<String>,
+    pub content_type: String,
+    /// Empty in listings, which leave payloads out.
+    pub body: Vec<u8>,
+    pub deliver_at: DateTime<Utc>,
+    /// Notifications the fan-out created.
+    pub deliveries: i32,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An event to be created, with the deliveries its fan-out chose.
+#[derive(Debug)]
+pub struct NewEvent {
+    pub id: Uuid,
+    pub owner: Option<String>,
+    pub event_type: String,
+    pub key: Option<String>,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub deliver_at: DateTime<Utc>,
+    /// Custom headers every delivery carries (sealed per delivery).
+    pub headers: BTreeMap<String, String>,
+    pub deliveries: Vec<NewDelivery>,
+}
+
+/// One delivery of a new event: a notification to one endpoint.
+#[derive(Debug)]
+pub struct NewDelivery {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub schedule: Schedule,
+    pub next_attempt_at: DateTime<Utc>,
+}
+
+/// What became of one event of a commit.
+#[derive(Debug)]
+pub enum EventInserted {
+    /// Stored, with its deliveries and when each is due.
+    Created {
+        event: Event,
+        due: Vec<(Uuid, DateTime<Utc>)>,
+    },
+    /// The owner already had an event with this key and payload.
+    Existing(Event),
+    /// The owner already has an event with this key, another payload.
+    KeyConflict(Event),
+}
+
+/// A live, enabled endpoint that events of its owner may fan out to.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Subscriber {
+    pub id: Uuid,
+    pub owner: Option<String>,
+    pub event_types: Option<Vec<String>>,
+    pub schedule_ms: Vec<i64>,
+    pub schedule_name: Option<String>,
+}
+
+impl Subscriber {
+    pub fn schedule(&self) -> Schedule {
+        Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct EventFilter {
+    /// `Some(None)`: events without an owner.
+    pub owner: Option<Option<String>>,
+    pub event_type: Option<String>,
+    pub key: Option<String>,
+    /// Keyset cursor: only events older than this id.
+    pub before: Option<Uuid>,
+    pub limit: i64,
+}
+
+const SUMMARY_COLUMNS: &str =
+    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at";
+
+impl Store {
+    /// Inserts events and their deliveries in one statement: an event whose
+    /// key exists already for its owner writes nothing, not even a
+    /// delivery. Those come back as `Existing` or `KeyConflict`.
+    pub(super) async fn insert_events(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<EventInserted>, StoreError> {
+        let rows: usize = events.iter().map(|e| e.deliveries.len()).sum();
+        let (mut ids, mut owners, mut types, mut keys) = (vec![], vec![], vec![], vec![]);
+        let (mut content_types, mut bodies, mut deliver_ats, mut counts) =
+            (vec![], vec![], vec![], vec![]);
+        let mut d_ids = Vec::with_capacity(rows);
+        let mut d_endpoints = Vec::with_capacity(rows);
+        let mut d_events = Vec::with_capacity(rows);
+        let mut d_headers = Vec::with_capacity(rows);
+        let mut d_schedules = Vec::with_capacity(rows);
+        let mut d_schedule_names = Vec::with_capacity(rows);
+        let mut d_next = Vec::with_capacity(rows);
+        for event in &events {
+            ids.push(event.id);
+            owners.push(event.owner.as_deref());
+            types.push(event.event_type.as_str());
+            keys.push(event.key.as_deref());
+            content_types.push(event.content_type.as_str());
+            bodies.push(event.body.as_slice());
+            deliver_ats.push(event.deliver_at);
+            counts.push(event.deliveries.len() as i32);
+            // Schedules repeat across an owner's endpoints: each distinct
+            // one is written out once.
+            let mut literals: HashMap<Vec<i64>, String> = HashMap::new();
+            for delivery in &event.deliveries {
+                d_ids.push(delivery.id);
+                d_endpoints.push(delivery.endpoint_id);
+                d_events.push(event.id);
+                let id = delivery.id;
+                d_headers.push(Json(super::sealing::seal_headers(
+                    &self.keys,
+                    &event.headers,
+                    |name| context::notification_header(id, name),
+                )));
+                let delays = delivery.schedule.delays_ms();
+                let literal = match literals.get(&delays) {
+                    Some(literal) => literal.clone(),
+                    None => {
+                        let literal = pg_array_literal(&delays);
+                        literals.insert(delays, literal.clone());
+                        literal
+                    }
+                };
+                d_schedules.push(literal);
+                d_schedule_names.push(delivery.schedule.name());
+                d_next.push(delivery.next_attempt_at);
+            }
+        }
+        let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
+            "WITH input AS ( \
+                 SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                     $6::bytea[], $7::timestamptz[], $8::int[]) \
+                 AS t(id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
+             ), stored AS ( \
+                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
+                 SELECT * FROM input \
+                 ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
+                 RETURNING id, created_at \
+             ), fanned AS ( \
+                 INSERT INTO notifications (id, endpoint_id, event_id, event_type, content_type, body, \
+                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at) \
+                 SELECT d.id, d.endpoint_id, d.event_id, i.event_type, i.content_type, ''::bytea, \
+                     d.headers, d.schedule::bigint[], d.schedule_name, i.deliver_at, d.next_attempt_at \
+                 FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $13::text[], \
+                     $14::text[], $15::timestamptz[]) \
+                     AS d(id, endpoint_id, event_id, headers, schedule, schedule_name, next_attempt_at) \
+                 JOIN stored s ON s.id = d.event_id \
+                 JOIN input i ON i.id = d.event_id \
+             ) \
+             SELECT id, created_at FROM stored",
+        )
+        .bind(&ids)
+        .bind(&owners)
+        .bind(&types)
+        .bind(&keys)
+        .bind(&content_types)
+        .bind(&bodies)
+        .bind(&deliver_ats)
+        .bind(&counts)
+        .bind(&d_ids)
+        .bind(&d_endpoints)
+        .bind(&d_events)
+        .bind(&d_headers)
+        .bind(&d_schedules)
+        .bind(&d_schedule_names)
+        .bind(&d_next)
+        .fetch_all(&mut *conn)
+        .await?;
+        let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
+
+        // Events not stored met an existing key: read those events in the
+        // same transaction.
+        let conflicting: Vec<&NewEvent> = events
+            .iter()
+            .filter(|e| !created.contains_key(&e.id))
+            .collect();
+        let mut existing: HashMap<(Option<String>, String), Event> = HashMap::new();
+        if !conflicting.is_empty() {
+            let keys: Vec<&str> = conflicting
+                .iter()
+                .map(|e| e.key.as_deref().unwrap_or_default())
+                .collect();
+            let owners: Vec<Option<&str>> =
+                conflicting.iter().map(|e| e.owner.as_deref()).collect();
+            let rows = sqlx::query_as::<_, Event>(
+                "SELECT e.id, e.owner, e.event_type, e.key, e.content_type, e.body, e.deliver_at, \
+                     e.deliveries, e.created_at \
+                 FROM events e JOIN UNNEST($1::text[], $2::text[]) AS t(key, owner) \
+                 ON e.key = t.key AND e.owner IS NOT DISTINCT FROM t.owner",
+            )
+            .bind(&keys)
+            .bind(&owners)
+            .fetch_all(&mut *conn)
+            .await?;
+            for row in rows {
+                let key = row.key.clone().unwrap_or_default();
+                existing.insert((row.owner.clone(), key), row);
+            }
+        }
+
+        let mut results = Vec::with_capacity(events.len());
+        for event in events {
+            if let Some(created_at) = created.get(&event.id) {
+                let due = event
+                    .deliveries
+                    .iter()
+                    .map(|d| (d.id, d.next_attempt_at))
+                    .collect();
+                results.push(EventInserted::Created {
+                    due,
+                    event: event.into_row(*created_at),
+                });
+                continue;
+            }
+            let found = event
+                .key
+                .as_ref()
+                .and_then(|key| existing.get(&(event.owner.clone(), key.clone())));
+            match found {
+                Some(row)
+                    if row.event_type == event.event_type
+                        && same_payload(
+                            (&row.content_type, &row.body),
+                            (&event.content_type, &event.body),
+                        ) =>
+                {
+                    results.push(EventInserted::Existing(row.clone()))
+                }
+                Some(row) => results.push(EventInserted::KeyConflict(row.clone())),
+                None => return Err(StoreError::Conflict("events_key".into())),
+            }
+        }
+        Ok(results)
+    }
+
+    /// The live, enabled endpoints of these owners (`None`: endpoints
+    /// without an owner), in id order: the candidates of a fan-out.
+    pub async fn subscribers(
+        &self,
+        owners: &[Option<String>],
+    ) -> Result<Vec<Subscriber>, StoreError> {
+        let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
+        let unowned = owners.iter().any(Option::is_none);
+        Ok(sqlx::query_as(
+            "SELECT id, owner, event_types, schedule_ms, schedule_name FROM endpoints \
+             WHERE (owner = ANY($1) OR ($2 AND owner IS NULL)) \
+               AND deleted_at IS NULL AND NOT disabled AND NOT managed \
+             ORDER BY owner, id",
+        )
+        .bind(&named)
+        .bind(unowned)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {SUMMARY_COLUMNS}, body FROM events WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// How many of the event's deliveries are in each status.
+    pub async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, count(*) FROM notifications WHERE event_id = $1 GROUP BY status",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(status, count)| Status::parse(&status).map(|s| (s, count)))
+            .collect())
+    }
+
+    /// Cancels the event's pending deliveries; `None` when there is no such
+    /// event.
+    pub async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
+        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM events WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(
+            sqlx::query_scalar(
+                "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
+                     completed_at = now(), updated_at = now(), needs_index = false \
+                 WHERE event_id = $1 AND status = 'pending' RETURNING id",
+            )
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?,
+        ))
+    }
+
+    /// Newest first, filtered; payloads left out.
+    pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        let mut query = QueryBuilder::new(format!(
+            "SELECT {SUMMARY_COLUMNS}, ''::bytea AS body FROM events WHERE true"
+        ));
+        match &filter.owner {
+            Some(Some(owner)) => {
+                query.push(" AND owner = ").push_bind(owner.clone());
+            }
+            Some(None) => {
+                query.push(" AND owner IS NULL");
+            }
+            None => {}
+        }
+        if let Some(event_type) = &filter.event_type {
+            query
+                .push(" AND event_type = ")
+                .push_bind(event_type.clone());
+        }
+        if let Some(key) = &filter.key {
+            query.push(" AND key = ").push_bind(key.clone());
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND id < ").push_bind(before);
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(filter.limit);
+        Ok(query
+            .build_query_as::<Event>()
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
+
+impl NewEvent {
+    fn into_row(self, created_at: DateTime<Utc>) -> Event {
+        Event {
+            id: self.id,
+            owner: self.owner,
+            event_type: self.event_type,
+            key: self.key,
+            content_type: self.content_type,
+            body: self.body,
+            deliver_at: self.deliver_at,
+            deliveries: self.deliveries.len() as i32,
+            created_at,
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! What one group commit writes: notifications and events (with their
+//! deliveries), in one transaction, so a commit is one fsync however many
+//! requests it answers.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::events::{EventInserted, NewEvent};
+use super::notifications::{Inserted, NewNotification};
+use super::{Store, StoreError};
+
+/// Rows to commit together.
+#[derive(Debug, Default)]
+pub struct Writes {
+    pub notifications: Vec<NewNotification>,
+    pub events: Vec<NewEvent>,
+}
+
+/// How many of each kind one request put into a `Writes`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    notifications: usize,
+    events: usize,
+}
+
+/// What became of each row, in the order given.
+#[derive(Debug, Default)]
+pub struct Committed {
+    pub notifications: Vec<Inserted>,
+    pub events: Vec<EventInserted>,
+}
+
+impl Writes {
+    pub fn is_empty(&self) -> bool {
+        self.notifications.is_empty() && self.events.is_empty()
+    }
+
+    /// Rows this writes: notifications, events and their deliveries.
+    pub fn rows(&self) -> usize {
+        self.notifications.len()
+            + self
+                .events
+                .iter()
+                .map(|e| 1 + e.deliveries.len())
+                .sum::<usize>()
+    }
+
+    pub fn counts(&self) -> Counts {
+        Counts {
+            notifications: self.notifications.len(),
+            events: self.events.len(),
+        }
+    }
+
+    pub fn append(&mut self, other: Writes) {
+        self.notifications.extend(other.notifications);
+        self.events.extend(other.events);
+    }
+}
+
+impl Committed {
+    /// Every notification the commit created, with when it is due: what
+    /// the due index gets.
+    pub fn due(&self) -> Vec<(Uuid, DateTime<Utc>)> {
+        let singles = self.notifications.iter().filter_map(|r| match r {
+            Inserted::Created(n) => n.next_attempt_at.map(|at| (n.id, at)),
+            _ => None,
+        });
+        let deliveries = self.events.iter().flat_map(|r| match r {
+            EventInserted::Created { due, .. } => due.as_slice(),
+            _ => &[],
+        });
+        singles.chain(deliveries.copied()).collect()
+    }
+
+    /// Splits the results back into one `Committed` per request, by the
+    /// counts each request put in.
+    pub fn split(self, counts: impl Iterator<Item = Counts>) -> impl Iterator<Item = Committed> {
+        let mut notifications = self.notifications.into_iter();
+        let mut events = self.events.into_iter();
+        counts
+            .map(move |c| Committed {
+                notifications: notifications.by_ref().take(c.notifications).collect(),
+                events: events.by_ref().take(c.events).collect(),
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+}
+
+impl Store {
+    /// Writes everything in one transaction. Notifications alone need no
+    /// explicit transaction: their insert is one statement (the key lookup
+    /// after it only reads).
+    pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
+        if writes.events.is_empty() {
+            let mut conn = self.pool.acquire().await?;
+            let notifications = self
+                .insert_notifications(&mut conn, writes.notifications)
+                .await?;
+            return Ok(Committed {
+                notifications,
+                events: Vec::new(),
+            });
+        }
+        let mut tx = self.pool.begin().await?;
+        let notifications = self
+            .insert_notifications(&mut tx, writes.notifications)
+            .await?;
+        let events = self.insert_events(&mut tx, writes.events).await?;
+        tx.commit().await?;
+        Ok(Committed {
+            notifications,
+            events,
+        })
+    }
+}
