@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
+#[path = "dispatch/fanout.rs"]
+mod fanout;
 #[path = "dispatch/heal.rs"]
 mod heal;
 
@@ -184,7 +186,7 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 }
 
 async fn reset(pool: &PgPool) {
-    sqlx::query("TRUNCATE notifications, attempts")
+    sqlx::query("TRUNCATE notifications, attempts, events")
         .execute(pool)
         .await
         .unwrap();
@@ -440,7 +442,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,delivery,lateness,scale,heal picks sections (default: all).
+    // BENCH_ONLY=ingest,events,delivery,lateness,scale,heal picks sections (default: all).
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -529,6 +531,11 @@ async fn main() {
             "2. batch ingest, 1,000 per request, 50,000: {:.0} notifications/s",
             median(rates)
         );
+    }
+
+    // 8, 9 and 10: events and their fan-out.
+    if want("events") {
+        fanout::scenarios(&pool, &database_url, &redis_url, &receiver_url, runs).await;
     }
 
     // 3, 6a and 7. Delivery of 50,000 due now, each run paired with the raw

@@ -1,0 +1,212 @@
+//! Events and fan-out (issue #11's targets): single-POST event ingest
+//! beside single-POST notification ingest (the same run, alternating), an
+//! event to 100 endpoints through `POST /v1/events/batch` (deliveries
+//! created per second), and one event to 10,000 endpoints in one request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use super::{cpu_snapshot, median, reset, Hookd, CONCURRENCY};
+
+/// `count` live endpoints of `owner`, written straight to PostgreSQL (the
+/// API's endpoint creation is not what is measured).
+async fn endpoints(pool: &PgPool, owner: &str, count: i32, url: &str) {
+    let secret = hookd::domain::secret::SigningSecret::generate();
+    sqlx::query(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms, schedule_name, owner) \
+         SELECT hookd_uuid_v7(), $1, $2, '{0,60000}', NULL, $3 FROM generate_series(1, $4)",
+    )
+    .bind(url)
+    .bind(secret.as_str())
+    .bind(owner)
+    .bind(count)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// POSTs `body(i)` to `path` `total` times from `CONCURRENCY` clients;
+/// returns requests per second.
+async fn single_posts(
+    client: &reqwest::Client,
+    base: &str,
+    path: &str,
+    total: u64,
+    body: Value,
+) -> f64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..CONCURRENCY {
+        let (client, url, body, next) = (
+            client.clone(),
+            format!("{base}{path}"),
+            body.clone(),
+            next.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::SeqCst) < total {
+                let response = client.post(&url).json(&body).send().await.unwrap();
+                assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+pub async fn scenarios(
+    pool: &PgPool,
+    database_url: &str,
+    redis_url: &str,
+    receiver_url: &str,
+    runs: usize,
+) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .unwrap();
+    sqlx::query("DELETE FROM endpoints WHERE owner IN ('solo', 'hundred', 'wide')")
+        .execute(pool)
+        .await
+        .unwrap();
+    endpoints(pool, "solo", 1, receiver_url).await;
+    endpoints(pool, "hundred", 100, receiver_url).await;
+    endpoints(pool, "wide", 10_000, receiver_url).await;
+    let solo: String = sqlx::query_scalar("SELECT id::text FROM endpoints WHERE owner = 'solo'")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+
+    // 8. Single POSTs: an event with one subscriber beside a notification,
+    // alternating within each run so that both see the same machine.
+    let (mut notifications, mut events, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        reset(pool).await;
+        let api = Hookd::start(database_url, redis_url, &format!("bench-events-{run}"), "api").await;
+        let n = single_posts(
+            &client,
+            &api.base,
+            "/v1/notifications",
+            20_000,
+            json!({"endpoint": solo, "payload": {"order": 1}, "delay": "1h"}),
+        )
+        .await;
+        let e = single_posts(
+            &client,
+            &api.base,
+            "/v1/events",
+            20_000,
+            json!({"event_type": "order.paid", "owner": "solo", "payload": {"order": 1}, "delay": "1h"}),
+        )
+        .await;
+        notifications.push(n);
+        events.push(e);
+        ratios.push(e / n);
+        api.stop();
+    }
+    println!(
+        "8. single POSTs, 64 clients, 20,000 each: events (fan-out 1) {:.0}/s, notifications {:.0}/s; events/notifications {:.2}",
+        median(events),
+        median(notifications),
+        median(ratios)
+    );
+
+    // 9. An event to 100 endpoints, 100 events per batch request, 4
+    // requests at a time: 300,000 deliveries.
+    let mut rates = Vec::new();
+    for run in 0..runs {
+        reset(pool).await;
+        let api = Hookd::start(database_url, redis_url, &format!("bench-fanout-{run}"), "api").await;
+        let bodies: Vec<String> = (0..30)
+            .map(|b| {
+                let events: Vec<Value> = (0..100)
+                    .map(|i| json!({"event_type": "order.paid", "owner": "hundred", "payload": {"order": b * 100 + i}, "delay": "1h"}))
+                    .collect();
+                json!({"events": events}).to_string()
+            })
+            .collect();
+        let bodies = Arc::new(std::sync::Mutex::new(bodies));
+        let cpu_before = cpu_snapshot();
+        let started = Instant::now();
+        let mut workers = Vec::new();
+        for _ in 0..4 {
+            let (client, base, bodies) = (client.clone(), api.base.clone(), bodies.clone());
+            workers.push(tokio::spawn(async move {
+                loop {
+                    let Some(body) = bodies.lock().unwrap().pop() else {
+                        return;
+                    };
+                    let response = client
+                        .post(format!("{base}/v1/events/batch"))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = response.status();
+                    let answer: Value = response.json().await.unwrap();
+                    assert!(status.is_success(), "{answer}");
+                    assert_eq!(answer["data"][0]["event"]["deliveries"], json!(100));
+                }
+            }));
+        }
+        for worker in workers {
+            worker.await.unwrap();
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let used: Vec<f64> = cpu_snapshot()
+            .iter()
+            .zip(cpu_before)
+            .map(|(a, b)| a - b)
+            .collect();
+        let created: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(created, 300_000);
+        println!(
+            "   CPU while fanning out 3,000 events to 100 endpoints: hookd {:.2} s, postgres {:.2} s, redis {:.2} s, in {wall:.2} s wall",
+            used[0], used[1], used[2]
+        );
+        rates.push(300_000.0 / wall);
+        api.stop();
+    }
+    println!(
+        "9. events to 100 endpoints, 100 per batch request, 300,000 deliveries: {:.0} deliveries created/s",
+        median(rates)
+    );
+
+    // 10. One event to 10,000 endpoints, one request at a time.
+    reset(pool).await;
+    let api = Hookd::start(database_url, redis_url, "bench-wide", "api").await;
+    let mut latencies = Vec::new();
+    for i in 0..(runs * 3) {
+        let started = Instant::now();
+        let response = client
+            .post(format!("{}/v1/events", api.base))
+            .json(&json!({"event_type": "order.paid", "owner": "wide", "payload": {"order": i}, "delay": "1h"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["deliveries"], json!(10_000));
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let worst = latencies.iter().copied().fold(0.0, f64::max);
+    println!(
+        "10. one event to 10,000 endpoints, one request: median {:.0} ms, worst {:.0} ms of {}",
+        median(latencies),
+        worst,
+        runs * 3
+    );
+    api.stop();
+    reset(pool).await;
+}
