@@ -89,7 +89,13 @@ pub async fn scenarios(
     let (mut notifications, mut events, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..runs {
         reset(pool).await;
-        let api = Hookd::start(database_url, redis_url, &format!("bench-events-{run}"), "api").await;
+        let api = Hookd::start(
+            database_url,
+            redis_url,
+            &format!("bench-events-{run}"),
+            "api",
+        )
+        .await;
         let n = single_posts(
             &client,
             &api.base,
@@ -123,7 +129,13 @@ pub async fn scenarios(
     let mut rates = Vec::new();
     for run in 0..runs {
         reset(pool).await;
-        let api = Hookd::start(database_url, redis_url, &format!("bench-fanout-{run}"), "api").await;
+        let api = Hookd::start(
+            database_url,
+            redis_url,
+            &format!("bench-fanout-{run}"),
+            "api",
+        )
+        .await;
         let bodies: Vec<String> = (0..30)
             .map(|b| {
                 let events: Vec<Value> = (0..100)

@@ -298,11 +298,19 @@ async fn purge(
         total += deleted;
         cursor = match next {
             Some(id) if !shutdown.is_cancelled() => Some(id),
-            _ => return Ok(total),
+            _ => break,
         };
         if deleted > 0 {
             // Small batches with a breath between: retention never hogs the table.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+    // Events go once none of their deliveries is left.
+    loop {
+        let deleted = store.purge_events(before, PURGE_BATCH).await?;
+        if deleted < PURGE_BATCH as u64 || shutdown.is_cancelled() {
+            return Ok(total);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

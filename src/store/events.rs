@@ -326,6 +326,23 @@ impl Store {
         ))
     }
 
+    /// Deletes up to `limit` events created before `before` whose
+    /// deliveries are all gone (retention deleted them); returns how many.
+    pub async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        let deleted = sqlx::query(
+            "DELETE FROM events WHERE id IN ( \
+                 SELECT e.id FROM events e \
+                 WHERE e.id < $1 \
+                   AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
+                 ORDER BY e.id LIMIT $2)",
+        )
+        .bind(crate::domain::id::first_of_ms(before.timestamp_millis()))
+        .bind(limit)
+        .execute(&self.pool)
+        .await?;
+        Ok(deleted.rows_affected())
+    }
+
     /// Newest first, filtered; payloads left out.
     pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         let mut query = QueryBuilder::new(format!(

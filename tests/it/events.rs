@@ -539,3 +539,32 @@ async fn a_crash_during_fan_out_loses_no_delivery(pool: PgPool) {
         "each endpoint got the event exactly once ({total} requests when the last arrived)"
     );
 }
+
+#[sqlx::test]
+async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    app.endpoint(json!({"owner": "r"})).await;
+    let kept = event(
+        &app,
+        json!({"event_type": "a.b", "owner": "r", "payload": {}, "delay": "1h"}),
+    )
+    .await;
+    let gone = event(
+        &app,
+        json!({"event_type": "a.b", "owner": "nobody", "payload": {}}),
+    )
+    .await;
+    assert_eq!(gone["deliveries"], json!(0));
+    let store = hookd::store::Store::new(pool.clone());
+    let later = chrono::Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(store.purge_events(later, 100).await.unwrap(), 1);
+    let (status, _) = app
+        .get(&format!("/v1/events/{}", gone["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .get(&format!("/v1/events/{}", kept["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "its delivery is still pending");
+    assert_eq!(store.purge_events(later, 100).await.unwrap(), 0);
+}
