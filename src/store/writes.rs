@@ -89,18 +89,23 @@ impl Committed {
 }
 
 impl Store {
-    /// Writes everything in one transaction. Notifications alone need no
-    /// explicit transaction: their insert is one statement (the key lookup
-    /// after it only reads).
+    /// Writes everything in one transaction. One kind alone needs no
+    /// explicit transaction: its insert is one statement (events with their
+    /// deliveries included), and the key lookup after it only reads.
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
-        if writes.events.is_empty() {
+        if writes.events.is_empty() || writes.notifications.is_empty() {
             let mut conn = self.pool.acquire().await?;
             let notifications = self
                 .insert_notifications(&mut conn, writes.notifications)
                 .await?;
+            let events = if writes.events.is_empty() {
+                Vec::new()
+            } else {
+                self.insert_events(&mut conn, writes.events).await?
+            };
             return Ok(Committed {
                 notifications,
-                events: Vec::new(),
+                events,
             });
         }
         let mut tx = self.pool.begin().await?;
