@@ -115,9 +115,13 @@ impl Store {
         let mut d_endpoints = Vec::with_capacity(rows);
         let mut d_events = Vec::with_capacity(rows);
         let mut d_headers = Vec::with_capacity(rows);
-        let mut d_schedules = Vec::with_capacity(rows);
-        let mut d_schedule_names = Vec::with_capacity(rows);
+        let mut d_schedules: Vec<i32> = Vec::with_capacity(rows);
         let mut d_next = Vec::with_capacity(rows);
+        // Schedules repeat across an owner's endpoints: each distinct one
+        // travels (and is parsed by PostgreSQL) once per commit, and rows
+        // refer to it by its 1-based position.
+        let mut schedules: HashMap<(Vec<i64>, Option<&str>), i32> = HashMap::new();
+        let (mut schedule_literals, mut schedule_names) = (Vec::new(), Vec::new());
         for event in &events {
             ids.push(event.id);
             owners.push(event.owner.as_deref());
@@ -127,30 +131,28 @@ impl Store {
             bodies.push(event.body.as_slice());
             deliver_ats.push(event.deliver_at);
             counts.push(event.deliveries.len() as i32);
-            // Schedules repeat across an owner's endpoints: each distinct
-            // one is written out once.
-            let mut literals: HashMap<Vec<i64>, String> = HashMap::new();
             for delivery in &event.deliveries {
                 d_ids.push(delivery.id);
                 d_endpoints.push(delivery.endpoint_id);
                 d_events.push(event.id);
                 let id = delivery.id;
-                d_headers.push(Json(super::sealing::seal_headers(
-                    &self.keys,
-                    &event.headers,
-                    |name| context::notification_header(id, name),
-                )));
-                let delays = delivery.schedule.delays_ms();
-                let literal = match literals.get(&delays) {
-                    Some(literal) => literal.clone(),
-                    None => {
-                        let literal = pg_array_literal(&delays);
-                        literals.insert(delays, literal.clone());
-                        literal
-                    }
-                };
-                d_schedules.push(literal);
-                d_schedule_names.push(delivery.schedule.name());
+                // Without custom headers (the common case) the column default
+                // applies: nothing to seal or parse.
+                d_headers.push((!event.headers.is_empty()).then(|| {
+                    Json(super::sealing::seal_headers(
+                        &self.keys,
+                        &event.headers,
+                        |name| context::notification_header(id, name),
+                    ))
+                }));
+                let key = (delivery.schedule.delays_ms(), delivery.schedule.name());
+                let next = schedules.len() as i32 + 1;
+                let position = *schedules.entry(key).or_insert_with_key(|(delays, name)| {
+                    schedule_literals.push(pg_array_literal(delays));
+                    schedule_names.push(*name);
+                    next
+                });
+                d_schedules.push(position);
                 d_next.push(delivery.next_attempt_at);
             }
         }
@@ -164,16 +166,20 @@ impl Store {
                  SELECT * FROM input \
                  ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
                  RETURNING id, created_at \
+             ), schedules AS MATERIALIZED ( \
+                 SELECT position, literal::bigint[] AS delays, name \
+                 FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
              ), fanned AS ( \
                  INSERT INTO notifications (id, endpoint_id, event_id, event_type, content_type, body, \
                      headers, schedule_ms, schedule_name, deliver_at, next_attempt_at) \
                  SELECT d.id, d.endpoint_id, d.event_id, i.event_type, i.content_type, ''::bytea, \
-                     d.headers, d.schedule::bigint[], d.schedule_name, i.deliver_at, d.next_attempt_at \
-                 FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $13::text[], \
-                     $14::text[], $15::timestamptz[]) \
-                     AS d(id, endpoint_id, event_id, headers, schedule, schedule_name, next_attempt_at) \
+                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, i.deliver_at, d.next_attempt_at \
+                 FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
+                     $16::timestamptz[]) \
+                     AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at) \
                  JOIN stored s ON s.id = d.event_id \
                  JOIN input i ON i.id = d.event_id \
+                 JOIN schedules sc ON sc.position = d.schedule \
              ) \
              SELECT id, created_at FROM stored",
         )
@@ -189,8 +195,9 @@ impl Store {
         .bind(&d_endpoints)
         .bind(&d_events)
         .bind(&d_headers)
+        .bind(&schedule_literals)
+        .bind(&schedule_names)
         .bind(&d_schedules)
-        .bind(&d_schedule_names)
         .bind(&d_next)
         .fetch_all(&mut *conn)
         .await?;
