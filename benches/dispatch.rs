@@ -369,7 +369,7 @@ async fn delivery_run(
         .arg(format!("{prefix}:{{{prefix}}}:indexed"))
         .arg(format!(
             "{}{}",
-            hookd::due::rebuild::INDEX_FORMAT,
+            hookd::due::redis::rebuild::INDEX_FORMAT,
             chrono::Utc::now().timestamp_millis()
         ))
         .query_async(&mut conn)

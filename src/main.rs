@@ -148,7 +148,7 @@ fn redis_warnings(settings: &Settings) -> Vec<String> {
         return Vec::new();
     };
     runtime.block_on(async {
-        let Ok(due) = hookd::due::DueIndex::new(&settings.redis) else {
+        let Ok(due) = hookd::due::redis::RedisIndex::new(&settings.redis) else {
             return Vec::new();
         };
         tokio::time::timeout(std::time::Duration::from_secs(1), due.eviction_warning())

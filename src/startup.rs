@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{self, AppState};
 use crate::config::Settings;
 use crate::dispatcher::Dispatcher;
-use crate::due::DueIndex;
+use crate::due::redis::RedisIndex;
+use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::service::Service;
 use crate::store::Store;
@@ -47,10 +48,12 @@ impl App {
         let store = Store::connect(&settings.database)
             .await
             .context("cannot use the database (database.url)")?;
-        let due = DueIndex::new(&settings.redis).context("invalid redis.url or redis.ca_file")?;
+        let due: SharedIndex = Arc::new(
+            RedisIndex::new(&settings.redis).context("invalid redis.url or redis.ca_file")?,
+        );
         let probe = due.clone();
         tokio::spawn(async move {
-            if let Some(warning) = probe.eviction_warning().await {
+            for warning in probe.warnings().await {
                 tracing::warn!("{warning}");
             }
         });
@@ -73,7 +76,7 @@ impl App {
     pub fn with_parts(
         settings: Settings,
         store: Store,
-        due: DueIndex,
+        due: SharedIndex,
         listener: TcpListener,
         role: Role,
     ) -> Self {
@@ -86,7 +89,7 @@ impl App {
     pub fn try_with_parts(
         settings: Settings,
         store: Store,
-        due: DueIndex,
+        due: SharedIndex,
         listener: TcpListener,
         role: Role,
     ) -> anyhow::Result<Self> {

@@ -31,7 +31,7 @@ pub async fn reindex_after_due_deleted(
             .arg(&due)
             .arg("-inf")
             .arg("(+inf")
-            .zscore(&due, hookd::due::rebuild::DUE_SENTINEL)
+            .zscore(&due, hookd::due::redis::rebuild::DUE_SENTINEL)
             .query_async(conn)
             .await
             .unwrap();

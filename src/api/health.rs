@@ -72,7 +72,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     let (pg, redis, warning) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, state.store.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.due.ping()),
-        tokio::time::timeout(CHECK_TIMEOUT, state.due.eviction_warning()),
+        tokio::time::timeout(CHECK_TIMEOUT, state.due.warnings()),
     );
     let pg_ok = matches!(pg, Ok(Ok(())));
     let redis_ok = matches!(redis, Ok(Ok(())));
@@ -86,7 +86,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         status: word_status,
         postgres: Some(word(pg_ok)),
         redis: Some(word(redis_ok)),
-        warnings: warning.ok().flatten().into_iter().collect(),
+        warnings: warning.unwrap_or_default(),
     };
     *cached = Some((Instant::now(), status, health.clone()));
     (status, Json(health))

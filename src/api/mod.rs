@@ -20,7 +20,7 @@ use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::config::Settings;
-use crate::due::DueIndex;
+use crate::due::SharedIndex;
 use crate::service::Service;
 use crate::store::Store;
 use error::ApiError;
@@ -31,7 +31,7 @@ use error::ApiError;
 pub struct AppState {
     pub service: Service,
     pub store: Store,
-    pub due: DueIndex,
+    pub due: SharedIndex,
     pub settings: Arc<Settings>,
     /// The configured tokens, digested once.
     pub auth: Arc<auth::Auth>,

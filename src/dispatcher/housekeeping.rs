@@ -18,8 +18,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::due::rebuild::IndexState;
-use crate::due::DueIndex;
+use crate::due::SharedIndex;
 use crate::store::delivery::PendingCursor;
 use crate::store::Store;
 
@@ -32,15 +31,13 @@ const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::seconds(3);
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
 const PURGE_BATCH: i64 = 1000;
-const LOCK_TTL: Duration = Duration::from_secs(30);
 
 pub async fn run(
     store: Store,
-    due: DueIndex,
+    due: SharedIndex,
     settings: std::sync::Arc<Settings>,
     shutdown: CancellationToken,
 ) {
-    let token = uuid::Uuid::now_v7().to_string();
     let mut sweep_cursor: Option<PendingCursor> = None;
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
@@ -78,25 +75,17 @@ pub async fn run(
         if let Err(error) = index_marked(&store, &due).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
-        match due.index_state().await {
-            Ok(IndexState::Missing | IndexState::DueLost | IndexState::OtherFormat) => {
-                match rebuild(&store, &due, &token, &shutdown).await {
-                    Ok(Some((added, took))) => {
-                        metrics::counter!("hookd_index_rebuilds_total").increment(1);
-                        tracing::info!(
-                            added,
-                            took_ms = took.as_millis() as u64,
-                            "rebuilt the due index from PostgreSQL"
-                        )
-                    }
-                    Ok(None) => {}
-                    Err(error) => {
-                        tracing::warn!(%error, "rebuild of the due index failed; retrying")
-                    }
-                }
+        match due.restore(&store, &shutdown).await {
+            Ok(Some(restored)) => {
+                metrics::counter!("hookd_index_rebuilds_total").increment(1);
+                tracing::info!(
+                    added = restored.added,
+                    took_ms = restored.took.as_millis() as u64,
+                    "rebuilt the due index from PostgreSQL"
+                )
             }
-            Ok(IndexState::Complete) => {}
-            Err(error) => tracing::debug!(%error, "cannot check the due index marker"),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
         }
         // A new master (Sentinel failover) may lack the last writes of the
         // old one: re-add what was created lately. Older rows it lacks are
@@ -151,7 +140,7 @@ pub async fn run(
 }
 
 /// Indexes rows marked when Redis was unreachable at their creation.
-async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
+async fn index_marked(store: &Store, due: &SharedIndex) -> anyhow::Result<()> {
     loop {
         let rows = store.needing_index(1000).await?;
         if rows.is_empty() {
@@ -174,64 +163,13 @@ async fn index_marked(store: &Store, due: &DueIndex) -> anyhow::Result<()> {
     }
 }
 
-/// Rebuilds `due` from every pending row, if this process gets the lock.
-/// Returns how many ids were added and how long it took.
-pub async fn rebuild(
-    store: &Store,
-    due: &DueIndex,
-    token: &str,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<Option<(usize, Duration)>> {
-    if !due.lock_rebuild(token, LOCK_TTL).await? {
-        return Ok(None);
-    }
-    // Looked at again under the lock: another process may have rebuilt it.
-    match due.index_state().await? {
-        IndexState::Complete => {
-            due.unlock_rebuild(token).await?;
-            return Ok(None);
-        }
-        IndexState::Missing => tracing::warn!(
-            "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
-        ),
-        IndexState::DueLost => tracing::warn!(
-            "the due set lost its sentinel while the marker stayed (evicted, deleted or not replicated): rebuilding"
-        ),
-        IndexState::OtherFormat => {
-            tracing::warn!(
-                "the due index was written by a build with another member format: clearing and rebuilding it"
-            );
-            due.clear_index().await?;
-        }
-    }
-    let started = Instant::now();
-    let mut cursor = None;
-    let mut added = 0;
-    loop {
-        if shutdown.is_cancelled() {
-            due.unlock_rebuild(token).await?;
-            return Ok(None);
-        }
-        let page = store.pending_page(cursor, None, PAGE).await?;
-        added += due.add_missing(&page).await?;
-        if (page.len() as i64) < PAGE {
-            break;
-        }
-        cursor = page.last().map(|(id, at)| (*at, *id));
-        due.lock_rebuild(token, LOCK_TTL).await?;
-    }
-    due.mark_indexed().await?;
-    due.unlock_rebuild(token).await?;
-    Ok(Some((added, started.elapsed())))
-}
-
 /// How far back a master change re-adds rows: replication lag and the
 /// failover itself take seconds; minutes leave a wide margin.
 const RECENT: chrono::Duration = chrono::Duration::minutes(10);
 
 /// Re-adds the pending rows created in the last `RECENT`, those in neither
 /// set.
-async fn heal_recent(store: &Store, due: &DueIndex) -> anyhow::Result<usize> {
+async fn heal_recent(store: &Store, due: &SharedIndex) -> anyhow::Result<usize> {
     let since = (Utc::now() - RECENT).timestamp_millis();
     let mut after = crate::domain::id::first_of_ms(since);
     let mut added = 0;
@@ -250,7 +188,7 @@ async fn heal_recent(store: &Store, due: &DueIndex) -> anyhow::Result<usize> {
 /// (healing at rebuild speed); a page that found none ends this sweep.
 async fn sweep(
     store: &Store,
-    due: &DueIndex,
+    due: &SharedIndex,
     cursor: &mut Option<PendingCursor>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {

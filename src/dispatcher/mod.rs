@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::config::Settings;
 use crate::domain::status::Status;
-use crate::due::DueIndex;
+use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::{AttemptRecord, Claimed};
 use crate::store::Store;
@@ -46,7 +46,7 @@ const STORE_BACKOFF: Duration = Duration::from_secs(1);
 
 pub struct Dispatcher {
     store: Store,
-    due: DueIndex,
+    due: SharedIndex,
     sender: Sender,
     settings: Arc<Settings>,
     wake: Arc<Notify>,
@@ -123,7 +123,7 @@ struct Shared {
 impl Dispatcher {
     pub fn new(
         store: Store,
-        due: DueIndex,
+        due: SharedIndex,
         sender: Sender,
         settings: Arc<Settings>,
         wake: Arc<Notify>,

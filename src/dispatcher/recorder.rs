@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
 use crate::domain::outcome::Outcome;
-use crate::due::DueIndex;
+use crate::due::SharedIndex;
 use crate::store::delivery::AttemptRecord;
 use crate::store::Store;
 
@@ -30,7 +30,7 @@ const MAX_OWED: usize = 100_000;
 /// was scheduled, so a dispatcher sleeping towards a later time re-plans.
 pub async fn run(
     store: Store,
-    due: DueIndex,
+    due: SharedIndex,
     wake: Arc<Notify>,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
     operator: bool,
@@ -89,7 +89,7 @@ impl Owed {
 
     /// Tries to complete everything owed; returns whether a retry was
     /// scheduled.
-    async fn settle(&mut self, due: &DueIndex) -> bool {
+    async fn settle(&mut self, due: &SharedIndex) -> bool {
         if self.is_empty() {
             return false;
         }

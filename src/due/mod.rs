@@ -1,38 +1,28 @@
-//! The Redis due index: *when* each pending notification is next due, and the
-//! leases of what is being delivered now. It holds nothing that PostgreSQL
-//! does not: losing it loses nothing (see `rebuild`).
+//! The due index: *when* each pending notification is next due, and the
+//! leases of what is being delivered now. PostgreSQL is the truth; the
+//! index only orders it, and can be rebuilt from it at any time.
 //!
-//! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
-//! in one Redis Cluster slot, so scripts may touch several:
-//! - `P:{P}:due`      zset, notification id → due time (unix ms)
-//! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
-//! - `P:{P}:indexed`  marker: present while `due` is known to be complete
-//! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
-//!
-//! Members are the 14 bytes of the notification's compact id (`domain::id`),
-//! not its 36-character text: the index costs Redis memory per pending
-//! notification, and a member of 14 bytes or less fits Redis's 16-byte
-//! allocation class where the 16 bytes of a full UUID take 24. An id that is
-//! not compact (made elsewhere) is stored as its 16 bytes.
+//! Backends sit side by side behind one trait (`DueIndex`), chosen once at
+//! start-up: `redis` (server mode, several processes) today; an in-process
+//! index for the embedded mode fits beside it. The trait's methods are
+//! grouped by who calls them; nothing outside a backend knows its keys,
+//! markers or locks.
 
-pub mod lease;
-mod link;
-pub mod rebuild;
+pub mod redis;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::config::RedisSettings;
-use crate::domain::id;
+use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DueError {
     #[error("redis unavailable: {0}")]
-    Unavailable(redis::RedisError),
+    Unavailable(::redis::RedisError),
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
     #[error("redis returned a malformed member ({0} bytes)")]
@@ -40,219 +30,108 @@ pub enum DueError {
     #[error("no sentinel named a master for redis.master_name")]
     NoMaster,
 }
-
-#[derive(Debug, Clone)]
-pub struct Keys {
-    pub due: String,
-    pub inflight: String,
+/// What one claim call found.
+#[derive(Debug, Default)]
+pub struct Claim {
+    pub ids: Vec<Uuid>,
+    /// Earliest due time left in `due` (unix ms).
+    pub next_due_ms: Option<i64>,
+    /// Earliest lease expiry in `inflight` (unix ms).
+    pub next_lease_ms: Option<i64>,
+    /// Expired leases returned to `due` by this call.
+    pub requeued: usize,
 }
 
-impl Keys {
-    pub fn new(prefix: &str) -> Self {
-        Self {
-            due: format!("{prefix}:{{{prefix}}}:due"),
-            inflight: format!("{prefix}:{{{prefix}}}:inflight"),
+impl Claim {
+    /// When something will next need this dispatcher's attention.
+    pub fn next_event_ms(&self) -> Option<i64> {
+        match (self.next_due_ms, self.next_lease_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 }
+/// A shared handle to the configured index.
+pub type SharedIndex = Arc<dyn DueIndex>;
 
-/// Handle to the due index. Cheap to clone. Connects on first use, so hookd
-/// starts (and accepts notifications) while Redis is down.
-#[derive(Clone)]
-pub struct DueIndex {
-    link: Arc<link::Link>,
-    keys: Arc<Keys>,
-    prefix: Arc<str>,
-    pub(crate) timeout: Duration,
-}
-
-impl From<redis::RedisError> for DueError {
-    fn from(error: redis::RedisError) -> Self {
-        DueError::Unavailable(error)
-    }
-}
-
-/// A notification id as a due-index member.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Member {
-    bytes: [u8; 16],
-    len: u8,
-}
-
-impl Member {
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
-    }
-}
-
-impl redis::ToRedisArgs for Member {
-    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(self.as_bytes());
-    }
-}
-
-/// One member is one argument (`ZSCORE` takes exactly one).
-impl redis::ToSingleRedisArg for Member {}
-
-pub fn member(id: &Uuid) -> Member {
-    match id::compact(id) {
-        Some(compact) => {
-            let mut bytes = [0u8; 16];
-            bytes[..id::COMPACT_LEN].copy_from_slice(&compact);
-            Member {
-                bytes,
-                len: id::COMPACT_LEN as u8,
-            }
-        }
-        None => Member {
-            bytes: *id.as_bytes(),
-            len: 16,
-        },
-    }
-}
-
-pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
-    match <&[u8; id::COMPACT_LEN]>::try_from(bytes) {
-        Ok(compact) => Ok(id::expand(compact)),
-        Err(_) => Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len())),
-    }
-}
-
-/// The score of a due time: unix milliseconds, rounded up, so that a claim
-/// at `now >= score` never finds a row whose microsecond due time is later.
-pub fn score(at: DateTime<Utc>) -> i64 {
-    let micros = at.timestamp_micros();
-    micros.div_euclid(1000) + i64::from(micros.rem_euclid(1000) != 0)
-}
-
-impl DueIndex {
-    pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
-        Ok(Self {
-            link: Arc::new(link::Link::new(settings)?),
-            keys: Arc::new(Keys::new(&settings.prefix)),
-            prefix: settings.prefix.as_str().into(),
-            timeout: Duration::from_millis(settings.timeout_ms),
-        })
-    }
-
-    pub fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// Counts the masters hookd has connected to (see `link`): when it
-    /// moves, the housekeeper re-adds recent rows the new master may lack.
-    pub fn epoch(&self) -> u64 {
-        self.link.epoch()
-    }
-
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
-        self.observed(self.link.conn().await)
-    }
-
-    /// Passes a result through, telling the link about failures (a failover
-    /// makes the next command look for the new master).
-    pub(crate) fn observed<T>(&self, result: Result<T, DueError>) -> Result<T, DueError> {
-        if let Err(error) = &result {
-            self.link.failed(error);
-        }
-        result
-    }
-
-    /// Runs a command or pipeline with the configured time limit.
-    pub(crate) async fn run<T: redis::FromRedisValue>(
+/// Where a rebuild reads what is pending: the store, page by page in due
+/// order (keyset `(due time, id)`).
+#[async_trait::async_trait]
+pub trait PendingRows: Send + Sync {
+    async fn pending_page(
         &self,
-        cmd: impl FnOnce(&mut redis::Pipeline),
-    ) -> Result<T, DueError> {
-        let mut conn = self.conn().await?;
-        let mut pipe = redis::pipe();
-        cmd(&mut pipe);
-        self.observed(
-            match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
-                Ok(result) => result.map_err(DueError::from),
-                Err(_) => Err(DueError::Timeout(self.timeout)),
-            },
-        )
-    }
+        after: Option<(DateTime<Utc>, Uuid)>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+}
 
-    pub async fn ping(&self) -> Result<(), DueError> {
-        let _: (String,) = self
-            .run(|p| {
-                p.cmd("PING");
-            })
-            .await?;
-        Ok(())
-    }
+/// Why a restore stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error(transparent)]
+    Due(#[from] DueError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
-    /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
-    /// disabled on managed Redis).
-    pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {
-        let (info,): (String,) = self
-            .run(|p| {
-                p.cmd("INFO").arg("memory");
-            })
-            .await?;
-        Ok(info
-            .lines()
-            .find_map(|line| line.strip_prefix("maxmemory_policy:"))
-            .map(|policy| policy.trim().to_string()))
-    }
+/// What a restore did: how many ids it added, in how long.
+#[derive(Debug, Clone, Copy)]
+pub struct Restored {
+    pub added: usize,
+    pub took: Duration,
+}
 
-    /// A warning when Redis may evict hookd's keys: any policy but
-    /// `noeviction` lets it drop `due` under memory pressure. Nothing is
-    /// lost then (the sentinel member notices within a second and the index
-    /// is rebuilt), but deliveries wait for the rebuild.
-    pub async fn eviction_warning(&self) -> Option<String> {
-        match self.maxmemory_policy().await {
-            Ok(Some(policy)) if policy != "noeviction" => Some(format!(
-                "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
-            )),
-            _ => None,
-        }
-    }
+#[async_trait::async_trait]
+pub trait DueIndex: Send + Sync + 'static {
+    // The write path.
 
-    /// Adds (or moves) notifications to the due set, in one command.
-    pub async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<(i64, Member)> = entries
-            .iter()
-            .map(|(id, at)| (score(*at), member(id)))
-            .collect();
-        let key = &self.keys.due;
-        self.run::<()>(|p| {
-            p.zadd_multiple(key, &items).ignore();
-        })
-        .await
-    }
+    /// Adds (or moves) notifications to the index at their due times.
+    async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError>;
+    /// Removes notifications (cancelled ones). Best effort: the dispatcher
+    /// skips ids whose rows are no longer pending anyway.
+    async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError>;
 
-    /// Removes notifications from the index (cancelled ones, say). Best effort:
-    /// the dispatcher also skips any id whose row is no longer pending.
-    pub async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let members: Vec<Member> = ids.iter().map(member).collect();
-        let keys = &self.keys;
-        self.run::<()>(|p| {
-            p.zrem(&keys.due, &members).ignore();
-            p.zrem(&keys.inflight, &members).ignore();
-        })
-        .await
-    }
+    // The dispatcher.
 
-    /// The due time of a notification, if it is in the due set.
-    pub async fn due_at(&self, id: Uuid) -> Result<Option<i64>, DueError> {
-        let key = &self.keys.due;
-        let (score,): (Option<i64>,) = self
-            .run(|p| {
-                p.zscore(key, member(&id));
-            })
-            .await?;
-        Ok(score)
-    }
+    /// Claims up to `limit` ids due at `now`, leasing them until
+    /// `lease_until`; expired leases come back first.
+    async fn claim(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Claim, DueError>;
+    /// Ends the leases of `done` and schedules `next`, after their
+    /// outcomes are committed.
+    async fn complete(&self, done: &[Uuid], next: &[(Uuid, DateTime<Utc>)])
+        -> Result<(), DueError>;
+    /// Gives leased ids back, due at the times given.
+    async fn reschedule(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError>;
+    /// Drops leased ids whose rows are no longer pending.
+    async fn forget(&self, ids: &[Uuid]) -> Result<(), DueError>;
+
+    // Housekeeping.
+
+    /// (due, leased) counts.
+    async fn depth(&self) -> Result<(u64, u64), DueError>;
+    /// Changes when the index may have lost recent writes (a new Redis
+    /// master): housekeeping then re-adds recent rows.
+    fn epoch(&self) -> u64;
+    /// Adds the entries that are neither due nor leased; returns how many.
+    async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
+    /// The ids among `entries` that are neither due nor leased.
+    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
+    /// If the index was lost (or is in another format), rebuilds it from
+    /// `rows`, unless another process is doing so. `None`: nothing to do.
+    async fn restore(
+        &self,
+        rows: &dyn PendingRows,
+        shutdown: &CancellationToken,
+    ) -> Result<Option<Restored>, RestoreError>;
+
+    // Readiness.
+
+    async fn ping(&self) -> Result<(), DueError>;
+    /// Configuration that endangers the index (an eviction policy, say).
+    async fn warnings(&self) -> Vec<String>;
 }

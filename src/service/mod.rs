@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 
 use crate::config::Settings;
 use crate::domain::problem::Problem;
-use crate::due::DueIndex;
+use crate::due::SharedIndex;
 use crate::store::{Store, StoreError};
 
 pub use commit::COMMITTERS;
@@ -54,7 +54,7 @@ impl From<StoreError> for ServiceError {
 #[derive(Clone)]
 pub struct Service {
     store: Store,
-    due: DueIndex,
+    due: SharedIndex,
     settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
     wake: Arc<Notify>,
@@ -71,7 +71,7 @@ pub struct Service {
 impl Service {
     /// The service and its committers (`COMMITTERS` tasks, which run as long
     /// as the runtime does). Call it inside a Tokio runtime.
-    pub fn start(store: Store, due: DueIndex, settings: Arc<Settings>) -> Self {
+    pub fn start(store: Store, due: SharedIndex, settings: Arc<Settings>) -> Self {
         let (commit, queue) = commit::Committer::channel();
         let service = Self {
             store,

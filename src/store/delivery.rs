@@ -483,3 +483,15 @@ impl Store {
         Ok((deleted as u64, next))
     }
 }
+
+/// A rebuild of the due index reads pending rows through this seam.
+#[async_trait::async_trait]
+impl crate::due::PendingRows for Store {
+    async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_page(self, after, None, limit).await
+    }
+}

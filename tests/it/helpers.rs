@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hookd::config::Settings;
-use hookd::due::DueIndex;
+use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
 use hookd::store::Store;
 use reqwest::{Method, StatusCode};
@@ -26,6 +26,8 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub state: hookd::api::AppState,
+    /// The app's due index, as the Redis backend it is in these tests.
+    pub index: RedisIndex,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -57,8 +59,9 @@ pub async fn spawn_app_with(pool: PgPool, redis_url: &str, overrides: &str) -> T
 }
 
 pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
-    let due = DueIndex::new(&settings.redis).unwrap();
+    let index = RedisIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let due = std::sync::Arc::new(index.clone());
     let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
     let base = format!("http://{}", app.local_addr());
     let state = app.state().clone();
@@ -70,6 +73,7 @@ pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
         base,
         client: reqwest::Client::new(),
         state,
+        index,
         stop: Some(stop),
     }
 }

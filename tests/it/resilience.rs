@@ -59,7 +59,7 @@ async fn shop_on_own_redis(pool: PgPool) -> (RedisServer, TestApp, Receiver) {
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
     eventually(DEADLINE, "the index marker", || async {
-        app.state.due.is_indexed().await.ok().filter(|i| *i)
+        app.index.is_indexed().await.ok().filter(|i| *i)
     })
     .await;
     (redis, app, receiver)
@@ -426,7 +426,7 @@ async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notificatio
     // What a build before compact members leaves behind: every id as its 16
     // bytes, and a marker that holds a bare time. Rewritten in one MULTI, so
     // the housekeeper sees the old index whole or not at all.
-    let keys = app.state.due.keys().clone();
+    let keys = app.index.keys().clone();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     // Every id: the never-due sentinel (score +inf) is not one.
@@ -443,13 +443,13 @@ async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notificatio
     let mut rewrite = redis::pipe();
     rewrite.atomic();
     for (member, score) in &entries {
-        let id = hookd::due::parse_member(member).unwrap();
+        let id = hookd::due::redis::parse_member(member).unwrap();
         rewrite.zrem(&keys.due, member).ignore();
         rewrite
             .zadd(&keys.due, id.as_bytes().as_slice(), *score)
             .ignore();
     }
-    let marker = format!("{0}:{{{0}}}:indexed", app.state.due.prefix());
+    let marker = format!("{0}:{{{0}}}:indexed", app.index.prefix());
     rewrite.set(&marker, "1795000000000").ignore();
     let _: () = rewrite.query_async(&mut conn).await.unwrap();
 
@@ -465,5 +465,5 @@ async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notificatio
         (leased == 0).then_some(())
     })
     .await;
-    assert!(app.state.due.is_indexed().await.unwrap());
+    assert!(app.index.is_indexed().await.unwrap());
 }

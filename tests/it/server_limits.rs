@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::helpers::{redis_url, test_settings, TOKEN};
-use hookd::due::DueIndex;
+use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
 use hookd::store::Store;
 
@@ -28,9 +28,15 @@ async fn start(
     tokio::sync::oneshot::Sender<()>,
 ) {
     let settings = test_settings(&redis_url(), overrides);
-    let due = DueIndex::new(&settings.redis).unwrap();
+    let due = RedisIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
+    let app = App::with_parts(
+        settings,
+        Store::new(pool),
+        std::sync::Arc::new(due),
+        listener,
+        Role::All,
+    );
     let (address, metrics) = (app.local_addr(), app.metrics_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app.run(async {

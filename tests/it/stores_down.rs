@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use hookd::due::DueIndex;
+use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
 use hookd::store::Store;
 use reqwest::StatusCode;
@@ -54,9 +54,15 @@ async fn with_postgres_down_the_api_answers_503_quickly_and_readyz_says_so() {
         .connect_lazy(&url)
         .unwrap();
     let settings = test_settings(&redis_url(), "");
-    let due = DueIndex::new(&settings.redis).unwrap();
+    let due = RedisIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
+    let app = App::with_parts(
+        settings,
+        Store::new(pool),
+        std::sync::Arc::new(due),
+        listener,
+        Role::All,
+    );
     let base = format!("http://{}", app.local_addr());
     tokio::spawn(app.run(std::future::pending()));
     let client = reqwest::Client::new();

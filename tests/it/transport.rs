@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookd::due::DueIndex;
+use hookd::due::redis::RedisIndex;
 use hookd::store::Store;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -124,7 +124,7 @@ async fn a_redis_certificate_from_an_unknown_ca_is_refused() {
     // Without redis.ca_file only the bundled public roots vouch, and they do
     // not know the test CA.
     let settings = test_settings(&redis.url(), "[redis]\ntimeout_ms = 2000\n");
-    let due = DueIndex::new(&settings.redis).unwrap();
+    let due = RedisIndex::new(&settings.redis).unwrap();
     let error = due.ping().await.expect_err("an unknown CA is refused");
     assert!(
         error.to_string().to_lowercase().contains("certificate"),
@@ -132,7 +132,7 @@ async fn a_redis_certificate_from_an_unknown_ca_is_refused() {
     );
     // The same server with its CA configured answers: the refusal was the CA.
     let settings = test_settings(&redis.url(), &redis_overrides(Some(&tls_files().ca)));
-    DueIndex::new(&settings.redis)
+    RedisIndex::new(&settings.redis)
         .unwrap()
         .ping()
         .await

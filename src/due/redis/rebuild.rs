@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 use uuid::Uuid;
 
-use super::{member, parse_member, score, DueError, DueIndex};
+use super::{member, parse_member, score, RedisIndex};
+use crate::due::{DueError, PendingRows, RestoreError, Restored};
 
 static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -91,7 +92,7 @@ pub enum IndexState {
     OtherFormat,
 }
 
-impl DueIndex {
+impl RedisIndex {
     fn marker_key(&self) -> String {
         format!("{0}:{{{0}}}:indexed", self.prefix())
     }
@@ -238,5 +239,69 @@ impl DueIndex {
             },
         )?;
         found.iter().map(|m| parse_member(m)).collect()
+    }
+}
+
+/// Rows read per page of a rebuild.
+const PAGE: i64 = 5000;
+/// How long the rebuild lock lasts without being renewed.
+const LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl RedisIndex {
+    /// Rebuilds `due` from every pending row when the marker says it was
+    /// lost, if this process gets the lock.
+    pub(super) async fn restore_from(
+        &self,
+        rows: &dyn PendingRows,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<Restored>, RestoreError> {
+        if self.index_state().await? == IndexState::Complete {
+            return Ok(None);
+        }
+        let token = &*self.token;
+        if !self.lock_rebuild(token, LOCK_TTL).await? {
+            return Ok(None);
+        }
+        // Looked at again under the lock: another process may have rebuilt it.
+        match self.index_state().await? {
+            IndexState::Complete => {
+                self.unlock_rebuild(token).await?;
+                return Ok(None);
+            }
+            IndexState::Missing => tracing::warn!(
+                "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
+            ),
+            IndexState::DueLost => tracing::warn!(
+                "the due set lost its sentinel while the marker stayed (evicted, deleted or not replicated): rebuilding"
+            ),
+            IndexState::OtherFormat => {
+                tracing::warn!(
+                    "the due index was written by a build with another member format: clearing and rebuilding it"
+                );
+                self.clear_index().await?;
+            }
+        }
+        let started = std::time::Instant::now();
+        let mut cursor = None;
+        let mut added = 0;
+        loop {
+            if shutdown.is_cancelled() {
+                self.unlock_rebuild(token).await?;
+                return Ok(None);
+            }
+            let page = rows.pending_page(cursor, PAGE).await?;
+            added += self.add_missing(&page).await?;
+            if (page.len() as i64) < PAGE {
+                break;
+            }
+            cursor = page.last().map(|(id, at)| (*at, *id));
+            self.lock_rebuild(token, LOCK_TTL).await?;
+        }
+        self.mark_indexed().await?;
+        self.unlock_rebuild(token).await?;
+        Ok(Some(Restored {
+            added,
+            took: started.elapsed(),
+        }))
     }
 }

@@ -9,7 +9,8 @@ use redis::Script;
 use std::sync::LazyLock;
 use uuid::Uuid;
 
-use super::{member, parse_member, score, DueError, DueIndex, Member};
+use super::{member, parse_member, score, Member, RedisIndex};
+use crate::due::{Claim, DueError};
 
 /// Most expired leases returned to `due` per claim call.
 const MAX_REQUEUE: usize = 1000;
@@ -48,29 +49,7 @@ return {ids, first[2] or false, lease[2] or false, #expired}
     )
 });
 
-/// What one claim call found.
-#[derive(Debug, Default)]
-pub struct Claim {
-    pub ids: Vec<Uuid>,
-    /// Earliest due time left in `due` (unix ms).
-    pub next_due_ms: Option<i64>,
-    /// Earliest lease expiry in `inflight` (unix ms).
-    pub next_lease_ms: Option<i64>,
-    /// Expired leases returned to `due` by this call.
-    pub requeued: usize,
-}
-
-impl Claim {
-    /// When something will next need this dispatcher's attention.
-    pub fn next_event_ms(&self) -> Option<i64> {
-        match (self.next_due_ms, self.next_lease_ms) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
-
-impl DueIndex {
+impl RedisIndex {
     /// Claims up to `limit` ids due at `now`, leasing them until `lease_until`.
     pub async fn claim(
         &self,

@@ -1,0 +1,319 @@
+//! The due index on Redis (server mode): *when* each pending notification
+//! is next due, and the leases of what is being delivered now. It holds
+//! nothing that PostgreSQL does not: losing it loses nothing (see
+//! `rebuild`). Keys, the marker and the rebuild lock stay in this module.
+//!
+//! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
+//! in one Redis Cluster slot, so scripts may touch several:
+//! - `P:{P}:due`      zset, notification id → due time (unix ms)
+//! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
+//! - `P:{P}:indexed`  marker: present while `due` is known to be complete
+//! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
+//!
+//! Members are the 14 bytes of the notification's compact id (`domain::id`),
+//! not its 36-character text: the index costs Redis memory per pending
+//! notification, and a member of 14 bytes or less fits Redis's 16-byte
+//! allocation class where the 16 bytes of a full UUID take 24. An id that is
+//! not compact (made elsewhere) is stored as its 16 bytes.
+
+pub mod lease;
+mod link;
+pub mod rebuild;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use redis::aio::ConnectionManager;
+use uuid::Uuid;
+
+use crate::config::RedisSettings;
+use crate::domain::id;
+use crate::due::DueError;
+
+#[derive(Debug, Clone)]
+pub struct Keys {
+    pub due: String,
+    pub inflight: String,
+}
+
+impl Keys {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            due: format!("{prefix}:{{{prefix}}}:due"),
+            inflight: format!("{prefix}:{{{prefix}}}:inflight"),
+        }
+    }
+}
+
+/// Handle to the due index. Cheap to clone. Connects on first use, so hookd
+/// starts (and accepts notifications) while Redis is down.
+#[derive(Clone)]
+pub struct RedisIndex {
+    link: Arc<link::Link>,
+    /// Names this process in the rebuild lock.
+    token: Arc<str>,
+    keys: Arc<Keys>,
+    prefix: Arc<str>,
+    pub(crate) timeout: Duration,
+}
+
+impl From<redis::RedisError> for DueError {
+    fn from(error: redis::RedisError) -> Self {
+        DueError::Unavailable(error)
+    }
+}
+
+/// A notification id as a due-index member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl Member {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl redis::ToRedisArgs for Member {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg(self.as_bytes());
+    }
+}
+
+/// One member is one argument (`ZSCORE` takes exactly one).
+impl redis::ToSingleRedisArg for Member {}
+
+pub fn member(id: &Uuid) -> Member {
+    match id::compact(id) {
+        Some(compact) => {
+            let mut bytes = [0u8; 16];
+            bytes[..id::COMPACT_LEN].copy_from_slice(&compact);
+            Member {
+                bytes,
+                len: id::COMPACT_LEN as u8,
+            }
+        }
+        None => Member {
+            bytes: *id.as_bytes(),
+            len: 16,
+        },
+    }
+}
+
+pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
+    match <&[u8; id::COMPACT_LEN]>::try_from(bytes) {
+        Ok(compact) => Ok(id::expand(compact)),
+        Err(_) => Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len())),
+    }
+}
+
+/// The score of a due time: unix milliseconds, rounded up, so that a claim
+/// at `now >= score` never finds a row whose microsecond due time is later.
+pub fn score(at: DateTime<Utc>) -> i64 {
+    let micros = at.timestamp_micros();
+    micros.div_euclid(1000) + i64::from(micros.rem_euclid(1000) != 0)
+}
+
+impl RedisIndex {
+    pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
+        Ok(Self {
+            link: Arc::new(link::Link::new(settings)?),
+            token: Uuid::now_v7().to_string().into(),
+            keys: Arc::new(Keys::new(&settings.prefix)),
+            prefix: settings.prefix.as_str().into(),
+            timeout: Duration::from_millis(settings.timeout_ms),
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Counts the masters hookd has connected to (see `link`): when it
+    /// moves, the housekeeper re-adds recent rows the new master may lack.
+    pub fn epoch(&self) -> u64 {
+        self.link.epoch()
+    }
+
+    pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
+        self.observed(self.link.conn().await)
+    }
+
+    /// Passes a result through, telling the link about failures (a failover
+    /// makes the next command look for the new master).
+    pub(crate) fn observed<T>(&self, result: Result<T, DueError>) -> Result<T, DueError> {
+        if let Err(error) = &result {
+            self.link.failed(error);
+        }
+        result
+    }
+
+    /// Runs a command or pipeline with the configured time limit.
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &self,
+        cmd: impl FnOnce(&mut redis::Pipeline),
+    ) -> Result<T, DueError> {
+        let mut conn = self.conn().await?;
+        let mut pipe = redis::pipe();
+        cmd(&mut pipe);
+        self.observed(
+            match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout)),
+            },
+        )
+    }
+
+    pub async fn ping(&self) -> Result<(), DueError> {
+        let _: (String,) = self
+            .run(|p| {
+                p.cmd("PING");
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
+    /// disabled on managed Redis).
+    pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {
+        let (info,): (String,) = self
+            .run(|p| {
+                p.cmd("INFO").arg("memory");
+            })
+            .await?;
+        Ok(info
+            .lines()
+            .find_map(|line| line.strip_prefix("maxmemory_policy:"))
+            .map(|policy| policy.trim().to_string()))
+    }
+
+    /// A warning when Redis may evict hookd's keys: any policy but
+    /// `noeviction` lets it drop `due` under memory pressure. Nothing is
+    /// lost then (the sentinel member notices within a second and the index
+    /// is rebuilt), but deliveries wait for the rebuild.
+    pub async fn eviction_warning(&self) -> Option<String> {
+        match self.maxmemory_policy().await {
+            Ok(Some(policy)) if policy != "noeviction" => Some(format!(
+                "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Adds (or moves) notifications to the due set, in one command.
+    pub async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(i64, Member)> = entries
+            .iter()
+            .map(|(id, at)| (score(*at), member(id)))
+            .collect();
+        let key = &self.keys.due;
+        self.run::<()>(|p| {
+            p.zadd_multiple(key, &items).ignore();
+        })
+        .await
+    }
+
+    /// Removes notifications from the index (cancelled ones, say). Best effort:
+    /// the dispatcher also skips any id whose row is no longer pending.
+    pub async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let members: Vec<Member> = ids.iter().map(member).collect();
+        let keys = &self.keys;
+        self.run::<()>(|p| {
+            p.zrem(&keys.due, &members).ignore();
+            p.zrem(&keys.inflight, &members).ignore();
+        })
+        .await
+    }
+
+    /// The due time of a notification, if it is in the due set.
+    pub async fn due_at(&self, id: Uuid) -> Result<Option<i64>, DueError> {
+        let key = &self.keys.due;
+        let (score,): (Option<i64>,) = self
+            .run(|p| {
+                p.zscore(key, member(&id));
+            })
+            .await?;
+        Ok(score)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::due::DueIndex for RedisIndex {
+    async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
+        RedisIndex::add(self, entries).await
+    }
+
+    async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
+        RedisIndex::remove(self, ids).await
+    }
+
+    async fn claim(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+        lease_until: DateTime<Utc>,
+    ) -> Result<crate::due::Claim, DueError> {
+        RedisIndex::claim(self, now, limit, lease_until).await
+    }
+
+    async fn complete(
+        &self,
+        done: &[Uuid],
+        next: &[(Uuid, DateTime<Utc>)],
+    ) -> Result<(), DueError> {
+        RedisIndex::complete(self, done, next).await
+    }
+
+    async fn reschedule(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
+        RedisIndex::reschedule(self, entries).await
+    }
+
+    async fn forget(&self, ids: &[Uuid]) -> Result<(), DueError> {
+        RedisIndex::forget(self, ids).await
+    }
+
+    async fn depth(&self) -> Result<(u64, u64), DueError> {
+        RedisIndex::depth(self).await
+    }
+
+    fn epoch(&self) -> u64 {
+        RedisIndex::epoch(self)
+    }
+
+    async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
+        RedisIndex::add_missing(self, entries).await
+    }
+
+    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
+        RedisIndex::missing(self, entries).await
+    }
+
+    async fn restore(
+        &self,
+        rows: &dyn crate::due::PendingRows,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> Result<Option<crate::due::Restored>, crate::due::RestoreError> {
+        self.restore_from(rows, shutdown).await
+    }
+
+    async fn ping(&self) -> Result<(), DueError> {
+        RedisIndex::ping(self).await
+    }
+
+    async fn warnings(&self) -> Vec<String> {
+        self.eviction_warning().await.into_iter().collect()
+    }
+}
