@@ -162,6 +162,10 @@ pub struct SenderSettings {
     pub ca_file: String,
 }
 
+/// The part of a response body kept in the attempt row: the least
+/// `sender.max_response_bytes` may be.
+pub const STORED_BODY_BYTES: usize = 4096;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DispatcherSettings {
@@ -372,13 +376,12 @@ impl Settings {
                 return Err(invalid(key, &format!("must be between 1 and {max}")));
             }
         }
-        if !(crate::sender::STORED_BODY_BYTES..=64 << 20).contains(&self.sender.max_response_bytes)
-        {
+        if !(STORED_BODY_BYTES..=64 << 20).contains(&self.sender.max_response_bytes) {
             return Err(invalid(
                 "sender.max_response_bytes",
                 &format!(
                     "must be between {} (the part of a response kept) and 67108864",
-                    crate::sender::STORED_BODY_BYTES
+                    STORED_BODY_BYTES
                 ),
             ));
         }
