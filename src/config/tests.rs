@@ -1,6 +1,8 @@
 //! Unit tests of the settings: defaults, refusals that name their key and
 //! never echo a secret, tokens, keys and warnings.
 
+use std::time::Duration;
+
 use super::*;
 use crate::domain::scope::Scope;
 

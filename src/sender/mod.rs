@@ -18,12 +18,12 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGE
 use uuid::Uuid;
 
 use crate::config::SenderSettings;
+// Config owns the limit (it checks `max_response_bytes` against it); the
+// sender applies it and keeps the path it always had.
+pub use crate::config::STORED_BODY_BYTES;
 use crate::domain::outcome::{parse_retry_after, Answer};
 use crate::domain::secret::SigningSecret;
 use guard::{Guard, ResolveError};
-
-/// The part of a response body kept in the attempt row.
-pub const STORED_BODY_BYTES: usize = 4096;
 
 pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 

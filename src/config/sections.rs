@@ -1,0 +1,258 @@
+//! The settings types, one per `[section]` of the TOML, the limits they are
+//! checked against, the values derived from them, and `Secret`, the value
+//! that never prints.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::TokenSpec;
+
+/// Margin the delivery lease must keep over the longest attempt timeout.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub api: ApiSettings,
+    pub sender: SenderSettings,
+    pub dispatcher: DispatcherSettings,
+    pub retention: RetentionSettings,
+    pub operator: OperatorSettings,
+    pub secrets: SecretsSettings,
+    pub log: LogSettings,
+}
+
+/// Encryption of signing secrets and custom header values at rest, and the
+/// overlap of secret rotations.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretsSettings {
+    /// AEAD keys: the first seals, every one opens. Empty: plaintext.
+    pub keys: Vec<SecretKeySettings>,
+    /// How long a rotated-out secret keeps signing by default. 0: not at all.
+    pub rotation_overlap_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretKeySettings {
+    /// Written into every value it seals: short, never reused for another key.
+    pub id: String,
+    /// The base64 of 32 random bytes.
+    pub key: Secret,
+}
+
+/// The longest rotation overlap, in config and per rotation.
+pub const MAX_ROTATION_OVERLAP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Where hookd reports to its operators: `notification.failed` and
+/// `endpoint.disabled` events, signed like every delivery.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorSettings {
+    /// Empty: no operator events. Masked like a secret: webhook URLs often
+    /// carry a token in their path.
+    pub url: Secret,
+    /// `whsec_...`; required with `url`.
+    pub secret: Secret,
+}
+
+impl OperatorSettings {
+    pub fn enabled(&self) -> bool {
+        !self.url.expose().is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSettings {
+    pub days: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+    pub shutdown_timeout_ms: u64,
+    /// Closes a connection whose TLS handshake or request headers take
+    /// longer (idle keep-alive connections included).
+    pub header_timeout_ms: u64,
+    /// Answers 408 to a request (body included) that takes longer.
+    pub request_timeout_ms: u64,
+    /// Open connections at most; past it hookd stops accepting.
+    pub max_connections: usize,
+    /// PEM certificate chain and private key: the API speaks TLS.
+    pub tls_cert: String,
+    pub tls_key: String,
+    /// A second listener for `/metrics`, `/healthz` and `/readyz`; when set,
+    /// `/metrics` leaves `listen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: Secret,
+    pub migrate: bool,
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    pub url: Secret,
+    pub prefix: String,
+    pub timeout_ms: u64,
+    /// `host:port` of Redis Sentinels; non-empty: the master is the one
+    /// they name for `master_name`, and `url` gives only scheme,
+    /// credentials and database.
+    pub sentinels: Vec<String>,
+    pub master_name: String,
+    /// PEM CA certificates that verify a `rediss://` server, instead of the
+    /// bundled public roots. Empty: the public roots.
+    pub ca_file: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiSettings {
+    pub tokens: Vec<TokenSpec>,
+    pub max_payload_bytes: usize,
+    pub max_request_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SenderSettings {
+    pub allow_networks: Vec<IpNet>,
+    pub timeout_ms: u64,
+    pub connect_timeout_ms: u64,
+    pub max_in_flight: usize,
+    pub max_response_bytes: usize,
+    /// Refuse plain `http://` receivers, at endpoint create/change and at
+    /// send time.
+    pub https_only: bool,
+    /// PEM CA certificates trusted for receivers on top of the bundled
+    /// public roots. Empty: the public roots only.
+    pub ca_file: String,
+}
+
+/// The part of a response body kept in the attempt row: the least
+/// `sender.max_response_bytes` may be.
+pub const STORED_BODY_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatcherSettings {
+    pub enabled: bool,
+    pub batch_size: usize,
+    pub lease_ms: u64,
+    pub max_idle_ms: u64,
+    pub endpoint_max_in_flight: u32,
+    pub disable_failing_endpoints_after_hours: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub filter: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Largest per-attempt timeout an endpoint may ask for, whatever the lease.
+pub const MAX_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Settings {
+    /// The address to bind: `server.listen`, moved to loopback when the API
+    /// has no tokens (an open API must not be reachable from the network).
+    pub fn bind_address(&self) -> SocketAddr {
+        let listen = self.server.listen;
+        if self.api.tokens.is_empty() && !listen.ip().is_loopback() {
+            let loopback = match listen.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            };
+            SocketAddr::new(loopback, listen.port())
+        } else {
+            listen
+        }
+    }
+
+    pub fn sender_timeout(&self) -> Duration {
+        Duration::from_millis(self.sender.timeout_ms)
+    }
+
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.dispatcher.lease_ms)
+    }
+
+    /// The longest `timeout_ms` an endpoint may set: it must end well within
+    /// the lease, for the reason given in `validate`.
+    pub fn max_endpoint_timeout(&self) -> Duration {
+        MAX_ENDPOINT_TIMEOUT.min(self.lease().saturating_sub(LEASE_MARGIN))
+    }
+
+    /// The keys that seal secrets and header values at rest (validated at load).
+    pub fn keyring(&self) -> crate::domain::sealed::Keyring {
+        self.try_keyring()
+            .expect("secrets.keys was validated at load")
+    }
+
+    pub(super) fn try_keyring(
+        &self,
+    ) -> Result<crate::domain::sealed::Keyring, crate::domain::sealed::KeyError> {
+        let keys = self.secrets.keys.iter();
+        crate::domain::sealed::Keyring::new(keys.map(|k| (k.id.as_str(), k.key.expose())))
+    }
+
+    pub fn rotation_overlap(&self) -> Duration {
+        Duration::from_millis(self.secrets.rotation_overlap_ms)
+    }
+}
+
+/// A configuration value that must never be printed: database and Redis URLs
+/// (they may hold passwords), API tokens, the operator webhook's URL and
+/// secret.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+impl Serialize for Secret {
+    /// `***`, or `""` when unset, so `config check` still shows whether a
+    /// secret (the operator webhook, say) is configured at all.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(if self.0.is_empty() { "" } else { "***" })
+    }
+}

@@ -1,0 +1,318 @@
+//! The checks made once at load, each refusal naming its key, and the
+//! warnings about settings that work but deserve an operator's attention.
+
+use std::net::IpAddr;
+
+use super::{
+    ConfigError, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP,
+    STORED_BODY_BYTES,
+};
+
+impl Settings {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, reason: &str| ConfigError::Invalid {
+            key,
+            reason: reason.to_string(),
+        };
+        if self.redis.prefix.is_empty()
+            || self.redis.prefix.contains(char::is_whitespace)
+            || self.redis.prefix.contains(['{', '}'])
+        {
+            return Err(invalid(
+                "redis.prefix",
+                "must be non-empty, without spaces or braces",
+            ));
+        }
+        for (key, url, schemes) in [
+            (
+                "database.url",
+                &self.database.url,
+                &["postgres", "postgresql"][..],
+            ),
+            (
+                "redis.url",
+                &self.redis.url,
+                &["redis", "rediss", "unix", "redis+unix"][..],
+            ),
+        ] {
+            match url::Url::parse(url.expose()) {
+                Ok(u) if schemes.contains(&u.scheme()) => {}
+                _ => {
+                    return Err(invalid(
+                        key,
+                        &format!("must be a URL with scheme {}", schemes.join(" or ")),
+                    ))
+                }
+            }
+        }
+        for sentinel in &self.redis.sentinels {
+            let valid = sentinel.rsplit_once(':').is_some_and(|(host, port)| {
+                !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+            });
+            if !valid {
+                return Err(invalid(
+                    "redis.sentinels",
+                    &format!("`{sentinel}` is not host:port"),
+                ));
+            }
+        }
+        if !self.redis.sentinels.is_empty()
+            && (self.redis.master_name.is_empty()
+                || self.redis.master_name.contains(char::is_whitespace))
+        {
+            return Err(invalid(
+                "redis.master_name",
+                "must be the sentinels' name for the master (non-empty, no spaces)",
+            ));
+        }
+        if let Err(reason) = crate::server::tls_acceptor(&self.server) {
+            let key = if reason.starts_with("server.tls_key") {
+                "server.tls_key"
+            } else {
+                "server.tls_cert"
+            };
+            return Err(invalid(
+                key,
+                reason.split_once(": ").map_or(&*reason, |(_, r)| r),
+            ));
+        }
+        if self.database.max_connections == 0 {
+            return Err(invalid("database.max_connections", "must be at least 1"));
+        }
+        if self.api.max_payload_bytes == 0 {
+            return Err(invalid("api.max_payload_bytes", "must be at least 1"));
+        }
+        if self.api.max_request_bytes < self.api.max_payload_bytes {
+            return Err(invalid(
+                "api.max_request_bytes",
+                "must be at least api.max_payload_bytes",
+            ));
+        }
+        for (key, value, max) in [
+            (
+                "server.shutdown_timeout_ms",
+                self.server.shutdown_timeout_ms,
+                3_600_000,
+            ),
+            (
+                "server.header_timeout_ms",
+                self.server.header_timeout_ms,
+                600_000,
+            ),
+            (
+                "server.request_timeout_ms",
+                self.server.request_timeout_ms,
+                3_600_000,
+            ),
+            (
+                "server.max_connections",
+                self.server.max_connections as u64,
+                1_000_000,
+            ),
+            (
+                "database.acquire_timeout_ms",
+                self.database.acquire_timeout_ms,
+                600_000,
+            ),
+            ("redis.timeout_ms", self.redis.timeout_ms, 600_000),
+            (
+                "sender.timeout_ms",
+                self.sender.timeout_ms,
+                MAX_ENDPOINT_TIMEOUT.as_millis() as u64,
+            ),
+            (
+                "sender.connect_timeout_ms",
+                self.sender.connect_timeout_ms,
+                300_000,
+            ),
+            (
+                "sender.max_in_flight",
+                self.sender.max_in_flight as u64,
+                100_000,
+            ),
+            (
+                "dispatcher.batch_size",
+                self.dispatcher.batch_size as u64,
+                10_000,
+            ),
+            (
+                "dispatcher.max_idle_ms",
+                self.dispatcher.max_idle_ms,
+                60_000,
+            ),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(invalid(key, &format!("must be between 1 and {max}")));
+            }
+        }
+        if !(STORED_BODY_BYTES..=64 << 20).contains(&self.sender.max_response_bytes) {
+            return Err(invalid(
+                "sender.max_response_bytes",
+                &format!(
+                    "must be between {} (the part of a response kept) and 67108864",
+                    STORED_BODY_BYTES
+                ),
+            ));
+        }
+        let mut names = std::collections::HashSet::new();
+        let mut digests = std::collections::HashSet::new();
+        for (i, spec) in self.api.tokens.iter().enumerate() {
+            let credential = spec
+                .credential(i)
+                .map_err(|reason| invalid("api.tokens", &reason))?;
+            if !names.insert(credential.name.clone()) {
+                return Err(invalid(
+                    "api.tokens",
+                    &format!("the name `{}` is used twice", credential.name),
+                ));
+            }
+            if !digests.insert(credential.digest) {
+                return Err(invalid("api.tokens", "two entries hold the same token"));
+            }
+        }
+        if let Err(error) = self.try_keyring() {
+            return Err(invalid("secrets.keys", &error.to_string()));
+        }
+        if self.secrets.rotation_overlap_ms > MAX_ROTATION_OVERLAP.as_millis() as u64 {
+            return Err(invalid(
+                "secrets.rotation_overlap_ms",
+                "must be at most 604800000 (7 days; 0 ends the overlap at once)",
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
+            return Err(invalid(
+                "log.filter",
+                "must be a tracing filter such as \"info\" or \"info,hookd::dispatcher=debug\"",
+            ));
+        }
+        if self.dispatcher.endpoint_max_in_flight == 0 {
+            return Err(invalid(
+                "dispatcher.endpoint_max_in_flight",
+                "must be at least 1",
+            ));
+        }
+        if self.dispatcher.lease_ms > 24 * 3600 * 1000 {
+            return Err(invalid(
+                "dispatcher.lease_ms",
+                "must be at most a day (86400000)",
+            ));
+        }
+        if self.retention.days > 36_500 {
+            return Err(invalid(
+                "retention.days",
+                "must be at most 36500 (0 keeps everything)",
+            ));
+        }
+        if self.dispatcher.disable_failing_endpoints_after_hours > 365 * 24 {
+            return Err(invalid(
+                "dispatcher.disable_failing_endpoints_after_hours",
+                "must be at most 8760 (a year; 0 never disables)",
+            ));
+        }
+        if self.operator.enabled() {
+            match url::Url::parse(self.operator.url.expose()) {
+                Ok(u) if self.sender.https_only && u.scheme() == "http" => {
+                    return Err(invalid(
+                        "operator.url",
+                        "must be an https URL when sender.https_only is true",
+                    ))
+                }
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                _ => {
+                    return Err(invalid(
+                        "operator.url",
+                        "must be an http or https URL, or empty",
+                    ))
+                }
+            }
+            if crate::domain::secret::SigningSecret::parse(self.operator.secret.expose()).is_err() {
+                return Err(invalid(
+                    "operator.secret",
+                    "must be `whsec_` followed by the base64 of 24 to 64 bytes when operator.url is set",
+                ));
+            }
+        }
+        for (key, path) in [
+            ("sender.ca_file", &self.sender.ca_file),
+            ("redis.ca_file", &self.redis.ca_file),
+        ] {
+            if !path.is_empty() {
+                read_ca_file(path).map_err(|reason| invalid(key, &reason))?;
+            }
+        }
+        if !self.redis.ca_file.is_empty() && !self.redis.url.expose().starts_with("rediss://") {
+            return Err(invalid(
+                "redis.ca_file",
+                "needs a rediss:// redis.url (TLS)",
+            ));
+        }
+        // A lease shorter than the longest attempt would let a second process
+        // take over a delivery that is still running: a guaranteed duplicate.
+        let longest_attempt = self.sender_timeout();
+        if self.lease() < longest_attempt + LEASE_MARGIN {
+            return Err(invalid(
+                "dispatcher.lease_ms",
+                &format!(
+                    "must exceed the longest attempt timeout ({} ms) plus a {} ms margin",
+                    longest_attempt.as_millis(),
+                    LEASE_MARGIN.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Settings that work but that an operator should know about: printed by
+    /// `config check` and logged at start.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.secrets.keys.is_empty() {
+            warnings.push(
+                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in PostgreSQL"
+                    .to_string(),
+            );
+        }
+        warnings.extend(self.database_tls_warning());
+        warnings
+    }
+
+    /// Why the database connection may not be protected by verified TLS, if
+    /// it may not: a host that is not loopback or a Unix socket, with an
+    /// `sslmode` below `verify-ca`. libpq's and sqlx's default, `prefer`,
+    /// falls back to plaintext without a word, and `require` accepts any
+    /// certificate, so an attacker on the path can read or change every row.
+    pub fn database_tls_warning(&self) -> Option<String> {
+        let url = url::Url::parse(self.database.url.expose()).ok()?;
+        let param = |name: &str| {
+            url.query_pairs()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        let host = param("host").unwrap_or_else(|| url.host_str().unwrap_or("").to_string());
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let local = host.is_empty()
+            || host.starts_with('/')
+            || host == "localhost"
+            || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        let mode = param("sslmode")
+            .or_else(|| std::env::var("PGSSLMODE").ok())
+            .unwrap_or_else(|| "prefer".to_string());
+        if local || matches!(mode.as_str(), "verify-full" | "verify-ca") {
+            return None;
+        }
+        Some(format!(
+            "database.url reaches {host} with sslmode={mode}: the connection may be plaintext or \
+             its certificate unchecked; use ?sslmode=verify-full&sslrootcert=/path/ca.pem"
+        ))
+    }
+}
+
+/// Reads a PEM file of CA certificates: at least one, all well-formed.
+pub fn read_ca_file(path: &str) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    match reqwest::Certificate::from_pem_bundle(&pem) {
+        Ok(certificates) if !certificates.is_empty() => Ok(pem),
+        Ok(_) => Err(format!("{path} holds no PEM certificate")),
+        Err(e) => Err(format!("{path} is not a PEM certificate bundle: {e}")),
+    }
+}
