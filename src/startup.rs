@@ -31,6 +31,8 @@ pub enum Role {
 
 pub struct App {
     state: AppState,
+    /// The store itself, for the dispatcher and resealing (server mode).
+    store: Store,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
     metrics_listener: Option<TcpListener>,
@@ -108,8 +110,8 @@ impl App {
         let store = store.with_secrets(settings.keyring());
         let settings = Arc::new(settings);
         let state = AppState {
-            service: Service::start(store.clone(), due.clone(), settings.clone()),
-            store,
+            service: Service::start(Arc::new(store.clone()), due.clone(), settings.clone()),
+            store: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings,
@@ -117,6 +119,7 @@ impl App {
         };
         Ok(Self {
             state,
+            store,
             listener,
             metrics_listener,
             tls,
@@ -157,17 +160,14 @@ impl App {
         });
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
-        let resealing = tokio::spawn(crate::store::reseal::run(
-            self.state.store.clone(),
-            token.clone(),
-        ));
+        let resealing = tokio::spawn(crate::store::reseal::run(self.store.clone(), token.clone()));
         let settings = self.state.settings.clone();
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let dispatcher = if dispatching {
             let sender = Sender::new(&settings.sender)?;
             let dispatcher = Dispatcher::new(
-                self.state.store.clone(),
+                self.store.clone(),
                 self.state.due.clone(),
                 sender,
                 settings.clone(),

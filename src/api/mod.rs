@@ -22,7 +22,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::config::Settings;
 use crate::due::SharedIndex;
 use crate::service::Service;
-use crate::store::Store;
+use crate::store::seams::SharedReads;
 use error::ApiError;
 
 /// What every handler shares: cheap handles only. Writes go through
@@ -30,7 +30,7 @@ use error::ApiError;
 #[derive(Clone)]
 pub struct AppState {
     pub service: Service,
-    pub store: Store,
+    pub store: SharedReads,
     pub due: SharedIndex,
     pub settings: Arc<Settings>,
     /// The configured tokens, digested once.

@@ -334,7 +334,7 @@ impl Service {
         let settings = self.settings.clone();
         let updated = self
             .store
-            .modify_endpoint(by, |e| fields.apply(e, &settings))
+            .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings)))
             .await
             .map_err(uid_conflict)?
             .ok_or_else(|| Problem::not_found("endpoint"))??;
@@ -370,10 +370,13 @@ impl Service {
         };
         let rotated = self
             .store
-            .modify_endpoint::<Problem>(by, |e| {
-                e.rotate_secret(new_secret.as_str().to_string(), Utc::now(), overlap);
-                Ok(())
-            })
+            .modify_endpoint(
+                by,
+                Box::new(|e| {
+                    e.rotate_secret(new_secret.as_str().to_string(), Utc::now(), overlap);
+                    Ok(())
+                }),
+            )
             .await?
             .ok_or_else(|| Problem::not_found("endpoint"))??;
         self.forget_cached_endpoints();
@@ -384,10 +387,13 @@ impl Service {
     pub async fn end_overlap(&self, by: &EndpointRef) -> Result<Endpoint, ServiceError> {
         let ended = self
             .store
-            .modify_endpoint::<Problem>(by, |e| {
-                e.end_overlap();
-                Ok(())
-            })
+            .modify_endpoint(
+                by,
+                Box::new(|e| {
+                    e.end_overlap();
+                    Ok(())
+                }),
+            )
             .await?
             .ok_or_else(|| Problem::not_found("endpoint"))??;
         self.forget_cached_endpoints();

@@ -26,7 +26,8 @@ use tokio::sync::Notify;
 use crate::config::Settings;
 use crate::domain::problem::Problem;
 use crate::due::SharedIndex;
-use crate::store::{Store, StoreError};
+use crate::store::seams::SharedWrites;
+use crate::store::StoreError;
 
 pub use commit::COMMITTERS;
 
@@ -53,7 +54,7 @@ impl From<StoreError> for ServiceError {
 /// The write path's handles. Cheap to clone.
 #[derive(Clone)]
 pub struct Service {
-    store: Store,
+    store: SharedWrites,
     due: SharedIndex,
     settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
@@ -71,7 +72,7 @@ pub struct Service {
 impl Service {
     /// The service and its committers (`COMMITTERS` tasks, which run as long
     /// as the runtime does). Call it inside a Tokio runtime.
-    pub fn start(store: Store, due: SharedIndex, settings: Arc<Settings>) -> Self {
+    pub fn start(store: SharedWrites, due: SharedIndex, settings: Arc<Settings>) -> Self {
         let (commit, queue) = commit::Committer::channel();
         let service = Self {
             store,

@@ -8,6 +8,7 @@ pub mod events;
 pub mod notifications;
 pub mod reseal;
 mod sealing;
+pub mod seams;
 pub mod writes;
 
 use std::time::Duration;
