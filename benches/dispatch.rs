@@ -408,6 +408,9 @@ async fn delivery_run(
 
 #[tokio::main]
 async fn main() {
+    // reqwest is built without a crypto provider (hookd's sender configures
+    // ring itself): the bench's own clients use ring too.
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let base_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (run scripts/bench)");
     let redis_url = std::env::var("REDIS_URL").expect("REDIS_URL (run scripts/bench)");
     let runs: usize = std::env::var("BENCH_RUNS")

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::CertificateDer;
 use uuid::Uuid;
 
 use crate::config::SenderSettings;
@@ -113,24 +116,41 @@ pub struct Sender {
 pub enum SenderError {
     #[error("sender.ca_file: {0}")]
     CaFile(String),
+    #[error("cannot build the TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
     #[error("cannot build the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+}
+
+/// How receivers are verified: ring, the bundled webpki roots plus the CAs
+/// of `sender.ca_file`, TLS 1.2 and 1.3, ALPN h2 then http/1.1. Built here
+/// because reqwest 0.13's own rustls set-up means aws-lc-rs and the
+/// platform's trust store, which would make trust depend on the host.
+fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if !ca_file.is_empty() {
+        let pem = crate::config::read_ca_file(ca_file).map_err(SenderError::CaFile)?;
+        let invalid = |e: &dyn std::fmt::Display| SenderError::CaFile(format!("{ca_file}: {e}"));
+        for certificate in CertificateDer::pem_slice_iter(&pem) {
+            let certificate = certificate.map_err(|e| invalid(&e))?;
+            roots.add(certificate).map_err(|e| invalid(&e))?;
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 impl Sender {
     pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
-        let mut builder = reqwest::Client::builder();
-        if !settings.ca_file.is_empty() {
-            let pem =
-                crate::config::read_ca_file(&settings.ca_file).map_err(SenderError::CaFile)?;
-            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| SenderError::CaFile(e.to_string()))?;
-            for certificate in certificates {
-                builder = builder.add_root_certificate(certificate);
-            }
-        }
-        let client = builder
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config(&settings.ca_file)?)
             .redirect(reqwest::redirect::Policy::none())
             // A proxy would resolve names itself, past the address guard.
             .no_proxy()
@@ -381,6 +401,22 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn receivers_are_offered_h2_then_http_1_1_over_ring() {
+        let config = tls_config("").unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        // aws-lc-rs, reqwest 0.13's default, adds a post-quantum group (X25519MLKEM768).
+        let groups = |provider: &rustls::crypto::CryptoProvider| {
+            let groups = provider.kx_groups.iter().map(|group| group.name());
+            groups.collect::<Vec<_>>()
+        };
+        let ring = rustls::crypto::ring::default_provider();
+        assert_eq!(groups(config.crypto_provider()), groups(&ring));
     }
 
     #[test]

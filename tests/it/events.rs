@@ -463,7 +463,7 @@ async fn a_crash_during_fan_out_loses_no_delivery(pool: PgPool) {
         (process, format!("http://127.0.0.1:{port}"))
     };
     let body = json!({"event_type": "order.paid", "owner": "bulk", "key": "order-9:paid", "payload": {"order": 9}, "delay": "2s"});
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     let post = |base: String| {
         let (client, body) = (client.clone(), body.clone());
         async move {

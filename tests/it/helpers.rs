@@ -71,7 +71,7 @@ pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
     }));
     TestApp {
         base,
-        client: reqwest::Client::new(),
+        client: http_client(),
         state,
         index,
         stop: Some(stop),
@@ -149,6 +149,19 @@ async fn read(response: reqwest::Response) -> (StatusCode, Value) {
         status,
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
     )
+}
+
+/// A builder for the tests' own HTTP clients. reqwest is built without a
+/// crypto provider (hookd's sender configures ring itself), so the test
+/// process names one, ring, before its first client.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
+/// What `http_client()` was before reqwest 0.13.
+pub fn http_client() -> reqwest::Client {
+    http_client_builder().build().unwrap()
 }
 
 pub fn merge(base: &mut Value, extra: Value) {
@@ -441,7 +454,7 @@ impl HookdProcess {
 
     /// Waits until the process at `base` answers `/readyz` with a success.
     pub async fn wait_ready(base: &str, deadline: Duration) {
-        let client = reqwest::Client::new();
+        let client = http_client();
         eventually(deadline, "hookd to be ready", || async {
             let ready = client.get(format!("{base}/readyz")).send().await.ok()?;
             ready.status().is_success().then_some(())

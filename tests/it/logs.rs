@@ -46,7 +46,7 @@ async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(pool: PgPool) {
         &log,
     );
     let base = format!("http://{listen}");
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     HookdProcess::wait_ready(&base, DEADLINE).await;
 
     let call = |method: reqwest::Method, path: &str, token: &str, body: Option<Value>| {

@@ -208,7 +208,7 @@ async fn the_open_mode_refuses_web_pages_and_foreign_hosts(pool: PgPool) {
     let id = endpoint["id"].as_str().unwrap();
     let rotate = format!("{}/v1/endpoints/{id}/secret/rotate", app.base);
     let read_secret = format!("{}/v1/endpoints/{id}/secret", app.base);
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
 
     // What a page on evil.example can make a browser send: a "simple"
     // cross-origin POST, no preflight.
@@ -382,7 +382,7 @@ async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool:
         &log,
     );
     let base = format!("http://{listen}");
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     HookdProcess::wait_ready(&base, DEADLINE).await;
     // The heaviest endpoint the caps allow: 32 KiB of custom headers.
     let headers: serde_json::Map<String, Value> = (0..4)
@@ -473,7 +473,7 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool:
         &log,
     );
     let base = format!("http://{listen}");
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     HookdProcess::wait_ready(&base, DEADLINE).await;
     let (status, endpoint) = send(
         &client,

@@ -82,7 +82,9 @@ async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let response = reqwest::get(format!("http://{address}/healthz"))
+    let response = crate::helpers::http_client()
+        .get(format!("http://{address}/healthz"))
+        .send()
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -97,7 +99,7 @@ async fn connections_over_the_cap_wait_until_one_closes(pool: PgPool) {
     }
     // Both slots are taken by connections that send nothing: a third
     // client is not served, however long it waits here...
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     let url = format!("http://{address}/healthz");
     let waiting = tokio::time::timeout(Duration::from_secs(1), client.get(&url).send()).await;
     assert!(waiting.is_err(), "served past max_connections");
@@ -151,7 +153,7 @@ async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(pool: P
     )
     .await;
     let ca = reqwest::Certificate::from_pem(&std::fs::read(ca).unwrap()).unwrap();
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::http_client_builder()
         .add_root_certificate(ca)
         .build()
         .unwrap();
@@ -162,7 +164,7 @@ async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(pool: P
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    let plain = reqwest::Client::new()
+    let plain = crate::helpers::http_client()
         .get(format!("http://{address}/healthz"))
         .timeout(DEADLINE)
         .send()
@@ -175,16 +177,22 @@ async fn metrics_move_to_their_own_listener(pool: PgPool) {
     let (address, metrics, _stop) =
         start(pool, "[server]\nmetrics_listen = \"127.0.0.1:0\"\n").await;
     let metrics = metrics.expect("metrics_listen is bound");
-    let scraped = reqwest::get(format!("http://{metrics}/metrics"))
+    let scraped = crate::helpers::http_client()
+        .get(format!("http://{metrics}/metrics"))
+        .send()
         .await
         .unwrap();
     assert_eq!(scraped.status(), StatusCode::OK);
     assert!(scraped.text().await.unwrap().contains("hookd_"));
-    let ready = reqwest::get(format!("http://{metrics}/readyz"))
+    let ready = crate::helpers::http_client()
+        .get(format!("http://{metrics}/readyz"))
+        .send()
         .await
         .unwrap();
     assert_eq!(ready.status(), StatusCode::OK);
-    let public = reqwest::get(format!("http://{address}/metrics"))
+    let public = crate::helpers::http_client()
+        .get(format!("http://{address}/metrics"))
+        .send()
         .await
         .unwrap();
     assert_eq!(public.status(), StatusCode::NOT_FOUND);

@@ -65,7 +65,7 @@ async fn with_postgres_down_the_api_answers_503_quickly_and_readyz_says_so() {
     );
     let base = format!("http://{}", app.local_addr());
     tokio::spawn(app.run(std::future::pending()));
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
 
     let started = Instant::now();
     let response = client

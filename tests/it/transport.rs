@@ -359,6 +359,32 @@ async fn a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error(pool: PgPo
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
 }
 
+/// Receivers are trusted through the bundled public roots and
+/// `sender.ca_file` only, never through the host's trust store: a CA the
+/// host trusts (here by SSL_CERT_FILE, which a platform verifier reads)
+/// certifies no receiver, so hookd trusts the same on every machine.
+#[sqlx::test]
+async fn a_ca_trusted_only_by_the_host_certifies_no_receiver(pool: PgPool) {
+    let receiver = HttpsReceiver::start().await;
+    let prefix = new_prefix();
+    let api = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &prefix, "[dispatcher]\nenabled = false\n"),
+    )
+    .await;
+    let id = notify(&api, &receiver.url()).await;
+    let ca = tls_files().ca;
+    let _dispatcher = crate::helpers::HookdProcess::start(
+        &crate::helpers::database_url(&pool),
+        &redis_url(),
+        &prefix,
+        &[("SSL_CERT_FILE", ca.as_str())],
+    );
+    let attempt = first_attempt(&api, &id).await;
+    assert_eq!(attempt["error"]["code"], json!("tls"), "{attempt}");
+    assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
+}
+
 #[sqlx::test]
 async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(pool: PgPool) {
     let receiver = Receiver::start().await;
