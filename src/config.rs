@@ -10,6 +10,7 @@
 
 mod load;
 mod sections;
+mod tls;
 mod tokens;
 mod validate;
 

@@ -28,7 +28,6 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -42,30 +41,9 @@ const H2_PING: Duration = Duration::from_secs(20);
 /// The TLS acceptor for `server.tls_cert` and `server.tls_key`, `None` when
 /// they are unset, or why they cannot be used (naming the key).
 pub fn tls_acceptor(settings: &ServerSettings) -> Result<Option<TlsAcceptor>, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    match (settings.tls_cert.is_empty(), settings.tls_key.is_empty()) {
-        (true, true) => return Ok(None),
-        (false, false) => {}
-        _ => return Err("server.tls_cert and server.tls_key go together".into()),
-    }
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&settings.tls_cert)
-        .and_then(Iterator::collect)
-        .map_err(|e| format!("server.tls_cert: cannot read PEM certificates: {e}"))?;
-    if certs.is_empty() {
-        return Err("server.tls_cert: no PEM certificate in the file".into());
-    }
-    let key = PrivateKeyDer::from_pem_file(&settings.tls_key)
-        .map_err(|e| format!("server.tls_key: cannot read a PEM private key: {e}"))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("server.tls_cert: {e}"))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("server.tls_key: does not fit server.tls_cert: {e}"))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+    Ok(settings
+        .tls_config()?
+        .map(|config| TlsAcceptor::from(Arc::new(config))))
 }
 
 /// Serves `router` on `listener` until `shutdown`, then drains.

@@ -65,7 +65,7 @@ impl Settings {
                 "must be the sentinels' name for the master (non-empty, no spaces)",
             ));
         }
-        if let Err(reason) = crate::server::tls_acceptor(&self.server) {
+        if let Err(reason) = self.server.tls_config() {
             let key = if reason.starts_with("server.tls_key") {
                 "server.tls_key"
             } else {
