@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::store::seams::PendingRows;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -53,17 +54,6 @@ impl Claim {
 }
 /// A shared handle to the configured index.
 pub type SharedIndex = Arc<dyn DueIndex>;
-
-/// Where a rebuild reads what is pending: the store, page by page in due
-/// order (keyset `(due time, id)`).
-#[async_trait::async_trait]
-pub trait PendingRows: Send + Sync {
-    async fn pending_page(
-        &self,
-        after: Option<(DateTime<Utc>, Uuid)>,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
-}
 
 /// Why a restore stopped.
 #[derive(Debug, thiserror::Error)]

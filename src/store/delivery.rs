@@ -486,7 +486,7 @@ impl Store {
 
 /// A rebuild of the due index reads pending rows through this seam.
 #[async_trait::async_trait]
-impl crate::due::PendingRows for Store {
+impl super::seams::PendingRows for Store {
     async fn pending_page(
         &self,
         after: Option<PendingCursor>,

@@ -3,7 +3,7 @@
 //! part of hookd needs, and each part names only what it uses.
 //! - `WriteStore`: the write path (`service`);
 //! - `ReadStore`: the API's reads (status, lists, counts);
-//! - `due::PendingRows`: a rebuild of the due index.
+//! - `PendingRows`: a rebuild of the due index.
 //!
 //! PostgreSQL (`Store`) implements them by delegating to its own methods.
 
@@ -89,6 +89,17 @@ pub trait ReadStore: Send + Sync + 'static {
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError>;
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError>;
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError>;
+}
+
+/// Where a rebuild of the due index reads what is pending: pages in due
+/// order (keyset `(due time, id)`).
+#[async_trait::async_trait]
+pub trait PendingRows: Send + Sync {
+    async fn pending_page(
+        &self,
+        after: Option<(chrono::DateTime<chrono::Utc>, Uuid)>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError>;
 }
 
 pub type SharedWrites = Arc<dyn WriteStore>;

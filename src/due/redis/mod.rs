@@ -303,7 +303,7 @@ impl crate::due::DueIndex for RedisIndex {
 
     async fn restore(
         &self,
-        rows: &dyn crate::due::PendingRows,
+        rows: &dyn crate::store::seams::PendingRows,
         shutdown: &tokio_util::sync::CancellationToken,
     ) -> Result<Option<crate::due::Restored>, crate::due::RestoreError> {
         self.restore_from(rows, shutdown).await

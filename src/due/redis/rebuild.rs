@@ -12,7 +12,8 @@ use redis::Script;
 use uuid::Uuid;
 
 use super::{member, parse_member, score, RedisIndex};
-use crate::due::{DueError, PendingRows, RestoreError, Restored};
+use crate::due::{DueError, RestoreError, Restored};
+use crate::store::seams::PendingRows;
 
 static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
