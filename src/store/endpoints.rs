@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
@@ -163,6 +164,8 @@ impl Endpoint {
     }
 }
 
+/// Spliced into queries with `format!`, hence `AssertSqlSafe`: the SQL is
+/// made of constants only, every value travels as a bind parameter.
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
@@ -178,7 +181,7 @@ impl Store {
              RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(endpoint);
-        let created = sqlx::query_as::<_, Endpoint>(&sql)
+        let created = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
@@ -207,7 +210,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed"
         );
-        Ok(sqlx::query_as::<_, Endpoint>(&sql)
+        Ok(sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(id)
             .bind(uid)
             .fetch_optional(&self.pool)
@@ -225,7 +228,7 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints \
              WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(ids)
             .bind(uids)
             .fetch_all(&self.pool)
@@ -244,7 +247,7 @@ impl Store {
              WHERE deleted_at IS NULL AND NOT managed AND ($1::uuid IS NULL OR id < $1) \
              ORDER BY id DESC LIMIT $2"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(before)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -269,7 +272,7 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
              FOR UPDATE"
         );
-        let Some(row) = sqlx::query_as::<_, Endpoint>(&sql)
+        let Some(row) = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(id)
             .bind(uid)
             .fetch_optional(&mut *tx)
@@ -298,7 +301,7 @@ impl Store {
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(&endpoint);
-        let updated = sqlx::query_as::<_, Endpoint>(&sql)
+        let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
@@ -66,7 +67,9 @@ impl Notification {
     }
 }
 
-/// Everything but the body, which listings leave out.
+/// Everything but the body, which listings leave out. Spliced into queries
+/// with `format!`, hence `AssertSqlSafe`: the SQL is made of constants only,
+/// every value travels as a bind parameter.
 const SUMMARY_COLUMNS: &str =
     "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
@@ -248,7 +251,7 @@ impl Store {
             "SELECT {} FROM notifications WHERE id = $1",
             columns_with_body()
         );
-        Ok(sqlx::query_as::<_, Notification>(&sql)
+        Ok(sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -298,7 +301,7 @@ impl Store {
              WHERE id = $1 AND status = 'pending' RETURNING {}",
             columns_with_body()
         );
-        if let Some(row) = sqlx::query_as::<_, Notification>(&sql)
+        if let Some(row) = sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
