@@ -3,8 +3,13 @@
 use serde::{Deserialize, Serialize};
 
 /// `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+/// Stored as its lowercase name in a `text` column (the schema's CHECK lists
+/// the same four), so a row decodes to one of these or not at all.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema, sqlx::Type,
+)]
 #[serde(rename_all = "lowercase")]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Status {
     Pending,
     Succeeded,
@@ -31,6 +36,12 @@ impl Status {
 
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -29,7 +29,7 @@ pub struct DueNotification {
     pub headers: Json<BTreeMap<String, String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
@@ -52,7 +52,7 @@ impl std::fmt::Debug for DueNotification {
 
 impl DueNotification {
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Pending)
+        self.status
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -228,7 +228,7 @@ impl Store {
             );
             error_codes.push(r.error_code.as_deref());
             error_messages.push(r.error_message.as_deref());
-            outcomes.push(r.outcome.as_str());
+            outcomes.push(r.outcome.kind());
             next_ats.push(match r.outcome {
                 Outcome::Retry { at } => Some(at),
                 _ => None,

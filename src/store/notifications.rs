@@ -24,7 +24,7 @@ pub struct Notification {
     pub headers: Json<BTreeMap<String, String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub attempts: i32,
     pub series_start: i32,
     pub deliver_at: DateTime<Utc>,
@@ -39,7 +39,7 @@ pub struct Notification {
 
 impl Notification {
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Pending)
+        self.status
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -271,7 +271,7 @@ impl Store {
             query.push(" AND endpoint_id = ").push_bind(endpoint_id);
         }
         if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
+            query.push(" AND status = ").push_bind(status);
         }
         if let Some(key) = &filter.key {
             query.push(" AND key = ").push_bind(key.clone());
@@ -358,7 +358,7 @@ impl NewNotification {
             headers: Json(self.headers),
             schedule_ms: self.schedule.delays_ms(),
             schedule_name: self.schedule.name().map(str::to_string),
-            status: Status::Pending.as_str().to_string(),
+            status: Status::Pending,
             attempts: 0,
             series_start: 0,
             deliver_at: self.deliver_at,
