@@ -18,9 +18,12 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::domain::health::DISABLED_FAILING;
+use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
 use crate::due::rebuild::IndexState;
 use crate::due::DueIndex;
 use crate::store::delivery::PendingCursor;
+use crate::store::endpoints::FailingEndpoint;
 use crate::store::Store;
 
 const TICK: Duration = Duration::from_secs(1);
@@ -62,10 +65,7 @@ pub async fn run(
         let hours = settings.dispatcher.disable_failing_endpoints_after_hours;
         if hours > 0 {
             let before = Utc::now() - chrono::Duration::hours(i64::from(hours));
-            match store
-                .disable_failing_endpoints(before, settings.operator.enabled())
-                .await
-            {
+            match disable_failing(&store, before, settings.operator.enabled()).await {
                 Ok(ids) => {
                     for id in ids {
                         metrics::counter!("hookd_endpoints_disabled_total").increment(1);
@@ -148,6 +148,38 @@ pub async fn run(
             _ = tokio::time::sleep(TICK) => {}
         }
     }
+}
+
+/// Disables the endpoints failing since before `before`, each with its
+/// `endpoint.disabled` event when `operator` is set. Returns their ids.
+async fn disable_failing(
+    store: &Store,
+    before: chrono::DateTime<Utc>,
+    operator: bool,
+) -> Result<Vec<uuid::Uuid>, crate::store::StoreError> {
+    let failing = store.failing_endpoints(before).await?;
+    if failing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = Utc::now();
+    let report = |e: &FailingEndpoint| {
+        let disabled = DisabledEndpoint {
+            endpoint_id: e.id,
+            endpoint_uid: e.uid.as_deref(),
+            url: &e.url,
+            failing_since: e.failing_since,
+            reason: DISABLED_FAILING,
+        };
+        OperatorEvent::endpoint_disabled(&disabled, now)
+    };
+    let events: Vec<OperatorEvent> = if operator {
+        failing.iter().map(report).collect()
+    } else {
+        Vec::new()
+    };
+    store
+        .disable_endpoints(&failing, DISABLED_FAILING, &events)
+        .await
 }
 
 /// Indexes rows marked when Redis was unreachable at their creation.

@@ -114,6 +114,8 @@ impl InFlight {
 /// The shared parts each delivery task needs.
 struct Shared {
     sender: Sender,
+    /// Whether operator events are on (`operator.url`).
+    operator: bool,
     default_timeout: Duration,
     in_flight: Mutex<InFlight>,
     permits: Arc<Semaphore>,
@@ -148,7 +150,6 @@ impl Dispatcher {
             self.due.clone(),
             self.wake.clone(),
             outcomes_rx,
-            settings.operator.enabled(),
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
             self.store.clone(),
@@ -158,6 +159,7 @@ impl Dispatcher {
         ));
         let shared = Arc::new(Shared {
             sender: self.sender.clone(),
+            operator: settings.operator.enabled(),
             default_timeout: settings.sender_timeout(),
             in_flight: Mutex::new(InFlight::default()),
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
@@ -357,7 +359,8 @@ impl Dispatcher {
             tasks.spawn(
                 async move {
                     let started = std::time::Instant::now();
-                    let record = delivery::attempt(&shared.sender, &plan, &mut row).await;
+                    let record =
+                        delivery::attempt(&shared.sender, &plan, &mut row, shared.operator).await;
                     {
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         in_flight.observe(row.endpoint_id, started.elapsed());

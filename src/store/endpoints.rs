@@ -8,7 +8,10 @@ use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
+use super::notifications::Pending;
+use super::operator::{insert_operator_events, EventBinds};
 use super::{Store, StoreError};
+use crate::domain::operator_event::OperatorEvent;
 use crate::domain::schedule::Schedule;
 
 /// How a path names an endpoint: by id or by the producer's uid.
@@ -170,8 +173,7 @@ const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
 
-/// The config-managed endpoint that receives operator events (`operator.url`).
-pub const OPERATOR_ENDPOINT_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_000f);
+pub use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
 
 impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
@@ -349,14 +351,8 @@ impl Store {
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-             completed_at = now(), updated_at = now() \
-             WHERE endpoint_id = $1 AND status = 'pending' RETURNING id",
-        )
-        .bind(endpoint_id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let cancelled =
+            super::notifications::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
         tx.commit().await?;
         Ok(Some(cancelled))
     }
@@ -434,45 +430,81 @@ impl Store {
         Ok(())
     }
 
-    /// Disables endpoints whose every attempt has failed since before
-    /// `failing_before`, and, in the same statement, queues an
-    /// `endpoint.disabled` operator event for each when `operator` is set.
-    /// Returns the disabled endpoints' ids.
-    pub async fn disable_failing_endpoints(
+    /// Endpoints whose every attempt has failed since before
+    /// `failing_before`, live and enabled, in id order: the ones to disable.
+    pub async fn failing_endpoints(
         &self,
         failing_before: DateTime<Utc>,
-        operator: bool,
-    ) -> Result<Vec<Uuid>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "WITH disabled AS ( \
-                 UPDATE endpoints SET disabled = true, disabled_reason = 'failing', updated_at = now() \
-                 WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
-                 RETURNING id, uid, url, failing_since \
-             ), event AS ( \
-                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
-                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
-                 SELECT hookd_uuid_v7(), op.id, \
-                     'endpoint.disabled:' || d.id || ':' || extract(epoch FROM d.failing_since)::bigint, \
-                     'endpoint.disabled', 'application/json', \
-                     convert_to(jsonb_build_object( \
-                         'type', 'endpoint.disabled', \
-                         'timestamp', now(), \
-                         'data', jsonb_build_object( \
-                             'endpoint_id', d.id, 'endpoint_uid', d.uid, 'url', d.url, \
-                             'failing_since', d.failing_since, 'reason', 'failing'))::text, 'UTF8'), \
-                     op.schedule_ms, op.schedule_name, now(), now(), true \
-                 FROM disabled d JOIN endpoints op \
-                     ON $2 AND op.id = $3 AND op.deleted_at IS NULL \
-                 ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
-             ) \
-             SELECT id FROM disabled",
+    ) -> Result<Vec<FailingEndpoint>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, uid, url, failing_since, updated_at FROM endpoints \
+             WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
+             ORDER BY id",
         )
         .bind(failing_before)
-        .bind(operator)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Disables `endpoints` (as `failing_endpoints` read them) for `reason`
+    /// and, in the same statement, inserts the `endpoint.disabled` event of
+    /// each one it disables. An endpoint changed since it was read (a
+    /// success ended its run of failures, someone changed or disabled or
+    /// deleted it) is left alone, so no event tells of a state that is gone.
+    /// Rows are locked in id order, as the recorder locks them. Returns the
+    /// ids it disabled.
+    pub async fn disable_endpoints(
+        &self,
+        endpoints: &[FailingEndpoint],
+        reason: &str,
+        events: &[OperatorEvent],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        if endpoints.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = endpoints.iter().map(|e| e.id).collect();
+        let failing_since: Vec<DateTime<Utc>> = endpoints.iter().map(|e| e.failing_since).collect();
+        let updated_at: Vec<DateTime<Utc>> = endpoints.iter().map(|e| e.updated_at).collect();
+        let events: EventBinds<'_> = events.iter().collect();
+        Ok(sqlx::query_scalar(concat!(
+            "WITH read AS ( \
+                 SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[]) \
+                 AS r(id, failing_since, updated_at) \
+             ), locked AS MATERIALIZED ( \
+                 SELECT e.id FROM endpoints e JOIN read r ON r.id = e.id \
+                 WHERE e.failing_since = r.failing_since AND e.updated_at = r.updated_at \
+                   AND NOT e.disabled AND e.deleted_at IS NULL \
+                 ORDER BY e.id FOR NO KEY UPDATE OF e \
+             ), disabled AS ( \
+                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now() \
+                 FROM locked l WHERE e.id = l.id RETURNING e.id \
+             ), reported AS (",
+            insert_operator_events!("disabled", "$5", "$6", "$7", "$8", "$9"),
+            ") SELECT id FROM disabled"
+        ))
+        .bind(&ids)
+        .bind(&failing_since)
+        .bind(&updated_at)
+        .bind(reason)
+        .bind(&events.subjects)
+        .bind(&events.types)
+        .bind(&events.keys)
+        .bind(&events.bodies)
         .bind(OPERATOR_ENDPOINT_ID)
         .fetch_all(&self.pool)
         .await?)
     }
+}
+
+/// An endpoint failing long enough to be disabled, as read: what its event
+/// reports, and what must not have changed when it is disabled.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FailingEndpoint {
+    pub id: Uuid,
+    pub uid: Option<String>,
+    pub url: String,
+    pub failing_since: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl std::fmt::Debug for Endpoint {

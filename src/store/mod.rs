@@ -5,6 +5,7 @@ pub mod attempts;
 pub mod delivery;
 pub mod endpoints;
 pub mod notifications;
+mod operator;
 pub mod reseal;
 mod sealing;
 

@@ -294,21 +294,23 @@ impl Store {
         Ok(self.open_notifications(rows))
     }
 
+    /// Cancels the notification if it is pending, and reads it back in the
+    /// same transaction: the row lock the cancel took keeps anyone from
+    /// changing it in between.
     pub async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let cancelled = cancel_pending(&mut *tx, Pending::Ids(&[id])).await?;
         let sql = format!(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
-                 updated_at = now(), needs_index = false \
-             WHERE id = $1 AND status = 'pending' RETURNING {}",
+            "SELECT {} FROM notifications WHERE id = $1",
             columns_with_body()
         );
-        if let Some(row) = sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
+        let row = sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-        {
-            return Ok(Cancel::Cancelled(self.open_notification(row)));
-        }
-        Ok(match self.get_notification(id).await? {
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(match row.map(|row| self.open_notification(row)) {
+            Some(row) if !cancelled.is_empty() => Cancel::Cancelled(row),
             Some(row) => Cancel::NotPending(row),
             None => Cancel::NotFound,
         })
@@ -321,16 +323,7 @@ impl Store {
         key: &str,
         endpoint_id: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
-                 updated_at = now(), needs_index = false \
-             WHERE key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2) AND status = 'pending' \
-             RETURNING id",
-        )
-        .bind(key)
-        .bind(endpoint_id)
-        .fetch_all(&self.pool)
-        .await?)
+        cancel_pending(&self.pool, Pending::Key { key, endpoint_id }).await
     }
 
     /// Records that these notifications could not be added to the due index:
@@ -344,6 +337,53 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// Which pending notifications a cancel takes.
+pub(super) enum Pending<'a> {
+    Ids(&'a [Uuid]),
+    /// By business key, on one endpoint or on all.
+    Key {
+        key: &'a str,
+        endpoint_id: Option<Uuid>,
+    },
+    /// Every one of an endpoint's.
+    Endpoint(Uuid),
+}
+
+/// The one cancel every path uses (by id, by key, a deleted endpoint's, a
+/// dispatcher's orphans): the notification becomes final, nothing is due,
+/// nothing is left to index. Only pending ones change; returns their ids.
+/// Runs on the pool or inside the caller's transaction.
+pub(super) async fn cancel_pending<'c>(
+    executor: impl sqlx::PgExecutor<'c>,
+    which: Pending<'_>,
+) -> Result<Vec<Uuid>, StoreError> {
+    macro_rules! cancel_where {
+        ($filter:literal) => {
+            concat!(
+                "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
+                     completed_at = now(), updated_at = now(), needs_index = false \
+                 WHERE status = 'pending' AND ",
+                $filter,
+                " RETURNING id"
+            )
+        };
+    }
+    // One statement per selector, each for its own index (the primary key,
+    // `notifications_key`, `notifications_endpoint_newest`).
+    let query = match which {
+        Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
+        Pending::Key { key, endpoint_id } => sqlx::query_scalar(cancel_where!(
+            "key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2)"
+        ))
+        .bind(key)
+        .bind(endpoint_id),
+        Pending::Endpoint(endpoint_id) => {
+            sqlx::query_scalar(cancel_where!("endpoint_id = $1")).bind(endpoint_id)
+        }
+    };
+    Ok(query.fetch_all(executor).await?)
 }
 
 impl NewNotification {
