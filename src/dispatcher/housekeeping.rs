@@ -22,8 +22,8 @@ use crate::domain::health::DISABLED_FAILING;
 use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
 use crate::due::rebuild::IndexState;
 use crate::due::DueIndex;
-use crate::store::delivery::PendingCursor;
-use crate::store::endpoints::FailingEndpoint;
+use crate::store::health::FailingEndpoint;
+use crate::store::housekeeping::PendingCursor;
 use crate::store::Store;
 
 const TICK: Duration = Duration::from_secs(1);

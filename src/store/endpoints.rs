@@ -9,9 +9,7 @@ use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 use super::notifications::Pending;
-use super::operator::{insert_operator_events, EventBinds};
 use super::{Store, StoreError};
-use crate::domain::operator_event::OperatorEvent;
 use crate::domain::schedule::Schedule;
 
 /// How a path names an endpoint: by id or by the producer's uid.
@@ -172,8 +170,6 @@ impl Endpoint {
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at";
-
-pub use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
 
 impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
@@ -356,155 +352,6 @@ impl Store {
         tx.commit().await?;
         Ok(Some(cancelled))
     }
-}
-
-impl Store {
-    /// Makes the managed operator endpoint match `operator.url` and its
-    /// secret: created or updated when set, deleted (its pending events then
-    /// cancelled by the dispatcher) when not.
-    pub async fn sync_operator_endpoint(
-        &self,
-        target: Option<(&str, &str)>,
-    ) -> Result<(), StoreError> {
-        let Some((url, secret)) = target else {
-            sqlx::query(
-                "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
-                 WHERE id = $1 AND deleted_at IS NULL",
-            )
-            .bind(OPERATOR_ENDPOINT_ID)
-            .execute(&self.pool)
-            .await?;
-            return Ok(());
-        };
-        // The stored secret is sealed with a fresh nonce each time, so it
-        // cannot be compared in SQL: read it under a row lock, open it, and
-        // write only when something changed.
-        let mut tx = self.pool.begin().await?;
-        let current: Option<(String, String, bool, bool)> = sqlx::query_as(
-            "SELECT url, secret, deleted_at IS NOT NULL, disabled FROM endpoints WHERE id = $1 FOR UPDATE",
-        )
-        .bind(OPERATOR_ENDPOINT_ID)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
-        match current {
-            None => {
-                let schedule = Schedule::default();
-                // Another process may create it first: its row is as good.
-                sqlx::query(
-                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
-                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
-                     ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(OPERATOR_ENDPOINT_ID)
-                .bind(url)
-                .bind(&sealed)
-                .bind(schedule.delays_ms())
-                .bind(schedule.name())
-                .execute(&mut *tx)
-                .await?;
-            }
-            Some((stored_url, mut stored_secret, deleted, disabled)) => {
-                // A secret that does not open (a retired key) is replaced by
-                // the configured one, which is the truth anyway.
-                let same_secret = super::sealing::open_secret(
-                    &self.keys,
-                    OPERATOR_ENDPOINT_ID,
-                    &mut stored_secret,
-                )
-                .is_ok_and(|()| stored_secret == secret);
-                if stored_url != url || !same_secret || deleted || disabled {
-                    sqlx::query(
-                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
-                             updated_at = now() WHERE id = $1",
-                    )
-                    .bind(OPERATOR_ENDPOINT_ID)
-                    .bind(url)
-                    .bind(&sealed)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Endpoints whose every attempt has failed since before
-    /// `failing_before`, live and enabled, in id order: the ones to disable.
-    pub async fn failing_endpoints(
-        &self,
-        failing_before: DateTime<Utc>,
-    ) -> Result<Vec<FailingEndpoint>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, uid, url, failing_since, updated_at FROM endpoints \
-             WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
-             ORDER BY id",
-        )
-        .bind(failing_before)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    /// Disables `endpoints` (as `failing_endpoints` read them) for `reason`
-    /// and, in the same statement, inserts the `endpoint.disabled` event of
-    /// each one it disables. An endpoint changed since it was read (a
-    /// success ended its run of failures, someone changed or disabled or
-    /// deleted it) is left alone, so no event tells of a state that is gone.
-    /// Rows are locked in id order, as the recorder locks them. Returns the
-    /// ids it disabled.
-    pub async fn disable_endpoints(
-        &self,
-        endpoints: &[FailingEndpoint],
-        reason: &str,
-        events: &[OperatorEvent],
-    ) -> Result<Vec<Uuid>, StoreError> {
-        if endpoints.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<Uuid> = endpoints.iter().map(|e| e.id).collect();
-        let failing_since: Vec<DateTime<Utc>> = endpoints.iter().map(|e| e.failing_since).collect();
-        let updated_at: Vec<DateTime<Utc>> = endpoints.iter().map(|e| e.updated_at).collect();
-        let events: EventBinds<'_> = events.iter().collect();
-        Ok(sqlx::query_scalar(concat!(
-            "WITH read AS ( \
-                 SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[]) \
-                 AS r(id, failing_since, updated_at) \
-             ), locked AS MATERIALIZED ( \
-                 SELECT e.id FROM endpoints e JOIN read r ON r.id = e.id \
-                 WHERE e.failing_since = r.failing_since AND e.updated_at = r.updated_at \
-                   AND NOT e.disabled AND e.deleted_at IS NULL \
-                 ORDER BY e.id FOR NO KEY UPDATE OF e \
-             ), disabled AS ( \
-                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now() \
-                 FROM locked l WHERE e.id = l.id RETURNING e.id \
-             ), reported AS (",
-            insert_operator_events!("disabled", "$5", "$6", "$7", "$8", "$9"),
-            ") SELECT id FROM disabled"
-        ))
-        .bind(&ids)
-        .bind(&failing_since)
-        .bind(&updated_at)
-        .bind(reason)
-        .bind(&events.subjects)
-        .bind(&events.types)
-        .bind(&events.keys)
-        .bind(&events.bodies)
-        .bind(OPERATOR_ENDPOINT_ID)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-}
-
-/// An endpoint failing long enough to be disabled, as read: what its event
-/// reports, and what must not have changed when it is disabled.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct FailingEndpoint {
-    pub id: Uuid,
-    pub uid: Option<String>,
-    pub url: String,
-    pub failing_since: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
 }
 
 impl std::fmt::Debug for Endpoint {

@@ -4,6 +4,8 @@
 pub mod attempts;
 pub mod delivery;
 pub mod endpoints;
+pub mod health;
+pub mod housekeeping;
 pub mod notifications;
 mod operator;
 pub mod reseal;

@@ -11,7 +11,7 @@ use hookd::domain::operator_event::{
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
 use hookd::domain::status::{after_attempt, Status};
 use hookd::store::delivery::AttemptRecord;
-use hookd::store::endpoints::FailingEndpoint;
+use hookd::store::health::FailingEndpoint;
 use hookd::store::{Store, StoreError};
 use sqlx::PgPool;
 use uuid::Uuid;
