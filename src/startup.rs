@@ -167,7 +167,8 @@ impl App {
         let dispatcher = if dispatching {
             let sender = Sender::new(&settings.sender)?;
             let dispatcher = Dispatcher::new(
-                self.store.clone(),
+                Arc::new(self.store.clone()),
+                Arc::new(self.store.clone()),
                 self.state.due.clone(),
                 sender,
                 settings.clone(),

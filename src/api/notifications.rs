@@ -321,7 +321,7 @@ impl From<Attempt> for AttemptView {
                 code,
                 message: a.error_message.unwrap_or_default(),
             }),
-            outcome: a.outcome,
+            outcome: a.outcome.to_string(),
             url: None,
         }
     }

@@ -1,13 +1,16 @@
 //! One attempt for one claimed notification: build the signed request from
-//! the row and its endpoint, send it, decide the outcome.
+//! the row and its endpoint, send it, decide the outcome and what it makes
+//! of the notification (and, when it ends failed, its operator event).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
+use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
+use crate::domain::status::{after_attempt, Status};
 use crate::domain::success::SuccessRule;
 use crate::sender::{AttemptError, AttemptResult, Delivery, Sender, Target};
 use crate::store::delivery::{AttemptRecord, DeliveryEndpoint, DueNotification};
@@ -65,8 +68,14 @@ fn sealed_error(what: &str, error: &crate::domain::sealed::SealError) -> Attempt
 }
 
 /// Makes the attempt and returns what to record. The notification's body
-/// moves into the request; nothing reads it after.
-pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) -> AttemptRecord {
+/// moves into the request; nothing reads it after. `operator`: whether a
+/// notification that ends failed is reported to the operator webhook.
+pub async fn attempt(
+    sender: &Sender,
+    plan: &Plan,
+    row: &mut DueNotification,
+    operator: bool,
+) -> AttemptRecord {
     let number = row.attempts + 1;
     let delivery = Delivery {
         id: row.id,
@@ -141,17 +150,39 @@ pub async fn attempt(sender: &Sender, plan: &Plan, row: &mut DueNotification) ->
         error = result.error.as_ref().map(|e| e.code),
         "delivery attempt"
     );
+    let next = after_attempt(
+        &outcome,
+        result.error.as_ref().map(|e| (e.code, e.message.as_str())),
+    );
+    let status_code = result.answer.as_ref().map(|a| i32::from(a.status));
+    let event = if operator && next.status == Status::Failed {
+        let failed = FailedNotification {
+            notification_id: row.id,
+            endpoint_id: row.endpoint_id,
+            key: row.key.as_deref(),
+            event_type: row.event_type.as_deref(),
+            attempts: number,
+            last_status_code: status_code,
+            last_error: next.last_error.as_deref(),
+        };
+        OperatorEvent::notification_failed(&failed, Utc::now())
+    } else {
+        None
+    };
     AttemptRecord {
         notification_id: row.id,
+        endpoint_id: row.endpoint_id,
         number,
         series_start: row.series_start,
         started_at: result.started_at,
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
-        status_code: result.answer.as_ref().map(|a| i32::from(a.status)),
+        status_code,
         response_body: result.stored_body(),
         error_code: result.error.as_ref().map(|e| e.code.to_string()),
         error_message: result.error.as_ref().map(|e| e.message.clone()),
         outcome,
+        next,
+        event,
     }
 }
 

@@ -18,9 +18,12 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::domain::health::DISABLED_FAILING;
+use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
 use crate::due::SharedIndex;
-use crate::store::delivery::PendingCursor;
-use crate::store::Store;
+use crate::store::health::FailingEndpoint;
+use crate::store::housekeeping::PendingCursor;
+use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
 
 const TICK: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
@@ -33,7 +36,7 @@ const PAGE: i64 = 5000;
 const PURGE_BATCH: i64 = 1000;
 
 pub async fn run(
-    store: Store,
+    store: SharedHousekeeping,
     due: SharedIndex,
     settings: std::sync::Arc<Settings>,
     shutdown: CancellationToken,
@@ -59,10 +62,7 @@ pub async fn run(
         let hours = settings.dispatcher.disable_failing_endpoints_after_hours;
         if hours > 0 {
             let before = Utc::now() - chrono::Duration::hours(i64::from(hours));
-            match store
-                .disable_failing_endpoints(before, settings.operator.enabled())
-                .await
-            {
+            match disable_failing(&*store, before, settings.operator.enabled()).await {
                 Ok(ids) => {
                     for id in ids {
                         metrics::counter!("hookd_endpoints_disabled_total").increment(1);
@@ -72,10 +72,10 @@ pub async fn run(
                 Err(error) => tracing::debug!(%error, "cannot check for failing endpoints"),
             }
         }
-        if let Err(error) = index_marked(&store, &due).await {
+        if let Err(error) = index_marked(&*store, &due).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
-        match due.restore(&store, &shutdown).await {
+        match due.restore(&*store, &shutdown).await {
             Ok(Some(restored)) => {
                 metrics::counter!("hookd_index_rebuilds_total").increment(1);
                 tracing::info!(
@@ -93,7 +93,7 @@ pub async fn run(
         let now_epoch = due.epoch();
         if now_epoch != epoch {
             if epoch != 0 {
-                match heal_recent(&store, &due).await {
+                match heal_recent(&*store, &due).await {
                     Ok(added) => tracing::info!(
                         added,
                         "re-added recent notifications after a Redis master change"
@@ -112,7 +112,7 @@ pub async fn run(
         }
         if last_sweep.elapsed() >= SWEEP_INTERVAL {
             last_sweep = Instant::now();
-            match sweep(&store, &due, &mut sweep_cursor, &shutdown).await {
+            match sweep(&*store, &due, &mut sweep_cursor, &shutdown).await {
                 Ok(0) => {}
                 Ok(added) => {
                     metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
@@ -126,7 +126,7 @@ pub async fn run(
         {
             last_retention = Some(Instant::now());
             let before = Utc::now() - chrono::Duration::days(i64::from(settings.retention.days));
-            match purge(&store, before, &shutdown).await {
+            match purge(&*store, before, &shutdown).await {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "retention removed old notifications"),
                 Err(error) => tracing::warn!(%error, "retention failed; retrying later"),
@@ -139,8 +139,40 @@ pub async fn run(
     }
 }
 
+/// Disables the endpoints failing since before `before`, each with its
+/// `endpoint.disabled` event when `operator` is set. Returns their ids.
+async fn disable_failing(
+    store: &dyn HousekeepingStore,
+    before: chrono::DateTime<Utc>,
+    operator: bool,
+) -> Result<Vec<uuid::Uuid>, crate::store::StoreError> {
+    let failing = store.failing_endpoints(before).await?;
+    if failing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = Utc::now();
+    let report = |e: &FailingEndpoint| {
+        let disabled = DisabledEndpoint {
+            endpoint_id: e.id,
+            endpoint_uid: e.uid.as_deref(),
+            url: &e.url,
+            failing_since: e.failing_since,
+            reason: DISABLED_FAILING,
+        };
+        OperatorEvent::endpoint_disabled(&disabled, now)
+    };
+    let events: Vec<OperatorEvent> = if operator {
+        failing.iter().map(report).collect()
+    } else {
+        Vec::new()
+    };
+    store
+        .disable_endpoints(&failing, DISABLED_FAILING, &events)
+        .await
+}
+
 /// Indexes rows marked when Redis was unreachable at their creation.
-async fn index_marked(store: &Store, due: &SharedIndex) -> anyhow::Result<()> {
+async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow::Result<()> {
     loop {
         let rows = store.needing_index(1000).await?;
         if rows.is_empty() {
@@ -169,7 +201,7 @@ const RECENT: chrono::Duration = chrono::Duration::minutes(10);
 
 /// Re-adds the pending rows created in the last `RECENT`, those in neither
 /// set.
-async fn heal_recent(store: &Store, due: &SharedIndex) -> anyhow::Result<usize> {
+async fn heal_recent(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow::Result<usize> {
     let since = (Utc::now() - RECENT).timestamp_millis();
     let mut after = crate::domain::id::first_of_ms(since);
     let mut added = 0;
@@ -187,7 +219,7 @@ async fn heal_recent(store: &Store, due: &SharedIndex) -> anyhow::Result<usize> 
 /// stopped. A page that found missing rows is followed at once by the next
 /// (healing at rebuild speed); a page that found none ends this sweep.
 async fn sweep(
-    store: &Store,
+    store: &dyn HousekeepingStore,
     due: &SharedIndex,
     cursor: &mut Option<PendingCursor>,
     shutdown: &CancellationToken,
@@ -195,7 +227,7 @@ async fn sweep(
     let mut total = 0;
     loop {
         let page = store
-            .pending_page(*cursor, Some(Utc::now() - SWEEP_OVERDUE), PAGE)
+            .pending_due_before(*cursor, Utc::now() - SWEEP_OVERDUE, PAGE)
             .await?;
         *cursor = if (page.len() as i64) < PAGE {
             None
@@ -225,7 +257,7 @@ async fn sweep(
 }
 
 async fn purge(
-    store: &Store,
+    store: &dyn HousekeepingStore,
     before: chrono::DateTime<Utc>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<u64> {

@@ -24,7 +24,7 @@ use crate::domain::status::Status;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::{AttemptRecord, Claimed};
-use crate::store::Store;
+use crate::store::seams::{SharedDelivery, SharedHousekeeping};
 
 /// A notification over its endpoint's in-flight cap is given back (not an
 /// attempt) until about when a slot should free: the endpoint's average
@@ -45,7 +45,8 @@ const MAX_TRACKED_ENDPOINTS: usize = 4096;
 const STORE_BACKOFF: Duration = Duration::from_secs(1);
 
 pub struct Dispatcher {
-    store: Store,
+    store: SharedDelivery,
+    housekeeping: SharedHousekeeping,
     due: SharedIndex,
     sender: Sender,
     settings: Arc<Settings>,
@@ -114,6 +115,8 @@ impl InFlight {
 /// The shared parts each delivery task needs.
 struct Shared {
     sender: Sender,
+    /// Whether operator events are on (`operator.url`).
+    operator: bool,
     default_timeout: Duration,
     in_flight: Mutex<InFlight>,
     permits: Arc<Semaphore>,
@@ -122,7 +125,8 @@ struct Shared {
 
 impl Dispatcher {
     pub fn new(
-        store: Store,
+        store: SharedDelivery,
+        housekeeping: SharedHousekeeping,
         due: SharedIndex,
         sender: Sender,
         settings: Arc<Settings>,
@@ -130,6 +134,7 @@ impl Dispatcher {
     ) -> Self {
         Self {
             store,
+            housekeeping,
             due,
             sender,
             settings,
@@ -148,16 +153,16 @@ impl Dispatcher {
             self.due.clone(),
             self.wake.clone(),
             outcomes_rx,
-            settings.operator.enabled(),
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
-            self.store.clone(),
+            self.housekeeping.clone(),
             self.due.clone(),
             settings.clone(),
             shutdown.clone(),
         ));
         let shared = Arc::new(Shared {
             sender: self.sender.clone(),
+            operator: settings.operator.enabled(),
             default_timeout: settings.sender_timeout(),
             in_flight: Mutex::new(InFlight::default()),
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
@@ -357,7 +362,8 @@ impl Dispatcher {
             tasks.spawn(
                 async move {
                     let started = std::time::Instant::now();
-                    let record = delivery::attempt(&shared.sender, &plan, &mut row).await;
+                    let record =
+                        delivery::attempt(&shared.sender, &plan, &mut row, shared.operator).await;
                     {
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         in_flight.observe(row.endpoint_id, started.elapsed());

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
 
+use crate::domain::health;
 use crate::domain::outcome::Outcome;
 use crate::due::SharedIndex;
 use crate::store::delivery::AttemptRecord;
-use crate::store::Store;
+use crate::store::seams::{DeliveryStore, SharedDelivery};
 
 /// Most outcomes written in one statement.
 pub const MAX_BATCH: usize = 1000;
@@ -29,11 +30,10 @@ const MAX_OWED: usize = 100_000;
 /// Records outcomes until the channel closes. `wake` is poked when a retry
 /// was scheduled, so a dispatcher sleeping towards a later time re-plans.
 pub async fn run(
-    store: Store,
+    store: SharedDelivery,
     due: SharedIndex,
     wake: Arc<Notify>,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
-    operator: bool,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut owed = Owed::default();
@@ -64,7 +64,7 @@ pub async fn run(
                 Err(_) => break,
             }
         }
-        record(&store, &batch, operator, &mut owed).await;
+        record(&*store, &batch, &mut owed).await;
         if owed.settle(&due).await {
             wake.notify_one();
         }
@@ -115,12 +115,18 @@ impl Owed {
     }
 }
 
-/// Records one batch in PostgreSQL (retrying until it commits) and adds its
-/// lease completions to `owed`.
-async fn record(store: &Store, batch: &[AttemptRecord], operator: bool, owed: &mut Owed) {
+/// Records one batch in PostgreSQL (retrying until it commits), with what
+/// it says about its endpoints' health, and adds its lease completions to
+/// `owed`.
+async fn record(store: &dyn DeliveryStore, batch: &[AttemptRecord], owed: &mut Owed) {
+    let health = health::observe(
+        batch
+            .iter()
+            .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
+    );
     let mut backoff = Duration::from_millis(100);
     let moved: HashSet<Uuid> = loop {
-        match store.record_attempts(batch, operator).await {
+        match store.record_attempts(batch, &health).await {
             Ok(moved) => break moved.into_iter().collect(),
             Err(error) => {
                 tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");

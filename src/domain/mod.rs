@@ -1,9 +1,12 @@
-//! Pure types and decisions, no I/O: ids, retry schedules, statuses, signing
-//! secrets and their sealing at rest, the success rule, subscriptions,
-//! validation of producer-supplied names and the problems they raise.
+//! Pure types and decisions, no I/O: ids, retry schedules, statuses and the
+//! state machine, endpoint health, operator events, signing secrets and their
+//! sealing at rest, the success rule, subscriptions, validation of
+//! producer-supplied names and the problems they raise.
 
 pub mod fields;
+pub mod health;
 pub mod id;
+pub mod operator_event;
 pub mod outcome;
 pub mod problem;
 pub mod schedule;

@@ -30,13 +30,43 @@ pub enum FailReason {
 }
 
 impl Outcome {
-    /// The attempt row's `outcome` column.
-    pub fn as_str(&self) -> &'static str {
+    /// What the attempt row records of it.
+    pub fn kind(&self) -> OutcomeKind {
         match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Retry { .. } => "retry",
-            Outcome::Failed(_) => "failed",
+            Outcome::Succeeded => OutcomeKind::Succeeded,
+            Outcome::Retry { .. } => OutcomeKind::Retry,
+            Outcome::Failed(_) => OutcomeKind::Failed,
         }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// An attempt's outcome as its row stores it (the `outcome` column, text):
+/// the retry time and the reason for a failure are not kept there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "lowercase")]
+pub enum OutcomeKind {
+    Succeeded,
+    Retry,
+    Failed,
+}
+
+impl OutcomeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Succeeded => "succeeded",
+            OutcomeKind::Retry => "retry",
+            OutcomeKind::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -242,6 +272,20 @@ mod tests {
             decide(Some(&error), &policy, 1, at(0)),
             Outcome::Retry { at: at(10) }
         );
+    }
+
+    #[test]
+    fn an_outcome_is_stored_as_its_kind_without_time_or_reason() {
+        assert_eq!(Outcome::Succeeded.kind(), OutcomeKind::Succeeded);
+        assert_eq!(Outcome::Retry { at: at(5) }.kind(), OutcomeKind::Retry);
+        for reason in [
+            FailReason::Exhausted,
+            FailReason::PermanentStatus,
+            FailReason::Aborted,
+        ] {
+            assert_eq!(Outcome::Failed(reason).kind(), OutcomeKind::Failed);
+        }
+        assert_eq!(Outcome::Retry { at: at(5) }.as_str(), "retry");
     }
 
     #[test]

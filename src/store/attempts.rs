@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::domain::outcome::OutcomeKind;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Attempt {
@@ -15,7 +16,7 @@ pub struct Attempt {
     pub response_body: Option<String>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
-    pub outcome: String,
+    pub outcome: OutcomeKind,
 }
 
 impl Store {

@@ -1,6 +1,9 @@
 //! The dispatcher's side of the store: load claimed notifications with their
 //! endpoint in one query, record a batch of attempts in one statement, and
-//! the bookkeeping of indexing and retries.
+//! retries by hand. What a recorded attempt changes
+//! is decided in `domain/` (the notification's next state, its operator
+//! event, the endpoint's health); this writes it, fenced against concurrent
+//! writers.
 
 use std::collections::BTreeMap;
 
@@ -9,13 +12,15 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::endpoints::PreviousSecret;
-use super::notifications::Notification;
+use super::notifications::{cancel_pending, Notification, Pending};
+use super::operator::{insert_operator_events, EventBinds};
 use super::{Store, StoreError};
-use crate::domain::id;
+use crate::domain::health::Health;
+use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::{context, SealError};
-use crate::domain::status::Status;
+use crate::domain::status::{AfterAttempt, Status};
 
 /// A claimed notification, as the dispatcher needs it. `Debug` leaves out
 /// the body and the custom headers (which may carry credentials).
@@ -23,13 +28,14 @@ use crate::domain::status::Status;
 pub struct DueNotification {
     pub id: Uuid,
     pub endpoint_id: Uuid,
+    pub key: Option<String>,
     pub event_type: Option<String>,
     pub content_type: String,
     pub body: Vec<u8>,
     pub headers: Json<BTreeMap<String, String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub attempts: i32,
     pub series_start: i32,
     pub next_attempt_at: Option<DateTime<Utc>>,
@@ -56,7 +62,7 @@ impl std::fmt::Debug for DueNotification {
 
 impl DueNotification {
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Pending)
+        self.status
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -102,10 +108,12 @@ pub struct Claimed {
     pub endpoints: Vec<DeliveryEndpoint>,
 }
 
-/// One finished attempt, to be recorded.
+/// One finished attempt, to be recorded, with what it decided.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
     pub notification_id: Uuid,
+    /// The notification's endpoint, whose health the attempt tells of.
+    pub endpoint_id: Uuid,
     /// 1-based, over every series: the notification had `number - 1` before.
     pub number: i32,
     /// The series the attempt belongs to: a retry since then wins.
@@ -117,6 +125,11 @@ pub struct AttemptRecord {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub outcome: Outcome,
+    /// What the notification becomes (`domain::status::after_attempt`).
+    pub next: AfterAttempt,
+    /// The `notification.failed` event, when `next` ends it failed and
+    /// operator events are on.
+    pub event: Option<OperatorEvent>,
 }
 
 /// The result of `POST /v1/notifications/{id}/retry`.
@@ -136,7 +149,7 @@ impl Store {
     pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
         // An event's delivery has its event's body (stored once per event).
         let mut notifications = sqlx::query_as::<_, DueNotification>(
-            "SELECT n.id, n.endpoint_id, n.event_type, n.content_type, \
+            "SELECT n.id, n.endpoint_id, n.key, n.event_type, n.content_type, \
                  CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
                  n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
                  n.next_attempt_at, n.event_id, n.url \
@@ -186,16 +199,23 @@ impl Store {
     }
 
     /// Records many attempts in one statement (one commit): inserts the
-    /// attempt rows and moves each notification on. A notification moves only
-    /// if it is still pending and had exactly `number - 1` attempts, so a
-    /// duplicate delivery (a lease that expired mid-attempt) or one that
-    /// raced a cancel changes nothing but its own attempt row. Returns the
-    /// ids whose state moved.
+    /// attempt rows and writes each notification's decided next state. A
+    /// notification moves only if it is still pending and had exactly
+    /// `number - 1` attempts in the same series, so a duplicate delivery (a
+    /// lease that expired mid-attempt) or one that raced a cancel or a retry
+    /// changes nothing but its own attempt row. Returns the ids whose state
+    /// moved.
     ///
-    /// In the same statement: a notification that ends `failed` queues a
-    /// `notification.failed` event to the operator endpoint when `operator`
-    /// is set, and each endpoint's `failing_since` moves (set by a failure
-    /// after a success, cleared by a success).
+    /// In the same statement, so that none commits without the others:
+    /// - each record's operator event is inserted if its notification moved
+    ///   (a notification never ends failed without its event);
+    /// - `health` (`domain::health::observe` over the batch, in endpoint id
+    ///   order) is written to each endpoint that one of the moved
+    ///   notifications belongs to and whose state it changes. Those rows are
+    ///   locked in id order before any is written: two processes recording
+    ///   changes to the same endpoints wait for each other instead of
+    ///   deadlocking. An endpoint whose state does not change (nearly every
+    ///   batch) is read, neither locked nor written.
     ///
     /// `n.id = ANY($1)` repeats the join on the id array on purpose: the
     /// planner cannot estimate the rows that come out of UNNEST in a CTE, and
@@ -205,7 +225,7 @@ impl Store {
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
-        operator: bool,
+        health: &[(Uuid, Health)],
     ) -> Result<Vec<Uuid>, StoreError> {
         if records.is_empty() {
             return Ok(Vec::new());
@@ -215,19 +235,23 @@ impl Store {
         let mut series = Vec::with_capacity(records.len());
         let mut started = Vec::with_capacity(records.len());
         let mut durations = Vec::with_capacity(records.len());
-        let mut statuses = Vec::with_capacity(records.len());
+        let mut status_codes = Vec::with_capacity(records.len());
         let mut bodies = Vec::with_capacity(records.len());
         let mut error_codes = Vec::with_capacity(records.len());
         let mut error_messages = Vec::with_capacity(records.len());
         let mut outcomes = Vec::with_capacity(records.len());
-        let mut next_ats: Vec<Option<DateTime<Utc>>> = Vec::with_capacity(records.len());
+        let mut statuses = Vec::with_capacity(records.len());
+        let mut next_ats = Vec::with_capacity(records.len());
+        let mut completed = Vec::with_capacity(records.len());
+        let mut last_errors = Vec::with_capacity(records.len());
+        let mut events = EventBinds::default();
         for r in records {
             ids.push(r.notification_id);
             numbers.push(r.number);
             series.push(r.series_start);
             started.push(r.started_at);
             durations.push(r.duration_ms);
-            statuses.push(r.status_code);
+            status_codes.push(r.status_code);
             // PostgreSQL text cannot hold NUL bytes; receivers can send them.
             bodies.push(
                 r.response_body
@@ -236,81 +260,88 @@ impl Store {
             );
             error_codes.push(r.error_code.as_deref());
             error_messages.push(r.error_message.as_deref());
-            outcomes.push(r.outcome.as_str());
-            next_ats.push(match r.outcome {
-                Outcome::Retry { at } => Some(at),
-                _ => None,
-            });
+            outcomes.push(r.outcome.kind());
+            statuses.push(r.next.status);
+            next_ats.push(r.next.next_attempt_at);
+            completed.push(r.next.completed);
+            last_errors.push(r.next.last_error.as_deref());
+            if let Some(event) = &r.event {
+                events.push(event);
+            }
         }
-        let moved: Vec<Uuid> = sqlx::query_scalar(
+        let health_ids: Vec<Uuid> = health.iter().map(|(id, _)| *id).collect();
+        let failing_since: Vec<Option<DateTime<Utc>>> =
+            health.iter().map(|(_, h)| h.failing_since()).collect();
+        let if_failing: Vec<bool> = health
+            .iter()
+            .map(|(_, h)| h.changes_a_failing_endpoint())
+            .collect();
+        let moved: Vec<Uuid> = sqlx::query_scalar(concat!(
             "WITH input AS ( \
                  SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
-                     $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::int[]) \
+                     $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
+                     $12::timestamptz[], $13::bool[], $14::text[]) \
                  AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                      error_message, outcome, next_at, series_start) \
+                      error_message, outcome, series_start, status, next_at, completed, last_error) \
              ), moved AS ( \
                  UPDATE notifications n SET \
                      attempts = i.number, \
-                     status = CASE i.outcome WHEN 'retry' THEN 'pending' ELSE i.outcome END, \
+                     status = i.status, \
                      next_attempt_at = i.next_at, \
                      last_attempt_at = i.started_at, \
                      last_status_code = i.status_code, \
-                     last_error = CASE WHEN i.error_code IS NULL THEN NULL \
-                                       ELSE i.error_code || ': ' || i.error_message END, \
-                     completed_at = CASE WHEN i.outcome = 'retry' THEN NULL ELSE now() END, \
+                     last_error = i.last_error, \
+                     completed_at = CASE WHEN i.completed THEN now() END, \
                      updated_at = now() \
                  FROM input i \
                  WHERE n.id = ANY($1) AND n.id = i.id \
                    AND n.status = 'pending' AND n.attempts = i.number - 1 \
                    AND n.series_start = i.series_start \
-                 RETURNING n.id, n.endpoint_id, n.status, n.key, n.event_type, n.attempts, \
-                     n.last_status_code, n.last_error \
-             ), failed_event AS ( \
-                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
-                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
-                 SELECT hookd_uuid_v7(), op.id, 'notification.failed:' || m.id || ':' || m.attempts, \
-                     'notification.failed', 'application/json', \
-                     convert_to(jsonb_build_object( \
-                         'type', 'notification.failed', \
-                         'timestamp', now(), \
-                         'data', jsonb_build_object( \
-                             'notification_id', m.id, 'endpoint_id', m.endpoint_id, 'key', m.key, \
-                             'event_type', m.event_type, 'attempts', m.attempts, \
-                             'last_status_code', m.last_status_code, 'last_error', m.last_error))::text, \
-                         'UTF8'), \
-                     op.schedule_ms, op.schedule_name, now(), now(), true \
-                 FROM moved m JOIN endpoints op ON $12 AND op.id = $13 AND op.deleted_at IS NULL \
-                 WHERE m.status = 'failed' AND m.endpoint_id <> $13 \
-                 ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
-             ), health AS ( \
-                 UPDATE endpoints e SET \
-                     failing_since = CASE WHEN h.succeeded THEN NULL ELSE h.first_failure END \
-                 FROM (SELECT m.endpoint_id, bool_or(i.outcome = 'succeeded') AS succeeded, \
-                              min(i.started_at) AS first_failure \
-                       FROM moved m JOIN input i ON i.id = m.id GROUP BY m.endpoint_id) h \
-                 WHERE e.id = h.endpoint_id AND h.succeeded = (e.failing_since IS NOT NULL) \
+                 RETURNING n.id, n.endpoint_id \
              ), recorded AS ( \
                  INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
                      response_body, error_code, error_message, outcome) \
                  SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
                      error_message, outcome FROM input \
                  ON CONFLICT (notification_id, number) DO NOTHING \
+             ), reported AS (",
+            insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
+            "), health AS ( \
+                 SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
+                 AS h(id, failing_since, if_failing) \
+             ), changing AS MATERIALIZED ( \
+                 SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
+                 WHERE (e.failing_since IS NOT NULL) = h.if_failing \
+                   AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
+                 ORDER BY e.id FOR NO KEY UPDATE OF e \
+             ), healed AS ( \
+                 UPDATE endpoints e SET failing_since = c.failing_since \
+                 FROM changing c WHERE e.id = c.id \
              ) \
-             SELECT id FROM moved",
-        )
+             SELECT id FROM moved"
+        ))
         .bind(&ids)
         .bind(&numbers)
         .bind(&started)
         .bind(&durations)
-        .bind(&statuses)
+        .bind(&status_codes)
         .bind(&bodies)
         .bind(&error_codes)
         .bind(&error_messages)
         .bind(&outcomes)
-        .bind(&next_ats)
         .bind(&series)
-        .bind(operator)
-        .bind(super::endpoints::OPERATOR_ENDPOINT_ID)
+        .bind(&statuses)
+        .bind(&next_ats)
+        .bind(&completed)
+        .bind(&last_errors)
+        .bind(&events.subjects)
+        .bind(&events.types)
+        .bind(&events.keys)
+        .bind(&events.bodies)
+        .bind(OPERATOR_ENDPOINT_ID)
+        .bind(&health_ids)
+        .bind(&failing_since)
+        .bind(&if_failing)
         .fetch_all(&self.pool)
         .await?;
         Ok(moved)
@@ -319,13 +350,7 @@ impl Store {
     /// Cancels pending notifications whose endpoint was deleted (a create that
     /// raced the delete).
     pub async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
-                 updated_at = now() WHERE id = ANY($1) AND status = 'pending'",
-        )
-        .bind(ids)
-        .execute(&self.pool)
-        .await?;
+        cancel_pending(&self.pool, Pending::Ids(ids)).await?;
         Ok(())
     }
 
@@ -351,147 +376,5 @@ impl Store {
             Some(row) => Retry::NotRetryable(row),
             None => Retry::NotFound,
         })
-    }
-
-    /// Notifications marked `needs_index`, with their due time while they
-    /// are pending (`None` once final: nothing to index, only the mark to
-    /// clear).
-    ///
-    /// The predicate is exactly the partial index's, `needs_index`, so that
-    /// index is the only one that fits. With `status = 'pending'` in the
-    /// query, the planner also could, and did, walk `notifications_pending_due`
-    /// and filter every pending row: once a second, per process.
-    pub async fn needing_index(
-        &self,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, CASE WHEN status = 'pending' THEN next_attempt_at END FROM notifications \
-             WHERE needs_index ORDER BY next_attempt_at LIMIT $1",
-        )
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        sqlx::query("UPDATE notifications SET needs_index = false WHERE id = ANY($1)")
-            .bind(ids)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-}
-
-/// Keyset position in the pending rows: (due time, id).
-pub type PendingCursor = (DateTime<Utc>, Uuid);
-
-impl Store {
-    /// One page of pending rows in due order, after `after`: what a rebuild
-    /// or a sweep walks, on the `notifications_pending_due` index.
-    pub async fn pending_page(
-        &self,
-        after: Option<PendingCursor>,
-        due_before: Option<DateTime<Utc>>,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        let (at, id) = after.map_or((None, None), |(at, id)| (Some(at), Some(id)));
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE status = 'pending' AND next_attempt_at IS NOT NULL \
-               AND ($1::timestamptz IS NULL OR (next_attempt_at, id) > ($1, $2)) \
-               AND ($3::timestamptz IS NULL OR next_attempt_at < $3) \
-             ORDER BY next_attempt_at, id LIMIT $4",
-        )
-        .bind(at)
-        .bind(id)
-        .bind(due_before)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    /// Of `ids`, those still pending, with their due times: what a sweep
-    /// re-reads before re-indexing rows it found missing from Redis.
-    pub async fn still_pending(
-        &self,
-        ids: &[Uuid],
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE id = ANY($1) AND status = 'pending' AND next_attempt_at IS NOT NULL",
-        )
-        .bind(ids)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    /// One page of pending rows created after the id `after` (UUIDv7, so a
-    /// creation time), in id order: what is re-added after a Redis failover,
-    /// on the primary key.
-    pub async fn pending_created_after(
-        &self,
-        after: Uuid,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE id > $1 AND status = 'pending' AND next_attempt_at IS NOT NULL \
-             ORDER BY id LIMIT $2",
-        )
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
-    }
-
-    /// Deletes the final notifications completed before `before`, with
-    /// their attempts, among the next `limit` rows of the primary key after
-    /// `after`. Returns how many it deleted and where to go on from (`None`
-    /// once the walk is done).
-    ///
-    /// There is no index on `completed_at` (it would cost an entry on every
-    /// completion): a notification completed before `before` was created
-    /// before it, and ids are UUIDv7, so the walk covers the primary key up
-    /// to the first id of that millisecond. Rows it keeps (created that long
-    /// ago but pending, say for a disabled endpoint, or completed lately) are
-    /// passed over once per walk, not once per batch.
-    pub async fn purge_completed(
-        &self,
-        before: DateTime<Utc>,
-        after: Option<Uuid>,
-        limit: i64,
-    ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
-            "WITH scanned AS ( \
-                 SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
-                 FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
-             ), deleted AS ( \
-                 DELETE FROM notifications WHERE id IN (SELECT id FROM scanned WHERE expired) \
-                 RETURNING 1 \
-             ) \
-             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
-                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
-        )
-        .bind(before)
-        .bind(limit)
-        .bind(id::first_of_ms(before.timestamp_millis() + 1))
-        .bind(after.unwrap_or(Uuid::nil()))
-        .fetch_one(&self.pool)
-        .await?;
-        let next = if scanned < limit { None } else { last };
-        Ok((deleted as u64, next))
-    }
-}
-
-/// A rebuild of the due index reads pending rows through this seam.
-#[async_trait::async_trait]
-impl super::seams::PendingRows for Store {
-    async fn pending_page(
-        &self,
-        after: Option<PendingCursor>,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::pending_page(self, after, None, limit).await
     }
 }

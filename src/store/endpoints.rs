@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
+use super::notifications::Pending;
 use super::{Store, StoreError};
 use crate::domain::schedule::Schedule;
 
@@ -163,12 +165,11 @@ impl Endpoint {
     }
 }
 
+/// Spliced into queries with `format!`, hence `AssertSqlSafe`: the SQL is
+/// made of constants only, every value travels as a bind parameter.
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner";
-
-/// The config-managed endpoint that receives operator events (`operator.url`).
-pub const OPERATOR_ENDPOINT_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_000f);
 
 impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
@@ -178,7 +179,7 @@ impl Store {
              RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(endpoint);
-        let created = sqlx::query_as::<_, Endpoint>(&sql)
+        let created = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
@@ -208,7 +209,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed"
         );
-        Ok(sqlx::query_as::<_, Endpoint>(&sql)
+        Ok(sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(id)
             .bind(uid)
             .fetch_optional(&self.pool)
@@ -226,7 +227,7 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints \
              WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(ids)
             .bind(uids)
             .fetch_all(&self.pool)
@@ -247,7 +248,7 @@ impl Store {
                AND ($3::text IS NULL OR owner = $3) \
              ORDER BY id DESC LIMIT $2"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(&sql)
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(before)
             .bind(limit)
             .bind(owner)
@@ -273,7 +274,7 @@ impl Store {
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
              FOR UPDATE"
         );
-        let Some(row) = sqlx::query_as::<_, Endpoint>(&sql)
+        let Some(row) = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(id)
             .bind(uid)
             .fetch_optional(&mut *tx)
@@ -302,7 +303,7 @@ impl Store {
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(&endpoint);
-        let updated = sqlx::query_as::<_, Endpoint>(&sql)
+        let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
@@ -351,129 +352,10 @@ impl Store {
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-             completed_at = now(), updated_at = now() \
-             WHERE endpoint_id = $1 AND status = 'pending' RETURNING id",
-        )
-        .bind(endpoint_id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let cancelled =
+            super::notifications::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
         tx.commit().await?;
         Ok(Some(cancelled))
-    }
-}
-
-impl Store {
-    /// Makes the managed operator endpoint match `operator.url` and its
-    /// secret: created or updated when set, deleted (its pending events then
-    /// cancelled by the dispatcher) when not.
-    pub async fn sync_operator_endpoint(
-        &self,
-        target: Option<(&str, &str)>,
-    ) -> Result<(), StoreError> {
-        let Some((url, secret)) = target else {
-            sqlx::query(
-                "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
-                 WHERE id = $1 AND deleted_at IS NULL",
-            )
-            .bind(OPERATOR_ENDPOINT_ID)
-            .execute(&self.pool)
-            .await?;
-            return Ok(());
-        };
-        // The stored secret is sealed with a fresh nonce each time, so it
-        // cannot be compared in SQL: read it under a row lock, open it, and
-        // write only when something changed.
-        let mut tx = self.pool.begin().await?;
-        let current: Option<(String, String, bool, bool)> = sqlx::query_as(
-            "SELECT url, secret, deleted_at IS NOT NULL, disabled FROM endpoints WHERE id = $1 FOR UPDATE",
-        )
-        .bind(OPERATOR_ENDPOINT_ID)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
-        match current {
-            None => {
-                let schedule = Schedule::default();
-                // Another process may create it first: its row is as good.
-                sqlx::query(
-                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
-                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
-                     ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(OPERATOR_ENDPOINT_ID)
-                .bind(url)
-                .bind(&sealed)
-                .bind(schedule.delays_ms())
-                .bind(schedule.name())
-                .execute(&mut *tx)
-                .await?;
-            }
-            Some((stored_url, mut stored_secret, deleted, disabled)) => {
-                // A secret that does not open (a retired key) is replaced by
-                // the configured one, which is the truth anyway.
-                let same_secret = super::sealing::open_secret(
-                    &self.keys,
-                    OPERATOR_ENDPOINT_ID,
-                    &mut stored_secret,
-                )
-                .is_ok_and(|()| stored_secret == secret);
-                if stored_url != url || !same_secret || deleted || disabled {
-                    sqlx::query(
-                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
-                             updated_at = now() WHERE id = $1",
-                    )
-                    .bind(OPERATOR_ENDPOINT_ID)
-                    .bind(url)
-                    .bind(&sealed)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Disables endpoints whose every attempt has failed since before
-    /// `failing_before`, and, in the same statement, queues an
-    /// `endpoint.disabled` operator event for each when `operator` is set.
-    /// Returns the disabled endpoints' ids.
-    pub async fn disable_failing_endpoints(
-        &self,
-        failing_before: DateTime<Utc>,
-        operator: bool,
-    ) -> Result<Vec<Uuid>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "WITH disabled AS ( \
-                 UPDATE endpoints SET disabled = true, disabled_reason = 'failing', updated_at = now() \
-                 WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
-                 RETURNING id, uid, url, failing_since \
-             ), event AS ( \
-                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
-                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
-                 SELECT hookd_uuid_v7(), op.id, \
-                     'endpoint.disabled:' || d.id || ':' || extract(epoch FROM d.failing_since)::bigint, \
-                     'endpoint.disabled', 'application/json', \
-                     convert_to(jsonb_build_object( \
-                         'type', 'endpoint.disabled', \
-                         'timestamp', now(), \
-                         'data', jsonb_build_object( \
-                             'endpoint_id', d.id, 'endpoint_uid', d.uid, 'url', d.url, \
-                             'failing_since', d.failing_since, 'reason', 'failing'))::text, 'UTF8'), \
-                     op.schedule_ms, op.schedule_name, now(), now(), true \
-                 FROM disabled d JOIN endpoints op \
-                     ON $2 AND op.id = $3 AND op.deleted_at IS NULL \
-                 ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
-             ) \
-             SELECT id FROM disabled",
-        )
-        .bind(failing_before)
-        .bind(operator)
-        .bind(OPERATOR_ENDPOINT_ID)
-        .fetch_all(&self.pool)
-        .await?)
     }
 }
 

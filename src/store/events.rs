@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
-use sqlx::QueryBuilder;
+use sqlx::{AssertSqlSafe, QueryBuilder};
 use uuid::Uuid;
 
 use super::notifications::{pg_array_literal, same_payload};
@@ -289,9 +289,10 @@ impl Store {
     }
 
     pub async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
-        Ok(sqlx::query_as(&format!(
+        // Constants only (`AssertSqlSafe`); the id travels as a bind.
+        Ok(sqlx::query_as(AssertSqlSafe(format!(
             "SELECT {SUMMARY_COLUMNS}, body FROM events WHERE id = $1"
-        ))
+        )))
         .bind(id)
         .fetch_optional(&self.pool)
         .await?)
@@ -299,16 +300,12 @@ impl Store {
 
     /// How many of the event's deliveries are in each status.
     pub async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT status, count(*) FROM notifications WHERE event_id = $1 GROUP BY status",
         )
         .bind(id)
         .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(status, count)| Status::parse(&status).map(|s| (s, count)))
-            .collect())
+        .await?)
     }
 
     /// Cancels the event's pending deliveries; `None` when there is no such
@@ -322,13 +319,10 @@ impl Store {
             return Ok(None);
         }
         Ok(Some(
-            sqlx::query_scalar(
-                "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                     completed_at = now(), updated_at = now(), needs_index = false \
-                 WHERE event_id = $1 AND status = 'pending' RETURNING id",
+            super::notifications::cancel_pending(
+                &self.pool,
+                super::notifications::Pending::Event(id),
             )
-            .bind(id)
-            .fetch_all(&self.pool)
             .await?,
         ))
     }

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
@@ -23,7 +24,7 @@ pub struct Notification {
     pub headers: Json<BTreeMap<String, String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
-    pub status: String,
+    pub status: Status,
     pub attempts: i32,
     pub series_start: i32,
     pub deliver_at: DateTime<Utc>,
@@ -43,7 +44,7 @@ pub struct Notification {
 
 impl Notification {
     pub fn status(&self) -> Status {
-        Status::parse(&self.status).unwrap_or(Status::Pending)
+        self.status
     }
 
     pub fn schedule(&self) -> Schedule {
@@ -80,7 +81,9 @@ pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
     }
 }
 
-/// Everything but the body, which listings leave out.
+/// Everything but the body, which listings leave out. Spliced into queries
+/// with `format!`, hence `AssertSqlSafe`: the SQL is made of constants only,
+/// every value travels as a bind parameter.
 const SUMMARY_COLUMNS: &str =
     "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
@@ -275,7 +278,7 @@ impl Store {
             "SELECT {} FROM notifications WHERE id = $1",
             columns_with_body()
         );
-        Ok(sqlx::query_as::<_, Notification>(&sql)
+        Ok(sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -295,7 +298,7 @@ impl Store {
             query.push(" AND endpoint_id = ").push_bind(endpoint_id);
         }
         if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
+            query.push(" AND status = ").push_bind(status);
         }
         if let Some(key) = &filter.key {
             query.push(" AND key = ").push_bind(key.clone());
@@ -321,21 +324,23 @@ impl Store {
         Ok(self.open_notifications(rows))
     }
 
+    /// Cancels the notification if it is pending, and reads it back in the
+    /// same transaction: the row lock the cancel took keeps anyone from
+    /// changing it in between.
     pub async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let cancelled = cancel_pending(&mut *tx, Pending::Ids(&[id])).await?;
         let sql = format!(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
-                 updated_at = now(), needs_index = false \
-             WHERE id = $1 AND status = 'pending' RETURNING {}",
+            "SELECT {} FROM notifications WHERE id = $1",
             columns_with_body()
         );
-        if let Some(row) = sqlx::query_as::<_, Notification>(&sql)
+        let row = sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-        {
-            return Ok(Cancel::Cancelled(self.open_notification(row)));
-        }
-        Ok(match self.get_notification(id).await? {
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(match row.map(|row| self.open_notification(row)) {
+            Some(row) if !cancelled.is_empty() => Cancel::Cancelled(row),
             Some(row) => Cancel::NotPending(row),
             None => Cancel::NotFound,
         })
@@ -348,16 +353,7 @@ impl Store {
         key: &str,
         endpoint_id: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, completed_at = now(), \
-                 updated_at = now(), needs_index = false \
-             WHERE key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2) AND status = 'pending' \
-             RETURNING id",
-        )
-        .bind(key)
-        .bind(endpoint_id)
-        .fetch_all(&self.pool)
-        .await?)
+        cancel_pending(&self.pool, Pending::Key { key, endpoint_id }).await
     }
 
     /// Records that these notifications could not be added to the due index:
@@ -373,6 +369,59 @@ impl Store {
     }
 }
 
+/// Which pending notifications a cancel takes.
+pub(super) enum Pending<'a> {
+    Ids(&'a [Uuid]),
+    /// By business key, on one endpoint or on all.
+    Key {
+        key: &'a str,
+        endpoint_id: Option<Uuid>,
+    },
+    /// Every one of an endpoint's.
+    Endpoint(Uuid),
+    /// Every delivery of an event.
+    Event(Uuid),
+}
+
+/// The one cancel every path uses (by id, by key, a deleted endpoint's, a
+/// dispatcher's orphans): the notification becomes final, nothing is due,
+/// nothing is left to index. Only pending ones change; returns their ids.
+/// Runs on the pool or inside the caller's transaction.
+pub(super) async fn cancel_pending<'c>(
+    executor: impl sqlx::PgExecutor<'c>,
+    which: Pending<'_>,
+) -> Result<Vec<Uuid>, StoreError> {
+    macro_rules! cancel_where {
+        ($filter:literal) => {
+            concat!(
+                "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
+                     completed_at = now(), updated_at = now(), needs_index = false \
+                 WHERE status = 'pending' AND ",
+                $filter,
+                " RETURNING id"
+            )
+        };
+    }
+    // One statement per selector, each for its own index (the primary key,
+    // `notifications_key`, `notifications_endpoint_newest`,
+    // `notifications_event`).
+    let query = match which {
+        Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
+        Pending::Key { key, endpoint_id } => sqlx::query_scalar(cancel_where!(
+            "key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2)"
+        ))
+        .bind(key)
+        .bind(endpoint_id),
+        Pending::Endpoint(endpoint_id) => {
+            sqlx::query_scalar(cancel_where!("endpoint_id = $1")).bind(endpoint_id)
+        }
+        Pending::Event(event_id) => {
+            sqlx::query_scalar(cancel_where!("event_id = $1")).bind(event_id)
+        }
+    };
+    Ok(query.fetch_all(executor).await?)
+}
+
 impl NewNotification {
     fn into_row(self, created_at: DateTime<Utc>) -> Notification {
         Notification {
@@ -385,7 +434,7 @@ impl NewNotification {
             headers: Json(self.headers),
             schedule_ms: self.schedule.delays_ms(),
             schedule_name: self.schedule.name().map(str::to_string),
-            status: Status::Pending.as_str().to_string(),
+            status: Status::Pending,
             attempts: 0,
             series_start: 0,
             deliver_at: self.deliver_at,

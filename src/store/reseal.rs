@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -110,12 +111,12 @@ impl Store {
     /// Rows with a value not sealed under the current key.
     pub async fn stale_rows(&self) -> Result<u64, StoreError> {
         let prefix = self.keys.current_prefix().unwrap_or_default();
-        let count: i64 = sqlx::query_scalar(&format!(
+        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT (SELECT count(*) FROM endpoints WHERE {}) \
                  + (SELECT count(*) FROM notifications WHERE {})",
             stale(STALE_ENDPOINT, "$1"),
             stale(STALE_NOTIFICATION, "$1"),
-        ))
+        )))
         .bind(&prefix)
         .fetch_one(&self.pool)
         .await?;
@@ -131,11 +132,11 @@ impl Store {
         done: &mut Resealed,
     ) -> Result<(Option<Uuid>, u64), StoreError> {
         let mut tx = self.pool.begin().await?;
-        let rows: Vec<EndpointSecrets> = sqlx::query_as(&format!(
+        let rows: Vec<EndpointSecrets> = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT id, secret, previous_secrets, headers FROM endpoints \
              WHERE id > $1 AND ({}) ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
             stale(STALE_ENDPOINT, "$3")
-        ))
+        )))
         .bind(after)
         .bind(BATCH)
         .bind(self.keys.current_prefix().unwrap_or_default())
@@ -190,16 +191,17 @@ impl Store {
     ) -> Result<(Option<Uuid>, u64), StoreError> {
         let prefix = self.keys.current_prefix().unwrap_or_default();
         let mut tx = self.pool.begin().await?;
-        let rows: Vec<(Uuid, Json<BTreeMap<String, String>>)> = sqlx::query_as(&format!(
-            "SELECT id, headers FROM notifications WHERE id > $1 AND {} \
+        let rows: Vec<(Uuid, Json<BTreeMap<String, String>>)> =
+            sqlx::query_as(AssertSqlSafe(format!(
+                "SELECT id, headers FROM notifications WHERE id > $1 AND {} \
              ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
-            stale(STALE_NOTIFICATION, "$3")
-        ))
-        .bind(after)
-        .bind(BATCH)
-        .bind(&prefix)
-        .fetch_all(&mut *tx)
-        .await?;
+                stale(STALE_NOTIFICATION, "$3")
+            )))
+            .bind(after)
+            .bind(BATCH)
+            .bind(&prefix)
+            .fetch_all(&mut *tx)
+            .await?;
         let next = (rows.len() as i64 == BATCH)
             .then(|| rows.last().map(|r| r.0))
             .flatten();
@@ -237,6 +239,8 @@ impl Store {
 }
 
 /// A staleness test with `$PREFIX` bound to the parameter `param`.
+/// A staleness test with its parameter placeholder: constants only, so the
+/// queries built with it are wrapped in `AssertSqlSafe`.
 fn stale(test: &str, param: &str) -> String {
     test.replace("$PREFIX", param)
 }

@@ -3,7 +3,10 @@
 //! part of hookd needs, and each part names only what it uses.
 //! - `WriteStore`: the write path (`service`);
 //! - `ReadStore`: the API's reads (status, lists, counts);
-//! - `PendingRows`: a rebuild of the due index.
+//! - `DeliveryStore`: the dispatcher (load what it claimed, record attempts);
+//! - `HousekeepingStore`: housekeeping (indexing owed, sweeps, retention,
+//!   the operator endpoint, failing endpoints), which is also the
+//!   `PendingRows` a rebuild of the due index reads.
 //!
 //! PostgreSQL (`Store`) implements them by delegating to its own methods.
 
@@ -11,13 +14,19 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use chrono::{DateTime, Utc};
+
 use super::attempts::Attempt;
-use super::delivery::Retry;
+use super::delivery::{AttemptRecord, Claimed, Retry};
 use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
+use super::health::FailingEndpoint;
+use super::housekeeping::PendingCursor;
 use super::notifications::{Cancel, Notification, NotificationFilter};
 use super::writes::{Committed, Writes};
 use super::{Store, StoreError};
+use crate::domain::health::Health;
+use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
 use crate::domain::status::Status;
 
@@ -97,12 +106,72 @@ pub trait ReadStore: Send + Sync + 'static {
 pub trait PendingRows: Send + Sync {
     async fn pending_page(
         &self,
-        after: Option<(chrono::DateTime<chrono::Utc>, Uuid)>,
+        after: Option<PendingCursor>,
         limit: i64,
-    ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError>;
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+}
+
+/// What the dispatcher needs.
+#[async_trait::async_trait]
+pub trait DeliveryStore: Send + Sync + 'static {
+    /// The claimed notifications and, once each, their endpoints.
+    async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError>;
+    /// Records a batch of attempts with the state each decided, the
+    /// operator events they raise and the endpoints' health, at once;
+    /// returns the ids whose state moved.
+    async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Vec<Uuid>, StoreError>;
+    /// Cancels pending notifications whose endpoint is gone.
+    async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
+}
+
+/// What housekeeping needs.
+#[async_trait::async_trait]
+pub trait HousekeepingStore: PendingRows + Send + Sync + 'static {
+    /// Rows whose indexing is owed, with their due time while pending.
+    async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError>;
+    async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
+    async fn pending_due_before(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError>;
+    async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+    async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError>;
+    async fn failing_endpoints(
+        &self,
+        failing_before: DateTime<Utc>,
+    ) -> Result<Vec<FailingEndpoint>, StoreError>;
+    async fn disable_endpoints(
+        &self,
+        endpoints: &[FailingEndpoint],
+        reason: &str,
+        events: &[OperatorEvent],
+    ) -> Result<Vec<Uuid>, StoreError>;
 }
 
 pub type SharedWrites = Arc<dyn WriteStore>;
+pub type SharedDelivery = Arc<dyn DeliveryStore>;
+pub type SharedHousekeeping = Arc<dyn HousekeepingStore>;
 pub type SharedReads = Arc<dyn ReadStore>;
 
 #[async_trait::async_trait]
@@ -205,5 +274,81 @@ impl ReadStore for Store {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         Store::list_events(self, filter).await
+    }
+}
+
+#[async_trait::async_trait]
+impl DeliveryStore for Store {
+    async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
+        Store::load_claimed(self, ids).await
+    }
+    async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::record_attempts(self, records, health).await
+    }
+    async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::cancel_notifications(self, ids).await
+    }
+}
+
+#[async_trait::async_trait]
+impl HousekeepingStore for Store {
+    async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
+        Store::needing_index(self, limit).await
+    }
+    async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::clear_needs_index(self, ids).await
+    }
+    async fn pending_due_before(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_page(self, after, Some(due_before), limit).await
+    }
+    async fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::still_pending(self, ids).await
+    }
+    async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_created_after(self, after, limit).await
+    }
+    async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        Store::purge_completed(self, before, after, limit).await
+    }
+    async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        Store::purge_events(self, before, limit).await
+    }
+    async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError> {
+        Store::sync_operator_endpoint(self, target).await
+    }
+    async fn failing_endpoints(
+        &self,
+        failing_before: DateTime<Utc>,
+    ) -> Result<Vec<FailingEndpoint>, StoreError> {
+        Store::failing_endpoints(self, failing_before).await
+    }
+    async fn disable_endpoints(
+        &self,
+        endpoints: &[FailingEndpoint],
+        reason: &str,
+        events: &[OperatorEvent],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::disable_endpoints(self, endpoints, reason, events).await
     }
 }

@@ -18,5 +18,6 @@ mod resilience;
 mod secrets;
 mod security;
 mod server_limits;
+mod store;
 mod stores_down;
 mod transport;

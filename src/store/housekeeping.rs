@@ -1,0 +1,153 @@
+//! Housekeeping's side of the store: what keeps the due index whole (rows
+//! marked `needs_index`, pending rows for a rebuild, a sweep or a heal after
+//! a Redis failover) and the history bounded (retention).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+use crate::domain::id;
+
+impl Store {
+    /// Notifications marked `needs_index`, with their due time while they
+    /// are pending (`None` once final: nothing to index, only the mark to
+    /// clear).
+    ///
+    /// The predicate is exactly the partial index's, `needs_index`, so that
+    /// index is the only one that fits. With `status = 'pending'` in the
+    /// query, the planner also could, and did, walk `notifications_pending_due`
+    /// and filter every pending row: once a second, per process.
+    pub async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, CASE WHEN status = 'pending' THEN next_attempt_at END FROM notifications \
+             WHERE needs_index ORDER BY next_attempt_at LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE notifications SET needs_index = false WHERE id = ANY($1)")
+            .bind(ids)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Keyset position in the pending rows: (due time, id).
+pub type PendingCursor = (DateTime<Utc>, Uuid);
+
+impl Store {
+    /// One page of pending rows in due order, after `after`: what a rebuild
+    /// or a sweep walks, on the `notifications_pending_due` index.
+    pub async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: Option<DateTime<Utc>>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let (at, id) = after.map_or((None, None), |(at, id)| (Some(at), Some(id)));
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE status = 'pending' AND next_attempt_at IS NOT NULL \
+               AND ($1::timestamptz IS NULL OR (next_attempt_at, id) > ($1, $2)) \
+               AND ($3::timestamptz IS NULL OR next_attempt_at < $3) \
+             ORDER BY next_attempt_at, id LIMIT $4",
+        )
+        .bind(at)
+        .bind(id)
+        .bind(due_before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Of `ids`, those still pending, with their due times: what a sweep
+    /// re-reads before re-indexing rows it found missing from Redis.
+    pub async fn still_pending(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE id = ANY($1) AND status = 'pending' AND next_attempt_at IS NOT NULL",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// One page of pending rows created after the id `after` (UUIDv7, so a
+    /// creation time), in id order: what is re-added after a Redis failover,
+    /// on the primary key.
+    pub async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE id > $1 AND status = 'pending' AND next_attempt_at IS NOT NULL \
+             ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Deletes the final notifications completed before `before`, with
+    /// their attempts, among the next `limit` rows of the primary key after
+    /// `after`. Returns how many it deleted and where to go on from (`None`
+    /// once the walk is done).
+    ///
+    /// There is no index on `completed_at` (it would cost an entry on every
+    /// completion): a notification completed before `before` was created
+    /// before it, and ids are UUIDv7, so the walk covers the primary key up
+    /// to the first id of that millisecond. Rows it keeps (created that long
+    /// ago but pending, say for a disabled endpoint, or completed lately) are
+    /// passed over once per walk, not once per batch.
+    pub async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
+            "WITH scanned AS ( \
+                 SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
+                 FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
+             ), deleted AS ( \
+                 DELETE FROM notifications WHERE id IN (SELECT id FROM scanned WHERE expired) \
+                 RETURNING 1 \
+             ) \
+             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
+                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
+        )
+        .bind(before)
+        .bind(limit)
+        .bind(id::first_of_ms(before.timestamp_millis() + 1))
+        .bind(after.unwrap_or(Uuid::nil()))
+        .fetch_one(&self.pool)
+        .await?;
+        let next = if scanned < limit { None } else { last };
+        Ok((deleted as u64, next))
+    }
+}
+
+/// A rebuild of the due index reads pending rows through this seam.
+#[async_trait::async_trait]
+impl super::seams::PendingRows for Store {
+    async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_page(self, after, None, limit).await
+    }
+}

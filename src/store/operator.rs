@@ -1,0 +1,150 @@
+//! The operator webhook's side of the store: the managed endpoint that
+//! receives operator events (kept in step with `operator.url`), and the SQL
+//! that writes the events. Each event is a notification to that endpoint,
+//! inserted by the statement that writes the change it reports (a
+//! notification ending failed, an endpoint disabled), so one never commits
+//! without the other. The events come built (`domain::operator_event`);
+//! this only stores them.
+
+use uuid::Uuid;
+
+use super::{Store, StoreError};
+use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
+use crate::domain::schedule::Schedule;
+
+impl Store {
+    /// Makes the managed operator endpoint match `operator.url` and its
+    /// secret: created or updated when set, deleted (its pending events then
+    /// cancelled by the dispatcher) when not.
+    pub async fn sync_operator_endpoint(
+        &self,
+        target: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        let Some((url, secret)) = target else {
+            sqlx::query(
+                "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
+                 WHERE id = $1 AND deleted_at IS NULL",
+            )
+            .bind(OPERATOR_ENDPOINT_ID)
+            .execute(&self.pool)
+            .await?;
+            return Ok(());
+        };
+        // The stored secret is sealed with a fresh nonce each time, so it
+        // cannot be compared in SQL: read it under a row lock, open it, and
+        // write only when something changed.
+        let mut tx = self.pool.begin().await?;
+        let current: Option<(String, String, bool, bool)> = sqlx::query_as(
+            "SELECT url, secret, deleted_at IS NOT NULL, disabled FROM endpoints WHERE id = $1 FOR UPDATE",
+        )
+        .bind(OPERATOR_ENDPOINT_ID)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
+        match current {
+            None => {
+                let schedule = Schedule::default();
+                // Another process may create it first: its row is as good.
+                sqlx::query(
+                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
+                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
+                     ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(OPERATOR_ENDPOINT_ID)
+                .bind(url)
+                .bind(&sealed)
+                .bind(schedule.delays_ms())
+                .bind(schedule.name())
+                .execute(&mut *tx)
+                .await?;
+            }
+            Some((stored_url, mut stored_secret, deleted, disabled)) => {
+                // A secret that does not open (a retired key) is replaced by
+                // the configured one, which is the truth anyway.
+                let same_secret = super::sealing::open_secret(
+                    &self.keys,
+                    OPERATOR_ENDPOINT_ID,
+                    &mut stored_secret,
+                )
+                .is_ok_and(|()| stored_secret == secret);
+                if stored_url != url || !same_secret || deleted || disabled {
+                    sqlx::query(
+                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
+                             updated_at = now() WHERE id = $1",
+                    )
+                    .bind(OPERATOR_ENDPOINT_ID)
+                    .bind(url)
+                    .bind(&sealed)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// SQL for a CTE that inserts operator events, for a statement that binds
+/// them as the arrays `$subjects` (uuid[]), `$types`, `$keys` (text[]) and
+/// `$bodies` (bytea[]) (see `EventBinds`) and the operator endpoint's id as
+/// `$operator`, and whose CTE `$changed` returns the `id` of each row it
+/// changed. An event is inserted only if its subject's change was, and only
+/// while the operator endpoint exists; its key makes a second recording of
+/// the same change insert nothing. The events are due at once and marked
+/// `needs_index`: the housekeeper adds them to the due index.
+macro_rules! insert_operator_events {
+    ($changed:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
+        concat!(
+            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
+             SELECT hookd_uuid_v7(), op.id, ev.key, ev.event_type, 'application/json', ev.body, \
+                 op.schedule_ms, op.schedule_name, now(), now(), true \
+             FROM UNNEST(",
+            $subjects,
+            "::uuid[], ",
+            $types,
+            "::text[], ",
+            $keys,
+            "::text[], ",
+            $bodies,
+            "::bytea[]) AS ev(subject, event_type, key, body) \
+             JOIN ",
+            $changed,
+            " changed ON changed.id = ev.subject \
+             JOIN endpoints op ON op.id = ",
+            $operator,
+            " AND op.deleted_at IS NULL \
+             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING"
+        )
+    };
+}
+pub(super) use insert_operator_events;
+
+/// Operator events as the arrays `insert_operator_events!` binds.
+#[derive(Default)]
+pub(super) struct EventBinds<'a> {
+    pub subjects: Vec<Uuid>,
+    pub types: Vec<&'static str>,
+    pub keys: Vec<&'a str>,
+    pub bodies: Vec<&'a [u8]>,
+}
+
+impl<'a> EventBinds<'a> {
+    pub fn push(&mut self, event: &'a OperatorEvent) {
+        self.subjects.push(event.subject);
+        self.types.push(event.event_type);
+        self.keys.push(&event.key);
+        self.bodies.push(&event.body);
+    }
+}
+
+impl<'a> FromIterator<&'a OperatorEvent> for EventBinds<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a OperatorEvent>>(events: I) -> Self {
+        let mut binds = Self::default();
+        for event in events {
+            binds.push(event);
+        }
+        binds
+    }
+}

@@ -1,0 +1,406 @@
+//! The store's boundary and write rules, against a real PostgreSQL: typed
+//! statuses and outcomes in their text columns; what recording a batch of
+//! attempts writes with them; disabling failing endpoints.
+
+use chrono::{DateTime, Utc};
+use hookd::domain::health::{self, DISABLED_FAILING};
+use hookd::domain::id;
+use hookd::domain::operator_event::{
+    DisabledEndpoint, FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID,
+};
+use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
+use hookd::domain::status::{after_attempt, Status};
+use hookd::store::delivery::AttemptRecord;
+use hookd::store::health::FailingEndpoint;
+use hookd::store::{Store, StoreError};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+#[sqlx::test]
+async fn every_status_and_outcome_round_trips_through_its_text_column(pool: PgPool) {
+    for status in Status::ALL {
+        let (back, text): (Status, String) = sqlx::query_as("SELECT $1::text, $1::text")
+            .bind(status)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(back, status);
+        assert_eq!(text, status.as_str());
+    }
+    for outcome in [
+        OutcomeKind::Succeeded,
+        OutcomeKind::Retry,
+        OutcomeKind::Failed,
+    ] {
+        let (back, text): (OutcomeKind, String) = sqlx::query_as("SELECT $1::text, $1::text")
+            .bind(outcome)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(back, outcome);
+        assert_eq!(text, outcome.as_str());
+    }
+    // Arrays too: the recorder binds a batch's outcomes as one text[].
+    let texts: Vec<String> = sqlx::query_scalar("SELECT unnest($1::text[])")
+        .bind(vec![OutcomeKind::Retry, OutcomeKind::Failed])
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(texts, ["retry", "failed"]);
+}
+
+#[sqlx::test]
+async fn a_stored_value_outside_the_enum_is_an_error_not_a_fallback(pool: PgPool) {
+    for text in ["done", "PENDING", ""] {
+        let decoded = sqlx::query_scalar::<_, Status>("SELECT $1::text")
+            .bind(text)
+            .fetch_one(&pool)
+            .await;
+        assert!(decoded.is_err(), "{text:?} decoded as {decoded:?}");
+    }
+}
+
+// What a recorded batch writes beside the attempts: the notification's
+// decided state, its operator event, the endpoint's health; and the
+// disabling of failing endpoints. Driven through `Store` directly, with the
+// decisions made by `domain/` as the dispatcher makes them.
+
+async fn endpoint(pool: &PgPool, id: Uuid) {
+    sqlx::query(
+        "INSERT INTO endpoints (id, uid, url, secret, schedule_ms, managed) \
+         VALUES ($1, $2, 'http://127.0.0.1:1/hook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{0}', $3)",
+    )
+    .bind(id)
+    .bind((id != OPERATOR_ENDPOINT_ID).then(|| format!("e-{}", id.simple())))
+    .bind(id == OPERATOR_ENDPOINT_ID)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+async fn notification(pool: &PgPool, endpoint_id: Uuid) -> Uuid {
+    let id = id::new_id();
+    sqlx::query(
+        "INSERT INTO notifications (id, endpoint_id, key, content_type, body, schedule_ms, deliver_at, \
+             next_attempt_at) \
+         VALUES ($1, $2, $3, 'application/json', '\\x7b7d', '{0}', now(), now())",
+    )
+    .bind(id)
+    .bind(endpoint_id)
+    .bind(format!("order-{}", id.simple()))
+    .execute(pool)
+    .await
+    .unwrap();
+    id
+}
+
+/// An attempt as the dispatcher records it, with operator events on.
+fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> AttemptRecord {
+    let error = (outcome != Outcome::Succeeded).then_some(("connect", "connection refused"));
+    let next = after_attempt(&outcome, error);
+    let event = (next.status == Status::Failed)
+        .then(|| {
+            OperatorEvent::notification_failed(
+                &FailedNotification {
+                    notification_id: id,
+                    endpoint_id,
+                    key: None,
+                    event_type: None,
+                    attempts: number,
+                    last_status_code: None,
+                    last_error: next.last_error.as_deref(),
+                },
+                Utc::now(),
+            )
+        })
+        .flatten();
+    AttemptRecord {
+        notification_id: id,
+        endpoint_id,
+        number,
+        series_start: 0,
+        started_at: Utc::now(),
+        duration_ms: 1,
+        status_code: None,
+        response_body: None,
+        error_code: error.map(|(code, _)| code.to_string()),
+        error_message: error.map(|(_, message)| message.to_string()),
+        outcome,
+        next,
+        event,
+    }
+}
+
+async fn record(store: &Store, batch: &[AttemptRecord]) -> Result<Vec<Uuid>, StoreError> {
+    let health = health::observe(
+        batch
+            .iter()
+            .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
+    );
+    store.record_attempts(batch, &health).await
+}
+
+async fn row_state(pool: &PgPool, id: Uuid) -> (Status, i32, i64, i64) {
+    sqlx::query_as(
+        "SELECT status, attempts, \
+             (SELECT count(*) FROM attempts WHERE notification_id = $1), \
+             (SELECT count(*) FROM notifications WHERE key LIKE 'notification.failed:' || $1 || ':%') \
+         FROM notifications WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+async fn failing_since(pool: &PgPool, id: Uuid) -> Option<DateTime<Utc>> {
+    sqlx::query_scalar("SELECT failing_since FROM endpoints WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
+
+#[sqlx::test]
+async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_neither(
+    pool: PgPool,
+) {
+    let store = Store::new(pool.clone());
+    endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    let id = notification(&pool, shop).await;
+
+    let first = attempt(id, shop, 1, FAILED);
+    assert_eq!(
+        record(&store, std::slice::from_ref(&first)).await.unwrap(),
+        [id]
+    );
+    assert_eq!(row_state(&pool, id).await, (Status::Failed, 1, 1, 1));
+    let (event_type, body, due): (String, Vec<u8>, bool) = sqlx::query_as(
+        "SELECT event_type, body, needs_index AND next_attempt_at IS NOT NULL FROM notifications \
+         WHERE endpoint_id = $1",
+    )
+    .bind(OPERATOR_ENDPOINT_ID)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(event_type, "notification.failed");
+    assert_eq!(body, first.event.as_ref().unwrap().body);
+    assert!(due, "the event waits for the housekeeper to index it");
+
+    // A duplicate delivery of the same attempt (a lease that expired).
+    assert!(record(&store, &[first]).await.unwrap().is_empty());
+    assert_eq!(row_state(&pool, id).await, (Status::Failed, 1, 1, 1));
+}
+
+#[sqlx::test]
+async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    let id = notification(&pool, shop).await;
+    store.cancel_notification(id).await.unwrap();
+
+    assert!(record(&store, &[attempt(id, shop, 1, FAILED)])
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(row_state(&pool, id).await, (Status::Cancelled, 0, 1, 0));
+    assert_eq!(failing_since(&pool, shop).await, None);
+}
+
+#[sqlx::test]
+async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleared_by_a_success(
+    pool: PgPool,
+) {
+    let store = Store::new(pool.clone());
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    let retry = || Outcome::Retry {
+        at: Utc::now() + chrono::Duration::seconds(60),
+    };
+    let (a, b) = (
+        notification(&pool, shop).await,
+        notification(&pool, shop).await,
+    );
+
+    let first = attempt(a, shop, 1, retry());
+    record(&store, std::slice::from_ref(&first)).await.unwrap();
+    let since = failing_since(&pool, shop).await;
+    assert_eq!(
+        since.map(|t| t.timestamp_micros()),
+        Some(first.started_at.timestamp_micros())
+    );
+    assert_eq!(row_state(&pool, a).await, (Status::Pending, 1, 1, 0));
+
+    record(&store, &[attempt(a, shop, 2, retry())])
+        .await
+        .unwrap();
+    assert_eq!(failing_since(&pool, shop).await, since);
+
+    record(&store, &[attempt(b, shop, 1, Outcome::Succeeded)])
+        .await
+        .unwrap();
+    assert_eq!(failing_since(&pool, shop).await, None);
+    assert_eq!(row_state(&pool, b).await, (Status::Succeeded, 1, 1, 0));
+
+    // An attempt whose notification did not move says nothing about health.
+    record(&store, &[attempt(b, shop, 1, retry())])
+        .await
+        .unwrap();
+    assert_eq!(failing_since(&pool, shop).await, None);
+}
+
+#[sqlx::test]
+async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(pool: PgPool) {
+    let store = Store::new(pool.clone());
+    let (a, b) = (id::new_id(), id::new_id());
+    endpoint(&pool, a).await;
+    endpoint(&pool, b).await;
+    for round in 0..10 {
+        let mut batches = Vec::new();
+        for task in 0..6 {
+            let on_a = attempt(notification(&pool, a).await, a, 1, FAILED);
+            let on_b = attempt(notification(&pool, b).await, b, 1, FAILED);
+            batches.push(if task % 2 == 0 {
+                vec![on_a, on_b]
+            } else {
+                vec![on_b, on_a]
+            });
+        }
+        let recorded = futures::future::join_all(batches.iter().map(|batch| record(&store, batch)));
+        for result in recorded.await {
+            assert_eq!(
+                result.expect("no deadlock, no error").len(),
+                2,
+                "round {round}"
+            );
+        }
+        assert!(failing_since(&pool, a).await.is_some());
+        assert!(failing_since(&pool, b).await.is_some());
+        sqlx::query("UPDATE endpoints SET failing_since = NULL")
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+}
+
+#[sqlx::test]
+async fn a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed_since_read(
+    pool: PgPool,
+) {
+    let store = Store::new(pool.clone());
+    endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    sqlx::query("UPDATE endpoints SET failing_since = now() - interval '2 hours' WHERE id = $1")
+        .bind(shop)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let before = Utc::now() - chrono::Duration::hours(1);
+    let events_for = |read: &[FailingEndpoint]| -> Vec<OperatorEvent> {
+        read.iter()
+            .map(|e| {
+                OperatorEvent::endpoint_disabled(
+                    &DisabledEndpoint {
+                        endpoint_id: e.id,
+                        endpoint_uid: e.uid.as_deref(),
+                        url: &e.url,
+                        failing_since: e.failing_since,
+                        reason: DISABLED_FAILING,
+                    },
+                    Utc::now(),
+                )
+            })
+            .collect()
+    };
+    let events_stored = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT key FROM notifications WHERE event_type = 'endpoint.disabled'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+
+    // Changed (say, its URL) after it was read: not disabled on that read.
+    let stale = store.failing_endpoints(before).await.unwrap();
+    assert_eq!(stale.len(), 1);
+    sqlx::query(
+        "UPDATE endpoints SET url = 'http://127.0.0.1:2/new', updated_at = now() WHERE id = $1",
+    )
+    .bind(shop)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let disabled = store
+        .disable_endpoints(&stale, DISABLED_FAILING, &events_for(&stale))
+        .await
+        .unwrap();
+    assert!(disabled.is_empty());
+    assert!(events_stored().await.is_empty());
+
+    let read = store.failing_endpoints(before).await.unwrap();
+    assert_eq!(read[0].url, "http://127.0.0.1:2/new");
+    let events = events_for(&read);
+    let disabled = store
+        .disable_endpoints(&read, DISABLED_FAILING, &events)
+        .await
+        .unwrap();
+    assert_eq!(disabled, [shop]);
+    assert_eq!(events_stored().await, [events[0].key.clone()]);
+    let (is_disabled, reason): (bool, Option<String>) =
+        sqlx::query_as("SELECT disabled, disabled_reason FROM endpoints WHERE id = $1")
+            .bind(shop)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(is_disabled);
+    assert_eq!(reason.as_deref(), Some("failing"));
+
+    // A second process with the same read changes nothing more.
+    let again = store
+        .disable_endpoints(&read, DISABLED_FAILING, &events)
+        .await
+        .unwrap();
+    assert!(again.is_empty());
+    assert_eq!(events_stored().await.len(), 1);
+}
+
+#[sqlx::test]
+async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(pool: PgPool) {
+    for text in [
+        "2026-11-23 08:00:00.5+00",
+        "2026-11-23 08:00:00.499999+00",
+        "2026-11-23 08:00:00.500001+00",
+        "1969-12-31 23:59:58.5+00",
+    ] {
+        let (at, seconds): (DateTime<Utc>, i64) =
+            sqlx::query_as("SELECT $1::timestamptz, extract(epoch FROM $1::timestamptz)::bigint")
+                .bind(text)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        let id = Uuid::from_u128(7);
+        let event = OperatorEvent::endpoint_disabled(
+            &DisabledEndpoint {
+                endpoint_id: id,
+                endpoint_uid: None,
+                url: "",
+                failing_since: at,
+                reason: DISABLED_FAILING,
+            },
+            Utc::now(),
+        );
+        assert_eq!(
+            event.key,
+            format!("endpoint.disabled:{id}:{seconds}"),
+            "{text}"
+        );
+    }
+}
