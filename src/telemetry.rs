@@ -37,8 +37,14 @@ pub fn metrics() -> &'static PrometheusHandle {
             0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
             60.0,
         ];
+        // Fan-out sizes: one endpoint to tens of thousands.
+        let endpoints = [
+            0.0, 1.0, 2.0, 5.0, 10.0, 25.0, 100.0, 1000.0, 10_000.0, 100_000.0,
+        ];
         let handle = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &seconds)
+            .expect("valid buckets")
+            .set_buckets_for_metric(Matcher::Full("hookd_event_fan_out".into()), &endpoints)
             .expect("valid buckets")
             .install_recorder()
             .expect("the metrics recorder is installed once");
@@ -79,6 +85,14 @@ fn describe() {
     describe_counter!(
         "hookd_notifications_created_total",
         "Notifications committed through the API"
+    );
+    describe_counter!(
+        "hookd_events_created_total",
+        "Events committed through the API (each with its deliveries)"
+    );
+    describe_histogram!(
+        "hookd_event_fan_out",
+        "Deliveries each created event fanned out to"
     );
     describe_counter!(
         "hookd_api_requests_total",
@@ -125,6 +139,7 @@ fn register_at_zero() {
     }
     for name in [
         "hookd_notifications_created_total",
+        "hookd_events_created_total",
         "hookd_index_rebuilds_total",
         "hookd_sweep_reindexed_total",
         "hookd_deferred_indexed_total",

@@ -143,6 +143,7 @@ impl Service {
                 slot.and_then(|()| match inserted.next() {
                     Some(EventInserted::Created { event, .. }) => {
                         metrics::counter!("hookd_events_created_total").increment(1);
+                        metrics::histogram!("hookd_event_fan_out").record(event.deliveries as f64);
                         Ok(Accepted::Created(event))
                     }
                     Some(EventInserted::Existing(event)) => Ok(Accepted::Existing(event)),
