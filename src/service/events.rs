@@ -124,12 +124,13 @@ impl Service {
             .map(|p| p.event.owner.clone())
             .collect();
         let subscribers = self.subscribers(owners).await?;
+        let named_by_id: HashMap<Uuid, _> = named.values().map(|e| (e.id, e)).collect();
         let mut writes = Writes::default();
         let slots: Vec<Result<(), Problem>> = prepared
             .into_iter()
             .map(|p| {
                 p.map(|mut p| {
-                    p.event.deliveries = fan_out(&p, &subscribers, &named, now);
+                    p.event.deliveries = fan_out(&p, &subscribers, &named_by_id, now);
                     metrics::histogram!("hookd_event_fan_out")
                         .record(p.event.deliveries.len() as f64);
                     writes.events.push(p.event);
@@ -297,29 +298,27 @@ impl Service {
 fn fan_out(
     prepared: &Prepared,
     subscribers: &HashMap<Option<String>, Arc<Vec<Subscriber>>>,
-    named: &Resolved,
+    named: &HashMap<Uuid, &Arc<crate::store::endpoints::Endpoint>>,
     now: DateTime<Utc>,
 ) -> Vec<NewDelivery> {
     let event = &prepared.event;
     let start = event.deliver_at.max(now);
-    let delivery = |id: Uuid, schedule: crate::domain::schedule::Schedule| NewDelivery {
+    let delivery = |endpoint_id: Uuid, schedule: crate::domain::schedule::Schedule| NewDelivery {
         id: crate::domain::id::new_id(),
-        endpoint_id: id,
+        endpoint_id,
         next_attempt_at: start
             + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
         schedule,
     };
     match &prepared.named {
-        Some(ids) => {
-            let endpoints: HashMap<Uuid, _> = named.values().map(|e| (e.id, e)).collect();
-            ids.iter()
-                .filter_map(|id| endpoints.get(id))
-                .filter(|e| {
-                    !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
-                })
-                .map(|e| delivery(e.id, e.schedule()))
-                .collect()
-        }
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| named.get(id))
+            .filter(|e| {
+                !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
+            })
+            .map(|e| delivery(e.id, e.schedule()))
+            .collect(),
         None => subscribers
             .get(&event.owner)
             .into_iter()
