@@ -111,7 +111,6 @@ impl ApiError {
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Rejected(problem) => match problem.kind {
-                Kind::Malformed => StatusCode::BAD_REQUEST,
                 Kind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
                 Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
                 Kind::Conflict => StatusCode::CONFLICT,

@@ -95,8 +95,6 @@ impl fmt::Display for ErrorCode {
 /// What kind of refusal a problem is; the API maps each to one status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// The input does not parse (400).
-    Malformed,
     /// A value is not acceptable (422).
     Invalid,
     /// A value is over a size limit (413).
@@ -154,12 +152,6 @@ impl Problem {
             field: None,
             message: format!("{what} not found"),
         }
-    }
-
-    /// The same problem, about `field` inside a list: `endpoints[3]`.
-    pub fn at(mut self, field: impl Into<String>) -> Self {
-        self.field = Some(field.into());
-        self
     }
 }
 

@@ -74,10 +74,14 @@ impl Default for SubscriberCache {
     fn default() -> Self {
         Self(
             moka::sync::Cache::builder()
-                // About 200 bytes an endpoint: 64 MiB is 300,000 endpoints.
+                // Weighed by what the entries hold, the owner and each
+                // endpoint's patterns and schedule included, so neither many
+                // owners nor long pattern lists exceed the bound.
                 .max_capacity(64 << 20)
-                .weigher(|_, list: &Arc<Vec<Subscriber>>| {
-                    u32::try_from(list.len() * 200 + 64).unwrap_or(u32::MAX)
+                .weigher(|owner: &Option<String>, list: &Arc<Vec<Subscriber>>| {
+                    let endpoints: usize = list.iter().map(Subscriber::approximate_size).sum();
+                    let key = owner.as_ref().map_or(0, String::len);
+                    u32::try_from(64 + key + endpoints).unwrap_or(u32::MAX)
                 })
                 .time_to_live(SUBSCRIBERS_TTL)
                 .build(),
@@ -105,13 +109,16 @@ impl Service {
         &self,
         inputs: Vec<EventInput>,
     ) -> Result<Vec<Result<Accepted<Event>, Problem>>, ServiceError> {
-        let named = self
-            .resolve_endpoints(
-                inputs
-                    .iter()
-                    .flat_map(|i| i.endpoints.iter().flatten().map(String::as_str)),
-            )
-            .await?;
+        // Only names of events that may name them are looked up: an event
+        // over the limit is refused anyway, and must not cost a lookup.
+        let names: Vec<&str> = inputs
+            .iter()
+            .filter_map(|i| i.endpoints.as_deref())
+            .filter(|names| names.len() <= MAX_NAMED_ENDPOINTS)
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        let named = self.resolve_endpoints(names).await?;
         let now = Utc::now();
         let prepared: Vec<Result<Prepared, Problem>> = inputs
             .into_iter()

@@ -79,6 +79,20 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
+    /// About how many bytes this row holds in memory, for bounded caches.
+    pub fn approximate_size(&self) -> usize {
+        let patterns: usize = self
+            .event_types
+            .iter()
+            .flatten()
+            .map(|p| p.len() + 24)
+            .sum();
+        96 + self.owner.as_ref().map_or(0, String::len)
+            + patterns
+            + self.schedule_ms.len() * 8
+            + self.schedule_name.as_ref().map_or(0, String::len)
+    }
+
     pub fn schedule(&self) -> Schedule {
         Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
     }
