@@ -20,6 +20,8 @@ use sqlx::PgPool;
 mod fanout;
 #[path = "dispatch/heal.rs"]
 mod heal;
+#[path = "dispatch/pull.rs"]
+mod pull;
 
 const CONCURRENCY: usize = 64;
 const SENDER_IN_FLIGHT: usize = 256;
@@ -445,7 +447,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,delivery,lateness,scale,heal picks sections (default: all).
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,scale,heal picks sections (default: all).
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -539,6 +541,11 @@ async fn main() {
     // 8, 9 and 10: events and their fan-out.
     if want("events") {
         fanout::scenarios(&pool, &database_url, &redis_url, &receiver_url, runs).await;
+    }
+
+    // 11 and 12: pull consumption.
+    if want("pull") {
+        pull::scenarios(&pool, &database_url, &redis_url, runs).await;
     }
 
     // 3, 6a and 7. Delivery of 50,000 due now, each run paired with the raw

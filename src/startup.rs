@@ -110,7 +110,12 @@ impl App {
         let store = store.with_secrets(settings.keyring());
         let settings = Arc::new(settings);
         let state = AppState {
-            service: Service::start(Arc::new(store.clone()), due.clone(), settings.clone()),
+            service: Service::start(
+                Arc::new(store.clone()),
+                Arc::new(store.clone()),
+                due.clone(),
+                settings.clone(),
+            ),
             store: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
@@ -161,6 +166,9 @@ impl App {
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
         let resealing = tokio::spawn(crate::store::reseal::run(self.store.clone(), token.clone()));
+        // Pull consumers' signals and leases: wherever the API or the
+        // dispatcher runs.
+        let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));
         let settings = self.state.settings.clone();
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
@@ -207,6 +215,7 @@ impl App {
             dispatcher.await.context("dispatcher task failed")?;
         }
         let _ = resealing.await;
+        let _ = pulling.await;
         Ok(())
     }
 }

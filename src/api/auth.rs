@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::error::ApiError;
 use super::AppState;
 use crate::config::{digest, ApiSettings, Credential};
+use crate::domain::pull::CONSUMER_TOKEN_PREFIX;
 use crate::domain::scope::{Scope, Scopes};
 
 /// The configured tokens, digested once at start-up.
@@ -32,6 +33,9 @@ pub struct Auth {
 pub struct Caller {
     pub name: Arc<str>,
     pub scopes: Scopes,
+    /// A consumer token's endpoint (DESIGN.md §10): such a caller may pull,
+    /// ack, nack and extend there, and nothing else.
+    pub consumer: Option<Uuid>,
 }
 
 /// The id a successful admin action created or changed, for its audit event
@@ -65,6 +69,7 @@ impl Auth {
         found.map(|c| Caller {
             name: c.name.as_str().into(),
             scopes: c.scopes,
+            consumer: None,
         })
     }
 }
@@ -88,6 +93,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/events"
         | "/v1/events/batch"
         | "/v1/events/{id}/cancel" => Scope::Write,
+        route if super::pull::consumer_route(route) => Scope::Write,
+        "/v1/endpoints/{endpoint}/consumer-token" => Scope::Secrets,
         _ => Scope::Admin,
     }
 }
@@ -105,15 +112,24 @@ pub async fn authorize(
         .map_or_else(String::new, |p| p.as_str().to_string());
     let method = request.method().clone();
     let needed = required_scope(&method, &route);
+    let presented = bearer(request.headers()).map(str::to_string);
+    if let Some(token) = presented
+        .as_deref()
+        .filter(|t| t.starts_with(CONSUMER_TOKEN_PREFIX))
+    {
+        return consume(&state, token, &route, request, next).await;
+    }
     let caller = if state.auth.is_open() {
         let authority = request.uri().authority().map(|a| a.as_str().to_string());
         local_only(&method, request.headers(), authority.as_deref())?;
         Caller {
             name: "local".into(),
             scopes: Scopes::ALL,
+            consumer: None,
         }
     } else {
-        bearer(request.headers())
+        presented
+            .as_deref()
             .and_then(|token| state.auth.identify(token))
             .ok_or(ApiError::Unauthorized)?
     };
@@ -140,6 +156,35 @@ pub async fn authorize(
         audit(&caller, &method, &route, path, outcome, id);
     }
     Ok(response)
+}
+
+/// A request with a consumer token: a current token, on a route consumers
+/// may call. Which endpoint it may act on is checked where the endpoint is
+/// known (the service).
+async fn consume(
+    state: &AppState,
+    token: &str,
+    route: &str,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let endpoint = state
+        .service
+        .consumer_endpoint(token)
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
+    if !super::pull::consumer_route(route) {
+        return Err(ApiError::Forbidden(
+            "a consumer token may only pull, ack, nack and extend its own endpoint's notifications"
+                .to_string(),
+        ));
+    }
+    request.extensions_mut().insert(Caller {
+        name: format!("consumer:{endpoint}").into(),
+        scopes: Scopes::default(),
+        consumer: Some(endpoint),
+    });
+    Ok(next.run(request).await)
 }
 
 /// One audit event, on the `hookd::audit` target so operators can route
@@ -290,6 +335,15 @@ mod tests {
             (Method::GET, "/v1/notifications", Scope::Read),
             (Method::GET, "/v1/notifications/{id}", Scope::Read),
             (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),
+            (Method::POST, "/v1/endpoints/{endpoint}/pull", Scope::Write),
+            (Method::POST, "/v1/endpoints/{endpoint}/ack", Scope::Write),
+            (Method::POST, "/v1/notifications/{id}/nack", Scope::Write),
+            (Method::POST, "/v1/notifications/{id}/extend", Scope::Write),
+            (
+                Method::POST,
+                "/v1/endpoints/{endpoint}/consumer-token",
+                Scope::Secrets,
+            ),
             // A route nobody classified is admin-only.
             (Method::POST, "/v1/something/new", Scope::Admin),
         ];

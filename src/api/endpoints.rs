@@ -19,6 +19,7 @@ use super::extract::{parse_json, JsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
+use crate::domain::pull::Delivery;
 use crate::service::endpoints::{EndpointFields, RotateSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
@@ -48,7 +49,10 @@ pub struct EndpointView {
     pub uid: Option<String>,
     /// The tenant it belongs to; events fan out within one owner.
     pub owner: Option<String>,
-    pub url: String,
+    /// Where hookd POSTs; null for a pull endpoint.
+    pub url: Option<String>,
+    /// `push` (hookd POSTs to `url`) or `pull` (consumers take them).
+    pub delivery: Delivery,
     pub description: String,
     pub event_types: Option<Vec<String>>,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
@@ -79,7 +83,8 @@ impl EndpointView {
             schedule: endpoint.schedule().to_json(),
             uid: endpoint.uid,
             owner: endpoint.owner,
-            url: without_userinfo(endpoint.url),
+            url: endpoint.url.map(without_userinfo),
+            delivery: endpoint.delivery,
             description: endpoint.description,
             event_types: endpoint.event_types,
             success_body: endpoint.success_body,

@@ -115,6 +115,7 @@ impl ApiError {
                 Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
                 Kind::Conflict => StatusCode::CONFLICT,
                 Kind::NotFound => StatusCode::NOT_FOUND,
+                Kind::Forbidden => StatusCode::FORBIDDEN,
             },
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,

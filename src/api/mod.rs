@@ -11,6 +11,7 @@ pub mod health;
 pub mod notifications;
 pub mod openapi;
 pub mod pagination;
+pub mod pull;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .merge(endpoints::router())
         .merge(notifications::router())
         .merge(events::router())
+        .merge(pull::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

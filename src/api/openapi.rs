@@ -6,7 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{endpoints, events, health, notifications};
+use super::{endpoints, events, health, notifications, pull};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -36,6 +36,13 @@ use super::{endpoints, events, health, notifications};
         events::list,
         events::read,
         events::cancel,
+        pull::pull,
+        pull::leases::ack,
+        pull::leases::nack,
+        pull::leases::extend,
+        pull::leases::ack_batch,
+        pull::leases::nack_batch,
+        pull::consumer_token,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -47,6 +54,7 @@ use super::{endpoints, events, health, notifications};
         (name = "endpoints", description = "Receivers: URL, signing secret, delivery policy"),
         (name = "notifications", description = "What to deliver, and what became of it"),
         (name = "events", description = "Business facts that fan out to every subscribed endpoint of their owner"),
+        (name = "pull", description = "Pull endpoints: consumers take due notifications under a lease, then ack or nack them"),
         (name = "operations", description = "Health, readiness, this document"),
     )
 )]

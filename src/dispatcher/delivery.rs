@@ -26,6 +26,8 @@ pub struct Plan {
     pub max_in_flight: Option<u32>,
     pub disabled: bool,
     pub deleted: bool,
+    /// The endpoint is pull: nothing is POSTed; its consumers take them.
+    pub pull: bool,
     /// The endpoint's secret or headers did not open: every attempt fails
     /// with this instead of being sent.
     pub unreadable: Option<AttemptError>,
@@ -51,6 +53,7 @@ impl Plan {
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
+            pull: endpoint.pull,
             unreadable: endpoint
                 .unreadable
                 .map(|error| sealed_error("the endpoint's signing secret or headers", &error)),

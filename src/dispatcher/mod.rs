@@ -293,6 +293,7 @@ impl Dispatcher {
             .collect();
         let mut gone = Vec::new();
         let mut orphans = Vec::new();
+        let mut handed = Vec::new();
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
@@ -320,6 +321,12 @@ impl Dispatcher {
             };
             if plan.deleted {
                 orphans.push(*id);
+                gone.push(*id);
+                continue;
+            }
+            if plan.pull {
+                // Switched to pull after it was indexed: its consumers take it.
+                handed.push(*id);
                 gone.push(*id);
                 continue;
             }
@@ -385,6 +392,11 @@ impl Dispatcher {
             // were created while the delete ran.
             if let Err(error) = self.store.cancel_notifications(&orphans).await {
                 tracing::warn!(%error, "cannot cancel notifications of a deleted endpoint");
+            }
+        }
+        if !handed.is_empty() {
+            if let Err(error) = self.store.hand_to_pull(&handed).await {
+                tracing::warn!(%error, "cannot hand notifications to a pull endpoint's consumers");
             }
         }
         if !gone.is_empty() {

@@ -1,7 +1,8 @@
 //! Pure types and decisions, no I/O: ids, retry schedules, statuses and the
 //! state machine, endpoint health, operator events, signing secrets and their
 //! sealing at rest, the success rule, subscriptions, validation of
-//! producer-supplied names and the problems they raise.
+//! producer-supplied names and the problems they raise, and the rules of
+//! pull consumption.
 
 pub mod fields;
 pub mod health;
@@ -9,6 +10,7 @@ pub mod id;
 pub mod operator_event;
 pub mod outcome;
 pub mod problem;
+pub mod pull;
 pub mod schedule;
 pub mod scope;
 pub mod sealed;

@@ -27,6 +27,10 @@ pub enum ErrorCode {
     UidTaken,
     NotPending,
     NotRetryable,
+    LeaseLost,
+    InFlight,
+    NotPull,
+    EndpointDisabled,
     // 413
     TooLarge,
     // 422: well-formed, but a value is not acceptable.
@@ -43,6 +47,8 @@ pub enum ErrorCode {
     UnknownEndpoint,
     OwnerMismatch,
     EventTypeNotSubscribed,
+    InvalidReceipt,
+    ReceiptMismatch,
     // 5xx
     Unavailable,
     Internal,
@@ -66,6 +72,10 @@ impl ErrorCode {
             ErrorCode::UidTaken => "uid_taken",
             ErrorCode::NotPending => "not_pending",
             ErrorCode::NotRetryable => "not_retryable",
+            ErrorCode::LeaseLost => "lease_lost",
+            ErrorCode::InFlight => "in_flight",
+            ErrorCode::NotPull => "not_pull",
+            ErrorCode::EndpointDisabled => "endpoint_disabled",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::InvalidType => "invalid_type",
@@ -80,6 +90,8 @@ impl ErrorCode {
             ErrorCode::UnknownEndpoint => "unknown_endpoint",
             ErrorCode::OwnerMismatch => "owner_mismatch",
             ErrorCode::EventTypeNotSubscribed => "event_type_not_subscribed",
+            ErrorCode::InvalidReceipt => "invalid_receipt",
+            ErrorCode::ReceiptMismatch => "receipt_mismatch",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
         }
@@ -103,6 +115,9 @@ pub enum Kind {
     Conflict,
     /// What the input names does not exist (404).
     NotFound,
+    /// The caller may not act on what the input names (403): a consumer
+    /// token used for another endpoint.
+    Forbidden,
 }
 
 /// Input the write path refuses: what kind, the code, the field at fault
@@ -162,6 +177,17 @@ impl fmt::Display for Problem {
 }
 
 impl std::error::Error for Problem {}
+
+impl Problem {
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Forbidden,
+            code: ErrorCode::Forbidden,
+            field: None,
+            message: message.into(),
+        }
+    }
+}
 
 /// A client's value as a message quotes it: at most 128 bytes, cut on a
 /// character boundary.

@@ -104,6 +104,7 @@ async fn run(service: Service, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>
                 let due = committed.due();
                 metrics::counter!("hookd_notifications_created_total").increment(due.len() as u64);
                 service.index_due(&due).await;
+                service.signal_pull(&committed.pulled()).await;
                 let counts: Vec<_> = replies.iter().map(|(counts, _)| *counts).collect();
                 let mut committed = committed.split(counts.into_iter());
                 for (_, reply) in replies {

@@ -14,6 +14,7 @@ use super::{Service, ServiceError};
 use crate::config::Settings;
 use crate::domain::fields::valid_uid;
 use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 use crate::domain::secret::SigningSecret;
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
@@ -35,10 +36,17 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     owner: Option<Option<String>>,
-    /// `http` or `https` URL that receives the POSTs. Required on create.
+    /// `http` or `https` URL that receives the POSTs. Required for a push
+    /// endpoint; a pull endpoint has none.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>, pattern = "^https?://")]
     url: Option<Option<String>>,
+    /// `push` (default): hookd POSTs each notification to `url`. `pull`:
+    /// consumers take them with `POST /v1/endpoints/{id}/pull`. A PATCH
+    /// may switch; pending notifications follow.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Delivery>)]
+    delivery: Option<Option<Delivery>>,
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     description: Option<Option<String>>,
@@ -111,11 +119,31 @@ impl EndpointFields {
             }
             endpoint.owner = owner;
         }
+        if let Some(delivery) = self.delivery {
+            endpoint.delivery = delivery.unwrap_or_default();
+            if endpoint.delivery == Delivery::Pull {
+                endpoint.url = None;
+            }
+        }
         if let Some(url) = self.url {
+            if endpoint.delivery == Delivery::Pull {
+                return Err(Problem::invalid(
+                    ErrorCode::ConflictingFields,
+                    "url",
+                    "a pull endpoint has no url: its consumers take notifications with POST /v1/endpoints/{id}/pull",
+                ));
+            }
             let url = url.ok_or_else(|| {
                 Problem::invalid(ErrorCode::InvalidValue, "url", "url cannot be null")
             })?;
-            endpoint.url = check_url(&url, "url", settings.sender.https_only)?.to_string();
+            endpoint.url = Some(check_url(&url, "url", settings.sender.https_only)?.to_string());
+        }
+        if endpoint.delivery == Delivery::Push && endpoint.url.is_none() {
+            return Err(Problem::invalid(
+                ErrorCode::MissingField,
+                "url",
+                "url is required for a push endpoint",
+            ));
         }
         if let Some(description) = self.description {
             let description = description.unwrap_or_default();
@@ -231,7 +259,8 @@ fn default_endpoint() -> Endpoint {
         id: crate::domain::id::new_id(),
         uid: None,
         owner: None,
-        url: String::new(),
+        url: None,
+        delivery: Delivery::Push,
         description: String::new(),
         secret: SigningSecret::generate().as_str().to_string(),
         previous_secrets: SqlJson(Vec::new()),
@@ -286,13 +315,6 @@ impl RotateSecret {
     }
 }
 
-impl EndpointFields {
-    /// Whether the request sets a URL (a create must).
-    pub fn has_url(&self) -> bool {
-        matches!(self.url, Some(Some(_)))
-    }
-}
-
 fn uid_conflict(error: StoreError) -> ServiceError {
     match error {
         StoreError::Conflict(_) => {
@@ -304,9 +326,6 @@ fn uid_conflict(error: StoreError) -> ServiceError {
 
 impl Service {
     pub async fn create_endpoint(&self, fields: EndpointFields) -> Result<Endpoint, ServiceError> {
-        if !fields.has_url() {
-            return Err(Problem::invalid(ErrorCode::MissingField, "url", "url is required").into());
-        }
         let mut endpoint = default_endpoint();
         fields.apply(&mut endpoint, &self.settings)?;
         let created = self
@@ -332,6 +351,7 @@ impl Service {
             .into());
         }
         let settings = self.settings.clone();
+        let switches = fields.delivery.is_some();
         let updated = self
             .store
             .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings)))
@@ -339,6 +359,9 @@ impl Service {
             .map_err(uid_conflict)?
             .ok_or_else(|| Problem::not_found("endpoint"))??;
         self.forget_cached_endpoints();
+        if switches {
+            self.follow_delivery(&updated).await?;
+        }
         Ok(updated)
     }
 

@@ -19,6 +19,8 @@ use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
 use crate::domain::fields::{valid_key, valid_uid};
 use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::pull::Delivery;
+use crate::domain::schedule::Schedule;
 use crate::domain::subscription::{event_type_problem, subscribed};
 use crate::domain::validate::check_headers;
 use crate::store::endpoints::EndpointRef;
@@ -310,12 +312,13 @@ fn fan_out(
 ) -> Vec<NewDelivery> {
     let event = &prepared.event;
     let start = event.deliver_at.max(now);
-    let delivery = |endpoint_id: Uuid, schedule: crate::domain::schedule::Schedule| NewDelivery {
+    let delivery = |endpoint_id: Uuid, schedule: Schedule, mode: Delivery| NewDelivery {
         id: crate::domain::id::new_id(),
         endpoint_id,
         next_attempt_at: start
             + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
         schedule,
+        pull: mode == Delivery::Pull,
     };
     match &prepared.named {
         Some(ids) => ids
@@ -324,14 +327,14 @@ fn fan_out(
             .filter(|e| {
                 !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
             })
-            .map(|e| delivery(e.id, e.schedule()))
+            .map(|e| delivery(e.id, e.schedule(), e.delivery))
             .collect(),
         None => subscribers
             .get(&event.owner)
             .into_iter()
             .flat_map(|list| list.iter())
             .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
-            .map(|s| delivery(s.id, s.schedule()))
+            .map(|s| delivery(s.id, s.schedule(), s.delivery))
             .collect(),
     }
 }

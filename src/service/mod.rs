@@ -18,6 +18,7 @@ mod index;
 mod lookup;
 pub mod notifications;
 mod payload;
+pub mod pull;
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ use tokio::sync::Notify;
 use crate::config::Settings;
 use crate::domain::problem::Problem;
 use crate::due::SharedIndex;
-use crate::store::seams::SharedWrites;
+use crate::store::seams::{SharedPull, SharedWrites};
 use crate::store::StoreError;
 
 pub use commit::COMMITTERS;
@@ -55,6 +56,11 @@ impl From<StoreError> for ServiceError {
 #[derive(Clone)]
 pub struct Service {
     store: SharedWrites,
+    /// Pull endpoints' leases and their signal between processes.
+    pull: SharedPull,
+    /// Consumers of this process waiting for their endpoint's next due
+    /// notification.
+    pulls: Arc<pull::Waiters>,
     due: SharedIndex,
     settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
@@ -72,10 +78,17 @@ pub struct Service {
 impl Service {
     /// The service and its committers (`COMMITTERS` tasks, which run as long
     /// as the runtime does). Call it inside a Tokio runtime.
-    pub fn start(store: SharedWrites, due: SharedIndex, settings: Arc<Settings>) -> Self {
+    pub fn start(
+        store: SharedWrites,
+        pull: SharedPull,
+        due: SharedIndex,
+        settings: Arc<Settings>,
+    ) -> Self {
         let (commit, queue) = commit::Committer::channel();
         let service = Self {
             store,
+            pull,
+            pulls: Default::default(),
             due,
             wake: Arc::new(Notify::new()),
             commit,

@@ -14,6 +14,7 @@ use super::payload::{content, deliver_at, target_url};
 use super::{Service, ServiceError};
 use crate::domain::fields::{valid_event_type, valid_key};
 use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::pull::Delivery;
 use crate::domain::status::Status;
 use crate::domain::validate::{check_headers, parse_schedule};
 use crate::store::delivery::Retry;
@@ -167,6 +168,14 @@ impl Service {
         };
         let headers = input.headers.unwrap_or_default();
         check_headers(&headers, "headers")?;
+        let pull = endpoint.delivery == Delivery::Pull;
+        if pull && input.url.is_some() {
+            return Err(Problem::invalid(
+                ErrorCode::ConflictingFields,
+                "url",
+                "the endpoint is pull: its consumers take notifications, so there is no url to send to",
+            ));
+        }
         let url = input
             .url
             .map(|url| target_url(&url, self.settings.sender.https_only, &self.guard))
@@ -185,6 +194,7 @@ impl Service {
             deliver_at,
             next_attempt_at: due,
             url,
+            pull,
         })
     }
 
@@ -245,10 +255,19 @@ impl Service {
     pub async fn retry_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
         let now = Utc::now();
         match self.store.retry_notification(id, now).await? {
+            Retry::Retried(n) if n.pull => {
+                self.signal_pull(&[n.endpoint_id]).await;
+                Ok(n)
+            }
             Retry::Retried(n) => {
                 self.index_due(&[(n.id, now)]).await;
                 Ok(n)
             }
+            Retry::InFlight(_) => Err(Problem::conflict(
+                ErrorCode::InFlight,
+                "a consumer holds the notification under a lease right now: ack or nack it, or retry once the lease has run out",
+            )
+            .into()),
             Retry::NotRetryable(n) => Err(Problem::conflict(
                 ErrorCode::NotRetryable,
                 format!(

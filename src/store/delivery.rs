@@ -85,6 +85,8 @@ pub struct DeliveryEndpoint {
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
     pub deleted: bool,
+    /// The endpoint is pull now: its consumers take what was claimed.
+    pub pull: bool,
     /// A secret or header value that did not open (its key is not in
     /// `secrets.keys`): every delivery to the endpoint fails with it.
     #[sqlx(skip)]
@@ -138,6 +140,9 @@ pub enum Retry {
     Retried(Notification),
     /// Succeeded or cancelled: nothing to send again.
     NotRetryable(Notification),
+    /// A consumer holds it under a lease that has not run out: its attempt
+    /// is under way, and a retry would race it.
+    InFlight(Notification),
     NotFound,
 }
 
@@ -177,9 +182,9 @@ impl Store {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, url, secret, previous_secrets, success_body, \
+                "SELECT id, COALESCE(url, '') AS url, secret, previous_secrets, success_body, \
                      permanent_statuses, headers, timeout_ms, max_in_flight, disabled, \
-                     (deleted_at IS NOT NULL) AS deleted \
+                     (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id = ANY($1)",
             )
             .bind(&endpoint_ids)
@@ -230,121 +235,8 @@ impl Store {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids = Vec::with_capacity(records.len());
-        let mut numbers = Vec::with_capacity(records.len());
-        let mut series = Vec::with_capacity(records.len());
-        let mut started = Vec::with_capacity(records.len());
-        let mut durations = Vec::with_capacity(records.len());
-        let mut status_codes = Vec::with_capacity(records.len());
-        let mut bodies = Vec::with_capacity(records.len());
-        let mut error_codes = Vec::with_capacity(records.len());
-        let mut error_messages = Vec::with_capacity(records.len());
-        let mut outcomes = Vec::with_capacity(records.len());
-        let mut statuses = Vec::with_capacity(records.len());
-        let mut next_ats = Vec::with_capacity(records.len());
-        let mut completed = Vec::with_capacity(records.len());
-        let mut last_errors = Vec::with_capacity(records.len());
-        let mut events = EventBinds::default();
-        for r in records {
-            ids.push(r.notification_id);
-            numbers.push(r.number);
-            series.push(r.series_start);
-            started.push(r.started_at);
-            durations.push(r.duration_ms);
-            status_codes.push(r.status_code);
-            // PostgreSQL text cannot hold NUL bytes; receivers can send them.
-            bodies.push(
-                r.response_body
-                    .as_ref()
-                    .map(|b| b.replace('\0', "\u{FFFD}")),
-            );
-            error_codes.push(r.error_code.as_deref());
-            error_messages.push(r.error_message.as_deref());
-            outcomes.push(r.outcome.kind());
-            statuses.push(r.next.status);
-            next_ats.push(r.next.next_attempt_at);
-            completed.push(r.next.completed);
-            last_errors.push(r.next.last_error.as_deref());
-            if let Some(event) = &r.event {
-                events.push(event);
-            }
-        }
-        let health_ids: Vec<Uuid> = health.iter().map(|(id, _)| *id).collect();
-        let failing_since: Vec<Option<DateTime<Utc>>> =
-            health.iter().map(|(_, h)| h.failing_since()).collect();
-        let if_failing: Vec<bool> = health
-            .iter()
-            .map(|(_, h)| h.changes_a_failing_endpoint())
-            .collect();
-        let moved: Vec<Uuid> = sqlx::query_scalar(concat!(
-            "WITH input AS ( \
-                 SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
-                     $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
-                     $12::timestamptz[], $13::bool[], $14::text[]) \
-                 AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                      error_message, outcome, series_start, status, next_at, completed, last_error) \
-             ), moved AS ( \
-                 UPDATE notifications n SET \
-                     attempts = i.number, \
-                     status = i.status, \
-                     next_attempt_at = i.next_at, \
-                     last_attempt_at = i.started_at, \
-                     last_status_code = i.status_code, \
-                     last_error = i.last_error, \
-                     completed_at = CASE WHEN i.completed THEN now() END, \
-                     updated_at = now() \
-                 FROM input i \
-                 WHERE n.id = ANY($1) AND n.id = i.id \
-                   AND n.status = 'pending' AND n.attempts = i.number - 1 \
-                   AND n.series_start = i.series_start \
-                 RETURNING n.id, n.endpoint_id \
-             ), recorded AS ( \
-                 INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
-                     response_body, error_code, error_message, outcome) \
-                 SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                     error_message, outcome FROM input \
-                 ON CONFLICT (notification_id, number) DO NOTHING \
-             ), reported AS (",
-            insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
-            "), health AS ( \
-                 SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
-                 AS h(id, failing_since, if_failing) \
-             ), changing AS MATERIALIZED ( \
-                 SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
-                 WHERE (e.failing_since IS NOT NULL) = h.if_failing \
-                   AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
-                 ORDER BY e.id FOR NO KEY UPDATE OF e \
-             ), healed AS ( \
-                 UPDATE endpoints e SET failing_since = c.failing_since \
-                 FROM changing c WHERE e.id = c.id \
-             ) \
-             SELECT id FROM moved"
-        ))
-        .bind(&ids)
-        .bind(&numbers)
-        .bind(&started)
-        .bind(&durations)
-        .bind(&status_codes)
-        .bind(&bodies)
-        .bind(&error_codes)
-        .bind(&error_messages)
-        .bind(&outcomes)
-        .bind(&series)
-        .bind(&statuses)
-        .bind(&next_ats)
-        .bind(&completed)
-        .bind(&last_errors)
-        .bind(&events.subjects)
-        .bind(&events.types)
-        .bind(&events.keys)
-        .bind(&events.bodies)
-        .bind(OPERATOR_ENDPOINT_ID)
-        .bind(&health_ids)
-        .bind(&failing_since)
-        .bind(&if_failing)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(moved)
+        let mut conn = self.pool.acquire().await?;
+        record_attempts_on(&mut conn, records, health).await
     }
 
     /// Cancels pending notifications whose endpoint was deleted (a create that
@@ -362,8 +254,10 @@ impl Store {
     ) -> Result<Retry, StoreError> {
         let retried = sqlx::query_as::<_, Notification>(
             "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
-                 completed_at = NULL, needs_index = false, updated_at = now() \
-             WHERE id = $1 AND status IN ('pending', 'failed') RETURNING *",
+                 completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
+                 updated_at = now() \
+             WHERE id = $1 AND status IN ('pending', 'failed') \
+               AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING *",
         )
         .bind(id)
         .bind(now)
@@ -373,8 +267,138 @@ impl Store {
             return Ok(Retry::Retried(self.open_notification(row)));
         }
         Ok(match self.get_notification(id).await? {
+            Some(row) if row.status() == Status::Pending && row.leased => Retry::InFlight(row),
             Some(row) => Retry::NotRetryable(row),
             None => Retry::NotFound,
         })
     }
+}
+
+/// `Store::record_attempts` on a connection of the caller's (a transaction
+/// that holds the rows locked, for the end of a pull lease). Every lease a
+/// recorded attempt ends is cleared with it.
+pub(super) async fn record_attempts_on(
+    conn: &mut sqlx::PgConnection,
+    records: &[AttemptRecord],
+    health: &[(Uuid, Health)],
+) -> Result<Vec<Uuid>, StoreError> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::with_capacity(records.len());
+    let mut numbers = Vec::with_capacity(records.len());
+    let mut series = Vec::with_capacity(records.len());
+    let mut started = Vec::with_capacity(records.len());
+    let mut durations = Vec::with_capacity(records.len());
+    let mut status_codes = Vec::with_capacity(records.len());
+    let mut bodies = Vec::with_capacity(records.len());
+    let mut error_codes = Vec::with_capacity(records.len());
+    let mut error_messages = Vec::with_capacity(records.len());
+    let mut outcomes = Vec::with_capacity(records.len());
+    let mut statuses = Vec::with_capacity(records.len());
+    let mut next_ats = Vec::with_capacity(records.len());
+    let mut completed = Vec::with_capacity(records.len());
+    let mut last_errors = Vec::with_capacity(records.len());
+    let mut events = EventBinds::default();
+    for r in records {
+        ids.push(r.notification_id);
+        numbers.push(r.number);
+        series.push(r.series_start);
+        started.push(r.started_at);
+        durations.push(r.duration_ms);
+        status_codes.push(r.status_code);
+        // PostgreSQL text cannot hold NUL bytes; receivers can send them.
+        bodies.push(
+            r.response_body
+                .as_ref()
+                .map(|b| b.replace('\0', "\u{FFFD}")),
+        );
+        error_codes.push(r.error_code.as_deref());
+        error_messages.push(r.error_message.as_deref());
+        outcomes.push(r.outcome.kind());
+        statuses.push(r.next.status);
+        next_ats.push(r.next.next_attempt_at);
+        completed.push(r.next.completed);
+        last_errors.push(r.next.last_error.as_deref());
+        if let Some(event) = &r.event {
+            events.push(event);
+        }
+    }
+    let health_ids: Vec<Uuid> = health.iter().map(|(id, _)| *id).collect();
+    let failing_since: Vec<Option<DateTime<Utc>>> =
+        health.iter().map(|(_, h)| h.failing_since()).collect();
+    let if_failing: Vec<bool> = health
+        .iter()
+        .map(|(_, h)| h.changes_a_failing_endpoint())
+        .collect();
+    let moved: Vec<Uuid> = sqlx::query_scalar(concat!(
+        "WITH input AS ( \
+             SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+                 $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
+                 $12::timestamptz[], $13::bool[], $14::text[]) \
+             AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
+                  error_message, outcome, series_start, status, next_at, completed, last_error) \
+         ), moved AS ( \
+             UPDATE notifications n SET \
+                 attempts = i.number, \
+                 status = i.status, \
+                 next_attempt_at = i.next_at, \
+                 last_attempt_at = i.started_at, \
+                 last_status_code = i.status_code, \
+                 last_error = i.last_error, \
+                 completed_at = CASE WHEN i.completed THEN now() END, \
+                 lease_id = NULL, leased_at = NULL, \
+                 updated_at = now() \
+             FROM input i \
+             WHERE n.id = ANY($1) AND n.id = i.id \
+               AND n.status = 'pending' AND n.attempts = i.number - 1 \
+               AND n.series_start = i.series_start \
+             RETURNING n.id, n.endpoint_id \
+         ), recorded AS ( \
+             INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
+                 response_body, error_code, error_message, outcome) \
+             SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
+                 error_message, outcome FROM input \
+             ON CONFLICT (notification_id, number) DO NOTHING \
+         ), reported AS (",
+        insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
+        "), health AS ( \
+             SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
+             AS h(id, failing_since, if_failing) \
+         ), changing AS MATERIALIZED ( \
+             SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
+             WHERE (e.failing_since IS NOT NULL) = h.if_failing \
+               AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
+             ORDER BY e.id FOR NO KEY UPDATE OF e \
+         ), healed AS ( \
+             UPDATE endpoints e SET failing_since = c.failing_since \
+             FROM changing c WHERE e.id = c.id \
+         ) \
+         SELECT id FROM moved"
+    ))
+    .bind(&ids)
+    .bind(&numbers)
+    .bind(&started)
+    .bind(&durations)
+    .bind(&status_codes)
+    .bind(&bodies)
+    .bind(&error_codes)
+    .bind(&error_messages)
+    .bind(&outcomes)
+    .bind(&series)
+    .bind(&statuses)
+    .bind(&next_ats)
+    .bind(&completed)
+    .bind(&last_errors)
+    .bind(&events.subjects)
+    .bind(&events.types)
+    .bind(&events.keys)
+    .bind(&events.bodies)
+    .bind(OPERATOR_ENDPOINT_ID)
+    .bind(&health_ids)
+    .bind(&failing_since)
+    .bind(&if_failing)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(moved)
 }

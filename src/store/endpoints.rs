@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::notifications::Pending;
 use super::{Store, StoreError};
+use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 
 /// How a path names an endpoint: by id or by the producer's uid.
@@ -52,7 +53,10 @@ pub struct Endpoint {
     pub uid: Option<String>,
     /// The tenant it belongs to; events fan out within one owner.
     pub owner: Option<String>,
-    pub url: String,
+    /// Where hookd POSTs (push); `None` for a pull endpoint.
+    pub url: Option<String>,
+    /// POSTed by hookd, or taken by consumers (DESIGN.md §10).
+    pub delivery: Delivery,
     pub description: String,
     pub secret: String,
     /// Rotated-out secrets that still sign until their expiry, newest first.
@@ -135,7 +139,7 @@ impl Endpoint {
 
     /// About how many bytes this row holds in memory, for bounded caches.
     pub fn approximate_size(&self) -> u32 {
-        let text = self.url.len()
+        let text = self.url.as_ref().map_or(0, String::len)
             + self.description.len()
             + self.secret.len()
             + self
@@ -169,13 +173,13 @@ impl Endpoint {
 /// made of constants only, every value travels as a bind parameter.
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery";
 
 impl Store {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17) \
              RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(endpoint);
@@ -196,6 +200,7 @@ impl Store {
             .bind(endpoint.disabled)
             .bind(&sealed.previous_secrets)
             .bind(&endpoint.owner)
+            .bind(endpoint.delivery)
             .fetch_one(&self.pool)
             .await?;
         Ok(self.open_endpoint(created))
@@ -297,7 +302,7 @@ impl Store {
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
-             max_in_flight = $14, disabled = $15, owner = $16, updated_at = now(), \
+             max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
              failing_since = CASE WHEN disabled AND NOT $15 THEN NULL ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
@@ -320,6 +325,7 @@ impl Store {
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
             .bind(&endpoint.owner)
+            .bind(endpoint.delivery)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -379,7 +385,8 @@ mod tests {
             id: Uuid::nil(),
             uid: None,
             owner: None,
-            url: String::new(),
+            url: None,
+            delivery: Delivery::Push,
             description: String::new(),
             secret: secret.to_string(),
             previous_secrets: Json(Vec::new()),

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::notifications::{pg_array_literal, same_payload};
 use super::{Store, StoreError};
+use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::context;
 use crate::domain::status::Status;
@@ -52,15 +53,19 @@ pub struct NewDelivery {
     pub endpoint_id: Uuid,
     pub schedule: Schedule,
     pub next_attempt_at: DateTime<Utc>,
+    /// To a pull endpoint: not in the due index.
+    pub pull: bool,
 }
 
 /// What became of one event of a commit.
 #[derive(Debug)]
 pub enum EventInserted {
-    /// Stored, with its deliveries and when each is due.
+    /// Stored, with its push deliveries and when each is due, and the
+    /// pull endpoints it reached.
     Created {
         event: Event,
         due: Vec<(Uuid, DateTime<Utc>)>,
+        pulled: Vec<Uuid>,
     },
     /// The owner already had an event with this key and payload.
     Existing(Event),
@@ -76,6 +81,7 @@ pub struct Subscriber {
     pub event_types: Option<Vec<String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
+    pub delivery: Delivery,
 }
 
 impl Subscriber {
@@ -131,6 +137,7 @@ impl Store {
         let mut d_headers = Vec::with_capacity(rows);
         let mut d_schedules: Vec<i32> = Vec::with_capacity(rows);
         let mut d_next = Vec::with_capacity(rows);
+        let mut d_pull = Vec::with_capacity(rows);
         // Schedules repeat across an owner's endpoints: each distinct one
         // travels (and is parsed by PostgreSQL) once per commit, and rows
         // refer to it by its 1-based position.
@@ -168,6 +175,7 @@ impl Store {
                 });
                 d_schedules.push(position);
                 d_next.push(delivery.next_attempt_at);
+                d_pull.push(delivery.pull);
             }
         }
         let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
@@ -185,12 +193,13 @@ impl Store {
                  FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
              ), fanned AS ( \
                  INSERT INTO notifications (id, endpoint_id, event_id, event_type, content_type, body, \
-                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at) \
+                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
                  SELECT d.id, d.endpoint_id, d.event_id, i.event_type, i.content_type, ''::bytea, \
-                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, i.deliver_at, d.next_attempt_at \
+                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, i.deliver_at, d.next_attempt_at, \
+                     d.pull \
                  FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
-                     $16::timestamptz[]) \
-                     AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at) \
+                     $16::timestamptz[], $17::bool[]) \
+                     AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
                  JOIN stored s ON s.id = d.event_id \
                  JOIN input i ON i.id = d.event_id \
                  JOIN schedules sc ON sc.position = d.schedule \
@@ -213,6 +222,7 @@ impl Store {
         .bind(&schedule_names)
         .bind(&d_schedules)
         .bind(&d_next)
+        .bind(&d_pull)
         .fetch_all(&mut *conn)
         .await?;
         let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
@@ -250,13 +260,12 @@ impl Store {
         let mut results = Vec::with_capacity(events.len());
         for event in events {
             if let Some(created_at) = created.get(&event.id) {
-                let due = event
-                    .deliveries
-                    .iter()
-                    .map(|d| (d.id, d.next_attempt_at))
-                    .collect();
+                let (pull, push): (Vec<_>, Vec<_>) = event.deliveries.iter().partition(|d| d.pull);
+                let due = push.iter().map(|d| (d.id, d.next_attempt_at)).collect();
+                let pulled = pull.iter().map(|d| d.endpoint_id).collect();
                 results.push(EventInserted::Created {
                     due,
+                    pulled,
                     event: event.into_row(*created_at),
                 });
                 continue;
@@ -291,7 +300,7 @@ impl Store {
         let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
         let unowned = owners.iter().any(Option::is_none);
         Ok(sqlx::query_as(
-            "SELECT id, owner, event_types, schedule_ms, schedule_name FROM endpoints \
+            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery FROM endpoints \
              WHERE (owner = ANY($1) OR ($2 AND owner IS NULL)) \
                AND deleted_at IS NULL AND NOT disabled AND NOT managed \
              ORDER BY owner, id",

@@ -54,7 +54,7 @@ impl Store {
         let (at, id) = after.map_or((None, None), |(at, id)| (Some(at), Some(id)));
         Ok(sqlx::query_as(
             "SELECT id, next_attempt_at FROM notifications \
-             WHERE status = 'pending' AND next_attempt_at IS NOT NULL \
+             WHERE status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL \
                AND ($1::timestamptz IS NULL OR (next_attempt_at, id) > ($1, $2)) \
                AND ($3::timestamptz IS NULL OR next_attempt_at < $3) \
              ORDER BY next_attempt_at, id LIMIT $4",
@@ -75,7 +75,7 @@ impl Store {
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT id, next_attempt_at FROM notifications \
-             WHERE id = ANY($1) AND status = 'pending' AND next_attempt_at IS NOT NULL",
+             WHERE id = ANY($1) AND status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL",
         )
         .bind(ids)
         .fetch_all(&self.pool)
@@ -92,7 +92,7 @@ impl Store {
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT id, next_attempt_at FROM notifications \
-             WHERE id > $1 AND status = 'pending' AND next_attempt_at IS NOT NULL \
+             WHERE id > $1 AND status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL \
              ORDER BY id LIMIT $2",
         )
         .bind(after)

@@ -9,6 +9,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod notifications;
 mod operator;
+pub mod pull;
 pub mod reseal;
 mod sealing;
 pub mod seams;

@@ -40,6 +40,12 @@ pub struct Notification {
     /// Where it goes instead of its endpoint's URL (a per-notification
     /// `notify_url`).
     pub url: Option<String>,
+    /// Taken by consumers of a pull endpoint rather than POSTed.
+    pub pull: bool,
+    /// A consumer holds it under a lease that has not run out (read where
+    /// it matters: status, lists, retry).
+    #[sqlx(default)]
+    pub leased: bool,
 }
 
 impl Notification {
@@ -87,7 +93,8 @@ pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
 const SUMMARY_COLUMNS: &str =
     "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
-     last_status_code, last_error, created_at, updated_at, completed_at, event_id, url";
+     last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
+     (lease_id IS NOT NULL AND next_attempt_at > now()) AS leased";
 
 /// With the body; a delivery of an event has its event's. The outer row is
 /// `n`, so the columns stay unqualified.
@@ -117,6 +124,8 @@ pub struct NewNotification {
     pub next_attempt_at: DateTime<Utc>,
     /// A per-notification URL, already validated.
     pub url: Option<String>,
+    /// For a pull endpoint: consumers take it; it is not in the due index.
+    pub pull: bool,
 }
 
 /// What became of one notification of an insert.
@@ -174,6 +183,7 @@ impl Store {
         let mut deliver_ats = Vec::with_capacity(items.len());
         let mut next_attempt_ats = Vec::with_capacity(items.len());
         let mut urls = Vec::with_capacity(items.len());
+        let mut pulls = Vec::with_capacity(items.len());
         for item in &items {
             ids.push(item.id);
             endpoint_ids.push(item.endpoint_id);
@@ -195,17 +205,18 @@ impl Store {
             deliver_ats.push(item.deliver_at);
             next_attempt_ats.push(item.next_attempt_at);
             urls.push(item.url.as_deref());
+            pulls.push(item.pull);
         }
         let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
             "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url) \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
              FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
                  $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
-                 $12::text[]) \
+                 $12::text[], $13::bool[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at, url) \
+                      schedule_name, deliver_at, next_attempt_at, url, pull) \
              ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
              RETURNING id, created_at",
         )
@@ -221,6 +232,7 @@ impl Store {
         .bind(&deliver_ats)
         .bind(&next_attempt_ats)
         .bind(&urls)
+        .bind(&pulls)
         .fetch_all(&mut *conn)
         .await?;
         let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
@@ -395,7 +407,8 @@ pub(super) async fn cancel_pending<'c>(
         ($filter:literal) => {
             concat!(
                 "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                     completed_at = now(), updated_at = now(), needs_index = false \
+                     completed_at = now(), updated_at = now(), needs_index = false, \
+                     lease_id = NULL, leased_at = NULL \
                  WHERE status = 'pending' AND ",
                 $filter,
                 " RETURNING id"
@@ -447,6 +460,8 @@ impl NewNotification {
             completed_at: None,
             event_id: None,
             url: self.url,
+            pull: self.pull,
+            leased: false,
         }
     }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
 use super::delivery::{AttemptRecord, Claimed, Retry};
@@ -23,11 +24,13 @@ use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
 use super::notifications::{Cancel, Notification, NotificationFilter};
+use super::pull::{LeaseDecision, Leased, Leases, Taken};
 use super::writes::{Committed, Writes};
 use super::{Store, StoreError};
 use crate::domain::health::Health;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
+use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
 
 /// A change to an endpoint, applied under its row lock; it may refuse.
@@ -126,6 +129,8 @@ pub trait DeliveryStore: Send + Sync + 'static {
     ) -> Result<Vec<Uuid>, StoreError>;
     /// Cancels pending notifications whose endpoint is gone.
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
+    /// Makes claimed rows of endpoints that are pull now pull rows.
+    async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError>;
 }
 
 /// What housekeeping needs.
@@ -169,6 +174,54 @@ pub trait HousekeepingStore: PendingRows + Send + Sync + 'static {
     ) -> Result<Vec<Uuid>, StoreError>;
 }
 
+/// What pull consumption needs (DESIGN.md §10): leases held in the store,
+/// and a signal between processes when an endpoint has something new.
+#[async_trait::async_trait]
+pub trait PullStore: Send + Sync + 'static {
+    async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: std::time::Duration,
+    ) -> Result<Vec<Taken>, StoreError>;
+    async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError>;
+    async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Leased>, StoreError>;
+    async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: std::time::Duration,
+    ) -> Result<Option<DateTime<Utc>>, StoreError>;
+    async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError>;
+    async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError>;
+    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError>;
+    /// Tells every process (this one included) that these endpoints have
+    /// something new for their consumers.
+    async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError>;
+    /// Calls `woken` with each endpoint signalled by any process, and with
+    /// `None` when signals may have been missed (a reconnect), until
+    /// `shutdown`.
+    async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    );
+}
+
+pub type SharedPull = Arc<dyn PullStore>;
 pub type SharedWrites = Arc<dyn WriteStore>;
 pub type SharedDelivery = Arc<dyn DeliveryStore>;
 pub type SharedHousekeeping = Arc<dyn HousekeepingStore>;
@@ -292,6 +345,9 @@ impl DeliveryStore for Store {
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         Store::cancel_notifications(self, ids).await
     }
+    async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::hand_to_pull(self, ids).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -350,5 +406,67 @@ impl HousekeepingStore for Store {
         events: &[OperatorEvent],
     ) -> Result<Vec<Uuid>, StoreError> {
         Store::disable_endpoints(self, endpoints, reason, events).await
+    }
+}
+
+#[async_trait::async_trait]
+impl PullStore for Store {
+    async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: std::time::Duration,
+    ) -> Result<Vec<Taken>, StoreError> {
+        Store::take(self, endpoint_id, max, lease).await
+    }
+    async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Store::next_pull_due(self, endpoint_id).await
+    }
+    async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Leased>, StoreError> {
+        Store::end_leases(self, which, decide).await
+    }
+    async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: std::time::Duration,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Store::extend_lease(self, receipt, lease).await
+    }
+    async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
+        Store::lease_of(self, id).await
+    }
+    async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::follow_delivery(self, endpoint_id, delivery).await
+    }
+    async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::adopt_strays(self, limit).await
+    }
+    async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        Store::set_consumer_token(self, endpoint_id, digest).await
+    }
+    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
+        Store::consumer_endpoint(self, digest).await
+    }
+    async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
+        Store::signal_pull(self, endpoints).await
+    }
+    async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    ) {
+        Store::listen_pull(self, woken, shutdown).await
     }
 }

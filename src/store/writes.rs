@@ -59,11 +59,11 @@ impl Writes {
 }
 
 impl Committed {
-    /// Every notification the commit created, with when it is due: what
-    /// the due index gets.
+    /// Every push notification the commit created, with when it is due:
+    /// what the due index gets.
     pub fn due(&self) -> Vec<(Uuid, DateTime<Utc>)> {
         let singles = self.notifications.iter().filter_map(|r| match r {
-            Inserted::Created(n) => n.next_attempt_at.map(|at| (n.id, at)),
+            Inserted::Created(n) if !n.pull => n.next_attempt_at.map(|at| (n.id, at)),
             _ => None,
         });
         let deliveries = self.events.iter().flat_map(|r| match r {
@@ -71,6 +71,23 @@ impl Committed {
             _ => &[],
         });
         singles.chain(deliveries.copied()).collect()
+    }
+
+    /// The pull endpoints the commit gave new notifications to: their
+    /// waiting consumers are woken.
+    pub fn pulled(&self) -> Vec<Uuid> {
+        let singles = self.notifications.iter().filter_map(|r| match r {
+            Inserted::Created(n) if n.pull => Some(n.endpoint_id),
+            _ => None,
+        });
+        let deliveries = self.events.iter().flat_map(|r| match r {
+            EventInserted::Created { pulled, .. } => pulled.as_slice(),
+            _ => &[],
+        });
+        let mut endpoints: Vec<Uuid> = singles.chain(deliveries.copied()).collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        endpoints
     }
 
     /// Splits the results back into one `Committed` per request, by the

@@ -13,6 +13,7 @@ mod events;
 mod guard;
 mod logs;
 mod operator;
+mod pull;
 mod redis_ha;
 mod resilience;
 mod secrets;

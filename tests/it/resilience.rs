@@ -44,7 +44,7 @@ async fn submit(app: &TestApp, endpoint: &str, count: usize, extra: Value) {
     }
 }
 
-async fn redis_command(url: &str, command: &str) {
+pub async fn redis_command(url: &str, command: &str) {
     let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let _: () = redis::cmd(command).query_async(&mut conn).await.unwrap();

@@ -1,0 +1,285 @@
+//! Ending leases: ack, nack, expiry and extension. Each ended lease is
+//! one attempt, recorded like a push attempt; what it makes of the
+//! notification is decided in `domain` (`pull::after_failure`,
+//! `status::after_attempt`).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::not_yours;
+use crate::domain::operator_event::{FailedNotification, OperatorEvent};
+use crate::domain::outcome::Outcome;
+use crate::domain::problem::{ErrorCode, Problem};
+use crate::domain::pull::{after_failure, failure_error, Failure, Receipt};
+use crate::domain::schedule::Schedule;
+use crate::domain::status::{after_attempt, Status};
+use crate::service::{Service, ServiceError};
+use crate::store::delivery::AttemptRecord;
+use crate::store::pull::{Leased, Leases};
+
+/// Leases ended per statement by the expiry sweep.
+pub(super) const EXPIRE_BATCH: i64 = 1000;
+
+/// How a consumer ends a lease.
+#[derive(Debug, Clone)]
+pub enum End {
+    Ack,
+    Nack {
+        retry_after: Option<Duration>,
+        error: Option<String>,
+        permanent: bool,
+    },
+}
+
+/// What an ended lease made of its notification.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub id: Uuid,
+    pub status: Status,
+    /// The attempt the lease was.
+    pub attempt: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// Who ends leases, and within which endpoint: a consumer token is bound to
+/// one endpoint; the batch routes name one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope {
+    pub consumer: Option<Uuid>,
+    pub endpoint: Option<Uuid>,
+}
+
+impl Service {
+    /// Ends the leases `receipts` name, as `how` says; one result per
+    /// receipt, in order. Nothing changes for a refused receipt.
+    pub async fn end_leases(
+        &self,
+        receipts: &[Receipt],
+        how: &End,
+        scope: Scope,
+    ) -> Result<Vec<Result<Ended, Problem>>, ServiceError> {
+        let operator = self.settings.operator.enabled();
+        let first: HashMap<Uuid, Receipt> = receipts
+            .iter()
+            .rev()
+            .map(|r| (r.notification, *r))
+            .collect();
+        let rows = self
+            .pull
+            .end_leases(
+                Leases::Receipts(receipts),
+                Box::new(|row| {
+                    let receipt = first.get(&row.id)?;
+                    judge(row, receipt, how, scope, operator).ok()
+                }),
+            )
+            .await?;
+        let rows: HashMap<Uuid, Leased> = rows.into_iter().map(|r| (r.id, r)).collect();
+        let mut seen = HashSet::new();
+        let results = receipts
+            .iter()
+            .map(|receipt| {
+                let row = rows
+                    .get(&receipt.notification)
+                    .ok_or_else(|| Problem::not_found("notification"))?;
+                if !seen.insert(receipt.notification) {
+                    return Err(lease_lost());
+                }
+                let record = judge(row, receipt, how, scope, operator)?;
+                Ok(ended(&record))
+            })
+            .collect::<Vec<_>>();
+        let how_label = match how {
+            End::Ack => "ack",
+            End::Nack { .. } => "nack",
+        };
+        for done in results.iter().flatten() {
+            metrics::counter!("hookd_pull_ended_total", "how" => how_label).increment(1);
+            if let Some(leased_at) = rows.get(&done.id).and_then(|r| r.leased_at) {
+                let held = (Utc::now() - leased_at).num_microseconds().unwrap_or(0);
+                metrics::histogram!("hookd_pull_ack_seconds").record(held.max(0) as f64 / 1e6);
+            }
+        }
+        Ok(results)
+    }
+
+    /// Lengthens the lease `receipt` names to `lease` from now.
+    pub async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: Duration,
+        scope: Scope,
+    ) -> Result<DateTime<Utc>, ServiceError> {
+        let row = self
+            .pull
+            .lease_of(receipt.notification)
+            .await?
+            .ok_or_else(|| Problem::not_found("notification"))?;
+        check_lease(&row, receipt, scope)?;
+        self.pull
+            .extend_lease(receipt, lease)
+            .await?
+            .ok_or_else(|| lease_lost().into())
+    }
+
+    /// Records an expired attempt for each lease that ran out (of one
+    /// endpoint, or all); returns how many.
+    pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<usize, ServiceError> {
+        let operator = self.settings.operator.enabled();
+        let rows = self
+            .pull
+            .end_leases(
+                Leases::Expired {
+                    endpoint,
+                    limit: EXPIRE_BATCH,
+                },
+                Box::new(|row| Some(attempt(row, &Failure::LeaseExpired, None, operator))),
+            )
+            .await?;
+        if !rows.is_empty() {
+            metrics::counter!("hookd_pull_ended_total", "how" => "lease_expired")
+                .increment(rows.len() as u64);
+        }
+        Ok(rows.len())
+    }
+}
+
+fn lease_lost() -> Problem {
+    Problem::conflict(
+        ErrorCode::LeaseLost,
+        "the receipt's lease is no longer current (it ran out, or was ended): another consumer may hold the notification now",
+    )
+}
+
+/// Whether `receipt` may act on `row` for this caller: the notification
+/// is the caller's, pulled, pending, and under this very lease.
+fn check_lease(row: &Leased, receipt: &Receipt, scope: Scope) -> Result<(), Problem> {
+    if scope.consumer.is_some_and(|c| c != row.endpoint_id) {
+        return Err(not_yours());
+    }
+    if scope.endpoint.is_some_and(|e| e != row.endpoint_id) {
+        return Err(Problem::invalid(
+            ErrorCode::ReceiptMismatch,
+            "receipts",
+            "the receipt is for a notification of another endpoint",
+        ));
+    }
+    if !row.pull {
+        return Err(Problem::conflict(
+            ErrorCode::NotPull,
+            "the notification is pushed by hookd, not pulled: it has no lease to end",
+        ));
+    }
+    if row.status != Status::Pending {
+        return Err(Problem::conflict(
+            ErrorCode::NotPending,
+            format!(
+                "the notification has {}: there is no lease to end",
+                row.status
+            ),
+        ));
+    }
+    if !row.holds(receipt.lease) {
+        return Err(lease_lost());
+    }
+    Ok(())
+}
+
+/// The attempt a receipt's lease ends with, or why it may not.
+fn judge(
+    row: &Leased,
+    receipt: &Receipt,
+    how: &End,
+    scope: Scope,
+    operator: bool,
+) -> Result<AttemptRecord, Problem> {
+    check_lease(row, receipt, scope)?;
+    Ok(match how {
+        End::Ack => attempt_with(row, Outcome::Succeeded, None, operator),
+        End::Nack {
+            retry_after,
+            error,
+            permanent,
+        } => attempt(
+            row,
+            &Failure::Nack {
+                retry_after: *retry_after,
+                permanent: *permanent,
+            },
+            error.as_deref(),
+            operator,
+        ),
+    })
+}
+
+/// A failed leased attempt, with what the schedule makes of it.
+fn attempt(
+    row: &Leased,
+    failure: &Failure,
+    message: Option<&str>,
+    operator: bool,
+) -> AttemptRecord {
+    let schedule = Schedule::from_stored(row.schedule_name.clone(), &row.schedule_ms);
+    let number = row.attempts + 1;
+    let in_series = (number - row.series_start).max(1) as u32;
+    let outcome = after_failure(failure, &schedule, in_series, row.now);
+    let (code, message) = failure_error(failure, message);
+    attempt_with(row, outcome, Some((code, message)), operator)
+}
+
+fn attempt_with(
+    row: &Leased,
+    outcome: Outcome,
+    error: Option<(&str, String)>,
+    operator: bool,
+) -> AttemptRecord {
+    let number = row.attempts + 1;
+    let started_at = row.leased_at.unwrap_or(row.now);
+    let duration = (row.now - started_at)
+        .num_milliseconds()
+        .clamp(0, i32::MAX as i64) as i32;
+    let next = after_attempt(&outcome, error.as_ref().map(|(c, m)| (*c, m.as_str())));
+    let event = if operator && next.status == Status::Failed {
+        OperatorEvent::notification_failed(
+            &FailedNotification {
+                notification_id: row.id,
+                endpoint_id: row.endpoint_id,
+                key: row.key.as_deref(),
+                event_type: row.event_type.as_deref(),
+                attempts: number,
+                last_status_code: None,
+                last_error: next.last_error.as_deref(),
+            },
+            row.now,
+        )
+    } else {
+        None
+    };
+    AttemptRecord {
+        notification_id: row.id,
+        endpoint_id: row.endpoint_id,
+        number,
+        series_start: row.series_start,
+        started_at,
+        duration_ms: duration,
+        status_code: None,
+        response_body: None,
+        error_code: error.as_ref().map(|(c, _)| c.to_string()),
+        error_message: error.map(|(_, m)| m),
+        outcome,
+        next,
+        event,
+    }
+}
+
+fn ended(record: &AttemptRecord) -> Ended {
+    Ended {
+        id: record.notification_id,
+        status: record.next.status,
+        attempt: record.number,
+        next_attempt_at: record.next.next_attempt_at,
+    }
+}

@@ -1,0 +1,302 @@
+//! Pull consumption (DESIGN.md §10): consumers take due notifications of a
+//! pull endpoint under a lease (long-polling when nothing is due), then ack,
+//! nack or extend with the lease's receipt. Each lease is one attempt,
+//! recorded like a push attempt when it ends; a lease that runs out is a
+//! failed attempt (`lease_expired`) and the schedule goes on.
+//!
+//! Waiting consumers are woken by this process's writes at once, and by
+//! other processes' through the store's signal (`PullStore::signal_pull`);
+//! besides, each waits no longer than the endpoint's next due time, so a
+//! notification that becomes due by the clock is taken on time too.
+
+mod leases;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::{Service, ServiceError};
+use crate::domain::problem::{ErrorCode, Problem};
+use crate::domain::pull::{new_consumer_token, Delivery, Take};
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::pull::Taken;
+
+use leases::EXPIRE_BATCH;
+pub use leases::{End, Ended, Scope};
+
+/// Consumers waiting on an endpoint, by endpoint. An entry lives while
+/// someone waits on it.
+#[derive(Default)]
+pub(super) struct Waiters(Mutex<HashMap<Uuid, Arc<Notify>>>);
+
+impl Waiters {
+    fn join(&self, endpoint: Uuid) -> Arc<Notify> {
+        let mut waiting = self.0.lock().expect("waiters lock");
+        waiting.entry(endpoint).or_default().clone()
+    }
+
+    fn leave(&self, endpoint: Uuid, notify: Arc<Notify>) {
+        let mut waiting = self.0.lock().expect("waiters lock");
+        drop(notify);
+        if waiting
+            .get(&endpoint)
+            .is_some_and(|n| Arc::strong_count(n) == 1)
+        {
+            waiting.remove(&endpoint);
+        }
+    }
+
+    /// How many consumers of this process wait on `endpoint` now.
+    fn count(&self, endpoint: Uuid) -> usize {
+        let waiting = self.0.lock().expect("waiters lock");
+        waiting
+            .get(&endpoint)
+            .map_or(0, |n| Arc::strong_count(n) - 1)
+    }
+
+    /// Wakes the consumers waiting on `endpoint`, or on every endpoint.
+    pub(super) fn wake(&self, endpoint: Option<Uuid>) {
+        let waiting = self.0.lock().expect("waiters lock");
+        match endpoint {
+            Some(id) => {
+                if let Some(notify) = waiting.get(&id) {
+                    notify.notify_waiters();
+                }
+            }
+            None => waiting.values().for_each(|n| n.notify_waiters()),
+        }
+    }
+}
+
+impl Service {
+    /// The pull endpoint `by` names, if the caller may consume it.
+    async fn pull_endpoint(
+        &self,
+        by: &EndpointRef,
+        consumer: Option<Uuid>,
+    ) -> Result<Endpoint, ServiceError> {
+        let endpoint = self
+            .store
+            .find_endpoint(by)
+            .await?
+            .ok_or_else(|| Problem::not_found("endpoint"))?;
+        if consumer.is_some_and(|c| c != endpoint.id) {
+            return Err(not_yours().into());
+        }
+        if endpoint.delivery != Delivery::Pull {
+            return Err(Problem::conflict(
+                ErrorCode::NotPull,
+                "this endpoint is push: hookd POSTs its notifications; PATCH it to \"delivery\": \"pull\" to pull them",
+            )
+            .into());
+        }
+        Ok(endpoint)
+    }
+
+    /// How many consumers of this process wait on the endpoint now.
+    pub fn pull_waiters(&self, endpoint: Uuid) -> usize {
+        self.pulls.count(endpoint)
+    }
+
+    /// The id of the pull endpoint `by` names, if the caller may consume it.
+    pub async fn pull_endpoint_id(
+        &self,
+        by: &EndpointRef,
+        consumer: Option<Uuid>,
+    ) -> Result<Uuid, ServiceError> {
+        Ok(self.pull_endpoint(by, consumer).await?.id)
+    }
+
+    /// Takes up to `take.max` due notifications of the endpoint, waiting up
+    /// to `take.wait` for the first.
+    pub async fn pull(
+        &self,
+        by: &EndpointRef,
+        consumer: Option<Uuid>,
+        take: Take,
+    ) -> Result<(Uuid, Vec<Taken>), ServiceError> {
+        let endpoint = self.pull_endpoint(by, consumer).await?;
+        if endpoint.disabled {
+            return Err(Problem::conflict(
+                ErrorCode::EndpointDisabled,
+                "the endpoint is disabled: enable it to pull",
+            )
+            .into());
+        }
+        let until = Instant::now() + take.wait;
+        loop {
+            // Join before looking, so a signal between the look and the
+            // wait is not missed.
+            let notify = self.pulls.join(endpoint.id);
+            let step = self.pull_once(endpoint.id, take, until, &notify).await;
+            self.pulls.leave(endpoint.id, notify);
+            if let Some(taken) = step? {
+                record_taken(&taken);
+                return Ok((endpoint.id, taken));
+            }
+        }
+    }
+
+    /// One look: what was taken (`Some`, possibly empty once the wait is
+    /// over), or `None` after waiting for a signal or the next due time.
+    async fn pull_once(
+        &self,
+        endpoint: Uuid,
+        take: Take,
+        until: Instant,
+        notify: &Notify,
+    ) -> Result<Option<Vec<Taken>>, ServiceError> {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let taken = self
+            .pull
+            .take(endpoint, i64::from(take.max), take.lease)
+            .await?;
+        if !taken.is_empty() || Instant::now() >= until {
+            return Ok(Some(taken));
+        }
+        let wait_until = match self.pull.next_pull_due(endpoint).await? {
+            Some(due) if due <= Utc::now() => {
+                // Due, yet not taken: leases that ran out (ended here, then
+                // looked at again), or rows another consumer is taking
+                // this instant (looked at again shortly).
+                if self.expire_leases(Some(endpoint)).await? > 0 {
+                    return Ok(None);
+                }
+                Instant::now() + Duration::from_millis(5)
+            }
+            Some(due) => Instant::now() + (due - Utc::now()).to_std().unwrap_or_default(),
+            None => until,
+        };
+        tokio::select! {
+            _ = &mut woken => {}
+            _ = tokio::time::sleep_until(wait_until.min(until)) => {}
+        }
+        Ok(None)
+    }
+
+    /// A new consumer token for the endpoint; the one before stops working.
+    pub async fn issue_consumer_token(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<(Uuid, String), ServiceError> {
+        let endpoint = self
+            .store
+            .find_endpoint(by)
+            .await?
+            .ok_or_else(|| Problem::not_found("endpoint"))?;
+        let token = new_consumer_token();
+        if !self
+            .pull
+            .set_consumer_token(endpoint.id, &crate::config::digest(&token))
+            .await?
+        {
+            return Err(Problem::not_found("endpoint").into());
+        }
+        Ok((endpoint.id, token))
+    }
+
+    /// The endpoint a consumer token stands for, if it is current.
+    pub async fn consumer_endpoint(&self, token: &str) -> Result<Option<Uuid>, ServiceError> {
+        Ok(self
+            .pull
+            .consumer_endpoint(&crate::config::digest(token))
+            .await?)
+    }
+
+    /// Makes the endpoint's pending notifications follow its (new) mode.
+    pub(super) async fn follow_delivery(&self, endpoint: &Endpoint) -> Result<(), ServiceError> {
+        let moved = self
+            .pull
+            .follow_delivery(endpoint.id, endpoint.delivery)
+            .await?;
+        match endpoint.delivery {
+            Delivery::Pull => {
+                let ids: Vec<Uuid> = moved.iter().map(|(id, _)| *id).collect();
+                self.unindex(&ids).await;
+                self.signal_pull(&[endpoint.id]).await;
+            }
+            Delivery::Push => self.index_due(&moved).await,
+        }
+        Ok(())
+    }
+
+    /// Wakes the consumers of these endpoints, here and in every process.
+    pub(crate) async fn signal_pull(&self, endpoints: &[Uuid]) {
+        if endpoints.is_empty() {
+            return;
+        }
+        for endpoint in endpoints {
+            self.pulls.wake(Some(*endpoint));
+        }
+        if let Err(error) = self.pull.signal_pull(endpoints).await {
+            // Consumers of other processes still look at their next due time.
+            tracing::warn!(%error, "could not signal other processes' pull consumers");
+        }
+    }
+
+    /// What keeps pull consumption going in the background, until
+    /// `shutdown`: signals from other processes, leases that run out, and
+    /// notifications left pull after their endpoint became push.
+    pub async fn run_pull(self, shutdown: tokio_util::sync::CancellationToken) {
+        let listening = {
+            let (service, shutdown) = (self.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                let pulls = service.pulls.clone();
+                service
+                    .pull
+                    .listen_pull(&move |endpoint| pulls.wake(endpoint), &shutdown)
+                    .await;
+            })
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks: u64 = 0;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            ticks += 1;
+            loop {
+                match self.expire_leases(None).await {
+                    Ok(n) if n as i64 == EXPIRE_BATCH => continue,
+                    Ok(_) => break,
+                    Err(error) => {
+                        tracing::warn!(%error, "could not end expired leases");
+                        break;
+                    }
+                }
+            }
+            if ticks.is_multiple_of(30) {
+                match self.pull.adopt_strays(EXPIRE_BATCH).await {
+                    Ok(moved) => self.index_due(&moved).await,
+                    Err(error) => tracing::warn!(%error, "could not adopt stray pull rows"),
+                }
+            }
+        }
+        let _ = listening.await;
+    }
+}
+
+pub(super) fn not_yours() -> Problem {
+    Problem::forbidden("this consumer token belongs to another endpoint")
+}
+
+fn record_taken(taken: &[Taken]) {
+    if taken.is_empty() {
+        return;
+    }
+    metrics::counter!("hookd_pulled_total").increment(taken.len() as u64);
+    let now = Utc::now();
+    for row in taken {
+        let late = (now - row.due_at).num_microseconds().unwrap_or(0).max(0);
+        metrics::histogram!("hookd_pull_lateness_seconds").record(late as f64 / 1e6);
+    }
+}

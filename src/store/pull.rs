@@ -1,0 +1,399 @@
+//! Pull consumption's side of the store: take due notifications of a pull
+//! endpoint under a lease, end leases (ack, nack, expiry) by recording
+//! their attempt, lengthen them, and consumer tokens. Leases live in the
+//! notification rows (`lease_id`, `leased_at`, and `next_attempt_at` as the
+//! expiry), so they survive a crash of hookd and a loss of Redis, and a
+//! receipt is checked in the statement that writes. What an ended lease
+//! makes of the notification is decided by the caller (`domain::pull`);
+//! this locks the rows it decides on and writes the decisions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::delivery::AttemptRecord;
+use super::{Store, StoreError};
+use crate::domain::pull::{Delivery, Receipt};
+use crate::domain::sealed::context;
+use crate::domain::status::Status;
+
+/// A notification taken under a lease, as the consumer gets it.
+#[derive(Clone, sqlx::FromRow)]
+pub struct Taken {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub key: Option<String>,
+    pub event_type: Option<String>,
+    pub event_id: Option<Uuid>,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub headers: Json<BTreeMap<String, String>>,
+    pub created_at: DateTime<Utc>,
+    /// Attempts before this one.
+    pub attempts: i32,
+    pub lease_id: Uuid,
+    /// When it was due: the pull's lateness is measured from here.
+    pub due_at: DateTime<Utc>,
+    /// When the lease runs out.
+    pub lease_until: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for Taken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Taken")
+            .field("id", &self.id)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A notification whose lease is being ended, locked, with what the
+/// decision needs. `now` is the database's clock, which every lease is
+/// measured by.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Leased {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub pull: bool,
+    pub status: Status,
+    pub key: Option<String>,
+    pub event_type: Option<String>,
+    pub attempts: i32,
+    pub series_start: i32,
+    pub schedule_ms: Vec<i64>,
+    pub schedule_name: Option<String>,
+    pub lease_id: Option<Uuid>,
+    pub leased_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub now: DateTime<Utc>,
+}
+
+impl Leased {
+    /// Whether `lease` is this row's current lease, and still running.
+    pub fn holds(&self, lease: Uuid) -> bool {
+        self.status == Status::Pending
+            && self.lease_id == Some(lease)
+            && self.next_attempt_at.is_some_and(|until| until > self.now)
+    }
+}
+
+/// Which leases to end.
+#[derive(Debug, Clone, Copy)]
+pub enum Leases<'a> {
+    /// The rows these receipts name (ack, nack).
+    Receipts(&'a [Receipt]),
+    /// Leases that ran out, earliest first: of one endpoint, or of all.
+    Expired { endpoint: Option<Uuid>, limit: i64 },
+}
+
+/// Decides, for each locked row, the attempt to record (`None`: leave it).
+pub type LeaseDecision<'a> = Box<dyn FnMut(&Leased) -> Option<AttemptRecord> + Send + 'a>;
+
+/// The columns `Leased` reads; `n` is the notification, `e` its event.
+const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
+     COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
+     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, now() AS now";
+
+impl Store {
+    /// Takes up to `max` due notifications of a pull endpoint, earliest due
+    /// first, leasing each for `lease`. Rows another consumer is taking at
+    /// this moment are skipped, never waited for: each row has one lease.
+    pub async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: Duration,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let mut taken = sqlx::query_as::<_, Taken>(
+            "WITH picked AS ( \
+                 SELECT id, next_attempt_at AS due_at FROM notifications \
+                 WHERE endpoint_id = $1 AND status = 'pending' AND pull \
+                   AND next_attempt_at <= now() AND lease_id IS NULL \
+                 ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED \
+             ), taken AS ( \
+                 UPDATE notifications n SET lease_id = gen_random_uuid(), leased_at = now(), \
+                     next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
+                 FROM picked p WHERE n.id = p.id \
+                 RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
+                     n.body, n.headers, n.created_at, n.attempts, n.lease_id, p.due_at, \
+                     n.next_attempt_at AS lease_until \
+             ) \
+             SELECT t.id, t.endpoint_id, t.key, COALESCE(t.event_type, e.event_type) AS event_type, \
+                 t.event_id, t.content_type, \
+                 CASE WHEN t.event_id IS NULL THEN t.body ELSE e.body END AS body, \
+                 t.headers, t.created_at, t.attempts, t.lease_id, t.due_at, t.lease_until \
+             FROM taken t LEFT JOIN events e ON e.id = t.event_id \
+             ORDER BY t.due_at, t.id",
+        )
+        .bind(endpoint_id)
+        .bind(max)
+        .bind(lease.as_secs_f64())
+        .fetch_all(&self.pool)
+        .await?;
+        for row in taken.iter_mut().filter(|n| !n.headers.0.is_empty()) {
+            let id = row.id;
+            super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
+                context::notification_header(id, name)
+            })
+            .map_err(|error| StoreError::Sealed {
+                what: format!("the custom headers of notification {id}"),
+                error,
+            })?;
+        }
+        Ok(taken)
+    }
+
+    /// When the endpoint next needs a consumer: the earliest due time of
+    /// its pending pull notifications, leased ones at their lease's end.
+    pub async fn next_pull_due(
+        &self,
+        endpoint_id: Uuid,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT next_attempt_at FROM notifications \
+             WHERE endpoint_id = $1 AND status = 'pending' AND pull \
+             ORDER BY next_attempt_at, id LIMIT 1",
+        )
+        .bind(endpoint_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .flatten())
+    }
+
+    /// Ends leases: locks the rows `which` selects, asks `decide` for the
+    /// attempt each ends with, and records those attempts (their
+    /// notifications' next state, operator events) in the same transaction,
+    /// clearing the leases. Returns every row it locked, as it was.
+    pub async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        mut decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let rows = match which {
+            Leases::Receipts(receipts) => {
+                let ids: Vec<Uuid> = receipts.iter().map(|r| r.notification).collect();
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.id = ANY($1) ORDER BY n.id FOR UPDATE OF n"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(&ids)
+                    .fetch_all(&mut *tx)
+                    .await?
+            }
+            Leases::Expired { endpoint, limit } => {
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.lease_id IS NOT NULL AND n.next_attempt_at <= now() \
+                       AND ($1::uuid IS NULL OR n.endpoint_id = $1) \
+                     ORDER BY n.next_attempt_at LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(endpoint)
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await?
+            }
+        };
+        let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
+        super::delivery::record_attempts_on(&mut tx, &records, &[]).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+
+    /// Lengthens a lease to `lease` from now. `None`: the receipt does not
+    /// hold the lease (any more); the caller asks `lease_of` why.
+    pub async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: Duration,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "UPDATE notifications SET next_attempt_at = now() + make_interval(secs => $3), \
+                 updated_at = now() \
+             WHERE id = $1 AND lease_id = $2 AND status = 'pending' AND next_attempt_at > now() \
+             RETURNING next_attempt_at",
+        )
+        .bind(receipt.notification)
+        .bind(receipt.lease)
+        .bind(lease.as_secs_f64())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// The lease state of one notification, unlocked: why a receipt was
+    /// refused.
+    pub async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
+        let sql = format!(
+            "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.id = $1"
+        );
+        Ok(sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Makes every pending notification of the endpoint follow its mode:
+    /// to pull, they leave the due index (the caller removes them); to
+    /// push, leases end without an attempt (their receipts stop working)
+    /// and they are due at once or when they were. Returns the ids that
+    /// moved, with their due times.
+    pub async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let pull = delivery == Delivery::Pull;
+        Ok(sqlx::query_as(
+            "UPDATE notifications SET pull = $2, \
+                 next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
+                 lease_id = NULL, leased_at = NULL, updated_at = now() \
+             WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
+             RETURNING id, next_attempt_at",
+        )
+        .bind(endpoint_id)
+        .bind(pull)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Pending notifications whose `pull` differs from their endpoint's
+    /// mode (written by a process whose endpoint cache had not yet seen a
+    /// switch), moved to it; at most `limit`. Returns the ids now push,
+    /// with their due times, for the due index.
+    pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "WITH strays AS ( \
+                 SELECT n.id FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+                 WHERE n.status = 'pending' AND n.pull AND e.delivery = 'push' \
+                 LIMIT $1 FOR UPDATE OF n SKIP LOCKED \
+             ) \
+             UPDATE notifications n SET pull = false, \
+                 next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
+                 lease_id = NULL, leased_at = NULL, updated_at = now() \
+             FROM strays s WHERE n.id = s.id RETURNING n.id, n.next_attempt_at",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Makes claimed push rows of pull endpoints pull rows (the dispatcher
+    /// found them in the due index after a switch), and signals their
+    /// endpoints' consumers.
+    pub async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query(
+            "WITH moved AS ( \
+                 UPDATE notifications n SET pull = true, updated_at = now() FROM endpoints e \
+                 WHERE n.id = ANY($1) AND e.id = n.endpoint_id AND e.delivery = 'pull' \
+                   AND n.status = 'pending' AND NOT n.pull \
+                 RETURNING n.endpoint_id \
+             ) \
+             SELECT pg_notify('hookd_pull', endpoint_id::text) \
+             FROM (SELECT DISTINCT endpoint_id FROM moved) AS m",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Stores the digest of a new consumer token for the endpoint,
+    /// replacing the one before. `false`: no such live endpoint.
+    pub async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        let stored = sqlx::query(
+            "INSERT INTO consumer_tokens (endpoint_id, digest) \
+             SELECT id, $2 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
+             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, created_at = now()",
+        )
+        .bind(endpoint_id)
+        .bind(&digest[..])
+        .execute(&self.pool)
+        .await?;
+        Ok(stored.rows_affected() == 1)
+    }
+
+    /// The live endpoint a consumer token's digest belongs to.
+    pub async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT t.endpoint_id FROM consumer_tokens t JOIN endpoints e ON e.id = t.endpoint_id \
+             WHERE t.digest = $1 AND e.deleted_at IS NULL",
+        )
+        .bind(&digest[..])
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// `NOTIFY hookd_pull` with each endpoint: every process listening
+    /// wakes its consumers waiting on them.
+    pub async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
+        if endpoints.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = endpoints.iter().map(Uuid::to_string).collect();
+        sqlx::query("SELECT pg_notify('hookd_pull', e) FROM UNNEST($1::text[]) AS e")
+            .bind(&names)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// `LISTEN hookd_pull` on a connection of its own, until `shutdown`.
+    /// After the connection is lost, every waiter is woken (`None`): a
+    /// signal sent meanwhile is gone, and a waiter that looks again loses
+    /// nothing.
+    pub async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    ) {
+        loop {
+            let mut listener = match sqlx::postgres::PgListener::connect_with(&self.pool).await {
+                Ok(listener) => listener,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            if let Err(error) = listener.listen(PULL_CHANNEL).await {
+                tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            }
+            woken(None);
+            loop {
+                let next = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    next = listener.try_recv() => next,
+                };
+                match next {
+                    Ok(Some(signal)) => woken(Uuid::parse_str(signal.payload()).ok()),
+                    // The connection was lost; `try_recv` reconnects on the next call.
+                    Ok(None) => woken(None),
+                    Err(error) => {
+                        tracing::warn!(%error, "pull signals interrupted; listening again");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The channel of `signal_pull`.
+const PULL_CHANNEL: &str = "hookd_pull";
