@@ -243,6 +243,17 @@ pub async fn list(
             })
         })
         .transpose()?;
+    // Every parameter is checked before an unknown endpoint ends the search.
+    let event_id = params
+        .event
+        .as_deref()
+        .map(|text| {
+            Uuid::parse_str(text).map_err(|_| {
+                ApiError::invalid(ErrorCode::InvalidValue, "event", "event is an event id")
+            })
+        })
+        .transpose()?;
+    let before = paging.cursor_id()?;
     let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
         // An id names its endpoint's notifications even after the endpoint
         // was deleted: their history stays queryable.
@@ -264,16 +275,8 @@ pub async fn list(
         status,
         key: params.key,
         event_type: params.event_type,
-        event_id: params
-            .event
-            .as_deref()
-            .map(|text| {
-                Uuid::parse_str(text).map_err(|_| {
-                    ApiError::invalid(ErrorCode::InvalidValue, "event", "event is an event id")
-                })
-            })
-            .transpose()?,
-        before: paging.cursor_id()?,
+        event_id,
+        before,
         limit: limit + 1,
     };
     let rows = state.store.list_notifications(&filter).await?;
