@@ -11,6 +11,7 @@
 //!         commit (group commit) ──▶ store (PostgreSQL) ──▶ index (due)
 //! ```
 
+mod breaker;
 mod commit;
 pub mod endpoints;
 pub mod events;
@@ -67,6 +68,8 @@ pub struct Service {
     subscribers: events::SubscriberCache,
     /// Refuses per-notification URLs that name a private address.
     guard: Arc<crate::sender::guard::Guard>,
+    /// Keeps requests from waiting on a failing due index.
+    breaker: Arc<breaker::Breaker>,
 }
 
 impl Service {
@@ -84,6 +87,7 @@ impl Service {
             guard: Arc::new(crate::sender::guard::Guard::new(
                 settings.sender.allow_networks.clone(),
             )),
+            breaker: Default::default(),
             settings,
         };
         commit::spawn(service.clone(), queue);
