@@ -66,3 +66,41 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
     let (distinct, total) = receiver.wait_distinct("/hook", created, DEADLINE).await;
     assert_eq!((distinct, total), (created, created), "each once");
 }
+
+#[sqlx::test]
+async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(pool: PgPool) {
+    let app = spawn_app_with(pool.clone(), &crate::helpers::redis_url(), "").await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "key": "order-1", "payload": {"order": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // The stored row no longer decodes: reading it after the insert fails.
+    sqlx::query("UPDATE notifications SET headers = '[1]'::jsonb WHERE key = 'order-1'")
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let (status, body) = app
+        .post(
+            "/v1/notifications/batch",
+            json!({"notifications": [
+                {"endpoint": "shop", "key": "order-2", "payload": {"order": 2}},
+                {"endpoint": "shop", "payload": {"order": 3}},
+                {"endpoint": "shop", "key": "order-1", "payload": {"order": 1}},
+            ]}),
+        )
+        .await;
+    assert!(status.is_server_error(), "{status}: {body}");
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored, 1,
+        "the failed answer is true: neither the new key nor the row without one was committed"
+    );
+}
