@@ -152,6 +152,7 @@ impl Dispatcher {
             self.store.clone(),
             self.due.clone(),
             self.wake.clone(),
+            settings.lease(),
             outcomes_rx,
         ));
         let housekeeper = tokio::spawn(housekeeping::run(

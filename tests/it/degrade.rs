@@ -3,14 +3,18 @@
 //! shape. Each test asserts what arrives or what is stored, never how fast.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
+use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+use tokio::sync::Notify;
+use uuid::Uuid;
 
-use crate::helpers::{eventually, spawn_app_with, RedisServer};
-use crate::receiver::Receiver;
+use crate::helpers::{eventually, redis_url, spawn_app_with, PgServer, RedisServer};
+use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -69,7 +73,7 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
 
 #[sqlx::test]
 async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(pool: PgPool) {
-    let app = spawn_app_with(pool.clone(), &crate::helpers::redis_url(), "").await;
+    let app = spawn_app_with(pool.clone(), &redis_url(), "").await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (status, body) = app
         .post(
@@ -103,4 +107,85 @@ async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(pool
         stored, 1,
         "the failed answer is true: neither the new key nor the row without one was committed"
     );
+}
+
+#[sqlx::test]
+async fn a_delivery_whose_outcome_waits_on_a_stalled_postgres_keeps_its_lease_and_arrives_once(
+    _pool: PgPool,
+) {
+    let pg = PgServer::start().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(1))
+        .connect(&pg.url())
+        .await
+        .unwrap();
+    hookd::store::Store::new(pool.clone())
+        .migrate()
+        .await
+        .unwrap();
+    let app = spawn_app_with(
+        pool,
+        &redis_url(),
+        "[sender]\ntimeout_ms = 2000\n[dispatcher]\nlease_ms = 7000\n",
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    let gate = Arc::new(Notify::new());
+    receiver.reply("/hook", vec![Reply::Gated(gate.clone())]);
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s", "1h"]}))
+        .await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id: Uuid = created["id"].as_str().unwrap().parse().unwrap();
+
+    // The delivery is under way: PostgreSQL stalls before its outcome is
+    // written, and the receiver answers 200.
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    let claimed_until = lease_expiry(&app, id)
+        .await
+        .expect("a delivery under way is leased");
+    pg.pause();
+    gate.notify_one();
+    // Past the lease it was claimed with (and a claim after it), PostgreSQL
+    // goes on.
+    eventually(DEADLINE, "the first lease to be over", || async {
+        (chrono::Utc::now().timestamp_millis() > claimed_until + 2000).then_some(())
+    })
+    .await;
+    pg.unpause();
+
+    eventually(
+        DEADLINE,
+        "the outcome written and the lease ended",
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+            let settled =
+                n["status"] == json!("succeeded") && lease_expiry(&app, id).await.is_none();
+            settled.then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        receiver.received("/hook").len(),
+        1,
+        "the lease was extended while the outcome waited: nothing claimed it again"
+    );
+}
+
+/// When `id`'s lease ends (unix ms), if it is leased.
+async fn lease_expiry(app: &crate::helpers::TestApp, id: Uuid) -> Option<i64> {
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("ZSCORE")
+        .arg(&app.index.keys().inflight)
+        .arg(hookd::due::redis::member(&id))
+        .query_async(&mut conn)
+        .await
+        .unwrap()
 }

@@ -21,6 +21,8 @@ pub enum Reply {
     Hang,
     /// Answers 200 after a pause.
     Slow(Duration),
+    /// Answers 200 once the test opens the gate (`notify_one`).
+    Gated(Arc<tokio::sync::Notify>),
 }
 
 impl Reply {
@@ -162,6 +164,10 @@ async fn handle(
     };
     match reply {
         Reply::Hang => std::future::pending().await,
+        Reply::Gated(gate) => {
+            gate.notified().await;
+            StatusCode::OK.into_response()
+        }
         Reply::Slow(pause) => {
             tokio::time::sleep(pause).await;
             StatusCode::OK.into_response()

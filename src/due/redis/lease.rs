@@ -127,6 +127,21 @@ impl RedisIndex {
         self.complete(ids, &[]).await
     }
 
+    /// Moves the leases of those `ids` still in `inflight` to `until`, in
+    /// one command (`ZADD XX`: an id whose lease ended is not leased again).
+    pub async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let until = score(until);
+        let items: Vec<(i64, Member)> = ids.iter().map(|id| (until, member(id))).collect();
+        let key = &self.keys().inflight;
+        self.run::<()>(|p| {
+            p.cmd("ZADD").arg(key).arg("XX").arg(&items).ignore();
+        })
+        .await
+    }
+
     /// Sizes of the two sets: (due, inflight), the sentinel not counted.
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();

@@ -285,6 +285,10 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::forget(self, ids).await
     }
 
+    async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        RedisIndex::extend(self, ids, until).await
+    }
+
     async fn depth(&self) -> Result<(u64, u64), DueError> {
         RedisIndex::depth(self).await
     }
