@@ -27,6 +27,7 @@ pub enum ErrorCode {
     UidTaken,
     NotPending,
     NotRetryable,
+    InFlight,
     // 413
     TooLarge,
     // 422: well-formed, but a value is not acceptable.
@@ -66,6 +67,7 @@ impl ErrorCode {
             ErrorCode::UidTaken => "uid_taken",
             ErrorCode::NotPending => "not_pending",
             ErrorCode::NotRetryable => "not_retryable",
+            ErrorCode::InFlight => "in_flight",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::InvalidType => "invalid_type",

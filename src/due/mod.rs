@@ -103,6 +103,8 @@ pub trait DueIndex: Send + Sync + 'static {
     /// longer leased stay as they are): a delivery whose outcome waits on
     /// PostgreSQL keeps its lease instead of being claimed and sent again.
     async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError>;
+    /// Whether `id` is leased at `now`: being delivered by some process.
+    async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError>;
 
     // Housekeeping.
 

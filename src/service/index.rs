@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::breaker::Gate;
-use super::Service;
+use super::{Service, ServiceError};
 use crate::due::DueError;
 
 impl Service {
@@ -54,6 +54,16 @@ impl Service {
         if let Err(Some(error)) = self.observed(self.due.remove(ids).await) {
             tracing::debug!(%error, "could not remove notifications from the due index");
         }
+    }
+
+    /// Whether `id` is being delivered now (leased). Without an answer from
+    /// the index, the caller cannot know: unavailable.
+    pub(crate) async fn leased(&self, id: Uuid) -> Result<bool, ServiceError> {
+        if !self.index_gate() {
+            return Err(ServiceError::IndexUnavailable(None));
+        }
+        self.observed(self.due.leased(id, Utc::now()).await)
+            .map_err(ServiceError::IndexUnavailable)
     }
 
     /// Whether a request may call the index now. When the breaker's

@@ -44,6 +44,11 @@ pub enum ServiceError {
     /// The committer went away before answering (shutdown).
     #[error("the write was not answered")]
     Lost,
+    /// The due index cannot tell what the write needs to know (whether a
+    /// notification is being delivered); `None` while the breaker keeps
+    /// requests away from it.
+    #[error("the due index is unavailable")]
+    IndexUnavailable(#[source] Option<crate::due::DueError>),
 }
 
 impl From<StoreError> for ServiceError {

@@ -31,8 +31,10 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
     assert!(!app.state.service.index_breaker_open());
     redis.kill();
 
+    let mut created = serde_json::Value::Null;
     for round in 0..20 {
-        let (status, created) = app
+        let status;
+        (status, created) = app
             .post(
                 "/v1/notifications",
                 json!({"endpoint": "shop", "payload": {"round": round}}),
@@ -49,6 +51,17 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
         .await
         .unwrap();
     assert_eq!(marked, 20, "every create left its row to the indexer");
+    // Whether one is being delivered cannot be known: a retry waits.
+    let (status, body) = app
+        .post(
+            &format!(
+                "/v1/notifications/{}/retry",
+                created["id"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
 
     let _redis = RedisServer::start_on(port).await;
     // Creates go on; one after the back-off probes Redis in the background,
@@ -132,7 +145,7 @@ async fn a_delivery_whose_outcome_waits_on_a_stalled_postgres_keeps_its_lease_an
     .await;
     let receiver = Receiver::start().await;
     let gate = Arc::new(Notify::new());
-    receiver.reply("/hook", vec![Reply::Gated(gate.clone())]);
+    receiver.reply("/hook", vec![Reply::Gated(gate.clone(), 200)]);
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s", "1h"]}))
         .await;
     let (status, created) = app
@@ -188,4 +201,55 @@ async fn lease_expiry(app: &crate::helpers::TestApp, id: Uuid) -> Option<i64> {
         .query_async(&mut conn)
         .await
         .unwrap()
+}
+
+#[sqlx::test]
+async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: PgPool) {
+    let app = spawn_app_with(pool, &redis_url(), "").await;
+    let receiver = Receiver::start().await;
+    let gate = Arc::new(Notify::new());
+    receiver.reply(
+        "/hook",
+        vec![Reply::Gated(gate.clone(), 500), Reply::status(200)],
+    );
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s"]}))
+        .await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let retry = format!(
+        "/v1/notifications/{}/retry",
+        created["id"].as_str().unwrap()
+    );
+
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    let (status, body) = app.post(&retry, json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], json!("in_flight"));
+
+    // The attempt fails (its only one) and its lease ends: now a retry is
+    // taken and starts a new series.
+    gate.notify_one();
+    eventually(DEADLINE, "a retry to be taken", || async {
+        let (status, body) = app.post(&retry, json!({})).await;
+        match status {
+            StatusCode::OK => Some(()),
+            StatusCode::CONFLICT => {
+                assert_eq!(body["error"]["code"], json!("in_flight"));
+                None
+            }
+            other => panic!("{other}: {body}"),
+        }
+    })
+    .await;
+    receiver.wait_for("/hook", 2, DEADLINE).await;
+    assert_eq!(
+        receiver.received("/hook").len(),
+        2,
+        "one attempt per series: the refused retry sent nothing"
+    );
 }

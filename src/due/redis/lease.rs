@@ -142,6 +142,17 @@ impl RedisIndex {
         .await
     }
 
+    /// Whether `id` holds a lease that has not expired at `now`.
+    pub async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError> {
+        let key = &self.keys().inflight;
+        let (expiry,): (Option<i64>,) = self
+            .run(|p| {
+                p.zscore(key, member(&id));
+            })
+            .await?;
+        Ok(expiry.is_some_and(|expiry| expiry > now.timestamp_millis()))
+    }
+
     /// Sizes of the two sets: (due, inflight), the sentinel not counted.
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();

@@ -289,6 +289,10 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::extend(self, ids, until).await
     }
 
+    async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError> {
+        RedisIndex::leased(self, id, now).await
+    }
+
     async fn depth(&self) -> Result<(u64, u64), DueError> {
         RedisIndex::depth(self).await
     }
