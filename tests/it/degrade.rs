@@ -13,7 +13,10 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with, PgServer, RedisServer};
+use crate::helpers::{
+    eventually, free_port, new_prefix, redis_url, spawn_app_with, HookdProcess, PgServer,
+    RedisServer,
+};
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -252,4 +255,40 @@ async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: P
         2,
         "one attempt per series: the refused retry sent nothing"
     );
+}
+
+#[sqlx::test]
+async fn sigterm_while_postgres_is_stalled_still_exits_0(_pool: PgPool) {
+    let pg = PgServer::start().await;
+    let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
+    hookd::store::Store::new(pool.clone())
+        .migrate()
+        .await
+        .unwrap();
+    pool.close().await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let log = std::env::temp_dir().join(format!("hookd-stalled-{}.log", Uuid::now_v7()));
+    // A query to a stalled PostgreSQL waits as long as the stall (or the
+    // 10-minute acquire timeout): only the shutdown's own limit ends it.
+    let env = [
+        ("HOOKD_DATABASE__ACQUIRE_TIMEOUT_MS", "600000"),
+        ("HOOKD_SERVER__SHUTDOWN_TIMEOUT_MS", "2000"),
+    ];
+    let mut hookd =
+        HookdProcess::start_logged(&pg.url(), &redis_url(), &new_prefix(), &env, &listen, &log);
+    HookdProcess::wait_ready(&format!("http://{listen}"), DEADLINE).await;
+
+    pg.pause();
+    // Housekeeping queries PostgreSQL every second: one now waits on it.
+    eventually(
+        DEADLINE,
+        "a query waiting on the stalled PostgreSQL",
+        || async { pg.has_unread_requests().then_some(()) },
+    )
+    .await;
+    hookd.signal("TERM");
+    let code = hookd.wait(DEADLINE).await;
+    pg.unpause();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(code, Some(0), "shutdown did not wait for the stalled query");
 }

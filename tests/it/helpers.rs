@@ -355,6 +355,22 @@ impl PgServer {
         self.signal_all("CONT");
     }
 
+    /// Whether a client has sent the server something it has not read
+    /// (from `/proc/net/tcp`): while paused, a query waits.
+    pub fn has_unread_requests(&self) -> bool {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let port = format!(":{:04X}", self.port);
+        table.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address, ..., tx_queue:rx_queue
+            fields.get(1).is_some_and(|local| local.ends_with(&port))
+                && fields
+                    .get(4)
+                    .and_then(|queues| queues.split_once(':'))
+                    .is_some_and(|(_, rx)| u64::from_str_radix(rx, 16).unwrap_or(0) > 0)
+        })
+    }
+
     fn signal_all(&self, signal: &str) {
         let Ok(pidfile) = std::fs::read_to_string(self.dir.join("postmaster.pid")) else {
             return;
