@@ -22,6 +22,8 @@ mod fanout;
 mod heal;
 #[path = "dispatch/pull.rs"]
 mod pull;
+#[path = "dispatch/redis_down.rs"]
+mod redis_down;
 
 const CONCURRENCY: usize = 64;
 const SENDER_IN_FLIGHT: usize = 256;
@@ -447,7 +449,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,scale,heal picks sections (default: all).
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,scale,heal,redis_down picks sections (default: all).
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -739,6 +741,9 @@ async fn main() {
     }
     if want("heal") {
         heal::scenarios(&pool, &database_url, &redis_url, &received, &receiver_url).await;
+    }
+    if want("redis_down") {
+        redis_down::scenario(&pool, &database_url, &receiver_url).await;
     }
     if !rss.is_empty() {
         println!(

@@ -271,6 +271,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::Rejected(problem) => ApiError::Rejected(problem),
             ServiceError::Store(error) => ApiError::from(error),
             ServiceError::Lost => ApiError::Internal(None),
+            error @ ServiceError::IndexUnavailable(_) => ApiError::Unavailable {
+                what: "redis",
+                source: Arc::new(error),
+            },
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Extractors that answer bad input in the API's error shape: malformed JSON
 //! is a 400, a value of the wrong type or an unknown field a 422 naming the
-//! field, a body over the limit a 413.
+//! field, a body over the limit a 413, a path that is not UTF-8 a 400.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -134,5 +134,60 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
                     format!("invalid query string: {e}"),
                 )
             })
+    }
+}
+
+/// Answers 400 in the API's error shape when the path, percent-decoded, is
+/// not UTF-8 (`GET /v1/notifications/%FF`): axum's `Path` extractor would
+/// refuse it in plain text. Checked before routing, once for every route.
+pub async fn utf8_path(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if std::str::from_utf8(&percent_decoded(request.uri().path())).is_err() {
+        return axum::response::IntoResponse::into_response(ApiError::malformed(
+            ErrorCode::InvalidPath,
+            None,
+            "the path is not UTF-8 once percent-decoded",
+        ));
+    }
+    next.run(request).await
+}
+
+/// `%XX` escapes as their bytes; anything else (a `%` without two hex
+/// digits too) as it is, as axum decodes.
+fn percent_decoded(path: &str) -> Vec<u8> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|b| hex(*b)),
+            bytes.get(i + 2).and_then(|b| hex(*b)),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::percent_decoded;
+
+    #[test]
+    fn escapes_decode_to_their_bytes_and_a_lone_percent_stays() {
+        assert_eq!(percent_decoded("/a%20b%FF%e9"), b"/a b\xff\xe9");
+        assert_eq!(percent_decoded("/100%"), b"/100%");
+        assert_eq!(percent_decoded("/%zz%4"), b"/%zz%4");
     }
 }

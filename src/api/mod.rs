@@ -73,6 +73,7 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
     routes
         .fallback(|| async { ApiError::NotFound("route") })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn(extract::utf8_path))
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a request handler panicked");

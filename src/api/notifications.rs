@@ -406,7 +406,8 @@ pub async fn cancel_by_key(
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),
         (status = 404, body = super::error::ErrorBody),
-        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry")))]
+        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry (`not_retryable`); or being delivered at this moment (`in_flight`)"),
+        (status = 503, body = super::error::ErrorBody, description = "Redis does not answer: whether it is being delivered cannot be known")))]
 pub async fn retry(
     State(state): State<AppState>,
     Path(id): Path<String>,

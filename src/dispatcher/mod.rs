@@ -152,6 +152,7 @@ impl Dispatcher {
             self.store.clone(),
             self.due.clone(),
             self.wake.clone(),
+            settings.lease(),
             outcomes_rx,
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
@@ -262,7 +263,16 @@ impl Dispatcher {
         if tokio::time::timeout(grace, recorder).await.is_err() {
             tracing::warn!("outcomes not recorded before shutdown; their leases will expire and they will be retried");
         }
-        let _ = housekeeper.await;
+        // Housekeeping stops at its next step, unless a store keeps that
+        // step waiting (a stalled PostgreSQL holds a query for as long as
+        // it stalls): shutdown does not wait for it past the grace.
+        let mut housekeeper = housekeeper;
+        if tokio::time::timeout(grace, &mut housekeeper).await.is_err() {
+            housekeeper.abort();
+            tracing::warn!(
+                "housekeeping did not stop in time (a store does not answer); stopped it"
+            );
+        }
         tracing::info!("dispatcher stopped");
     }
 

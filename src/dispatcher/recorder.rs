@@ -1,8 +1,10 @@
 //! Records finished attempts in batches: one PostgreSQL statement for every
 //! outcome waiting, then one Redis round trip that ends their leases and
 //! schedules their retries. Redis is touched only after PostgreSQL commits;
-//! if PostgreSQL is down the batch is retried until it is back (the leases
-//! may expire meanwhile; PostgreSQL then fences the duplicate).
+//! if PostgreSQL is down or stalled the batch is retried until it is back,
+//! and meanwhile the leases of its deliveries (and of the outcomes queued
+//! behind it) are extended, so that none is claimed and sent again because
+//! its outcome could not be written.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -26,17 +28,59 @@ pub const MAX_BATCH: usize = 1000;
 const OWED_RETRY: Duration = Duration::from_secs(1);
 /// Most ids owed before the oldest are left to their leases' expiry.
 const MAX_OWED: usize = 100_000;
+/// How often the leases of outcomes not yet written are extended while
+/// PostgreSQL keeps them waiting. A lease is at least `LEASE_MARGIN` (5 s)
+/// longer than an attempt, so an outcome arrives with seconds of it left;
+/// a write that takes less than this (nearly all) extends nothing.
+const EXTEND_EVERY: Duration = Duration::from_secs(1);
 
 /// Records outcomes until the channel closes. `wake` is poked when a retry
 /// was scheduled, so a dispatcher sleeping towards a later time re-plans.
+/// `lease`: how long a claim is leased for (`dispatcher.lease_ms`).
 pub async fn run(
     store: SharedDelivery,
     due: SharedIndex,
     wake: Arc<Notify>,
+    lease: Duration,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut owed = Owed::default();
+    loop {
+        // Outcomes that arrived while the last batch was written start the
+        // next one; without any, wait for one.
+        if batch.is_empty() {
+            match next_outcome(&mut outcomes, &mut owed, &due, &wake).await {
+                Some(first) => batch.push(first),
+                None => {
+                    // Shutting down: one last try; what still fails waits for its lease.
+                    owed.settle(&due).await;
+                    return;
+                }
+            }
+        }
+        while batch.len() < MAX_BATCH {
+            match outcomes.try_recv() {
+                Ok(record) => batch.push(record),
+                Err(_) => break,
+            }
+        }
+        let waiting = record(&*store, &due, lease, &batch, &mut outcomes, &mut owed).await;
+        if owed.settle(&due).await {
+            wake.notify_one();
+        }
+        batch = waiting;
+    }
+}
+
+/// Waits for the next outcome, settling what is owed meanwhile; `None`
+/// when the channel is closed.
+async fn next_outcome(
+    outcomes: &mut mpsc::Receiver<AttemptRecord>,
+    owed: &mut Owed,
+    due: &SharedIndex,
+    wake: &Notify,
+) -> Option<AttemptRecord> {
     loop {
         let first = if owed.is_empty() {
             outcomes.recv().await
@@ -44,30 +88,14 @@ pub async fn run(
             match tokio::time::timeout(OWED_RETRY, outcomes.recv()).await {
                 Ok(first) => first,
                 Err(_) => {
-                    if owed.settle(&due).await {
+                    if owed.settle(due).await {
                         wake.notify_one();
                     }
                     continue;
                 }
             }
         };
-        let Some(first) = first else {
-            // Shutting down: one last try; what still fails waits for its lease.
-            owed.settle(&due).await;
-            return;
-        };
-        batch.clear();
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match outcomes.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(_) => break,
-            }
-        }
-        record(&*store, &batch, &mut owed).await;
-        if owed.settle(&due).await {
-            wake.notify_one();
-        }
+        return first;
     }
 }
 
@@ -117,21 +145,46 @@ impl Owed {
 
 /// Records one batch in PostgreSQL (retrying until it commits), with what
 /// it says about its endpoints' health, and adds its lease completions to
-/// `owed`.
-async fn record(store: &dyn DeliveryStore, batch: &[AttemptRecord], owed: &mut Owed) {
+/// `owed`. While the write waits, outcomes that arrive are kept (up to a
+/// batch) and returned, and every `EXTEND_EVERY` the leases of both are
+/// extended by `lease`.
+async fn record(
+    store: &dyn DeliveryStore,
+    due: &SharedIndex,
+    lease: Duration,
+    batch: &[AttemptRecord],
+    outcomes: &mut mpsc::Receiver<AttemptRecord>,
+    owed: &mut Owed,
+) -> Vec<AttemptRecord> {
     let health = health::observe(
         batch
             .iter()
             .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
     );
-    let mut backoff = Duration::from_millis(100);
+    let mut waiting = Vec::new();
+    let mut closed = false;
+    let mut extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
+    let writing = write(store, batch, &health);
+    tokio::pin!(writing);
     let moved: HashSet<Uuid> = loop {
-        match store.record_attempts(batch, &health).await {
-            Ok(moved) => break moved.into_iter().collect(),
-            Err(error) => {
-                tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+        tokio::select! {
+            moved = &mut writing => break moved,
+            next = outcomes.recv(), if !closed && waiting.len() < MAX_BATCH => match next {
+                Some(record) => waiting.push(record),
+                None => closed = true,
+            },
+            _ = tokio::time::sleep_until(extend_at) => {
+                extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
+                let ids: Vec<Uuid> =
+                    batch.iter().chain(&waiting).map(|r| r.notification_id).collect();
+                let until = chrono::Utc::now() + chrono::Duration::from_std(lease).unwrap_or_default();
+                match due.extend(&ids, until).await {
+                    Ok(()) => {
+                        metrics::counter!("hookd_leases_extended_total").increment(ids.len() as u64);
+                        tracing::info!(count = ids.len(), "outcomes wait on PostgreSQL; extended their leases");
+                    }
+                    Err(error) => tracing::warn!(%error, count = ids.len(), "cannot extend the leases of outcomes waiting on PostgreSQL"),
+                }
             }
         }
     };
@@ -145,4 +198,25 @@ async fn record(store: &dyn DeliveryStore, batch: &[AttemptRecord], owed: &mut O
                 _ => None,
             }),
     );
+    waiting
+}
+
+/// Writes one batch, retrying until PostgreSQL commits it; returns the ids
+/// whose state moved.
+async fn write(
+    store: &dyn DeliveryStore,
+    batch: &[AttemptRecord],
+    health: &[(Uuid, health::Health)],
+) -> HashSet<Uuid> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match store.record_attempts(batch, health).await {
+            Ok(moved) => return moved.into_iter().collect(),
+            Err(error) => {
+                tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
 }

@@ -14,6 +14,7 @@ pub enum ErrorCode {
     MalformedBody,
     InvalidQuery,
     InvalidCursor,
+    InvalidPath,
     // 401, 403, 404, 405, 408, 415
     Unauthorized,
     Forbidden,
@@ -61,6 +62,7 @@ impl ErrorCode {
             ErrorCode::MalformedBody => "malformed_body",
             ErrorCode::InvalidQuery => "invalid_query",
             ErrorCode::InvalidCursor => "invalid_cursor",
+            ErrorCode::InvalidPath => "invalid_path",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",

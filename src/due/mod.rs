@@ -99,6 +99,12 @@ pub trait DueIndex: Send + Sync + 'static {
     async fn reschedule(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError>;
     /// Drops leased ids whose rows are no longer pending.
     async fn forget(&self, ids: &[Uuid]) -> Result<(), DueError>;
+    /// Moves the leases of those `ids` still leased to `until` (ids no
+    /// longer leased stay as they are): a delivery whose outcome waits on
+    /// PostgreSQL keeps its lease instead of being claimed and sent again.
+    async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError>;
+    /// Whether `id` is leased at `now`: being delivered by some process.
+    async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError>;
 
     // Housekeeping.
 

@@ -11,6 +11,7 @@
 //!         commit (group commit) ──▶ store (PostgreSQL) ──▶ index (due)
 //! ```
 
+mod breaker;
 mod commit;
 pub mod endpoints;
 pub mod events;
@@ -44,6 +45,11 @@ pub enum ServiceError {
     /// The committer went away before answering (shutdown).
     #[error("the write was not answered")]
     Lost,
+    /// The due index cannot tell what the write needs to know (whether a
+    /// notification is being delivered); `None` while the breaker keeps
+    /// requests away from it.
+    #[error("the due index is unavailable")]
+    IndexUnavailable(#[source] Option<crate::due::DueError>),
 }
 
 impl From<StoreError> for ServiceError {
@@ -73,6 +79,8 @@ pub struct Service {
     subscribers: events::SubscriberCache,
     /// Refuses per-notification URLs that name a private address.
     guard: Arc<crate::sender::guard::Guard>,
+    /// Keeps requests from waiting on a failing due index.
+    breaker: Arc<breaker::Breaker>,
 }
 
 impl Service {
@@ -97,6 +105,7 @@ impl Service {
             guard: Arc::new(crate::sender::guard::Guard::new(
                 settings.sender.allow_networks.clone(),
             )),
+            breaker: Default::default(),
             settings,
         };
         commit::spawn(service.clone(), queue);

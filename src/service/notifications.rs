@@ -251,8 +251,16 @@ impl Service {
     }
 
     /// A failed (or pending) notification is due again now, in a new
-    /// attempt series.
+    /// attempt series. One being delivered at this moment (leased) is
+    /// refused, so a retry never races its own attempt.
     pub async fn retry_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
+        if self.leased(id).await? {
+            return Err(Problem::conflict(
+                ErrorCode::InFlight,
+                "the notification is being delivered now; retry it once that attempt is recorded",
+            )
+            .into());
+        }
         let now = Utc::now();
         match self.store.retry_notification(id, now).await? {
             Retry::Retried(n) if n.pull => {

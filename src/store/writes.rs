@@ -52,6 +52,13 @@ impl Writes {
         }
     }
 
+    /// Whether a row carries a business key, and so may meet an existing
+    /// row that the commit must then read.
+    fn keyed(&self) -> bool {
+        self.notifications.iter().any(|n| n.key.is_some())
+            || self.events.iter().any(|e| e.key.is_some())
+    }
+
     pub fn append(&mut self, other: Writes) {
         self.notifications.extend(other.notifications);
         self.events.extend(other.events);
@@ -106,11 +113,16 @@ impl Committed {
 }
 
 impl Store {
-    /// Writes everything in one transaction. One kind alone needs no
-    /// explicit transaction: its insert is one statement (events with their
-    /// deliveries included), and the key lookup after it only reads.
+    /// Writes everything in one transaction. One kind without business keys
+    /// needs no explicit transaction (and saves its `BEGIN`/`COMMIT` round
+    /// trips): its insert is one statement, events with their deliveries
+    /// included. A key may meet an existing row, which a second statement
+    /// reads; that read is in the insert's transaction, so when it fails
+    /// nothing of the commit is stored and the error every caller gets is
+    /// true (a producer sending again would otherwise duplicate the rows
+    /// without keys that were committed beside it).
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
-        if writes.events.is_empty() || writes.notifications.is_empty() {
+        if !writes.keyed() && (writes.events.is_empty() || writes.notifications.is_empty()) {
             let mut conn = self.pool.acquire().await?;
             let notifications = self
                 .insert_notifications(&mut conn, writes.notifications)

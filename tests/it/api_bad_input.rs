@@ -172,3 +172,26 @@ async fn a_batch_of_more_than_a_thousand_is_refused(pool: PgPool) {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["field"], json!("notifications"));
 }
+
+#[sqlx::test]
+async fn a_path_that_is_not_utf8_gets_the_json_error_shape(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    for path in [
+        "/v1/notifications/%FF",
+        "/v1/endpoints/%C3%28/secret/rotate",
+        "/v1/events/%80",
+    ] {
+        let method = if path.ends_with("rotate") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let (status, body) = app.call(method, path, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert_eq!(body["error"]["code"], json!("invalid_path"), "{path}");
+    }
+    // Escapes of UTF-8 still reach their route.
+    let (status, body) = app.get("/v1/endpoints/caf%C3%A9").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["code"], json!("not_found"));
+}

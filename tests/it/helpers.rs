@@ -343,6 +343,68 @@ impl PgServer {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// Stalls the server (SIGSTOP to the postmaster, then to each of its
+    /// processes): connections stay open and nothing answers, as when a
+    /// database machine hangs.
+    pub fn pause(&self) {
+        self.signal_all("STOP");
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal_all("CONT");
+    }
+
+    /// Whether a client has sent the server something it has not read
+    /// (from `/proc/net/tcp`): while paused, a query waits.
+    pub fn has_unread_requests(&self) -> bool {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let port = format!(":{:04X}", self.port);
+        table.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address, ..., tx_queue:rx_queue
+            fields.get(1).is_some_and(|local| local.ends_with(&port))
+                && fields
+                    .get(4)
+                    .and_then(|queues| queues.split_once(':'))
+                    .is_some_and(|(_, rx)| u64::from_str_radix(rx, 16).unwrap_or(0) > 0)
+        })
+    }
+
+    fn signal_all(&self, signal: &str) {
+        let Ok(pidfile) = std::fs::read_to_string(self.dir.join("postmaster.pid")) else {
+            return;
+        };
+        let Some(Ok(postmaster)) = pidfile.lines().next().map(|l| l.trim().parse::<u32>()) else {
+            return;
+        };
+        // The postmaster first: stopped, it forks no process this misses.
+        let mut pids = vec![postmaster];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`; comm may hold spaces.
+            let parent = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|ppid| ppid.parse::<u32>().ok());
+            if parent == Some(postmaster) {
+                pids.extend(
+                    entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+        for pid in pids {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &pid.to_string()])
+                .status();
+        }
+    }
+
     fn pg_ctl(&self, args: &[&str]) {
         let status = as_postgres(&format!("{}/pg_ctl", self.bindir))
             .args(["-D", self.dir.to_str().unwrap(), "-w"])
@@ -372,6 +434,8 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
+        // A test that failed while the server was paused.
+        self.unpause();
         let _ = as_postgres(&format!("{}/pg_ctl", self.bindir))
             .args(["-D", self.dir.to_str().unwrap(), "-m", "immediate", "stop"])
             .stdout(Stdio::null())

@@ -21,6 +21,8 @@ pub enum Reply {
     Hang,
     /// Answers 200 after a pause.
     Slow(Duration),
+    /// Answers with this status once the test opens the gate (`notify_one`).
+    Gated(Arc<tokio::sync::Notify>, u16),
 }
 
 impl Reply {
@@ -162,6 +164,10 @@ async fn handle(
     };
     match reply {
         Reply::Hang => std::future::pending().await,
+        Reply::Gated(gate, status) => {
+            gate.notified().await;
+            StatusCode::from_u16(status).unwrap().into_response()
+        }
         Reply::Slow(pause) => {
             tokio::time::sleep(pause).await;
             StatusCode::OK.into_response()

@@ -127,6 +127,32 @@ impl RedisIndex {
         self.complete(ids, &[]).await
     }
 
+    /// Moves the leases of those `ids` still in `inflight` to `until`, in
+    /// one command (`ZADD XX`: an id whose lease ended is not leased again).
+    pub async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let until = score(until);
+        let items: Vec<(i64, Member)> = ids.iter().map(|id| (until, member(id))).collect();
+        let key = &self.keys().inflight;
+        self.run::<()>(|p| {
+            p.cmd("ZADD").arg(key).arg("XX").arg(&items).ignore();
+        })
+        .await
+    }
+
+    /// Whether `id` holds a lease that has not expired at `now`.
+    pub async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError> {
+        let key = &self.keys().inflight;
+        let (expiry,): (Option<i64>,) = self
+            .run(|p| {
+                p.zscore(key, member(&id));
+            })
+            .await?;
+        Ok(expiry.is_some_and(|expiry| expiry > now.timestamp_millis()))
+    }
+
     /// Sizes of the two sets: (due, inflight), the sentinel not counted.
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();

@@ -285,6 +285,14 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::forget(self, ids).await
     }
 
+    async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        RedisIndex::extend(self, ids, until).await
+    }
+
+    async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError> {
+        RedisIndex::leased(self, id, now).await
+    }
+
     async fn depth(&self) -> Result<(u64, u64), DueError> {
         RedisIndex::depth(self).await
     }
