@@ -186,6 +186,7 @@ pub async fn attempt(
         outcome,
         next,
         event,
+        lease: None,
     }
 }
 

@@ -132,6 +132,11 @@ pub struct AttemptRecord {
     /// The `notification.failed` event, when `next` ends it failed and
     /// operator events are on.
     pub event: Option<OperatorEvent>,
+    /// For the end of a pull lease: the lease, and whether it is ending
+    /// because it ran out. The attempt is written only if that lease is
+    /// still the notification's and has (or, for an ack or nack, has not)
+    /// run out; `None` for push.
+    pub lease: Option<(Uuid, bool)>,
 }
 
 /// The result of `POST /v1/notifications/{id}/retry`.
@@ -274,9 +279,9 @@ impl Store {
     }
 }
 
-/// `Store::record_attempts` on a connection of the caller's (a transaction
-/// that holds the rows locked, for the end of a pull lease). Every lease a
-/// recorded attempt ends is cleared with it.
+/// `Store::record_attempts` on a connection of the caller's. Every lease a
+/// recorded attempt ends is cleared with it; an attempt that ends a pull
+/// lease is written only if that lease is still the row's (`lease`).
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
@@ -299,6 +304,8 @@ pub(super) async fn record_attempts_on(
     let mut next_ats = Vec::with_capacity(records.len());
     let mut completed = Vec::with_capacity(records.len());
     let mut last_errors = Vec::with_capacity(records.len());
+    let mut leases = Vec::with_capacity(records.len());
+    let mut expired = Vec::with_capacity(records.len());
     let mut events = EventBinds::default();
     for r in records {
         ids.push(r.notification_id);
@@ -320,6 +327,8 @@ pub(super) async fn record_attempts_on(
         next_ats.push(r.next.next_attempt_at);
         completed.push(r.next.completed);
         last_errors.push(r.next.last_error.as_deref());
+        leases.push(r.lease.map(|(lease, _)| lease));
+        expired.push(r.lease.is_some_and(|(_, expired)| expired));
         if let Some(event) = &r.event {
             events.push(event);
         }
@@ -335,9 +344,10 @@ pub(super) async fn record_attempts_on(
         "WITH input AS ( \
              SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
                  $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
-                 $12::timestamptz[], $13::bool[], $14::text[]) \
+                 $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::bool[]) \
              AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                  error_message, outcome, series_start, status, next_at, completed, last_error) \
+                  error_message, outcome, series_start, status, next_at, completed, last_error, \
+                  lease, expired) \
          ), moved AS ( \
              UPDATE notifications n SET \
                  attempts = i.number, \
@@ -353,12 +363,15 @@ pub(super) async fn record_attempts_on(
              WHERE n.id = ANY($1) AND n.id = i.id \
                AND n.status = 'pending' AND n.attempts = i.number - 1 \
                AND n.series_start = i.series_start \
+               AND (i.lease IS NULL OR (n.lease_id = i.lease \
+                    AND (n.next_attempt_at <= now()) = i.expired)) \
              RETURNING n.id, n.endpoint_id \
          ), recorded AS ( \
              INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
                  response_body, error_code, error_message, outcome) \
              SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                 error_message, outcome FROM input \
+                 error_message, outcome FROM input i \
+             WHERE i.lease IS NULL OR EXISTS (SELECT 1 FROM moved m WHERE m.id = i.id) \
              ON CONFLICT (notification_id, number) DO NOTHING \
          ), reported AS (",
         insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
@@ -398,6 +411,8 @@ pub(super) async fn record_attempts_on(
     .bind(&health_ids)
     .bind(&failing_since)
     .bind(&if_failing)
+    .bind(&leases)
+    .bind(&expired)
     .fetch_all(&mut *conn)
     .await?;
     Ok(moved)

@@ -5,7 +5,8 @@
 //! expiry), so they survive a crash of hookd and a loss of Redis, and a
 //! receipt is checked in the statement that writes. What an ended lease
 //! makes of the notification is decided by the caller (`domain::pull`);
-//! this locks the rows it decides on and writes the decisions.
+//! this reads the rows it decides on and writes the decisions, fenced by
+//! the lease each was decided on.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,8 +52,8 @@ impl std::fmt::Debug for Taken {
     }
 }
 
-/// A notification whose lease is being ended, locked, with what the
-/// decision needs. `now` is the database's clock, which every lease is
+/// A notification whose lease is being ended, with what the decision
+/// needs. `now` is the database's clock, which every lease is
 /// measured by.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Leased {
@@ -90,7 +91,14 @@ pub enum Leases<'a> {
     Expired { endpoint: Option<Uuid>, limit: i64 },
 }
 
-/// Decides, for each locked row, the attempt to record (`None`: leave it).
+/// What `end_leases` read, and the ids whose lease it ended.
+#[derive(Debug, Default)]
+pub struct LeasesEnded {
+    pub rows: Vec<Leased>,
+    pub moved: Vec<Uuid>,
+}
+
+/// Decides, for each row read, the attempt to record (`None`: leave it).
 pub type LeaseDecision<'a> = Box<dyn FnMut(&Leased) -> Option<AttemptRecord> + Send + 'a>;
 
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
@@ -164,26 +172,28 @@ impl Store {
         .flatten())
     }
 
-    /// Ends leases: locks the rows `which` selects, asks `decide` for the
+    /// Ends leases: reads the rows `which` selects, asks `decide` for the
     /// attempt each ends with, and records those attempts (their
-    /// notifications' next state, operator events) in the same transaction,
-    /// clearing the leases. Returns every row it locked, as it was.
+    /// notifications' next state, operator events), clearing the leases,
+    /// in one statement. Nothing is locked in between: each attempt is
+    /// written only if its row still has the lease it was decided on
+    /// (`AttemptRecord::lease`), so a lease lost meanwhile is left alone.
     pub async fn end_leases(
         &self,
         which: Leases<'_>,
         mut decide: LeaseDecision<'_>,
-    ) -> Result<Vec<Leased>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+    ) -> Result<LeasesEnded, StoreError> {
+        let mut conn = self.pool.acquire().await?;
         let rows = match which {
             Leases::Receipts(receipts) => {
                 let ids: Vec<Uuid> = receipts.iter().map(|r| r.notification).collect();
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                     WHERE n.id = ANY($1) ORDER BY n.id FOR UPDATE OF n"
+                     WHERE n.id = ANY($1)"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(&ids)
-                    .fetch_all(&mut *tx)
+                    .fetch_all(&mut *conn)
                     .await?
             }
             Leases::Expired { endpoint, limit } => {
@@ -191,19 +201,18 @@ impl Store {
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                      WHERE n.lease_id IS NOT NULL AND n.next_attempt_at <= now() \
                        AND ($1::uuid IS NULL OR n.endpoint_id = $1) \
-                     ORDER BY n.next_attempt_at LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+                     ORDER BY n.next_attempt_at LIMIT $2"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(endpoint)
                     .bind(limit)
-                    .fetch_all(&mut *tx)
+                    .fetch_all(&mut *conn)
                     .await?
             }
         };
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        super::delivery::record_attempts_on(&mut tx, &records, &[]).await?;
-        tx.commit().await?;
-        Ok(rows)
+        let moved = super::delivery::record_attempts_on(&mut conn, &records, &[]).await?;
+        Ok(LeasesEnded { rows, moved })
     }
 
     /// Lengthens a lease to `lease` from now. `None`: the receipt does not

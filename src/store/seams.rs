@@ -24,7 +24,7 @@ use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
 use super::notifications::{Cancel, Notification, NotificationFilter};
-use super::pull::{LeaseDecision, Leased, Leases, Taken};
+use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::writes::{Committed, Writes};
 use super::{Store, StoreError};
 use crate::domain::health::Health;
@@ -189,7 +189,7 @@ pub trait PullStore: Send + Sync + 'static {
         &self,
         which: Leases<'_>,
         decide: LeaseDecision<'_>,
-    ) -> Result<Vec<Leased>, StoreError>;
+    ) -> Result<LeasesEnded, StoreError>;
     async fn extend_lease(
         &self,
         receipt: &Receipt,
@@ -426,7 +426,7 @@ impl PullStore for Store {
         &self,
         which: Leases<'_>,
         decide: LeaseDecision<'_>,
-    ) -> Result<Vec<Leased>, StoreError> {
+    ) -> Result<LeasesEnded, StoreError> {
         Store::end_leases(self, which, decide).await
     }
     async fn extend_lease(

@@ -128,6 +128,7 @@ fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> Attemp
         outcome,
         next,
         event,
+        lease: None,
     }
 }
 

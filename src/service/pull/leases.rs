@@ -67,7 +67,7 @@ impl Service {
             .rev()
             .map(|r| (r.notification, *r))
             .collect();
-        let rows = self
+        let ended_leases = self
             .pull
             .end_leases(
                 Leases::Receipts(receipts),
@@ -77,7 +77,9 @@ impl Service {
                 }),
             )
             .await?;
-        let rows: HashMap<Uuid, Leased> = rows.into_iter().map(|r| (r.id, r)).collect();
+        let moved: HashSet<Uuid> = ended_leases.moved.into_iter().collect();
+        let rows: HashMap<Uuid, Leased> =
+            ended_leases.rows.into_iter().map(|r| (r.id, r)).collect();
         let mut seen = HashSet::new();
         let results = receipts
             .iter()
@@ -89,6 +91,10 @@ impl Service {
                     return Err(lease_lost());
                 }
                 let record = judge(row, receipt, how, scope, operator)?;
+                // Judged on what was read; lost before the write.
+                if !moved.contains(&record.notification_id) {
+                    return Err(lease_lost());
+                }
                 Ok(ended(&record))
             })
             .collect::<Vec<_>>();
@@ -129,7 +135,7 @@ impl Service {
     /// endpoint, or all); returns how many.
     pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<usize, ServiceError> {
         let operator = self.settings.operator.enabled();
-        let rows = self
+        let ended = self
             .pull
             .end_leases(
                 Leases::Expired {
@@ -139,11 +145,12 @@ impl Service {
                 Box::new(|row| Some(attempt(row, &Failure::LeaseExpired, None, operator))),
             )
             .await?;
-        if !rows.is_empty() {
+        if !ended.moved.is_empty() {
             metrics::counter!("hookd_pull_ended_total", "how" => "lease_expired")
-                .increment(rows.len() as u64);
+                .increment(ended.moved.len() as u64);
         }
-        Ok(rows.len())
+        // Rows read, not rows ended: a full page means there may be more.
+        Ok(ended.rows.len())
     }
 }
 
@@ -198,7 +205,7 @@ fn judge(
 ) -> Result<AttemptRecord, Problem> {
     check_lease(row, receipt, scope)?;
     Ok(match how {
-        End::Ack => attempt_with(row, Outcome::Succeeded, None, operator),
+        End::Ack => attempt_with(row, Outcome::Succeeded, None, operator, false),
         End::Nack {
             retry_after,
             error,
@@ -227,7 +234,8 @@ fn attempt(
     let in_series = (number - row.series_start).max(1) as u32;
     let outcome = after_failure(failure, &schedule, in_series, row.now);
     let (code, message) = failure_error(failure, message);
-    attempt_with(row, outcome, Some((code, message)), operator)
+    let expired = *failure == Failure::LeaseExpired;
+    attempt_with(row, outcome, Some((code, message)), operator, expired)
 }
 
 fn attempt_with(
@@ -235,6 +243,7 @@ fn attempt_with(
     outcome: Outcome,
     error: Option<(&str, String)>,
     operator: bool,
+    expired: bool,
 ) -> AttemptRecord {
     let number = row.attempts + 1;
     let started_at = row.leased_at.unwrap_or(row.now);
@@ -272,6 +281,7 @@ fn attempt_with(
         outcome,
         next,
         event,
+        lease: row.lease_id.map(|lease| (lease, expired)),
     }
 }
 

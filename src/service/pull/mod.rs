@@ -32,16 +32,20 @@ pub use leases::{End, Ended, Scope};
 /// Consumers waiting on an endpoint, by endpoint. An entry lives while
 /// someone waits on it.
 #[derive(Default)]
-pub(super) struct Waiters(Mutex<HashMap<Uuid, Arc<Notify>>>);
+pub(super) struct Waiters {
+    waiting: Mutex<HashMap<Uuid, Arc<Notify>>>,
+    /// Set at shutdown: nobody waits any more.
+    closed: std::sync::atomic::AtomicBool,
+}
 
 impl Waiters {
     fn join(&self, endpoint: Uuid) -> Arc<Notify> {
-        let mut waiting = self.0.lock().expect("waiters lock");
+        let mut waiting = self.waiting.lock().expect("waiters lock");
         waiting.entry(endpoint).or_default().clone()
     }
 
     fn leave(&self, endpoint: Uuid, notify: Arc<Notify>) {
-        let mut waiting = self.0.lock().expect("waiters lock");
+        let mut waiting = self.waiting.lock().expect("waiters lock");
         drop(notify);
         if waiting
             .get(&endpoint)
@@ -51,9 +55,19 @@ impl Waiters {
         }
     }
 
+    /// Wakes every waiter for good: shutdown.
+    fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.wake(None);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// How many consumers of this process wait on `endpoint` now.
     fn count(&self, endpoint: Uuid) -> usize {
-        let waiting = self.0.lock().expect("waiters lock");
+        let waiting = self.waiting.lock().expect("waiters lock");
         waiting
             .get(&endpoint)
             .map_or(0, |n| Arc::strong_count(n) - 1)
@@ -61,7 +75,7 @@ impl Waiters {
 
     /// Wakes the consumers waiting on `endpoint`, or on every endpoint.
     pub(super) fn wake(&self, endpoint: Option<Uuid>) {
-        let waiting = self.0.lock().expect("waiters lock");
+        let waiting = self.waiting.lock().expect("waiters lock");
         match endpoint {
             Some(id) => {
                 if let Some(notify) = waiting.get(&id) {
@@ -158,7 +172,7 @@ impl Service {
             .pull
             .take(endpoint, i64::from(take.max), take.lease)
             .await?;
-        if !taken.is_empty() || Instant::now() >= until {
+        if !taken.is_empty() || Instant::now() >= until || self.pulls.is_closed() {
             return Ok(Some(taken));
         }
         let wait_until = match self.pull.next_pull_due(endpoint).await? {
@@ -249,10 +263,13 @@ impl Service {
             let (service, shutdown) = (self.clone(), shutdown.clone());
             tokio::spawn(async move {
                 let pulls = service.pulls.clone();
-                service
-                    .pull
-                    .listen_pull(&move |endpoint| pulls.wake(endpoint), &shutdown)
-                    .await;
+                let woken = move |endpoint| pulls.wake(endpoint);
+                let listen = service.pull.listen_pull(&woken, &shutdown);
+                // Connecting may hang on a stalled database: shutdown wins.
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = listen => {}
+                }
             })
         };
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -264,24 +281,36 @@ impl Service {
                 _ = tick.tick() => {}
             }
             ticks += 1;
-            loop {
-                match self.expire_leases(None).await {
-                    Ok(n) if n as i64 == EXPIRE_BATCH => continue,
-                    Ok(_) => break,
-                    Err(error) => {
-                        tracing::warn!(%error, "could not end expired leases");
-                        break;
-                    }
-                }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.sweep_pull(ticks.is_multiple_of(30)) => {}
             }
-            if ticks.is_multiple_of(30) {
-                match self.pull.adopt_strays(EXPIRE_BATCH).await {
-                    Ok(moved) => self.index_due(&moved).await,
-                    Err(error) => tracing::warn!(%error, "could not adopt stray pull rows"),
+        }
+        // Waiting consumers answer now (with what is due, or nothing), so
+        // a graceful shutdown does not wait out their long polls.
+        self.pulls.close();
+        let _ = listening.await;
+    }
+
+    /// One round of the background work: leases that ran out, and (with
+    /// `strays`) rows left pull on endpoints that are push now.
+    async fn sweep_pull(&self, strays: bool) {
+        loop {
+            match self.expire_leases(None).await {
+                Ok(n) if n as i64 == EXPIRE_BATCH => continue,
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(%error, "could not end expired leases");
+                    break;
                 }
             }
         }
-        let _ = listening.await;
+        if strays {
+            match self.pull.adopt_strays(EXPIRE_BATCH).await {
+                Ok(moved) => self.index_due(&moved).await,
+                Err(error) => tracing::warn!(%error, "could not adopt stray pull rows"),
+            }
+        }
     }
 }
 
