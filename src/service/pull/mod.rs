@@ -38,23 +38,49 @@ pub(super) struct Waiters {
     closed: std::sync::atomic::AtomicBool,
 }
 
-impl Waiters {
-    fn join(&self, endpoint: Uuid) -> Arc<Notify> {
-        let mut waiting = self.waiting.lock().expect("waiters lock");
-        waiting.entry(endpoint).or_default().clone()
-    }
+/// One consumer's place among an endpoint's waiters, given up when
+/// dropped, also when the request is abandoned mid-wait.
+struct Joined<'a> {
+    waiters: &'a Waiters,
+    endpoint: Uuid,
+    notify: Option<Arc<Notify>>,
+}
 
-    fn leave(&self, endpoint: Uuid, notify: Arc<Notify>) {
-        let mut waiting = self.waiting.lock().expect("waiters lock");
-        drop(notify);
-        if waiting
-            .get(&endpoint)
-            .is_some_and(|n| Arc::strong_count(n) == 1)
-        {
-            waiting.remove(&endpoint);
+impl<'a> Joined<'a> {
+    fn new(waiters: &'a Waiters, endpoint: Uuid) -> Self {
+        let notify = waiters
+            .waiting
+            .lock()
+            .expect("waiters lock")
+            .entry(endpoint)
+            .or_default()
+            .clone();
+        Self {
+            waiters,
+            endpoint,
+            notify: Some(notify),
         }
     }
 
+    fn notify(&self) -> &Notify {
+        self.notify.as_deref().expect("held until dropped")
+    }
+}
+
+impl Drop for Joined<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.waiters.waiting.lock().expect("waiters lock");
+        drop(self.notify.take());
+        if waiting
+            .get(&self.endpoint)
+            .is_some_and(|n| Arc::strong_count(n) == 1)
+        {
+            waiting.remove(&self.endpoint);
+        }
+    }
+}
+
+impl Waiters {
     /// Wakes every waiter for good: shutdown.
     fn close(&self) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -94,11 +120,15 @@ impl Service {
         by: &EndpointRef,
         consumer: Option<Uuid>,
     ) -> Result<Endpoint, ServiceError> {
-        let endpoint = self
-            .store
-            .find_endpoint(by)
-            .await?
-            .ok_or_else(|| Problem::not_found("endpoint"))?;
+        // A consumer learns nothing of other endpoints, not even whether
+        // they exist.
+        let endpoint = self.store.find_endpoint(by).await?.ok_or_else(|| {
+            if consumer.is_some() {
+                not_yours()
+            } else {
+                Problem::not_found("endpoint")
+            }
+        })?;
         if consumer.is_some_and(|c| c != endpoint.id) {
             return Err(not_yours().into());
         }
@@ -146,9 +176,11 @@ impl Service {
         loop {
             // Join before looking, so a signal between the look and the
             // wait is not missed.
-            let notify = self.pulls.join(endpoint.id);
-            let step = self.pull_once(endpoint.id, take, until, &notify).await;
-            self.pulls.leave(endpoint.id, notify);
+            let joined = Joined::new(&self.pulls, endpoint.id);
+            let step = self
+                .pull_once(endpoint.id, take, until, joined.notify())
+                .await;
+            drop(joined);
             if let Some(taken) = step? {
                 record_taken(&taken);
                 return Ok((endpoint.id, taken));
