@@ -96,6 +96,7 @@ pub async fn scenarios(
             "api",
         )
         .await;
+        let cpu_before = cpu_snapshot();
         let n = single_posts(
             &client,
             &api.base,
@@ -104,6 +105,7 @@ pub async fn scenarios(
             json!({"endpoint": solo, "payload": {"order": 1}, "delay": "1h"}),
         )
         .await;
+        let cpu_between = cpu_snapshot();
         let e = single_posts(
             &client,
             &api.base,
@@ -112,6 +114,18 @@ pub async fn scenarios(
             json!({"event_type": "order.paid", "owner": "solo", "payload": {"order": 1}, "delay": "1h"}),
         )
         .await;
+        let cpu_after = cpu_snapshot();
+        // CPU per request (µs) of hookd and PostgreSQL, for each kind.
+        let per = |a: [f64; 4], b: [f64; 4], i: usize| (b[i] - a[i]) / 20_000.0 * 1e6;
+        println!(
+            "   run {}: events {e:.0}/s, notifications {n:.0}/s: {:.2}; CPU per request: hookd {:.0} / {:.0} µs, postgres {:.0} / {:.0} µs (event / notification)",
+            run + 1,
+            e / n,
+            per(cpu_between, cpu_after, 0),
+            per(cpu_before, cpu_between, 0),
+            per(cpu_between, cpu_after, 1),
+            per(cpu_before, cpu_between, 1),
+        );
         notifications.push(n);
         events.push(e);
         ratios.push(e / n);
