@@ -157,9 +157,11 @@ impl Store {
     /// opened, when sealed) once per batch rather than once per notification.
     /// Notifications without custom headers open nothing.
     pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
-        // An event's delivery has its event's body (stored once per event).
+        // An event's delivery has its event's body and type (stored once
+        // per event).
         let mut notifications = sqlx::query_as::<_, DueNotification>(
-            "SELECT n.id, n.endpoint_id, n.key, n.event_type, n.content_type, \
+            "SELECT n.id, n.endpoint_id, n.key, n.content_type, \
+                 CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
                  CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
                  n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
                  n.next_attempt_at, n.event_id, n.url \
@@ -257,13 +259,15 @@ impl Store {
         id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Retry, StoreError> {
-        let retried = sqlx::query_as::<_, Notification>(
+        // An event's delivery comes back with its event's type and body.
+        let retried = sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
             "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
                  completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
                  updated_at = now() \
              WHERE id = $1 AND status IN ('pending', 'failed') \
-               AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING *",
-        )
+               AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING {}",
+            super::notifications::columns_with_body()
+        )))
         .bind(id)
         .bind(now)
         .fetch_optional(&self.pool)

@@ -192,9 +192,9 @@ impl Store {
                  SELECT position, literal::bigint[] AS delays, name \
                  FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
              ), fanned AS ( \
-                 INSERT INTO notifications (id, endpoint_id, event_id, event_type, content_type, body, \
+                 INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
                      headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
-                 SELECT d.id, d.endpoint_id, d.event_id, i.event_type, i.content_type, ''::bytea, \
+                 SELECT d.id, d.endpoint_id, d.event_id, i.content_type, ''::bytea, \
                      COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, i.deliver_at, d.next_attempt_at, \
                      d.pull \
                  FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \

@@ -89,16 +89,20 @@ pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
 
 /// Everything but the body, which listings leave out. Spliced into queries
 /// with `format!`, hence `AssertSqlSafe`: the SQL is made of constants only,
-/// every value travels as a bind parameter.
-const SUMMARY_COLUMNS: &str =
-    "id, endpoint_id, key, event_type, content_type, headers, schedule_ms, \
+/// every value travels as a bind parameter. A delivery of an event has its
+/// event's type: the fan-out leaves it off the delivery rows (stored once,
+/// on the event), which spares each delivery an index entry in
+/// `notifications_event_type_newest`. The columns stay unqualified: inside
+/// the subquery, `event_id` can only be the notification's.
+const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
      last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
-     (lease_id IS NOT NULL AND next_attempt_at > now()) AS leased";
+     (lease_id IS NOT NULL AND next_attempt_at > now()) AS leased, \
+     CASE WHEN event_id IS NULL THEN event_type \
+         ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END AS event_type";
 
-/// With the body; a delivery of an event has its event's. The outer row is
-/// `n`, so the columns stay unqualified.
-fn columns_with_body() -> String {
+/// With the body; a delivery of an event has its event's.
+pub(super) fn columns_with_body() -> String {
     format!(
         "{SUMMARY_COLUMNS}, CASE WHEN event_id IS NULL THEN body \
              ELSE (SELECT e.body FROM events e WHERE e.id = event_id) END AS body"
@@ -316,9 +320,13 @@ impl Store {
             query.push(" AND key = ").push_bind(key.clone());
         }
         if let Some(event_type) = &filter.event_type {
+            // An event's deliveries have their type on the event row only.
             query
-                .push(" AND event_type = ")
-                .push_bind(event_type.clone());
+                .push(" AND (event_type = ")
+                .push_bind(event_type.clone())
+                .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+                .push_bind(event_type.clone())
+                .push("))");
         }
         if let Some(event_id) = filter.event_id {
             query.push(" AND event_id = ").push_bind(event_id);

@@ -91,6 +91,7 @@ async fn an_event_reaches_every_subscribed_endpoint_once(pool: PgPool) {
         .iter()
         .map(|n| {
             assert_eq!(n["event_id"], json!(id));
+            assert_eq!(n["event_type"], json!("order.paid"));
             n["id"].as_str().unwrap().to_string()
         })
         .collect();
@@ -98,6 +99,19 @@ async fn an_event_reaches_every_subscribed_endpoint_once(pool: PgPool) {
         listed, webhook_ids,
         "the event's deliveries are listed by it"
     );
+    let (_, by_type) = app.get("/v1/notifications?event_type=order.paid").await;
+    let by_type: HashSet<String> = by_type["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        by_type, webhook_ids,
+        "the event's deliveries are listed by its type"
+    );
+    let (_, other_type) = app.get("/v1/notifications?event_type=order.refunded").await;
+    assert_eq!(other_type["data"], json!([]));
     let (_, one) = app
         .get(&format!(
             "/v1/notifications/{}",
@@ -109,6 +123,44 @@ async fn an_event_reaches_every_subscribed_endpoint_once(pool: PgPool) {
         json!({"order": 123}),
         "a delivery shows its event's payload"
     );
+    assert_eq!(one["event_type"], json!("order.paid"));
+}
+
+#[sqlx::test]
+async fn a_delivery_retried_or_cancelled_still_shows_its_events_type(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"url": "http://127.0.0.1:9/", "owner": "t"}))
+        .await;
+    let created = event(
+        &app,
+        json!({"event_type": "order.shipped", "owner": "t", "payload": {}, "delay": "1h"}),
+    )
+    .await;
+    let (_, deliveries) = app
+        .get(&format!(
+            "/v1/notifications?event={}",
+            created["id"].as_str().unwrap()
+        ))
+        .await;
+    let id = deliveries["data"][0]["id"].as_str().unwrap().to_string();
+    let (status, retried) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/notifications/{id}/retry"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["event_type"], json!("order.shipped"));
+    let (status, cancelled) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/notifications/{id}/cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["event_type"], json!("order.shipped"));
 }
 
 #[sqlx::test]
