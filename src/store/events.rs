@@ -179,29 +179,25 @@ impl Store {
             }
         }
         let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
-            "WITH input AS ( \
+            "WITH stored AS ( \
+                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
                  SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], \
                      $6::bytea[], $7::timestamptz[], $8::int[]) \
-                 AS t(id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
-             ), stored AS ( \
-                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
-                 SELECT * FROM input \
                  ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
-                 RETURNING id, created_at \
+                 RETURNING id, created_at, content_type, deliver_at \
              ), schedules AS MATERIALIZED ( \
                  SELECT position, literal::bigint[] AS delays, name \
                  FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
              ), fanned AS ( \
                  INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
                      headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
-                 SELECT d.id, d.endpoint_id, d.event_id, i.content_type, ''::bytea, \
-                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, i.deliver_at, d.next_attempt_at, \
+                 SELECT d.id, d.endpoint_id, d.event_id, s.content_type, ''::bytea, \
+                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, s.deliver_at, d.next_attempt_at, \
                      d.pull \
                  FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
                      $16::timestamptz[], $17::bool[]) \
                      AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
                  JOIN stored s ON s.id = d.event_id \
-                 JOIN input i ON i.id = d.event_id \
                  JOIN schedules sc ON sc.position = d.schedule \
              ) \
              SELECT id, created_at FROM stored",
