@@ -24,6 +24,8 @@ mod heal;
 mod pull;
 #[path = "dispatch/redis_down.rs"]
 mod redis_down;
+#[path = "dispatch/speed.rs"]
+mod speed;
 
 const CONCURRENCY: usize = 64;
 const SENDER_IN_FLIGHT: usize = 256;
@@ -34,6 +36,8 @@ struct Received {
     first: Mutex<Option<Instant>>,
     last: Mutex<Option<Instant>>,
     lateness_ms: Mutex<Vec<i64>>,
+    /// End-to-end runs: receipt - request sent, µs.
+    latency_us: Mutex<Vec<i64>>,
 }
 
 impl Received {
@@ -42,6 +46,7 @@ impl Received {
         *self.first.lock().unwrap() = None;
         *self.last.lock().unwrap() = None;
         self.lateness_ms.lock().unwrap().clear();
+        self.latency_us.lock().unwrap().clear();
     }
 
     fn span(&self) -> Duration {
@@ -62,6 +67,15 @@ async fn receive(State(received): State<Arc<Received>>, body: Bytes) -> &'static
             if let Some(due) = value["due"].as_i64() {
                 let late = chrono::Utc::now().timestamp_millis() - due;
                 received.lateness_ms.lock().unwrap().push(late);
+            }
+        }
+    }
+    // End-to-end runs carry when their request was sent (unix µs).
+    if body.starts_with(b"{\"sent_us\":") {
+        if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+            if let Some(sent) = value["sent_us"].as_i64() {
+                let took = chrono::Utc::now().timestamp_micros() - sent;
+                received.latency_us.lock().unwrap().push(took);
             }
         }
     }
@@ -146,11 +160,32 @@ impl Hookd {
     }
 }
 
-/// CPU seconds (user + system) used so far by every process whose name
-/// starts with `name`, from /proc.
-fn cpu_seconds(name: &str) -> f64 {
+/// The processes whose CPU the bench reads: its own PostgreSQL (the
+/// postmaster and its children) and Redis. Other work on the machine may
+/// run PostgreSQL, Redis or hookd processes of its own; they are not ours.
+static SERVICES: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+
+/// Which processes a CPU figure sums.
+#[derive(Clone, Copy)]
+enum Whose {
+    /// hookd processes started by this bench.
+    Hookd,
+    /// The bench's PostgreSQL: its postmaster and every backend.
+    Postgres,
+    Redis,
+    /// This process (receiver and load generator).
+    Bench,
+}
+
+/// CPU seconds (user + system) used so far by `whose`, from /proc.
+fn cpu_seconds(whose: Whose) -> f64 {
+    let me = std::process::id();
+    let (postmaster, redis) = SERVICES.get().copied().unwrap_or((0, 0));
     let mut total = 0.0;
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
@@ -158,11 +193,18 @@ fn cpu_seconds(name: &str) -> f64 {
             continue;
         };
         let comm = head.split_once(" (").map_or("", |(_, c)| c);
-        if !comm.starts_with(name) {
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // ppid is field 4 of stat, utime and stime 14 and 15; `rest` starts at 3.
+        let ppid: u32 = fields.get(1).and_then(|f| f.parse().ok()).unwrap_or(0);
+        let ours = match whose {
+            Whose::Hookd => ppid == me && comm.starts_with("hookd"),
+            Whose::Postgres => pid == postmaster || ppid == postmaster,
+            Whose::Redis => pid == redis,
+            Whose::Bench => pid == me,
+        };
+        if !ours {
             continue;
         }
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of stat; `rest` starts at 3.
         let ticks: f64 = fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0.0)
             + fields.get(12).and_then(|f| f.parse().ok()).unwrap_or(0.0);
         total += ticks / 100.0;
@@ -173,11 +215,39 @@ fn cpu_seconds(name: &str) -> f64 {
 /// CPU seconds of hookd, PostgreSQL, Redis and this bench process.
 fn cpu_snapshot() -> [f64; 4] {
     [
-        cpu_seconds("hookd"),
-        cpu_seconds("postgres"),
-        cpu_seconds("redis-server"),
-        cpu_seconds("dispatch-"),
+        cpu_seconds(Whose::Hookd),
+        cpu_seconds(Whose::Postgres),
+        cpu_seconds(Whose::Redis),
+        cpu_seconds(Whose::Bench),
     ]
+}
+
+/// Finds the bench's PostgreSQL postmaster (the parent of a backend) and
+/// Redis server.
+async fn find_services(pool: &PgPool, redis_url: &str) {
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{backend}/stat")).unwrap();
+    let postmaster: u32 = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    let client = redis::Client::open(redis_url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let redis: u32 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let _ = SERVICES.set((postmaster, redis));
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -336,6 +406,8 @@ struct DeliveryFigures {
     /// request. Unlike a rate, it does not move when the machine's speed
     /// drifts.
     relative_cost: f64,
+    /// CPU µs per delivery of hookd, PostgreSQL and Redis.
+    cpu_us: [f64; 3],
 }
 
 /// Delivers `count` due-now notifications: ingested through an API-only
@@ -399,6 +471,10 @@ async fn delivery_run(
         "   CPU while delivering {count} (until every attempt row is written): hookd {:.2} s, postgres {:.2} s, redis {:.2} s, bench (receiver) {:.2} s, in {all_written:.2} s wall on 2 cores",
         used[0], used[1], used[2], used[3]
     );
+    println!(
+        "   receiver CPU per request: {:.1} µs",
+        used[3] / count as f64 * 1e6
+    );
     let rate = count as f64 / receiver.span().as_secs_f64();
     let rss = dispatcher.peak_rss_mib();
     dispatcher.stop();
@@ -407,6 +483,7 @@ async fn delivery_run(
         all_written,
         rss,
         relative_cost: (used[0] + used[1] + used[2]) / used[3],
+        cpu_us: [0, 1, 2].map(|i| used[i] / count as f64 * 1e6),
     }
 }
 
@@ -433,6 +510,7 @@ async fn main() {
     url.set_path("hookd_bench");
     let database_url = url.to_string();
     let pool = PgPoolOptions::new().connect(&database_url).await.unwrap();
+    find_services(&pool, &redis_url).await;
     hookd::store::Store::new(pool.clone())
         .migrate()
         .await
@@ -449,7 +527,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,scale,heal,redis_down picks sections (default: all).
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down picks sections (default: all).
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -563,10 +641,25 @@ async fn main() {
         let mut raws = Vec::new();
         let mut shares = Vec::new();
         let mut costs = Vec::new();
+        let (mut raws_hyper, mut shares_hyper) = (Vec::new(), Vec::new());
+        let mut cpu_us = [Vec::new(), Vec::new(), Vec::new()];
         for run in 0..runs {
             reset(&pool).await;
             settle(&pool).await;
+            // The bench process's CPU per request in each raw run: client
+            // and receiver together (the receiver alone is measured during
+            // the delivery run).
+            let bench_us = |before: f64| (cpu_seconds(Whose::Bench) - before) / 50_000.0 * 1e6;
+            let before = cpu_seconds(Whose::Bench);
             let raw = raw_run(&client, &received, &receiver_url, 50_000).await;
+            let reqwest_us = bench_us(before);
+            let before = cpu_seconds(Whose::Bench);
+            let raw_hyper = speed::raw_hyper(&received, &receiver_url, 50_000).await;
+            let hyper_us = bench_us(before);
+            println!(
+                "   run {}: raw runs, client + receiver CPU per request: reqwest {reqwest_us:.1} µs, hyper {hyper_us:.1} µs",
+                run + 1
+            );
             let figures = delivery_run(
                 &pool,
                 &database_url,
@@ -579,11 +672,20 @@ async fn main() {
             .await;
             let (rate, all_written, peak) = (figures.rate, figures.all_written, figures.rss);
             costs.push(figures.relative_cost);
+            for (all, one) in cpu_us.iter_mut().zip(figures.cpu_us) {
+                all.push(one);
+            }
             println!(
-                "   run {}: delivery {rate:.0}/s, raw {raw:.0}/s just before: {:.0}%",
+                "   run {}: delivery {rate:.0}/s, raw {raw:.0}/s (reqwest) and {raw_hyper:.0}/s (hyper) just before: {:.0}% and {:.2}; CPU per delivery: hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
                 run + 1,
-                100.0 * rate / raw
+                100.0 * rate / raw,
+                rate / raw_hyper,
+                figures.cpu_us[0],
+                figures.cpu_us[1],
+                figures.cpu_us[2],
             );
+            raws_hyper.push(raw_hyper);
+            shares_hyper.push(rate / raw_hyper);
             rates.push(rate);
             written.push(all_written);
             rss.push(peak);
@@ -603,6 +705,18 @@ async fn main() {
         println!(
             "   hookd + PostgreSQL + Redis CPU per delivery: {:.2}x the receiver's CPU per request",
             median(costs)
+        );
+        println!(
+            "   raw limit with a minimal hyper client: {:.0} requests/s; delivery is {:.2} of it (median of the per-run ratios)",
+            median(raws_hyper),
+            median(shares_hyper)
+        );
+        let [hookd_us, postgres_us, redis_us] = cpu_us;
+        println!(
+            "   CPU per delivery (medians): hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
+            median(hookd_us),
+            median(postgres_us),
+            median(redis_us)
         );
     }
 
@@ -631,6 +745,20 @@ async fn main() {
         percentile(&late, 0.99),
         late.last().unwrap()
     );
+    }
+
+    // 11. End to end: 4,000 notifications/s offered for 10 s.
+    if want("e2e") {
+        speed::e2e(
+            &pool,
+            &database_url,
+            &redis_url,
+            &received,
+            &receiver_url,
+            4_000,
+            10,
+        )
+        .await;
     }
 
     // 5, 6b and the rebuild: delivery beside 1,000,000 notifications pending

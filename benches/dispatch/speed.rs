@@ -1,0 +1,127 @@
+//! Issue #15's yardsticks: the raw limit of the receiver hit by a minimal
+//! hyper client (one HTTP/1.1 connection per concurrent request, nothing
+//! but hyper's connection and a loop), and the end-to-end latency of
+//! notifications offered at a steady rate through single POSTs to an
+//! all-role hookd (request sent to receipt).
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::body::Body;
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+
+use super::{create_endpoint, percentile, reset, wait_count, Hookd, Received, SENDER_IN_FLIGHT};
+
+/// Requests/s of a bare hyper HTTP/1.1 client against the receiver,
+/// `SENDER_IN_FLIGHT` connections each sending one request after another:
+/// the least a client can spend per request, so the ceiling a sender
+/// could reach on this machine.
+pub async fn raw_hyper(received: &Received, url: &str, count: u64) -> f64 {
+    received.reset();
+    let uri: hyper::Uri = url.parse().unwrap();
+    let authority = uri.authority().unwrap().to_string();
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..SENDER_IN_FLIGHT {
+        let (uri, authority, next) = (uri.clone(), authority.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let stream = tokio::net::TcpStream::connect(authority.as_str())
+                .await
+                .unwrap();
+            stream.set_nodelay(true).unwrap();
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake::<_, String>(TokioIo::new(stream))
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            while next.fetch_add(1, Ordering::SeqCst) < count {
+                sender.ready().await.unwrap();
+                let request = hyper::Request::post(uri.clone())
+                    .header(hyper::header::HOST, authority.as_str())
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .body(String::from("{\"i\":1}"))
+                    .unwrap();
+                let mut body = sender.send_request(request).await.unwrap().into_body();
+                while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                    frame.unwrap();
+                }
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    count as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Notifications due now, offered through single POSTs at `rate` per
+/// second for `seconds`, to an all-role hookd: the time from sending the
+/// request to the receiver's receipt, p50 / p99 / max in ms.
+pub async fn e2e(
+    pool: &sqlx::PgPool,
+    database_url: &str,
+    redis_url: &str,
+    received: &Arc<Received>,
+    receiver_url: &str,
+    rate: u64,
+    seconds: u64,
+) {
+    reset(pool).await;
+    received.reset();
+    let hookd = Hookd::start(database_url, redis_url, "bench-e2e", "all").await;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .unwrap();
+    let endpoint = create_endpoint(&client, &hookd, receiver_url).await;
+    let total = rate * seconds;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let cpu_before = super::cpu_snapshot();
+    let epoch = Instant::now();
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..total {
+        tokio::time::sleep_until((epoch + interval * i as u32).into()).await;
+        let (client, url, endpoint) = (
+            client.clone(),
+            format!("{}/v1/notifications", hookd.base),
+            endpoint.clone(),
+        );
+        requests.spawn(async move {
+            let sent = chrono::Utc::now().timestamp_micros();
+            let response = client
+                .post(url)
+                .json(&json!({"endpoint": endpoint, "body": format!("{{\"sent_us\":{sent}}}")}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 201);
+        });
+    }
+    let offered = epoch.elapsed().as_secs_f64();
+    while requests.join_next().await.is_some() {}
+    wait_count(received, total, Duration::from_secs(120)).await;
+    let used: Vec<f64> = super::cpu_snapshot()
+        .iter()
+        .zip(cpu_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    hookd.stop();
+    let mut latency = received.latency_us.lock().unwrap().clone();
+    latency.sort_unstable();
+    let ms = |us: i64| us as f64 / 1000.0;
+    println!(
+        "11. end to end at {rate}/s offered ({:.0}/s achieved) for {seconds} s, single POSTs to one hookd (all roles), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU per notification: hookd {:.0} µs, postgres {:.0} µs, redis {:.0} µs",
+        total as f64 / offered,
+        ms(percentile(&latency, 0.5)),
+        ms(percentile(&latency, 0.99)),
+        ms(*latency.last().unwrap()),
+        used[0] / total as f64 * 1e6,
+        used[1] / total as f64 * 1e6,
+        used[2] / total as f64 * 1e6,
+    );
+}
