@@ -32,13 +32,13 @@ pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 
 /// An endpoint as the sender sees it, prepared once per claimed batch and
 /// shared by that batch's deliveries: parsed URL, validated custom headers,
-/// decoded signing keys.
+/// signing keys decoded and keyed into their HMAC states.
 #[derive(Debug)]
 pub struct Target {
     url: Result<reqwest::Url, url::ParseError>,
     headers: HeaderMap,
     /// The current secret first, then the previous one while it still signs.
-    secrets: Vec<SigningSecret>,
+    signer: signature::Signer,
     timeout: Duration,
 }
 
@@ -52,7 +52,7 @@ impl Target {
         Self {
             url: reqwest::Url::parse(url),
             headers: header_map(headers, HeaderMap::new()),
-            secrets,
+            signer: signature::Signer::new(&secrets),
             timeout,
         }
     }
@@ -219,18 +219,24 @@ impl Sender {
                 });
             }
         }
-        let id = delivery.id.to_string();
+        // Ids are formatted on the stack; each header value is then one
+        // allocation (the signature's none: its buffer becomes the value).
+        let mut id_buffer = Uuid::encode_buffer();
+        let id: &str = delivery.id.hyphenated().encode_lower(&mut id_buffer);
         let timestamp = started_at.timestamp();
-        let mut headers = header_map(delivery.headers, target.headers.clone());
+        let mut headers = target.headers.clone();
+        // Room for every header at once (and for the client's default
+        // `accept`), so the map is not regrown while it is filled.
+        headers.reserve(delivery.headers.len() + OWN_HEADERS + 1);
+        let mut headers = header_map(delivery.headers, headers);
         // hookd's own headers last: custom ones cannot override them.
-        let signature =
-            signature::signature_header(&target.secrets, &id, timestamp, &delivery.body);
+        let signature = target.signer.header(id, timestamp, &delivery.body);
         let own = [
-            (CONTENT_TYPE, HeaderValue::from_str(delivery.content_type)),
+            (CONTENT_TYPE, content_type_value(delivery.content_type)),
             (USER_AGENT, Ok(HeaderValue::from_static(USER_AGENT_VALUE))),
             (
                 HeaderName::from_static("webhook-id"),
-                HeaderValue::from_str(&id),
+                HeaderValue::from_str(id),
             ),
             (
                 HeaderName::from_static("webhook-timestamp"),
@@ -238,7 +244,7 @@ impl Sender {
             ),
             (
                 HeaderName::from_static("webhook-signature"),
-                HeaderValue::from_str(&signature),
+                HeaderValue::from_maybe_shared(Bytes::from(signature)),
             ),
             (
                 HeaderName::from_static("hookd-attempt"),
@@ -256,19 +262,19 @@ impl Sender {
             }
         }
         if let Some(event_id) = delivery.event_id {
-            if let Ok(value) = HeaderValue::from_str(&event_id.to_string()) {
+            let mut buffer = Uuid::encode_buffer();
+            let event_id: &str = event_id.hyphenated().encode_lower(&mut buffer);
+            if let Ok(value) = HeaderValue::from_str(event_id) {
                 headers.insert(HeaderName::from_static("hookd-event-id"), value);
             }
         }
-        let mut response = self
-            .client
-            .post(url)
-            .headers(headers)
-            .timeout(target.timeout)
-            .body(delivery.body.clone())
-            .send()
-            .await
-            .map_err(classify)?;
+        // The request is built whole rather than through a RequestBuilder,
+        // whose `headers()` re-inserts every header into a new map.
+        let mut request = reqwest::Request::new(reqwest::Method::POST, url);
+        *request.headers_mut() = headers;
+        *request.timeout_mut() = Some(target.timeout);
+        *request.body_mut() = Some(delivery.body.clone().into());
+        let mut response = self.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();
         let abort = response
@@ -317,6 +323,22 @@ impl Sender {
         }
         Ok((answer, error))
     }
+}
+
+/// Headers hookd sets on every attempt: content-type, user-agent,
+/// webhook-id, -timestamp and -signature, hookd-attempt, hookd-event-type
+/// and hookd-event-id.
+const OWN_HEADERS: usize = 8;
+
+/// The content type's header value; JSON, nearly every notification's,
+/// without an allocation.
+fn content_type_value(
+    content_type: &str,
+) -> Result<HeaderValue, reqwest::header::InvalidHeaderValue> {
+    if content_type == "application/json" {
+        return Ok(HeaderValue::from_static("application/json"));
+    }
+    HeaderValue::from_str(content_type)
 }
 
 fn literal_ip(url: &reqwest::Url) -> Option<std::net::IpAddr> {
