@@ -156,7 +156,10 @@ impl Sender {
             .no_proxy()
             .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
             .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(256)
+            // As many idle connections per receiver as deliveries may be in
+            // flight at once: a receiver kept busy never has a connection
+            // closed after its request only to open another (pool churn).
+            .pool_max_idle_per_host(settings.max_in_flight.max(1))
             .tcp_nodelay(true)
             .dns_resolver(std::sync::Arc::new(guard.clone()))
             .build()?;
