@@ -115,7 +115,7 @@ pub async fn e2e(
     latency.sort_unstable();
     let ms = |us: i64| us as f64 / 1000.0;
     println!(
-        "11. end to end at {rate}/s offered ({:.0}/s achieved) for {seconds} s, single POSTs to one hookd (all roles), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU per notification: hookd {:.0} µs, postgres {:.0} µs, redis {:.0} µs",
+        "13. end to end at {rate}/s offered ({:.0}/s achieved) for {seconds} s, single POSTs to one hookd (all roles), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; CPU per notification: hookd {:.0} µs, postgres {:.0} µs, redis {:.0} µs",
         total as f64 / offered,
         ms(percentile(&latency, 0.5)),
         ms(percentile(&latency, 0.99)),
