@@ -89,6 +89,42 @@ async fn a_notification_that_ends_failed_is_reported_to_the_operator_webhook_sig
 }
 
 #[sqlx::test]
+async fn a_pulled_notification_whose_last_lease_runs_out_is_reported_as_failed(pool: PgPool) {
+    let operator = Receiver::start().await;
+    let app = spawn_with_operator(pool, &operator, "").await;
+    let (status, endpoint) = app
+        .post(
+            "/v1/endpoints",
+            json!({"uid": "ledger", "delivery": "pull", "schedule": ["0s"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+    let (_, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "ledger", "key": "order-8", "payload": {}}),
+        )
+        .await;
+    let (_, taken) = app
+        .post("/v1/endpoints/ledger/pull", json!({"lease": "1s"}))
+        .await;
+    assert_eq!(taken["data"][0]["id"], created["id"], "{taken}");
+
+    // Never acked: the only attempt's lease runs out, and it fails.
+    let event = wait_event(&operator, "notification.failed").await;
+    let data = &event["data"];
+    assert_eq!(data["notification_id"], created["id"]);
+    assert_eq!(data["key"], json!("order-8"));
+    assert_eq!(data["attempts"], json!(1));
+    assert!(
+        data["last_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("lease_expired")),
+        "{event}"
+    );
+}
+
+#[sqlx::test]
 async fn the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api(pool: PgPool) {
     let operator = Receiver::start().await;
     let app = spawn_with_operator(pool.clone(), &operator, "").await;

@@ -42,6 +42,28 @@ async fn pull(app: &TestApp, endpoint: &str, request: Value) -> Vec<Value> {
     pulled["data"].as_array().unwrap().clone()
 }
 
+/// `method url` with `token` and a JSON body, from any client: the status
+/// and the JSON answer (`Null` when there is none).
+async fn send(
+    client: &reqwest::Client,
+    method: Method,
+    url: String,
+    token: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let response = client
+        .request(method, url)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (
+        response.status(),
+        response.json::<Value>().await.unwrap_or(Value::Null),
+    )
+}
+
 fn ids(items: &[Value]) -> Vec<String> {
     items
         .iter()
@@ -194,14 +216,10 @@ async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool
     let waiting = {
         let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
         tokio::spawn(async move {
-            let response = client
-                .post(format!("{base}/v1/endpoints/{endpoint}/pull"))
-                .bearer_auth(TOKEN)
-                .json(&json!({"wait": "20s"}))
-                .send()
+            let url = format!("{base}/v1/endpoints/{endpoint}/pull");
+            send(&client, Method::POST, url, TOKEN, json!({"wait": "20s"}))
                 .await
-                .unwrap();
-            response.json::<Value>().await.unwrap()
+                .1
         })
     };
     let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
@@ -209,16 +227,15 @@ async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool
         (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
     })
     .await;
-    let (status, created) = crate::helpers::http_client()
-        .post(format!("{producer}/v1/notifications"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"endpoint": endpoint, "payload": {"n": 1}}))
-        .send()
-        .await
-        .map(|r| (r.status(), r))
-        .unwrap();
-    assert_eq!(status, StatusCode::CREATED);
-    let created: Value = created.json().await.unwrap();
+    let (status, created) = send(
+        &crate::helpers::http_client(),
+        Method::POST,
+        format!("{producer}/v1/notifications"),
+        TOKEN,
+        json!({"endpoint": endpoint, "payload": {"n": 1}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
     let pulled = waiting.await.unwrap();
     assert_eq!(pulled["data"][0]["id"], created["id"], "{pulled}");
     assert!(
@@ -255,19 +272,7 @@ async fn leases_outlive_a_crash_of_hookd(pool: PgPool) {
     let client = crate::helpers::http_client();
     let call = |base: String, path: String, body: Value| {
         let client = client.clone();
-        async move {
-            let response = client
-                .post(format!("{base}{path}"))
-                .bearer_auth(TOKEN)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            (
-                response.status(),
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
+        async move { send(&client, Method::POST, format!("{base}{path}"), TOKEN, body).await }
     };
     let (_, taken) = call(
         base.clone(),
@@ -345,31 +350,29 @@ async fn concurrent_consumers_on_two_processes_take_each_notification_once(pool:
         consumers.push(tokio::spawn(async move {
             let mut taken = Vec::new();
             loop {
-                let pulled: Value = client
-                    .post(format!("{base}/v1/endpoints/{endpoint}/pull"))
-                    .bearer_auth(TOKEN)
-                    .json(&json!({"max": 7, "lease": "1m"}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let url = format!("{base}/v1/endpoints/{endpoint}/pull");
+                let (_, pulled) = send(
+                    &client,
+                    Method::POST,
+                    url,
+                    TOKEN,
+                    json!({"max": 7, "lease": "1m"}),
+                )
+                .await;
                 let data = pulled["data"].as_array().unwrap().clone();
                 if data.is_empty() {
                     return taken;
                 }
                 let receipts: Vec<Value> = data.iter().map(|d| d["receipt"].clone()).collect();
-                let acked: Value = client
-                    .post(format!("{base}/v1/endpoints/{endpoint}/ack"))
-                    .bearer_auth(TOKEN)
-                    .json(&json!({"receipts": receipts}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let url = format!("{base}/v1/endpoints/{endpoint}/ack");
+                let (_, acked) = send(
+                    &client,
+                    Method::POST,
+                    url,
+                    TOKEN,
+                    json!({"receipts": receipts}),
+                )
+                .await;
                 for item in acked["data"].as_array().unwrap() {
                     assert_eq!(item["status"], 200, "{item}");
                 }
@@ -403,19 +406,7 @@ async fn a_consumer_token_pulls_its_own_endpoint_and_nothing_else(pool: PgPool) 
 
     let as_consumer = |method: Method, path: String, body: Value| {
         let (client, base, token) = (app.client.clone(), app.base.clone(), token.clone());
-        async move {
-            let response = client
-                .request(method, format!("{base}{path}"))
-                .bearer_auth(token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            (
-                response.status(),
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
+        async move { send(&client, method, format!("{base}{path}"), &token, body).await }
     };
     let (status, pulled) = as_consumer(
         Method::POST,
