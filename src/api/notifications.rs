@@ -60,8 +60,12 @@ pub struct NotificationView {
     pub status: Status,
     /// Attempts made so far, over every series.
     pub attempts: i32,
-    /// When the next attempt is due; `null` once final.
+    /// When the next attempt is due; `null` once final. While `leased`,
+    /// when the lease runs out.
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// A pull consumer holds it under a lease that has not run out: its
+    /// attempt is under way.
+    pub leased: bool,
     pub deliver_at: DateTime<Utc>,
     pub last_attempt: Option<LastAttempt>,
     pub content_type: String,
@@ -99,6 +103,7 @@ impl NotificationView {
             event_type: n.event_type,
             attempts: n.attempts,
             next_attempt_at: n.next_attempt_at,
+            leased: n.leased,
             deliver_at: n.deliver_at,
             content_type: n.content_type,
             headers: masked(n.headers.0),

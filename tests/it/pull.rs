@@ -96,6 +96,8 @@ async fn a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_the
     assert_eq!(taken[0]["key"], "order-1:paid");
     assert_eq!(taken[0]["attempt"], 1);
     assert_eq!(taken[1]["body"], "plain");
+    let (_, read) = app.get(&format!("/v1/notifications/{first}")).await;
+    assert_eq!(read["leased"], true, "{read}");
     assert!(
         pull(&app, &endpoint, json!({})).await.is_empty(),
         "leased ones are not taken twice"
@@ -140,6 +142,7 @@ async fn a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_the
     );
     let (_, read) = app.get(&format!("/v1/notifications/{first}")).await;
     assert_eq!(read["status"], "succeeded");
+    assert_eq!(read["leased"], false);
     assert_eq!(read["attempts"], 1);
 }
 
