@@ -212,11 +212,7 @@ fn audit(
 /// A path as logged: at most 256 bytes of it, so a client cannot make the
 /// log carry its megabytes.
 fn bounded(path: &str) -> String {
-    let mut end = path.len().min(256);
-    while !path.is_char_boundary(end) {
-        end -= 1;
-    }
-    path[..end].to_string()
+    crate::domain::problem::cut(path, 256).to_string()
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -194,7 +194,13 @@ impl Problem {
 /// A client's value as a message quotes it: at most 128 bytes, cut on a
 /// character boundary.
 pub fn shown(text: &str) -> &str {
-    let mut end = text.len().min(128);
+    cut(text, 128)
+}
+
+/// At most `max` bytes of `text`, cut on a character boundary: what a
+/// client's text may take of a message, a log line or a stored field.
+pub fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

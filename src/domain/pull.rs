@@ -144,6 +144,10 @@ impl Receipt {
             )
         };
         let encoded = text.strip_prefix(RECEIPT_PREFIX).ok_or_else(invalid)?;
+        // 32 bytes are 43 characters: nothing longer is decoded.
+        if encoded.len() != 43 {
+            return Err(invalid());
+        }
         let bytes = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| invalid())?;
         let bytes: [u8; 32] = bytes.try_into().map_err(|_| invalid())?;
         let notification = Uuid::from_slice(&bytes[..16]).map_err(|_| invalid())?;

@@ -22,6 +22,15 @@ use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::sealed::context;
 use crate::domain::status::Status;
 
+/// The SET of a lease that ends without an attempt (its endpoint left
+/// pull): the notification is due at once, and its receipt stops working.
+macro_rules! without_lease {
+    () => {
+        "next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
+         lease_id = NULL, leased_at = NULL, updated_at = now()"
+    };
+}
+
 /// A notification taken under a lease, as the consumer gets it.
 #[derive(Clone, sqlx::FromRow)]
 pub struct Taken {
@@ -215,22 +224,26 @@ impl Store {
         Ok(LeasesEnded { rows, moved })
     }
 
-    /// Lengthens a lease to `lease` from now. `None`: the receipt does not
-    /// hold the lease (any more); the caller asks `lease_of` why.
+    /// Lengthens a lease to `lease` from now, if it is `endpoint`'s (when
+    /// given). `None`: the receipt does not hold the lease (any more), or it
+    /// is another endpoint's; the caller asks `lease_of` why.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
         lease: Duration,
+        endpoint: Option<Uuid>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
         Ok(sqlx::query_scalar(
             "UPDATE notifications SET next_attempt_at = now() + make_interval(secs => $3), \
                  updated_at = now() \
              WHERE id = $1 AND lease_id = $2 AND status = 'pending' AND next_attempt_at > now() \
+               AND ($4::uuid IS NULL OR endpoint_id = $4) \
              RETURNING next_attempt_at",
         )
         .bind(receipt.notification)
         .bind(receipt.lease)
         .bind(lease.as_secs_f64())
+        .bind(endpoint)
         .fetch_optional(&self.pool)
         .await?)
     }
@@ -259,13 +272,12 @@ impl Store {
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let pull = delivery == Delivery::Pull;
-        Ok(sqlx::query_as(
-            "UPDATE notifications SET pull = $2, \
-                 next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
-                 lease_id = NULL, leased_at = NULL, updated_at = now() \
-             WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
-             RETURNING id, next_attempt_at",
-        )
+        Ok(sqlx::query_as(concat!(
+            "UPDATE notifications SET pull = $2, ",
+            without_lease!(),
+            " WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
+             RETURNING id, next_attempt_at"
+        ))
         .bind(endpoint_id)
         .bind(pull)
         .fetch_all(&self.pool)
@@ -277,17 +289,16 @@ impl Store {
     /// switch), moved to it; at most `limit`. Returns the ids now push,
     /// with their due times, for the due index.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Ok(sqlx::query_as(
+        Ok(sqlx::query_as(concat!(
             "WITH strays AS ( \
                  SELECT n.id FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
                  WHERE n.status = 'pending' AND n.pull AND e.delivery = 'push' \
                  LIMIT $1 FOR UPDATE OF n SKIP LOCKED \
              ) \
-             UPDATE notifications n SET pull = false, \
-                 next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
-                 lease_id = NULL, leased_at = NULL, updated_at = now() \
-             FROM strays s WHERE n.id = s.id RETURNING n.id, n.next_attempt_at",
-        )
+             UPDATE notifications n SET pull = false, ",
+            without_lease!(),
+            " FROM strays s WHERE n.id = s.id RETURNING n.id, n.next_attempt_at"
+        ))
         .bind(limit)
         .fetch_all(&self.pool)
         .await?)

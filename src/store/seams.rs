@@ -194,6 +194,7 @@ pub trait PullStore: Send + Sync + 'static {
         &self,
         receipt: &Receipt,
         lease: std::time::Duration,
+        endpoint: Option<Uuid>,
     ) -> Result<Option<DateTime<Utc>>, StoreError>;
     async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError>;
     async fn follow_delivery(
@@ -433,8 +434,9 @@ impl PullStore for Store {
         &self,
         receipt: &Receipt,
         lease: std::time::Duration,
+        endpoint: Option<Uuid>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        Store::extend_lease(self, receipt, lease).await
+        Store::extend_lease(self, receipt, lease, endpoint).await
     }
     async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
         Store::lease_of(self, id).await

@@ -64,6 +64,15 @@ async fn send(
     )
 }
 
+/// The answer is 409 with this error code.
+fn assert_conflict((status, body): (StatusCode, Value), code: &str) {
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some(code)),
+        "{body}"
+    );
+}
+
 fn ids(items: &[Value]) -> Vec<String> {
     items
         .iter()
@@ -489,13 +498,10 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
         );
         assert_eq!(body["error"]["field"], field, "{request}: {body}");
     }
-    let (status, body) = app
-        .post(&format!("/v1/endpoints/{push}/pull"), json!({}))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::CONFLICT, Some("not_pull")),
-        "{body}"
+    assert_conflict(
+        app.post(&format!("/v1/endpoints/{push}/pull"), json!({}))
+            .await,
+        "not_pull",
     );
     let (status, body) = app
         .post(
@@ -531,25 +537,19 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
         .post(&format!("/v1/notifications/{id}/cancel"), json!({}))
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = app
-        .post(
+    assert_conflict(
+        app.post(
             &format!("/v1/notifications/{id}/ack"),
             json!({"receipt": receipt(&id)}),
         )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::CONFLICT, Some("not_pending")),
-        "{body}"
+        .await,
+        "not_pending",
     );
     // Retry while a consumer holds it.
-    let (status, body) = app
-        .post(&format!("/v1/notifications/{other}/retry"), json!({}))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::CONFLICT, Some("in_flight")),
-        "{body}"
+    assert_conflict(
+        app.post(&format!("/v1/notifications/{other}/retry"), json!({}))
+            .await,
+        "in_flight",
     );
     // Ack of a push notification, with a well-formed receipt for it.
     let pushed = notify(&app, &push, json!({"delay": "1h"})).await;
@@ -558,16 +558,13 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
         lease: uuid::Uuid::new_v4(),
     }
     .encode();
-    let (status, body) = app
-        .post(
+    assert_conflict(
+        app.post(
             &format!("/v1/notifications/{pushed}/ack"),
             json!({"receipt": forged}),
         )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::CONFLICT, Some("not_pull")),
-        "{body}"
+        .await,
+        "not_pull",
     );
     // Nothing changed: the held one still acks.
     let (status, body) = app

@@ -10,13 +10,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::consumer;
 use crate::api::auth::Caller;
 use crate::api::batch::status_of;
 use crate::api::error::{ApiError, ErrorDetail};
 use crate::api::extract::JsonBody;
 use crate::api::AppState;
-use crate::domain::problem::{ErrorCode, Problem};
+use crate::domain::problem::{cut, ErrorCode, Problem};
 use crate::domain::pull::{lease_duration, Receipt, MAX_MAX};
 use crate::domain::status::Status;
 use crate::service::pull::{End, Ended, Scope};
@@ -118,14 +117,7 @@ fn nack_of(
                 })
         })
         .transpose()?;
-    let error = error.map(|mut text| {
-        let mut end = text.len().min(1000);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.replace('\0', "\u{FFFD}")
-    });
+    let error = error.map(|text| cut(&text, 1000).replace('\0', "\u{FFFD}"));
     Ok(End::Nack {
         retry_after,
         error,
@@ -140,7 +132,7 @@ async fn end_one(
     how: End,
 ) -> Result<Json<EndedView>, ApiError> {
     let scope = Scope {
-        consumer: consumer(caller),
+        consumer: caller.consumer,
         endpoint: None,
     };
     let mut results = state.service.end_leases(&[receipt], &how, scope).await?;
@@ -202,7 +194,7 @@ pub async fn extend(
     let receipt = receipt_for(&id, &request.receipt)?;
     let lease = lease_duration(&request.lease, "lease")?;
     let scope = Scope {
-        consumer: consumer(&caller),
+        consumer: caller.consumer,
         endpoint: None,
     };
     let lease_until = state.service.extend_lease(&receipt, lease, scope).await?;
@@ -265,7 +257,7 @@ async fn end_batch(
     }
     let endpoint = state
         .service
-        .pull_endpoint_id(&EndpointRef::parse(endpoint), consumer(caller))
+        .pull_endpoint_id(&EndpointRef::parse(endpoint), caller.consumer)
         .await?;
     let parsed: Vec<Result<Receipt, Problem>> = receipts
         .iter()
@@ -274,7 +266,7 @@ async fn end_batch(
         .collect();
     let valid: Vec<Receipt> = parsed.iter().filter_map(|r| r.clone().ok()).collect();
     let scope = Scope {
-        consumer: consumer(caller),
+        consumer: caller.consumer,
         endpoint: Some(endpoint),
     };
     let mut ended = if valid.is_empty() {

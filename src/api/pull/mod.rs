@@ -125,11 +125,6 @@ pub struct PullResult {
     pub data: Vec<Pulled>,
 }
 
-/// The caller as the pull routes see it: a consumer token's endpoint.
-pub(super) fn consumer(caller: &Caller) -> Option<Uuid> {
-    caller.consumer
-}
-
 #[utoipa::path(operation_id = "pull", post, path = "/v1/endpoints/{endpoint}/pull", tag = "pull",
     params(("endpoint" = String, Path, description = "id or uid")), request_body = PullRequest,
     responses((status = 200, body = PullResult),
@@ -153,7 +148,7 @@ pub async fn pull(
     take.wait = take.wait.min(limit.saturating_sub(Duration::from_secs(1)));
     let (_, taken) = state
         .service
-        .pull(&EndpointRef::parse(&endpoint), consumer(&caller), take)
+        .pull(&EndpointRef::parse(&endpoint), caller.consumer, take)
         .await?;
     Ok(Json(PullResult {
         data: taken.into_iter().map(Pulled::of).collect(),

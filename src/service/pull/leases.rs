@@ -44,6 +44,15 @@ pub struct Ended {
     pub next_attempt_at: Option<DateTime<Utc>>,
 }
 
+/// What one expiry sweep did: the expired leases it read (a full
+/// `EXPIRE_BATCH` means there may be more) and those it ended (the others
+/// changed meanwhile).
+#[derive(Debug, Clone, Copy)]
+pub struct Swept {
+    pub read: usize,
+    pub ended: usize,
+}
+
 /// Who ends leases, and within which endpoint: a consumer token is bound to
 /// one endpoint; the batch routes name one.
 #[derive(Debug, Clone, Copy, Default)]
@@ -119,21 +128,26 @@ impl Service {
         lease: Duration,
         scope: Scope,
     ) -> Result<DateTime<Utc>, ServiceError> {
+        if let Some(until) = self
+            .pull
+            .extend_lease(receipt, lease, scope.consumer)
+            .await?
+        {
+            return Ok(until);
+        }
+        // Refused: read the row once to say why.
         let row = self
             .pull
             .lease_of(receipt.notification)
             .await?
             .ok_or_else(|| Problem::not_found("notification"))?;
         check_lease(&row, receipt, scope)?;
-        self.pull
-            .extend_lease(receipt, lease)
-            .await?
-            .ok_or_else(|| lease_lost().into())
+        Err(lease_lost().into())
     }
 
     /// Records an expired attempt for each lease that ran out (of one
-    /// endpoint, or all); returns how many.
-    pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<usize, ServiceError> {
+    /// endpoint, or all), at most `EXPIRE_BATCH`.
+    pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<Swept, ServiceError> {
         let operator = self.settings.operator.enabled();
         let ended = self
             .pull
@@ -149,8 +163,10 @@ impl Service {
             metrics::counter!("hookd_pull_ended_total", "how" => "lease_expired")
                 .increment(ended.moved.len() as u64);
         }
-        // Rows read, not rows ended: a full page means there may be more.
-        Ok(ended.rows.len())
+        Ok(Swept {
+            read: ended.rows.len(),
+            ended: ended.moved.len(),
+        })
     }
 }
 

@@ -212,7 +212,7 @@ impl Service {
                 // Due, yet not taken: leases that ran out (ended here, then
                 // looked at again), or rows another consumer is taking
                 // this instant (looked at again shortly).
-                if self.expire_leases(Some(endpoint)).await? > 0 {
+                if self.expire_leases(Some(endpoint)).await?.ended > 0 {
                     return Ok(None);
                 }
                 Instant::now() + Duration::from_millis(5)
@@ -329,7 +329,7 @@ impl Service {
     async fn sweep_pull(&self, strays: bool) {
         loop {
             match self.expire_leases(None).await {
-                Ok(n) if n as i64 == EXPIRE_BATCH => continue,
+                Ok(swept) if swept.read as i64 == EXPIRE_BATCH => continue,
                 Ok(_) => break,
                 Err(error) => {
                     tracing::warn!(%error, "could not end expired leases");
