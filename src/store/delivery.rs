@@ -294,7 +294,11 @@ impl Store {
 
 /// `Store::record_attempts` on a connection of the caller's. Every lease a
 /// recorded attempt ends is cleared with it; an attempt that ends a pull
-/// lease is written only if that lease is still the row's (`lease`).
+/// lease is written only if that lease is still the row's (`lease`). An
+/// attempt row is written only for a notification that exists: `attempts`
+/// has no foreign key (it cost a query and a row lock per attempt), so
+/// this statement keeps that rule, and retention deletes attempts with
+/// their notification.
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
@@ -384,7 +388,8 @@ pub(super) async fn record_attempts_on(
                  response_body, error_code, error_message, outcome) \
              SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
                  error_message, outcome FROM input i \
-             WHERE i.lease IS NULL OR EXISTS (SELECT 1 FROM moved m WHERE m.id = i.id) \
+             WHERE i.id IN (SELECT id FROM moved) \
+                OR (i.lease IS NULL AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)) \
              ON CONFLICT (notification_id, number) DO NOTHING \
          ), reported AS (",
         insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),

@@ -124,7 +124,9 @@ impl Store {
                  FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
              ), deleted AS ( \
                  DELETE FROM notifications WHERE id IN (SELECT id FROM scanned WHERE expired) \
-                 RETURNING 1 \
+                 RETURNING id \
+             ), attempts_deleted AS ( \
+                 DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \
              ) \
              SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
                  (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",

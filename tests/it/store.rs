@@ -215,6 +215,41 @@ async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPo
 }
 
 #[sqlx::test]
+async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPool) {
+    // `attempts` has no foreign key: the recording statement itself keeps
+    // attempt rows to notifications that exist (one deleted by retention
+    // while its last delivery was in flight, say).
+    let store = Store::new(pool.clone());
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    let (kept, gone) = (
+        notification(&pool, shop).await,
+        notification(&pool, shop).await,
+    );
+    sqlx::query("DELETE FROM notifications WHERE id = $1")
+        .bind(gone)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let moved = record(
+        &store,
+        &[
+            attempt(kept, shop, 1, Outcome::Succeeded),
+            attempt(gone, shop, 1, Outcome::Succeeded),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(moved, [kept]);
+    let recorded: Vec<Uuid> = sqlx::query_scalar("SELECT notification_id FROM attempts")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(recorded, [kept]);
+}
+
+#[sqlx::test]
 async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleared_by_a_success(
     pool: PgPool,
 ) {

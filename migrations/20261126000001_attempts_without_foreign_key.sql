@@ -1,0 +1,13 @@
+-- An attempt no longer has a foreign key to its notification (#15).
+--
+-- The key cost every recorded attempt an extra query (the check runs per
+-- row, through SPI) and a row lock on the notification it had just
+-- updated, which is a second write of that heap page and a WAL record:
+-- 5-9 µs of PostgreSQL's ~31 µs per delivery. What it guarded is kept by
+-- the two statements that touch attempts:
+-- - `record_attempts` (src/store/delivery.rs) inserts an attempt only for a
+--   notification its own UPDATE moved or that it finds by primary key;
+-- - retention (`purge_completed`) deletes a notification's attempts in the
+--   statement that deletes the notification, which ON DELETE CASCADE did.
+-- Nothing else deletes notifications.
+ALTER TABLE attempts DROP CONSTRAINT attempts_notification_id_fkey;
