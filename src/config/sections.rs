@@ -157,6 +157,7 @@ pub struct DispatcherSettings {
     pub batch_size: usize,
     pub lease_ms: u64,
     pub max_idle_ms: u64,
+    pub claim_ahead_ms: u64,
     pub endpoint_max_in_flight: u32,
     pub disable_failing_endpoints_after_hours: u32,
 }

@@ -136,6 +136,10 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[dispatcher]\nmax_idle_ms = 60001\n",
             "dispatcher.max_idle_ms",
         ),
+        (
+            "[dispatcher]\nclaim_ahead_ms = 1001\n",
+            "dispatcher.claim_ahead_ms",
+        ),
         ("[dispatcher]\nlease_ms = 86400001\n", "dispatcher.lease_ms"),
         ("[retention]\ndays = 36501\n", "retention.days"),
         ("[log]\nfilter = \"hookd=loud\"\n", "log.filter"),

@@ -145,6 +145,12 @@ impl Settings {
                 return Err(invalid(key, &format!("must be between 1 and {max}")));
             }
         }
+        if self.dispatcher.claim_ahead_ms > 1000 {
+            return Err(invalid(
+                "dispatcher.claim_ahead_ms",
+                "must be between 0 and 1000",
+            ));
+        }
         if !(STORED_BODY_BYTES..=64 << 20).contains(&self.sender.max_response_bytes) {
             return Err(invalid(
                 "sender.max_response_bytes",

@@ -1,8 +1,9 @@
 //! The dispatcher: claim due ids from Redis, load their rows from PostgreSQL,
 //! deliver them concurrently within the global and per-endpoint caps, and
-//! hand the outcomes to the recorder. It sleeps until the earliest due time
-//! (or a lease expiry, or `max_idle_ms`), and wakes early when this process
-//! enqueues something due sooner.
+//! hand the outcomes to the recorder. It sleeps until just before the
+//! earliest due time (or a lease expiry, or `max_idle_ms`), claims what is
+//! due in the next few milliseconds and holds it until due, and wakes early
+//! when this process enqueues something due sooner.
 
 mod delivery;
 pub mod housekeeping;
@@ -43,7 +44,6 @@ const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
 const MAX_TRACKED_ENDPOINTS: usize = 4096;
 /// Pause after a store error before claiming again.
 const STORE_BACKOFF: Duration = Duration::from_secs(1);
-
 pub struct Dispatcher {
     store: SharedDelivery,
     housekeeping: SharedHousekeeping,
@@ -115,6 +115,7 @@ impl InFlight {
 /// The shared parts each delivery task needs.
 struct Shared {
     sender: Sender,
+    due: SharedIndex,
     /// Whether operator events are on (`operator.url`).
     operator: bool,
     default_timeout: Duration,
@@ -163,6 +164,7 @@ impl Dispatcher {
         ));
         let shared = Arc::new(Shared {
             sender: self.sender.clone(),
+            due: self.due.clone(),
             operator: settings.operator.enabled(),
             default_timeout: settings.sender_timeout(),
             in_flight: Mutex::new(InFlight::default()),
@@ -187,9 +189,20 @@ impl Dispatcher {
             let now = Utc::now();
             let lease_until =
                 now + chrono::Duration::from_std(settings.lease()).unwrap_or_default();
+            // Claimed `claim_ahead_ms` before due, a delivery waits in memory
+            // and goes out when due, not a claim and a load later. The
+            // dispatcher wakes half that before the next due time, so one
+            // claim takes what falls due in the next few milliseconds.
+            let ahead = settings.dispatcher.claim_ahead_ms;
+            let due_by = now + chrono::Duration::milliseconds(ahead as i64);
             let claim = match self
                 .due
-                .claim(now, free.min(settings.dispatcher.batch_size), lease_until)
+                .claim(
+                    now,
+                    due_by,
+                    free.min(settings.dispatcher.batch_size),
+                    lease_until,
+                )
                 .await
             {
                 Ok(claim) => claim,
@@ -208,7 +221,7 @@ impl Dispatcher {
             if claim.ids.is_empty() {
                 let idle = Duration::from_millis(settings.dispatcher.max_idle_ms);
                 let wait = claim
-                    .next_event_ms()
+                    .next_event_ms(ahead as i64 / 2)
                     .map(|ms| {
                         Duration::from_millis((ms - now.timestamp_millis()).max(0) as u64).min(idle)
                     })
@@ -232,8 +245,15 @@ impl Dispatcher {
                     continue;
                 }
             };
-            self.dispatch(&claim.ids, claimed, now, &shared, &outcomes, &mut tasks)
-                .await;
+            self.dispatch(
+                &claim.ids,
+                claimed,
+                (now, due_by),
+                &shared,
+                &outcomes,
+                &mut tasks,
+            )
+            .await;
         }
 
         // Shutdown: no more claims. Let deliveries finish, within limits.
@@ -276,12 +296,13 @@ impl Dispatcher {
         tracing::info!("dispatcher stopped");
     }
 
-    /// Starts deliveries for claimed ids; gives back those that must wait.
+    /// Starts deliveries for claimed ids (those due by `due_by` wait for
+    /// their due time); gives back those that must wait longer.
     async fn dispatch(
         &self,
         ids: &[Uuid],
         claimed: Claimed,
-        now: DateTime<Utc>,
+        (now, due_by): (DateTime<Utc>, DateTime<Utc>),
         shared: &Arc<Shared>,
         outcomes: &mpsc::Sender<AttemptRecord>,
         tasks: &mut JoinSet<()>,
@@ -321,7 +342,7 @@ impl Dispatcher {
                 gone.push(*id);
                 continue;
             };
-            if due_at > now {
+            if due_at > due_by {
                 later.push((*id, due_at));
                 continue;
             }
@@ -378,16 +399,28 @@ impl Dispatcher {
             );
             tasks.spawn(
                 async move {
-                    let started = std::time::Instant::now();
-                    let record =
-                        delivery::attempt(&shared.sender, &plan, &mut row, shared.operator).await;
-                    {
+                    let record = if until(due_at).await && !still_leased(&shared, row.id).await {
+                        // Cancelled (or handed to pull) while it waited: the
+                        // claim is gone from the index, and nothing is sent
+                        // after a cancel.
+                        None
+                    } else {
+                        let started = std::time::Instant::now();
+                        let record =
+                            delivery::attempt(&shared.sender, &plan, &mut row, shared.operator)
+                                .await;
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         in_flight.observe(row.endpoint_id, started.elapsed());
-                        in_flight.finish(row.endpoint_id, row.id);
-                    }
+                        Some(record)
+                    };
+                    shared
+                        .in_flight
+                        .lock()
+                        .expect("in-flight lock")
+                        .finish(row.endpoint_id, row.id);
                     drop(permit);
                     shared.slot_freed.notify_one();
+                    let Some(record) = record else { return };
                     if outcomes.send(record).await.is_err() {
                         tracing::warn!(
                             "recorder stopped; the attempt will be retried after its lease"
@@ -420,6 +453,27 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// Returns at `due_at`, never before (a claim may come up to
+/// `dispatcher.claim_ahead_ms` early), and whether it had to wait.
+async fn until(due_at: DateTime<Utc>) -> bool {
+    let mut waited = false;
+    while let Ok(left) = (due_at - Utc::now()).to_std() {
+        if left.is_zero() {
+            break;
+        }
+        waited = true;
+        tokio::time::sleep(left).await;
+    }
+    waited
+}
+
+/// Whether a claim held until its due time is still this dispatcher's: a
+/// cancel (or a switch to pull) while it waited removed it from the index.
+/// If Redis cannot say, the claim stands, as it would have without the wait.
+async fn still_leased(shared: &Shared, id: Uuid) -> bool {
+    shared.due.leased(id, Utc::now()).await.unwrap_or(true)
 }
 
 async fn pause(shutdown: &CancellationToken, duration: Duration) {

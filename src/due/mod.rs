@@ -44,9 +44,12 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// When something will next need this dispatcher's attention.
-    pub fn next_event_ms(&self) -> Option<i64> {
-        match (self.next_due_ms, self.next_lease_ms) {
+    /// When something will next need this dispatcher's attention: `ahead`
+    /// ms before the next due time (claims take what is due a little
+    /// ahead), or when a lease expires (only then can it be requeued).
+    pub fn next_event_ms(&self, ahead: i64) -> Option<i64> {
+        let due = self.next_due_ms.map(|ms| ms - ahead);
+        match (due, self.next_lease_ms) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -83,11 +86,12 @@ pub trait DueIndex: Send + Sync + 'static {
 
     // The dispatcher.
 
-    /// Claims up to `limit` ids due at `now`, leasing them until
-    /// `lease_until`; expired leases come back first.
+    /// Claims up to `limit` ids due by `due_by`, leasing them until
+    /// `lease_until`; leases expired at `now` come back first.
     async fn claim(
         &self,
         now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
         limit: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<Claim, DueError>;

@@ -235,6 +235,48 @@ async fn a_delayed_notification_is_not_sent_early(pool: PgPool) {
 }
 
 #[sqlx::test]
+async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not_sent(
+    pool: PgPool,
+) {
+    // Claimed ahead of its due time, a notification waits in the dispatcher
+    // (here for half a second); a cancel then still keeps it unsent.
+    let app = spawn_app_with(pool, &redis_url(), "[dispatcher]\nclaim_ahead_ms = 1000\n").await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "later", "url": receiver.url("/later")}))
+        .await;
+    let held = notify(
+        &app,
+        json!({"endpoint": "later", "payload": {"n": "held"}, "delay": "2s"}),
+    )
+    .await;
+    let held_id: uuid::Uuid = held.parse().unwrap();
+    eventually(DEADLINE, "the dispatcher to claim it early", || async {
+        let leased = app.index.leased(held_id, chrono::Utc::now()).await;
+        leased.unwrap().then_some(())
+    })
+    .await;
+    let (status, body) = app
+        .post(&format!("/v1/notifications/{held}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // One due after it: once it arrives, the first one's due time is past.
+    notify(
+        &app,
+        json!({"endpoint": "later", "payload": {"n": "after"}, "delay": "2500ms"}),
+    )
+    .await;
+    receiver.wait_for("/later", 1, DEADLINE).await;
+    let sent: Vec<Value> = receiver
+        .received("/later")
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(sent, [json!({"n": "after"})]);
+    assert_eq!(wait_status(&app, &held, "cancelled").await["attempts"], 0);
+    assert!(attempts(&app, &held).await.is_empty());
+}
+
+#[sqlx::test]
 async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
     let app = spawn_app(pool).await;
     let receiver = Receiver::start().await;

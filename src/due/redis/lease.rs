@@ -18,7 +18,8 @@ const MAX_REQUEUE: usize = 1000;
 static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
--- KEYS[1] due, KEYS[2] inflight; ARGV[1] now ms, ARGV[2] limit, ARGV[3] lease expiry ms, ARGV[4] max requeue
+-- KEYS[1] due, KEYS[2] inflight; ARGV[1] now ms, ARGV[2] limit, ARGV[3] lease expiry ms,
+-- ARGV[4] max requeue, ARGV[5] claim what is due by (ms, >= now)
 -- Moves members from one set to the other at one score: a ZADD and a ZREM
 -- per chunk, not per member (unpack is bounded by Lua's stack).
 local function move(from, to, members, score)
@@ -38,7 +39,7 @@ move(KEYS[2], KEYS[1], expired, ARGV[1])
 local ids = {}
 local limit = tonumber(ARGV[2])
 if limit > 0 then
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[5], 'LIMIT', 0, limit)
   move(KEYS[1], KEYS[2], ids, ARGV[3])
 end
 -- The earliest due time; the never-due sentinel (score inf) is not one.
@@ -50,10 +51,12 @@ return {ids, first[2] or false, lease[2] or false, #expired}
 });
 
 impl RedisIndex {
-    /// Claims up to `limit` ids due at `now`, leasing them until `lease_until`.
+    /// Claims up to `limit` ids due by `due_by`, leasing them until
+    /// `lease_until`; leases expired at `now` return to `due` first.
     pub async fn claim(
         &self,
         now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
         limit: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<Claim, DueError> {
@@ -65,7 +68,8 @@ impl RedisIndex {
             .arg(score(now))
             .arg(limit)
             .arg(score(lease_until))
-            .arg(MAX_REQUEUE);
+            .arg(MAX_REQUEUE)
+            .arg(score(due_by));
         let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) = self.observed(
             match tokio::time::timeout(self.timeout * 4, invocation.invoke_async(&mut conn)).await {
                 Ok(result) => result.map_err(DueError::from),

@@ -263,10 +263,11 @@ impl crate::due::DueIndex for RedisIndex {
     async fn claim(
         &self,
         now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
         limit: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<crate::due::Claim, DueError> {
-        RedisIndex::claim(self, now, limit, lease_until).await
+        RedisIndex::claim(self, now, due_by, limit, lease_until).await
     }
 
     async fn complete(
