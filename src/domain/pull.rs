@@ -183,6 +183,10 @@ pub enum Failure {
     },
     /// Nobody acked or nacked before the lease ran out.
     LeaseExpired,
+    /// hookd could not hand it over: a sealed custom header does not open
+    /// (its key is missing from `secrets.keys`). As for push, the attempt
+    /// fails and the schedule goes on, so putting the key back heals it.
+    Unopened,
 }
 
 /// What follows a failed leased attempt, `attempt_in_series` (1-based
@@ -199,7 +203,7 @@ pub fn after_failure(
             permanent: true, ..
         } => return Outcome::Failed(FailReason::Aborted),
         Failure::Nack { retry_after, .. } => *retry_after,
-        Failure::LeaseExpired => None,
+        Failure::LeaseExpired | Failure::Unopened => None,
     };
     let Some(wait) = schedule.delay_after(attempt_in_series) else {
         return Outcome::Failed(FailReason::Exhausted);
@@ -220,6 +224,12 @@ pub fn failure_error(failure: &Failure, message: Option<&str>) -> (&'static str,
         Failure::LeaseExpired => (
             "lease_expired",
             "the lease ran out before an ack or nack".to_string(),
+        ),
+        Failure::Unopened => (
+            "sealed_secret",
+            message
+                .unwrap_or("cannot decrypt the notification's custom headers")
+                .to_string(),
         ),
     }
 }
@@ -305,6 +315,23 @@ mod tests {
                 at(0)
             ),
             Outcome::Failed(FailReason::Aborted)
+        );
+    }
+
+    #[test]
+    fn a_notification_that_cannot_be_opened_fails_its_attempt_and_the_schedule_goes_on() {
+        let schedule = Schedule::from_stored(None, &[0, 120_000]);
+        assert_eq!(
+            after_failure(&Failure::Unopened, &schedule, 1, at(0)),
+            Outcome::Retry { at: at(120) }
+        );
+        assert_eq!(
+            after_failure(&Failure::Unopened, &schedule, 2, at(0)),
+            Outcome::Failed(FailReason::Exhausted)
+        );
+        assert_eq!(
+            failure_error(&Failure::Unopened, Some("cannot decrypt: key `gone`")).0,
+            "sealed_secret"
         );
     }
 }

@@ -50,6 +50,10 @@ pub struct Taken {
     pub due_at: DateTime<Utc>,
     /// When the lease runs out.
     pub lease_until: DateTime<Utc>,
+    /// A custom header value that did not open: this one cannot be handed
+    /// over, and its lease ends as a failed attempt.
+    #[sqlx(skip)]
+    pub unreadable: Option<crate::domain::sealed::SealError>,
 }
 
 impl std::fmt::Debug for Taken {
@@ -153,13 +157,14 @@ impl Store {
         .await?;
         for row in taken.iter_mut().filter(|n| !n.headers.0.is_empty()) {
             let id = row.id;
-            super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
-                context::notification_header(id, name)
-            })
-            .map_err(|error| StoreError::Sealed {
-                what: format!("the custom headers of notification {id}"),
-                error,
-            })?;
+            if let Err(error) =
+                super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
+                    context::notification_header(id, name)
+                })
+            {
+                tracing::error!(notification_id = %id, %error, "cannot open the notification's custom headers");
+                row.unreadable = Some(error);
+            }
         }
         Ok(taken)
     }

@@ -293,6 +293,68 @@ async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_err
 }
 
 #[sqlx::test]
+async fn a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attempt_and_the_rest_are_handed_over(
+    pool: PgPool,
+) {
+    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    let (status, endpoint) = app
+        .post(
+            "/v1/endpoints",
+            json!({"uid": "box", "delivery": "pull", "schedule": ["0s", "1h"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+    let create = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, created) = app.post("/v1/notifications", body).await;
+            assert_eq!(status, StatusCode::CREATED, "{created}");
+            created["id"].as_str().unwrap().to_string()
+        }
+    };
+    let lost = create(
+        json!({"endpoint": "box", "payload": {"n": 1}, "headers": {"X-Token": "lost-marker"}}),
+    )
+    .await;
+    let fine = create(json!({"endpoint": "box", "payload": {"n": 2}})).await;
+    // The header claims a key id nobody has, as after retiring a key too early.
+    sqlx::query(
+        "UPDATE notifications SET headers = jsonb_build_object('X-Token', \
+             'enc:v1:gone:' || substr(headers->>'X-Token', length('enc:v1:k:') + 1)) \
+         WHERE id = $1::uuid",
+    )
+    .bind(&lost)
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let (status, pulled) = app.post("/v1/endpoints/box/pull", json!({"max": 10})).await;
+    assert_eq!(status, StatusCode::OK, "{pulled}");
+    let taken: Vec<&str> = pulled["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(taken, [fine.as_str()], "{pulled}");
+    let (_, page) = app.get(&format!("/v1/notifications/{lost}/attempts")).await;
+    let attempts = page["data"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{page}");
+    assert_eq!(attempts[0]["error"]["code"], json!("sealed_secret"));
+    assert!(
+        attempts[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`gone`"),
+        "{page}"
+    );
+    // The schedule goes on, as for push: putting the key back heals it.
+    let (_, notification) = app.get(&format!("/v1/notifications/{lost}")).await;
+    assert_eq!(notification["status"], json!("pending"), "{notification}");
+    assert_eq!(notification["leased"], json!(false), "{notification}");
+}
+
+#[sqlx::test]
 async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(pool: PgPool) {
     let app = spawn_app_with(pool, &redis_url(), &keys(&[("k", KEY_NEW)])).await;
     let receiver = Receiver::start().await;

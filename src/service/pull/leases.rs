@@ -18,7 +18,7 @@ use crate::domain::schedule::Schedule;
 use crate::domain::status::{after_attempt, Status};
 use crate::service::{Service, ServiceError};
 use crate::store::delivery::AttemptRecord;
-use crate::store::pull::{Leased, Leases};
+use crate::store::pull::{Leased, Leases, Taken};
 
 /// Leases ended per statement by the expiry sweep.
 pub(super) const EXPIRE_BATCH: i64 = 1000;
@@ -143,6 +143,50 @@ impl Service {
             .ok_or_else(|| Problem::not_found("notification"))?;
         check_lease(&row, receipt, scope)?;
         Err(lease_lost().into())
+    }
+
+    /// Ends the leases of taken notifications that cannot be handed over (a
+    /// sealed custom header does not open) as failed attempts, as push
+    /// records them; returns the others.
+    pub(super) async fn fail_unopened(
+        &self,
+        taken: Vec<Taken>,
+    ) -> Result<Vec<Taken>, ServiceError> {
+        let (unopened, readable): (Vec<Taken>, Vec<Taken>) =
+            taken.into_iter().partition(|t| t.unreadable.is_some());
+        if unopened.is_empty() {
+            return Ok(readable);
+        }
+        let operator = self.settings.operator.enabled();
+        let receipts: Vec<Receipt> = unopened
+            .iter()
+            .map(|t| Receipt {
+                notification: t.id,
+                lease: t.lease_id,
+            })
+            .collect();
+        let failed: HashMap<Uuid, (Uuid, String)> = unopened
+            .iter()
+            .filter_map(|t| {
+                let error = t.unreadable.as_ref()?;
+                let message = format!("cannot decrypt the notification's custom headers: {error}");
+                Some((t.id, (t.lease_id, message)))
+            })
+            .collect();
+        let ended = self
+            .pull
+            .end_leases(
+                Leases::Receipts(&receipts),
+                Box::new(|row| {
+                    let (lease, message) = failed.get(&row.id)?;
+                    row.holds(*lease)
+                        .then(|| attempt(row, &Failure::Unopened, Some(message), operator))
+                }),
+            )
+            .await?;
+        metrics::counter!("hookd_pull_ended_total", "how" => "unopened")
+            .increment(ended.moved.len() as u64);
+        Ok(readable)
     }
 
     /// Records an expired attempt for each lease that ran out (of one

@@ -204,6 +204,12 @@ impl Service {
             .pull
             .take(endpoint, i64::from(take.max), take.lease)
             .await?;
+        let took = taken.len();
+        let taken = self.fail_unopened(taken).await?;
+        if taken.is_empty() && took > 0 {
+            // Every one taken failed to open and is rescheduled: look again.
+            return Ok(None);
+        }
         if !taken.is_empty() || Instant::now() >= until || self.pulls.is_closed() {
             return Ok(Some(taken));
         }
