@@ -81,9 +81,8 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
         }))
         .layer(axum::middleware::from_fn_with_state(
             Duration::from_millis(state.settings.server.request_timeout_ms),
-            request_timeout,
+            count_and_limit,
         ))
-        .layer(axum::middleware::from_fn(count_requests))
         .with_state(state)
 }
 
@@ -94,23 +93,14 @@ pub fn operations_router() -> Router<AppState> {
         .route("/metrics", axum::routing::get(health::metrics))
 }
 
-/// Answers 408 in the API's error shape when a request, reading its body
-/// included, takes longer than `limit` (tower-http's layer answers a bare
-/// 408).
-async fn request_timeout(
-    axum::extract::State(limit): axum::extract::State<Duration>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
-    }
-}
-
 /// Counts requests by route template (never the raw path: ids would make
-/// labels unbounded), method and status.
-async fn count_requests(
+/// labels unbounded), method and status, and answers 408 in the API's
+/// error shape when a request, reading its body included, takes longer
+/// than `limit` (tower-http's layer answers a bare 408). One layer, not
+/// two: each `from_fn` layer boxes and clones the services under it for
+/// every request.
+async fn count_and_limit(
+    axum::extract::State(limit): axum::extract::State<Duration>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -119,7 +109,10 @@ async fn count_requests(
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = method_label(request.method());
-    let response = next.run(request).await;
+    let response = match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
+    };
     metrics::counter!(
         "hookd_api_requests_total",
         "route" => route,

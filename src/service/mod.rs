@@ -58,9 +58,13 @@ impl From<StoreError> for ServiceError {
     }
 }
 
-/// The write path's handles. Cheap to clone.
+/// The write path's handles. Cheap to clone: one reference count, since
+/// every API request clones it (with `AppState`) at least twice.
 #[derive(Clone)]
-pub struct Service {
+pub struct Service(Arc<Handles>);
+
+/// What a `Service` holds.
+pub struct Handles {
     store: SharedWrites,
     /// Pull endpoints' leases and their signal between processes.
     pull: SharedPull,
@@ -83,6 +87,14 @@ pub struct Service {
     breaker: Arc<breaker::Breaker>,
 }
 
+impl std::ops::Deref for Service {
+    type Target = Handles;
+
+    fn deref(&self) -> &Handles {
+        &self.0
+    }
+}
+
 impl Service {
     /// The service and its committers (`COMMITTERS` tasks, which run as long
     /// as the runtime does). Call it inside a Tokio runtime.
@@ -93,7 +105,7 @@ impl Service {
         settings: Arc<Settings>,
     ) -> Self {
         let (commit, queue) = commit::Committer::channel();
-        let service = Self {
+        let service = Self(Arc::new(Handles {
             store,
             pull,
             pulls: Default::default(),
@@ -107,7 +119,7 @@ impl Service {
             )),
             breaker: Default::default(),
             settings,
-        };
+        }));
         commit::spawn(service.clone(), queue);
         service
     }
