@@ -114,6 +114,13 @@ impl Store {
             .map_err(|e| StoreError::Database(sqlx::Error::Configuration(Box::new(e))))?;
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
+            // sqlx pings a connection when it goes back to the pool (a round
+            // trip that flushes anything a cancelled query left), so a
+            // second ping when it is taken out again only doubles the round
+            // trips of every statement: about 0.8 extra per notification at
+            // 4,000/s. A connection that broke while idle fails its next
+            // statement, which answers 503 like any failure of PostgreSQL.
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
             .connect_with(options.application_name("hookd"))
             .await?;
