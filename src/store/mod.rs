@@ -121,6 +121,22 @@ impl Store {
             // 4,000/s. A connection that broke while idle fails its next
             // statement, which answers 503 like any failure of PostgreSQL.
             .test_before_acquire(false)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // hookd's statements are prepared once per connection;
+                    // by default PostgreSQL still plans each execution anew
+                    // while the plan for its parameters looks cheaper than
+                    // the generic one, which for a batch of a few rows is
+                    // always: planning the recording statement took 0.67 ms
+                    // of every 0.5 ms execution at 1,000 notifications/s.
+                    // Every statement is written so its generic plan is the
+                    // right one (values a partial index's predicate needs
+                    // are literals, never parameters).
+                    sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
+                        .await
+                        .map(|_| ())
+                })
+            })
             .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
             .connect_with(options.application_name("hookd"))
             .await?;

@@ -314,7 +314,10 @@ impl Store {
             query.push(" AND endpoint_id = ").push_bind(endpoint_id);
         }
         if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status);
+            // A literal, not a parameter: with generic plans (see
+            // `Store::connect`) only a literal lets PostgreSQL use the
+            // partial index of failed and cancelled notifications.
+            query.push(format_args!(" AND status = '{}'", status.as_str()));
         }
         if let Some(key) = &filter.key {
             query.push(" AND key = ").push_bind(key.clone());
