@@ -80,6 +80,7 @@ pub async fn e2e(
         .build()
         .unwrap();
     let endpoint = create_endpoint(&client, &hookd, receiver_url).await;
+    super::settled_history(pool, &endpoint, 100_000).await;
     let total = rate * seconds;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     // The load generator's per-request work is kept small (it shares the
