@@ -44,6 +44,7 @@ const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
 const MAX_TRACKED_ENDPOINTS: usize = 4096;
 /// Pause after a store error before claiming again.
 const STORE_BACKOFF: Duration = Duration::from_secs(1);
+
 pub struct Dispatcher {
     store: SharedDelivery,
     housekeeping: SharedHousekeeping,

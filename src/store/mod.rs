@@ -116,9 +116,9 @@ impl Store {
             .max_connections(settings.max_connections)
             // sqlx pings a connection when it goes back to the pool (a round
             // trip that flushes anything a cancelled query left), so a
-            // second ping when it is taken out again only doubles the round
-            // trips of every statement: about 0.8 extra per notification at
-            // 4,000/s. A connection that broke while idle fails its next
+            // second ping when it is taken out again only doubles those
+            // round trips (together ~0.8 per notification at 4,000/s, one
+            // per statement). A connection that broke while idle fails its next
             // statement, which answers 503 like any failure of PostgreSQL.
             .test_before_acquire(false)
             .after_connect(|conn, _| {
