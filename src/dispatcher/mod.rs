@@ -7,9 +7,10 @@
 
 mod delivery;
 pub mod housekeeping;
+mod in_flight;
 mod recorder;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,22 +27,11 @@ use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::{AttemptRecord, Claimed};
 use crate::store::seams::{SharedDelivery, SharedHousekeeping};
+use in_flight::InFlight;
 
-/// A notification over its endpoint's in-flight cap is given back (not an
-/// attempt) until about when a slot should free: the endpoint's average
-/// attempt duration times its place in line over the cap, within these
-/// bounds. A fast endpoint cycles in milliseconds; a hanging one is looked at
-/// every few seconds instead of churning the index.
-const MIN_CAP_DEFERRAL: Duration = Duration::from_millis(5);
-const MAX_CAP_DEFERRAL: Duration = Duration::from_secs(5);
-/// Assumed attempt duration of an endpoint not seen yet.
-const FIRST_GUESS_MS: f64 = 50.0;
 /// How long a notification of a disabled endpoint waits before it is looked
 /// at again.
 const DISABLED_DEFERRAL: Duration = Duration::from_secs(60);
-/// Endpoints whose attempt durations are remembered before idle ones are
-/// forgotten.
-const MAX_TRACKED_ENDPOINTS: usize = 4096;
 /// Pause after a store error before claiming again.
 const STORE_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -52,65 +42,6 @@ pub struct Dispatcher {
     sender: Sender,
     settings: Arc<Settings>,
     wake: Arc<Notify>,
-}
-
-/// What this process is delivering now: per endpoint, and which ids; and
-/// how long each endpoint's attempts have been taking.
-#[derive(Default)]
-struct InFlight {
-    by_endpoint: HashMap<Uuid, u32>,
-    ids: HashSet<Uuid>,
-    latency_ms: HashMap<Uuid, f64>,
-}
-
-impl InFlight {
-    fn try_start(&mut self, endpoint: Uuid, id: Uuid, cap: u32) -> bool {
-        let count = self.by_endpoint.entry(endpoint).or_default();
-        if *count >= cap {
-            return false;
-        }
-        *count += 1;
-        self.ids.insert(id);
-        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
-        true
-    }
-
-    /// When the `place`-th notification waiting for `endpoint` (cap `cap`)
-    /// should be looked at again.
-    fn deferral(&self, endpoint: Uuid, place: u32, cap: u32) -> Duration {
-        let typical = self
-            .latency_ms
-            .get(&endpoint)
-            .copied()
-            .unwrap_or(FIRST_GUESS_MS);
-        let wait = typical * (1.0 + f64::from(place) / f64::from(cap.max(1)));
-        Duration::from_secs_f64(wait / 1000.0).clamp(MIN_CAP_DEFERRAL, MAX_CAP_DEFERRAL)
-    }
-
-    fn observe(&mut self, endpoint: Uuid, took: Duration) {
-        let ms = took.as_secs_f64() * 1000.0;
-        let average = self.latency_ms.entry(endpoint).or_insert(ms);
-        *average = 0.8 * *average + 0.2 * ms;
-        if self.latency_ms.len() > MAX_TRACKED_ENDPOINTS {
-            // Forget endpoints with nothing in flight: they start again from
-            // their next attempt's duration. Keeps the map to the endpoints
-            // this process is busy with, however many exist.
-            let busy = &self.by_endpoint;
-            self.latency_ms
-                .retain(|id, _| *id == endpoint || busy.contains_key(id));
-        }
-    }
-
-    fn finish(&mut self, endpoint: Uuid, id: Uuid) {
-        if let Some(count) = self.by_endpoint.get_mut(&endpoint) {
-            *count -= 1;
-            if *count == 0 {
-                self.by_endpoint.remove(&endpoint);
-            }
-        }
-        self.ids.remove(&id);
-        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
-    }
 }
 
 /// The shared parts each delivery task needs.
@@ -400,7 +331,7 @@ impl Dispatcher {
             );
             tasks.spawn(
                 async move {
-                    let record = if until(due_at).await && !still_leased(&shared, row.id).await {
+                    let attempted = if until(due_at).await && !still_leased(&shared, row.id).await {
                         // Cancelled (or handed to pull) while it waited: the
                         // claim is gone from the index, and nothing is sent
                         // after a cancel.
@@ -410,18 +341,18 @@ impl Dispatcher {
                         let record =
                             delivery::attempt(&shared.sender, &plan, &mut row, shared.operator)
                                 .await;
-                        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
-                        in_flight.observe(row.endpoint_id, started.elapsed());
-                        Some(record)
+                        Some((record, started.elapsed()))
                     };
-                    shared
-                        .in_flight
-                        .lock()
-                        .expect("in-flight lock")
-                        .finish(row.endpoint_id, row.id);
+                    {
+                        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+                        if let Some((_, took)) = &attempted {
+                            in_flight.observe(row.endpoint_id, *took);
+                        }
+                        in_flight.finish(row.endpoint_id, row.id);
+                    }
                     drop(permit);
                     shared.slot_freed.notify_one();
-                    let Some(record) = record else { return };
+                    let Some((record, _)) = attempted else { return };
                     if outcomes.send(record).await.is_err() {
                         tracing::warn!(
                             "recorder stopped; the attempt will be retried after its lease"
@@ -481,27 +412,5 @@ async fn pause(shutdown: &CancellationToken, duration: Duration) {
     tokio::select! {
         _ = shutdown.cancelled() => {}
         _ = tokio::time::sleep(duration) => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use uuid::Uuid;
-
-    use super::{InFlight, MAX_TRACKED_ENDPOINTS};
-
-    #[test]
-    fn attempt_durations_are_kept_for_a_bounded_number_of_endpoints() {
-        let mut in_flight = InFlight::default();
-        let busy = Uuid::now_v7();
-        assert!(in_flight.try_start(busy, Uuid::now_v7(), 8));
-        for _ in 0..3 * MAX_TRACKED_ENDPOINTS {
-            in_flight.observe(Uuid::now_v7(), Duration::from_millis(5));
-        }
-        in_flight.observe(busy, Duration::from_millis(5));
-        assert!(in_flight.latency_ms.len() <= MAX_TRACKED_ENDPOINTS + 1);
-        assert!(in_flight.latency_ms.contains_key(&busy));
     }
 }
