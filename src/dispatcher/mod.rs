@@ -8,6 +8,7 @@
 mod delivery;
 pub mod housekeeping;
 mod in_flight;
+mod plans;
 mod recorder;
 
 use std::collections::HashMap;
@@ -25,9 +26,10 @@ use crate::config::Settings;
 use crate::domain::status::Status;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
-use crate::store::delivery::{AttemptRecord, Claimed};
+use crate::store::delivery::AttemptRecord;
 use crate::store::seams::{SharedDelivery, SharedHousekeeping};
 use in_flight::InFlight;
+use plans::{Loaded, Plans};
 
 /// How long a notification of a disabled endpoint waits before it is looked
 /// at again.
@@ -103,6 +105,7 @@ impl Dispatcher {
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
             slot_freed: Notify::new(),
         });
+        let mut plans = Plans::new(shared.default_timeout);
         let mut tasks = JoinSet::new();
         tracing::info!(
             max_in_flight = settings.sender.max_in_flight,
@@ -165,7 +168,8 @@ impl Dispatcher {
                 }
                 continue;
             }
-            let claimed = match self.store.load_claimed(&claim.ids).await {
+            let current = |id, version| plans.current(id, version, now);
+            let claimed = match self.store.load_claimed(&claim.ids, &current).await {
                 Ok(claimed) => claimed,
                 Err(error) => {
                     tracing::warn!(%error, "cannot load claimed notifications; giving them back");
@@ -177,9 +181,10 @@ impl Dispatcher {
                     continue;
                 }
             };
+            let loaded = plans.for_claim(claimed, now);
             self.dispatch(
                 &claim.ids,
-                claimed,
+                loaded,
                 (now, due_by),
                 &shared,
                 &outcomes,
@@ -233,27 +238,16 @@ impl Dispatcher {
     async fn dispatch(
         &self,
         ids: &[Uuid],
-        claimed: Claimed,
+        Loaded {
+            notifications,
+            plans,
+        }: Loaded,
         (now, due_by): (DateTime<Utc>, DateTime<Utc>),
         shared: &Arc<Shared>,
         outcomes: &mpsc::Sender<AttemptRecord>,
         tasks: &mut JoinSet<()>,
     ) {
-        let plans: HashMap<Uuid, Arc<delivery::Plan>> = claimed
-            .endpoints
-            .into_iter()
-            .map(|e| {
-                (
-                    e.id,
-                    Arc::new(delivery::Plan::new(e, now, shared.default_timeout)),
-                )
-            })
-            .collect();
-        let mut rows: HashMap<Uuid, _> = claimed
-            .notifications
-            .into_iter()
-            .map(|r| (r.id, r))
-            .collect();
+        let mut rows: HashMap<Uuid, _> = notifications.into_iter().map(|r| (r.id, r)).collect();
         let mut gone = Vec::new();
         let mut orphans = Vec::new();
         let mut handed = Vec::new();

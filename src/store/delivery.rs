@@ -43,6 +43,10 @@ pub struct DueNotification {
     pub event_id: Option<Uuid>,
     /// A per-notification URL that replaces the endpoint's.
     pub url: Option<String>,
+    /// The version of the endpoint's row when this was loaded (`None` if
+    /// the row is gone): a prepared endpoint of the same version is still
+    /// current.
+    pub endpoint_version: Option<i64>,
     /// A custom header value that did not open: the attempt fails with it.
     #[sqlx(skip)]
     pub unreadable: Option<SealError>,
@@ -75,6 +79,8 @@ impl DueNotification {
 #[derive(Clone, sqlx::FromRow)]
 pub struct DeliveryEndpoint {
     pub id: Uuid,
+    /// The row's version: its `xmin`, which every update of the row changes.
+    pub version: i64,
     pub url: String,
     pub secret: String,
     pub previous_secrets: Json<Vec<PreviousSecret>>,
@@ -103,7 +109,8 @@ impl std::fmt::Debug for DeliveryEndpoint {
     }
 }
 
-/// What a claim loads: the notifications, and each of their endpoints once.
+/// What a claim loads: the notifications, and once each those of their
+/// endpoints that the caller did not already have at their current version.
 #[derive(Debug, Default)]
 pub struct Claimed {
     pub notifications: Vec<DueNotification>,
@@ -152,11 +159,17 @@ pub enum Retry {
 }
 
 impl Store {
-    /// Loads claimed notifications, then their endpoints: two queries per
-    /// batch, so an endpoint's URL, secrets and headers are decoded (and
-    /// opened, when sealed) once per batch rather than once per notification.
-    /// Notifications without custom headers open nothing.
-    pub async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
+    /// Loads claimed notifications, each with its endpoint row's version,
+    /// then the endpoints for which `current` says the caller's copy is not
+    /// of that version: usually none, so a claim is one query. An endpoint
+    /// is decoded (and opened, when sealed) once per batch at most rather
+    /// than once per notification. Notifications without custom headers
+    /// open nothing.
+    pub async fn load_claimed(
+        &self,
+        ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
         // An event's delivery has its event's body and type (stored once
         // per event).
         let mut notifications = sqlx::query_as::<_, DueNotification>(
@@ -164,7 +177,9 @@ impl Store {
                  CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
                  CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
                  n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-                 n.next_attempt_at, n.event_id, n.url \
+                 n.next_attempt_at, n.event_id, n.url, \
+                 (SELECT ep.xmin::text::bigint FROM endpoints ep WHERE ep.id = n.endpoint_id) \
+                     AS endpoint_version \
              FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
              WHERE n.id = ANY($1)",
         )
@@ -182,14 +197,21 @@ impl Store {
                 row.unreadable = Some(error);
             }
         }
-        let mut endpoint_ids: Vec<Uuid> = notifications.iter().map(|n| n.endpoint_id).collect();
+        let mut endpoint_ids: Vec<Uuid> = notifications
+            .iter()
+            .filter(|n| {
+                n.endpoint_version
+                    .is_some_and(|version| !current(n.endpoint_id, version))
+            })
+            .map(|n| n.endpoint_id)
+            .collect();
         endpoint_ids.sort_unstable();
         endpoint_ids.dedup();
         let mut endpoints = if endpoint_ids.is_empty() {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, COALESCE(url, '') AS url, secret, previous_secrets, success_body, \
+                "SELECT id, xmin::text::bigint AS version, COALESCE(url, '') AS url, secret, previous_secrets, success_body, \
                      permanent_statuses, headers, timeout_ms, max_in_flight, disabled, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id = ANY($1)",

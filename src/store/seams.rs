@@ -117,8 +117,13 @@ pub trait PendingRows: Send + Sync {
 /// What the dispatcher needs.
 #[async_trait::async_trait]
 pub trait DeliveryStore: Send + Sync + 'static {
-    /// The claimed notifications and, once each, their endpoints.
-    async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError>;
+    /// The claimed notifications and, once each, those of their endpoints
+    /// for which `current(id, version)` is false.
+    async fn load_claimed(
+        &self,
+        ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError>;
     /// Records a batch of attempts with the state each decided, the
     /// operator events they raise and the endpoints' health, at once;
     /// returns the ids whose state moved.
@@ -333,8 +338,12 @@ impl ReadStore for Store {
 
 #[async_trait::async_trait]
 impl DeliveryStore for Store {
-    async fn load_claimed(&self, ids: &[Uuid]) -> Result<Claimed, StoreError> {
-        Store::load_claimed(self, ids).await
+    async fn load_claimed(
+        &self,
+        ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        Store::load_claimed(self, ids, current).await
     }
     async fn record_attempts(
         &self,

@@ -428,6 +428,41 @@ async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
     }
 }
 
+#[sqlx::test]
+async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "moving", "url": receiver.url("/old")}))
+        .await;
+    notify(&app, json!({"endpoint": "moving", "payload": {"n": 1}})).await;
+    receiver.wait_for("/old", 1, DEADLINE).await;
+
+    // Through the API...
+    let (status, patched) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/moving",
+            Some(json!({"url": receiver.url("/new"), "headers": {"X-Tenant": "b"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    notify(&app, json!({"endpoint": "moving", "payload": {"n": 2}})).await;
+    let got = receiver.wait_for("/new", 1, DEADLINE).await;
+    assert_eq!(got[0].header("x-tenant"), Some("b"));
+
+    // ...and by another writer of the database, which no cache of this
+    // process hears of.
+    sqlx::query("UPDATE endpoints SET url = $1 WHERE uid = 'moving'")
+        .bind(receiver.url("/newer"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    notify(&app, json!({"endpoint": "moving", "payload": {"n": 3}})).await;
+    receiver.wait_for("/newer", 1, DEADLINE).await;
+    assert_eq!(receiver.received("/old").len(), 1);
+    assert_eq!(receiver.received("/new").len(), 1);
+}
+
 /// The value of a metric line that starts with `prefix` (labels included).
 fn metric(text: &str, prefix: &str) -> f64 {
     text.lines()
