@@ -260,11 +260,8 @@ impl Store {
     /// acks beside 20,000 pending, 85 buffers per row), instead of the
     /// primary key.
     ///
-    /// `n.id = ANY($1)` repeats the join on the id array on purpose: the
-    /// planner cannot estimate the rows that come out of UNNEST in a CTE, and
-    /// without it chose to hash every pending notification for each batch
-    /// (24 of 34 ms for 500 attempts beside 50,000 pending, and growing with
-    /// the backlog); with it, the update probes the primary key per attempt.
+    /// How the update finds its rows, and why not also by `id = ANY($1)`:
+    /// `RECORD_ATTEMPTS`.
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
@@ -313,6 +310,71 @@ impl Store {
         })
     }
 }
+
+/// The recording statement (`record_attempts_on`).
+///
+/// The update is driven by the input: for each attempt it probes the
+/// primary key (`n.id = i.id`). hookd's connections plan it once
+/// (`plan_cache_mode = force_generic_plan`), and a generic plan counts 10
+/// rows out of any UNNEST. With `n.id = ANY($1)` in the WHERE clause as
+/// well (it was there to steer custom plans away from hashing every pending
+/// row), the generic plan took `notifications` for a single row and
+/// scanned the whole input once per notification: quadratic, 999,000
+/// rows compared for a batch of 1,000, 216 ms for 624 attempts; and as
+/// a slow statement lets the next batch grow, at 4,000 notifications/s
+/// it ran away to batches of 900 taking 345 ms each. The test
+/// `the_recording_statement_probes_the_primary_key_per_attempt` reads its
+/// plan.
+pub(super) const RECORD_ATTEMPTS: &str = concat!(
+    "WITH input AS ( \
+         SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+             $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
+             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::bool[]) \
+         AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
+              error_message, outcome, series_start, status, next_at, completed, last_error, \
+              lease, expired) \
+     ), moved AS ( \
+         UPDATE notifications n SET \
+             attempts = i.number, \
+             status = i.status, \
+             next_attempt_at = i.next_at, \
+             last_attempt_at = i.started_at, \
+             last_status_code = i.status_code, \
+             last_error = i.last_error, \
+             completed_at = CASE WHEN i.completed THEN now() END, \
+             lease_id = NULL, leased_at = NULL, \
+             updated_at = now() \
+         FROM input i \
+         WHERE n.id = i.id \
+           AND (n.status = 'pending') IS TRUE AND n.attempts = i.number - 1 \
+           AND n.series_start = i.series_start \
+           AND (i.lease IS NULL OR (n.lease_id = i.lease \
+                AND (n.next_attempt_at <= now()) = i.expired)) \
+         RETURNING n.id, n.endpoint_id \
+     ), recorded AS ( \
+         INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
+             response_body, error_code, error_message, outcome) \
+         SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
+             error_message, outcome FROM input i \
+         WHERE i.id IN (SELECT id FROM moved) \
+            OR (i.lease IS NULL AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)) \
+         ON CONFLICT (notification_id, number) DO NOTHING \
+     ), reported AS (",
+    insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
+    "), health AS ( \
+         SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
+         AS h(id, failing_since, if_failing) \
+     ), changing AS MATERIALIZED ( \
+         SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
+         WHERE (e.failing_since IS NOT NULL) = h.if_failing \
+           AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
+         ORDER BY e.id FOR NO KEY UPDATE OF e \
+     ), healed AS ( \
+         UPDATE endpoints e SET failing_since = c.failing_since \
+         FROM changing c WHERE e.id = c.id \
+     ) \
+     SELECT id FROM moved"
+);
 
 /// `Store::record_attempts` on a connection of the caller's. Every lease a
 /// recorded attempt ends is cleared with it; an attempt that ends a pull
@@ -379,81 +441,32 @@ pub(super) async fn record_attempts_on(
         .iter()
         .map(|(_, h)| h.changes_a_failing_endpoint())
         .collect();
-    let moved: Vec<Uuid> = sqlx::query_scalar(concat!(
-        "WITH input AS ( \
-             SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
-                 $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
-                 $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::bool[]) \
-             AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                  error_message, outcome, series_start, status, next_at, completed, last_error, \
-                  lease, expired) \
-         ), moved AS ( \
-             UPDATE notifications n SET \
-                 attempts = i.number, \
-                 status = i.status, \
-                 next_attempt_at = i.next_at, \
-                 last_attempt_at = i.started_at, \
-                 last_status_code = i.status_code, \
-                 last_error = i.last_error, \
-                 completed_at = CASE WHEN i.completed THEN now() END, \
-                 lease_id = NULL, leased_at = NULL, \
-                 updated_at = now() \
-             FROM input i \
-             WHERE n.id = ANY($1) AND n.id = i.id \
-               AND (n.status = 'pending') IS TRUE AND n.attempts = i.number - 1 \
-               AND n.series_start = i.series_start \
-               AND (i.lease IS NULL OR (n.lease_id = i.lease \
-                    AND (n.next_attempt_at <= now()) = i.expired)) \
-             RETURNING n.id, n.endpoint_id \
-         ), recorded AS ( \
-             INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
-                 response_body, error_code, error_message, outcome) \
-             SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
-                 error_message, outcome FROM input i \
-             WHERE i.id IN (SELECT id FROM moved) \
-                OR (i.lease IS NULL AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)) \
-             ON CONFLICT (notification_id, number) DO NOTHING \
-         ), reported AS (",
-        insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
-        "), health AS ( \
-             SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
-             AS h(id, failing_since, if_failing) \
-         ), changing AS MATERIALIZED ( \
-             SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
-             WHERE (e.failing_since IS NOT NULL) = h.if_failing \
-               AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
-             ORDER BY e.id FOR NO KEY UPDATE OF e \
-         ), healed AS ( \
-             UPDATE endpoints e SET failing_since = c.failing_since \
-             FROM changing c WHERE e.id = c.id \
-         ) \
-         SELECT id FROM moved"
-    ))
-    .bind(&ids)
-    .bind(&numbers)
-    .bind(&started)
-    .bind(&durations)
-    .bind(&status_codes)
-    .bind(&bodies)
-    .bind(&error_codes)
-    .bind(&error_messages)
-    .bind(&outcomes)
-    .bind(&series)
-    .bind(&statuses)
-    .bind(&next_ats)
-    .bind(&completed)
-    .bind(&last_errors)
-    .bind(&events.subjects)
-    .bind(&events.types)
-    .bind(&events.keys)
-    .bind(&events.bodies)
-    .bind(OPERATOR_ENDPOINT_ID)
-    .bind(&health_ids)
-    .bind(&failing_since)
-    .bind(&if_failing)
-    .bind(&leases)
-    .bind(&expired)
-    .fetch_all(&mut *conn)
-    .await?;
+    let moved: Vec<Uuid> = sqlx::query_scalar(RECORD_ATTEMPTS)
+        .bind(&ids)
+        .bind(&numbers)
+        .bind(&started)
+        .bind(&durations)
+        .bind(&status_codes)
+        .bind(&bodies)
+        .bind(&error_codes)
+        .bind(&error_messages)
+        .bind(&outcomes)
+        .bind(&series)
+        .bind(&statuses)
+        .bind(&next_ats)
+        .bind(&completed)
+        .bind(&last_errors)
+        .bind(&events.subjects)
+        .bind(&events.types)
+        .bind(&events.keys)
+        .bind(&events.bodies)
+        .bind(OPERATOR_ENDPOINT_ID)
+        .bind(&health_ids)
+        .bind(&failing_since)
+        .bind(&if_failing)
+        .bind(&leases)
+        .bind(&expired)
+        .fetch_all(&mut *conn)
+        .await?;
     Ok(moved)
 }

@@ -9,6 +9,8 @@ pub mod health;
 pub mod housekeeping;
 pub mod notifications;
 mod operator;
+#[cfg(test)]
+mod plan_tests;
 pub mod pull;
 pub mod reseal;
 mod sealing;

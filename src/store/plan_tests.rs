@@ -1,0 +1,75 @@
+//! The plans PostgreSQL makes for hookd's batch statements, read with
+//! `EXPLAIN` as hookd's connections run them (generic plans, beside a table
+//! with statistics). A plan that compares every row of a batch with every
+//! other passes every functional test on a small table and is quadratic in
+//! production, so its shape is tested here.
+
+use sqlx::PgPool;
+
+use super::delivery::RECORD_ATTEMPTS;
+
+/// The plan of `sql` as a generic plan (every parameter NULL: a generic plan
+/// does not look at them), one line per node or detail.
+async fn generic_plan(pool: &PgPool, sql: &str, parameters: usize) -> Vec<String> {
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {sql}")))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let nulls = vec!["NULL"; parameters].join(", ");
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN EXECUTE planned({nulls})"
+    )))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap()
+}
+
+/// Pending notifications of one endpoint, analyzed, as autovacuum leaves a
+/// live table.
+async fn live_table(pool: &PgPool, count: i64) {
+    sqlx::raw_sql(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms) \
+         VALUES ('00000000-0000-7000-8000-000000000001', 'http://receiver.test/', \
+                 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{0}')",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at) \
+         SELECT hookd_uuid_v7(), '00000000-0000-7000-8000-000000000001', 'application/json', \
+             '\\x7b7d', '{0,60000}', 'pending', 0, now(), now() FROM generate_series(1, $1)",
+    )
+    .bind(count)
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::raw_sql("ANALYZE endpoints, notifications, attempts")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn the_recording_statement_probes_the_primary_key_per_attempt(pool: PgPool) {
+    live_table(&pool, 5_000).await;
+    let plan = generic_plan(&pool, RECORD_ATTEMPTS, 24).await;
+    let text = plan.join("\n");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Index Cond: (id = i.id)")),
+        "the update probes notifications' primary key once per attempt:\n{text}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|line| line.contains("Join Filter") && line.contains("i.id")),
+        "no attempt is matched by comparing it with every notification of the batch:\n{text}"
+    );
+}
