@@ -36,8 +36,8 @@ struct Received {
     first: Mutex<Option<Instant>>,
     last: Mutex<Option<Instant>>,
     lateness_ms: Mutex<Vec<i64>>,
-    /// End-to-end runs: receipt - request sent, µs.
-    latency_us: Mutex<Vec<i64>>,
+    /// End-to-end runs: (request sent, receipt - request sent), µs.
+    latency_us: Mutex<Vec<(i64, i64)>>,
 }
 
 impl Received {
@@ -75,7 +75,7 @@ async fn receive(State(received): State<Arc<Received>>, body: Bytes) -> &'static
         if let Ok(value) = serde_json::from_slice::<Value>(&body) {
             if let Some(sent) = value["sent_us"].as_i64() {
                 let took = chrono::Utc::now().timestamp_micros() - sent;
-                received.latency_us.lock().unwrap().push(took);
+                received.latency_us.lock().unwrap().push((sent, took));
             }
         }
     }

@@ -110,13 +110,13 @@ pub async fn e2e(
                 .unwrap();
             let answered = started.elapsed();
             assert_eq!(response.status(), 201);
-            answered.as_micros() as i64
+            (sent, answered.as_micros() as i64)
         });
     }
     let offered = epoch.elapsed().as_secs_f64();
-    let mut answered = Vec::with_capacity(total as usize);
+    let mut sent_and_answered = Vec::with_capacity(total as usize);
     while let Some(took) = requests.join_next().await {
-        answered.push(took.unwrap());
+        sent_and_answered.push(took.unwrap());
     }
     wait_count(received, total, Duration::from_secs(120)).await;
     let used: Vec<f64> = super::cpu_snapshot()
@@ -125,21 +125,110 @@ pub async fn e2e(
         .map(|(a, b)| a - b)
         .collect();
     hookd.stop();
-    let mut latency = received.latency_us.lock().unwrap().clone();
-    latency.sort_unstable();
-    answered.sort_unstable();
+    let sent_and_took = received.latency_us.lock().unwrap().clone();
+    let whole = Latencies::of(&sent_and_took, &sent_and_answered, i64::MIN);
+    // hookd starts cold here (no PostgreSQL connection has planned a
+    // statement yet, no connection to the receiver is open), so the first
+    // second is reported apart as well as in the whole.
+    let first_sent = sent_and_took
+        .iter()
+        .map(|(sent, _)| *sent)
+        .min()
+        .unwrap_or(0);
+    let warm = Latencies::of(&sent_and_took, &sent_and_answered, first_sent + 1_000_000);
+    let bursts = slowest_windows(&sent_and_took, percentile(&whole.received, 0.99));
     let ms = |us: i64| us as f64 / 1000.0;
     println!(
         "13. end to end at {rate}/s offered ({:.0}/s achieved) for {seconds} s, single POSTs to one hookd (all roles), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (sent -> 201: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms); CPU per notification: hookd {:.0} µs, postgres {:.0} µs, redis {:.0} µs",
         total as f64 / offered,
-        ms(percentile(&latency, 0.5)),
-        ms(percentile(&latency, 0.99)),
-        ms(*latency.last().unwrap()),
-        ms(percentile(&answered, 0.5)),
-        ms(percentile(&answered, 0.99)),
-        ms(*answered.last().unwrap()),
+        ms(percentile(&whole.received, 0.5)),
+        ms(percentile(&whole.received, 0.99)),
+        ms(*whole.received.last().unwrap()),
+        ms(percentile(&whole.answered, 0.5)),
+        ms(percentile(&whole.answered, 0.99)),
+        ms(*whole.answered.last().unwrap()),
         used[0] / total as f64 * 1e6,
         used[1] / total as f64 * 1e6,
         used[2] / total as f64 * 1e6,
     );
+    println!(
+        "   the slowest 1% (over {:.1} ms) were sent in {} of the run's {} windows of 100 ms (the worst, numbered from the start: {:?}); the 5 worst windows hold {:.0}% of them",
+        ms(percentile(&whole.received, 0.99)),
+        bursts.windows_with_slow,
+        bursts.windows,
+        bursts.worst,
+        bursts.share_in_worst_5 * 100.0,
+    );
+    println!(
+        "   from the second second on (hookd warm), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (sent -> 201: p50 {:.1} ms, p99 {:.1} ms)",
+        ms(percentile(&warm.received, 0.5)),
+        ms(percentile(&warm.received, 0.99)),
+        ms(*warm.received.last().unwrap()),
+        ms(percentile(&warm.answered, 0.5)),
+        ms(percentile(&warm.answered, 0.99)),
+    );
+}
+
+/// Sorted latencies (µs) of the requests sent from `since` (µs since the
+/// epoch) on: to the receipt and to the 201.
+struct Latencies {
+    received: Vec<i64>,
+    answered: Vec<i64>,
+}
+
+impl Latencies {
+    fn of(sent_and_took: &[(i64, i64)], sent_and_answered: &[(i64, i64)], since: i64) -> Self {
+        let after = |pairs: &[(i64, i64)]| {
+            let mut took: Vec<i64> = pairs
+                .iter()
+                .filter(|(sent, _)| *sent >= since)
+                .map(|(_, took)| *took)
+                .collect();
+            took.sort_unstable();
+            took
+        };
+        Self {
+            received: after(sent_and_took),
+            answered: after(sent_and_answered),
+        }
+    }
+}
+
+/// How the requests slower than `threshold` are spread over the run, by
+/// the 100 ms window they were sent in: a few windows holding most of them
+/// is a stall (of hookd, PostgreSQL or the machine), many is steady
+/// queueing.
+struct Bursts {
+    windows: usize,
+    windows_with_slow: usize,
+    /// The windows with the most slow requests, numbered from the start.
+    worst: Vec<i64>,
+    share_in_worst_5: f64,
+}
+
+fn slowest_windows(sent_and_took: &[(i64, i64)], threshold: i64) -> Bursts {
+    let start = sent_and_took
+        .iter()
+        .map(|(sent, _)| *sent)
+        .min()
+        .unwrap_or(0);
+    let mut slow_per_window: std::collections::HashMap<i64, usize> = Default::default();
+    let mut windows = std::collections::HashSet::new();
+    for (sent, took) in sent_and_took {
+        let window = (sent - start) / 100_000;
+        windows.insert(window);
+        if *took > threshold {
+            *slow_per_window.entry(window).or_default() += 1;
+        }
+    }
+    let slow: usize = slow_per_window.values().sum();
+    let mut counts: Vec<(i64, usize)> = slow_per_window.into_iter().collect();
+    counts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Bursts {
+        windows: windows.len(),
+        windows_with_slow: counts.len(),
+        worst: counts.iter().take(5).map(|(window, _)| *window).collect(),
+        share_in_worst_5: counts.iter().take(5).map(|(_, n)| n).sum::<usize>() as f64
+            / slow.max(1) as f64,
+    }
 }
