@@ -211,8 +211,9 @@ impl Store {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, xmin::text::bigint AS version, COALESCE(url, '') AS url, secret, previous_secrets, success_body, \
-                     permanent_statuses, headers, timeout_ms, max_in_flight, disabled, \
+                "SELECT id, xmin::text::bigint AS version, COALESCE(url, '') AS url, secret, \
+                     previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
+                     max_in_flight, disabled, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id = ANY($1)",
             )
