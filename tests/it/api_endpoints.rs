@@ -93,7 +93,7 @@ async fn a_second_endpoint_with_the_same_uid_is_a_conflict(pool: PgPool) {
 
 #[sqlx::test]
 async fn deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_uid(pool: PgPool) {
-    let app = spawn_app(pool).await;
+    let app = spawn_app(pool.clone()).await;
     app.endpoint(json!({"uid": "gone"})).await;
     let (_, notification) = app
         .post(
@@ -113,6 +113,16 @@ async fn deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_ui
         ))
         .await;
     assert_eq!(after["status"], json!("cancelled"));
+    // The row stays (notifications have no foreign key to endpoints: a
+    // delete that removed the row would leave them naming nothing).
+    let orphans: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM notifications n \
+         WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = n.endpoint_id)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(orphans, 0);
     // The uid can name a new endpoint.
     app.endpoint(json!({"uid": "gone"})).await;
 }

@@ -1,0 +1,18 @@
+-- A notification no longer has a foreign key to its endpoint (#15).
+--
+-- The key's check ran once per inserted notification (a query through
+-- SPI) and locked the endpoint's row FOR KEY SHARE. Every commit locks the
+-- same few endpoint rows, and two committers at once turn each lock into a
+-- new MultiXact: over one benchmark, 730,600 checks and 50,723 WAL records.
+-- Without it, PostgreSQL spends about 30 % less CPU per notification in
+-- batch ingest (BENCHMARKS.md, session 8).
+--
+-- What it guarded holds without it:
+-- - an endpoint row is never deleted: deleting an endpoint sets deleted_at
+--   (and cancels its pending notifications; the dispatcher cancels those a
+--   delete raced), so a notification's endpoint_id always names a row;
+-- - every statement that inserts notifications takes endpoint ids from
+--   endpoint rows just read: a create resolves its endpoint first (an
+--   unknown one is 422 unknown_endpoint), the fan-out of an event reads
+--   the owner's endpoints, and operator events join the operator endpoint.
+ALTER TABLE notifications DROP CONSTRAINT notifications_endpoint_id_fkey;
