@@ -19,7 +19,7 @@ use crate::domain::health::Health;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::outcome::Outcome;
 use crate::domain::schedule::Schedule;
-use crate::domain::sealed::{context, SealError};
+use crate::domain::sealed::SealError;
 use crate::domain::status::{AfterAttempt, Status};
 
 /// A claimed notification, as the dispatcher needs it. `Debug` leaves out
@@ -186,16 +186,8 @@ impl Store {
         .bind(ids)
         .fetch_all(&self.pool)
         .await?;
-        for row in notifications.iter_mut().filter(|n| !n.headers.0.is_empty()) {
-            let id = row.id;
-            if let Err(error) =
-                super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
-                    context::notification_header(id, name)
-                })
-            {
-                tracing::error!(notification_id = %id, %error, "cannot open the notification's custom headers");
-                row.unreadable = Some(error);
-            }
+        for row in &mut notifications {
+            row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers.0);
         }
         let mut endpoint_ids: Vec<Uuid> = notifications
             .iter()

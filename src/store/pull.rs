@@ -19,7 +19,6 @@ use uuid::Uuid;
 use super::delivery::AttemptRecord;
 use super::{Store, StoreError};
 use crate::domain::pull::{Delivery, Receipt};
-use crate::domain::sealed::context;
 use crate::domain::status::Status;
 
 /// The SET of a lease that ends without an attempt (its endpoint left
@@ -155,16 +154,8 @@ impl Store {
         .bind(lease.as_secs_f64())
         .fetch_all(&self.pool)
         .await?;
-        for row in taken.iter_mut().filter(|n| !n.headers.0.is_empty()) {
-            let id = row.id;
-            if let Err(error) =
-                super::sealing::open_headers(&self.keys, &mut row.headers.0, |name| {
-                    context::notification_header(id, name)
-                })
-            {
-                tracing::error!(notification_id = %id, %error, "cannot open the notification's custom headers");
-                row.unreadable = Some(error);
-            }
+        for row in &mut taken {
+            row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers.0);
         }
         Ok(taken)
     }

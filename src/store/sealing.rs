@@ -171,6 +171,25 @@ impl Store {
         })
     }
 
+    /// Opens the custom headers of a notification about to be sent (pushed
+    /// or handed to a pull consumer). A value that does not open is logged
+    /// and returned: that attempt fails with it instead of going out.
+    pub(crate) fn open_outgoing_headers(
+        &self,
+        id: Uuid,
+        headers: &mut BTreeMap<String, String>,
+    ) -> Option<SealError> {
+        if headers.is_empty() {
+            return None;
+        }
+        let error = open_headers(&self.keys, headers, |name| {
+            context::notification_header(id, name)
+        })
+        .err()?;
+        tracing::error!(notification_id = %id, %error, "cannot open the notification's custom headers");
+        Some(error)
+    }
+
     /// Opens a notification's custom headers for the API. A value that does
     /// not open is logged and reads as empty (the dispatcher, which reads
     /// them itself, fails the attempt instead).
