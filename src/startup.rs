@@ -181,6 +181,7 @@ impl App {
                 sender,
                 settings.clone(),
                 self.state.service.wake(),
+                self.state.service.handoff(),
             );
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {

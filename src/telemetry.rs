@@ -87,6 +87,10 @@ fn describe() {
         "Notifications committed through the API"
     );
     describe_counter!(
+        "hookd_notifications_handed_off_total",
+        "Notifications created due now that this process's dispatcher took straight from its committer, without a claim"
+    );
+    describe_counter!(
         "hookd_events_created_total",
         "Events committed through the API (each with its deliveries)"
     );
@@ -139,6 +143,7 @@ fn register_at_zero() {
     }
     for name in [
         "hookd_notifications_created_total",
+        "hookd_notifications_handed_off_total",
         "hookd_events_created_total",
         "hookd_index_rebuilds_total",
         "hookd_sweep_reindexed_total",

@@ -158,6 +158,9 @@ pub struct DispatcherSettings {
     pub lease_ms: u64,
     pub max_idle_ms: u64,
     pub claim_ahead_ms: u64,
+    /// Hand notifications created due now to this process's dispatcher
+    /// (`dispatcher::handoff`) instead of having it claim and load them.
+    pub handoff: bool,
     pub endpoint_max_in_flight: u32,
     pub disable_failing_endpoints_after_hours: u32,
 }

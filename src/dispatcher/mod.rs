@@ -3,9 +3,11 @@
 //! hand the outcomes to the recorder. It sleeps until just before the
 //! earliest due time (or a lease expiry, or `max_idle_ms`), claims what is
 //! due in the next few milliseconds and holds it until due, and wakes early
-//! when this process enqueues something due sooner.
+//! when this process enqueues something due sooner. What this process's
+//! committers create due now comes without a claim or a load (`handoff`).
 
 mod delivery;
+pub mod handoff;
 pub mod housekeeping;
 mod in_flight;
 mod plans;
@@ -26,10 +28,12 @@ use crate::config::Settings;
 use crate::domain::status::Status;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
-use crate::store::delivery::AttemptRecord;
+use crate::store::delivery::{AttemptRecord, DueNotification};
 use crate::store::seams::{SharedDelivery, SharedHousekeeping};
 use in_flight::InFlight;
 use plans::{Loaded, Plans};
+
+pub use handoff::Handoff;
 
 /// How long a notification of a disabled endpoint waits before it is looked
 /// at again.
@@ -44,6 +48,7 @@ pub struct Dispatcher {
     sender: Sender,
     settings: Arc<Settings>,
     wake: Arc<Notify>,
+    handoff: Arc<Handoff>,
 }
 
 /// The shared parts each delivery task needs.
@@ -66,6 +71,7 @@ impl Dispatcher {
         sender: Sender,
         settings: Arc<Settings>,
         wake: Arc<Notify>,
+        handoff: Arc<Handoff>,
     ) -> Self {
         Self {
             store,
@@ -74,6 +80,7 @@ impl Dispatcher {
             sender,
             settings,
             wake,
+            handoff,
         }
     }
 
@@ -107,93 +114,71 @@ impl Dispatcher {
         });
         let mut plans = Plans::new(shared.default_timeout);
         let mut tasks = JoinSet::new();
+        if settings.dispatcher.handoff {
+            self.handoff.open(shared.permits.clone());
+        }
         tracing::info!(
             max_in_flight = settings.sender.max_in_flight,
+            handoff = settings.dispatcher.handoff,
             "dispatcher started"
         );
 
+        // Whether the next turn claims from the index: not when only a
+        // hand-off woke the dispatcher (nothing in the index got due sooner).
+        let mut claim_now = true;
+        let mut idle_until = tokio::time::Instant::now();
         while !shutdown.is_cancelled() {
             while tasks.try_join_next().is_some() {}
-            let free = shared.permits.available_permits();
-            if free == 0 {
+            if shared.permits.available_permits() == 0 {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
                     _ = shared.slot_freed.notified() => continue,
                 }
             }
-            let now = Utc::now();
-            let lease_until =
-                now + chrono::Duration::from_std(settings.lease()).unwrap_or_default();
-            // Claimed `claim_ahead_ms` before due, a delivery waits in memory
-            // and goes out when due, not a claim and a load later. The
-            // dispatcher wakes half that before the next due time, so one
-            // claim takes what falls due in the next few milliseconds.
-            let ahead = settings.dispatcher.claim_ahead_ms;
-            let due_by = now + chrono::Duration::milliseconds(ahead as i64);
-            let claim = match self
-                .due
-                .claim(
-                    now,
-                    due_by,
-                    free.min(settings.dispatcher.batch_size),
-                    lease_until,
-                )
-                .await
+            let handed = self.handoff.take();
+            if !handed.is_empty()
+                && self
+                    .deliver_handed(handed, &mut plans, &shared, &outcomes, &mut tasks)
+                    .await
             {
-                Ok(claim) => claim,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot claim from the due index; deliveries pause until Redis answers");
-                    pause(&shutdown, STORE_BACKOFF).await;
-                    continue;
-                }
-            };
-            if claim.requeued > 0 {
-                tracing::info!(
-                    count = claim.requeued,
-                    "expired leases returned to the due index"
-                );
+                // Some went back to the index (no room after all, or an
+                // endpoint at its cap): the next claim finds them.
+                claim_now = true;
             }
-            if claim.ids.is_empty() {
-                let idle = Duration::from_millis(settings.dispatcher.max_idle_ms);
-                let wait = claim
-                    .next_event_ms(ahead as i64 / 2)
-                    .map(|ms| {
-                        Duration::from_millis((ms - now.timestamp_millis()).max(0) as u64).min(idle)
-                    })
-                    .unwrap_or(idle);
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = self.wake.notified() => {}
-                    _ = tokio::time::sleep(wait) => {}
-                }
-                continue;
-            }
-            let current = |id, version| plans.current(id, version, now);
-            let claimed = match self.store.load_claimed(&claim.ids, &current).await {
-                Ok(claimed) => claimed,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot load claimed notifications; giving them back");
-                    let back: Vec<_> = claim.ids.iter().map(|id| (*id, now)).collect();
-                    if let Err(error) = self.due.reschedule(&back).await {
-                        tracing::warn!(%error, "cannot give claims back; their leases will expire");
+            if claim_now {
+                match self
+                    .claim(&mut plans, &shared, &outcomes, &mut tasks, &shutdown)
+                    .await
+                {
+                    Turn::Again => continue,
+                    Turn::IdleFor(wait) => {
+                        idle_until = tokio::time::Instant::now() + wait;
+                        claim_now = false;
                     }
-                    pause(&shutdown, STORE_BACKOFF).await;
-                    continue;
                 }
-            };
-            let loaded = plans.for_claim(claimed, now);
-            self.dispatch(
-                &claim.ids,
-                loaded,
-                (now, due_by),
-                &shared,
-                &outcomes,
-                &mut tasks,
-            )
-            .await;
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => claim_now = true,
+                _ = self.handoff.handed() => {}
+                _ = tokio::time::sleep_until(idle_until) => claim_now = true,
+            }
         }
 
-        // Shutdown: no more claims. Let deliveries finish, within limits.
+        // Shutdown: no more claims or hand-offs; what was handed over and
+        // not started goes back to the index.
+        let untaken: Vec<(Uuid, DateTime<Utc>)> = self
+            .handoff
+            .close()
+            .iter()
+            .map(|row| (row.id, Utc::now()))
+            .collect();
+        if !untaken.is_empty() {
+            if let Err(error) = self.due.reschedule(&untaken).await {
+                tracing::warn!(%error, "cannot give handed-over notifications back; their leases will expire");
+            }
+        }
+        // Let deliveries finish, within limits.
         let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
         let in_flight = tasks.len();
         if in_flight > 0 {
@@ -233,8 +218,116 @@ impl Dispatcher {
         tracing::info!("dispatcher stopped");
     }
 
+    /// One claim from the index: what is due (or due within
+    /// `claim_ahead_ms`) is loaded and started. Says whether to claim again
+    /// at once, or how long nothing is due.
+    async fn claim(
+        &self,
+        plans: &mut Plans,
+        shared: &Arc<Shared>,
+        outcomes: &mpsc::Sender<AttemptRecord>,
+        tasks: &mut JoinSet<()>,
+        shutdown: &CancellationToken,
+    ) -> Turn {
+        let settings = &self.settings;
+        let free = shared.permits.available_permits();
+        let now = Utc::now();
+        let lease_until = now + chrono::Duration::from_std(settings.lease()).unwrap_or_default();
+        // Claimed `claim_ahead_ms` before due, a delivery waits in memory
+        // and goes out when due, not a claim and a load later. The
+        // dispatcher wakes half that before the next due time, so one
+        // claim takes what falls due in the next few milliseconds.
+        let ahead = settings.dispatcher.claim_ahead_ms;
+        let due_by = now + chrono::Duration::milliseconds(ahead as i64);
+        let claim = match self
+            .due
+            .claim(
+                now,
+                due_by,
+                free.min(settings.dispatcher.batch_size),
+                lease_until,
+            )
+            .await
+        {
+            Ok(claim) => claim,
+            Err(error) => {
+                tracing::warn!(%error, "cannot claim from the due index; deliveries pause until Redis answers");
+                pause(shutdown, STORE_BACKOFF).await;
+                return Turn::Again;
+            }
+        };
+        if claim.requeued > 0 {
+            tracing::info!(
+                count = claim.requeued,
+                "expired leases returned to the due index"
+            );
+        }
+        if claim.ids.is_empty() {
+            let idle = Duration::from_millis(settings.dispatcher.max_idle_ms);
+            let wait = claim
+                .next_event_ms(ahead as i64 / 2)
+                .map(|ms| {
+                    Duration::from_millis((ms - now.timestamp_millis()).max(0) as u64).min(idle)
+                })
+                .unwrap_or(idle);
+            return Turn::IdleFor(wait);
+        }
+        let current = |id, version| plans.current(id, version, now);
+        let claimed = match self.store.load_claimed(&claim.ids, &current).await {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                tracing::warn!(%error, "cannot load claimed notifications; giving them back");
+                let back: Vec<_> = claim.ids.iter().map(|id| (*id, now)).collect();
+                if let Err(error) = self.due.reschedule(&back).await {
+                    tracing::warn!(%error, "cannot give claims back; their leases will expire");
+                }
+                pause(shutdown, STORE_BACKOFF).await;
+                return Turn::Again;
+            }
+        };
+        let loaded = plans.for_claim(claimed, now);
+        self.dispatch(&claim.ids, loaded, (now, due_by), shared, outcomes, tasks)
+            .await;
+        Turn::Again
+    }
+
+    /// Starts the deliveries this process's committer handed over (already
+    /// leased in the index), reading only the endpoints whose prepared copy
+    /// is not of the version their insert saw. Says whether any went back
+    /// to the index instead.
+    async fn deliver_handed(
+        &self,
+        handed: Vec<DueNotification>,
+        plans: &mut Plans,
+        shared: &Arc<Shared>,
+        outcomes: &mpsc::Sender<AttemptRecord>,
+        tasks: &mut JoinSet<()>,
+    ) -> bool {
+        let now = Utc::now();
+        let due_by =
+            now + chrono::Duration::milliseconds(self.settings.dispatcher.claim_ahead_ms as i64);
+        let ids: Vec<Uuid> = handed.iter().map(|row| row.id).collect();
+        metrics::counter!("hookd_notifications_handed_off_total").increment(ids.len() as u64);
+        let current = |id, version| plans.current(id, version, now);
+        let claimed = match self.store.with_endpoints(handed, &current).await {
+            Ok(claimed) => claimed,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the endpoints of handed-over notifications; giving them back");
+                let back: Vec<_> = ids.iter().map(|id| (*id, now)).collect();
+                if let Err(error) = self.due.reschedule(&back).await {
+                    tracing::warn!(%error, "cannot give them back; their leases will expire");
+                }
+                return true;
+            }
+        };
+        let loaded = plans.for_claim(claimed, now);
+        self.dispatch(&ids, loaded, (now, due_by), shared, outcomes, tasks)
+            .await
+    }
+
     /// Starts deliveries for claimed ids (those due by `due_by` wait for
-    /// their due time); gives back those that must wait longer.
+    /// their due time); gives back those that must wait longer, and says
+    /// whether there were any.
     async fn dispatch(
         &self,
         ids: &[Uuid],
@@ -246,7 +339,7 @@ impl Dispatcher {
         shared: &Arc<Shared>,
         outcomes: &mpsc::Sender<AttemptRecord>,
         tasks: &mut JoinSet<()>,
-    ) {
+    ) -> bool {
         let mut rows: HashMap<Uuid, _> = notifications.into_iter().map(|r| (r.id, r)).collect();
         let mut gone = Vec::new();
         let mut orphans = Vec::new();
@@ -378,6 +471,7 @@ impl Dispatcher {
                 tracing::warn!(%error, "cannot defer claims; their leases will expire");
             }
         }
+        !later.is_empty()
     }
 }
 
@@ -400,6 +494,14 @@ async fn until(due_at: DateTime<Utc>) -> bool {
 /// If Redis cannot say, the claim stands, as it would have without the wait.
 async fn still_leased(shared: &Shared, id: Uuid) -> bool {
     shared.due.leased(id, Utc::now()).await.unwrap_or(true)
+}
+
+/// What the dispatcher does after a claim.
+enum Turn {
+    /// Claim again now: the claim found work (or failed and paused).
+    Again,
+    /// Nothing is due for this long (or until woken).
+    IdleFor(Duration),
 }
 
 async fn pause(shutdown: &CancellationToken, duration: Duration) {

@@ -80,6 +80,11 @@ pub trait DueIndex: Send + Sync + 'static {
 
     /// Adds (or moves) notifications to the index at their due times.
     async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError>;
+    /// Adds notifications that this process's dispatcher delivers at once
+    /// (handed over by its committer) as leased until `lease_until`, as if
+    /// claimed: if that dispatcher never records them, they come back due
+    /// when the lease expires, like any claim.
+    async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError>;
     /// Removes notifications (cancelled ones). Best effort: the dispatcher
     /// skips ids whose rows are no longer pending anyway.
     async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError>;

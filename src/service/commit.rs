@@ -103,11 +103,16 @@ async fn run(service: Service, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>
             replies.push((job.writes.counts(), job.reply));
             writes.append(job.writes);
         }
+        let handing = service.handing_off(&writes);
+        writes.endpoint_versions = handing.is_some();
         match service.store.commit(writes).await {
             Ok(committed) => {
                 let due = committed.due();
                 metrics::counter!("hookd_notifications_created_total").increment(due.len() as u64);
-                service.index_due(&due).await;
+                match handing {
+                    Some(due_by) => service.index_or_hand_off(due, &committed, due_by).await,
+                    None => service.index_due(&due).await,
+                }
                 service.signal_pull(&committed.pulled()).await;
                 let counts: Vec<_> = replies.iter().map(|(counts, _)| *counts).collect();
                 let mut committed = committed.split(counts.into_iter());

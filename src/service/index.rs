@@ -4,12 +4,17 @@
 //! failure the breaker (`breaker`) keeps requests from waiting on the index
 //! for a while.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::breaker::Gate;
 use super::{Service, ServiceError};
 use crate::due::DueError;
+use crate::store::delivery::DueNotification;
+use crate::store::notifications::Inserted;
+use crate::store::writes::{Committed, Writes};
 
 impl Service {
     /// Adds committed notifications to the due index, and wakes this
@@ -31,17 +36,100 @@ impl Service {
                     self.wake.notify_one();
                 }
             }
-            Err(error) => {
-                if let Some(error) = error {
-                    tracing::warn!(%error, count = due.len(), "could not index notifications; marking them for the indexer");
+            Err(error) => self.owe_index(due, error).await,
+        }
+    }
+
+    /// Whether the notifications of this commit that are due now go to this
+    /// process's dispatcher (`dispatcher::handoff`) rather than through the
+    /// index and a claim; if so, the due time up to which they do. Only
+    /// when all the commit's single notifications fit in the dispatcher's
+    /// room: a bulk commit goes through the index, and its insert reads no
+    /// endpoint versions.
+    pub(crate) fn handing_off(&self, writes: &Writes) -> Option<DateTime<Utc>> {
+        if !self.settings.dispatcher.handoff
+            || writes.notifications.is_empty()
+            || self.breaker.is_open()
+        {
+            return None;
+        }
+        let room = self.handoff.room();
+        if writes.notifications.len() > room {
+            return None;
+        }
+        let due_by = Utc::now()
+            + chrono::Duration::milliseconds(self.settings.dispatcher.claim_ahead_ms as i64);
+        writes
+            .notifications
+            .iter()
+            .any(|n| !n.pull && n.next_attempt_at <= due_by)
+            .then_some(due_by)
+    }
+
+    /// Indexes what a commit created, except its single notifications due
+    /// by `due_by`: those go to this process's dispatcher, leased in the
+    /// index as a claim would have leased them.
+    pub(crate) async fn index_or_hand_off(
+        &self,
+        due: Vec<(Uuid, DateTime<Utc>)>,
+        committed: &Committed,
+        due_by: DateTime<Utc>,
+    ) {
+        let handed: Vec<DueNotification> = committed
+            .notifications
+            .iter()
+            .filter_map(|inserted| match inserted {
+                Inserted::Created(n)
+                    if !n.pull && n.next_attempt_at.is_some_and(|at| at <= due_by) =>
+                {
+                    // No version: the endpoint row was gone when inserting;
+                    // a claim finds that out.
+                    let version = committed.endpoint_versions.get(&n.id)?;
+                    Some(DueNotification::created(n, *version))
                 }
-                let ids: Vec<Uuid> = due.iter().map(|(id, _)| *id).collect();
-                if let Err(error) = self.store.mark_needs_index(&ids).await {
-                    // The overdue sweep still finds them: rows that are due
-                    // and in neither Redis set are re-indexed.
-                    tracing::warn!(%error, "could not mark notifications for indexing");
+                _ => None,
+            })
+            .collect();
+        if handed.is_empty() {
+            return self.index_due(&due).await;
+        }
+        let ids: Vec<Uuid> = handed.iter().map(|row| row.id).collect();
+        let leased: HashSet<Uuid> = ids.iter().copied().collect();
+        let (leased, rest): (Vec<_>, Vec<_>) =
+            due.into_iter().partition(|(id, _)| leased.contains(id));
+        self.index_due(&rest).await;
+        let lease_until =
+            Utc::now() + chrono::Duration::from_std(self.settings.lease()).unwrap_or_default();
+        let result = if self.index_gate() {
+            self.observed(self.due.add_leased(&ids, lease_until).await)
+        } else {
+            Err(None)
+        };
+        match result {
+            Ok(()) => {
+                if let Err(rows) = self.handoff.push(handed) {
+                    // The dispatcher stopped meanwhile: the leases go back
+                    // as due now, for whichever dispatcher claims next.
+                    let back: Vec<_> = rows.iter().map(|row| (row.id, Utc::now())).collect();
+                    if let Err(error) = self.due.reschedule(&back).await {
+                        tracing::warn!(%error, "could not give back notifications a stopped dispatcher did not take; their leases will expire");
+                    }
                 }
             }
+            Err(error) => self.owe_index(&leased, error).await,
+        }
+    }
+
+    /// Marks rows the index did not get, for the housekeeper to index.
+    async fn owe_index(&self, due: &[(Uuid, DateTime<Utc>)], error: Option<DueError>) {
+        if let Some(error) = error {
+            tracing::warn!(%error, count = due.len(), "could not index notifications; marking them for the indexer");
+        }
+        let ids: Vec<Uuid> = due.iter().map(|(id, _)| *id).collect();
+        if let Err(error) = self.store.mark_needs_index(&ids).await {
+            // The overdue sweep still finds them: rows that are due and in
+            // neither Redis set are re-indexed.
+            tracing::warn!(%error, "could not mark notifications for indexing");
         }
     }
 

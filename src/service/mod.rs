@@ -75,6 +75,9 @@ pub struct Handles {
     settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
     wake: Arc<Notify>,
+    /// Where the committers hand notifications due now to this process's
+    /// dispatcher (closed when it has none).
+    handoff: Arc<crate::dispatcher::Handoff>,
     commit: commit::Committer,
     /// Endpoints recently named by creates, so a create costs one commit
     /// and not a lookup too.
@@ -111,6 +114,7 @@ impl Service {
             pulls: Default::default(),
             due,
             wake: Arc::new(Notify::new()),
+            handoff: Default::default(),
             commit,
             endpoints: Default::default(),
             subscribers: Default::default(),
@@ -127,6 +131,11 @@ impl Service {
     /// What the dispatcher of this process waits on besides its timer.
     pub fn wake(&self) -> Arc<Notify> {
         self.wake.clone()
+    }
+
+    /// Where this process's dispatcher takes what the committers hand it.
+    pub fn handoff(&self) -> Arc<crate::dispatcher::Handoff> {
+        self.handoff.clone()
     }
 
     /// Forgets cached endpoints, so the next write reads them again (an

@@ -65,6 +65,30 @@ impl std::fmt::Debug for DueNotification {
 }
 
 impl DueNotification {
+    /// A notification this process has just created, as a claim would load
+    /// it, with the version its endpoint had in the creating statement.
+    pub fn created(row: &Notification, endpoint_version: i64) -> Self {
+        Self {
+            id: row.id,
+            endpoint_id: row.endpoint_id,
+            key: row.key.clone(),
+            event_type: row.event_type.clone(),
+            content_type: row.content_type.clone(),
+            body: row.body.clone(),
+            headers: row.headers.clone(),
+            schedule_ms: row.schedule_ms.clone(),
+            schedule_name: row.schedule_name.clone(),
+            status: row.status,
+            attempts: row.attempts,
+            series_start: row.series_start,
+            next_attempt_at: row.next_attempt_at,
+            event_id: row.event_id,
+            url: row.url.clone(),
+            endpoint_version: Some(endpoint_version),
+            unreadable: None,
+        }
+    }
+
     pub fn status(&self) -> Status {
         self.status
     }
@@ -189,6 +213,17 @@ impl Store {
         for row in &mut notifications {
             row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers.0);
         }
+        self.with_endpoints(notifications, current).await
+    }
+
+    /// Notifications to deliver with, once each, those of their endpoints
+    /// for which `current` says the caller's copy is not of the version the
+    /// notification came with: usually none, and then no query at all.
+    pub async fn with_endpoints(
+        &self,
+        notifications: Vec<DueNotification>,
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
         let mut endpoint_ids: Vec<Uuid> = notifications
             .iter()
             .filter(|n| {

@@ -163,17 +163,40 @@ pub enum Cancel {
     NotFound,
 }
 
+/// The insert of a group commit, returning each created row's id, its
+/// `created_at` and the given expression (its endpoint's version, or NULL).
+macro_rules! insert_notifications_sql {
+    ($endpoint_version:literal) => {
+        concat!(
+            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
+             SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
+                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
+                 $12::text[], $13::bool[]) \
+                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
+                      schedule_name, deliver_at, next_attempt_at, url, pull) \
+             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
+             RETURNING id, created_at, ",
+            $endpoint_version
+        )
+    };
+}
+
 impl Store {
     /// Inserts many notifications in one statement (one commit). Items whose
     /// endpoint + key exist already come back as `Existing` or `KeyConflict`,
-    /// in the order given.
+    /// in the order given. With `endpoint_versions`, also the version of each
+    /// created row's endpoint, by notification id.
     pub(super) async fn insert_notifications(
         &self,
         conn: &mut sqlx::PgConnection,
         items: Vec<NewNotification>,
-    ) -> Result<Vec<Inserted>, StoreError> {
+        endpoint_versions: bool,
+    ) -> Result<(Vec<Inserted>, HashMap<Uuid, i64>), StoreError> {
         if items.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         let mut ids = Vec::with_capacity(items.len());
         let mut endpoint_ids = Vec::with_capacity(items.len());
@@ -211,35 +234,44 @@ impl Store {
             urls.push(item.url.as_deref());
             pulls.push(item.pull);
         }
-        let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
-            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
-             SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
-             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
-                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
-                 $12::text[], $13::bool[]) \
-                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at, url, pull) \
-             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
-             RETURNING id, created_at",
-        )
-        .bind(&ids)
-        .bind(&endpoint_ids)
-        .bind(&keys)
-        .bind(&event_types)
-        .bind(&content_types)
-        .bind(&bodies)
-        .bind(&headers)
-        .bind(&schedules)
-        .bind(&schedule_names)
-        .bind(&deliver_ats)
-        .bind(&next_attempt_ats)
-        .bind(&urls)
-        .bind(&pulls)
-        .fetch_all(&mut *conn)
-        .await?;
-        let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
+        // The version of each row's endpoint, when the caller hands the rows
+        // to this process's dispatcher (`Writes::endpoint_versions`): read
+        // in the insert's snapshot, it tells the dispatcher whether its
+        // prepared endpoint is current, as a claim's load would.
+        let statement = if endpoint_versions {
+            insert_notifications_sql!(
+                "(SELECT ep.xmin::text::bigint FROM endpoints ep \
+                  WHERE ep.id = notifications.endpoint_id)"
+            )
+        } else {
+            insert_notifications_sql!("NULL::bigint")
+        };
+        let created: Vec<(Uuid, DateTime<Utc>, Option<i64>)> = sqlx::query_as(statement)
+            .bind(&ids)
+            .bind(&endpoint_ids)
+            .bind(&keys)
+            .bind(&event_types)
+            .bind(&content_types)
+            .bind(&bodies)
+            .bind(&headers)
+            .bind(&schedules)
+            .bind(&schedule_names)
+            .bind(&deliver_ats)
+            .bind(&next_attempt_ats)
+            .bind(&urls)
+            .bind(&pulls)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut versions = HashMap::new();
+        let created: HashMap<Uuid, DateTime<Utc>> = created
+            .into_iter()
+            .map(|(id, created_at, version)| {
+                if let Some(version) = version {
+                    versions.insert(id, version);
+                }
+                (id, created_at)
+            })
+            .collect();
 
         let conflicting: Vec<&NewNotification> = items
             .iter()
@@ -286,7 +318,7 @@ impl Store {
                 None => return Err(StoreError::Conflict("notifications_key".into())),
             }
         }
-        Ok(results)
+        Ok((results, versions))
     }
 
     pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {

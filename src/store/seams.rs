@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
-use super::delivery::{AttemptRecord, Claimed, Retry};
+use super::delivery::{AttemptRecord, Claimed, DueNotification, Retry};
 use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
@@ -122,6 +122,14 @@ pub trait DeliveryStore: Send + Sync + 'static {
     async fn load_claimed(
         &self,
         ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError>;
+    /// Notifications already at hand (handed over by this process's
+    /// committer) with, once each, those of their endpoints for which
+    /// `current(id, version)` is false.
+    async fn with_endpoints(
+        &self,
+        notifications: Vec<DueNotification>,
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError>;
     /// Records a batch of attempts with the state each decided, the
@@ -344,6 +352,13 @@ impl DeliveryStore for Store {
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
         Store::load_claimed(self, ids, current).await
+    }
+    async fn with_endpoints(
+        &self,
+        notifications: Vec<DueNotification>,
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        Store::with_endpoints(self, notifications, current).await
     }
     async fn record_attempts(
         &self,

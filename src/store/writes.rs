@@ -2,6 +2,8 @@
 //! deliveries), in one transaction, so a commit is one fsync however many
 //! requests it answers.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -14,6 +16,12 @@ use super::{Store, StoreError};
 pub struct Writes {
     pub notifications: Vec<NewNotification>,
     pub events: Vec<NewEvent>,
+    /// Also read each created notification's endpoint version
+    /// (`Committed::endpoint_versions`): the committer hands these rows to
+    /// this process's dispatcher, which must know whether its prepared
+    /// endpoint is current. Costs an index probe per row, so it is asked
+    /// for only then.
+    pub endpoint_versions: bool,
 }
 
 /// How many of each kind one request put into a `Writes`.
@@ -28,6 +36,9 @@ pub struct Counts {
 pub struct Committed {
     pub notifications: Vec<Inserted>,
     pub events: Vec<EventInserted>,
+    /// Each created notification's endpoint version (its row's `xmin`), by
+    /// notification id, when `Writes::endpoint_versions` asked for it.
+    pub endpoint_versions: HashMap<Uuid, i64>,
 }
 
 impl Writes {
@@ -106,6 +117,7 @@ impl Committed {
             .map(move |c| Committed {
                 notifications: notifications.by_ref().take(c.notifications).collect(),
                 events: events.by_ref().take(c.events).collect(),
+                endpoint_versions: HashMap::new(),
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -124,8 +136,8 @@ impl Store {
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
         if !writes.keyed() && (writes.events.is_empty() || writes.notifications.is_empty()) {
             let mut conn = self.pool.acquire().await?;
-            let notifications = self
-                .insert_notifications(&mut conn, writes.notifications)
+            let (notifications, endpoint_versions) = self
+                .insert_notifications(&mut conn, writes.notifications, writes.endpoint_versions)
                 .await?;
             let events = if writes.events.is_empty() {
                 Vec::new()
@@ -135,17 +147,19 @@ impl Store {
             return Ok(Committed {
                 notifications,
                 events,
+                endpoint_versions,
             });
         }
         let mut tx = self.pool.begin().await?;
-        let notifications = self
-            .insert_notifications(&mut tx, writes.notifications)
+        let (notifications, endpoint_versions) = self
+            .insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions)
             .await?;
         let events = self.insert_events(&mut tx, writes.events).await?;
         tx.commit().await?;
         Ok(Committed {
             notifications,
             events,
+            endpoint_versions,
         })
     }
 }

@@ -12,6 +12,7 @@ mod degrade;
 mod delivery;
 mod events;
 mod guard;
+mod handoff;
 mod logs;
 mod operator;
 mod pull;

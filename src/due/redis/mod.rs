@@ -223,6 +223,21 @@ impl RedisIndex {
         .await
     }
 
+    /// Adds notifications to `inflight`, leased until `until`, in one
+    /// command: handed to this process's dispatcher, they are not claimed.
+    pub async fn add_leased(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let until = score(until);
+        let items: Vec<(i64, Member)> = ids.iter().map(|id| (until, member(id))).collect();
+        let key = &self.keys.inflight;
+        self.run::<()>(|p| {
+            p.zadd_multiple(key, &items).ignore();
+        })
+        .await
+    }
+
     /// Removes notifications from the index (cancelled ones, say). Best effort:
     /// the dispatcher also skips any id whose row is no longer pending.
     pub async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
@@ -254,6 +269,10 @@ impl RedisIndex {
 impl crate::due::DueIndex for RedisIndex {
     async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
         RedisIndex::add(self, entries).await
+    }
+
+    async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError> {
+        RedisIndex::add_leased(self, ids, lease_until).await
     }
 
     async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
