@@ -13,6 +13,7 @@ use super::breaker::Gate;
 use super::{Service, ServiceError};
 use crate::due::DueError;
 use crate::store::delivery::DueNotification;
+use crate::store::events::EventInserted;
 use crate::store::notifications::Inserted;
 use crate::store::writes::{Committed, Writes};
 
@@ -40,56 +41,78 @@ impl Service {
         }
     }
 
-    /// Whether the notifications of this commit that are due now go to this
-    /// process's dispatcher (`dispatcher::handoff`) rather than through the
-    /// index and a claim; if so, the due time up to which they do. Only
-    /// when all the commit's single notifications fit in the dispatcher's
-    /// room: a bulk commit goes through the index, and its insert reads no
-    /// endpoint versions.
+    /// Whether the notifications of this commit that are due now (single
+    /// ones and events' deliveries) go to this process's dispatcher
+    /// (`dispatcher::handoff`) rather than through the index and a claim;
+    /// if so, the due time up to which they do. Only when all of the
+    /// commit's notifications fit in the dispatcher's room: a bulk commit
+    /// goes through the index, and its insert reads no endpoint versions.
     pub(crate) fn handing_off(&self, writes: &Writes) -> Option<DateTime<Utc>> {
-        if !self.settings.dispatcher.handoff
-            || writes.notifications.is_empty()
-            || self.breaker.is_open()
-        {
+        if !self.settings.dispatcher.handoff || self.breaker.is_open() {
             return None;
         }
-        let room = self.handoff.room();
-        if writes.notifications.len() > room {
+        let deliveries = || writes.events.iter().flat_map(|e| &e.deliveries);
+        let rows = writes.notifications.len() + deliveries().count();
+        if rows == 0 || rows > self.handoff.room() {
             return None;
         }
         let due_by = Utc::now()
             + chrono::Duration::milliseconds(self.settings.dispatcher.claim_ahead_ms as i64);
-        writes
+        let singles = writes
             .notifications
             .iter()
-            .any(|n| !n.pull && n.next_attempt_at <= due_by)
+            .map(|n| (n.pull, n.next_attempt_at));
+        let delivered = deliveries().map(|d| (d.pull, d.next_attempt_at));
+        singles
+            .chain(delivered)
+            .any(|(pull, at)| !pull && at <= due_by)
             .then_some(due_by)
     }
 
-    /// Indexes what a commit created, except its single notifications due
-    /// by `due_by`: those go to this process's dispatcher, leased in the
-    /// index as a claim would have leased them.
+    /// Indexes what a commit created, except what is due by `due_by`: that
+    /// goes to this process's dispatcher, leased in the index as a claim
+    /// would have leased it.
     pub(crate) async fn index_or_hand_off(
         &self,
         due: Vec<(Uuid, DateTime<Utc>)>,
         committed: &Committed,
         due_by: DateTime<Utc>,
     ) {
-        let handed: Vec<DueNotification> = committed
+        // A row without a version had no endpoint row when it was
+        // inserted: a claim finds that out.
+        let version = |id| committed.endpoint_versions.get(&id).copied();
+        let singles = committed
             .notifications
             .iter()
             .filter_map(|inserted| match inserted {
                 Inserted::Created(n)
                     if !n.pull && n.next_attempt_at.is_some_and(|at| at <= due_by) =>
                 {
-                    // No version: the endpoint row was gone when inserting;
-                    // a claim finds that out.
-                    let version = committed.endpoint_versions.get(&n.id)?;
-                    Some(DueNotification::created(n, *version))
+                    Some(DueNotification::created(n, version(n.id)?))
                 }
                 _ => None,
-            })
-            .collect();
+            });
+        let deliveries = committed.events.iter().flat_map(|inserted| match inserted {
+            EventInserted::Created {
+                event,
+                push,
+                headers,
+                ..
+            } => push
+                .iter()
+                .filter(|d| d.next_attempt_at <= due_by)
+                .filter_map(|d| {
+                    Some(DueNotification::delivering(
+                        event,
+                        headers,
+                        d,
+                        version(d.id)?,
+                    ))
+                })
+                .collect(),
+            _ => Vec::new(),
+        });
+        let handed: Vec<DueNotification> = singles.chain(deliveries).collect();
         if handed.is_empty() {
             return self.index_due(&due).await;
         }

@@ -12,6 +12,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::endpoints::PreviousSecret;
+use super::events::{Event, NewDelivery};
 use super::notifications::{cancel_pending, Notification, Pending};
 use super::operator::{insert_operator_events, EventBinds};
 use super::{Store, StoreError};
@@ -84,6 +85,36 @@ impl DueNotification {
             next_attempt_at: row.next_attempt_at,
             event_id: row.event_id,
             url: row.url.clone(),
+            endpoint_version: Some(endpoint_version),
+            unreadable: None,
+        }
+    }
+
+    /// A delivery of an event this process has just created, as a claim
+    /// would load it (the event's type and body, the event's headers), with
+    /// the version its endpoint had in the creating statement.
+    pub fn delivering(
+        event: &Event,
+        headers: &BTreeMap<String, String>,
+        delivery: &NewDelivery,
+        endpoint_version: i64,
+    ) -> Self {
+        Self {
+            id: delivery.id,
+            endpoint_id: delivery.endpoint_id,
+            key: None,
+            event_type: Some(event.event_type.clone()),
+            content_type: event.content_type.clone(),
+            body: event.body.clone(),
+            headers: Json(headers.clone()),
+            schedule_ms: delivery.schedule.delays_ms(),
+            schedule_name: delivery.schedule.name().map(str::to_string),
+            status: Status::Pending,
+            attempts: 0,
+            series_start: 0,
+            next_attempt_at: Some(delivery.next_attempt_at),
+            event_id: Some(event.id),
+            url: None,
             endpoint_version: Some(endpoint_version),
             unreadable: None,
         }

@@ -60,11 +60,12 @@ pub struct NewDelivery {
 /// What became of one event of a commit.
 #[derive(Debug)]
 pub enum EventInserted {
-    /// Stored, with its push deliveries and when each is due, and the
-    /// pull endpoints it reached.
+    /// Stored, with its push deliveries (and when each is due), the
+    /// custom headers they carry, and the pull endpoints it reached.
     Created {
         event: Event,
-        due: Vec<(Uuid, DateTime<Utc>)>,
+        push: Vec<NewDelivery>,
+        headers: BTreeMap<String, String>,
         pulled: Vec<Uuid>,
     },
     /// The owner already had an event with this key and payload.
@@ -118,15 +119,54 @@ pub struct EventFilter {
 const SUMMARY_COLUMNS: &str =
     "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at";
 
+/// The insert of a group commit's events and their deliveries, returning
+/// each created event's id and `created_at`; `$fanned_returning` and
+/// `$more` may add rows of (delivery id, NULL, its endpoint's version).
+macro_rules! insert_events_sql {
+    ($fanned_returning:literal, $more:literal) => {
+        concat!(
+            "WITH stored AS ( \
+                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
+                 SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                     $6::bytea[], $7::timestamptz[], $8::int[]) \
+                 ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
+                 RETURNING id, created_at, content_type, deliver_at \
+             ), schedules AS MATERIALIZED ( \
+                 SELECT position, literal::bigint[] AS delays, name \
+                 FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
+             ), fanned AS ( \
+                 INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
+                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
+                 SELECT d.id, d.endpoint_id, d.event_id, s.content_type, ''::bytea, \
+                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, s.deliver_at, d.next_attempt_at, \
+                     d.pull \
+                 FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
+                     $16::timestamptz[], $17::bool[]) \
+                     AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
+                 JOIN stored s ON s.id = d.event_id \
+                 JOIN schedules sc ON sc.position = d.schedule ",
+            $fanned_returning,
+            " ) SELECT id, created_at, NULL::bigint FROM stored ",
+            $more
+        )
+    };
+}
+
 impl Store {
     /// Inserts events and their deliveries in one statement: an event whose
     /// key exists already for its owner writes nothing, not even a
-    /// delivery. Those come back as `Existing` or `KeyConflict`.
+    /// delivery. Those come back as `Existing` or `KeyConflict`. With
+    /// `endpoint_versions`, also each delivery's endpoint version, by
+    /// delivery id.
     pub(super) async fn insert_events(
         &self,
         conn: &mut sqlx::PgConnection,
         events: Vec<NewEvent>,
-    ) -> Result<Vec<EventInserted>, StoreError> {
+        endpoint_versions: bool,
+    ) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>), StoreError> {
+        if events.is_empty() {
+            return Ok(Default::default());
+        }
         let rows: usize = events.iter().map(|e| e.deliveries.len()).sum();
         let (mut ids, mut owners, mut types, mut keys) = (vec![], vec![], vec![], vec![]);
         let (mut content_types, mut bodies, mut deliver_ats, mut counts) =
@@ -178,50 +218,48 @@ impl Store {
                 d_pull.push(delivery.pull);
             }
         }
-        let created: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
-            "WITH stored AS ( \
-                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
-                 SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                     $6::bytea[], $7::timestamptz[], $8::int[]) \
-                 ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
-                 RETURNING id, created_at, content_type, deliver_at \
-             ), schedules AS MATERIALIZED ( \
-                 SELECT position, literal::bigint[] AS delays, name \
-                 FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
-             ), fanned AS ( \
-                 INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
-                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
-                 SELECT d.id, d.endpoint_id, d.event_id, s.content_type, ''::bytea, \
-                     COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, s.deliver_at, d.next_attempt_at, \
-                     d.pull \
-                 FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
-                     $16::timestamptz[], $17::bool[]) \
-                     AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
-                 JOIN stored s ON s.id = d.event_id \
-                 JOIN schedules sc ON sc.position = d.schedule \
-             ) \
-             SELECT id, created_at FROM stored",
-        )
-        .bind(&ids)
-        .bind(&owners)
-        .bind(&types)
-        .bind(&keys)
-        .bind(&content_types)
-        .bind(&bodies)
-        .bind(&deliver_ats)
-        .bind(&counts)
-        .bind(&d_ids)
-        .bind(&d_endpoints)
-        .bind(&d_events)
-        .bind(&d_headers)
-        .bind(&schedule_literals)
-        .bind(&schedule_names)
-        .bind(&d_schedules)
-        .bind(&d_next)
-        .bind(&d_pull)
-        .fetch_all(&mut *conn)
-        .await?;
-        let created: HashMap<Uuid, DateTime<Utc>> = created.into_iter().collect();
+        // With `endpoint_versions`, each delivery's endpoint version comes
+        // back too (as for single notifications: the committer hands them
+        // to this process's dispatcher), in rows of their own.
+        let statement = if endpoint_versions {
+            insert_events_sql!(
+                "RETURNING id, (SELECT ep.xmin::text::bigint FROM endpoints ep \
+                     WHERE ep.id = notifications.endpoint_id) AS version",
+                "UNION ALL SELECT id, NULL, version FROM fanned"
+            )
+        } else {
+            insert_events_sql!("", "")
+        };
+        let returned: Vec<(Uuid, Option<DateTime<Utc>>, Option<i64>)> = sqlx::query_as(statement)
+            .bind(&ids)
+            .bind(&owners)
+            .bind(&types)
+            .bind(&keys)
+            .bind(&content_types)
+            .bind(&bodies)
+            .bind(&deliver_ats)
+            .bind(&counts)
+            .bind(&d_ids)
+            .bind(&d_endpoints)
+            .bind(&d_events)
+            .bind(&d_headers)
+            .bind(&schedule_literals)
+            .bind(&schedule_names)
+            .bind(&d_schedules)
+            .bind(&d_next)
+            .bind(&d_pull)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut created = HashMap::new();
+        let mut versions = HashMap::new();
+        for (id, created_at, version) in returned {
+            if let Some(created_at) = created_at {
+                created.insert(id, created_at);
+            }
+            if let Some(version) = version {
+                versions.insert(id, version);
+            }
+        }
 
         // Events not stored met an existing key: read those events in the
         // same transaction.
@@ -256,13 +294,16 @@ impl Store {
         let mut results = Vec::with_capacity(events.len());
         for event in events {
             if let Some(created_at) = created.get(&event.id) {
-                let (pull, push): (Vec<_>, Vec<_>) = event.deliveries.iter().partition(|d| d.pull);
-                let due = push.iter().map(|d| (d.id, d.next_attempt_at)).collect();
-                let pulled = pull.iter().map(|d| d.endpoint_id).collect();
+                let mut event = event;
+                let deliveries = std::mem::take(&mut event.deliveries);
+                let headers = std::mem::take(&mut event.headers);
+                let count = deliveries.len();
+                let (pull, push): (Vec<_>, Vec<_>) = deliveries.into_iter().partition(|d| d.pull);
                 results.push(EventInserted::Created {
-                    due,
-                    pulled,
-                    event: event.into_row(*created_at),
+                    push,
+                    headers,
+                    pulled: pull.iter().map(|d| d.endpoint_id).collect(),
+                    event: event.into_row(*created_at, count),
                 });
                 continue;
             }
@@ -284,7 +325,7 @@ impl Store {
                 None => return Err(StoreError::Conflict("events_key".into())),
             }
         }
-        Ok(results)
+        Ok((results, versions))
     }
 
     /// The live, enabled endpoints of these owners (`None`: endpoints
@@ -399,7 +440,9 @@ impl Store {
 }
 
 impl NewEvent {
-    fn into_row(self, created_at: DateTime<Utc>) -> Event {
+    /// The stored row, with the count of its deliveries (moved out of it
+    /// already).
+    fn into_row(self, created_at: DateTime<Utc>, deliveries: usize) -> Event {
         Event {
             id: self.id,
             owner: self.owner,
@@ -408,7 +451,7 @@ impl NewEvent {
             content_type: self.content_type,
             body: self.body,
             deliver_at: self.deliver_at,
-            deliveries: self.deliveries.len() as i32,
+            deliveries: deliveries as i32,
             created_at,
         }
     }

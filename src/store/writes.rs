@@ -16,11 +16,11 @@ use super::{Store, StoreError};
 pub struct Writes {
     pub notifications: Vec<NewNotification>,
     pub events: Vec<NewEvent>,
-    /// Also read each created notification's endpoint version
-    /// (`Committed::endpoint_versions`): the committer hands these rows to
-    /// this process's dispatcher, which must know whether its prepared
-    /// endpoint is current. Costs an index probe per row, so it is asked
-    /// for only then.
+    /// Also read each created notification's (and event delivery's)
+    /// endpoint version (`Committed::endpoint_versions`): the committer
+    /// hands these rows to this process's dispatcher, which must know
+    /// whether its prepared endpoint is current. Costs an index probe per
+    /// row, so it is asked for only then.
     pub endpoint_versions: bool,
 }
 
@@ -36,8 +36,9 @@ pub struct Counts {
 pub struct Committed {
     pub notifications: Vec<Inserted>,
     pub events: Vec<EventInserted>,
-    /// Each created notification's endpoint version (its row's `xmin`), by
-    /// notification id, when `Writes::endpoint_versions` asked for it.
+    /// Each created notification's (or event delivery's) endpoint version
+    /// (its row's `xmin`), by notification id, when
+    /// `Writes::endpoint_versions` asked for it.
     pub endpoint_versions: HashMap<Uuid, i64>,
 }
 
@@ -85,10 +86,12 @@ impl Committed {
             _ => None,
         });
         let deliveries = self.events.iter().flat_map(|r| match r {
-            EventInserted::Created { due, .. } => due.as_slice(),
+            EventInserted::Created { push, .. } => push.as_slice(),
             _ => &[],
         });
-        singles.chain(deliveries.copied()).collect()
+        singles
+            .chain(deliveries.map(|d| (d.id, d.next_attempt_at)))
+            .collect()
     }
 
     /// The pull endpoints the commit gave new notifications to: their
@@ -136,13 +139,17 @@ impl Store {
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
         if !writes.keyed() && (writes.events.is_empty() || writes.notifications.is_empty()) {
             let mut conn = self.pool.acquire().await?;
-            let (notifications, endpoint_versions) = self
+            let (notifications, mut endpoint_versions) = self
                 .insert_notifications(&mut conn, writes.notifications, writes.endpoint_versions)
                 .await?;
             let events = if writes.events.is_empty() {
                 Vec::new()
             } else {
-                self.insert_events(&mut conn, writes.events).await?
+                let (events, versions) = self
+                    .insert_events(&mut conn, writes.events, writes.endpoint_versions)
+                    .await?;
+                endpoint_versions.extend(versions);
+                events
             };
             return Ok(Committed {
                 notifications,
@@ -151,10 +158,13 @@ impl Store {
             });
         }
         let mut tx = self.pool.begin().await?;
-        let (notifications, endpoint_versions) = self
+        let (notifications, mut endpoint_versions) = self
             .insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions)
             .await?;
-        let events = self.insert_events(&mut tx, writes.events).await?;
+        let (events, versions) = self
+            .insert_events(&mut tx, writes.events, writes.endpoint_versions)
+            .await?;
+        endpoint_versions.extend(versions);
         tx.commit().await?;
         Ok(Committed {
             notifications,

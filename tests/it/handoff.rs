@@ -21,10 +21,11 @@ use crate::receiver::Receiver;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A hookd process (all roles) with `env`, an endpoint `shop` to
-/// `receiver`, one notification due now and one due in a second; returns
-/// once both arrived, with the process's `/metrics` and the two
-/// notifications as the API shows them.
-async fn two_notifications_through_a_process(
+/// `receiver`, one notification due now, one due in a second and one event
+/// (one delivery, to `shop`, due now); returns once all three arrived, with
+/// the process's `/metrics` and the three notifications as the API shows
+/// them (the event's delivery last).
+async fn three_notifications_through_a_process(
     pool: &PgPool,
     env: &[(&str, &str)],
 ) -> (String, Vec<Value>) {
@@ -54,7 +55,7 @@ async fn two_notifications_through_a_process(
     };
     let created = post(
         "/v1/endpoints",
-        json!({"uid": "shop", "url": receiver.url("/hook")}),
+        json!({"uid": "shop", "owner": "m-1", "url": receiver.url("/hook")}),
     )
     .await
     .unwrap();
@@ -69,7 +70,25 @@ async fn two_notifications_through_a_process(
         let created: Value = created.json().await.unwrap();
         ids.push(created["id"].as_str().unwrap().to_string());
     }
-    receiver.wait_for("/hook", 2, DEADLINE).await;
+    let event = post(
+        "/v1/events",
+        json!({"event_type": "order.paid", "owner": "m-1", "payload": {"n": 3}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(event.status(), StatusCode::CREATED);
+    let event: Value = event.json().await.unwrap();
+    let event_id = event["id"].as_str().unwrap();
+    let got = receiver.wait_for("/hook", 3, DEADLINE).await;
+    // The event's delivery went out as a claimed one would: its event's
+    // body, type and id, its own webhook id.
+    let delivered = got
+        .iter()
+        .find(|r| r.header("hookd-event-id") == Some(event_id))
+        .expect("the event's delivery arrived");
+    assert_eq!(&delivered.body[..], br#"{"n":3}"#);
+    assert_eq!(delivered.header("hookd-event-type"), Some("order.paid"));
+    ids.push(delivered.header("webhook-id").unwrap().to_string());
     let mut notifications = Vec::new();
     for id in &ids {
         let settled = eventually(DEADLINE, "the notification to succeed", || async {
@@ -114,12 +133,12 @@ fn counter(metrics: &str, name: &str) -> f64 {
 async fn a_notification_due_now_is_sent_by_the_process_that_created_it_without_a_claim(
     pool: PgPool,
 ) {
-    let (metrics, notifications) = two_notifications_through_a_process(&pool, &[]).await;
-    // The one due now was handed over; the one due later went through the
-    // index and a claim.
+    let (metrics, notifications) = three_notifications_through_a_process(&pool, &[]).await;
+    // The notification and the event's delivery due now were handed over;
+    // the one due later went through the index and a claim.
     assert_eq!(
         counter(&metrics, "hookd_notifications_handed_off_total"),
-        1.0,
+        2.0,
         "{metrics}"
     );
     for notification in notifications {
@@ -130,7 +149,8 @@ async fn a_notification_due_now_is_sent_by_the_process_that_created_it_without_a
 #[sqlx::test]
 async fn with_the_handoff_off_every_notification_goes_through_a_claim(pool: PgPool) {
     let (metrics, notifications) =
-        two_notifications_through_a_process(&pool, &[("HOOKD_DISPATCHER__HANDOFF", "false")]).await;
+        three_notifications_through_a_process(&pool, &[("HOOKD_DISPATCHER__HANDOFF", "false")])
+            .await;
     assert_eq!(
         counter(&metrics, "hookd_notifications_handed_off_total"),
         0.0,
