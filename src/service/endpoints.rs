@@ -252,7 +252,7 @@ impl EndpointFields {
     }
 }
 
-fn default_endpoint() -> Endpoint {
+pub(super) fn default_endpoint() -> Endpoint {
     let now = Utc::now();
     let schedule = Schedule::default();
     Endpoint {

@@ -70,12 +70,14 @@ pub struct EventInput {
 
 /// An owner's candidate endpoints, by owner, briefly.
 #[derive(Clone)]
-pub(super) struct SubscriberCache(moka::sync::Cache<Option<String>, Arc<Vec<Subscriber>>>);
+/// Requests that miss the same owner at once wait for one read (see
+/// `lookup::EndpointCache`).
+pub(super) struct SubscriberCache(moka::future::Cache<Option<String>, Arc<Vec<Subscriber>>>);
 
 impl Default for SubscriberCache {
     fn default() -> Self {
         Self(
-            moka::sync::Cache::builder()
+            moka::future::Cache::builder()
                 // Weighed by what the entries hold, the owner and each
                 // endpoint's patterns and schedule included, so neither many
                 // owners nor long pattern lists exceed the bound.
@@ -276,7 +278,7 @@ impl Service {
         let mut found = HashMap::with_capacity(owners.len());
         let mut missing = Vec::new();
         for owner in owners {
-            match self.subscribers.0.get(&owner) {
+            match self.subscribers.0.get(&owner).await {
                 Some(list) => {
                     found.insert(owner, list);
                 }
@@ -284,6 +286,26 @@ impl Service {
             }
         }
         if missing.is_empty() {
+            return Ok(found);
+        }
+        if let [owner] = missing.as_slice() {
+            // The usual miss: one read, whoever else is waiting for it.
+            let read = async {
+                let owners = std::slice::from_ref(owner);
+                let list = self.store.subscribers(owners).await.map_err(Arc::new)?;
+                Ok::<_, Arc<crate::store::StoreError>>(Arc::new(
+                    list.into_iter()
+                        .filter(|subscriber| subscriber.owner == *owner)
+                        .collect(),
+                ))
+            };
+            let list = self
+                .subscribers
+                .0
+                .try_get_with(owner.clone(), read)
+                .await
+                .map_err(|error| ServiceError::Store(error.as_ref().clone()))?;
+            found.insert(owner.clone(), list);
             return Ok(found);
         }
         let mut by_owner: HashMap<Option<String>, Vec<Subscriber>> =
@@ -295,7 +317,7 @@ impl Service {
         }
         for (owner, list) in by_owner {
             let list = Arc::new(list);
-            self.subscribers.0.insert(owner.clone(), list.clone());
+            self.subscribers.0.insert(owner.clone(), list.clone()).await;
             found.insert(owner, list);
         }
         Ok(found)
