@@ -103,6 +103,8 @@ pub struct DatabaseSettings {
     pub url: Secret,
     pub migrate: bool,
     pub max_connections: u32,
+    /// Connections kept open while idle (at most `max_connections`).
+    pub min_connections: u32,
     pub acquire_timeout_ms: u64,
 }
 

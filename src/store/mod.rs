@@ -116,6 +116,8 @@ impl Store {
             .map_err(|e| StoreError::Database(sqlx::Error::Configuration(Box::new(e))))?;
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
+            // Opened at start and kept (see `database.min_connections`).
+            .min_connections(settings.min_connections.min(settings.max_connections))
             // sqlx pings a connection when it goes back to the pool (a round
             // trip that flushes anything a cancelled query left), so a
             // second ping when it is taken out again only doubles those

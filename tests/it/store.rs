@@ -1,6 +1,7 @@
 //! The store's boundary and write rules, against a real PostgreSQL: typed
 //! statuses and outcomes in their text columns; what recording a batch of
-//! attempts writes with them; disabling failing endpoints.
+//! attempts writes with them; disabling failing endpoints; the connections
+//! a process keeps.
 
 use chrono::{DateTime, Utc};
 use hookd::domain::health::{self, DISABLED_FAILING};
@@ -439,4 +440,42 @@ async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(
             "{text}"
         );
     }
+}
+
+#[sqlx::test]
+async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool: PgPool) {
+    use crate::helpers::{database_url, eventually, new_prefix, redis_url, HookdProcess};
+    let db = database_url(&pool);
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let mut hookd = HookdProcess::start(
+        &db,
+        &redis_url(),
+        &new_prefix(),
+        &[("HOOKD_DATABASE__MIN_CONNECTIONS", "6")],
+    );
+    // An idle dispatcher needs one or two at a time; the pool holds six.
+    eventually(
+        std::time::Duration::from_secs(20),
+        "six connections of hookd's",
+        || async {
+            let open: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE application_name = 'hookd' AND datname = $1",
+            )
+            .bind(&database)
+            .fetch_one(&pool)
+            .await
+            .ok()?;
+            (open >= 6).then_some(())
+        },
+    )
+    .await;
+    hookd.signal("TERM");
+    assert_eq!(
+        hookd.wait(std::time::Duration::from_secs(20)).await,
+        Some(0)
+    );
 }
