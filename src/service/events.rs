@@ -68,10 +68,9 @@ pub struct EventInput {
     pub endpoints: Option<Vec<String>>,
 }
 
-/// An owner's candidate endpoints, by owner, briefly.
+/// An owner's candidate endpoints, by owner, briefly. Requests that miss
+/// the same owner at once wait for one read (see `lookup::EndpointCache`).
 #[derive(Clone)]
-/// Requests that miss the same owner at once wait for one read (see
-/// `lookup::EndpointCache`).
 pub(super) struct SubscriberCache(moka::future::Cache<Option<String>, Arc<Vec<Subscriber>>>);
 
 impl Default for SubscriberCache {
