@@ -13,7 +13,8 @@ use crate::domain::secret::SigningSecret;
 use crate::domain::status::{after_attempt, Status};
 use crate::domain::success::SuccessRule;
 use crate::sender::{AttemptError, AttemptResult, Delivery, Sender, Target};
-use crate::store::delivery::{AttemptRecord, DeliveryEndpoint, DueNotification};
+use crate::store::delivery::{DeliveryEndpoint, DueNotification};
+use crate::store::recording::AttemptRecord;
 
 /// An endpoint prepared once per claimed batch and shared by the batch's
 /// deliveries to it.

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::domain::health;
 use crate::domain::outcome::Outcome;
 use crate::due::SharedIndex;
-use crate::store::delivery::AttemptRecord;
+use crate::store::recording::AttemptRecord;
 use crate::store::seams::{DeliveryStore, SharedDelivery};
 
 /// Most outcomes written in one statement.

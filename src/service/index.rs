@@ -117,9 +117,9 @@ impl Service {
             return self.index_due(&due).await;
         }
         let ids: Vec<Uuid> = handed.iter().map(|row| row.id).collect();
-        let leased: HashSet<Uuid> = ids.iter().copied().collect();
+        let handed_ids: HashSet<Uuid> = ids.iter().copied().collect();
         let (leased, rest): (Vec<_>, Vec<_>) =
-            due.into_iter().partition(|(id, _)| leased.contains(id));
+            due.into_iter().partition(|(id, _)| handed_ids.contains(id));
         self.index_due(&rest).await;
         let lease_until =
             Utc::now() + chrono::Duration::from_std(self.settings.lease()).unwrap_or_default();

@@ -292,9 +292,8 @@ impl Store {
         }
 
         let mut results = Vec::with_capacity(events.len());
-        for event in events {
+        for mut event in events {
             if let Some(created_at) = created.get(&event.id) {
-                let mut event = event;
                 let deliveries = std::mem::take(&mut event.deliveries);
                 let headers = std::mem::take(&mut event.headers);
                 let count = deliveries.len();

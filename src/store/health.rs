@@ -1,7 +1,7 @@
 //! Endpoint health in the store: the automatic disabling of endpoints whose
 //! every attempt has failed for too long. What counts as failing and the
 //! events that report a disable are decided in `domain/`; the recorder
-//! writes `failing_since` with the attempts (`delivery.rs`).
+//! writes `failing_since` with the attempts (`recording.rs`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

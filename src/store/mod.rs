@@ -12,6 +12,7 @@ mod operator;
 #[cfg(test)]
 mod plan_tests;
 pub mod pull;
+pub mod recording;
 pub mod reseal;
 mod sealing;
 pub mod seams;
@@ -137,7 +138,7 @@ impl Store {
                     // right one: values a partial index's predicate needs
                     // are literals, never parameters, and a batch statement
                     // is driven by its batch, which a generic plan counts as
-                    // 10 rows (`delivery::RECORD_ATTEMPTS`, `plan_tests`).
+                    // 10 rows (`recording::RECORD_ATTEMPTS`, `plan_tests`).
                     sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
                         .await
                         .map(|_| ())

@@ -6,7 +6,7 @@
 
 use sqlx::PgPool;
 
-use super::delivery::RECORD_ATTEMPTS;
+use super::recording::RECORD_ATTEMPTS;
 
 /// The plan of `sql` as a generic plan (every parameter NULL: a generic plan
 /// does not look at them), one line per node or detail.

@@ -16,7 +16,7 @@ use sqlx::types::Json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::delivery::AttemptRecord;
+use super::recording::AttemptRecord;
 use super::{Store, StoreError};
 use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
@@ -216,7 +216,7 @@ impl Store {
             }
         };
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::delivery::record_attempts_on(&mut conn, &records, &[]).await?;
+        let moved = super::recording::record_attempts_on(&mut conn, &records, &[]).await?;
         Ok(LeasesEnded { rows, moved })
     }
 

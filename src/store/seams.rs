@@ -18,13 +18,14 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
-use super::delivery::{AttemptRecord, Claimed, DueNotification, Retry};
+use super::delivery::{Claimed, DueNotification, Retry};
 use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
 use super::notifications::{Cancel, Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
+use super::recording::AttemptRecord;
 use super::writes::{Committed, Writes};
 use super::{Store, StoreError};
 use crate::domain::health::Health;

@@ -11,8 +11,8 @@ use hookd::domain::operator_event::{
 };
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
 use hookd::domain::status::{after_attempt, Status};
-use hookd::store::delivery::AttemptRecord;
 use hookd::store::health::FailingEndpoint;
+use hookd::store::recording::AttemptRecord;
 use hookd::store::{Store, StoreError};
 use sqlx::PgPool;
 use uuid::Uuid;

@@ -17,8 +17,8 @@ use crate::domain::pull::{after_failure, failure_error, Failure, Receipt};
 use crate::domain::schedule::Schedule;
 use crate::domain::status::{after_attempt, Status};
 use crate::service::{Service, ServiceError};
-use crate::store::delivery::AttemptRecord;
 use crate::store::pull::{Leased, Leases, Taken};
+use crate::store::recording::AttemptRecord;
 
 /// Leases ended per statement by the expiry sweep.
 pub(super) const EXPIRE_BATCH: i64 = 1000;
