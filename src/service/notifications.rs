@@ -251,18 +251,14 @@ impl Service {
     }
 
     /// A failed (or pending) notification is due again now, in a new
-    /// attempt series. One being delivered at this moment (leased) is
-    /// refused, so a retry never races its own attempt.
+    /// attempt series. A pending one being delivered at this moment
+    /// (leased) is refused, so a retry never races its own attempt; a failed
+    /// one is retried even while the lease of its last attempt is still
+    /// being released.
     pub async fn retry_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
-        if self.leased(id).await? {
-            return Err(Problem::conflict(
-                ErrorCode::InFlight,
-                "the notification is being delivered now; retry it once that attempt is recorded",
-            )
-            .into());
-        }
+        let delivering = self.leased(id).await?;
         let now = Utc::now();
-        match self.store.retry_notification(id, now).await? {
+        match self.store.retry_notification(id, now, delivering).await? {
             Retry::Retried(n) if n.pull => {
                 self.signal_pull(&[n.endpoint_id]).await;
                 Ok(n)
@@ -271,9 +267,14 @@ impl Service {
                 self.index_due(&[(n.id, now)]).await;
                 Ok(n)
             }
-            Retry::InFlight(_) => Err(Problem::conflict(
+            Retry::InFlight(n) if n.pull => Err(Problem::conflict(
                 ErrorCode::InFlight,
                 "a consumer holds the notification under a lease right now: ack or nack it, or retry once the lease has run out",
+            )
+            .into()),
+            Retry::InFlight(_) => Err(Problem::conflict(
+                ErrorCode::InFlight,
+                "the notification is being delivered now; retry it once that attempt is recorded",
             )
             .into()),
             Retry::NotRetryable(n) => Err(Problem::conflict(

@@ -171,8 +171,9 @@ pub enum Retry {
     Retried(Notification),
     /// Succeeded or cancelled: nothing to send again.
     NotRetryable(Notification),
-    /// A consumer holds it under a lease that has not run out: its attempt
-    /// is under way, and a retry would race it.
+    /// Pending, and being delivered (leased in the due index, or under a
+    /// consumer's lease that has not run out): its attempt is under way,
+    /// and a retry would race it.
     InFlight(Notification),
     NotFound,
 }
@@ -263,10 +264,16 @@ impl Store {
     }
 
     /// Starts a new attempt series now for a failed or pending notification.
+    /// A pending one that is being delivered (`delivering`: leased in the
+    /// due index, or under a consumer's lease that has not run out) is left
+    /// alone. A failed one is retried whatever the index says: its last
+    /// attempt is recorded, and the lease that attempt held may only not be
+    /// released yet.
     pub async fn retry_notification(
         &self,
         id: Uuid,
         now: DateTime<Utc>,
+        delivering: bool,
     ) -> Result<Retry, StoreError> {
         // An event's delivery comes back with its event's type and body.
         let retried = sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
@@ -274,18 +281,22 @@ impl Store {
                  completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
                  updated_at = now() \
              WHERE id = $1 AND status IN ('pending', 'failed') \
+               AND (status = 'failed' OR NOT $3) \
                AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING {}",
             super::notifications::columns_with_body()
         )))
         .bind(id)
         .bind(now)
+        .bind(delivering)
         .fetch_optional(&self.pool)
         .await?;
         if let Some(row) = retried {
             return Ok(Retry::Retried(self.open_notification(row)));
         }
         Ok(match self.get_notification(id).await? {
-            Some(row) if row.status() == Status::Pending && row.leased => Retry::InFlight(row),
+            Some(row) if row.status() == Status::Pending && (row.leased || delivering) => {
+                Retry::InFlight(row)
+            }
             Some(row) => Retry::NotRetryable(row),
             None => Retry::NotFound,
         })

@@ -59,10 +59,13 @@ pub trait WriteStore: Send + Sync + 'static {
         endpoint_id: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError>;
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError>;
+    /// `delivering`: the due index holds a lease on it (a push attempt may
+    /// be under way), which only a pending notification must respect.
     async fn retry_notification(
         &self,
         id: Uuid,
         now: chrono::DateTime<chrono::Utc>,
+        delivering: bool,
     ) -> Result<Retry, StoreError>;
     async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError>;
     /// `Ok(None)`: no such endpoint; `Ok(Some(Err(_)))`: `change` refused.
@@ -280,8 +283,9 @@ impl WriteStore for Store {
         &self,
         id: Uuid,
         now: chrono::DateTime<chrono::Utc>,
+        delivering: bool,
     ) -> Result<Retry, StoreError> {
-        Store::retry_notification(self, id, now).await
+        Store::retry_notification(self, id, now, delivering).await
     }
     async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         Store::create_endpoint(self, endpoint).await

@@ -258,6 +258,45 @@ async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: P
 }
 
 #[sqlx::test]
+async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_released(
+    pool: PgPool,
+) {
+    // The recorder commits an attempt, then ends its lease in Redis: a
+    // producer that sees `failed` in between and retries must not be told
+    // the notification is being delivered.
+    let app = spawn_app_with(pool, &redis_url(), "").await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/hook", vec![Reply::status(500), Reply::status(200)]);
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s"]}))
+        .await;
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    eventually(DEADLINE, "the notification to fail", || async {
+        let (_, got) = app.get(&format!("/v1/notifications/{id}")).await;
+        (got["status"] == "failed").then_some(())
+    })
+    .await;
+    // Its last attempt's lease, not released yet.
+    let uuid: uuid::Uuid = id.parse().unwrap();
+    app.index
+        .add_leased(&[uuid], chrono::Utc::now() + chrono::Duration::seconds(60))
+        .await
+        .unwrap();
+
+    let (status, body) = app
+        .post(&format!("/v1/notifications/{id}/retry"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], json!("pending"));
+}
+
+#[sqlx::test]
 async fn sigterm_while_postgres_is_stalled_still_exits_0(_pool: PgPool) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
