@@ -444,19 +444,31 @@ async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(
 
 #[sqlx::test]
 async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool: PgPool) {
-    use crate::helpers::{database_url, eventually, new_prefix, redis_url, HookdProcess};
+    use crate::helpers::{
+        database_url, eventually, free_port, new_prefix, redis_url, HookdProcess,
+    };
     let db = database_url(&pool);
     let database: String = sqlx::query_scalar("SELECT current_database()")
         .fetch_one(&pool)
         .await
         .unwrap();
-    let mut hookd = HookdProcess::start(
+    let listen = format!("127.0.0.1:{}", free_port());
+    let log = std::env::temp_dir().join(format!("hookd-pool-{}.log", new_prefix()));
+    let mut hookd = HookdProcess::start_logged(
         &db,
         &redis_url(),
         &new_prefix(),
         &[("HOOKD_DATABASE__MIN_CONNECTIONS", "6")],
+        &listen,
+        &log,
     );
-    // An idle dispatcher needs one or two at a time; the pool holds six.
+    // Ready first: a signal before hookd handles signals would kill it.
+    HookdProcess::wait_ready(
+        &format!("http://{listen}"),
+        std::time::Duration::from_secs(20),
+    )
+    .await;
+    // An idle hookd needs one or two at a time; the pool holds six.
     eventually(
         std::time::Duration::from_secs(20),
         "six connections of hookd's",
@@ -478,4 +490,5 @@ async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool
         hookd.wait(std::time::Duration::from_secs(20)).await,
         Some(0)
     );
+    let _ = std::fs::remove_file(&log);
 }
