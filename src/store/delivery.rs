@@ -275,30 +275,54 @@ impl Store {
         now: DateTime<Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
-        // An event's delivery comes back with its event's type and body.
-        let retried = sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
-            "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
-                 completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
-                 updated_at = now() \
-             WHERE id = $1 AND status IN ('pending', 'failed') \
-               AND (status = 'failed' OR NOT $3) \
-               AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING {}",
-            super::notifications::columns_with_body()
-        )))
-        .bind(id)
-        .bind(now)
-        .bind(delivering)
-        .fetch_optional(&self.pool)
-        .await?;
-        if let Some(row) = retried {
-            return Ok(Retry::Retried(self.open_notification(row)));
-        }
-        Ok(match self.get_notification(id).await? {
-            Some(row) if row.status() == Status::Pending && (row.leased || delivering) => {
-                Retry::InFlight(row)
+        // The row can change between the UPDATE and the read that explains
+        // a refusal: a recorder that commits the attempt in between turns a
+        // pending row into a failed one, which is retryable after all. Then
+        // the UPDATE is tried again against the row as it is now.
+        let mut last = None;
+        for _ in 0..RETRY_TRIES {
+            if let Some(row) = self.try_retry(id, now, delivering).await? {
+                return Ok(Retry::Retried(self.open_notification(row)));
             }
-            Some(row) => Retry::NotRetryable(row),
-            None => Retry::NotFound,
-        })
+            let Some(row) = self.get_notification(id).await? else {
+                return Ok(Retry::NotFound);
+            };
+            match row.status() {
+                Status::Pending if row.leased || delivering => return Ok(Retry::InFlight(row)),
+                Status::Pending | Status::Failed => last = Some(row),
+                _ => return Ok(Retry::NotRetryable(row)),
+            }
+        }
+        // Still changing under every try: an attempt is being recorded.
+        Ok(last.map_or(Retry::NotFound, Retry::InFlight))
+    }
+
+    async fn try_retry(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+        delivering: bool,
+    ) -> Result<Option<Notification>, StoreError> {
+        // An event's delivery comes back with its event's type and body.
+        Ok(
+            sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
+                "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
+                     completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
+                     updated_at = now() \
+                 WHERE id = $1 AND status IN ('pending', 'failed') \
+                   AND (status = 'failed' OR NOT $3) \
+                   AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING {}",
+                super::notifications::columns_with_body()
+            )))
+            .bind(id)
+            .bind(now)
+            .bind(delivering)
+            .fetch_optional(&self.pool)
+            .await?,
+        )
     }
 }
+
+/// How often a retry is tried against a row that changes between the
+/// UPDATE and the read explaining why it did not apply.
+const RETRY_TRIES: usize = 3;
