@@ -106,6 +106,16 @@ impl Hookd {
             .local_addr()
             .unwrap()
             .port();
+        // BENCH_HOOKD_LOG=<file>: hookd's warnings go there (appended),
+        // to see what it met during a figure; otherwise only errors, to
+        // nowhere.
+        let log = std::env::var_os("BENCH_HOOKD_LOG").map(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("BENCH_HOOKD_LOG names a file hookd's log can be appended to")
+        });
         let binary = std::env::var("HOOKD_BIN").unwrap_or_else(|_| "target/release/hookd".into());
         let child = Command::new(binary)
             .args(["serve", "--role", role])
@@ -116,9 +126,12 @@ impl Hookd {
             .env("HOOKD_SERVER__LISTEN", format!("127.0.0.1:{port}"))
             .env("HOOKD_SENDER__ALLOW_NETWORKS", "[\"127.0.0.0/8\"]")
             .env("HOOKD_SENDER__MAX_IN_FLIGHT", SENDER_IN_FLIGHT.to_string())
-            .env("HOOKD_LOG__FILTER", "error")
+            .env(
+                "HOOKD_LOG__FILTER",
+                if log.is_some() { "warn" } else { "error" },
+            )
             .envs(env.iter().copied())
-            .stdout(Stdio::null())
+            .stdout(log.map_or_else(Stdio::null, Stdio::from))
             .spawn()
             .expect("target/release/hookd exists (cargo build --release)");
         let hookd = Self {

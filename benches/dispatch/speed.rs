@@ -90,6 +90,7 @@ pub async fn e2e(
     let prefix: Arc<str> =
         format!("{{\"endpoint\":\"{endpoint}\",\"body\":\"{{\\\"sent_us\\\":").into();
     let cpu_before = super::cpu_snapshot();
+    let probe = Probe::start();
     let epoch = Instant::now();
     let mut requests = tokio::task::JoinSet::new();
     for i in 0..total {
@@ -125,6 +126,7 @@ pub async fn e2e(
         .map(|(a, b)| a - b)
         .collect();
     hookd.stop();
+    let (late, slow_syncs) = probe.stop();
     let sent_and_took = received.latency_us.lock().unwrap().clone();
     let whole = Latencies::of(&sent_and_took, &sent_and_answered, i64::MIN);
     // hookd starts cold here (no PostgreSQL connection has planned a
@@ -159,6 +161,42 @@ pub async fn e2e(
         bursts.worst,
         bursts.share_in_worst_5 * 100.0,
     );
+    // Each slow spell as (window it began in, ms), the longest first.
+    let longest = |spells: &[Spell]| {
+        let mut spells: Vec<(i64, f64)> = spells
+            .iter()
+            .map(|(ended, took)| ((ended - took - first_sent).max(0) / 100_000, ms(*took)))
+            .collect();
+        spells.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
+        spells.truncate(5);
+        spells
+    };
+    println!(
+        "   the machine meanwhile: a bench thread sleeping 1 ms at a time woke over {} ms late {} times, the longest (window, ms): {:?}; an 8 KiB fdatasync every 5 ms took over {} ms {} times, the longest: {:?}",
+        Probe::LATE_MS,
+        late.len(),
+        longest(&late),
+        Probe::SLOW_SYNC_MS,
+        slow_syncs.len(),
+        longest(&slow_syncs),
+    );
+    let start: Vec<String> = (0..6)
+        .map(|window| {
+            let from = first_sent + window * 50_000;
+            let mut took: Vec<i64> = sent_and_took
+                .iter()
+                .filter(|(sent, _)| (from..from + 50_000).contains(sent))
+                .map(|(_, took)| *took)
+                .collect();
+            took.sort_unstable();
+            took.get(took.len() / 2)
+                .map_or_else(|| "-".into(), |p50| format!("{:.1}", ms(*p50)))
+        })
+        .collect();
+    println!(
+        "   hookd's first 300 ms, by 50 ms window, sent -> received p50: {} ms",
+        start.join(", ")
+    );
     println!(
         "   from the second second on (hookd warm), sent -> received: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (sent -> 201: p50 {:.1} ms, p99 {:.1} ms)",
         ms(percentile(&warm.received, 0.5)),
@@ -167,6 +205,84 @@ pub async fn e2e(
         ms(percentile(&warm.answered, 0.5)),
         ms(percentile(&warm.answered, 0.99)),
     );
+}
+
+/// Two threads that watch the machine rather than hookd during a run: one
+/// sleeps 1 ms at a time and notes each time it woke late (the CPU: it
+/// waits on nothing but its own timer, so only the kernel or the hypervisor
+/// can hold it up); one writes 8 KiB and `fdatasync`s it every 5 ms in the
+/// temporary directory, on the disk PostgreSQL's WAL is on, and notes each
+/// slow sync (the disk, which every commit waits on). When either is slow in
+/// the windows that hold the slowest requests, the machine stalled, not
+/// hookd alone.
+struct Probe {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    sleeper: std::thread::JoinHandle<Vec<Spell>>,
+    syncer: std::thread::JoinHandle<Vec<Spell>>,
+}
+
+/// A slow spell a probe saw: when it ended (µs since the epoch) and how
+/// long it lasted (µs).
+type Spell = (i64, i64);
+
+impl Probe {
+    const LATE_MS: u64 = 5;
+    const SLOW_SYNC_MS: u64 = 20;
+
+    fn start() -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sleeper = Self::watch(&stop, Self::LATE_MS, || {
+            let before = Instant::now();
+            std::thread::sleep(Duration::from_millis(1));
+            before.elapsed().saturating_sub(Duration::from_millis(1))
+        });
+        let path = std::env::temp_dir().join(format!("hookd-bench-sync-{}", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let page = [0u8; 8192];
+        let syncer = Self::watch(&stop, Self::SLOW_SYNC_MS, move || {
+            use std::io::{Seek, Write};
+            std::thread::sleep(Duration::from_millis(5));
+            let before = Instant::now();
+            file.rewind().unwrap();
+            file.write_all(&page).unwrap();
+            file.sync_data().unwrap();
+            before.elapsed()
+        });
+        Self {
+            stop,
+            sleeper,
+            syncer,
+        }
+    }
+
+    /// Runs `measure` until stopped; keeps each measure over `over_ms`.
+    fn watch(
+        stop: &Arc<std::sync::atomic::AtomicBool>,
+        over_ms: u64,
+        mut measure: impl FnMut() -> Duration + Send + 'static,
+    ) -> std::thread::JoinHandle<Vec<Spell>> {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut slow = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let took = measure();
+                if took > Duration::from_millis(over_ms) {
+                    slow.push((
+                        chrono::Utc::now().timestamp_micros(),
+                        took.as_micros() as i64,
+                    ));
+                }
+            }
+            slow
+        })
+    }
+
+    /// The late wake-ups and the slow syncs.
+    fn stop(self) -> (Vec<Spell>, Vec<Spell>) {
+        self.stop.store(true, Ordering::Relaxed);
+        (self.sleeper.join().unwrap(), self.syncer.join().unwrap())
+    }
 }
 
 /// Sorted latencies (µs) of the requests sent from `since` (µs since the
