@@ -172,7 +172,7 @@ pub async fn e2e(
         spells
     };
     println!(
-        "   the machine meanwhile: a bench thread sleeping 1 ms at a time woke over {} ms late {} times, the longest (window, ms): {:?}; an 8 KiB fdatasync every 5 ms took over {} ms {} times, the longest: {:?}",
+        "   the machine meanwhile: a bench thread sleeping 1 ms at a time woke over {} ms late {} times, the longest (window, ms): {:?}; an 8 KiB fdatasync every 20 ms took over {} ms {} times, the longest: {:?}",
         Probe::LATE_MS,
         late.len(),
         longest(&late),
@@ -210,8 +210,8 @@ pub async fn e2e(
 /// Two threads that watch the machine rather than hookd during a run: one
 /// sleeps 1 ms at a time and notes each time it woke late (the CPU: it
 /// waits on nothing but its own timer, so only the kernel or the hypervisor
-/// can hold it up); one writes 8 KiB and `fdatasync`s it every 5 ms in the
-/// temporary directory, on the disk PostgreSQL's WAL is on, and notes each
+/// can hold it up); one writes 8 KiB and `fdatasync`s it every 20 ms in the
+/// temporary directory (where `scripts/lib/services.sh` puts PostgreSQL, WAL and all), and notes each
 /// slow sync (the disk, which every commit waits on). When either is slow in
 /// the windows that hold the slowest requests, the machine stalled, not
 /// hookd alone.
@@ -242,7 +242,7 @@ impl Probe {
         let page = [0u8; 8192];
         let syncer = Self::watch(&stop, Self::SLOW_SYNC_MS, move || {
             use std::io::{Seek, Write};
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(20));
             let before = Instant::now();
             file.rewind().unwrap();
             file.write_all(&page).unwrap();
