@@ -211,10 +211,10 @@ pub async fn e2e(
 /// sleeps 1 ms at a time and notes each time it woke late (the CPU: it
 /// waits on nothing but its own timer, so only the kernel or the hypervisor
 /// can hold it up); one writes 8 KiB and `fdatasync`s it every 20 ms in the
-/// temporary directory (where `scripts/lib/services.sh` puts PostgreSQL, WAL and all), and notes each
-/// slow sync (the disk, which every commit waits on). When either is slow in
-/// the windows that hold the slowest requests, the machine stalled, not
-/// hookd alone.
+/// temporary directory, where `scripts/lib/services.sh` puts PostgreSQL and
+/// its WAL, and notes each slow sync (the disk, which every commit waits
+/// on). When either is slow in the windows that hold the slowest requests,
+/// the machine stalled, not hookd alone.
 struct Probe {
     stop: Arc<std::sync::atomic::AtomicBool>,
     sleeper: std::thread::JoinHandle<Vec<Spell>>,
