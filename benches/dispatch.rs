@@ -131,7 +131,8 @@ impl Hookd {
                 if log.is_some() { "warn" } else { "error" },
             )
             .envs(env.iter().copied())
-            .stdout(log.map_or_else(Stdio::null, Stdio::from))
+            .stdout(Stdio::null())
+            .stderr(log.map_or_else(Stdio::inherit, Stdio::from))
             .spawn()
             .expect("target/release/hookd exists (cargo build --release)");
         let hookd = Self {
