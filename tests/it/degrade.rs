@@ -217,17 +217,8 @@ async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: P
     );
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s"]}))
         .await;
-    let (status, created) = app
-        .post(
-            "/v1/notifications",
-            json!({"endpoint": "shop", "payload": {}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let retry = format!(
-        "/v1/notifications/{}/retry",
-        created["id"].as_str().unwrap()
-    );
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
+    let retry = format!("/v1/notifications/{id}/retry");
 
     receiver.wait_for("/hook", 1, DEADLINE).await;
     let (status, body) = app.post(&retry, json!({})).await;
@@ -269,14 +260,7 @@ async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_re
     receiver.reply("/hook", vec![Reply::status(500), Reply::status(200)]);
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s"]}))
         .await;
-    let (status, created) = app
-        .post(
-            "/v1/notifications",
-            json!({"endpoint": "shop", "payload": {}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let id = created["id"].as_str().unwrap().to_string();
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
     eventually(DEADLINE, "the notification to fail", || async {
         let (_, got) = app.get(&format!("/v1/notifications/{id}")).await;
         (got["status"] == "failed").then_some(())

@@ -16,12 +16,6 @@ use crate::receiver::{Receiver, Reply};
 const LATE: Duration = Duration::from_millis(500);
 const DEADLINE: Duration = Duration::from_secs(15);
 
-async fn notify(app: &TestApp, body: Value) -> String {
-    let (status, created) = app.post("/v1/notifications", body).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["id"].as_str().unwrap().to_string()
-}
-
 /// Waits until the notification's status is `status`; returns its JSON.
 async fn wait_status(app: &TestApp, id: &str, status: &str) -> Value {
     eventually(
@@ -53,9 +47,7 @@ async fn a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_libra
             json!({"uid": "shop", "url": receiver.url("/hook"), "headers": {"X-Tenant": "acme"}}),
         )
         .await;
-    let id = notify(
-        &app,
-        json!({"endpoint": "shop", "payload": {"order": 123}, "event_type": "order.paid", "headers": {"X-Trace": "t1"}}),
+    let id = app.notify(json!({"endpoint": "shop", "payload": {"order": 123}, "event_type": "order.paid", "headers": {"X-Trace": "t1"}}),
     )
     .await;
     let got = receiver.wait_for("/hook", 1, DEADLINE).await;
@@ -98,7 +90,7 @@ async fn retries_follow_the_schedule_and_exhaustion_ends_failed_with_every_attem
         json!({"uid": "down", "url": receiver.url("/down"), "schedule": ["0s", "300ms", "600ms"]}),
     )
     .await;
-    let id = notify(&app, json!({"endpoint": "down", "payload": {}})).await;
+    let id = app.notify(json!({"endpoint": "down", "payload": {}})).await;
     let failed = wait_status(&app, &id, "failed").await;
     assert_eq!(failed["attempts"], json!(3));
     let got = receiver.received("/down");
@@ -144,7 +136,9 @@ async fn success_body_rejects_a_200_ok_and_accepts_success(pool: PgPool) {
     );
     app.endpoint(json!({"uid": "alipay", "url": receiver.url("/alipay"), "success_body": "success", "schedule": ["0s", "100ms", "100ms"]}))
         .await;
-    let id = notify(&app, json!({"endpoint": "alipay", "payload": {}})).await;
+    let id = app
+        .notify(json!({"endpoint": "alipay", "payload": {}}))
+        .await;
     let done = wait_status(&app, &id, "succeeded").await;
     assert_eq!(done["attempts"], json!(2));
     let list = attempts(&app, &id).await;
@@ -174,7 +168,7 @@ async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(pool: PgPool) 
         app.endpoint(fields).await;
     }
     for uid in ["gone", "abort", "teapot"] {
-        let id = notify(&app, json!({"endpoint": uid, "payload": {}})).await;
+        let id = app.notify(json!({"endpoint": uid, "payload": {}})).await;
         let failed = wait_status(&app, &id, "failed").await;
         assert_eq!(failed["attempts"], json!(1), "{uid}");
         assert_eq!(
@@ -199,7 +193,7 @@ async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(pool: 
     );
     app.endpoint(json!({"uid": "busy", "url": receiver.url("/busy"), "schedule": ["0s", "100ms"]}))
         .await;
-    let id = notify(&app, json!({"endpoint": "busy", "payload": {}})).await;
+    let id = app.notify(json!({"endpoint": "busy", "payload": {}})).await;
     wait_status(&app, &id, "succeeded").await;
     let got = receiver.received("/busy");
     let observed = gap(got[0].at, got[1].at);
@@ -244,11 +238,9 @@ async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "later", "url": receiver.url("/later")}))
         .await;
-    let held = notify(
-        &app,
-        json!({"endpoint": "later", "payload": {"n": "held"}, "delay": "2s"}),
-    )
-    .await;
+    let held = app
+        .notify(json!({"endpoint": "later", "payload": {"n": "held"}, "delay": "2s"}))
+        .await;
     let held_id: uuid::Uuid = held.parse().unwrap();
     eventually(DEADLINE, "the dispatcher to claim it early", || async {
         let leased = app.index.leased(held_id, chrono::Utc::now()).await;
@@ -260,11 +252,8 @@ async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // One due after it: once it arrives, the first one's due time is past.
-    notify(
-        &app,
-        json!({"endpoint": "later", "payload": {"n": "after"}, "delay": "2500ms"}),
-    )
-    .await;
+    app.notify(json!({"endpoint": "later", "payload": {"n": "after"}, "delay": "2500ms"}))
+        .await;
     receiver.wait_for("/later", 1, DEADLINE).await;
     let sent: Vec<Value> = receiver
         .received("/later")
@@ -282,11 +271,9 @@ async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
-    let cancelled = notify(
-        &app,
-        json!({"endpoint": "shop", "payload": {"n": "cancelled"}, "delay": "300ms"}),
-    )
-    .await;
+    let cancelled = app
+        .notify(json!({"endpoint": "shop", "payload": {"n": "cancelled"}, "delay": "300ms"}))
+        .await;
     let (status, _) = app
         .call(
             Method::POST,
@@ -297,11 +284,9 @@ async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
     assert_eq!(status, StatusCode::OK);
     // A sentinel due after the cancelled one: once it arrives, the cancelled
     // one's time has passed.
-    let sentinel = notify(
-        &app,
-        json!({"endpoint": "shop", "payload": {"n": "sentinel"}, "delay": "600ms"}),
-    )
-    .await;
+    let sentinel = app
+        .notify(json!({"endpoint": "shop", "payload": {"n": "sentinel"}, "delay": "600ms"}))
+        .await;
     let got = receiver.wait_for("/hook", 1, DEADLINE).await;
     wait_status(&app, &sentinel, "succeeded").await;
     assert_eq!(got.len(), 1);
@@ -318,7 +303,7 @@ async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(pool: PgPool) {
         json!({"uid": "hang", "url": receiver.url("/hang"), "timeout_ms": 300, "schedule": ["0s"]}),
     )
     .await;
-    let id = notify(&app, json!({"endpoint": "hang", "payload": {}})).await;
+    let id = app.notify(json!({"endpoint": "hang", "payload": {}})).await;
     let failed = wait_status(&app, &id, "failed").await;
     let list = attempts(&app, &id).await;
     assert_eq!(list[0]["error"]["code"], json!("timeout"), "{list:?}");
@@ -343,7 +328,9 @@ async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(pool: PgPool)
     );
     app.endpoint(json!({"uid": "moved", "url": receiver.url("/moved"), "schedule": ["0s"]}))
         .await;
-    let id = notify(&app, json!({"endpoint": "moved", "payload": {}})).await;
+    let id = app
+        .notify(json!({"endpoint": "moved", "payload": {}}))
+        .await;
     wait_status(&app, &id, "failed").await;
     assert_eq!(attempts(&app, &id).await[0]["status_code"], json!(302));
     assert!(receiver.received("/target").is_empty());
@@ -363,7 +350,9 @@ async fn a_loopback_target_is_never_contacted_without_allow_networks(pool: PgPoo
     for (i, url) in urls.iter().enumerate() {
         app.endpoint(json!({"uid": format!("b{i}"), "url": url, "schedule": ["0s"]}))
             .await;
-        let id = notify(&app, json!({"endpoint": format!("b{i}"), "payload": {}})).await;
+        let id = app
+            .notify(json!({"endpoint": format!("b{i}"), "payload": {}}))
+            .await;
         wait_status(&app, &id, "failed").await;
         let list = attempts(&app, &id).await;
         assert_eq!(
@@ -387,7 +376,9 @@ async fn retry_restarts_a_failed_notification_with_a_fresh_series(pool: PgPool) 
         json!({"uid": "flaky", "url": receiver.url("/flaky"), "schedule": ["0s", "50ms"]}),
     )
     .await;
-    let id = notify(&app, json!({"endpoint": "flaky", "payload": {}})).await;
+    let id = app
+        .notify(json!({"endpoint": "flaky", "payload": {}}))
+        .await;
     wait_status(&app, &id, "failed").await;
     let (status, retried) = app
         .call(Method::POST, &format!("/v1/notifications/{id}/retry"), None)
@@ -416,7 +407,8 @@ async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
     let (_, rotated) = app
         .call(Method::POST, "/v1/endpoints/rot/secret/rotate", None)
         .await;
-    notify(&app, json!({"endpoint": "rot", "payload": {"x": 1}})).await;
+    app.notify(json!({"endpoint": "rot", "payload": {"x": 1}}))
+        .await;
     let got = receiver.wait_for("/rot", 1, DEADLINE).await;
     let signatures = got[0].header("webhook-signature").unwrap();
     assert_eq!(signatures.split(' ').count(), 2, "{signatures}");
@@ -434,7 +426,8 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPo
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "moving", "url": receiver.url("/old")}))
         .await;
-    notify(&app, json!({"endpoint": "moving", "payload": {"n": 1}})).await;
+    app.notify(json!({"endpoint": "moving", "payload": {"n": 1}}))
+        .await;
     receiver.wait_for("/old", 1, DEADLINE).await;
 
     // Through the API...
@@ -446,7 +439,8 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPo
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{patched}");
-    notify(&app, json!({"endpoint": "moving", "payload": {"n": 2}})).await;
+    app.notify(json!({"endpoint": "moving", "payload": {"n": 2}}))
+        .await;
     let got = receiver.wait_for("/new", 1, DEADLINE).await;
     assert_eq!(got[0].header("x-tenant"), Some("b"));
 
@@ -457,7 +451,8 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPo
         .execute(&pool)
         .await
         .unwrap();
-    notify(&app, json!({"endpoint": "moving", "payload": {"n": 3}})).await;
+    app.notify(json!({"endpoint": "moving", "payload": {"n": 3}}))
+        .await;
     receiver.wait_for("/newer", 1, DEADLINE).await;
     assert_eq!(receiver.received("/old").len(), 1);
     assert_eq!(receiver.received("/new").len(), 1);
@@ -488,7 +483,7 @@ async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
     let before = scrape().await;
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
-    let id = notify(&app, json!({"endpoint": "shop", "payload": {}})).await;
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
     wait_status(&app, &id, "succeeded").await;
     let after = scrape().await;
     let delivered = r#"hookd_deliveries_total{outcome="succeeded",status_class="2xx"}"#;

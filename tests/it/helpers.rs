@@ -132,6 +132,13 @@ impl TestApp {
         assert_eq!(status, StatusCode::CREATED, "{endpoint}");
         endpoint
     }
+
+    /// Creates a notification and returns its id.
+    pub async fn notify(&self, body: Value) -> String {
+        let (status, created) = self.post("/v1/notifications", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        created["id"].as_str().unwrap().to_string()
+    }
 }
 
 impl Drop for TestApp {

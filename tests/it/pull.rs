@@ -29,9 +29,7 @@ async fn pull_endpoint(app: &TestApp, fields: Value) -> String {
 async fn notify(app: &TestApp, endpoint: &str, extra: Value) -> String {
     let mut body = json!({"endpoint": endpoint, "payload": {"order": 1}});
     crate::helpers::merge(&mut body, extra);
-    let (status, created) = app.post("/v1/notifications", body).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["id"].as_str().unwrap().to_string()
+    app.notify(body).await
 }
 
 async fn pull(app: &TestApp, endpoint: &str, request: Value) -> Vec<Value> {

@@ -316,14 +316,8 @@ async fn read_request(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<()> {
 
 async fn notify(app: &TestApp, url: &str) -> String {
     let endpoint = app.endpoint(json!({"url": url, "schedule": ["0s"]})).await;
-    let (status, created) = app
-        .post(
-            "/v1/notifications",
-            json!({"endpoint": endpoint["id"], "payload": {}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    created["id"].as_str().unwrap().to_string()
+    app.notify(json!({"endpoint": endpoint["id"], "payload": {}}))
+        .await
 }
 
 async fn first_attempt(app: &TestApp, id: &str) -> Value {
