@@ -246,7 +246,7 @@ impl Store {
         } else {
             insert_notifications_sql!("NULL::bigint")
         };
-        let created: Vec<(Uuid, DateTime<Utc>, Option<i64>)> = sqlx::query_as(statement)
+        let returned: Vec<(Uuid, DateTime<Utc>, Option<i64>)> = sqlx::query_as(statement)
             .bind(&ids)
             .bind(&endpoint_ids)
             .bind(&keys)
@@ -263,15 +263,13 @@ impl Store {
             .fetch_all(&mut *conn)
             .await?;
         let mut versions = HashMap::new();
-        let created: HashMap<Uuid, DateTime<Utc>> = created
-            .into_iter()
-            .map(|(id, created_at, version)| {
-                if let Some(version) = version {
-                    versions.insert(id, version);
-                }
-                (id, created_at)
-            })
-            .collect();
+        let mut created = HashMap::with_capacity(returned.len());
+        for (id, created_at, version) in returned {
+            created.insert(id, created_at);
+            if let Some(version) = version {
+                versions.insert(id, version);
+            }
+        }
 
         let conflicting: Vec<&NewNotification> = items
             .iter()
