@@ -16,12 +16,16 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
+#[path = "dispatch/client_cost.rs"]
+mod client_cost;
 #[path = "dispatch/fanout.rs"]
 mod fanout;
 #[path = "dispatch/heal.rs"]
 mod heal;
 #[path = "dispatch/pull.rs"]
 mod pull;
+#[path = "dispatch/raw_hyper.rs"]
+mod raw_hyper;
 #[path = "dispatch/redis_down.rs"]
 mod redis_down;
 #[path = "dispatch/speed.rs"]
@@ -539,6 +543,9 @@ async fn main() {
     // reqwest is built without a crypto provider (hookd's sender configures
     // ring itself): the bench's own clients use ring too.
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    if client_cost::receiver_alone().await {
+        return;
+    }
     let base_url = std::env::var("DATABASE_URL").expect("DATABASE_URL (run scripts/bench)");
     let redis_url = std::env::var("REDIS_URL").expect("REDIS_URL (run scripts/bench)");
     let runs: usize = std::env::var("BENCH_RUNS")
@@ -689,6 +696,8 @@ async fn main() {
         let mut shares = Vec::new();
         let mut costs = Vec::new();
         let (mut raws_hyper, mut shares_hyper) = (Vec::new(), Vec::new());
+        // hookd's sender, the bare hyper client: each alone, µs per request.
+        let mut alone_us = [Vec::new(), Vec::new()];
         let mut cpu_us = [Vec::new(), Vec::new(), Vec::new()];
         for run in 0..runs {
             reset(&pool).await;
@@ -701,12 +710,28 @@ async fn main() {
             let raw = raw_run(&client, &received, &receiver_url, 50_000).await;
             let reqwest_us = bench_us(before);
             let before = cpu_seconds(Whose::Bench);
-            let raw_hyper = speed::raw_hyper(&received, &receiver_url, 50_000).await;
+            received.reset();
+            let raw_hyper = raw_hyper::raw_hyper(&receiver_url, 50_000, SENDER_IN_FLIGHT).await;
             let hyper_us = bench_us(before);
             println!(
                 "   run {}: raw runs, client + receiver CPU per request: reqwest {reqwest_us:.1} µs, hyper {hyper_us:.1} µs",
                 run + 1
             );
+            let before = cpu_seconds(Whose::Bench);
+            let alone =
+                ["sender", "hyper"].map(|kind| client_cost::measure(kind, &receiver_url, 50_000));
+            // The receiver answered both runs: 100,000 requests.
+            let receiver_us = bench_us(before) / 2.0;
+            println!(
+                "   run {}: clients alone (a process of their own), CPU per request: hookd's sender {:.1} µs at {:.0}/s, hyper {:.1} µs at {:.0}/s (the receiver {receiver_us:.1} µs per request meanwhile)",
+                run + 1,
+                alone[0].cpu_us,
+                alone[0].rate,
+                alone[1].cpu_us,
+                alone[1].rate,
+            );
+            alone_us[0].push(alone[0].cpu_us);
+            alone_us[1].push(alone[1].cpu_us);
             let figures = delivery_run(
                 &pool,
                 &database_url,
@@ -757,6 +782,12 @@ async fn main() {
             "   raw limit with a minimal hyper client: {:.0} requests/s; delivery is {:.2} of it (median of the per-run ratios)",
             median(raws_hyper),
             median(shares_hyper)
+        );
+        let [sender_us, hyper_us] = alone_us;
+        println!(
+            "   clients alone, CPU per request (medians): hookd's sender {:.1} µs (the floor under hookd's CPU per delivery with reqwest), bare hyper {:.1} µs",
+            median(sender_us),
+            median(hyper_us)
         );
         let [hookd_us, postgres_us, redis_us] = cpu_us;
         println!(

@@ -1,63 +1,14 @@
-//! Issue #15's yardsticks: the raw limit of the receiver hit by a minimal
-//! hyper client (one HTTP/1.1 connection per concurrent request, nothing
-//! but hyper's connection and a loop), and the end-to-end latency of
+//! Issue #15's yardstick for latency: the end-to-end latency of
 //! notifications offered at a steady rate through single POSTs to an
-//! all-role hookd (request sent to receipt).
+//! all-role hookd (request sent to receipt). The raw limit's minimal hyper
+//! client is in `raw_hyper.rs`.
 
 use std::fmt::Write;
-use std::future::poll_fn;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::body::Body;
-use hyper_util::rt::TokioIo;
-
-use super::{create_endpoint, percentile, reset, wait_count, Hookd, Received, SENDER_IN_FLIGHT};
-
-/// Requests/s of a bare hyper HTTP/1.1 client against the receiver,
-/// `SENDER_IN_FLIGHT` connections each sending one request after another:
-/// the least a client can spend per request, so the ceiling a sender
-/// could reach on this machine.
-pub async fn raw_hyper(received: &Received, url: &str, count: u64) -> f64 {
-    received.reset();
-    let uri: hyper::Uri = url.parse().unwrap();
-    let authority = uri.authority().unwrap().to_string();
-    let next = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..SENDER_IN_FLIGHT {
-        let (uri, authority, next) = (uri.clone(), authority.clone(), next.clone());
-        workers.push(tokio::spawn(async move {
-            let stream = tokio::net::TcpStream::connect(authority.as_str())
-                .await
-                .unwrap();
-            stream.set_nodelay(true).unwrap();
-            let (mut sender, connection) =
-                hyper::client::conn::http1::handshake::<_, String>(TokioIo::new(stream))
-                    .await
-                    .unwrap();
-            tokio::spawn(connection);
-            while next.fetch_add(1, Ordering::SeqCst) < count {
-                sender.ready().await.unwrap();
-                let request = hyper::Request::post(uri.clone())
-                    .header(hyper::header::HOST, authority.as_str())
-                    .header(hyper::header::CONTENT_TYPE, "application/json")
-                    .body(String::from("{\"i\":1}"))
-                    .unwrap();
-                let mut body = sender.send_request(request).await.unwrap().into_body();
-                while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-                    frame.unwrap();
-                }
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await.unwrap();
-    }
-    count as f64 / started.elapsed().as_secs_f64()
-}
+use super::{create_endpoint, percentile, reset, wait_count, Hookd, Received};
 
 /// Notifications due now, offered through single POSTs at `rate` per
 /// second for `seconds`, to an all-role hookd: the time from sending the
