@@ -124,7 +124,8 @@ fn without_userinfo(url: String) -> String {
 }
 
 #[utoipa::path(operation_id = "create_endpoint", post, path = "/v1/endpoints", tag = "endpoints", request_body = EndpointFields,
-    responses((status = 201, body = EndpointView), (status = 409, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 201, body = EndpointView, description = "created, with its signing secret"),
+        (status = 409, body = super::error::ErrorBody, description = "an endpoint with this `uid` exists"), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     JsonBody(fields): JsonBody<EndpointFields>,
@@ -147,7 +148,7 @@ pub struct ListParams {
 #[utoipa::path(operation_id = "list_endpoints", get, path = "/v1/endpoints", tag = "endpoints",
     params(("owner" = Option<String>, Query, description = "only this owner's endpoints"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    responses((status = 200, body = Page<EndpointView>)))]
+    responses((status = 200, body = Page<EndpointView>, description = "newest first, without secrets")))]
 pub async fn list(
     State(state): State<AppState>,
     QueryParams(params): QueryParams<ListParams>,
@@ -171,7 +172,7 @@ pub async fn list(
 
 #[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = EndpointView), (status = 404, body = super::error::ErrorBody)))]
+    responses((status = 200, body = EndpointView, description = "the endpoint, without its secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
@@ -187,7 +188,7 @@ pub async fn read(
 
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
     params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = EndpointView), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
@@ -209,7 +210,7 @@ pub struct Deleted {
 
 #[utoipa::path(operation_id = "delete_endpoint", delete, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = Deleted), (status = 404, body = super::error::ErrorBody)))]
+    responses((status = 200, body = Deleted, description = "deleted, and its pending notifications cancelled"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn remove(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
@@ -258,7 +259,7 @@ impl SecretView {
 
 #[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = SecretView), (status = 404, body = super::error::ErrorBody)))]
+    responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read_secret(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,

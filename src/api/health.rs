@@ -48,7 +48,7 @@ pub struct Health {
 #[derive(Clone, Default)]
 pub struct Readiness(Arc<tokio::sync::Mutex<Option<(Instant, StatusCode, Health)>>>);
 
-#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health)))]
+#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health, description = "the process is up (liveness); `/readyz` checks the stores")))]
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",

@@ -199,7 +199,7 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
 
 #[utoipa::path(operation_id = "get_notification", get, path = "/v1/notifications/{id}", tag = "notifications",
     params(("id" = Uuid, Path)),
-    responses((status = 200, body = NotificationView), (status = 404, body = super::error::ErrorBody)))]
+    responses((status = 200, body = NotificationView, description = "the notification, its payload and where it stands"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -392,7 +392,7 @@ pub struct Cancelled {
 }
 
 #[utoipa::path(operation_id = "cancel_notifications_by_key", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
-    responses((status = 200, body = Cancelled), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 200, body = Cancelled, description = "the pending notifications with this key that were cancelled"), (status = 422, body = super::error::ErrorBody)))]
 pub async fn cancel_by_key(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<CancelByKey>,

@@ -75,12 +75,29 @@ impl Modify for BearerAuth {
 /// The errors any `/v1` operation can answer, documented once here rather
 /// than on every handler: 400 (unreadable request), 401 (no or wrong
 /// token), 503 (a store is unreachable); 422 where there are parameters or
-/// a body to validate; 413 where there is a body.
+/// a body to validate; 413 where there is a body. An error response a
+/// handler lists without saying why gets the same words: OpenAPI 3.1
+/// requires a description on every response, and utoipa 6 leaves an empty
+/// one out instead of writing `""`.
 struct CommonErrors;
+
+/// What an error status means on any `/v1` operation.
+fn error_description(status: &str) -> Option<&'static str> {
+    Some(match status {
+        "400" => "malformed request: JSON that does not parse, a bad cursor or path",
+        "401" => "missing or unknown bearer token",
+        "404" => "not found: `error.message` names what",
+        "409" => "the resource's state does not allow it: `error.code` says why",
+        "413" => "the request or one payload is too large",
+        "422" => "a value is invalid; `error.field` names it",
+        "503" => "PostgreSQL is unreachable; retry later",
+        _ => return None,
+    })
+}
 
 impl Modify for CommonErrors {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
         let error = |description: &str| {
             ResponseBuilder::new()
                 .description(description)
@@ -105,24 +122,29 @@ impl Modify for CommonErrors {
             for operation in operations.into_iter().flatten() {
                 let has_body = operation.request_body.is_some();
                 let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
-                let mut add = |status: &str, description: &str| {
-                    operation
-                        .responses
-                        .responses
-                        .entry(status.to_string())
-                        .or_insert_with(|| error(description).into());
-                };
-                add(
-                    "400",
-                    "malformed request: JSON that does not parse, a bad cursor or path",
-                );
-                add("401", "missing or unknown bearer token");
-                add("503", "PostgreSQL is unreachable; retry later");
+                let responses = &mut operation.responses.responses;
+                let mut common = vec!["400", "401", "503"];
                 if has_body || has_params {
-                    add("422", "a value is invalid; `error.field` names it");
+                    common.push("422");
                 }
                 if has_body {
-                    add("413", "the request or one payload is too large");
+                    common.push("413");
+                }
+                for status in common {
+                    if let Some(description) = error_description(status) {
+                        responses
+                            .entry(status.to_string())
+                            .or_insert_with(|| error(description).into());
+                    }
+                }
+                for (status, response) in responses.iter_mut() {
+                    if let (RefOr::T(response), Some(description)) =
+                        (response, error_description(status))
+                    {
+                        if response.description.is_empty() {
+                            response.description = description.to_string();
+                        }
+                    }
                 }
             }
         }
@@ -147,6 +169,27 @@ mod tests {
         let types: Vec<&str> = variants.iter().filter_map(|v| v["type"].as_str()).collect();
         assert_eq!(types, ["string", "array"], "{schedule}");
         assert_eq!(variants[1]["items"]["type"], "string", "{schedule}");
+    }
+
+    #[test]
+    fn every_response_of_every_operation_says_what_it_means() {
+        let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut operations = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                operations += 1;
+                let responses = operation["responses"].as_object().unwrap();
+                assert!(!responses.is_empty(), "{method} {path}");
+                for (status, response) in responses {
+                    let description = response["description"].as_str().unwrap_or_default();
+                    assert!(
+                        !description.trim().is_empty(),
+                        "{method} {path} {status}: no description"
+                    );
+                }
+            }
+        }
+        assert!(operations > 30, "{operations} operations");
     }
 
     #[test]

@@ -181,7 +181,7 @@ pub async fn nack(
 
 #[utoipa::path(operation_id = "extend", post, path = "/v1/notifications/{id}/extend", tag = "pull",
     params(("id" = Uuid, Path)), request_body = ExtendRequest,
-    responses((status = 200, body = LeaseView),
+    responses((status = 200, body = LeaseView, description = "the lease, until its new end"),
         (status = 404, body = crate::api::error::ErrorBody),
         (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost`, `not_pending` or `not_pull`"),
         (status = 422, body = crate::api::error::ErrorBody)))]
@@ -302,7 +302,8 @@ async fn end_batch(
 #[utoipa::path(operation_id = "ack_batch", post, path = "/v1/endpoints/{endpoint}/ack", tag = "pull",
     params(("endpoint" = String, Path, description = "id or uid")), request_body = AckBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),
-        (status = 404, body = crate::api::error::ErrorBody), (status = 409, body = crate::api::error::ErrorBody),
+        (status = 404, body = crate::api::error::ErrorBody),
+        (status = 409, body = crate::api::error::ErrorBody, description = "a push endpoint (`not_pull`): it has no leases"),
         (status = 422, body = crate::api::error::ErrorBody)))]
 pub async fn ack_batch(
     State(state): State<AppState>,
@@ -316,7 +317,8 @@ pub async fn ack_batch(
 #[utoipa::path(operation_id = "nack_batch", post, path = "/v1/endpoints/{endpoint}/nack", tag = "pull",
     params(("endpoint" = String, Path, description = "id or uid")), request_body = NackBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),
-        (status = 404, body = crate::api::error::ErrorBody), (status = 409, body = crate::api::error::ErrorBody),
+        (status = 404, body = crate::api::error::ErrorBody),
+        (status = 409, body = crate::api::error::ErrorBody, description = "a push endpoint (`not_pull`): it has no leases"),
         (status = 422, body = crate::api::error::ErrorBody)))]
 pub async fn nack_batch(
     State(state): State<AppState>,
