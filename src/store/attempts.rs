@@ -1,4 +1,6 @@
-//! Attempts: one row per delivery attempt, as the status API shows them.
+//! Attempts, as the status API shows them: one row of `attempts` per
+//! delivery attempt, but for an attempt kept in its notification's row
+//! (a notification delivered at its first attempt).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -20,7 +22,12 @@ pub struct Attempt {
 }
 
 impl Store {
-    /// A notification's attempts in order, after attempt number `after`.
+    /// A notification's attempts in order, after attempt number `after`: its
+    /// rows of `attempts` and, when it was delivered at its first attempt,
+    /// that attempt, kept in the notification's own row (`record_attempts`,
+    /// which then writes no row 1; should one exist, written by a build
+    /// before this one during a rolling upgrade, the attempt kept in the
+    /// notification is listed, as the first one recorded).
     pub async fn list_attempts(
         &self,
         notification_id: Uuid,
@@ -30,7 +37,14 @@ impl Store {
         Ok(sqlx::query_as::<_, Attempt>(
             "SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
                  error_code, error_message, outcome \
-             FROM attempts WHERE notification_id = $1 AND number > $2 ORDER BY number LIMIT $3",
+             FROM attempts WHERE notification_id = $1 AND number > $2 \
+               AND NOT (number = 1 AND EXISTS (SELECT 1 FROM notifications \
+                                               WHERE id = $1 AND first_attempt_ms IS NOT NULL)) \
+             UNION ALL \
+             SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
+                 NULL, NULL, 'succeeded' \
+             FROM notifications WHERE id = $1 AND first_attempt_ms IS NOT NULL AND $2 < 1 \
+             ORDER BY number LIMIT $3",
         )
         .bind(notification_id)
         .bind(after)

@@ -72,4 +72,16 @@ async fn the_recording_statement_probes_the_primary_key_per_attempt(pool: PgPool
             .any(|line| line.contains("Join Filter") && line.contains("i.id")),
         "no attempt is matched by comparing it with every notification of the batch:\n{text}"
     );
+    // Which attempts get a row: two lookups in the moved rows (moved and
+    // not a first-attempt success; not moved), each a hash, not a scan of
+    // the moved rows per attempt.
+    let which = plan
+        .iter()
+        .find(|line| line.contains("Filter:") && line.contains("SubPlan"))
+        .unwrap_or_else(|| panic!("the filter of the attempts written:\n{text}"));
+    assert_eq!(
+        which.matches("hashed SubPlan").count(),
+        2,
+        "the attempts written look the moved rows up in a hash:\n{text}"
+    );
 }

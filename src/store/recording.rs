@@ -45,6 +45,13 @@ pub struct AttemptRecord {
 impl Store {
     /// Records many attempts in one statement (one commit): inserts the
     /// attempt rows and writes each notification's decided next state. A
+    /// notification delivered at its first attempt (number 1, succeeded, no
+    /// error) that moves keeps that attempt in its own row
+    /// (`first_attempt_ms`, `first_attempt_body`, with `last_attempt_at` and
+    /// `last_status_code`) instead of a row of `attempts`: the write most
+    /// deliveries make, spared (migration `20261128000001`). A second
+    /// recording of that attempt (a process whose lease ran out) adds no
+    /// row 1 beside it, as `ON CONFLICT` keeps the first of two rows. A
     /// notification moves only if it is still pending and had exactly
     /// `number - 1` attempts in the same series, so a duplicate delivery (a
     /// lease that expired mid-attempt) or one that raced a cancel or a retry
@@ -102,7 +109,9 @@ impl Store {
 /// plan.
 pub(super) const RECORD_ATTEMPTS: &str = concat!(
     "WITH input AS ( \
-         SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+         SELECT t.*, (t.number = 1 AND t.outcome = 'succeeded' AND t.error_code IS NULL \
+                      AND t.error_message IS NULL) AS first_success \
+         FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
              $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
              $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::bool[]) \
          AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
@@ -116,6 +125,8 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
              last_attempt_at = i.started_at, \
              last_status_code = i.status_code, \
              last_error = i.last_error, \
+             first_attempt_ms = CASE WHEN i.first_success THEN i.duration_ms END, \
+             first_attempt_body = CASE WHEN i.first_success THEN i.response_body END, \
              completed_at = CASE WHEN i.completed THEN now() END, \
              lease_id = NULL, leased_at = NULL, \
              updated_at = now() \
@@ -125,14 +136,16 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
            AND n.series_start = i.series_start \
            AND (i.lease IS NULL OR (n.lease_id = i.lease \
                 AND (n.next_attempt_at <= now()) = i.expired)) \
-         RETURNING n.id, n.endpoint_id \
+         RETURNING n.id, n.endpoint_id, i.first_success \
      ), recorded AS ( \
          INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
              response_body, error_code, error_message, outcome) \
          SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
              error_message, outcome FROM input i \
-         WHERE i.id IN (SELECT id FROM moved) \
-            OR (i.lease IS NULL AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id)) \
+         WHERE i.id IN (SELECT id FROM moved WHERE NOT first_success) \
+            OR (i.lease IS NULL AND i.id NOT IN (SELECT id FROM moved) \
+                AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id \
+                            AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
          ON CONFLICT (notification_id, number) DO NOTHING \
      ), reported AS (",
     insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),

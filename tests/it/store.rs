@@ -142,17 +142,31 @@ async fn record(store: &Store, batch: &[AttemptRecord]) -> Result<Vec<Uuid>, Sto
     store.record_attempts(batch, &health).await
 }
 
+/// (status, attempts count, attempts listed, operator events about it).
 async fn row_state(pool: &PgPool, id: Uuid) -> (Status, i32, i64, i64) {
-    sqlx::query_as(
+    let (status, attempts, events): (Status, i32, i64) = sqlx::query_as(
         "SELECT status, attempts, \
-             (SELECT count(*) FROM attempts WHERE notification_id = $1), \
              (SELECT count(*) FROM notifications WHERE key LIKE 'notification.failed:' || $1 || ':%') \
          FROM notifications WHERE id = $1",
     )
     .bind(id)
     .fetch_one(pool)
     .await
-    .unwrap()
+    .unwrap();
+    let listed = Store::new(pool.clone())
+        .list_attempts(id, 0, 100)
+        .await
+        .unwrap();
+    (status, attempts, listed.len() as i64, events)
+}
+
+/// Rows of `attempts` a notification has.
+async fn attempt_rows(pool: &PgPool, id: Uuid) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM attempts WHERE notification_id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 async fn failing_since(pool: &PgPool, id: Uuid) -> Option<DateTime<Utc>> {
@@ -233,12 +247,12 @@ async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPoo
         .await
         .unwrap();
 
+    let retry = Outcome::Retry {
+        at: Utc::now() + chrono::Duration::seconds(60),
+    };
     let moved = record(
         &store,
-        &[
-            attempt(kept, shop, 1, Outcome::Succeeded),
-            attempt(gone, shop, 1, Outcome::Succeeded),
-        ],
+        &[attempt(kept, shop, 1, retry), attempt(gone, shop, 1, retry)],
     )
     .await
     .unwrap();
@@ -290,6 +304,91 @@ async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleare
         .await
         .unwrap();
     assert_eq!(failing_since(&pool, shop).await, None);
+}
+
+#[sqlx::test]
+async fn a_notification_delivered_at_its_first_attempt_keeps_that_attempt_in_its_own_row(
+    pool: PgPool,
+) {
+    let store = Store::new(pool.clone());
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    let (first, later) = (
+        notification(&pool, shop).await,
+        notification(&pool, shop).await,
+    );
+    let delivered = AttemptRecord {
+        status_code: Some(200),
+        response_body: Some("success".into()),
+        duration_ms: 7,
+        ..attempt(first, shop, 1, Outcome::Succeeded)
+    };
+    record(&store, std::slice::from_ref(&delivered))
+        .await
+        .unwrap();
+    assert_eq!(attempt_rows(&pool, first).await, 0, "no row of attempts");
+    let listed = store.list_attempts(first, 0, 100).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let kept = &listed[0];
+    assert_eq!(
+        (
+            kept.number,
+            kept.outcome,
+            kept.status_code,
+            kept.response_body.as_deref(),
+            kept.duration_ms,
+            kept.error_code.as_deref(),
+            kept.started_at.timestamp_micros(),
+        ),
+        (
+            1,
+            OutcomeKind::Succeeded,
+            Some(200),
+            Some("success"),
+            7,
+            None,
+            delivered.started_at.timestamp_micros(),
+        )
+    );
+    assert!(store.list_attempts(first, 1, 100).await.unwrap().is_empty());
+
+    // The same attempt recorded again by a process whose lease ran out
+    // (here with another outcome) adds no second attempt 1.
+    let again = attempt(
+        first,
+        shop,
+        1,
+        Outcome::Retry {
+            at: Utc::now() + chrono::Duration::seconds(60),
+        },
+    );
+    assert!(record(&store, &[again]).await.unwrap().is_empty());
+    assert_eq!(attempt_rows(&pool, first).await, 0);
+    let listed = store.list_attempts(first, 0, 100).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|a| a.outcome).collect::<Vec<_>>(),
+        [OutcomeKind::Succeeded]
+    );
+
+    // Delivered at its second attempt: both attempts are rows, in order.
+    let retry = Outcome::Retry {
+        at: Utc::now() + chrono::Duration::seconds(60),
+    };
+    record(&store, &[attempt(later, shop, 1, retry)])
+        .await
+        .unwrap();
+    record(&store, &[attempt(later, shop, 2, Outcome::Succeeded)])
+        .await
+        .unwrap();
+    assert_eq!(attempt_rows(&pool, later).await, 2);
+    let listed = store.list_attempts(later, 0, 100).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|a| (a.number, a.outcome))
+            .collect::<Vec<_>>(),
+        [(1, OutcomeKind::Retry), (2, OutcomeKind::Succeeded)]
+    );
 }
 
 #[sqlx::test]
