@@ -125,8 +125,10 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
              last_attempt_at = i.started_at, \
              last_status_code = i.status_code, \
              last_error = i.last_error, \
-             first_attempt_ms = CASE WHEN i.first_success THEN i.duration_ms END, \
-             first_attempt_body = CASE WHEN i.first_success THEN i.response_body END, \
+             first_attempt_ms = CASE WHEN i.first_success THEN i.duration_ms \
+                                     ELSE n.first_attempt_ms END, \
+             first_attempt_body = CASE WHEN i.first_success THEN i.response_body \
+                                       ELSE n.first_attempt_body END, \
              completed_at = CASE WHEN i.completed THEN now() END, \
              lease_id = NULL, leased_at = NULL, \
              updated_at = now() \
