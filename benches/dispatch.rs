@@ -719,8 +719,10 @@ async fn main() {
                 run + 1
             );
             let before = cpu_seconds(Whose::Bench);
-            let alone =
-                ["sender", "hyper"].map(|kind| client_cost::measure(kind, &receiver_url, 50_000));
+            let alone = [
+                client_cost::measure("sender", &receiver_url, 50_000).await,
+                client_cost::measure("hyper", &receiver_url, 50_000).await,
+            ];
             // The receiver answered both runs: 100,000 requests.
             let receiver_us = bench_us(before) / 2.0;
             println!(

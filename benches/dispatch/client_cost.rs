@@ -12,7 +12,6 @@
 //! http://127.0.0.1:<port>/hook 200000 256` records the sender (BENCHMARKS.md,
 //! "How the profiles were taken").
 
-use std::process::Command;
 use std::sync::Arc;
 
 use super::{receive, Received, SENDER_IN_FLIGHT};
@@ -40,12 +39,15 @@ pub async fn receiver_alone() -> bool {
 
 /// Runs `kind` (`sender` or `hyper`) against `url` for `count` requests,
 /// `SENDER_IN_FLIGHT` at a time, in a process of its own; its rate and CPU
-/// per request. `scripts/bench` builds the example.
-pub fn measure(kind: &str, url: &str, count: u64) -> ClientRun {
+/// per request. `scripts/bench` builds the example. Awaited, not waited
+/// for: the receiver runs on this process's runtime meanwhile, with all of
+/// its threads.
+pub async fn measure(kind: &str, url: &str, count: u64) -> ClientRun {
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let output = Command::new(format!("{target}/release/examples/client_alone"))
+    let output = tokio::process::Command::new(format!("{target}/release/examples/client_alone"))
         .args([kind, url, &count.to_string(), &SENDER_IN_FLIGHT.to_string()])
         .output()
+        .await
         .expect("target/release/examples/client_alone (scripts/bench builds it)");
     assert!(
         output.status.success(),
