@@ -479,10 +479,29 @@ async fn delivery_run(
     let api = Hookd::start(database_url, redis_url, prefix, "api").await;
     let endpoint = create_endpoint(&client, &api, receiver_url).await;
     let before = attempts_recorded(pool).await;
-    let bodies = batch_bodies(
-        count,
-        |i| json!({"endpoint": endpoint, "payload": {"i": i}}),
-    );
+    // BENCH_PAYLOAD_BYTES=N pads each payload with N bytes of hex digits
+    // (a real notification carries an order or a payment, not one number;
+    // hex compresses about as well as JSON does, where a run of one letter
+    // would compress to nothing).
+    let padding: usize = std::env::var("BENCH_PAYLOAD_BYTES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let bodies = batch_bodies(count, |i| {
+        if padding == 0 {
+            return json!({"endpoint": endpoint, "payload": {"i": i}});
+        }
+        let mut state = i as u64 + 1;
+        let hex: String = (0..padding)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                char::from_digit((state >> 60) as u32, 16).unwrap()
+            })
+            .collect();
+        json!({"endpoint": endpoint, "payload": {"i": i, "padding": hex}})
+    });
     post_batches(&client, &api.base, bodies, 2).await;
     api.stop();
     // Steady state, as in production: the table has planner statistics
