@@ -1,7 +1,7 @@
 //! The raw limit's client: a minimal hyper HTTP/1.1 client (one connection
 //! per concurrent request, nothing but hyper's connection and a loop). The
-//! bench runs it in its own process beside the receiver, and the
-//! `client_alone` example runs it in a process of its own.
+//! bench runs it in the bench's process, beside the receiver (figure 7's
+//! raw run), and the `client_alone` example in a process of its own.
 
 use std::future::poll_fn;
 use std::pin::Pin;
