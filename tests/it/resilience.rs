@@ -408,8 +408,8 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
         counts,
         (3, 3, 1),
         "(succeeded kept: 2 recent + 1 ended lately; pending kept: 2 + 1 old; rows of attempts: \
-         the one that ended lately's, as the two delivered at their first attempt keep it in \
-         their own row)"
+         1, of the one that ended lately, since the two delivered at their first attempt keep \
+         that attempt in their own row)"
     );
     let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications WHERE id = ANY($1)")
         .bind(vec![old_pending, ended_lately])
