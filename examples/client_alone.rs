@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hookd::config::SenderSettings;
+use hookd::config::{SenderSettings, Settings};
 use hookd::domain::secret::SigningSecret;
 use hookd::sender::{Delivery, Sender, Target};
 
@@ -44,9 +44,14 @@ async fn main() {
     // TLS set-up (its root store).
     let (rate, before) = match kind.as_str() {
         "sender" => {
-            let sender = Arc::new(sender(in_flight));
+            let settings = sender_settings(in_flight);
+            let sender = Arc::new(Sender::new(&settings).expect("the sender starts"));
+            let timeout = Duration::from_millis(settings.timeout_ms);
             let before = cpu_seconds();
-            (sender_run(sender, url, count, in_flight).await, before)
+            (
+                sender_run(sender, url, count, in_flight, timeout).await,
+                before,
+            )
         }
         "hyper" => {
             let before = cpu_seconds();
@@ -68,29 +73,30 @@ fn cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
-/// hookd's sender as the bench's hookd has it (`config/default.toml`, with
-/// loopback allowed and the bench's `max_in_flight`).
-fn sender(in_flight: usize) -> Sender {
-    Sender::new(&SenderSettings {
-        allow_networks: vec!["127.0.0.0/8".parse().unwrap()],
-        timeout_ms: 15_000,
-        connect_timeout_ms: 5_000,
-        max_in_flight: in_flight,
-        max_response_bytes: 65_536,
-        https_only: false,
-        ca_file: String::new(),
-    })
-    .unwrap()
+/// hookd's sender as the bench's hookd has it: `config/default.toml`, with
+/// loopback allowed and the bench's `max_in_flight`.
+fn sender_settings(in_flight: usize) -> SenderSettings {
+    Settings::from_toml_layers(&[&format!(
+        "[sender]\nallow_networks = [\"127.0.0.0/8\"]\nmax_in_flight = {in_flight}\n"
+    )])
+    .expect("the bench's sender settings are valid")
+    .sender
 }
 
 /// `count` signed deliveries, `in_flight` at a time, as the dispatcher sends
 /// them; requests/s.
-async fn sender_run(sender: Arc<Sender>, url: &str, count: u64, in_flight: usize) -> f64 {
+async fn sender_run(
+    sender: Arc<Sender>,
+    url: &str,
+    count: u64,
+    in_flight: usize,
+    timeout: Duration,
+) -> f64 {
     let target = Arc::new(Target::new(
         url,
         &BTreeMap::new(),
         vec![SigningSecret::generate()],
-        Duration::from_secs(15),
+        timeout,
     ));
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
