@@ -35,15 +35,18 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Attempt>, StoreError> {
         Ok(sqlx::query_as::<_, Attempt>(
-            "SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
+            "WITH kept AS ( \
+                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body \
+                 FROM notifications WHERE id = $1 AND first_attempt_ms IS NOT NULL \
+             ) \
+             SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
                  error_code, error_message, outcome \
              FROM attempts WHERE notification_id = $1 AND number > $2 \
-               AND NOT (number = 1 AND EXISTS (SELECT 1 FROM notifications \
-                                               WHERE id = $1 AND first_attempt_ms IS NOT NULL)) \
+               AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
              UNION ALL \
              SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
                  NULL, NULL, 'succeeded' \
-             FROM notifications WHERE id = $1 AND first_attempt_ms IS NOT NULL AND $2 < 1 \
+             FROM kept WHERE $2 < 1 \
              ORDER BY number LIMIT $3",
         )
         .bind(notification_id)
