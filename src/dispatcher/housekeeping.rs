@@ -69,7 +69,7 @@ pub async fn run(
                         tracing::warn!(endpoint_id = %id, hours, "disabled an endpoint whose every attempt failed");
                     }
                 }
-                Err(error) => tracing::debug!(%error, "cannot check for failing endpoints"),
+                Err(error) => tracing::warn!(%error, "cannot check for failing endpoints"),
             }
         }
         if let Err(error) = index_marked(&*store, &due).await {

@@ -304,7 +304,8 @@ impl Store {
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
-             failing_since = CASE WHEN disabled AND NOT $15 THEN NULL ELSE failing_since END \
+             failing_since = CASE WHEN (disabled AND NOT $15) OR $3 IS NULL THEN NULL \
+                                  ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let sealed = self.seal_endpoint(&endpoint);

@@ -13,6 +13,9 @@ use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 impl Store {
     /// Endpoints whose every attempt has failed since before
     /// `failing_before`, live and enabled, in id order: the ones to disable.
+    /// Only push endpoints (with a URL) keep a health record; a pull
+    /// endpoint's consumers decide its pace, and a switch to pull clears
+    /// `failing_since`.
     pub async fn failing_endpoints(
         &self,
         failing_before: DateTime<Utc>,
@@ -20,6 +23,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT id, uid, url, failing_since, updated_at FROM endpoints \
              WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
+               AND url IS NOT NULL \
              ORDER BY id",
         )
         .bind(failing_before)

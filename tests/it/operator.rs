@@ -187,6 +187,67 @@ async fn failures_mark_an_endpoint_failing_and_a_success_clears_it(pool: PgPool)
 }
 
 #[sqlx::test]
+async fn an_endpoint_moved_to_pull_stops_failing_and_failing_push_endpoints_are_still_disabled(
+    pool: PgPool,
+) {
+    let operator = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(500)]);
+    receiver.reply("/moved", vec![Reply::status(500)]);
+    let app = spawn_with_operator(
+        pool.clone(),
+        &operator,
+        "[dispatcher]\ndisable_failing_endpoints_after_hours = 1\n",
+    )
+    .await;
+    for uid in ["down", "moved"] {
+        app.endpoint(
+            json!({"uid": uid, "url": receiver.url(&format!("/{uid}")), "schedule": ["0s", "1h"]}),
+        )
+        .await;
+        app.post("/v1/notifications", json!({"endpoint": uid, "payload": {}}))
+            .await;
+        let path = format!("/v1/endpoints/{uid}");
+        eventually(DEADLINE, "the endpoint to be failing", || async {
+            let (_, e) = app.get(&path).await;
+            e["failing_since"].is_string().then_some(())
+        })
+        .await;
+    }
+
+    let (status, moved) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/moved",
+            Some(json!({"delivery": "pull"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+    assert!(moved["failing_since"].is_null(), "{moved}");
+
+    // Both an hour and a bit into their failures, as a release before this
+    // one could leave a pull endpoint: its missing URL must not stop the
+    // check for every other endpoint.
+    sqlx::query(
+        "UPDATE endpoints SET failing_since = now() - interval '61 minutes' \
+         WHERE uid IN ('down', 'moved')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let event = wait_event(&operator, "endpoint.disabled").await;
+    assert_eq!(event["data"]["endpoint_uid"], json!("down"));
+    assert_eq!(
+        app.get("/v1/endpoints/down").await.1["disabled"],
+        json!(true)
+    );
+    assert_eq!(
+        app.get("/v1/endpoints/moved").await.1["disabled"],
+        json!(false)
+    );
+}
+
+#[sqlx::test]
 async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(pool: PgPool) {
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
