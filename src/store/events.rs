@@ -183,7 +183,14 @@ impl Store {
         // refer to it by its 1-based position.
         let mut schedules: HashMap<(Vec<i64>, Option<&str>), i32> = HashMap::new();
         let (mut schedule_literals, mut schedule_names) = (Vec::new(), Vec::new());
-        for event in &events {
+        // Events go in ordered by (owner, key), for the reason
+        // `insert_notifications` gives: no two commits wait on each other's
+        // keys in a cycle.
+        let mut ordered: Vec<&NewEvent> = events.iter().collect();
+        ordered.sort_by(|a, b| {
+            (a.owner.as_deref(), a.key.as_deref()).cmp(&(b.owner.as_deref(), b.key.as_deref()))
+        });
+        for event in ordered {
             ids.push(event.id);
             owners.push(event.owner.as_deref());
             types.push(event.event_type.as_str());

@@ -253,6 +253,38 @@ async fn a_batch_creates_each_valid_item_and_reports_each_invalid_one(pool: PgPo
 }
 
 #[sqlx::test]
+async fn two_processes_creating_the_same_keys_in_opposite_orders_at_once_both_succeed(
+    pool: PgPool,
+) {
+    let a = spawn_app(pool.clone()).await;
+    let b = spawn_app(pool).await;
+    a.endpoint(json!({"uid": "shop"})).await;
+    for round in 0..5 {
+        let items: Vec<Value> = (0..500)
+            .map(|i| json!({"endpoint": "shop", "payload": {"n": i}, "key": format!("r{round}-k{i}"), "delay": "1h"}))
+            .collect();
+        let reversed: Vec<Value> = items.iter().rev().cloned().collect();
+        let (first, second) = tokio::join!(
+            a.post("/v1/notifications/batch", json!({"notifications": items})),
+            b.post(
+                "/v1/notifications/batch",
+                json!({"notifications": reversed})
+            ),
+        );
+        for (status, body) in [first, second] {
+            assert_eq!(status, StatusCode::OK, "round {round}: {body}");
+            for item in body["data"].as_array().unwrap() {
+                let item_status = item["status"].as_u64().unwrap();
+                assert!(
+                    item_status == 200 || item_status == 201,
+                    "round {round}: {item}"
+                );
+            }
+        }
+    }
+}
+
+#[sqlx::test]
 async fn listing_filters_by_endpoint_status_key_and_event_type_newest_first(pool: PgPool) {
     let app = spawn_app(pool).await;
     app.endpoint(json!({"uid": "a"})).await;
