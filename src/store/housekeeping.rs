@@ -112,6 +112,10 @@ impl Store {
     /// to the first id of that millisecond. Rows it keeps (created that long
     /// ago but pending, say for a disabled endpoint, or completed lately) are
     /// passed over once per walk, not once per batch.
+    ///
+    /// The delete states the rule again: a row it waits for (a retry taking
+    /// it back to pending, committed meanwhile) is checked again as it is
+    /// now, not as the scan saw it.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
@@ -123,7 +127,9 @@ impl Store {
                  SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
                  FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
              ), deleted AS ( \
-                 DELETE FROM notifications WHERE id IN (SELECT id FROM scanned WHERE expired) \
+                 DELETE FROM notifications \
+                 WHERE id IN (SELECT id FROM scanned WHERE expired) \
+                   AND completed_at < $1 AND status <> 'pending' \
                  RETURNING id \
              ), attempts_deleted AS ( \
                  DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \

@@ -420,6 +420,63 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
 }
 
 #[sqlx::test]
+async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_waited_for_it(
+    pool: PgPool,
+) {
+    let app = spawn_app_with(pool.clone(), &redis_url(), "").await;
+    let endpoint = app.endpoint(json!({"uid": "shop"})).await;
+    let endpoint_id: uuid::Uuid = endpoint["id"].as_str().unwrap().parse().unwrap();
+    let id = old_notification(&pool, endpoint_id, 41, Some(40)).await;
+
+    // A retry has taken it back to pending and not committed yet.
+    let mut retry = pool.begin().await.unwrap();
+    sqlx::query(
+        "UPDATE notifications SET status = 'pending', completed_at = NULL, \
+             next_attempt_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .execute(&mut *retry)
+    .await
+    .unwrap();
+    let store = hookd::store::Store::new(pool.clone());
+    let before = chrono::Utc::now() - chrono::Duration::days(30);
+    let purge = tokio::spawn(async move { store.purge_completed(before, None, 10).await });
+    eventually(
+        DEADLINE,
+        "retention to wait for the retried row",
+        || async {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() \
+             AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM notifications%'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (waiting > 0).then_some(())
+        },
+    )
+    .await;
+    retry.commit().await.unwrap();
+
+    let (deleted, _) = purge.await.unwrap().unwrap();
+    assert_eq!(deleted, 0);
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap();
+    assert_eq!(status.as_deref(), Some("pending"));
+    let attempts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM attempts WHERE notification_id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(attempts, 1, "its history stays with it");
+}
+
+#[sqlx::test]
 async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notification_sent_once(
     pool: PgPool,
 ) {
