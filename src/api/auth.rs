@@ -94,7 +94,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/events/batch"
         | "/v1/events/{id}/cancel" => Scope::Write,
         route if super::pull::consumer_route(route) => Scope::Write,
-        "/v1/endpoints/{endpoint}/consumer-token" => Scope::Secrets,
+        // Issuing a consumer token (DESIGN §14: `admin`) hands out a
+        // credential that reads payloads, which `secrets` alone may not.
         _ => Scope::Admin,
     }
 }
@@ -338,7 +339,7 @@ mod tests {
             (
                 Method::POST,
                 "/v1/endpoints/{endpoint}/consumer-token",
-                Scope::Secrets,
+                Scope::Admin,
             ),
             // A route nobody classified is admin-only.
             (Method::POST, "/v1/something/new", Scope::Admin),

@@ -164,6 +164,17 @@ async fn each_token_may_do_only_what_its_scopes_allow(pool: PgPool) {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(secret["secret"], endpoint["secret"]);
+    // A consumer token reads payloads: issuing one is for admin tokens only.
+    let (status, refused) = send(
+        client,
+        Method::POST,
+        &url(&format!("/v1/endpoints/{id}/consumer-token")),
+        Some(SECRETS_TOKEN),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert_eq!(refused["error"]["code"], "forbidden");
     let (status, _) = send(
         client,
         Method::POST,
