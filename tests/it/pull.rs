@@ -205,6 +205,61 @@ async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_
 }
 
 #[sqlx::test]
+async fn a_pull_without_a_body_takes_with_the_defaults(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let endpoint = pull_endpoint(&app, json!({})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let (status, pulled) = app
+        .call_raw(Method::POST, &format!("/v1/endpoints/{endpoint}/pull"), "")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{pulled}");
+    assert_eq!(pulled["data"][0]["id"], json!(id), "{pulled}");
+}
+
+#[sqlx::test]
+async fn a_waiting_consumer_gets_a_nacked_notification_when_it_is_due_again(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let taken = pull(&app, &endpoint, json!({"lease": "1m"})).await;
+    assert_eq!(ids(&taken), vec![id.clone()]);
+
+    // Another consumer waits while the only notification is leased for a
+    // minute, longer than its wait.
+    let started = Instant::now();
+    let waiting = {
+        let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
+        tokio::spawn(async move {
+            let url = format!("{base}/v1/endpoints/{endpoint}/pull");
+            send(&client, Method::POST, url, TOKEN, json!({"wait": "20s"}))
+                .await
+                .1
+        })
+    };
+    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
+    eventually(DEADLINE, "the consumer to wait", || async {
+        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
+    })
+    .await;
+    let (status, nacked) = app
+        .post(
+            &format!("/v1/notifications/{id}/nack"),
+            json!({"receipt": taken[0]["receipt"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{nacked}");
+    assert_eq!(nacked["status"], "pending");
+
+    let pulled = waiting.await.unwrap();
+    assert_eq!(pulled["data"][0]["id"], json!(id), "{pulled}");
+    assert_eq!(pulled["data"][0]["attempt"], 2, "{pulled}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the waiter looked again at the nack, not at the end of its wait"
+    );
+}
+
+#[sqlx::test]
 async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool: PgPool) {
     let app = spawn_app(pool.clone()).await;
     let endpoint = pull_endpoint(&app, json!({})).await;

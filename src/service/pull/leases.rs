@@ -111,6 +111,19 @@ impl Service {
             End::Ack => "ack",
             End::Nack { .. } => "nack",
         };
+        if matches!(how, End::Nack { .. }) {
+            // A nacked notification is due again at its next attempt, which
+            // may be sooner than a waiting consumer planned to look (at the
+            // lease's end): wake the endpoint's waiters to look again.
+            let mut endpoints: Vec<Uuid> = results
+                .iter()
+                .flatten()
+                .filter_map(|done| rows.get(&done.id).map(|r| r.endpoint_id))
+                .collect();
+            endpoints.sort_unstable();
+            endpoints.dedup();
+            self.signal_pull(&endpoints).await;
+        }
         for done in results.iter().flatten() {
             metrics::counter!("hookd_pull_ended_total", "how" => how_label).increment(1);
             if let Some(leased_at) = rows.get(&done.id).and_then(|r| r.leased_at) {
