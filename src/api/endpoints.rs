@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::auth::Audited;
 use super::error::ApiError;
-use super::extract::{parse_json, JsonBody, QueryParams};
+use super::extract::{JsonBody, OptionalJsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
@@ -285,14 +285,9 @@ pub async fn read_secret(
 pub async fn rotate_secret(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
-    body: axum::body::Bytes,
-) -> Result<Json<EndpointView>, ApiError> {
     // The body is optional: an empty one asks for a generated secret.
-    let request: RotateSecret = if body.iter().all(u8::is_ascii_whitespace) {
-        RotateSecret::default()
-    } else {
-        parse_json(&body)?
-    };
+    OptionalJsonBody(request): OptionalJsonBody<RotateSecret>,
+) -> Result<Json<EndpointView>, ApiError> {
     let rotated = state
         .service
         .rotate_secret(&EndpointRef::parse(&endpoint), request)

@@ -18,18 +18,38 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::TooLarge {
-                    message: "the request is larger than api.max_request_bytes".into(),
-                    field: None,
-                }
-            } else {
-                ApiError::malformed(ErrorCode::MalformedBody, None, rejection.body_text())
-            }
-        })?;
-        parse_json(&bytes).map(JsonBody)
+        parse_json(&body_bytes(req, state).await?).map(JsonBody)
     }
+}
+
+/// A JSON request body whose every field is optional: no body at all (or
+/// only whitespace) means `T::default()`.
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        parse_json(&bytes).map(OptionalJsonBody)
+    }
+}
+
+/// The request's body, within `api.max_request_bytes`.
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge {
+                message: "the request is larger than api.max_request_bytes".into(),
+                field: None,
+            }
+        } else {
+            ApiError::malformed(ErrorCode::MalformedBody, None, rejection.body_text())
+        }
+    })
 }
 
 /// Parses JSON, naming the field at fault when a value does not fit.

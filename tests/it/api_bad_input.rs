@@ -157,6 +157,15 @@ async fn a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_lim
         .await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_eq!(body["error"]["code"], json!("too_large"));
+    // Routes whose body is optional answer in the same shape.
+    for path in [
+        "/v1/endpoints/shop/secret/rotate",
+        "/v1/endpoints/shop/pull",
+    ] {
+        let (status, body) = app.call_raw(Method::POST, path, huge.clone()).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}: {body}");
+        assert_eq!(body["error"]["code"], json!("too_large"), "{path}");
+    }
 }
 
 #[sqlx::test]

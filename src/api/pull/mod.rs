@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::auth::{Audited, Caller};
 use super::error::ApiError;
-use super::extract::JsonBody;
+use super::extract::OptionalJsonBody;
 use super::AppState;
 use crate::domain::pull::{take, Receipt};
 use crate::store::endpoints::EndpointRef;
@@ -126,7 +126,7 @@ pub struct PullResult {
 }
 
 #[utoipa::path(operation_id = "pull", post, path = "/v1/endpoints/{endpoint}/pull", tag = "pull",
-    params(("endpoint" = String, Path, description = "id or uid")), request_body = PullRequest,
+    params(("endpoint" = String, Path, description = "id or uid")), request_body = Option<PullRequest>,
     responses((status = 200, body = PullResult, description = "the notifications taken, each under a lease; none if nothing came due within `wait`"),
         (status = 403, body = super::error::ErrorBody, description = "a consumer token of another endpoint"),
         (status = 404, body = super::error::ErrorBody),
@@ -136,7 +136,8 @@ pub async fn pull(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(endpoint): Path<String>,
-    JsonBody(request): JsonBody<PullRequest>,
+    // Every field has a default: no body pulls with them all.
+    OptionalJsonBody(request): OptionalJsonBody<PullRequest>,
 ) -> Result<Json<PullResult>, ApiError> {
     let mut take = take(
         request.max,
