@@ -225,6 +225,9 @@ fn bad_token_entries_are_refused_without_echoing_them() {
         "[api]\ntokens = [{ name = \"a\", token = \"hunter2-0123456789abcdefgh\", scopes = [\"read\"] }, \
          { name = \"a\", token = \"hunter2-0123456789abcdefgX\", scopes = [\"read\"] }]\n",
         "[api]\ntokens = [\"hunter2-0123456789abcdefgh\", \"hunter2-0123456789abcdefgh\"]\n",
+        // Bearer tokens starting `hkc_` are read as pull consumer tokens.
+        "[api]\ntokens = [\"hkc_hunter2-0123456789abcdefgh\"]\n",
+        "[api]\ntokens = [{ name = \"a\", token = \"hkc_hunter2-0123456789abcdef\", scopes = [\"read\"] }]\n",
     ] {
         let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();
         assert!(message.contains("api.tokens"), "{toml:?} gave {message:?}");

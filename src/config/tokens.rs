@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::{ApiSettings, Secret};
+use crate::domain::pull::CONSUMER_TOKEN_PREFIX;
 use crate::domain::scope::{Scope, Scopes};
 
 /// One entry of `api.tokens`: a plain string (an `admin` token, as before
@@ -60,6 +61,11 @@ impl TokenSpec {
             if token.expose().chars().count() < MIN_TOKEN_CHARS {
                 Err(format!(
                     "each token must have at least {MIN_TOKEN_CHARS} characters (128 bits as base64)"
+                ))
+            } else if token.expose().starts_with(CONSUMER_TOKEN_PREFIX) {
+                // Requests with such a token are read as a consumer's.
+                Err(format!(
+                    "a token may not start with `{CONSUMER_TOKEN_PREFIX}`: that marks pull consumer tokens"
                 ))
             } else {
                 Ok(digest(token.expose()))
