@@ -62,6 +62,8 @@ struct Shared {
     in_flight: Mutex<InFlight>,
     permits: Arc<Semaphore>,
     slot_freed: Notify,
+    /// Outcomes not written yet, whose leases the recorder extends.
+    unrecorded: Arc<recorder::Unrecorded>,
 }
 
 impl Dispatcher {
@@ -91,11 +93,13 @@ impl Dispatcher {
     pub async fn run(self, shutdown: CancellationToken) {
         let settings = self.settings.clone();
         let (outcomes, outcomes_rx) = mpsc::channel(settings.sender.max_in_flight * 2);
+        let unrecorded = Arc::new(recorder::Unrecorded::default());
         let recorder = tokio::spawn(recorder::run(
             self.store.clone(),
             self.due.clone(),
             self.wake.clone(),
             settings.lease(),
+            unrecorded.clone(),
             outcomes_rx,
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
@@ -112,6 +116,7 @@ impl Dispatcher {
             in_flight: Mutex::new(InFlight::default()),
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
             slot_freed: Notify::new(),
+            unrecorded,
         });
         let mut plans = Plans::new(shared.default_timeout);
         let mut tasks = JoinSet::new();
@@ -438,14 +443,19 @@ impl Dispatcher {
                         }
                         in_flight.finish(row.endpoint_id, row.id);
                     }
+                    if let Some((record, _)) = attempted {
+                        // The permit is kept until the recorder's channel
+                        // takes the outcome: a recorder that cannot write
+                        // holds the dispatcher back from sending more.
+                        shared.unrecorded.add(record.notification_id);
+                        if outcomes.send(record).await.is_err() {
+                            tracing::warn!(
+                                "recorder stopped; the attempt will be retried after its lease"
+                            );
+                        }
+                    }
                     drop(permit);
                     shared.slot_freed.notify_one();
-                    let Some((record, _)) = attempted else { return };
-                    if outcomes.send(record).await.is_err() {
-                        tracing::warn!(
-                            "recorder stopped; the attempt will be retried after its lease"
-                        );
-                    }
                 }
                 .instrument(span),
             );

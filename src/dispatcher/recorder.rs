@@ -2,11 +2,15 @@
 //! outcome waiting, then one Redis round trip that ends their leases and
 //! schedules their retries. Redis is touched only after PostgreSQL commits;
 //! if PostgreSQL is down or stalled the batch is retried until it is back,
-//! and meanwhile the leases of its deliveries (and of the outcomes queued
-//! behind it) are extended, so that none is claimed and sent again because
-//! its outcome could not be written.
+//! and meanwhile the leases of every outcome not yet written (`Unrecorded`:
+//! in the batch, queued behind it, or waiting to be handed over) are
+//! extended, so that none is claimed and sent again because its outcome
+//! could not be written. Delivery tasks keep their dispatcher permit until
+//! the recorder's channel takes their outcome, so a recorder that cannot
+//! write holds the dispatcher back from sending more.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -34,6 +38,34 @@ const MAX_OWED: usize = 100_000;
 /// a write that takes less than this (nearly all) extends nothing.
 const EXTEND_EVERY: Duration = Duration::from_secs(1);
 
+/// The notifications whose attempt has an outcome this process has not
+/// written yet. A delivery task adds its notification before it hands the
+/// outcome over; the recorder removes it once the outcome is committed.
+#[derive(Default)]
+pub struct Unrecorded(Mutex<HashSet<Uuid>>);
+
+impl Unrecorded {
+    pub fn add(&self, id: Uuid) {
+        self.0.lock().expect("unrecorded lock").insert(id);
+    }
+
+    fn remove(&self, ids: impl Iterator<Item = Uuid>) {
+        let mut set = self.0.lock().expect("unrecorded lock");
+        for id in ids {
+            set.remove(&id);
+        }
+    }
+
+    fn ids(&self) -> Vec<Uuid> {
+        self.0
+            .lock()
+            .expect("unrecorded lock")
+            .iter()
+            .copied()
+            .collect()
+    }
+}
+
 /// Records outcomes until the channel closes. `wake` is poked when a retry
 /// was scheduled, so a dispatcher sleeping towards a later time re-plans.
 /// `lease`: how long a claim is leased for (`dispatcher.lease_ms`).
@@ -42,6 +74,7 @@ pub async fn run(
     due: SharedIndex,
     wake: Arc<Notify>,
     lease: Duration,
+    unrecorded: Arc<Unrecorded>,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -65,7 +98,16 @@ pub async fn run(
                 Err(_) => break,
             }
         }
-        let waiting = record(&*store, &due, lease, &batch, &mut outcomes, &mut owed).await;
+        let waiting = record(
+            &*store,
+            &due,
+            lease,
+            &unrecorded,
+            &batch,
+            &mut outcomes,
+            &mut owed,
+        )
+        .await;
         if owed.settle(&due).await {
             wake.notify_one();
         }
@@ -146,12 +188,13 @@ impl Owed {
 /// Records one batch in PostgreSQL (retrying until it commits), with what
 /// it says about its endpoints' health, and adds its lease completions to
 /// `owed`. While the write waits, outcomes that arrive are kept (up to a
-/// batch) and returned, and every `EXTEND_EVERY` the leases of both are
-/// extended by `lease`.
+/// batch) and returned, and every `EXTEND_EVERY` the leases of all that are
+/// `unrecorded` are extended by `lease`.
 async fn record(
     store: &dyn DeliveryStore,
     due: &SharedIndex,
     lease: Duration,
+    unrecorded: &Unrecorded,
     batch: &[AttemptRecord],
     outcomes: &mut mpsc::Receiver<AttemptRecord>,
     owed: &mut Owed,
@@ -175,8 +218,7 @@ async fn record(
             },
             _ = tokio::time::sleep_until(extend_at) => {
                 extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
-                let ids: Vec<Uuid> =
-                    batch.iter().chain(&waiting).map(|r| r.notification_id).collect();
+                let ids = unrecorded.ids();
                 let until = chrono::Utc::now() + chrono::Duration::from_std(lease).unwrap_or_default();
                 match due.extend(&ids, until).await {
                     Ok(()) => {
@@ -188,6 +230,7 @@ async fn record(
             }
         }
     };
+    unrecorded.remove(batch.iter().map(|r| r.notification_id));
     owed.done.extend(batch.iter().map(|r| r.notification_id));
     owed.next.extend(
         batch

@@ -420,6 +420,54 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
 }
 
 #[sqlx::test]
+async fn outcomes_queued_behind_a_write_that_waits_past_their_lease_are_not_sent_again(
+    pool: PgPool,
+) {
+    let app = spawn_app_with(
+        pool.clone(),
+        &redis_url(),
+        "[sender]\ntimeout_ms = 1000\nmax_in_flight = 8\n\
+         [dispatcher]\nlease_ms = 6000\nhandoff = false\n",
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s", "1h"]}))
+        .await;
+    submit(&app, "shop", 1200, json!({"delay": "2s"})).await;
+
+    // Another transaction holds every row: deliveries go out, and no
+    // outcome can be written, for over two leases.
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM notifications FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    let stalled = Instant::now();
+    eventually(DEADLINE, "two leases to run out", || async {
+        (stalled.elapsed() > Duration::from_secs(13)).then_some(())
+    })
+    .await;
+    holder.commit().await.unwrap();
+
+    eventually(DEADLINE, "every notification delivered", || async {
+        let done: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM notifications WHERE status = 'succeeded'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        (done == 1200).then_some(())
+    })
+    .await;
+    let (distinct, total) = receiver.distinct("/hook");
+    assert_eq!(distinct, 1200);
+    assert_eq!(
+        total, distinct,
+        "every outcome waiting to be written kept its lease: none was sent twice"
+    );
+}
+
+#[sqlx::test]
 async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_waited_for_it(
     pool: PgPool,
 ) {
