@@ -35,11 +35,22 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn new(endpoint: DeliveryEndpoint, now: DateTime<Utc>, default_timeout: Duration) -> Self {
+    /// An endpoint's `timeout_ms` is cut to `max_timeout`: it was checked
+    /// against the lease of the process that stored it, and this process's
+    /// lease may be shorter (a changed `dispatcher.lease_ms`, or roles run
+    /// apart). An attempt longer than its lease would be claimed again and
+    /// sent a second time while it still runs.
+    pub fn new(
+        endpoint: DeliveryEndpoint,
+        now: DateTime<Utc>,
+        default_timeout: Duration,
+        max_timeout: Duration,
+    ) -> Self {
         let timeout = endpoint
             .timeout_ms
             .map(|ms| Duration::from_millis(ms.max(1) as u64))
-            .unwrap_or(default_timeout);
+            .unwrap_or(default_timeout)
+            .min(max_timeout);
         Self {
             target: Target::new(
                 &endpoint.url,

@@ -118,7 +118,7 @@ impl Dispatcher {
             slot_freed: Notify::new(),
             unrecorded,
         });
-        let mut plans = Plans::new(shared.default_timeout);
+        let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();
         if settings.dispatcher.handoff {
             self.handoff.open(shared.permits.clone());

@@ -26,6 +26,7 @@ const FRESH_FOR: chrono::Duration = chrono::Duration::seconds(60);
 pub(super) struct Plans {
     entries: HashMap<Uuid, Entry>,
     default_timeout: Duration,
+    max_timeout: Duration,
 }
 
 /// A claim's notifications with the plan of each of their endpoints.
@@ -43,10 +44,13 @@ struct Entry {
 }
 
 impl Plans {
-    pub fn new(default_timeout: Duration) -> Self {
+    /// `max_timeout`: the longest an attempt may take in this process, so
+    /// that it ends within the lease it was claimed with.
+    pub fn new(default_timeout: Duration, max_timeout: Duration) -> Self {
         Self {
             entries: HashMap::new(),
             default_timeout,
+            max_timeout,
         }
     }
 
@@ -100,7 +104,12 @@ impl Plans {
             .filter(|expires_at| *expires_at > now)
             .fold(now + FRESH_FOR, DateTime::min);
         let (id, version) = (endpoint.id, endpoint.version);
-        let plan = Arc::new(Plan::new(endpoint, now, self.default_timeout));
+        let plan = Arc::new(Plan::new(
+            endpoint,
+            now,
+            self.default_timeout,
+            self.max_timeout,
+        ));
         if self.entries.len() >= CAPACITY && !self.entries.contains_key(&id) {
             self.entries.retain(|_, entry| entry.until > now);
             if self.entries.len() >= CAPACITY {
@@ -166,7 +175,7 @@ mod tests {
 
     #[test]
     fn a_kept_plan_is_current_only_at_the_version_it_was_read_at() {
-        let mut plans = Plans::new(Duration::from_secs(1));
+        let mut plans = Plans::new(Duration::from_secs(1), Duration::from_secs(30));
         let now = Utc::now();
         let id = Uuid::now_v7();
         assert!(!plans.current(id, 7, now));
@@ -182,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_kept_plan_ends_when_a_previous_secret_in_it_stops_signing() {
-        let mut plans = Plans::new(Duration::from_secs(1));
+        let mut plans = Plans::new(Duration::from_secs(1), Duration::from_secs(30));
         let now = Utc::now();
         let (id, expires) = (Uuid::now_v7(), now + chrono::Duration::seconds(5));
         plans.for_claim(read(vec![endpoint(id, 1, Some(expires))]), now);
@@ -192,7 +201,7 @@ mod tests {
 
     #[test]
     fn the_kept_plans_stay_within_their_capacity() {
-        let mut plans = Plans::new(Duration::from_secs(1));
+        let mut plans = Plans::new(Duration::from_secs(1), Duration::from_secs(30));
         let now = Utc::now();
         let endpoints = (0..CAPACITY + 10)
             .map(|i| endpoint(Uuid::now_v7(), i as i64, None))

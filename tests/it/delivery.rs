@@ -181,6 +181,43 @@ async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(pool: PgPool) 
 }
 
 #[sqlx::test]
+async fn an_endpoint_timeout_longer_than_this_dispatchers_lease_is_cut_to_fit_in_it(pool: PgPool) {
+    let app = spawn_app_with(
+        pool.clone(),
+        &redis_url(),
+        "[sender]\ntimeout_ms = 1000\n[dispatcher]\nlease_ms = 6000\n",
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/slow", vec![Reply::Slow(Duration::from_secs(8))]);
+    app.endpoint(json!({"uid": "slow", "url": receiver.url("/slow"), "schedule": ["0s", "1h"]}))
+        .await;
+    // As a process with a longer lease may have stored it.
+    sqlx::query("UPDATE endpoints SET timeout_ms = 9000 WHERE uid = 'slow'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let id = app.notify(json!({"endpoint": "slow", "payload": {}})).await;
+    let failed = eventually(DEADLINE, "the attempt to time out", || async {
+        let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+        (n["attempts"] == json!(1)).then_some(n)
+    })
+    .await;
+    assert_eq!(failed["status"], json!("pending"), "{failed}");
+    assert_eq!(
+        attempts(&app, &id).await[0]["error"]["code"],
+        json!("timeout")
+    );
+    // Past the end of the lease a 9 s attempt would have outlived.
+    eventually(DEADLINE, "the lease's end and a claim after it", || async {
+        (started.elapsed() > Duration::from_secs(8)).then_some(())
+    })
+    .await;
+    assert_eq!(receiver.received("/slow").len(), 1);
+}
+
+#[sqlx::test]
 async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(pool: PgPool) {
     let app = spawn_app(pool).await;
     let receiver = Receiver::start().await;
