@@ -227,7 +227,16 @@ impl Sender {
         let mut id_buffer = Uuid::encode_buffer();
         let id: &str = delivery.id.hyphenated().encode_lower(&mut id_buffer);
         let timestamp = started_at.timestamp();
-        let mut headers = target.headers.clone();
+        // The endpoint's custom headers (credentials, often) go to its own
+        // origin only: a per-notification URL elsewhere, which any `write`
+        // token may name, gets the signature and the notification's own
+        // headers, as an HTTP client drops credentials on a redirect to
+        // another origin.
+        let mut headers = match (delivery.url, &target.url) {
+            (Some(_), Ok(own)) if url.origin() != own.origin() => HeaderMap::new(),
+            (Some(_), Err(_)) => HeaderMap::new(),
+            _ => target.headers.clone(),
+        };
         // Room for every header at once (and for the client's default
         // `accept`), so the map is not regrown while it is filled.
         headers.reserve(delivery.headers.len() + OWN_HEADERS + 1);

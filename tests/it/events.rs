@@ -427,6 +427,34 @@ async fn bad_events_and_patterns_are_refused_naming_the_field(pool: PgPool) {
 }
 
 #[sqlx::test]
+async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_on_its_own_origin(
+    pool: PgPool,
+) {
+    let app = spawn_app(pool).await;
+    let own = Receiver::start().await;
+    let elsewhere = Receiver::start().await;
+    app.endpoint(
+        json!({"uid": "partner", "url": own.url("/endpoint"), "headers": {"X-Api-Key": "s3cret"}}),
+    )
+    .await;
+    for url in [own.url("/order-1/notify"), elsewhere.url("/order-2/notify")] {
+        let (status, created) = app
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": "partner", "payload": {}, "url": url, "headers": {"X-Order": "1"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+    }
+    let same_origin = own.wait_for("/order-1/notify", 1, DEADLINE).await;
+    assert_eq!(same_origin[0].header("x-api-key"), Some("s3cret"));
+    let other_origin = elsewhere.wait_for("/order-2/notify", 1, DEADLINE).await;
+    assert_eq!(other_origin[0].header("x-api-key"), None);
+    assert_eq!(other_origin[0].header("x-order"), Some("1"));
+    assert!(other_origin[0].header("webhook-signature").is_some());
+}
+
+#[sqlx::test]
 async fn a_per_notification_url_gets_the_endpoint_signature(pool: PgPool) {
     let app = spawn_app(pool).await;
     let receiver = Receiver::start().await;
