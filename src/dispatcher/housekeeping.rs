@@ -182,9 +182,10 @@ async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyho
             .iter()
             .filter_map(|(id, due_at)| due_at.map(|at| (*id, at)))
             .collect();
-        // Only ids in neither set: a row whose indexing merely timed out may
-        // be due or leased already, and must not be queued twice.
-        let added = due.add_missing(&pending).await?;
+        // A row whose indexing merely timed out may be due or leased
+        // already, and is not queued twice; one due later than its row says
+        // (a retry Redis refused to move) is moved to its time.
+        let added = due.add_marked(&pending).await?;
         metrics::counter!("hookd_deferred_indexed_total").increment(added as u64);
         let ids: Vec<_> = rows.iter().map(|(id, _)| *id).collect();
         store.clear_needs_index(&ids).await?;

@@ -124,6 +124,11 @@ pub trait DueIndex: Send + Sync + 'static {
     fn epoch(&self) -> u64;
     /// Adds the entries that are neither due nor leased; returns how many.
     async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
+    /// For rows whose indexing failed (`needs_index`): adds those neither
+    /// due nor leased, and moves to their time those due later (a retry
+    /// that Redis refused to move). Moving earlier is safe: a claim of a
+    /// row not yet due gives it back. Returns how many it wrote.
+    async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
     /// The ids among `entries` that are neither due nor leased.
     async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
     /// If the index was lost (or is in another format), rebuilds it from

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::helpers::{eventually, free_port, spawn_app_with, RedisServer, TestApp};
-use crate::receiver::Receiver;
+use crate::receiver::{Receiver, Reply};
 
 /// Long enough for a loaded CI machine; the old sweep (rows a minute
 /// overdue, every 30 s) could not make it within this.
@@ -107,6 +107,46 @@ async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(
     let _: () = set_maxmemory("0").query_async(&mut conn).await.unwrap();
     let (distinct, total) = receiver.wait_distinct("/hook", 3000, HEALED).await;
     assert_eq!((distinct, total), (3000, 3000));
+}
+
+#[sqlx::test]
+async fn a_retry_that_a_full_redis_could_not_move_is_sent_once_redis_has_room(pool: PgPool) {
+    let server = RedisServer::start_with(free_port(), &["--maxmemory-policy", "noeviction"]).await;
+    let app = spawn_app_with(pool, &server.url(), "").await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/hook", vec![Reply::status(500), Reply::status(200)]);
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook"), "schedule": ["0s", "1h"]}))
+        .await;
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
+    // Its first attempt fails; the next one is an hour away, in `due`.
+    let path = format!("/v1/notifications/{id}");
+    eventually(DEADLINE, "the first attempt recorded", || async {
+        let (_, n) = app.get(&path).await;
+        (n["attempts"] == json!(1) && n["leased"] == json!(false)).then_some(())
+    })
+    .await;
+
+    // A retry now, while Redis refuses writes: PostgreSQL takes it, the
+    // index cannot move it.
+    let mut conn = redis(&server.url()).await;
+    let set_maxmemory = |bytes: &str| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(bytes)
+            .to_owned()
+    };
+    let _: () = set_maxmemory("1").query_async(&mut conn).await.unwrap();
+    let (status, retried) = app.post(&format!("{path}/retry"), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    let _: () = set_maxmemory("0").query_async(&mut conn).await.unwrap();
+
+    receiver.wait_for("/hook", 2, HEALED).await;
+    eventually(DEADLINE, "the retry recorded", || async {
+        let (_, n) = app.get(&path).await;
+        (n["status"] == json!("succeeded")).then_some(())
+    })
+    .await;
 }
 
 /// A sentinel watching `master` as `hookd`, quick to fail over.

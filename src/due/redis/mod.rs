@@ -325,6 +325,10 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::add_missing(self, entries).await
     }
 
+    async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
+        RedisIndex::add_marked(self, entries).await
+    }
+
     async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
         RedisIndex::missing(self, entries).await
     }

@@ -18,11 +18,12 @@ use crate::store::seams::PendingRows;
 static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
--- KEYS[1] due, KEYS[2] inflight; ARGV[1] '1' to add, '0' only to look;
+-- KEYS[1] due, KEYS[2] inflight; ARGV[1] '0' only to look, '1' to add,
+-- '2' to add and also to move earlier a member due later than its score;
 -- then score1, member1, score2, member2, ...
--- Per chunk: one ZMSCORE on each set, one ZADD of the members in neither.
+-- Per chunk: one ZMSCORE on each set, one ZADD of the members to write.
 -- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
--- Returns the members that were in neither set.
+-- Returns the members written ('0': that would be added).
 local function scores(key, members)
   local found = redis.pcall('ZMSCORE', key, unpack(members))
   if type(found) == 'table' and found.err then
@@ -31,7 +32,7 @@ local function scores(key, members)
   end
   return found
 end
-local add = ARGV[1] == '1'
+local mode = ARGV[1]
 local found = {}
 for i = 2, #ARGV, 1000 do
   local last = math.min(i + 999, #ARGV)
@@ -41,13 +42,15 @@ for i = 2, #ARGV, 1000 do
   local queued = scores(KEYS[1], members)
   local missing = {}
   for k = 1, #members do
-    if not leased[k] and not queued[k] then
-      missing[#missing + 1] = ARGV[i + 2 * (k - 1)]
+    local score = ARGV[i + 2 * (k - 1)]
+    if not leased[k] and (not queued[k]
+        or (mode == '2' and tonumber(queued[k]) > tonumber(score))) then
+      missing[#missing + 1] = score
       missing[#missing + 1] = members[k]
       found[#found + 1] = members[k]
     end
   end
-  if add and #missing > 0 then
+  if mode ~= '0' and #missing > 0 then
     redis.call('ZADD', KEYS[1], unpack(missing))
   end
 end
@@ -206,19 +209,26 @@ impl RedisIndex {
     /// Adds the entries that are in neither `due` nor `inflight`; returns how
     /// many were added.
     pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self.missing_among(entries, true).await?.len())
+        Ok(self.missing_among(entries, "1").await?.len())
+    }
+
+    /// As `add_missing`, and moves to its time an entry that is due later
+    /// (a retry whose write Redis refused left it at its old time); returns
+    /// how many were added or moved.
+    pub async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
+        Ok(self.missing_among(entries, "2").await?.len())
     }
 
     /// The ids among `entries` that are in neither `due` nor `inflight`,
     /// changing nothing.
     pub async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
-        self.missing_among(entries, false).await
+        self.missing_among(entries, "0").await
     }
 
     async fn missing_among(
         &self,
         entries: &[(Uuid, DateTime<Utc>)],
-        add: bool,
+        mode: &str,
     ) -> Result<Vec<Uuid>, DueError> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -228,7 +238,7 @@ impl RedisIndex {
         invocation
             .key(&self.keys().due)
             .key(&self.keys().inflight)
-            .arg(if add { "1" } else { "0" });
+            .arg(mode);
         for (id, at) in entries {
             invocation.arg(score(*at)).arg(member(id));
         }
