@@ -284,12 +284,22 @@ impl Store {
     /// mode (written by a process whose endpoint cache had not yet seen a
     /// switch), moved to it; at most `limit`. Returns the ids now push,
     /// with their due times, for the due index.
+    ///
+    /// Driven by the push endpoints, one probe of `notifications_pull_due`
+    /// each: strays are rare, and a scan of pending pull rows would read
+    /// every pull backlog in full each time to find none.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Ok(sqlx::query_as(concat!(
             "WITH strays AS ( \
-                 SELECT n.id FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
-                 WHERE n.status = 'pending' AND n.pull AND e.delivery = 'push' \
-                 LIMIT $1 FOR UPDATE OF n SKIP LOCKED \
+                 SELECT n.id FROM notifications n \
+                 WHERE n.id IN ( \
+                     SELECT s.id FROM endpoints e CROSS JOIN LATERAL ( \
+                         SELECT id FROM notifications \
+                         WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+                     ) s \
+                     WHERE e.delivery = 'push' LIMIT $1 \
+                 ) AND n.status = 'pending' AND n.pull \
+                 FOR UPDATE SKIP LOCKED \
              ) \
              UPDATE notifications n SET pull = false, ",
             without_lease!(),
@@ -298,6 +308,33 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// Cancels pending pull notifications of endpoints deleted in the last
+    /// day: a process whose endpoint cache had not yet seen the delete
+    /// created them after the delete cancelled the rest. (Push ones are
+    /// cancelled by the dispatcher when it claims them; nothing claims pull
+    /// ones.) At most `limit`; returns how many.
+    pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        let ids: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT o.id FROM endpoints e CROSS JOIN LATERAL ( \
+                 SELECT id FROM notifications \
+                 WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+             ) o \
+             WHERE e.deleted_at > now() - interval '1 day' LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(super::notifications::cancel_pending(
+            &self.pool,
+            super::notifications::Pending::Ids(&ids),
+        )
+        .await?
+        .len())
     }
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher

@@ -220,6 +220,7 @@ pub trait PullStore: Send + Sync + 'static {
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError>;
     async fn set_consumer_token(
         &self,
         endpoint_id: Uuid,
@@ -479,6 +480,9 @@ impl PullStore for Store {
     }
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Store::adopt_strays(self, limit).await
+    }
+    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        Store::cancel_orphaned_pulls(self, limit).await
     }
     async fn set_consumer_token(
         &self,

@@ -205,6 +205,76 @@ async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_
 }
 
 #[sqlx::test]
+async fn a_pull_notification_created_as_another_process_deletes_its_endpoint_is_cancelled(
+    pool: PgPool,
+) {
+    let a = spawn_app(pool.clone()).await;
+    let b = spawn_app(pool.clone()).await;
+    let endpoint = pull_endpoint(&a, json!({})).await;
+    // B has the endpoint in its cache.
+    notify(&b, &endpoint, json!({})).await;
+    let (status, deleted) = a
+        .call(Method::DELETE, &format!("/v1/endpoints/{endpoint}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    // Within its cache's second, B still takes one for it.
+    let (status, created) = b
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint, "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
+    eventually(
+        Duration::from_secs(45),
+        "the notification to be cancelled",
+        || async {
+            let status: String =
+                sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            (status == "cancelled").then_some(())
+        },
+    )
+    .await;
+}
+
+#[sqlx::test]
+async fn a_notification_created_pull_as_another_process_switches_its_endpoint_to_push_is_sent(
+    pool: PgPool,
+) {
+    let a = spawn_app(pool.clone()).await;
+    let b = spawn_app(pool.clone()).await;
+    let receiver = Receiver::start().await;
+    let endpoint = pull_endpoint(&a, json!({})).await;
+    // B has the endpoint in its cache, as pull.
+    notify(&b, &endpoint, json!({})).await;
+    let (status, switched) = a
+        .call(
+            Method::PATCH,
+            &format!("/v1/endpoints/{endpoint}"),
+            Some(json!({"delivery": "push", "url": receiver.url("/hook")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{switched}");
+    // Within its cache's second, B still writes one as pull.
+    let (status, created) = b
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": endpoint, "payload": {"late": true}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let got = receiver
+        .wait_distinct("/hook", 2, Duration::from_secs(45))
+        .await;
+    assert_eq!(got, (2, 2));
+}
+
+#[sqlx::test]
 async fn a_pull_without_a_body_takes_with_the_defaults(pool: PgPool) {
     let app = spawn_app(pool).await;
     let endpoint = pull_endpoint(&app, json!({})).await;

@@ -331,7 +331,7 @@ impl Service {
     }
 
     /// One round of the background work: leases that ran out, and (with
-    /// `strays`) rows left pull on endpoints that are push now.
+    /// `strays`) rows left pull on endpoints that are push now or deleted.
     async fn sweep_pull(&self, strays: bool) {
         loop {
             match self.expire_leases(None).await {
@@ -347,6 +347,14 @@ impl Service {
             match self.pull.adopt_strays(EXPIRE_BATCH).await {
                 Ok(moved) => self.index_due(&moved).await,
                 Err(error) => tracing::warn!(%error, "could not adopt stray pull rows"),
+            }
+            match self.pull.cancel_orphaned_pulls(EXPIRE_BATCH).await {
+                Ok(0) => {}
+                Ok(count) => tracing::info!(
+                    count,
+                    "cancelled pull notifications created as their endpoint was deleted"
+                ),
+                Err(error) => tracing::warn!(%error, "could not cancel orphaned pull rows"),
             }
         }
     }
