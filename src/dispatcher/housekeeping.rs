@@ -277,11 +277,15 @@ async fn purge(
         }
     }
     // Events go once none of their deliveries is left.
+    let mut cursor = None;
     loop {
-        let deleted = store.purge_events(before, PURGE_BATCH).await?;
-        if deleted < PURGE_BATCH as u64 || shutdown.is_cancelled() {
-            return Ok(total);
+        let (deleted, next) = store.purge_events(before, cursor, PURGE_BATCH).await?;
+        cursor = match next {
+            Some(id) if !shutdown.is_cancelled() => Some(id),
+            _ => return Ok(total),
+        };
+        if deleted > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -393,21 +393,37 @@ impl Store {
         ))
     }
 
-    /// Deletes up to `limit` events created before `before` whose
-    /// deliveries are all gone (retention deleted them); returns how many.
-    pub async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        let deleted = sqlx::query(
-            "DELETE FROM events WHERE id IN ( \
-                 SELECT e.id FROM events e \
-                 WHERE e.id < $1 \
-                   AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
-                 ORDER BY e.id LIMIT $2)",
+    /// Deletes the events created before `before` whose deliveries are all
+    /// gone (retention deleted them), among the next `limit` events after
+    /// `after`. Returns how many it deleted and where to go on from (`None`
+    /// once the walk is done). Events kept (a delivery still pending, say
+    /// for a disabled endpoint) are passed over once per walk, not once per
+    /// batch, as `purge_completed` does.
+    pub async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
+            "WITH scanned AS ( \
+                 SELECT e.id, \
+                     NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) AS unused \
+                 FROM events e WHERE e.id > $3 AND e.id < $1 ORDER BY e.id LIMIT $2 \
+             ), deleted AS ( \
+                 DELETE FROM events WHERE id IN (SELECT id FROM scanned WHERE unused) \
+                 RETURNING id \
+             ) \
+             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
+                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
         )
         .bind(crate::domain::id::first_of_ms(before.timestamp_millis()))
         .bind(limit)
-        .execute(&self.pool)
+        .bind(after.unwrap_or(Uuid::nil()))
+        .fetch_one(&self.pool)
         .await?;
-        Ok(deleted.rows_affected())
+        let next = if scanned < limit { None } else { last };
+        Ok((deleted as u64, next))
     }
 
     /// Newest first, filtered; payloads left out.

@@ -177,7 +177,12 @@ pub trait HousekeepingStore: PendingRows + Send + Sync + 'static {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
-    async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+    async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError>;
     async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError>;
     async fn failing_endpoints(
         &self,
@@ -418,8 +423,13 @@ impl HousekeepingStore for Store {
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         Store::purge_completed(self, before, after, limit).await
     }
-    async fn purge_events(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        Store::purge_events(self, before, limit).await
+    async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        Store::purge_events(self, before, after, limit).await
     }
     async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError> {
         Store::sync_operator_endpoint(self, target).await

@@ -637,7 +637,10 @@ async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPo
     assert_eq!(gone["deliveries"], json!(0));
     let store = hookd::store::Store::new(pool.clone());
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
-    assert_eq!(store.purge_events(later, 100).await.unwrap(), 1);
+    assert_eq!(
+        store.purge_events(later, None, 100).await.unwrap(),
+        (1, None)
+    );
     let (status, _) = app
         .get(&format!("/v1/events/{}", gone["id"].as_str().unwrap()))
         .await;
@@ -646,5 +649,42 @@ async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPo
         .get(&format!("/v1/events/{}", kept["id"].as_str().unwrap()))
         .await;
     assert_eq!(status, StatusCode::OK, "its delivery is still pending");
-    assert_eq!(store.purge_events(later, 100).await.unwrap(), 0);
+    assert_eq!(
+        store.purge_events(later, None, 100).await.unwrap(),
+        (0, None)
+    );
+}
+
+#[sqlx::test]
+async fn retention_walks_events_once_past_those_it_keeps(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    app.endpoint(json!({"owner": "r"})).await;
+    // Three kept (a delivery pending), then one whose deliveries are gone.
+    for _ in 0..3 {
+        event(
+            &app,
+            json!({"event_type": "a.b", "owner": "r", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    }
+    let gone = event(
+        &app,
+        json!({"event_type": "a.b", "owner": "nobody", "payload": {}}),
+    )
+    .await;
+    let store = hookd::store::Store::new(pool.clone());
+    let later = chrono::Utc::now() + chrono::Duration::minutes(1);
+    // Two at a time: the first batch deletes nothing and says where to go
+    // on; the second reaches the one to delete and ends the walk.
+    let (deleted, next) = store.purge_events(later, None, 2).await.unwrap();
+    assert_eq!(deleted, 0);
+    let next = next.expect("a full batch says where to go on");
+    assert_eq!(
+        store.purge_events(later, Some(next), 2).await.unwrap(),
+        (1, Some(gone["id"].as_str().unwrap().parse().unwrap()))
+    );
+    let (status, _) = app
+        .get(&format!("/v1/events/{}", gone["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
