@@ -187,9 +187,11 @@ impl Store {
         // `insert_notifications` gives: no two commits wait on each other's
         // keys in a cycle.
         let mut ordered: Vec<&NewEvent> = events.iter().collect();
-        ordered.sort_by(|a, b| {
-            (a.owner.as_deref(), a.key.as_deref()).cmp(&(b.owner.as_deref(), b.key.as_deref()))
-        });
+        if events.iter().any(|event| event.key.is_some()) {
+            ordered.sort_by(|a, b| {
+                (a.owner.as_deref(), a.key.as_deref()).cmp(&(b.owner.as_deref(), b.key.as_deref()))
+            });
+        }
         for event in ordered {
             ids.push(event.id);
             owners.push(event.owner.as_deref());

@@ -211,14 +211,17 @@ impl Store {
         let mut next_attempt_ats = Vec::with_capacity(items.len());
         let mut urls = Vec::with_capacity(items.len());
         let mut pulls = Vec::with_capacity(items.len());
-        // Rows go in ordered by (endpoint, key). Two commits inserting the
-        // same keys in opposite orders would each wait for the other's
+        // Keyed rows go in ordered by (endpoint, key). Two commits inserting
+        // the same keys in opposite orders would each wait for the other's
         // uncommitted entry in the unique index, a deadlock PostgreSQL ends
         // by failing one of them; in one order they wait and never cycle.
+        // Rows without a key conflict with nothing and keep their order.
         let mut ordered: Vec<&NewNotification> = items.iter().collect();
-        ordered.sort_by(|a, b| {
-            (a.endpoint_id, a.key.as_deref()).cmp(&(b.endpoint_id, b.key.as_deref()))
-        });
+        if items.iter().any(|item| item.key.is_some()) {
+            ordered.sort_by(|a, b| {
+                (a.endpoint_id, a.key.as_deref()).cmp(&(b.endpoint_id, b.key.as_deref()))
+            });
+        }
         for item in ordered {
             ids.push(item.id);
             endpoint_ids.push(item.endpoint_id);
