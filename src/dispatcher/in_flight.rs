@@ -31,12 +31,6 @@ pub(super) struct InFlight {
 
 impl InFlight {
     pub(super) fn try_start(&mut self, endpoint: Uuid, id: Uuid, cap: u32) -> bool {
-        // A notification this process is delivering now (claimed again
-        // because its lease ran out under a stalled attempt) waits for that
-        // attempt instead of being sent beside it.
-        if self.ids.contains(&id) {
-            return false;
-        }
         let count = self.by_endpoint.entry(endpoint).or_default();
         if *count >= cap {
             return false;

@@ -66,6 +66,19 @@ struct Shared {
     unrecorded: Arc<recorder::Unrecorded>,
 }
 
+impl Shared {
+    /// Whether this process is delivering `id` now or holds its outcome
+    /// unwritten.
+    fn busy_with(&self, id: Uuid) -> bool {
+        self.in_flight
+            .lock()
+            .expect("in-flight lock")
+            .ids
+            .contains(&id)
+            || self.unrecorded.contains(id)
+    }
+}
+
 impl Dispatcher {
     pub fn new(
         store: SharedDelivery,
@@ -208,7 +221,11 @@ impl Dispatcher {
             }
         }
         drop(outcomes);
-        if tokio::time::timeout(grace, recorder).await.is_err() {
+        let mut recorder = recorder;
+        if tokio::time::timeout(grace, &mut recorder).await.is_err() {
+            // Stopped, not left behind extending leases for a process that
+            // is going away.
+            recorder.abort();
             tracing::warn!("outcomes not recorded before shutdown; their leases will expire and they will be retried");
         }
         // Housekeeping stops at its next step, unless a store keeps that
@@ -354,6 +371,13 @@ impl Dispatcher {
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         for id in ids {
+            // This process is delivering it, or holds its outcome unwritten:
+            // a claim that found it again (its lease ran out under a stall,
+            // or a rebuild re-added it) leaves it to that attempt, whose
+            // recording ends the new lease too.
+            if shared.busy_with(*id) {
+                continue;
+            }
             // PostgreSQL fences Redis: a row that is missing, final or not
             // yet due is not sent, whatever the index said.
             let Some(mut row) = rows.remove(id) else {
@@ -436,6 +460,11 @@ impl Dispatcher {
                                 .await;
                         Some((record, started.elapsed()))
                     };
+                    // Unrecorded from before it stops being in flight: a
+                    // claim that finds it again sees it in one or the other.
+                    if let Some((record, _)) = &attempted {
+                        shared.unrecorded.add(record.notification_id);
+                    }
                     {
                         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                         if let Some((_, took)) = &attempted {
@@ -445,9 +474,10 @@ impl Dispatcher {
                     }
                     if let Some((record, _)) = attempted {
                         // The permit is kept until the recorder's channel
-                        // takes the outcome: a recorder that cannot write
-                        // holds the dispatcher back from sending more.
-                        shared.unrecorded.add(record.notification_id);
+                        // takes the outcome. Past the outcomes the recorder
+                        // holds while a write waits (a batch) and the
+                        // channel's room (2 x max_in_flight), a recorder that
+                        // cannot write stops the dispatcher from sending.
                         if outcomes.send(record).await.is_err() {
                             tracing::warn!(
                                 "recorder stopped; the attempt will be retried after its lease"

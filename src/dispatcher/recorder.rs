@@ -6,14 +6,13 @@
 //! in the batch, queued behind it, or waiting to be handed over) are
 //! extended, so that none is claimed and sent again because its outcome
 //! could not be written. Delivery tasks keep their dispatcher permit until
-//! the recorder's channel takes their outcome, so a recorder that cannot
-//! write holds the dispatcher back from sending more.
+//! the recorder's channel takes their outcome: once the recorder holds a
+//! batch beside the one it writes and the channel is full, a recorder that
+//! cannot write stops the dispatcher from sending more.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use std::sync::Arc;
 
 use tokio::sync::{mpsc, Notify};
 use uuid::Uuid;
@@ -47,6 +46,10 @@ pub struct Unrecorded(Mutex<HashSet<Uuid>>);
 impl Unrecorded {
     pub fn add(&self, id: Uuid) {
         self.0.lock().expect("unrecorded lock").insert(id);
+    }
+
+    pub fn contains(&self, id: Uuid) -> bool {
+        self.0.lock().expect("unrecorded lock").contains(&id)
     }
 
     fn remove(&self, ids: impl Iterator<Item = Uuid>) {
