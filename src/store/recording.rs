@@ -156,7 +156,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
          AS h(id, failing_since, if_failing) \
      ), changing AS MATERIALIZED ( \
          SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
-         WHERE (e.failing_since IS NOT NULL) = h.if_failing \
+         WHERE (e.failing_since IS NOT NULL) = h.if_failing AND e.url IS NOT NULL \
            AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
          ORDER BY e.id FOR NO KEY UPDATE OF e \
      ), healed AS ( \
