@@ -45,6 +45,8 @@ pub async fn run(
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
     let mut operator_synced = false;
+    // The disabling check runs every tick: one warning per run of failures.
+    let mut disable_check_failing = false;
     let mut epoch = due.epoch();
     loop {
         if !operator_synced {
@@ -64,12 +66,19 @@ pub async fn run(
             let before = Utc::now() - chrono::Duration::hours(i64::from(hours));
             match disable_failing(&*store, before, settings.operator.enabled()).await {
                 Ok(ids) => {
+                    disable_check_failing = false;
                     for id in ids {
                         metrics::counter!("hookd_endpoints_disabled_total").increment(1);
                         tracing::warn!(endpoint_id = %id, hours, "disabled an endpoint whose every attempt failed");
                     }
                 }
-                Err(error) => tracing::warn!(%error, "cannot check for failing endpoints"),
+                Err(error) if disable_check_failing => {
+                    tracing::debug!(%error, "cannot check for failing endpoints")
+                }
+                Err(error) => {
+                    disable_check_failing = true;
+                    tracing::warn!(%error, "cannot check for failing endpoints; trying again every second")
+                }
             }
         }
         if let Err(error) = index_marked(&*store, &due).await {
