@@ -285,8 +285,9 @@ impl Store {
     /// switch), moved to it; at most `limit`. Returns the ids now push,
     /// with their due times, for the due index.
     ///
-    /// Driven by the push endpoints, one probe of `notifications_pull_due`
-    /// each: strays are rare, and a scan of pending pull rows would read
+    /// Strays come from a switch a moment ago, so only endpoints changed in
+    /// the last day are looked at (`endpoints_changed`), one probe of
+    /// `notifications_pull_due` each: a scan of pending pull rows would read
     /// every pull backlog in full each time to find none.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Ok(sqlx::query_as(concat!(
@@ -297,7 +298,8 @@ impl Store {
                          SELECT id FROM notifications \
                          WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
                      ) s \
-                     WHERE e.delivery = 'push' LIMIT $1 \
+                     WHERE e.updated_at > now() - interval '1 day' \
+                       AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
                  ) AND n.status = 'pending' AND n.pull \
                  FOR UPDATE SKIP LOCKED \
              ) \
@@ -314,7 +316,8 @@ impl Store {
     /// day: a process whose endpoint cache had not yet seen the delete
     /// created them after the delete cancelled the rest. (Push ones are
     /// cancelled by the dispatcher when it claims them; nothing claims pull
-    /// ones.) At most `limit`; returns how many.
+    /// ones.) Endpoints come from `endpoints_deleted`. At most `limit`;
+    /// returns how many.
     pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT o.id FROM endpoints e CROSS JOIN LATERAL ( \
