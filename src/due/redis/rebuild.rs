@@ -59,6 +59,27 @@ return found
     )
 });
 
+/// What `ADD_MISSING` does with the entries it is given.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Changes nothing; says which are in neither set.
+    Look,
+    /// Adds those in neither set.
+    Add,
+    /// Adds those in neither set, and moves to its time one due later.
+    AddOrMoveEarlier,
+}
+
+impl Mode {
+    fn arg(self) -> &'static str {
+        match self {
+            Mode::Look => "0",
+            Mode::Add => "1",
+            Mode::AddOrMoveEarlier => "2",
+        }
+    }
+}
+
 static RELEASE_LOCK: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -209,26 +230,29 @@ impl RedisIndex {
     /// Adds the entries that are in neither `due` nor `inflight`; returns how
     /// many were added.
     pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self.missing_among(entries, "1").await?.len())
+        Ok(self.missing_among(entries, Mode::Add).await?.len())
     }
 
     /// As `add_missing`, and moves to its time an entry that is due later
     /// (a retry whose write Redis refused left it at its old time); returns
     /// how many were added or moved.
     pub async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self.missing_among(entries, "2").await?.len())
+        Ok(self
+            .missing_among(entries, Mode::AddOrMoveEarlier)
+            .await?
+            .len())
     }
 
     /// The ids among `entries` that are in neither `due` nor `inflight`,
     /// changing nothing.
     pub async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
-        self.missing_among(entries, "0").await
+        self.missing_among(entries, Mode::Look).await
     }
 
     async fn missing_among(
         &self,
         entries: &[(Uuid, DateTime<Utc>)],
-        mode: &str,
+        mode: Mode,
     ) -> Result<Vec<Uuid>, DueError> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -238,7 +262,7 @@ impl RedisIndex {
         invocation
             .key(&self.keys().due)
             .key(&self.keys().inflight)
-            .arg(mode);
+            .arg(mode.arg());
         for (id, at) in entries {
             invocation.arg(score(*at)).arg(member(id));
         }
