@@ -215,7 +215,8 @@ impl Store {
         // the same keys in opposite orders would each wait for the other's
         // uncommitted entry in the unique index, a deadlock PostgreSQL ends
         // by failing one of them; in one order they wait and never cycle.
-        // Rows without a key conflict with nothing and keep their order.
+        // Rows without a key conflict with nothing: a batch without keys
+        // keeps its order.
         let mut ordered: Vec<&NewNotification> = items.iter().collect();
         if items.iter().any(|item| item.key.is_some()) {
             ordered.sort_by(|a, b| {
