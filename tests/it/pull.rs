@@ -62,6 +62,50 @@ async fn send(
     )
 }
 
+/// A consumer waiting on `endpoint` for up to 20 s, once `app` counts it
+/// among the waiters; the handle gives its answer.
+async fn waiting_pull(app: &TestApp, endpoint: &str) -> tokio::task::JoinHandle<Value> {
+    let (base, client, path) = (
+        app.base.clone(),
+        app.client.clone(),
+        format!("/v1/endpoints/{endpoint}/pull"),
+    );
+    let waiting = tokio::spawn(async move {
+        send(
+            &client,
+            Method::POST,
+            format!("{base}{path}"),
+            TOKEN,
+            json!({"wait": "20s"}),
+        )
+        .await
+        .1
+    });
+    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
+    eventually(DEADLINE, "the consumer to wait", || async {
+        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
+    })
+    .await;
+    waiting
+}
+
+/// Waits until the notification's row has `status`, polled in PostgreSQL.
+async fn status_becomes(pool: &PgPool, id: uuid::Uuid, status: &str, deadline: Duration) {
+    eventually(
+        deadline,
+        &format!("the notification to be {status}"),
+        || async {
+            let now: String = sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
+                .bind(id)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            (now == status).then_some(())
+        },
+    )
+    .await;
+}
+
 /// The answer is 409 with this error code.
 fn assert_conflict((status, body): (StatusCode, Value), code: &str) {
     assert_eq!(
@@ -239,20 +283,8 @@ async fn a_pull_notification_created_as_another_process_deletes_its_endpoint_is_
             "B never served the deleted endpoint from its cache: {created}"
         );
     };
-    eventually(
-        Duration::from_secs(45),
-        "the notification to be cancelled",
-        || async {
-            let status: String =
-                sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
-                    .bind(id)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            (status == "cancelled").then_some(())
-        },
-    )
-    .await;
+    // The 30 s sweep of stray pull rows gets to it.
+    status_becomes(&pool, id, "cancelled", Duration::from_secs(45)).await;
 }
 
 #[sqlx::test]
@@ -298,20 +330,8 @@ async fn a_notification_created_pull_as_another_process_switches_its_endpoint_to
             "B never wrote a notification as pull after the switch"
         );
     };
-    eventually(
-        Duration::from_secs(45),
-        "the notification written as pull to be sent",
-        || async {
-            let status: String =
-                sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
-                    .bind(id)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            (status == "succeeded").then_some(())
-        },
-    )
-    .await;
+    // The 30 s sweep of stray pull rows gets to it.
+    status_becomes(&pool, id, "succeeded", Duration::from_secs(45)).await;
     let (distinct, total) = receiver.distinct("/hook");
     assert_eq!(distinct, total, "each sent once");
 }
@@ -339,20 +359,7 @@ async fn a_waiting_consumer_gets_a_nacked_notification_when_it_is_due_again(pool
     // Another consumer waits while the only notification is leased for a
     // minute, longer than its wait.
     let started = Instant::now();
-    let waiting = {
-        let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
-        tokio::spawn(async move {
-            let url = format!("{base}/v1/endpoints/{endpoint}/pull");
-            send(&client, Method::POST, url, TOKEN, json!({"wait": "20s"}))
-                .await
-                .1
-        })
-    };
-    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
-    eventually(DEADLINE, "the consumer to wait", || async {
-        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
-    })
-    .await;
+    let waiting = waiting_pull(&app, &endpoint).await;
     let (status, nacked) = app
         .post(
             &format!("/v1/notifications/{id}/nack"),
@@ -390,20 +397,7 @@ async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool
     HookdProcess::wait_ready(&producer, DEADLINE).await;
 
     let started = Instant::now();
-    let waiting = {
-        let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
-        tokio::spawn(async move {
-            let url = format!("{base}/v1/endpoints/{endpoint}/pull");
-            send(&client, Method::POST, url, TOKEN, json!({"wait": "20s"}))
-                .await
-                .1
-        })
-    };
-    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
-    eventually(DEADLINE, "the consumer to wait", || async {
-        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
-    })
-    .await;
+    let waiting = waiting_pull(&app, &endpoint).await;
     let (status, created) = send(
         &crate::helpers::http_client(),
         Method::POST,

@@ -26,6 +26,16 @@ async fn redis(url: &str) -> redis::aio::MultiplexedConnection {
         .unwrap()
 }
 
+/// `CONFIG SET maxmemory <bytes>`: "1" fills Redis (every write refused
+/// with OOM), "0" lifts the limit.
+fn set_maxmemory(bytes: &str) -> redis::Cmd {
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(bytes)
+        .to_owned()
+}
+
 /// Creates `count` notifications for `shop`, in batches of 500; returns
 /// how many were accepted (201).
 async fn submit(app: &TestApp, count: usize, delay: &str) -> usize {
@@ -86,13 +96,6 @@ async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(
     // Redis full: its memory limit below what it holds, so every write is
     // refused with OOM until it has room again.
     let mut conn = redis(&server.url()).await;
-    let set_maxmemory = |bytes: &str| {
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(bytes)
-            .to_owned()
-    };
     let _: () = set_maxmemory("1").query_async(&mut conn).await.unwrap();
     let refused = app
         .state
@@ -129,13 +132,6 @@ async fn a_retry_that_a_full_redis_could_not_move_is_sent_once_redis_has_room(po
     // A retry now, while Redis refuses writes: PostgreSQL takes it, the
     // index cannot move it.
     let mut conn = redis(&server.url()).await;
-    let set_maxmemory = |bytes: &str| {
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("maxmemory")
-            .arg(bytes)
-            .to_owned()
-    };
     let _: () = set_maxmemory("1").query_async(&mut conn).await.unwrap();
     let (status, retried) = app.post(&format!("{path}/retry"), json!({})).await;
     assert_eq!(status, StatusCode::OK, "{retried}");
