@@ -12,6 +12,7 @@ pub mod housekeeping;
 mod in_flight;
 mod plans;
 mod recorder;
+mod task;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,19 +65,6 @@ struct Shared {
     slot_freed: Notify,
     /// Outcomes not written yet, whose leases the recorder extends.
     unrecorded: Arc<recorder::Unrecorded>,
-}
-
-impl Shared {
-    /// Whether this process is delivering `id` now or holds its outcome
-    /// unwritten.
-    fn busy_with(&self, id: Uuid) -> bool {
-        self.in_flight
-            .lock()
-            .expect("in-flight lock")
-            .ids
-            .contains(&id)
-            || self.unrecorded.contains(id)
-    }
 }
 
 impl Dispatcher {
@@ -370,17 +358,18 @@ impl Dispatcher {
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
+        // Those this process is delivering, or holds the outcome of
+        // unwritten: a claim that found them again (a lease ran out under a
+        // stall, or a rebuild re-added them) leaves them to that attempt,
+        // whose recording ends the new lease too.
+        let busy = shared.busy_among(ids);
         for id in ids {
-            // This process is delivering it, or holds its outcome unwritten:
-            // a claim that found it again (its lease ran out under a stall,
-            // or a rebuild re-added it) leaves it to that attempt, whose
-            // recording ends the new lease too.
-            if shared.busy_with(*id) {
+            if busy.contains(id) {
                 continue;
             }
             // PostgreSQL fences Redis: a row that is missing, final or not
             // yet due is not sent, whatever the index said.
-            let Some(mut row) = rows.remove(id) else {
+            let Some(row) = rows.remove(id) else {
                 gone.push(*id);
                 continue;
             };
@@ -446,49 +435,8 @@ impl Dispatcher {
                 status_code = tracing::field::Empty,
                 duration_ms = tracing::field::Empty,
             );
-            tasks.spawn(
-                async move {
-                    let attempted = if until(due_at).await && !still_leased(&shared, row.id).await {
-                        // Cancelled (or handed to pull) while it waited: the
-                        // claim is gone from the index, and nothing is sent
-                        // after a cancel.
-                        None
-                    } else {
-                        let started = std::time::Instant::now();
-                        let record =
-                            delivery::attempt(&shared.sender, &plan, &mut row, shared.operator)
-                                .await;
-                        Some((record, started.elapsed()))
-                    };
-                    // Unrecorded from before it stops being in flight: a
-                    // claim that finds it again sees it in one or the other.
-                    if let Some((record, _)) = &attempted {
-                        shared.unrecorded.add(record.notification_id);
-                    }
-                    {
-                        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
-                        if let Some((_, took)) = &attempted {
-                            in_flight.observe(row.endpoint_id, *took);
-                        }
-                        in_flight.finish(row.endpoint_id, row.id);
-                    }
-                    if let Some((record, _)) = attempted {
-                        // The permit is kept until the recorder's channel
-                        // takes the outcome. Past the outcomes the recorder
-                        // holds while a write waits (a batch) and the
-                        // channel's room (2 x max_in_flight), a recorder that
-                        // cannot write stops the dispatcher from sending.
-                        if outcomes.send(record).await.is_err() {
-                            tracing::warn!(
-                                "recorder stopped; the attempt will be retried after its lease"
-                            );
-                        }
-                    }
-                    drop(permit);
-                    shared.slot_freed.notify_one();
-                }
-                .instrument(span),
-            );
+            tasks
+                .spawn(task::deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
         }
         if !orphans.is_empty() {
             // Deleting an endpoint cancels its pending notifications; these
@@ -514,27 +462,6 @@ impl Dispatcher {
         }
         !later.is_empty()
     }
-}
-
-/// Returns at `due_at`, never before (a claim may come up to
-/// `dispatcher.claim_ahead_ms` early), and whether it had to wait.
-async fn until(due_at: DateTime<Utc>) -> bool {
-    let mut waited = false;
-    while let Ok(left) = (due_at - Utc::now()).to_std() {
-        if left.is_zero() {
-            break;
-        }
-        waited = true;
-        tokio::time::sleep(left).await;
-    }
-    waited
-}
-
-/// Whether a claim held until its due time is still this dispatcher's: a
-/// cancel (or a switch to pull) while it waited removed it from the index.
-/// If Redis cannot say, the claim stands, as it would have without the wait.
-async fn still_leased(shared: &Shared, id: Uuid) -> bool {
-    shared.due.leased(id, Utc::now()).await.unwrap_or(true)
 }
 
 /// What the dispatcher does after a claim.

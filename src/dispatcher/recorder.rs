@@ -48,8 +48,10 @@ impl Unrecorded {
         self.0.lock().expect("unrecorded lock").insert(id);
     }
 
-    pub fn contains(&self, id: Uuid) -> bool {
-        self.0.lock().expect("unrecorded lock").contains(&id)
+    /// Those of `ids` in the set, under one look.
+    pub fn among(&self, ids: &[Uuid]) -> Vec<Uuid> {
+        let set = self.0.lock().expect("unrecorded lock");
+        ids.iter().filter(|id| set.contains(id)).copied().collect()
     }
 
     fn remove(&self, ids: impl Iterator<Item = Uuid>) {

@@ -1,0 +1,96 @@
+//! One delivery's life in a task of its own: held until its due time (a
+//! claim may come early), attempted unless it was cancelled meanwhile, its
+//! outcome handed to the recorder, and its slot given back.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use uuid::Uuid;
+
+use super::delivery::{self, Plan};
+use super::Shared;
+use crate::store::delivery::DueNotification;
+use crate::store::recording::AttemptRecord;
+
+impl Shared {
+    /// Those of `ids` this process is delivering now or holds the outcome
+    /// of unwritten: one look at each, per claim.
+    pub(super) fn busy_among(&self, ids: &[Uuid]) -> HashSet<Uuid> {
+        let mut busy: HashSet<Uuid> = {
+            let in_flight = self.in_flight.lock().expect("in-flight lock");
+            ids.iter()
+                .filter(|id| in_flight.ids.contains(id))
+                .copied()
+                .collect()
+        };
+        busy.extend(self.unrecorded.among(ids));
+        busy
+    }
+}
+
+/// Delivers `row` at `due_at` with `plan`, holding `permit` (a slot of
+/// `sender.max_in_flight`) until the recorder has its outcome.
+pub(super) async fn deliver(
+    shared: Arc<Shared>,
+    plan: Arc<Plan>,
+    mut row: DueNotification,
+    due_at: DateTime<Utc>,
+    permit: OwnedSemaphorePermit,
+    outcomes: mpsc::Sender<AttemptRecord>,
+) {
+    let attempted = if until(due_at).await && !still_leased(&shared, row.id).await {
+        // Cancelled (or handed to pull) while it waited: the claim is gone
+        // from the index, and nothing is sent after a cancel.
+        None
+    } else {
+        let started = std::time::Instant::now();
+        let record = delivery::attempt(&shared.sender, &plan, &mut row, shared.operator).await;
+        Some((record, started.elapsed()))
+    };
+    // Unrecorded from before it stops being in flight: a claim that finds it
+    // again sees it in one or the other.
+    if let Some((record, _)) = &attempted {
+        shared.unrecorded.add(record.notification_id);
+    }
+    {
+        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+        if let Some((_, took)) = &attempted {
+            in_flight.observe(row.endpoint_id, *took);
+        }
+        in_flight.finish(row.endpoint_id, row.id);
+    }
+    if let Some((record, _)) = attempted {
+        // The permit is kept until the recorder's channel takes the outcome.
+        // Past the outcomes the recorder holds while a write waits (a batch)
+        // and the channel's room (2 x max_in_flight), a recorder that cannot
+        // write stops the dispatcher from sending.
+        if outcomes.send(record).await.is_err() {
+            tracing::warn!("recorder stopped; the attempt will be retried after its lease");
+        }
+    }
+    drop(permit);
+    shared.slot_freed.notify_one();
+}
+
+/// Returns at `due_at`, never before (a claim may come up to
+/// `dispatcher.claim_ahead_ms` early), and whether it had to wait.
+async fn until(due_at: DateTime<Utc>) -> bool {
+    let mut waited = false;
+    while let Ok(left) = (due_at - Utc::now()).to_std() {
+        if left.is_zero() {
+            break;
+        }
+        waited = true;
+        tokio::time::sleep(left).await;
+    }
+    waited
+}
+
+/// Whether a claim held until its due time is still this dispatcher's: a
+/// cancel (or a switch to pull) while it waited removed it from the index.
+/// If Redis cannot say, the claim stands, as it would have without the wait.
+async fn still_leased(shared: &Shared, id: Uuid) -> bool {
+    shared.due.leased(id, Utc::now()).await.unwrap_or(true)
+}
