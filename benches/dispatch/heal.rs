@@ -15,27 +15,29 @@ use super::{create_endpoint, post_batches, reset, wait_count, Hookd, Received};
 
 const WAITING: usize = 5000;
 
-/// After a `DEL` of `due` with `pending` rows (a dispatcher running), how
-/// long until every row is back in `due` and the sentinel with them.
+/// After a `DEL` of `due` (the buckets' directory) with `pending` rows (a
+/// dispatcher running), how long until every row is back in the due set and
+/// the sentinel with them.
 pub async fn reindex_after_due_deleted(
     conn: &mut redis::aio::MultiplexedConnection,
     prefix: &str,
     pending: u64,
 ) -> Duration {
-    let due = format!("{prefix}:{{{prefix}}}:due");
-    let _: () = redis::cmd("DEL").arg(&due).query_async(conn).await.unwrap();
+    let keys = hookd::due::redis::Keys::new(prefix);
+    let _: () = redis::cmd("DEL")
+        .arg(&keys.due)
+        .query_async(conn)
+        .await
+        .unwrap();
     let started = Instant::now();
     loop {
-        let (count, sentinel): (u64, Option<f64>) = redis::pipe()
-            .cmd("ZCOUNT")
-            .arg(&due)
-            .arg("-inf")
-            .arg("(+inf")
-            .zscore(&due, hookd::due::redis::rebuild::DUE_SENTINEL)
+        let (count, sentinel): (Option<u64>, Option<f64>) = redis::pipe()
+            .hget(&keys.shape, "count")
+            .zscore(&keys.due, hookd::due::redis::rebuild::DUE_SENTINEL)
             .query_async(conn)
             .await
             .unwrap();
-        if count >= pending && sentinel.is_some() {
+        if count.unwrap_or(0) >= pending && sentinel.is_some() {
             return started.elapsed();
         }
         assert!(

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{eventually, spawn_app};
 
 fn time(value: &Value) -> DateTime<Utc> {
     serde_json::from_value(value.clone()).unwrap_or_else(|_| panic!("{value} is a time"))
@@ -33,12 +33,14 @@ async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPoo
             .await
             .unwrap();
     assert_eq!(stored.0, "pending");
-    let score = app
-        .index
-        .due_at(id(&created))
-        .await
-        .unwrap()
-        .expect("indexed in Redis");
+    // Polled: the first start's rebuild of the index may clear it in between,
+    // and then adds the row again from PostgreSQL.
+    let score = eventually(
+        std::time::Duration::from_secs(10),
+        "indexed in Redis",
+        || async { app.index.due_at(id(&created)).await.unwrap() },
+    )
+    .await;
     assert_eq!(
         score,
         hookd::due::redis::score(time(&created["next_attempt_at"]))

@@ -526,39 +526,49 @@ async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_w
 }
 
 #[sqlx::test]
-async fn an_index_left_in_the_old_member_format_is_rebuilt_and_every_notification_sent_once(
+async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_sent_once(
     pool: PgPool,
 ) {
     let (redis, app, receiver) = shop_on_own_redis(pool).await;
     submit(&app, "shop", 200, json!({"delay": "3s"})).await;
-    // What a build before compact members leaves behind: every id as its 16
-    // bytes, and a marker that holds a bare time. Rewritten in one MULTI, so
-    // the housekeeper sees the old index whole or not at all.
+    // What the build before buckets leaves behind: one sorted set of every
+    // id under the `due` key, and a marker of format f2. Rewritten in one
+    // MULTI, so the housekeeper sees the old index whole or not at all.
     let keys = app.index.keys().clone();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    // Every id: the never-due sentinel (score +inf) is not one.
-    let entries: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGEBYSCORE")
-        .arg(&keys.due)
-        .arg("-inf")
-        .arg("(+inf")
-        .arg("WITHSCORES")
+    let (_, buckets): (u64, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("MATCH")
+        .arg(keys.buckets_pattern())
+        .arg("COUNT")
+        .arg(10_000)
         .query_async(&mut conn)
         .await
         .unwrap();
+    let mut entries: Vec<(Vec<u8>, f64)> = Vec::new();
+    for bucket in buckets.iter().filter(|key| **key != keys.shape) {
+        let found: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+            .arg(bucket)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        entries.extend(found);
+    }
     assert_eq!(entries.len(), 200);
     assert!(entries.iter().all(|(member, _)| member.len() == 14));
     let mut rewrite = redis::pipe();
     rewrite.atomic();
+    rewrite.del(&buckets).ignore();
+    rewrite.del(&keys.due).ignore();
     for (member, score) in &entries {
-        let id = hookd::due::redis::parse_member(member).unwrap();
-        rewrite.zrem(&keys.due, member).ignore();
-        rewrite
-            .zadd(&keys.due, id.as_bytes().as_slice(), *score)
-            .ignore();
+        rewrite.zadd(&keys.due, member, *score).ignore();
     }
     let marker = format!("{0}:{{{0}}}:indexed", app.index.prefix());
-    rewrite.set(&marker, "1795000000000").ignore();
+    rewrite.set(&marker, "f2:1795000000000").ignore();
     let _: () = rewrite.query_async(&mut conn).await.unwrap();
 
     let (distinct, total) = receiver.wait_distinct("/hook", 200, DEADLINE).await;

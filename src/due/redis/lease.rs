@@ -1,54 +1,21 @@
-//! Claiming due notifications and giving them back. One Lua script, atomic:
-//! first expired leases return to `due`, then up to N due ids move to
-//! `inflight` with a lease, and the earliest remaining due time comes back so
-//! the dispatcher knows how long it may sleep. Completion happens only after
-//! PostgreSQL has committed the outcome.
+//! Claiming due notifications and giving them back. One Lua script, atomic
+//! (`lua/claim.lua`): first expired leases return to the due set, then up to
+//! N due ids move to `inflight` with a lease, and the earliest remaining due
+//! time comes back so the dispatcher knows how long it may sleep. Completion
+//! happens only after PostgreSQL has committed the outcome.
 
 use chrono::{DateTime, Utc};
 use redis::Script;
 use std::sync::LazyLock;
 use uuid::Uuid;
 
-use super::{member, parse_member, score, Member, RedisIndex};
+use super::{member, parse_member, score, script, Member, RedisIndex, COMPLETE};
 use crate::due::{Claim, DueError};
 
 /// Most expired leases returned to `due` per claim call.
 const MAX_REQUEUE: usize = 1000;
 
-static CLAIM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r#"
--- KEYS[1] due, KEYS[2] inflight; ARGV[1] now ms, ARGV[2] limit, ARGV[3] lease expiry ms,
--- ARGV[4] max requeue, ARGV[5] claim what is due by (ms, >= now)
--- Moves members from one set to the other at one score: a ZADD and a ZREM
--- per chunk, not per member (unpack is bounded by Lua's stack).
-local function move(from, to, members, score)
-  for i = 1, #members, 500 do
-    local last = math.min(i + 499, #members)
-    local scored = {}
-    for j = i, last do
-      scored[#scored + 1] = score
-      scored[#scored + 1] = members[j]
-    end
-    redis.call('ZADD', to, unpack(scored))
-    redis.call('ZREM', from, unpack(members, i, last))
-  end
-end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
-move(KEYS[2], KEYS[1], expired, ARGV[1])
-local ids = {}
-local limit = tonumber(ARGV[2])
-if limit > 0 then
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[5], 'LIMIT', 0, limit)
-  move(KEYS[1], KEYS[2], ids, ARGV[3])
-end
--- The earliest due time; the never-due sentinel (score inf) is not one.
-local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-local lease = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-return {ids, first[2] or false, lease[2] or false, #expired}
-"#,
-    )
-});
+static CLAIM: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/claim.lua")));
 
 impl RedisIndex {
     /// Claims up to `limit` ids due by `due_by`, leasing them until
@@ -60,22 +27,16 @@ impl RedisIndex {
         limit: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<Claim, DueError> {
-        let mut conn = self.conn().await?;
-        let mut invocation = CLAIM.prepare_invoke();
-        invocation
-            .key(&self.keys().due)
-            .key(&self.keys().inflight)
-            .arg(score(now))
-            .arg(limit)
-            .arg(score(lease_until))
-            .arg(MAX_REQUEUE)
-            .arg(score(due_by));
-        let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) = self.observed(
-            match tokio::time::timeout(self.timeout * 4, invocation.invoke_async(&mut conn)).await {
-                Ok(result) => result.map_err(DueError::from),
-                Err(_) => Err(DueError::Timeout(self.timeout * 4)),
-            },
-        )?;
+        let reply: (Vec<Vec<u8>>, Option<String>, Option<String>, usize) = self
+            .eval(&CLAIM, self.timeout * 4, |invocation| {
+                invocation
+                    .arg(score(now))
+                    .arg(limit)
+                    .arg(score(lease_until))
+                    .arg(MAX_REQUEUE)
+                    .arg(score(due_by));
+            })
+            .await?;
         let (members, next_due, next_lease, requeued) = reply;
         let ids: Vec<Uuid> = members
             .iter()
@@ -101,19 +62,13 @@ impl RedisIndex {
         if done.is_empty() && next.is_empty() {
             return Ok(());
         }
-        let keys = self.keys().clone();
-        let done: Vec<Member> = done.iter().map(member).collect();
-        let next: Vec<(i64, Member)> = next
-            .iter()
-            .map(|(id, at)| (score(*at), member(id)))
-            .collect();
-        self.run::<()>(|p| {
-            p.atomic();
-            if !done.is_empty() {
-                p.zrem(&keys.inflight, &done).ignore();
+        self.eval::<()>(&COMPLETE, self.timeout, |invocation| {
+            invocation.arg(done.len());
+            for id in done {
+                invocation.arg(member(id));
             }
-            if !next.is_empty() {
-                p.zadd_multiple(&keys.due, &next).ignore();
+            for (id, at) in next {
+                invocation.arg(score(*at)).arg(member(id));
             }
         })
         .await
@@ -157,13 +112,15 @@ impl RedisIndex {
         Ok(expiry.is_some_and(|expiry| expiry > now.timestamp_millis()))
     }
 
-    /// Sizes of the two sets: (due, inflight), the sentinel not counted.
+    /// Sizes of the two sets: (due, inflight).
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();
-        self.run(|p| {
-            p.zcount(&keys.due, "-inf", "(+inf");
-            p.zcard(&keys.inflight);
-        })
-        .await
+        let (due, leased): (Option<u64>, u64) = self
+            .run(|p| {
+                p.hget(&keys.shape, "count");
+                p.zcard(&keys.inflight);
+            })
+            .await?;
+        Ok((due.unwrap_or(0), leased))
     }
 }

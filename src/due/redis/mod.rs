@@ -5,10 +5,22 @@
 //!
 //! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
 //! in one Redis Cluster slot, so scripts may touch several:
-//! - `P:{P}:due`      zset, notification id → due time (unix ms)
+//! - `P:{P}:due`      zset, the directory of the due set's buckets: bucket
+//!   number → a time no later than its earliest member's (and a sentinel)
+//! - `P:{P}:due:<n>`  zset, a bucket: notification id → due time (unix ms)
+//! - `P:{P}:due:shape` hash: how many buckets there are, and members in them
 //! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
+//!
+//! The due set is many small sorted sets, not one: Redis keeps a sorted set
+//! of up to 128 members in a listpack (~26 bytes per member here), and one
+//! large sorted set in a skiplist with a dict (~110 bytes per member, the
+//! same whatever the member's length). A notification's bucket follows from
+//! its id by linear hashing, so the number of buckets grows and shrinks one
+//! at a time with the number pending and each stays small; the directory
+//! tells a claim which buckets hold something due. The scripts in `lua/`
+//! share `buckets.lua`, which says how.
 //!
 //! Members are the 14 bytes of the notification's compact id (`domain::id`),
 //! not its 36-character text: the index costs Redis memory per pending
@@ -23,8 +35,11 @@ pub mod rebuild;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionManager;
+use redis::{Script, ScriptInvocation};
 use uuid::Uuid;
 
 use crate::config::RedisSettings;
@@ -33,7 +48,10 @@ use crate::due::DueError;
 
 #[derive(Debug, Clone)]
 pub struct Keys {
+    /// The directory of the due set's buckets (and its sentinel).
     pub due: String,
+    /// The buckets' number and the members in them.
+    pub shape: String,
     pub inflight: String,
 }
 
@@ -41,10 +59,39 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
             due: format!("{prefix}:{{{prefix}}}:due"),
+            shape: format!("{prefix}:{{{prefix}}}:due:shape"),
             inflight: format!("{prefix}:{{{prefix}}}:inflight"),
         }
     }
+
+    /// A `SCAN` pattern for every bucket (and the shape): the prefix's glob
+    /// characters escaped.
+    pub fn buckets_pattern(&self) -> String {
+        let mut pattern = String::with_capacity(self.due.len() + 4);
+        for c in self.due.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str(":*");
+        pattern
+    }
 }
+
+/// The buckets' shared functions, put before each script's own lines.
+const BUCKETS: &str = include_str!("lua/buckets.lua");
+
+/// One of the index's scripts: `buckets.lua`, then `body`. Every one takes
+/// the keys `due`, `shape` and `inflight`, in that order (see `eval`).
+pub(super) fn script(body: &str) -> Script {
+    Script::new(&[BUCKETS, body].concat())
+}
+
+pub(super) static COMPLETE: LazyLock<Script> =
+    LazyLock::new(|| script(include_str!("lua/complete.lua")));
+static REMOVE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/remove.lua")));
+static DUE_AT: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/due_at.lua")));
 
 /// Handle to the due index. Cheap to clone. Connects on first use, so hookd
 /// starts (and accepts notifications) while Redis is down.
@@ -171,6 +218,29 @@ impl RedisIndex {
         )
     }
 
+    /// Runs one of the index's scripts (see `script`) on its keys, with
+    /// `args`, within `limit`.
+    pub(crate) async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        limit: Duration,
+        args: impl FnOnce(&mut ScriptInvocation),
+    ) -> Result<T, DueError> {
+        let mut conn = self.conn().await?;
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(&self.keys.due)
+            .key(&self.keys.shape)
+            .key(&self.keys.inflight);
+        args(&mut invocation);
+        self.observed(
+            match tokio::time::timeout(limit, invocation.invoke_async(&mut conn)).await {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(limit)),
+            },
+        )
+    }
+
     pub async fn ping(&self) -> Result<(), DueError> {
         let _: (String,) = self
             .run(|p| {
@@ -207,20 +277,9 @@ impl RedisIndex {
         }
     }
 
-    /// Adds (or moves) notifications to the due set, in one command.
+    /// Adds (or moves) notifications to the due set, in one script call.
     pub async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let items: Vec<(i64, Member)> = entries
-            .iter()
-            .map(|(id, at)| (score(*at), member(id)))
-            .collect();
-        let key = &self.keys.due;
-        self.run::<()>(|p| {
-            p.zadd_multiple(key, &items).ignore();
-        })
-        .await
+        self.complete(&[], entries).await
     }
 
     /// Adds notifications to `inflight`, leased until `until`, in one
@@ -244,24 +303,20 @@ impl RedisIndex {
         if ids.is_empty() {
             return Ok(());
         }
-        let members: Vec<Member> = ids.iter().map(member).collect();
-        let keys = &self.keys;
-        self.run::<()>(|p| {
-            p.zrem(&keys.due, &members).ignore();
-            p.zrem(&keys.inflight, &members).ignore();
+        self.eval::<()>(&REMOVE, self.timeout, |invocation| {
+            for id in ids {
+                invocation.arg(member(id));
+            }
         })
         .await
     }
 
     /// The due time of a notification, if it is in the due set.
     pub async fn due_at(&self, id: Uuid) -> Result<Option<i64>, DueError> {
-        let key = &self.keys.due;
-        let (score,): (Option<i64>,) = self
-            .run(|p| {
-                p.zscore(key, member(&id));
-            })
-            .await?;
-        Ok(score)
+        self.eval(&DUE_AT, self.timeout, |invocation| {
+            invocation.arg(member(&id));
+        })
+        .await
     }
 }
 

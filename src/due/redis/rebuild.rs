@@ -11,53 +11,16 @@ use chrono::{DateTime, Utc};
 use redis::Script;
 use uuid::Uuid;
 
-use super::{member, parse_member, score, RedisIndex};
+use super::{member, parse_member, score, script, RedisIndex};
 use crate::due::{DueError, RestoreError, Restored};
 use crate::store::seams::PendingRows;
 
-static ADD_MISSING: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r#"
--- KEYS[1] due, KEYS[2] inflight; ARGV[1] '0' only to look, '1' to add,
--- '2' to add and also to move earlier a member due later than its score;
--- then score1, member1, score2, member2, ...
--- Per chunk: one ZMSCORE on each set, one ZADD of the members to write.
--- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
--- Returns the members written ('0': that would be added).
-local function scores(key, members)
-  local found = redis.pcall('ZMSCORE', key, unpack(members))
-  if type(found) == 'table' and found.err then
-    found = {}
-    for k = 1, #members do found[k] = redis.call('ZSCORE', key, members[k]) end
-  end
-  return found
-end
-local mode = ARGV[1]
-local found = {}
-for i = 2, #ARGV, 1000 do
-  local last = math.min(i + 999, #ARGV)
-  local members = {}
-  for j = i + 1, last, 2 do members[#members + 1] = ARGV[j] end
-  local leased = scores(KEYS[2], members)
-  local queued = scores(KEYS[1], members)
-  local missing = {}
-  for k = 1, #members do
-    local score = ARGV[i + 2 * (k - 1)]
-    if not leased[k] and (not queued[k]
-        or (mode == '2' and tonumber(queued[k]) > tonumber(score))) then
-      missing[#missing + 1] = score
-      missing[#missing + 1] = members[k]
-      found[#found + 1] = members[k]
-    end
-  end
-  if mode ~= '0' and #missing > 0 then
-    redis.call('ZADD', KEYS[1], unpack(missing))
-  end
-end
-return found
-"#,
-    )
-});
+static ADD_MISSING: LazyLock<Script> =
+    LazyLock::new(|| script(include_str!("lua/add_missing.lua")));
+
+static CLEAR: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/clear.lua")));
+
+static PRESIZE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/presize.lua")));
 
 /// What `ADD_MISSING` does with the entries it is given.
 #[derive(Clone, Copy)]
@@ -92,15 +55,18 @@ return 0
 /// The marker's value starts with the format of the index's members. A
 /// build that changes the format changes this, and the first process of the
 /// new build to look clears the index and rebuilds it from PostgreSQL.
-/// `f2`: compact 14-byte members (before it, the marker held a bare time and
-/// members were 16 bytes).
-pub const INDEX_FORMAT: &str = "f2:";
+/// `f3`: the due set in buckets (`f2`: one sorted set of compact 14-byte
+/// members; before it, the marker held a bare time and members were 16
+/// bytes).
+pub const INDEX_FORMAT: &str = "f3:";
 
-/// A member of `due` that is never due (score +inf) and is no id (9
-/// bytes), added with the marker. When `due` disappears on its own (evicted,
-/// deleted by hand, missing on a promoted replica), it goes too, while the
-/// marker stays: that is how the loss of `due` alone is noticed within a
-/// housekeeping tick instead of by the sweep.
+/// A member of `due` (the buckets' directory) that is never due (score
+/// +inf) and is no bucket, added with the marker. When `due` disappears on
+/// its own (evicted, deleted by hand, missing on a promoted replica), it goes
+/// too, while the marker stays: that is how the loss of `due` alone is
+/// noticed within a housekeeping tick instead of by the sweep. The scripts
+/// take it away themselves when they find a bucket or the shape lost
+/// (`lua/buckets.lua` names it too).
 pub const DUE_SENTINEL: &[u8] = b"hookd:due";
 
 /// What the marker (and the sentinel member of `due`) say about the index.
@@ -110,8 +76,9 @@ pub enum IndexState {
     Complete,
     /// Lost (Redis restarted empty, was flushed or failed over) or never built.
     Missing,
-    /// The marker is there but `due` lost its sentinel: `due` itself was
-    /// evicted, deleted or not replicated. Rebuilt like `Missing`.
+    /// The marker is there but `due` lost its sentinel, or the shape is
+    /// gone: part of the index was evicted, deleted or not replicated.
+    /// Rebuilt like `Missing`.
     DueLost,
     /// Complete, but written by a build with another member format.
     OtherFormat,
@@ -130,16 +97,18 @@ impl RedisIndex {
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
         let key = self.marker_key();
         let due = &self.keys().due;
-        let (marker, sentinel): (Option<String>, Option<f64>) = self
+        let shape = &self.keys().shape;
+        let (marker, sentinel, shaped): (Option<String>, Option<f64>, bool) = self
             .run(|p| {
                 p.get(&key);
                 p.zscore(due, DUE_SENTINEL);
+                p.exists(shape);
             })
             .await?;
         Ok(match marker {
             None => IndexState::Missing,
             Some(value) if !value.starts_with(INDEX_FORMAT) => IndexState::OtherFormat,
-            Some(_) if sentinel.is_none() => IndexState::DueLost,
+            Some(_) if sentinel.is_none() || !shaped => IndexState::DueLost,
             Some(_) => IndexState::Complete,
         })
     }
@@ -149,18 +118,24 @@ impl RedisIndex {
         Ok(self.index_state().await? == IndexState::Complete)
     }
 
-    /// Marks the index complete: the marker, and the sentinel in `due`.
+    /// Marks the index complete: the marker, the sentinel in `due`, and the
+    /// shape of an index still empty (one bucket).
     pub async fn mark_indexed(&self) -> Result<(), DueError> {
         let key = self.marker_key();
-        let due = &self.keys().due;
+        let keys = self.keys().clone();
         let value = format!("{INDEX_FORMAT}{}", Utc::now().timestamp_millis());
         self.run::<()>(|p| {
             p.atomic();
             p.cmd("ZADD")
-                .arg(due)
+                .arg(&keys.due)
                 .arg("+inf")
                 .arg(DUE_SENTINEL)
                 .ignore();
+            for field in ["level", "split", "count"] {
+                p.hset_nx(&keys.shape, field, 0).ignore();
+            }
+            // The rebuild's floor (`presize`): merges may now follow the count.
+            p.hdel(&keys.shape, "floor").ignore();
             p.set(&key, value).ignore();
         })
         .await
@@ -176,10 +151,71 @@ impl RedisIndex {
         self.run::<()>(|p| {
             p.atomic();
             p.del(&keys.due).ignore();
+            p.del(&keys.shape).ignore();
             p.del(&keys.inflight).ignore();
             p.del(&marker).ignore();
         })
-        .await
+        .await?;
+        self.unlink_buckets().await
+    }
+
+    /// Empties the due set (buckets, directory, shape) and keeps the leases:
+    /// what every rebuild does first, so that no bucket the directory or the
+    /// shape lost track of holds members no claim would find. The buckets
+    /// the shape knows go at once, with it; then `SCAN` finds any other (a
+    /// shape lost and written anew knows fewer).
+    pub async fn clear_due(&self) -> Result<(), DueError> {
+        let _: i64 = self.eval(&CLEAR, self.timeout * 10, |_| {}).await?;
+        self.unlink_buckets().await
+    }
+
+    /// Makes room for `expected` members before a rebuild adds them (see
+    /// `lua/presize.lua`): a few script calls, each of a bounded number of
+    /// splits, until the number of buckets stops growing.
+    pub async fn presize(&self, expected: u64) -> Result<(), DueError> {
+        let mut buckets = 0;
+        loop {
+            let now: u64 = self
+                .eval(&PRESIZE, self.timeout * 10, |invocation| {
+                    invocation.arg(expected);
+                })
+                .await?;
+            if now <= buckets {
+                return Ok(());
+            }
+            buckets = now;
+        }
+    }
+
+    /// Unlinks every key named like a bucket, found by `SCAN`.
+    async fn unlink_buckets(&self) -> Result<(), DueError> {
+        let pattern = self.keys().buckets_pattern();
+        let shape = self.keys().shape.as_bytes();
+        let mut cursor: u64 = 0;
+        loop {
+            let ((next, mut found),): ((u64, Vec<Vec<u8>>),) = self
+                .run(|p| {
+                    p.cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000);
+                })
+                .await?;
+            // A shape written since by another process's script stays.
+            found.retain(|key| key != shape);
+            if !found.is_empty() {
+                self.run::<()>(|p| {
+                    p.cmd("UNLINK").arg(&found).ignore();
+                })
+                .await?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
     }
 
     /// Takes the rebuild lock for `ttl`, or returns `None` if another process
@@ -230,55 +266,69 @@ impl RedisIndex {
     /// Adds the entries that are in neither `due` nor `inflight`; returns how
     /// many were added.
     pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self.missing_among(entries, Mode::Add).await?.len())
+        Ok(self.missing_among(entries, Mode::Add).await?.0)
     }
 
     /// As `add_missing`, and moves to its time an entry that is due later
     /// (a retry whose write Redis refused left it at its old time); returns
     /// how many were added or moved.
     pub async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self
-            .missing_among(entries, Mode::AddOrMoveEarlier)
-            .await?
-            .len())
+        Ok(self.missing_among(entries, Mode::AddOrMoveEarlier).await?.0)
     }
 
     /// The ids among `entries` that are in neither `due` nor `inflight`,
     /// changing nothing.
     pub async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
-        self.missing_among(entries, Mode::Look).await
+        Ok(self.missing_among(entries, Mode::Look).await?.1)
     }
 
+    /// How many entries `mode` wrote (or would write), and which (except
+    /// for `Mode::Add`, which does not list them).
     async fn missing_among(
         &self,
         entries: &[(Uuid, DateTime<Utc>)],
         mode: Mode,
-    ) -> Result<Vec<Uuid>, DueError> {
+    ) -> Result<(usize, Vec<Uuid>), DueError> {
         if entries.is_empty() {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
-        let mut conn = self.conn().await?;
-        let mut invocation = ADD_MISSING.prepare_invoke();
-        invocation
-            .key(&self.keys().due)
-            .key(&self.keys().inflight)
-            .arg(mode.arg());
-        for (id, at) in entries {
-            invocation.arg(score(*at)).arg(member(id));
-        }
-        let found: Vec<Vec<u8>> = self.observed(
-            match tokio::time::timeout(self.timeout * 10, invocation.invoke_async(&mut conn)).await
-            {
-                Ok(result) => result.map_err(DueError::from),
-                Err(_) => Err(DueError::Timeout(self.timeout * 10)),
-            },
-        )?;
-        found.iter().map(|m| parse_member(m)).collect()
+        let (count, found): (usize, Vec<Vec<u8>>) = self
+            .eval(&ADD_MISSING, self.timeout * 10, |invocation| {
+                invocation.arg(mode.arg());
+                for (id, at) in entries {
+                    invocation.arg(score(*at)).arg(member(id));
+                }
+            })
+            .await?;
+        let ids = found
+            .iter()
+            .map(|m| parse_member(m))
+            .collect::<Result<_, _>>()?;
+        Ok((count, ids))
     }
+}
+
+/// The order that puts the members of each bucket next to each other,
+/// whatever the number of buckets: a bucket is the low bits of the member's
+/// last four bytes (`lua/buckets.lua`), so sorting by those bits reversed
+/// keeps every bucket's members together.
+fn bucket_order(id: &Uuid) -> u32 {
+    let member = member(id);
+    let bytes = member.as_bytes();
+    let last: [u8; 4] = bytes[bytes.len() - 4..]
+        .try_into()
+        .expect("a member has 14 or 16 bytes");
+    u32::from_be_bytes(last).reverse_bits()
 }
 
 /// Rows read per page of a rebuild.
 const PAGE: i64 = 5000;
+/// Rows a rebuild gathers before it writes them, sorted by bucket (24 bytes
+/// each in memory): the more it gathers, the more members each ZADD of a
+/// bucket carries.
+const GATHER: usize = 200_000;
+/// Entries per script call of a rebuild's writes.
+const WRITE: usize = 5000;
 /// How long the rebuild lock lasts without being renewed.
 const LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -311,25 +361,33 @@ impl RedisIndex {
             ),
             IndexState::OtherFormat => {
                 tracing::warn!(
-                    "the due index was written by a build with another member format: clearing and rebuilding it"
+                    "the due index was written by a build with another format: clearing and rebuilding it"
                 );
                 self.clear_index().await?;
             }
         }
+        // What is left of the due set may be in buckets no one can find.
+        self.clear_due().await?;
+        self.presize(rows.pending_count().await?).await?;
         let started = std::time::Instant::now();
         let mut cursor = None;
         let mut added = 0;
+        let mut gathered = Vec::with_capacity(GATHER);
         loop {
             if shutdown.is_cancelled() {
                 self.unlock_rebuild(token).await?;
                 return Ok(None);
             }
             let page = rows.pending_page(cursor, PAGE).await?;
-            added += self.add_missing(&page).await?;
-            if (page.len() as i64) < PAGE {
+            let last = (page.len() as i64) < PAGE;
+            cursor = page.last().map(|(id, at)| (*at, *id));
+            gathered.extend(page);
+            if last || gathered.len() >= GATHER {
+                added += self.add_gathered(&mut gathered).await?;
+            }
+            if last {
                 break;
             }
-            cursor = page.last().map(|(id, at)| (*at, *id));
             self.lock_rebuild(token, LOCK_TTL).await?;
         }
         self.mark_indexed().await?;
@@ -338,5 +396,20 @@ impl RedisIndex {
             added,
             took: started.elapsed(),
         }))
+    }
+
+    /// Adds what a rebuild gathered, bucket by bucket (one ZADD per bucket
+    /// and call, not per member), and empties `gathered`.
+    async fn add_gathered(
+        &self,
+        gathered: &mut Vec<(Uuid, DateTime<Utc>)>,
+    ) -> Result<usize, DueError> {
+        gathered.sort_unstable_by_key(|(id, _)| bucket_order(id));
+        let mut added = 0;
+        for chunk in gathered.chunks(WRITE) {
+            added += self.add_missing(chunk).await?;
+        }
+        gathered.clear();
+        Ok(added)
     }
 }

@@ -1,0 +1,54 @@
+-- Claim. ARGV[1] now (ms), ARGV[2] limit, ARGV[3] lease expiry (ms),
+-- ARGV[4] most expired leases to requeue, ARGV[5] claim what is due by (ms).
+-- Expired leases go back to the buckets first; then up to `limit` members
+-- due by ARGV[5] move to `inflight` with the lease, taken bucket by bucket
+-- in the directory's order. Returns {members, earliest due time left,
+-- earliest lease expiry, how many leases expired}.
+local now, limit, lease, due_by = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[5]
+
+local expired = redis.call('ZRANGEBYSCORE', INFLIGHT, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+if #expired > 0 then
+  zrem(INFLIGHT, expired)
+  local scored = {}
+  for _, member in ipairs(expired) do
+    scored[#scored + 1] = now
+    scored[#scored + 1] = member
+  end
+  put(scored)
+end
+
+local ids = {}
+while #ids < limit do
+  local buckets = redis.call('ZRANGEBYSCORE', DIR, '-inf', due_by, 'LIMIT', 0, 64)
+  if #buckets == 0 then break end
+  for _, bucket in ipairs(buckets) do
+    local want = limit - #ids
+    if want <= 0 then break end
+    local taken = redis.call('ZRANGEBYSCORE', key(bucket), '-inf', due_by, 'LIMIT', 0, want)
+    if #taken > 0 then
+      count = count - zrem(key(bucket), taken)
+      for _, member in ipairs(taken) do ids[#ids + 1] = member end
+    elseif redis.call('EXISTS', key(bucket)) == 0 then
+      -- Listed, yet gone: a bucket was evicted or deleted, and its members
+      -- with it. The housekeeper rebuilds the index when the sentinel goes.
+      redis.call('ZREM', DIR, SENTINEL)
+    end
+    settle(bucket)
+  end
+end
+
+if #ids > 0 then
+  local scored = {}
+  for _, member in ipairs(ids) do
+    scored[#scored + 1] = lease
+    scored[#scored + 1] = member
+  end
+  zadd(INFLIGHT, scored)
+end
+resize()
+
+-- The earliest due time (the sentinel at +inf is not one); it may be early
+-- (see the directory), which costs a claim that finds nothing.
+local first = redis.call('ZRANGEBYSCORE', DIR, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local first_lease = redis.call('ZRANGE', INFLIGHT, 0, 0, 'WITHSCORES')
+return {ids, first[2] or false, first_lease[2] or false, #expired}

@@ -1,0 +1,6 @@
+-- Removes members from the buckets and from `inflight` (cancelled
+-- notifications). ARGV: the members.
+drop(ARGV)
+zrem(INFLIGHT, ARGV)
+resize()
+return 0
