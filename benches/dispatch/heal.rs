@@ -32,7 +32,7 @@ pub async fn reindex_after_due_deleted(
     let started = Instant::now();
     loop {
         let (count, sentinel): (Option<u64>, Option<f64>) = redis::pipe()
-            .hget(&keys.shape, "count")
+            .get(&keys.count)
             .zscore(&keys.due, hookd::due::redis::rebuild::DUE_SENTINEL)
             .query_async(conn)
             .await

@@ -158,13 +158,4 @@ impl super::seams::PendingRows for Store {
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         Store::pending_page(self, after, None, limit).await
     }
-    async fn pending_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM notifications \
-             WHERE status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL",
-        )
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(count.max(0) as u64)
-    }
 }

@@ -116,9 +116,6 @@ pub trait PendingRows: Send + Sync {
         after: Option<PendingCursor>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
-    /// How many rows the pages hold now: lets the index make room for
-    /// them before the first page.
-    async fn pending_count(&self) -> Result<u64, StoreError>;
 }
 
 /// What the dispatcher needs.

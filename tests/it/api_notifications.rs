@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{eventually, spawn_app};
+use crate::helpers::spawn_app;
 
 fn time(value: &Value) -> DateTime<Utc> {
     serde_json::from_value(value.clone()).unwrap_or_else(|_| panic!("{value} is a time"))
@@ -17,6 +17,7 @@ fn id(value: &Value) -> Uuid {
 #[sqlx::test]
 async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPool) {
     let app = spawn_app(pool.clone()).await;
+    app.index_built().await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (status, created) = app
         .post("/v1/notifications", json!({"endpoint": "shop", "payload": {"order": 123}, "key": "order-123:paid", "event_type": "order.paid", "delay": "1h"}))
@@ -33,14 +34,12 @@ async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPoo
             .await
             .unwrap();
     assert_eq!(stored.0, "pending");
-    // Polled: the first start's rebuild of the index may clear it in between,
-    // and then adds the row again from PostgreSQL.
-    let score = eventually(
-        std::time::Duration::from_secs(10),
-        "indexed in Redis",
-        || async { app.index.due_at(id(&created)).await.unwrap() },
-    )
-    .await;
+    let score = app
+        .index
+        .due_at(id(&created))
+        .await
+        .unwrap()
+        .expect("indexed in Redis");
     assert_eq!(
         score,
         hookd::due::redis::score(time(&created["next_attempt_at"]))
@@ -373,6 +372,7 @@ async fn listing_filters_by_endpoint_status_key_and_event_type_newest_first(pool
 #[sqlx::test]
 async fn cancelling_by_id_stops_a_pending_notification_and_removes_it_from_the_index(pool: PgPool) {
     let app = spawn_app(pool).await;
+    app.index_built().await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (_, created) = app
         .post(

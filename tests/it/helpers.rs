@@ -161,6 +161,18 @@ async fn read(response: reqwest::Response) -> (StatusCode, Value) {
 /// A builder for the tests' own HTTP clients. reqwest is built without a
 /// crypto provider (hookd's sender configures ring itself), so the test
 /// process names one, ring, before its first client.
+impl TestApp {
+    /// Waits until the first start's rebuild has marked the due index
+    /// complete: it clears the due set first, so a test that looks at the
+    /// index must not look before.
+    pub async fn index_built(&self) {
+        eventually(Duration::from_secs(10), "the index marker", || async {
+            self.index.is_indexed().await.ok().filter(|built| *built)
+        })
+        .await;
+    }
+}
+
 pub fn http_client_builder() -> reqwest::ClientBuilder {
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()

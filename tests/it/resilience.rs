@@ -58,10 +58,7 @@ async fn shop_on_own_redis(pool: PgPool) -> (RedisServer, TestApp, Receiver) {
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
-    eventually(DEADLINE, "the index marker", || async {
-        app.index.is_indexed().await.ok().filter(|i| *i)
-    })
-    .await;
+    app.index_built().await;
     (redis, app, receiver)
 }
 
@@ -537,7 +534,7 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
     let keys = app.index.keys().clone();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let (_, buckets): (u64, Vec<String>) = redis::cmd("SCAN")
+    let (_, keys_found): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
         .arg(0)
         .arg("MATCH")
         .arg(keys.buckets_pattern())
@@ -547,7 +544,7 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
         .await
         .unwrap();
     let mut entries: Vec<(Vec<u8>, f64)> = Vec::new();
-    for bucket in buckets.iter().filter(|key| **key != keys.shape) {
+    for bucket in keys_found.iter().filter(|key| keys.is_bucket(key)) {
         let found: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
             .arg(bucket)
             .arg(0)
@@ -562,7 +559,7 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
     assert!(entries.iter().all(|(member, _)| member.len() == 14));
     let mut rewrite = redis::pipe();
     rewrite.atomic();
-    rewrite.del(&buckets).ignore();
+    rewrite.del(&keys_found).ignore();
     rewrite.del(&keys.due).ignore();
     for (member, score) in &entries {
         rewrite.zadd(&keys.due, member, *score).ignore();

@@ -117,7 +117,7 @@ impl RedisIndex {
         let keys = self.keys().clone();
         let (due, leased): (Option<u64>, u64) = self
             .run(|p| {
-                p.hget(&keys.shape, "count");
+                p.get(&keys.count);
                 p.zcard(&keys.inflight);
             })
             .await?;

@@ -6,9 +6,11 @@
 //! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
 //! in one Redis Cluster slot, so scripts may touch several:
 //! - `P:{P}:due`      zset, the directory of the due set's buckets: bucket
-//!   number → a time no later than its earliest member's (and a sentinel)
-//! - `P:{P}:due:<n>`  zset, a bucket: notification id → due time (unix ms)
-//! - `P:{P}:due:shape` hash: how many buckets there are, and members in them
+//!   → a time no later than its earliest member's (and a sentinel)
+//! - `P:{P}:due:<id>` zset, a bucket: notification id → due time (unix ms),
+//!   for the ids from `<id>` (its range's first) to the next range's first
+//! - `P:{P}:due:ranges` zset, the first id of every bucket's range
+//! - `P:{P}:due:count` how many ids the buckets hold
 //! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
@@ -16,11 +18,12 @@
 //! The due set is many small sorted sets, not one: Redis keeps a sorted set
 //! of up to 128 members in a listpack (~26 bytes per member here), and one
 //! large sorted set in a skiplist with a dict (~110 bytes per member, the
-//! same whatever the member's length). A notification's bucket follows from
-//! its id by linear hashing, so the number of buckets grows and shrinks one
-//! at a time with the number pending and each stays small; the directory
-//! tells a claim which buckets hold something due. The scripts in `lua/`
-//! share `buckets.lua`, which says how.
+//! same whatever the member's length). Each bucket holds a range of ids,
+//! cut in two as it fills and merged into its neighbour as it empties, so
+//! each stays small whatever the number pending; ids sort by creation time,
+//! so a bucket holds rows created together, as PostgreSQL stores them. The
+//! directory tells a claim which buckets hold something due. The scripts
+//! in `lua/` share `buckets.lua`, which says how.
 //!
 //! Members are the 14 bytes of the notification's compact id (`domain::id`),
 //! not its 36-character text: the index costs Redis memory per pending
@@ -50,8 +53,10 @@ use crate::due::DueError;
 pub struct Keys {
     /// The directory of the due set's buckets (and its sentinel).
     pub due: String,
-    /// The buckets' number and the members in them.
-    pub shape: String,
+    /// The first id of each bucket's range.
+    pub ranges: String,
+    /// How many ids the buckets hold.
+    pub count: String,
     pub inflight: String,
 }
 
@@ -59,13 +64,22 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
             due: format!("{prefix}:{{{prefix}}}:due"),
-            shape: format!("{prefix}:{{{prefix}}}:due:shape"),
+            ranges: format!("{prefix}:{{{prefix}}}:due:ranges"),
+            count: format!("{prefix}:{{{prefix}}}:due:count"),
             inflight: format!("{prefix}:{{{prefix}}}:inflight"),
         }
     }
 
-    /// A `SCAN` pattern for every bucket (and the shape): the prefix's glob
-    /// characters escaped.
+    /// Whether `key` is a bucket's (not the ranges' or the count's).
+    pub fn is_bucket(&self, key: &[u8]) -> bool {
+        key.starts_with(self.due.as_bytes())
+            && key.get(self.due.len()) == Some(&b':')
+            && key != self.ranges.as_bytes()
+            && key != self.count.as_bytes()
+    }
+
+    /// A `SCAN` pattern for every bucket (and the ranges and the count):
+    /// the prefix's glob characters escaped.
     pub fn buckets_pattern(&self) -> String {
         let mut pattern = String::with_capacity(self.due.len() + 4);
         for c in self.due.chars() {
@@ -83,7 +97,8 @@ impl Keys {
 const BUCKETS: &str = include_str!("lua/buckets.lua");
 
 /// One of the index's scripts: `buckets.lua`, then `body`. Every one takes
-/// the keys `due`, `shape` and `inflight`, in that order (see `eval`).
+/// the keys `due`, `ranges`, `inflight` and `count`, in that order (see
+/// `eval`).
 pub(super) fn script(body: &str) -> Script {
     Script::new(&[BUCKETS, body].concat())
 }
@@ -121,6 +136,19 @@ pub struct Member {
 impl Member {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// By bytes, as Redis orders the ranges (`lua/buckets.lua`).
+impl Ord for Member {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl PartialOrd for Member {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -230,8 +258,9 @@ impl RedisIndex {
         let mut invocation = script.prepare_invoke();
         invocation
             .key(&self.keys.due)
-            .key(&self.keys.shape)
-            .key(&self.keys.inflight);
+            .key(&self.keys.ranges)
+            .key(&self.keys.inflight)
+            .key(&self.keys.count);
         args(&mut invocation);
         self.observed(
             match tokio::time::timeout(limit, invocation.invoke_async(&mut conn)).await {

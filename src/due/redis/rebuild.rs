@@ -20,8 +20,6 @@ static ADD_MISSING: LazyLock<Script> =
 
 static CLEAR: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/clear.lua")));
 
-static PRESIZE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/presize.lua")));
-
 /// What `ADD_MISSING` does with the entries it is given.
 #[derive(Clone, Copy)]
 enum Mode {
@@ -65,7 +63,7 @@ pub const INDEX_FORMAT: &str = "f3:";
 /// its own (evicted, deleted by hand, missing on a promoted replica), it goes
 /// too, while the marker stays: that is how the loss of `due` alone is
 /// noticed within a housekeeping tick instead of by the sweep. The scripts
-/// take it away themselves when they find a bucket or the shape lost
+/// take it away themselves when they find a bucket or the ranges lost
 /// (`lua/buckets.lua` names it too).
 pub const DUE_SENTINEL: &[u8] = b"hookd:due";
 
@@ -76,7 +74,7 @@ pub enum IndexState {
     Complete,
     /// Lost (Redis restarted empty, was flushed or failed over) or never built.
     Missing,
-    /// The marker is there but `due` lost its sentinel, or the shape is
+    /// The marker is there but `due` lost its sentinel, or the ranges are
     /// gone: part of the index was evicted, deleted or not replicated.
     /// Rebuilt like `Missing`.
     DueLost,
@@ -97,18 +95,18 @@ impl RedisIndex {
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
         let key = self.marker_key();
         let due = &self.keys().due;
-        let shape = &self.keys().shape;
-        let (marker, sentinel, shaped): (Option<String>, Option<f64>, bool) = self
+        let ranges = &self.keys().ranges;
+        let (marker, sentinel, ranged): (Option<String>, Option<f64>, bool) = self
             .run(|p| {
                 p.get(&key);
                 p.zscore(due, DUE_SENTINEL);
-                p.exists(shape);
+                p.exists(ranges);
             })
             .await?;
         Ok(match marker {
             None => IndexState::Missing,
             Some(value) if !value.starts_with(INDEX_FORMAT) => IndexState::OtherFormat,
-            Some(_) if sentinel.is_none() || !shaped => IndexState::DueLost,
+            Some(_) if sentinel.is_none() || !ranged => IndexState::DueLost,
             Some(_) => IndexState::Complete,
         })
     }
@@ -119,7 +117,7 @@ impl RedisIndex {
     }
 
     /// Marks the index complete: the marker, the sentinel in `due`, and the
-    /// shape of an index still empty (one bucket).
+    /// first range of an index still empty.
     pub async fn mark_indexed(&self) -> Result<(), DueError> {
         let key = self.marker_key();
         let keys = self.keys().clone();
@@ -131,11 +129,13 @@ impl RedisIndex {
                 .arg("+inf")
                 .arg(DUE_SENTINEL)
                 .ignore();
-            for field in ["level", "split", "count"] {
-                p.hset_nx(&keys.shape, field, 0).ignore();
-            }
-            // The rebuild's floor (`presize`): merges may now follow the count.
-            p.hdel(&keys.shape, "floor").ignore();
+            p.cmd("ZADD")
+                .arg(&keys.ranges)
+                .arg("NX")
+                .arg(0)
+                .arg("")
+                .ignore();
+            p.set_nx(&keys.count, 0).ignore();
             p.set(&key, value).ignore();
         })
         .await
@@ -151,7 +151,8 @@ impl RedisIndex {
         self.run::<()>(|p| {
             p.atomic();
             p.del(&keys.due).ignore();
-            p.del(&keys.shape).ignore();
+            p.del(&keys.ranges).ignore();
+            p.del(&keys.count).ignore();
             p.del(&keys.inflight).ignore();
             p.del(&marker).ignore();
         })
@@ -159,38 +160,19 @@ impl RedisIndex {
         self.unlink_buckets().await
     }
 
-    /// Empties the due set (buckets, directory, shape) and keeps the leases:
-    /// what every rebuild does first, so that no bucket the directory or the
-    /// shape lost track of holds members no claim would find. The buckets
-    /// the shape knows go at once, with it; then `SCAN` finds any other (a
-    /// shape lost and written anew knows fewer).
+    /// Empties the due set (buckets, directory, ranges) and keeps the
+    /// leases: what every rebuild does first, so that no bucket the
+    /// directory or the ranges lost track of holds members no claim would
+    /// find. The buckets the ranges know go at once, with them; then `SCAN`
+    /// finds any other (ranges lost and written anew know fewer).
     pub async fn clear_due(&self) -> Result<(), DueError> {
         let _: i64 = self.eval(&CLEAR, self.timeout * 10, |_| {}).await?;
         self.unlink_buckets().await
     }
 
-    /// Makes room for `expected` members before a rebuild adds them (see
-    /// `lua/presize.lua`): a few script calls, each of a bounded number of
-    /// splits, until the number of buckets stops growing.
-    pub async fn presize(&self, expected: u64) -> Result<(), DueError> {
-        let mut buckets = 0;
-        loop {
-            let now: u64 = self
-                .eval(&PRESIZE, self.timeout * 10, |invocation| {
-                    invocation.arg(expected);
-                })
-                .await?;
-            if now <= buckets {
-                return Ok(());
-            }
-            buckets = now;
-        }
-    }
-
     /// Unlinks every key named like a bucket, found by `SCAN`.
     async fn unlink_buckets(&self) -> Result<(), DueError> {
         let pattern = self.keys().buckets_pattern();
-        let shape = self.keys().shape.as_bytes();
         let mut cursor: u64 = 0;
         loop {
             let ((next, mut found),): ((u64, Vec<Vec<u8>>),) = self
@@ -203,8 +185,8 @@ impl RedisIndex {
                         .arg(1000);
                 })
                 .await?;
-            // A shape written since by another process's script stays.
-            found.retain(|key| key != shape);
+            // Ranges and a count written since by another process stay.
+            found.retain(|key| self.keys().is_bucket(key));
             if !found.is_empty() {
                 self.run::<()>(|p| {
                     p.cmd("UNLINK").arg(&found).ignore();
@@ -308,22 +290,9 @@ impl RedisIndex {
     }
 }
 
-/// The order that puts the members of each bucket next to each other,
-/// whatever the number of buckets: a bucket is the low bits of the member's
-/// last four bytes (`lua/buckets.lua`), so sorting by those bits reversed
-/// keeps every bucket's members together.
-fn bucket_order(id: &Uuid) -> u32 {
-    let member = member(id);
-    let bytes = member.as_bytes();
-    let last: [u8; 4] = bytes[bytes.len() - 4..]
-        .try_into()
-        .expect("a member has 14 or 16 bytes");
-    u32::from_be_bytes(last).reverse_bits()
-}
-
 /// Rows read per page of a rebuild.
 const PAGE: i64 = 5000;
-/// Rows a rebuild gathers before it writes them, sorted by bucket (24 bytes
+/// Rows a rebuild gathers before it writes them, sorted by id (24 bytes
 /// each in memory): the more it gathers, the more members each ZADD of a
 /// bucket carries.
 const GATHER: usize = 200_000;
@@ -368,7 +337,6 @@ impl RedisIndex {
         }
         // What is left of the due set may be in buckets no one can find.
         self.clear_due().await?;
-        self.presize(rows.pending_count().await?).await?;
         let started = std::time::Instant::now();
         let mut cursor = None;
         let mut added = 0;
@@ -398,13 +366,14 @@ impl RedisIndex {
         }))
     }
 
-    /// Adds what a rebuild gathered, bucket by bucket (one ZADD per bucket
-    /// and call, not per member), and empties `gathered`.
+    /// Adds what a rebuild gathered, in id order (a bucket holds a range of
+    /// ids: one lookup and one ZADD per bucket and call, not per member),
+    /// and empties `gathered`.
     async fn add_gathered(
         &self,
         gathered: &mut Vec<(Uuid, DateTime<Utc>)>,
     ) -> Result<usize, DueError> {
-        gathered.sort_unstable_by_key(|(id, _)| bucket_order(id));
+        gathered.sort_unstable_by_key(|(id, _)| member(id));
         let mut added = 0;
         for chunk in gathered.chunks(WRITE) {
             added += self.add_missing(chunk).await?;

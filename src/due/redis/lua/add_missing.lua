@@ -2,6 +2,7 @@
 -- a member due later than its score; then score1, member1, score2, ...
 -- Per chunk: one ZMSCORE on `inflight`; then for '1' one ZADD NX per
 -- bucket, and for '0' and '2' one ZMSCORE per bucket and the writes.
+-- Sorted by id, the entries cost one range lookup per bucket.
 -- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
 -- Returns {how many were written, the members written ('0': that would be;
 -- '1': not listed)}.
@@ -30,34 +31,33 @@ for i = 2, #ARGV, 1000 do
     end
     if #writes > 0 then total = total + put(writes, 'NX') end
   else
-    local by_bucket, order = {}, {}
+    local unleased = {}
     for k, member in ipairs(members) do
-      if not leased[k] then
-        local bucket = bucket_of(member)
-        if not by_bucket[bucket] then
-          by_bucket[bucket] = {}
-          order[#order + 1] = bucket
-        end
-        table.insert(by_bucket[bucket], k)
+      if not leased[k] then unleased[#unleased + 1] = k end
+    end
+    local listed = {}
+    for _, k in ipairs(unleased) do listed[#listed + 1] = members[k] end
+    local order, groups = by_range(listed, 1)
+    local queued = {}
+    for _, start in ipairs(order) do
+      local group = groups[start]
+      for n, score in ipairs(scores(key(start), group)) do
+        if score then queued[group[n]] = tonumber(score) end
       end
     end
-    for _, bucket in ipairs(order) do
-      local ks = by_bucket[bucket]
-      local group = {}
-      for _, k in ipairs(ks) do group[#group + 1] = members[k] end
-      for n, queued in ipairs(scores(key(bucket), group)) do
-        local k = ks[n]
-        local at = ARGV[i + 2 * (k - 1)]
-        if not queued or (mode == '2' and tonumber(queued) > tonumber(at)) then
-          writes[#writes + 1] = at
-          writes[#writes + 1] = members[k]
-          written[#written + 1] = members[k]
-        end
+    for _, k in ipairs(unleased) do
+      local member = members[k]
+      local at = ARGV[i + 2 * (k - 1)]
+      local due = queued[member]
+      if not due or (mode == '2' and due > tonumber(at)) then
+        writes[#writes + 1] = at
+        writes[#writes + 1] = member
+        written[#written + 1] = member
       end
     end
     total = total + #writes / 2
     if mode == '2' and #writes > 0 then put(writes) end
   end
 end
-if mode ~= '0' then resize() end
+save()
 return {total, written}

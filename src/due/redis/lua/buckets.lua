@@ -1,62 +1,115 @@
 -- The due set, kept as many small sorted sets ("buckets") rather than one:
 -- Redis stores a sorted set of up to 128 members as a listpack, ~26 bytes
 -- per member here, where one big sorted set costs ~110 (a skiplist node, a
--- dict entry and a string per member).
+-- dict entry and a string per member, whatever the member's length).
 --
--- KEYS[1] the directory: a sorted set of bucket number -> a time no later
---         than the earliest due time in that bucket (a member moved later
---         leaves it early until a claim settles it), and the never-due
---         sentinel at +inf. Every bucket with members has an entry.
--- KEYS[2] the shape: a hash of `level`, `split`, `count` (members in all
---         buckets) and, while a rebuild runs, `floor` (see `presize.lua`).
+-- Each bucket holds the ids of one range. Ids sort by creation time, so a
+-- bucket holds notifications created close together, and a claim of a
+-- backlog takes runs of neighbouring rows, which PostgreSQL keeps on the
+-- same pages (ids spread by a hash made PostgreSQL's work per delivery
+-- twice as large: every batch touched a page per row).
+--
+-- KEYS[1] the directory: a sorted set of bucket -> a time no later than the
+--         earliest due time in it (a member moved later leaves it early
+--         until a claim settles it), and the never-due sentinel at +inf.
+--         Every bucket with members has an entry.
+-- KEYS[2] the ranges: a sorted set, every score 0, so ordered by bytes, of
+--         the first id of each bucket's range; the first range starts at ''.
 -- KEYS[3] inflight: one sorted set of the leases (few at any time).
--- A bucket is the key `KEYS[1]:<n>`. Its number comes from linear hashing
--- of the member's last four bytes (random bits of the id): h mod 2^level,
--- or h mod 2^(level+1) where that first number is below `split`; there are
--- 2^level + split buckets. One bucket splits in two when the mean passes
--- PER_BUCKET, and two merge when it falls below a quarter of that, so a
--- bucket stays far below 128 members (the mean of one not yet split is at
--- most twice PER_BUCKET) whatever the number pending.
-local DIR, SHAPE, INFLIGHT = KEYS[1], KEYS[2], KEYS[3]
+-- KEYS[4] how many members the buckets hold.
+-- A bucket is the key `KEYS[1]:<first id of its range>`. One that would
+-- pass FULL members is cut into buckets of about PIECE; one that falls
+-- below LOW goes into the bucket before it when that has room.
+local DIR, RANGES, INFLIGHT, COUNT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local SENTINEL = 'hookd:due'
-local PER_BUCKET = 40
--- Most splits or merges per call: a call adds or removes at most a few
--- thousand members, so this bounds only the unforeseen.
-local MAX_RESIZE = 4096
+local FULL, PIECE, LOW = 100, 50, 12
 
-local shape = redis.call('HMGET', SHAPE, 'level', 'split', 'count', 'floor')
-local level = tonumber(shape[1]) or 0
-local split = tonumber(shape[2]) or 0
-local count = tonumber(shape[3]) or 0
--- Fewest buckets that merges leave.
-local floor = math.max(tonumber(shape[4]) or 1, 1)
--- A directory without its shape: the shape was evicted or deleted, and the
--- buckets can no longer be found. Taking the sentinel away makes the
--- housekeeper rebuild the index (see `rebuild.rs`).
-if not shape[1] and redis.call('EXISTS', DIR) == 1 then
-  redis.call('ZREM', DIR, SENTINEL)
+local count = tonumber(redis.call('GET', COUNT)) or 0
+local counted = count
+
+local function key(start)
+  return DIR .. ':' .. start
 end
 
-local function hash(member)
-  local n = #member
-  if n < 4 then return 0 end
-  return ((member:byte(n - 3) * 256 + member:byte(n - 2)) * 256
-    + member:byte(n - 1)) * 256 + member:byte(n)
+-- Three numbers that order as the bytes of an id (up to 16 bytes) do: a
+-- byte counts its value, a missing byte -1, in base 257, in groups of 6, 6
+-- and 4 bytes (each within 2^53, exact in Lua's numbers). Lua's `<` on
+-- strings would follow the server's collation locale, not bytes.
+local function rank(s)
+  local b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15, b16 = s:byte(1, 16)
+  return (((((b1 or -1) * 257 + (b2 or -1)) * 257 + (b3 or -1)) * 257 + (b4 or -1)) * 257
+      + (b5 or -1)) * 257 + (b6 or -1),
+    (((((b7 or -1) * 257 + (b8 or -1)) * 257 + (b9 or -1)) * 257 + (b10 or -1)) * 257
+      + (b11 or -1)) * 257 + (b12 or -1),
+    (((b13 or -1) * 257 + (b14 or -1)) * 257 + (b15 or -1)) * 257 + (b16 or -1)
 end
 
-local function name(number)
-  return string.format('%d', number)
+local function less(a1, a2, a3, b1, b2, b3)
+  if a1 ~= b1 then return a1 < b1 end
+  if a2 ~= b2 then return a2 < b2 end
+  return a3 < b3
 end
 
-local function bucket_of(member)
-  local h = hash(member)
-  local number = h % 2 ^ level
-  if number < split then number = h % 2 ^ (level + 1) end
-  return name(number)
+-- The ranges were lost (evicted or deleted): the buckets can no longer be
+-- found by id. Taking the sentinel away makes the housekeeper rebuild the
+-- index (see `rebuild.rs`); meanwhile one range holds everything.
+local function ranges_lost()
+  if redis.call('EXISTS', DIR) == 1 then
+    redis.call('ZREM', DIR, SENTINEL)
+  end
+  redis.call('ZADD', RANGES, 0, '')
 end
 
-local function key(bucket)
-  return DIR .. ':' .. bucket
+-- The start of the range `member` falls in: the greatest start not after it.
+local function range_of(member)
+  local found = redis.call('ZREVRANGEBYLEX', RANGES, '[' .. member, '-', 'LIMIT', 0, 1)
+  if found[1] then return found[1] end
+  ranges_lost()
+  return ''
+end
+
+-- The start of the range after `start`, or false for the last one.
+local function range_after(start)
+  return redis.call('ZRANGEBYLEX', RANGES, '(' .. start, '+', 'LIMIT', 0, 1)[1] or false
+end
+
+-- The start of the range before `start` (not the first range).
+local function range_before(start)
+  return redis.call('ZREVRANGEBYLEX', RANGES, '(' .. start, '-', 'LIMIT', 0, 1)[1]
+end
+
+-- Groups a flat list (`stride` 1: members; 2: score, member pairs) by range:
+-- returns the starts in order of first use and, per start, its part of the
+-- list. Neighbouring ids share a range, so a sorted list costs one lookup
+-- per range, not per member.
+local function by_range(list, stride)
+  local groups, order = {}, {}
+  local start, low, high, upper
+  for i = 1, #list, stride do
+    local member = list[i + stride - 1]
+    local r1, r2, r3 = rank(member)
+    local inside = start and not less(r1, r2, r3, low[1], low[2], low[3])
+    if inside then
+      if upper == nil then
+        upper = range_after(start)
+        if upper then high = {rank(upper)} end
+      end
+      inside = not upper or less(r1, r2, r3, high[1], high[2], high[3])
+    end
+    if not inside then
+      start = range_of(member)
+      low = {rank(start)}
+      upper = nil
+    end
+    local group = groups[start]
+    if not group then
+      group = {}
+      groups[start] = group
+      order[#order + 1] = start
+    end
+    for j = i, i + stride - 1 do group[#group + 1] = list[j] end
+  end
+  return order, groups
 end
 
 -- ZADD of flat {score, member, ...}, in chunks, with `flag` (NX, say) if
@@ -83,172 +136,158 @@ local function zrem(k, members)
   return removed
 end
 
--- The directory's time for `bucket`: lowered to `at` if that is earlier.
-local function lower(bucket, at)
-  local current = redis.call('ZSCORE', DIR, bucket)
-  if not current or tonumber(current) > tonumber(at) then
-    redis.call('ZADD', DIR, at, bucket)
+-- The earliest score of flat {score, member, ...}.
+local function earliest(scored)
+  local low = tonumber(scored[1])
+  for i = 3, #scored, 2 do
+    local at = tonumber(scored[i])
+    if at < low then low = at end
   end
+  return low
 end
 
--- `lower` for many buckets: one ZADD LT (Redis 6.2 on), or one `lower`
--- each before it.
-local function lower_all(order, lows)
-  local scored = {}
-  for _, bucket in ipairs(order) do
-    scored[#scored + 1] = lows[bucket]
-    scored[#scored + 1] = bucket
-  end
-  for i = 1, #scored, 1000 do
-    local last = math.min(i + 999, #scored)
-    local reply = redis.pcall('ZADD', DIR, 'LT', unpack(scored, i, last))
-    if type(reply) == 'table' and reply.err then
-      for j = i, last, 2 do lower(scored[j + 1], scored[j]) end
+-- The directory's time for `start`: lowered to `at` if that is earlier
+-- (ZADD LT needs Redis 6.2; before it, a ZSCORE first).
+local function lower(start, at)
+  local reply = redis.pcall('ZADD', DIR, 'LT', at, start)
+  if type(reply) == 'table' and reply.err then
+    local current = redis.call('ZSCORE', DIR, start)
+    if not current or tonumber(current) > tonumber(at) then
+      redis.call('ZADD', DIR, at, start)
     end
   end
 end
 
--- The directory's time for `bucket`: exactly its earliest member, or no
+-- The directory's time for `start`: exactly its earliest member, or no
 -- entry once it is empty.
-local function settle(bucket)
-  local first = redis.call('ZRANGE', key(bucket), 0, 0, 'WITHSCORES')
+local function settle(start)
+  local first = redis.call('ZRANGE', key(start), 0, 0, 'WITHSCORES')
   if first[2] then
-    redis.call('ZADD', DIR, first[2], bucket)
+    redis.call('ZADD', DIR, first[2], start)
   else
-    redis.call('ZREM', DIR, bucket)
+    redis.call('ZREM', DIR, start)
   end
 end
 
--- Members of a bucket as flat {score, member, ...}, from ZRANGE's
--- {member, score, ...}.
-local function scored_members(bucket)
-  local all = redis.call('ZRANGE', key(bucket), 0, -1, 'WITHSCORES')
-  local scored = {}
-  for i = 1, #all, 2 do
-    scored[#scored + 1] = all[i + 1]
-    scored[#scored + 1] = all[i]
+-- Cuts the bucket at `start`, with `scored` to add (flag NX: keeping the
+-- scores of members already there), into buckets of about PIECE members,
+-- in id order; returns how many members were new.
+local function cut(start, scored, flag)
+  local k = key(start)
+  local held = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  local at, ranks, all = {}, {}, {}
+  local function before(a, b)
+    local x, y = ranks[a], ranks[b]
+    return less(x[1], x[2], x[3], y[1], y[2], y[3])
   end
-  return scored
-end
-
--- Splits buckets until the mean for `expected` members is in range.
-local function grow(expected)
-  local steps = 0
-  while expected > PER_BUCKET * (2 ^ level + split) and steps < MAX_RESIZE do
-    -- Bucket `split` keeps the members whose next bit is 0 and gives the
-    -- others to the new bucket 2^level + split.
-    local wide = 2 ^ (level + 1)
-    local to_number = split + 2 ^ level
-    local from, to = name(split), name(to_number)
-    if redis.call('EXISTS', key(from)) == 1 then
-      local all = scored_members(from)
-      local moving, members = {}, {}
-      for i = 1, #all, 2 do
-        if hash(all[i + 1]) % wide == to_number then
-          moving[#moving + 1] = all[i]
-          moving[#moving + 1] = all[i + 1]
-          members[#members + 1] = all[i + 1]
-        end
-      end
-      if #members > 0 then
-        zadd(key(to), moving)
-        zrem(key(from), members)
-        settle(from)
-        settle(to)
-      end
-    end
-    split = split + 1
-    if split == 2 ^ level then
-      level = level + 1
-      split = 0
-    end
-    steps = steps + 1
+  for i = 1, #held, 2 do
+    at[held[i]] = held[i + 1]
+    ranks[held[i]] = {rank(held[i])}
+    all[#all + 1] = held[i]
   end
+  table.sort(all, before)
+  local before_count = #all
+  -- In id order: the new ones sorted only if they are not already, after
+  -- what the bucket holds (a rebuild sends ids sorted, to the last range).
+  local in_order = true
+  for i = 1, #scored, 2 do
+    local member = scored[i + 1]
+    if not at[member] then
+      ranks[member] = {rank(member)}
+      if #all > 0 and before(member, all[#all]) then in_order = false end
+      all[#all + 1] = member
+    end
+    if not at[member] or flag ~= 'NX' then at[member] = scored[i] end
+  end
+  if not in_order then table.sort(all, before) end
+  local pieces = math.ceil(#all / PIECE)
+  local size = math.ceil(#all / pieces)
+  redis.call('DEL', k)
+  for p = 0, pieces - 1 do
+    local piece = {}
+    for i = p * size + 1, math.min((p + 1) * size, #all) do
+      piece[#piece + 1] = at[all[i]]
+      piece[#piece + 1] = all[i]
+    end
+    -- The first piece keeps the range's start; each other starts at its
+    -- first id.
+    local first = start
+    if p > 0 then
+      first = all[p * size + 1]
+      redis.call('ZADD', RANGES, 0, first)
+    end
+    zadd(key(first), piece)
+    redis.call('ZADD', DIR, earliest(piece), first)
+  end
+  return #all - before_count
 end
 
 -- Adds (or moves) flat {score, member, ...} to their buckets, with a ZADD
 -- `flag` if given (NX: only those not there); returns how many were new.
 local function put(scored, flag)
-  -- Room first: a bucket that once holds more than 128 members stays a
-  -- skiplist even when it shrinks again.
-  grow(count + #scored / 2)
-  local groups, lows, order = {}, {}, {}
-  for i = 1, #scored, 2 do
-    local bucket = bucket_of(scored[i + 1])
-    local group = groups[bucket]
-    local at = tonumber(scored[i])
-    if not group then
-      group = {}
-      groups[bucket] = group
-      order[#order + 1] = bucket
-      lows[bucket] = at
-    elseif at < lows[bucket] then
-      lows[bucket] = at
-    end
-    group[#group + 1] = scored[i]
-    group[#group + 1] = scored[i + 1]
-  end
+  local order, groups = by_range(scored, 2)
   local added = 0
-  for _, bucket in ipairs(order) do
-    added = added + zadd(key(bucket), groups[bucket], flag)
+  for _, start in ipairs(order) do
+    local group = groups[start]
+    local k = key(start)
+    if redis.call('ZCARD', k) + #group / 2 > FULL then
+      added = added + cut(start, group, flag)
+    else
+      added = added + zadd(k, group, flag)
+      -- NX may have added nothing: the entry is then early, which a claim
+      -- settles.
+      lower(start, earliest(group))
+    end
   end
-  -- NX may have added nothing to a bucket: its entry is then early, which
-  -- a claim settles.
-  lower_all(order, lows)
   count = count + added
   return added
 end
 
+-- After members left the bucket at `start`, `left` remain (nil: unknown):
+-- an empty bucket gives up its range, and a small one goes into the bucket
+-- before it when that has room. The directory's entry may stay early.
+local function shrunk(start, left)
+  local k = key(start)
+  left = left or redis.call('ZCARD', k)
+  if left == 0 then
+    redis.call('ZREM', DIR, start)
+    if start ~= '' then redis.call('ZREM', RANGES, start) end
+    return
+  end
+  if left >= LOW or start == '' then return end
+  local previous = range_before(start)
+  if not previous or redis.call('ZCARD', key(previous)) + left > PIECE then return end
+  local held = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  local scored = {}
+  for i = 1, #held, 2 do
+    scored[#scored + 1] = held[i + 1]
+    scored[#scored + 1] = held[i]
+  end
+  zadd(key(previous), scored)
+  lower(previous, earliest(scored))
+  redis.call('DEL', k)
+  redis.call('ZREM', DIR, start)
+  redis.call('ZREM', RANGES, start)
+end
+
 -- Removes members from their buckets; returns how many were there.
 local function drop(members)
-  local groups, order = {}, {}
-  for _, member in ipairs(members) do
-    local bucket = bucket_of(member)
-    local group = groups[bucket]
-    if not group then
-      group = {}
-      groups[bucket] = group
-      order[#order + 1] = bucket
-    end
-    group[#group + 1] = member
-  end
+  local order, groups = by_range(members, 1)
   local removed = 0
-  for _, bucket in ipairs(order) do
-    local gone = zrem(key(bucket), groups[bucket])
+  for _, start in ipairs(order) do
+    local gone = zrem(key(start), groups[start])
     if gone > 0 then
       removed = removed + gone
-      -- An emptied bucket leaves the directory; one that still has members
-      -- keeps a time that may be early, which a claim settles.
-      if redis.call('EXISTS', key(bucket)) == 0 then
-        redis.call('ZREM', DIR, bucket)
-      end
+      shrunk(start)
     end
   end
   count = count - removed
   return removed
 end
 
--- Splits or merges buckets until the mean is in range, then saves the shape.
-local function resize()
-  grow(count)
-  local steps = 0
-  while 2 ^ level + split > floor and count * 4 < PER_BUCKET * (2 ^ level + split)
-      and steps < MAX_RESIZE do
-    -- The last bucket goes back into the one it was split from.
-    if split == 0 then
-      level = level - 1
-      split = 2 ^ level
-    end
-    split = split - 1
-    local from, to = name(split + 2 ^ level), name(split)
-    local all = scored_members(from)
-    if #all > 0 then
-      zadd(key(to), all)
-      redis.call('DEL', key(from))
-      redis.call('ZREM', DIR, from)
-      settle(to)
-    end
-    steps = steps + 1
+-- Writes the count, if it changed.
+local function save()
+  if count ~= counted then
+    redis.call('SET', COUNT, string.format('%d', count))
   end
-  redis.call('HSET', SHAPE, 'level', name(level), 'split', name(split), 'count', name(count))
 end

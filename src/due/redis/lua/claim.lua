@@ -18,22 +18,46 @@ if #expired > 0 then
 end
 
 local ids = {}
+local last_due = tonumber(due_by)
 while #ids < limit do
   local buckets = redis.call('ZRANGEBYSCORE', DIR, '-inf', due_by, 'LIMIT', 0, 64)
   if #buckets == 0 then break end
   for _, bucket in ipairs(buckets) do
     local want = limit - #ids
     if want <= 0 then break end
-    local taken = redis.call('ZRANGEBYSCORE', key(bucket), '-inf', due_by, 'LIMIT', 0, want)
-    if #taken > 0 then
-      count = count - zrem(key(bucket), taken)
-      for _, member in ipairs(taken) do ids[#ids + 1] = member end
-    elseif redis.call('EXISTS', key(bucket)) == 0 then
+    -- The bucket's first want + 1 members by time: those due are taken, and
+    -- the first one left is the bucket's time from now on.
+    local k = key(bucket)
+    local first = redis.call('ZRANGE', k, 0, want, 'WITHSCORES')
+    local taken, next_at = 0, nil
+    for i = 1, #first, 2 do
+      if taken < want and tonumber(first[i + 1]) <= last_due then
+        taken = taken + 1
+        ids[#ids + 1] = first[i]
+      else
+        next_at = first[i + 1]
+        break
+      end
+    end
+    if taken > 0 then
+      redis.call('ZREMRANGEBYRANK', k, 0, taken - 1)
+      count = count - taken
+    elseif #first == 0 then
       -- Listed, yet gone: a bucket was evicted or deleted, and its members
       -- with it. The housekeeper rebuilds the index when the sentinel goes.
       redis.call('ZREM', DIR, SENTINEL)
     end
-    settle(bucket)
+    if next_at then
+      redis.call('ZADD', DIR, next_at, bucket)
+      if taken > 0 then
+        -- All of it was read unless want + 1 came back.
+        local left = nil
+        if #first / 2 <= want then left = #first / 2 - taken end
+        shrunk(bucket, left)
+      end
+    else
+      shrunk(bucket, 0)
+    end
   end
 end
 
@@ -45,7 +69,7 @@ if #ids > 0 then
   end
   zadd(INFLIGHT, scored)
 end
-resize()
+save()
 
 -- The earliest due time (the sentinel at +inf is not one); it may be early
 -- (see the directory), which costs a claim that finds nothing.

@@ -11,6 +11,6 @@ if #ARGV > done + 1 then
   local scored = {}
   for i = done + 2, #ARGV do scored[#scored + 1] = ARGV[i] end
   put(scored)
-  resize()
+  save()
 end
 return 0

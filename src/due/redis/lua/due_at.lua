@@ -1,2 +1,2 @@
 -- The due time of ARGV[1] in its bucket, or nil.
-return redis.call('ZSCORE', key(bucket_of(ARGV[1])), ARGV[1])
+return redis.call('ZSCORE', key(range_of(ARGV[1])), ARGV[1])

@@ -2,5 +2,5 @@
 -- notifications). ARGV: the members.
 drop(ARGV)
 zrem(INFLIGHT, ARGV)
-resize()
+save()
 return 0
