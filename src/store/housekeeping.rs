@@ -42,6 +42,35 @@ impl Store {
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
 
+/// One page of pending rows in due order after a cursor and before a time.
+/// Both bounds are always given (see `FIRST` and `NO_END`): an optional
+/// bound written `$1 IS NULL OR …` is no index condition in a generic plan,
+/// and every page then read the index from its start (a rebuild of
+/// 1,000,000 took 22–34 s instead of 3–4).
+pub(crate) const PENDING_PAGE: &str = "SELECT id, next_attempt_at FROM notifications \
+     WHERE status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL \
+       AND (next_attempt_at, id) > ($1, $2) AND next_attempt_at < $3 \
+     ORDER BY next_attempt_at, id LIMIT $4";
+
+/// Before every due time a row can have.
+fn first() -> PendingCursor {
+    (
+        chrono::NaiveDate::from_ymd_opt(1, 1, 1)
+            .and_then(|day| day.and_hms_opt(0, 0, 0))
+            .expect("a valid date")
+            .and_utc(),
+        Uuid::nil(),
+    )
+}
+
+/// After every due time a row can have.
+fn no_end() -> DateTime<Utc> {
+    chrono::NaiveDate::from_ymd_opt(9999, 12, 31)
+        .and_then(|day| day.and_hms_opt(0, 0, 0))
+        .expect("a valid date")
+        .and_utc()
+}
+
 impl Store {
     /// One page of pending rows in due order, after `after`: what a rebuild
     /// or a sweep walks, on the `notifications_pending_due` index.
@@ -51,20 +80,14 @@ impl Store {
         due_before: Option<DateTime<Utc>>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        let (at, id) = after.map_or((None, None), |(at, id)| (Some(at), Some(id)));
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL \
-               AND ($1::timestamptz IS NULL OR (next_attempt_at, id) > ($1, $2)) \
-               AND ($3::timestamptz IS NULL OR next_attempt_at < $3) \
-             ORDER BY next_attempt_at, id LIMIT $4",
-        )
-        .bind(at)
-        .bind(id)
-        .bind(due_before)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
+        let (at, id) = after.unwrap_or_else(first);
+        Ok(sqlx::query_as(PENDING_PAGE)
+            .bind(at)
+            .bind(id)
+            .bind(due_before.unwrap_or_else(no_end))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Of `ids`, those still pending, with their due times: what a sweep

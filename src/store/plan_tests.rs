@@ -85,3 +85,20 @@ async fn the_recording_statement_probes_the_primary_key_per_attempt(pool: PgPool
         "the attempts written look the moved rows up in a hash:\n{text}"
     );
 }
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_page_of_pending_rows_starts_at_its_cursor_in_the_index(pool: PgPool) {
+    live_table(&pool, 50_000).await;
+    let plan = generic_plan(&pool, super::housekeeping::PENDING_PAGE, 4).await;
+    let text = plan.join("\n");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("notifications_pending_due")),
+        "the page walks the pending rows' index:\n{text}"
+    );
+    assert!(
+        plan.iter().any(|line| line.contains("Index Cond:")
+            && line.contains("next_attempt_at, id) > ROW($1, $2)")),
+        "the cursor bounds the index scan, so a page does not read the index from its start:\n{text}"
+    );
+}
