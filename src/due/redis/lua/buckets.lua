@@ -79,12 +79,14 @@ local function range_before(start)
 end
 
 -- Groups a flat list (`stride` 1: members; 2: score, member pairs) by range:
--- returns the starts in order of first use and, per start, its part of the
--- list. Neighbouring ids share a range, so a sorted list costs one lookup
--- per range, not per member.
+-- returns the starts in order of first use, per start its part of the list,
+-- and per start the rank of its first member if its members came in
+-- ascending id order (else false). Neighbouring ids share a range, so a
+-- sorted list costs one lookup per range, not per member.
 local function by_range(list, stride)
-  local groups, order = {}, {}
+  local groups, order, ascending = {}, {}, {}
   local start, low, high, upper
+  local p1, p2, p3
   for i = 1, #list, stride do
     local member = list[i + stride - 1]
     local r1, r2, r3 = rank(member)
@@ -106,10 +108,14 @@ local function by_range(list, stride)
       group = {}
       groups[start] = group
       order[#order + 1] = start
+      ascending[start] = {r1, r2, r3}
+    elseif ascending[start] and not less(p1, p2, p3, r1, r2, r3) then
+      ascending[start] = false
     end
+    p1, p2, p3 = r1, r2, r3
     for j = i, i + stride - 1 do group[#group + 1] = list[j] end
   end
-  return order, groups
+  return order, groups, ascending
 end
 
 -- ZADD of flat {score, member, ...}, in chunks, with `flag` (NX, say) if
@@ -171,8 +177,11 @@ end
 
 -- Cuts the bucket at `start`, with `scored` to add (flag NX: keeping the
 -- scores of members already there), into buckets of about PIECE members,
--- in id order; returns how many members were new.
-local function cut(start, scored, flag)
+-- in id order; returns how many members were new. `first`: the rank of the
+-- first of `scored` if they come in ascending id order (else false): when
+-- they also all come after what the bucket holds (a rebuild, or ids just
+-- made, filling the last range), they are appended as they are.
+local function cut(start, scored, flag, first)
   local k = key(start)
   local held = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
   local at, ranks, all = {}, {}, {}
@@ -187,19 +196,25 @@ local function cut(start, scored, flag)
   end
   table.sort(all, before)
   local before_count = #all
-  -- In id order: the new ones sorted only if they are not already, after
-  -- what the bucket holds (a rebuild sends ids sorted, to the last range).
-  local in_order = true
-  for i = 1, #scored, 2 do
-    local member = scored[i + 1]
-    if not at[member] then
-      ranks[member] = {rank(member)}
-      if #all > 0 and before(member, all[#all]) then in_order = false end
-      all[#all + 1] = member
+  local last = ranks[all[#all]]
+  if first and (not last or less(last[1], last[2], last[3], first[1], first[2], first[3])) then
+    for i = 1, #scored, 2 do
+      at[scored[i + 1]] = scored[i]
+      all[#all + 1] = scored[i + 1]
     end
-    if not at[member] or flag ~= 'NX' then at[member] = scored[i] end
+  else
+    local in_order = true
+    for i = 1, #scored, 2 do
+      local member = scored[i + 1]
+      if not at[member] then
+        ranks[member] = {rank(member)}
+        if #all > 0 and before(member, all[#all]) then in_order = false end
+        all[#all + 1] = member
+      end
+      if not at[member] or flag ~= 'NX' then at[member] = scored[i] end
+    end
+    if not in_order then table.sort(all, before) end
   end
-  if not in_order then table.sort(all, before) end
   local pieces = math.ceil(#all / PIECE)
   local size = math.ceil(#all / pieces)
   redis.call('DEL', k)
@@ -211,13 +226,13 @@ local function cut(start, scored, flag)
     end
     -- The first piece keeps the range's start; each other starts at its
     -- first id.
-    local first = start
+    local piece_start = start
     if p > 0 then
-      first = all[p * size + 1]
-      redis.call('ZADD', RANGES, 0, first)
+      piece_start = all[p * size + 1]
+      redis.call('ZADD', RANGES, 0, piece_start)
     end
-    zadd(key(first), piece)
-    redis.call('ZADD', DIR, earliest(piece), first)
+    zadd(key(piece_start), piece)
+    redis.call('ZADD', DIR, earliest(piece), piece_start)
   end
   return #all - before_count
 end
@@ -225,13 +240,13 @@ end
 -- Adds (or moves) flat {score, member, ...} to their buckets, with a ZADD
 -- `flag` if given (NX: only those not there); returns how many were new.
 local function put(scored, flag)
-  local order, groups = by_range(scored, 2)
+  local order, groups, ascending = by_range(scored, 2)
   local added = 0
   for _, start in ipairs(order) do
     local group = groups[start]
     local k = key(start)
     if redis.call('ZCARD', k) + #group / 2 > FULL then
-      added = added + cut(start, group, flag)
+      added = added + cut(start, group, flag, ascending[start])
     else
       added = added + zadd(k, group, flag)
       -- NX may have added nothing: the entry is then early, which a claim
