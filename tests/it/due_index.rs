@@ -248,3 +248,25 @@ async fn a_claim_of_a_backlog_takes_the_earliest_created_as_one_run_of_neighbour
     let first: Vec<Uuid> = entries[..500].iter().map(|(id, _)| *id).collect();
     assert_eq!(claimed, first);
 }
+
+#[tokio::test]
+async fn ids_added_out_of_order_across_ranges_are_each_found_in_their_own_range() {
+    let index = index();
+    let now = Utc::now() + Duration::hours(1);
+    let ids: Vec<Uuid> = (0..300).map(|_| new_id()).collect();
+    // Three buckets of about 50: ranges start at '', ids[50] and ids[100].
+    let first: Vec<(Uuid, DateTime<Utc>)> = ids[..150].iter().map(|id| (*id, now)).collect();
+    index.add(&first).await.unwrap();
+    // Then, in one call, the next ids newest first, each after one of the
+    // first range: the last range is cut, and its new ids are not in order.
+    let mut mixed = Vec::new();
+    for (newer, older) in ids[150..].iter().rev().zip(ids[..50].iter().cycle()) {
+        mixed.push((*newer, now));
+        mixed.push((*older, now));
+    }
+    index.add(&mixed).await.unwrap();
+    for id in &ids {
+        assert!(index.due_at(*id).await.unwrap().is_some(), "{id} is found");
+    }
+    assert_eq!(index.depth().await.unwrap(), (300, 0));
+}

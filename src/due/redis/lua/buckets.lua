@@ -84,9 +84,8 @@ end
 -- ascending id order (else false). Neighbouring ids share a range, so a
 -- sorted list costs one lookup per range, not per member.
 local function by_range(list, stride)
-  local groups, order, ascending = {}, {}, {}
+  local groups, order, ascending, latest = {}, {}, {}, {}
   local start, low, high, upper
-  local p1, p2, p3
   for i = 1, #list, stride do
     local member = list[i + stride - 1]
     local r1, r2, r3 = rank(member)
@@ -104,15 +103,16 @@ local function by_range(list, stride)
       upper = nil
     end
     local group = groups[start]
+    local previous = latest[start]
     if not group then
       group = {}
       groups[start] = group
       order[#order + 1] = start
       ascending[start] = {r1, r2, r3}
-    elseif ascending[start] and not less(p1, p2, p3, r1, r2, r3) then
+    elseif ascending[start] and not less(previous[1], previous[2], previous[3], r1, r2, r3) then
       ascending[start] = false
     end
-    p1, p2, p3 = r1, r2, r3
+    latest[start] = {r1, r2, r3}
     for j = i, i + stride - 1 do group[#group + 1] = list[j] end
   end
   return order, groups, ascending
