@@ -35,10 +35,8 @@ pub mod lease;
 mod link;
 pub mod rebuild;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
-
-use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use redis::aio::ConnectionManager;
