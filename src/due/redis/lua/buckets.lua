@@ -24,8 +24,8 @@ local DIR, RANGES, INFLIGHT, COUNT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local SENTINEL = 'hookd:due'
 local FULL, PIECE, LOW = 100, 50, 12
 
-local count = tonumber(redis.call('GET', COUNT)) or 0
-local counted = count
+-- Members this call added (removed, if negative): INCRBY at the end.
+local counted = 0
 
 local function key(start)
   return DIR .. ':' .. start
@@ -254,7 +254,7 @@ local function put(scored, flag)
       lower(start, earliest(group))
     end
   end
-  count = count + added
+  counted = counted + added
   return added
 end
 
@@ -296,13 +296,13 @@ local function drop(members)
       shrunk(start)
     end
   end
-  count = count - removed
+  counted = counted - removed
   return removed
 end
 
--- Writes the count, if it changed.
+-- Moves the count by what this call added and removed.
 local function save()
-  if count ~= counted then
-    redis.call('SET', COUNT, string.format('%d', count))
+  if counted ~= 0 then
+    redis.call('INCRBY', COUNT, string.format('%d', counted))
   end
 end

@@ -46,7 +46,7 @@ while #ids < limit and rounds < 32 do
     end
     if taken > 0 then
       redis.call('ZREMRANGEBYRANK', k, 0, taken - 1)
-      count = count - taken
+      counted = counted - taken
     elseif #first == 0 then
       -- Listed, yet gone: a bucket was evicted or deleted, and its members
       -- with it. The housekeeper rebuilds the index when the sentinel goes.
