@@ -326,7 +326,7 @@ impl RedisIndex {
                 "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
             ),
             IndexState::DueLost => tracing::warn!(
-                "the due set lost its sentinel while the marker stayed (evicted, deleted or not replicated): rebuilding"
+                "part of the due index was lost while the marker stayed (the directory's sentinel or the ranges: evicted, deleted or not replicated): rebuilding"
             ),
             IndexState::OtherFormat => {
                 tracing::warn!(
