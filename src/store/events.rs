@@ -407,7 +407,7 @@ impl Store {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
+        let step: (i64, i64, Option<Uuid>) = sqlx::query_as(
             "WITH scanned AS ( \
                  SELECT e.id, \
                      NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) AS unused \
@@ -424,8 +424,7 @@ impl Store {
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_one(&self.pool)
         .await?;
-        let next = if scanned < limit { None } else { last };
-        Ok((deleted as u64, next))
+        Ok(super::housekeeping::walked(step, limit))
     }
 
     /// Newest first, filtered; payloads left out.

@@ -39,6 +39,17 @@ impl Store {
     }
 }
 
+/// A retention walk's step, from its statement's (deleted, scanned, last id
+/// scanned): how many it deleted, and where the next step starts (`None`
+/// once a step scanned fewer than `limit`, the end of the walk).
+pub(crate) fn walked(
+    (deleted, scanned, last): (i64, i64, Option<Uuid>),
+    limit: i64,
+) -> (u64, Option<Uuid>) {
+    let next = if scanned < limit { None } else { last };
+    (deleted as u64, next)
+}
+
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
 
@@ -145,7 +156,7 @@ impl Store {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let (deleted, scanned, last): (i64, i64, Option<Uuid>) = sqlx::query_as(
+        let step: (i64, i64, Option<Uuid>) = sqlx::query_as(
             "WITH scanned AS ( \
                  SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
                  FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
@@ -166,8 +177,7 @@ impl Store {
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_one(&self.pool)
         .await?;
-        let next = if scanned < limit { None } else { last };
-        Ok((deleted as u64, next))
+        Ok(walked(step, limit))
     }
 }
 

@@ -620,20 +620,32 @@ async fn a_crash_during_fan_out_loses_no_delivery(pool: PgPool) {
     );
 }
 
+/// An event of owner `r` (one endpoint) whose delivery stays pending for an
+/// hour: retention keeps it.
+async fn kept_event(app: &TestApp) -> Value {
+    event(
+        app,
+        json!({"event_type": "a.b", "owner": "r", "payload": {}, "delay": "1h"}),
+    )
+    .await
+}
+
+/// An event of an owner with no endpoints: no deliveries, so retention
+/// deletes it.
+async fn event_without_deliveries(app: &TestApp) -> Value {
+    event(
+        app,
+        json!({"event_type": "a.b", "owner": "nobody", "payload": {}}),
+    )
+    .await
+}
+
 #[sqlx::test]
 async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPool) {
     let app = spawn_app(pool.clone()).await;
     app.endpoint(json!({"owner": "r"})).await;
-    let kept = event(
-        &app,
-        json!({"event_type": "a.b", "owner": "r", "payload": {}, "delay": "1h"}),
-    )
-    .await;
-    let gone = event(
-        &app,
-        json!({"event_type": "a.b", "owner": "nobody", "payload": {}}),
-    )
-    .await;
+    let kept = kept_event(&app).await;
+    let gone = event_without_deliveries(&app).await;
     assert_eq!(gone["deliveries"], json!(0));
     let store = hookd::store::Store::new(pool.clone());
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
@@ -661,17 +673,9 @@ async fn retention_walks_events_once_past_those_it_keeps(pool: PgPool) {
     app.endpoint(json!({"owner": "r"})).await;
     // Three kept (a delivery pending), then one whose deliveries are gone.
     for _ in 0..3 {
-        event(
-            &app,
-            json!({"event_type": "a.b", "owner": "r", "payload": {}, "delay": "1h"}),
-        )
-        .await;
+        kept_event(&app).await;
     }
-    let gone = event(
-        &app,
-        json!({"event_type": "a.b", "owner": "nobody", "payload": {}}),
-    )
-    .await;
+    let gone = event_without_deliveries(&app).await;
     let store = hookd::store::Store::new(pool.clone());
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
     // Two at a time: the first batch deletes nothing and says where to go

@@ -137,19 +137,6 @@ impl Member {
     }
 }
 
-/// By bytes, as Redis orders the ranges (`lua/buckets.lua`).
-impl Ord for Member {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
-    }
-}
-
-impl PartialOrd for Member {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 impl redis::ToRedisArgs for Member {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
         out.write_arg(self.as_bytes());

@@ -373,12 +373,32 @@ impl RedisIndex {
         &self,
         gathered: &mut Vec<(Uuid, DateTime<Utc>)>,
     ) -> Result<usize, DueError> {
-        gathered.sort_unstable_by_key(|(id, _)| member(id));
+        // A compact id's member keeps its bytes in the id's order, so the
+        // ids' order is the members' (other ids only miss the shortcut).
+        gathered.sort_unstable_by_key(|(id, _)| *id);
         let mut added = 0;
         for chunk in gathered.chunks(WRITE) {
             added += self.add_missing(chunk).await?;
         }
         gathered.clear();
         Ok(added)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::member;
+    use crate::domain::id::new_id;
+
+    #[test]
+    fn compact_ids_in_id_order_are_their_members_in_byte_order() {
+        let mut ids: Vec<uuid::Uuid> = (0..2000).map(|_| new_id()).collect();
+        ids.reverse();
+        ids.sort_unstable();
+        let members: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|id| member(id).as_bytes().to_vec())
+            .collect();
+        assert!(members.windows(2).all(|pair| pair[0] < pair[1]));
     }
 }

@@ -164,17 +164,6 @@ local function lower(start, at)
   end
 end
 
--- The directory's time for `start`: exactly its earliest member, or no
--- entry once it is empty.
-local function settle(start)
-  local first = redis.call('ZRANGE', key(start), 0, 0, 'WITHSCORES')
-  if first[2] then
-    redis.call('ZADD', DIR, first[2], start)
-  else
-    redis.call('ZREM', DIR, start)
-  end
-end
-
 -- Cuts the bucket at `start`, with `scored` to add (flag NX: keeping the
 -- scores of members already there), into buckets of about PIECE members,
 -- in id order; returns how many members were new. `first`: the rank of the
