@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use super::{receive, Received, SENDER_IN_FLIGHT};
+use super::{receive, receiver_listener, Received, SENDER_IN_FLIGHT};
 
 /// A raw run by one client in a process of its own.
 pub struct ClientRun {
@@ -29,7 +29,11 @@ pub async fn receiver_alone() -> bool {
     let Ok(address) = std::env::var("BENCH_RECEIVER") else {
         return false;
     };
-    let listener = tokio::net::TcpListener::bind(&address).await.unwrap();
+    let listener = receiver_listener(
+        address
+            .parse()
+            .expect("BENCH_RECEIVER is an IPv4 address:port"),
+    );
     let app = axum::Router::new()
         .fallback(receive)
         .with_state(Arc::new(Received::default()));
