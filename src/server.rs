@@ -5,6 +5,9 @@
 //!   hookd stops accepting (new ones wait in the kernel's backlog) rather
 //!   than accept and drop, so a burst of honest clients is slowed, not
 //!   refused, while the header timeout frees the slots slow ones hold.
+//! - That backlog holds `server.listen_backlog` connections (`listen`), not
+//!   the 128 of `TcpListener::bind`: past it the kernel drops handshakes,
+//!   and a client retries one only after a second or more.
 //! - `server.header_timeout_ms` bounds the TLS handshake and the reading of
 //!   each request's headers; hyper starts that clock as soon as a connection
 //!   waits for a request, so an idle keep-alive connection is closed after
@@ -36,6 +39,20 @@ use crate::config::ServerSettings;
 
 /// How often an idle HTTP/2 connection is pinged, and how long a ping may
 /// go unanswered before the connection is closed.
+/// A listener on `address` whose accept queue holds `backlog` connections
+/// (the kernel caps it at `net.core.somaxconn`). Like
+/// `TcpListener::bind`, it sets `SO_REUSEADDR`, so a restarted hookd can
+/// listen again beside the old process's connections in `TIME_WAIT`.
+pub fn listen(address: std::net::SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = match address {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(backlog)
+}
+
 const H2_PING: Duration = Duration::from_secs(20);
 
 /// The TLS acceptor for `server.tls_cert` and `server.tls_key`, `None` when

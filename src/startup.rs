@@ -66,8 +66,7 @@ impl App {
                 "api.tokens is empty: the API has no authentication, so hookd listens on loopback only"
             );
         }
-        let listener = TcpListener::bind(address)
-            .await
+        let listener = crate::server::listen(address, settings.server.listen_backlog)
             .with_context(|| format!("cannot listen on {address} (server.listen)"))?;
         Self::try_with_parts(settings, store, due, listener, role)
     }
@@ -98,11 +97,11 @@ impl App {
         let tls = crate::server::tls_acceptor(&settings.server).map_err(anyhow::Error::msg)?;
         let metrics_listener = match settings.server.metrics_listen {
             Some(address) => {
-                let listener = std::net::TcpListener::bind(address).with_context(|| {
-                    format!("cannot listen on {address} (server.metrics_listen)")
-                })?;
-                listener.set_nonblocking(true)?;
-                Some(TcpListener::from_std(listener)?)
+                let listener = crate::server::listen(address, settings.server.listen_backlog)
+                    .with_context(|| {
+                        format!("cannot listen on {address} (server.metrics_listen)")
+                    })?;
+                Some(listener)
             }
             None => None,
         };

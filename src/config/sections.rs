@@ -88,6 +88,9 @@ pub struct ServerSettings {
     pub request_timeout_ms: u64,
     /// Open connections at most; past it hookd stops accepting.
     pub max_connections: usize,
+    /// Connections the kernel completes and queues for hookd to accept
+    /// (`listen(2)`'s backlog, capped by `net.core.somaxconn`).
+    pub listen_backlog: u32,
     /// PEM certificate chain and private key: the API speaks TLS.
     pub tls_cert: String,
     pub tls_key: String,

@@ -62,6 +62,8 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
         ("[server]\nheader_timeout_ms = 0\n", "server.header_timeout_ms"),
         ("[server]\nrequest_timeout_ms = 0\n", "server.request_timeout_ms"),
         ("[server]\nmax_connections = 0\n", "server.max_connections"),
+        ("[server]\nlisten_backlog = 0\n", "server.listen_backlog"),
+        ("[server]\nlisten_backlog = 65536\n", "server.listen_backlog"),
         ("[server]\ntls_cert = \"/nonexistent.pem\"\n", "server.tls_cert"),
         (
             "[server]\ntls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.pem\"\n",

@@ -110,6 +110,11 @@ impl Settings {
                 1_000_000,
             ),
             (
+                "server.listen_backlog",
+                u64::from(self.server.listen_backlog),
+                65_535,
+            ),
+            (
                 "database.acquire_timeout_ms",
                 self.database.acquire_timeout_ms,
                 600_000,

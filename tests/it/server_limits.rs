@@ -197,3 +197,64 @@ async fn metrics_move_to_their_own_listener(pool: PgPool) {
         .unwrap();
     assert_eq!(public.status(), StatusCode::NOT_FOUND);
 }
+
+/// Connections the kernel holds for the listener on 127.0.0.1:`port` that
+/// hookd has not accepted yet: a listening socket's `rx_queue` in
+/// /proc/net/tcp.
+fn accept_queue(port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) != Some(&local.as_str()) || fields.get(3) != Some(&"0A") {
+            return None;
+        }
+        let (_, rx) = fields.get(4)?.split_once(':')?;
+        u64::from_str_radix(rx, 16).ok()
+    })
+}
+
+#[sqlx::test]
+async fn hookd_at_its_cap_keeps_hundreds_of_new_connections_waiting_rather_than_dropping_them(
+    pool: PgPool,
+) {
+    // A listener made by `TcpListener::bind` holds 128 (129 on Linux):
+    // past that the kernel drops the handshake, and the client retries it
+    // only a second or more later. hookd's `server.listen_backlog` (1024)
+    // holds a burst of 300 while it accepts none (its one slot is held).
+    let port = crate::helpers::free_port();
+    let database = pool.connect_options().get_database().unwrap().to_string();
+    let mut url = url::Url::parse(&std::env::var("DATABASE_URL").unwrap()).unwrap();
+    url.set_path(&database);
+    let settings = test_settings(
+        &redis_url(),
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\nmax_connections = 1\n\
+             [database]\nurl = \"{url}\"\nmigrate = false\n"
+        ),
+    );
+    let app = App::build(settings, Role::Api).await.unwrap();
+    let address = app.local_addr();
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run(async {
+        let _ = stopped.await;
+    }));
+    let _held = TcpStream::connect(address).await.unwrap();
+    let mut connecting = tokio::task::JoinSet::new();
+    for _ in 0..300 {
+        connecting.spawn(TcpStream::connect(address));
+    }
+    let queued = crate::helpers::eventually(DEADLINE, "300 connections queued", || async {
+        accept_queue(port).filter(|queued| *queued >= 299)
+    })
+    .await;
+    assert!(queued >= 299, "{queued} queued");
+    // Every one of them has connected (the kernel completed its handshake),
+    // though hookd has accepted none.
+    let mut connected = 0;
+    while let Some(stream) = connecting.join_next().await {
+        stream.unwrap().unwrap();
+        connected += 1;
+    }
+    assert_eq!(connected, 300);
+}
