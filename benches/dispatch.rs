@@ -61,6 +61,24 @@ impl Received {
     }
 }
 
+/// Connections this machine's listeners have dropped because their accept
+/// queue was full, so far (`TcpExtListenOverflows`): a handshake dropped so
+/// is retried by the client's kernel a second later, which a rate measured
+/// over a second or two cannot absorb.
+fn listen_overflows() -> u64 {
+    let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+    let mut lines = netstat.lines().filter(|line| line.starts_with("TcpExt:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "ListenOverflows")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The receiver's listening socket, with the accept queue of a production
 /// web server (nginx's is 511) rather than the 128 of
 /// `TcpListener::bind`. With 128, a client opening 256 connections at once
@@ -741,6 +759,7 @@ async fn main() {
             // the delivery run).
             let bench_us = |before: f64| (cpu_seconds(Whose::Bench) - before) / 50_000.0 * 1e6;
             let before = cpu_seconds(Whose::Bench);
+            let overflows = listen_overflows();
             let raw = raw_run(&client, &received, &receiver_url, 50_000).await;
             let reqwest_us = bench_us(before);
             let before = cpu_seconds(Whose::Bench);
@@ -792,6 +811,13 @@ async fn main() {
                 figures.cpu_us[1],
                 figures.cpu_us[2],
             );
+            let overflowed = listen_overflows() - overflows;
+            if overflowed > 0 {
+                println!(
+                    "   run {}: WARNING: {overflowed} connections overflowed an accept queue during the raw runs and the drain; their handshakes were retried a second later, so this run's rates are not comparable",
+                    run + 1
+                );
+            }
             raws_hyper.push(raw_hyper);
             shares_hyper.push(rate / raw_hyper);
             rates.push(rate);
