@@ -1,12 +1,13 @@
 //! Pure types and decisions, no I/O: ids, retry schedules, statuses and the
 //! state machine, endpoint health, operator events, signing secrets and their
 //! sealing at rest, the success rule, subscriptions, validation of
-//! producer-supplied names and the problems they raise, and the rules of
-//! pull consumption.
+//! producer-supplied names and the problems they raise, the rules of pull
+//! consumption, and when two JSON payloads are the same value.
 
 pub mod fields;
 pub mod health;
 pub mod id;
+pub mod json_value;
 pub mod operator_event;
 pub mod outcome;
 pub mod problem;

@@ -9,6 +9,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::{Store, StoreError};
+use crate::domain::json_value;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
 
@@ -57,10 +58,7 @@ impl Notification {
         Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
     }
 
-    /// Whether `other` carries the same payload: the same bytes, or, for JSON,
-    /// the same value (a producer retrying may re-serialise differently).
-    /// JSON with non-integer or very large numbers must match byte for byte:
-    /// as `f64` they could compare equal while being different amounts.
+    /// Whether `other` carries the same payload (`same_payload`).
     pub fn same_payload(&self, content_type: &str, body: &[u8]) -> bool {
         same_payload((&self.content_type, &self.body), (content_type, body))
     }
@@ -68,23 +66,14 @@ impl Notification {
 
 /// Whether two (content type, body) pairs carry the same payload: the same
 /// bytes, or, for JSON, the same value (a producer retrying may re-serialise
-/// differently). JSON with non-integer or very large numbers must match
-/// byte for byte: as `f64` they could compare equal while being different
-/// amounts.
+/// differently), numbers compared by their exact decimal value
+/// (`domain::json_value`): `12.50` is `12.5`, but amounts that `f64` would
+/// round together are different payloads.
 pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
     if stored.0 != given.0 {
         return false;
     }
-    if stored.1 == given.1 {
-        return true;
-    }
-    match (
-        serde_json::from_slice::<serde_json::Value>(stored.1),
-        serde_json::from_slice::<serde_json::Value>(given.1),
-    ) {
-        (Ok(a), Ok(b)) => !has_float(&a) && !has_float(&b) && a == b,
-        _ => false,
-    }
+    stored.1 == given.1 || json_value::same_value(stored.1, given.1) == Some(true)
 }
 
 /// Everything but the body, which listings leave out. Spliced into queries
@@ -516,15 +505,6 @@ impl NewNotification {
             pull: self.pull,
             leased: false,
         }
-    }
-}
-
-fn has_float(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Number(n) => n.is_f64(),
-        serde_json::Value::Array(items) => items.iter().any(has_float),
-        serde_json::Value::Object(fields) => fields.values().any(has_float),
-        _ => false,
     }
 }
 

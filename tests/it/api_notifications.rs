@@ -126,6 +126,41 @@ async fn the_same_key_and_payload_returns_the_existing_notification(pool: PgPool
 }
 
 #[sqlx::test]
+async fn a_keyed_resend_whose_amounts_are_written_another_way_returns_the_existing_notification(
+    pool: PgPool,
+) {
+    let app = spawn_app(pool).await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let send = |payload: &'static str| {
+        let app = &app;
+        async move {
+            app.call_raw(
+                Method::POST,
+                "/v1/notifications",
+                format!(r#"{{"endpoint":"shop","key":"order-7:paid","payload":{payload}}}"#),
+            )
+            .await
+        }
+    };
+    let (status, first) = send(r#"{"amount": 12.50, "fee": 0.1, "note": "caf\u00e9"}"#).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    // The same amounts as another JSON library writes them.
+    for same in [
+        r#"{"amount": 12.5, "fee": 0.1, "note": "café"}"#,
+        r#"{"fee": 1e-1, "note": "café", "amount": 1.25E1}"#,
+    ] {
+        let (status, again) = send(same).await;
+        assert_eq!(status, StatusCode::OK, "{same}: {again}");
+        assert_eq!(again["id"], first["id"]);
+    }
+    // A fee that f64 cannot tell from 0.1 is another payload.
+    let (status, body) =
+        send(r#"{"amount": 12.50, "fee": 0.10000000000000001, "note": "café"}"#).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], json!("key_conflict"));
+}
+
+#[sqlx::test]
 async fn the_same_key_with_another_payload_is_a_conflict(pool: PgPool) {
     let app = spawn_app(pool).await;
     let shop = app.endpoint(json!({"uid": "shop"})).await;
