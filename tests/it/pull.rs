@@ -691,7 +691,7 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
             .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
     }
-    // Ack after cancel.
+    // Ack after cancel: the cancel ended the lease (DESIGN §10).
     let (status, _) = app
         .post(&format!("/v1/notifications/{id}/cancel"), json!({}))
         .await;
@@ -702,7 +702,7 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
             json!({"receipt": receipt(&id)}),
         )
         .await,
-        "not_pending",
+        "lease_lost",
     );
     // Retry while a consumer holds it.
     assert_conflict(

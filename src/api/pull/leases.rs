@@ -146,7 +146,7 @@ async fn end_one(
     params(("id" = Uuid, Path)), request_body = AckRequest,
     responses((status = 200, body = EndedView, description = "succeeded"),
         (status = 404, body = crate::api::error::ErrorBody),
-        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost`, `not_pending` or `not_pull`"),
+        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost` (the lease ran out or was ended, or the notification is no longer pending) or `not_pull`"),
         (status = 422, body = crate::api::error::ErrorBody)))]
 pub async fn ack(
     State(state): State<AppState>,
@@ -162,7 +162,7 @@ pub async fn ack(
     params(("id" = Uuid, Path)), request_body = NackRequest,
     responses((status = 200, body = EndedView, description = "pending again at `next_attempt_at`, or failed"),
         (status = 404, body = crate::api::error::ErrorBody),
-        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost`, `not_pending` or `not_pull`"),
+        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost` (the lease ran out or was ended, or the notification is no longer pending) or `not_pull`"),
         (status = 422, body = crate::api::error::ErrorBody)))]
 pub async fn nack(
     State(state): State<AppState>,
@@ -183,7 +183,7 @@ pub async fn nack(
     params(("id" = Uuid, Path)), request_body = ExtendRequest,
     responses((status = 200, body = LeaseView, description = "the lease, until its new end"),
         (status = 404, body = crate::api::error::ErrorBody),
-        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost`, `not_pending` or `not_pull`"),
+        (status = 409, body = crate::api::error::ErrorBody, description = "`lease_lost` (the lease ran out or was ended, or the notification is no longer pending) or `not_pull`"),
         (status = 422, body = crate::api::error::ErrorBody)))]
 pub async fn extend(
     State(state): State<AppState>,

@@ -253,11 +253,14 @@ fn check_lease(row: &Leased, receipt: &Receipt, scope: Scope) -> Result<(), Prob
             "the notification is pushed by hookd, not pulled: it has no lease to end",
         ));
     }
+    // A lease ends with its notification (a cancel, say): as DESIGN §10
+    // says, a receipt that is no longer current is `lease_lost`, whatever
+    // ended it, so a consumer handles one answer.
     if row.status != Status::Pending {
         return Err(Problem::conflict(
-            ErrorCode::NotPending,
+            ErrorCode::LeaseLost,
             format!(
-                "the notification has {}: there is no lease to end",
+                "the receipt's lease is no longer current: the notification has {}",
                 row.status
             ),
         ));
