@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -292,6 +292,27 @@ async fn an_event_key_is_idempotent_per_owner(pool: PgPool) {
     let (status, conflict) = app.post("/v1/events", other).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(conflict["error"]["code"], json!("key_conflict"));
+
+    // An amount written another way is the same event; one that f64 would
+    // round to it is not.
+    let amount = |amount: &str| {
+        format!(
+            r#"{{"event_type":"order.paid","owner":"k","key":"order-2:paid","payload":{{"amount":{amount}}},"delay":"1h"}}"#
+        )
+    };
+    let (status, paid) = app
+        .call_raw(Method::POST, "/v1/events", amount("12.50"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{paid}");
+    let (status, again) = app
+        .call_raw(Method::POST, "/v1/events", amount("1.25e1"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], paid["id"]);
+    let (status, conflict) = app
+        .call_raw(Method::POST, "/v1/events", amount("12.5000000000000001"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{conflict}");
 
     let mut elsewhere = body;
     elsewhere["owner"] = json!("l");
