@@ -6,7 +6,9 @@
 //!   stays: evicted, deleted, not replicated), the same rebuild runs;
 //! - a sweep every two seconds re-indexes rows overdue by a few seconds that
 //!   are in neither Redis set (a crash between commit and ZADD, writes a
-//!   promoted replica never got), and while it finds some it keeps paging;
+//!   promoted replica never got): every pass checks what fell overdue in the
+//!   last minute, then walks on through everything overdue a page at a time
+//!   (at once after a master change, and while it finds some);
 //! - retention deletes final notifications older than `retention.days`;
 //! - the operator endpoint is made to match `operator.url`, and endpoints
 //!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
@@ -31,6 +33,18 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
 /// rows within milliseconds (lateness p99 in BENCHMARKS.md), and rows merely
 /// waiting in a backlog are in `due`, which the sweep checks before adding.
 const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::seconds(3);
+/// Every sweep checks the rows that fell overdue this recently, whatever is
+/// overdue before them: a row lost at its commit (or its retry's) is found
+/// within seconds of its due time, even behind a million rows whose
+/// deferrals left them overdue in PostgreSQL (a disabled endpoint's
+/// backlog, re-timed in Redis alone), which the walk of everything
+/// overdue would take minutes to page through.
+const SWEEP_FRESH: chrono::Duration = chrono::Duration::seconds(60);
+/// At most this many pages of those per sweep (10,000 rows). More than
+/// that are a backlog that fell due in the last minute, which a dispatcher
+/// is working through; as its oldest rows go, the window reaches the newer
+/// ones.
+const SWEEP_FRESH_PAGES: usize = 2;
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
 const PURGE_BATCH: i64 = 1000;
@@ -42,6 +56,8 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut sweep_cursor: Option<PendingCursor> = None;
+    // After a master change: walk everything overdue at once.
+    let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
     let mut operator_synced = false;
@@ -97,8 +113,8 @@ pub async fn run(
             Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
         }
         // A new master (Sentinel failover) may lack the last writes of the
-        // old one: re-add what was created lately. Older rows it lacks are
-        // overdue within seconds and the sweep finds them.
+        // old one: re-add what was created lately, and have the sweep walk
+        // every overdue row for the rest.
         let now_epoch = due.epoch();
         if now_epoch != epoch {
             if epoch != 0 {
@@ -111,6 +127,11 @@ pub async fn run(
                         tracing::warn!(%error, "cannot re-add recent notifications after a master change")
                     }
                 }
+                // The old master's last writes may also have moved older
+                // rows (a deferral, a retry): the sweep walks every overdue
+                // row now, not a page a pass.
+                sweep_cursor = None;
+                sweep_whole = true;
             }
             epoch = now_epoch;
         }
@@ -119,15 +140,20 @@ pub async fn run(
             metrics::gauge!("hookd_due_notifications").set(due_count as f64);
             metrics::gauge!("hookd_leased_notifications").set(leased as f64);
         }
-        if last_sweep.elapsed() >= SWEEP_INTERVAL {
+        if sweep_whole || last_sweep.elapsed() >= SWEEP_INTERVAL {
             last_sweep = Instant::now();
-            match sweep(&*store, &due, &mut sweep_cursor, &shutdown).await {
+            let whole = std::mem::take(&mut sweep_whole);
+            match sweep(&*store, &due, &mut sweep_cursor, whole, &shutdown).await {
                 Ok(0) => {}
                 Ok(added) => {
                     metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
                     tracing::warn!(added, "re-indexed overdue notifications missing from Redis")
                 }
-                Err(error) => tracing::debug!(%error, "sweep failed; retrying later"),
+                Err(error) => {
+                    // A whole walk cut short goes on at the next tick.
+                    sweep_whole |= whole;
+                    tracing::debug!(%error, "sweep failed; retrying later")
+                }
             }
         }
         if settings.retention.days > 0
@@ -225,45 +251,66 @@ async fn heal_recent(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow
     }
 }
 
-/// Checks overdue rows page by page, continuing where the last sweep
-/// stopped. A page that found missing rows is followed at once by the next
-/// (healing at rebuild speed); a page that found none ends this sweep.
+/// Re-indexes overdue rows missing from Redis. First the rows that fell
+/// overdue in the last `SWEEP_FRESH` (up to `SWEEP_FRESH_PAGES` pages),
+/// then everything overdue, page by page from where the last sweep
+/// stopped: one page, or more while pages find missing rows (healing at
+/// rebuild speed), or every page when `whole`.
 async fn sweep(
     store: &dyn HousekeepingStore,
     due: &SharedIndex,
     cursor: &mut Option<PendingCursor>,
+    whole: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
+    let now = Utc::now();
+    let before = now - SWEEP_OVERDUE;
     let mut total = 0;
+    let mut fresh = Some((now - SWEEP_FRESH, uuid::Uuid::nil()));
+    for _ in 0..SWEEP_FRESH_PAGES {
+        let page = store.pending_due_before(fresh, before, PAGE).await?;
+        total += reindex_missing(store, due, &page).await?;
+        if (page.len() as i64) < PAGE || shutdown.is_cancelled() {
+            break;
+        }
+        fresh = page.last().map(|(id, at)| (*at, *id));
+    }
     loop {
-        let page = store
-            .pending_due_before(*cursor, Utc::now() - SWEEP_OVERDUE, PAGE)
-            .await?;
+        let page = store.pending_due_before(*cursor, before, PAGE).await?;
         *cursor = if (page.len() as i64) < PAGE {
             None
         } else {
             page.last().map(|(id, at)| (*at, *id))
         };
-        // A row the page read as pending may have been delivered and its
-        // lease ended since: only rows still pending, at the same due time,
-        // after Redis was looked at are really missing.
-        let missing = due.missing(&page).await?;
-        let mut added = 0;
-        if !missing.is_empty() {
-            let read: std::collections::HashMap<_, _> = page.iter().copied().collect();
-            let still: Vec<_> = store
-                .still_pending(&missing)
-                .await?
-                .into_iter()
-                .filter(|(id, at)| read.get(id) == Some(at))
-                .collect();
-            added = due.add_missing(&still).await?;
-        }
+        let added = reindex_missing(store, due, &page).await?;
         total += added;
-        if added == 0 || cursor.is_none() || shutdown.is_cancelled() {
+        if cursor.is_none() || shutdown.is_cancelled() || (added == 0 && !whole) {
             return Ok(total);
         }
     }
+}
+
+/// Adds the rows of `page` that are in neither Redis set. A row the page
+/// read as pending may have been delivered and its lease ended since: only
+/// rows still pending, at the same due time, after Redis was looked at are
+/// really missing.
+async fn reindex_missing(
+    store: &dyn HousekeepingStore,
+    due: &SharedIndex,
+    page: &[(uuid::Uuid, chrono::DateTime<Utc>)],
+) -> anyhow::Result<usize> {
+    let missing = due.missing(page).await?;
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let read: std::collections::HashMap<_, _> = page.iter().copied().collect();
+    let still: Vec<_> = store
+        .still_pending(&missing)
+        .await?
+        .into_iter()
+        .filter(|(id, at)| read.get(id) == Some(at))
+        .collect();
+    Ok(due.add_missing(&still).await?)
 }
 
 async fn purge(

@@ -271,3 +271,50 @@ async fn a_sentinel_failover_mid_traffic_loses_nothing(pool: PgPool) {
     // leases were lost with it): at most the in-flight cap.
     assert!(total - distinct <= 1024, "{} duplicates", total - distinct);
 }
+
+#[sqlx::test]
+async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals_left_overdue(
+    pool: PgPool,
+) {
+    let server = RedisServer::start().await;
+    let app = spawn_app_with(pool.clone(), &server.url(), "").await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+    // What a dispatcher leaves behind a disabled endpoint or one at its cap:
+    // rows overdue in PostgreSQL, due later in Redis (a deferral re-times a
+    // row in Redis alone). These are due in an hour in Redis.
+    let parked = 100_000;
+    for start in (0..parked).step_by(1000) {
+        let items: Vec<Value> = (start..start + 1000)
+            .map(|i| json!({"endpoint": "shop", "payload": {"parked": i}, "delay": "1h"}))
+            .collect();
+        let (status, body) = app
+            .post("/v1/notifications/batch", json!({"notifications": items}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    sqlx::query("UPDATE notifications SET next_attempt_at = now() - interval '10 minutes'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    // A row whose indexing was lost (a crash between its commit and its
+    // ZADD): due now in PostgreSQL, in neither Redis set.
+    let (status, lost) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"lost": true}, "delay": "1h"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{lost}");
+    let id: uuid::Uuid = lost["id"].as_str().unwrap().parse().unwrap();
+    app.state.due.remove(&[id]).await.unwrap();
+    sqlx::query("UPDATE notifications SET next_attempt_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    // The sweep walks everything overdue a page (5,000) every two seconds:
+    // 40 s to get past the parked rows. It finds the lost one first.
+    let (distinct, total) = receiver.wait_distinct("/hook", 1, HEALED).await;
+    assert_eq!((distinct, total), (1, 1));
+}
