@@ -37,8 +37,6 @@ use tower::ServiceExt;
 
 use crate::config::ServerSettings;
 
-/// How often an idle HTTP/2 connection is pinged, and how long a ping may
-/// go unanswered before the connection is closed.
 /// A listener on `address` whose accept queue holds `backlog` connections
 /// (the kernel caps it at `net.core.somaxconn`). Like
 /// `TcpListener::bind`, it sets `SO_REUSEADDR`, so a restarted hookd can
@@ -53,6 +51,8 @@ pub fn listen(address: std::net::SocketAddr, backlog: u32) -> std::io::Result<Tc
     socket.listen(backlog)
 }
 
+/// How often an idle HTTP/2 connection is pinged, and how long a ping may
+/// go unanswered before the connection is closed.
 const H2_PING: Duration = Duration::from_secs(20);
 
 /// The TLS acceptor for `server.tls_cert` and `server.tls_key`, `None` when
