@@ -22,11 +22,25 @@ const MAX_TRACKED_ENDPOINTS: usize = 4096;
 
 /// What this process is delivering now: per endpoint, and which ids; and
 /// how long each endpoint's attempts have been taking.
-#[derive(Default)]
 pub(super) struct InFlight {
     by_endpoint: HashMap<Uuid, u32>,
     pub(super) ids: HashSet<Uuid>,
     latency_ms: HashMap<Uuid, f64>,
+    /// `hookd_deliveries_in_flight`, looked up in the metrics registry once
+    /// rather than twice per delivery (0.6 % of the dispatcher's CPU in the
+    /// drain's profile, session 14). Made after the recorder is installed.
+    gauge: metrics::Gauge,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        Self {
+            by_endpoint: HashMap::new(),
+            ids: HashSet::new(),
+            latency_ms: HashMap::new(),
+            gauge: metrics::gauge!("hookd_deliveries_in_flight"),
+        }
+    }
 }
 
 impl InFlight {
@@ -37,7 +51,7 @@ impl InFlight {
         }
         *count += 1;
         self.ids.insert(id);
-        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
+        self.gauge.set(self.ids.len() as f64);
         true
     }
 
@@ -75,7 +89,7 @@ impl InFlight {
             }
         }
         self.ids.remove(&id);
-        metrics::gauge!("hookd_deliveries_in_flight").set(self.ids.len() as f64);
+        self.gauge.set(self.ids.len() as f64);
     }
 }
 

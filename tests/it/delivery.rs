@@ -532,6 +532,14 @@ async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
         metric(&after, "hookd_notifications_created_total")
             >= metric(&before, "hookd_notifications_created_total") + 1.0
     );
+    // The in-flight gauge's handle is made once per dispatcher: it still
+    // reaches the scrape.
+    assert!(
+        after
+            .lines()
+            .any(|l| l.starts_with("hookd_deliveries_in_flight ")),
+        "{after}"
+    );
     for histogram in [
         "hookd_delivery_duration_seconds_count",
         "hookd_delivery_lateness_seconds_count",
