@@ -3,6 +3,8 @@
 
 use serde_json::value::RawValue;
 
+use crate::domain::json_value::is_json_content_type;
+
 /// `(payload, body)`: exactly one is set.
 pub fn shown(content_type: &str, body: Vec<u8>) -> (Option<Box<RawValue>>, Option<String>) {
     match String::from_utf8(body) {
@@ -21,14 +23,4 @@ pub fn shown(content_type: &str, body: Vec<u8>) -> (Option<Box<RawValue>>, Optio
             Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
         ),
     }
-}
-
-fn is_json_content_type(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json" || essence.ends_with("+json")
 }

@@ -15,6 +15,18 @@ use std::collections::BTreeMap;
 /// serde_json's default depth, 128.
 const MAX_DEPTH: usize = 128;
 
+/// Whether a content type is JSON's (`application/json`, or any `+json`),
+/// parameters aside.
+pub fn is_json_content_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json" || essence.ends_with("+json")
+}
+
 /// Whether `a` and `b` are JSON texts of the same value; `None` if either is
 /// not JSON (or nests deeper than `MAX_DEPTH`, or has an exponent past ±10^17).
 pub fn same_value(a: &[u8], b: &[u8]) -> Option<bool> {
@@ -175,10 +187,17 @@ impl<'a> Parser<'a> {
                 _ => 1,
             };
             let written = self.digits();
-            if written.is_empty() || written.len() > 17 {
+            if written.is_empty() {
                 return None;
             }
-            exponent = sign * std::str::from_utf8(written).ok()?.parse::<i64>().ok()?;
+            let zeros = written.iter().take_while(|d| **d == b'0').count();
+            let significant = &written[zeros..];
+            if significant.len() > 17 {
+                return None;
+            }
+            if !significant.is_empty() {
+                exponent = sign * std::str::from_utf8(significant).ok()?.parse::<i64>().ok()?;
+            }
         }
         let mut digits: Vec<u8> = integer.iter().chain(fraction).copied().collect();
         exponent -= fraction.len() as i64;
@@ -243,6 +262,8 @@ mod tests {
             ("-0", "0"),
             ("0.0", "0e5"),
             ("-3.10", "-31e-1"),
+            ("1e00000000000000000002", "100"),
+            ("0e000000000000000000", "0"),
         ] {
             assert_eq!(same(a, b), Some(true), "{a} and {b}");
         }

@@ -158,6 +158,15 @@ async fn a_keyed_resend_whose_amounts_are_written_another_way_returns_the_existi
         send(r#"{"amount": 12.50, "fee": 0.10000000000000001, "note": "café"}"#).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], json!("key_conflict"));
+    // Text is compared as sent, though it reads as JSON.
+    let text = |amount: &str| {
+        json!({"endpoint": "shop", "key": "order-8:paid", "content_type": "text/plain",
+               "body": format!("{{\"amount\": {amount}}}")})
+    };
+    let (status, first) = app.post("/v1/notifications", text("12.50")).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, body) = app.post("/v1/notifications", text("12.5")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
 }
 
 #[sqlx::test]
