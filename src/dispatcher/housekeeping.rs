@@ -45,6 +45,11 @@ const SWEEP_FRESH: chrono::Duration = chrono::Duration::seconds(60);
 /// is working through; as its oldest rows go, the window reaches the newer
 /// ones.
 const SWEEP_FRESH_PAGES: usize = 2;
+/// A walk of every overdue row (after a master change) takes at most this
+/// many pages per tick (100,000 rows), and goes on at the next tick, every
+/// second, so the rest of housekeeping (a rebuild, rows owed an index, the
+/// next master change) is never held up for long.
+const SWEEP_WHOLE_PAGES: usize = 20;
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
 const PURGE_BATCH: i64 = 1000;
@@ -142,18 +147,20 @@ pub async fn run(
         }
         if sweep_whole || last_sweep.elapsed() >= SWEEP_INTERVAL {
             last_sweep = Instant::now();
-            let whole = std::mem::take(&mut sweep_whole);
-            match sweep(&*store, &due, &mut sweep_cursor, whole, &shutdown).await {
-                Ok(0) => {}
+            // A walk of everything (after a master change) goes on at the
+            // next tick until its cursor comes round, or after an error,
+            // from the page that failed.
+            match sweep(&*store, &due, &mut sweep_cursor, sweep_whole, &shutdown).await {
                 Ok(added) => {
-                    metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
-                    tracing::warn!(added, "re-indexed overdue notifications missing from Redis")
+                    if sweep_cursor.is_none() {
+                        sweep_whole = false;
+                    }
+                    if added > 0 {
+                        metrics::counter!("hookd_sweep_reindexed_total").increment(added as u64);
+                        tracing::warn!(added, "re-indexed overdue notifications missing from Redis")
+                    }
                 }
-                Err(error) => {
-                    // A whole walk cut short goes on at the next tick.
-                    sweep_whole |= whole;
-                    tracing::debug!(%error, "sweep failed; retrying later")
-                }
+                Err(error) => tracing::debug!(%error, "sweep failed; retrying later"),
             }
         }
         if settings.retention.days > 0
@@ -255,7 +262,9 @@ async fn heal_recent(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow
 /// overdue in the last `SWEEP_FRESH` (up to `SWEEP_FRESH_PAGES` pages),
 /// then everything overdue, page by page from where the last sweep
 /// stopped: one page, or more while pages find missing rows (healing at
-/// rebuild speed), or every page when `whole`.
+/// rebuild speed), or `SWEEP_WHOLE_PAGES` when `whole`. The cursor moves
+/// past a page only once it is checked, so a page that fails is read again
+/// by the next sweep.
 async fn sweep(
     store: &dyn HousekeepingStore,
     due: &SharedIndex,
@@ -275,19 +284,25 @@ async fn sweep(
         }
         fresh = page.last().map(|(id, at)| (*at, *id));
     }
-    loop {
+    for pages in 1.. {
         let page = store.pending_due_before(*cursor, before, PAGE).await?;
+        let added = reindex_missing(store, due, &page).await?;
+        total += added;
         *cursor = if (page.len() as i64) < PAGE {
             None
         } else {
             page.last().map(|(id, at)| (*at, *id))
         };
-        let added = reindex_missing(store, due, &page).await?;
-        total += added;
-        if cursor.is_none() || shutdown.is_cancelled() || (added == 0 && !whole) {
-            return Ok(total);
+        let more = if whole {
+            pages < SWEEP_WHOLE_PAGES
+        } else {
+            added > 0
+        };
+        if cursor.is_none() || shutdown.is_cancelled() || !more {
+            break;
         }
     }
+    Ok(total)
 }
 
 /// Adds the rows of `page` that are in neither Redis set. A row the page

@@ -317,4 +317,9 @@ async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals
     // 40 s to get past the parked rows. It finds the lost one first.
     let (distinct, total) = receiver.wait_distinct("/hook", 1, HEALED).await;
     assert_eq!((distinct, total), (1, 1));
+    let arrived = receiver.received("/hook");
+    assert_eq!(
+        arrived[0].header("webhook-id"),
+        Some(id.to_string().as_str())
+    );
 }
