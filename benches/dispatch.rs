@@ -80,17 +80,14 @@ fn listen_overflows() -> u64 {
 }
 
 /// The receiver's listening socket, with the accept queue of a production
-/// web server (nginx's is 511) rather than the 128 of
-/// `TcpListener::bind`. With 128, a client opening 256 connections at once
-/// overflowed it (`TcpExtListenOverflows`): the dropped handshakes were
+/// web server (`hookd::server::listen`, as hookd's own) rather than the 128
+/// of `TcpListener::bind`. With 128, a client opening 256 connections at
+/// once overflowed it (`TcpExtListenOverflows`): the dropped handshakes were
 /// retried by the kernel a second later, and a 50,000-request raw run that
 /// takes 0.35 s took 1.03 s (session 14: figure 7's hyper limit read
 /// 48,000/s in two runs of three, 145,000/s in the third).
 fn receiver_listener(address: std::net::SocketAddr) -> tokio::net::TcpListener {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_reuseaddr(true).unwrap();
-    socket.bind(address).unwrap();
-    socket.listen(1024).unwrap()
+    hookd::server::listen(address, 1024).unwrap()
 }
 
 async fn receive(State(received): State<Arc<Received>>, body: Bytes) -> &'static str {
