@@ -27,6 +27,17 @@ pub fn is_json_content_type(content_type: &str) -> bool {
     essence == "application/json" || essence.ends_with("+json")
 }
 
+/// Whether two (content type, body) pairs carry the same payload, as a
+/// keyed re-send is judged: the same bytes, or, for a JSON content type,
+/// the same value (`same_value`: a producer retrying may re-serialise).
+pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
+    if stored.0 != given.0 {
+        return false;
+    }
+    stored.1 == given.1
+        || (is_json_content_type(stored.0) && same_value(stored.1, given.1) == Some(true))
+}
+
 /// Whether `a` and `b` are JSON texts of the same value; `None` if either is
 /// not JSON (or nests deeper than `MAX_DEPTH`, or has an exponent past ±10^17).
 pub fn same_value(a: &[u8], b: &[u8]) -> Option<bool> {

@@ -9,8 +9,9 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, QueryBuilder};
 use uuid::Uuid;
 
-use super::notifications::{pg_array_literal, same_payload};
+use super::pg_array_literal;
 use super::{Store, StoreError};
+use crate::domain::json_value::same_payload;
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::context;

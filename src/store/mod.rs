@@ -166,3 +166,10 @@ impl Store {
         Ok(())
     }
 }
+
+/// A PostgreSQL array literal (`{1,2,3}`) of integers: how a batch insert
+/// passes each row's schedule as one text value of an array.
+pub(super) fn pg_array_literal(values: &[i64]) -> String {
+    let inner: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("{{{}}}", inner.join(","))
+}

@@ -8,7 +8,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::{Store, StoreError};
+use super::{pg_array_literal, Store, StoreError};
 use crate::domain::json_value;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
@@ -58,24 +58,11 @@ impl Notification {
         Schedule::from_stored(self.schedule_name.clone(), &self.schedule_ms)
     }
 
-    /// Whether `other` carries the same payload (`same_payload`).
+    /// Whether `other` carries the same payload
+    /// (`domain::json_value::same_payload`).
     pub fn same_payload(&self, content_type: &str, body: &[u8]) -> bool {
-        same_payload((&self.content_type, &self.body), (content_type, body))
+        json_value::same_payload((&self.content_type, &self.body), (content_type, body))
     }
-}
-
-/// Whether two (content type, body) pairs carry the same payload: the same
-/// bytes, or, for a JSON content type, the same value (a producer retrying may re-serialise
-/// differently), numbers compared by their exact decimal value
-/// (`domain::json_value`): `12.50` is `12.5`, but amounts that `f64` would
-/// round together are different payloads.
-pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
-    if stored.0 != given.0 {
-        return false;
-    }
-    stored.1 == given.1
-        || (json_value::is_json_content_type(stored.0)
-            && json_value::same_value(stored.1, given.1) == Some(true))
 }
 
 /// Everything but the body, which listings leave out. Spliced into queries
@@ -508,9 +495,4 @@ impl NewNotification {
             leased: false,
         }
     }
-}
-
-pub(super) fn pg_array_literal(values: &[i64]) -> String {
-    let inner: Vec<String> = values.iter().map(i64::to_string).collect();
-    format!("{{{}}}", inner.join(","))
 }
