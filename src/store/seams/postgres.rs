@@ -1,0 +1,270 @@
+//! PostgreSQL's side of the seams: `Store` implements each by delegating
+//! to its own methods.
+
+use super::*;
+use crate::store::Store;
+
+#[async_trait::async_trait]
+impl WriteStore for Store {
+    async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
+        Store::commit(self, writes).await
+    }
+    async fn find_endpoints(
+        &self,
+        ids: &[Uuid],
+        uids: &[String],
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        Store::find_endpoints(self, ids, uids).await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        Store::find_endpoint(self, by).await
+    }
+    async fn subscribers(&self, owners: &[Option<String>]) -> Result<Vec<Subscriber>, StoreError> {
+        Store::subscribers(self, owners).await
+    }
+    async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::mark_needs_index(self, ids).await
+    }
+    async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
+        Store::cancel_notification(self, id).await
+    }
+    async fn cancel_by_key(
+        &self,
+        key: &str,
+        endpoint_id: Option<Uuid>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::cancel_by_key(self, key, endpoint_id).await
+    }
+    async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
+        Store::cancel_event(self, id).await
+    }
+    async fn retry_notification(
+        &self,
+        id: Uuid,
+        now: chrono::DateTime<chrono::Utc>,
+        delivering: bool,
+    ) -> Result<Retry, StoreError> {
+        Store::retry_notification(self, id, now, delivering).await
+    }
+    async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
+        Store::create_endpoint(self, endpoint).await
+    }
+    async fn modify_endpoint<'a>(
+        &self,
+        by: &EndpointRef,
+        change: EndpointChange<'a>,
+    ) -> Result<Option<Result<Endpoint, Problem>>, StoreError> {
+        Store::modify_endpoint(self, by, change).await
+    }
+    async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
+        Store::delete_endpoint(self, by).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ReadStore for Store {
+    async fn ping(&self) -> Result<(), StoreError> {
+        Store::ping(self).await
+    }
+    async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        Store::get_notification(self, id).await
+    }
+    async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        Store::list_notifications(self, filter).await
+    }
+    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
+        Store::notification_url(self, id).await
+    }
+    async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        Store::list_attempts(self, notification_id, after, limit).await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        Store::find_endpoint(self, by).await
+    }
+    async fn list_endpoints(
+        &self,
+        before: Option<Uuid>,
+        limit: i64,
+        owner: Option<&str>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        Store::list_endpoints(self, before, limit, owner).await
+    }
+    async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        Store::get_event(self, id).await
+    }
+    async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        Store::event_counts(self, id).await
+    }
+    async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        Store::list_events(self, filter).await
+    }
+}
+
+#[async_trait::async_trait]
+impl DeliveryStore for Store {
+    async fn load_claimed(
+        &self,
+        ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        Store::load_claimed(self, ids, current).await
+    }
+    async fn with_endpoints(
+        &self,
+        notifications: Vec<DueNotification>,
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        Store::with_endpoints(self, notifications, current).await
+    }
+    async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::record_attempts(self, records, health).await
+    }
+    async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::cancel_notifications(self, ids).await
+    }
+    async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::hand_to_pull(self, ids).await
+    }
+}
+
+#[async_trait::async_trait]
+impl HousekeepingStore for Store {
+    async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
+        Store::needing_index(self, limit).await
+    }
+    async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        Store::clear_needs_index(self, ids).await
+    }
+    async fn pending_due_before(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_page(self, after, Some(due_before), limit).await
+    }
+    async fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::still_pending(self, ids).await
+    }
+    async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::pending_created_after(self, after, limit).await
+    }
+    async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        Store::purge_completed(self, before, after, limit).await
+    }
+    async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        Store::purge_events(self, before, after, limit).await
+    }
+    async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError> {
+        Store::sync_operator_endpoint(self, target).await
+    }
+    async fn failing_endpoints(
+        &self,
+        failing_before: DateTime<Utc>,
+    ) -> Result<Vec<FailingEndpoint>, StoreError> {
+        Store::failing_endpoints(self, failing_before).await
+    }
+    async fn disable_endpoints(
+        &self,
+        endpoints: &[FailingEndpoint],
+        reason: &str,
+        events: &[OperatorEvent],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::disable_endpoints(self, endpoints, reason, events).await
+    }
+}
+
+#[async_trait::async_trait]
+impl PullStore for Store {
+    async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: std::time::Duration,
+    ) -> Result<Vec<Taken>, StoreError> {
+        Store::take(self, endpoint_id, max, lease).await
+    }
+    async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Store::next_pull_due(self, endpoint_id).await
+    }
+    async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        decide: LeaseDecision<'_>,
+    ) -> Result<LeasesEnded, StoreError> {
+        Store::end_leases(self, which, decide).await
+    }
+    async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: std::time::Duration,
+        endpoint: Option<Uuid>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Store::extend_lease(self, receipt, lease, endpoint).await
+    }
+    async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
+        Store::lease_of(self, id).await
+    }
+    async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::follow_delivery(self, endpoint_id, delivery).await
+    }
+    async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Store::adopt_strays(self, limit).await
+    }
+    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        Store::cancel_orphaned_pulls(self, limit).await
+    }
+    async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        Store::set_consumer_token(self, endpoint_id, digest).await
+    }
+    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
+        Store::consumer_endpoint(self, digest).await
+    }
+    async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
+        Store::signal_pull(self, endpoints).await
+    }
+    async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    ) {
+        Store::listen_pull(self, woken, shutdown).await
+    }
+}
