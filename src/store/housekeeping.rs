@@ -63,23 +63,22 @@ pub(crate) const PENDING_PAGE: &str = "SELECT id, next_attempt_at FROM notificat
        AND (next_attempt_at, id) > ($1, $2) AND next_attempt_at < $3 \
      ORDER BY next_attempt_at, id LIMIT $4";
 
+/// Midnight UTC on a day of a year PostgreSQL's `timestamptz` holds.
+fn midnight(year: i32, month: u32, day: u32) -> DateTime<Utc> {
+    chrono::NaiveDate::from_ymd_opt(year, month, day)
+        .and_then(|day| day.and_hms_opt(0, 0, 0))
+        .expect("a valid date")
+        .and_utc()
+}
+
 /// Before every due time a row can have.
 fn first() -> PendingCursor {
-    (
-        chrono::NaiveDate::from_ymd_opt(1, 1, 1)
-            .and_then(|day| day.and_hms_opt(0, 0, 0))
-            .expect("a valid date")
-            .and_utc(),
-        Uuid::nil(),
-    )
+    (midnight(1, 1, 1), Uuid::nil())
 }
 
 /// After every due time a row can have.
 fn no_end() -> DateTime<Utc> {
-    chrono::NaiveDate::from_ymd_opt(9999, 12, 31)
-        .and_then(|day| day.and_hms_opt(0, 0, 0))
-        .expect("a valid date")
-        .and_utc()
+    midnight(9999, 12, 31)
 }
 
 impl Store {

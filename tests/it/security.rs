@@ -426,28 +426,21 @@ async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool:
     // connections exist before the baseline is read. With one, the growth
     // read 10-12 MiB alone and 20 MiB beside the whole suite, that is,
     // pools, not the cache: 15 rounds grew it no more than 5 (6-12 MiB).
+    let post = |round: usize| {
+        let (client, url) = (&client, format!("{base}/v1/notifications/batch"));
+        async move {
+            let (status, result) =
+                send(client, Method::POST, &url, Some(TOKEN), Some(batch(round))).await;
+            assert_eq!(status, StatusCode::OK);
+            result
+        }
+    };
     for round in 0..2 {
-        let (status, _) = send(
-            &client,
-            Method::POST,
-            &format!("{base}/v1/notifications/batch"),
-            Some(TOKEN),
-            Some(batch(round)),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK);
+        post(round).await;
     }
     let before = rss_bytes(hookd.child.id());
     for round in 2..=6 {
-        let (status, result) = send(
-            &client,
-            Method::POST,
-            &format!("{base}/v1/notifications/batch"),
-            Some(TOKEN),
-            Some(batch(round)),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK);
+        let result = post(round).await;
         assert!(result["data"]
             .as_array()
             .unwrap()
