@@ -20,6 +20,8 @@ use sqlx::PgPool;
 mod client_cost;
 #[path = "dispatch/fanout.rs"]
 mod fanout;
+#[path = "dispatch/floor.rs"]
+mod floor;
 #[path = "dispatch/heal.rs"]
 mod heal;
 #[path = "dispatch/pull.rs"]
@@ -493,21 +495,20 @@ struct DeliveryFigures {
     cpu_us: [f64; 3],
 }
 
-/// Delivers `count` due-now notifications: ingested through an API-only
-/// hookd, then drained by a dispatcher-only hookd.
-async fn delivery_run(
+/// `count` notifications due now, ingested through an API-only hookd, the
+/// table analysed and the index marked complete: the backlog a drain
+/// starts from (figure 3, and figure 7b's floor).
+async fn seed_due(
     pool: &PgPool,
     database_url: &str,
     redis_url: &str,
     prefix: &str,
-    receiver: &Arc<Received>,
     receiver_url: &str,
     count: usize,
-) -> DeliveryFigures {
+) {
     let client = reqwest::Client::new();
     let api = Hookd::start(database_url, redis_url, prefix, "api").await;
     let endpoint = create_endpoint(&client, &api, receiver_url).await;
-    let before = attempts_recorded(pool).await;
     // BENCH_PAYLOAD_BYTES=N pads each payload with N bytes of hex digits
     // (a real notification carries an order or a payment, not one number;
     // hex compresses about as well as JSON does, where a run of one letter
@@ -551,6 +552,21 @@ async fn delivery_run(
     .unwrap();
     let index = hookd::due::redis::RedisIndex::new(&settings.redis).unwrap();
     index.mark_indexed().await.unwrap();
+}
+
+/// Delivers `count` due-now notifications: ingested through an API-only
+/// hookd (`seed_due`), then drained by a dispatcher-only hookd.
+async fn delivery_run(
+    pool: &PgPool,
+    database_url: &str,
+    redis_url: &str,
+    prefix: &str,
+    receiver: &Arc<Received>,
+    receiver_url: &str,
+    count: usize,
+) -> DeliveryFigures {
+    let before = attempts_recorded(pool).await;
+    seed_due(pool, database_url, redis_url, prefix, receiver_url, count).await;
     receiver.reset();
     let cpu_before = cpu_snapshot();
     let dispatcher = Hookd::start(database_url, redis_url, prefix, "dispatcher").await;
@@ -748,6 +764,9 @@ async fn main() {
         // hookd's sender, the bare hyper client: each alone, µs per request.
         let mut alone_us = [Vec::new(), Vec::new()];
         let mut cpu_us = [Vec::new(), Vec::new(), Vec::new()];
+        // Per floor store (update, append), per run: its share of the hyper
+        // limit, hookd's drain over it, and its CPU per delivery.
+        let mut floors = [Vec::new(), Vec::new()];
         for run in 0..runs {
             reset(&pool).await;
             settle(&pool).await;
@@ -808,6 +827,29 @@ async fn main() {
                 figures.cpu_us[1],
                 figures.cpu_us[2],
             );
+            // 7b: the floor, from the same backlog, in the same run.
+            for (mode, floors) in ["update", "append"].into_iter().zip(floors.iter_mut()) {
+                reset(&pool).await;
+                let floor = floor::run(
+                    mode,
+                    &pool,
+                    &database_url,
+                    &redis_url,
+                    &format!("bench-floor-{mode}-{run}"),
+                    &received,
+                    &receiver_url,
+                    50_000,
+                )
+                .await;
+                let [own, postgres, redis, receiver] = floor.cpu_us;
+                println!(
+                    "   run {}: floor ({mode}) {:.0}/s, {:.2} of the hyper limit; CPU per delivery: floor dispatcher {own:.1} µs, postgres {postgres:.1} µs, redis {redis:.1} µs, receiver {receiver:.1} µs",
+                    run + 1,
+                    floor.rate,
+                    floor.rate / raw_hyper,
+                );
+                floors.push((floor.rate / raw_hyper, rate / floor.rate, floor.cpu_us));
+            }
             let overflowed = listen_overflows() - overflows;
             if overflowed > 0 {
                 println!(
@@ -848,6 +890,18 @@ async fn main() {
             median(sender_us),
             median(hyper_us)
         );
+        for (mode, runs) in ["update", "append"].into_iter().zip(floors) {
+            let share = median(runs.iter().map(|r| r.0).collect());
+            let hookd_share = median(runs.iter().map(|r| r.1).collect());
+            let part = |i: usize| median(runs.iter().map(|r| r.2[i]).collect());
+            println!(
+                "7b. floor ({mode}): {share:.2} of the hyper limit; hookd's drain is {hookd_share:.2} of it; CPU per delivery: floor dispatcher {:.1} µs, postgres {:.1} µs, redis {:.1} µs, receiver {:.1} µs (medians)",
+                part(0),
+                part(1),
+                part(2),
+                part(3)
+            );
+        }
         let [hookd_us, postgres_us, redis_us] = cpu_us;
         println!(
             "   CPU per delivery (medians): hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
