@@ -765,7 +765,8 @@ async fn main() {
         let mut alone_us = [Vec::new(), Vec::new()];
         let mut cpu_us = [Vec::new(), Vec::new(), Vec::new()];
         // Per floor store (update, append), per run: its share of the hyper
-        // limit, hookd's drain over it, and its CPU per delivery.
+        // limit, hookd's work per delivery over its, its CPU per delivery,
+        // and its share of the hyper limit by CPU.
         let mut floors = [Vec::new(), Vec::new()];
         for run in 0..runs {
             reset(&pool).await;
@@ -842,13 +843,24 @@ async fn main() {
                 )
                 .await;
                 let [own, postgres, redis, receiver] = floor.cpu_us;
+                // hookd's work per delivery over the floor's, each in units
+                // of its own run's receiver (figure 7's work ratio): the
+                // two runs are minutes apart, and the machine drifts.
+                let work = figures.relative_cost / ((own + postgres + redis) / receiver);
                 println!(
-                    "   run {}: floor ({mode}) {:.0}/s, {:.2} of the hyper limit; CPU per delivery: floor dispatcher {own:.1} µs, postgres {postgres:.1} µs, redis {redis:.1} µs, receiver {receiver:.1} µs",
+                    "   run {}: floor ({mode}) {:.0}/s, {:.2} of the hyper limit ({:.0}/s just before), {:.2} by CPU; CPU per delivery: floor dispatcher {own:.1} µs, postgres {postgres:.1} µs, redis {redis:.1} µs, receiver {receiver:.1} µs; hookd's work {work:.2}x the floor's",
                     run + 1,
                     floor.rate,
-                    floor.rate / raw_hyper,
+                    floor.rate / floor.hyper,
+                    floor.hyper,
+                    floor.cpu_share,
                 );
-                floors.push((floor.rate / raw_hyper, rate / floor.rate, floor.cpu_us));
+                floors.push((
+                    floor.rate / floor.hyper,
+                    work,
+                    floor.cpu_us,
+                    floor.cpu_share,
+                ));
             }
             let overflowed = listen_overflows() - overflows;
             if overflowed > 0 {
@@ -892,10 +904,11 @@ async fn main() {
         );
         for (mode, runs) in ["update", "append"].into_iter().zip(floors) {
             let share = median(runs.iter().map(|r| r.0).collect());
-            let hookd_share = median(runs.iter().map(|r| r.1).collect());
+            let work = median(runs.iter().map(|r| r.1).collect());
+            let cpu_share = median(runs.iter().map(|r| r.3).collect());
             let part = |i: usize| median(runs.iter().map(|r| r.2[i]).collect());
             println!(
-                "7b. floor ({mode}): {share:.2} of the hyper limit; hookd's drain is {hookd_share:.2} of it; CPU per delivery: floor dispatcher {:.1} µs, postgres {:.1} µs, redis {:.1} µs, receiver {:.1} µs (medians)",
+                "7b. floor ({mode}): {share:.2} of the hyper limit ({cpu_share:.2} by CPU); hookd + PostgreSQL + Redis CPU per delivery {work:.2}x the floor's; CPU per delivery: floor dispatcher {:.1} µs, postgres {:.1} µs, redis {:.1} µs, receiver {:.1} µs (medians)",
                 part(0),
                 part(1),
                 part(2),

@@ -13,19 +13,27 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::{cpu_snapshot, seed_due, settle, Received, SENDER_IN_FLIGHT};
+use super::{
+    cpu_seconds, cpu_snapshot, raw_hyper, seed_due, settle, Received, Whose, SENDER_IN_FLIGHT,
+};
 
 /// One floor run's figures.
 pub struct FloorRun {
     /// Deliveries/s, first to last receipt.
     pub rate: f64,
+    /// The hyper limit, measured just before (figure 7's raw run).
+    pub hyper: f64,
+    /// The floor's share of the hyper limit by CPU alone: the hyper run's
+    /// CPU per request (client and receiver) over the floor's per delivery
+    /// (every process), as if both cores were busy every moment of both.
+    pub cpu_share: f64,
     /// CPU µs per delivery: the floor dispatcher, PostgreSQL, Redis, the
     /// receiver.
     pub cpu_us: [f64; 4],
 }
 
-/// Seeds `count` due notifications as figure 3 does, then drains them with
-/// `floor_dispatcher <mode>`. CPU is counted from when its set-up is done
+/// Seeds `count` due notifications as figure 3 does, measures the hyper
+/// limit, then drains them with `floor_dispatcher <mode>`. CPU is counted from when its set-up is done
 /// (`ready`) until its last outcome is committed.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -40,6 +48,11 @@ pub async fn run(
 ) -> FloorRun {
     seed_due(pool, database_url, redis_url, prefix, receiver_url, count).await;
     settle(pool).await;
+    // Its own hyper limit, just before: the machine's speed drifts.
+    received.reset();
+    let bench_before = cpu_seconds(Whose::Bench);
+    let hyper = raw_hyper::raw_hyper(receiver_url, count as u64, SENDER_IN_FLIGHT).await;
+    let hyper_us = (cpu_seconds(Whose::Bench) - bench_before) / count as f64 * 1e6;
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
     let mut child =
         tokio::process::Command::new(format!("{target}/release/examples/floor_dispatcher"))
@@ -83,13 +96,16 @@ pub async fn run(
         .map(|figure| figure.parse::<f64>().unwrap());
     let (_, own_cpu) = (figures.next().unwrap(), figures.next().unwrap());
     let per = |seconds: f64| seconds / count as f64 * 1e6;
+    let cpu_us = [
+        per(own_cpu),
+        per(after[1] - before[1]),
+        per(after[2] - before[2]),
+        per(after[3] - before[3]),
+    ];
     FloorRun {
         rate: count as f64 / received.span().as_secs_f64(),
-        cpu_us: [
-            per(own_cpu),
-            per(after[1] - before[1]),
-            per(after[2] - before[2]),
-            per(after[3] - before[3]),
-        ],
+        hyper,
+        cpu_share: hyper_us / cpu_us.iter().sum::<f64>(),
+        cpu_us,
     }
 }
