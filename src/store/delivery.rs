@@ -175,6 +175,10 @@ pub enum Retry {
     /// consumer's lease that has not run out): its attempt is under way,
     /// and a retry would race it.
     InFlight(Notification),
+    /// Pulled, and its consumer's lease has run out without the attempt
+    /// it ended being recorded yet (the lease sweep runs every second): the
+    /// caller records that `lease_expired` attempt first, then retries.
+    LeaseRanOut(Notification),
     NotFound,
 }
 
@@ -268,9 +272,10 @@ impl Store {
     /// Starts a new attempt series now for a failed or pending notification.
     /// A pending one that is being delivered (`delivering`: leased in the
     /// due index, or under a consumer's lease that has not run out) is left
-    /// alone. A failed one is retried whatever the index says: its last
-    /// attempt is recorded, and the lease that attempt held may only not be
-    /// released yet.
+    /// alone, and so is one whose consumer's lease has run out unrecorded
+    /// (`Retry::LeaseRanOut`). A failed one is retried whatever the index
+    /// says: its last attempt is recorded, and the lease that attempt held
+    /// may only not be released yet.
     pub async fn retry_notification(
         &self,
         id: Uuid,
@@ -291,6 +296,8 @@ impl Store {
             };
             match row.status() {
                 Status::Pending if row.leased || delivering => return Ok(Retry::InFlight(row)),
+                // Refused though no lease is current: one ran out.
+                Status::Pending if row.pull => return Ok(Retry::LeaseRanOut(row)),
                 Status::Pending | Status::Failed => last = Some(row),
                 _ => return Ok(Retry::NotRetryable(row)),
             }
@@ -313,7 +320,7 @@ impl Store {
                      updated_at = now() \
                  WHERE id = $1 AND status IN ('pending', 'failed') \
                    AND (status = 'failed' OR NOT $3) \
-                   AND (lease_id IS NULL OR next_attempt_at <= now()) RETURNING {}",
+                   AND (lease_id IS NULL OR status = 'failed') RETURNING {}",
                 super::notifications::columns_with_body()
             )))
             .bind(id)

@@ -249,6 +249,43 @@ async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_
 }
 
 #[sqlx::test]
+async fn a_retry_just_after_a_lease_ran_out_first_records_the_attempt_that_lease_ended(
+    pool: PgPool,
+) {
+    let app = spawn_app(pool).await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1h"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let taken = pull(&app, &endpoint, json!({"lease": "1s"})).await;
+    assert_eq!(ids(&taken), [id.as_str()]);
+    // Retried as soon as the lease has run out: before the lease sweep
+    // (every second) has recorded the attempt, nearly every time.
+    eventually(DEADLINE, "the lease to run out", || async {
+        let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+        (read["leased"] == false).then_some(())
+    })
+    .await;
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{id}/retry"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["status"], "pending", "{retried}");
+    assert_eq!(retried["attempts"], 1, "{retried}");
+
+    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    let attempts = attempts["data"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["number"], 1);
+    assert_eq!(
+        attempts[0]["error"]["code"], "lease_expired",
+        "{attempts:?}"
+    );
+    // The new series starts after it, due now.
+    let again = pull(&app, &endpoint, json!({"lease": "1m"})).await;
+    assert_eq!(ids(&again), [id.as_str()]);
+    assert_eq!(again[0]["attempt"], 2);
+}
+
+#[sqlx::test]
 async fn a_pull_notification_created_as_another_process_deletes_its_endpoint_is_cancelled(
     pool: PgPool,
 ) {
