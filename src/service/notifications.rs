@@ -262,11 +262,8 @@ impl Service {
         // A consumer's lease ran out a moment ago, and the sweep has not yet
         // recorded the attempt it ended: that attempt is recorded first (it
         // was one, DESIGN §10), then the new series starts after it.
-        for _ in 0..RETRY_AFTER_EXPIRY_TRIES {
-            let Retry::LeaseRanOut(n) = &retry else {
-                break;
-            };
-            self.expire_leases(Some(n.endpoint_id)).await?;
+        if matches!(retry, Retry::LeaseRanOut(_)) {
+            self.expire_leases_of(&[id]).await?;
             now = Utc::now();
             retry = self.store.retry_notification(id, now, delivering).await?;
         }
@@ -279,12 +276,17 @@ impl Service {
                 self.index_due(&[(n.id, now)]).await;
                 Ok(n)
             }
-            Retry::InFlight(n) | Retry::LeaseRanOut(n) if n.pull => Err(Problem::conflict(
+            Retry::LeaseRanOut(_) => Err(Problem::conflict(
+                ErrorCode::InFlight,
+                "the notification's lease has just run out and its attempt is being recorded: retry it in a moment",
+            )
+            .into()),
+            Retry::InFlight(n) if n.pull => Err(Problem::conflict(
                 ErrorCode::InFlight,
                 "a consumer holds the notification under a lease right now: ack or nack it, or retry once the lease has run out",
             )
             .into()),
-            Retry::InFlight(_) | Retry::LeaseRanOut(_) => Err(Problem::conflict(
+            Retry::InFlight(_) => Err(Problem::conflict(
                 ErrorCode::InFlight,
                 "the notification is being delivered now; retry it once that attempt is recorded",
             )
@@ -301,11 +303,6 @@ impl Service {
         }
     }
 }
-
-/// How many times a retry records the attempts of leases that ran out and
-/// tries again: each round ends up to `EXPIRE_BATCH` of the endpoint's
-/// expired leases, earliest first.
-const RETRY_AFTER_EXPIRY_TRIES: usize = 3;
 
 pub(super) fn invalid_key() -> Problem {
     Problem::invalid(

@@ -101,6 +101,8 @@ pub enum Leases<'a> {
     Receipts(&'a [Receipt]),
     /// Leases that ran out, earliest first: of one endpoint, or of all.
     Expired { endpoint: Option<Uuid>, limit: i64 },
+    /// The leases of these notifications, those that ran out.
+    ExpiredOf(&'a [Uuid]),
 }
 
 /// What `end_leases` read, and the ids whose lease it ended.
@@ -211,6 +213,16 @@ impl Store {
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(endpoint)
                     .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
+            Leases::ExpiredOf(ids) => {
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.id = ANY($1) AND n.lease_id IS NOT NULL AND n.next_attempt_at <= now()"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(ids)
                     .fetch_all(&mut *conn)
                     .await?
             }

@@ -205,14 +205,25 @@ impl Service {
     /// Records an expired attempt for each lease that ran out (of one
     /// endpoint, or all), at most `EXPIRE_BATCH`.
     pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<Swept, ServiceError> {
+        self.record_expired(Leases::Expired {
+            endpoint,
+            limit: EXPIRE_BATCH,
+        })
+        .await
+    }
+
+    /// Records an expired attempt for each of these notifications whose
+    /// lease ran out (a retry's, before the sweep gets to it).
+    pub async fn expire_leases_of(&self, ids: &[Uuid]) -> Result<Swept, ServiceError> {
+        self.record_expired(Leases::ExpiredOf(ids)).await
+    }
+
+    async fn record_expired(&self, which: Leases<'_>) -> Result<Swept, ServiceError> {
         let operator = self.settings.operator.enabled();
         let ended = self
             .pull
             .end_leases(
-                Leases::Expired {
-                    endpoint,
-                    limit: EXPIRE_BATCH,
-                },
+                which,
                 Box::new(|row| Some(attempt(row, &Failure::LeaseExpired, None, operator))),
             )
             .await?;
