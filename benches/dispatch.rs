@@ -496,8 +496,8 @@ struct DeliveryFigures {
 }
 
 /// `count` notifications due now, ingested through an API-only hookd, the
-/// table analysed and the index marked complete: the backlog a drain
-/// starts from (figure 3, and figure 7b's floor).
+/// table analysed, the index marked complete and PostgreSQL settled: the
+/// backlog a drain starts from (figure 3, and figure 7b's floor).
 async fn seed_due(
     pool: &PgPool,
     database_url: &str,
@@ -552,6 +552,8 @@ async fn seed_due(
     .unwrap();
     let index = hookd::due::redis::RedisIndex::new(&settings.redis).unwrap();
     index.mark_indexed().await.unwrap();
+    // The ingest's checkpoint and autovacuum behind it, not in the drain.
+    settle(pool).await;
 }
 
 /// Delivers `count` due-now notifications: ingested through an API-only

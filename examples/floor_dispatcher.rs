@@ -86,9 +86,19 @@ async fn main() {
         other => panic!("{other}: update or append"),
     };
     let in_flight: usize = in_flight.parse().expect("<in flight> is a number");
+    // Connections as hookd's pool has them (`Store::connect`): no ping when
+    // taken from the pool, and generic plans.
     let pool = PgPoolOptions::new()
         .max_connections(4)
         .min_connections(4)
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
+                    .await
+                    .map(|_| ())
+            })
+        })
         .connect(database_url)
         .await
         .unwrap();

@@ -13,15 +13,14 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::{
-    cpu_seconds, cpu_snapshot, raw_hyper, seed_due, settle, Received, Whose, SENDER_IN_FLIGHT,
-};
+use super::{cpu_seconds, cpu_snapshot, raw_hyper, seed_due, Received, Whose, SENDER_IN_FLIGHT};
 
 /// One floor run's figures.
 pub struct FloorRun {
     /// Deliveries/s, first to last receipt.
     pub rate: f64,
-    /// The hyper limit, measured just before (figure 7's raw run).
+    /// The hyper limit, measured just before the floor's drain by figure
+    /// 7's raw client.
     pub hyper: f64,
     /// The floor's share of the hyper limit by CPU alone: the hyper run's
     /// CPU per request (client and receiver) over the floor's per delivery
@@ -47,7 +46,6 @@ pub async fn run(
     count: usize,
 ) -> FloorRun {
     seed_due(pool, database_url, redis_url, prefix, receiver_url, count).await;
-    settle(pool).await;
     // Its own hyper limit, just before: the machine's speed drifts.
     received.reset();
     let bench_before = cpu_seconds(Whose::Bench);
