@@ -830,7 +830,7 @@ async fn main() {
                 figures.cpu_us[1],
                 figures.cpu_us[2],
             );
-            // 7b: the floor, from the same backlog, in the same run.
+            // 7b: the floor, from an identical backlog, in the same run.
             for (mode, floors) in ["update", "append"].into_iter().zip(floors.iter_mut()) {
                 reset(&pool).await;
                 let floor = floor::run(
@@ -847,7 +847,7 @@ async fn main() {
                 let [own, postgres, redis, receiver] = floor.cpu_us;
                 // hookd's work per delivery over the floor's, each in units
                 // of its own run's receiver (figure 7's work ratio): the
-                // two runs are minutes apart, and the machine drifts.
+                // machine drifts between the two drains.
                 let work = figures.relative_cost / ((own + postgres + redis) / receiver);
                 println!(
                     "   run {}: floor ({mode}) {:.0}/s, {:.2} of the hyper limit ({:.0}/s just before), {:.2} by CPU; CPU per delivery: floor dispatcher {own:.1} µs, postgres {postgres:.1} µs, redis {redis:.1} µs, receiver {receiver:.1} µs; hookd's work {work:.2}x the floor's",
