@@ -9,13 +9,13 @@
 //! ```
 //!
 //! Before it is timed, it loads the ids of every pending notification into
-//! a sorted set of its own, opens its connections, prints `ready` and waits
-//! for a line on standard input. Then it drains them: claims 200 ids at a
-//! time with one `ZPOPMIN` (no lease; two claims at once), reads each batch's rows with the
-//! columns hookd's claim reads, sends each with hookd's sender
-//! (`hookd::sender::Sender`, signed, `in flight` at a time, one target
-//! prepared once) and records the outcomes in one statement per batch
-//! (two at once):
+//! a sorted set of its own, opens its connections (as hookd's pool has
+//! them), prints `ready` and waits for a line on standard input. Then it
+//! drains them: claims 200 ids at a time with one `ZPOPMIN` (no lease; two
+//! claims at once), reads each batch's rows with the columns hookd's claim
+//! reads, sends each with hookd's sender (`hookd::sender::Sender`, signed,
+//! `in flight` at a time, one target prepared once) and records the
+//! outcomes in one statement per batch (two at once):
 //!
 //! - `update`: each notification's row rewritten as delivered, as hookd's
 //!   table needs (a first attempt kept in its row, no `attempts` row);
@@ -25,9 +25,9 @@
 //!
 //! It prints `<deliveries/s> <CPU seconds>` (this process, user + system,
 //! from `ready` until the last outcome is committed), then holds its
-//! connections open until standard input closes. No leases, no
-//! retries, no schedule, no health, no metrics: everything hookd does
-//! beyond this is bookkeeping this floor leaves out.
+//! connections open until standard input closes. No leases, no retries, no
+//! schedule, no health, no metrics: everything hookd does beyond this is
+//! bookkeeping this floor leaves out.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

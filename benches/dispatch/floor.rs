@@ -1,9 +1,10 @@
 //! Figure 7b: the floor under figure 7's ratio. The least a dispatcher
 //! built from hookd's parts (reqwest through hookd's sender, PostgreSQL
 //! keeping every outcome, Redis ordering the due ids) can spend per
-//! delivery, drained in the same run as figure 7 from the same backlog by
-//! the `floor_dispatcher` example, a process of its own: no leases, no
-//! retries, no schedule, no health, no metrics (`examples/floor_dispatcher.rs`).
+//! delivery, drained in the same run as figure 7 from an identical backlog
+//! by the `floor_dispatcher` example, a process of its own: no leases, no
+//! retries, no schedule, no health, no metrics
+//! (`examples/floor_dispatcher.rs`).
 //! Two stores: hookd's, whose row is rewritten as delivered (`update`), and
 //! one that would append each outcome to a narrow table (`append`).
 
@@ -32,8 +33,9 @@ pub struct FloorRun {
 }
 
 /// Seeds `count` due notifications as figure 3 does, measures the hyper
-/// limit, then drains them with `floor_dispatcher <mode>`. CPU is counted from when its set-up is done
-/// (`ready`) until its last outcome is committed.
+/// limit, then drains them with `floor_dispatcher <mode>`. CPU is counted
+/// from when its set-up is done (`ready`) until its last outcome is
+/// committed.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     mode: &str,
