@@ -35,9 +35,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use hookd::config::Settings;
 use hookd::domain::secret::SigningSecret;
 use hookd::sender::{Delivery, Sender, Target};
-use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, Semaphore};
@@ -86,19 +86,14 @@ async fn main() {
         other => panic!("{other}: update or append"),
     };
     let in_flight: usize = in_flight.parse().expect("<in flight> is a number");
-    // Connections as hookd's pool has them (`Store::connect`): no ping when
-    // taken from the pool, and generic plans.
-    let pool = PgPoolOptions::new()
-        .max_connections(4)
-        .min_connections(4)
-        .test_before_acquire(false)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
-                    .await
-                    .map(|_| ())
-            })
-        })
+    // Connections as hookd's pool has them (`hookd::store::pool_options`:
+    // no ping when taken from the pool, generic plans), four of them.
+    let database = Settings::from_toml_layers(&[&format!(
+        "[database]\nurl = \"{database_url}\"\nmax_connections = 4\nmin_connections = 4\n"
+    )])
+    .expect("the floor's database settings are valid")
+    .database;
+    let pool = hookd::store::pool_options(&database)
         .connect(database_url)
         .await
         .unwrap();

@@ -115,36 +115,7 @@ impl Store {
             .expose()
             .parse()
             .map_err(|e| StoreError::Database(sqlx::Error::Configuration(Box::new(e))))?;
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.max_connections)
-            // Opened at start and kept (see `database.min_connections`).
-            .min_connections(settings.min_connections.min(settings.max_connections))
-            // sqlx pings a connection when it goes back to the pool (a round
-            // trip that flushes anything a cancelled query left), so a
-            // second ping when it is taken out again only doubles those
-            // round trips (together ~0.8 per notification at 4,000/s, one
-            // per statement). A connection that broke while idle fails its next
-            // statement, which answers 503 like any failure of PostgreSQL.
-            .test_before_acquire(false)
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    // hookd's statements are prepared once per connection;
-                    // by default PostgreSQL still plans each execution anew
-                    // while the plan for its parameters looks cheaper than
-                    // the generic one, which for a batch of a few rows is
-                    // always: planning the recording statement took 0.67 ms
-                    // of every 0.5 ms execution at 1,000 notifications/s.
-                    // Every statement is written so its generic plan is the
-                    // right one: values a partial index's predicate needs
-                    // are literals, never parameters, and a batch statement
-                    // is driven by its batch, which a generic plan counts as
-                    // 10 rows (`recording::RECORD_ATTEMPTS`, `plan_tests`).
-                    sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
-                        .await
-                        .map(|_| ())
-                })
-            })
-            .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
+        let pool = pool_options(settings)
             .connect_with(options.application_name("hookd"))
             .await?;
         let store = Self::new(pool);
@@ -165,6 +136,41 @@ impl Store {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// How hookd's pools are set up (`Store::connect`; the benchmark's floor
+/// dispatcher too, so that it pays what hookd pays per statement).
+pub fn pool_options(settings: &DatabaseSettings) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(settings.max_connections)
+        // Opened at start and kept (see `database.min_connections`).
+        .min_connections(settings.min_connections.min(settings.max_connections))
+        // sqlx pings a connection when it goes back to the pool (a round
+        // trip that flushes anything a cancelled query left), so a
+        // second ping when it is taken out again only doubles those
+        // round trips (together ~0.8 per notification at 4,000/s, one
+        // per statement). A connection that broke while idle fails its next
+        // statement, which answers 503 like any failure of PostgreSQL.
+        .test_before_acquire(false)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                // hookd's statements are prepared once per connection;
+                // by default PostgreSQL still plans each execution anew
+                // while the plan for its parameters looks cheaper than
+                // the generic one, which for a batch of a few rows is
+                // always: planning the recording statement took 0.67 ms
+                // of every 0.5 ms execution at 1,000 notifications/s.
+                // Every statement is written so its generic plan is the
+                // right one: values a partial index's predicate needs
+                // are literals, never parameters, and a batch statement
+                // is driven by its batch, which a generic plan counts as
+                // 10 rows (`recording::RECORD_ATTEMPTS`, `plan_tests`).
+                sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
+                    .await
+                    .map(|_| ())
+            })
+        })
+        .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
 }
 
 /// A PostgreSQL array literal (`{1,2,3}`) of integers: how a batch insert
