@@ -8,11 +8,14 @@
 //! - That backlog holds `server.listen_backlog` connections (`listen`), not
 //!   the 128 of `TcpListener::bind`: past it the kernel drops handshakes,
 //!   and a client retries one only after a second or more.
-//! - `server.header_timeout_ms` bounds the TLS handshake and the reading of
-//!   each request's headers; hyper starts that clock as soon as a connection
-//!   waits for a request, so an idle keep-alive connection is closed after
-//!   it too. HTTP/2 connections are pinged and closed when the peer stops
-//!   answering.
+//! - `server.header_timeout_ms` runs from the moment a connection is
+//!   accepted: a connection must have a request under way within it, and is
+//!   closed once it has had none for that long (`connection`). That covers
+//!   a peer that sends nothing, half a request line, only an HTTP/2 preface,
+//!   or an HTTP/2 connection that answers pings but never opens a stream,
+//!   all before any authentication. hyper's own header timer stays as a
+//!   second guard for HTTP/1; HTTP/2 connections are also pinged and closed
+//!   when the peer stops answering.
 //! - `server.request_timeout_ms` (a layer in `api`) bounds each request,
 //!   body included.
 //! - `server.tls_cert` and `server.tls_key` make the listener speak TLS
@@ -27,15 +30,20 @@ use std::time::Duration;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::config::ServerSettings;
+
+mod connection;
+
+use connection::{Activity, TrackedBody};
 
 /// A listener on `address` whose accept queue holds `backlog` connections
 /// (the kernel caps it at `net.core.somaxconn`). Like
@@ -73,7 +81,7 @@ pub async fn serve(
 ) {
     let header_timeout = Duration::from_millis(settings.header_timeout_ms);
     let slots = Arc::new(Semaphore::new(settings.max_connections));
-    let graceful = GracefulShutdown::new();
+    let connections = TaskTracker::new();
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -103,40 +111,61 @@ pub async fn serve(
             _ = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone().map_request(
-            |request: axum::http::Request<hyper::body::Incoming>| {
-                request.map(axum::body::Body::new)
-            },
-        ));
+        let activity = Activity::new();
+        let service = {
+            let (router, activity) = (router.clone(), activity.clone());
+            TowerToHyperService::new(tower::service_fn(
+                move |request: axum::http::Request<hyper::body::Incoming>| {
+                    let busy = activity.begin();
+                    let response = router.clone().oneshot(request.map(axum::body::Body::new));
+                    async move {
+                        let response = response.await?;
+                        Ok::<_, std::convert::Infallible>(
+                            response.map(|body| TrackedBody::wrap(body, busy)),
+                        )
+                    }
+                },
+            ))
+        };
         let builder = builder.clone();
-        let watcher = graceful.watcher();
         let tls = tls.clone();
-        tokio::spawn(async move {
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
             let _slot = slot;
-            match tls {
-                None => {
-                    let connection = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .into_owned();
-                    let _ = watcher.watch(connection).await;
-                }
-                Some(acceptor) => {
-                    let Ok(Ok(stream)) =
-                        tokio::time::timeout(header_timeout, acceptor.accept(stream)).await
-                    else {
-                        return;
-                    };
-                    let connection = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .into_owned();
-                    let _ = watcher.watch(connection).await;
-                }
+            let stream = match tls {
+                None => Either::Left(stream),
+                // The handshake counts against the header timeout too.
+                Some(acceptor) => tokio::select! {
+                    accepted = acceptor.accept(stream) => match accepted {
+                        Ok(stream) => Either::Right(stream),
+                        Err(_) => return,
+                    },
+                    _ = activity.idle_for(header_timeout) => return,
+                    _ = shutdown.cancelled() => return,
+                },
+            };
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            let idle = tokio::select! {
+                _ = connection.as_mut() => return,
+                _ = activity.idle_for(header_timeout) => true,
+                _ = shutdown.cancelled() => false,
+            };
+            // Requests under way finish; HTTP/2 says GOAWAY. A peer that
+            // does not let an idle connection end within another header
+            // timeout is dropped; on shutdown, `serve` bounds the wait.
+            connection.as_mut().graceful_shutdown();
+            if idle {
+                let _ = tokio::time::timeout(header_timeout, connection).await;
+            } else {
+                let _ = connection.await;
             }
         });
     }
     drop(listener);
+    connections.close();
     let grace = Duration::from_millis(settings.shutdown_timeout_ms);
-    if tokio::time::timeout(grace, graceful.shutdown())
+    if tokio::time::timeout(grace, connections.wait())
         .await
         .is_err()
     {

@@ -81,8 +81,9 @@ pub struct RetentionSettings {
 pub struct ServerSettings {
     pub listen: SocketAddr,
     pub shutdown_timeout_ms: u64,
-    /// Closes a connection whose TLS handshake or request headers take
-    /// longer (idle keep-alive connections included).
+    /// Closes a connection that has had no request under way for this
+    /// long, counted from its acceptance (silent, half-sent, preface-only,
+    /// idle HTTP/2 and keep-alive connections alike).
     pub header_timeout_ms: u64,
     /// Answers 408 to a request (body included) that takes longer.
     pub request_timeout_ms: u64,

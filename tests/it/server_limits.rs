@@ -65,7 +65,22 @@ async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
         stream.write_all(b"GET /v1/endp").await.unwrap();
         streams.push(stream);
     }
-    // Polled with a deadline: each stream is dropped once hookd closed it.
+    until_all_closed(streams, "half-sent requests").await;
+    let response = crate::helpers::http_client()
+        .get(format!("http://{address}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// The client half of an HTTP/2 connection: the preface and SETTINGS, then
+/// no stream ever. hyper's client answers the server's pings by itself.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Waits until hookd has closed every stream in `streams`, failing the
+/// test with how many are left at the deadline.
+async fn until_all_closed(mut streams: Vec<TcpStream>, what: &str) {
     let started = std::time::Instant::now();
     while !streams.is_empty() {
         let mut open = Vec::new();
@@ -77,17 +92,80 @@ async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
         streams = open;
         assert!(
             started.elapsed() < DEADLINE,
-            "{} half-sent requests still open",
+            "{} {what} still open",
             streams.len()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let response = crate::helpers::http_client()
-        .get(format!("http://{address}/healthz"))
-        .send()
-        .await
+}
+
+#[sqlx::test]
+async fn connections_that_send_nothing_or_only_an_http2_preface_are_closed_after_the_header_timeout(
+    pool: PgPool,
+) {
+    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let mut silent = Vec::new();
+    for _ in 0..200 {
+        silent.push(TcpStream::connect(address).await.unwrap());
+    }
+    let mut prefaces = Vec::new();
+    for _ in 0..50 {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(H2_PREFACE).await.unwrap();
+        prefaces.push(stream);
+    }
+    until_all_closed(silent, "silent connections").await;
+    until_all_closed(prefaces, "connections that sent only a preface").await;
+}
+
+#[sqlx::test]
+async fn an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed(pool: PgPool) {
+    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let stream = TcpStream::connect(address).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http2::handshake::<_, _, String>(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    let driven = tokio::spawn(connection);
+    // One request, answered: the connection is in use, and kept while it is.
+    let request = axum::http::Request::get(format!("http://{address}/healthz"))
+        .body(String::new())
         .unwrap();
+    let response = sender.send_request(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
+    // Then nothing: hookd ends the connection, though the client is alive
+    // and would answer every ping.
+    let ended = tokio::time::timeout(DEADLINE, driven).await;
+    assert!(ended.is_ok(), "an idle HTTP/2 connection was kept open");
+    assert!(sender.is_closed());
+}
+
+#[sqlx::test]
+async fn silent_connections_at_the_cap_do_not_lock_other_clients_out(pool: PgPool) {
+    let (address, _, _stop) = start(
+        pool,
+        "[server]\nmax_connections = 4\nheader_timeout_ms = 500\n",
+    )
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(TcpStream::connect(address).await.unwrap());
+    }
+    // The four are still open on this side: hookd must free their slots
+    // itself.
+    let response = tokio::time::timeout(
+        DEADLINE,
+        crate::helpers::http_client()
+            .get(format!("http://{address}/healthz"))
+            .send(),
+    )
+    .await
+    .expect("served while silent connections held every slot")
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    drop(held);
 }
 
 #[sqlx::test]
