@@ -260,7 +260,12 @@ impl Service {
             .pull
             .end_leases(
                 which,
-                Box::new(|row| Some(attempt(row, &Failure::LeaseExpired, None, operator))),
+                Box::new(|row| {
+                    // Read as ran out by the query; decided here.
+                    let lease = row.lease()?;
+                    (!lease.runs_at(row.now))
+                        .then(|| attempt(row, &Failure::LeaseExpired, None, operator))
+                }),
             )
             .await?;
         if !ended.moved.is_empty() {
@@ -435,7 +440,12 @@ fn attempt_with(
         outcome,
         next,
         event,
-        lease: row.lease_id.map(|lease| (lease, expired)),
+        // A lease that ran out is recorded only if it was not extended
+        // since it was read.
+        lease: row.lease_id.map(|lease| {
+            let ran_out_at = row.lease().filter(|_| expired).map(|l| l.until);
+            (lease, ran_out_at)
+        }),
     }
 }
 
