@@ -17,9 +17,9 @@ mod validate;
 pub use load::DEFAULT_TOML;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, LogFormat, LogSettings, OperatorSettings,
-    RedisSettings, RetentionSettings, Secret, SecretKeySettings, SecretsSettings, SenderSettings,
-    ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP,
-    STORED_BODY_BYTES,
+    PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings, SecretsSettings,
+    SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
+    MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };
 pub use tokens::{digest, Credential, ScopedToken, TokenSpec, MIN_TOKEN_CHARS};
 pub use validate::read_ca_file;

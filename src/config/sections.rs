@@ -26,8 +26,23 @@ pub struct Settings {
     pub retention: RetentionSettings,
     pub operator: OperatorSettings,
     pub secrets: SecretsSettings,
+    pub pull: PullSettings,
     pub log: LogSettings,
 }
+
+/// Pull consumption (DESIGN.md §10).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullSettings {
+    /// How long a due pull notification waits for a consumer before it
+    /// fails `not_pulled`: a duration (`"7d"`, `"12h"`), within
+    /// `PULL_MAX_WAIT`.
+    pub max_wait: String,
+}
+
+/// The bounds of `pull.max_wait`.
+pub const PULL_MAX_WAIT: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(365 * 24 * 3600);
 
 /// Encryption of signing secrets and custom header values at rest, and the
 /// overlap of secret rotations.
@@ -233,6 +248,12 @@ impl Settings {
 
     pub fn rotation_overlap(&self) -> Duration {
         Duration::from_millis(self.secrets.rotation_overlap_ms)
+    }
+
+    /// `pull.max_wait` (validated at load).
+    pub fn pull_max_wait(&self) -> Duration {
+        humantime::parse_duration(self.pull.max_wait.trim())
+            .expect("pull.max_wait was validated at load")
     }
 }
 

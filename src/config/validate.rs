@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use super::{
-    ConfigError, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP,
+    ConfigError, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP, PULL_MAX_WAIT,
     STORED_BODY_BYTES,
 };
 
@@ -188,6 +188,14 @@ impl Settings {
             return Err(invalid(
                 "secrets.rotation_overlap_ms",
                 "must be at most 604800000 (7 days; 0 ends the overlap at once)",
+            ));
+        }
+        if !humantime::parse_duration(self.pull.max_wait.trim())
+            .is_ok_and(|wait| PULL_MAX_WAIT.contains(&wait))
+        {
+            return Err(invalid(
+                "pull.max_wait",
+                "must be a duration from 1s to 365d, such as \"7d\" or \"12h\"",
             ));
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {

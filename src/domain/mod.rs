@@ -2,12 +2,14 @@
 //! state machine, endpoint health, operator events, signing secrets and their
 //! sealing at rest, the success rule, subscriptions, validation of
 //! producer-supplied names and the problems they raise, the rules of pull
-//! consumption, and when two JSON payloads are the same value.
+//! consumption and the time of its leases, and when two JSON payloads are the
+//! same value.
 
 pub mod fields;
 pub mod health;
 pub mod id;
 pub mod json_value;
+pub mod lease;
 pub mod operator_event;
 pub mod outcome;
 pub mod problem;

@@ -27,6 +27,8 @@ pub enum FailReason {
     PermanentStatus,
     /// The receiver answered `webhook-delivery: abort`.
     Aborted,
+    /// A pull notification no consumer took within `pull.max_wait`.
+    NotPulled,
 }
 
 impl Outcome {

@@ -187,6 +187,15 @@ pub enum Failure {
     /// (its key is missing from `secrets.keys`). As for push, the attempt
     /// fails and the schedule goes on, so putting the key back heals it.
     Unopened,
+    /// No consumer took it within `pull.max_wait` of its due time
+    /// (`not_pulled`): it ends `failed`.
+    NotPulled {
+        /// When it became due: the attempt starts there.
+        due_at: DateTime<Utc>,
+        /// When `pull.max_wait` ran out: the attempt ends there, however
+        /// late the check notices.
+        gave_up_at: DateTime<Utc>,
+    },
 }
 
 /// What follows a failed leased attempt, `attempt_in_series` (1-based
@@ -202,6 +211,7 @@ pub fn after_failure(
         Failure::Nack {
             permanent: true, ..
         } => return Outcome::Failed(FailReason::Aborted),
+        Failure::NotPulled { .. } => return Outcome::Failed(FailReason::NotPulled),
         Failure::Nack { retry_after, .. } => *retry_after,
         Failure::LeaseExpired | Failure::Unopened => None,
     };
@@ -229,6 +239,12 @@ pub fn failure_error(failure: &Failure, message: Option<&str>) -> (&'static str,
             "sealed_secret",
             message
                 .unwrap_or("cannot decrypt the notification's custom headers")
+                .to_string(),
+        ),
+        Failure::NotPulled { .. } => (
+            "not_pulled",
+            message
+                .unwrap_or("no consumer took it within pull.max_wait")
                 .to_string(),
         ),
     }

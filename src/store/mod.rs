@@ -12,6 +12,7 @@ mod operator;
 #[cfg(test)]
 mod plan_tests;
 pub mod pull;
+pub mod pull_due;
 pub mod recording;
 pub mod reseal;
 mod sealing;

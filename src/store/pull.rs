@@ -1,6 +1,6 @@
-//! Pull consumption's side of the store: take due notifications of a pull
-//! endpoint under a lease, end leases (ack, nack, expiry) by recording
-//! their attempt, lengthen them, and consumer tokens. Leases live in the
+//! Pull consumption's side of the store: end leases (ack, nack, expiry) by
+//! recording their attempt, lengthen them, and consumer tokens (a pull's
+//! take is `pull_due`). Leases live in the
 //! notification rows (`lease_id`, `leased_at`, and `next_attempt_at` as the
 //! expiry), so they survive a crash of hookd and a loss of Redis, and a
 //! receipt is checked in the statement that writes. What an ended lease
@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::recording::AttemptRecord;
 use super::{Store, StoreError};
+use crate::domain::lease::Lease;
 use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
 
@@ -86,11 +87,23 @@ pub struct Leased {
 }
 
 impl Leased {
+    /// The row's lease, if it has one (still running or not): while leased,
+    /// `next_attempt_at` is when the lease runs out.
+    pub fn lease(&self) -> Option<Lease> {
+        let (id, until) = (self.lease_id?, self.next_attempt_at?);
+        Some(Lease {
+            id,
+            since: self.leased_at.unwrap_or(until),
+            until,
+        })
+    }
+
     /// Whether `lease` is this row's current lease, and still running.
     pub fn holds(&self, lease: Uuid) -> bool {
         self.status == Status::Pending
-            && self.lease_id == Some(lease)
-            && self.next_attempt_at.is_some_and(|until| until > self.now)
+            && self
+                .lease()
+                .is_some_and(|held| held.id == lease && held.runs_at(self.now))
     }
 }
 
@@ -116,52 +129,11 @@ pub struct LeasesEnded {
 pub type LeaseDecision<'a> = Box<dyn FnMut(&Leased) -> Option<AttemptRecord> + Send + 'a>;
 
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
-const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
+pub(super) const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
      COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
      n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, now() AS now";
 
 impl Store {
-    /// Takes up to `max` due notifications of a pull endpoint, earliest due
-    /// first, leasing each for `lease`. Rows another consumer is taking at
-    /// this moment are skipped, never waited for: each row has one lease.
-    pub async fn take(
-        &self,
-        endpoint_id: Uuid,
-        max: i64,
-        lease: Duration,
-    ) -> Result<Vec<Taken>, StoreError> {
-        let mut taken = sqlx::query_as::<_, Taken>(
-            "WITH picked AS ( \
-                 SELECT id, next_attempt_at AS due_at FROM notifications \
-                 WHERE endpoint_id = $1 AND status = 'pending' AND pull \
-                   AND next_attempt_at <= now() AND lease_id IS NULL \
-                 ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED \
-             ), taken AS ( \
-                 UPDATE notifications n SET lease_id = gen_random_uuid(), leased_at = now(), \
-                     next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
-                 FROM picked p WHERE n.id = p.id \
-                 RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
-                     n.body, n.headers, n.created_at, n.attempts, n.lease_id, p.due_at, \
-                     n.next_attempt_at AS lease_until \
-             ) \
-             SELECT t.id, t.endpoint_id, t.key, COALESCE(t.event_type, e.event_type) AS event_type, \
-                 t.event_id, t.content_type, \
-                 CASE WHEN t.event_id IS NULL THEN t.body ELSE e.body END AS body, \
-                 t.headers, t.created_at, t.attempts, t.lease_id, t.due_at, t.lease_until \
-             FROM taken t LEFT JOIN events e ON e.id = t.event_id \
-             ORDER BY t.due_at, t.id",
-        )
-        .bind(endpoint_id)
-        .bind(max)
-        .bind(lease.as_secs_f64())
-        .fetch_all(&self.pool)
-        .await?;
-        for row in &mut taken {
-            row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers.0);
-        }
-        Ok(taken)
-    }
-
     /// When the endpoint next needs a consumer: the earliest due time of
     /// its pending pull notifications, leased ones at their lease's end.
     pub async fn next_pull_due(

@@ -35,11 +35,13 @@ pub struct AttemptRecord {
     /// The `notification.failed` event, when `next` ends it failed and
     /// operator events are on.
     pub event: Option<OperatorEvent>,
-    /// For the end of a pull lease: the lease, and whether it is ending
-    /// because it ran out. The attempt is written only if that lease is
-    /// still the notification's and has (or, for an ack or nack, has not)
-    /// run out; `None` for push.
-    pub lease: Option<(Uuid, bool)>,
+    /// For the end of a pull lease: the lease, and for one that ran out,
+    /// the end it ran out at. Whether a lease still runs is decided in
+    /// `domain::lease` on the row as read; the attempt is written only if
+    /// the row is still as decided on: that lease is still its own and,
+    /// for one that ran out, was not extended meanwhile (an extend that
+    /// read it running just before it ran out). `None` for push.
+    pub lease: Option<(Uuid, Option<DateTime<Utc>>)>,
 }
 
 impl Store {
@@ -113,10 +115,10 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                       AND t.error_message IS NULL) AS first_success \
          FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
              $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
-             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::bool[]) \
+             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::timestamptz[]) \
          AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
               error_message, outcome, series_start, status, next_at, completed, last_error, \
-              lease, expired) \
+              lease, lease_ran_out_at) \
      ), moved AS ( \
          UPDATE notifications n SET \
              attempts = i.number, \
@@ -137,7 +139,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
            AND (n.status = 'pending') IS TRUE AND n.attempts = i.number - 1 \
            AND n.series_start = i.series_start \
            AND (i.lease IS NULL OR (n.lease_id = i.lease \
-                AND (n.next_attempt_at <= now()) = i.expired)) \
+                AND (i.lease_ran_out_at IS NULL OR n.next_attempt_at = i.lease_ran_out_at))) \
          RETURNING n.id, n.endpoint_id, i.first_success \
      ), recorded AS ( \
          INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
@@ -196,7 +198,7 @@ pub(super) async fn record_attempts_on(
     let mut completed = Vec::with_capacity(records.len());
     let mut last_errors = Vec::with_capacity(records.len());
     let mut leases = Vec::with_capacity(records.len());
-    let mut expired = Vec::with_capacity(records.len());
+    let mut ran_out = Vec::with_capacity(records.len());
     let mut events = EventBinds::default();
     for r in records {
         ids.push(r.notification_id);
@@ -219,7 +221,7 @@ pub(super) async fn record_attempts_on(
         completed.push(r.next.completed);
         last_errors.push(r.next.last_error.as_deref());
         leases.push(r.lease.map(|(lease, _)| lease));
-        expired.push(r.lease.is_some_and(|(_, expired)| expired));
+        ran_out.push(r.lease.and_then(|(_, ran_out_at)| ran_out_at));
         if let Some(event) = &r.event {
             events.push(event);
         }
@@ -255,7 +257,7 @@ pub(super) async fn record_attempts_on(
         .bind(&failing_since)
         .bind(&if_failing)
         .bind(&leases)
-        .bind(&expired)
+        .bind(&ran_out)
         .fetch_all(&mut *conn)
         .await?;
     Ok(moved)

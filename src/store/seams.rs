@@ -26,6 +26,7 @@ use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
 use super::notifications::{Cancel, Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
+use super::pull_due::PickDecision;
 use super::recording::AttemptRecord;
 use super::writes::{Committed, Writes};
 use super::StoreError;
@@ -208,7 +209,14 @@ pub trait PullStore: Send + Sync + 'static {
         endpoint_id: Uuid,
         max: i64,
         lease: std::time::Duration,
+        decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError>;
+    async fn end_unpulled(
+        &self,
+        max_wait: std::time::Duration,
+        limit: i64,
+        decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Uuid>, StoreError>;
     async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError>;
     async fn end_leases(
         &self,

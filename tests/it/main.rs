@@ -17,6 +17,7 @@ mod handoff;
 mod logs;
 mod operator;
 mod pull;
+mod pull_expiry;
 mod redis_ha;
 mod resilience;
 mod secrets;

@@ -16,7 +16,7 @@ use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-async fn pull_endpoint(app: &TestApp, fields: Value) -> String {
+pub(crate) async fn pull_endpoint(app: &TestApp, fields: Value) -> String {
     let mut body = json!({"delivery": "pull"});
     crate::helpers::merge(&mut body, fields);
     let (status, endpoint) = app.post("/v1/endpoints", body).await;
@@ -26,13 +26,13 @@ async fn pull_endpoint(app: &TestApp, fields: Value) -> String {
     endpoint["id"].as_str().unwrap().to_string()
 }
 
-async fn notify(app: &TestApp, endpoint: &str, extra: Value) -> String {
+pub(crate) async fn notify(app: &TestApp, endpoint: &str, extra: Value) -> String {
     let mut body = json!({"endpoint": endpoint, "payload": {"order": 1}});
     crate::helpers::merge(&mut body, extra);
     app.notify(body).await
 }
 
-async fn pull(app: &TestApp, endpoint: &str, request: Value) -> Vec<Value> {
+pub(crate) async fn pull(app: &TestApp, endpoint: &str, request: Value) -> Vec<Value> {
     let (status, pulled) = app
         .post(&format!("/v1/endpoints/{endpoint}/pull"), request)
         .await;
@@ -115,7 +115,7 @@ fn assert_conflict((status, body): (StatusCode, Value), code: &str) {
     );
 }
 
-fn ids(items: &[Value]) -> Vec<String> {
+pub(crate) fn ids(items: &[Value]) -> Vec<String> {
     items
         .iter()
         .map(|i| i["id"].as_str().unwrap().to_string())

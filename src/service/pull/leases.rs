@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::not_yours;
+use crate::domain::lease::{at_pull, due_again, ended_now, failure_span, not_pulled, AtPull};
 use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::Outcome;
 use crate::domain::problem::{ErrorCode, Problem};
@@ -18,6 +19,7 @@ use crate::domain::schedule::Schedule;
 use crate::domain::status::{after_attempt, Status};
 use crate::service::{Service, ServiceError};
 use crate::store::pull::{Leased, Leases, Taken};
+use crate::store::pull_due::Pick;
 use crate::store::recording::AttemptRecord;
 
 /// Leases ended per statement by the expiry sweep.
@@ -218,13 +220,52 @@ impl Service {
         self.record_expired(Leases::ExpiredOf(ids)).await
     }
 
+    /// Ends the pull notifications that no consumer took within
+    /// `pull.max_wait` of their due time (DESIGN §10): each with a failed
+    /// attempt `not_pulled`, which ends it `failed` with the operator event
+    /// as for push; at most `EXPIRE_BATCH`. Returns how many ended.
+    pub async fn end_unpulled(&self) -> Result<usize, ServiceError> {
+        let operator = self.settings.operator.enabled();
+        let max_wait = self.settings.pull_max_wait();
+        let message = format!(
+            "no consumer took it within pull.max_wait ({})",
+            humantime::format_duration(max_wait)
+        );
+        let ended = self
+            .pull
+            .end_unpulled(
+                max_wait,
+                EXPIRE_BATCH,
+                Box::new(|row| {
+                    let gave_up_at =
+                        not_pulled(row.lease(), row.next_attempt_at, max_wait, row.now)?;
+                    let failure = Failure::NotPulled {
+                        due_at: row.next_attempt_at?,
+                        gave_up_at,
+                    };
+                    Some(attempt(row, &failure, Some(&message), operator))
+                }),
+            )
+            .await?;
+        if !ended.is_empty() {
+            metrics::counter!("hookd_pull_ended_total", "how" => "not_pulled")
+                .increment(ended.len() as u64);
+        }
+        Ok(ended.len())
+    }
+
     async fn record_expired(&self, which: Leases<'_>) -> Result<Swept, ServiceError> {
         let operator = self.settings.operator.enabled();
         let ended = self
             .pull
             .end_leases(
                 which,
-                Box::new(|row| Some(attempt(row, &Failure::LeaseExpired, None, operator))),
+                Box::new(|row| {
+                    // Read as ran out by the query; decided here.
+                    let lease = row.lease()?;
+                    (!lease.runs_at(row.now))
+                        .then(|| attempt(row, &Failure::LeaseExpired, None, operator))
+                }),
             )
             .await?;
         if !ended.moved.is_empty() {
@@ -235,6 +276,31 @@ impl Service {
             read: ended.rows.len(),
             ended: ended.moved.len(),
         })
+    }
+}
+
+/// What a pull does with a row it reads (`domain::lease::at_pull`): a free
+/// due one is taken; one whose lease ran out has the attempt that lease
+/// was recorded, ending with it, and is taken at once if the schedule's
+/// wait after it is over.
+pub(super) fn pick(row: &Leased, operator: bool) -> Pick {
+    match at_pull(row.lease(), row.next_attempt_at, row.now) {
+        AtPull::Take => Pick {
+            record: None,
+            take: row.next_attempt_at,
+        },
+        AtPull::Leave => Pick::default(),
+        AtPull::RanOut(_) => {
+            let record = attempt(row, &Failure::LeaseExpired, None, operator);
+            metrics::counter!("hookd_pull_ended_total", "how" => "lease_expired").increment(1);
+            let take = due_again(&record.outcome, row.now)
+                .then_some(record.next.next_attempt_at)
+                .flatten();
+            Pick {
+                record: Some(record),
+                take,
+            }
+        }
     }
 }
 
@@ -292,7 +358,10 @@ fn judge(
 ) -> Result<AttemptRecord, Problem> {
     check_lease(row, receipt, scope)?;
     Ok(match how {
-        End::Ack => attempt_with(row, Outcome::Succeeded, None, operator, false),
+        End::Ack => {
+            let span = ended_now(row.lease(), row.now);
+            attempt_with(row, span, Outcome::Succeeded, None, operator, false)
+        }
         End::Nack {
             retry_after,
             error,
@@ -319,22 +388,25 @@ fn attempt(
     let schedule = Schedule::from_stored(row.schedule_name.clone(), &row.schedule_ms);
     let number = row.attempts + 1;
     let in_series = (number - row.series_start).max(1) as u32;
-    let outcome = after_failure(failure, &schedule, in_series, row.now);
+    // A lease that ran out ended with it: the schedule goes on from there,
+    // however late this is noticed.
+    let span = failure_span(failure, row.lease(), row.now);
+    let outcome = after_failure(failure, &schedule, in_series, span.1);
     let (code, message) = failure_error(failure, message);
     let expired = *failure == Failure::LeaseExpired;
-    attempt_with(row, outcome, Some((code, message)), operator, expired)
+    attempt_with(row, span, outcome, Some((code, message)), operator, expired)
 }
 
 fn attempt_with(
     row: &Leased,
+    (started_at, ended_at): (DateTime<Utc>, DateTime<Utc>),
     outcome: Outcome,
     error: Option<(&str, String)>,
     operator: bool,
     expired: bool,
 ) -> AttemptRecord {
     let number = row.attempts + 1;
-    let started_at = row.leased_at.unwrap_or(row.now);
-    let duration = (row.now - started_at)
+    let duration = (ended_at - started_at)
         .num_milliseconds()
         .clamp(0, i32::MAX as i64) as i32;
     let next = after_attempt(&outcome, error.as_ref().map(|(c, m)| (*c, m.as_str())));
@@ -368,7 +440,12 @@ fn attempt_with(
         outcome,
         next,
         event,
-        lease: row.lease_id.map(|lease| (lease, expired)),
+        // A lease that ran out is recorded only if it was not extended
+        // since it was read.
+        lease: row.lease_id.map(|lease| {
+            let ran_out_at = row.lease().filter(|_| expired).map(|l| l.until);
+            (lease, ran_out_at)
+        }),
     }
 }
 

@@ -2,7 +2,11 @@
 //! pull endpoint under a lease (long-polling when nothing is due), then ack,
 //! nack or extend with the lease's receipt. Each lease is one attempt,
 //! recorded like a push attempt when it ends; a lease that runs out is a
-//! failed attempt (`lease_expired`) and the schedule goes on.
+//! failed attempt (`lease_expired`) that ended with the lease, and the
+//! schedule goes on from there. A pull records the leases that ran out
+//! among the rows it reads, and takes them back once due again; the sweep
+//! records those nobody pulls. A notification no consumer takes within
+//! `pull.max_wait` of its due time fails `not_pulled`.
 //!
 //! Waiting consumers are woken by this process's writes at once, and by
 //! other processes' through the store's signal (`PullStore::signal_pull`);
@@ -21,6 +25,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::{Service, ServiceError};
+use crate::domain::lease::not_pulled_checks;
 use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::{new_consumer_token, Delivery, Take};
 use crate::store::endpoints::{Endpoint, EndpointRef};
@@ -200,9 +205,15 @@ impl Service {
         let woken = notify.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
+        let operator = self.settings.operator.enabled();
         let taken = self
             .pull
-            .take(endpoint, i64::from(take.max), take.lease)
+            .take(
+                endpoint,
+                i64::from(take.max),
+                take.lease,
+                Box::new(move |row| leases::pick(row, operator)),
+            )
             .await?;
         let took = taken.len();
         let taken = self.fail_unopened(taken).await?;
@@ -214,15 +225,10 @@ impl Service {
             return Ok(Some(taken));
         }
         let wait_until = match self.pull.next_pull_due(endpoint).await? {
-            Some(due) if due <= Utc::now() => {
-                // Due, yet not taken: leases that ran out (ended here, then
-                // looked at again), or rows another consumer is taking
-                // this instant (looked at again shortly).
-                if self.expire_leases(Some(endpoint)).await?.ended > 0 {
-                    return Ok(None);
-                }
-                Instant::now() + Duration::from_millis(5)
-            }
+            // Due, yet not taken: rows another consumer is taking this
+            // instant (looked at again shortly). A lease that ran out is
+            // no reason: the take recorded it, and it is due again later.
+            Some(due) if due <= Utc::now() => Instant::now() + Duration::from_millis(5),
             Some(due) => Instant::now() + (due - Utc::now()).to_std().unwrap_or_default(),
             None => until,
         };
@@ -294,8 +300,10 @@ impl Service {
     }
 
     /// What keeps pull consumption going in the background, until
-    /// `shutdown`: signals from other processes, leases that run out, and
-    /// notifications left pull after their endpoint became push.
+    /// `shutdown`: signals from other processes, leases that run out (a
+    /// backstop: a pull records those it meets), notifications left pull
+    /// after their endpoint became push, and those no consumer took within
+    /// `pull.max_wait`.
     pub async fn run_pull(self, shutdown: tokio_util::sync::CancellationToken) {
         let listening = {
             let (service, shutdown) = (self.clone(), shutdown.clone());
@@ -313,6 +321,10 @@ impl Service {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut ticks: u64 = 0;
+        // Ticks are a second apart.
+        let unpulled_every = not_pulled_checks(self.settings.pull_max_wait())
+            .as_secs()
+            .max(1);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -322,6 +334,21 @@ impl Service {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.sweep_pull(ticks.is_multiple_of(30)) => {}
+            }
+            if ticks.is_multiple_of(unpulled_every) {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    ended = self.end_unpulled() => match ended {
+                        Ok(0) => {}
+                        Ok(count) => tracing::info!(
+                            count,
+                            "failed pull notifications no consumer took within pull.max_wait"
+                        ),
+                        Err(error) => {
+                            tracing::warn!(%error, "could not end pull notifications nobody took")
+                        }
+                    },
+                }
             }
         }
         // Waiting consumers answer now (with what is due, or nothing), so

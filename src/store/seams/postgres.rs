@@ -210,8 +210,17 @@ impl PullStore for Store {
         endpoint_id: Uuid,
         max: i64,
         lease: std::time::Duration,
+        decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
-        Store::take(self, endpoint_id, max, lease).await
+        Store::take(self, endpoint_id, max, lease, decide).await
+    }
+    async fn end_unpulled(
+        &self,
+        max_wait: std::time::Duration,
+        limit: i64,
+        decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        Store::end_unpulled(self, max_wait, limit, decide).await
     }
     async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
         Store::next_pull_due(self, endpoint_id).await

@@ -1,0 +1,205 @@
+//! The time of a pull lease (DESIGN.md §10): whether it still runs, what a
+//! pull makes of a notification it looks at, when a failed leased attempt
+//! started and ended (a lease that ran out ended with it, however late
+//! hookd notices), and when a notification no consumer takes gives up
+//! (`pull.max_wait`). No I/O: the store reads the rows and the clock
+//! (PostgreSQL's), these decide, the store writes.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::outcome::Outcome;
+use super::pull::Failure;
+
+/// A notification's lease, as stored: taken at `since`, running until
+/// `until` (as extended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub id: Uuid,
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+impl Lease {
+    /// Whether the lease still runs at `now`. It has run out at `until`:
+    /// an ack then is too late, and a pull may take the notification back.
+    pub fn runs_at(&self, now: DateTime<Utc>) -> bool {
+        now < self.until
+    }
+}
+
+/// What a pull makes of a pending notification of its endpoint, at `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtPull {
+    /// Free and due: taken.
+    Take,
+    /// Not due yet, or under a lease that still runs: left alone.
+    Leave,
+    /// Its lease ran out and the attempt it was is not recorded yet: the
+    /// pull records it (`Failure::LeaseExpired`, ending with the lease),
+    /// and takes the notification if that makes it due by `now`
+    /// (`due_again`). The lease sweep does the same for notifications no
+    /// pull looks at.
+    RanOut(Lease),
+}
+
+/// What a pull makes of a pending notification whose lease is `lease`
+/// (if any) and which is next due at `due_at` (unless leased).
+pub fn at_pull(lease: Option<Lease>, due_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> AtPull {
+    match lease {
+        Some(lease) if lease.runs_at(now) => AtPull::Leave,
+        Some(lease) => AtPull::RanOut(lease),
+        None if due_at.is_some_and(|due| due <= now) => AtPull::Take,
+        None => AtPull::Leave,
+    }
+}
+
+/// Whether what a failed leased attempt made of the notification leaves it
+/// due again by `now`: the pull that recorded the attempt takes it at once.
+pub fn due_again(outcome: &Outcome, now: DateTime<Utc>) -> bool {
+    matches!(outcome, Outcome::Retry { at } if *at <= now)
+}
+
+/// When a failed leased attempt started and ended. Most end when hookd
+/// learns of them (`now`: a nack, a header that did not open); a lease that
+/// ran out ended with the lease, however late a sweep or a pull notices;
+/// one never pulled spans its wait.
+pub fn failure_span(
+    failure: &Failure,
+    lease: Option<Lease>,
+    now: DateTime<Utc>,
+) -> (DateTime<Utc>, DateTime<Utc>) {
+    match (failure, lease) {
+        (Failure::NotPulled { due_at, gave_up_at }, _) => (*due_at, *gave_up_at),
+        (Failure::LeaseExpired, Some(lease)) => (lease.since, lease.until.max(lease.since)),
+        _ => ended_now(lease, now),
+    }
+}
+
+/// When a leased attempt that ends as hookd learns of it (an ack, a nack)
+/// started and ended: from the lease's start to `now`.
+pub fn ended_now(lease: Option<Lease>, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+    match lease {
+        Some(lease) => (lease.since, now.max(lease.since)),
+        None => (now, now),
+    }
+}
+
+/// When a pending notification no consumer took has waited `max_wait`:
+/// one due at `due_at` and under no lease (a lease that ran out is recorded
+/// first, and the notification is due again after it) ends `not_pulled`
+/// at `due_at + max_wait`. `Some(that time)` once it has passed at `now`.
+/// Each time it becomes due (at first, and again after a failed attempt),
+/// consumers have `max_wait` to take it.
+pub fn not_pulled(
+    lease: Option<Lease>,
+    due_at: Option<DateTime<Utc>>,
+    max_wait: Duration,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    if lease.is_some() {
+        return None;
+    }
+    let gave_up_at = due_at? + chrono::Duration::from_std(max_wait).ok()?;
+    (gave_up_at <= now).then_some(gave_up_at)
+}
+
+/// How often to look for notifications past `pull.max_wait`: a tenth of
+/// it, between once a second and once a minute. A check costs one index
+/// probe per pull endpoint; a notification fails at most that much after
+/// its time.
+pub fn not_pulled_checks(max_wait: Duration) -> Duration {
+    (max_wait / 10).clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::outcome::FailReason;
+    use crate::domain::pull::{after_failure, failure_error};
+    use crate::domain::schedule::Schedule;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()
+    }
+
+    fn lease(since: i64, until: i64) -> Lease {
+        Lease {
+            id: Uuid::nil(),
+            since: at(since),
+            until: at(until),
+        }
+    }
+
+    #[test]
+    fn a_lease_runs_until_its_end_and_a_pull_then_takes_the_notification_back() {
+        let held = lease(0, 30);
+        assert!(held.runs_at(at(29)));
+        assert!(!held.runs_at(at(30)), "ended at its end");
+        assert_eq!(at_pull(Some(held), None, at(29)), AtPull::Leave);
+        assert_eq!(at_pull(Some(held), None, at(45)), AtPull::RanOut(held));
+        assert_eq!(at_pull(None, Some(at(10)), at(10)), AtPull::Take);
+        assert_eq!(at_pull(None, Some(at(11)), at(10)), AtPull::Leave);
+        assert_eq!(at_pull(None, None, at(10)), AtPull::Leave);
+    }
+
+    #[test]
+    fn a_lease_that_ran_out_ended_with_it_however_late_it_is_noticed() {
+        let schedule = Schedule::from_stored(None, &[0, 300, 3_600_000]);
+        let ran_out = lease(0, 1);
+        let noticed = at(5);
+        let (started, ended) = failure_span(&Failure::LeaseExpired, Some(ran_out), noticed);
+        assert_eq!((started, ended), (at(0), at(1)));
+        let outcome = after_failure(&Failure::LeaseExpired, &schedule, 1, ended);
+        let due = at(1) + chrono::Duration::milliseconds(300);
+        assert_eq!(outcome, Outcome::Retry { at: due });
+        assert!(due_again(&outcome, noticed));
+        assert!(!due_again(&outcome, at(1)));
+        assert!(!due_again(&Outcome::Failed(FailReason::Exhausted), noticed));
+        // A nack ends when it comes.
+        let nack = Failure::Nack {
+            retry_after: None,
+            permanent: false,
+        };
+        assert_eq!(failure_span(&nack, Some(ran_out), at(3)), (at(0), at(3)));
+    }
+
+    #[test]
+    fn a_notification_no_consumer_takes_within_max_wait_fails_not_pulled() {
+        let week = Duration::from_secs(7 * 24 * 3600);
+        let due = at(0);
+        let gave_up = at(7 * 24 * 3600);
+        assert_eq!(not_pulled(None, Some(due), week, gave_up), Some(gave_up));
+        assert_eq!(
+            not_pulled(None, Some(due), week, gave_up + chrono::Duration::hours(1)),
+            Some(gave_up),
+            "it ends when its wait did, however late that is noticed"
+        );
+        assert_eq!(not_pulled(None, Some(due), week, at(60)), None);
+        assert_eq!(
+            not_pulled(Some(lease(0, 9)), Some(due), week, gave_up),
+            None
+        );
+        let failure = Failure::NotPulled {
+            due_at: due,
+            gave_up_at: gave_up,
+        };
+        let schedule = Schedule::from_stored(None, &[0, 120_000]);
+        assert_eq!(
+            after_failure(&failure, &schedule, 1, gave_up),
+            Outcome::Failed(FailReason::NotPulled)
+        );
+        assert_eq!(failure_error(&failure, None).0, "not_pulled");
+        assert_eq!(
+            failure_span(&failure, None, at(9 * 24 * 3600)),
+            (due, gave_up)
+        );
+        assert_eq!(not_pulled_checks(week), Duration::from_secs(60));
+        assert_eq!(
+            not_pulled_checks(Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+    }
+}
