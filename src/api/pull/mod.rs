@@ -128,7 +128,7 @@ pub struct PullResult {
 #[utoipa::path(operation_id = "pull", post, path = "/v1/endpoints/{endpoint}/pull", tag = "pull",
     params(("endpoint" = String, Path, description = "id or uid")), request_body = Option<PullRequest>,
     responses((status = 200, body = PullResult, description = "the notifications taken, each under a lease; none if nothing came due within `wait`"),
-        (status = 403, body = super::error::ErrorBody, description = "a consumer token of another endpoint"),
+        (status = 403, body = super::error::ErrorBody, description = "a token without the `pull` scope, or a consumer token of another endpoint"),
         (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody, description = "a push or disabled endpoint"),
         (status = 422, body = super::error::ErrorBody)))]
