@@ -55,11 +55,18 @@ pub trait WriteStore: Send + Sync + 'static {
     async fn subscribers(&self, owners: &[Option<String>]) -> Result<Vec<Subscriber>, StoreError>;
     /// Rows the due index could not take now; housekeeping indexes them.
     async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
-    async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError>;
+    /// `spare`: an endpoint whose notifications are left as they are
+    /// (the caller may not cancel them); the row is still returned.
+    async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError>;
     async fn cancel_by_key(
         &self,
         key: &str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError>;
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError>;
     /// `delivering`: the due index holds a lease on it (a push attempt may

@@ -25,15 +25,20 @@ impl WriteStore for Store {
     async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         Store::mark_needs_index(self, ids).await
     }
-    async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
-        Store::cancel_notification(self, id).await
+    async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError> {
+        Store::cancel_notification(self, id, spare).await
     }
     async fn cancel_by_key(
         &self,
         key: &str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::cancel_by_key(self, key, endpoint_id).await
+        Store::cancel_by_key(self, key, endpoint_id, spare).await
     }
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
         Store::cancel_event(self, id).await
