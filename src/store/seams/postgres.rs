@@ -259,8 +259,14 @@ impl PullStore for Store {
     ) -> Result<bool, StoreError> {
         Store::set_consumer_token(self, endpoint_id, digest).await
     }
-    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
-        Store::consumer_endpoint(self, digest).await
+    async fn consumer_tokens(
+        &self,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<ConsumerTokenRows, StoreError> {
+        Store::consumer_tokens(self, since).await
+    }
+    async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
+        Store::revoke_consumer_token(self, endpoint_id).await
     }
     async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
         Store::signal_pull(self, endpoints).await
