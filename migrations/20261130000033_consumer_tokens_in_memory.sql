@@ -6,8 +6,8 @@
 -- (`endpoints_changed`). This index finds the tokens issued lately.
 CREATE INDEX consumer_tokens_issued ON consumer_tokens (created_at);
 
--- A switch to push, or a delete, now revokes an endpoint's consumer token
--- (the row goes): the tokens such endpoints kept before go too, so that a
--- switch back to pull does not bring an old token back.
+-- A token works only while its endpoint exists and is pull, and a switch
+-- to push now removes it: the tokens push and deleted endpoints kept
+-- before go too, so that a switch back to pull does not bring one back.
 DELETE FROM consumer_tokens t USING endpoints e
 WHERE e.id = t.endpoint_id AND (e.deleted_at IS NOT NULL OR e.delivery <> 'pull');
