@@ -37,6 +37,8 @@ const REFRESH: Duration = Duration::from_secs(1);
 const OVERLAP: chrono::Duration = chrono::Duration::seconds(10);
 /// Every this many reads, a full one.
 const FULL_EVERY: u64 = 60;
+/// How long one read may take before it is given up.
+const READ_LIMIT: Duration = Duration::from_secs(5);
 /// How long a request that comes before the first read waits for it.
 const FIRST_READ_WAIT: Duration = Duration::from_secs(2);
 
@@ -177,9 +179,15 @@ impl Service {
                 _ = tick.tick() => {}
             }
             let full = reads.is_multiple_of(FULL_EVERY);
+            // A read that hangs (a stalled database) gives up, so that it
+            // does not hold back this process's own changes meanwhile.
+            let read = tokio::time::timeout(READ_LIMIT, self.tokens.refresh(&*self.pull, full));
             let refreshed = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                refreshed = self.tokens.refresh(&*self.pull, full) => refreshed,
+                refreshed = read => match refreshed {
+                    Ok(refreshed) => refreshed.map_err(|error| error.to_string()),
+                    Err(_) => Err(format!("no answer within {READ_LIMIT:?}")),
+                },
             };
             match refreshed {
                 Ok(()) => {
