@@ -367,11 +367,9 @@ impl Store {
         Ok(self.open_notifications(rows))
     }
 
-    /// Cancels the notification if it is pending, and reads it back in the
-    /// same transaction: the row lock the cancel took keeps anyone from
-    /// changing it in between.
-    /// Cancels the notification unless it is `spare`'s; returns it either
-    /// way.
+    /// Cancels the notification if it is pending and not `spare`'s, and
+    /// reads it back (either way) in the same transaction: the row lock the
+    /// cancel took keeps anyone from changing it in between.
     pub async fn cancel_notification(
         &self,
         id: Uuid,
