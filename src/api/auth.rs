@@ -76,7 +76,10 @@ impl Auth {
 
 /// The scope a route needs. Reading or rotating signing secrets needs
 /// `secrets`; other reads need `read`; sending, cancelling and retrying
-/// need `write`; everything else (endpoint create, change, delete) `admin`.
+/// need `write`; pulling, acking, nacking and extending need `pull` (they
+/// hand over payloads and custom headers in clear, which a producer's
+/// `write` token must not read); everything else (endpoint create, change,
+/// delete) `admin`.
 pub fn required_scope(method: &Method, route: &str) -> Scope {
     if route.starts_with("/v1/endpoints/{endpoint}/secret") {
         return Scope::Secrets;
@@ -93,7 +96,7 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/events"
         | "/v1/events/batch"
         | "/v1/events/{id}/cancel" => Scope::Write,
-        route if super::pull::consumer_route(route) => Scope::Write,
+        route if super::pull::consumer_route(route) => Scope::Pull,
         // Issuing a consumer token (DESIGN §14: `admin`) hands out a
         // credential that reads payloads, which `secrets` alone may not.
         _ => Scope::Admin,
@@ -101,7 +104,9 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
 }
 
 /// Authenticates, checks the route's scope, and writes an audit event for
-/// every admin or secrets action (allowed or refused).
+/// every admin or secrets action (allowed or refused), every request whose
+/// token is missing or unknown, and every consumer token used off its
+/// routes.
 pub async fn authorize(
     State(state): State<AppState>,
     mut request: Request,
@@ -118,7 +123,7 @@ pub async fn authorize(
         .as_deref()
         .filter(|t| t.starts_with(CONSUMER_TOKEN_PREFIX))
     {
-        return consume(&state, token, &route, request, next).await;
+        return consume(&state, token, &method, &route, request, next).await;
     }
     let caller = if state.auth.is_open() {
         let authority = request.uri().authority().map(|a| a.as_str().to_string());
@@ -129,10 +134,16 @@ pub async fn authorize(
             consumer: None,
         }
     } else {
-        presented
+        match presented
             .as_deref()
             .and_then(|token| state.auth.identify(token))
-            .ok_or(ApiError::Unauthorized)?
+        {
+            Some(caller) => caller,
+            None => {
+                refused(presented.as_deref(), &method, &route, request.uri().path());
+                return Err(ApiError::Unauthorized);
+            }
+        }
     };
     let audited = matches!(needed, Scope::Admin | Scope::Secrets);
     let path = audited.then(|| bounded(request.uri().path()));
@@ -159,33 +170,74 @@ pub async fn authorize(
     Ok(response)
 }
 
-/// A request with a consumer token: a current token, on a route consumers
-/// may call. Which endpoint it may act on is checked where the endpoint is
-/// known (the service).
+/// A request with a consumer token: a working token (known in memory, no
+/// query: `service::pull::tokens`), on a route consumers may call. Which
+/// endpoint it may act on is checked where the endpoint is known (the
+/// service).
 async fn consume(
     state: &AppState,
     token: &str,
+    method: &Method,
     route: &str,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let endpoint = state
-        .service
-        .consumer_endpoint(token)
-        .await?
-        .ok_or(ApiError::Unauthorized)?;
+    let endpoint = match state.service.consumer_endpoint(token).await {
+        Ok(Some(endpoint)) => endpoint,
+        Ok(None) => {
+            refused(Some(token), method, route, request.uri().path());
+            return Err(ApiError::Unauthorized);
+        }
+        Err(not_loaded) => {
+            return Err(ApiError::Unavailable {
+                what: "the database",
+                source: Arc::new(not_loaded),
+            })
+        }
+    };
+    let caller = Caller {
+        name: format!("consumer:{endpoint}").into(),
+        scopes: Scopes::default(),
+        consumer: Some(endpoint),
+    };
     if !super::pull::consumer_route(route) {
+        let path = bounded(request.uri().path());
+        audit(&caller, method, route, &path, "denied", None);
         return Err(ApiError::Forbidden(
             "a consumer token may only pull, ack, nack and extend its own endpoint's notifications"
                 .to_string(),
         ));
     }
-    request.extensions_mut().insert(Caller {
-        name: format!("consumer:{endpoint}").into(),
-        scopes: Scopes::default(),
-        consumer: Some(endpoint),
-    });
+    request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
+}
+
+/// The audit event of a request whose token is missing or unknown (401):
+/// named `unknown` (or `none`), with the first 8 hex digits of the
+/// presented token's SHA-256 to tell repeated attempts apart, never the
+/// token.
+fn refused(presented: Option<&str>, method: &Method, route: &str, path: &str) {
+    let token = if presented.is_some() {
+        "unknown"
+    } else {
+        "none"
+    };
+    let digest = presented.map(|token| {
+        crate::config::digest(token)[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    });
+    tracing::info!(
+        target: "hookd::audit",
+        token,
+        digest,
+        method = %method,
+        route,
+        path = bounded(path),
+        outcome = "unauthorized",
+        "audit"
+    );
 }
 
 /// One audit event, on the `hookd::audit` target so operators can route
@@ -332,10 +384,12 @@ mod tests {
             (Method::GET, "/v1/notifications", Scope::Read),
             (Method::GET, "/v1/notifications/{id}", Scope::Read),
             (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),
-            (Method::POST, "/v1/endpoints/{endpoint}/pull", Scope::Write),
-            (Method::POST, "/v1/endpoints/{endpoint}/ack", Scope::Write),
-            (Method::POST, "/v1/notifications/{id}/nack", Scope::Write),
-            (Method::POST, "/v1/notifications/{id}/extend", Scope::Write),
+            (Method::POST, "/v1/endpoints/{endpoint}/pull", Scope::Pull),
+            (Method::POST, "/v1/endpoints/{endpoint}/ack", Scope::Pull),
+            (Method::POST, "/v1/notifications/{id}/nack", Scope::Pull),
+            (Method::POST, "/v1/notifications/{id}/extend", Scope::Pull),
+            (Method::POST, "/v1/endpoints/{endpoint}/nack", Scope::Pull),
+            (Method::POST, "/v1/notifications/{id}/ack", Scope::Pull),
             (
                 Method::POST,
                 "/v1/endpoints/{endpoint}/consumer-token",

@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::auth::Caller;
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
@@ -22,6 +23,7 @@ use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::masked;
 use crate::domain::problem::ErrorCode;
+use crate::domain::scope::Scope;
 use crate::domain::status::Status;
 use crate::service::notifications::{Accepted, NotificationInput};
 use crate::store::attempts::Attempt;
@@ -366,13 +368,18 @@ pub async fn attempts(
 #[utoipa::path(operation_id = "cancel_notification", post, path = "/v1/notifications/{id}/cancel", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "cancelled (or already was)"),
+        (status = 403, body = super::error::ErrorBody, description = "an operator alert, and the token is not `admin`"),
         (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody, description = "already succeeded or failed")))]
 pub async fn cancel(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
-    let cancelled = state.service.cancel_notification(parse_id(&id)?).await?;
+    let cancelled = state
+        .service
+        .cancel_notification(parse_id(&id)?, caller.scopes.allow(Scope::Admin))
+        .await?;
     Ok(Json(NotificationView::summary(cancelled)))
 }
 
@@ -392,14 +399,21 @@ pub struct Cancelled {
 }
 
 #[utoipa::path(operation_id = "cancel_notifications_by_key", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
-    responses((status = 200, body = Cancelled, description = "the pending notifications with this key that were cancelled"), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 200, body = Cancelled, description = "the pending notifications with this key that were cancelled (operator alerts only with an `admin` token)"),
+        (status = 403, body = super::error::ErrorBody, description = "the operator endpoint named, and the token is not `admin`"),
+        (status = 422, body = super::error::ErrorBody)))]
 pub async fn cancel_by_key(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     JsonBody(request): JsonBody<CancelByKey>,
 ) -> Result<Json<Cancelled>, ApiError> {
     let ids = state
         .service
-        .cancel_by_key(&request.key, request.endpoint.as_deref())
+        .cancel_by_key(
+            &request.key,
+            request.endpoint.as_deref(),
+            caller.scopes.allow(Scope::Admin),
+        )
         .await?;
     Ok(Json(Cancelled {
         cancelled: ids.len(),

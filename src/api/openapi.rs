@@ -67,7 +67,14 @@ impl Modify for BearerAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API token from `api.tokens`, whose scopes decide what it may do:                          `admin` everything; `write` create and cancel notifications and events,                          retry; `read` status, lists, attempts; `secrets` read or rotate signing                          secrets; `pull` pull, ack, nack and extend on any pull endpoint. Or a                          pull endpoint's consumer token (`hkc_…`): pull, ack, nack and extend                          on that endpoint only. Outside them: 403 `forbidden`.",
+                    ))
+                    .build(),
+            ),
         );
     }
 }

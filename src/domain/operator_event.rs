@@ -12,6 +12,14 @@ use uuid::Uuid;
 /// The config-managed endpoint that receives operator events (`operator.url`).
 pub const OPERATOR_ENDPOINT_ID: Uuid = Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_000f);
 
+/// The endpoint whose notifications a caller may not cancel: operator
+/// alerts are hookd's own reports to the operator, and their keys are
+/// predictable, so a producer's `write` token could silence them; only an
+/// `admin` token may cancel them.
+pub fn spared_from(admin: bool) -> Option<Uuid> {
+    (!admin).then_some(OPERATOR_ENDPOINT_ID)
+}
+
 /// One event, ready to be stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorEvent {

@@ -171,6 +171,13 @@ pub fn new_consumer_token() -> String {
     format!("{CONSUMER_TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// Whether an endpoint's consumer token works: while the endpoint exists
+/// and is pull. Switching it to push, or deleting it, revokes the token;
+/// a token never outlives its endpoint's pull mode.
+pub fn consumer_token_works(endpoint_deleted: bool, delivery: Delivery) -> bool {
+    !endpoint_deleted && delivery == Delivery::Pull
+}
+
 /// Why a leased attempt did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -256,6 +263,13 @@ mod tests {
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn a_consumer_token_works_only_while_its_endpoint_exists_and_is_pull() {
+        assert!(consumer_token_works(false, Delivery::Pull));
+        assert!(!consumer_token_works(false, Delivery::Push));
+        assert!(!consumer_token_works(true, Delivery::Pull));
     }
 
     #[test]

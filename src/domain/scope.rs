@@ -1,6 +1,6 @@
 //! What an API token may do. `admin` may do everything; the others are
-//! narrow on purpose, so a producer's token cannot read signing secrets and
-//! a dashboard's token cannot send.
+//! narrow on purpose, so a producer's token cannot read signing secrets nor
+//! other receivers' payloads, and a dashboard's token cannot send.
 
 use std::fmt;
 
@@ -17,6 +17,9 @@ pub enum Scope {
     Read,
     /// Read or rotate signing secrets.
     Secrets,
+    /// Pull, ack, nack and extend on any pull endpoint: it reads payloads
+    /// and custom headers in clear, which `write` may not.
+    Pull,
 }
 
 impl Scope {
@@ -26,6 +29,7 @@ impl Scope {
             Scope::Write => "write",
             Scope::Read => "read",
             Scope::Secrets => "secrets",
+            Scope::Pull => "pull",
         }
     }
 }
@@ -41,7 +45,7 @@ impl fmt::Display for Scope {
 pub struct Scopes(u8);
 
 impl Scopes {
-    pub const ALL: Scopes = Scopes(0b1111);
+    pub const ALL: Scopes = Scopes(0b1_1111);
 
     fn bit(scope: Scope) -> u8 {
         match scope {
@@ -49,6 +53,7 @@ impl Scopes {
             Scope::Write => 0b0010,
             Scope::Read => 0b0100,
             Scope::Secrets => 0b1000,
+            Scope::Pull => 0b1_0000,
         }
     }
 
@@ -72,7 +77,13 @@ mod tests {
     #[test]
     fn admin_allows_everything_and_the_others_only_themselves() {
         let admin = Scopes::of(&[Scope::Admin]);
-        for scope in [Scope::Admin, Scope::Write, Scope::Read, Scope::Secrets] {
+        for scope in [
+            Scope::Admin,
+            Scope::Write,
+            Scope::Read,
+            Scope::Secrets,
+            Scope::Pull,
+        ] {
             assert!(admin.allow(scope));
         }
         let read = Scopes::of(&[Scope::Read]);
@@ -83,6 +94,9 @@ mod tests {
         let write_read = Scopes::of(&[Scope::Write, Scope::Read]);
         assert!(write_read.allow(Scope::Write) && write_read.allow(Scope::Read));
         assert!(!write_read.allow(Scope::Secrets));
+        // A producer's token sends; it does not read receivers' payloads.
+        assert!(!write_read.allow(Scope::Pull));
+        assert!(Scopes::of(&[Scope::Pull]).allow(Scope::Pull));
         assert!(!Scopes::of(&[]).allow(Scope::Read));
     }
 }

@@ -374,6 +374,8 @@ impl Service {
             .await?
             .ok_or_else(|| Problem::not_found("endpoint"))?;
         self.forget_cached_endpoints();
+        // Its consumer token stops working here at once.
+        self.reread_consumer_tokens().await;
         self.unindex(&cancelled).await;
         Ok(cancelled.len())
     }

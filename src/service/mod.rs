@@ -71,6 +71,9 @@ pub struct Handles {
     /// Consumers of this process waiting for their endpoint's next due
     /// notification.
     pulls: Arc<pull::Waiters>,
+    /// Consumer tokens that work now, by digest, kept current from the
+    /// store: a bearer token is checked without a query.
+    tokens: pull::ConsumerTokens,
     due: SharedIndex,
     settings: Arc<Settings>,
     /// Wakes this process's dispatcher when something becomes due soon.
@@ -112,6 +115,7 @@ impl Service {
             store,
             pull,
             pulls: Default::default(),
+            tokens: Default::default(),
             due,
             wake: Arc::new(Notify::new()),
             handoff: Default::default(),

@@ -13,6 +13,7 @@ use super::lookup::Resolved;
 use super::payload::{content, deliver_at, target_url};
 use super::{Service, ServiceError};
 use crate::domain::fields::{valid_event_type, valid_key};
+use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::status::Status;
@@ -199,9 +200,18 @@ impl Service {
     }
 
     /// Pending → cancelled; nothing is sent after. Cancelling a cancelled
-    /// notification is a no-op.
-    pub async fn cancel_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
-        match self.store.cancel_notification(id).await? {
+    /// notification is a no-op. Operator alerts only with `admin`.
+    pub async fn cancel_notification(
+        &self,
+        id: Uuid,
+        admin: bool,
+    ) -> Result<Notification, ServiceError> {
+        let spare = spared_from(admin);
+        match self.store.cancel_notification(id, spare).await? {
+            Cancel::NotPending(n) if Some(n.endpoint_id) == spare => Err(Problem::forbidden(
+                "operator alerts are cancelled with an admin token only",
+            )
+            .into()),
             Cancel::Cancelled(n) => {
                 self.unindex(&[n.id]).await;
                 Ok(n)
@@ -220,12 +230,16 @@ impl Service {
     }
 
     /// Cancels every pending notification with this business key, on one
-    /// endpoint or on all. Returns their ids.
+    /// endpoint or on all. Returns their ids. Operator alerts only with
+    /// `admin`: without, naming the operator endpoint is refused and
+    /// cancelling on all endpoints leaves them alone.
     pub async fn cancel_by_key(
         &self,
         key: &str,
         endpoint: Option<&str>,
+        admin: bool,
     ) -> Result<Vec<Uuid>, ServiceError> {
+        let spare = spared_from(admin);
         if !valid_key(key) {
             return Err(invalid_key().into());
         }
@@ -245,7 +259,13 @@ impl Service {
             ),
             None => None,
         };
-        let ids = self.store.cancel_by_key(key, endpoint_id).await?;
+        if endpoint_id.is_some() && endpoint_id == spare {
+            return Err(Problem::forbidden(
+                "operator alerts are cancelled with an admin token only",
+            )
+            .into());
+        }
+        let ids = self.store.cancel_by_key(key, endpoint_id, spare).await?;
         self.unindex(&ids).await;
         Ok(ids)
     }

@@ -367,12 +367,16 @@ impl Store {
         Ok(self.open_notifications(rows))
     }
 
-    /// Cancels the notification if it is pending, and reads it back in the
-    /// same transaction: the row lock the cancel took keeps anyone from
-    /// changing it in between.
-    pub async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
+    /// Cancels the notification if it is pending and not `spare`'s, and
+    /// reads it back (either way) in the same transaction: the row lock the
+    /// cancel took keeps anyone from changing it in between.
+    pub async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let cancelled = cancel_pending(&mut *tx, Pending::Ids(&[id])).await?;
+        let cancelled = cancel_pending(&mut *tx, Pending::One { id, spare }).await?;
         let sql = format!(
             "SELECT {} FROM notifications WHERE id = $1",
             columns_with_body()
@@ -390,13 +394,22 @@ impl Store {
     }
 
     /// Cancels every pending notification with this business key (on one
-    /// endpoint, or on all). Returns their ids.
+    /// endpoint, or on all), but `spare`'s. Returns their ids.
     pub async fn cancel_by_key(
         &self,
         key: &str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        cancel_pending(&self.pool, Pending::Key { key, endpoint_id }).await
+        cancel_pending(
+            &self.pool,
+            Pending::Key {
+                key,
+                endpoint_id,
+                spare,
+            },
+        )
+        .await
     }
 
     /// Records that these notifications could not be added to the due index:
@@ -415,10 +428,16 @@ impl Store {
 /// Which pending notifications a cancel takes.
 pub(super) enum Pending<'a> {
     Ids(&'a [Uuid]),
-    /// By business key, on one endpoint or on all.
+    /// One, unless it is `spare`'s.
+    One {
+        id: Uuid,
+        spare: Option<Uuid>,
+    },
+    /// By business key, on one endpoint or on all, but `spare`.
     Key {
         key: &'a str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     },
     /// Every one of an endpoint's.
     Endpoint(Uuid),
@@ -451,11 +470,21 @@ pub(super) async fn cancel_pending<'c>(
     // `notifications_event`).
     let query = match which {
         Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
-        Pending::Key { key, endpoint_id } => sqlx::query_scalar(cancel_where!(
-            "key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2)"
+        Pending::One { id, spare } => sqlx::query_scalar(cancel_where!(
+            "id = $1 AND endpoint_id IS DISTINCT FROM $2"
+        ))
+        .bind(id)
+        .bind(spare),
+        Pending::Key {
+            key,
+            endpoint_id,
+            spare,
+        } => sqlx::query_scalar(cancel_where!(
+            "key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2) AND endpoint_id IS DISTINCT FROM $3"
         ))
         .bind(key)
-        .bind(endpoint_id),
+        .bind(endpoint_id)
+        .bind(spare),
         Pending::Endpoint(endpoint_id) => {
             sqlx::query_scalar(cancel_where!("endpoint_id = $1")).bind(endpoint_id)
         }

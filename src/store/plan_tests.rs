@@ -102,3 +102,32 @@ async fn a_page_of_pending_rows_starts_at_its_cursor_in_the_index(pool: PgPool) 
         "the cursor bounds the index scan, so a page does not read the index from its start:\n{text}"
     );
 }
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn the_consumer_token_refresh_reads_only_what_changed_through_indexes(pool: PgPool) {
+    // Every process runs it each second: on 20,000 endpoints it must not
+    // read them all.
+    sqlx::raw_sql(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms, updated_at) \
+         SELECT hookd_uuid_v7(), 'http://receiver.test/', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', \
+                '{0}', now() - make_interval(secs => n) FROM generate_series(1, 20000) AS n; \
+         INSERT INTO consumer_tokens (endpoint_id, digest, created_at) \
+         SELECT id, sha256(id::text::bytea), updated_at FROM endpoints LIMIT 5000; \
+         ANALYZE endpoints, consumer_tokens",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let plan = generic_plan(&pool, super::consumer_tokens::CHANGED, 2).await;
+    let text = plan.join("\n");
+    for index in ["endpoints_changed", "consumer_tokens_issued"] {
+        assert!(
+            plan.iter().any(|line| line.contains(index)),
+            "the changes are found through {index}:\n{text}"
+        );
+    }
+    assert!(
+        !plan.iter().any(|line| line.contains("Seq Scan")),
+        "no table is read in full:\n{text}"
+    );
+}

@@ -363,17 +363,6 @@ impl Store {
         Ok(stored.rows_affected() == 1)
     }
 
-    /// The live endpoint a consumer token's digest belongs to.
-    pub async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT t.endpoint_id FROM consumer_tokens t JOIN endpoints e ON e.id = t.endpoint_id \
-             WHERE t.digest = $1 AND e.deleted_at IS NULL",
-        )
-        .bind(&digest[..])
-        .fetch_optional(&self.pool)
-        .await?)
-    }
-
     /// `NOTIFY hookd_pull` with each endpoint: every process listening
     /// wakes its consumers waiting on them.
     pub async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
+use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Retry};
 use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
@@ -56,11 +57,18 @@ pub trait WriteStore: Send + Sync + 'static {
     async fn subscribers(&self, owners: &[Option<String>]) -> Result<Vec<Subscriber>, StoreError>;
     /// Rows the due index could not take now; housekeeping indexes them.
     async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
-    async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError>;
+    /// `spare`: an endpoint whose notifications are left as they are
+    /// (the caller may not cancel them); the row is still returned.
+    async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError>;
     async fn cancel_by_key(
         &self,
         key: &str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError>;
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError>;
     /// `delivering`: the due index holds a lease on it (a push attempt may
@@ -242,7 +250,14 @@ pub trait PullStore: Send + Sync + 'static {
         endpoint_id: Uuid,
         digest: &[u8; 32],
     ) -> Result<bool, StoreError>;
-    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError>;
+    /// Every consumer token (`since` is `None`), or those of endpoints
+    /// whose token was issued or whose row changed after `since` (by the
+    /// store's clock, as `ConsumerTokenRows::read_at` gives it).
+    async fn consumer_tokens(
+        &self,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<ConsumerTokenRows, StoreError>;
+    async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError>;
     /// Tells every process (this one included) that these endpoints have
     /// something new for their consumers.
     async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError>;

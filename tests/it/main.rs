@@ -25,4 +25,5 @@ mod security;
 mod server_limits;
 mod store;
 mod stores_down;
+mod tokens;
 mod transport;

@@ -219,7 +219,7 @@ async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPo
     let shop = id::new_id();
     endpoint(&pool, shop).await;
     let id = notification(&pool, shop).await;
-    store.cancel_notification(id).await.unwrap();
+    store.cancel_notification(id, None).await.unwrap();
 
     assert!(record(&store, &[attempt(id, shop, 1, FAILED)])
         .await

@@ -14,6 +14,7 @@
 //! notification that becomes due by the clock is taken on time too.
 
 mod leases;
+mod tokens;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,7 @@ use crate::store::pull::Taken;
 
 use leases::EXPIRE_BATCH;
 pub use leases::{End, Ended, Scope};
+pub use tokens::{ConsumerTokens, NotLoaded};
 
 /// Consumers waiting on an endpoint, by endpoint. An entry lives while
 /// someone waits on it.
@@ -239,33 +241,21 @@ impl Service {
         Ok(None)
     }
 
-    /// A new consumer token for the endpoint; the one before stops working.
+    /// A new consumer token for the pull endpoint; the one before stops
+    /// working, in this process at once and in others within a second or
+    /// two.
     pub async fn issue_consumer_token(
         &self,
         by: &EndpointRef,
     ) -> Result<(Uuid, String), ServiceError> {
-        let endpoint = self
-            .store
-            .find_endpoint(by)
-            .await?
-            .ok_or_else(|| Problem::not_found("endpoint"))?;
+        let endpoint = self.pull_endpoint(by, None).await?;
         let token = new_consumer_token();
-        if !self
-            .pull
-            .set_consumer_token(endpoint.id, &crate::config::digest(&token))
-            .await?
-        {
+        let digest = crate::config::digest(&token);
+        if !self.pull.set_consumer_token(endpoint.id, &digest).await? {
             return Err(Problem::not_found("endpoint").into());
         }
+        self.tokens.issued(endpoint.id, digest).await;
         Ok((endpoint.id, token))
-    }
-
-    /// The endpoint a consumer token stands for, if it is current.
-    pub async fn consumer_endpoint(&self, token: &str) -> Result<Option<Uuid>, ServiceError> {
-        Ok(self
-            .pull
-            .consumer_endpoint(&crate::config::digest(token))
-            .await?)
     }
 
     /// Makes the endpoint's pending notifications follow its (new) mode.
@@ -280,7 +270,13 @@ impl Service {
                 self.unindex(&ids).await;
                 self.signal_pull(&[endpoint.id]).await;
             }
-            Delivery::Push => self.index_due(&moved).await,
+            Delivery::Push => {
+                // A push endpoint has no consumers: its token is revoked,
+                // and a switch back to pull does not bring it back.
+                self.pull.revoke_consumer_token(endpoint.id).await?;
+                self.reread_consumer_tokens().await;
+                self.index_due(&moved).await
+            }
         }
         Ok(())
     }
@@ -318,6 +314,8 @@ impl Service {
                 }
             })
         };
+        // Apart from the sweeps, which may take a while.
+        let tokens = tokio::spawn(self.clone().keep_consumer_tokens(shutdown.clone()));
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut ticks: u64 = 0;
@@ -355,6 +353,7 @@ impl Service {
         // a graceful shutdown does not wait out their long polls.
         self.pulls.close();
         let _ = listening.await;
+        let _ = tokens.await;
     }
 
     /// One round of the background work: leases that ran out, and (with

@@ -25,15 +25,20 @@ impl WriteStore for Store {
     async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         Store::mark_needs_index(self, ids).await
     }
-    async fn cancel_notification(&self, id: Uuid) -> Result<Cancel, StoreError> {
-        Store::cancel_notification(self, id).await
+    async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError> {
+        Store::cancel_notification(self, id, spare).await
     }
     async fn cancel_by_key(
         &self,
         key: &str,
         endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::cancel_by_key(self, key, endpoint_id).await
+        Store::cancel_by_key(self, key, endpoint_id, spare).await
     }
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
         Store::cancel_event(self, id).await
@@ -263,8 +268,14 @@ impl PullStore for Store {
     ) -> Result<bool, StoreError> {
         Store::set_consumer_token(self, endpoint_id, digest).await
     }
-    async fn consumer_endpoint(&self, digest: &[u8; 32]) -> Result<Option<Uuid>, StoreError> {
-        Store::consumer_endpoint(self, digest).await
+    async fn consumer_tokens(
+        &self,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<ConsumerTokenRows, StoreError> {
+        Store::consumer_tokens(self, since).await
+    }
+    async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
+        Store::revoke_consumer_token(self, endpoint_id).await
     }
     async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
         Store::signal_pull(self, endpoints).await
