@@ -173,7 +173,9 @@ impl Hookd {
             .stdout(Stdio::null())
             .stderr(log.map_or_else(Stdio::inherit, Stdio::from))
             .spawn()
-            .expect("HOOKD_BIN, or CARGO_TARGET_DIR's release/hookd, exists (cargo build --release)");
+            .expect(
+                "HOOKD_BIN, or CARGO_TARGET_DIR's release/hookd, exists (cargo build --release)",
+            );
         let hookd = Self {
             child,
             base: format!("http://127.0.0.1:{port}"),

@@ -172,6 +172,12 @@ impl Schedule {
     }
 }
 
+/// The strings `parse_duration` may accept, for the OpenAPI document: a
+/// number, or numbers each followed by a unit. It is wider than the parser
+/// (units are not checked, nor MAX_DELAY), so what it refuses, the parser
+/// refuses too.
+pub const DURATION_PATTERN: &str = r"^\s*(0|[0-9][0-9.\sA-Za-zµ]*[A-Za-zµ])\s*$";
+
 /// Parses `"0s"`, `"500ms"`, `"2m"`, `"1h"` and combinations (`"1h30m"`).
 pub fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
     let trimmed = text.trim();

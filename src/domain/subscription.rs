@@ -8,6 +8,10 @@ use super::fields::valid_event_type;
 /// Most patterns on one endpoint.
 pub const MAX_PATTERNS: usize = 100;
 
+/// The patterns `pattern_problem` may let through, for the OpenAPI document
+/// (wider: it cannot say "no empty segment").
+pub const SUBSCRIPTION_PATTERN: &str = r"^(\*|[A-Za-z0-9_.:/-]{1,255}(\.\*)?)$";
+
 /// Why `pattern` is not one, if it is not.
 pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
     if pattern == "*" {
