@@ -54,6 +54,10 @@ pub const UID_PATTERN: &str = r"^[A-Za-z0-9_.:-]{1,128}$";
 /// `valid_event_type` for the OpenAPI document.
 pub const EVENT_TYPE_PATTERN: &str = r"^[A-Za-z0-9_.:/-]{1,255}$";
 
+/// An event's type (`subscription::event_type_problem`) for the OpenAPI
+/// document: dot-separated segments, none empty (with maxLength 255).
+pub const EVENT_SEGMENTS_PATTERN: &str = r"^[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*$";
+
 /// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, and not a UUID (ids and
 /// uids share the `/v1/endpoints/{id or uid}` path).
 pub fn valid_uid(uid: &str) -> bool {
