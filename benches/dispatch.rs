@@ -151,7 +151,11 @@ impl Hookd {
                 .open(path)
                 .expect("BENCH_HOOKD_LOG names a file hookd's log can be appended to")
         });
-        let binary = std::env::var("HOOKD_BIN").unwrap_or_else(|_| "target/release/hookd".into());
+        // What `cargo build --release` built: in CARGO_TARGET_DIR when that is set.
+        let binary = std::env::var("HOOKD_BIN").unwrap_or_else(|_| {
+            let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+            format!("{target}/release/hookd")
+        });
         let child = Command::new(binary)
             .args(["serve", "--role", role])
             .env("HOOKD_DATABASE__URL", database_url)
@@ -169,7 +173,9 @@ impl Hookd {
             .stdout(Stdio::null())
             .stderr(log.map_or_else(Stdio::inherit, Stdio::from))
             .spawn()
-            .expect("target/release/hookd exists (cargo build --release)");
+            .expect(
+                "HOOKD_BIN, or CARGO_TARGET_DIR's release/hookd, exists (cargo build --release)",
+            );
         let hookd = Self {
             child,
             base: format!("http://127.0.0.1:{port}"),

@@ -10,6 +10,7 @@ pub mod extract;
 pub mod health;
 pub mod notifications;
 pub mod openapi;
+mod openapi_depth;
 pub mod pagination;
 pub mod pull;
 

@@ -6,6 +6,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::openapi_depth::{Links, Patterns};
 use super::{endpoints, events, health, notifications, pull};
 
 #[derive(OpenApi)]
@@ -48,7 +49,7 @@ use super::{endpoints, events, health, notifications, pull};
         health::metrics,
         openapi_json,
     ),
-    modifiers(&BearerAuth, &CommonErrors),
+    modifiers(&BearerAuth, &CommonErrors, &Links, &Patterns),
     security(("bearer" = [])),
     tags(
         (name = "endpoints", description = "Receivers: URL, signing secret, delivery policy"),

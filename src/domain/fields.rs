@@ -39,10 +39,24 @@ pub fn masked(
         .collect()
 }
 
+/// `valid_key`'s characters for the OpenAPI document: no control character
+/// (Unicode's Cc, as `char::is_control`).
+pub const KEY_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]+$";
+
 /// A producer's business key: 1 to 255 bytes, no control characters.
 pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)
 }
+
+/// `valid_uid` for the OpenAPI document (which cannot say "not a UUID").
+pub const UID_PATTERN: &str = r"^[A-Za-z0-9_.:-]{1,128}$";
+
+/// `valid_event_type` for the OpenAPI document.
+pub const EVENT_TYPE_PATTERN: &str = r"^[A-Za-z0-9_.:/-]{1,255}$";
+
+/// An event's type (`subscription::event_type_problem`) for the OpenAPI
+/// document: dot-separated segments, none empty (with maxLength 255).
+pub const EVENT_SEGMENTS_PATTERN: &str = r"^[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*$";
 
 /// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, and not a UUID (ids and
 /// uids share the `/v1/endpoints/{id or uid}` path).

@@ -125,6 +125,9 @@ pub struct Receipt {
 }
 
 const RECEIPT_PREFIX: &str = "hkr_";
+/// A receipt's shape for the OpenAPI document: the prefix, then 32 bytes
+/// in base64url without padding.
+pub const RECEIPT_PATTERN: &str = r"^hkr_[A-Za-z0-9_-]{43}$";
 
 impl Receipt {
     pub fn encode(&self) -> String {

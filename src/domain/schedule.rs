@@ -172,6 +172,17 @@ impl Schedule {
     }
 }
 
+/// The strings `parse_duration` may accept, for the OpenAPI document: `0`,
+/// or numbers each followed by one of humantime's units. It is no narrower
+/// than the parser (it does not check MAX_DELAY), so what it refuses, the
+/// parser refuses too.
+pub const DURATION_PATTERN: &str = concat!(
+    r"^\s*(0|([0-9][0-9\s]*(\.[0-9\s]+)?",
+    r"(nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s",
+    r"|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d",
+    r"|weeks|week|wks|wk|w|months|month|M|years|year|yrs|yr|y)\s*)+)$"
+);
+
 /// Parses `"0s"`, `"500ms"`, `"2m"`, `"1h"` and combinations (`"1h30m"`).
 pub fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
     let trimmed = text.trim();

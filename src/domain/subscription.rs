@@ -8,6 +8,10 @@ use super::fields::valid_event_type;
 /// Most patterns on one endpoint.
 pub const MAX_PATTERNS: usize = 100;
 
+/// What `pattern_problem` lets through, for the OpenAPI document: `*`, or
+/// segments (none empty), the last of which may be `*`.
+pub const SUBSCRIPTION_PATTERN: &str = r"^(\*|[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*(\.\*)?)$";
+
 /// Why `pattern` is not one, if it is not.
 pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
     if pattern == "*" {

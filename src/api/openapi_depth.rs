@@ -1,0 +1,242 @@
+//! What lets a client or a fuzzer go past the first call: OpenAPI links from
+//! the operations that create or list a resource to those that take its id,
+//! and patterns on the strings that validation parses (durations, business
+//! keys, receipts). Without them, a generated request names an id that does
+//! not exist (404) or a value hookd refuses (422), and never goes deeper.
+//!
+//! Both are applied to the generated document here, from one table each,
+//! so a pattern is written once, beside the constant its validator is
+//! tested against, instead of in every field's annotation.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use utoipa::openapi::link::Link;
+use utoipa::openapi::schema::{ArrayItems, Schema};
+use utoipa::openapi::{OpenApi, RefOr};
+use utoipa::Modify;
+
+use crate::domain::fields::{EVENT_SEGMENTS_PATTERN, EVENT_TYPE_PATTERN, KEY_PATTERN, UID_PATTERN};
+use crate::domain::pull::{MAX_MAX, RECEIPT_PATTERN};
+use crate::domain::schedule::{DURATION_PATTERN, MAX_ATTEMPTS, PRESETS};
+use crate::domain::subscription::SUBSCRIPTION_PATTERN;
+
+/// An operation whose answer names a resource: `(method, path, the statuses
+/// that carry it, a JSON pointer to its id in the body, the path parameter
+/// that takes it, the paths under which operations take it)`.
+type Source = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// What creates each resource, and the endpoints' list (which the fuzzer
+/// asks for first). Other lists and the batches are left out: an empty list
+/// or a refused item names nothing, and a fuzzer reports each link it could
+/// not follow.
+#[rustfmt::skip]
+const SOURCES: &[Source] = &[
+    ("post", "/v1/endpoints", &["201"], "/id", "endpoint", "/v1/endpoints/{endpoint}"),
+    ("get", "/v1/endpoints", &["200"], "/data/0/id", "endpoint", "/v1/endpoints/{endpoint}"),
+    ("post", "/v1/notifications", &["201", "200"], "/id", "id", "/v1/notifications/{id}"),
+    ("post", "/v1/events", &["201", "200"], "/id", "id", "/v1/events/{id}"),
+];
+
+/// Adds a link from each source's answers to every operation under its
+/// resource's path, passing the id it names.
+pub struct Links;
+
+impl Modify for Links {
+    fn modify(&self, openapi: &mut OpenApi) {
+        // (target path, operationId) for every operation.
+        let mut targets = Vec::new();
+        for (path, item) in &openapi.paths.paths {
+            let operations = [&item.get, &item.post, &item.patch, &item.delete];
+            for operation in operations.into_iter().flatten() {
+                if let Some(id) = &operation.operation_id {
+                    targets.push((path.clone(), id.clone()));
+                }
+            }
+        }
+        for &(method, path, statuses, pointer, parameter, under) in SOURCES {
+            let Some(item) = openapi.paths.paths.get_mut(path) else {
+                continue;
+            };
+            let operation = match method {
+                "get" => item.get.as_mut(),
+                _ => item.post.as_mut(),
+            };
+            let Some(operation) = operation else { continue };
+            for status in statuses {
+                let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                else {
+                    continue;
+                };
+                for (target, id) in &targets {
+                    if target == under || target.starts_with(&format!("{under}/")) {
+                        let mut link = Link::default();
+                        link.operation_id = id.clone();
+                        link.parameters = BTreeMap::from([(
+                            parameter.to_string(),
+                            json!(format!("$response.body#{pointer}")),
+                        )]);
+                        response.links.insert(id.clone(), RefOr::T(link));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where a constraint goes: a component schema, then property names, with
+/// `[]` for an array's items and a number for a `oneOf` variant.
+type Place = (&'static str, &'static [&'static str]);
+
+/// What validation accepts, said to the document.
+enum Rule {
+    Pattern(&'static str),
+    Length(usize, usize),
+    Items(usize, usize),
+    Names(Vec<&'static str>),
+}
+
+fn rules() -> Vec<(Place, Rule)> {
+    use Rule::*;
+    let durations: &[Place] = &[
+        ("CreateNotification", &["delay"]),
+        ("CreateEvent", &["delay"]),
+        ("RotateSecret", &["overlap"]),
+        ("PullRequest", &["lease"]),
+        ("PullRequest", &["wait"]),
+        ("ExtendRequest", &["lease"]),
+        ("NackRequest", &["retry_after"]),
+        ("NackBatch", &["retry_after"]),
+        ("ScheduleSpec", &["1", "[]"]),
+    ];
+    let keys: &[Place] = &[
+        ("CreateNotification", &["key"]),
+        ("CreateEvent", &["key"]),
+        ("CancelByKey", &["key"]),
+    ];
+    let receipts: &[Place] = &[
+        ("AckRequest", &["receipt"]),
+        ("NackRequest", &["receipt"]),
+        ("ExtendRequest", &["receipt"]),
+        ("AckBatch", &["receipts", "[]"]),
+        ("NackBatch", &["receipts", "[]"]),
+    ];
+    let uids: &[Place] = &[
+        ("EndpointFields", &["uid"]),
+        ("EndpointFields", &["owner"]),
+        ("CreateEvent", &["owner"]),
+    ];
+    let event_types: &[Place] = &[("CreateNotification", &["event_type"])];
+    let subscriptions: Place = ("EndpointFields", &["event_types", "[]"]);
+    let mut rules = Vec::new();
+    rules.extend(uids.iter().map(|&place| (place, Pattern(UID_PATTERN))));
+    rules.extend(
+        event_types
+            .iter()
+            .map(|&place| (place, Pattern(EVENT_TYPE_PATTERN))),
+    );
+    rules.push((
+        ("CreateEvent", &["event_type"]),
+        Pattern(EVENT_SEGMENTS_PATTERN),
+    ));
+    rules.push((subscriptions, Pattern(SUBSCRIPTION_PATTERN)));
+    // 255 for the type, and `.*`.
+    rules.push((subscriptions, Length(1, 257)));
+    rules.extend(
+        durations
+            .iter()
+            .map(|&place| (place, Pattern(DURATION_PATTERN))),
+    );
+    rules.extend(keys.iter().map(|&place| (place, Pattern(KEY_PATTERN))));
+    rules.extend(keys.iter().map(|&place| (place, Length(1, 255))));
+    rules.extend(
+        receipts
+            .iter()
+            .map(|&place| (place, Pattern(RECEIPT_PATTERN))),
+    );
+    for batch in ["AckBatch", "NackBatch"] {
+        rules.push(((batch, &["receipts"][..]), Items(1, MAX_MAX as usize)));
+    }
+    rules.push((("ScheduleSpec", &["1"]), Items(1, MAX_ATTEMPTS)));
+    let presets = PRESETS.iter().map(|(name, _)| *name).collect();
+    rules.push((("ScheduleSpec", &["0"]), Names(presets)));
+    rules
+}
+
+/// The schema at `place`, if the document has it.
+fn schema_at(openapi: &mut OpenApi, (component, steps): Place) -> Option<&mut Schema> {
+    let components = openapi.components.as_mut()?;
+    let mut schema = match components.schemas.get_mut(component)? {
+        RefOr::T(schema) => schema,
+        RefOr::Ref(_) => return None,
+    };
+    for step in steps {
+        let next = match (schema, *step) {
+            (Schema::Array(array), "[]") => match &mut array.items {
+                ArrayItems::RefOrSchema(items) => items.as_mut(),
+                ArrayItems::False => return None,
+            },
+            (Schema::OneOf(one_of), variant) if variant.parse::<usize>().is_ok() => {
+                one_of.items.get_mut(variant.parse::<usize>().ok()?)?
+            }
+            (Schema::Object(object), property) => object.properties.get_mut(property)?,
+            _ => return None,
+        };
+        let RefOr::T(next) = next else { return None };
+        schema = next;
+    }
+    Some(schema)
+}
+
+/// Applies every rule it can; the places it could not find, for the test
+/// that keeps the table in step with the types.
+fn apply(openapi: &mut OpenApi) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (place, rule) in rules() {
+        let applied = match (schema_at(openapi, place), rule) {
+            (Some(Schema::Object(object)), Rule::Pattern(pattern)) => {
+                object.pattern = Some(pattern.to_string());
+                true
+            }
+            (Some(Schema::Object(object)), Rule::Length(min, max)) => {
+                object.min_length = Some(min);
+                object.max_length = Some(max);
+                true
+            }
+            (Some(Schema::Object(object)), Rule::Names(names)) => {
+                object.enum_values = Some(names.iter().map(|name| json!(name)).collect());
+                true
+            }
+            (Some(Schema::Array(array)), Rule::Items(min, max)) => {
+                array.min_items = Some(min);
+                array.max_items = Some(max);
+                true
+            }
+            _ => false,
+        };
+        if !applied {
+            missing.push(format!("{}.{}", place.0, place.1.join(".")));
+        }
+    }
+    missing
+}
+
+/// Constrains the strings that validation parses as it parses them.
+pub struct Patterns;
+
+impl Modify for Patterns {
+    fn modify(&self, openapi: &mut OpenApi) {
+        apply(openapi);
+    }
+}
+
+#[cfg(test)]
+#[path = "openapi_depth_tests.rs"]
+mod tests;
