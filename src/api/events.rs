@@ -17,9 +17,10 @@ use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
+use crate::domain::bounded::Bounded;
 use crate::domain::status::Status;
 use crate::service::events::EventInput;
-use crate::service::notifications::Accepted;
+use crate::service::notifications::{Accepted, MAX_BATCH};
 use crate::store::events::{Event, EventFilter};
 
 pub fn router() -> Router<AppState> {
@@ -110,7 +111,7 @@ pub async fn create(
 pub struct CreateEventBatch {
     /// Up to 1000 events, each as for `POST /v1/events`.
     #[schema(value_type = Vec<EventInput>, min_items = 1, max_items = 1000)]
-    pub events: Vec<Box<RawValue>>,
+    pub events: Bounded<Box<RawValue>, MAX_BATCH>,
 }
 
 /// One item's result: `status` is what a single create would have answered.

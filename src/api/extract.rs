@@ -7,9 +7,11 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
+use serde_path_to_error::Segment;
 
 use super::error::ApiError;
-use crate::domain::problem::ErrorCode;
+use crate::domain::bounded::PAST_THE_LIMIT;
+use crate::domain::problem::{cut, shown, ErrorCode};
 
 /// A JSON request body.
 pub struct JsonBody<T>(pub T);
@@ -83,7 +85,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let path = error.path().to_string();
+    let path = field_of(error.path());
     let inner = error.inner();
     match inner.classify() {
         serde_json::error::Category::Syntax
@@ -94,8 +96,10 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError 
             format!("invalid JSON: {inner}"),
         ),
         serde_json::error::Category::Data => {
-            let message = strip_position(&inner.to_string());
-            let (code, field) = if let Some(name) = quoted(&message, "unknown field `") {
+            let message = quoting_at_most(&strip_position(&inner.to_string()));
+            let (code, field) = if message.starts_with(PAST_THE_LIMIT) {
+                (ErrorCode::InvalidValue, path)
+            } else if let Some(name) = quoted(&message, "unknown field `") {
                 (ErrorCode::UnknownField, join_path(&path, &name))
             } else if let Some(name) = quoted(&message, "missing field `") {
                 (ErrorCode::MissingField, join_path(&path, &name))
@@ -109,6 +113,82 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError 
             }
         }
     }
+}
+
+/// The path of the field at fault, as serde_path_to_error writes it
+/// (`notifications[3].headers.x-token`), each object key cut as `shown`.
+fn field_of(path: &serde_path_to_error::Path) -> String {
+    let mut field = String::new();
+    for segment in path {
+        if !field.is_empty() && !matches!(segment, Segment::Seq { .. }) {
+            field.push('.');
+        }
+        match segment {
+            Segment::Seq { index } => field.push_str(&format!("[{index}]")),
+            Segment::Map { key } => field.push_str(&shown(key)),
+            Segment::Enum { variant } => field.push_str(&shown(variant)),
+            Segment::Unknown => field.push('?'),
+        }
+    }
+    field
+}
+
+/// Longest message made from a serde error: its own words, the names it
+/// expects and one quoted value take a few hundred bytes. A net for any
+/// message that quotes a client in a way `quoting_at_most` does not know.
+const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// A serde error's message with the client's text it quotes (an unknown
+/// field or variant, an unexpected string) cut as `shown`: serde quotes
+/// all of it, and a 16 MiB string would come back whole.
+fn quoting_at_most(message: &str) -> String {
+    let bounded = match client_text(message) {
+        Some((start, end)) => format!(
+            "{}{}{}",
+            &message[..start],
+            shown(&message[start..end]),
+            &message[end..]
+        ),
+        None => message.to_string(),
+    };
+    if bounded.len() > MAX_MESSAGE_BYTES {
+        format!("{}…", cut(&bounded, MAX_MESSAGE_BYTES))
+    } else {
+        bounded
+    }
+}
+
+/// Where the client's text lies in a serde message, as a byte range.
+fn client_text(message: &str) -> Option<(usize, usize)> {
+    for prefix in ["unknown field `", "unknown variant `"] {
+        if message.starts_with(prefix) {
+            // The name is not escaped: it ends where serde's own words
+            // begin, the last of them being serde's.
+            let end = ["`, there are no fields", "`, there are no variants"]
+                .iter()
+                .find(|tail| message.ends_with(*tail))
+                .map(|tail| message.len() - tail.len())
+                .or_else(|| message.rfind("`, expected"))
+                .unwrap_or(message.len());
+            return Some((prefix.len(), end.max(prefix.len())));
+        }
+    }
+    for prefix in ["invalid type: string \"", "invalid value: string \""] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            // Written with `{:?}`: a quote inside is escaped.
+            let mut escaped = false;
+            for (i, c) in rest.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => return Some((prefix.len(), prefix.len() + i)),
+                    _ => {}
+                }
+            }
+            return Some((prefix.len(), message.len()));
+        }
+    }
+    None
 }
 
 fn strip_position(message: &str) -> String {
@@ -209,5 +289,35 @@ mod path_tests {
         assert_eq!(percent_decoded("/a%20b%FF%e9"), b"/a b\xff\xe9");
         assert_eq!(percent_decoded("/100%"), b"/100%");
         assert_eq!(percent_decoded("/%zz%4"), b"/%zz%4");
+    }
+}
+
+#[cfg(test)]
+mod quoting_tests {
+    use super::quoting_at_most;
+
+    #[test]
+    fn serde_messages_quote_at_most_128_bytes_of_the_client() {
+        let long = "a`\"\\".repeat(1000);
+        for message in [
+            format!("unknown field `{long}`, expected `url` or `uid`"),
+            format!("unknown variant `{long}`, there are no variants"),
+            format!("invalid value: string {long:?}, expected a string"),
+            format!("invalid type: string {long:?}, expected u16"),
+        ] {
+            let bounded = quoting_at_most(&message);
+            assert!(bounded.len() < 400, "{bounded}");
+            assert!(bounded.contains('…'), "{bounded}");
+        }
+        let bounded = quoting_at_most(&format!("unknown field `{long}`, expected `url` or `uid`"));
+        assert!(
+            bounded.ends_with("…`, expected `url` or `uid`"),
+            "{bounded}"
+        );
+        // A message whose quoting is not known is cut whole.
+        let bounded = quoting_at_most(&format!("something new: {long}"));
+        assert!(bounded.len() <= super::MAX_MESSAGE_BYTES + 3, "{bounded}");
+        let short = "unknown field `urll`, expected `url` or `uid`";
+        assert_eq!(quoting_at_most(short), short);
     }
 }

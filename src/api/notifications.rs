@@ -21,11 +21,12 @@ use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
+use crate::domain::bounded::Bounded;
 use crate::domain::fields::masked;
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
 use crate::domain::status::Status;
-use crate::service::notifications::{Accepted, NotificationInput};
+use crate::service::notifications::{Accepted, NotificationInput, MAX_BATCH};
 use crate::store::attempts::Attempt;
 use crate::store::endpoints::EndpointRef;
 use crate::store::notifications::{Notification, NotificationFilter};
@@ -153,7 +154,7 @@ pub async fn create(
 pub struct CreateBatch {
     /// Up to 1000 notifications, each as for `POST /v1/notifications`.
     #[schema(value_type = Vec<NotificationInput>, min_items = 1, max_items = 1000)]
-    pub notifications: Vec<Box<RawValue>>,
+    pub notifications: Bounded<Box<RawValue>, MAX_BATCH>,
 }
 
 /// One item's result: `status` is what a single create would have answered.

@@ -1,6 +1,8 @@
 //! Validation of producer-supplied names and headers, shared by the API and
 //! anything else that accepts them.
 
+use super::problem::shown;
+
 /// Custom headers may not set these: hookd owns them on every delivery.
 const RESERVED_HEADERS: &[&str] = &[
     "content-type",
@@ -25,6 +27,9 @@ pub const MAX_HEADER_VALUE_BYTES: usize = 8 << 10;
 pub const MAX_HEADERS_BYTES: usize = 32 << 10;
 /// Most custom headers on one endpoint or one notification.
 pub const MAX_HEADERS: usize = 50;
+/// Most statuses in an endpoint's `permanent_statuses`: there are 200
+/// 4xx and 5xx statuses.
+pub const MAX_PERMANENT_STATUSES: usize = 200;
 
 /// What a response shows of custom headers: their names, never their
 /// values (they often carry the receiver's credentials).
@@ -79,7 +84,10 @@ pub fn valid_event_type(event_type: &str) -> bool {
 /// Why a custom header cannot be sent, if it cannot.
 pub fn header_problem(name: &str, value: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+    let valid_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
+    // Quoted below, cut: a name may be megabytes long.
+    let name = shown(name);
+    if !valid_name {
         return Some(format!("`{name}` is not a valid header name"));
     }
     if value.len() > MAX_HEADER_VALUE_BYTES {

@@ -1,10 +1,11 @@
-//! Pure types and decisions, no I/O: ids, retry schedules, statuses and the
-//! state machine, endpoint health, operator events, signing secrets and their
-//! sealing at rest, the success rule, subscriptions, validation of
-//! producer-supplied names and the problems they raise, the rules of pull
-//! consumption and the time of its leases, and when two JSON payloads are the
-//! same value.
+//! Pure types and decisions, no I/O: lists bounded as they are parsed,
+//! ids, retry schedules, statuses and the state machine, endpoint health,
+//! operator events, signing secrets and their sealing at rest, the success
+//! rule, subscriptions, validation of producer-supplied names and the
+//! problems they raise, the rules of pull consumption and the time of its
+//! leases, and when two JSON payloads are the same value.
 
+pub mod bounded;
 pub mod fields;
 pub mod health;
 pub mod id;

@@ -2,6 +2,7 @@
 //! on, and the `Problem` the write path returns for input it will not take.
 //! No HTTP here: `api::error` maps each kind to its status.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Every error code the API answers with, in one place, so a code cannot be
@@ -191,10 +192,19 @@ impl Problem {
     }
 }
 
-/// A client's value as a message quotes it: at most 128 bytes, cut on a
-/// character boundary.
-pub fn shown(text: &str) -> &str {
-    cut(text, 128)
+/// Most bytes of a client's value an error message quotes (DESIGN §14):
+/// an answer never grows with what it was sent.
+pub const QUOTED_BYTES: usize = 128;
+
+/// A client's value as a message quotes it: at most `QUOTED_BYTES`, cut on
+/// a character boundary, with `…` where it was cut.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    let quoted = cut(text, QUOTED_BYTES);
+    if quoted.len() == text.len() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{quoted}…"))
+    }
 }
 
 /// At most `max` bytes of `text`, cut on a character boundary: what a
@@ -214,8 +224,11 @@ mod tests {
     #[test]
     fn a_quoted_value_is_cut_on_a_character_boundary() {
         let long = "é".repeat(100);
-        assert_eq!(shown(&long).len(), 128);
-        assert!(shown(&long).chars().all(|c| c == 'é'));
+        let quoted = shown(&long);
+        let quoted = quoted.strip_suffix('…').unwrap();
+        assert_eq!(quoted.len(), 128);
+        assert!(quoted.chars().all(|c| c == 'é'));
         assert_eq!(shown("abc"), "abc");
+        assert_eq!(shown(&"x".repeat(128)), "x".repeat(128));
     }
 }

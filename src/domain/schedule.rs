@@ -10,10 +10,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::bounded::BoundedJson;
+use super::problem::shown;
+
 /// Longest single wait in a schedule.
 pub const MAX_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Most attempts one schedule may ask for.
 pub const MAX_ATTEMPTS: usize = 50;
+
+/// A schedule as a request holds it, before it is validated. Its items are
+/// counted as they are read: well over `MAX_ATTEMPTS`, so that a schedule a
+/// little too long gets the schedule's own error, yet a 15 MiB array is
+/// refused without being built.
+pub type ScheduleJson = BoundedJson<1000>;
 
 const S: u64 = 1000;
 const M: u64 = 60 * S;
@@ -66,6 +75,7 @@ pub const PRESETS: &[(&str, &[u64])] = &[
 
 pub const DEFAULT_PRESET: &str = "alipay";
 
+/// Why a schedule is refused; the client's text in it is cut as `shown`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleError {
     #[error("unknown schedule preset `{0}` (known: alipay, wechat, exponential)")]
@@ -104,15 +114,16 @@ impl Schedule {
     /// Parses the producer's JSON form: a preset name or an array of durations.
     pub fn from_json(value: &Value) -> Result<Self, ScheduleError> {
         match value {
-            Value::String(name) => {
-                Self::preset(name).ok_or_else(|| ScheduleError::UnknownPreset(name.clone()))
-            }
+            Value::String(name) => Self::preset(name)
+                .ok_or_else(|| ScheduleError::UnknownPreset(shown(name).into_owned())),
             Value::Array(items) if !items.is_empty() && items.len() <= MAX_ATTEMPTS => {
                 let delays_ms = items
                     .iter()
                     .map(|item| match item {
                         Value::String(text) => parse_duration(text),
-                        other => Err(ScheduleError::BadDuration(other.to_string())),
+                        other => Err(ScheduleError::BadDuration(
+                            shown(&other.to_string()).into_owned(),
+                        )),
                     })
                     .collect::<Result<_, _>>()?;
                 Ok(Self {
@@ -190,10 +201,10 @@ pub fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
         Duration::ZERO
     } else {
         humantime::parse_duration(trimmed)
-            .map_err(|_| ScheduleError::BadDuration(text.to_string()))?
+            .map_err(|_| ScheduleError::BadDuration(shown(text).into_owned()))?
     };
     if duration > MAX_DELAY {
-        return Err(ScheduleError::TooLong(text.to_string()));
+        return Err(ScheduleError::TooLong(shown(text).into_owned()));
     }
     Ok(duration.as_millis() as u64)
 }

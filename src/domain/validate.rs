@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::fields::{header_problem, MAX_HEADERS, MAX_HEADERS_BYTES};
-use super::problem::{ErrorCode, Problem};
+use super::problem::{shown, ErrorCode, Problem};
 use super::schedule::Schedule;
 
 /// Longest URL hookd stores.
@@ -65,7 +65,7 @@ pub fn check_headers(headers: &BTreeMap<String, String>, field: &str) -> Result<
         if let Some(problem) = header_problem(name, value) {
             return Err(Problem::invalid(
                 ErrorCode::InvalidHeader,
-                format!("{field}.{name}"),
+                format!("{field}.{}", shown(name)),
                 problem,
             ));
         }

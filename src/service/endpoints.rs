@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
 use sqlx::types::Json as SqlJson;
 
 use super::events::invalid_owner;
 use super::{Service, ServiceError};
 use crate::config::Settings;
-use crate::domain::fields::valid_uid;
+use crate::domain::bounded::{Bounded, BoundedMap};
+use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
-use crate::domain::schedule::Schedule;
+use crate::domain::schedule::{Schedule, ScheduleJson};
 use crate::domain::secret::SigningSecret;
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
 use crate::domain::validate::{check_headers, check_url, parse_schedule};
@@ -60,12 +60,12 @@ pub struct EndpointFields {
     /// `order`) or `*`; absent or null: all.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Vec<String>>)]
-    event_types: Option<Option<Vec<String>>>,
+    event_types: Option<Option<Bounded<String, MAX_PATTERNS>>>,
     /// A preset name (`alipay`, `wechat`, `exponential`) or an array of
     /// durations (`["0s", "500ms", "2m"]`). Default `alipay`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<crate::domain::schedule::ScheduleSpec>)]
-    schedule: Option<Option<Value>>,
+    schedule: Option<Option<ScheduleJson>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -73,11 +73,11 @@ pub struct EndpointFields {
     /// Statuses that end the schedule at once. Default `[410]`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Vec<u16>>)]
-    permanent_statuses: Option<Option<Vec<u16>>>,
+    permanent_statuses: Option<Option<Bounded<u16, MAX_PERMANENT_STATUSES>>>,
     /// Extra headers sent with every delivery.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<BTreeMap<String, String>>)]
-    headers: Option<Option<BTreeMap<String, String>>>,
+    headers: Option<Option<BoundedMap<MAX_HEADERS>>>,
     /// Per-attempt time limit; default `sender.timeout_ms`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<u64>)]
@@ -186,11 +186,11 @@ impl EndpointFields {
                     }
                 }
             }
-            endpoint.event_types = event_types;
+            endpoint.event_types = event_types.map(Bounded::into_vec);
         }
         if let Some(schedule) = self.schedule {
             let schedule = match schedule {
-                Some(value) => parse_schedule(&value, "schedule")?,
+                Some(value) => parse_schedule(&value.0, "schedule")?,
                 None => Schedule::default(),
             };
             endpoint.set_schedule(&schedule);
@@ -209,7 +209,7 @@ impl EndpointFields {
             endpoint.success_body = success_body.map(|b| b.trim().to_string());
         }
         if let Some(statuses) = self.permanent_statuses {
-            let statuses = statuses.unwrap_or_else(|| vec![410]);
+            let statuses = statuses.map_or_else(|| vec![410], Bounded::into_vec);
             if let Some(bad) = statuses.iter().find(|s| !(400..=599).contains(*s)) {
                 return Err(Problem::invalid(
                     ErrorCode::InvalidValue,
@@ -220,7 +220,7 @@ impl EndpointFields {
             endpoint.permanent_statuses = statuses.into_iter().map(i32::from).collect();
         }
         if let Some(headers) = self.headers {
-            let headers = headers.unwrap_or_default();
+            let headers = headers.map(BoundedMap::into_map).unwrap_or_default();
             check_headers(&headers, "headers")?;
             endpoint.headers = SqlJson(headers);
         }

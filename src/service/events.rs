@@ -4,7 +4,7 @@
 //! endpoints (cached for `SUBSCRIBERS_TTL`), filtered by their patterns
 //! (`domain::subscription`) and by the event's `endpoints`, if it names any.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,8 @@ use super::lookup::Resolved;
 use super::notifications::{invalid_key, Accepted};
 use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
-use crate::domain::fields::{valid_key, valid_uid};
+use crate::domain::bounded::{Bounded, BoundedMap};
+use crate::domain::fields::{valid_key, valid_uid, MAX_HEADERS};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -62,10 +63,11 @@ pub struct EventInput {
     /// Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`.
     pub delay: Option<String>,
     /// Extra headers on every delivery.
-    pub headers: Option<BTreeMap<String, String>>,
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub headers: Option<BoundedMap<MAX_HEADERS>>,
     /// Only these endpoints (id or uid) of the owner, if still subscribed.
-    #[schema(max_items = 1000)]
-    pub endpoints: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<String>>, max_items = 1000)]
+    pub endpoints: Option<Bounded<String, MAX_NAMED_ENDPOINTS>>,
 }
 
 /// An owner's candidate endpoints, by owner, briefly. Requests that miss
@@ -212,7 +214,7 @@ impl Service {
             }
         }
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
-        let headers = input.headers.unwrap_or_default();
+        let headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
         let named = match input.endpoints {
             None => None,

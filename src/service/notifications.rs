@@ -1,21 +1,20 @@
 //! Notifications (one payload for one endpoint): validated against their
 //! endpoint, committed, indexed; cancelled and retried.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::lookup::Resolved;
 use super::payload::{content, deliver_at, target_url};
 use super::{Service, ServiceError};
-use crate::domain::fields::{valid_event_type, valid_key};
+use crate::domain::bounded::BoundedMap;
+use crate::domain::fields::{valid_event_type, valid_key, MAX_HEADERS};
 use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
+use crate::domain::schedule::ScheduleJson;
 use crate::domain::status::Status;
 use crate::domain::validate::{check_headers, parse_schedule};
 use crate::store::delivery::Retry;
@@ -53,9 +52,10 @@ pub struct NotificationInput {
     pub delay: Option<String>,
     /// Overrides the endpoint's schedule for this notification.
     #[schema(value_type = Option<crate::domain::schedule::ScheduleSpec>)]
-    pub schedule: Option<Value>,
+    pub schedule: Option<ScheduleJson>,
     /// Extra headers for this notification's deliveries.
-    pub headers: Option<BTreeMap<String, String>>,
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub headers: Option<BoundedMap<MAX_HEADERS>>,
     /// Where to send this notification instead of the endpoint's URL
     /// (Alipay's per-order `notify_url`), signed with the endpoint's secret
     /// and sent on its schedule and policy. The address guard applies.
@@ -164,10 +164,10 @@ impl Service {
         }
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
         let schedule = match &input.schedule {
-            Some(value) => parse_schedule(value, "schedule")?,
+            Some(value) => parse_schedule(&value.0, "schedule")?,
             None => endpoint.schedule(),
         };
-        let headers = input.headers.unwrap_or_default();
+        let headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
         let pull = endpoint.delivery == Delivery::Pull;
         if pull && input.url.is_some() {

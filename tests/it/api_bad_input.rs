@@ -179,7 +179,7 @@ async fn a_batch_of_more_than_a_thousand_is_refused(pool: PgPool) {
         .post("/v1/notifications/batch", json!({"notifications": items}))
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert_eq!(body["error"]["field"], json!("notifications"));
+    assert_eq!(body["error"]["field"], json!("notifications[1000]"));
 }
 
 #[sqlx::test]

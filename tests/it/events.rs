@@ -429,7 +429,7 @@ async fn bad_events_and_patterns_are_refused_naming_the_field(pool: PgPool) {
         .post("/v1/events/batch", json!({"events": too_many}))
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(answer["error"]["field"], json!("events"));
+    assert_eq!(answer["error"]["field"], json!("events[1000]"));
     let (status, batch) = app
         .post(
             "/v1/events/batch",

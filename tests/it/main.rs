@@ -14,6 +14,7 @@ mod due_index;
 mod events;
 mod guard;
 mod handoff;
+mod hostile_input;
 mod logs;
 mod operator;
 mod pull;

@@ -15,7 +15,8 @@ use crate::api::batch::status_of;
 use crate::api::error::{ApiError, ErrorDetail};
 use crate::api::extract::JsonBody;
 use crate::api::AppState;
-use crate::domain::problem::{cut, ErrorCode, Problem};
+use crate::domain::bounded::Bounded;
+use crate::domain::problem::{cut, shown, ErrorCode, Problem};
 use crate::domain::pull::{lease_duration, Receipt, MAX_MAX};
 use crate::domain::status::Status;
 use crate::service::pull::{End, Ended, Scope};
@@ -208,14 +209,16 @@ pub async fn extend(
 #[serde(deny_unknown_fields)]
 pub struct AckBatch {
     /// 1 to 1000 receipts of this endpoint's leases.
-    pub receipts: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub receipts: Bounded<String, { MAX_MAX as usize }>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NackBatch {
     /// 1 to 1000 receipts of this endpoint's leases.
-    pub receipts: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub receipts: Bounded<String, { MAX_MAX as usize }>,
     #[schema(example = "5m")]
     pub retry_after: Option<String>,
     pub error: Option<String>,
@@ -289,7 +292,9 @@ async fn end_batch(
                 .map_err(ApiError::from);
             let (status, result, error) = status_of(result);
             EndedItem {
-                receipt,
+                // A receipt is 47 bytes: a longer text is not one, and is
+                // quoted as any other client text in an error.
+                receipt: shown(&receipt).into_owned(),
                 status,
                 result,
                 error,
@@ -311,7 +316,14 @@ pub async fn ack_batch(
     Path(endpoint): Path<String>,
     JsonBody(request): JsonBody<AckBatch>,
 ) -> Result<Json<EndedBatch>, ApiError> {
-    end_batch(&state, &caller, &endpoint, request.receipts, End::Ack).await
+    end_batch(
+        &state,
+        &caller,
+        &endpoint,
+        request.receipts.into_vec(),
+        End::Ack,
+    )
+    .await
 }
 
 #[utoipa::path(operation_id = "nack_batch", post, path = "/v1/endpoints/{endpoint}/nack", tag = "pull",
@@ -331,5 +343,5 @@ pub async fn nack_batch(
         request.error,
         request.permanent,
     )?;
-    end_batch(&state, &caller, &endpoint, request.receipts, how).await
+    end_batch(&state, &caller, &endpoint, request.receipts.into_vec(), how).await
 }
