@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use uuid::Uuid;
 
+use super::audit::{audit, bounded, Refusals};
 use super::error::ApiError;
 use super::AppState;
 use crate::config::{digest, ApiSettings, Credential};
@@ -25,6 +26,8 @@ use crate::domain::scope::{Scope, Scopes};
 #[derive(Debug)]
 pub struct Auth {
     credentials: Vec<Credential>,
+    /// Bounds the audit lines of unauthorized requests.
+    refusals: Refusals,
 }
 
 /// Who made a request: the token's name (never the token) and its scopes.
@@ -47,6 +50,7 @@ impl Auth {
     pub fn new(settings: &ApiSettings) -> Self {
         Self {
             credentials: settings.credentials(),
+            refusals: Refusals::default(),
         }
     }
 
@@ -140,7 +144,12 @@ pub async fn authorize(
         {
             Some(caller) => caller,
             None => {
-                refused(presented.as_deref(), &method, &route, request.uri().path());
+                state.auth.refusals.refused(
+                    presented.as_deref(),
+                    &method,
+                    &route,
+                    request.uri().path(),
+                );
                 return Err(ApiError::Unauthorized);
             }
         }
@@ -185,7 +194,10 @@ async fn consume(
     let endpoint = match state.service.consumer_endpoint(token).await {
         Ok(Some(endpoint)) => endpoint,
         Ok(None) => {
-            refused(Some(token), method, route, request.uri().path());
+            state
+                .auth
+                .refusals
+                .refused(Some(token), method, route, request.uri().path());
             return Err(ApiError::Unauthorized);
         }
         Err(not_loaded) => {
@@ -210,62 +222,6 @@ async fn consume(
     }
     request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
-}
-
-/// The audit event of a request whose token is missing or unknown (401):
-/// named `unknown` (or `none`), with the first 8 hex digits of the
-/// presented token's SHA-256 to tell repeated attempts apart, never the
-/// token.
-fn refused(presented: Option<&str>, method: &Method, route: &str, path: &str) {
-    let token = if presented.is_some() {
-        "unknown"
-    } else {
-        "none"
-    };
-    let digest = presented.map(|token| {
-        crate::config::digest(token)[..4]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    });
-    tracing::info!(
-        target: "hookd::audit",
-        token,
-        digest,
-        method = %method,
-        route,
-        path = bounded(path),
-        outcome = "unauthorized",
-        "audit"
-    );
-}
-
-/// One audit event, on the `hookd::audit` target so operators can route
-/// it apart from the rest of the log.
-fn audit(
-    caller: &Caller,
-    method: &Method,
-    route: &str,
-    path: &str,
-    outcome: &str,
-    id: Option<Uuid>,
-) {
-    tracing::info!(
-        target: "hookd::audit",
-        token = %caller.name,
-        method = %method,
-        route,
-        path,
-        outcome,
-        id = id.map(|id| id.to_string()),
-        "audit"
-    );
-}
-
-/// A path as logged: at most 256 bytes of it, so a client cannot make the
-/// log carry its megabytes.
-fn bounded(path: &str) -> String {
-    crate::domain::problem::cut(path, 256).to_string()
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -1,5 +1,6 @@
 //! The REST API (axum): one file per resource, each with its `router()`.
 
+mod audit;
 pub mod auth;
 mod batch;
 mod body;
