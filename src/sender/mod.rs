@@ -25,6 +25,7 @@ use crate::config::SenderSettings;
 // sender applies it and keeps the path it always had.
 pub use crate::config::STORED_BODY_BYTES;
 use crate::domain::outcome::{parse_retry_after, Answer};
+use crate::domain::receiver_url::lies_under;
 use crate::domain::secret::SigningSecret;
 use guard::{Guard, ResolveError};
 
@@ -227,13 +228,12 @@ impl Sender {
         let mut id_buffer = Uuid::encode_buffer();
         let id: &str = delivery.id.hyphenated().encode_lower(&mut id_buffer);
         let timestamp = started_at.timestamp();
-        // The endpoint's custom headers (credentials, often) go to its own
-        // origin only: a per-notification URL elsewhere, which any `write`
-        // token may name, gets the signature and the notification's own
-        // headers, as an HTTP client drops credentials on a redirect to
-        // another origin.
+        // The endpoint's custom headers (credentials, often) go only under
+        // its own URL: a per-notification URL elsewhere, even on the same
+        // origin, which any `write` token may name, gets the signature and
+        // the notification's own headers.
         let mut headers = match (delivery.url, &target.url) {
-            (Some(_), Ok(own)) if url.origin() != own.origin() => HeaderMap::new(),
+            (Some(_), Ok(own)) if !lies_under(&url, own) => HeaderMap::new(),
             (Some(_), Err(_)) => HeaderMap::new(),
             _ => target.headers.clone(),
         };
