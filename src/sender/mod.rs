@@ -8,7 +8,7 @@
 pub mod guard;
 pub mod signature;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub use crate::config::STORED_BODY_BYTES;
 use crate::domain::outcome::{parse_retry_after, Answer};
 use crate::domain::receiver_url::lies_under;
 use crate::domain::secret::SigningSecret;
-use guard::{Guard, ResolveError};
+use guard::{Guard, Networks, ResolveError};
 
 pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 
@@ -41,6 +41,9 @@ pub struct Target {
     /// The current secret first, then the previous one while it still signs.
     signer: signature::Signer,
     timeout: Duration,
+    /// The entries of `sender.allow_networks` the URL's addresses lie in,
+    /// found when a per-notification URL first needs them.
+    networks: tokio::sync::OnceCell<Networks>,
 }
 
 impl Target {
@@ -55,7 +58,30 @@ impl Target {
             headers: header_map(headers, HeaderMap::new()),
             signer: signature::Signer::new(&secrets),
             timeout,
+            networks: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The entries of `sender.allow_networks` the endpoint's URL resolves
+    /// into now. A name that does not resolve lies in none (and is looked
+    /// up again by the next delivery that asks).
+    async fn networks(&self, guard: &Guard) -> Networks {
+        let Ok(url) = &self.url else {
+            return Networks::default();
+        };
+        let found = self.networks.get_or_try_init(|| async {
+            if let Some(ip) = literal_ip(url) {
+                return Ok(guard.networks_of(ip));
+            }
+            let host = url.host_str().unwrap_or_default();
+            let host = (host, url.port_or_known_default().unwrap_or(0));
+            let mut networks = Networks::default();
+            for addr in tokio::net::lookup_host(host).await? {
+                networks.add(&guard.networks_of(addr.ip()));
+            }
+            Ok::<_, std::io::Error>(networks)
+        });
+        found.await.cloned().unwrap_or_default()
     }
 }
 
@@ -111,6 +137,49 @@ pub struct Sender {
     guard: Guard,
     max_response_bytes: usize,
     https_only: bool,
+    /// Clients for per-notification URLs, by the allowed networks their
+    /// guard keeps: each has its own connection pool, so a connection
+    /// opened under a wider guard never carries a narrower one's request.
+    narrowed: std::sync::Arc<std::sync::Mutex<HashMap<Networks, Narrowed>>>,
+    build: std::sync::Arc<ClientSettings>,
+}
+
+/// A client whose resolver is a narrowed guard, and that guard.
+#[derive(Clone)]
+struct Narrowed {
+    client: reqwest::Client,
+    guard: Guard,
+}
+
+/// Bounds the clients kept for per-notification URLs: one per distinct set
+/// of allowed networks endpoints lie in, which a sane `allow_networks`
+/// keeps to a handful. Past it, a client is built for the one delivery.
+const MAX_NARROWED_CLIENTS: usize = 64;
+
+/// What building a client takes besides its guard.
+struct ClientSettings {
+    tls: rustls::ClientConfig,
+    connect_timeout: Duration,
+    max_idle_per_host: usize,
+}
+
+impl ClientSettings {
+    fn client(&self, guard: &Guard) -> Result<reqwest::Client, reqwest::Error> {
+        reqwest::Client::builder()
+            .tls_backend_preconfigured(self.tls.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve names itself, past the address guard.
+            .no_proxy()
+            .connect_timeout(self.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            // As many idle connections per receiver as deliveries may be in
+            // flight at once: a receiver kept busy never has a connection
+            // closed after its request only to open another (pool churn).
+            .pool_max_idle_per_host(self.max_idle_per_host)
+            .tcp_nodelay(true)
+            .dns_resolver(std::sync::Arc::new(guard.clone()))
+            .build()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,27 +219,52 @@ fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderError> {
 impl Sender {
     pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config(&settings.ca_file)?)
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the address guard.
-            .no_proxy()
-            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
-            .pool_idle_timeout(Duration::from_secs(90))
-            // As many idle connections per receiver as deliveries may be in
-            // flight at once: a receiver kept busy never has a connection
-            // closed after its request only to open another (pool churn).
-            .pool_max_idle_per_host(settings.max_in_flight.max(1))
-            .tcp_nodelay(true)
-            .dns_resolver(std::sync::Arc::new(guard.clone()))
-            .build()?;
+        let build = ClientSettings {
+            tls: tls_config(&settings.ca_file)?,
+            connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
+            max_idle_per_host: settings.max_in_flight.max(1),
+        };
+        let client = build.client(&guard)?;
         Ok(Self {
             client,
             guard,
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
+            narrowed: Default::default(),
+            build: std::sync::Arc::new(build),
         })
+    }
+
+    /// The client and guard for a delivery. The endpoint's own URL goes
+    /// through every allowed network (endpoints are an admin's to set); a
+    /// per-notification URL, which any `write` token names, reaches a
+    /// non-public address only in an entry of `sender.allow_networks` that
+    /// the endpoint's own URL resolves into. Its guard vets addresses as
+    /// they are resolved, at connect time, as the endpoint's does.
+    async fn route(&self, delivery: &Delivery<'_>) -> Result<Narrowed, AttemptError> {
+        let wide = || Narrowed {
+            client: self.client.clone(),
+            guard: self.guard.clone(),
+        };
+        if delivery.url.is_none() || !self.guard.allows_networks() {
+            return Ok(wide());
+        }
+        let networks = delivery.target.networks(&self.guard).await;
+        let mut narrowed = self.narrowed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = narrowed.get(&networks) {
+            return Ok(found.clone());
+        }
+        let guard = self.guard.narrowed(&networks);
+        let client = self.build.client(&guard).map_err(|e| AttemptError {
+            code: "request",
+            message: format!("cannot build the HTTP client: {e}"),
+        })?;
+        let found = Narrowed { client, guard };
+        if narrowed.len() < MAX_NARROWED_CLIENTS {
+            narrowed.insert(networks, found.clone());
+        }
+        Ok(found)
     }
 
     /// Makes one attempt. Never fails: every problem is an `AttemptError`.
@@ -212,14 +306,18 @@ impl Sender {
                 message: "sender.https_only refuses a plain http:// receiver URL".into(),
             });
         }
+        let route = self.route(delivery).await?;
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
-            if !self.guard.permits(ip) {
+            if !route.guard.permits(ip) {
+                let message = if self.guard.permits(ip) {
+                    format!("{ip} is not a public address and the endpoint's own URL is not in its entry of sender.allow_networks")
+                } else {
+                    format!("{ip} is not a public address and is not in sender.allow_networks")
+                };
                 return Err(AttemptError {
                     code: "blocked_address",
-                    message: format!(
-                        "{ip} is not a public address and is not in sender.allow_networks"
-                    ),
+                    message,
                 });
             }
         }
@@ -286,7 +384,7 @@ impl Sender {
         *request.headers_mut() = headers;
         *request.timeout_mut() = Some(target.timeout);
         *request.body_mut() = Some(delivery.body.clone().into());
-        let mut response = self.client.execute(request).await.map_err(classify)?;
+        let mut response = route.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();
         let abort = response

@@ -16,6 +16,7 @@ mod guard;
 mod handoff;
 mod logs;
 mod operator;
+mod private_networks;
 mod pull;
 mod redis_ha;
 mod resilience;
