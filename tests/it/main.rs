@@ -15,6 +15,7 @@ mod events;
 mod guard;
 mod handoff;
 mod logs;
+mod masked_urls;
 mod operator;
 mod private_networks;
 mod pull;
