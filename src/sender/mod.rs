@@ -6,9 +6,10 @@
 //! nothing is sent in clear.
 
 pub mod guard;
+mod route;
 pub mod signature;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,6 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::CertificateDer;
 use uuid::Uuid;
 
 use crate::config::SenderSettings;
@@ -60,28 +59,6 @@ impl Target {
             timeout,
             networks: tokio::sync::OnceCell::new(),
         }
-    }
-
-    /// The entries of `sender.allow_networks` the endpoint's URL resolves
-    /// into now. A name that does not resolve lies in none (and is looked
-    /// up again by the next delivery that asks).
-    async fn networks(&self, guard: &Guard) -> Networks {
-        let Ok(url) = &self.url else {
-            return Networks::default();
-        };
-        let found = self.networks.get_or_try_init(|| async {
-            if let Some(ip) = literal_ip(url) {
-                return Ok(guard.networks_of(ip));
-            }
-            let host = url.host_str().unwrap_or_default();
-            let host = (host, url.port_or_known_default().unwrap_or(0));
-            let mut networks = Networks::default();
-            for addr in tokio::net::lookup_host(host).await? {
-                networks.add(&guard.networks_of(addr.ip()));
-            }
-            Ok::<_, std::io::Error>(networks)
-        });
-        found.await.cloned().unwrap_or_default()
     }
 }
 
@@ -133,53 +110,10 @@ impl AttemptResult {
 
 #[derive(Clone)]
 pub struct Sender {
-    client: reqwest::Client,
-    guard: Guard,
+    /// The client (and guard) of each attempt.
+    routes: route::Routes,
     max_response_bytes: usize,
     https_only: bool,
-    /// Clients for per-notification URLs, by the allowed networks their
-    /// guard keeps: each has its own connection pool, so a connection
-    /// opened under a wider guard never carries a narrower one's request.
-    narrowed: std::sync::Arc<std::sync::Mutex<HashMap<Networks, Narrowed>>>,
-    build: std::sync::Arc<ClientSettings>,
-}
-
-/// A client whose resolver is a narrowed guard, and that guard.
-#[derive(Clone)]
-struct Narrowed {
-    client: reqwest::Client,
-    guard: Guard,
-}
-
-/// Bounds the clients kept for per-notification URLs: one per distinct set
-/// of allowed networks endpoints lie in, which a sane `allow_networks`
-/// keeps to a handful. Past it, a client is built for the one delivery.
-const MAX_NARROWED_CLIENTS: usize = 64;
-
-/// What building a client takes besides its guard.
-struct ClientSettings {
-    tls: rustls::ClientConfig,
-    connect_timeout: Duration,
-    max_idle_per_host: usize,
-}
-
-impl ClientSettings {
-    fn client(&self, guard: &Guard) -> Result<reqwest::Client, reqwest::Error> {
-        reqwest::Client::builder()
-            .tls_backend_preconfigured(self.tls.clone())
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the address guard.
-            .no_proxy()
-            .connect_timeout(self.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            // As many idle connections per receiver as deliveries may be in
-            // flight at once: a receiver kept busy never has a connection
-            // closed after its request only to open another (pool churn).
-            .pool_max_idle_per_host(self.max_idle_per_host)
-            .tcp_nodelay(true)
-            .dns_resolver(std::sync::Arc::new(guard.clone()))
-            .build()
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -192,79 +126,20 @@ pub enum SenderError {
     Client(#[from] reqwest::Error),
 }
 
-/// How receivers are verified: ring, the bundled webpki roots plus the CAs
-/// of `sender.ca_file`, TLS 1.2 and 1.3, ALPN h2 then http/1.1. Built here
-/// because reqwest 0.13's own rustls set-up means aws-lc-rs and the
-/// platform's trust store, which would make trust depend on the host.
-fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if !ca_file.is_empty() {
-        let pem = crate::config::read_ca_file(ca_file).map_err(SenderError::CaFile)?;
-        let invalid = |e: &dyn std::fmt::Display| SenderError::CaFile(format!("{ca_file}: {e}"));
-        for certificate in CertificateDer::pem_slice_iter(&pem) {
-            let certificate = certificate.map_err(|e| invalid(&e))?;
-            roots.add(certificate).map_err(|e| invalid(&e))?;
-        }
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
-}
-
 impl Sender {
     pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
-        let build = ClientSettings {
-            tls: tls_config(&settings.ca_file)?,
+        let build = route::ClientSettings {
+            tls: route::tls_config(&settings.ca_file)?,
             connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
             max_idle_per_host: settings.max_in_flight.max(1),
         };
-        let client = build.client(&guard)?;
         Ok(Self {
-            client,
-            guard,
+            routes: route::Routes::new(build, guard)?,
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
-            narrowed: Default::default(),
-            build: std::sync::Arc::new(build),
         })
-    }
-
-    /// The client and guard for a delivery. The endpoint's own URL goes
-    /// through every allowed network (endpoints are an admin's to set); a
-    /// per-notification URL, which any `write` token names, reaches a
-    /// non-public address only in an entry of `sender.allow_networks` that
-    /// the endpoint's own URL resolves into. Its guard vets addresses as
-    /// they are resolved, at connect time, as the endpoint's does.
-    async fn route(&self, delivery: &Delivery<'_>) -> Result<Narrowed, AttemptError> {
-        let wide = || Narrowed {
-            client: self.client.clone(),
-            guard: self.guard.clone(),
-        };
-        if delivery.url.is_none() || !self.guard.allows_networks() {
-            return Ok(wide());
-        }
-        let networks = delivery.target.networks(&self.guard).await;
-        let mut narrowed = self.narrowed.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = narrowed.get(&networks) {
-            return Ok(found.clone());
-        }
-        let guard = self.guard.narrowed(&networks);
-        let client = self.build.client(&guard).map_err(|e| AttemptError {
-            code: "request",
-            message: format!("cannot build the HTTP client: {e}"),
-        })?;
-        let found = Narrowed { client, guard };
-        if narrowed.len() < MAX_NARROWED_CLIENTS {
-            narrowed.insert(networks, found.clone());
-        }
-        Ok(found)
     }
 
     /// Makes one attempt. Never fails: every problem is an `AttemptError`.
@@ -306,11 +181,11 @@ impl Sender {
                 message: "sender.https_only refuses a plain http:// receiver URL".into(),
             });
         }
-        let route = self.route(delivery).await?;
+        let route = self.routes.of(delivery).await?;
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
             if !route.guard.permits(ip) {
-                let message = if self.guard.permits(ip) {
+                let message = if self.routes.permits(ip) {
                     format!("{ip} is not a public address and the endpoint's own URL is not in its entry of sender.allow_networks")
                 } else {
                     format!("{ip} is not a public address and is not in sender.allow_networks")
@@ -533,22 +408,6 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    }
-
-    #[test]
-    fn receivers_are_offered_h2_then_http_1_1_over_ring() {
-        let config = tls_config("").unwrap();
-        assert_eq!(
-            config.alpn_protocols,
-            [b"h2".to_vec(), b"http/1.1".to_vec()]
-        );
-        // aws-lc-rs, reqwest 0.13's default, adds a post-quantum group (X25519MLKEM768).
-        let groups = |provider: &rustls::crypto::CryptoProvider| {
-            let groups = provider.kx_groups.iter().map(|group| group.name());
-            groups.collect::<Vec<_>>()
-        };
-        let ring = rustls::crypto::ring::default_provider();
-        assert_eq!(groups(config.crypto_provider()), groups(&ring));
     }
 
     #[test]
