@@ -23,8 +23,9 @@ use crate::config::SenderSettings;
 // Config owns the limit (it checks `max_response_bytes` against it); the
 // sender applies it and keeps the path it always had.
 pub use crate::config::STORED_BODY_BYTES;
+use crate::domain::fields::MaskedHeaders;
 use crate::domain::outcome::{parse_retry_after, Answer};
-use crate::domain::receiver_url::lies_under;
+use crate::domain::receiver_url::{lies_under, mask_query};
 use crate::domain::secret::SigningSecret;
 use guard::{Guard, Networks, ResolveError};
 
@@ -62,8 +63,8 @@ impl Target {
     }
 }
 
-/// One attempt: a notification sent to its endpoint.
-#[derive(Debug)]
+/// One attempt: a notification sent to its endpoint. `Debug` masks header
+/// values and the URL's query string.
 pub struct Delivery<'a> {
     pub id: Uuid,
     pub target: &'a Target,
@@ -79,6 +80,18 @@ pub struct Delivery<'a> {
     /// Where to send it instead of the target's URL (a per-notification
     /// URL), with the target's secrets and policy.
     pub url: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Delivery<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("id", &self.id)
+            .field("attempt", &self.attempt)
+            .field("event_id", &self.event_id)
+            .field("headers", &MaskedHeaders(Some(self.headers)))
+            .field("url", &self.url.map(mask_query))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why an attempt got no usable answer.
@@ -417,6 +430,34 @@ mod tests {
             HeaderMap::new(),
         );
         assert!(!format!("{map:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_delivery_never_prints_header_values_or_query_tokens() {
+        let target = Target::new(
+            "https://x.example/hook",
+            &headers(&[("authorization", "Bearer hunter2")]),
+            Vec::new(),
+            Duration::from_secs(1),
+        );
+        let own = headers(&[("x-token", "hunter2")]);
+        let delivery = Delivery {
+            id: Uuid::nil(),
+            target: &target,
+            body: Bytes::new(),
+            content_type: "application/json",
+            event_type: None,
+            attempt: 1,
+            headers: &own,
+            event_id: None,
+            url: Some("https://x.example/hook/n?token=hunter2"),
+        };
+        let shown = format!("{delivery:?}");
+        assert!(
+            shown.contains("x-token") && shown.contains("token=***"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 
     #[test]

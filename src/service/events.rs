@@ -17,7 +17,7 @@ use super::lookup::Resolved;
 use super::notifications::{invalid_key, Accepted};
 use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
-use crate::domain::fields::{valid_key, valid_uid};
+use crate::domain::fields::{valid_key, valid_uid, MaskedHeaders};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -35,7 +35,8 @@ pub const SUBSCRIBERS_TTL: Duration = Duration::from_secs(1);
 pub const MAX_NAMED_ENDPOINTS: usize = 1000;
 
 /// An event as a producer submits it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+/// `Debug` masks header values.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = CreateEvent)]
 pub struct EventInput {
@@ -66,6 +67,18 @@ pub struct EventInput {
     /// Only these endpoints (id or uid) of the owner, if still subscribed.
     #[schema(max_items = 1000)]
     pub endpoints: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for EventInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventInput")
+            .field("event_type", &self.event_type)
+            .field("owner", &self.owner)
+            .field("key", &self.key)
+            .field("headers", &MaskedHeaders(self.headers.as_ref()))
+            .field("endpoints", &self.endpoints)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An owner's candidate endpoints, by owner, briefly. Requests that miss
@@ -366,4 +379,20 @@ pub(super) fn invalid_owner() -> Problem {
         "owner",
         "owner is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_never_prints_header_values() {
+        let input: EventInput = serde_json::from_value(serde_json::json!({
+            "event_type": "order.paid", "payload": {}, "headers": {"Authorization": "Bearer hunter2"},
+        }))
+        .unwrap();
+        let shown = format!("{input:?}");
+        assert!(shown.contains("Authorization"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

@@ -2,6 +2,7 @@
 //! Functions over one pool; every query is written for the index it uses.
 
 pub mod attempts;
+mod debug;
 pub mod delivery;
 pub mod endpoints;
 pub mod events;
