@@ -17,6 +17,7 @@ mod handoff;
 mod logs;
 mod masked_urls;
 mod operator;
+mod plaintext_secrets;
 mod private_networks;
 mod pull;
 mod redis_ha;
