@@ -212,6 +212,12 @@ pub mod context {
         format!("endpoint:{endpoint}:previous_secret")
     }
 
+    /// The URL of the operator endpoint (`operator.url`, often with a
+    /// token in it); other endpoints' URLs are stored in clear.
+    pub fn endpoint_url(endpoint: Uuid) -> String {
+        format!("endpoint:{endpoint}:url")
+    }
+
     pub fn endpoint_header(endpoint: Uuid, name: &str) -> String {
         format!("endpoint:{endpoint}:header:{name}")
     }

@@ -38,6 +38,9 @@ const STALE_NOTIFICATION: &str = "headers <> '{}'::jsonb \
 /// Walks before giving up on rows that stay locked (the next start goes on).
 const MAX_WALKS: usize = 10;
 const WALK_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Checks for plaintext left after the walk before giving up refusing it
+/// (the next start checks again).
+const REFUSAL_CHECKS: usize = 3;
 
 /// What one walk did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -279,8 +282,23 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
             return;
         }
     };
-    if !shutdown.is_cancelled() && store.plaintext_rows().await.is_ok_and(|n| n == 0) {
-        store.keys().refuse_plaintext();
+    // A value written in clear meanwhile (by a process without keys) gets
+    // another walk before plaintext is refused.
+    for _ in 0..REFUSAL_CHECKS {
+        if shutdown.is_cancelled() {
+            break;
+        }
+        if store.plaintext_rows().await.is_ok_and(|n| n == 0) {
+            store.keys().refuse_plaintext();
+            break;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(WALK_PAUSE) => {}
+        }
+        if store.reseal_all(&shutdown).await.is_err() {
+            break;
+        }
     }
     let remaining = store.stale_rows().await.unwrap_or(u64::MAX);
     let (endpoints, notifications) = (done.endpoints, done.notifications);

@@ -106,6 +106,17 @@ pub(crate) fn open_previous(
     Ok(())
 }
 
+/// Opens an endpoint URL that is sealed (the operator endpoint's,
+/// `operator.url`); the others are stored, and read, in clear.
+pub(crate) fn open_url(keys: &Keyring, endpoint: Uuid, url: &mut String) -> Result<(), SealError> {
+    if url.starts_with(PREFIX) {
+        *url = keys
+            .open(url, &context::endpoint_url(endpoint))?
+            .into_owned();
+    }
+    Ok(())
+}
+
 /// When a value did not open, every value of its row reads as empty, never
 /// as its ciphertext, nor as a refused plaintext (which, once opened values
 /// are in place, looks like them).
@@ -171,6 +182,7 @@ impl Store {
     ) -> Result<(), SealError> {
         let id = endpoint.id;
         let keys = &self.keys;
+        open_url(keys, id, &mut endpoint.url)?;
         open_secret(keys, id, &mut endpoint.secret)?;
         open_previous(keys, id, &mut endpoint.previous_secrets.0)?;
         open_headers(keys, &mut endpoint.headers.0, |name| {
