@@ -78,6 +78,35 @@ impl Auth {
     }
 }
 
+/// Whether the caller may see what a URL's query string holds (DESIGN.md
+/// §14): receivers' tokens often ride there, so callers without the
+/// `secrets` scope (or `admin`) see `?token=***`. A request without a
+/// caller sees them masked.
+#[derive(Debug, Clone, Copy)]
+pub struct SeesSecrets(pub bool);
+
+impl SeesSecrets {
+    /// `url` as this caller may see it.
+    pub fn url(self, url: String) -> String {
+        if self.0 || !url.contains(['?', '#']) {
+            return url;
+        }
+        crate::domain::receiver_url::mask_query(&url)
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SeesSecrets {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let caller = parts.extensions.get::<Caller>();
+        Ok(Self(caller.is_some_and(|c| c.scopes.allow(Scope::Secrets))))
+    }
+}
+
 /// The scope a route needs. Reading or rotating signing secrets needs
 /// `secrets`; other reads need `read`; sending, cancelling and retrying
 /// need `write`; pulling, acking, nacking and extending need `pull` (they

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::auth::Audited;
+use super::auth::{Audited, SeesSecrets};
 use super::error::ApiError;
 use super::extract::{JsonBody, OptionalJsonBody, QueryParams};
 use super::pagination::{encode_cursor, page, Page, PageParams};
@@ -101,6 +101,13 @@ impl EndpointView {
         }
     }
 
+    /// As `caller` may see it: the URL's query-string values masked for
+    /// callers without the `secrets` scope.
+    fn shown_to(mut self, caller: SeesSecrets) -> Self {
+        self.url = self.url.map(|url| caller.url(url));
+        self
+    }
+
     fn with_secret(endpoint: Endpoint) -> Self {
         let secret = endpoint.secret.clone();
         Self {
@@ -151,6 +158,7 @@ pub struct ListParams {
     responses((status = 200, body = Page<EndpointView>, description = "newest first, without secrets")))]
 pub async fn list(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<Page<EndpointView>>, ApiError> {
     let paging = PageParams {
@@ -166,7 +174,7 @@ pub async fn list(
         rows,
         limit,
         |e| encode_cursor(e.id),
-        EndpointView::of,
+        |e| EndpointView::of(e).shown_to(caller),
     )))
 }
 
@@ -175,6 +183,7 @@ pub async fn list(
     responses((status = 200, body = EndpointView, description = "the endpoint, without its secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(endpoint): Path<String>,
 ) -> Result<Json<EndpointView>, ApiError> {
     let found = state
@@ -182,7 +191,7 @@ pub async fn read(
         .find_endpoint(&EndpointRef::parse(&endpoint))
         .await?;
     found
-        .map(|e| Json(EndpointView::of(e)))
+        .map(|e| Json(EndpointView::of(e).shown_to(caller)))
         .ok_or(ApiError::NotFound("endpoint"))
 }
 

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::auth::Caller;
+use super::auth::{Caller, SeesSecrets};
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
@@ -118,6 +118,13 @@ impl NotificationView {
         }
     }
 
+    /// As `caller` may see it: the URL's query-string values masked for
+    /// callers without the `secrets` scope.
+    fn shown_to(mut self, caller: SeesSecrets) -> Self {
+        self.url = self.url.map(|url| caller.url(url));
+        self
+    }
+
     fn full(mut n: Notification) -> Self {
         let body = std::mem::take(&mut n.body);
         let content_type = n.content_type.clone();
@@ -127,10 +134,14 @@ impl NotificationView {
     }
 }
 
-fn created_or_existing(accepted: Accepted<Notification>) -> (StatusCode, NotificationView) {
+fn created_or_existing(
+    accepted: Accepted<Notification>,
+    caller: SeesSecrets,
+) -> (StatusCode, NotificationView) {
+    let shown = |n| NotificationView::summary(n).shown_to(caller);
     match accepted {
-        Accepted::Created(n) => (StatusCode::CREATED, NotificationView::summary(n)),
-        Accepted::Existing(n) => (StatusCode::OK, NotificationView::summary(n)),
+        Accepted::Created(n) => (StatusCode::CREATED, shown(n)),
+        Accepted::Existing(n) => (StatusCode::OK, shown(n)),
     }
 }
 
@@ -143,9 +154,11 @@ fn created_or_existing(accepted: Accepted<Notification>) -> (StatusCode, Notific
         (status = 503, body = super::error::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     JsonBody(request): JsonBody<NotificationInput>,
 ) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
-    let (status, view) = created_or_existing(state.service.create_notification(request).await?);
+    let created = state.service.create_notification(request).await?;
+    let (status, view) = created_or_existing(created, caller);
     Ok((status, Json(view)))
 }
 
@@ -178,6 +191,7 @@ pub struct BatchResult {
         (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create_batch(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     JsonBody(batch): JsonBody<CreateBatch>,
 ) -> Result<Json<BatchResult>, ApiError> {
     let items = parse_items(&batch.notifications, "notifications")?;
@@ -185,7 +199,8 @@ pub async fn create_batch(
         .await?
         .into_iter()
         .map(|item| {
-            let (status, notification, error) = status_of(item.map(created_or_existing));
+            let shown = |accepted| created_or_existing(accepted, caller);
+            let (status, notification, error) = status_of(item.map(shown));
             BatchItem {
                 status,
                 notification,
@@ -205,11 +220,12 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
     responses((status = 200, body = NotificationView, description = "the notification, its payload and where it stands"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
     let found = state.store.get_notification(parse_id(&id)?).await?;
     found
-        .map(|n| Json(NotificationView::full(n)))
+        .map(|n| Json(NotificationView::full(n).shown_to(caller)))
         .ok_or(ApiError::NotFound("notification"))
 }
 
@@ -232,6 +248,7 @@ pub struct ListParams {
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<Page<NotificationView>>, ApiError> {
     let paging = PageParams {
@@ -292,7 +309,7 @@ pub async fn list(
         rows,
         limit,
         |n| encode_cursor(n.id),
-        NotificationView::summary,
+        |n| NotificationView::summary(n).shown_to(caller),
     )))
 }
 
@@ -343,6 +360,7 @@ impl From<Attempt> for AttemptView {
     responses((status = 200, body = Page<AttemptView>, description = "in attempt order"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn attempts(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(id): Path<String>,
     QueryParams(params): QueryParams<PageParams>,
 ) -> Result<Json<Page<AttemptView>>, ApiError> {
@@ -353,7 +371,8 @@ pub async fn attempts(
         .store
         .notification_url(id)
         .await?
-        .ok_or(ApiError::NotFound("notification"))?;
+        .ok_or(ApiError::NotFound("notification"))?
+        .map(|url| caller.url(url));
     let rows = state.store.list_attempts(id, after, limit + 1).await?;
     Ok(Json(page(
         rows,
@@ -375,13 +394,14 @@ pub async fn attempts(
 pub async fn cancel(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    sees: SeesSecrets,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
     let cancelled = state
         .service
         .cancel_notification(parse_id(&id)?, caller.scopes.allow(Scope::Admin))
         .await?;
-    Ok(Json(NotificationView::summary(cancelled)))
+    Ok(Json(NotificationView::summary(cancelled).shown_to(sees)))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -430,8 +450,9 @@ pub async fn cancel_by_key(
         (status = 503, body = super::error::ErrorBody, description = "Redis does not answer: whether it is being delivered cannot be known")))]
 pub async fn retry(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
     let retried = state.service.retry_notification(parse_id(&id)?).await?;
-    Ok(Json(NotificationView::summary(retried)))
+    Ok(Json(NotificationView::summary(retried).shown_to(caller)))
 }

@@ -117,9 +117,39 @@ pub fn header_problem(name: &str, value: &str) -> Option<String> {
     None
 }
 
+/// Custom headers as `Debug` shows them: names, each value `***`. For the
+/// manual `Debug` of structs that hold them in clear.
+pub struct MaskedHeaders<'a>(pub Option<&'a std::collections::BTreeMap<String, String>>);
+
+impl std::fmt::Debug for MaskedHeaders<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Masked;
+        impl std::fmt::Debug for Masked {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(MASK)
+            }
+        }
+        match self.0 {
+            Some(headers) => f
+                .debug_map()
+                .entries(headers.keys().map(|name| (name, Masked)))
+                .finish(),
+            None => f.write_str("None"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masked_headers_show_names_and_never_values() {
+        let headers = [("Authorization".to_string(), "Bearer hunter2".to_string())].into();
+        let shown = format!("{:?}", MaskedHeaders(Some(&headers)));
+        assert_eq!(shown, r#"{"Authorization": ***}"#);
+        assert_eq!(format!("{:?}", MaskedHeaders(None)), "None");
+    }
 
     #[test]
     fn uids_are_short_plain_names_that_are_not_uuids() {

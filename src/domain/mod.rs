@@ -3,7 +3,9 @@
 //! operator events, signing secrets and their sealing at rest, the success
 //! rule, subscriptions, validation of producer-supplied names and the
 //! problems they raise, the rules of pull consumption and the time of its
-//! leases, and when two JSON payloads are the same value.
+//! leases, which receiver URLs an endpoint's credentials go to and how URLs
+//! show to callers without secrets, and when two JSON payloads are the same
+//! value.
 
 pub mod bounded;
 pub mod fields;
@@ -15,6 +17,7 @@ pub mod operator_event;
 pub mod outcome;
 pub mod problem;
 pub mod pull;
+pub mod receiver_url;
 pub mod schedule;
 pub mod scope;
 pub mod sealed;

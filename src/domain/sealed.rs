@@ -4,10 +4,14 @@
 //! names the row and column a value belongs to (`endpoint:<id>:secret`), so a
 //! ciphertext pasted into another row or column does not open. A value
 //! without the prefix is plaintext, written before keys were configured, and
-//! reads as itself. Pure: no I/O, keys come from the caller.
+//! reads as itself until the start-up walk has sealed every such value
+//! (`store::reseal`); from then on a plaintext value is an error, not a
+//! secret. Pure: no I/O, keys come from the caller.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -34,6 +38,10 @@ pub enum SealError {
     Corrupt(String),
     #[error("value starts with `enc:v1:` but is not a sealed value")]
     Malformed,
+    /// Not sealed, once every stored value has been: written around hookd
+    /// (or by a process without `secrets.keys`), so not trusted as a secret.
+    #[error("a plaintext value where an encrypted one belongs (secrets.keys is set and every stored value was encrypted); set the value again through the API")]
+    Plaintext,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +59,9 @@ pub enum KeyError {
 #[derive(Clone, Default)]
 pub struct Keyring {
     keys: Vec<(String, XChaCha20Poly1305)>,
+    /// Set once the start-up walk left no plaintext value (shared by the
+    /// clones of this ring).
+    plaintext_refused: Arc<AtomicBool>,
 }
 
 impl Keyring {
@@ -72,7 +83,10 @@ impl Keyring {
             let cipher = XChaCha20Poly1305::new(Key::from_slice(&bytes));
             ring.push((id.to_string(), cipher));
         }
-        Ok(Self { keys: ring })
+        Ok(Self {
+            keys: ring,
+            plaintext_refused: Default::default(),
+        })
     }
 
     /// Whether values are sealed at all.
@@ -113,10 +127,28 @@ impl Keyring {
         Cow::Owned(format!("{PREFIX}{id}:{}", STANDARD.encode(sealed)))
     }
 
+    /// From now on a plaintext value is an error: called once no stored
+    /// value is plaintext. Without keys, plaintext is all there is, and
+    /// stays accepted.
+    pub fn refuse_plaintext(&self) {
+        if self.is_enabled() {
+            self.plaintext_refused.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a plaintext value is still read as itself.
+    pub fn check_plaintext(&self) -> Result<(), SealError> {
+        if self.plaintext_refused.load(Ordering::Relaxed) {
+            return Err(SealError::Plaintext);
+        }
+        Ok(())
+    }
+
     /// Opens a stored value for the place `context` names. Plaintext (no
-    /// prefix) comes back as it is.
+    /// prefix) comes back as it is, unless refused (`refuse_plaintext`).
     pub fn open<'a>(&self, stored: &'a str, context: &str) -> Result<Cow<'a, str>, SealError> {
         let Some(rest) = stored.strip_prefix(PREFIX) else {
+            self.check_plaintext()?;
             return Ok(Cow::Borrowed(stored));
         };
         let (id, encoded) = rest.split_once(':').ok_or(SealError::Malformed)?;
@@ -180,6 +212,12 @@ pub mod context {
         format!("endpoint:{endpoint}:previous_secret")
     }
 
+    /// The URL of the operator endpoint (`operator.url`, often with a
+    /// token in it); other endpoints' URLs are stored in clear.
+    pub fn endpoint_url(endpoint: Uuid) -> String {
+        format!("endpoint:{endpoint}:url")
+    }
+
     pub fn endpoint_header(endpoint: Uuid, name: &str) -> String {
         format!("endpoint:{endpoint}:header:{name}")
     }
@@ -205,6 +243,19 @@ mod tests {
 
     fn ring(keys: &[(&str, &str)]) -> Keyring {
         Keyring::new(keys.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn plaintext_reads_as_itself_until_refused_and_always_without_keys() {
+        let keys = ring(&[("a", KEY_A)]);
+        let sealed = keys.seal("whsec_x", "c").into_owned();
+        assert_eq!(keys.open("whsec_x", "c").unwrap(), "whsec_x");
+        keys.clone().refuse_plaintext();
+        assert_eq!(keys.open("whsec_x", "c"), Err(SealError::Plaintext));
+        assert_eq!(keys.open(&sealed, "c").unwrap(), "whsec_x");
+        let none = Keyring::default();
+        none.refuse_plaintext();
+        assert_eq!(none.open("whsec_x", "c").unwrap(), "whsec_x");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! and IP literals in URLs before any connection. Only global unicast is
 //! public: IPv6 outside 2000::/3 and the special ranges inside it are refused;
 //! addresses that carry an IPv4 address (mapped, translated, NAT64, 6to4,
-//! Teredo) are judged by that address.
+//! Teredo) are judged by that address. A per-notification URL goes
+//! through a narrowed guard, which allows only the entries of
+//! `sender.allow_networks` that the endpoint's own URL lies in.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -38,6 +40,54 @@ impl Guard {
     pub fn permits(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
         self.allow.iter().any(|net| net.contains(&ip)) || is_public(ip)
+    }
+
+    /// Whether any network is allowed beyond the public ones.
+    pub fn allows_networks(&self) -> bool {
+        !self.allow.is_empty()
+    }
+
+    /// The entries of `sender.allow_networks` (by position) that hold `ip`.
+    pub fn networks_of(&self, ip: IpAddr) -> Networks {
+        let ip = canonical(ip);
+        let mut networks = Networks::default();
+        for (index, net) in self.allow.iter().enumerate() {
+            if net.contains(&ip) {
+                networks.0.push(index);
+            }
+        }
+        networks
+    }
+
+    /// A guard that admits public addresses and those of the given entries
+    /// only: where a per-notification URL may go, `networks` being the
+    /// entries the endpoint's own URL lies in.
+    pub fn narrowed(&self, networks: &Networks) -> Guard {
+        let allow = networks
+            .0
+            .iter()
+            .filter_map(|&i| self.allow.get(i).copied());
+        Guard::new(allow.collect())
+    }
+}
+
+/// Entries of `sender.allow_networks`, by position, ascending and distinct.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Networks(Vec<usize>);
+
+impl Networks {
+    pub fn add(&mut self, other: &Networks) {
+        self.0.extend(&other.0);
+        self.0.sort_unstable();
+        self.0.dedup();
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -229,6 +279,24 @@ mod tests {
         ] {
             assert!(!blocked(ip), "{ip} should be permitted");
         }
+    }
+
+    #[test]
+    fn a_narrowed_guard_admits_only_the_entries_it_keeps() {
+        let nets = ["127.0.0.1/32", "127.0.0.2/32", "10.0.0.0/8"];
+        let guard = Guard::new(nets.iter().map(|n| n.parse().unwrap()).collect());
+        let of = |ip: &str| guard.networks_of(ip.parse().unwrap());
+        assert_eq!(of("127.0.0.1"), Networks(vec![0]));
+        assert_eq!(of("::ffff:10.1.2.3"), Networks(vec![2]));
+        assert!(of("8.8.8.8").is_empty());
+        let narrow = guard.narrowed(&of("127.0.0.1"));
+        assert!(narrow.permits("127.0.0.1".parse().unwrap()));
+        assert!(!narrow.permits("127.0.0.2".parse().unwrap()));
+        assert!(!narrow.permits("10.1.2.3".parse().unwrap()));
+        assert!(narrow.permits("8.8.8.8".parse().unwrap()));
+        let public = guard.narrowed(&Networks::default());
+        assert!(!public.permits("127.0.0.1".parse().unwrap()));
+        assert!(!public.allows_networks());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! nothing is sent in clear.
 
 pub mod guard;
+mod route;
 pub mod signature;
 
 use std::collections::BTreeMap;
@@ -16,17 +17,17 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::CertificateDer;
 use uuid::Uuid;
 
 use crate::config::SenderSettings;
 // Config owns the limit (it checks `max_response_bytes` against it); the
 // sender applies it and keeps the path it always had.
 pub use crate::config::STORED_BODY_BYTES;
+use crate::domain::fields::MaskedHeaders;
 use crate::domain::outcome::{parse_retry_after, Answer};
+use crate::domain::receiver_url::{lies_under, mask_query};
 use crate::domain::secret::SigningSecret;
-use guard::{Guard, ResolveError};
+use guard::{Guard, Networks, ResolveError};
 
 pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 
@@ -40,6 +41,9 @@ pub struct Target {
     /// The current secret first, then the previous one while it still signs.
     signer: signature::Signer,
     timeout: Duration,
+    /// The entries of `sender.allow_networks` the URL's addresses lie in,
+    /// found when a per-notification URL first needs them.
+    networks: tokio::sync::OnceCell<Networks>,
 }
 
 impl Target {
@@ -54,12 +58,13 @@ impl Target {
             headers: header_map(headers, HeaderMap::new()),
             signer: signature::Signer::new(&secrets),
             timeout,
+            networks: tokio::sync::OnceCell::new(),
         }
     }
 }
 
-/// One attempt: a notification sent to its endpoint.
-#[derive(Debug)]
+/// One attempt: a notification sent to its endpoint. `Debug` masks header
+/// values and the URL's query string.
 pub struct Delivery<'a> {
     pub id: Uuid,
     pub target: &'a Target,
@@ -75,6 +80,18 @@ pub struct Delivery<'a> {
     /// Where to send it instead of the target's URL (a per-notification
     /// URL), with the target's secrets and policy.
     pub url: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Delivery<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("id", &self.id)
+            .field("attempt", &self.attempt)
+            .field("event_id", &self.event_id)
+            .field("headers", &MaskedHeaders(Some(self.headers)))
+            .field("url", &self.url.map(mask_query))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why an attempt got no usable answer.
@@ -106,8 +123,8 @@ impl AttemptResult {
 
 #[derive(Clone)]
 pub struct Sender {
-    client: reqwest::Client,
-    guard: Guard,
+    /// The client (and guard) of each attempt.
+    routes: route::Routes,
     max_response_bytes: usize,
     https_only: bool,
 }
@@ -122,50 +139,16 @@ pub enum SenderError {
     Client(#[from] reqwest::Error),
 }
 
-/// How receivers are verified: ring, the bundled webpki roots plus the CAs
-/// of `sender.ca_file`, TLS 1.2 and 1.3, ALPN h2 then http/1.1. Built here
-/// because reqwest 0.13's own rustls set-up means aws-lc-rs and the
-/// platform's trust store, which would make trust depend on the host.
-fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderError> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if !ca_file.is_empty() {
-        let pem = crate::config::read_ca_file(ca_file).map_err(SenderError::CaFile)?;
-        let invalid = |e: &dyn std::fmt::Display| SenderError::CaFile(format!("{ca_file}: {e}"));
-        for certificate in CertificateDer::pem_slice_iter(&pem) {
-            let certificate = certificate.map_err(|e| invalid(&e))?;
-            roots.add(certificate).map_err(|e| invalid(&e))?;
-        }
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
-}
-
 impl Sender {
     pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config(&settings.ca_file)?)
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the address guard.
-            .no_proxy()
-            .connect_timeout(Duration::from_millis(settings.connect_timeout_ms))
-            .pool_idle_timeout(Duration::from_secs(90))
-            // As many idle connections per receiver as deliveries may be in
-            // flight at once: a receiver kept busy never has a connection
-            // closed after its request only to open another (pool churn).
-            .pool_max_idle_per_host(settings.max_in_flight.max(1))
-            .tcp_nodelay(true)
-            .dns_resolver(std::sync::Arc::new(guard.clone()))
-            .build()?;
+        let build = route::ClientSettings {
+            tls: route::tls_config(&settings.ca_file)?,
+            connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
+            max_idle_per_host: settings.max_in_flight.max(1),
+        };
         Ok(Self {
-            client,
-            guard,
+            routes: route::Routes::new(build, guard)?,
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
@@ -211,14 +194,18 @@ impl Sender {
                 message: "sender.https_only refuses a plain http:// receiver URL".into(),
             });
         }
+        let route = self.routes.of(delivery).await?;
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
-            if !self.guard.permits(ip) {
+            if !route.guard.permits(ip) {
+                let message = if self.routes.permits(ip) {
+                    format!("{ip} is not a public address and the endpoint's own URL is not in its entry of sender.allow_networks")
+                } else {
+                    format!("{ip} is not a public address and is not in sender.allow_networks")
+                };
                 return Err(AttemptError {
                     code: "blocked_address",
-                    message: format!(
-                        "{ip} is not a public address and is not in sender.allow_networks"
-                    ),
+                    message,
                 });
             }
         }
@@ -227,13 +214,12 @@ impl Sender {
         let mut id_buffer = Uuid::encode_buffer();
         let id: &str = delivery.id.hyphenated().encode_lower(&mut id_buffer);
         let timestamp = started_at.timestamp();
-        // The endpoint's custom headers (credentials, often) go to its own
-        // origin only: a per-notification URL elsewhere, which any `write`
-        // token may name, gets the signature and the notification's own
-        // headers, as an HTTP client drops credentials on a redirect to
-        // another origin.
+        // The endpoint's custom headers (credentials, often) go only under
+        // its own URL: a per-notification URL elsewhere, even on the same
+        // origin, which any `write` token may name, gets the signature and
+        // the notification's own headers.
         let mut headers = match (delivery.url, &target.url) {
-            (Some(_), Ok(own)) if url.origin() != own.origin() => HeaderMap::new(),
+            (Some(_), Ok(own)) if !lies_under(&url, own) => HeaderMap::new(),
             (Some(_), Err(_)) => HeaderMap::new(),
             _ => target.headers.clone(),
         };
@@ -286,7 +272,7 @@ impl Sender {
         *request.headers_mut() = headers;
         *request.timeout_mut() = Some(target.timeout);
         *request.body_mut() = Some(delivery.body.clone().into());
-        let mut response = self.client.execute(request).await.map_err(classify)?;
+        let mut response = route.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();
         let abort = response
@@ -438,28 +424,40 @@ mod tests {
     }
 
     #[test]
-    fn receivers_are_offered_h2_then_http_1_1_over_ring() {
-        let config = tls_config("").unwrap();
-        assert_eq!(
-            config.alpn_protocols,
-            [b"h2".to_vec(), b"http/1.1".to_vec()]
-        );
-        // aws-lc-rs, reqwest 0.13's default, adds a post-quantum group (X25519MLKEM768).
-        let groups = |provider: &rustls::crypto::CryptoProvider| {
-            let groups = provider.kx_groups.iter().map(|group| group.name());
-            groups.collect::<Vec<_>>()
-        };
-        let ring = rustls::crypto::ring::default_provider();
-        assert_eq!(groups(config.crypto_provider()), groups(&ring));
-    }
-
-    #[test]
     fn custom_header_values_never_print() {
         let map = header_map(
             &headers(&[("authorization", "Bearer hunter2")]),
             HeaderMap::new(),
         );
         assert!(!format!("{map:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_delivery_never_prints_header_values_or_query_tokens() {
+        let target = Target::new(
+            "https://x.example/hook",
+            &headers(&[("authorization", "Bearer hunter2")]),
+            Vec::new(),
+            Duration::from_secs(1),
+        );
+        let own = headers(&[("x-token", "hunter2")]);
+        let delivery = Delivery {
+            id: Uuid::nil(),
+            target: &target,
+            body: Bytes::new(),
+            content_type: "application/json",
+            event_type: None,
+            attempt: 1,
+            headers: &own,
+            event_id: None,
+            url: Some("https://x.example/hook/n?token=hunter2"),
+        };
+        let shown = format!("{delivery:?}");
+        assert!(
+            shown.contains("x-token") && shown.contains("token=***"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub const SUBSCRIBERS_TTL: Duration = Duration::from_secs(1);
 pub const MAX_NAMED_ENDPOINTS: usize = 1000;
 
 /// An event as a producer submits it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+/// `Debug` masks header values.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = CreateEvent)]
 pub struct EventInput {
@@ -68,6 +69,18 @@ pub struct EventInput {
     /// Only these endpoints (id or uid) of the owner, if still subscribed.
     #[schema(value_type = Option<Vec<String>>, max_items = 1000)]
     pub endpoints: Option<Bounded<String, MAX_NAMED_ENDPOINTS>>,
+}
+
+impl std::fmt::Debug for EventInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventInput")
+            .field("event_type", &self.event_type)
+            .field("owner", &self.owner)
+            .field("key", &self.key)
+            .field("headers", &self.headers)
+            .field("endpoints", &self.endpoints)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An owner's candidate endpoints, by owner, briefly. Requests that miss
@@ -368,4 +381,20 @@ pub(super) fn invalid_owner() -> Problem {
         "owner",
         "owner is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_never_prints_header_values() {
+        let input: EventInput = serde_json::from_value(serde_json::json!({
+            "event_type": "order.paid", "payload": {}, "headers": {"Authorization": "Bearer hunter2"},
+        }))
+        .unwrap();
+        let shown = format!("{input:?}");
+        assert!(shown.contains("Authorization"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

@@ -14,6 +14,7 @@ use crate::domain::fields::{valid_event_type, valid_key, MAX_HEADERS};
 use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
+use crate::domain::receiver_url::mask_query;
 use crate::domain::schedule::ScheduleJson;
 use crate::domain::status::Status;
 use crate::domain::validate::{check_headers, parse_schedule};
@@ -26,7 +27,8 @@ use crate::store::writes::Writes;
 pub const MAX_BATCH: usize = 1000;
 
 /// A notification as a producer submits it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+/// `Debug` masks header values and the URL's query string.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = CreateNotification)]
 pub struct NotificationInput {
@@ -61,6 +63,18 @@ pub struct NotificationInput {
     /// and sent on its schedule and policy. The address guard applies.
     #[schema(pattern = "^https?://", max_length = 2048)]
     pub url: Option<String>,
+}
+
+impl std::fmt::Debug for NotificationInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotificationInput")
+            .field("endpoint", &self.endpoint)
+            .field("key", &self.key)
+            .field("event_type", &self.event_type)
+            .field("headers", &self.headers)
+            .field("url", &self.url.as_deref().map(mask_query))
+            .finish_non_exhaustive()
+    }
 }
 
 /// A write that was accepted: new, or the one already stored under its key.
@@ -330,4 +344,24 @@ pub(super) fn invalid_key() -> Problem {
         "key",
         "key is 1 to 255 bytes without control characters",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_never_prints_header_values_or_query_tokens() {
+        let input: NotificationInput = serde_json::from_value(serde_json::json!({
+            "endpoint": "shop", "payload": {}, "headers": {"Authorization": "Bearer hunter2"},
+            "url": "https://x.example/hook?token=hunter2",
+        }))
+        .unwrap();
+        let shown = format!("{input:?}");
+        assert!(
+            shown.contains("Authorization") && shown.contains("token=***"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

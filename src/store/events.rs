@@ -33,7 +33,7 @@ pub struct Event {
 }
 
 /// An event to be created, with the deliveries its fan-out chose.
-#[derive(Debug)]
+/// `Debug` masks header values (`store::debug`).
 pub struct NewEvent {
     pub id: Uuid,
     pub owner: Option<String>,
@@ -59,7 +59,6 @@ pub struct NewDelivery {
 }
 
 /// What became of one event of a commit.
-#[derive(Debug)]
 pub enum EventInserted {
     /// Stored, with its push deliveries (and when each is due), the
     /// custom headers they carry, and the pull endpoints it reached.

@@ -3,6 +3,7 @@
 
 pub mod attempts;
 pub mod consumer_tokens;
+mod debug;
 pub mod delivery;
 pub mod endpoints;
 pub mod events;

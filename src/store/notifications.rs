@@ -13,7 +13,8 @@ use crate::domain::json_value;
 use crate::domain::schedule::Schedule;
 use crate::domain::status::Status;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// `Debug` masks header values and URL query strings (`store::debug`).
+#[derive(Clone, sqlx::FromRow)]
 pub struct Notification {
     pub id: Uuid,
     pub endpoint_id: Uuid,
@@ -92,7 +93,7 @@ fn columns_without_body() -> String {
 }
 
 /// A notification to be created. The id is chosen by the caller (UUIDv7).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NewNotification {
     pub id: Uuid,
     pub endpoint_id: Uuid,

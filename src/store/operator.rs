@@ -1,5 +1,6 @@
 //! The operator webhook's side of the store: the managed endpoint that
-//! receives operator events (kept in step with `operator.url`), and the SQL
+//! receives operator events (kept in step with `operator.url`, which is
+//! sealed at rest like its secret), and the SQL
 //! that writes the events. Each event is a notification to that endpoint,
 //! inserted by the statement that writes the change it reports (a
 //! notification ending failed, an endpoint disabled), so one never commits
@@ -11,6 +12,7 @@ use uuid::Uuid;
 use super::{Store, StoreError};
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::schedule::Schedule;
+use crate::domain::sealed::context;
 
 impl Store {
     /// Makes the managed operator endpoint match `operator.url` and its
@@ -41,6 +43,12 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
+        // operator.url is a secret in config (chat webhooks carry a token in
+        // their path): sealed at rest like the secret.
+        let sealed_url = self
+            .keys
+            .seal(url, &context::endpoint_url(OPERATOR_ENDPOINT_ID))
+            .into_owned();
         match current {
             None => {
                 let schedule = Schedule::default();
@@ -51,14 +59,14 @@ impl Store {
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(OPERATOR_ENDPOINT_ID)
-                .bind(url)
+                .bind(&sealed_url)
                 .bind(&sealed)
                 .bind(schedule.delays_ms())
                 .bind(schedule.name())
                 .execute(&mut *tx)
                 .await?;
             }
-            Some((stored_url, mut stored_secret, deleted, disabled)) => {
+            Some((mut stored_url, mut stored_secret, deleted, disabled)) => {
                 // A secret that does not open (a retired key) is replaced by
                 // the configured one, which is the truth anyway.
                 let same_secret = super::sealing::open_secret(
@@ -67,13 +75,17 @@ impl Store {
                     &mut stored_secret,
                 )
                 .is_ok_and(|()| stored_secret == secret);
-                if stored_url != url || !same_secret || deleted || disabled {
+                // In clear, or under a key that no longer seals: written again.
+                let same_url = !self.keys.needs_reseal(&stored_url)
+                    && super::sealing::open_url(&self.keys, OPERATOR_ENDPOINT_ID, &mut stored_url)
+                        .is_ok_and(|()| stored_url == url);
+                if !same_url || !same_secret || deleted || disabled {
                     sqlx::query(
                         "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
                              updated_at = now() WHERE id = $1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)
-                    .bind(url)
+                    .bind(&sealed_url)
                     .bind(&sealed)
                     .execute(&mut *tx)
                     .await?;

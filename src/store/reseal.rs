@@ -23,7 +23,7 @@ use super::sealing::{
     open_headers, open_previous, open_secret, seal_headers, seal_previous, seal_secret,
 };
 use super::{Store, StoreError};
-use crate::domain::sealed::{context, SealError};
+use crate::domain::sealed::{context, SealError, PREFIX};
 
 const BATCH: i64 = 500;
 /// An endpoint row with a value not starting with `$PREFIX`, the current
@@ -38,6 +38,9 @@ const STALE_NOTIFICATION: &str = "headers <> '{}'::jsonb \
 /// Walks before giving up on rows that stay locked (the next start goes on).
 const MAX_WALKS: usize = 10;
 const WALK_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Checks for plaintext left after the walk before giving up refusing it
+/// (the next start checks again).
+const REFUSAL_CHECKS: usize = 3;
 
 /// What one walk did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -111,13 +114,22 @@ impl Store {
     /// Rows with a value not sealed under the current key.
     pub async fn stale_rows(&self) -> Result<u64, StoreError> {
         let prefix = self.keys.current_prefix().unwrap_or_default();
+        self.rows_not_starting_with(&prefix).await
+    }
+
+    /// Rows with a value that is not sealed at all (plaintext).
+    pub async fn plaintext_rows(&self) -> Result<u64, StoreError> {
+        self.rows_not_starting_with(PREFIX).await
+    }
+
+    async fn rows_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError> {
         let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT (SELECT count(*) FROM endpoints WHERE {}) \
                  + (SELECT count(*) FROM notifications WHERE {})",
             stale(STALE_ENDPOINT, "$1"),
             stale(STALE_NOTIFICATION, "$1"),
         )))
-        .bind(&prefix)
+        .bind(prefix)
         .fetch_one(&self.pool)
         .await?;
         Ok(count as u64)
@@ -255,7 +267,10 @@ fn unreadable(table: &str, id: Uuid, error: &SealError) {
 }
 
 /// The start-up task: one walk, then a line saying what it did. A store
-/// error ends it (the next start tries again); reads work meanwhile.
+/// error ends it (the next start tries again); reads work meanwhile. Once
+/// no plaintext value is left, a plaintext value read later is an error
+/// (`Keyring::refuse_plaintext`): only a write around hookd, or by a process
+/// without `secrets.keys`, can have put it there.
 pub async fn run(store: Store, shutdown: CancellationToken) {
     let Some(current) = store.keys().current_id().map(str::to_string) else {
         return;
@@ -267,6 +282,24 @@ pub async fn run(store: Store, shutdown: CancellationToken) {
             return;
         }
     };
+    // A value written in clear meanwhile (by a process without keys) gets
+    // another walk before plaintext is refused.
+    for _ in 0..REFUSAL_CHECKS {
+        if shutdown.is_cancelled() {
+            break;
+        }
+        if store.plaintext_rows().await.is_ok_and(|n| n == 0) {
+            store.keys().refuse_plaintext();
+            break;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(WALK_PAUSE) => {}
+        }
+        if store.reseal_all(&shutdown).await.is_err() {
+            break;
+        }
+    }
     let remaining = store.stale_rows().await.unwrap_or(u64::MAX);
     let (endpoints, notifications) = (done.endpoints, done.notifications);
     if remaining == 0 {

@@ -58,7 +58,8 @@ pub(crate) fn seal_headers<'a>(
     )
 }
 
-/// Opens, in place, every sealed value of `headers`; plaintext stays.
+/// Opens, in place, every sealed value of `headers`; plaintext stays, until
+/// the keys refuse it.
 pub(crate) fn open_headers(
     keys: &Keyring,
     headers: &mut BTreeMap<String, String>,
@@ -67,6 +68,8 @@ pub(crate) fn open_headers(
     for (name, value) in headers.iter_mut() {
         if value.starts_with(PREFIX) {
             *value = keys.open(value, &context(name))?.into_owned();
+        } else {
+            keys.check_plaintext()?;
         }
     }
     Ok(())
@@ -81,6 +84,8 @@ pub(crate) fn open_secret(
         *secret = keys
             .open(secret, &context::endpoint_secret(endpoint))?
             .into_owned();
+    } else {
+        keys.check_plaintext()?;
     }
     Ok(())
 }
@@ -94,16 +99,29 @@ pub(crate) fn open_previous(
     for p in previous.iter_mut() {
         if p.secret.starts_with(PREFIX) {
             p.secret = keys.open(&p.secret, &context)?.into_owned();
+        } else {
+            keys.check_plaintext()?;
         }
     }
     Ok(())
 }
 
-/// A value that did not open reads as empty, never as its ciphertext.
-fn blank(value: &mut String) {
-    if value.starts_with(PREFIX) {
-        value.clear();
+/// Opens an endpoint URL that is sealed (the operator endpoint's,
+/// `operator.url`); the others are stored, and read, in clear.
+pub(crate) fn open_url(keys: &Keyring, endpoint: Uuid, url: &mut String) -> Result<(), SealError> {
+    if url.starts_with(PREFIX) {
+        *url = keys
+            .open(url, &context::endpoint_url(endpoint))?
+            .into_owned();
     }
+    Ok(())
+}
+
+/// When a value did not open, every value of its row reads as empty, never
+/// as its ciphertext, nor as a refused plaintext (which, once opened values
+/// are in place, looks like them).
+fn blank(value: &mut String) {
+    value.clear();
 }
 
 impl Store {
@@ -164,6 +182,7 @@ impl Store {
     ) -> Result<(), SealError> {
         let id = endpoint.id;
         let keys = &self.keys;
+        open_url(keys, id, &mut endpoint.url)?;
         open_secret(keys, id, &mut endpoint.secret)?;
         open_previous(keys, id, &mut endpoint.previous_secrets.0)?;
         open_headers(keys, &mut endpoint.headers.0, |name| {

@@ -447,18 +447,27 @@ async fn bad_events_and_patterns_are_refused_naming_the_field(pool: PgPool) {
     );
 }
 
+/// Issue #33: the same origin is not enough; only paths under the
+/// endpoint's own get its credentials.
 #[sqlx::test]
-async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_on_its_own_origin(
+async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_under_its_own_url(
     pool: PgPool,
 ) {
     let app = spawn_app(pool).await;
     let own = Receiver::start().await;
     let elsewhere = Receiver::start().await;
     app.endpoint(
-        json!({"uid": "partner", "url": own.url("/endpoint"), "headers": {"X-Api-Key": "s3cret"}}),
+        json!({"uid": "partner", "url": own.url("/hooks/a"), "headers": {"X-Api-Key": "s3cret"}}),
     )
     .await;
-    for url in [own.url("/order-1/notify"), elsewhere.url("/order-2/notify")] {
+    let urls = [
+        own.url("/hooks/a/order-1"),
+        own.url("/hooks/a-evil"),
+        own.url("/hooks/b"),
+        own.url("/hooks/a/../b/dots"),
+        elsewhere.url("/hooks/a/order-2"),
+    ];
+    for url in &urls {
         let (status, created) = app
             .post(
                 "/v1/notifications",
@@ -467,12 +476,19 @@ async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_on_its_ow
             .await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
     }
-    let same_origin = own.wait_for("/order-1/notify", 1, DEADLINE).await;
-    assert_eq!(same_origin[0].header("x-api-key"), Some("s3cret"));
-    let other_origin = elsewhere.wait_for("/order-2/notify", 1, DEADLINE).await;
-    assert_eq!(other_origin[0].header("x-api-key"), None);
-    assert_eq!(other_origin[0].header("x-order"), Some("1"));
-    assert!(other_origin[0].header("webhook-signature").is_some());
+    let under = own.wait_for("/hooks/a/order-1", 1, DEADLINE).await;
+    assert_eq!(under[0].header("x-api-key"), Some("s3cret"));
+    for (receiver, path) in [
+        (&own, "/hooks/a-evil"),
+        (&own, "/hooks/b"),
+        (&own, "/hooks/b/dots"),
+        (&elsewhere, "/hooks/a/order-2"),
+    ] {
+        let got = receiver.wait_for(path, 1, DEADLINE).await;
+        assert_eq!(got[0].header("x-api-key"), None, "{path}");
+        assert_eq!(got[0].header("x-order"), Some("1"), "{path}");
+        assert!(got[0].header("webhook-signature").is_some(), "{path}");
+    }
 }
 
 #[sqlx::test]

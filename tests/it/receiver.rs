@@ -64,11 +64,16 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Self {
+        Self::start_at("127.0.0.1").await
+    }
+
+    /// A receiver on another address, e.g. another of 127.0.0.0/8.
+    pub async fn start_at(ip: &str) -> Self {
         let script = Arc::new(Mutex::new(Script::default()));
         let app = axum::Router::new()
             .fallback(handle)
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         Self { base, script }
