@@ -13,7 +13,11 @@
 //!   closed once it has had none for that long (`connection`). That covers
 //!   a peer that sends nothing, half a request line, only an HTTP/2 preface,
 //!   or an HTTP/2 connection that answers pings but never opens a stream,
-//!   all before any authentication. hyper's own header timer stays as a
+//!   all before any authentication. A request's turn ends when its
+//!   response is handed over, so a response body must be sent within two
+//!   header timeouts (the idle one and the shut-down's): a peer that never
+//!   reads it (an HTTP/2 window held at zero) cannot hold the connection
+//!   either. hyper's own header timer stays as a
 //!   second guard for HTTP/1; HTTP/2 connections are also pinged and closed
 //!   when the peer stops answering.
 //! - `server.request_timeout_ms` (a layer in `api`) bounds each request,
@@ -43,7 +47,7 @@ use crate::config::ServerSettings;
 
 mod connection;
 
-use connection::{Activity, TrackedBody};
+use connection::Activity;
 
 /// A listener on `address` whose accept queue holds `backlog` connections
 /// (the kernel caps it at `net.core.somaxconn`). Like
@@ -119,10 +123,9 @@ pub async fn serve(
                     let busy = activity.begin();
                     let response = router.clone().oneshot(request.map(axum::body::Body::new));
                     async move {
-                        let response = response.await?;
-                        Ok::<_, std::convert::Infallible>(
-                            response.map(|body| TrackedBody::wrap(body, busy)),
-                        )
+                        let response = response.await;
+                        drop(busy);
+                        response
                     }
                 },
             ))

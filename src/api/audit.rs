@@ -3,11 +3,12 @@
 //! refused), every consumer token used off its routes, and requests whose
 //! token is missing or unknown.
 //!
-//! Those last ones are sent by whoever reaches the port, unauthenticated, as
-//! fast as they like, so their lines are bounded: at most
-//! `REFUSED_PER_SECOND` a second one by one, and one line a second saying
-//! how many more there were. Everything else is audited one by one: it
-//! comes from a configured token.
+//! Those last two are sent by whoever reaches the port (or holds a third
+//! party's consumer token), as fast as they like, so their lines are
+//! bounded: at most `REFUSED_PER_SECOND` a second one by one, then one line
+//! saying how many more the second had (written with the next refusal).
+//! Everything else is audited one by one: it comes from a configured
+//! token.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -71,17 +72,7 @@ impl Refusals {
     /// the presented token's SHA-256 to tell repeated attempts apart, never
     /// the token.
     pub fn refused(&self, presented: Option<&str>, method: &Method, route: &str, path: &str) {
-        let (one_by_one, uncounted) = self.admit(Instant::now());
-        if uncounted > 0 {
-            tracing::info!(
-                target: "hookd::audit",
-                token = "unknown",
-                outcome = "unauthorized",
-                requests = uncounted,
-                "audit: more unauthorized requests in a second than are audited one by one"
-            );
-        }
-        if !one_by_one {
+        if !self.one_by_one() {
             return;
         }
         let token = if presented.is_some() {
@@ -105,6 +96,29 @@ impl Refusals {
             outcome = "unauthorized",
             "audit"
         );
+    }
+
+    /// The audit event of a consumer token used off its routes: a third
+    /// party's credential, so bounded like the refusals.
+    pub fn consumer_denied(&self, caller: &Caller, method: &Method, route: &str, path: &str) {
+        if self.one_by_one() {
+            audit(caller, method, route, path, "denied", None);
+        }
+    }
+
+    /// Whether this refusal gets its own line; says first how many the
+    /// window that just ended only counted.
+    fn one_by_one(&self) -> bool {
+        let (one_by_one, counted) = self.admit(Instant::now());
+        if counted > 0 {
+            tracing::info!(
+                target: "hookd::audit",
+                outcome = "refused",
+                requests = counted,
+                "audit: more refused requests in a second than are audited one by one"
+            );
+        }
+        one_by_one
     }
 }
 

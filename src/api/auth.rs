@@ -243,7 +243,10 @@ async fn consume(
     };
     if !super::pull::consumer_route(route) {
         let path = bounded(request.uri().path());
-        audit(&caller, method, route, &path, "denied", None);
+        state
+            .auth
+            .refusals
+            .consumer_denied(&caller, method, route, &path);
         return Err(ApiError::Forbidden(
             "a consumer token may only pull, ack, nack and extend its own endpoint's notifications"
                 .to_string(),

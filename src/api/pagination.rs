@@ -35,7 +35,10 @@ impl PageParams {
             ApiError::malformed(
                 ErrorCode::InvalidQuery,
                 Some("limit".into()),
-                format!("limit `{text}` is not a whole number"),
+                format!(
+                    "limit `{}` is not a whole number",
+                    crate::domain::problem::shown(text)
+                ),
             )
         })?;
         if !(1..=MAX_LIMIT).contains(&limit) {

@@ -194,10 +194,13 @@ async fn disable_failing(
     }
     let now = Utc::now();
     let report = |e: &FailingEndpoint| {
+        // The alert's payload is readable with a `read` token: the URL's
+        // query values (tokens, often) are masked as in every view.
+        let url = crate::domain::receiver_url::mask_query(&e.url);
         let disabled = DisabledEndpoint {
             endpoint_id: e.id,
             endpoint_uid: e.uid.as_deref(),
-            url: &e.url,
+            url: &url,
             failing_since: e.failing_since,
             reason: DISABLED_FAILING,
         };

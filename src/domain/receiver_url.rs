@@ -11,13 +11,19 @@ use url::Url;
 /// under `/hooks/a`; `/hooks/a-evil` and `/hooks/b` are not). A trailing
 /// `/` on `base`'s path is not significant. Dot segments (`..`, `%2e%2e`)
 /// were resolved when the URLs were parsed; what follows `base`'s path may
-/// not hold an encoded `/`, `\` or `.`, which a receiver might decode into
-/// a path outside `base`'s, so such a URL is not under it.
+/// not hold an encoded `/`, `\`, `.` or `%` (double encoding), a `;` (path
+/// parameters: some servers read `..;/` as `..`) or a `..`, which a
+/// receiver might decode into a path outside `base`'s, so such a URL is not
+/// under it. When `base` has a query (hosted inboxes route tenants by
+/// one), `url` must have the same query.
 pub fn lies_under(url: &Url, base: &Url) -> bool {
     if url.scheme() != base.scheme()
         || url.host() != base.host()
         || url.port_or_known_default() != base.port_or_known_default()
     {
+        return false;
+    }
+    if base.query().is_some() && url.query() != base.query() {
         return false;
     }
     // Both parsed as http(s): their paths start with `/`.
@@ -29,9 +35,9 @@ pub fn lies_under(url: &Url, base: &Url) -> bool {
         return false;
     }
     let rest = rest.to_ascii_lowercase();
-    !["%2f", "%5c", "%2e"]
+    !["%2f", "%5c", "%2e", "%25", ";", ".."]
         .iter()
-        .any(|encoded| rest.contains(encoded))
+        .any(|unsafe_part| rest.contains(unsafe_part))
 }
 
 /// `url` with every query-string value replaced by `***`
@@ -131,8 +137,25 @@ mod tests {
             "https://api.example/hooks/a%2fx",
             "https://api.example/hooks/a/%2e%2e%2fb",
             "https://api.example/HOOKS/a/x",
+            "https://api.example/hooks/a/..;/b",
+            "https://api.example/hooks/a;x=1/../b",
+            "https://api.example/hooks/a/%252e%252e%252fb",
+            "https://api.example/hooks/a/x..",
         ] {
             assert!(!under(url, "https://api.example/hooks/a"), "{url}");
+        }
+    }
+
+    #[test]
+    fn an_endpoint_url_with_a_query_covers_only_urls_with_that_query() {
+        let base = "https://inbox.example/h?tenant=a";
+        assert!(under("https://inbox.example/h/x?tenant=a", base));
+        for url in [
+            "https://inbox.example/h/x?tenant=b",
+            "https://inbox.example/h/x",
+            "https://inbox.example/h?tenant=a&tenant=b",
+        ] {
+            assert!(!under(url, base), "{url}");
         }
     }
 

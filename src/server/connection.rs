@@ -8,14 +8,13 @@
 //! answers pings and opens no stream: each of those held a connection slot
 //! for ever, before any authentication (issue #33). Counting requests at
 //! the service, where every protocol ends up, closes them all the same way.
+//! So the idle clock runs from the moment a connection is accepted, and
+//! again from the moment each response is handed over.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes, HttpBody};
 use tokio::time::Instant;
 
 /// Requests under way on one connection, and when the last one ended (or
@@ -36,7 +35,11 @@ impl Activity {
     }
 
     /// Marks a request under way until the returned guard drops, which is
-    /// when its response body has been sent (or abandoned).
+    /// when its response is handed to hyper. Not when its body is sent: a
+    /// peer that never reads the body (an HTTP/2 window kept at zero, a
+    /// full socket) would hold the connection for ever. A body still being
+    /// sent when the connection turns idle gets another header timeout
+    /// while the connection shuts down (`serve`).
     pub(super) fn begin(self: &Arc<Self>) -> Busy {
         self.under_way.fetch_add(1, Ordering::AcqRel);
         Busy(self.clone())
@@ -76,38 +79,6 @@ impl Drop for Busy {
         // zero also sees this request's end.
         *self.0.since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         self.0.under_way.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A response body that holds its request's `Busy` until it is sent.
-pub(super) struct TrackedBody {
-    inner: Body,
-    _busy: Busy,
-}
-
-impl TrackedBody {
-    pub(super) fn wrap(inner: Body, busy: Busy) -> Body {
-        Body::new(Self { inner, _busy: busy })
-    }
-}
-
-impl HttpBody for TrackedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 

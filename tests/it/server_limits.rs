@@ -143,6 +143,32 @@ async fn an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed(po
 }
 
 #[sqlx::test]
+async fn an_http2_client_that_never_reads_a_response_body_cannot_hold_its_connection(pool: PgPool) {
+    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let stream = TcpStream::connect(address).await.unwrap();
+    // A stream window of zero: hookd may send headers, never a byte of body,
+    // and the client answers every ping meanwhile.
+    let (mut sender, connection) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .handshake::<_, String>(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let driven = tokio::spawn(connection);
+    let request = axum::http::Request::get(format!("http://{address}/openapi.json"))
+        .body(String::new())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let ended = tokio::time::timeout(DEADLINE, driven).await;
+    assert!(
+        ended.is_ok(),
+        "a response body nobody reads kept its connection open"
+    );
+    drop(response);
+}
+
+#[sqlx::test]
 async fn silent_connections_at_the_cap_do_not_lock_other_clients_out(pool: PgPool) {
     let (address, _, _stop) = start(
         pool,
