@@ -18,9 +18,10 @@ use crate::domain::receiver_url::mask_query;
 use crate::domain::schedule::ScheduleJson;
 use crate::domain::status::Status;
 use crate::domain::validate::{check_headers, parse_schedule};
+use crate::store::cancel::Cancel;
 use crate::store::delivery::Retry;
 use crate::store::endpoints::EndpointRef;
-use crate::store::notifications::{Cancel, Inserted, NewNotification, Notification};
+use crate::store::notifications::{Inserted, NewNotification, Notification};
 use crate::store::writes::Writes;
 
 /// Most notifications (or events) in one batch request.

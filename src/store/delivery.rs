@@ -8,9 +8,10 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use super::cancel::{cancel_pending, Pending};
 use super::endpoints::PreviousSecret;
 use super::events::{Event, NewDelivery};
-use super::notifications::{cancel_pending, Notification, Pending};
+use super::notifications::Notification;
 use super::{Store, StoreError};
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::SealError;

@@ -8,7 +8,7 @@ use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
-use super::notifications::Pending;
+use super::cancel::Pending;
 use super::{Store, StoreError};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -360,7 +360,7 @@ impl Store {
             return Ok(None);
         };
         let cancelled =
-            super::notifications::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
+            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
         tx.commit().await?;
         Ok(Some(cancelled))
     }

@@ -387,11 +387,7 @@ impl Store {
             return Ok(None);
         }
         Ok(Some(
-            super::notifications::cancel_pending(
-                &self.pool,
-                super::notifications::Pending::Event(id),
-            )
-            .await?,
+            super::cancel::cancel_pending(&self.pool, super::cancel::Pending::Event(id)).await?,
         ))
     }
 

@@ -2,6 +2,7 @@
 //! Functions over one pool; every query is written for the index it uses.
 
 pub mod attempts;
+pub mod cancel;
 pub mod consumer_tokens;
 mod debug;
 pub mod delivery;

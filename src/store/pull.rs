@@ -316,12 +316,11 @@ impl Store {
         if ids.is_empty() {
             return Ok(0);
         }
-        Ok(super::notifications::cancel_pending(
-            &self.pool,
-            super::notifications::Pending::Ids(&ids),
+        Ok(
+            super::cancel::cancel_pending(&self.pool, super::cancel::Pending::Ids(&ids))
+                .await?
+                .len(),
         )
-        .await?
-        .len())
     }
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher

@@ -19,13 +19,14 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
+use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Retry};
 use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
-use super::notifications::{Cancel, Notification, NotificationFilter};
+use super::notifications::{Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
 use super::recording::AttemptRecord;
