@@ -638,7 +638,7 @@ async fn main() {
     let database_url = url.to_string();
     let pool = PgPoolOptions::new().connect(&database_url).await.unwrap();
     find_services(&pool, &redis_url).await;
-    hookd::store::Store::new(pool.clone())
+    hookd::store::postgres::PgStore::new(pool.clone())
         .migrate()
         .await
         .unwrap();

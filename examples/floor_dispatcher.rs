@@ -86,14 +86,14 @@ async fn main() {
         other => panic!("{other}: update or append"),
     };
     let in_flight: usize = in_flight.parse().expect("<in flight> is a number");
-    // Connections as hookd's pool has them (`hookd::store::pool_options`:
+    // Connections as hookd's pool has them (`hookd::store::postgres::pool_options`:
     // no ping when taken from the pool, generic plans), four of them.
     let database = Settings::from_toml_layers(&[&format!(
         "[database]\nurl = \"{database_url}\"\nmax_connections = 4\nmin_connections = 4\n"
     )])
     .expect("the floor's database settings are valid")
     .database;
-    let pool = hookd::store::pool_options(&database)
+    let pool = hookd::store::postgres::pool_options(&database)
         .connect(database_url)
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use hookd::config::{LogFormat, Settings};
 use hookd::startup::{shutdown_signal, App, Role};
-use hookd::store::Store;
+use hookd::store::postgres::PgStore;
 
 /// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
 /// spent more than a quarter of hookd's time in glibc's malloc, free and
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
             run(async move {
                 let mut database = settings.database.clone();
                 database.migrate = false;
-                let store = Store::connect(&database).await?;
+                let store = PgStore::connect(&database).await?;
                 store.migrate().await?;
                 tracing::info!("migrations applied");
                 Ok(())

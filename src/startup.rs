@@ -16,7 +16,7 @@ use crate::due::redis::RedisIndex;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::service::Service;
-use crate::store::Store;
+use crate::store::postgres::PgStore;
 
 /// Which parts of hookd this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -32,7 +32,7 @@ pub enum Role {
 pub struct App {
     state: AppState,
     /// The store itself, for the dispatcher and resealing (server mode).
-    store: Store,
+    store: PgStore,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
     metrics_listener: Option<TcpListener>,
@@ -47,7 +47,7 @@ impl App {
         for warning in settings.warnings() {
             tracing::warn!("{warning}");
         }
-        let store = Store::connect(&settings.database)
+        let store = PgStore::connect(&settings.database)
             .await
             .context("cannot use the database (database.url)")?;
         let due: SharedIndex = Arc::new(
@@ -76,7 +76,7 @@ impl App {
     /// group-commit task.
     pub fn with_parts(
         settings: Settings,
-        store: Store,
+        store: PgStore,
         due: SharedIndex,
         listener: TcpListener,
         role: Role,
@@ -89,7 +89,7 @@ impl App {
     /// or the TLS files cannot be read.
     pub fn try_with_parts(
         settings: Settings,
-        store: Store,
+        store: PgStore,
         due: SharedIndex,
         listener: TcpListener,
         role: Role,
@@ -164,7 +164,10 @@ impl App {
         });
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
-        let resealing = tokio::spawn(crate::store::reseal::run(self.store.clone(), token.clone()));
+        let resealing = tokio::spawn(crate::store::postgres::reseal::run(
+            self.store.clone(),
+            token.clone(),
+        ));
         // Pull consumers' signals and leases: wherever the API or the
         // dispatcher runs.
         let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));

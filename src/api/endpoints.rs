@@ -89,7 +89,7 @@ impl EndpointView {
             event_types: endpoint.event_types,
             success_body: endpoint.success_body,
             permanent_statuses: endpoint.permanent_statuses,
-            headers: masked(endpoint.headers.0),
+            headers: masked(endpoint.headers),
             timeout_ms: endpoint.timeout_ms,
             max_in_flight: endpoint.max_in_flight,
             disabled: endpoint.disabled,

@@ -109,7 +109,7 @@ impl NotificationView {
             leased: n.leased,
             deliver_at: n.deliver_at,
             content_type: n.content_type,
-            headers: masked(n.headers.0),
+            headers: masked(n.headers),
             created_at: n.created_at,
             updated_at: n.updated_at,
             completed_at: n.completed_at,

@@ -99,7 +99,7 @@ pub async fn attempt(
         content_type: &row.content_type,
         event_type: row.event_type.as_deref(),
         attempt: number as u32,
-        headers: &row.headers.0,
+        headers: &row.headers,
         event_id: row.event_id,
         url: row.url.as_deref(),
     };
@@ -206,7 +206,6 @@ pub async fn attempt(
 fn signing_secrets(endpoint: &DeliveryEndpoint, now: DateTime<Utc>) -> Vec<SigningSecret> {
     let previous = endpoint
         .previous_secrets
-        .0
         .iter()
         .filter(|p| p.expires_at > now)
         .map(|p| p.secret.as_str());

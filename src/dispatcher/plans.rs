@@ -98,7 +98,6 @@ impl Plans {
     fn prepare(&mut self, endpoint: DeliveryEndpoint, now: DateTime<Utc>) -> Arc<Plan> {
         let until = endpoint
             .previous_secrets
-            .0
             .iter()
             .map(|previous| previous.expires_at)
             .filter(|expires_at| *expires_at > now)
@@ -132,8 +131,6 @@ impl Plans {
 mod tests {
     use std::collections::BTreeMap;
 
-    use sqlx::types::Json;
-
     use super::*;
     use crate::store::endpoints::PreviousSecret;
 
@@ -145,18 +142,16 @@ mod tests {
             version,
             url: "http://receiver.test/hook".into(),
             secret: SECRET.into(),
-            previous_secrets: Json(
-                previous_until
-                    .map(|expires_at| PreviousSecret {
-                        secret: SECRET.into(),
-                        expires_at,
-                    })
-                    .into_iter()
-                    .collect(),
-            ),
+            previous_secrets: previous_until
+                .map(|expires_at| PreviousSecret {
+                    secret: SECRET.into(),
+                    expires_at,
+                })
+                .into_iter()
+                .collect(),
             success_body: None,
             permanent_statuses: Vec::new(),
-            headers: Json(BTreeMap::new()),
+            headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,
             disabled: false,

@@ -48,8 +48,7 @@ impl Outcome {
 
 /// An attempt's outcome as its row stores it (the `outcome` column, text):
 /// the retry time and the reason for a failure are not kept there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutcomeKind {
     Succeeded,
     Retry,

@@ -17,20 +17,9 @@ use super::schedule::{parse_duration, Schedule};
 /// How an endpoint's notifications reach it: POSTed by hookd (`push`), or
 /// taken by its consumers (`pull`).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-    sqlx::Type,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
 )]
 #[serde(rename_all = "lowercase")]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Delivery {
     #[default]
     Push,

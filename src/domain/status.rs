@@ -8,11 +8,8 @@ use super::outcome::Outcome;
 /// `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
 /// Stored as its lowercase name in a `text` column (the schema's CHECK lists
 /// the same four), so a row decodes to one of these or not at all.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema, sqlx::Type,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-#[sqlx(type_name = "text", rename_all = "lowercase")]
 pub enum Status {
     Pending,
     Succeeded,

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use serde::{Deserialize, Deserializer};
-use sqlx::types::Json as SqlJson;
 
 use super::events::invalid_owner;
 use super::{Service, ServiceError};
@@ -222,7 +221,7 @@ impl EndpointFields {
         if let Some(headers) = self.headers {
             let headers = headers.map(BoundedMap::into_map).unwrap_or_default();
             check_headers(&headers, "headers")?;
-            endpoint.headers = SqlJson(headers);
+            endpoint.headers = headers;
         }
         if let Some(timeout_ms) = self.timeout_ms {
             let max = settings.max_endpoint_timeout().as_millis() as u64;
@@ -263,13 +262,13 @@ pub(super) fn default_endpoint() -> Endpoint {
         delivery: Delivery::Push,
         description: String::new(),
         secret: SigningSecret::generate().as_str().to_string(),
-        previous_secrets: SqlJson(Vec::new()),
+        previous_secrets: Vec::new(),
         event_types: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         success_body: None,
         permanent_statuses: vec![410],
-        headers: SqlJson(BTreeMap::new()),
+        headers: BTreeMap::new(),
         timeout_ms: None,
         max_in_flight: None,
         disabled: false,

@@ -19,7 +19,7 @@ impl fmt::Debug for Notification {
             .field("key", &self.key)
             .field("status", &self.status)
             .field("attempts", &self.attempts)
-            .field("headers", &MaskedHeaders(Some(&self.headers.0)))
+            .field("headers", &MaskedHeaders(Some(&self.headers)))
             .field("url", &self.url.as_deref().map(mask_query))
             .finish_non_exhaustive()
     }

@@ -8,7 +8,7 @@
 //!   the operator endpoint, failing endpoints), which is also the
 //!   `PendingRows` a rebuild of the due index reads.
 //!
-//! PostgreSQL (`Store`) implements them by delegating to its own methods
+//! PostgreSQL (`postgres::PgStore`) implements them by delegating to its own methods
 //! (`seams/postgres.rs`).
 
 use std::sync::Arc;
@@ -37,8 +37,6 @@ use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
-
-mod postgres;
 
 /// A change to an endpoint, applied under its row lock; it may refuse.
 pub type EndpointChange<'a> = Box<dyn FnOnce(&mut Endpoint) -> Result<(), Problem> + Send + 'a>;

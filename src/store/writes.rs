@@ -9,7 +9,6 @@ use uuid::Uuid;
 
 use super::events::{EventInserted, NewEvent};
 use super::notifications::{Inserted, NewNotification};
-use super::{Store, StoreError};
 
 /// Rows to commit together.
 #[derive(Debug, Default)]
@@ -66,7 +65,7 @@ impl Writes {
 
     /// Whether a row carries a business key, and so may meet an existing
     /// row that the commit must then read.
-    fn keyed(&self) -> bool {
+    pub(crate) fn keyed(&self) -> bool {
         self.notifications.iter().any(|n| n.key.is_some())
             || self.events.iter().any(|e| e.key.is_some())
     }
@@ -124,52 +123,5 @@ impl Committed {
             })
             .collect::<Vec<_>>()
             .into_iter()
-    }
-}
-
-impl Store {
-    /// Writes everything in one transaction. One kind without business keys
-    /// needs no explicit transaction (and saves its `BEGIN`/`COMMIT` round
-    /// trips): its insert is one statement, events with their deliveries
-    /// included. A key may meet an existing row, which a second statement
-    /// reads; that read is in the insert's transaction, so when it fails
-    /// nothing of the commit is stored and the error every caller gets is
-    /// true (a producer sending again would otherwise duplicate the rows
-    /// without keys that were committed beside it).
-    pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
-        if !writes.keyed() && (writes.events.is_empty() || writes.notifications.is_empty()) {
-            let mut conn = self.pool.acquire().await?;
-            let (notifications, mut endpoint_versions) = self
-                .insert_notifications(&mut conn, writes.notifications, writes.endpoint_versions)
-                .await?;
-            let events = if writes.events.is_empty() {
-                Vec::new()
-            } else {
-                let (events, versions) = self
-                    .insert_events(&mut conn, writes.events, writes.endpoint_versions)
-                    .await?;
-                endpoint_versions.extend(versions);
-                events
-            };
-            return Ok(Committed {
-                notifications,
-                events,
-                endpoint_versions,
-            });
-        }
-        let mut tx = self.pool.begin().await?;
-        let (notifications, mut endpoint_versions) = self
-            .insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions)
-            .await?;
-        let (events, versions) = self
-            .insert_events(&mut tx, writes.events, writes.endpoint_versions)
-            .await?;
-        endpoint_versions.extend(versions);
-        tx.commit().await?;
-        Ok(Committed {
-            notifications,
-            events,
-            endpoint_versions,
-        })
     }
 }

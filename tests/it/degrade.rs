@@ -136,7 +136,7 @@ async fn a_delivery_whose_outcome_waits_on_a_stalled_postgres_keeps_its_lease_an
         .connect(&pg.url())
         .await
         .unwrap();
-    hookd::store::Store::new(pool.clone())
+    hookd::store::postgres::PgStore::new(pool.clone())
         .migrate()
         .await
         .unwrap();
@@ -284,7 +284,7 @@ async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_re
 async fn sigterm_while_postgres_is_stalled_still_exits_0(_pool: PgPool) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
-    hookd::store::Store::new(pool.clone())
+    hookd::store::postgres::PgStore::new(pool.clone())
         .migrate()
         .await
         .unwrap();

@@ -684,7 +684,7 @@ async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPo
     let kept = kept_event(&app).await;
     let gone = event_without_deliveries(&app).await;
     assert_eq!(gone["deliveries"], json!(0));
-    let store = hookd::store::Store::new(pool.clone());
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
     assert_eq!(
         store.purge_events(later, None, 100).await.unwrap(),
@@ -713,7 +713,7 @@ async fn retention_walks_events_once_past_those_it_keeps(pool: PgPool) {
         kept_event(&app).await;
     }
     let gone = event_without_deliveries(&app).await;
-    let store = hookd::store::Store::new(pool.clone());
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
     // Two at a time: the first batch deletes nothing and says where to go
     // on; the second reaches the one to delete and ends the walk.

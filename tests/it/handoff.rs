@@ -165,7 +165,7 @@ async fn a_notification_handed_to_a_dispatcher_that_never_sends_it_is_delivered_
     b.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
 
-    let store = hookd::store::Store::new(pool.clone());
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
     let a = hookd::service::Service::start(
         Arc::new(store.clone()),
         Arc::new(store),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use hookd::config::Settings;
 use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
-use hookd::store::Store;
+use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -62,7 +62,7 @@ pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
     let index = RedisIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let due = std::sync::Arc::new(index.clone());
-    let app = App::with_parts(settings, Store::new(pool), due, listener, Role::All);
+    let app = App::with_parts(settings, PgStore::new(pool), due, listener, Role::All);
     let base = format!("http://{}", app.local_addr());
     let state = app.state().clone();
     let (stop, stopped) = oneshot::channel::<()>();

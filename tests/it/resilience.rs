@@ -243,7 +243,7 @@ async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepte
         .connect(&pg.url())
         .await
         .unwrap();
-    hookd::store::Store::new(pool.clone())
+    hookd::store::postgres::PgStore::new(pool.clone())
         .migrate()
         .await
         .unwrap();
@@ -372,7 +372,7 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
     let old_pending = old_notification(&pool, endpoint_id, 41, None).await;
     let ended_lately = old_notification(&pool, endpoint_id, 41, Some(1)).await;
 
-    let store = hookd::store::Store::new(pool.clone());
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
     let before = chrono::Utc::now() - chrono::Duration::days(30);
     // Walk the old part of the key space two rows at a time.
     let (mut deleted, mut cursor, mut calls) = (0, None, 0);
@@ -484,7 +484,7 @@ async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_w
     .execute(&mut *retry)
     .await
     .unwrap();
-    let store = hookd::store::Store::new(pool.clone());
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
     let before = chrono::Utc::now() - chrono::Duration::days(30);
     let purge = tokio::spawn(async move { store.purge_completed(before, None, 10).await });
     eventually(

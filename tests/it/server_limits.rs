@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use crate::helpers::{redis_url, test_settings, TOKEN};
 use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
-use hookd::store::Store;
+use hookd::store::postgres::PgStore;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -32,7 +32,7 @@ async fn start(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let app = App::with_parts(
         settings,
-        Store::new(pool),
+        PgStore::new(pool),
         std::sync::Arc::new(due),
         listener,
         Role::All,

@@ -12,8 +12,9 @@ use hookd::domain::operator_event::{
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
 use hookd::domain::status::{after_attempt, Status};
 use hookd::store::health::FailingEndpoint;
+use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
-use hookd::store::{Store, StoreError};
+use hookd::store::StoreError;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -133,7 +134,7 @@ fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> Attemp
     }
 }
 
-async fn record(store: &Store, batch: &[AttemptRecord]) -> Result<Vec<Uuid>, StoreError> {
+async fn record(store: &PgStore, batch: &[AttemptRecord]) -> Result<Vec<Uuid>, StoreError> {
     let health = health::observe(
         batch
             .iter()
@@ -153,7 +154,7 @@ async fn row_state(pool: &PgPool, id: Uuid) -> (Status, i32, i64, i64) {
     .fetch_one(pool)
     .await
     .unwrap();
-    let listed = Store::new(pool.clone())
+    let listed = PgStore::new(pool.clone())
         .list_attempts(id, 0, 100)
         .await
         .unwrap();
@@ -183,7 +184,7 @@ const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
 async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_neither(
     pool: PgPool,
 ) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
     let shop = id::new_id();
     endpoint(&pool, shop).await;
@@ -214,7 +215,7 @@ async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_n
 
 #[sqlx::test]
 async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPool) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
     let shop = id::new_id();
     endpoint(&pool, shop).await;
@@ -234,7 +235,7 @@ async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPoo
     // `attempts` has no foreign key: the recording statement itself keeps
     // attempt rows to notifications that exist (one deleted by retention
     // while its last delivery was in flight, say).
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     let shop = id::new_id();
     endpoint(&pool, shop).await;
     let (kept, gone) = (
@@ -268,7 +269,7 @@ async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPoo
 async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleared_by_a_success(
     pool: PgPool,
 ) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     let shop = id::new_id();
     endpoint(&pool, shop).await;
     let retry = || Outcome::Retry {
@@ -310,7 +311,7 @@ async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleare
 async fn a_notification_delivered_at_its_first_attempt_keeps_that_attempt_in_its_own_row(
     pool: PgPool,
 ) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     let shop = id::new_id();
     endpoint(&pool, shop).await;
     let (first, later) = (
@@ -393,7 +394,7 @@ async fn a_notification_delivered_at_its_first_attempt_keeps_that_attempt_in_its
 
 #[sqlx::test]
 async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(pool: PgPool) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     let (a, b) = (id::new_id(), id::new_id());
     endpoint(&pool, a).await;
     endpoint(&pool, b).await;
@@ -429,7 +430,7 @@ async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(
 async fn a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed_since_read(
     pool: PgPool,
 ) {
-    let store = Store::new(pool.clone());
+    let store = PgStore::new(pool.clone());
     endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
     let shop = id::new_id();
     endpoint(&pool, shop).await;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
-use hookd::store::Store;
+use hookd::store::postgres::PgStore;
 use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::postgres::PgPoolOptions;
@@ -58,7 +58,7 @@ async fn with_postgres_down_the_api_answers_503_quickly_and_readyz_says_so() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let app = App::with_parts(
         settings,
-        Store::new(pool),
+        PgStore::new(pool),
         std::sync::Arc::new(due),
         listener,
         Role::All,

@@ -95,7 +95,7 @@ async fn unknown_consumer_tokens_are_refused_from_memory_while_the_database_hang
         .connect(&pg.url())
         .await
         .unwrap();
-    hookd::store::Store::new(pool.clone())
+    hookd::store::postgres::PgStore::new(pool.clone())
         .migrate()
         .await
         .unwrap();

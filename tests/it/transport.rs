@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hookd::due::redis::RedisIndex;
-use hookd::store::Store;
+use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -204,7 +204,7 @@ async fn hookd_connects_to_postgres_with_verify_full() {
         tls_files().ca
     );
     let settings = database_settings(&url);
-    let store = Store::connect(&settings)
+    let store = PgStore::connect(&settings)
         .await
         .expect("hookd connects with verify-full and migrates");
     store.ping().await.unwrap();
@@ -234,7 +234,7 @@ async fn verify_full_refuses_a_postgres_without_tls() {
         server.port,
         tls_files().ca
     );
-    let error = Store::connect(&database_settings(&url))
+    let error = PgStore::connect(&database_settings(&url))
         .await
         .err()
         .expect("a server without TLS is refused");

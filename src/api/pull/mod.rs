@@ -112,7 +112,7 @@ impl Pulled {
             content_type: taken.content_type,
             payload,
             body,
-            headers: taken.headers.0,
+            headers: taken.headers,
             created_at: taken.created_at,
             lease_until: taken.lease_until,
         }

@@ -1,36 +1,61 @@
-//! PostgreSQL's side of the seams: `Store` implements each by delegating
+//! PostgreSQL's side of the seams: `PgStore` implements each by delegating
 //! to its own methods.
 
-use super::*;
-use crate::store::Store;
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::domain::health::Health;
+use crate::domain::operator_event::OperatorEvent;
+use crate::domain::problem::Problem;
+use crate::domain::pull::{Delivery, Receipt};
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::cancel::Cancel;
+use crate::store::consumer_tokens::ConsumerTokenRows;
+use crate::store::delivery::{Claimed, DueNotification, Retry};
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::events::{Event, EventFilter, Subscriber};
+use crate::store::health::FailingEndpoint;
+use crate::store::housekeeping::PendingCursor;
+use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
+use crate::store::pull_due::PickDecision;
+use crate::store::recording::AttemptRecord;
+use crate::store::seams::{
+    DeliveryStore, EndpointChange, HousekeepingStore, PullStore, ReadStore, WriteStore,
+};
+use crate::store::writes::{Committed, Writes};
+use crate::store::StoreError;
 
 #[async_trait::async_trait]
-impl WriteStore for Store {
+impl WriteStore for PgStore {
     async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
-        Store::commit(self, writes).await
+        PgStore::commit(self, writes).await
     }
     async fn find_endpoints(
         &self,
         ids: &[Uuid],
         uids: &[String],
     ) -> Result<Vec<Endpoint>, StoreError> {
-        Store::find_endpoints(self, ids, uids).await
+        PgStore::find_endpoints(self, ids, uids).await
     }
     async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
-        Store::find_endpoint(self, by).await
+        PgStore::find_endpoint(self, by).await
     }
     async fn subscribers(&self, owners: &[Option<String>]) -> Result<Vec<Subscriber>, StoreError> {
-        Store::subscribers(self, owners).await
+        PgStore::subscribers(self, owners).await
     }
     async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        Store::mark_needs_index(self, ids).await
+        PgStore::mark_needs_index(self, ids).await
     }
     async fn cancel_notification(
         &self,
         id: Uuid,
         spare: Option<Uuid>,
     ) -> Result<Cancel, StoreError> {
-        Store::cancel_notification(self, id, spare).await
+        PgStore::cancel_notification(self, id, spare).await
     }
     async fn cancel_by_key(
         &self,
@@ -38,10 +63,10 @@ impl WriteStore for Store {
         endpoint_id: Option<Uuid>,
         spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::cancel_by_key(self, key, endpoint_id, spare).await
+        PgStore::cancel_by_key(self, key, endpoint_id, spare).await
     }
     async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
-        Store::cancel_event(self, id).await
+        PgStore::cancel_event(self, id).await
     }
     async fn retry_notification(
         &self,
@@ -49,39 +74,39 @@ impl WriteStore for Store {
         now: chrono::DateTime<chrono::Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
-        Store::retry_notification(self, id, now, delivering).await
+        PgStore::retry_notification(self, id, now, delivering).await
     }
     async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
-        Store::create_endpoint(self, endpoint).await
+        PgStore::create_endpoint(self, endpoint).await
     }
     async fn modify_endpoint<'a>(
         &self,
         by: &EndpointRef,
         change: EndpointChange<'a>,
     ) -> Result<Option<Result<Endpoint, Problem>>, StoreError> {
-        Store::modify_endpoint(self, by, change).await
+        PgStore::modify_endpoint(self, by, change).await
     }
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
-        Store::delete_endpoint(self, by).await
+        PgStore::delete_endpoint(self, by).await
     }
 }
 
 #[async_trait::async_trait]
-impl ReadStore for Store {
+impl ReadStore for PgStore {
     async fn ping(&self) -> Result<(), StoreError> {
-        Store::ping(self).await
+        PgStore::ping(self).await
     }
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
-        Store::get_notification(self, id).await
+        PgStore::get_notification(self, id).await
     }
     async fn list_notifications(
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
-        Store::list_notifications(self, filter).await
+        PgStore::list_notifications(self, filter).await
     }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        Store::notification_url(self, id).await
+        PgStore::notification_url(self, id).await
     }
     async fn list_attempts(
         &self,
@@ -89,10 +114,10 @@ impl ReadStore for Store {
         after: i32,
         limit: i64,
     ) -> Result<Vec<Attempt>, StoreError> {
-        Store::list_attempts(self, notification_id, after, limit).await
+        PgStore::list_attempts(self, notification_id, after, limit).await
     }
     async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
-        Store::find_endpoint(self, by).await
+        PgStore::find_endpoint(self, by).await
     }
     async fn list_endpoints(
         &self,
@@ -100,60 +125,60 @@ impl ReadStore for Store {
         limit: i64,
         owner: Option<&str>,
     ) -> Result<Vec<Endpoint>, StoreError> {
-        Store::list_endpoints(self, before, limit, owner).await
+        PgStore::list_endpoints(self, before, limit, owner).await
     }
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
-        Store::get_event(self, id).await
+        PgStore::get_event(self, id).await
     }
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
-        Store::event_counts(self, id).await
+        PgStore::event_counts(self, id).await
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
-        Store::list_events(self, filter).await
+        PgStore::list_events(self, filter).await
     }
 }
 
 #[async_trait::async_trait]
-impl DeliveryStore for Store {
+impl DeliveryStore for PgStore {
     async fn load_claimed(
         &self,
         ids: &[Uuid],
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
-        Store::load_claimed(self, ids, current).await
+        PgStore::load_claimed(self, ids, current).await
     }
     async fn with_endpoints(
         &self,
         notifications: Vec<DueNotification>,
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
-        Store::with_endpoints(self, notifications, current).await
+        PgStore::with_endpoints(self, notifications, current).await
     }
     async fn record_attempts(
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::record_attempts(self, records, health).await
+        PgStore::record_attempts(self, records, health).await
     }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        Store::cancel_notifications(self, ids).await
+        PgStore::cancel_notifications(self, ids).await
     }
     async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        Store::hand_to_pull(self, ids).await
+        PgStore::hand_to_pull(self, ids).await
     }
 }
 
 #[async_trait::async_trait]
-impl HousekeepingStore for Store {
+impl HousekeepingStore for PgStore {
     async fn needing_index(
         &self,
         limit: i64,
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
-        Store::needing_index(self, limit).await
+        PgStore::needing_index(self, limit).await
     }
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        Store::clear_needs_index(self, ids).await
+        PgStore::clear_needs_index(self, ids).await
     }
     async fn pending_due_before(
         &self,
@@ -161,17 +186,17 @@ impl HousekeepingStore for Store {
         due_before: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::pending_page(self, after, Some(due_before), limit).await
+        PgStore::pending_page(self, after, Some(due_before), limit).await
     }
     async fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::still_pending(self, ids).await
+        PgStore::still_pending(self, ids).await
     }
     async fn pending_created_after(
         &self,
         after: Uuid,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::pending_created_after(self, after, limit).await
+        PgStore::pending_created_after(self, after, limit).await
     }
     async fn purge_completed(
         &self,
@@ -179,7 +204,7 @@ impl HousekeepingStore for Store {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        Store::purge_completed(self, before, after, limit).await
+        PgStore::purge_completed(self, before, after, limit).await
     }
     async fn purge_events(
         &self,
@@ -187,16 +212,16 @@ impl HousekeepingStore for Store {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        Store::purge_events(self, before, after, limit).await
+        PgStore::purge_events(self, before, after, limit).await
     }
     async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError> {
-        Store::sync_operator_endpoint(self, target).await
+        PgStore::sync_operator_endpoint(self, target).await
     }
     async fn failing_endpoints(
         &self,
         failing_before: DateTime<Utc>,
     ) -> Result<Vec<FailingEndpoint>, StoreError> {
-        Store::failing_endpoints(self, failing_before).await
+        PgStore::failing_endpoints(self, failing_before).await
     }
     async fn disable_endpoints(
         &self,
@@ -204,12 +229,12 @@ impl HousekeepingStore for Store {
         reason: &str,
         events: &[OperatorEvent],
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::disable_endpoints(self, endpoints, reason, events).await
+        PgStore::disable_endpoints(self, endpoints, reason, events).await
     }
 }
 
 #[async_trait::async_trait]
-impl PullStore for Store {
+impl PullStore for PgStore {
     async fn take(
         &self,
         endpoint_id: Uuid,
@@ -217,7 +242,7 @@ impl PullStore for Store {
         lease: std::time::Duration,
         decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
-        Store::take(self, endpoint_id, max, lease, decide).await
+        PgStore::take(self, endpoint_id, max, lease, decide).await
     }
     async fn end_unpulled(
         &self,
@@ -225,17 +250,17 @@ impl PullStore for Store {
         limit: i64,
         decide: LeaseDecision<'_>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        Store::end_unpulled(self, max_wait, limit, decide).await
+        PgStore::end_unpulled(self, max_wait, limit, decide).await
     }
     async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
-        Store::next_pull_due(self, endpoint_id).await
+        PgStore::next_pull_due(self, endpoint_id).await
     }
     async fn end_leases(
         &self,
         which: Leases<'_>,
         decide: LeaseDecision<'_>,
     ) -> Result<LeasesEnded, StoreError> {
-        Store::end_leases(self, which, decide).await
+        PgStore::end_leases(self, which, decide).await
     }
     async fn extend_lease(
         &self,
@@ -243,48 +268,48 @@ impl PullStore for Store {
         lease: std::time::Duration,
         endpoint: Option<Uuid>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        Store::extend_lease(self, receipt, lease, endpoint).await
+        PgStore::extend_lease(self, receipt, lease, endpoint).await
     }
     async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
-        Store::lease_of(self, id).await
+        PgStore::lease_of(self, id).await
     }
     async fn follow_delivery(
         &self,
         endpoint_id: Uuid,
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::follow_delivery(self, endpoint_id, delivery).await
+        PgStore::follow_delivery(self, endpoint_id, delivery).await
     }
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Store::adopt_strays(self, limit).await
+        PgStore::adopt_strays(self, limit).await
     }
     async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
-        Store::cancel_orphaned_pulls(self, limit).await
+        PgStore::cancel_orphaned_pulls(self, limit).await
     }
     async fn set_consumer_token(
         &self,
         endpoint_id: Uuid,
         digest: &[u8; 32],
     ) -> Result<bool, StoreError> {
-        Store::set_consumer_token(self, endpoint_id, digest).await
+        PgStore::set_consumer_token(self, endpoint_id, digest).await
     }
     async fn consumer_tokens(
         &self,
         since: Option<DateTime<Utc>>,
     ) -> Result<ConsumerTokenRows, StoreError> {
-        Store::consumer_tokens(self, since).await
+        PgStore::consumer_tokens(self, since).await
     }
     async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
-        Store::revoke_consumer_token(self, endpoint_id).await
+        PgStore::revoke_consumer_token(self, endpoint_id).await
     }
     async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
-        Store::signal_pull(self, endpoints).await
+        PgStore::signal_pull(self, endpoints).await
     }
     async fn listen_pull(
         &self,
         woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
         shutdown: &CancellationToken,
     ) {
-        Store::listen_pull(self, woken, shutdown).await
+        PgStore::listen_pull(self, woken, shutdown).await
     }
 }

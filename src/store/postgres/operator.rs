@@ -9,12 +9,13 @@
 
 use uuid::Uuid;
 
-use super::{Store, StoreError};
+use super::PgStore;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::context;
+use crate::store::StoreError;
 
-impl Store {
+impl PgStore {
     /// Makes the managed operator endpoint match `operator.url` and its
     /// secret: created or updated when set, deleted (its pending events then
     /// cancelled by the dispatcher) when not.

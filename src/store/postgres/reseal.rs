@@ -18,12 +18,13 @@ use sqlx::AssertSqlSafe;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::endpoints::PreviousSecret;
 use super::sealing::{
     open_headers, open_previous, open_secret, seal_headers, seal_previous, seal_secret,
 };
-use super::{Store, StoreError};
+use super::PgStore;
 use crate::domain::sealed::{context, SealError, PREFIX};
+use crate::store::endpoints::PreviousSecret;
+use crate::store::StoreError;
 
 const BATCH: i64 = 500;
 /// An endpoint row with a value not starting with `$PREFIX`, the current
@@ -59,7 +60,7 @@ type EndpointSecrets = (
     Json<BTreeMap<String, String>>,
 );
 
-impl Store {
+impl PgStore {
     /// Seals every endpoint secret and header value, and every notification
     /// header value, that is not sealed under the current key. Stops early
     /// on `shutdown`. Without keys, does nothing.
@@ -271,7 +272,7 @@ fn unreadable(table: &str, id: Uuid, error: &SealError) {
 /// no plaintext value is left, a plaintext value read later is an error
 /// (`Keyring::refuse_plaintext`): only a write around hookd, or by a process
 /// without `secrets.keys`, can have put it there.
-pub async fn run(store: Store, shutdown: CancellationToken) {
+pub async fn run(store: PgStore, shutdown: CancellationToken) {
     let Some(current) = store.keys().current_id().map(str::to_string) else {
         return;
     };

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::delivery::DeliveryEndpoint;
-use super::endpoints::{Endpoint, PreviousSecret};
-use super::notifications::Notification;
-use super::Store;
+use super::PgStore;
 use crate::domain::sealed::{context, Keyring, SealError, PREFIX};
+use crate::store::delivery::DeliveryEndpoint;
+use crate::store::endpoints::Endpoint;
+use crate::store::endpoints::PreviousSecret;
+use crate::store::notifications::Notification;
 
 /// An endpoint's sealed columns, ready to bind.
 pub(crate) struct SealedEndpoint {
@@ -124,7 +125,7 @@ fn blank(value: &mut String) {
     value.clear();
 }
 
-impl Store {
+impl PgStore {
     pub(crate) fn seal_endpoint(&self, endpoint: &Endpoint) -> SealedEndpoint {
         let id = endpoint.id;
         SealedEndpoint {
@@ -149,9 +150,9 @@ impl Store {
         let id = endpoint.id;
         let keys = &self.keys;
         let opened = open_secret(keys, id, &mut endpoint.secret)
-            .and_then(|()| open_previous(keys, id, &mut endpoint.previous_secrets.0))
+            .and_then(|()| open_previous(keys, id, &mut endpoint.previous_secrets))
             .and_then(|()| {
-                open_headers(keys, &mut endpoint.headers.0, |name| {
+                open_headers(keys, &mut endpoint.headers, |name| {
                     context::endpoint_header(id, name)
                 })
             });
@@ -160,10 +161,9 @@ impl Store {
             blank(&mut endpoint.secret);
             endpoint
                 .previous_secrets
-                .0
                 .iter_mut()
                 .for_each(|p| blank(&mut p.secret));
-            endpoint.headers.0.values_mut().for_each(blank);
+            endpoint.headers.values_mut().for_each(blank);
             endpoint.unreadable = Some(error);
         }
         endpoint
@@ -184,8 +184,8 @@ impl Store {
         let keys = &self.keys;
         open_url(keys, id, &mut endpoint.url)?;
         open_secret(keys, id, &mut endpoint.secret)?;
-        open_previous(keys, id, &mut endpoint.previous_secrets.0)?;
-        open_headers(keys, &mut endpoint.headers.0, |name| {
+        open_previous(keys, id, &mut endpoint.previous_secrets)?;
+        open_headers(keys, &mut endpoint.headers, |name| {
             context::endpoint_header(id, name)
         })
     }
@@ -213,9 +213,9 @@ impl Store {
     /// not open is logged and reads as empty (the dispatcher, which reads
     /// them itself, fails the attempt instead).
     pub(crate) fn open_notification(&self, mut notification: Notification) -> Notification {
-        if !notification.headers.0.is_empty() {
+        if !notification.headers.is_empty() {
             let id = notification.id;
-            let headers = &mut notification.headers.0;
+            let headers = &mut notification.headers;
             if let Err(error) = open_headers(&self.keys, headers, |name| {
                 context::notification_header(id, name)
             }) {

@@ -1,0 +1,207 @@
+//! Endpoints in PostgreSQL: create, find, list, change under the row lock,
+//! delete (cancelling what is pending).
+
+use sqlx::AssertSqlSafe;
+use uuid::Uuid;
+
+use super::cancel::Pending;
+use super::PgStore;
+use crate::store::endpoints::Endpoint;
+use crate::store::endpoints::EndpointRef;
+use crate::store::StoreError;
+
+/// Spliced into queries with `format!`, hence `AssertSqlSafe`: the SQL is
+/// made of constants only, every value travels as a bind parameter.
+const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
+     event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery";
+impl PgStore {
+    pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
+        let sql = format!(
+            "INSERT INTO endpoints ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17) \
+             RETURNING {COLUMNS}"
+        );
+        let sealed = self.seal_endpoint(endpoint);
+        let created = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(endpoint.id)
+            .bind(&endpoint.uid)
+            .bind(&endpoint.url)
+            .bind(&endpoint.description)
+            .bind(&sealed.secret)
+            .bind(&endpoint.event_types)
+            .bind(&endpoint.schedule_ms)
+            .bind(&endpoint.schedule_name)
+            .bind(&endpoint.success_body)
+            .bind(&endpoint.permanent_statuses)
+            .bind(&sealed.headers)
+            .bind(endpoint.timeout_ms)
+            .bind(endpoint.max_in_flight)
+            .bind(endpoint.disabled)
+            .bind(&sealed.previous_secrets)
+            .bind(&endpoint.owner)
+            .bind(endpoint.delivery)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(self.open_endpoint(created))
+    }
+
+    pub async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
+        let (id, uid) = by.as_params();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed"
+        );
+        Ok(sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(uid)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|e| self.open_endpoint(e)))
+    }
+
+    /// Live endpoints by id, for resolving many notifications at once.
+    pub async fn find_endpoints(
+        &self,
+        ids: &[Uuid],
+        uids: &[String],
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM endpoints \
+             WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
+        );
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(ids)
+            .bind(uids)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(self.open_endpoints(rows))
+    }
+
+    /// Newest first, after the cursor id; only `owner`'s when it is given.
+    pub async fn list_endpoints(
+        &self,
+        before: Option<Uuid>,
+        limit: i64,
+        owner: Option<&str>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM endpoints \
+             WHERE deleted_at IS NULL AND NOT managed AND ($1::uuid IS NULL OR id < $1) \
+               AND ($3::text IS NULL OR owner = $3) \
+             ORDER BY id DESC LIMIT $2"
+        );
+        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(before)
+            .bind(limit)
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(self.open_endpoints(rows))
+    }
+
+    /// Applies `change` to the endpoint under a row lock and writes it back,
+    /// so concurrent changes never overwrite each other. `Ok(None)`: no such
+    /// endpoint. `change` may refuse with its own error.
+    pub async fn modify_endpoint<E>(
+        &self,
+        by: &EndpointRef,
+        change: impl FnOnce(&mut Endpoint) -> Result<(), E>,
+    ) -> Result<Option<Result<Endpoint, E>>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
+        let mut tx = self.pool.begin().await?;
+        let (id, uid) = by.as_params();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
+             FOR UPDATE"
+        );
+        let Some(row) = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(uid)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut endpoint = self.open_endpoint(row);
+        if let Some(error) = endpoint.unreadable.take() {
+            // Writing back would replace the values that did not open.
+            return Err(StoreError::Sealed {
+                what: format!("endpoint {}", endpoint.id),
+                error,
+            });
+        }
+        if let Err(refused) = change(&mut endpoint) {
+            return Ok(Some(Err(refused)));
+        }
+        let sql = format!(
+            "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
+             event_types = $7, schedule_ms = $8, schedule_name = $9, \
+             success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
+             max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
+             disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
+             failing_since = CASE WHEN (disabled AND NOT $15) OR $3 IS NULL THEN NULL \
+                                  ELSE failing_since END \
+             WHERE id = $1 RETURNING {COLUMNS}"
+        );
+        let sealed = self.seal_endpoint(&endpoint);
+        let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+            .bind(endpoint.id)
+            .bind(&endpoint.uid)
+            .bind(&endpoint.url)
+            .bind(&endpoint.description)
+            .bind(&sealed.secret)
+            .bind(&sealed.previous_secrets)
+            .bind(&endpoint.event_types)
+            .bind(&endpoint.schedule_ms)
+            .bind(&endpoint.schedule_name)
+            .bind(&endpoint.success_body)
+            .bind(&endpoint.permanent_statuses)
+            .bind(&sealed.headers)
+            .bind(endpoint.timeout_ms)
+            .bind(endpoint.max_in_flight)
+            .bind(endpoint.disabled)
+            .bind(&endpoint.owner)
+            .bind(endpoint.delivery)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        // Opening what was just sealed cannot fail; the plaintext is at hand.
+        let mut updated = updated;
+        updated.secret = endpoint.secret;
+        updated.previous_secrets = endpoint.previous_secrets;
+        updated.headers = endpoint.headers;
+        Ok(Some(Ok(updated)))
+    }
+
+    /// Deletes an endpoint: it disappears from the API, its uid is freed, its
+    /// pending notifications are cancelled, and their history is kept.
+    /// Returns the ids of the cancelled notifications, or `None` if there was
+    /// no such endpoint.
+    pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
+        let mut tx = self.pool.begin().await?;
+        let (id, uid) = by.as_params();
+        let deleted: Option<Uuid> = sqlx::query_scalar(
+            "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
+             WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed RETURNING id",
+        )
+        .bind(id)
+        .bind(uid)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(endpoint_id) = deleted else {
+            return Ok(None);
+        };
+        let cancelled =
+            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
+        tx.commit().await?;
+        Ok(Some(cancelled))
+    }
+}

@@ -1,0 +1,277 @@
+//! Notifications in PostgreSQL: inserted idempotently, read, listed.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::AssertSqlSafe;
+use sqlx::QueryBuilder;
+use uuid::Uuid;
+
+use super::{pg_array_literal, PgStore};
+use crate::store::notifications::Inserted;
+use crate::store::notifications::NewNotification;
+use crate::store::notifications::Notification;
+use crate::store::notifications::NotificationFilter;
+use crate::store::StoreError;
+
+/// Everything but the body, which listings leave out. Spliced into queries
+/// with `format!`, hence `AssertSqlSafe`: the SQL is made of constants only,
+/// every value travels as a bind parameter. A delivery of an event has its
+/// event's type: the fan-out leaves it off the delivery rows (stored once,
+/// on the event), which spares each delivery an index entry in
+/// `notifications_event_type_newest`. The columns stay unqualified: inside
+/// the subquery, `event_id` can only be the notification's.
+const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
+     schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
+     last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
+     (lease_id IS NOT NULL AND next_attempt_at > now()) AS leased, \
+     CASE WHEN event_id IS NULL THEN event_type \
+         ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END AS event_type";
+/// With the body; a delivery of an event has its event's.
+pub(super) fn columns_with_body() -> String {
+    format!(
+        "{SUMMARY_COLUMNS}, CASE WHEN event_id IS NULL THEN body \
+             ELSE (SELECT e.body FROM events e WHERE e.id = event_id) END AS body"
+    )
+}
+fn columns_without_body() -> String {
+    format!("{SUMMARY_COLUMNS}, ''::bytea AS body")
+}
+/// The insert of a group commit, returning each created row's id, its
+/// `created_at` and the given expression (its endpoint's version, or NULL).
+macro_rules! insert_notifications_sql {
+    ($endpoint_version:literal) => {
+        concat!(
+            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
+             SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
+             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
+                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
+                 $12::text[], $13::bool[]) \
+                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
+                      schedule_name, deliver_at, next_attempt_at, url, pull) \
+             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
+             RETURNING id, created_at, ",
+            $endpoint_version
+        )
+    };
+}
+impl PgStore {
+    /// Inserts many notifications in one statement (one commit). Items whose
+    /// endpoint + key exist already come back as `Existing` or `KeyConflict`,
+    /// in the order given. With `endpoint_versions`, also the version of each
+    /// created row's endpoint, by notification id.
+    pub(super) async fn insert_notifications(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        items: Vec<NewNotification>,
+        endpoint_versions: bool,
+    ) -> Result<(Vec<Inserted>, HashMap<Uuid, i64>), StoreError> {
+        if items.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut ids = Vec::with_capacity(items.len());
+        let mut endpoint_ids = Vec::with_capacity(items.len());
+        let mut keys = Vec::with_capacity(items.len());
+        let mut event_types = Vec::with_capacity(items.len());
+        let mut content_types = Vec::with_capacity(items.len());
+        let mut bodies = Vec::with_capacity(items.len());
+        let mut headers = Vec::with_capacity(items.len());
+        let mut schedules = Vec::with_capacity(items.len());
+        let mut schedule_names = Vec::with_capacity(items.len());
+        let mut deliver_ats = Vec::with_capacity(items.len());
+        let mut next_attempt_ats = Vec::with_capacity(items.len());
+        let mut urls = Vec::with_capacity(items.len());
+        let mut pulls = Vec::with_capacity(items.len());
+        // Keyed rows go in ordered by (endpoint, key). Two commits inserting
+        // the same keys in opposite orders would each wait for the other's
+        // uncommitted entry in the unique index, a deadlock PostgreSQL ends
+        // by failing one of them; in one order they wait and never cycle.
+        // Rows without a key conflict with nothing: a batch without keys
+        // keeps its order.
+        let mut ordered: Vec<&NewNotification> = items.iter().collect();
+        if items.iter().any(|item| item.key.is_some()) {
+            ordered.sort_by(|a, b| {
+                (a.endpoint_id, a.key.as_deref()).cmp(&(b.endpoint_id, b.key.as_deref()))
+            });
+        }
+        for item in ordered {
+            ids.push(item.id);
+            endpoint_ids.push(item.endpoint_id);
+            keys.push(item.key.as_deref());
+            event_types.push(item.event_type.as_deref());
+            content_types.push(item.content_type.as_str());
+            bodies.push(item.body.as_slice());
+            // Without custom headers (the common case) nothing is sealed.
+            let id = item.id;
+            headers.push(Json(super::sealing::seal_headers(
+                &self.keys,
+                &item.headers,
+                |name| crate::domain::sealed::context::notification_header(id, name),
+            )));
+            // A 2-D array would flatten under UNNEST: each schedule travels as
+            // the text of a bigint[] literal.
+            schedules.push(pg_array_literal(&item.schedule.delays_ms()));
+            schedule_names.push(item.schedule.name());
+            deliver_ats.push(item.deliver_at);
+            next_attempt_ats.push(item.next_attempt_at);
+            urls.push(item.url.as_deref());
+            pulls.push(item.pull);
+        }
+        // The version of each row's endpoint, when the caller hands the rows
+        // to this process's dispatcher (`Writes::endpoint_versions`): read
+        // in the insert's snapshot, it tells the dispatcher whether its
+        // prepared endpoint is current, as a claim's load would.
+        let statement = if endpoint_versions {
+            insert_notifications_sql!(
+                "(SELECT ep.xmin::text::bigint FROM endpoints ep \
+                  WHERE ep.id = notifications.endpoint_id)"
+            )
+        } else {
+            insert_notifications_sql!("NULL::bigint")
+        };
+        let returned: Vec<(Uuid, DateTime<Utc>, Option<i64>)> = sqlx::query_as(statement)
+            .bind(&ids)
+            .bind(&endpoint_ids)
+            .bind(&keys)
+            .bind(&event_types)
+            .bind(&content_types)
+            .bind(&bodies)
+            .bind(&headers)
+            .bind(&schedules)
+            .bind(&schedule_names)
+            .bind(&deliver_ats)
+            .bind(&next_attempt_ats)
+            .bind(&urls)
+            .bind(&pulls)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut versions = HashMap::new();
+        let mut created = HashMap::with_capacity(returned.len());
+        for (id, created_at, version) in returned {
+            created.insert(id, created_at);
+            if let Some(version) = version {
+                versions.insert(id, version);
+            }
+        }
+
+        let conflicting: Vec<&NewNotification> = items
+            .iter()
+            .filter(|i| !created.contains_key(&i.id))
+            .collect();
+        let mut existing: HashMap<(Uuid, String), Notification> = HashMap::new();
+        if !conflicting.is_empty() {
+            let endpoint_ids: Vec<Uuid> = conflicting.iter().map(|i| i.endpoint_id).collect();
+            let keys: Vec<&str> = conflicting
+                .iter()
+                .map(|i| i.key.as_deref().unwrap_or_default())
+                .collect();
+            let sql = "SELECT n.* FROM notifications n \
+                 JOIN UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
+                 ON n.endpoint_id = t.endpoint_id AND n.key = t.key";
+            let rows = sqlx::query_as::<_, Notification>(sql)
+                .bind(&endpoint_ids)
+                .bind(&keys)
+                .fetch_all(&mut *conn)
+                .await?;
+            for row in self.open_notifications(rows) {
+                let key = row.key.clone().unwrap_or_default();
+                existing.insert((row.endpoint_id, key), row);
+            }
+        }
+
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            if let Some(created_at) = created.get(&item.id) {
+                results.push(Inserted::Created(item.into_row(*created_at)));
+                continue;
+            }
+            let found = item
+                .key
+                .as_ref()
+                .and_then(|key| existing.get(&(item.endpoint_id, key.clone())));
+            match found {
+                Some(row) if row.same_payload(&item.content_type, &item.body) => {
+                    results.push(Inserted::Existing(row.clone()))
+                }
+                Some(row) => results.push(Inserted::KeyConflict(row.clone())),
+                // Not inserted and not found: deleted between the two
+                // statements (retention). Report it as a conflict on the key.
+                None => return Err(StoreError::Conflict("notifications_key".into())),
+            }
+        }
+        Ok((results, versions))
+    }
+
+    pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM notifications WHERE id = $1",
+            columns_with_body()
+        );
+        Ok(sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|n| self.open_notification(n)))
+    }
+
+    /// Newest first, filtered; payloads left out.
+    pub async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        let mut query = QueryBuilder::new(format!(
+            "SELECT {} FROM notifications WHERE true",
+            columns_without_body()
+        ));
+        if let Some(endpoint_id) = filter.endpoint_id {
+            query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+        }
+        if let Some(status) = filter.status {
+            // A literal, not a parameter: with generic plans (see
+            // `PgStore::connect`) only a literal lets PostgreSQL use the
+            // partial index of failed and cancelled notifications.
+            query.push(format_args!(" AND status = '{}'", status.as_str()));
+        }
+        if let Some(key) = &filter.key {
+            query.push(" AND key = ").push_bind(key.clone());
+        }
+        if let Some(event_type) = &filter.event_type {
+            // An event's deliveries have their type on the event row only.
+            query
+                .push(" AND (event_type = ")
+                .push_bind(event_type.clone())
+                .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+                .push_bind(event_type.clone())
+                .push("))");
+        }
+        if let Some(event_id) = filter.event_id {
+            query.push(" AND event_id = ").push_bind(event_id);
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND id < ").push_bind(before);
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(filter.limit);
+        let rows = query
+            .build_query_as::<Notification>()
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(self.open_notifications(rows))
+    }
+
+    /// Records that these notifications could not be added to the due index:
+    /// the indexer adds them when Redis is back.
+    pub async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE notifications SET needs_index = true WHERE id = ANY($1) AND status = 'pending'",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,321 @@
+//! Pull consumption in PostgreSQL: leases ended, extended and read, delivery
+//! mode switches, and the signal between processes (LISTEN/NOTIFY).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::domain::pull::{Delivery, Receipt};
+use crate::store::pull::LeaseDecision;
+use crate::store::pull::Leased;
+use crate::store::pull::Leases;
+use crate::store::pull::LeasesEnded;
+use crate::store::recording::AttemptRecord;
+use crate::store::StoreError;
+
+/// The SET of a lease that ends without an attempt (its endpoint left
+/// pull): the notification is due at once, and its receipt stops working.
+macro_rules! without_lease {
+    () => {
+        "next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
+         lease_id = NULL, leased_at = NULL, updated_at = now()"
+    };
+}
+/// The columns `Leased` reads; `n` is the notification, `e` its event.
+pub(super) const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
+     COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
+     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, now() AS now";
+impl PgStore {
+    /// When the endpoint next needs a consumer: the earliest due time of
+    /// its pending pull notifications, leased ones at their lease's end.
+    pub async fn next_pull_due(
+        &self,
+        endpoint_id: Uuid,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT next_attempt_at FROM notifications \
+             WHERE endpoint_id = $1 AND status = 'pending' AND pull \
+             ORDER BY next_attempt_at, id LIMIT 1",
+        )
+        .bind(endpoint_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .flatten())
+    }
+
+    /// Ends leases: reads the rows `which` selects, asks `decide` for the
+    /// attempt each ends with, and records those attempts (their
+    /// notifications' next state, operator events), clearing the leases,
+    /// in one statement. Nothing is locked in between: each attempt is
+    /// written only if its row still has the lease it was decided on
+    /// (`AttemptRecord::lease`), so a lease lost meanwhile is left alone.
+    pub async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        mut decide: LeaseDecision<'_>,
+    ) -> Result<LeasesEnded, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = match which {
+            Leases::Receipts(receipts) => {
+                let ids: Vec<Uuid> = receipts.iter().map(|r| r.notification).collect();
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.id = ANY($1)"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(&ids)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
+            Leases::Expired { endpoint, limit } => {
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.lease_id IS NOT NULL AND n.next_attempt_at <= now() \
+                       AND ($1::uuid IS NULL OR n.endpoint_id = $1) \
+                     ORDER BY n.next_attempt_at LIMIT $2"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(endpoint)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
+            Leases::ExpiredOf(ids) => {
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.id = ANY($1) AND n.lease_id IS NOT NULL AND n.next_attempt_at <= now()"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(ids)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
+        };
+        let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
+        let moved = super::recording::record_attempts_on(&mut conn, &records, &[]).await?;
+        Ok(LeasesEnded { rows, moved })
+    }
+
+    /// Lengthens a lease to `lease` from now, if it is `endpoint`'s (when
+    /// given). `None`: the receipt does not hold the lease (any more), or it
+    /// is another endpoint's; the caller asks `lease_of` why.
+    pub async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        lease: Duration,
+        endpoint: Option<Uuid>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "UPDATE notifications SET next_attempt_at = now() + make_interval(secs => $3), \
+                 updated_at = now() \
+             WHERE id = $1 AND lease_id = $2 AND status = 'pending' AND next_attempt_at > now() \
+               AND ($4::uuid IS NULL OR endpoint_id = $4) \
+             RETURNING next_attempt_at",
+        )
+        .bind(receipt.notification)
+        .bind(receipt.lease)
+        .bind(lease.as_secs_f64())
+        .bind(endpoint)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// The lease state of one notification, unlocked: why a receipt was
+    /// refused.
+    pub async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
+        let sql = format!(
+            "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.id = $1"
+        );
+        Ok(sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Makes every pending notification of the endpoint follow its mode:
+    /// to pull, they leave the due index (the caller removes them); to
+    /// push, leases end without an attempt (their receipts stop working)
+    /// and they are due at once or when they were. Returns the ids that
+    /// moved, with their due times.
+    pub async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let pull = delivery == Delivery::Pull;
+        Ok(sqlx::query_as(concat!(
+            "UPDATE notifications SET pull = $2, ",
+            without_lease!(),
+            " WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
+             RETURNING id, next_attempt_at"
+        ))
+        .bind(endpoint_id)
+        .bind(pull)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Pending notifications whose `pull` differs from their endpoint's
+    /// mode (written by a process whose endpoint cache had not yet seen a
+    /// switch), moved to it; at most `limit`. Returns the ids now push,
+    /// with their due times, for the due index.
+    ///
+    /// Strays come from a switch a moment ago, so only endpoints changed in
+    /// the last day are looked at (`endpoints_changed`), one probe of
+    /// `notifications_pull_due` each: a scan of pending pull rows would read
+    /// every pull backlog in full each time to find none.
+    pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "WITH strays AS ( \
+                 SELECT n.id FROM notifications n \
+                 WHERE n.id IN ( \
+                     SELECT s.id FROM endpoints e CROSS JOIN LATERAL ( \
+                         SELECT id FROM notifications \
+                         WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+                     ) s \
+                     WHERE e.updated_at > now() - interval '1 day' \
+                       AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
+                 ) AND n.status = 'pending' AND n.pull \
+                 FOR UPDATE SKIP LOCKED \
+             ) \
+             UPDATE notifications n SET pull = false, ",
+            without_lease!(),
+            " FROM strays s WHERE n.id = s.id RETURNING n.id, n.next_attempt_at"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Cancels pending pull notifications of endpoints deleted in the last
+    /// day: a process whose endpoint cache had not yet seen the delete
+    /// created them after the delete cancelled the rest. (Push ones are
+    /// cancelled by the dispatcher when it claims them; nothing claims pull
+    /// ones.) Endpoints come from `endpoints_deleted`. At most `limit`;
+    /// returns how many.
+    pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        let ids: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT o.id FROM endpoints e CROSS JOIN LATERAL ( \
+                 SELECT id FROM notifications \
+                 WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+             ) o \
+             WHERE e.deleted_at > now() - interval '1 day' LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(
+            super::cancel::cancel_pending(&self.pool, super::cancel::Pending::Ids(&ids))
+                .await?
+                .len(),
+        )
+    }
+
+    /// Makes claimed push rows of pull endpoints pull rows (the dispatcher
+    /// found them in the due index after a switch), and signals their
+    /// endpoints' consumers.
+    pub async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        sqlx::query(
+            "WITH moved AS ( \
+                 UPDATE notifications n SET pull = true, updated_at = now() FROM endpoints e \
+                 WHERE n.id = ANY($1) AND e.id = n.endpoint_id AND e.delivery = 'pull' \
+                   AND n.status = 'pending' AND NOT n.pull \
+                 RETURNING n.endpoint_id \
+             ) \
+             SELECT pg_notify('hookd_pull', endpoint_id::text) \
+             FROM (SELECT DISTINCT endpoint_id FROM moved) AS m",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Stores the digest of a new consumer token for the endpoint,
+    /// replacing the one before. `false`: no such live endpoint.
+    pub async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        let stored = sqlx::query(
+            "INSERT INTO consumer_tokens (endpoint_id, digest) \
+             SELECT id, $2 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
+             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, created_at = now()",
+        )
+        .bind(endpoint_id)
+        .bind(&digest[..])
+        .execute(&self.pool)
+        .await?;
+        Ok(stored.rows_affected() == 1)
+    }
+
+    /// `NOTIFY hookd_pull` with each endpoint: every process listening
+    /// wakes its consumers waiting on them.
+    pub async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
+        if endpoints.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = endpoints.iter().map(Uuid::to_string).collect();
+        sqlx::query("SELECT pg_notify('hookd_pull', e) FROM UNNEST($1::text[]) AS e")
+            .bind(&names)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// `LISTEN hookd_pull` on a connection of its own, until `shutdown`.
+    /// After the connection is lost, every waiter is woken (`None`): a
+    /// signal sent meanwhile is gone, and a waiter that looks again loses
+    /// nothing.
+    pub async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    ) {
+        loop {
+            let mut listener = match sqlx::postgres::PgListener::connect_with(&self.pool).await {
+                Ok(listener) => listener,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            if let Err(error) = listener.listen(PULL_CHANNEL).await {
+                tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            }
+            woken(None);
+            loop {
+                let next = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    next = listener.try_recv() => next,
+                };
+                match next {
+                    Ok(Some(signal)) => woken(Uuid::parse_str(signal.payload()).ok()),
+                    // The connection was lost; `try_recv` reconnects on the next call.
+                    Ok(None) => woken(None),
+                    Err(error) => {
+                        tracing::warn!(%error, "pull signals interrupted; listening again");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+/// The channel of `signal_pull`.
+const PULL_CHANNEL: &str = "hookd_pull";

@@ -1,0 +1,154 @@
+//! Taking pull notifications in PostgreSQL: rows leased under `SKIP LOCKED`,
+//! and the end of those never pulled.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::pull::LEASED;
+use super::recording::record_attempts_on;
+use super::PgStore;
+use crate::store::pull::LeaseDecision;
+use crate::store::pull::Leased;
+use crate::store::pull::Taken;
+use crate::store::pull_due::PickDecision;
+use crate::store::recording::AttemptRecord;
+use crate::store::StoreError;
+
+/// Rounds of reading a pull makes before it answers with fewer than it
+/// was asked for. A round that takes fewer than it read recorded leases
+/// that ran out and are not due again yet; those leave the due rows, so
+/// the next round reads others.
+const TAKE_ROUNDS: usize = 4;
+impl PgStore {
+    /// Takes up to `max` due notifications of a pull endpoint, earliest due
+    /// first, leasing each for `lease`. Rows whose lease ran out unrecorded
+    /// are read too (they are at the lease's end in the endpoint's due
+    /// order); `decide` says what to record of each and whether to take it.
+    pub async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: Duration,
+        mut decide: PickDecision<'_>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut taken: Vec<Taken> = Vec::new();
+        let mut seen: Vec<Uuid> = Vec::new();
+        for _ in 0..TAKE_ROUNDS {
+            let want = max - taken.len() as i64;
+            let sql = format!(
+                "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                 WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
+                   AND n.next_attempt_at <= now() AND NOT (n.id = ANY($3)) \
+                 ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+            );
+            let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                .bind(endpoint_id)
+                .bind(want)
+                .bind(&seen)
+                .fetch_all(&mut *tx)
+                .await?;
+            seen.extend(rows.iter().map(|r| r.id));
+            let mut records = Vec::new();
+            let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
+            for row in &rows {
+                let pick = decide(row);
+                let recorded = pick.record.is_some();
+                records.extend(pick.record);
+                if let Some(due_at) = pick.take {
+                    wanted.push((row.id, due_at, recorded));
+                }
+            }
+            let moved = record_attempts_on(&mut tx, &records, &[]).await?;
+            let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = wanted
+                .into_iter()
+                .filter(|(id, _, recorded)| !recorded || moved.contains(id))
+                .map(|(id, due_at, _)| (id, due_at))
+                .unzip();
+            if !ids.is_empty() {
+                taken.extend(lease_rows(&mut tx, &ids, &due_ats, lease).await?);
+            }
+            if rows.len() < want as usize || taken.len() as i64 >= max {
+                break;
+            }
+        }
+        tx.commit().await?;
+        taken.sort_by_key(|t| (t.due_at, t.id));
+        for row in &mut taken {
+            row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers);
+        }
+        Ok(taken)
+    }
+
+    /// Ends pending notifications of live pull endpoints that have been
+    /// due for `max_wait` or longer, at most `limit`: reads them, holding
+    /// them, asks `decide` for the attempt each ends with, and records those
+    /// attempts, in one transaction. Returns the ids that ended.
+    ///
+    /// One probe of `notifications_pull_due` per pull endpoint, for its
+    /// oldest due rows: no walk of the pending rows.
+    pub async fn end_unpulled(
+        &self,
+        max_wait: Duration,
+        limit: i64,
+        mut decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let sql = format!(
+            "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.id IN ( \
+                 SELECT o.id FROM endpoints ep CROSS JOIN LATERAL ( \
+                     SELECT id FROM notifications \
+                     WHERE endpoint_id = ep.id AND status = 'pending' AND pull \
+                       AND next_attempt_at <= now() - make_interval(secs => $1) \
+                     ORDER BY next_attempt_at, id LIMIT $2 \
+                 ) o \
+                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL LIMIT $2 \
+             ) AND n.status = 'pending' AND n.pull \
+             FOR UPDATE OF n SKIP LOCKED"
+        );
+        let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+            .bind(max_wait.as_secs_f64())
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+        let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
+        let moved = record_attempts_on(&mut tx, &records, &[]).await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+}
+/// Leases these free rows (the caller holds them) until `lease` from the
+/// transaction's start, each due since its `due_ats`.
+async fn lease_rows(
+    conn: &mut sqlx::PgConnection,
+    ids: &[Uuid],
+    due_ats: &[DateTime<Utc>],
+    lease: Duration,
+) -> Result<Vec<Taken>, StoreError> {
+    Ok(sqlx::query_as::<_, Taken>(
+        "WITH picked AS ( \
+             SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[]) AS p(id, due_at) \
+         ), taken AS ( \
+             UPDATE notifications n SET lease_id = gen_random_uuid(), leased_at = now(), \
+                 next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
+             FROM picked p \
+             WHERE n.id = p.id AND (n.status = 'pending') IS TRUE AND n.lease_id IS NULL \
+             RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
+                 n.body, n.headers, n.created_at, n.attempts, n.lease_id, p.due_at, \
+                 n.next_attempt_at AS lease_until \
+         ) \
+         SELECT t.id, t.endpoint_id, t.key, COALESCE(t.event_type, e.event_type) AS event_type, \
+             t.event_id, t.content_type, \
+             CASE WHEN t.event_id IS NULL THEN t.body ELSE e.body END AS body, \
+             t.headers, t.created_at, t.attempts, t.lease_id, t.due_at, t.lease_until \
+         FROM taken t LEFT JOIN events e ON e.id = t.event_id",
+    )
+    .bind(ids)
+    .bind(due_ats)
+    .bind(lease.as_secs_f64())
+    .fetch_all(conn)
+    .await?)
+}

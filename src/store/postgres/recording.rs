@@ -1,0 +1,228 @@
+//! Recording attempts in PostgreSQL: one statement per batch.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::operator::{insert_operator_events, EventBinds};
+use super::PgStore;
+use crate::domain::health::Health;
+use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
+use crate::store::recording::AttemptRecord;
+use crate::store::StoreError;
+
+impl PgStore {
+    /// Records many attempts in one statement (one commit): inserts the
+    /// attempt rows and writes each notification's decided next state. A
+    /// notification delivered at its first attempt (number 1, succeeded, no
+    /// error) that moves keeps that attempt in its own row
+    /// (`first_attempt_ms`, `first_attempt_body`, with `last_attempt_at` and
+    /// `last_status_code`) instead of a row of `attempts`: the write most
+    /// deliveries make, spared (migration `20261128000001`). A second
+    /// recording of that attempt (a process whose lease ran out) adds no
+    /// row 1 beside it, as `ON CONFLICT` keeps the first of two rows. A
+    /// notification moves only if it is still pending and had exactly
+    /// `number - 1` attempts in the same series, so a duplicate delivery (a
+    /// lease that expired mid-attempt) or one that raced a cancel or a retry
+    /// changes nothing but its own attempt row. Returns the ids whose state
+    /// moved.
+    ///
+    /// In the same statement, so that none commits without the others:
+    /// - each record's operator event is inserted if its notification moved
+    ///   (a notification never ends failed without its event);
+    /// - `health` (`domain::health::observe` over the batch, in endpoint id
+    ///   order) is written to each endpoint that one of the moved
+    ///   notifications belongs to and whose state it changes. Those rows are
+    ///   locked in id order before any is written: two processes recording
+    ///   changes to the same endpoints wait for each other instead of
+    ///   deadlocking. An endpoint whose state does not change (nearly every
+    ///   batch) is read, neither locked nor written.
+    ///
+    /// `(n.status = 'pending') IS TRUE` says `status = 'pending'` in a form
+    /// the planner cannot match to the partial index
+    /// `notifications_pending_due (next_attempt_at, id) WHERE status =
+    /// 'pending'`: on a table without fresh statistics (a bulk load just
+    /// before), it chose that index with `id = ANY($1)` as a filter on its
+    /// second column, walking every pending row per batch (28 ms per 100
+    /// acks beside 20,000 pending, 85 buffers per row), instead of the
+    /// primary key.
+    ///
+    /// How the update finds its rows, and why not also by `id = ANY($1)`:
+    /// `RECORD_ATTEMPTS`.
+    pub async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.pool.acquire().await?;
+        record_attempts_on(&mut conn, records, health).await
+    }
+}
+/// The recording statement (`record_attempts_on`).
+///
+/// The update is driven by the input: for each attempt it probes the
+/// primary key (`n.id = i.id`). hookd's connections plan it once
+/// (`plan_cache_mode = force_generic_plan`), and a generic plan counts 10
+/// rows out of any UNNEST. With `n.id = ANY($1)` in the WHERE clause as
+/// well (it was there to steer custom plans away from hashing every pending
+/// row), the generic plan took `notifications` for a single row and
+/// scanned the whole input once per notification: quadratic, 999,000
+/// rows compared for a batch of 1,000, 216 ms for 624 attempts; and as
+/// a slow statement lets the next batch grow, at 4,000 notifications/s
+/// it ran away to batches of 900 taking 345 ms each. The test
+/// `the_recording_statement_probes_the_primary_key_per_attempt` reads its
+/// plan.
+pub(super) const RECORD_ATTEMPTS: &str = concat!(
+    "WITH input AS ( \
+         SELECT t.*, (t.number = 1 AND t.outcome = 'succeeded' AND t.error_code IS NULL \
+                      AND t.error_message IS NULL) AS first_success \
+         FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+             $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
+             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::timestamptz[]) \
+         AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
+              error_message, outcome, series_start, status, next_at, completed, last_error, \
+              lease, lease_ran_out_at) \
+     ), moved AS ( \
+         UPDATE notifications n SET \
+             attempts = i.number, \
+             status = i.status, \
+             next_attempt_at = i.next_at, \
+             last_attempt_at = i.started_at, \
+             last_status_code = i.status_code, \
+             last_error = i.last_error, \
+             first_attempt_ms = CASE WHEN i.first_success THEN i.duration_ms \
+                                     ELSE n.first_attempt_ms END, \
+             first_attempt_body = CASE WHEN i.first_success THEN i.response_body \
+                                       ELSE n.first_attempt_body END, \
+             completed_at = CASE WHEN i.completed THEN now() END, \
+             lease_id = NULL, leased_at = NULL, \
+             updated_at = now() \
+         FROM input i \
+         WHERE n.id = i.id \
+           AND (n.status = 'pending') IS TRUE AND n.attempts = i.number - 1 \
+           AND n.series_start = i.series_start \
+           AND (i.lease IS NULL OR (n.lease_id = i.lease \
+                AND (i.lease_ran_out_at IS NULL OR n.next_attempt_at = i.lease_ran_out_at))) \
+         RETURNING n.id, n.endpoint_id, i.first_success \
+     ), recorded AS ( \
+         INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
+             response_body, error_code, error_message, outcome) \
+         SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
+             error_message, outcome FROM input i \
+         WHERE i.id IN (SELECT id FROM moved WHERE NOT first_success) \
+            OR (i.lease IS NULL AND i.id NOT IN (SELECT id FROM moved) \
+                AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id \
+                            AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
+         ON CONFLICT (notification_id, number) DO NOTHING \
+     ), reported AS (",
+    insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
+    "), health AS ( \
+         SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
+         AS h(id, failing_since, if_failing) \
+     ), changing AS MATERIALIZED ( \
+         SELECT e.id, h.failing_since FROM endpoints e JOIN health h ON h.id = e.id \
+         WHERE (e.failing_since IS NOT NULL) = h.if_failing AND e.url IS NOT NULL \
+           AND EXISTS (SELECT 1 FROM moved m WHERE m.endpoint_id = e.id) \
+         ORDER BY e.id FOR NO KEY UPDATE OF e \
+     ), healed AS ( \
+         UPDATE endpoints e SET failing_since = c.failing_since \
+         FROM changing c WHERE e.id = c.id \
+     ) \
+     SELECT id FROM moved"
+);
+/// `PgStore::record_attempts` on a connection of the caller's. Every lease a
+/// recorded attempt ends is cleared with it; an attempt that ends a pull
+/// lease is written only if that lease is still the row's (`lease`). An
+/// attempt row is written only for a notification that exists: `attempts`
+/// has no foreign key (it cost a query and a row lock per attempt), so
+/// this statement keeps that rule, and retention deletes attempts with
+/// their notification.
+pub(super) async fn record_attempts_on(
+    conn: &mut sqlx::PgConnection,
+    records: &[AttemptRecord],
+    health: &[(Uuid, Health)],
+) -> Result<Vec<Uuid>, StoreError> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::with_capacity(records.len());
+    let mut numbers = Vec::with_capacity(records.len());
+    let mut series = Vec::with_capacity(records.len());
+    let mut started = Vec::with_capacity(records.len());
+    let mut durations = Vec::with_capacity(records.len());
+    let mut status_codes = Vec::with_capacity(records.len());
+    let mut bodies = Vec::with_capacity(records.len());
+    let mut error_codes = Vec::with_capacity(records.len());
+    let mut error_messages = Vec::with_capacity(records.len());
+    let mut outcomes = Vec::with_capacity(records.len());
+    let mut statuses = Vec::with_capacity(records.len());
+    let mut next_ats = Vec::with_capacity(records.len());
+    let mut completed = Vec::with_capacity(records.len());
+    let mut last_errors = Vec::with_capacity(records.len());
+    let mut leases = Vec::with_capacity(records.len());
+    let mut ran_out = Vec::with_capacity(records.len());
+    let mut events = EventBinds::default();
+    for r in records {
+        ids.push(r.notification_id);
+        numbers.push(r.number);
+        series.push(r.series_start);
+        started.push(r.started_at);
+        durations.push(r.duration_ms);
+        status_codes.push(r.status_code);
+        // PostgreSQL text cannot hold NUL bytes; receivers can send them.
+        bodies.push(
+            r.response_body
+                .as_ref()
+                .map(|b| b.replace('\0', "\u{FFFD}")),
+        );
+        error_codes.push(r.error_code.as_deref());
+        error_messages.push(r.error_message.as_deref());
+        outcomes.push(r.outcome.kind());
+        statuses.push(r.next.status);
+        next_ats.push(r.next.next_attempt_at);
+        completed.push(r.next.completed);
+        last_errors.push(r.next.last_error.as_deref());
+        leases.push(r.lease.map(|(lease, _)| lease));
+        ran_out.push(r.lease.and_then(|(_, ran_out_at)| ran_out_at));
+        if let Some(event) = &r.event {
+            events.push(event);
+        }
+    }
+    let health_ids: Vec<Uuid> = health.iter().map(|(id, _)| *id).collect();
+    let failing_since: Vec<Option<DateTime<Utc>>> =
+        health.iter().map(|(_, h)| h.failing_since()).collect();
+    let if_failing: Vec<bool> = health
+        .iter()
+        .map(|(_, h)| h.changes_a_failing_endpoint())
+        .collect();
+    let moved: Vec<Uuid> = sqlx::query_scalar(RECORD_ATTEMPTS)
+        .bind(&ids)
+        .bind(&numbers)
+        .bind(&started)
+        .bind(&durations)
+        .bind(&status_codes)
+        .bind(&bodies)
+        .bind(&error_codes)
+        .bind(&error_messages)
+        .bind(&outcomes)
+        .bind(&series)
+        .bind(&statuses)
+        .bind(&next_ats)
+        .bind(&completed)
+        .bind(&last_errors)
+        .bind(&events.subjects)
+        .bind(&events.types)
+        .bind(&events.keys)
+        .bind(&events.bodies)
+        .bind(OPERATOR_ENDPOINT_ID)
+        .bind(&health_ids)
+        .bind(&failing_since)
+        .bind(&if_failing)
+        .bind(&leases)
+        .bind(&ran_out)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(moved)
+}
