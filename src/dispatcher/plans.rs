@@ -1,7 +1,7 @@
 //! The endpoints the dispatcher has prepared (URL parsed, secrets opened and
 //! keyed into their HMAC states, headers validated), kept from one claim to
 //! the next so that a claim reads and prepares an endpoint only when its row
-//! has changed. The row's version (`xmin`) comes with every claimed
+//! has changed. The row's `version` comes with every claimed
 //! notification, so a change made by any process is seen by the next claim.
 
 use std::collections::HashMap;

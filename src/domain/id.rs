@@ -36,6 +36,13 @@ pub fn new_id() -> Uuid {
     from_parts(ms, random)
 }
 
+/// A pull lease's id: 122 random bits (UUIDv4). Unlike `new_id`, which
+/// counts up within a millisecond, it tells nothing of the leases taken
+/// beside it: a receipt is proof of holding its lease.
+pub fn new_lease_id() -> Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 /// The id after `last` at `now_ms`. A new millisecond starts from a random
 /// value below 2^63, leaving room to count up; within the same millisecond
 /// (or when the clock stepped back) the count goes up by a random step.
@@ -108,6 +115,18 @@ mod tests {
         let (secs, nanos) = id.get_timestamp().unwrap().to_unix();
         let ms = secs * 1000 + u64::from(nanos) / 1_000_000;
         assert!(ms >= before.as_millis() as u64 && ms <= before.as_millis() as u64 + 1000);
+    }
+
+    #[test]
+    fn lease_ids_are_random_uuid_v4s_that_do_not_count_up() {
+        let ids: Vec<Uuid> = (0..1000).map(|_| new_lease_id()).collect();
+        assert!(ids.iter().all(|id| id.get_version_num() == 4));
+        let unique: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        // Ids made in a row are not neighbours, as `new_id`'s are.
+        assert!(ids
+            .windows(2)
+            .all(|w| w[0].as_u128().abs_diff(w[1].as_u128()) > 1 << 64));
     }
 
     #[test]

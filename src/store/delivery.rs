@@ -124,7 +124,7 @@ impl DueNotification {
 #[derive(Clone)]
 pub struct DeliveryEndpoint {
     pub id: Uuid,
-    /// The row's version: its `xmin`, which every update of the row changes.
+    /// The row's `version`, raised by every change of what a delivery uses.
     pub version: i64,
     pub url: String,
     pub secret: String,

@@ -36,7 +36,7 @@ pub struct Committed {
     pub notifications: Vec<Inserted>,
     pub events: Vec<EventInserted>,
     /// Each created notification's (or event delivery's) endpoint version
-    /// (its row's `xmin`), by notification id, when
+    /// (its row's `version`), by notification id, when
     /// `Writes::endpoint_versions` asked for it.
     pub endpoint_versions: HashMap<Uuid, i64>,
 }

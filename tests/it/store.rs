@@ -592,3 +592,57 @@ async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool
     );
     let _ = std::fs::remove_file(&log);
 }
+
+async fn version(pool: &PgPool, id: Uuid) -> i64 {
+    sqlx::query_scalar("SELECT version FROM endpoints WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test]
+async fn an_endpoints_version_rises_with_each_change_a_delivery_uses_and_not_with_its_health(
+    pool: PgPool,
+) {
+    use hookd::store::endpoints::EndpointRef;
+    let store = PgStore::new(pool.clone());
+    let shop = id::new_id();
+    endpoint(&pool, shop).await;
+    assert_eq!(version(&pool, shop).await, 0);
+
+    // Health: a failure and a success flip `failing_since`, not the version.
+    let first = notification(&pool, shop).await;
+    record(&store, &[attempt(first, shop, 1, FAILED)])
+        .await
+        .unwrap();
+    assert!(failing_since(&pool, shop).await.is_some());
+    let second = notification(&pool, shop).await;
+    record(&store, &[attempt(second, shop, 1, Outcome::Succeeded)])
+        .await
+        .unwrap();
+    assert!(failing_since(&pool, shop).await.is_none());
+    assert_eq!(version(&pool, shop).await, 0);
+
+    // A change of its settings does.
+    let changed = store
+        .modify_endpoint(
+            &EndpointRef::Id(shop),
+            Box::new(|e: &mut hookd::store::endpoints::Endpoint| {
+                e.description = "new".into();
+                Ok::<(), hookd::domain::problem::Problem>(())
+            }),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(changed, Some(Ok(_))));
+    assert_eq!(version(&pool, shop).await, 1);
+
+    // And so does deleting it.
+    store
+        .delete_endpoint(&EndpointRef::Id(shop))
+        .await
+        .unwrap()
+        .expect("the endpoint was there");
+    assert_eq!(version(&pool, shop).await, 2);
+}

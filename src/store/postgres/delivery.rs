@@ -36,7 +36,7 @@ impl PgStore {
                  CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
                  CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
                  n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-                 n.next_attempt_at, n.event_id, n.url, ep.xmin::text::bigint AS endpoint_version \
+                 n.next_attempt_at, n.event_id, n.url, ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                  LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id = ANY($1)",
@@ -72,7 +72,7 @@ impl PgStore {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, xmin::text::bigint AS version, COALESCE(url, '') AS url, secret, \
+                "SELECT id, version, COALESCE(url, '') AS url, secret, \
                      previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
                      max_in_flight, disabled, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \

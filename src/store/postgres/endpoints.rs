@@ -143,6 +143,7 @@ impl PgStore {
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
+             version = version + 1, \
              disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
              failing_since = CASE WHEN (disabled AND NOT $15) OR $3 IS NULL THEN NULL \
                                   ELSE failing_since END \
@@ -189,7 +190,7 @@ impl PgStore {
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();
         let deleted: Option<Uuid> = sqlx::query_scalar(
-            "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
+            "UPDATE endpoints SET deleted_at = now(), updated_at = now(), version = version + 1 \
              WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed RETURNING id",
         )
         .bind(id)

@@ -134,7 +134,7 @@ impl PgStore {
         // to this process's dispatcher), in rows of their own.
         let statement = if endpoint_versions {
             insert_events_sql!(
-                "RETURNING id, (SELECT ep.xmin::text::bigint FROM endpoints ep \
+                "RETURNING id, (SELECT ep.version FROM endpoints ep \
                      WHERE ep.id = notifications.endpoint_id) AS version",
                 "UNION ALL SELECT id, NULL, version FROM fanned"
             )

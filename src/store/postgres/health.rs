@@ -61,7 +61,8 @@ impl PgStore {
                    AND NOT e.disabled AND e.deleted_at IS NULL \
                  ORDER BY e.id FOR NO KEY UPDATE OF e \
              ), disabled AS ( \
-                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now() \
+                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now(), \
+                     version = e.version + 1 \
                  FROM locked l WHERE e.id = l.id RETURNING e.id \
              ), reported AS (",
             insert_operator_events!("disabled", "$5", "$6", "$7", "$8", "$9"),

@@ -126,7 +126,7 @@ impl PgStore {
         // prepared endpoint is current, as a claim's load would.
         let statement = if endpoint_versions {
             insert_notifications_sql!(
-                "(SELECT ep.xmin::text::bigint FROM endpoints ep \
+                "(SELECT ep.version FROM endpoints ep \
                   WHERE ep.id = notifications.endpoint_id)"
             )
         } else {

@@ -25,7 +25,7 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         let Some((url, secret)) = target else {
             sqlx::query(
-                "UPDATE endpoints SET deleted_at = now(), updated_at = now() \
+                "UPDATE endpoints SET deleted_at = now(), updated_at = now(), version = version + 1 \
                  WHERE id = $1 AND deleted_at IS NULL",
             )
             .bind(OPERATOR_ENDPOINT_ID)
@@ -83,7 +83,7 @@ impl PgStore {
                 if !same_url || !same_secret || deleted || disabled {
                     sqlx::query(
                         "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
-                             updated_at = now() WHERE id = $1",
+                             updated_at = now(), version = version + 1 WHERE id = $1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)
                     .bind(&sealed_url)

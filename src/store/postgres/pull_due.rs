@@ -120,6 +120,7 @@ impl PgStore {
         Ok(moved)
     }
 }
+
 /// Leases these free rows (the caller holds them) until `lease` from the
 /// transaction's start, each due since its `due_ats`.
 async fn lease_rows(
@@ -128,11 +129,17 @@ async fn lease_rows(
     due_ats: &[DateTime<Utc>],
     lease: Duration,
 ) -> Result<Vec<Taken>, StoreError> {
+    // Lease ids are made in Rust, like every id hookd makes: a backend only
+    // stores them.
+    let leases: Vec<Uuid> = ids
+        .iter()
+        .map(|_| crate::domain::id::new_lease_id())
+        .collect();
     Ok(sqlx::query_as::<_, Taken>(
         "WITH picked AS ( \
-             SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[]) AS p(id, due_at) \
+             SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $4::uuid[]) AS p(id, due_at, lease) \
          ), taken AS ( \
-             UPDATE notifications n SET lease_id = gen_random_uuid(), leased_at = now(), \
+             UPDATE notifications n SET lease_id = p.lease, leased_at = now(), \
                  next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
              FROM picked p \
              WHERE n.id = p.id AND (n.status = 'pending') IS TRUE AND n.lease_id IS NULL \
@@ -149,6 +156,7 @@ async fn lease_rows(
     .bind(ids)
     .bind(due_ats)
     .bind(lease.as_secs_f64())
+    .bind(&leases)
     .fetch_all(conn)
     .await?)
 }
