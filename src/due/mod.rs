@@ -10,6 +10,7 @@
 //! sits above both (`dispatcher::refill`): this module knows no store, and
 //! nothing outside a backend knows its keys, markers or locks.
 
+pub mod memory;
 pub mod redis;
 
 use std::sync::Arc;
