@@ -1,5 +1,9 @@
 //! Keeping the due index whole and the history bounded, in the background:
-//! - rows marked `needs_index` (created while Redis was down) are indexed;
+//! - rows marked `needs_index` (created while Redis was down, or operator
+//!   events) are indexed;
+//!
+//! for an index that can lose what it holds while hookd runs (Redis, whose
+//! `Recovery` this uses):
 //! - when the index marker is missing (Redis restarted empty, flushed, failed
 //!   over), one process rebuilds `due` from PostgreSQL, page by page;
 //! - when `due` alone is lost (its sentinel member is gone while the marker
@@ -9,6 +13,8 @@
 //!   promoted replica never got): every pass checks what fell overdue in the
 //!   last minute, then walks on through everything overdue a page at a time
 //!   (at once after a master change, and while it finds some);
+//!
+//! and whatever the index:
 //! - retention deletes final notifications older than `retention.days`;
 //! - the operator endpoint is made to match `operator.url`, and endpoints
 //!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
@@ -22,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 use crate::domain::health::DISABLED_FAILING;
 use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
-use crate::due::SharedIndex;
+use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
 use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
@@ -68,7 +74,10 @@ pub async fn run(
     let mut operator_synced = false;
     // The disabling check runs every tick: one warning per run of failures.
     let mut disable_check_failing = false;
-    let mut epoch = due.epoch();
+    // An in-process index needs none of it: it is filled at start and
+    // loses nothing while the process lives.
+    let recovery = due.recovery();
+    let mut epoch = recovery.map_or(0, |recovery| recovery.epoch());
     loop {
         if !operator_synced {
             let operator = &settings.operator;
@@ -105,52 +114,55 @@ pub async fn run(
         if let Err(error) = index_marked(&*store, &due).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
-        match due.restore(&*store, &shutdown).await {
-            Ok(Some(restored)) => {
-                metrics::counter!("hookd_index_rebuilds_total").increment(1);
-                tracing::info!(
-                    added = restored.added,
-                    took_ms = restored.took.as_millis() as u64,
-                    "rebuilt the due index from PostgreSQL"
-                )
-            }
-            Ok(None) => {}
-            Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
-        }
-        // A new master (Sentinel failover) may lack the last writes of the
-        // old one: re-add what was created lately, and have the sweep walk
-        // every overdue row for the rest.
-        let now_epoch = due.epoch();
-        if now_epoch != epoch {
-            if epoch != 0 {
-                match heal_recent(&*store, &due).await {
-                    Ok(added) => tracing::info!(
-                        added,
-                        "re-added recent notifications after a Redis master change"
-                    ),
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot re-add recent notifications after a master change")
-                    }
+        if let Some(recovery) = recovery {
+            match super::refill::restore(recovery, &*store, &shutdown).await {
+                Ok(Some(restored)) => {
+                    metrics::counter!("hookd_index_rebuilds_total").increment(1);
+                    tracing::info!(
+                        added = restored.added,
+                        took_ms = restored.took.as_millis() as u64,
+                        "rebuilt the due index from PostgreSQL"
+                    )
                 }
-                // The old master's last writes may also have moved older
-                // rows (a deferral, a retry): the sweep walks every overdue
-                // row now, not a page a pass.
-                sweep_cursor = None;
-                sweep_whole = true;
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
             }
-            epoch = now_epoch;
+            // A new master (Sentinel failover) may lack the last writes of the
+            // old one: re-add what was created lately, and have the sweep walk
+            // every overdue row for the rest.
+            let now_epoch = recovery.epoch();
+            if now_epoch != epoch {
+                if epoch != 0 {
+                    match heal_recent(&*store, recovery).await {
+                        Ok(added) => tracing::info!(
+                            added,
+                            "re-added recent notifications after a Redis master change"
+                        ),
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot re-add recent notifications after a master change")
+                        }
+                    }
+                    // The old master's last writes may also have moved older
+                    // rows (a deferral, a retry): the sweep walks every overdue
+                    // row now, not a page a pass.
+                    sweep_cursor = None;
+                    sweep_whole = true;
+                }
+                epoch = now_epoch;
+            }
         }
         // Sampled here, once a second, not computed per scrape.
         if let Ok((due_count, leased)) = due.depth().await {
             metrics::gauge!("hookd_due_notifications").set(due_count as f64);
             metrics::gauge!("hookd_leased_notifications").set(leased as f64);
         }
-        if sweep_whole || last_sweep.elapsed() >= SWEEP_INTERVAL {
+        let sweep_now = sweep_whole || last_sweep.elapsed() >= SWEEP_INTERVAL;
+        if let Some(recovery) = recovery.filter(|_| sweep_now) {
             last_sweep = Instant::now();
             // A walk of everything (after a master change) goes on at the
             // next tick until its cursor comes round, or after an error,
             // from the page that failed.
-            match sweep(&*store, &due, &mut sweep_cursor, sweep_whole, &shutdown).await {
+            match sweep(&*store, recovery, &mut sweep_cursor, sweep_whole, &shutdown).await {
                 Ok(added) => {
                     if sweep_cursor.is_none() {
                         sweep_whole = false;
@@ -247,7 +259,7 @@ const RECENT: chrono::Duration = chrono::Duration::minutes(10);
 
 /// Re-adds the pending rows created in the last `RECENT`, those in neither
 /// set.
-async fn heal_recent(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow::Result<usize> {
+async fn heal_recent(store: &dyn HousekeepingStore, due: &dyn Recovery) -> anyhow::Result<usize> {
     let since = (Utc::now() - RECENT).timestamp_millis();
     let mut after = crate::domain::id::first_of_ms(since);
     let mut added = 0;
@@ -270,7 +282,7 @@ async fn heal_recent(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow
 /// by the next sweep.
 async fn sweep(
     store: &dyn HousekeepingStore,
-    due: &SharedIndex,
+    due: &dyn Recovery,
     cursor: &mut Option<PendingCursor>,
     whole: bool,
     shutdown: &CancellationToken,
@@ -314,7 +326,7 @@ async fn sweep(
 /// really missing.
 async fn reindex_missing(
     store: &dyn HousekeepingStore,
-    due: &SharedIndex,
+    due: &dyn Recovery,
     page: &[(uuid::Uuid, chrono::DateTime<Utc>)],
 ) -> anyhow::Result<usize> {
     let missing = due.missing(page).await?;

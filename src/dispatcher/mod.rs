@@ -3,8 +3,10 @@
 //! hand the outcomes to the recorder. It sleeps until just before the
 //! earliest due time (or a lease expiry, or `max_idle_ms`), claims what is
 //! due in the next few milliseconds and holds it until due, and wakes early
-//! when this process enqueues something due sooner. What this process's
-//! committers create due now comes without a claim or a load (`handoff`).
+//! when this process enqueues something due sooner, or when the index says
+//! so (an in-process one knows when something got due sooner). What this
+//! process's committers create due now comes without a claim or a load
+//! (`handoff`). `refill` fills an index from the store.
 
 mod delivery;
 pub mod handoff;
@@ -12,6 +14,7 @@ pub mod housekeeping;
 mod in_flight;
 mod plans;
 mod recorder;
+pub mod refill;
 mod task;
 
 use std::collections::HashMap;
@@ -133,6 +136,7 @@ impl Dispatcher {
         // Whether the next turn claims from the index: not when only a
         // hand-off woke the dispatcher (nothing in the index got due sooner).
         let mut claim_now = true;
+        let index_wakeups = self.due.wakeups();
         let mut idle_until = tokio::time::Instant::now();
         while !shutdown.is_cancelled() {
             while tasks.try_join_next().is_some() {}
@@ -167,6 +171,7 @@ impl Dispatcher {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => claim_now = true,
+                _ = woken_by(index_wakeups.as_deref()) => claim_now = true,
                 _ = self.handoff.handed() => {}
                 _ = tokio::time::sleep_until(idle_until) => claim_now = true,
             }
@@ -470,6 +475,14 @@ enum Turn {
     Again,
     /// Nothing is due for this long (or until woken).
     IdleFor(Duration),
+}
+
+/// Until the index wakes the dispatcher; never, for one that does not.
+async fn woken_by(wakeups: Option<&Notify>) {
+    match wakeups {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn pause(shutdown: &CancellationToken, duration: Duration) {

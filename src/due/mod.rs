@@ -1,36 +1,50 @@
 //! The due index: *when* each pending notification is next due, and the
 //! leases of what is being delivered now. PostgreSQL is the truth; the
-//! index only orders it, and can be rebuilt from it at any time.
+//! index only orders it, and can be refilled from it at any time.
 //!
-//! Backends sit side by side behind one trait (`DueIndex`), chosen once at
-//! start-up: `redis` (server mode, several processes) today; an in-process
-//! index for the embedded mode fits beside it. The trait's methods are
-//! grouped by who calls them; nothing outside a backend knows its keys,
-//! markers or locks.
+//! Backends sit side by side, chosen once at start-up: `redis` (server
+//! mode, several processes) and `memory` (in-process, for the embedded
+//! mode). Every one implements the core (`DueIndex`); one that can lose
+//! what it holds while hookd runs also implements its `Recovery` (a
+//! marker, a refill lock, a sweep). What refills an index from the store
+//! sits above both (`dispatcher::refill`): this module knows no store, and
+//! nothing outside a backend knows its keys, markers or locks.
 
+pub mod memory;
 pub mod redis;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::store::seams::PendingRows;
-use crate::store::StoreError;
-
+/// Why the index did not do what it was asked. Neutral: each backend turns
+/// its own failures into these (Redis's in `redis`).
 #[derive(Debug, thiserror::Error)]
 pub enum DueError {
-    #[error("redis unavailable: {0}")]
-    Unavailable(::redis::RedisError),
-    #[error("redis did not answer within {0:?}")]
+    /// The index cannot be reached or refused the command. The cause is in
+    /// the message (logs print an error once, by its `Display`) and kept as
+    /// the source for whoever needs to tell causes apart (the Redis link,
+    /// to notice a failover).
+    #[error("due index unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the due index did not answer within {0:?}")]
     Timeout(Duration),
-    #[error("redis returned a malformed member ({0} bytes)")]
+    /// The index returned an id that is none (`n` bytes).
+    #[error("the due index returned a malformed member ({0} bytes)")]
     Malformed(usize),
-    #[error("no sentinel named a master for redis.master_name")]
-    NoMaster,
 }
+
+/// The time a due time is kept at in an index: unix milliseconds, rounded
+/// up, so that a claim at `now >= score` never finds a row whose
+/// microsecond due time is later.
+pub fn score(at: DateTime<Utc>) -> i64 {
+    let micros = at.timestamp_micros();
+    micros.div_euclid(1000) + i64::from(micros.rem_euclid(1000) != 0)
+}
+
 /// What one claim call found.
 #[derive(Debug, Default)]
 pub struct Claim {
@@ -58,22 +72,25 @@ impl Claim {
 /// A shared handle to the configured index.
 pub type SharedIndex = Arc<dyn DueIndex>;
 
-/// Why a restore stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreError {
-    #[error(transparent)]
-    Due(#[from] DueError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
+/// What the marker of an index that can lose data says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexState {
+    /// Complete, in this build's format.
+    Complete,
+    /// Lost (Redis restarted empty, was flushed or failed over) or never
+    /// filled.
+    Missing,
+    /// The marker is there but part of the index is gone (evicted, deleted
+    /// or not replicated). Refilled like `Missing`.
+    DueLost,
+    /// Complete, but written by a build with another format.
+    OtherFormat,
 }
 
-/// What a restore did: how many ids it added, in how long.
-#[derive(Debug, Clone, Copy)]
-pub struct Restored {
-    pub added: usize,
-    pub took: Duration,
-}
-
+/// The core of a due index: what every backend does, and all that the
+/// write path and the dispatcher call. Times are kept as `score`s
+/// (milliseconds); a notification may be due and leased at once (a claim
+/// leases it; `add` of a leased id puts it back in the due set too).
 #[async_trait::async_trait]
 pub trait DueIndex: Send + Sync + 'static {
     // The write path.
@@ -85,14 +102,15 @@ pub trait DueIndex: Send + Sync + 'static {
     /// claimed: if that dispatcher never records them, they come back due
     /// when the lease expires, like any claim.
     async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError>;
-    /// Removes notifications (cancelled ones). Best effort: the dispatcher
-    /// skips ids whose rows are no longer pending anyway.
+    /// Removes notifications (cancelled ones), due or leased. Best effort:
+    /// the dispatcher skips ids whose rows are no longer pending anyway.
     async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError>;
 
     // The dispatcher.
 
-    /// Claims up to `limit` ids due by `due_by`, leasing them until
-    /// `lease_until`; leases expired at `now` come back first.
+    /// Claims up to `limit` ids due by `due_by`, earliest first, leasing
+    /// them until `lease_until`. First, leases expired at `now` come back
+    /// due at `now` (counted in `requeued`), so a claim takes them first.
     async fn claim(
         &self,
         now: DateTime<Utc>,
@@ -114,34 +132,65 @@ pub trait DueIndex: Send + Sync + 'static {
     async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError>;
     /// Whether `id` is leased at `now`: being delivered by some process.
     async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError>;
+    /// Woken when something becomes due (or a lease expires) before the
+    /// time the last claim said was the next: a dispatcher sleeping until
+    /// then waits on it too. `None`: the index cannot tell (it is shared
+    /// with other processes); the dispatcher relies on its own wake-ups.
+    fn wakeups(&self) -> Option<Arc<Notify>> {
+        None
+    }
 
-    // Housekeeping.
+    // Filling from the store.
+
+    /// Adds the entries that are neither due nor leased; returns how many.
+    /// What a refill from the store adds, in batches of any size.
+    async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
+    /// For rows whose indexing is owed (`needs_index`: the index failed at
+    /// their commit, or the store created them, as operator events): adds
+    /// those neither due nor leased, and moves to their time those due
+    /// later (a retry whose move failed). Moving earlier is safe: a claim
+    /// of a row not yet due gives it back. Returns how many it wrote.
+    async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
+
+    // Housekeeping and readiness.
 
     /// (due, leased) counts.
     async fn depth(&self) -> Result<(u64, u64), DueError>;
-    /// Changes when the index may have lost recent writes (a new Redis
-    /// master): housekeeping then re-adds recent rows.
-    fn epoch(&self) -> u64;
-    /// Adds the entries that are neither due nor leased; returns how many.
-    async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
-    /// For rows whose indexing failed (`needs_index`): adds those neither
-    /// due nor leased, and moves to their time those due later (a retry
-    /// that Redis refused to move). Moving earlier is safe: a claim of a
-    /// row not yet due gives it back. Returns how many it wrote.
-    async fn add_marked(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError>;
-    /// The ids among `entries` that are neither due nor leased.
-    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
-    /// If the index was lost (or is in another format), rebuilds it from
-    /// `rows`, unless another process is doing so. `None`: nothing to do.
-    async fn restore(
-        &self,
-        rows: &dyn PendingRows,
-        shutdown: &CancellationToken,
-    ) -> Result<Option<Restored>, RestoreError>;
-
-    // Readiness.
-
     async fn ping(&self) -> Result<(), DueError>;
     /// Configuration that endangers the index (an eviction policy, say).
     async fn warnings(&self) -> Vec<String>;
+    /// Its recovery, for an index that can lose what it holds while hookd
+    /// runs (Redis); `None` for one that lives and dies with the process.
+    fn recovery(&self) -> Option<&dyn Recovery> {
+        None
+    }
+}
+
+/// What only an index that can lose data needs: to notice the loss (a
+/// marker, an epoch), to be refilled by one process at a time, and to be
+/// swept for rows that fell through the cracks. The refill itself is the
+/// store's business and sits above both (`dispatcher::refill`).
+#[async_trait::async_trait]
+pub trait Recovery: DueIndex {
+    /// Changes when the index may have lost recent writes (a new Redis
+    /// master): housekeeping then re-adds recent rows.
+    fn epoch(&self) -> u64;
+    /// Whether the index is known to be complete, and in this build's
+    /// format.
+    async fn state(&self) -> Result<IndexState, DueError>;
+    /// Takes the lock that lets one process refill the index, or renews it
+    /// when this process holds it; `false`: another process holds it.
+    async fn lock_refill(&self) -> Result<bool, DueError>;
+    async fn unlock_refill(&self) -> Result<(), DueError>;
+    /// Drops the whole index, leases included, and its marker: what a
+    /// refill does first to an index of another format.
+    async fn clear(&self) -> Result<(), DueError>;
+    /// Empties the due set and keeps the leases: what every refill does
+    /// first, so that nothing left of a partly lost index hides.
+    async fn clear_due(&self) -> Result<(), DueError>;
+    /// Marks the index complete, after a refill.
+    async fn mark_complete(&self) -> Result<(), DueError>;
+    /// The ids among `entries` that are neither due nor leased, changing
+    /// nothing: what the sweep looks for.
+    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
 }

@@ -481,9 +481,10 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPo
     let got = receiver.wait_for("/new", 1, DEADLINE).await;
     assert_eq!(got[0].header("x-tenant"), Some("b"));
 
-    // ...and by another writer of the database, which no cache of this
-    // process hears of.
-    sqlx::query("UPDATE endpoints SET url = $1 WHERE uid = 'moving'")
+    // ...and by another writer of the database (another process), which no
+    // cache of this process hears of: it raises the row's version, as
+    // every change hookd writes does.
+    sqlx::query("UPDATE endpoints SET url = $1, version = version + 1 WHERE uid = 'moving'")
         .bind(receiver.url("/newer"))
         .execute(&pool)
         .await

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use hookd::domain::id::new_id;
-use hookd::due::redis::rebuild::IndexState;
 use hookd::due::redis::RedisIndex;
+use hookd::due::IndexState;
 use uuid::Uuid;
 
 use crate::helpers::{redis_url, test_settings};

@@ -10,6 +10,7 @@ mod api_notifications;
 mod cli;
 mod degrade;
 mod delivery;
+mod due_conformance;
 mod due_index;
 mod events;
 mod guard;

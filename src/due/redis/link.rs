@@ -17,6 +17,17 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use super::DueError;
 use crate::config::RedisSettings;
 
+/// No sentinel named a master: hookd cannot tell where Redis is now.
+#[derive(Debug, thiserror::Error)]
+#[error("no sentinel named a master for redis.master_name")]
+pub(crate) struct NoMaster;
+
+impl From<NoMaster> for DueError {
+    fn from(error: NoMaster) -> Self {
+        DueError::Unavailable(Box::new(error))
+    }
+}
+
 /// Least time between two questions to the sentinels, so a burst of failing
 /// commands asks once.
 const RESOLVE_EVERY: Duration = Duration::from_millis(250);
@@ -55,7 +66,7 @@ impl Link {
                 .map(|address| redis::Client::open(format!("redis://{address}")))
                 .collect::<Result<_, _>>()?;
             let template = url::Url::parse(settings.url.expose()).map_err(|_| {
-                DueError::Unavailable(redis::RedisError::from((
+                DueError::from(redis::RedisError::from((
                     redis::ErrorKind::InvalidClientConfig,
                     "redis.url is not a URL",
                 )))
@@ -139,14 +150,16 @@ impl Link {
         }
         let failover = match error {
             DueError::Timeout(_) => true,
-            DueError::Unavailable(e) => {
-                e.is_io_error()
-                    || e.is_connection_refusal()
-                    || e.is_connection_dropped()
-                    || e.is_timeout()
-                    || e.code() == Some("READONLY")
-            }
-            DueError::NoMaster => true,
+            DueError::Unavailable(source) => match source.downcast_ref::<redis::RedisError>() {
+                Some(e) => {
+                    e.is_io_error()
+                        || e.is_connection_refusal()
+                        || e.is_connection_dropped()
+                        || e.is_timeout()
+                        || e.code() == Some("READONLY")
+                }
+                None => source.is::<NoMaster>(),
+            },
             DueError::Malformed(_) => false,
         };
         if failover {
@@ -177,7 +190,7 @@ impl Link {
                         Err(error) => last_error = Some(error),
                     }
                 }
-                Err(last_error.unwrap_or(DueError::NoMaster))
+                Err(last_error.unwrap_or_else(|| NoMaster.into()))
             }
         }
     }
@@ -199,7 +212,7 @@ impl Link {
         };
         match tokio::time::timeout(self.timeout, question).await {
             Ok(Ok(Some(address))) => Ok(address),
-            Ok(Ok(None)) => Err(DueError::NoMaster),
+            Ok(Ok(None)) => Err(NoMaster.into()),
             Ok(Err(error)) => Err(error.into()),
             Err(_) => Err(DueError::Timeout(self.timeout)),
         }
@@ -230,7 +243,7 @@ fn client(url: &str, settings: &RedisSettings) -> Result<redis::Client, DueError
         return Ok(redis::Client::open(url)?);
     }
     let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
-        DueError::Unavailable(redis::RedisError::from((
+        DueError::from(redis::RedisError::from((
             redis::ErrorKind::InvalidClientConfig,
             "redis.ca_file",
             reason,

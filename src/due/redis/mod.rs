@@ -1,7 +1,8 @@
 //! The due index on Redis (server mode): *when* each pending notification
 //! is next due, and the leases of what is being delivered now. It holds
 //! nothing that PostgreSQL does not: losing it loses nothing (see
-//! `rebuild`). Keys, the marker and the rebuild lock stay in this module.
+//! `rebuild`, its `Recovery`). Keys, the marker and the rebuild lock stay in
+//! this module, and so do Redis's errors: they leave it as `DueError`s.
 //!
 //! Keys start with the configured prefix `P`; the `{P}` hash tag keeps them
 //! in one Redis Cluster slot, so scripts may touch several:
@@ -45,6 +46,7 @@ use uuid::Uuid;
 
 use crate::config::RedisSettings;
 use crate::domain::id;
+pub use crate::due::score;
 use crate::due::DueError;
 
 #[derive(Debug, Clone)]
@@ -120,7 +122,7 @@ pub struct RedisIndex {
 
 impl From<redis::RedisError> for DueError {
     fn from(error: redis::RedisError) -> Self {
-        DueError::Unavailable(error)
+        DueError::Unavailable(Box::new(error))
     }
 }
 
@@ -168,13 +170,6 @@ pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
         Ok(compact) => Ok(id::expand(compact)),
         Err(_) => Uuid::from_slice(bytes).map_err(|_| DueError::Malformed(bytes.len())),
     }
-}
-
-/// The score of a due time: unix milliseconds, rounded up, so that a claim
-/// at `now >= score` never finds a row whose microsecond due time is later.
-pub fn score(at: DateTime<Utc>) -> i64 {
-    let micros = at.timestamp_micros();
-    micros.div_euclid(1000) + i64::from(micros.rem_euclid(1000) != 0)
 }
 
 impl RedisIndex {
@@ -386,10 +381,6 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::depth(self).await
     }
 
-    fn epoch(&self) -> u64 {
-        RedisIndex::epoch(self)
-    }
-
     async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
         RedisIndex::add_missing(self, entries).await
     }
@@ -398,23 +389,16 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::add_marked(self, entries).await
     }
 
-    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
-        RedisIndex::missing(self, entries).await
-    }
-
-    async fn restore(
-        &self,
-        rows: &dyn crate::store::seams::PendingRows,
-        shutdown: &tokio_util::sync::CancellationToken,
-    ) -> Result<Option<crate::due::Restored>, crate::due::RestoreError> {
-        self.restore_from(rows, shutdown).await
-    }
-
     async fn ping(&self) -> Result<(), DueError> {
         RedisIndex::ping(self).await
     }
 
     async fn warnings(&self) -> Vec<String> {
         self.eviction_warning().await.into_iter().collect()
+    }
+
+    /// Redis restarts, fails over and evicts while hookd runs (`rebuild`).
+    fn recovery(&self) -> Option<&dyn crate::due::Recovery> {
+        Some(self)
     }
 }

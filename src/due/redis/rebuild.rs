@@ -1,8 +1,10 @@
-//! Re-indexing from PostgreSQL. A marker key says the index is complete; when
-//! Redis restarts empty, is flushed or fails over, the marker is gone and one
-//! process (holding a short lock) rebuilds `due` from the pending rows. Adds
-//! never touch ids that are in flight or already due: the same script serves
-//! the rebuild and the periodic sweep for rows that fell through the cracks.
+//! The index's `Recovery` on Redis. A marker key says the index is
+//! complete; when Redis restarts empty, is flushed or fails over, the marker
+//! is gone and one process (holding a short lock) refills `due` from the
+//! pending rows (`dispatcher::refill` reads them and calls `add_missing`).
+//! Adds never touch ids that are in flight or already due: the same script
+//! serves the refill and the periodic sweep for rows that fell through the
+//! cracks.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -12,8 +14,7 @@ use redis::Script;
 use uuid::Uuid;
 
 use super::{member, parse_member, score, script, RedisIndex};
-use crate::due::{DueError, RestoreError, Restored};
-use crate::store::seams::PendingRows;
+use crate::due::{DueError, IndexState, Recovery};
 
 static ADD_MISSING: LazyLock<Script> =
     LazyLock::new(|| script(include_str!("lua/add_missing.lua")));
@@ -67,21 +68,6 @@ pub const INDEX_FORMAT: &str = "f3:";
 /// (`lua/buckets.lua` names it too).
 pub const DUE_SENTINEL: &[u8] = b"hookd:due";
 
-/// What the marker (and the sentinel member of `due`) say about the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexState {
-    /// Complete, in this build's format.
-    Complete,
-    /// Lost (Redis restarted empty, was flushed or failed over) or never built.
-    Missing,
-    /// The marker is there but `due` lost its sentinel, or the ranges are
-    /// gone: part of the index was evicted, deleted or not replicated.
-    /// Rebuilt like `Missing`.
-    DueLost,
-    /// Complete, but written by a build with another member format.
-    OtherFormat,
-}
-
 impl RedisIndex {
     fn marker_key(&self) -> String {
         format!("{0}:{{{0}}}:indexed", self.prefix())
@@ -91,7 +77,10 @@ impl RedisIndex {
         format!("{0}:{{{0}}}:rebuild-lock", self.prefix())
     }
 
-    /// Whether the index is known to be complete, and in this build's format.
+    /// Whether the index is known to be complete, and in this build's
+    /// format: what the marker and the sentinel member of `due` say
+    /// (`DueLost`: the marker is there, but `due` lost its sentinel or the
+    /// ranges are gone).
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
         let key = self.marker_key();
         let due = &self.keys().due;
@@ -246,9 +235,27 @@ impl RedisIndex {
     }
 
     /// Adds the entries that are in neither `due` nor `inflight`; returns how
-    /// many were added.
+    /// many were added. A batch of any size (a refill gathers 200,000) is
+    /// written in id order, `WRITE` entries per script call: a bucket holds
+    /// a range of ids, so each call costs one lookup and one ZADD per
+    /// bucket, not per member.
     pub async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
-        Ok(self.missing_among(entries, Mode::Add).await?.0)
+        // A compact id's member keeps its bytes in the id's order, so the
+        // ids' order is the members' (other ids only miss the shortcut).
+        let sorted;
+        let entries = if entries.is_sorted_by_key(|(id, _)| *id) {
+            entries
+        } else {
+            let mut copy = entries.to_vec();
+            copy.sort_unstable_by_key(|(id, _)| *id);
+            sorted = copy;
+            &sorted[..]
+        };
+        let mut added = 0;
+        for chunk in entries.chunks(WRITE) {
+            added += self.missing_among(chunk, Mode::Add).await?.0;
+        }
+        Ok(added)
     }
 
     /// As `add_missing`, and moves to its time an entry that is due later
@@ -290,98 +297,43 @@ impl RedisIndex {
     }
 }
 
-/// Rows read per page of a rebuild.
-const PAGE: i64 = 5000;
-/// Rows a rebuild gathers before it writes them sorted by id (24 bytes each
-/// in memory). Pages come in due order; sorted, a batch fills each range in
-/// id order, with one lookup and one cut per range rather than per row.
-const GATHER: usize = 200_000;
-/// Entries per script call of a rebuild's writes.
+/// Entries per script call of `add_missing`.
 const WRITE: usize = 5000;
 /// How long the rebuild lock lasts without being renewed.
-const LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+const LOCK_TTL: Duration = Duration::from_secs(30);
 
-impl RedisIndex {
-    /// Rebuilds `due` from every pending row when the marker says it was
-    /// lost, if this process gets the lock.
-    pub(super) async fn restore_from(
-        &self,
-        rows: &dyn PendingRows,
-        shutdown: &tokio_util::sync::CancellationToken,
-    ) -> Result<Option<Restored>, RestoreError> {
-        if self.index_state().await? == IndexState::Complete {
-            return Ok(None);
-        }
-        let token = &*self.token;
-        if !self.lock_rebuild(token, LOCK_TTL).await? {
-            return Ok(None);
-        }
-        // Looked at again under the lock: another process may have rebuilt it.
-        match self.index_state().await? {
-            IndexState::Complete => {
-                self.unlock_rebuild(token).await?;
-                return Ok(None);
-            }
-            IndexState::Missing => tracing::warn!(
-                "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
-            ),
-            IndexState::DueLost => tracing::warn!(
-                "part of the due index was lost while the marker stayed (the directory's sentinel or the ranges: evicted, deleted or not replicated): rebuilding"
-            ),
-            IndexState::OtherFormat => {
-                tracing::warn!(
-                    "the due index was written by a build with another format: clearing and rebuilding it"
-                );
-                self.clear_index().await?;
-            }
-        }
-        // What is left of the due set may be in buckets no one can find.
-        self.clear_due().await?;
-        let started = std::time::Instant::now();
-        let mut cursor = None;
-        let mut added = 0;
-        let mut gathered = Vec::with_capacity(GATHER);
-        loop {
-            if shutdown.is_cancelled() {
-                self.unlock_rebuild(token).await?;
-                return Ok(None);
-            }
-            let page = rows.pending_page(cursor, PAGE).await?;
-            let last = (page.len() as i64) < PAGE;
-            cursor = page.last().map(|(id, at)| (*at, *id));
-            gathered.extend(page);
-            if last || gathered.len() >= GATHER {
-                added += self.add_gathered(&mut gathered).await?;
-            }
-            if last {
-                break;
-            }
-            self.lock_rebuild(token, LOCK_TTL).await?;
-        }
-        self.mark_indexed().await?;
-        self.unlock_rebuild(token).await?;
-        Ok(Some(Restored {
-            added,
-            took: started.elapsed(),
-        }))
+#[async_trait::async_trait]
+impl Recovery for RedisIndex {
+    fn epoch(&self) -> u64 {
+        RedisIndex::epoch(self)
     }
 
-    /// Adds what a rebuild gathered, in id order (a bucket holds a range of
-    /// ids: one lookup and one ZADD per bucket and call, not per member),
-    /// and empties `gathered`.
-    async fn add_gathered(
-        &self,
-        gathered: &mut Vec<(Uuid, DateTime<Utc>)>,
-    ) -> Result<usize, DueError> {
-        // A compact id's member keeps its bytes in the id's order, so the
-        // ids' order is the members' (other ids only miss the shortcut).
-        gathered.sort_unstable_by_key(|(id, _)| *id);
-        let mut added = 0;
-        for chunk in gathered.chunks(WRITE) {
-            added += self.add_missing(chunk).await?;
-        }
-        gathered.clear();
-        Ok(added)
+    async fn state(&self) -> Result<IndexState, DueError> {
+        self.index_state().await
+    }
+
+    async fn lock_refill(&self) -> Result<bool, DueError> {
+        self.lock_rebuild(&self.token, LOCK_TTL).await
+    }
+
+    async fn unlock_refill(&self) -> Result<(), DueError> {
+        self.unlock_rebuild(&self.token).await
+    }
+
+    async fn clear(&self) -> Result<(), DueError> {
+        self.clear_index().await
+    }
+
+    async fn clear_due(&self) -> Result<(), DueError> {
+        RedisIndex::clear_due(self).await
+    }
+
+    async fn mark_complete(&self) -> Result<(), DueError> {
+        self.mark_indexed().await
+    }
+
+    async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
+        RedisIndex::missing(self, entries).await
     }
 }
 
