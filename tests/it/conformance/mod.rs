@@ -5,12 +5,15 @@
 //! backend; a backend is added with one line below, naming how a test gets
 //! a fresh, empty store of it.
 
+mod cancel_retry;
 mod delivery;
 mod endpoints;
 mod fixtures;
 mod housekeeping;
+mod leases;
 mod notifications;
 mod pull;
+mod pull_mode;
 
 use hookd::store::seams::{DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore};
 
@@ -40,13 +43,15 @@ macro_rules! conformance {
                 a_key_is_unique_per_endpoint_only,
                 notifications_list_newest_first_filtered_without_payloads,
                 notification_url_tells_unknown_from_none,
+                marks_for_indexing_are_kept_for_pending_rows_until_cleared,
+            }
+            cancel_retry {
                 a_cancel_by_id_takes_only_a_pending_notification_not_spared,
                 a_cancel_by_key_takes_the_pending_ones_of_that_key_but_the_spared_endpoint,
                 cancelling_an_event_cancels_its_pending_deliveries,
                 a_failed_notification_is_retried_as_a_new_series_from_now,
                 a_retry_refuses_final_in_flight_and_unknown_notifications,
                 a_pending_notification_not_in_flight_is_retried_at_once,
-                marks_for_indexing_are_kept_for_pending_rows_until_cleared,
             }
             delivery {
                 a_claim_loads_its_notifications_and_each_stale_endpoint_once,
@@ -82,6 +87,8 @@ macro_rules! conformance {
                 an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read,
                 expired_leases_are_read_only_once_run_out,
                 pull_rows_nobody_took_in_time_end,
+            }
+            pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
                 strays_and_orphans_follow_their_endpoint,
