@@ -8,6 +8,7 @@
 mod cancel_retry;
 mod delivery;
 mod endpoints;
+mod events;
 mod fixtures;
 mod housekeeping;
 mod leases;
@@ -44,6 +45,12 @@ macro_rules! conformance {
                 notifications_list_newest_first_filtered_without_payloads,
                 notification_url_tells_unknown_from_none,
                 marks_for_indexing_are_kept_for_pending_rows_until_cleared,
+            }
+            events {
+                an_event_key_is_idempotent_per_owner,
+                events_read_with_their_body_and_list_newest_first_filtered,
+                a_commit_asked_for_endpoint_versions_gives_those_a_claim_reads,
+                one_key_twice_in_one_commit_creates_the_first_and_finds_it_for_the_second,
             }
             cancel_retry {
                 a_cancel_by_id_takes_only_a_pending_notification_not_spared,
@@ -93,6 +100,7 @@ macro_rules! conformance {
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
                 strays_and_orphans_follow_their_endpoint,
                 consumer_tokens_are_read_all_then_by_change,
+                a_pull_signal_wakes_listeners_of_its_endpoint,
             }
         );
     };

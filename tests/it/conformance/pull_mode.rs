@@ -213,3 +213,43 @@ pub async fn consumer_tokens_are_read_all_then_by_change<S: Backend>(store: S) {
         .await
         .unwrap());
 }
+
+pub async fn a_pull_signal_wakes_listeners_of_its_endpoint<S: Backend>(store: S) {
+    let store = std::sync::Arc::new(store);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let listening = {
+        let (store, shutdown) = (store.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let woken = move |endpoint: Option<Uuid>| {
+                let _ = tx.send(endpoint);
+            };
+            PullStore::listen_pull(&*store, &woken, &shutdown).await;
+        })
+    };
+    let endpoint = new_id();
+    // A signal sent before the listener listens may be lost: signal until
+    // one arrives, within a deadline.
+    let deadline = tokio::time::Instant::now() + StdDuration::from_secs(10);
+    'heard: loop {
+        assert!(tokio::time::Instant::now() < deadline, "no signal arrived");
+        PullStore::signal_pull(&*store, &[endpoint]).await.unwrap();
+        let wait = tokio::time::sleep(StdDuration::from_millis(200));
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                woken = rx.recv() => match woken {
+                    Some(Some(id)) if id == endpoint => break 'heard,
+                    Some(_) => continue,
+                    None => panic!("the listener stopped"),
+                },
+                _ = &mut wait => break,
+            }
+        }
+    }
+    shutdown.cancel();
+    tokio::time::timeout(StdDuration::from_secs(10), listening)
+        .await
+        .expect("the listener stops at shutdown")
+        .unwrap();
+}
