@@ -351,6 +351,28 @@ pub async fn a_failure_commits_with_its_operator_event_once<S: Backend>(store: S
     assert!(owed[0]
         .1
         .is_some_and(|at| at <= Utc::now() + Duration::seconds(1)));
+
+    // Without the operator endpoint (`operator.url` unset), failures
+    // report nothing more.
+    HousekeepingStore::sync_operator_endpoint(&store, None)
+        .await
+        .unwrap();
+    let after = pending(&store, &shop).await;
+    assert_eq!(
+        record(&store, &[attempt(after, shop.id, 1, FAILED)]).await,
+        [after]
+    );
+    let events = ReadStore::list_notifications(
+        &store,
+        &NotificationFilter {
+            endpoint_id: Some(OPERATOR_ENDPOINT_ID),
+            limit: 10,
+            ..NotificationFilter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(events.len(), 1);
 }
 
 pub async fn endpoint_health_is_set_by_a_first_failure_and_cleared_by_a_success<S: Backend>(

@@ -234,10 +234,10 @@ pub async fn retention_deletes_events_only_once_their_deliveries_are_gone<S: Bac
     assert!(ReadStore::get_event(&store, id).await.unwrap().is_some());
 
     WriteStore::cancel_event(&store, id).await.unwrap();
-    // Created after the bound: kept.
     HousekeepingStore::purge_completed(&store, bound(), None, 100)
         .await
         .unwrap();
+    // Created after the bound: kept.
     let early = DateTime::from_timestamp_millis(0).unwrap();
     assert_eq!(
         HousekeepingStore::purge_events(&store, early, None, 100)

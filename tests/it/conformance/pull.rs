@@ -221,49 +221,44 @@ pub async fn an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read
     assert_eq!((lease.attempts, lease.lease_id), (1, None));
 }
 
+/// The rows `which` selects, with nothing decided (so nothing written).
+async fn read_leases<S: Backend>(store: &S, which: Leases<'_>) -> Vec<Uuid> {
+    let ended = PullStore::end_leases(store, which, Box::new(|_| None))
+        .await
+        .unwrap();
+    assert!(ended.moved.is_empty(), "nothing decided, nothing written");
+    ended.rows.into_iter().map(|r| r.id).collect()
+}
+
 pub async fn expired_leases_are_read_only_once_run_out<S: Backend>(store: S) {
     let puller = create(&store, pull_endpoint()).await;
     let running = pending(&store, &puller).await;
     let ran_out = pending(&store, &puller).await;
     take(&store, puller.id, 1, MINUTE).await;
     take(&store, puller.id, 1, StdDuration::ZERO).await;
-    let read = |which: Leases<'static>| {
-        let store = &store;
-        async move {
-            let ended = PullStore::end_leases(store, which, Box::new(|_| None))
-                .await
-                .unwrap();
-            assert!(ended.moved.is_empty(), "nothing decided, nothing written");
-            ended.rows.into_iter().map(|r| r.id).collect::<Vec<_>>()
-        }
-    };
-    let of_puller = Leases::Expired {
-        endpoint: Some(puller.id),
+    let expired = |endpoint| Leases::Expired {
+        endpoint,
         limit: 10,
     };
-    assert_eq!(read(of_puller).await, [ran_out]);
     assert_eq!(
-        read(Leases::Expired {
-            endpoint: None,
-            limit: 10
-        })
-        .await,
+        read_leases(&store, expired(Some(puller.id))).await,
         [ran_out]
     );
-    assert!(read(Leases::Expired {
-        endpoint: Some(new_id()),
-        limit: 10
-    })
-    .await
-    .is_empty());
-    let both: &'static [Uuid] = Box::leak(Box::new([running, ran_out]));
-    assert_eq!(read(Leases::ExpiredOf(both)).await, [ran_out]);
-    let receipts: &'static [Receipt] = Box::leak(Box::new([Receipt {
+    assert_eq!(read_leases(&store, expired(None)).await, [ran_out]);
+    assert!(read_leases(&store, expired(Some(new_id())))
+        .await
+        .is_empty());
+    let both = [running, ran_out];
+    assert_eq!(
+        read_leases(&store, Leases::ExpiredOf(&both)).await,
+        [ran_out]
+    );
+    let receipts = [Receipt {
         notification: running,
         lease: new_id(),
-    }]));
+    }];
     assert_eq!(
-        read(Leases::Receipts(receipts)).await,
+        read_leases(&store, Leases::Receipts(&receipts)).await,
         [running],
         "a receipt's row is read as it is"
     );
