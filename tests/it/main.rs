@@ -8,6 +8,7 @@ mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
 mod cli;
+mod conformance;
 mod degrade;
 mod delivery;
 mod due_conformance;

@@ -1,0 +1,403 @@
+//! Housekeeping's seam: the pending rows a rebuild, a sweep or a heal of
+//! the due index reads, retention, and the disabling of failing endpoints.
+
+use chrono::{DateTime, Duration, Utc};
+use hookd::domain::health::DISABLED_FAILING;
+use hookd::domain::id::new_id;
+use hookd::domain::operator_event::{DisabledEndpoint, OperatorEvent, OPERATOR_ENDPOINT_ID};
+use hookd::domain::outcome::Outcome;
+use hookd::store::endpoints::{Endpoint, EndpointRef};
+use hookd::store::health::FailingEndpoint;
+use hookd::store::housekeeping::PendingCursor;
+use hookd::store::notifications::NotificationFilter;
+use hookd::store::recording::AttemptRecord;
+use hookd::store::seams::{HousekeepingStore, PendingRows, ReadStore, WriteStore};
+use uuid::Uuid;
+
+use super::fixtures::{
+    attempt, commit_new, create, due_at, endpoint, event, micros, operator_on, pending,
+    pull_endpoint, record, retry_in, FAILED,
+};
+use super::Backend;
+
+/// The keyset cursor after a page's last row.
+fn cursor_after(rows: &[(Uuid, DateTime<Utc>)]) -> Option<PendingCursor> {
+    rows.last().map(|(id, at)| (*at, *id))
+}
+
+fn in_micros(rows: Vec<(Uuid, DateTime<Utc>)>) -> Vec<(Uuid, i64)> {
+    rows.into_iter().map(|(id, at)| (id, micros(at))).collect()
+}
+
+/// Pending push rows due at `base + seconds`, two sharing a due time, and a
+/// pull row and a final row beside them; the push rows in (due, id) order.
+async fn due_rows<S: Backend>(store: &S) -> Vec<(Uuid, i64)> {
+    let shop = create(store, endpoint()).await;
+    let puller = create(store, pull_endpoint()).await;
+    let base = Utc::now() - Duration::minutes(1);
+    let mut rows = Vec::new();
+    for seconds in [30, 10, 20, 10] {
+        let at = base + Duration::seconds(seconds);
+        rows.push((commit_new(store, due_at(&shop, at)).await, micros(at)));
+    }
+    commit_new(store, due_at(&puller, base)).await;
+    let done = commit_new(store, due_at(&shop, base)).await;
+    record(store, &[attempt(done, shop.id, 1, Outcome::Succeeded)]).await;
+    rows.sort_by_key(|(id, at)| (*at, *id));
+    rows
+}
+
+pub async fn pending_rows_page_in_due_order_by_keyset<S: Backend>(store: S) {
+    let rows = due_rows(&store).await;
+    let first = in_micros(PendingRows::pending_page(&store, None, 3).await.unwrap());
+    assert_eq!(first, rows[..3]);
+    let raw = PendingRows::pending_page(&store, None, 3).await.unwrap();
+    let cursor = cursor_after(&raw);
+    let rest = in_micros(PendingRows::pending_page(&store, cursor, 3).await.unwrap());
+    assert_eq!(rest, rows[3..], "neither the pull row nor the final one");
+    // A cursor between two rows of one due time.
+    let tie = PendingRows::pending_page(&store, None, 1).await.unwrap();
+    let after_tie = in_micros(
+        PendingRows::pending_page(&store, cursor_after(&tie), 1)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(after_tie, rows[1..2]);
+}
+
+pub async fn pending_due_before_stops_at_its_bound<S: Backend>(store: S) {
+    let rows = due_rows(&store).await;
+    // Before the last row's due time: not that one.
+    let bound = DateTime::from_timestamp_micros(rows[3].1).unwrap();
+    let due = in_micros(
+        HousekeepingStore::pending_due_before(&store, None, bound, 10)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(due, rows[..3]);
+    let first = HousekeepingStore::pending_due_before(&store, None, bound, 1)
+        .await
+        .unwrap();
+    let next = HousekeepingStore::pending_due_before(&store, cursor_after(&first), bound, 10)
+        .await
+        .unwrap();
+    assert_eq!(in_micros(next), rows[1..3]);
+}
+
+pub async fn still_pending_keeps_only_pending_push_rows<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let puller = create(&store, pull_endpoint()).await;
+    let kept = pending(&store, &shop).await;
+    let pulled = pending(&store, &puller).await;
+    let cancelled = pending(&store, &shop).await;
+    WriteStore::cancel_notification(&store, cancelled, None)
+        .await
+        .unwrap();
+    let found = HousekeepingStore::still_pending(&store, &[kept, pulled, cancelled, new_id()])
+        .await
+        .unwrap();
+    assert_eq!(found.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [kept]);
+}
+
+pub async fn pending_created_after_pages_in_id_order<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let puller = create(&store, pull_endpoint()).await;
+    let first = pending(&store, &shop).await;
+    // Due later than the rows after it: the order is by id, not due time.
+    let late = commit_new(&store, due_at(&shop, Utc::now() + Duration::hours(1))).await;
+    pending(&store, &puller).await;
+    let last = pending(&store, &shop).await;
+    let ids =
+        |rows: Vec<(Uuid, DateTime<Utc>)>| rows.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+    let page = HousekeepingStore::pending_created_after(&store, first, 1)
+        .await
+        .unwrap();
+    assert_eq!(ids(page), [late]);
+    let rest = HousekeepingStore::pending_created_after(&store, late, 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(rest), [last]);
+    let all = HousekeepingStore::pending_created_after(&store, Uuid::nil(), 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(all), [first, late, last]);
+}
+
+pub async fn retention_deletes_final_rows_completed_before_the_bound_with_their_attempts<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let (failed, succeeded, cancelled, waiting) = (
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+    );
+    let before_completion = Utc::now();
+    record(
+        &store,
+        &[
+            attempt(failed, shop.id, 1, FAILED),
+            attempt(succeeded, shop.id, 1, Outcome::Succeeded),
+        ],
+    )
+    .await;
+    WriteStore::cancel_notification(&store, cancelled, None)
+        .await
+        .unwrap();
+    record(&store, &[attempt(waiting, shop.id, 1, retry_in(3600))]).await;
+
+    // Completed after the bound: kept.
+    let (deleted, next) = HousekeepingStore::purge_completed(&store, before_completion, None, 100)
+        .await
+        .unwrap();
+    assert_eq!((deleted, next), (0, None));
+    let bound = Utc::now() + Duration::milliseconds(1);
+    let (deleted, next) = HousekeepingStore::purge_completed(&store, bound, None, 100)
+        .await
+        .unwrap();
+    assert_eq!((deleted, next), (3, None));
+    for gone in [failed, succeeded, cancelled] {
+        assert!(ReadStore::get_notification(&store, gone)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(ReadStore::list_attempts(&store, gone, 0, 10)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+    assert!(ReadStore::get_notification(&store, waiting)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        ReadStore::list_attempts(&store, waiting, 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+pub async fn retention_walks_the_rows_in_pages_by_cursor<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(pending(&store, &shop).await);
+    }
+    let kept = pending(&store, &shop).await;
+    for id in &ids {
+        WriteStore::cancel_notification(&store, *id, None)
+            .await
+            .unwrap();
+    }
+    let bound = Utc::now() + Duration::milliseconds(1);
+    let (deleted, next) = HousekeepingStore::purge_completed(&store, bound, None, 2)
+        .await
+        .unwrap();
+    assert_eq!((deleted, next), (2, Some(ids[1])));
+    let (deleted, next) = HousekeepingStore::purge_completed(&store, bound, next, 2)
+        .await
+        .unwrap();
+    // Scanned the last cancelled row and the pending one: a full page.
+    assert_eq!((deleted, next), (1, Some(kept)));
+    let (deleted, next) = HousekeepingStore::purge_completed(&store, bound, next, 2)
+        .await
+        .unwrap();
+    assert_eq!((deleted, next), (0, None));
+    assert!(ReadStore::get_notification(&store, kept)
+        .await
+        .unwrap()
+        .is_some());
+}
+
+pub async fn retention_deletes_events_only_once_their_deliveries_are_gone<S: Backend>(store: S) {
+    let (a, b) = (
+        create(&store, endpoint()).await,
+        create(&store, endpoint()).await,
+    );
+    let (id, deliveries) = event(&store, None, "order.paid", &[&a, &b]).await;
+    WriteStore::cancel_notification(&store, deliveries[0], None)
+        .await
+        .unwrap();
+    let bound = || Utc::now() + Duration::milliseconds(1);
+    HousekeepingStore::purge_completed(&store, bound(), None, 100)
+        .await
+        .unwrap();
+    let (deleted, next) = HousekeepingStore::purge_events(&store, bound(), None, 100)
+        .await
+        .unwrap();
+    assert_eq!((deleted, next), (0, None), "a delivery is still pending");
+    assert!(ReadStore::get_event(&store, id).await.unwrap().is_some());
+
+    WriteStore::cancel_event(&store, id).await.unwrap();
+    HousekeepingStore::purge_completed(&store, bound(), None, 100)
+        .await
+        .unwrap();
+    // Created after the bound: kept.
+    let early = DateTime::from_timestamp_millis(0).unwrap();
+    assert_eq!(
+        HousekeepingStore::purge_events(&store, early, None, 100)
+            .await
+            .unwrap(),
+        (0, None)
+    );
+    let (deleted, _) = HousekeepingStore::purge_events(&store, bound(), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    assert!(ReadStore::get_event(&store, id).await.unwrap().is_none());
+}
+
+fn disabled_events(read: &[FailingEndpoint]) -> Vec<OperatorEvent> {
+    read.iter()
+        .map(|e| {
+            OperatorEvent::endpoint_disabled(
+                &DisabledEndpoint {
+                    endpoint_id: e.id,
+                    endpoint_uid: e.uid.as_deref(),
+                    url: &e.url,
+                    failing_since: e.failing_since,
+                    reason: DISABLED_FAILING,
+                },
+                Utc::now(),
+            )
+        })
+        .collect()
+}
+
+/// An endpoint failing since `ago`, by a recorded failure.
+async fn failing_for<S: Backend>(store: &S, ago: Duration) -> Endpoint {
+    let shop = create(store, endpoint()).await;
+    let id = pending(store, &shop).await;
+    let failure = AttemptRecord {
+        started_at: Utc::now() - ago,
+        ..attempt(id, shop.id, 1, retry_in(60))
+    };
+    record(store, &[failure]).await;
+    shop
+}
+
+async fn operator_events<S: Backend>(store: &S) -> Vec<String> {
+    ReadStore::list_notifications(
+        store,
+        &NotificationFilter {
+            endpoint_id: Some(OPERATOR_ENDPOINT_ID),
+            limit: 10,
+            ..NotificationFilter::default()
+        },
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .filter_map(|n| n.key)
+    .collect()
+}
+
+pub async fn a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed<S: Backend>(
+    store: S,
+) {
+    operator_on(&store).await;
+    let shop = failing_for(&store, Duration::hours(2)).await;
+    failing_for(&store, Duration::minutes(5)).await;
+    let threshold = Utc::now() - Duration::hours(1);
+    let stale = HousekeepingStore::failing_endpoints(&store, threshold)
+        .await
+        .unwrap();
+    assert_eq!(stale.iter().map(|e| e.id).collect::<Vec<_>>(), [shop.id]);
+    assert_eq!(stale[0].url, "http://127.0.0.1:1/hook");
+
+    // Changed after it was read: that read disables nothing.
+    WriteStore::modify_endpoint(
+        &store,
+        &EndpointRef::Id(shop.id),
+        Box::new(|e: &mut Endpoint| {
+            e.description = "changed".into();
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    let none = HousekeepingStore::disable_endpoints(
+        &store,
+        &stale,
+        DISABLED_FAILING,
+        &disabled_events(&stale),
+    )
+    .await
+    .unwrap();
+    assert!(none.is_empty());
+    assert!(operator_events(&store).await.is_empty());
+
+    let read = HousekeepingStore::failing_endpoints(&store, threshold)
+        .await
+        .unwrap();
+    let events = disabled_events(&read);
+    let disabled = HousekeepingStore::disable_endpoints(&store, &read, DISABLED_FAILING, &events)
+        .await
+        .unwrap();
+    assert_eq!(disabled, [shop.id]);
+    assert_eq!(operator_events(&store).await, [events[0].key.clone()]);
+    let found = ReadStore::find_endpoint(&store, &EndpointRef::Id(shop.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(found.disabled);
+    assert_eq!(found.disabled_reason.as_deref(), Some(DISABLED_FAILING));
+    // A second process with the same read changes nothing more.
+    let again = HousekeepingStore::disable_endpoints(&store, &read, DISABLED_FAILING, &events)
+        .await
+        .unwrap();
+    assert!(again.is_empty());
+    assert_eq!(operator_events(&store).await.len(), 1);
+    assert!(HousekeepingStore::failing_endpoints(&store, threshold)
+        .await
+        .unwrap()
+        .is_empty());
+    // The operator endpoint is hookd's own: no listing shows it.
+    let listed = ReadStore::list_endpoints(&store, None, 10, None)
+        .await
+        .unwrap();
+    assert!(listed.iter().all(|e| e.id != OPERATOR_ENDPOINT_ID));
+}
+
+pub async fn re_enabling_a_disabled_endpoint_forgets_its_failures<S: Backend>(store: S) {
+    let shop = failing_for(&store, Duration::hours(2)).await;
+    let read = HousekeepingStore::failing_endpoints(&store, Utc::now())
+        .await
+        .unwrap();
+    HousekeepingStore::disable_endpoints(&store, &read, DISABLED_FAILING, &[])
+        .await
+        .unwrap();
+    let enabled = WriteStore::modify_endpoint(
+        &store,
+        &EndpointRef::Id(shop.id),
+        Box::new(|e: &mut Endpoint| {
+            e.disabled = false;
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .unwrap();
+    assert!(!enabled.disabled);
+    assert_eq!(
+        (enabled.disabled_reason, enabled.failing_since),
+        (None, None)
+    );
+    let found = ReadStore::find_endpoint(&store, &EndpointRef::Id(shop.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.disabled_reason, found.failing_since), (None, None));
+    assert!(HousekeepingStore::failing_endpoints(&store, Utc::now())
+        .await
+        .unwrap()
+        .is_empty());
+}

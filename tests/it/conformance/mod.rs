@@ -1,0 +1,127 @@
+//! One conformance suite for the store seams (`store::seams`): each case is
+//! a generic function over any backend, calling only the seam traits
+//! (never SQL, never a backend's own methods), so it says what every
+//! backend must do. `conformance!` stamps out one test per case for a
+//! backend; a backend is added with one line below, naming how a test gets
+//! a fresh, empty store of it.
+
+mod cancel_retry;
+mod delivery;
+mod endpoints;
+mod events;
+mod fixtures;
+mod housekeeping;
+mod leases;
+mod notifications;
+mod pull;
+mod pull_mode;
+
+use hookd::store::seams::{DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore};
+
+/// Everything a backend implements: the cases take any of these.
+pub trait Backend: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore {}
+
+impl<T> Backend for T where T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore
+{}
+
+/// Stamps out, in a module named `$backend`, one test per case, each
+/// marked `#[$test]`, taking `$params` and building its store with
+/// `$store`. The list of cases is written here once, for every backend.
+macro_rules! conformance {
+    ($backend:ident, #[$test:meta], $params:tt, $store:expr) => {
+        conformance!(@stamp $backend, #[$test], $params, $store;
+            endpoints {
+                a_created_endpoint_is_found_by_id_and_by_uid_as_it_was_given,
+                a_duplicate_uid_is_a_conflict_and_stores_nothing,
+                endpoints_list_newest_first_by_keyset_and_by_owner,
+                a_change_under_lock_is_written_and_a_refused_one_changes_nothing,
+                deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_uid,
+                subscribers_are_the_live_enabled_endpoints_of_the_owners_asked,
+            }
+            notifications {
+                a_committed_notification_reads_back_as_given,
+                the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict,
+                a_key_is_unique_per_endpoint_only,
+                notifications_list_newest_first_filtered_without_payloads,
+                notification_url_tells_unknown_from_none,
+                marks_for_indexing_are_kept_for_pending_rows_until_cleared,
+            }
+            events {
+                an_event_key_is_idempotent_per_owner,
+                events_read_with_their_body_and_list_newest_first_filtered,
+                a_commit_asked_for_endpoint_versions_gives_those_a_claim_reads,
+                one_key_twice_in_one_commit_creates_the_first_and_finds_it_for_the_second,
+            }
+            cancel_retry {
+                a_cancel_by_id_takes_only_a_pending_notification_not_spared,
+                a_cancel_by_key_takes_the_pending_ones_of_that_key_but_the_spared_endpoint,
+                cancelling_an_event_cancels_its_pending_deliveries,
+                a_failed_notification_is_retried_as_a_new_series_from_now,
+                a_retry_refuses_final_in_flight_and_unknown_notifications,
+                a_pending_notification_not_in_flight_is_retried_at_once,
+            }
+            delivery {
+                a_claim_loads_its_notifications_and_each_stale_endpoint_once,
+                an_endpoint_change_gives_it_a_new_version,
+                a_claimed_delivery_of_an_event_carries_the_event_body_and_type,
+                a_claim_of_a_deleted_endpoint_says_so_and_its_rows_can_be_cancelled,
+                notifications_at_hand_come_with_their_stale_endpoints,
+                an_attempt_moves_its_notification_once_and_a_second_record_changes_nothing,
+                an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row,
+                an_attempt_of_a_series_a_retry_replaced_changes_nothing,
+                a_first_success_keeps_its_attempt_and_a_late_duplicate_adds_none,
+                a_failure_commits_with_its_operator_event_once,
+                endpoint_health_is_set_by_a_first_failure_and_cleared_by_a_success,
+                attempts_list_in_number_order_by_pages,
+                claimed_rows_of_an_endpoint_now_pull_are_handed_to_its_consumers,
+            }
+            housekeeping {
+                pending_rows_page_in_due_order_by_keyset,
+                pending_due_before_stops_at_its_bound,
+                still_pending_keeps_only_pending_push_rows,
+                pending_created_after_pages_in_id_order,
+                retention_deletes_final_rows_completed_before_the_bound_with_their_attempts,
+                retention_walks_the_rows_in_pages_by_cursor,
+                retention_deletes_events_only_once_their_deliveries_are_gone,
+                a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
+                re_enabling_a_disabled_endpoint_forgets_its_failures,
+            }
+            pull {
+                a_take_leases_due_pull_rows_earliest_first_up_to_its_max,
+                a_lease_is_extended_only_by_its_current_receipt_while_it_runs,
+                an_ack_with_the_current_receipt_ends_the_lease_and_a_stale_one_changes_nothing,
+                a_lease_that_ran_out_is_recorded_at_the_next_take_and_its_receipt_goes_stale,
+                an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read,
+                expired_leases_are_read_only_once_run_out,
+                pull_rows_nobody_took_in_time_end,
+            }
+            pull_mode {
+                next_pull_due_is_the_earliest_due_or_lease_end,
+                following_a_switch_to_pull_and_back_moves_only_what_differs,
+                strays_and_orphans_follow_their_endpoint,
+                consumer_tokens_are_read_all_then_by_change,
+                a_pull_signal_wakes_listeners_of_its_endpoint,
+            }
+        );
+    };
+    (@stamp $backend:ident, #[$test:meta], $params:tt, $store:expr;
+        $($module:ident { $($case:ident),* $(,)? })*
+    ) => {
+        mod $backend {
+            $($(
+                #[$test]
+                async fn $case $params {
+                    crate::conformance::$module::$case($store).await;
+                }
+            )*)*
+        }
+    };
+}
+
+// PostgreSQL: a fresh database per test (`#[sqlx::test]`), the store over it.
+conformance!(
+    postgres,
+    #[sqlx::test],
+    (pool: sqlx::PgPool),
+    hookd::store::Store::new(pool)
+);

@@ -1,0 +1,275 @@
+//! Notifications through the write and read seams: the store's side of
+//! idempotency, reads and lists, and the marks of rows the due index
+//! could not take (cancels and retries: `cancel_retry`).
+
+use std::collections::BTreeMap;
+
+use hookd::domain::id::new_id;
+use hookd::domain::status::Status;
+use hookd::store::notifications::{Inserted, NewNotification, NotificationFilter};
+use hookd::store::seams::{HousekeepingStore, ReadStore, WriteStore};
+use uuid::Uuid;
+
+use super::fixtures::{
+    attempt, commit, commit_new, create, endpoint, event, get, micros, notification, pending,
+    record, FAILED,
+};
+use super::Backend;
+use hookd::domain::outcome::Outcome;
+
+fn keyed(endpoint: &hookd::store::endpoints::Endpoint, key: &str, body: &str) -> NewNotification {
+    NewNotification {
+        key: Some(key.into()),
+        body: body.as_bytes().to_vec(),
+        ..notification(endpoint)
+    }
+}
+
+fn sorted(mut ids: Vec<Uuid>) -> Vec<Uuid> {
+    ids.sort();
+    ids
+}
+
+pub async fn a_committed_notification_reads_back_as_given<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let given = NewNotification {
+        key: Some("order-1".into()),
+        headers: BTreeMap::from([("x-trace".to_string(), "t1".to_string())]),
+        url: Some("http://127.0.0.1:1/hook/orders".into()),
+        ..notification(&shop)
+    };
+    let inserted = commit(&store, vec![given.clone()]).await;
+    let [Inserted::Created(created)] = inserted.as_slice() else {
+        panic!("not created: {inserted:?}");
+    };
+    assert_eq!(created.id, given.id);
+    assert_eq!(created.status, Status::Pending);
+
+    let read = get(&store, given.id).await;
+    assert_eq!(read.endpoint_id, shop.id);
+    assert_eq!(read.key.as_deref(), Some("order-1"));
+    assert_eq!(read.event_type.as_deref(), Some("order.paid"));
+    assert_eq!(read.content_type, "application/json");
+    assert_eq!(read.body, given.body);
+    assert_eq!(read.headers.0, given.headers);
+    assert_eq!(read.schedule(), given.schedule);
+    assert_eq!(
+        (read.status, read.attempts, read.series_start),
+        (Status::Pending, 0, 0)
+    );
+    assert_eq!(
+        read.next_attempt_at.map(micros),
+        Some(micros(given.next_attempt_at))
+    );
+    assert_eq!(micros(read.deliver_at), micros(given.deliver_at));
+    assert_eq!(read.url, given.url);
+    assert!(!read.pull && !read.leased);
+    assert_eq!(micros(read.created_at), micros(created.created_at));
+    assert!(read.completed_at.is_none() && read.last_attempt_at.is_none());
+    assert!(ReadStore::get_notification(&store, new_id())
+        .await
+        .unwrap()
+        .is_none());
+}
+
+pub async fn the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let first = commit_new(&store, keyed(&shop, "order-1", r#"{"a":1,"b":2}"#)).await;
+    // The same JSON value serialised otherwise is the same payload.
+    let results = commit(
+        &store,
+        vec![
+            keyed(&shop, "order-1", r#"{ "b": 2, "a": 1 }"#),
+            keyed(&shop, "order-1", r#"{"a":1,"b":3}"#),
+            keyed(&shop, "order-2", r#"{"a":1}"#),
+        ],
+    )
+    .await;
+    match results.as_slice() {
+        [Inserted::Existing(same), Inserted::KeyConflict(other), Inserted::Created(new)] => {
+            assert_eq!(same.id, first);
+            assert_eq!(same.body, br#"{"a":1,"b":2}"#, "the stored payload");
+            assert_eq!(other.id, first);
+            assert_ne!(new.id, first);
+        }
+        other => panic!("{other:?}"),
+    }
+    let listed = ReadStore::list_notifications(
+        &store,
+        &NotificationFilter {
+            key: Some("order-1".into()),
+            limit: 10,
+            ..NotificationFilter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(listed.iter().map(|n| n.id).collect::<Vec<_>>(), [first]);
+}
+
+pub async fn a_key_is_unique_per_endpoint_only<S: Backend>(store: S) {
+    let (a, b) = (
+        create(&store, endpoint()).await,
+        create(&store, endpoint()).await,
+    );
+    let results = commit(
+        &store,
+        vec![keyed(&a, "order-1", "{}"), keyed(&b, "order-1", "{}")],
+    )
+    .await;
+    assert!(matches!(
+        results.as_slice(),
+        [Inserted::Created(_), Inserted::Created(_)]
+    ));
+}
+
+pub async fn notifications_list_newest_first_filtered_without_payloads<S: Backend>(store: S) {
+    let (a, b) = (
+        create(&store, endpoint()).await,
+        create(&store, endpoint()).await,
+    );
+    let first = pending(&store, &a).await;
+    let second = commit_new(
+        &store,
+        NewNotification {
+            key: Some("k".into()),
+            event_type: Some("invoice.sent".into()),
+            ..notification(&a)
+        },
+    )
+    .await;
+    let third = pending(&store, &b).await;
+    let (event_id, deliveries) = event(&store, None, "invoice.sent", &[&a]).await;
+    record(&store, &[attempt(first, a.id, 1, FAILED)]).await;
+
+    let list = |filter: NotificationFilter| {
+        let store = &store;
+        async move {
+            let rows = ReadStore::list_notifications(store, &filter).await.unwrap();
+            assert!(rows.iter().all(|n| n.body.is_empty()), "no payloads");
+            rows.into_iter().map(|n| n.id).collect::<Vec<_>>()
+        }
+    };
+    let all = NotificationFilter {
+        limit: 10,
+        ..NotificationFilter::default()
+    };
+    assert_eq!(
+        list(all.clone()).await,
+        [deliveries[0], third, second, first]
+    );
+    let page = NotificationFilter {
+        limit: 2,
+        ..all.clone()
+    };
+    assert_eq!(list(page.clone()).await, [deliveries[0], third]);
+    let next = NotificationFilter {
+        before: Some(third),
+        ..page
+    };
+    assert_eq!(list(next).await, [second, first]);
+    let of_a = NotificationFilter {
+        endpoint_id: Some(a.id),
+        ..all.clone()
+    };
+    assert_eq!(list(of_a).await, [deliveries[0], second, first]);
+    let failed = NotificationFilter {
+        status: Some(Status::Failed),
+        ..all.clone()
+    };
+    assert_eq!(list(failed).await, [first]);
+    let by_key = NotificationFilter {
+        key: Some("k".into()),
+        ..all.clone()
+    };
+    assert_eq!(list(by_key).await, [second]);
+    // An event's delivery has its event's type.
+    let by_type = NotificationFilter {
+        event_type: Some("invoice.sent".into()),
+        ..all.clone()
+    };
+    assert_eq!(list(by_type).await, [deliveries[0], second]);
+    let by_event = NotificationFilter {
+        event_id: Some(event_id),
+        ..all
+    };
+    assert_eq!(list(by_event).await, deliveries);
+}
+
+pub async fn notification_url_tells_unknown_from_none<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let plain = pending(&store, &shop).await;
+    let own = commit_new(
+        &store,
+        NewNotification {
+            url: Some("http://127.0.0.1:1/hook/x".into()),
+            ..notification(&shop)
+        },
+    )
+    .await;
+    assert_eq!(
+        ReadStore::notification_url(&store, plain).await.unwrap(),
+        Some(None)
+    );
+    assert_eq!(
+        ReadStore::notification_url(&store, own).await.unwrap(),
+        Some(Some("http://127.0.0.1:1/hook/x".into()))
+    );
+    assert_eq!(
+        ReadStore::notification_url(&store, new_id()).await.unwrap(),
+        None
+    );
+}
+pub async fn marks_for_indexing_are_kept_for_pending_rows_until_cleared<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let (a, b, done) = (
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+    );
+    record(&store, &[attempt(done, shop.id, 1, Outcome::Succeeded)]).await;
+    WriteStore::mark_needs_index(&store, &[a, b, done])
+        .await
+        .unwrap();
+    let owed = HousekeepingStore::needing_index(&store, 10).await.unwrap();
+    assert_eq!(
+        sorted(owed.iter().map(|(id, _)| *id).collect()),
+        sorted(vec![a, b]),
+        "not a final one"
+    );
+    let due_a = get(&store, a).await.next_attempt_at;
+    assert!(owed.contains(&(a, due_a)));
+    assert_eq!(
+        HousekeepingStore::needing_index(&store, 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Marked, then final: owed without a due time, only the mark to clear.
+    record(&store, &[attempt(b, shop.id, 1, Outcome::Succeeded)]).await;
+    let owed = HousekeepingStore::needing_index(&store, 10).await.unwrap();
+    assert!(owed.contains(&(b, None)), "{owed:?}");
+
+    HousekeepingStore::clear_needs_index(&store, &[a, b])
+        .await
+        .unwrap();
+    assert!(HousekeepingStore::needing_index(&store, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // A cancel leaves nothing to index either.
+    WriteStore::mark_needs_index(&store, &[a]).await.unwrap();
+    WriteStore::cancel_notification(&store, a, None)
+        .await
+        .unwrap();
+    assert!(HousekeepingStore::needing_index(&store, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
