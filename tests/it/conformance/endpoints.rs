@@ -9,7 +9,6 @@ use hookd::domain::status::Status;
 use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::seams::{ReadStore, WriteStore};
 use hookd::store::StoreError;
-use sqlx::types::Json;
 
 use super::fixtures::{attempt, create, endpoint, get, pending, record, FAILED};
 use super::Backend;
@@ -24,7 +23,7 @@ pub async fn a_created_endpoint_is_found_by_id_and_by_uid_as_it_was_given<S: Bac
         event_types: Some(vec!["order.*".into()]),
         success_body: Some("ok".into()),
         permanent_statuses: vec![404, 410],
-        headers: Json(BTreeMap::from([("x-team".to_string(), "blue".to_string())])),
+        headers: BTreeMap::from([("x-team".to_string(), "blue".to_string())]),
         timeout_ms: Some(2500),
         max_in_flight: Some(4),
         ..endpoint()
@@ -50,7 +49,7 @@ pub async fn a_created_endpoint_is_found_by_id_and_by_uid_as_it_was_given<S: Bac
         assert_eq!(found.schedule(), given.schedule());
         assert_eq!(found.success_body.as_deref(), Some("ok"));
         assert_eq!(found.permanent_statuses, [404, 410]);
-        assert_eq!(found.headers.0, given.headers.0);
+        assert_eq!(found.headers, given.headers);
         assert_eq!(
             (found.timeout_ms, found.max_in_flight),
             (Some(2500), Some(4))

@@ -18,7 +18,6 @@ use hookd::store::notifications::{Inserted, NewNotification, Notification};
 use hookd::store::recording::AttemptRecord;
 use hookd::store::seams::{DeliveryStore, HousekeepingStore, ReadStore, WriteStore};
 use hookd::store::writes::Writes;
-use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Backend;
@@ -45,13 +44,13 @@ pub fn endpoint() -> Endpoint {
         delivery: Delivery::Push,
         description: "a shop".into(),
         secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
-        previous_secrets: Json(Vec::new()),
+        previous_secrets: Vec::new(),
         event_types: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         success_body: None,
         permanent_statuses: vec![410],
-        headers: Json(BTreeMap::new()),
+        headers: BTreeMap::new(),
         timeout_ms: None,
         max_in_flight: None,
         disabled: false,

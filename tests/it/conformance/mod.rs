@@ -123,5 +123,5 @@ conformance!(
     postgres,
     #[sqlx::test],
     (pool: sqlx::PgPool),
-    hookd::store::Store::new(pool)
+    hookd::store::postgres::PgStore::new(pool)
 );

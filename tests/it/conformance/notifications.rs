@@ -51,7 +51,7 @@ pub async fn a_committed_notification_reads_back_as_given<S: Backend>(store: S) 
     assert_eq!(read.event_type.as_deref(), Some("order.paid"));
     assert_eq!(read.content_type, "application/json");
     assert_eq!(read.body, given.body);
-    assert_eq!(read.headers.0, given.headers);
+    assert_eq!(read.headers, given.headers);
     assert_eq!(read.schedule(), given.schedule);
     assert_eq!(
         (read.status, read.attempts, read.series_start),
