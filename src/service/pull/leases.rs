@@ -136,21 +136,28 @@ impl Service {
         Ok(results)
     }
 
-    /// Lengthens the lease `receipt` names to `lease` from now.
+    /// Lengthens the lease `receipt` names to `lease` from now. The row is
+    /// read with the store's clock, `check_lease` (`domain::lease`) decides
+    /// the lease still runs and is the caller's, and the store moves its
+    /// end only if it is still the one read.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
         lease: Duration,
         scope: Scope,
     ) -> Result<DateTime<Utc>, ServiceError> {
-        if let Some(until) = self
+        let row = self
             .pull
-            .extend_lease(receipt, lease, scope.consumer)
+            .lease_of(receipt.notification)
             .await?
-        {
+            .ok_or_else(|| Problem::not_found("notification"))?;
+        check_lease(&row, receipt, scope)?;
+        let held = row.lease().ok_or_else(lease_lost)?;
+        let to = held.extended(lease, row.now);
+        if let Some(until) = self.pull.extend_lease(receipt, held.until, to).await? {
             return Ok(until);
         }
-        // Refused: read the row once to say why.
+        // Changed since it was read: read it again to say why.
         let row = self
             .pull
             .lease_of(receipt.notification)
