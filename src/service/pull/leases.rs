@@ -16,7 +16,7 @@ use crate::domain::outcome::Outcome;
 use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::{after_failure, failure_error, Failure, Receipt};
 use crate::domain::schedule::Schedule;
-use crate::domain::status::{after_attempt, Status};
+use crate::domain::status::{after_attempt, expected, keeping, Status};
 use crate::service::{Service, ServiceError};
 use crate::store::pull::{Leased, Leases, Taken};
 use crate::store::pull_due::Pick;
@@ -433,11 +433,16 @@ fn attempt_with(
     } else {
         None
     };
+    // A lease that ran out is recorded only if it was not extended since
+    // it was read.
+    let expected = expected(row.attempts, row.series_start, row.lease(), expired);
+    let keep = keeping(number, &outcome, error.is_some(), &expected);
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
         number,
-        series_start: row.series_start,
+        expected,
+        keep,
         started_at,
         duration_ms: duration,
         status_code: None,
@@ -447,12 +452,6 @@ fn attempt_with(
         outcome,
         next,
         event,
-        // A lease that ran out is recorded only if it was not extended
-        // since it was read.
-        lease: row.lease_id.map(|lease| {
-            let ran_out_at = row.lease().filter(|_| expired).map(|l| l.until);
-            (lease, ran_out_at)
-        }),
     }
 }
 
