@@ -206,7 +206,11 @@ mod tests {
         ];
         for (lease_id, leased_at, until, now, want) in cases {
             let lease = Lease::stored(lease_id, leased_at, until);
-            assert_eq!(held(lease, now), want, "{lease_id:?} {leased_at:?} {until:?} {now}");
+            assert_eq!(
+                held(lease, now),
+                want,
+                "{lease_id:?} {leased_at:?} {until:?} {now}"
+            );
         }
         assert_eq!(
             Lease::stored(Some(id), None, Some(at(30))).map(|l| l.since),

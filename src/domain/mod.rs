@@ -4,8 +4,8 @@
 //! rule, subscriptions, validation of producer-supplied names and the
 //! problems they raise, the rules of pull consumption and the time of its
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
-//! show to callers without secrets, and when two JSON payloads are the same
-//! value.
+//! show to callers without secrets, when two JSON payloads are the same
+//! value, and the transitions a caller asks (retry, cancel).
 
 pub mod bounded;
 pub mod fields;
@@ -25,4 +25,5 @@ pub mod secret;
 pub mod status;
 pub mod subscription;
 pub mod success;
+pub mod transition;
 pub mod validate;

@@ -197,7 +197,10 @@ mod tests {
         ];
         for (attempts, series_start, held, ran_out, want) in cases {
             let decided = expected(attempts, series_start, held, ran_out);
-            assert_eq!((decided.attempts, decided.series_start), (attempts, series_start));
+            assert_eq!(
+                (decided.attempts, decided.series_start),
+                (attempts, series_start)
+            );
             assert_eq!(decided.lease, want);
         }
     }
@@ -218,7 +221,14 @@ mod tests {
             (1, Outcome::Succeeded, true, push, false, true),
             (2, Outcome::Succeeded, false, push, false, true),
             (1, retry.clone(), false, push, false, true),
-            (1, Outcome::Failed(FailReason::Exhausted), true, push, false, true),
+            (
+                1,
+                Outcome::Failed(FailReason::Exhausted),
+                true,
+                push,
+                false,
+                true,
+            ),
             (1, Outcome::Succeeded, false, pull, true, false),
             (1, retry, true, pull, false, false),
         ];
