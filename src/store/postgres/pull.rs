@@ -189,7 +189,10 @@ impl PgStore {
     /// the last day are looked at (`endpoints_changed`), one probe of
     /// `notifications_pull_due` each: a scan of pending pull rows would read
     /// every pull backlog in full each time to find none. The rows are
-    /// read and held, then released as `follow_delivery` does.
+    /// read and held, then released as `follow_delivery` does. The filter
+    /// (`e.delivery = 'push'` beside `n.pull`) selects rows whose mode is
+    /// not their endpoint's: the rule that a notification follows its
+    /// endpoint's mode, rendered as a join for the indexes.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let rows: Vec<LeaseRow> = sqlx::query_as(
@@ -241,7 +244,11 @@ impl PgStore {
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher
     /// found them in the due index after a switch), and signals their
-    /// endpoints' consumers.
+    /// endpoints' consumers. The dispatcher decided it on the endpoint it
+    /// loaded (`DeliveryEndpoint::pull`); `e.delivery = 'pull' AND
+    /// n.status = 'pending' AND NOT n.pull` is the compare-and-set on what
+    /// it decided on (the endpoint still pull, the row still a pending push
+    /// one), so a switch back meanwhile, or a cancel, wins.
     pub async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         sqlx::query(
             "WITH moved AS ( \
