@@ -220,7 +220,7 @@ mod tests {
             (1, Outcome::Succeeded, false, push, true, true),
             (1, Outcome::Succeeded, true, push, false, true),
             (2, Outcome::Succeeded, false, push, false, true),
-            (1, retry.clone(), false, push, false, true),
+            (1, retry, false, push, false, true),
             (
                 1,
                 Outcome::Failed(FailReason::Exhausted),
