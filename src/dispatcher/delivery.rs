@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
-use crate::domain::status::{after_attempt, Status};
+use crate::domain::status::{after_attempt, expected, keeping, Status};
 use crate::domain::success::SuccessRule;
 use crate::sender::{AttemptError, AttemptResult, Delivery, Sender, Target};
 use crate::store::delivery::{DeliveryEndpoint, DueNotification};
@@ -184,11 +184,14 @@ pub async fn attempt(
     } else {
         None
     };
+    let expected = expected(row.attempts, row.series_start, None, false);
+    let keep = keeping(number, &outcome, result.error.is_some(), &expected);
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
         number,
-        series_start: row.series_start,
+        expected,
+        keep,
         started_at: result.started_at,
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
         status_code,
@@ -198,7 +201,6 @@ pub async fn attempt(
         outcome,
         next,
         event,
-        lease: None,
     }
 }
 

@@ -38,6 +38,13 @@ pub fn same_payload(stored: (&str, &[u8]), given: (&str, &[u8])) -> bool {
         || (is_json_content_type(stored.0) && same_value(stored.1, given.1) == Some(true))
 }
 
+/// Whether a keyed event sent again is the one stored, each as (type,
+/// content type, body): the same type and the same payload
+/// (`same_payload`). Otherwise its key conflicts.
+pub fn same_event(stored: (&str, &str, &[u8]), given: (&str, &str, &[u8])) -> bool {
+    stored.0 == given.0 && same_payload((stored.1, stored.2), (given.1, given.2))
+}
+
 /// Whether `a` and `b` are JSON texts of the same value; `None` if either is
 /// not JSON (or nests deeper than `MAX_DEPTH`, or has an exponent past ±10^17).
 pub fn same_value(a: &[u8], b: &[u8]) -> Option<bool> {
@@ -244,10 +251,40 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::same_value;
+    use super::{same_event, same_value};
 
     fn same(a: &str, b: &str) -> Option<bool> {
         same_value(a.as_bytes(), b.as_bytes())
+    }
+
+    #[test]
+    fn a_keyed_event_sent_again_is_the_same_only_with_its_type_and_payload() {
+        let json = "application/json";
+        let cases = [
+            (
+                ("order.paid", json, &b"{\"a\":1.50}"[..]),
+                ("order.paid", json, &b"{ \"a\": 1.5 }"[..]),
+                true,
+            ),
+            (
+                ("order.paid", json, &b"{}"[..]),
+                ("order.refunded", json, &b"{}"[..]),
+                false,
+            ),
+            (
+                ("order.paid", json, &b"{}"[..]),
+                ("order.paid", "text/plain", &b"{}"[..]),
+                false,
+            ),
+            (
+                ("order.paid", json, &b"{\"a\":1}"[..]),
+                ("order.paid", json, &b"{\"a\":2}"[..]),
+                false,
+            ),
+        ];
+        for (stored, given, want) in cases {
+            assert_eq!(same_event(stored, given), want, "{stored:?} {given:?}");
+        }
     }
 
     #[test]

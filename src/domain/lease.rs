@@ -23,10 +23,58 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The lease a notification row holds, if any (still running or not):
+    /// while leased, the row's `next_attempt_at` is when the lease runs out.
+    /// A lease taken before `leased_at` was stored counts from its end.
+    pub fn stored(
+        id: Option<Uuid>,
+        leased_at: Option<DateTime<Utc>>,
+        next_attempt_at: Option<DateTime<Utc>>,
+    ) -> Option<Lease> {
+        let (id, until) = (id?, next_attempt_at?);
+        Some(Lease {
+            id,
+            since: leased_at.unwrap_or(until),
+            until,
+        })
+    }
+
     /// Whether the lease still runs at `now`. It has run out at `until`:
     /// an ack then is too late, and a pull may take the notification back.
+    /// The one place this is decided: every backend reads the row and its
+    /// clock, and asks here.
     pub fn runs_at(&self, now: DateTime<Utc>) -> bool {
         now < self.until
+    }
+
+    /// Where an extension by `by` at `now` moves the lease's end. The
+    /// store writes it only over the end it was decided on (`self.until`).
+    pub fn extended(&self, by: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
+        chrono::Duration::from_std(by)
+            .ok()
+            .and_then(|by| now.checked_add_signed(by))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+}
+
+/// Whether a row with this lease (if any) is under one that still runs at
+/// `now`: what a notification's `leased` says.
+pub fn held(lease: Option<Lease>, now: DateTime<Utc>) -> bool {
+    lease.is_some_and(|lease| lease.runs_at(now))
+}
+
+/// When a pending notification is due once its lease (if any) ends with no
+/// attempt (its endpoint left pull, or switched back before a consumer
+/// answered): a leased one at once, as if its consumer had let go, and its
+/// receipt stops working; a free one when it was.
+pub fn released(
+    lease: Option<Lease>,
+    due_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    match lease {
+        Some(_) => Some(now),
+        None => due_at,
     }
 }
 
@@ -143,6 +191,49 @@ mod tests {
         assert_eq!(at_pull(None, Some(at(10)), at(10)), AtPull::Take);
         assert_eq!(at_pull(None, Some(at(11)), at(10)), AtPull::Leave);
         assert_eq!(at_pull(None, None, at(10)), AtPull::Leave);
+    }
+
+    #[test]
+    fn a_stored_lease_ends_at_the_rows_due_time_and_is_held_only_while_it_runs() {
+        let id = Uuid::from_u128(7);
+        let cases = [
+            // (lease id, leased at, next attempt at, now, held)
+            (None, None, Some(at(30)), at(0), false),
+            (Some(id), Some(at(0)), Some(at(30)), at(29), true),
+            (Some(id), Some(at(0)), Some(at(30)), at(30), false),
+            (Some(id), None, Some(at(30)), at(10), true),
+            (Some(id), Some(at(0)), None, at(10), false),
+        ];
+        for (lease_id, leased_at, until, now, want) in cases {
+            let lease = Lease::stored(lease_id, leased_at, until);
+            assert_eq!(
+                held(lease, now),
+                want,
+                "{lease_id:?} {leased_at:?} {until:?} {now}"
+            );
+        }
+        assert_eq!(
+            Lease::stored(Some(id), None, Some(at(30))).map(|l| l.since),
+            Some(at(30)),
+            "a lease without its start counts from its end"
+        );
+        assert_eq!(
+            lease(0, 30).extended(Duration::from_secs(60), at(20)),
+            at(80)
+        );
+    }
+
+    #[test]
+    fn a_lease_ended_without_an_attempt_leaves_its_notification_due_at_once() {
+        let cases = [
+            (Some(lease(0, 30)), Some(at(30)), at(10), Some(at(10))),
+            (Some(lease(0, 30)), Some(at(30)), at(40), Some(at(40))),
+            (None, Some(at(50)), at(10), Some(at(50))),
+            (None, None, at(10), None),
+        ];
+        for (held_by, due_at, now, want) in cases {
+            assert_eq!(released(held_by, due_at, now), want);
+        }
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! rule, subscriptions, validation of producer-supplied names and the
 //! problems they raise, the rules of pull consumption and the time of its
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
-//! show to callers without secrets, and when two JSON payloads are the same
-//! value.
+//! show to callers without secrets, when two JSON payloads are the same
+//! value, the transitions a caller asks (retry, cancel), and retention's
+//! choice.
 
 pub mod bounded;
 pub mod fields;
@@ -18,6 +19,7 @@ pub mod outcome;
 pub mod problem;
 pub mod pull;
 pub mod receiver_url;
+pub mod retention;
 pub mod schedule;
 pub mod scope;
 pub mod sealed;
@@ -25,4 +27,5 @@ pub mod secret;
 pub mod status;
 pub mod subscription;
 pub mod success;
+pub mod transition;
 pub mod validate;

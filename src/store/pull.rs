@@ -76,12 +76,7 @@ impl Leased {
     /// The row's lease, if it has one (still running or not): while leased,
     /// `next_attempt_at` is when the lease runs out.
     pub fn lease(&self) -> Option<Lease> {
-        let (id, until) = (self.lease_id?, self.next_attempt_at?);
-        Some(Lease {
-            id,
-            since: self.leased_at.unwrap_or(until),
-            until,
-        })
+        Lease::stored(self.lease_id, self.leased_at, self.next_attempt_at)
     }
 
     /// Whether `lease` is this row's current lease, and still running.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::outcome::Outcome;
-use crate::domain::status::AfterAttempt;
+use crate::domain::status::{AfterAttempt, Expected, Keeping};
 
 /// One finished attempt, to be recorded, with what it decided.
 #[derive(Debug, Clone)]
@@ -16,10 +16,13 @@ pub struct AttemptRecord {
     pub notification_id: Uuid,
     /// The notification's endpoint, whose health the attempt tells of.
     pub endpoint_id: Uuid,
-    /// 1-based, over every series: the notification had `number - 1` before.
+    /// 1-based, over every series: `expected.attempts + 1`.
     pub number: i32,
-    /// The series the attempt belongs to: a retry since then wins.
-    pub series_start: i32,
+    /// The row state the attempt was decided on: its decision is written
+    /// only over a row still in it (`domain::status::Expected`).
+    pub expected: Expected,
+    /// Where the attempt is kept (`domain::status::keeping`).
+    pub keep: Keeping,
     pub started_at: DateTime<Utc>,
     pub duration_ms: i32,
     pub status_code: Option<i32>,
@@ -32,11 +35,4 @@ pub struct AttemptRecord {
     /// The `notification.failed` event, when `next` ends it failed and
     /// operator events are on.
     pub event: Option<OperatorEvent>,
-    /// For the end of a pull lease: the lease, and for one that ran out,
-    /// the end it ran out at. Whether a lease still runs is decided in
-    /// `domain::lease` on the row as read; the attempt is written only if
-    /// the row is still as decided on: that lease is still its own and,
-    /// for one that ran out, was not extended meanwhile (an extend that
-    /// read it running just before it ran out). `None` for push.
-    pub lease: Option<(Uuid, Option<DateTime<Utc>>)>,
 }

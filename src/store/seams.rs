@@ -230,11 +230,14 @@ pub trait PullStore: Send + Sync + 'static {
         which: Leases<'_>,
         decide: LeaseDecision<'_>,
     ) -> Result<LeasesEnded, StoreError>;
+    /// Moves the receipt's lease's end from `until` (as read, decided
+    /// running by `domain::lease`) to `to`, only if the row still has that
+    /// lease with that end. The end as stored; `None`: it does not.
     async fn extend_lease(
         &self,
         receipt: &Receipt,
-        lease: std::time::Duration,
-        endpoint: Option<Uuid>,
+        until: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>, StoreError>;
     async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError>;
     async fn follow_delivery(

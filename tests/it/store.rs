@@ -10,7 +10,7 @@ use hookd::domain::operator_event::{
     DisabledEndpoint, FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID,
 };
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
-use hookd::domain::status::{after_attempt, Status};
+use hookd::domain::status::{after_attempt, expected, keeping, Status};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
@@ -116,11 +116,14 @@ fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> Attemp
             )
         })
         .flatten();
+    let expected = expected(number - 1, 0, None, false);
+    let keep = keeping(number, &outcome, error.is_some(), &expected);
     AttemptRecord {
         notification_id: id,
         endpoint_id,
         number,
-        series_start: 0,
+        expected,
+        keep,
         started_at: Utc::now(),
         duration_ms: 1,
         status_code: None,
@@ -130,7 +133,6 @@ fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> Attemp
         outcome,
         next,
         event,
-        lease: None,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::domain::outcome::Outcome;
 use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::{after_failure, failure_error, Failure, Receipt};
 use crate::domain::schedule::Schedule;
-use crate::domain::status::{after_attempt, Status};
+use crate::domain::status::{after_attempt, expected, keeping, Status};
 use crate::service::{Service, ServiceError};
 use crate::store::pull::{Leased, Leases, Taken};
 use crate::store::pull_due::Pick;
@@ -136,21 +136,28 @@ impl Service {
         Ok(results)
     }
 
-    /// Lengthens the lease `receipt` names to `lease` from now.
+    /// Lengthens the lease `receipt` names to `lease` from now. The row is
+    /// read with the store's clock, `check_lease` (`domain::lease`) decides
+    /// the lease still runs and is the caller's, and the store moves its
+    /// end only if it is still the one read.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
         lease: Duration,
         scope: Scope,
     ) -> Result<DateTime<Utc>, ServiceError> {
-        if let Some(until) = self
+        let row = self
             .pull
-            .extend_lease(receipt, lease, scope.consumer)
+            .lease_of(receipt.notification)
             .await?
-        {
+            .ok_or_else(|| Problem::not_found("notification"))?;
+        check_lease(&row, receipt, scope)?;
+        let held = row.lease().ok_or_else(lease_lost)?;
+        let to = held.extended(lease, row.now);
+        if let Some(until) = self.pull.extend_lease(receipt, held.until, to).await? {
             return Ok(until);
         }
-        // Refused: read the row once to say why.
+        // Changed since it was read: read it again to say why.
         let row = self
             .pull
             .lease_of(receipt.notification)
@@ -426,11 +433,16 @@ fn attempt_with(
     } else {
         None
     };
+    // A lease that ran out is recorded only if it was not extended since
+    // it was read.
+    let expected = expected(row.attempts, row.series_start, row.lease(), expired);
+    let keep = keeping(number, &outcome, error.is_some(), &expected);
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
         number,
-        series_start: row.series_start,
+        expected,
+        keep,
         started_at,
         duration_ms: duration,
         status_code: None,
@@ -440,12 +452,6 @@ fn attempt_with(
         outcome,
         next,
         event,
-        // A lease that ran out is recorded only if it was not extended
-        // since it was read.
-        lease: row.lease_id.map(|lease| {
-            let ran_out_at = row.lease().filter(|_| expired).map(|l| l.until);
-            (lease, ran_out_at)
-        }),
     }
 }
 

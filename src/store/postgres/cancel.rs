@@ -1,39 +1,69 @@
 //! Cancelling in PostgreSQL: by id, by key, by event, and the one statement
 //! every cancel path uses.
+//!
+//! Whether a notification may be cancelled, and what a cancel makes of it,
+//! is `domain::transition::cancel`. A cancel by id reads the row under its
+//! lock, asks, and writes the result. The set-based cancels (by key, an
+//! event's, an endpoint's, orphans) select with `status = 'pending'`:
+//! `Status::cancellable` rendered for the indexes they use, so the rows
+//! they write are exactly those the domain would cancel; their SET is
+//! `cancel`'s result for such a row (cancelled, nothing due, final, no
+//! lease), the same constant for every row.
 
 use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 use super::notifications::columns_with_body;
 use super::PgStore;
+use crate::domain::transition::cancel;
 use crate::store::cancel::Cancel;
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
 
 impl PgStore {
-    /// Cancels the notification if it is pending and not `spare`'s, and
-    /// reads it back (either way) in the same transaction: the row lock the
-    /// cancel took keeps anyone from changing it in between.
+    /// Cancels the notification if `domain::transition::cancel` allows it
+    /// (pending, and not `spare`'s), on the row read under its lock, and
+    /// returns it (either way) as it then is.
     pub async fn cancel_notification(
         &self,
         id: Uuid,
         spare: Option<Uuid>,
     ) -> Result<Cancel, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let cancelled = cancel_pending(&mut *tx, Pending::One { id, spare }).await?;
         let sql = format!(
-            "SELECT {} FROM notifications WHERE id = $1",
+            "SELECT {} FROM notifications WHERE id = $1 FOR UPDATE",
             columns_with_body()
         );
         let row = sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
+        let Some(row) = row else {
+            return Ok(Cancel::NotFound);
+        };
+        let decided = cancel(row.status, spare == Some(row.endpoint_id));
+        let row = match decided {
+            Ok(cancelled) => {
+                let sql = format!(
+                    "UPDATE notifications SET status = $2, next_attempt_at = $3, \
+                         completed_at = now(), updated_at = now(), needs_index = false, \
+                         lease_id = NULL, leased_at = NULL \
+                     WHERE id = $1 RETURNING {}",
+                    columns_with_body()
+                );
+                sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
+                    .bind(id)
+                    .bind(cancelled.status)
+                    .bind(cancelled.next_attempt_at)
+                    .fetch_one(&mut *tx)
+                    .await?
+            }
+            Err(_) => row,
+        };
         tx.commit().await?;
-        Ok(match row.map(|row| self.open_notification(row)) {
-            Some(row) if !cancelled.is_empty() => Cancel::Cancelled(row),
-            Some(row) => Cancel::NotPending(row),
-            None => Cancel::NotFound,
+        Ok(match (decided, self.open_notification(row)) {
+            (Ok(_), row) => Cancel::Cancelled(row),
+            (Err(_), row) => Cancel::NotPending(row),
         })
     }
 
@@ -59,11 +89,6 @@ impl PgStore {
 /// Which pending notifications a cancel takes.
 pub(super) enum Pending<'a> {
     Ids(&'a [Uuid]),
-    /// One, unless it is `spare`'s.
-    One {
-        id: Uuid,
-        spare: Option<Uuid>,
-    },
     /// By business key, on one endpoint or on all, but `spare`.
     Key {
         key: &'a str,
@@ -100,11 +125,6 @@ pub(super) async fn cancel_pending<'c>(
     // `notifications_event`).
     let query = match which {
         Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
-        Pending::One { id, spare } => sqlx::query_scalar(cancel_where!(
-            "id = $1 AND endpoint_id IS DISTINCT FROM $2"
-        ))
-        .bind(id)
-        .bind(spare),
         Pending::Key {
             key,
             endpoint_id,

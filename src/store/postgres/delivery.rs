@@ -1,12 +1,17 @@
 //! The dispatcher's reads and writes in PostgreSQL: claimed notifications
 //! with their endpoints, retries, cancels and the hand-over to pull.
+//!
+//! A retry is decided in `domain::transition::retry` on the row read under
+//! its lock; the write carries the result and compares nothing.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::cancel::{cancel_pending, Pending};
 use super::PgStore;
+use crate::domain::lease::Lease;
 use crate::domain::status::Status;
+use crate::domain::transition::{retry, RetryRefused};
 use crate::store::delivery::Claimed;
 use crate::store::delivery::DeliveryEndpoint;
 use crate::store::delivery::DueNotification;
@@ -101,68 +106,75 @@ impl PgStore {
         Ok(())
     }
 
-    /// Starts a new attempt series now for a failed or pending notification.
-    /// A pending one that is being delivered (`delivering`: leased in the
-    /// due index, or under a consumer's lease that has not run out) is left
-    /// alone, and so is one whose consumer's lease has run out unrecorded
-    /// (`Retry::LeaseRanOut`). A failed one is retried whatever the index
-    /// says: its last attempt is recorded, and the lease that attempt held
-    /// may only not be released yet.
+    /// Starts a new attempt series now for a failed or pending notification,
+    /// as `domain::transition::retry` decides on the row read under its
+    /// lock with the transaction's clock (whether a consumer's lease still
+    /// runs); `delivering`: the due index holds a lease on it. A refusal
+    /// comes back with the row as it is. Retries are rare: a read and a
+    /// write in one transaction, and no statement that decides.
     pub async fn retry_notification(
         &self,
         id: Uuid,
         now: DateTime<Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
-        // The row can change between the UPDATE and the read that explains
-        // a refusal: a recorder that commits the attempt in between turns a
-        // pending row into a failed one, which is retryable after all. Then
-        // the UPDATE is tried again against the row as it is now.
-        let mut last = None;
-        for _ in 0..RETRY_TRIES {
-            if let Some(row) = self.try_retry(id, now, delivering).await? {
-                return Ok(Retry::Retried(self.open_notification(row)));
-            }
-            let Some(row) = self.get_notification(id).await? else {
-                return Ok(Retry::NotFound);
-            };
-            match row.status() {
-                Status::Pending if row.leased || delivering => return Ok(Retry::InFlight(row)),
-                // Refused though no lease is current: one ran out.
-                Status::Pending if row.pull => return Ok(Retry::LeaseRanOut(row)),
-                Status::Pending | Status::Failed => last = Some(row),
-                _ => return Ok(Retry::NotRetryable(row)),
-            }
-        }
-        // Still changing under every try: an attempt is being recorded.
-        Ok(last.map_or(Retry::NotFound, Retry::InFlight))
-    }
-
-    async fn try_retry(
-        &self,
-        id: Uuid,
-        now: DateTime<Utc>,
-        delivering: bool,
-    ) -> Result<Option<Notification>, StoreError> {
-        // An event's delivery comes back with its event's type and body.
-        Ok(
-            sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
-                "UPDATE notifications SET status = 'pending', series_start = attempts, next_attempt_at = $2, \
-                     completed_at = NULL, needs_index = false, lease_id = NULL, leased_at = NULL, \
-                     updated_at = now() \
-                 WHERE id = $1 AND status IN ('pending', 'failed') \
-                   AND (status = 'failed' OR NOT $3) \
-                   AND (lease_id IS NULL OR status = 'failed') RETURNING {}",
-                super::notifications::columns_with_body()
-            )))
-            .bind(id)
-            .bind(now)
-            .bind(delivering)
-            .fetch_optional(&self.pool)
-            .await?,
+        let mut tx = self.pool.begin().await?;
+        let state: Option<RetryState> = sqlx::query_as(
+            "SELECT status, attempts, lease_id, leased_at, next_attempt_at, now() \
+             FROM notifications WHERE id = $1 FOR UPDATE",
         )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((status, attempts, lease_id, leased_at, next_attempt_at, read_at)) = state else {
+            return Ok(Retry::NotFound);
+        };
+        let lease = Lease::stored(lease_id, leased_at, next_attempt_at);
+        let decided = retry(status, attempts, lease, delivering, now, read_at);
+        let row = match decided {
+            Ok(retried) => {
+                // An event's delivery comes back with its event's type and body.
+                sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
+                    "UPDATE notifications SET status = $2, series_start = $3, \
+                         next_attempt_at = $4, completed_at = NULL, needs_index = false, \
+                         lease_id = NULL, leased_at = NULL, updated_at = now() \
+                     WHERE id = $1 RETURNING {}",
+                    super::notifications::columns_with_body()
+                )))
+                .bind(id)
+                .bind(retried.status)
+                .bind(retried.series_start)
+                .bind(retried.next_attempt_at)
+                .fetch_one(&mut *tx)
+                .await?
+            }
+            Err(_) => {
+                sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} FROM notifications WHERE id = $1",
+                    super::notifications::columns_with_body()
+                )))
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await?
+            }
+        };
+        tx.commit().await?;
+        let row = self.open_notification(row);
+        Ok(match decided {
+            Ok(_) => Retry::Retried(row),
+            Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
+            Err(RetryRefused::InFlight) => Retry::InFlight(row),
+            Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
+        })
     }
 }
-/// How often a retry is tried against a row that changes between the
-/// UPDATE and the read explaining why it did not apply.
-const RETRY_TRIES: usize = 3;
+/// What a retry is decided on: status, attempts, the lease (id, leased at,
+/// next attempt at) and the transaction's clock.
+type RetryState = (
+    Status,
+    i32,
+    Option<Uuid>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::pg_array_literal;
 use super::PgStore;
-use crate::domain::json_value::same_payload;
+use crate::domain::json_value::same_event;
 use crate::domain::sealed::context;
 use crate::domain::status::Status;
 use crate::store::events::Event;
@@ -223,11 +223,10 @@ impl PgStore {
                 .and_then(|key| existing.get(&(event.owner.clone(), key.clone())));
             match found {
                 Some(row)
-                    if row.event_type == event.event_type
-                        && same_payload(
-                            (&row.content_type, &row.body),
-                            (&event.content_type, &event.body),
-                        ) =>
+                    if same_event(
+                        (&row.event_type, &row.content_type, &row.body),
+                        (&event.event_type, &event.content_type, &event.body),
+                    ) =>
                 {
                     results.push(EventInserted::Existing(row.clone()))
                 }
@@ -298,7 +297,10 @@ impl PgStore {
     /// `after`. Returns how many it deleted and where to go on from (`None`
     /// once the walk is done). Events kept (a delivery still pending, say
     /// for a disabled endpoint) are passed over once per walk, not once per
-    /// batch, as `purge_completed` does.
+    /// batch, as `purge_completed` does. The walk's end is
+    /// `domain::retention::events_end`; `NOT EXISTS` a delivery is not a
+    /// choice but a reference kept (a delivery's body is its event's), and
+    /// is tested where it is deleted so a delivery cannot be orphaned.
     pub async fn purge_events(
         &self,
         before: DateTime<Utc>,
@@ -317,7 +319,7 @@ impl PgStore {
              SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
                  (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
         )
-        .bind(crate::domain::id::first_of_ms(before.timestamp_millis()))
+        .bind(crate::domain::retention::events_end(before))
         .bind(limit)
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_one(&self.pool)

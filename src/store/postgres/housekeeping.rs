@@ -1,11 +1,16 @@
 //! Housekeeping in PostgreSQL: rows owed to the due index, pending pages in
 //! due order, retention.
+//!
+//! Retention's choice is `domain::retention`'s; what stays in SQL is the
+//! walk's bound (`id < notifications_end`) and the delete's compare-and-set
+//! on the status and completion the domain chose on.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::PgStore;
-use crate::domain::id;
+use crate::domain::retention;
+use crate::domain::status::Status;
 use crate::store::housekeeping::PendingCursor;
 use crate::store::StoreError;
 
@@ -132,43 +137,60 @@ impl PgStore {
     /// once the walk is done).
     ///
     /// There is no index on `completed_at` (it would cost an entry on every
-    /// completion): a notification completed before `before` was created
-    /// before it, and ids are UUIDv7, so the walk covers the primary key up
-    /// to the first id of that millisecond. Rows it keeps (created that long
-    /// ago but pending, say for a disabled endpoint, or completed lately) are
-    /// passed over once per walk, not once per batch.
-    ///
-    /// The delete states the rule again: a row it waits for (a retry taking
-    /// it back to pending, committed meanwhile) is checked again as it is
-    /// now, not as the scan saw it.
+    /// completion): the walk covers the primary key up to
+    /// `domain::retention::notifications_end`. Each row's status and
+    /// completion are read, `domain::retention::expired` chooses, and the
+    /// delete compares them with what was read: a row changed meanwhile (a
+    /// retry taking it back to pending) is left for a later walk to judge.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let step: (i64, i64, Option<Uuid>) = sqlx::query_as(
-            "WITH scanned AS ( \
-                 SELECT id, (completed_at < $1 AND status <> 'pending') AS expired \
-                 FROM notifications WHERE id > $4 AND id < $3 ORDER BY id LIMIT $2 \
-             ), deleted AS ( \
-                 DELETE FROM notifications \
-                 WHERE id IN (SELECT id FROM scanned WHERE expired) \
-                   AND completed_at < $1 AND status <> 'pending' \
-                 RETURNING id \
-             ), attempts_deleted AS ( \
-                 DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \
-             ) \
-             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
-                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
+        let scanned: Vec<(Uuid, Status, Option<DateTime<Utc>>)> = sqlx::query_as(
+            "SELECT id, status, completed_at FROM notifications \
+             WHERE id > $3 AND id < $2 ORDER BY id LIMIT $1",
         )
-        .bind(before)
         .bind(limit)
-        .bind(id::first_of_ms(before.timestamp_millis() + 1))
+        .bind(retention::notifications_end(before))
         .bind(after.unwrap_or(Uuid::nil()))
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(walked(step, limit))
+        let last = scanned.last().map(|(id, _, _)| *id);
+        let mut ids = Vec::new();
+        let mut statuses = Vec::new();
+        let mut completed = Vec::new();
+        for (id, status, completed_at) in &scanned {
+            if retention::expired(*status, *completed_at, before) {
+                ids.push(*id);
+                statuses.push(*status);
+                completed.push(*completed_at);
+            }
+        }
+        let deleted: i64 = if ids.is_empty() {
+            0
+        } else {
+            sqlx::query_scalar(
+                "WITH deleted AS ( \
+                     DELETE FROM notifications n \
+                     USING UNNEST($1::uuid[], $2::text[], $3::timestamptz[]) \
+                         AS r(id, status, completed_at) \
+                     WHERE n.id = r.id AND n.status = r.status \
+                       AND n.completed_at = r.completed_at \
+                     RETURNING n.id \
+                 ), attempts_deleted AS ( \
+                     DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \
+                 ) \
+                 SELECT count(*) FROM deleted",
+            )
+            .bind(&ids)
+            .bind(&statuses)
+            .bind(&completed)
+            .fetch_one(&self.pool)
+            .await?
+        };
+        Ok(walked((deleted, scanned.len() as i64, last), limit))
     }
 }
 /// A rebuild of the due index reads pending rows through this seam.

@@ -21,11 +21,14 @@ use crate::store::StoreError;
 /// event's type: the fan-out leaves it off the delivery rows (stored once,
 /// on the event), which spares each delivery an index entry in
 /// `notifications_event_type_newest`. The columns stay unqualified: inside
-/// the subquery, `event_id` can only be the notification's.
+/// the subquery, `event_id` can only be the notification's. Whether the
+/// row is `leased` is not decided here: its lease and the transaction's
+/// clock (`read_at`) are read, and `domain::lease::held` decides as the
+/// row is decoded (`rows.rs`).
 const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
      last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
-     (lease_id IS NOT NULL AND next_attempt_at > now()) AS leased, \
+     lease_id, now() AS read_at, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END AS event_type";
 /// With the body; a delivery of an event has its event's.

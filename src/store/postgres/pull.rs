@@ -1,6 +1,22 @@
 //! Pull consumption in PostgreSQL: leases ended, extended and read, delivery
 //! mode switches, and the signal between processes (LISTEN/NOTIFY).
-
+//!
+//! Whether a lease still runs is decided in `domain::lease`, never here:
+//! rows are read with the transaction's clock (`now() AS now`), the domain
+//! decides, and each write is fenced by a compare-and-set on what it
+//! decided on. The predicates on leases that remain are of two kinds:
+//! - candidate filters of set-based reads (`end_leases`' ran-out sweep:
+//!   `lease_id IS NOT NULL AND next_attempt_at <= now()`), which only
+//!   choose, through an index, rows worth reading; the domain then decides
+//!   each (`LeaseDecision`), and a row the filter let through that the
+//!   domain finds still running is left alone;
+//! - compare-and-sets on values the domain chose: `lease_id = $lease AND
+//!   next_attempt_at = $until` (an extension, `extend_lease`), and the
+//!   recording statement's `Expected` (`recording.rs`).
+//!
+//! The delivery mode switch (`follow_delivery`, `adopt_strays`) reads the
+//! rows under a lock, and `domain::lease::released` says when each is due
+//! once its lease ends with no attempt; the write is only the result.
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -8,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::domain::lease::{released, Lease};
 use crate::domain::pull::{Delivery, Receipt};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
@@ -16,14 +33,6 @@ use crate::store::pull::LeasesEnded;
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
 
-/// The SET of a lease that ends without an attempt (its endpoint left
-/// pull): the notification is due at once, and its receipt stops working.
-macro_rules! without_lease {
-    () => {
-        "next_attempt_at = CASE WHEN lease_id IS NULL THEN next_attempt_at ELSE now() END, \
-         lease_id = NULL, leased_at = NULL, updated_at = now()"
-    };
-}
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
 pub(super) const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
      COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
@@ -52,6 +61,8 @@ impl PgStore {
     /// in one statement. Nothing is locked in between: each attempt is
     /// written only if its row still has the lease it was decided on
     /// (`AttemptRecord::lease`), so a lease lost meanwhile is left alone.
+    /// The ran-out selectors' `lease_id IS NOT NULL AND next_attempt_at <=
+    /// now()` only picks candidates cheaply; `decide` says which ran out.
     pub async fn end_leases(
         &self,
         which: Leases<'_>,
@@ -99,26 +110,28 @@ impl PgStore {
         Ok(LeasesEnded { rows, moved })
     }
 
-    /// Lengthens a lease to `lease` from now, if it is `endpoint`'s (when
-    /// given). `None`: the receipt does not hold the lease (any more), or it
-    /// is another endpoint's; the caller asks `lease_of` why.
+    /// Moves a lease's end from `until` (as read, and decided on: the
+    /// caller found it running, `domain::lease`) to `to`; returns the end
+    /// as stored. `None`: the row no longer has that lease with that end
+    /// (it was ended, or extended by another request meanwhile); the caller
+    /// reads it again to say why. The lease id is fresh per lease and
+    /// cleared by every transition out of it, so matching it says the row
+    /// is still pending under it.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
-        lease: Duration,
-        endpoint: Option<Uuid>,
+        until: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
         Ok(sqlx::query_scalar(
-            "UPDATE notifications SET next_attempt_at = now() + make_interval(secs => $3), \
-                 updated_at = now() \
-             WHERE id = $1 AND lease_id = $2 AND status = 'pending' AND next_attempt_at > now() \
-               AND ($4::uuid IS NULL OR endpoint_id = $4) \
+            "UPDATE notifications SET next_attempt_at = $4, updated_at = now() \
+             WHERE id = $1 AND lease_id = $2 AND next_attempt_at = $3 \
              RETURNING next_attempt_at",
         )
         .bind(receipt.notification)
         .bind(receipt.lease)
-        .bind(lease.as_secs_f64())
-        .bind(endpoint)
+        .bind(until)
+        .bind(to)
         .fetch_optional(&self.pool)
         .await?)
     }
@@ -139,24 +152,32 @@ impl PgStore {
     /// Makes every pending notification of the endpoint follow its mode:
     /// to pull, they leave the due index (the caller removes them); to
     /// push, leases end without an attempt (their receipts stop working)
-    /// and they are due at once or when they were. Returns the ids that
-    /// moved, with their due times.
+    /// and they are due as `domain::lease::released` says. Returns the ids
+    /// that moved, with their due times.
+    ///
+    /// The rows are read under a lock, decided on, and written in one
+    /// transaction: a switch is rare, and the lock keeps what was read.
+    /// `pull <> $2` picks the rows not yet in the mode; `status = 'pending'`
+    /// is `Status::Pending`, the only status a mode applies to.
     pub async fn follow_delivery(
         &self,
         endpoint_id: Uuid,
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let pull = delivery == Delivery::Pull;
-        Ok(sqlx::query_as(concat!(
-            "UPDATE notifications SET pull = $2, ",
-            without_lease!(),
-            " WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
-             RETURNING id, next_attempt_at"
-        ))
+        let mut tx = self.pool.begin().await?;
+        let rows: Vec<LeaseRow> = sqlx::query_as(
+            "SELECT id, lease_id, leased_at, next_attempt_at, now() FROM notifications \
+             WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
+             ORDER BY id FOR UPDATE",
+        )
         .bind(endpoint_id)
         .bind(pull)
-        .fetch_all(&self.pool)
-        .await?)
+        .fetch_all(&mut *tx)
+        .await?;
+        let moved = switch_rows(&mut tx, &rows, pull).await?;
+        tx.commit().await?;
+        Ok(moved)
     }
 
     /// Pending notifications whose `pull` differs from their endpoint's
@@ -167,28 +188,31 @@ impl PgStore {
     /// Strays come from a switch a moment ago, so only endpoints changed in
     /// the last day are looked at (`endpoints_changed`), one probe of
     /// `notifications_pull_due` each: a scan of pending pull rows would read
-    /// every pull backlog in full each time to find none.
+    /// every pull backlog in full each time to find none. The rows are
+    /// read and held, then released as `follow_delivery` does. The filter
+    /// (`e.delivery = 'push'` beside `n.pull`) selects rows whose mode is
+    /// not their endpoint's: the rule that a notification follows its
+    /// endpoint's mode, rendered as a join for the indexes.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Ok(sqlx::query_as(concat!(
-            "WITH strays AS ( \
-                 SELECT n.id FROM notifications n \
-                 WHERE n.id IN ( \
-                     SELECT s.id FROM endpoints e CROSS JOIN LATERAL ( \
-                         SELECT id FROM notifications \
-                         WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
-                     ) s \
-                     WHERE e.updated_at > now() - interval '1 day' \
-                       AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
-                 ) AND n.status = 'pending' AND n.pull \
-                 FOR UPDATE SKIP LOCKED \
-             ) \
-             UPDATE notifications n SET pull = false, ",
-            without_lease!(),
-            " FROM strays s WHERE n.id = s.id RETURNING n.id, n.next_attempt_at"
-        ))
+        let mut tx = self.pool.begin().await?;
+        let rows: Vec<LeaseRow> = sqlx::query_as(
+            "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at, now() FROM notifications n \
+             WHERE n.id IN ( \
+                 SELECT s.id FROM endpoints e CROSS JOIN LATERAL ( \
+                     SELECT id FROM notifications \
+                     WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+                 ) s \
+                 WHERE e.updated_at > now() - interval '1 day' \
+                   AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
+             ) AND n.status = 'pending' AND n.pull \
+             FOR UPDATE OF n SKIP LOCKED",
+        )
         .bind(limit)
-        .fetch_all(&self.pool)
-        .await?)
+        .fetch_all(&mut *tx)
+        .await?;
+        let moved = switch_rows(&mut tx, &rows, false).await?;
+        tx.commit().await?;
+        Ok(moved)
     }
 
     /// Cancels pending pull notifications of endpoints deleted in the last
@@ -220,7 +244,11 @@ impl PgStore {
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher
     /// found them in the due index after a switch), and signals their
-    /// endpoints' consumers.
+    /// endpoints' consumers. The dispatcher decided it on the endpoint it
+    /// loaded (`DeliveryEndpoint::pull`); `e.delivery = 'pull' AND
+    /// n.status = 'pending' AND NOT n.pull` is the compare-and-set on what
+    /// it decided on (the endpoint still pull, the row still a pending push
+    /// one), so a switch back meanwhile, or a cancel, wins.
     pub async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         sqlx::query(
             "WITH moved AS ( \
@@ -316,6 +344,45 @@ impl PgStore {
             }
         }
     }
+}
+/// A pending row's lease, as `follow_delivery` reads it: id, lease id,
+/// leased at, next attempt at, and the transaction's clock.
+type LeaseRow = (
+    Uuid,
+    Option<Uuid>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+/// Writes rows the caller holds into mode `pull`, each lease ended with no
+/// attempt and the row due as `domain::lease::released` decides. Returns
+/// the ids with their due times.
+async fn switch_rows(
+    conn: &mut sqlx::PgConnection,
+    rows: &[LeaseRow],
+    pull: bool,
+) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, due_ats): (Vec<Uuid>, Vec<Option<DateTime<Utc>>>) = rows
+        .iter()
+        .map(|&(id, lease_id, leased_at, next_attempt_at, now)| {
+            let lease = Lease::stored(lease_id, leased_at, next_attempt_at);
+            (id, released(lease, next_attempt_at, now))
+        })
+        .unzip();
+    Ok(sqlx::query_as(
+        "UPDATE notifications n SET pull = $3, next_attempt_at = r.due_at, \
+             lease_id = NULL, leased_at = NULL, updated_at = now() \
+         FROM UNNEST($1::uuid[], $2::timestamptz[]) AS r(id, due_at) \
+         WHERE n.id = r.id RETURNING n.id, n.next_attempt_at",
+    )
+    .bind(&ids)
+    .bind(&due_ats)
+    .bind(pull)
+    .fetch_all(conn)
+    .await?)
 }
 /// The channel of `signal_pull`.
 const PULL_CHANNEL: &str = "hookd_pull";

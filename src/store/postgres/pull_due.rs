@@ -1,6 +1,18 @@
 //! Taking pull notifications in PostgreSQL: rows leased under `SKIP LOCKED`,
 //! and the end of those never pulled.
-
+//!
+//! What a pull makes of each row (take it, leave it, record the lease that
+//! ran out) and when one was never pulled are decided in `domain::lease`
+//! (`at_pull`, `not_pulled`, through the caller's decision). The SQL that
+//! remains is persistence:
+//! - `next_attempt_at <= now()` (and `<= now() - max_wait`) selects
+//!   candidates through `notifications_pull_due`: rows free and due, and
+//!   rows whose lease ran out (its end is their `next_attempt_at`). The
+//!   domain decides each; one it leaves is skipped (`seen`).
+//! - `lease_rows`' `status = 'pending' AND lease_id IS NULL` writes a lease
+//!   only over a row still as the domain found it: free (or freed by the
+//!   attempt just recorded for its ran-out lease) and pending; the caller
+//!   holds the rows, so it always holds, and costs nothing.
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,29 @@
 //! Recording attempts in PostgreSQL: one statement per batch.
+//!
+//! Nothing is decided here. Each record comes with its decisions made in
+//! `domain/`: the notification's next state (`status::after_attempt`), the
+//! row state it was decided on (`status::Expected`), where the attempt is
+//! kept (`status::keeping`), its operator event (`operator_event`), and the
+//! batch's endpoint health (`health::observe`). What the statement still
+//! compares is persistence, each a compare-and-set on values the domain
+//! chose, or an effect that commits only with the write it belongs to:
+//! - `n.attempts = i.attempts AND n.series_start = i.series_start AND
+//!   (n.status = 'pending')` and, for a pull lease, `n.lease_id = i.lease`
+//!   (and `n.next_attempt_at = i.lease_ran_out_at` for one that ran out):
+//!   the row is still as `Expected` says (its status is always pending:
+//!   only pending notifications are attempted);
+//! - an attempt row for a record that moved and is not kept `inline`, or
+//!   that did not move and is kept `when_refused`; `ON CONFLICT` and the
+//!   `first_attempt_ms IS NULL OR number <> 1` test keep one attempt 1 per
+//!   notification, whether stored in a row or inline (a uniqueness, like a
+//!   key's);
+//! - operator events inserted for moved rows only, while the operator
+//!   endpoint exists (`insert_operator_events!`);
+//! - health written over an endpoint in the other state only
+//!   (`(failing_since IS NOT NULL) = if_failing`, from
+//!   `Health::changes_a_failing_endpoint`), still push (`url IS NOT NULL`:
+//!   the schema's rendering of `delivery = 'push'`, the endpoints whose
+//!   health is observed), and one of whose notifications moved.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -13,18 +38,19 @@ use crate::store::StoreError;
 impl PgStore {
     /// Records many attempts in one statement (one commit): inserts the
     /// attempt rows and writes each notification's decided next state. A
-    /// notification delivered at its first attempt (number 1, succeeded, no
-    /// error) that moves keeps that attempt in its own row
+    /// notification delivered at its first attempt (`Keeping::inline`) that
+    /// moves keeps that attempt in its own row
     /// (`first_attempt_ms`, `first_attempt_body`, with `last_attempt_at` and
     /// `last_status_code`) instead of a row of `attempts`: the write most
     /// deliveries make, spared (migration `20261128000001`). A second
     /// recording of that attempt (a process whose lease ran out) adds no
     /// row 1 beside it, as `ON CONFLICT` keeps the first of two rows. A
-    /// notification moves only if it is still pending and had exactly
-    /// `number - 1` attempts in the same series, so a duplicate delivery (a
-    /// lease that expired mid-attempt) or one that raced a cancel or a retry
-    /// changes nothing but its own attempt row. Returns the ids whose state
-    /// moved.
+    /// notification moves only if it is still as its record's `Expected`
+    /// says (pending, with exactly that many attempts in the same series,
+    /// under the same lease), so a duplicate delivery (a lease that expired
+    /// mid-attempt) or one that raced a cancel or a retry changes nothing
+    /// but its own attempt row (`Keeping::when_refused`). Returns the ids
+    /// whose state moved.
     ///
     /// In the same statement, so that none commits without the others:
     /// - each record's operator event is inserted if its notification moved
@@ -76,14 +102,13 @@ impl PgStore {
 /// plan.
 pub(super) const RECORD_ATTEMPTS: &str = concat!(
     "WITH input AS ( \
-         SELECT t.*, (t.number = 1 AND t.outcome = 'succeeded' AND t.error_code IS NULL \
-                      AND t.error_message IS NULL) AS first_success \
-         FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
+         SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
              $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
-             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::timestamptz[]) \
+             $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::timestamptz[], \
+             $25::int[], $26::bool[], $27::bool[]) \
          AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
               error_message, outcome, series_start, status, next_at, completed, last_error, \
-              lease, lease_ran_out_at) \
+              lease, lease_ran_out_at, attempts, inline, kept_if_refused) \
      ), moved AS ( \
          UPDATE notifications n SET \
              attempts = i.number, \
@@ -92,27 +117,27 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
              last_attempt_at = i.started_at, \
              last_status_code = i.status_code, \
              last_error = i.last_error, \
-             first_attempt_ms = CASE WHEN i.first_success THEN i.duration_ms \
+             first_attempt_ms = CASE WHEN i.inline THEN i.duration_ms \
                                      ELSE n.first_attempt_ms END, \
-             first_attempt_body = CASE WHEN i.first_success THEN i.response_body \
+             first_attempt_body = CASE WHEN i.inline THEN i.response_body \
                                        ELSE n.first_attempt_body END, \
              completed_at = CASE WHEN i.completed THEN now() END, \
              lease_id = NULL, leased_at = NULL, \
              updated_at = now() \
          FROM input i \
          WHERE n.id = i.id \
-           AND (n.status = 'pending') IS TRUE AND n.attempts = i.number - 1 \
+           AND (n.status = 'pending') IS TRUE AND n.attempts = i.attempts \
            AND n.series_start = i.series_start \
            AND (i.lease IS NULL OR (n.lease_id = i.lease \
                 AND (i.lease_ran_out_at IS NULL OR n.next_attempt_at = i.lease_ran_out_at))) \
-         RETURNING n.id, n.endpoint_id, i.first_success \
+         RETURNING n.id, n.endpoint_id, i.inline \
      ), recorded AS ( \
          INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
              response_body, error_code, error_message, outcome) \
          SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
              error_message, outcome FROM input i \
-         WHERE i.id IN (SELECT id FROM moved WHERE NOT first_success) \
-            OR (i.lease IS NULL AND i.id NOT IN (SELECT id FROM moved) \
+         WHERE i.id IN (SELECT id FROM moved WHERE NOT inline) \
+            OR (i.kept_if_refused AND i.id NOT IN (SELECT id FROM moved) \
                 AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id \
                             AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
          ON CONFLICT (notification_id, number) DO NOTHING \
@@ -163,11 +188,17 @@ pub(super) async fn record_attempts_on(
     let mut last_errors = Vec::with_capacity(records.len());
     let mut leases = Vec::with_capacity(records.len());
     let mut ran_out = Vec::with_capacity(records.len());
+    let mut attempts = Vec::with_capacity(records.len());
+    let mut inline = Vec::with_capacity(records.len());
+    let mut kept_if_refused = Vec::with_capacity(records.len());
     let mut events = EventBinds::default();
     for r in records {
         ids.push(r.notification_id);
         numbers.push(r.number);
-        series.push(r.series_start);
+        series.push(r.expected.series_start);
+        attempts.push(r.expected.attempts);
+        inline.push(r.keep.inline);
+        kept_if_refused.push(r.keep.when_refused);
         started.push(r.started_at);
         durations.push(r.duration_ms);
         status_codes.push(r.status_code);
@@ -184,8 +215,8 @@ pub(super) async fn record_attempts_on(
         next_ats.push(r.next.next_attempt_at);
         completed.push(r.next.completed);
         last_errors.push(r.next.last_error.as_deref());
-        leases.push(r.lease.map(|(lease, _)| lease));
-        ran_out.push(r.lease.and_then(|(_, ran_out_at)| ran_out_at));
+        leases.push(r.expected.lease.map(|lease| lease.id));
+        ran_out.push(r.expected.lease.and_then(|lease| lease.ran_out_at));
         if let Some(event) = &r.event {
             events.push(event);
         }
@@ -222,6 +253,9 @@ pub(super) async fn record_attempts_on(
         .bind(&if_failing)
         .bind(&leases)
         .bind(&ran_out)
+        .bind(&attempts)
+        .bind(&inline)
+        .bind(&kept_if_refused)
         .fetch_all(&mut *conn)
         .await?;
     Ok(moved)

@@ -64,7 +64,10 @@ text_enum!(
 text_enum!(Delivery, [Delivery::Push, Delivery::Pull]);
 
 /// One column into one field: `json` for a `jsonb` column, `skip` for a
-/// field no column holds, `optional` for a column some queries leave out.
+/// field no column holds, `optional` for a column some queries leave out,
+/// `held` for whether a lease still runs (`domain::lease::held`, on the
+/// row's `lease_id`, `next_attempt_at` and the clock read with it,
+/// `read_at`).
 macro_rules! column {
     ($row:ident, $field:ident) => {
         $row.try_get(stringify!($field))?
@@ -75,6 +78,17 @@ macro_rules! column {
     ($row:ident, $field:ident, skip) => {
         Default::default()
     };
+    ($row:ident, $field:ident, held) => {{
+        let lease = crate::domain::lease::Lease::stored(
+            column!($row, lease_id, optional),
+            None,
+            $row.try_get("next_attempt_at")?,
+        );
+        // A row read without the clock (an insert's RETURNING) is new, and
+        // no lease is held on it.
+        let read_at: Option<chrono::DateTime<chrono::Utc>> = column!($row, read_at, optional);
+        read_at.is_some_and(|now| crate::domain::lease::held(lease, now))
+    }};
     ($row:ident, $field:ident, optional) => {
         match $row.try_get(stringify!($field)) {
             Ok(value) => value,
@@ -222,7 +236,7 @@ from_row!(Notification {
     event_id,
     url,
     pull,
-    leased: optional,
+    leased: held,
 });
 
 from_row!(Taken {

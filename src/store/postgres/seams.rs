@@ -265,10 +265,10 @@ impl PullStore for PgStore {
     async fn extend_lease(
         &self,
         receipt: &Receipt,
-        lease: std::time::Duration,
-        endpoint: Option<Uuid>,
+        until: DateTime<Utc>,
+        to: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
-        PgStore::extend_lease(self, receipt, lease, endpoint).await
+        PgStore::extend_lease(self, receipt, until, to).await
     }
     async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
         PgStore::lease_of(self, id).await

@@ -1,0 +1,87 @@
+//! Retention's choice (`retention.days`): which notifications are old
+//! enough and final to delete, where a walk for them by id can stop, and
+//! which events go. No I/O: the store walks its rows and reads each one's
+//! state, this decides, and the store deletes exactly those, fenced by the
+//! state it read (a retry in between brings one back).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::id::first_of_ms;
+use super::status::Status;
+
+/// Whether a notification is deleted by a purge of what completed before
+/// `before`: final (never a pending one, whatever its age) and completed
+/// before then.
+pub fn expired(status: Status, completed_at: Option<DateTime<Utc>>, before: DateTime<Utc>) -> bool {
+    status != Status::Pending && completed_at.is_some_and(|at| at < before)
+}
+
+/// Where a walk for notifications completed before `before` ends (the
+/// first id it need not read): one completed then was created before, and
+/// ids are UUIDv7, made from their creation time. Rows it keeps (created
+/// that long ago but pending, or completed lately) are passed over once
+/// per walk.
+pub fn notifications_end(before: DateTime<Utc>) -> Uuid {
+    first_of_ms(before.timestamp_millis() + 1)
+}
+
+/// Where a walk for events created before `before` ends. An event among
+/// those goes once no delivery of it is left (retention deleted them): its
+/// deliveries are made with it, never later.
+pub fn events_end(before: DateTime<Utc>) -> Uuid {
+    first_of_ms(before.timestamp_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn only_final_notifications_completed_before_the_cutoff_are_deleted() {
+        let before = at(100);
+        let cases = [
+            (Status::Succeeded, Some(at(99)), true),
+            (Status::Failed, Some(at(0)), true),
+            (Status::Cancelled, Some(at(50)), true),
+            (Status::Succeeded, Some(at(100)), false),
+            (Status::Failed, Some(at(101)), false),
+            (Status::Pending, Some(at(0)), false),
+            (Status::Pending, None, false),
+            (Status::Failed, None, false),
+        ];
+        for (status, completed_at, want) in cases {
+            assert_eq!(
+                expired(status, completed_at, before),
+                want,
+                "{status} {completed_at:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_walk_ends_past_every_id_made_before_its_cutoff() {
+        let before = at(100);
+        let made = |at: DateTime<Utc>| {
+            let ms = at.timestamp_millis() as u64;
+            let ts = uuid::Timestamp::from_unix(
+                uuid::NoContext,
+                ms / 1000,
+                (ms % 1000) as u32 * 1_000_000,
+            );
+            Uuid::new_v7(ts)
+        };
+        assert!(made(at(99)) < notifications_end(before));
+        assert!(
+            made(before) < notifications_end(before),
+            "completed in its millisecond"
+        );
+        assert!(made(at(101)) > notifications_end(before));
+        assert!(made(at(99)) < events_end(before));
+        assert!(made(before) >= events_end(before), "made at the cutoff");
+    }
+}
