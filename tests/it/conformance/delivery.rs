@@ -254,10 +254,8 @@ pub async fn an_attempt_of_a_series_a_retry_replaced_changes_nothing<S: Backend>
             .is_empty()
     );
     assert_eq!(get(&store, id).await.status, Status::Pending);
-    let of_new_series = AttemptRecord {
-        series_start: 1,
-        ..attempt(id, shop.id, 2, Outcome::Succeeded)
-    };
+    let mut of_new_series = attempt(id, shop.id, 2, Outcome::Succeeded);
+    of_new_series.expected.series_start = 1;
     assert_eq!(record(&store, &[of_new_series]).await, [id]);
     assert_eq!(get(&store, id).await.status, Status::Succeeded);
 }

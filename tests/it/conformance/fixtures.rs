@@ -11,7 +11,7 @@ use hookd::domain::operator_event::{FailedNotification, OperatorEvent};
 use hookd::domain::outcome::{FailReason, Outcome};
 use hookd::domain::pull::Delivery;
 use hookd::domain::schedule::Schedule;
-use hookd::domain::status::{after_attempt, Status};
+use hookd::domain::status::{after_attempt, expected, keeping, Status};
 use hookd::store::endpoints::Endpoint;
 use hookd::store::events::{EventInserted, NewDelivery, NewEvent};
 use hookd::store::notifications::{Inserted, NewNotification, Notification};
@@ -196,11 +196,14 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
             )
         })
         .flatten();
+    let expected = expected(number - 1, 0, None, false);
+    let keep = keeping(number, &outcome, error.is_some(), &expected);
     AttemptRecord {
         notification_id: id,
         endpoint_id,
         number,
-        series_start: 0,
+        expected,
+        keep,
         started_at: Utc::now(),
         duration_ms: 1,
         status_code: None,
@@ -210,7 +213,6 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
         outcome,
         next,
         event,
-        lease: None,
     }
 }
 

@@ -10,7 +10,7 @@ use hookd::domain::lease::{at_pull, due_again, ended_now, failure_span, AtPull};
 use hookd::domain::outcome::Outcome;
 use hookd::domain::pull::{after_failure, failure_error, Failure, Receipt};
 use hookd::domain::schedule::Schedule;
-use hookd::domain::status::after_attempt;
+use hookd::domain::status::{after_attempt, keeping, Expected, ExpectedLease};
 use hookd::store::endpoints::Endpoint;
 use hookd::store::notifications::NewNotification;
 use hookd::store::pull::{Leased, Leases, Taken};
@@ -54,15 +54,21 @@ pub fn failed(row: &Leased, failure: &Failure) -> AttemptRecord {
     let outcome = after_failure(failure, &schedule, in_series, ended);
     let (code, message) = failure_error(failure, None);
     let expired = *failure == Failure::LeaseExpired;
+    let expected = Expected {
+        lease: row.lease_id.map(|id| ExpectedLease {
+            id,
+            ran_out_at: row.lease().filter(|_| expired).map(|l| l.until),
+        }),
+        ..ack(row, Uuid::nil()).expected
+    };
     AttemptRecord {
         error_code: Some(code.into()),
         error_message: Some(message.clone()),
         next: after_attempt(&outcome, Some((code, &message))),
+        keep: keeping(number, &outcome, true, &expected),
+        expected,
         outcome,
         started_at: started,
-        lease: row
-            .lease_id
-            .map(|lease| (lease, row.lease().filter(|_| expired).map(|l| l.until))),
         ..ack(row, Uuid::nil())
     }
 }
@@ -70,11 +76,20 @@ pub fn failed(row: &Leased, failure: &Failure) -> AttemptRecord {
 /// An ack of the row as read, presenting `lease`.
 pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
     let (started_at, _) = ended_now(row.lease(), row.now);
+    let expected = Expected {
+        attempts: row.attempts,
+        series_start: row.series_start,
+        lease: Some(ExpectedLease {
+            id: lease,
+            ran_out_at: None,
+        }),
+    };
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
         number: row.attempts + 1,
-        series_start: row.series_start,
+        keep: keeping(row.attempts + 1, &Outcome::Succeeded, false, &expected),
+        expected,
         started_at,
         duration_ms: 1,
         status_code: None,
@@ -84,7 +99,6 @@ pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
         outcome: Outcome::Succeeded,
         next: after_attempt(&Outcome::Succeeded, None),
         event: None,
-        lease: Some((lease, None)),
     }
 }
 

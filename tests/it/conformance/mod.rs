@@ -88,7 +88,7 @@ macro_rules! conformance {
             }
             pull {
                 a_take_leases_due_pull_rows_earliest_first_up_to_its_max,
-                a_lease_is_extended_only_by_its_current_receipt_while_it_runs,
+                a_lease_is_extended_only_by_its_current_receipt_at_the_end_it_was_read_at,
                 an_ack_with_the_current_receipt_ends_the_lease_and_a_stale_one_changes_nothing,
                 a_lease_that_ran_out_is_recorded_at_the_next_take_and_its_receipt_goes_stale,
                 an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read,

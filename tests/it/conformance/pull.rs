@@ -54,17 +54,24 @@ pub async fn a_take_leases_due_pull_rows_earliest_first_up_to_its_max<S: Backend
     );
 }
 
-pub async fn a_lease_is_extended_only_by_its_current_receipt_while_it_runs<S: Backend>(store: S) {
+pub async fn a_lease_is_extended_only_by_its_current_receipt_at_the_end_it_was_read_at<
+    S: Backend,
+>(
+    store: S,
+) {
+    // Whether a lease may be extended is decided in `domain::lease` (the
+    // service reads it with `lease_of`); the store compare-and-sets the
+    // lease's id and the end it was read at.
     let puller = create(&store, pull_endpoint()).await;
     pending(&store, &puller).await;
     let taken = take(&store, puller.id, 1, MINUTE).await.remove(0);
     let held = receipt(&taken);
-    let longer = StdDuration::from_secs(600);
-    let until = PullStore::extend_lease(&store, &held, longer, Some(puller.id))
+    let to = Utc::now() + Duration::seconds(600);
+    let until = PullStore::extend_lease(&store, &held, taken.lease_until, to)
         .await
         .unwrap()
         .expect("extended");
-    assert!(until > Utc::now() + Duration::seconds(590) && until > taken.lease_until);
+    assert_eq!(micros(until), micros(to));
     let leased = PullStore::lease_of(&store, taken.id)
         .await
         .unwrap()
@@ -78,29 +85,26 @@ pub async fn a_lease_is_extended_only_by_its_current_receipt_while_it_runs<S: Ba
         ..held
     };
     assert_eq!(
-        PullStore::extend_lease(&store, &forged, longer, None)
+        PullStore::extend_lease(&store, &forged, until, to + Duration::seconds(1))
             .await
             .unwrap(),
-        None
+        None,
+        "another lease"
     );
-    let elsewhere = PullStore::extend_lease(&store, &held, longer, Some(new_id()))
-        .await
-        .unwrap();
-    assert_eq!(elsewhere, None, "another endpoint's consumer");
-    assert!(PullStore::extend_lease(&store, &held, MINUTE, None)
-        .await
-        .unwrap()
-        .is_some());
-
-    // A lease that ran out cannot be extended.
-    pending(&store, &puller).await;
-    let ran_out = take(&store, puller.id, 1, StdDuration::ZERO)
-        .await
-        .remove(0);
-    let refused = PullStore::extend_lease(&store, &receipt(&ran_out), longer, None)
-        .await
-        .unwrap();
-    assert_eq!(refused, None);
+    // Read before the extension above: the end it was read at is gone.
+    assert_eq!(
+        PullStore::extend_lease(&store, &held, taken.lease_until, to + Duration::seconds(1))
+            .await
+            .unwrap(),
+        None,
+        "a stale read"
+    );
+    assert!(
+        PullStore::extend_lease(&store, &held, until, to + Duration::seconds(1))
+            .await
+            .unwrap()
+            .is_some()
+    );
     assert!(PullStore::lease_of(&store, new_id())
         .await
         .unwrap()
@@ -198,9 +202,9 @@ pub async fn an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read
         Leases::ExpiredOf(&[id]),
         Box::new(|row| {
             let mut record = failed(row, &Failure::LeaseExpired);
-            record.lease = record
-                .lease
-                .map(|(lease, at)| (lease, at.map(|t| t - Duration::seconds(1))));
+            if let Some(lease) = record.expected.lease.as_mut() {
+                lease.ran_out_at = lease.ran_out_at.map(|t| t - Duration::seconds(1));
+            }
             Some(record)
         }),
     )

@@ -32,7 +32,8 @@ pub async fn next_pull_due_is_the_earliest_due_or_lease_end<S: Backend>(store: S
     let taken = take(&store, puller.id, 1, MINUTE).await.remove(0);
     let next = PullStore::next_pull_due(&store, puller.id).await.unwrap();
     assert_eq!(next.map(micros), Some(micros(later)));
-    PullStore::extend_lease(&store, &receipt(&taken), StdDuration::from_secs(1), None)
+    let soon = Utc::now() + Duration::seconds(1);
+    PullStore::extend_lease(&store, &receipt(&taken), taken.lease_until, soon)
         .await
         .unwrap()
         .unwrap();
