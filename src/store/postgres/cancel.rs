@@ -30,7 +30,7 @@ impl PgStore {
             .fetch_optional(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(match row.map(|row| self.open_notification(row)) {
+        Ok(match row {
             Some(row) if !cancelled.is_empty() => Cancel::Cancelled(row),
             Some(row) => Cancel::NotPending(row),
             None => Cancel::NotFound,
