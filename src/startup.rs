@@ -17,6 +17,7 @@ use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::service::Service;
 use crate::store::postgres::PgStore;
+use crate::store::sealing::Sealing;
 
 /// Which parts of hookd this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -31,8 +32,8 @@ pub enum Role {
 
 pub struct App {
     state: AppState,
-    /// The store itself, for the dispatcher and resealing (server mode).
-    store: PgStore,
+    /// The store, sealing at rest, for the dispatcher and resealing.
+    store: Sealing<PgStore>,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
     metrics_listener: Option<TcpListener>,
@@ -106,7 +107,9 @@ impl App {
             None => None,
         };
         crate::telemetry::metrics();
-        let store = store.with_secrets(settings.keyring());
+        // Every part sees the store through the wrapper: PostgreSQL holds
+        // only ciphertext, the parts only plaintext.
+        let store = Sealing::new(store, settings.keyring());
         let settings = Arc::new(settings);
         let state = AppState {
             service: Service::start(
@@ -164,7 +167,7 @@ impl App {
         });
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
-        let resealing = tokio::spawn(crate::store::postgres::reseal::run(
+        let resealing = tokio::spawn(crate::store::sealing::reseal::run(
             self.store.clone(),
             token.clone(),
         ));

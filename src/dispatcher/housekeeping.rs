@@ -31,7 +31,7 @@ use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
-use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
+use crate::store::seams::{HousekeepingStore, OperatorTarget, SharedHousekeeping};
 
 const TICK: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
@@ -83,7 +83,7 @@ pub async fn run(
             let operator = &settings.operator;
             let target = operator
                 .enabled()
-                .then(|| (operator.url.expose(), operator.secret.expose()));
+                .then(|| OperatorTarget::plain(operator.url.expose(), operator.secret.expose()));
             match store.sync_operator_endpoint(target).await {
                 Ok(()) => operator_synced = true,
                 Err(error) => {

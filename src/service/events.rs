@@ -355,6 +355,7 @@ fn fan_out(
             + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
         schedule,
         pull: mode == Delivery::Pull,
+        headers: None,
     };
     match &prepared.named {
         Some(ids) => ids

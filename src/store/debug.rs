@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::events::{EventInserted, NewEvent};
+use super::events::{EventInserted, NewDelivery, NewEvent};
 use super::notifications::{NewNotification, Notification};
 use crate::domain::fields::MaskedHeaders;
 use crate::domain::receiver_url::mask_query;
@@ -47,6 +47,19 @@ impl fmt::Debug for NewEvent {
             .field("headers", &MaskedHeaders(Some(&self.headers)))
             .field("deliveries", &self.deliveries)
             .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for NewDelivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewDelivery")
+            .field("id", &self.id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("schedule", &self.schedule)
+            .field("next_attempt_at", &self.next_attempt_at)
+            .field("pull", &self.pull)
+            .field("headers", &MaskedHeaders(self.headers.as_ref()))
+            .finish()
     }
 }
 

@@ -35,13 +35,13 @@ pub struct NewEvent {
     pub content_type: String,
     pub body: Vec<u8>,
     pub deliver_at: DateTime<Utc>,
-    /// Custom headers every delivery carries (sealed per delivery).
+    /// Custom headers every delivery carries (unless it has its own).
     pub headers: BTreeMap<String, String>,
     pub deliveries: Vec<NewDelivery>,
 }
 
-/// One delivery of a new event: a notification to one endpoint.
-#[derive(Debug)]
+/// One delivery of a new event: a notification to one endpoint. `Debug`
+/// masks header values (`store::debug`).
 pub struct NewDelivery {
     pub id: Uuid,
     pub endpoint_id: Uuid,
@@ -49,6 +49,10 @@ pub struct NewDelivery {
     pub next_attempt_at: DateTime<Utc>,
     /// To a pull endpoint: not in the due index.
     pub pull: bool,
+    /// The headers this delivery stores instead of its event's: set by a
+    /// wrapper that stores them per delivery (sealed, bound to the
+    /// delivery's id); `None`: the event's.
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 /// What became of one event of a commit.

@@ -1,7 +1,8 @@
 //! The source of truth, as hookd's parts see it: neutral model types (one
 //! file per topic), one neutral error, and the seams (`seams.rs`) each part
 //! of hookd uses. Backends implement the seams side by side: `postgres/`
-//! (server mode). Nothing above `store/` names a database driver.
+//! (server mode); wrappers over any backend implement them too: `sealing/`
+//! (secrets sealed at rest). Nothing above `store/` names a database driver.
 
 pub mod attempts;
 pub mod cancel;
@@ -17,6 +18,7 @@ pub mod postgres;
 pub mod pull;
 pub mod pull_due;
 pub mod recording;
+pub mod sealing;
 pub mod seams;
 pub mod writes;
 

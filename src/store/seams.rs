@@ -6,11 +6,18 @@
 //! - `DeliveryStore`: the dispatcher (load what it claimed, record attempts);
 //! - `HousekeepingStore`: housekeeping (indexing owed, sweeps, retention,
 //!   the operator endpoint, failing endpoints), which is also the
-//!   `PendingRows` a rebuild of the due index reads.
+//!   `PendingRows` a rebuild of the due index reads;
+//! - `PullStore`: pull consumption;
+//! - `ResealRows`: the walk that brings values sealed at rest under the
+//!   current key.
+//!
+//! Wrappers implement them over any store: `sealing::Sealing` seals at
+//! rest what crosses them.
 //!
 //! PostgreSQL (`postgres::PgStore`) implements them by delegating to its own methods
 //! (`seams/postgres.rs`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -22,7 +29,7 @@ use super::attempts::Attempt;
 use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Retry};
-use super::endpoints::{Endpoint, EndpointRef};
+use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::PendingCursor;
@@ -40,6 +47,32 @@ use crate::domain::status::Status;
 
 /// A change to an endpoint, applied under its row lock; it may refuse.
 pub type EndpointChange<'a> = Box<dyn FnOnce(&mut Endpoint) -> Result<(), Problem> + Send + 'a>;
+
+/// What the operator endpoint should be (`operator.url` and its secret),
+/// as the store is to keep it, and how to tell whether what it keeps
+/// already says that: a wrapper that stores values sealed (with a fresh
+/// nonce each time) opens what is stored to compare it.
+pub struct OperatorTarget<'a> {
+    pub url: std::borrow::Cow<'a, str>,
+    pub secret: std::borrow::Cow<'a, str>,
+    pub unchanged: SameOperator<'a>,
+}
+
+/// Whether a stored `(url, secret)` is already the target.
+pub type SameOperator<'a> = Box<dyn Fn(&str, &str) -> bool + Send + Sync + 'a>;
+
+impl<'a> OperatorTarget<'a> {
+    /// The target as configured, kept as it is.
+    pub fn plain(url: &'a str, secret: &'a str) -> Self {
+        Self {
+            url: url.into(),
+            secret: secret.into(),
+            unchanged: Box::new(move |stored_url, stored_secret| {
+                stored_url == url && stored_secret == secret
+            }),
+        }
+    }
+}
 
 /// What the write path needs.
 #[async_trait::async_trait]
@@ -194,7 +227,12 @@ pub trait HousekeepingStore: PendingRows + Send + Sync + 'static {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
-    async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError>;
+    /// Makes the managed operator endpoint match `target`: created or
+    /// updated when set, deleted when not.
+    async fn sync_operator_endpoint(
+        &self,
+        target: Option<OperatorTarget<'_>>,
+    ) -> Result<(), StoreError>;
     async fn failing_endpoints(
         &self,
         failing_before: DateTime<Utc>,
@@ -271,6 +309,60 @@ pub trait PullStore: Send + Sync + 'static {
         woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
         shutdown: &CancellationToken,
     );
+}
+
+/// An endpoint's values sealed at rest, as a reseal walk reads and
+/// rewrites them.
+pub struct EndpointSecrets {
+    pub id: Uuid,
+    pub secret: String,
+    pub previous_secrets: Vec<PreviousSecret>,
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Rewrites one endpoint's values in place; `true`: they changed.
+pub type ResealEndpoint<'a> = &'a mut (dyn FnMut(&mut EndpointSecrets) -> bool + Send);
+/// Rewrites one notification's header values in place; `true`: changed.
+pub type ResealHeaders<'a> =
+    &'a mut (dyn FnMut(Uuid, &mut BTreeMap<String, String>) -> bool + Send);
+
+/// Where one page of a reseal walk ended.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ResealPage {
+    /// Where the next page starts (`None`: the walk is done).
+    pub next: Option<Uuid>,
+    /// Rows written back.
+    pub changed: u64,
+}
+
+/// What the reseal walk (`sealing::reseal`) needs of a backend: pages of
+/// the rows with a value not sealed under the current key, each row held
+/// while it is rewritten, so that nothing written meanwhile is
+/// overwritten. Which rows, and what they become, is decided by the walk;
+/// `prefix` only lets the backend skip rows already done.
+#[async_trait::async_trait]
+pub trait ResealRows: Send + Sync + 'static {
+    /// Rows (endpoints and notifications) with a value sealed at rest that
+    /// does not start with `prefix`.
+    async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError>;
+    /// Up to `limit` endpoints after `after` (by id) with a value not
+    /// starting with `prefix`, skipping rows others hold; those `reseal`
+    /// changed are written back before they are let go.
+    async fn reseal_endpoints(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealEndpoint<'_>,
+    ) -> Result<ResealPage, StoreError>;
+    /// The same for notifications' custom header values.
+    async fn reseal_notifications(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealHeaders<'_>,
+    ) -> Result<ResealPage, StoreError>;
 }
 
 pub type SharedPull = Arc<dyn PullStore>;

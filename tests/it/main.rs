@@ -25,6 +25,7 @@ mod pull;
 mod pull_expiry;
 mod redis_ha;
 mod resilience;
+mod sealing;
 mod secrets;
 mod secrets_at_rest;
 mod security;

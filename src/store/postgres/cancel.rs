@@ -61,7 +61,7 @@ impl PgStore {
             Err(_) => row,
         };
         tx.commit().await?;
-        Ok(match (decided, self.open_notification(row)) {
+        Ok(match (decided, row) {
             (Ok(_), row) => Cancel::Cancelled(row),
             (Err(_), row) => Cancel::NotPending(row),
         })

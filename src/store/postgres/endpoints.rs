@@ -1,6 +1,7 @@
 //! Endpoints in PostgreSQL: create, find, list, change under the row lock,
 //! delete (cancelling what is pending).
 
+use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
@@ -22,28 +23,27 @@ impl PgStore {
              VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17) \
              RETURNING {COLUMNS}"
         );
-        let sealed = self.seal_endpoint(endpoint);
-        let created = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+        sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
             .bind(&endpoint.description)
-            .bind(&sealed.secret)
+            .bind(&endpoint.secret)
             .bind(&endpoint.event_types)
             .bind(&endpoint.schedule_ms)
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(&endpoint.permanent_statuses)
-            .bind(&sealed.headers)
+            .bind(Json(&endpoint.headers))
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
-            .bind(&sealed.previous_secrets)
+            .bind(Json(&endpoint.previous_secrets))
             .bind(&endpoint.owner)
             .bind(endpoint.delivery)
             .fetch_one(&self.pool)
-            .await?;
-        Ok(self.open_endpoint(created))
+            .await
+            .map_err(StoreError::from)
     }
 
     pub async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
@@ -58,8 +58,7 @@ impl PgStore {
             .bind(id)
             .bind(uid)
             .fetch_optional(&self.pool)
-            .await?
-            .map(|e| self.open_endpoint(e)))
+            .await?)
     }
 
     /// Live endpoints by id, for resolving many notifications at once.
@@ -72,12 +71,11 @@ impl PgStore {
             "SELECT {COLUMNS} FROM endpoints \
              WHERE (id = ANY($1) OR uid = ANY($2)) AND deleted_at IS NULL AND NOT managed"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+        Ok(sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(ids)
             .bind(uids)
             .fetch_all(&self.pool)
-            .await?;
-        Ok(self.open_endpoints(rows))
+            .await?)
     }
 
     /// Newest first, after the cursor id; only `owner`'s when it is given.
@@ -93,13 +91,12 @@ impl PgStore {
                AND ($3::text IS NULL OR owner = $3) \
              ORDER BY id DESC LIMIT $2"
         );
-        let rows = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+        Ok(sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(before)
             .bind(limit)
             .bind(owner)
             .fetch_all(&self.pool)
-            .await?;
-        Ok(self.open_endpoints(rows))
+            .await?)
     }
 
     /// Applies `change` to the endpoint under a row lock and writes it back,
@@ -119,7 +116,7 @@ impl PgStore {
             "SELECT {COLUMNS} FROM endpoints WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
              FOR UPDATE"
         );
-        let Some(row) = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
+        let Some(mut endpoint) = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(id)
             .bind(uid)
             .fetch_optional(&mut *tx)
@@ -127,14 +124,6 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let mut endpoint = self.open_endpoint(row);
-        if let Some(error) = endpoint.unreadable.take() {
-            // Writing back would replace the values that did not open.
-            return Err(StoreError::Sealed {
-                what: format!("endpoint {}", endpoint.id),
-                error,
-            });
-        }
         if let Err(refused) = change(&mut endpoint) {
             return Ok(Some(Err(refused)));
         }
@@ -149,20 +138,19 @@ impl PgStore {
                                   ELSE failing_since END \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
-        let sealed = self.seal_endpoint(&endpoint);
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
             .bind(endpoint.id)
             .bind(&endpoint.uid)
             .bind(&endpoint.url)
             .bind(&endpoint.description)
-            .bind(&sealed.secret)
-            .bind(&sealed.previous_secrets)
+            .bind(&endpoint.secret)
+            .bind(Json(&endpoint.previous_secrets))
             .bind(&endpoint.event_types)
             .bind(&endpoint.schedule_ms)
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(&endpoint.permanent_statuses)
-            .bind(&sealed.headers)
+            .bind(Json(&endpoint.headers))
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
@@ -171,11 +159,6 @@ impl PgStore {
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
-        // Opening what was just sealed cannot fail; the plaintext is at hand.
-        let mut updated = updated;
-        updated.secret = endpoint.secret;
-        updated.previous_secrets = endpoint.previous_secrets;
-        updated.headers = endpoint.headers;
         Ok(Some(Ok(updated)))
     }
 

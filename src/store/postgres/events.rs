@@ -11,7 +11,6 @@ use uuid::Uuid;
 use super::pg_array_literal;
 use super::PgStore;
 use crate::domain::json_value::same_event;
-use crate::domain::sealed::context;
 use crate::domain::status::Status;
 use crate::store::events::Event;
 use crate::store::events::EventFilter;
@@ -107,16 +106,11 @@ impl PgStore {
                 d_ids.push(delivery.id);
                 d_endpoints.push(delivery.endpoint_id);
                 d_events.push(event.id);
-                let id = delivery.id;
-                // Without custom headers (the common case) the column default
-                // applies: nothing to seal or parse.
-                d_headers.push((!event.headers.is_empty()).then(|| {
-                    Json(super::sealing::seal_headers(
-                        &self.keys,
-                        &event.headers,
-                        |name| context::notification_header(id, name),
-                    ))
-                }));
+                // A delivery's own headers (the event's, sealed for it) or
+                // the event's; without custom headers (the common case) the
+                // column default applies: nothing to parse.
+                let headers = delivery.headers.as_ref().unwrap_or(&event.headers);
+                d_headers.push((!headers.is_empty()).then_some(Json(headers)));
                 let key = (delivery.schedule.delays_ms(), delivery.schedule.name());
                 let next = schedules.len() as i32 + 1;
                 let position = *schedules.entry(key).or_insert_with_key(|(delays, name)| {

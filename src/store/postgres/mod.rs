@@ -18,13 +18,11 @@ mod plan_tests;
 mod pull;
 mod pull_due;
 mod recording;
-pub mod reseal;
+mod reseal;
 mod rows;
-mod sealing;
 mod seams;
 mod writes;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -32,7 +30,6 @@ use sqlx::PgPool;
 
 use super::StoreError;
 use crate::config::DatabaseSettings;
-use crate::domain::sealed::Keyring;
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -67,34 +64,17 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Handle to the PostgreSQL store. Cheap to clone. It seals signing secrets
-/// and custom header values on the way in and opens them on the way out, so
-/// its callers only ever see plaintext.
+/// Handle to the PostgreSQL store. Cheap to clone. It stores values exactly
+/// as given and returns them as stored: sealing at rest is a wrapper over
+/// any store (`store::sealing::Sealing`).
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
-    keys: Arc<Keyring>,
 }
 
 impl PgStore {
-    /// A store without keys: values are stored as given.
     pub fn new(pool: PgPool) -> Self {
-        Self {
-            pool,
-            keys: Arc::new(Keyring::default()),
-        }
-    }
-
-    /// The same store, sealing with `keys` (`secrets.keys`).
-    pub fn with_secrets(self, keys: Keyring) -> Self {
-        Self {
-            keys: Arc::new(keys),
-            ..self
-        }
-    }
-
-    pub fn keys(&self) -> &Keyring {
-        &self.keys
+        Self { pool }
     }
 
     /// Connects (failing fast when the database is unreachable) and, when

@@ -107,13 +107,7 @@ impl PgStore {
             event_types.push(item.event_type.as_deref());
             content_types.push(item.content_type.as_str());
             bodies.push(item.body.as_slice());
-            // Without custom headers (the common case) nothing is sealed.
-            let id = item.id;
-            headers.push(Json(super::sealing::seal_headers(
-                &self.keys,
-                &item.headers,
-                |name| crate::domain::sealed::context::notification_header(id, name),
-            )));
+            headers.push(Json(&item.headers));
             // A 2-D array would flatten under UNNEST: each schedule travels as
             // the text of a bigint[] literal.
             schedules.push(pg_array_literal(&item.schedule.delays_ms()));
@@ -179,7 +173,7 @@ impl PgStore {
                 .bind(&keys)
                 .fetch_all(&mut *conn)
                 .await?;
-            for row in self.open_notifications(rows) {
+            for row in rows {
                 let key = row.key.clone().unwrap_or_default();
                 existing.insert((row.endpoint_id, key), row);
             }
@@ -216,8 +210,7 @@ impl PgStore {
         Ok(sqlx::query_as::<_, Notification>(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?
-            .map(|n| self.open_notification(n)))
+            .await?)
     }
 
     /// Newest first, filtered; payloads left out.
@@ -259,11 +252,10 @@ impl PgStore {
         query
             .push(" ORDER BY id DESC LIMIT ")
             .push_bind(filter.limit);
-        let rows = query
+        Ok(query
             .build_query_as::<Notification>()
             .fetch_all(&self.pool)
-            .await?;
-        Ok(self.open_notifications(rows))
+            .await?)
     }
 
     /// Records that these notifications could not be added to the due index:

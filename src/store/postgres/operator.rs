@@ -1,6 +1,6 @@
 //! The operator webhook's side of the store: the managed endpoint that
-//! receives operator events (kept in step with `operator.url`, which is
-//! sealed at rest like its secret), and the SQL
+//! receives operator events (kept in step with `operator.url`, which a
+//! sealing wrapper seals at rest like its secret), and the SQL
 //! that writes the events. Each event is a notification to that endpoint,
 //! inserted by the statement that writes the change it reports (a
 //! notification ending failed, an endpoint disabled), so one never commits
@@ -12,18 +12,18 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::schedule::Schedule;
-use crate::domain::sealed::context;
+use crate::store::seams::OperatorTarget;
 use crate::store::StoreError;
 
 impl PgStore {
-    /// Makes the managed operator endpoint match `operator.url` and its
-    /// secret: created or updated when set, deleted (its pending events then
-    /// cancelled by the dispatcher) when not.
+    /// Makes the managed operator endpoint match `target`: created or
+    /// updated when set, deleted (its pending events then cancelled by the
+    /// dispatcher) when not.
     pub async fn sync_operator_endpoint(
         &self,
-        target: Option<(&str, &str)>,
+        target: Option<OperatorTarget<'_>>,
     ) -> Result<(), StoreError> {
-        let Some((url, secret)) = target else {
+        let Some(target) = target else {
             sqlx::query(
                 "UPDATE endpoints SET deleted_at = now(), updated_at = now(), version = version + 1 \
                  WHERE id = $1 AND deleted_at IS NULL",
@@ -33,9 +33,9 @@ impl PgStore {
             .await?;
             return Ok(());
         };
-        // The stored secret is sealed with a fresh nonce each time, so it
-        // cannot be compared in SQL: read it under a row lock, open it, and
-        // write only when something changed.
+        // The stored values may not be comparable in SQL (sealed with a
+        // fresh nonce each time): read them under a row lock, let the
+        // target compare them, and write only when something changed.
         let mut tx = self.pool.begin().await?;
         let current: Option<(String, String, bool, bool)> = sqlx::query_as(
             "SELECT url, secret, deleted_at IS NOT NULL, disabled FROM endpoints WHERE id = $1 FOR UPDATE",
@@ -43,13 +43,6 @@ impl PgStore {
         .bind(OPERATOR_ENDPOINT_ID)
         .fetch_optional(&mut *tx)
         .await?;
-        let sealed = super::sealing::seal_secret(&self.keys, OPERATOR_ENDPOINT_ID, secret);
-        // operator.url is a secret in config (chat webhooks carry a token in
-        // their path): sealed at rest like the secret.
-        let sealed_url = self
-            .keys
-            .seal(url, &context::endpoint_url(OPERATOR_ENDPOINT_ID))
-            .into_owned();
         match current {
             None => {
                 let schedule = Schedule::default();
@@ -60,34 +53,22 @@ impl PgStore {
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(OPERATOR_ENDPOINT_ID)
-                .bind(&sealed_url)
-                .bind(&sealed)
+                .bind(target.url.as_ref())
+                .bind(target.secret.as_ref())
                 .bind(schedule.delays_ms())
                 .bind(schedule.name())
                 .execute(&mut *tx)
                 .await?;
             }
-            Some((mut stored_url, mut stored_secret, deleted, disabled)) => {
-                // A secret that does not open (a retired key) is replaced by
-                // the configured one, which is the truth anyway.
-                let same_secret = super::sealing::open_secret(
-                    &self.keys,
-                    OPERATOR_ENDPOINT_ID,
-                    &mut stored_secret,
-                )
-                .is_ok_and(|()| stored_secret == secret);
-                // In clear, or under a key that no longer seals: written again.
-                let same_url = !self.keys.needs_reseal(&stored_url)
-                    && super::sealing::open_url(&self.keys, OPERATOR_ENDPOINT_ID, &mut stored_url)
-                        .is_ok_and(|()| stored_url == url);
-                if !same_url || !same_secret || deleted || disabled {
+            Some((stored_url, stored_secret, deleted, disabled)) => {
+                if !(target.unchanged)(&stored_url, &stored_secret) || deleted || disabled {
                     sqlx::query(
                         "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
                              updated_at = now(), version = version + 1 WHERE id = $1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)
-                    .bind(&sealed_url)
-                    .bind(&sealed)
+                    .bind(target.url.as_ref())
+                    .bind(target.secret.as_ref())
                     .execute(&mut *tx)
                     .await?;
                 }

@@ -88,9 +88,6 @@ impl PgStore {
         }
         tx.commit().await?;
         taken.sort_by_key(|t| (t.due_at, t.id));
-        for row in &mut taken {
-            row.unreadable = self.open_outgoing_headers(row.id, &mut row.headers);
-        }
         Ok(taken)
     }
 

@@ -24,7 +24,8 @@ use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::AttemptRecord;
 use crate::store::seams::{
-    DeliveryStore, EndpointChange, HousekeepingStore, PullStore, ReadStore, WriteStore,
+    DeliveryStore, EndpointChange, HousekeepingStore, OperatorTarget, PullStore, ReadStore,
+    WriteStore,
 };
 use crate::store::writes::{Committed, Writes};
 use crate::store::StoreError;
@@ -214,7 +215,10 @@ impl HousekeepingStore for PgStore {
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         PgStore::purge_events(self, before, after, limit).await
     }
-    async fn sync_operator_endpoint(&self, target: Option<(&str, &str)>) -> Result<(), StoreError> {
+    async fn sync_operator_endpoint(
+        &self,
+        target: Option<OperatorTarget<'_>>,
+    ) -> Result<(), StoreError> {
         PgStore::sync_operator_endpoint(self, target).await
     }
     async fn failing_endpoints(

@@ -38,6 +38,7 @@ fn new_event(
             .iter()
             .map(|e| NewDelivery {
                 id: new_id(),
+                headers: None,
                 endpoint_id: e.id,
                 schedule: Schedule::default(),
                 next_attempt_at: at,

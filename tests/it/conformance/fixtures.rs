@@ -141,6 +141,7 @@ pub async fn event<S: Backend>(
         .iter()
         .map(|endpoint| NewDelivery {
             id: new_id(),
+            headers: None,
             endpoint_id: endpoint.id,
             schedule: Schedule::default(),
             next_attempt_at: now,
@@ -240,7 +241,7 @@ pub async fn get<S: Backend>(store: &S, id: Uuid) -> Notification {
 pub async fn operator_on<S: Backend>(store: &S) {
     HousekeepingStore::sync_operator_endpoint(
         store,
-        Some((
+        Some(hookd::store::seams::OperatorTarget::plain(
             "http://127.0.0.1:1/operator",
             "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
         )),

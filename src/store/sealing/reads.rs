@@ -1,0 +1,68 @@
+//! The API's reads through the wrapper: notifications' custom header
+//! values and endpoints' secrets and header values are opened.
+
+use uuid::Uuid;
+
+use super::Sealing;
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::events::{Event, EventFilter};
+use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::seams::ReadStore;
+use crate::store::StoreError;
+
+#[async_trait::async_trait]
+impl<S: ReadStore> ReadStore for Sealing<S> {
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+    async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        let mut found = self.inner.get_notification(id).await?;
+        found.iter_mut().for_each(|n| self.open_notification(n));
+        Ok(found)
+    }
+    async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        let rows = self.inner.list_notifications(filter).await?;
+        Ok(self.open_notifications(rows))
+    }
+    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
+        self.inner.notification_url(id).await
+    }
+    async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        self.inner
+            .list_attempts(notification_id, after, limit)
+            .await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        let mut found = ReadStore::find_endpoint(&self.inner, by).await?;
+        found.iter_mut().for_each(|e| self.open_endpoint(e));
+        Ok(found)
+    }
+    async fn list_endpoints(
+        &self,
+        before: Option<Uuid>,
+        limit: i64,
+        owner: Option<&str>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        let rows = self.inner.list_endpoints(before, limit, owner).await?;
+        Ok(self.open_endpoints(rows))
+    }
+    async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        self.inner.get_event(id).await
+    }
+    async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        self.inner.event_counts(id).await
+    }
+    async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        self.inner.list_events(filter).await
+    }
+}
