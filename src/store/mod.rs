@@ -20,6 +20,7 @@ pub mod recording;
 pub mod reseal;
 mod sealing;
 pub mod seams;
+pub mod sqlite;
 pub mod writes;
 
 use std::time::Duration;
