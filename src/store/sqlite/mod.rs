@@ -10,8 +10,10 @@
 //! Not wired into `serve` yet: the seams it will implement are being
 //! reshaped.
 
+mod endpoints;
 mod errors;
 mod lock;
+mod rows;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
