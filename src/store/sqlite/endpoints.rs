@@ -17,11 +17,44 @@ use super::{store_error, SqliteStore};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
 
-fn ref_params(by: &EndpointRef) -> (Option<Uuid>, Option<&str>) {
+/// The live, API-visible endpoint `?1` names, by id or by uid: one
+/// statement for each, each for its own index (an `id = ? OR uid = ?`
+/// makes SQLite scan the table).
+fn named(by: &EndpointRef) -> &'static str {
     match by {
-        EndpointRef::Id(id) => (Some(*id), None),
-        EndpointRef::Uid(uid) => (None, Some(uid)),
+        EndpointRef::Id(_) => "id = ?1 AND deleted_at IS NULL AND managed = 0",
+        EndpointRef::Uid(_) => "uid = ?1 AND deleted_at IS NULL AND managed = 0",
     }
+}
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>;
+
+/// Binds `?1` of a statement written with `named`.
+fn bind_named<'q>(query: SqliteQuery<'q>, by: &'q EndpointRef) -> SqliteQuery<'q> {
+    match by {
+        EndpointRef::Id(id) => query.bind(*id),
+        EndpointRef::Uid(uid) => query.bind(uid.as_str()),
+    }
+}
+
+/// Newest first after the cursor `?1` when there is one, `?3`'s only when
+/// an owner is given: one statement for each case, so that each seeks its
+/// index (`(?1 IS NULL OR id < ?1)` would walk from the newest).
+fn list_sql(cursor: bool, owner: bool) -> String {
+    format!(
+        "SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE deleted_at IS NULL AND managed = 0{}{} \
+         ORDER BY id DESC LIMIT ?2",
+        if cursor {
+            " AND id < ?1"
+        } else {
+            " AND ?1 IS NULL"
+        },
+        if owner {
+            " AND owner = ?3"
+        } else {
+            " AND ?3 IS NULL"
+        },
+    )
 }
 
 fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
@@ -48,6 +81,12 @@ fn health_after_change(
     };
     (reason, failing_since)
 }
+
+/// An endpoint's pending notifications cancelled with it.
+const CANCEL_PENDING: &str =
+    "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
+         completed_at = ?2, updated_at = ?2, needs_index = 0, lease_id = NULL, leased_at = NULL \
+     WHERE endpoint_id = ?1 AND status = 'pending' RETURNING id";
 
 impl SqliteStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
@@ -87,14 +126,11 @@ impl SqliteStore {
         if !by.is_possible() {
             return Ok(None);
         }
-        let (id, uid) = ref_params(by);
         let sql = format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM endpoints \
-             WHERE (id = ?1 OR uid = ?2) AND deleted_at IS NULL AND managed = 0"
+            "SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE {}",
+            named(by)
         );
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(id)
-            .bind(uid)
+        bind_named(sqlx::query(AssertSqlSafe(sql)), by)
             .fetch_optional(&self.reader)
             .await
             .map_err(store_error)?
@@ -109,21 +145,25 @@ impl SqliteStore {
         uids: &[String],
     ) -> Result<Vec<Endpoint>, StoreError> {
         // SQLite has no array parameters: one placeholder per value (a
-        // batch's endpoints are far below SQLite's 32,766 parameters).
+        // batch's endpoints are far below SQLite's 32,766 parameters). A
+        // UNION, so that each half seeks its own index.
         let mut query = QueryBuilder::<Sqlite>::new(format!(
             "SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE deleted_at IS NULL AND managed = 0 \
-             AND (id IN ("
+             AND id IN ("
         ));
         let mut list = query.separated(", ");
         for id in ids {
             list.push_bind(*id);
         }
-        query.push(") OR uid IN (");
+        query.push(format!(
+            ") UNION SELECT {ENDPOINT_COLUMNS} FROM endpoints \
+             WHERE deleted_at IS NULL AND managed = 0 AND uid IN ("
+        ));
         let mut list = query.separated(", ");
         for uid in uids {
             list.push_bind(uid.as_str());
         }
-        query.push("))");
+        query.push(")");
         let found = query
             .build()
             .fetch_all(&self.reader)
@@ -139,12 +179,7 @@ impl SqliteStore {
         limit: i64,
         owner: Option<&str>,
     ) -> Result<Vec<Endpoint>, StoreError> {
-        let sql = format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM endpoints \
-             WHERE deleted_at IS NULL AND managed = 0 AND (?1 IS NULL OR id < ?1) \
-               AND (?3 IS NULL OR owner = ?3) \
-             ORDER BY id DESC LIMIT ?2"
-        );
+        let sql = list_sql(before.is_some(), owner.is_some());
         let found = sqlx::query(AssertSqlSafe(sql))
             .bind(before)
             .bind(limit)
@@ -170,14 +205,11 @@ impl SqliteStore {
             return Ok(None);
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let (id, uid) = ref_params(by);
         let sql = format!(
-            "SELECT {ENDPOINT_COLUMNS}, version FROM endpoints \
-             WHERE (id = ?1 OR uid = ?2) AND deleted_at IS NULL AND managed = 0"
+            "SELECT {ENDPOINT_COLUMNS}, version FROM endpoints WHERE {}",
+            named(by)
         );
-        let Some(row) = sqlx::query(AssertSqlSafe(sql))
-            .bind(id)
-            .bind(uid)
+        let Some(row) = bind_named(sqlx::query(AssertSqlSafe(sql)), by)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?
@@ -243,33 +275,73 @@ impl SqliteStore {
         }
         let now = micros(Utc::now());
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let (id, uid) = ref_params(by);
-        let deleted: Option<Uuid> = sqlx::query_scalar(
-            "UPDATE endpoints SET deleted_at = ?3, updated_at = ?3, version = version + 1 \
-             WHERE (id = ?1 OR uid = ?2) AND deleted_at IS NULL AND managed = 0 RETURNING id",
-        )
-        .bind(id)
-        .bind(uid)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        let sql = format!(
+            "UPDATE endpoints SET deleted_at = ?2, updated_at = ?2, version = version + 1 \
+             WHERE {} RETURNING id",
+            named(by)
+        );
+        let deleted: Option<Uuid> = bind_named(sqlx::query(AssertSqlSafe(sql)), by)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(store_error)?
+            .map(|row| sqlx::Row::try_get(&row, "id"))
+            .transpose()
+            .map_err(StoreError::Database)?;
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
         // As `store::cancel::cancel_pending` for an endpoint, through
         // `notifications_endpoint_newest`.
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                 completed_at = ?2, updated_at = ?2, needs_index = 0, lease_id = NULL, leased_at = NULL \
-             WHERE endpoint_id = ?1 AND status = 'pending' RETURNING id",
-        )
-        .bind(endpoint_id)
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        let cancelled: Vec<Uuid> = sqlx::query_scalar(CANCEL_PENDING)
+            .bind(endpoint_id)
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
         Ok(Some(cancelled))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteOptions;
+
+    /// Every statement seeks an index: SQLite plans without statistics
+    /// here, as on a fresh file, and a plan that says SCAN reads the table.
+    #[tokio::test]
+    async fn every_endpoint_statement_seeks_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+            .await
+            .unwrap();
+        let by_id = EndpointRef::Id(Uuid::nil());
+        let by_uid = EndpointRef::Uid("orders".into());
+        let mut statements = vec![
+            format!("SELECT id FROM endpoints WHERE {}", named(&by_id)),
+            format!("SELECT id FROM endpoints WHERE {}", named(&by_uid)),
+            CANCEL_PENDING.to_string(),
+        ];
+        // Without a cursor nor an owner, the newest first is a walk of the
+        // primary key from its end, which the plan reports as a SCAN.
+        for (cursor, owner) in [(true, false), (false, true), (true, true)] {
+            statements.push(list_sql(cursor, owner));
+        }
+        for sql in statements {
+            let params = sql.matches('?').count();
+            let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(AssertSqlSafe(format!(
+                "EXPLAIN QUERY PLAN {sql}"
+            )));
+            for _ in 0..params {
+                query = query.bind(None::<i64>);
+            }
+            let plan = query.fetch_all(store.reader()).await.unwrap();
+            assert!(
+                plan.iter().all(|(.., detail)| !detail.starts_with("SCAN")),
+                "{sql}: {plan:?}"
+            );
+        }
     }
 }
