@@ -9,7 +9,6 @@ use hookd::domain::pull::Delivery;
 use hookd::store::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use hookd::store::sqlite::{SqliteOptions, SqliteStore};
 use hookd::store::StoreError;
-use sqlx::types::Json;
 use uuid::Uuid;
 
 async fn store() -> (tempfile::TempDir, SqliteStore) {
@@ -35,19 +34,17 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         delivery: Delivery::Push,
         description: "orders".into(),
         secret: "whsec_current".into(),
-        previous_secrets: Json(vec![PreviousSecret {
+        previous_secrets: vec![PreviousSecret {
             secret: "whsec_old".into(),
             expires_at: at_micros(now + Duration::hours(1)),
-        }]),
+        }]
+        .into(),
         event_types: Some(vec!["order.*".into()]),
         schedule_ms: vec![0, 5_000, 60_000],
         schedule_name: None,
         success_body: Some("ok".into()),
         permanent_statuses: vec![410, 404],
-        headers: Json(BTreeMap::from([(
-            "x-team".to_string(),
-            "billing".to_string(),
-        )])),
+        headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]).into(),
         timeout_ms: Some(3_000),
         max_in_flight: None,
         disabled: false,
@@ -85,12 +82,12 @@ async fn an_endpoint_comes_back_as_written_by_id_and_by_uid() {
         assert_eq!(found.delivery, Delivery::Push);
         assert_eq!(found.description, written.description);
         assert_eq!(found.secret, written.secret);
-        assert!(found.previous_secrets.0 == written.previous_secrets.0);
+        assert!(found.previous_secrets == written.previous_secrets);
         assert_eq!(found.event_types, written.event_types);
         assert_eq!(found.schedule_ms, written.schedule_ms);
         assert_eq!(found.success_body, written.success_body);
         assert_eq!(found.permanent_statuses, written.permanent_statuses);
-        assert_eq!(found.headers.0, written.headers.0);
+        assert!(found.headers == written.headers);
         assert_eq!(found.timeout_ms, written.timeout_ms);
         assert_eq!(found.max_in_flight, None);
         assert!(!found.disabled);

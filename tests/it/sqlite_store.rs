@@ -338,6 +338,48 @@ async fn a_value_the_schema_refuses_is_invalid() {
     assert!(matches!(store_error(error), StoreError::InvalidValue(_)));
 }
 
+#[tokio::test]
+async fn a_full_database_is_unavailable_and_takes_writes_again_once_it_has_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("hookd.db")).await.unwrap();
+    // A cap on the file's pages stands in for a full disk: SQLite answers
+    // SQLITE_FULL either way, and the writer connection lives on.
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(store.writer())
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "PRAGMA max_page_count = {}",
+        pages + 2
+    )))
+    .execute(store.writer())
+    .await
+    .unwrap();
+    let big = |uid: &'static str| {
+        let store = store.clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO endpoints (id, uid, url, secret, schedule_ms, created_at, updated_at) \
+                 VALUES (?, ?, 'https://example.com/hook', ?, '[1000]', 0, 0)",
+            )
+            .bind(Uuid::now_v7())
+            .bind(uid)
+            .bind("x".repeat(64 * 1024))
+            .execute(store.writer())
+            .await
+            .map_err(store_error)
+        }
+    };
+    let error = big("too-big").await.expect_err("no room");
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+
+    sqlx::query("PRAGMA max_page_count = 1073741823")
+        .execute(store.writer())
+        .await
+        .unwrap();
+    big("fits").await.expect("room again");
+}
+
 #[test]
 fn the_postgresql_migrations_leave_the_sqlite_directory_alone() {
     // sqlx reads the files of ./migrations, not its subdirectories: the

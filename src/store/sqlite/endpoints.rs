@@ -12,6 +12,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
+use super::errors::cause;
 use super::rows::{self, micros, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::store::endpoints::{Endpoint, EndpointRef};
@@ -58,7 +59,7 @@ fn list_sql(cursor: bool, owner: bool) -> String {
 }
 
 fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
-    rows::endpoint(&row).map_err(StoreError::Database)
+    rows::endpoint(&row).map_err(|e| StoreError::Database(cause(e)))
 }
 
 /// What a change through the API leaves of the health hookd recorded, as
@@ -103,13 +104,13 @@ impl SqliteStore {
             .bind(&endpoint.url)
             .bind(&endpoint.description)
             .bind(&endpoint.secret)
-            .bind(to_json(&endpoint.previous_secrets.0))
+            .bind(to_json(&endpoint.previous_secrets))
             .bind(endpoint.event_types.as_ref().map(to_json))
             .bind(to_json(&endpoint.schedule_ms))
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(to_json(&endpoint.permanent_statuses))
-            .bind(to_json(&endpoint.headers.0))
+            .bind(to_json(&endpoint.headers))
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
@@ -216,7 +217,8 @@ impl SqliteStore {
         else {
             return Ok(None);
         };
-        let version: i64 = sqlx::Row::try_get(&row, "version").map_err(StoreError::Database)?;
+        let version: i64 =
+            sqlx::Row::try_get(&row, "version").map_err(|e| StoreError::Database(cause(e)))?;
         let before = decoded(row)?;
         let mut endpoint = before.clone();
         if let Err(refused) = change(&mut endpoint) {
@@ -237,13 +239,13 @@ impl SqliteStore {
             .bind(&endpoint.url)
             .bind(&endpoint.description)
             .bind(&endpoint.secret)
-            .bind(to_json(&endpoint.previous_secrets.0))
+            .bind(to_json(&endpoint.previous_secrets))
             .bind(endpoint.event_types.as_ref().map(to_json))
             .bind(to_json(&endpoint.schedule_ms))
             .bind(&endpoint.schedule_name)
             .bind(&endpoint.success_body)
             .bind(to_json(&endpoint.permanent_statuses))
-            .bind(to_json(&endpoint.headers.0))
+            .bind(to_json(&endpoint.headers))
             .bind(endpoint.timeout_ms)
             .bind(endpoint.max_in_flight)
             .bind(endpoint.disabled)
@@ -287,7 +289,7 @@ impl SqliteStore {
             .map_err(store_error)?
             .map(|row| sqlx::Row::try_get(&row, "id"))
             .transpose()
-            .map_err(StoreError::Database)?;
+            .map_err(|e| StoreError::Database(cause(e)))?;
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };

@@ -37,13 +37,19 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
     ("consumer_tokens.digest", "consumer_tokens_digest_key"),
 ];
 
+/// The cause a `StoreError` keeps. Generic, so that it serves the store's
+/// error as it is on this branch (a `sqlx::Error`) and as reshaped (boxed).
+pub(crate) fn cause<C: From<sqlx::Error>>(error: sqlx::Error) -> C {
+    C::from(error)
+}
+
 /// The store's error for a sqlx error from SQLite.
 pub fn store_error(error: sqlx::Error) -> StoreError {
     match &error {
         sqlx::Error::Io(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error),
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(cause(error)),
         sqlx::Error::Database(db) => {
             let code = db.code().and_then(|c| c.parse::<i64>().ok()).unwrap_or(0);
             match code & 0xff {
@@ -53,18 +59,18 @@ pub fn store_error(error: sqlx::Error) -> StoreError {
                 // operator fixes the mount) and nothing was written, so
                 // the caller answers 503 and tries again later.
                 SQLITE_BUSY | SQLITE_LOCKED | SQLITE_IOERR | SQLITE_FULL | SQLITE_READONLY
-                | SQLITE_CANTOPEN | SQLITE_NOMEM => StoreError::Unavailable(error),
+                | SQLITE_CANTOPEN | SQLITE_NOMEM => StoreError::Unavailable(cause(error)),
                 SQLITE_CONSTRAINT if db.is_unique_violation() => {
                     StoreError::Conflict(conflict_name(db.message()))
                 }
                 // A check, NOT NULL or a STRICT column's type refused it.
                 SQLITE_CONSTRAINT | SQLITE_MISMATCH | SQLITE_TOOBIG => {
-                    StoreError::InvalidValue(error)
+                    StoreError::InvalidValue(cause(error))
                 }
-                _ => StoreError::Database(error),
+                _ => StoreError::Database(cause(error)),
             }
         }
-        _ => StoreError::Database(error),
+        _ => StoreError::Database(cause(error)),
     }
 }
 

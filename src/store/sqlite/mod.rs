@@ -3,9 +3,10 @@
 //!
 //! Writes go through one connection (a pool of one): SQLite runs one write
 //! transaction at a time anyway, and a single writer never waits on
-//! SQLite's lock, only in the pool's queue, where the group commit batches
-//! them. Reads run on a few read-only connections beside it, which WAL lets
-//! see the last commit without waiting for the writer.
+//! SQLite's lock, only in the pool's queue (which the group commit will
+//! feed, as it feeds PostgreSQL in server mode). Reads run on a few
+//! read-only connections beside it, which WAL lets see the last commit
+//! without waiting for the writer.
 //!
 //! Not wired into `serve` yet: the seams it will implement are being
 //! reshaped.
@@ -27,6 +28,7 @@ pub use lock::{lock_path, LockError};
 use super::StoreError;
 use lock::FileLock;
 
+use errors::cause;
 pub use errors::store_error;
 
 /// The embedded schema's migrations; the PostgreSQL ones (`store::MIGRATOR`,
@@ -134,7 +136,7 @@ impl SqliteStore {
     pub async fn migrate(&self) -> Result<(), StoreError> {
         MIGRATOR.run(&self.writer).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(inner) => store_error(inner),
-            other => StoreError::Database(sqlx::Error::Migrate(Box::new(other))),
+            other => StoreError::Database(cause(sqlx::Error::Migrate(Box::new(other)))),
         })
     }
 

@@ -7,7 +7,6 @@ use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sqlx::sqlite::SqliteRow;
-use sqlx::types::Json;
 use sqlx::Row;
 
 use crate::domain::pull::Delivery;
@@ -86,13 +85,13 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         delivery: delivery(row)?,
         description: row.try_get("description")?,
         secret: row.try_get("secret")?,
-        previous_secrets: Json(json(row, "previous_secrets")?),
+        previous_secrets: json(row, "previous_secrets")?,
         event_types: optional_json(row, "event_types")?,
         schedule_ms: json(row, "schedule_ms")?,
         schedule_name: row.try_get("schedule_name")?,
         success_body: row.try_get("success_body")?,
         permanent_statuses: json(row, "permanent_statuses")?,
-        headers: Json(json(row, "headers")?),
+        headers: json(row, "headers")?,
         timeout_ms: row.try_get("timeout_ms")?,
         max_in_flight: row.try_get("max_in_flight")?,
         disabled: row.try_get("disabled")?,
