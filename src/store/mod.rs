@@ -20,6 +20,7 @@ pub mod pull_due;
 pub mod recording;
 pub mod sealing;
 pub mod seams;
+pub mod sqlite;
 pub mod writes;
 
 use crate::domain::sealed::SealError;

@@ -1,0 +1,104 @@
+//! How the embedded schema's encodings (migrations/sqlite) become the
+//! store's model types: times as INTEGER microseconds, JSON and arrays as
+//! TEXT, booleans as 0/1, ids as 16-byte BLOBs (sqlx's own `Uuid`
+//! encoding for SQLite).
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::domain::pull::Delivery;
+use crate::store::endpoints::Endpoint;
+
+/// A time as stored: microseconds since the Unix epoch, PostgreSQL's
+/// precision (finer digits are dropped, as PostgreSQL drops them).
+pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+fn decode_error(column: &str, error: impl std::fmt::Display) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: error.to_string().into(),
+    }
+}
+
+fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {
+    let us: i64 = row.try_get(column)?;
+    DateTime::from_timestamp_micros(us).ok_or_else(|| decode_error(column, "time out of range"))
+}
+
+fn optional_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    let us: Option<i64> = row.try_get(column)?;
+    us.map(|us| {
+        DateTime::from_timestamp_micros(us).ok_or_else(|| decode_error(column, "time out of range"))
+    })
+    .transpose()
+}
+
+/// A value kept as JSON text.
+pub(crate) fn to_json(value: &impl Serialize) -> String {
+    // The model's JSON columns are maps, lists and strings: serialising
+    // them cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn json<T: DeserializeOwned>(row: &SqliteRow, column: &str) -> Result<T, sqlx::Error> {
+    let text: String = row.try_get(column)?;
+    serde_json::from_str(&text).map_err(|e| decode_error(column, e))
+}
+
+fn optional_json<T: DeserializeOwned>(
+    row: &SqliteRow,
+    column: &str,
+) -> Result<Option<T>, sqlx::Error> {
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|text| serde_json::from_str(&text).map_err(|e| decode_error(column, e)))
+        .transpose()
+}
+
+fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
+    let text: String = row.try_get("delivery")?;
+    match text.as_str() {
+        "push" => Ok(Delivery::Push),
+        "pull" => Ok(Delivery::Pull),
+        other => Err(decode_error(
+            "delivery",
+            format!("unknown delivery {other:?}"),
+        )),
+    }
+}
+
+/// The columns `endpoint` reads, spliced into queries (constants only).
+pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
+     event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery";
+
+pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
+    Ok(Endpoint {
+        id: row.try_get("id")?,
+        uid: row.try_get("uid")?,
+        owner: row.try_get("owner")?,
+        url: row.try_get("url")?,
+        delivery: delivery(row)?,
+        description: row.try_get("description")?,
+        secret: row.try_get("secret")?,
+        previous_secrets: json(row, "previous_secrets")?,
+        event_types: optional_json(row, "event_types")?,
+        schedule_ms: json(row, "schedule_ms")?,
+        schedule_name: row.try_get("schedule_name")?,
+        success_body: row.try_get("success_body")?,
+        permanent_statuses: json(row, "permanent_statuses")?,
+        headers: json(row, "headers")?,
+        timeout_ms: row.try_get("timeout_ms")?,
+        max_in_flight: row.try_get("max_in_flight")?,
+        disabled: row.try_get("disabled")?,
+        disabled_reason: row.try_get("disabled_reason")?,
+        failing_since: optional_time(row, "failing_since")?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+        unreadable: None,
+    })
+}
