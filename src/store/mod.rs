@@ -18,6 +18,7 @@ pub mod pull;
 pub mod pull_due;
 pub mod recording;
 pub mod seams;
+pub mod sqlite;
 pub mod writes;
 
 use crate::domain::sealed::SealError;

@@ -28,6 +28,7 @@ mod secrets;
 mod secrets_at_rest;
 mod security;
 mod server_limits;
+mod sqlite_store;
 mod store;
 mod stores_down;
 mod tokens;

@@ -1,0 +1,181 @@
+//! The embedded store (DESIGN.md §12): one SQLite file, owned by one
+//! process, beside which no service runs.
+//!
+//! Writes go through one connection (a pool of one): SQLite runs one write
+//! transaction at a time anyway, and a single writer never waits on
+//! SQLite's lock, only in the pool's queue, where the group commit batches
+//! them. Reads run on a few read-only connections beside it, which WAL lets
+//! see the last commit without waiting for the writer.
+//!
+//! Not wired into `serve` yet: the seams it will implement are being
+//! reshaped.
+
+mod errors;
+mod lock;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+pub use lock::{lock_path, LockError};
+
+use super::StoreError;
+use lock::FileLock;
+
+pub use errors::store_error;
+
+/// The embedded schema's migrations; the PostgreSQL ones (`store::MIGRATOR`,
+/// `./migrations`) skip this directory, as sqlx reads only the files of a
+/// migrations directory, not its subdirectories.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// How the database file is opened.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// How long a statement waits on a lock another connection holds (in
+    /// WAL mode rare: recovering the WAL after a crash, resetting it after
+    /// a checkpoint) before failing with SQLITE_BUSY (503).
+    pub busy_timeout: Duration,
+    /// How long a caller waits for a connection from either pool.
+    pub acquire_timeout: Duration,
+    /// Read-only connections beside the writer.
+    pub readers: u32,
+    /// Apply the migrations when opening (`hookd serve`); `hookd migrate`
+    /// calls `migrate` itself.
+    pub migrate: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            acquire_timeout: Duration::from_secs(5),
+            readers: 4,
+            migrate: false,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// The defaults, migrating at open.
+    pub fn migrating() -> Self {
+        Self {
+            migrate: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a database file could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process holds the file (one line naming the file and its pid).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Handle to the SQLite store. Cheap to clone; the file stays locked until
+/// the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+    path: PathBuf,
+    // Declared last, so dropped after the pools.
+    _lock: Arc<FileLock>,
+}
+
+impl SqliteStore {
+    /// Locks the database file at `path` for this process, creating it when
+    /// missing, and opens the writer and the readers.
+    pub async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
+        let lock = FileLock::acquire(path)?;
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            // Persistent in the file; set by every connection so that a file
+            // made by another tool is switched too.
+            .journal_mode(SqliteJournalMode::Wal)
+            // A commit is on disk when it returns: a 201 survives a power
+            // cut, not only kill -9 (NORMAL would lose the last commits).
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(options.busy_timeout)
+            // consumer_tokens names its endpoint (the schema's only key).
+            .foreign_keys(true);
+        // The writer first: it creates the file and switches it to WAL
+        // before any reader opens it (a read-only connection can do neither).
+        let writer = pool(1, options)
+            .connect_with(connect.clone().create_if_missing(true))
+            .await
+            .map_err(store_error)?;
+        let reader = pool(options.readers.max(1), options)
+            .connect_with(connect.read_only(true))
+            .await
+            .map_err(store_error)?;
+        let store = Self {
+            writer,
+            reader,
+            path: path.to_path_buf(),
+            _lock: Arc::new(lock),
+        };
+        if options.migrate {
+            store.migrate().await?;
+        }
+        Ok(store)
+    }
+
+    /// Applies the embedded schema's migrations not applied yet.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR.run(&self.writer).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(inner) => store_error(inner),
+            other => StoreError::Database(sqlx::Error::Migrate(Box::new(other))),
+        })
+    }
+
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.reader)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// Closes both pools, then releases the file (when no clone is left).
+    pub async fn close(self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The one connection that writes (a pool of one, so that writers queue
+    /// in the pool rather than on SQLite's lock).
+    pub fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    /// Read-only connections.
+    pub fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+}
+
+fn pool(connections: u32, options: &SqliteOptions) -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(connections)
+        .min_connections(connections)
+        .acquire_timeout(options.acquire_timeout)
+        // A connection to a local file does not go stale; keeping it keeps
+        // its prepared statements.
+        .max_lifetime(None)
+        .idle_timeout(None)
+        // Nothing between hookd and the file can break a connection.
+        .test_before_acquire(false)
+}
