@@ -43,7 +43,7 @@ pub fn store_error(error: sqlx::Error) -> StoreError {
         sqlx::Error::Io(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error),
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(Box::new(error)),
         sqlx::Error::Database(db) => {
             let code = db.code().and_then(|c| c.parse::<i64>().ok()).unwrap_or(0);
             match code & 0xff {
@@ -53,18 +53,18 @@ pub fn store_error(error: sqlx::Error) -> StoreError {
                 // operator fixes the mount) and nothing was written, so
                 // the caller answers 503 and tries again later.
                 SQLITE_BUSY | SQLITE_LOCKED | SQLITE_IOERR | SQLITE_FULL | SQLITE_READONLY
-                | SQLITE_CANTOPEN | SQLITE_NOMEM => StoreError::Unavailable(error),
+                | SQLITE_CANTOPEN | SQLITE_NOMEM => StoreError::Unavailable(Box::new(error)),
                 SQLITE_CONSTRAINT if db.is_unique_violation() => {
                     StoreError::Conflict(conflict_name(db.message()))
                 }
                 // A check, NOT NULL or a STRICT column's type refused it.
                 SQLITE_CONSTRAINT | SQLITE_MISMATCH | SQLITE_TOOBIG => {
-                    StoreError::InvalidValue(error)
+                    StoreError::InvalidValue(Box::new(error))
                 }
-                _ => StoreError::Database(error),
+                _ => StoreError::Database(Box::new(error)),
             }
         }
-        _ => StoreError::Database(error),
+        _ => StoreError::Database(Box::new(error)),
     }
 }
 

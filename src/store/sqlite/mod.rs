@@ -132,7 +132,7 @@ impl SqliteStore {
     pub async fn migrate(&self) -> Result<(), StoreError> {
         MIGRATOR.run(&self.writer).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(inner) => store_error(inner),
-            other => StoreError::Database(sqlx::Error::Migrate(Box::new(other))),
+            other => StoreError::Database(Box::new(sqlx::Error::Migrate(Box::new(other)))),
         })
     }
 
