@@ -10,8 +10,15 @@
 //! Not wired into `serve` yet: the seams it will implement are being
 //! reshaped.
 
+mod columns;
 mod errors;
+mod events;
+mod housekeeping;
 mod lock;
+mod notifications;
+#[cfg(test)]
+mod plans;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
