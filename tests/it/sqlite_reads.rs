@@ -165,7 +165,10 @@ async fn a_first_attempt_kept_in_its_row_is_listed_as_attempt_one() {
     }
 
     let listed = store.list_attempts(kept, 0, 10).await.unwrap();
-    assert_eq!(listed.iter().map(|a| a.number).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        listed.iter().map(|a| a.number).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
     let first = &listed[0];
     assert_eq!(first.notification_id, kept);
     assert_eq!(first.started_at, at);
@@ -180,11 +183,17 @@ async fn a_first_attempt_kept_in_its_row_is_listed_as_attempt_one() {
     assert_eq!(second.outcome, OutcomeKind::Retry);
 
     let after_first = store.list_attempts(kept, 1, 10).await.unwrap();
-    assert_eq!(after_first.iter().map(|a| a.number).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(
+        after_first.iter().map(|a| a.number).collect::<Vec<_>>(),
+        [2, 3]
+    );
     let limited = store.list_attempts(kept, 0, 2).await.unwrap();
     assert_eq!(limited.iter().map(|a| a.number).collect::<Vec<_>>(), [1, 2]);
     let plain = store.list_attempts(rows, 0, 10).await.unwrap();
-    assert_eq!(plain.iter().map(|a| a.number).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        plain.iter().map(|a| a.number).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
     assert_eq!(plain[0].outcome, OutcomeKind::Retry);
 }
 
@@ -226,7 +235,11 @@ async fn pending_rows_come_in_due_order_page_by_page_without_pull_or_final_rows(
         .unwrap();
     assert_eq!(due, expected[..2]);
     let after = store
-        .pending_due_before(Some((expected[0].1, expected[0].0)), base + Duration::seconds(1), 10)
+        .pending_due_before(
+            Some((expected[0].1, expected[0].0)),
+            base + Duration::seconds(1),
+            10,
+        )
         .await
         .unwrap();
     assert_eq!(after, expected[1..]);
@@ -236,7 +249,10 @@ async fn pending_rows_come_in_due_order_page_by_page_without_pull_or_final_rows(
     still_ids.sort();
     assert_eq!(still_ids, ids[..4]);
     let created = store.pending_created_after(ids[1], 10).await.unwrap();
-    assert_eq!(created.iter().map(|r| r.0).collect::<Vec<_>>(), [ids[2], ids[3]]);
+    assert_eq!(
+        created.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [ids[2], ids[3]]
+    );
 
     // Marks for the due index: only pending rows take one; a final row's
     // mark comes back without a due time.
@@ -334,7 +350,10 @@ async fn an_event_is_purged_once_its_deliveries_are_gone() {
         .unwrap();
     let bound = now() + Duration::seconds(1);
 
-    assert_eq!(store.purge_events(bound, None, 10).await.unwrap(), (1, None));
+    assert_eq!(
+        store.purge_events(bound, None, 10).await.unwrap(),
+        (1, None)
+    );
     assert!(store.get_event(bare).await.unwrap().is_none());
     assert!(store.get_event(delivered).await.unwrap().is_some());
     // A walk in pages: a full page gives where to go on from.

@@ -45,7 +45,11 @@ pub(crate) async fn endpoint(store: &SqliteStore, version: i64) -> Uuid {
     id
 }
 
-pub(crate) fn new_notification(endpoint_id: Uuid, key: Option<&str>, body: &str) -> NewNotification {
+pub(crate) fn new_notification(
+    endpoint_id: Uuid,
+    key: Option<&str>,
+    body: &str,
+) -> NewNotification {
     let at = now();
     NewNotification {
         id: Uuid::now_v7(),
@@ -114,7 +118,10 @@ async fn a_committed_batch_reads_back_field_for_field() {
     let mut full = new_notification(endpoint_id, Some("order-1"), "");
     full.body = vec![0, 159, 146, 150, 255];
     full.content_type = "application/octet-stream".into();
-    full.headers = BTreeMap::from([("x-tenant".into(), "acme".into()), ("x-b".into(), "2".into())]);
+    full.headers = BTreeMap::from([
+        ("x-tenant".into(), "acme".into()),
+        ("x-b".into(), "2".into()),
+    ]);
     full.schedule = Schedule::from_stored(None, &[1_000, 60_000, 3_600_000]);
     full.deliver_at = now() + Duration::microseconds(1_234_567);
     full.next_attempt_at = full.deliver_at;
@@ -150,7 +157,11 @@ async fn a_committed_batch_reads_back_field_for_field() {
     );
     assert_eq!(store.notification_url(plain.id).await.unwrap(), Some(None));
     assert_eq!(store.notification_url(Uuid::now_v7()).await.unwrap(), None);
-    assert!(store.get_notification(Uuid::now_v7()).await.unwrap().is_none());
+    assert!(store
+        .get_notification(Uuid::now_v7())
+        .await
+        .unwrap()
+        .is_none());
 }
 
 #[tokio::test]
@@ -159,7 +170,11 @@ async fn a_key_met_again_returns_the_existing_row_or_a_conflict_by_payload() {
     let endpoint_id = endpoint(&store, 0).await;
     let other_endpoint = endpoint(&store, 0).await;
     let first = created(
-        &commit_one(&store, new_notification(endpoint_id, Some("k"), r#"{"a":1,"b":2}"#)).await,
+        &commit_one(
+            &store,
+            new_notification(endpoint_id, Some("k"), r#"{"a":1,"b":2}"#),
+        )
+        .await,
     )
     .clone();
 
@@ -169,7 +184,12 @@ async fn a_key_met_again_returns_the_existing_row_or_a_conflict_by_payload() {
         Inserted::Existing(row) => assert_same(&row, &first),
         other => panic!("not the existing row: {other:?}"),
     }
-    match commit_one(&store, new_notification(endpoint_id, Some("k"), r#"{"a":2}"#)).await {
+    match commit_one(
+        &store,
+        new_notification(endpoint_id, Some("k"), r#"{"a":2}"#),
+    )
+    .await
+    {
         Inserted::KeyConflict(row) => assert_eq!(row.id, first.id),
         other => panic!("not a conflict: {other:?}"),
     }
@@ -253,18 +273,28 @@ async fn an_event_commits_with_its_deliveries_which_read_its_type_and_payload() 
         panic!("not created");
     };
     assert_eq!(row.deliveries, 2);
-    assert_eq!(pushed.iter().map(|d| d.id).collect::<Vec<_>>(), [delivery_ids[0]]);
+    assert_eq!(
+        pushed.iter().map(|d| d.id).collect::<Vec<_>>(),
+        [delivery_ids[0]]
+    );
     assert_eq!(pulled, &[pull]);
     assert_eq!(headers.get("x-source").map(String::as_str), Some("billing"));
     assert_eq!(committed.endpoint_versions.get(&delivery_ids[0]), Some(&3));
     assert_eq!(committed.endpoint_versions.get(&delivery_ids[1]), Some(&4));
-    assert_eq!(committed.due(), [(delivery_ids[0], pushed[0].next_attempt_at)]);
+    assert_eq!(
+        committed.due(),
+        [(delivery_ids[0], pushed[0].next_attempt_at)]
+    );
 
     let stored = store.get_event(event_id).await.unwrap().unwrap();
     assert_eq!(stored.body, br#"{"invoice":42}"#);
     assert_eq!(stored.created_at, row.created_at);
     assert_eq!(stored.deliver_at, row.deliver_at);
-    let delivery = store.get_notification(delivery_ids[1]).await.unwrap().unwrap();
+    let delivery = store
+        .get_notification(delivery_ids[1])
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(delivery.event_id, Some(event_id));
     assert_eq!(delivery.event_type.as_deref(), Some("invoice.paid"));
     assert_eq!(delivery.body, br#"{"invoice":42}"#);
@@ -339,8 +369,12 @@ async fn a_commit_that_fails_stores_nothing_of_its_batch() {
 async fn events_list_newest_first_by_owner_type_and_key_in_pages() {
     let (_dir, store) = store().await;
     let mut ids = Vec::new();
-    for (owner, key) in [(Some("a"), Some("1")), (None, None), (Some("a"), None), (Some("b"), Some("1"))]
-    {
+    for (owner, key) in [
+        (Some("a"), Some("1")),
+        (None, None),
+        (Some("a"), None),
+        (Some("b"), Some("1")),
+    ] {
         let event = new_event(owner, key, &[]);
         ids.push(event.id);
         store

@@ -35,7 +35,10 @@ pub(super) const PENDING_PAGE: &str = "SELECT id, next_attempt_at FROM notificat
 
 /// A row of (id, due time).
 fn due(row: &SqliteRow) -> Result<(Uuid, DateTime<Utc>), sqlx::Error> {
-    Ok((row.try_get(0)?, columns::time_of("next_attempt_at", row.try_get(1)?)?))
+    Ok((
+        row.try_get(0)?,
+        columns::time_of("next_attempt_at", row.try_get(1)?)?,
+    ))
 }
 
 fn dues(rows: Vec<SqliteRow>) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {

@@ -22,7 +22,10 @@ async fn plan(store: &SqliteStore, sql: &str) -> String {
 }
 
 fn assert_uses(plan: &str, index: &str) {
-    assert!(plan.contains(&format!("INDEX {index}")), "not on {index}:\n{plan}");
+    assert!(
+        plan.contains(&format!("INDEX {index}")),
+        "not on {index}:\n{plan}"
+    );
     assert!(!plan.contains("TEMP B-TREE"), "sorts:\n{plan}");
 }
 
@@ -32,7 +35,10 @@ async fn the_hot_statements_read_their_indexes() {
     let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
         .await
         .unwrap();
-    assert_uses(&plan(&store, PENDING_PAGE).await, "notifications_pending_due");
+    assert_uses(
+        &plan(&store, PENDING_PAGE).await,
+        "notifications_pending_due",
+    );
     let sql = "SELECT id FROM notifications WHERE needs_index = 1 ORDER BY next_attempt_at LIMIT ?";
     assert_uses(&plan(&store, sql).await, "notifications_needs_index");
     let sql = "SELECT id FROM notifications WHERE key = ? AND endpoint_id = ?";
