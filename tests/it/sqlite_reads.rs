@@ -366,3 +366,42 @@ async fn an_event_is_purged_once_its_deliveries_are_gone() {
         (0, None)
     );
 }
+
+#[tokio::test]
+async fn a_notification_is_leased_while_its_consumers_lease_has_not_run_out() {
+    let (_dir, store) = store().await;
+    let endpoint_id = endpoint(&store, 0).await;
+    let ids = commit(
+        &store,
+        vec![
+            new_notification(endpoint_id, None, "1"),
+            new_notification(endpoint_id, None, "2"),
+        ],
+    )
+    .await;
+    for (id, until) in [
+        (ids[0], now() + Duration::minutes(5)),
+        (ids[1], now() - Duration::seconds(1)),
+    ] {
+        sqlx::query("UPDATE notifications SET lease_id = ?, next_attempt_at = ? WHERE id = ?")
+            .bind(Uuid::now_v7())
+            .bind(until.timestamp_micros())
+            .bind(id)
+            .execute(store.writer())
+            .await
+            .unwrap();
+    }
+    let one = store.get_notification(ids[0]).await.unwrap().unwrap();
+    let two = store.get_notification(ids[1]).await.unwrap().unwrap();
+    assert!(one.leased);
+    assert!(!two.leased, "its lease ran out");
+    let listed = store
+        .list_notifications(&NotificationFilter {
+            limit: 10,
+            ..NotificationFilter::default()
+        })
+        .await
+        .unwrap();
+    let leased: Vec<(Uuid, bool)> = listed.iter().map(|n| (n.id, n.leased)).collect();
+    assert_eq!(leased, [(ids[1], false), (ids[0], true)]);
+}

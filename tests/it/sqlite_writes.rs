@@ -431,3 +431,49 @@ async fn events_list_newest_first_by_owner_type_and_key_in_pages() {
     };
     assert_eq!(list(next_page).await, [ids[1], ids[0]]);
 }
+
+#[tokio::test]
+async fn a_batch_larger_than_one_statement_commits_every_row_in_order() {
+    let (_dir, store) = store().await;
+    let endpoint_id = endpoint(&store, 2).await;
+    let items: Vec<NewNotification> = (0..203)
+        .map(|i| new_notification(endpoint_id, Some(&format!("k{i}")), &i.to_string()))
+        .collect();
+    let endpoints: Vec<(Uuid, bool)> = (0..131).map(|_| (endpoint_id, false)).collect();
+    let event = new_event(None, None, &endpoints);
+    let event_id = event.id;
+    let committed = store
+        .commit(Writes {
+            notifications: items.clone(),
+            events: vec![event],
+            endpoint_versions: false,
+        })
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = committed
+        .notifications
+        .iter()
+        .map(|r| created(r).id)
+        .collect();
+    assert_eq!(ids, items.iter().map(|i| i.id).collect::<Vec<_>>());
+    assert!(committed.endpoint_versions.is_empty(), "not asked for");
+    assert_eq!(committed.due().len(), 203 + 131);
+    let deliveries = store
+        .list_notifications(&NotificationFilter {
+            event_id: Some(event_id),
+            limit: 1000,
+            ..NotificationFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 131);
+    let all = store
+        .list_notifications(&NotificationFilter {
+            endpoint_id: Some(endpoint_id),
+            limit: 1000,
+            ..NotificationFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 203 + 131);
+}
