@@ -37,14 +37,13 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         previous_secrets: vec![PreviousSecret {
             secret: "whsec_old".into(),
             expires_at: at_micros(now + Duration::hours(1)),
-        }]
-        .into(),
+        }],
         event_types: Some(vec!["order.*".into()]),
         schedule_ms: vec![0, 5_000, 60_000],
         schedule_name: None,
         success_body: Some("ok".into()),
         permanent_statuses: vec![410, 404],
-        headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]).into(),
+        headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]),
         timeout_ms: Some(3_000),
         max_in_flight: None,
         disabled: false,

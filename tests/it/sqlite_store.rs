@@ -394,7 +394,10 @@ fn the_postgresql_migrations_leave_the_sqlite_directory_alone() {
         })
         .collect();
     top.sort_unstable();
-    let postgres: Vec<i64> = hookd::store::MIGRATOR.iter().map(|m| m.version).collect();
+    let postgres: Vec<i64> = hookd::store::postgres::MIGRATOR
+        .iter()
+        .map(|m| m.version)
+        .collect();
     assert_eq!(postgres, top);
     for migration in hookd::store::sqlite::MIGRATOR.iter() {
         assert!(!postgres.contains(&migration.version));

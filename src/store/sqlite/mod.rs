@@ -11,10 +11,17 @@
 //! Not wired into `serve` yet: the seams it will implement are being
 //! reshaped.
 
+mod columns;
 mod endpoints;
 mod errors;
+mod events;
+mod housekeeping;
 mod lock;
+mod notifications;
+#[cfg(test)]
+mod plans;
 mod rows;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

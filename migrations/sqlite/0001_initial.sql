@@ -161,6 +161,7 @@ CREATE TABLE events (
 -- index itself ("index 'events_key'"), as PostgreSQL does.
 CREATE UNIQUE INDEX events_key ON events (key, ifnull(owner, x'')) WHERE key IS NOT NULL;
 CREATE INDEX events_owner_newest ON events (owner, id DESC);
+CREATE INDEX events_event_type_newest ON events (event_type, id DESC);
 
 CREATE TABLE consumer_tokens (
     endpoint_id BLOB PRIMARY KEY REFERENCES endpoints (id),

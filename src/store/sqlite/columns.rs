@@ -1,0 +1,167 @@
+//! How the embedded schema's columns become the store's types (the
+//! encodings its migration's header lists: ids as 16-byte BLOBs, times as
+//! INTEGER microseconds, JSON and arrays as TEXT), and the rows of
+//! notifications, events and attempts read with them.
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::domain::outcome::OutcomeKind;
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::events::Event;
+use crate::store::notifications::Notification;
+
+/// A time as the schema holds it: microseconds since the epoch, UTC, the
+/// precision PostgreSQL's timestamptz has.
+pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+/// A list of ids as one bound value: a JSON array of their hex, which a
+/// statement reads back as BLOBs with `SELECT unhex(value) FROM
+/// json_each(?)` (SQLite has no array parameters).
+pub(crate) fn id_list(ids: &[Uuid]) -> String {
+    let hex: Vec<String> = ids.iter().map(|id| id.simple().to_string()).collect();
+    serde_json::Value::from(hex).to_string()
+}
+
+/// The ids of `id_list`, as a subquery for `… IN (…)` with one parameter.
+pub(crate) const IN_ID_LIST: &str = "(SELECT unhex(value) FROM json_each(?))";
+
+/// A value as JSON TEXT (headers, schedules).
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("maps of strings and arrays of numbers serialise")
+}
+
+fn decode_error(column: &str, source: impl Into<sqlx::error::BoxDynError>) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: source.into(),
+    }
+}
+
+pub(crate) fn time_of(column: &str, us: i64) -> Result<DateTime<Utc>, sqlx::Error> {
+    DateTime::from_timestamp_micros(us)
+        .ok_or_else(|| decode_error(column, format!("time out of range: {us} µs")))
+}
+
+pub(crate) fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {
+    time_of(column, row.try_get(column)?)
+}
+
+pub(crate) fn optional_time(
+    row: &SqliteRow,
+    column: &str,
+) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    row.try_get::<Option<i64>, _>(column)?
+        .map(|us| time_of(column, us))
+        .transpose()
+}
+
+pub(crate) fn json<T: DeserializeOwned>(row: &SqliteRow, column: &str) -> Result<T, sqlx::Error> {
+    let text: &str = row.try_get(column)?;
+    serde_json::from_str(text).map_err(|e| decode_error(column, e))
+}
+
+fn flag(row: &SqliteRow, column: &str) -> Result<bool, sqlx::Error> {
+    Ok(row.try_get::<i64, _>(column)? != 0)
+}
+
+pub(crate) fn status(row: &SqliteRow, column: &str) -> Result<Status, sqlx::Error> {
+    let text: &str = row.try_get(column)?;
+    Status::parse(text).ok_or_else(|| decode_error(column, format!("unknown status {text:?}")))
+}
+
+fn outcome(row: &SqliteRow, column: &str) -> Result<OutcomeKind, sqlx::Error> {
+    let text: &str = row.try_get(column)?;
+    [
+        OutcomeKind::Succeeded,
+        OutcomeKind::Retry,
+        OutcomeKind::Failed,
+    ]
+    .into_iter()
+    .find(|o| o.as_str() == text)
+    .ok_or_else(|| decode_error(column, format!("unknown outcome {text:?}")))
+}
+
+/// Every column `notification` reads but `body` and `leased`, which each
+/// query chooses (`NOTIFICATION_BODY`, `x''`; a lease that has not run out
+/// by a bound time, or `0`). A delivery of an event has its event's type,
+/// kept on the event row only (as in PostgreSQL).
+pub(crate) const NOTIFICATION_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, \
+     schedule_ms, schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, \
+     last_attempt_at, last_status_code, last_error, created_at, updated_at, completed_at, \
+     event_id, url, pull, \
+     CASE WHEN event_id IS NULL THEN event_type \
+         ELSE (SELECT e.event_type FROM events e WHERE e.id = notifications.event_id) END \
+         AS event_type";
+/// A notification's body; a delivery of an event has its event's.
+pub(crate) const NOTIFICATION_BODY: &str = "CASE WHEN event_id IS NULL THEN body \
+     ELSE (SELECT e.body FROM events e WHERE e.id = notifications.event_id) END AS body";
+/// Whether a consumer's lease holds at the time bound first.
+pub(crate) const LEASED: &str = "(lease_id IS NOT NULL AND next_attempt_at > ?) AS leased";
+
+pub(crate) fn notification(row: &SqliteRow) -> Result<Notification, sqlx::Error> {
+    Ok(Notification {
+        id: row.try_get("id")?,
+        endpoint_id: row.try_get("endpoint_id")?,
+        key: row.try_get("key")?,
+        event_type: row.try_get("event_type")?,
+        content_type: row.try_get("content_type")?,
+        body: row.try_get("body")?,
+        headers: json(row, "headers")?,
+        schedule_ms: json(row, "schedule_ms")?,
+        schedule_name: row.try_get("schedule_name")?,
+        status: status(row, "status")?,
+        attempts: row.try_get("attempts")?,
+        series_start: row.try_get("series_start")?,
+        deliver_at: time(row, "deliver_at")?,
+        next_attempt_at: optional_time(row, "next_attempt_at")?,
+        last_attempt_at: optional_time(row, "last_attempt_at")?,
+        last_status_code: row.try_get("last_status_code")?,
+        last_error: row.try_get("last_error")?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+        completed_at: optional_time(row, "completed_at")?,
+        event_id: row.try_get("event_id")?,
+        url: row.try_get("url")?,
+        pull: flag(row, "pull")?,
+        leased: flag(row, "leased")?,
+    })
+}
+
+/// Every column of an event but its body.
+pub(crate) const EVENT_COLUMNS: &str =
+    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at";
+
+pub(crate) fn event(row: &SqliteRow) -> Result<Event, sqlx::Error> {
+    Ok(Event {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner")?,
+        event_type: row.try_get("event_type")?,
+        key: row.try_get("key")?,
+        content_type: row.try_get("content_type")?,
+        body: row.try_get("body")?,
+        deliver_at: time(row, "deliver_at")?,
+        deliveries: row.try_get("deliveries")?,
+        created_at: time(row, "created_at")?,
+    })
+}
+
+pub(crate) fn attempt(row: &SqliteRow) -> Result<Attempt, sqlx::Error> {
+    Ok(Attempt {
+        notification_id: row.try_get("notification_id")?,
+        number: row.try_get("number")?,
+        started_at: time(row, "started_at")?,
+        duration_ms: row.try_get("duration_ms")?,
+        status_code: row.try_get("status_code")?,
+        response_body: row.try_get("response_body")?,
+        error_code: row.try_get("error_code")?,
+        error_message: row.try_get("error_message")?,
+        outcome: outcome(row, "outcome")?,
+    })
+}

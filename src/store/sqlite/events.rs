@@ -1,0 +1,281 @@
+//! Events on SQLite: inserted with their deliveries in the commit's
+//! transaction, read, listed, counted, purged.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
+use uuid::Uuid;
+
+use super::columns::{self, micros, EVENT_COLUMNS};
+use super::housekeeping::walked;
+use super::writes::{endpoint_versions, runs, ROWS_PER_INSERT};
+use super::{store_error, SqliteStore};
+use crate::domain::json_value::same_payload;
+use crate::domain::status::Status;
+use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
+use crate::store::StoreError;
+
+/// Inserts events and their deliveries: an event whose key exists already
+/// for its owner (or came earlier in the batch) writes nothing, not even a
+/// delivery, and comes back as `Existing` or `KeyConflict`. With
+/// `versions`, also each delivery's endpoint version, by delivery id.
+pub(super) async fn insert_events(
+    conn: &mut SqliteConnection,
+    events: Vec<NewEvent>,
+    versions: bool,
+    now: DateTime<Utc>,
+) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>), StoreError> {
+    if events.is_empty() {
+        return Ok(Default::default());
+    }
+    let created_at = micros(now);
+    let mut created: HashSet<Uuid> = HashSet::with_capacity(events.len());
+    for run in runs(&events, ROWS_PER_INSERT) {
+        let mut query = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, \
+                 deliveries, created_at) ",
+        );
+        query.push_values(run, |mut row, event| {
+            row.push_bind(event.id)
+                .push_bind(event.owner.clone())
+                .push_bind(event.event_type.clone())
+                .push_bind(event.key.clone())
+                .push_bind(event.content_type.clone())
+                .push_bind(event.body.clone())
+                .push_bind(micros(event.deliver_at))
+                .push_bind(event.deliveries.len() as i64)
+                .push_bind(created_at);
+        });
+        // The target is `events_key` as the schema writes it (NULL owners
+        // share one namespace).
+        query.push(
+            " ON CONFLICT (key, ifnull(owner, x'')) WHERE key IS NOT NULL DO NOTHING RETURNING id",
+        );
+        let ids: Vec<Uuid> = query
+            .build_query_scalar()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        created.extend(ids);
+    }
+
+    // The deliveries of the events stored, each carrying its event's
+    // content type and due time; the payload stays on the event.
+    let deliveries: Vec<(&NewEvent, &NewDelivery)> = events
+        .iter()
+        .filter(|e| created.contains(&e.id))
+        .flat_map(|e| e.deliveries.iter().map(move |d| (e, d)))
+        .collect();
+    // 13 values a row: 64 rows stay under 999 too.
+    for run in runs(&deliveries, ROWS_PER_INSERT) {
+        let mut query = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, headers, \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, pull, created_at, \
+                 updated_at) ",
+        );
+        query.push_values(run, |mut row, (event, delivery)| {
+            row.push_bind(delivery.id)
+                .push_bind(delivery.endpoint_id)
+                .push_bind(event.id)
+                .push_bind(event.content_type.clone())
+                .push_bind(Vec::<u8>::new())
+                // A delivery's own headers (the event's, sealed for it by
+                // `store::sealing`) or the event's.
+                .push_bind(columns::json_text(
+                    delivery.headers.as_ref().unwrap_or(&event.headers),
+                ))
+                .push_bind(columns::json_text(&delivery.schedule.delays_ms()))
+                .push_bind(delivery.schedule.name().map(str::to_string))
+                .push_bind(micros(event.deliver_at))
+                .push_bind(micros(delivery.next_attempt_at))
+                .push_bind(delivery.pull)
+                .push_bind(created_at)
+                .push_bind(created_at);
+        });
+        query
+            .build()
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    let delivery_versions = if versions {
+        let endpoints =
+            endpoint_versions(conn, deliveries.iter().map(|(_, d)| d.endpoint_id)).await?;
+        deliveries
+            .iter()
+            .filter_map(|(_, d)| endpoints.get(&d.endpoint_id).map(|v| (d.id, *v)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+
+    // Events not stored met an existing key: read those, in the same
+    // transaction, on `events_key`.
+    let mut existing: HashMap<(Option<String>, String), Event> = HashMap::new();
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS}, body FROM events \
+         WHERE key = ? AND ifnull(owner, x'') = ifnull(?, x'')"
+    );
+    for event in events.iter().filter(|e| !created.contains(&e.id)) {
+        let Some(key) = &event.key else {
+            continue;
+        };
+        let at = (event.owner.clone(), key.clone());
+        if existing.contains_key(&at) {
+            continue;
+        }
+        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(key)
+            .bind(event.owner.as_deref())
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        if let Some(row) = row {
+            existing.insert(at, columns::event(&row).map_err(store_error)?);
+        }
+    }
+
+    let mut results = Vec::with_capacity(events.len());
+    for mut event in events {
+        if created.contains(&event.id) {
+            let deliveries = std::mem::take(&mut event.deliveries);
+            let headers = std::mem::take(&mut event.headers);
+            let count = deliveries.len();
+            let (pull, push): (Vec<_>, Vec<_>) = deliveries.into_iter().partition(|d| d.pull);
+            results.push(EventInserted::Created {
+                push,
+                headers,
+                pulled: pull.iter().map(|d| d.endpoint_id).collect(),
+                event: event.into_row(now, count),
+            });
+            continue;
+        }
+        let found = event
+            .key
+            .as_ref()
+            .and_then(|key| existing.get(&(event.owner.clone(), key.clone())));
+        match found {
+            Some(row)
+                if row.event_type == event.event_type
+                    && same_payload(
+                        (&row.content_type, &row.body),
+                        (&event.content_type, &event.body),
+                    ) =>
+            {
+                results.push(EventInserted::Existing(row.clone()))
+            }
+            Some(row) => results.push(EventInserted::KeyConflict(row.clone())),
+            None => return Err(StoreError::Conflict("events_key".into())),
+        }
+    }
+    Ok((results, delivery_versions))
+}
+
+impl SqliteStore {
+    pub async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        let sql = format!("SELECT {EVENT_COLUMNS}, body FROM events WHERE id = ?");
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(store_error)?
+            .map(|row| columns::event(&row).map_err(store_error))
+            .transpose()
+    }
+
+    /// How many of the event's deliveries are in each status.
+    pub async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT status, count(*) AS n FROM notifications WHERE event_id = ? GROUP BY status",
+        )
+        .bind(id)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)?;
+        rows.iter()
+            .map(|row| Ok((columns::status(row, "status")?, row.try_get("n")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(store_error)
+    }
+
+    /// Newest first, filtered; payloads left out.
+    pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        let mut query = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {EVENT_COLUMNS}, x'' AS body FROM events WHERE 1"
+        ));
+        match &filter.owner {
+            Some(Some(owner)) => {
+                query.push(" AND owner = ").push_bind(owner.clone());
+            }
+            Some(None) => {
+                query.push(" AND owner IS NULL");
+            }
+            None => {}
+        }
+        if let Some(event_type) = &filter.event_type {
+            query
+                .push(" AND event_type = ")
+                .push_bind(event_type.clone());
+        }
+        if let Some(key) = &filter.key {
+            query.push(" AND key = ").push_bind(key.clone());
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND id < ").push_bind(before);
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(filter.limit);
+        let rows = query
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        rows.iter()
+            .map(columns::event)
+            .collect::<Result<_, _>>()
+            .map_err(store_error)
+    }
+
+    /// Deletes the events created before `before` whose deliveries are all
+    /// gone (retention deleted them), among the next `limit` events after
+    /// `after`. Returns how many it deleted and where to go on from (`None`
+    /// once the walk is done); events kept are passed over once per walk.
+    pub async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
+            "SELECT e.id, NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
+             FROM events e WHERE e.id > ? AND e.id < ? ORDER BY e.id LIMIT ?",
+        )
+        .bind(after.unwrap_or(Uuid::nil()))
+        .bind(crate::domain::id::first_of_ms(before.timestamp_millis()))
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let unused: Vec<Uuid> = scanned
+            .iter()
+            .filter(|(_, unused)| *unused)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut deleted = 0;
+        if !unused.is_empty() {
+            let sql = format!("DELETE FROM events WHERE id IN {}", columns::IN_ID_LIST);
+            deleted = sqlx::query(AssertSqlSafe(sql))
+                .bind(columns::id_list(&unused))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?
+                .rows_affected();
+        }
+        tx.commit().await.map_err(store_error)?;
+        let last = scanned.last().map(|(id, _)| *id);
+        Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
+    }
+}

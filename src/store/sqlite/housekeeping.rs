@@ -1,0 +1,227 @@
+//! Housekeeping on SQLite: rows owed to the due index, pending pages in due
+//! order (what a rebuild of the in-process index reads at start), and
+//! retention.
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+use uuid::Uuid;
+
+use super::columns::{self, micros, IN_ID_LIST};
+use super::{store_error, SqliteStore};
+use crate::domain::id;
+use crate::store::housekeeping::PendingCursor;
+use crate::store::StoreError;
+
+/// A retention walk's step, from its (deleted, scanned, last id scanned):
+/// how many it deleted, and where the next step starts (`None` once a step
+/// scanned fewer than `limit`, the end of the walk), as in PostgreSQL.
+pub(super) fn walked(
+    (deleted, scanned, last): (i64, i64, Option<Uuid>),
+    limit: i64,
+) -> (u64, Option<Uuid>) {
+    let next = if scanned < limit { None } else { last };
+    (deleted as u64, next)
+}
+
+/// One page of pending push rows in due order after a cursor and before a
+/// time, on `notifications_pending_due` (its term `status = 'pending'`
+/// written as the index has it). Both bounds are always bound, so the
+/// statement is one and its range is the index's.
+pub(super) const PENDING_PAGE: &str = "SELECT id, next_attempt_at FROM notifications \
+     WHERE status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL \
+       AND (next_attempt_at, id) > (?, ?) AND next_attempt_at < ? \
+     ORDER BY next_attempt_at, id LIMIT ?";
+
+/// A row of (id, due time).
+fn due(row: &SqliteRow) -> Result<(Uuid, DateTime<Utc>), sqlx::Error> {
+    Ok((
+        row.try_get(0)?,
+        columns::time_of("next_attempt_at", row.try_get(1)?)?,
+    ))
+}
+
+fn dues(rows: Vec<SqliteRow>) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+    rows.iter()
+        .map(due)
+        .collect::<Result<_, _>>()
+        .map_err(store_error)
+}
+
+impl SqliteStore {
+    /// Notifications marked `needs_index`, with their due time while they
+    /// are pending (`None` once final: only the mark to clear). The
+    /// predicate is exactly the partial index's.
+    pub async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, CASE WHEN status = 'pending' THEN next_attempt_at END FROM notifications \
+             WHERE needs_index = 1 ORDER BY next_attempt_at LIMIT ?",
+        )
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)?;
+        rows.iter()
+            .map(|row| {
+                let at: Option<i64> = row.try_get(1)?;
+                Ok((
+                    row.try_get(0)?,
+                    at.map(|us| columns::time_of("next_attempt_at", us))
+                        .transpose()?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(store_error)
+    }
+
+    pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}");
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(columns::id_list(ids))
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
+    /// One page of pending rows in due order, after `after`: what a
+    /// rebuild of the due index walks.
+    pub async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        self.pending_before(after, i64::MAX, limit).await
+    }
+
+    /// As `pending_page`, of the rows due before `due_before`: a sweep.
+    pub async fn pending_due_before(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        self.pending_before(after, micros(due_before), limit).await
+    }
+
+    async fn pending_before(
+        &self,
+        after: Option<PendingCursor>,
+        before_us: i64,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let (at, id) = after.map_or((i64::MIN, Uuid::nil()), |(at, id)| (micros(at), id));
+        let rows = sqlx::query(PENDING_PAGE)
+            .bind(at)
+            .bind(id)
+            .bind(before_us)
+            .bind(limit)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        dues(rows)
+    }
+
+    /// Of `ids`, those still pending, with their due times.
+    pub async fn still_pending(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT id, next_attempt_at FROM notifications WHERE id IN {IN_ID_LIST} \
+               AND status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(columns::id_list(ids))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        dues(rows)
+    }
+
+    /// One page of pending rows created after the id `after` (UUIDv7, so a
+    /// creation time), in id order, on the primary key.
+    pub async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, next_attempt_at FROM notifications \
+             WHERE id > ? AND status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL \
+             ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)?;
+        dues(rows)
+    }
+
+    /// Deletes the final notifications completed before `before`, with
+    /// their attempts, among the next `limit` rows of the primary key after
+    /// `after` (ids are UUIDv7: a row completed before `before` was created
+    /// before it). Returns how many it deleted and where to go on from
+    /// (`None` once the walk is done). One transaction on the writer: the
+    /// rule is stated again in the delete, as PostgreSQL does.
+    pub async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        let before_us = micros(before);
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
+            "SELECT id, ifnull(completed_at < ?1 AND status <> 'pending', 0) FROM notifications \
+             WHERE id > ?2 AND id < ?3 ORDER BY id LIMIT ?4",
+        )
+        .bind(before_us)
+        .bind(after.unwrap_or(Uuid::nil()))
+        .bind(id::first_of_ms(before.timestamp_millis() + 1))
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let expired: Vec<Uuid> = scanned
+            .iter()
+            .filter(|(_, expired)| *expired)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut deleted = 0;
+        if !expired.is_empty() {
+            let sql = format!(
+                "DELETE FROM notifications WHERE id IN {IN_ID_LIST} \
+                   AND completed_at < ? AND status <> 'pending' RETURNING id"
+            );
+            let gone: Vec<Uuid> = sqlx::query_scalar(AssertSqlSafe(sql))
+                .bind(columns::id_list(&expired))
+                .bind(before_us)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            if !gone.is_empty() {
+                let sql = format!("DELETE FROM attempts WHERE notification_id IN {IN_ID_LIST}");
+                sqlx::query(AssertSqlSafe(sql))
+                    .bind(columns::id_list(&gone))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(store_error)?;
+            }
+            deleted = gone.len() as i64;
+        }
+        tx.commit().await.map_err(store_error)?;
+        let last = scanned.last().map(|(id, _)| *id);
+        Ok(walked((deleted, scanned.len() as i64, last), limit))
+    }
+}

@@ -1,0 +1,139 @@
+//! The API's reads of notifications on SQLite: one, a filtered page, the
+//! URL it names, its attempts.
+
+use chrono::Utc;
+use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
+use uuid::Uuid;
+
+use super::columns::{self, micros, LEASED, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
+use super::{store_error, SqliteStore};
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::StoreError;
+
+impl SqliteStore {
+    pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        let sql = format!(
+            "SELECT {LEASED}, {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} \
+             FROM notifications WHERE id = ?"
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(micros(Utc::now()))
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(store_error)?
+            .map(|row| columns::notification(&row).map_err(store_error))
+            .transpose()
+    }
+
+    /// Newest first, filtered; payloads left out.
+    pub async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        let rows = list_query(filter, micros(Utc::now()))
+            .build()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        rows.iter()
+            .map(columns::notification)
+            .collect::<Result<_, _>>()
+            .map_err(store_error)
+    }
+
+    /// Where the notification's attempts go when it names its own URL:
+    /// `None` when there is no such notification, `Some(None)` when it goes
+    /// to its endpoint's URL.
+    pub async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
+        sqlx::query_scalar("SELECT url FROM notifications WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(store_error)
+    }
+
+    /// A notification's attempts in order, after attempt number `after`:
+    /// its rows of `attempts` and, when it was delivered at its first
+    /// attempt, that attempt, kept in the notification's own row (listed
+    /// instead of a row 1, should one exist, as PostgreSQL does).
+    pub async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        let rows = sqlx::query(
+            "WITH kept AS ( \
+                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, \
+                     first_attempt_body \
+                 FROM notifications WHERE id = ?1 AND first_attempt_ms IS NOT NULL \
+             ) \
+             SELECT notification_id, number, started_at, duration_ms, status_code, \
+                 response_body, error_code, error_message, outcome \
+             FROM attempts WHERE notification_id = ?1 AND number > ?2 \
+               AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
+             UNION ALL \
+             SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, \
+                 first_attempt_body, NULL, NULL, 'succeeded' \
+             FROM kept WHERE ?2 < 1 \
+             ORDER BY number LIMIT ?3",
+        )
+        .bind(notification_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)?;
+        rows.iter()
+            .map(columns::attempt)
+            .collect::<Result<_, _>>()
+            .map_err(store_error)
+    }
+}
+
+/// `list_notifications`' statement, leases read at `now_us`.
+pub(super) fn list_query(filter: &NotificationFilter, now_us: i64) -> QueryBuilder<Sqlite> {
+    let (leased, leased_end) = LEASED.split_once('?').expect("one parameter");
+    let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT {leased}"));
+    query.push_bind(now_us).push(format_args!(
+        "{leased_end}, {NOTIFICATION_COLUMNS}, x'' AS body FROM notifications WHERE 1"
+    ));
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+    }
+    if let Some(status) = filter.status {
+        // Literals, not parameters: SQLite uses a partial index only
+        // when the query states its terms as written (the schema's
+        // header). `notifications_unsettled_newest` is for failed and
+        // cancelled rows; its own term is stated for them.
+        query.push(format_args!(" AND status = '{}'", status.as_str()));
+        if matches!(status, Status::Failed | Status::Cancelled) {
+            query.push(" AND status IN ('failed', 'cancelled')");
+        }
+    }
+    if let Some(key) = &filter.key {
+        query.push(" AND key = ").push_bind(key.clone());
+    }
+    if let Some(event_type) = &filter.event_type {
+        // An event's deliveries have their type on the event row only.
+        query
+            .push(" AND (event_type = ")
+            .push_bind(event_type.clone())
+            .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+            .push_bind(event_type.clone())
+            .push("))");
+    }
+    if let Some(event_id) = filter.event_id {
+        query.push(" AND event_id = ").push_bind(event_id);
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(filter.limit);
+    query
+}

@@ -1,0 +1,232 @@
+//! The write path's commit on SQLite: a group commit's notifications and
+//! events (with their deliveries) in one transaction on the writer, so a
+//! commit is one fsync however many requests it answers. Values are stored
+//! as given: sealing, when configured, happens above the store.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use uuid::Uuid;
+
+use super::columns::{self, micros, IN_ID_LIST, NOTIFICATION_COLUMNS};
+use super::{store_error, SqliteStore};
+use crate::store::notifications::{Inserted, NewNotification, Notification};
+use crate::store::writes::{Committed, Writes};
+use crate::store::StoreError;
+
+/// Most rows one multi-row INSERT writes (a power of two; see `runs`): 64
+/// notifications bind 960 values, under SQLite's oldest limit of 999.
+pub(super) const ROWS_PER_INSERT: usize = 64;
+
+/// `items` in runs of `max`, then of the powers of two below it that the
+/// rest adds up to: a multi-row INSERT then has one of a few shapes, each
+/// prepared once on the writer's connection and reused, however the
+/// batches are sized.
+pub(super) fn runs<T>(mut items: &[T], max: usize) -> Vec<&[T]> {
+    let mut runs = Vec::new();
+    while !items.is_empty() {
+        let size = if items.len() >= max {
+            max
+        } else {
+            1 << items.len().ilog2()
+        };
+        let (run, rest) = items.split_at(size);
+        runs.push(run);
+        items = rest;
+    }
+    runs
+}
+
+/// The `version` of each of these endpoints, read in the commit's
+/// transaction (`Writes::endpoint_versions`).
+pub(super) async fn endpoint_versions(
+    conn: &mut SqliteConnection,
+    endpoints: impl Iterator<Item = Uuid>,
+) -> Result<HashMap<Uuid, i64>, StoreError> {
+    let mut ids: Vec<Uuid> = endpoints.collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let sql = format!("SELECT id, version FROM endpoints WHERE id IN {IN_ID_LIST}");
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(columns::id_list(&ids))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    Ok(rows.into_iter().collect())
+}
+
+impl SqliteStore {
+    /// Writes everything in one transaction: what a key met already is
+    /// read in it too, so a failure stores nothing of the commit.
+    pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
+        // PostgreSQL's precision, so that the rows returned are the rows
+        // stored.
+        let now = columns::time_of("now", micros(Utc::now())).map_err(store_error)?;
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let (notifications, mut endpoint_versions) =
+            insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions, now)
+                .await?;
+        let (events, versions) =
+            super::events::insert_events(&mut tx, writes.events, writes.endpoint_versions, now)
+                .await?;
+        endpoint_versions.extend(versions);
+        tx.commit().await.map_err(store_error)?;
+        Ok(Committed {
+            notifications,
+            events,
+            endpoint_versions,
+        })
+    }
+
+    /// Records that these notifications could not be added to the due
+    /// index: housekeeping adds them later.
+    pub async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE notifications SET needs_index = 1 \
+             WHERE id IN {IN_ID_LIST} AND status = 'pending'"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(columns::id_list(ids))
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+}
+
+/// Inserts notifications in multi-row statements. Items whose endpoint +
+/// key exist already (or came earlier in the batch) come back as `Existing`
+/// or `KeyConflict`, in the order given. With `versions`, also the version
+/// of each created row's endpoint, by notification id.
+async fn insert_notifications(
+    conn: &mut SqliteConnection,
+    items: Vec<NewNotification>,
+    versions: bool,
+    now: DateTime<Utc>,
+) -> Result<(Vec<Inserted>, HashMap<Uuid, i64>), StoreError> {
+    if items.is_empty() {
+        return Ok(Default::default());
+    }
+    let created_at = micros(now);
+    let mut created: std::collections::HashSet<Uuid> =
+        std::collections::HashSet::with_capacity(items.len());
+    for run in runs(&items, ROWS_PER_INSERT) {
+        let mut query = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+                 headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, \
+                 created_at, updated_at) ",
+        );
+        query.push_values(run, |mut row, item| {
+            row.push_bind(item.id)
+                .push_bind(item.endpoint_id)
+                .push_bind(item.key.clone())
+                .push_bind(item.event_type.clone())
+                .push_bind(item.content_type.clone())
+                .push_bind(item.body.clone())
+                .push_bind(columns::json_text(&item.headers))
+                .push_bind(columns::json_text(&item.schedule.delays_ms()))
+                .push_bind(item.schedule.name().map(str::to_string))
+                .push_bind(micros(item.deliver_at))
+                .push_bind(micros(item.next_attempt_at))
+                .push_bind(item.url.clone())
+                .push_bind(item.pull)
+                .push_bind(created_at)
+                .push_bind(created_at);
+        });
+        // A key met (in the table, or earlier in this batch) writes nothing;
+        // any other violation fails the commit, as in PostgreSQL.
+        query.push(" ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING RETURNING id");
+        let ids: Vec<Uuid> = query
+            .build_query_scalar()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        created.extend(ids);
+    }
+    let endpoint_versions = if versions {
+        let endpoints = endpoint_versions(
+            conn,
+            items
+                .iter()
+                .filter(|i| created.contains(&i.id))
+                .map(|i| i.endpoint_id),
+        )
+        .await?;
+        items
+            .iter()
+            .filter(|i| created.contains(&i.id))
+            .filter_map(|i| endpoints.get(&i.endpoint_id).map(|v| (i.id, *v)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+
+    // Conflicts are rare: each is read on `notifications_key`, with one
+    // statement prepared once.
+    let mut existing: HashMap<(Uuid, String), Notification> = HashMap::new();
+    let sql = format!(
+        "SELECT {NOTIFICATION_COLUMNS}, body, 0 AS leased FROM notifications \
+         WHERE key = ? AND endpoint_id = ?"
+    );
+    for item in items.iter().filter(|i| !created.contains(&i.id)) {
+        let Some(key) = &item.key else {
+            continue;
+        };
+        let at = (item.endpoint_id, key.clone());
+        if existing.contains_key(&at) {
+            continue;
+        }
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(key)
+            .bind(item.endpoint_id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        if let Some(row) = row {
+            existing.insert(at, columns::notification(&row).map_err(store_error)?);
+        }
+    }
+
+    let mut results = Vec::with_capacity(items.len());
+    for item in items {
+        if created.contains(&item.id) {
+            results.push(Inserted::Created(item.into_row(now)));
+            continue;
+        }
+        let row = item
+            .key
+            .as_ref()
+            .and_then(|key| existing.get(&(item.endpoint_id, key.clone())));
+        match row {
+            Some(row) if row.same_payload(&item.content_type, &item.body) => {
+                results.push(Inserted::Existing(row.clone()))
+            }
+            Some(row) => results.push(Inserted::KeyConflict(row.clone())),
+            // Only a key can make a row not inserted.
+            None => return Err(StoreError::Conflict("notifications_key".into())),
+        }
+    }
+    Ok((results, endpoint_versions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_are_of_the_largest_and_then_of_powers_of_two() {
+        let items: Vec<u32> = (0..200).collect();
+        let sizes: Vec<usize> = runs(&items, 64).iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [64, 64, 64, 8]);
+        let sizes: Vec<usize> = runs(&items[..7], 64).iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [4, 2, 1]);
+        assert!(runs::<u32>(&[], 64).is_empty());
+    }
+}
