@@ -19,8 +19,9 @@ use crate::store::delivery::{Claimed, DeliveryEndpoint, DueNotification};
 /// is about a kilobyte).
 const CAPACITY: usize = 4096;
 /// How long a plan is used without its endpoint being read again even if
-/// the version matches: a bound on trusting the version, which a
-/// transaction-id wraparound could in theory repeat.
+/// the version matches: a bound on trusting the version, for a writer that
+/// does not raise it (a process of a build before the `version` column
+/// during a rolling upgrade, or an operator's hand-written UPDATE).
 const FRESH_FOR: chrono::Duration = chrono::Duration::seconds(60);
 
 pub(super) struct Plans {

@@ -59,6 +59,27 @@ pub fn observe(
     seen.into_iter().collect()
 }
 
+/// The health hookd keeps on an endpoint: why hookd disabled it, if it
+/// did, and since when every attempt failed, if they do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub disabled_reason: Option<String>,
+    pub failing_since: Option<DateTime<Utc>>,
+}
+
+/// What a change of an endpoint's settings (`was_disabled` before,
+/// `disabled` and `pushes` after: it has a URL) leaves of the health kept:
+/// the reason hookd disabled it lasts only while it stays disabled; an
+/// endpoint enabled again, or one that no longer pushes (pull), starts
+/// with a clean record.
+pub fn after_change(kept: Kept, was_disabled: bool, disabled: bool, pushes: bool) -> Kept {
+    let enabled_again = was_disabled && !disabled;
+    Kept {
+        disabled_reason: kept.disabled_reason.filter(|_| disabled),
+        failing_since: kept.failing_since.filter(|_| pushes && !enabled_again),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +118,36 @@ mod tests {
         ]);
         let ids: Vec<Uuid> = seen.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, [a, b, c]);
+    }
+
+    #[test]
+    fn a_change_keeps_health_only_while_the_endpoint_stays_as_it_was() {
+        let since = Utc::now();
+        let kept = || Kept {
+            disabled_reason: Some(DISABLED_FAILING.to_string()),
+            failing_since: Some(since),
+        };
+        // (was disabled, disabled, pushes) -> (reason kept, failing kept)
+        let cases = [
+            ((true, true, true), (true, true)),
+            ((true, false, true), (false, false)),
+            ((false, false, true), (false, true)),
+            ((false, true, true), (true, true)),
+            ((false, false, false), (false, false)),
+            ((true, true, false), (true, false)),
+        ];
+        for ((was, now, pushes), (reason, failing)) in cases {
+            let after = after_change(kept(), was, now, pushes);
+            assert_eq!(
+                after.disabled_reason.is_some(),
+                reason,
+                "{was} {now} {pushes}"
+            );
+            assert_eq!(
+                after.failing_since.is_some(),
+                failing,
+                "{was} {now} {pushes}"
+            );
+        }
     }
 }

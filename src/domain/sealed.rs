@@ -5,7 +5,7 @@
 //! ciphertext pasted into another row or column does not open. A value
 //! without the prefix is plaintext, written before keys were configured, and
 //! reads as itself until the start-up walk has sealed every such value
-//! (`store::reseal`); from then on a plaintext value is an error, not a
+//! (`store::sealing::reseal`); from then on a plaintext value is an error, not a
 //! secret. Pure: no I/O, keys come from the caller.
 
 use std::borrow::Cow;

@@ -16,13 +16,6 @@ impl Status {
     pub fn cancellable(self) -> bool {
         self == Status::Pending
     }
-
-    /// Whether a retry may start a new series, the row's lease aside: a
-    /// pending or a failed notification. A success has nothing left to
-    /// send, a cancel was meant.
-    pub fn retryable(self) -> bool {
-        matches!(self, Status::Pending | Status::Failed)
-    }
 }
 
 /// What a retry makes of a notification: pending again, due at
@@ -181,7 +174,5 @@ mod tests {
         for (status, spared, want) in cases {
             assert_eq!(cancel(status, spared), want, "{status} {spared}");
         }
-        let retryable: Vec<Status> = Status::ALL.into_iter().filter(|s| s.retryable()).collect();
-        assert_eq!(retryable, [Status::Pending, Status::Failed]);
     }
 }

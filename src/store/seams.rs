@@ -14,8 +14,8 @@
 //! Wrappers implement them over any store: `sealing::Sealing` seals at
 //! rest what crosses them.
 //!
-//! PostgreSQL (`postgres::PgStore`) implements them by delegating to its own methods
-//! (`seams/postgres.rs`).
+//! PostgreSQL (`postgres::PgStore`) implements them by delegating to its
+//! own methods (`postgres/seams.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

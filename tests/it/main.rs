@@ -13,6 +13,8 @@ mod degrade;
 mod delivery;
 mod due_conformance;
 mod due_index;
+mod endpoint_health;
+mod endpoint_version;
 mod events;
 mod guard;
 mod handoff;

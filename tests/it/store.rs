@@ -1,17 +1,14 @@
 //! The store's boundary and write rules, against a real PostgreSQL: typed
 //! statuses and outcomes in their text columns; what recording a batch of
-//! attempts writes with them; disabling failing endpoints; the connections
-//! a process keeps.
+//! attempts writes with them; the connections a process keeps. Disabling
+//! failing endpoints: `endpoint_health.rs`; versions: `endpoint_version.rs`.
 
 use chrono::{DateTime, Utc};
-use hookd::domain::health::{self, DISABLED_FAILING};
+use hookd::domain::health;
 use hookd::domain::id;
-use hookd::domain::operator_event::{
-    DisabledEndpoint, FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID,
-};
+use hookd::domain::operator_event::{FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID};
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
 use hookd::domain::status::{after_attempt, expected, keeping, Status};
-use hookd::store::health::FailingEndpoint;
 use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::StoreError;
@@ -64,10 +61,10 @@ async fn a_stored_value_outside_the_enum_is_an_error_not_a_fallback(pool: PgPool
 
 // What a recorded batch writes beside the attempts: the notification's
 // decided state, its operator event, the endpoint's health; and the
-// disabling of failing endpoints. Driven through `Store` directly, with the
+// disabling of failing endpoints. Driven through `PgStore` directly, with the
 // decisions made by `domain/` as the dispatcher makes them.
 
-async fn endpoint(pool: &PgPool, id: Uuid) {
+pub(crate) async fn endpoint(pool: &PgPool, id: Uuid) {
     sqlx::query(
         "INSERT INTO endpoints (id, uid, url, secret, schedule_ms, managed) \
          VALUES ($1, $2, 'http://127.0.0.1:1/hook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{0}', $3)",
@@ -80,7 +77,7 @@ async fn endpoint(pool: &PgPool, id: Uuid) {
     .unwrap();
 }
 
-async fn notification(pool: &PgPool, endpoint_id: Uuid) -> Uuid {
+pub(crate) async fn notification(pool: &PgPool, endpoint_id: Uuid) -> Uuid {
     let id = id::new_id();
     sqlx::query(
         "INSERT INTO notifications (id, endpoint_id, key, content_type, body, schedule_ms, deliver_at, \
@@ -97,7 +94,7 @@ async fn notification(pool: &PgPool, endpoint_id: Uuid) -> Uuid {
 }
 
 /// An attempt as the dispatcher records it, with operator events on.
-fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> AttemptRecord {
+pub(crate) fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> AttemptRecord {
     let error = (outcome != Outcome::Succeeded).then_some(("connect", "connection refused"));
     let next = after_attempt(&outcome, error);
     let event = (next.status == Status::Failed)
@@ -136,7 +133,10 @@ fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> Attemp
     }
 }
 
-async fn record(store: &PgStore, batch: &[AttemptRecord]) -> Result<Vec<Uuid>, StoreError> {
+pub(crate) async fn record(
+    store: &PgStore,
+    batch: &[AttemptRecord],
+) -> Result<Vec<Uuid>, StoreError> {
     let health = health::observe(
         batch
             .iter()
@@ -172,7 +172,7 @@ async fn attempt_rows(pool: &PgPool, id: Uuid) -> i64 {
         .unwrap()
 }
 
-async fn failing_since(pool: &PgPool, id: Uuid) -> Option<DateTime<Utc>> {
+pub(crate) async fn failing_since(pool: &PgPool, id: Uuid) -> Option<DateTime<Utc>> {
     sqlx::query_scalar("SELECT failing_since FROM endpoints WHERE id = $1")
         .bind(id)
         .fetch_one(pool)
@@ -180,7 +180,7 @@ async fn failing_since(pool: &PgPool, id: Uuid) -> Option<DateTime<Utc>> {
         .unwrap()
 }
 
-const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
+pub(crate) const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
 
 #[sqlx::test]
 async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_neither(
@@ -429,122 +429,6 @@ async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(
 }
 
 #[sqlx::test]
-async fn a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed_since_read(
-    pool: PgPool,
-) {
-    let store = PgStore::new(pool.clone());
-    endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
-    let shop = id::new_id();
-    endpoint(&pool, shop).await;
-    sqlx::query("UPDATE endpoints SET failing_since = now() - interval '2 hours' WHERE id = $1")
-        .bind(shop)
-        .execute(&pool)
-        .await
-        .unwrap();
-    let before = Utc::now() - chrono::Duration::hours(1);
-    let events_for = |read: &[FailingEndpoint]| -> Vec<OperatorEvent> {
-        read.iter()
-            .map(|e| {
-                OperatorEvent::endpoint_disabled(
-                    &DisabledEndpoint {
-                        endpoint_id: e.id,
-                        endpoint_uid: e.uid.as_deref(),
-                        url: &e.url,
-                        failing_since: e.failing_since,
-                        reason: DISABLED_FAILING,
-                    },
-                    Utc::now(),
-                )
-            })
-            .collect()
-    };
-    let events_stored = || async {
-        sqlx::query_scalar::<_, String>(
-            "SELECT key FROM notifications WHERE event_type = 'endpoint.disabled'",
-        )
-        .fetch_all(&pool)
-        .await
-        .unwrap()
-    };
-
-    // Changed (say, its URL) after it was read: not disabled on that read.
-    let stale = store.failing_endpoints(before).await.unwrap();
-    assert_eq!(stale.len(), 1);
-    sqlx::query(
-        "UPDATE endpoints SET url = 'http://127.0.0.1:2/new', updated_at = now() WHERE id = $1",
-    )
-    .bind(shop)
-    .execute(&pool)
-    .await
-    .unwrap();
-    let disabled = store
-        .disable_endpoints(&stale, DISABLED_FAILING, &events_for(&stale))
-        .await
-        .unwrap();
-    assert!(disabled.is_empty());
-    assert!(events_stored().await.is_empty());
-
-    let read = store.failing_endpoints(before).await.unwrap();
-    assert_eq!(read[0].url, "http://127.0.0.1:2/new");
-    let events = events_for(&read);
-    let disabled = store
-        .disable_endpoints(&read, DISABLED_FAILING, &events)
-        .await
-        .unwrap();
-    assert_eq!(disabled, [shop]);
-    assert_eq!(events_stored().await, [events[0].key.clone()]);
-    let (is_disabled, reason): (bool, Option<String>) =
-        sqlx::query_as("SELECT disabled, disabled_reason FROM endpoints WHERE id = $1")
-            .bind(shop)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert!(is_disabled);
-    assert_eq!(reason.as_deref(), Some("failing"));
-
-    // A second process with the same read changes nothing more.
-    let again = store
-        .disable_endpoints(&read, DISABLED_FAILING, &events)
-        .await
-        .unwrap();
-    assert!(again.is_empty());
-    assert_eq!(events_stored().await.len(), 1);
-}
-
-#[sqlx::test]
-async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(pool: PgPool) {
-    for text in [
-        "2026-11-23 08:00:00.5+00",
-        "2026-11-23 08:00:00.499999+00",
-        "2026-11-23 08:00:00.500001+00",
-        "1969-12-31 23:59:58.5+00",
-    ] {
-        let (at, seconds): (DateTime<Utc>, i64) =
-            sqlx::query_as("SELECT $1::timestamptz, extract(epoch FROM $1::timestamptz)::bigint")
-                .bind(text)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        let id = Uuid::from_u128(7);
-        let event = OperatorEvent::endpoint_disabled(
-            &DisabledEndpoint {
-                endpoint_id: id,
-                endpoint_uid: None,
-                url: "",
-                failing_since: at,
-                reason: DISABLED_FAILING,
-            },
-            Utc::now(),
-        );
-        assert_eq!(
-            event.key,
-            format!("endpoint.disabled:{id}:{seconds}"),
-            "{text}"
-        );
-    }
-}
-
-#[sqlx::test]
 async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool: PgPool) {
     use crate::helpers::{
         database_url, eventually, free_port, new_prefix, redis_url, HookdProcess,
@@ -593,58 +477,4 @@ async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool
         Some(0)
     );
     let _ = std::fs::remove_file(&log);
-}
-
-async fn version(pool: &PgPool, id: Uuid) -> i64 {
-    sqlx::query_scalar("SELECT version FROM endpoints WHERE id = $1")
-        .bind(id)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
-#[sqlx::test]
-async fn an_endpoints_version_rises_with_each_change_a_delivery_uses_and_not_with_its_health(
-    pool: PgPool,
-) {
-    use hookd::store::endpoints::EndpointRef;
-    let store = PgStore::new(pool.clone());
-    let shop = id::new_id();
-    endpoint(&pool, shop).await;
-    assert_eq!(version(&pool, shop).await, 0);
-
-    // Health: a failure and a success flip `failing_since`, not the version.
-    let first = notification(&pool, shop).await;
-    record(&store, &[attempt(first, shop, 1, FAILED)])
-        .await
-        .unwrap();
-    assert!(failing_since(&pool, shop).await.is_some());
-    let second = notification(&pool, shop).await;
-    record(&store, &[attempt(second, shop, 1, Outcome::Succeeded)])
-        .await
-        .unwrap();
-    assert!(failing_since(&pool, shop).await.is_none());
-    assert_eq!(version(&pool, shop).await, 0);
-
-    // A change of its settings does.
-    let changed = store
-        .modify_endpoint(
-            &EndpointRef::Id(shop),
-            Box::new(|e: &mut hookd::store::endpoints::Endpoint| {
-                e.description = "new".into();
-                Ok::<(), hookd::domain::problem::Problem>(())
-            }),
-        )
-        .await
-        .unwrap();
-    assert!(matches!(changed, Some(Ok(_))));
-    assert_eq!(version(&pool, shop).await, 1);
-
-    // And so does deleting it.
-    store
-        .delete_endpoint(&EndpointRef::Id(shop))
-        .await
-        .unwrap()
-        .expect("the endpoint was there");
-    assert_eq!(version(&pool, shop).await, 2);
 }

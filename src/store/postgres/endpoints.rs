@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::cancel::Pending;
 use super::PgStore;
+use crate::domain::health;
 use crate::store::endpoints::Endpoint;
 use crate::store::endpoints::EndpointRef;
 use crate::store::StoreError;
@@ -124,18 +125,29 @@ impl PgStore {
         else {
             return Ok(None);
         };
+        let (was_disabled, kept) = (
+            endpoint.disabled,
+            health::Kept {
+                disabled_reason: endpoint.disabled_reason.clone(),
+                failing_since: endpoint.failing_since,
+            },
+        );
         if let Err(refused) = change(&mut endpoint) {
             return Ok(Some(Err(refused)));
         }
+        let kept = health::after_change(
+            kept,
+            was_disabled,
+            endpoint.disabled,
+            endpoint.url.is_some(),
+        );
         let sql = format!(
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              version = version + 1, \
-             disabled_reason = CASE WHEN $15 THEN disabled_reason END, \
-             failing_since = CASE WHEN (disabled AND NOT $15) OR $3 IS NULL THEN NULL \
-                                  ELSE failing_since END \
+             disabled_reason = $18, failing_since = $19 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -156,6 +168,8 @@ impl PgStore {
             .bind(endpoint.disabled)
             .bind(&endpoint.owner)
             .bind(endpoint.delivery)
+            .bind(&kept.disabled_reason)
+            .bind(kept.failing_since)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -60,7 +60,7 @@ impl PgStore {
     /// notifications' next state, operator events), clearing the leases,
     /// in one statement. Nothing is locked in between: each attempt is
     /// written only if its row still has the lease it was decided on
-    /// (`AttemptRecord::lease`), so a lease lost meanwhile is left alone.
+    /// (`AttemptRecord::expected`), so a lease lost meanwhile is left alone.
     /// The ran-out selectors' `lease_id IS NOT NULL AND next_attempt_at <=
     /// now()` only picks candidates cheaply; `decide` says which ran out.
     pub async fn end_leases(
@@ -113,10 +113,14 @@ impl PgStore {
     /// Moves a lease's end from `until` (as read, and decided on: the
     /// caller found it running, `domain::lease`) to `to`; returns the end
     /// as stored. `None`: the row no longer has that lease with that end
-    /// (it was ended, or extended by another request meanwhile); the caller
+    /// (it was ended, or extended by another request meanwhile), or the
+    /// lease ran out between the caller's read and this write; the caller
     /// reads it again to say why. The lease id is fresh per lease and
     /// cleared by every transition out of it, so matching it says the row
-    /// is still pending under it.
+    /// is still pending under it. `next_attempt_at > now()` fences the gap
+    /// between the read and this write: a lease that has run out is never
+    /// extended (DESIGN.md §10), however late the request that found it
+    /// running is written.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
@@ -126,6 +130,7 @@ impl PgStore {
         Ok(sqlx::query_scalar(
             "UPDATE notifications SET next_attempt_at = $4, updated_at = now() \
              WHERE id = $1 AND lease_id = $2 AND next_attempt_at = $3 \
+               AND next_attempt_at > now() \
              RETURNING next_attempt_at",
         )
         .bind(receipt.notification)

@@ -7,7 +7,7 @@
 //! wrapper of any store (issue #34). Inherent methods for now, until the
 //! seam traits are reshaped.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::errors::cause;
 use super::rows::{self, micros, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
+use crate::domain::health;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
 
@@ -60,27 +61,6 @@ fn list_sql(cursor: bool, owner: bool) -> String {
 
 fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
     rows::endpoint(&row).map_err(|e| StoreError::Database(cause(e)))
-}
-
-/// What a change through the API leaves of the health hookd recorded, as
-/// PostgreSQL's `modify_endpoint` decides it: the reason hookd disabled an
-/// endpoint lasts while it stays disabled; a re-enabled endpoint, or one
-/// switched to pull (no URL), starts with a clean record.
-fn health_after_change(
-    before: &Endpoint,
-    after: &Endpoint,
-) -> (Option<String>, Option<DateTime<Utc>>) {
-    let reason = if after.disabled {
-        before.disabled_reason.clone()
-    } else {
-        None
-    };
-    let failing_since = if (before.disabled && !after.disabled) || after.url.is_none() {
-        None
-    } else {
-        before.failing_since
-    };
-    (reason, failing_since)
 }
 
 /// An endpoint's pending notifications cancelled with it.
@@ -224,7 +204,18 @@ impl SqliteStore {
         if let Err(refused) = change(&mut endpoint) {
             return Ok(Some(Err(refused)));
         }
-        let (disabled_reason, failing_since) = health_after_change(&before, &endpoint);
+        let health::Kept {
+            disabled_reason,
+            failing_since,
+        } = health::after_change(
+            health::Kept {
+                disabled_reason: before.disabled_reason.clone(),
+                failing_since: before.failing_since,
+            },
+            before.disabled,
+            endpoint.disabled,
+            endpoint.url.is_some(),
+        );
         let sql = format!(
             "UPDATE endpoints SET uid = ?2, url = ?3, description = ?4, secret = ?5, \
              previous_secrets = ?6, event_types = ?7, schedule_ms = ?8, schedule_name = ?9, \
@@ -293,7 +284,7 @@ impl SqliteStore {
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
-        // As `store::cancel::cancel_pending` for an endpoint, through
+        // As PostgreSQL's `cancel_pending` (`store/postgres/cancel.rs`) for an endpoint, through
         // `notifications_endpoint_newest`.
         let cancelled: Vec<Uuid> = sqlx::query_scalar(CANCEL_PENDING)
             .bind(endpoint_id)
