@@ -16,7 +16,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use uuid::Uuid;
 
-use super::columns::{self, id_list, micros, IN_ID_LIST};
+use super::columns::{self, id_list, micros};
 use super::pull::{clock, leased_rows, LEASED_FROM};
 use super::{store_error, SqliteStore};
 use crate::store::pull::{LeaseDecision, Taken};
@@ -54,7 +54,7 @@ impl SqliteStore {
             }
             let sql = format!(
                 "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
-                   AND n.next_attempt_at <= ?2 AND n.id NOT IN {IN_ID_LIST} \
+                   AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
                  ORDER BY n.next_attempt_at, n.id LIMIT ?4"
             );
             let read = sqlx::query(AssertSqlSafe(sql))
