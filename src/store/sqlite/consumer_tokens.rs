@@ -23,15 +23,17 @@ const ALL: &str = "SELECT t.endpoint_id, t.digest, e.deleted_at IS NOT NULL AS d
      FROM consumer_tokens t JOIN endpoints e ON e.id = t.endpoint_id";
 
 /// The endpoints whose token was issued, or whose row changed (a delete, a
-/// switch of delivery), after `?1`, with their token if they have one; on
-/// `consumer_tokens_issued` and `endpoints_changed`.
+/// switch of delivery), at or after `?1`, with their token if they have
+/// one; on `consumer_tokens_issued` and `endpoints_changed`. At, not only
+/// after: a token issued in the microsecond of the last read, after it,
+/// is read again rather than missed (reading one again changes nothing).
 const CHANGED: &str = "SELECT e.id AS endpoint_id, t.digest, \
          e.deleted_at IS NOT NULL AS deleted, e.delivery \
      FROM endpoints e LEFT JOIN consumer_tokens t ON t.endpoint_id = e.id \
      WHERE e.id IN ( \
-         SELECT endpoint_id FROM consumer_tokens WHERE created_at > ?1 \
+         SELECT endpoint_id FROM consumer_tokens WHERE created_at >= ?1 \
          UNION ALL \
-         SELECT id FROM endpoints WHERE updated_at > ?1)";
+         SELECT id FROM endpoints WHERE updated_at >= ?1)";
 
 impl SqliteStore {
     /// Stores the digest of a new consumer token for the endpoint,
@@ -41,6 +43,9 @@ impl SqliteStore {
         endpoint_id: Uuid,
         digest: &[u8; 32],
     ) -> Result<bool, StoreError> {
+        // Stamped with the writer held, so no read of changes can come
+        // between the stamp and the commit (`consumer_tokens`).
+        let mut conn = self.writer.acquire().await.map_err(store_error)?;
         let stored = sqlx::query(
             "INSERT INTO consumer_tokens (endpoint_id, digest, created_at) \
              SELECT id, ?2, ?3 FROM endpoints WHERE id = ?1 AND deleted_at IS NULL \
@@ -50,7 +55,7 @@ impl SqliteStore {
         .bind(endpoint_id)
         .bind(&digest[..])
         .bind(micros(clock()))
-        .execute(&self.writer)
+        .execute(&mut *conn)
         .await
         .map_err(store_error)?;
         Ok(stored.rows_affected() == 1)
