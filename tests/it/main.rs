@@ -31,6 +31,7 @@ mod secrets_at_rest;
 mod security;
 mod server_limits;
 mod sqlite_endpoints;
+mod sqlite_pull;
 mod sqlite_reads;
 mod sqlite_store;
 mod sqlite_writes;
