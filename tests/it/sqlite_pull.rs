@@ -1,6 +1,7 @@
 //! The embedded store's pull consumption on real SQLite files: the cases
-//! of `conformance::pull` and `conformance::pull_mode`, on
-//! `SqliteStore`'s inherent methods (not yet behind the seams).
+//! of `conformance::pull`, on `SqliteStore`'s inherent methods (not yet
+//! behind the seams). The cases of `conformance::pull_mode` are in
+//! `sqlite_pull_mode`.
 
 use std::time::Duration as StdDuration;
 
@@ -10,7 +11,6 @@ use hookd::domain::lease::not_pulled;
 use hookd::domain::outcome::OutcomeKind;
 use hookd::domain::pull::{Delivery, Failure, Receipt};
 use hookd::domain::status::Status;
-use hookd::store::endpoints::EndpointRef;
 use hookd::store::notifications::Notification;
 use hookd::store::pull::{Leases, Taken};
 use hookd::store::sqlite::SqliteStore;
@@ -20,7 +20,7 @@ use crate::conformance::leases::{ack, failed, pick, MINUTE};
 use crate::sqlite_writes::{commit_one, endpoint, new_notification, now, store};
 
 /// A pull endpoint as the schema wants it, changed at `now`.
-async fn pull_endpoint(store: &SqliteStore) -> Uuid {
+pub(crate) async fn pull_endpoint(store: &SqliteStore) -> Uuid {
     let id = Uuid::now_v7();
     let at = now().timestamp_micros();
     sqlx::query(
@@ -37,7 +37,7 @@ async fn pull_endpoint(store: &SqliteStore) -> Uuid {
 }
 
 /// Switches an endpoint's delivery, as an endpoint change does.
-async fn switch(store: &SqliteStore, id: Uuid, delivery: Delivery) {
+pub(crate) async fn switch(store: &SqliteStore, id: Uuid, delivery: Delivery) {
     let url = (delivery == Delivery::Push).then_some("https://example.com/hook");
     sqlx::query("UPDATE endpoints SET delivery = ?, url = ?, updated_at = ? WHERE id = ?")
         .bind(delivery.as_str())
@@ -50,7 +50,12 @@ async fn switch(store: &SqliteStore, id: Uuid, delivery: Delivery) {
 }
 
 /// A pending notification of the endpoint, due at `at`, in its mode.
-async fn due_at(store: &SqliteStore, endpoint: Uuid, at: DateTime<Utc>, pull: bool) -> Uuid {
+pub(crate) async fn due_at(
+    store: &SqliteStore,
+    endpoint: Uuid,
+    at: DateTime<Utc>,
+    pull: bool,
+) -> Uuid {
     let mut item = new_notification(endpoint, None, "{\"n\":1}");
     item.deliver_at = at;
     item.next_attempt_at = at;
@@ -60,29 +65,34 @@ async fn due_at(store: &SqliteStore, endpoint: Uuid, at: DateTime<Utc>, pull: bo
     id
 }
 
-async fn get(store: &SqliteStore, id: Uuid) -> Notification {
+pub(crate) async fn get(store: &SqliteStore, id: Uuid) -> Notification {
     store.get_notification(id).await.unwrap().unwrap()
 }
 
-fn micros(at: DateTime<Utc>) -> i64 {
+pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
     at.timestamp_micros()
 }
 
-async fn take(store: &SqliteStore, endpoint: Uuid, max: i64, lease: StdDuration) -> Vec<Taken> {
+pub(crate) async fn take(
+    store: &SqliteStore,
+    endpoint: Uuid,
+    max: i64,
+    lease: StdDuration,
+) -> Vec<Taken> {
     store
         .take(endpoint, max, lease, Box::new(pick))
         .await
         .unwrap()
 }
 
-fn receipt(taken: &Taken) -> Receipt {
+pub(crate) fn receipt(taken: &Taken) -> Receipt {
     Receipt {
         notification: taken.id,
         lease: taken.lease_id,
     }
 }
 
-async fn ack_with(store: &SqliteStore, receipt: Receipt) -> Vec<Uuid> {
+pub(crate) async fn ack_with(store: &SqliteStore, receipt: Receipt) -> Vec<Uuid> {
     store
         .end_leases(
             Leases::Receipts(&[receipt]),
@@ -341,192 +351,4 @@ async fn pull_rows_nobody_took_in_time_end() {
     let row = get(&store, old).await;
     assert_eq!((row.status, row.attempts), (Status::Failed, 1));
     assert_eq!(get(&store, fresh).await.status, Status::Pending);
-}
-
-#[tokio::test]
-async fn next_pull_due_is_the_earliest_due_or_lease_end() {
-    let (_dir, store) = store().await;
-    let puller = pull_endpoint(&store).await;
-    assert_eq!(store.next_pull_due(puller).await.unwrap(), None);
-    let now = now();
-    let (soon, later) = (now - Duration::seconds(10), now + Duration::seconds(30));
-    due_at(&store, puller, soon, true).await;
-    due_at(&store, puller, later, true).await;
-    let next = store.next_pull_due(puller).await.unwrap();
-    assert_eq!(next.map(micros), Some(micros(soon)));
-    let taken = take(&store, puller, 1, MINUTE).await.remove(0);
-    let next = store.next_pull_due(puller).await.unwrap();
-    assert_eq!(next.map(micros), Some(micros(later)));
-    let soon = Utc::now() + Duration::seconds(1);
-    store
-        .extend_lease(&receipt(&taken), taken.lease_until, soon)
-        .await
-        .unwrap()
-        .unwrap();
-    let next = store.next_pull_due(puller).await.unwrap();
-    assert!(next.unwrap() < later, "now at its lease's end");
-}
-
-#[tokio::test]
-async fn following_a_switch_to_pull_and_back_moves_only_what_differs() {
-    let (_dir, store) = store().await;
-    let shop = endpoint(&store, 0).await;
-    let a = due_at(&store, shop, now(), false).await;
-    let b = due_at(&store, shop, now(), false).await;
-    let done = due_at(&store, shop, now(), false).await;
-    sqlx::query(
-        "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?",
-    )
-    .bind(done)
-    .execute(store.writer())
-    .await
-    .unwrap();
-    switch(&store, shop, Delivery::Pull).await;
-    let moved = store.follow_delivery(shop, Delivery::Pull).await.unwrap();
-    let mut ids: Vec<Uuid> = moved.iter().map(|(id, _)| *id).collect();
-    ids.sort();
-    let mut both = vec![a, b];
-    both.sort();
-    assert_eq!(ids, both);
-    assert!(get(&store, a).await.pull && !get(&store, done).await.pull);
-    assert!(store
-        .follow_delivery(shop, Delivery::Pull)
-        .await
-        .unwrap()
-        .is_empty());
-
-    let taken = take(&store, shop, 1, MINUTE).await.remove(0);
-    let untaken = if taken.id == a { b } else { a };
-    let due_untaken = get(&store, untaken).await.next_attempt_at.map(micros);
-    switch(&store, shop, Delivery::Push).await;
-    let moved = store.follow_delivery(shop, Delivery::Push).await.unwrap();
-    assert_eq!(moved.len(), 2);
-    let leased_due = moved.iter().find(|(id, _)| *id == taken.id).unwrap().1;
-    assert!(
-        leased_due <= Utc::now() + Duration::seconds(1),
-        "its lease ended: due now"
-    );
-    let other_due = moved.iter().find(|(id, _)| *id == untaken).unwrap().1;
-    assert_eq!(Some(micros(other_due)), due_untaken, "due when it was");
-    let lease = store.lease_of(taken.id).await.unwrap().unwrap();
-    assert_eq!(lease.lease_id, None);
-    assert!(
-        ack_with(&store, receipt(&taken)).await.is_empty(),
-        "its receipt stopped working"
-    );
-}
-
-#[tokio::test]
-async fn strays_and_orphans_follow_their_endpoint() {
-    let (_dir, store) = store().await;
-    // Written as pull by a process that had not seen the switch to push.
-    let switched = pull_endpoint(&store).await;
-    switch(&store, switched, Delivery::Push).await;
-    let stray = due_at(&store, switched, now(), true).await;
-    let kept = pull_endpoint(&store).await;
-    let pulled = due_at(&store, kept, now(), true).await;
-    let adopted = store.adopt_strays(10).await.unwrap();
-    assert_eq!(
-        adopted.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
-        [stray]
-    );
-    assert!(!get(&store, stray).await.pull);
-    assert!(get(&store, pulled).await.pull);
-
-    // Written as pull by a process that had not seen the delete.
-    let deleted = pull_endpoint(&store).await;
-    store
-        .delete_endpoint(&EndpointRef::Id(deleted))
-        .await
-        .unwrap();
-    let orphan = due_at(&store, deleted, now(), true).await;
-    assert_eq!(store.cancel_orphaned_pulls(10).await.unwrap(), 1);
-    assert_eq!(get(&store, orphan).await.status, Status::Cancelled);
-    assert_eq!(get(&store, pulled).await.status, Status::Pending);
-    assert_eq!(store.cancel_orphaned_pulls(10).await.unwrap(), 0);
-}
-
-#[tokio::test]
-async fn consumer_tokens_are_read_all_then_by_change() {
-    let (_dir, store) = store().await;
-    let puller = pull_endpoint(&store).await;
-    let other = pull_endpoint(&store).await;
-    assert!(store.set_consumer_token(puller, &[1; 32]).await.unwrap());
-    assert!(store.set_consumer_token(other, &[2; 32]).await.unwrap());
-    assert!(!store.set_consumer_token(new_id(), &[3; 32]).await.unwrap());
-
-    let all = store.consumer_tokens(None).await.unwrap();
-    let mine = all.rows.iter().find(|r| r.endpoint_id == puller).unwrap();
-    assert_eq!(
-        (mine.digest, mine.deleted, mine.delivery),
-        (Some([1; 32]), false, Delivery::Pull)
-    );
-    assert_eq!(all.rows.len(), 2);
-    let quiet = store.consumer_tokens(Some(all.read_at)).await.unwrap();
-    assert!(quiet.rows.is_empty(), "{:?}", quiet.rows);
-    assert!(quiet.read_at >= all.read_at);
-
-    // A new token replaces the one before.
-    store.set_consumer_token(puller, &[4; 32]).await.unwrap();
-    let changed = store.consumer_tokens(Some(quiet.read_at)).await.unwrap();
-    let rows: Vec<_> = changed
-        .rows
-        .iter()
-        .map(|r| (r.endpoint_id, r.digest))
-        .collect();
-    assert_eq!(rows, [(puller, Some([4; 32]))]);
-
-    store.revoke_consumer_token(other).await.unwrap();
-    let all = store.consumer_tokens(None).await.unwrap();
-    assert_eq!(
-        all.rows.iter().map(|r| r.endpoint_id).collect::<Vec<_>>(),
-        [puller]
-    );
-
-    store
-        .delete_endpoint(&EndpointRef::Id(puller))
-        .await
-        .unwrap();
-    let gone = store.consumer_tokens(Some(changed.read_at)).await.unwrap();
-    let row = gone
-        .rows
-        .iter()
-        .find(|r| r.endpoint_id == puller)
-        .expect("the delete is a change");
-    assert!(row.deleted);
-    assert!(!store.set_consumer_token(puller, &[5; 32]).await.unwrap());
-}
-
-#[tokio::test]
-async fn a_pull_signal_wakes_listeners_of_its_endpoint() {
-    let (_dir, store) = store().await;
-    let store = std::sync::Arc::new(store);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let listening = {
-        let (store, shutdown) = (store.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let woken = move |endpoint: Option<Uuid>| {
-                let _ = tx.send(endpoint);
-            };
-            store.listen_pull(&woken, &shutdown).await;
-        })
-    };
-    // The listener says it may have missed signals once it listens: after
-    // that, no signal is lost.
-    let first = tokio::time::timeout(StdDuration::from_secs(10), rx.recv())
-        .await
-        .expect("the listener starts");
-    assert_eq!(first, Some(None));
-    let endpoint = new_id();
-    store.signal_pull(&[endpoint]).await.unwrap();
-    let heard = tokio::time::timeout(StdDuration::from_secs(10), rx.recv())
-        .await
-        .expect("the signal arrives");
-    assert_eq!(heard, Some(Some(endpoint)));
-    shutdown.cancel();
-    tokio::time::timeout(StdDuration::from_secs(10), listening)
-        .await
-        .expect("the listener stops at shutdown")
-        .unwrap();
 }
