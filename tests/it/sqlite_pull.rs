@@ -352,3 +352,62 @@ async fn pull_rows_nobody_took_in_time_end() {
     assert_eq!((row.status, row.attempts), (Status::Failed, 1));
     assert_eq!(get(&store, fresh).await.status, Status::Pending);
 }
+
+#[tokio::test]
+async fn an_ended_lease_writes_its_operator_event_once_and_a_refused_answer_kept_is_listed() {
+    use hookd::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
+    let (_dir, store) = store().await;
+    sqlx::query(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms, managed, created_at, updated_at) \
+         VALUES (?, 'https://example.com/ops', 'whsec_x', '[1000]', 1, 0, 0)",
+    )
+    .bind(OPERATOR_ENDPOINT_ID)
+    .execute(store.writer())
+    .await
+    .unwrap();
+    let puller = pull_endpoint(&store).await;
+    due_at(&store, puller, now(), true).await;
+    let taken = take(&store, puller, 1, MINUTE).await.remove(0);
+    let answer = move |row: &hookd::store::pull::Leased, lease: Uuid| {
+        let mut record = ack(row, lease);
+        record.keep.when_refused = true;
+        record.keep.inline = false;
+        record.event = Some(OperatorEvent {
+            subject: row.id,
+            event_type: "notification.succeeded",
+            key: format!("succeeded:{}", row.id),
+            body: b"{}".to_vec(),
+        });
+        record
+    };
+    let receipts = [receipt(&taken)];
+    let end = |lease: Uuid| {
+        store.end_leases(
+            Leases::Receipts(&receipts),
+            Box::new(move |row| Some(answer(row, lease))),
+        )
+    };
+    // A stale answer moves nothing and reports nothing, but is kept.
+    let stale = end(new_id()).await.unwrap();
+    assert!(stale.moved.is_empty());
+    let events: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM notifications WHERE endpoint_id = ?")
+            .bind(OPERATOR_ENDPOINT_ID)
+            .fetch_one(store.reader())
+            .await
+            .unwrap();
+    assert_eq!(events, 0, "no event without its change");
+    assert_eq!(store.list_attempts(taken.id, 0, 10).await.unwrap().len(), 1);
+
+    assert_eq!(end(taken.lease_id).await.unwrap().moved, [taken.id]);
+    let keys: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT key FROM notifications WHERE endpoint_id = ?")
+            .bind(OPERATOR_ENDPOINT_ID)
+            .fetch_all(store.reader())
+            .await
+            .unwrap();
+    assert_eq!(keys, [Some(format!("succeeded:{}", taken.id))]);
+    assert_eq!(get(&store, taken.id).await.status, Status::Succeeded);
+    // Attempt 1 was kept from the refused answer; the moved one adds none.
+    assert_eq!(store.list_attempts(taken.id, 0, 10).await.unwrap().len(), 1);
+}
