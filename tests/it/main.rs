@@ -33,6 +33,8 @@ mod secrets_at_rest;
 mod security;
 mod server_limits;
 mod sqlite_endpoints;
+mod sqlite_pull;
+mod sqlite_pull_mode;
 mod sqlite_reads;
 mod sqlite_store;
 mod sqlite_writes;

@@ -12,15 +12,20 @@
 //! reshaped.
 
 mod columns;
+mod consumer_tokens;
 mod endpoints;
 mod errors;
 mod events;
 mod housekeeping;
+mod lease_records;
 mod lock;
 mod notifications;
 #[cfg(test)]
 mod plans;
+mod pull;
+mod pull_due;
 mod rows;
+mod signal;
 mod writes;
 
 use std::path::{Path, PathBuf};
@@ -97,6 +102,7 @@ pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
+    pull_signals: signal::PullSignals,
     // Declared last, so dropped after the pools.
     _lock: Arc<FileLock>,
 }
@@ -131,6 +137,7 @@ impl SqliteStore {
             writer,
             reader,
             path: path.to_path_buf(),
+            pull_signals: signal::PullSignals::new(),
             _lock: Arc::new(lock),
         };
         if options.migrate {

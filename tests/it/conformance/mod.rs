@@ -11,7 +11,7 @@ mod endpoints;
 mod events;
 mod fixtures;
 mod housekeeping;
-mod leases;
+pub(crate) mod leases;
 mod notifications;
 mod pull;
 mod pull_mode;

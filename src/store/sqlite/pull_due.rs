@@ -1,0 +1,190 @@
+//! Taking pull notifications on SQLite, and the end of those never pulled.
+//!
+//! What a pull makes of each row is decided by the caller (`PickDecision`,
+//! over `domain::lease::at_pull`); this reads, and writes the decisions.
+//! PostgreSQL holds the rows it reads (`FOR UPDATE ... SKIP LOCKED`); here
+//! the read, the decision and the writes run in one transaction on the
+//! single writer connection, so no other consumer can take a row between
+//! them, and none is ever skipped for being held. `next_attempt_at <= now`
+//! only selects candidates through `notifications_pull_due`; the lease is
+//! written only over a row still free and pending (`lease_id IS NULL`).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row, SqliteConnection};
+use uuid::Uuid;
+
+use super::columns::{self, id_list, micros};
+use super::pull::{clock, leased_rows, LEASED_FROM};
+use super::{store_error, SqliteStore};
+use crate::store::pull::{LeaseDecision, Taken};
+use crate::store::pull_due::PickDecision;
+use crate::store::recording::AttemptRecord;
+use crate::store::StoreError;
+
+/// Rounds of reading a pull makes before it answers with fewer than it
+/// was asked for, as in PostgreSQL: a round that takes fewer than it read
+/// recorded leases that ran out and are not due again yet.
+const TAKE_ROUNDS: usize = 4;
+
+impl SqliteStore {
+    /// Takes up to `max` due notifications of a pull endpoint, earliest due
+    /// first, leasing each for `lease`. Rows whose lease ran out unrecorded
+    /// are read too; `decide` says what to record of each and whether to
+    /// take it.
+    pub async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: Duration,
+        mut decide: PickDecision<'_>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let now = clock();
+        let lease_until =
+            now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::days(36_500));
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let mut taken: Vec<Taken> = Vec::new();
+        let mut seen: Vec<Uuid> = Vec::new();
+        for _ in 0..TAKE_ROUNDS {
+            let want = max - taken.len() as i64;
+            if want <= 0 {
+                break;
+            }
+            let sql = format!(
+                "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
+                   AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
+                 ORDER BY n.next_attempt_at, n.id LIMIT ?4"
+            );
+            let read = sqlx::query(AssertSqlSafe(sql))
+                .bind(endpoint_id)
+                .bind(micros(now))
+                .bind(id_list(&seen))
+                .bind(want)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            let rows = leased_rows(&read, now)?;
+            seen.extend(rows.iter().map(|r| r.id));
+            let mut records = Vec::new();
+            let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
+            for row in &rows {
+                let pick = decide(row);
+                let recorded = pick.record.is_some();
+                records.extend(pick.record);
+                if let Some(due_at) = pick.take {
+                    wanted.push((row.id, due_at, recorded));
+                }
+            }
+            let moved = super::lease_records::record_on(&mut tx, &records, now).await?;
+            for (id, due_at, recorded) in wanted {
+                if recorded && !moved.contains(&id) {
+                    continue;
+                }
+                if let Some(one) = lease_row(&mut tx, id, due_at, now, lease_until).await? {
+                    taken.push(one);
+                }
+            }
+            if rows.len() < want as usize || taken.len() as i64 >= max {
+                break;
+            }
+        }
+        tx.commit().await.map_err(store_error)?;
+        taken.sort_by_key(|t| (t.due_at, t.id));
+        Ok(taken)
+    }
+
+    /// Ends pending notifications of live pull endpoints that have been
+    /// due for `max_wait` or longer, at most `limit`: reads them, asks
+    /// `decide` for the attempt each ends with, and records those attempts,
+    /// in one transaction. Returns the ids that ended.
+    pub async fn end_unpulled(
+        &self,
+        max_wait: Duration,
+        limit: i64,
+        mut decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let now = clock();
+        let since =
+            now - chrono::Duration::from_std(max_wait).unwrap_or(chrono::Duration::days(36_500));
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let sql = format!(
+            "{LEASED_FROM} WHERE n.id IN ( \
+                 SELECT o.id FROM endpoints ep JOIN notifications o ON o.endpoint_id = ep.id \
+                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL \
+                   AND o.status = 'pending' AND o.pull = 1 AND o.next_attempt_at <= ?1 \
+                 ORDER BY o.next_attempt_at, o.id LIMIT ?2)"
+        );
+        let read = sqlx::query(AssertSqlSafe(sql))
+            .bind(micros(since))
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        let rows = leased_rows(&read, now)?;
+        let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
+        let moved = super::lease_records::record_on(&mut tx, &records, now).await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(moved)
+    }
+}
+
+/// Leases one free pending row until `until`, due since `due_at`; `None`
+/// if it is no longer free and pending.
+async fn lease_row(
+    conn: &mut SqliteConnection,
+    id: Uuid,
+    due_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Option<Taken>, StoreError> {
+    // Lease ids are made in Rust, like every id hookd makes.
+    let lease = crate::domain::id::new_lease_id();
+    let done = sqlx::query(
+        "UPDATE notifications SET lease_id = ?2, leased_at = ?3, next_attempt_at = ?4, \
+             updated_at = ?3 \
+         WHERE id = ?1 AND status = 'pending' AND lease_id IS NULL",
+    )
+    .bind(id)
+    .bind(lease)
+    .bind(micros(now))
+    .bind(micros(until))
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    if done.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let row = sqlx::query(
+        "SELECT n.id, n.endpoint_id, n.key, COALESCE(n.event_type, e.event_type) AS event_type, \
+             n.event_id, n.content_type, \
+             CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
+             n.headers, n.created_at, n.attempts, n.lease_id, n.next_attempt_at \
+         FROM notifications n LEFT JOIN events e ON e.id = n.event_id WHERE n.id = ?",
+    )
+    .bind(id)
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    taken(&row, due_at).map(Some).map_err(store_error)
+}
+
+fn taken(row: &SqliteRow, due_at: DateTime<Utc>) -> Result<Taken, sqlx::Error> {
+    Ok(Taken {
+        id: row.try_get("id")?,
+        endpoint_id: row.try_get("endpoint_id")?,
+        key: row.try_get("key")?,
+        event_type: row.try_get("event_type")?,
+        event_id: row.try_get("event_id")?,
+        content_type: row.try_get("content_type")?,
+        body: row.try_get("body")?,
+        headers: columns::json(row, "headers")?,
+        created_at: columns::time(row, "created_at")?,
+        attempts: row.try_get("attempts")?,
+        lease_id: row.try_get("lease_id")?,
+        due_at,
+        lease_until: columns::time(row, "next_attempt_at")?,
+        unreadable: None,
+    })
+}
