@@ -30,6 +30,7 @@ mod secrets;
 mod secrets_at_rest;
 mod security;
 mod server_limits;
+mod sqlite_delivery;
 mod sqlite_endpoints;
 mod sqlite_reads;
 mod sqlite_store;

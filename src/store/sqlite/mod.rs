@@ -12,6 +12,7 @@
 //! reshaped.
 
 mod columns;
+mod delivery;
 mod endpoints;
 mod errors;
 mod events;
@@ -20,6 +21,7 @@ mod lock;
 mod notifications;
 #[cfg(test)]
 mod plans;
+mod recording;
 mod rows;
 mod writes;
 
