@@ -329,3 +329,95 @@ async fn sqlite_claimed_rows_of_an_endpoint_now_pull_are_handed_to_its_consumers
     store.hand_to_pull(&[id]).await.unwrap();
     assert!(get(&store, id).await.pull);
 }
+
+#[tokio::test]
+async fn sqlite_a_record_after_a_retry_changes_nothing_and_retries_refuse_what_they_must() {
+    use hookd::store::delivery::Retry;
+    let (_dir, store) = store().await;
+    let shop = endpoint(&store, 0).await;
+    let id = pending(&store, shop).await;
+    let late = attempt(id, shop, 1, retry_in(60));
+    assert!(matches!(
+        store
+            .retry_notification(id, Utc::now(), true)
+            .await
+            .unwrap(),
+        Retry::InFlight(_)
+    ));
+    record(&store, &[attempt(id, shop, 1, FAILED)]).await;
+    let Retry::Retried(row) = store
+        .retry_notification(id, Utc::now(), false)
+        .await
+        .unwrap()
+    else {
+        panic!("a failed notification is retried")
+    };
+    assert_eq!(
+        (row.status, row.series_start, row.attempts),
+        (Status::Pending, 1, 1)
+    );
+    assert!(row.completed_at.is_none());
+    // The series before the retry is over: its attempt changes nothing.
+    assert!(record(&store, &[late]).await.is_empty());
+    assert_eq!(get(&store, id).await.series_start, 1);
+    store.cancel_notification(id, None).await.unwrap();
+    assert!(matches!(
+        store
+            .retry_notification(id, Utc::now(), false)
+            .await
+            .unwrap(),
+        Retry::NotRetryable(_)
+    ));
+    assert!(matches!(
+        store
+            .retry_notification(Uuid::now_v7(), Utc::now(), false)
+            .await
+            .unwrap(),
+        Retry::NotFound
+    ));
+}
+
+#[tokio::test]
+async fn sqlite_a_cancel_spares_the_given_endpoint_and_cancels_by_key_once() {
+    use hookd::store::cancel::Cancel;
+    let (_dir, store) = store().await;
+    let (shop, other) = (endpoint(&store, 0).await, endpoint(&store, 0).await);
+    let id = pending(&store, shop).await;
+    assert!(matches!(
+        store.cancel_notification(id, Some(shop)).await.unwrap(),
+        Cancel::NotPending(row) if row.status == Status::Pending
+    ));
+    assert!(matches!(
+        store.cancel_notification(id, Some(other)).await.unwrap(),
+        Cancel::Cancelled(row) if row.status == Status::Cancelled && row.completed_at.is_some()
+    ));
+    assert!(matches!(
+        store.cancel_notification(id, None).await.unwrap(),
+        Cancel::NotPending(_)
+    ));
+    let (a, b) = (
+        commit_one(&store, new_notification(shop, Some("k"), "{}")).await,
+        commit_one(&store, new_notification(other, Some("k"), "{}")).await,
+    );
+    let (a, b) = match (a, b) {
+        (
+            hookd::store::notifications::Inserted::Created(a),
+            hookd::store::notifications::Inserted::Created(b),
+        ) => (a.id, b.id),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        store.cancel_by_key("k", None, Some(other)).await.unwrap(),
+        [a]
+    );
+    assert_eq!(
+        store.cancel_by_key("k", Some(other), None).await.unwrap(),
+        [b]
+    );
+    assert!(store
+        .cancel_by_key("k", None, None)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.cancel_event(Uuid::now_v7()).await.unwrap(), None);
+}

@@ -11,6 +11,7 @@
 //! Not wired into `serve` yet: the seams it will implement are being
 //! reshaped.
 
+mod cancel;
 mod columns;
 mod delivery;
 mod endpoints;
