@@ -32,6 +32,7 @@ mod security;
 mod server_limits;
 mod sqlite_delivery;
 mod sqlite_endpoints;
+mod sqlite_health;
 mod sqlite_reads;
 mod sqlite_store;
 mod sqlite_writes;

@@ -17,9 +17,11 @@ mod delivery;
 mod endpoints;
 mod errors;
 mod events;
+mod health;
 mod housekeeping;
 mod lock;
 mod notifications;
+mod operator;
 #[cfg(test)]
 mod plans;
 mod recording;

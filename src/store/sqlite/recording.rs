@@ -57,7 +57,8 @@ const KEEP: &str = "INSERT OR IGNORE INTO attempts (notification_id, number, sta
 
 /// An operator event, due at once, owed to the due index; only while the
 /// operator endpoint exists, and once per key.
-const REPORT: &str = "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, \
+pub(super) const REPORT: &str =
+    "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, \
          body, schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index, \
          created_at, updated_at) \
      SELECT ?1, op.id, ?2, ?3, 'application/json', ?4, op.schedule_ms, op.schedule_name, \
