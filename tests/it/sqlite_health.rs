@@ -119,7 +119,7 @@ async fn sqlite_failing_endpoints_are_disabled_with_their_event_unless_changed_s
             .await
             .unwrap();
     let old_event = events.iter().find(|e| e.subject == old).unwrap();
-    assert_eq!(keys, [old_event.key.clone()]);
+    assert_eq!(keys, std::slice::from_ref(&old_event.key));
     // Read again, it is no longer failing-and-enabled: a second pass
     // disables nothing.
     assert!(store
