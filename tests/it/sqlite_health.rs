@@ -128,3 +128,49 @@ async fn sqlite_failing_endpoints_are_disabled_with_their_event_unless_changed_s
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn sqlite_a_reseal_walk_rewrites_rows_not_under_the_key_and_then_finds_none() {
+    let (_dir, store) = store().await;
+    let (a, b) = (endpoint(&store, 0).await, endpoint(&store, 0).await);
+    sqlx::query("UPDATE endpoints SET headers = '{\"x-k\":\"v\"}' WHERE id = ?")
+        .bind(b)
+        .execute(store.writer())
+        .await
+        .unwrap();
+    let mut item = crate::sqlite_writes::new_notification(a, None, "{}");
+    item.headers.insert("x-h".into(), "plain".into());
+    let id = item.id;
+    crate::sqlite_writes::commit_one(&store, item).await;
+    let prefix = "enc:v1:k2:";
+    assert_eq!(store.count_not_starting_with(prefix).await.unwrap(), 3);
+
+    let seal = |v: &mut String| *v = format!("{prefix}{v}");
+    let mut first = |row: &mut hookd::store::seams::EndpointSecrets| {
+        seal(&mut row.secret);
+        row.headers.values_mut().for_each(seal);
+        true
+    };
+    let page = store
+        .reseal_endpoints(Uuid::nil(), 1, prefix, &mut first)
+        .await
+        .unwrap();
+    assert_eq!((page.next, page.changed), (Some(a.min(b)), 1));
+    let page = store
+        .reseal_endpoints(page.next.unwrap(), 10, prefix, &mut first)
+        .await
+        .unwrap();
+    assert_eq!((page.next, page.changed), (None, 1));
+    let mut headers = |_: Uuid, h: &mut std::collections::BTreeMap<String, String>| {
+        h.values_mut().for_each(seal);
+        true
+    };
+    let page = store
+        .reseal_notifications(Uuid::nil(), 10, prefix, &mut headers)
+        .await
+        .unwrap();
+    assert_eq!((page.next, page.changed), (None, 1));
+    assert_eq!(store.count_not_starting_with(prefix).await.unwrap(), 0);
+    let row = store.get_notification(id).await.unwrap().unwrap();
+    assert_eq!(row.headers["x-h"], "enc:v1:k2:plain");
+}

@@ -25,6 +25,7 @@ mod operator;
 #[cfg(test)]
 mod plans;
 mod recording;
+mod reseal;
 mod rows;
 mod writes;
 
