@@ -8,23 +8,29 @@
 //! read-only connections beside it, which WAL lets see the last commit
 //! without waiting for the writer.
 //!
-//! Not wired into `serve` yet: the seams it will implement are being
-//! reshaped.
+//! Not wired into `serve` yet.
 
+mod cancel;
 mod columns;
 mod consumer_tokens;
+mod delivery;
 mod endpoints;
 mod errors;
 mod events;
+mod health;
 mod housekeeping;
 mod lease_records;
 mod lock;
 mod notifications;
+mod operator;
 #[cfg(test)]
 mod plans;
 mod pull;
 mod pull_due;
+mod recording;
+mod reseal;
 mod rows;
+mod seams;
 mod signal;
 mod writes;
 

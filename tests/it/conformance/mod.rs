@@ -3,7 +3,7 @@
 //! (never SQL, never a backend's own methods), so it says what every
 //! backend must do. `conformance!` stamps out one test per case for a
 //! backend; a backend is added with one line below, naming how a test gets
-//! a fresh, empty store of it.
+//! a fresh, empty store of it (and what must outlive it).
 
 mod cancel_retry;
 mod delivery;
@@ -111,7 +111,10 @@ macro_rules! conformance {
             $($(
                 #[$test]
                 async fn $case $params {
-                    crate::conformance::$module::$case($store).await;
+                    // What must outlive the store (a temporary directory),
+                    // and the store.
+                    let (_kept, store) = $store;
+                    crate::conformance::$module::$case(store).await;
                 }
             )*)*
         }
@@ -123,5 +126,13 @@ conformance!(
     postgres,
     #[sqlx::test],
     (pool: sqlx::PgPool),
-    hookd::store::postgres::PgStore::new(pool)
+    ((), hookd::store::postgres::PgStore::new(pool))
+);
+
+// SQLite: a fresh file per test in a temporary directory, migrated.
+conformance!(
+    sqlite,
+    #[tokio::test],
+    (),
+    crate::sqlite_writes::store().await
 );

@@ -1,0 +1,237 @@
+//! Cancels and retries by hand on SQLite, and the fan-out's subscribers.
+//!
+//! Whether a notification may be cancelled or retried is decided in
+//! `domain::transition` on the row read in a transaction on the single
+//! writer (which stands for PostgreSQL's row lock); the write carries the
+//! decision. The set-based cancels select `status = 'pending'`
+//! (`Status::cancellable`), as PostgreSQL's do.
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use uuid::Uuid;
+
+use super::columns::{self, micros, LEASED, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
+use super::{store_error, SqliteStore};
+use crate::domain::lease::Lease;
+use crate::domain::pull::Delivery;
+use crate::domain::transition::{cancel, retry, RetryRefused};
+use crate::store::cancel::Cancel;
+use crate::store::delivery::Retry;
+use crate::store::events::Subscriber;
+use crate::store::notifications::Notification;
+use crate::store::StoreError;
+
+/// What a cancel makes of every pending row it takes (`transition::cancel`'s
+/// result for one: cancelled, nothing due, final, no lease); `?1` is now.
+macro_rules! cancel_where {
+    ($filter:literal) => {
+        concat!(
+            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
+                 completed_at = ?1, updated_at = ?1, needs_index = 0, \
+                 lease_id = NULL, leased_at = NULL \
+             WHERE status = 'pending' AND ",
+            $filter,
+            " RETURNING id"
+        )
+    };
+}
+
+/// The notification as the API returns it, read at `at` (its lease).
+async fn row_of(
+    conn: &mut SqliteConnection,
+    id: Uuid,
+    at: i64,
+) -> Result<Option<Notification>, StoreError> {
+    let sql = format!(
+        "SELECT {LEASED}, {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} \
+         FROM notifications WHERE id = ?"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(at)
+        .bind(id)
+        .try_map(|row: SqliteRow| columns::notification(&row))
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(store_error)
+}
+
+impl SqliteStore {
+    /// Cancels the notification if `domain::transition::cancel` allows it
+    /// (pending, and not `spare`'s), and returns it (either way) as it
+    /// then is.
+    pub async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError> {
+        let now = micros(Utc::now());
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let Some(row) = row_of(&mut tx, id, now).await? else {
+            return Ok(Cancel::NotFound);
+        };
+        let decided = cancel(row.status, spare == Some(row.endpoint_id));
+        let row = match decided {
+            Ok(cancelled) => {
+                sqlx::query(
+                    "UPDATE notifications SET status = ?2, next_attempt_at = ?3, \
+                         completed_at = ?4, updated_at = ?4, needs_index = 0, \
+                         lease_id = NULL, leased_at = NULL WHERE id = ?1",
+                )
+                .bind(id)
+                .bind(cancelled.status.as_str())
+                .bind(cancelled.next_attempt_at.map(micros))
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+                row_of(&mut tx, id, now).await?.unwrap_or(row)
+            }
+            Err(_) => row,
+        };
+        tx.commit().await.map_err(store_error)?;
+        Ok(match decided {
+            Ok(_) => Cancel::Cancelled(row),
+            Err(_) => Cancel::NotPending(row),
+        })
+    }
+
+    /// Cancels every pending notification with this business key (on one
+    /// endpoint, or on all), but `spare`'s. Returns their ids.
+    pub async fn cancel_by_key(
+        &self,
+        key: &str,
+        endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        sqlx::query_scalar(cancel_where!(
+            "key = ?2 AND (?3 IS NULL OR endpoint_id = ?3) AND endpoint_id IS NOT ?4"
+        ))
+        .bind(micros(Utc::now()))
+        .bind(key)
+        .bind(endpoint_id)
+        .bind(spare)
+        .fetch_all(&self.writer)
+        .await
+        .map_err(store_error)
+    }
+
+    /// Cancels an event's pending deliveries; `None`: no such event.
+    pub async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM events WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let ids = sqlx::query_scalar(cancel_where!("event_id = ?2"))
+            .bind(micros(Utc::now()))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Some(ids))
+    }
+
+    /// Starts a new attempt series now for a failed or pending
+    /// notification, as `domain::transition::retry` decides on the row read
+    /// in the writer's transaction, with this operation's clock (whether a
+    /// consumer's lease still runs); `delivering`: the due index holds a
+    /// lease on it. A refusal comes back with the row as it is.
+    pub async fn retry_notification(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+        delivering: bool,
+    ) -> Result<Retry, StoreError> {
+        let read_at = Utc::now();
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let Some(row) = row_of(&mut tx, id, micros(read_at)).await? else {
+            return Ok(Retry::NotFound);
+        };
+        let (lease_id, leased_at): (Option<Uuid>, Option<i64>) =
+            sqlx::query_as("SELECT lease_id, leased_at FROM notifications WHERE id = ?")
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        let leased_at = leased_at
+            .map(|us| columns::time_of("leased_at", us))
+            .transpose()
+            .map_err(store_error)?;
+        let lease = Lease::stored(lease_id, leased_at, row.next_attempt_at);
+        let decided = retry(row.status, row.attempts, lease, delivering, now, read_at);
+        let row = match decided {
+            Ok(retried) => {
+                sqlx::query(
+                    "UPDATE notifications SET status = ?2, series_start = ?3, \
+                         next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
+                         lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
+                )
+                .bind(id)
+                .bind(retried.status.as_str())
+                .bind(retried.series_start)
+                .bind(micros(retried.next_attempt_at))
+                .bind(micros(read_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+                row_of(&mut tx, id, micros(read_at)).await?.unwrap_or(row)
+            }
+            Err(_) => row,
+        };
+        tx.commit().await.map_err(store_error)?;
+        Ok(match decided {
+            Ok(_) => Retry::Retried(row),
+            Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
+            Err(RetryRefused::InFlight) => Retry::InFlight(row),
+            Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
+        })
+    }
+
+    /// The live, enabled endpoints of these owners: fan-out candidates.
+    pub async fn subscribers(
+        &self,
+        owners: &[Option<String>],
+    ) -> Result<Vec<Subscriber>, StoreError> {
+        let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
+        let unowned = owners.iter().any(Option::is_none);
+        sqlx::query(
+            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery FROM endpoints \
+             WHERE (owner IN (SELECT value FROM json_each(?1)) OR (?2 AND owner IS NULL)) \
+               AND deleted_at IS NULL AND disabled = 0 AND managed = 0 \
+             ORDER BY owner, id",
+        )
+        .bind(columns::json_text(&named))
+        .bind(unowned)
+        .try_map(|row: SqliteRow| {
+            let event_types: Option<String> = row.try_get("event_types")?;
+            let delivery: String = row.try_get("delivery")?;
+            Ok(Subscriber {
+                id: row.try_get("id")?,
+                owner: row.try_get("owner")?,
+                event_types: event_types
+                    .map(|text| serde_json::from_str(&text))
+                    .transpose()
+                    .map_err(|e| sqlx::Error::ColumnDecode {
+                        index: "event_types".into(),
+                        source: e.into(),
+                    })?,
+                schedule_ms: columns::json(&row, "schedule_ms")?,
+                schedule_name: row.try_get("schedule_name")?,
+                delivery: if delivery == "pull" {
+                    Delivery::Pull
+                } else {
+                    Delivery::Push
+                },
+            })
+        })
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)
+    }
+}

@@ -1,0 +1,156 @@
+//! SQLite's side of the reseal walk (`store::sealing::reseal`, which
+//! decides what each value becomes): pages of rows with a value not under
+//! the current key, each page read and rewritten in one transaction on the
+//! single writer, which stands for PostgreSQL's `FOR UPDATE SKIP LOCKED`
+//! (nothing else writes the page meanwhile).
+
+use std::collections::BTreeMap;
+
+use sqlx::AssertSqlSafe;
+use uuid::Uuid;
+
+use super::columns::json_text;
+use super::{store_error, SqliteStore};
+use crate::store::endpoints::PreviousSecret;
+use crate::store::seams::{EndpointSecrets, ResealEndpoint, ResealHeaders, ResealPage};
+use crate::store::StoreError;
+
+/// An endpoint row with a value not starting with `?P` (the current key's
+/// `enc:v1:<id>:`): rows already done are not sent.
+const STALE_ENDPOINT: &str = "substr(secret, 1, length(?P)) <> ?P \
+     OR EXISTS (SELECT 1 FROM json_each(endpoints.previous_secrets) p \
+                WHERE substr(json_extract(p.value, '$.secret'), 1, length(?P)) <> ?P) \
+     OR EXISTS (SELECT 1 FROM json_each(endpoints.headers) h \
+                WHERE substr(h.value, 1, length(?P)) <> ?P)";
+/// The same for a notification; most have no headers and fail the first test.
+const STALE_NOTIFICATION: &str = "headers <> '{}' \
+     AND EXISTS (SELECT 1 FROM json_each(notifications.headers) h \
+                 WHERE substr(h.value, 1, length(?P)) <> ?P)";
+
+fn decode<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| {
+        store_error(sqlx::Error::ColumnDecode {
+            index: column.into(),
+            source: e.into(),
+        })
+    })
+}
+
+impl SqliteStore {
+    /// Rows (endpoints and notifications) with a value sealed at rest that
+    /// does not start with `prefix`.
+    pub async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT (SELECT count(*) FROM endpoints WHERE {}) \
+                 + (SELECT count(*) FROM notifications WHERE {})",
+            stale(STALE_ENDPOINT, "?1"),
+            stale(STALE_NOTIFICATION, "?1"),
+        )))
+        .bind(prefix)
+        .fetch_one(&self.reader)
+        .await
+        .map_err(store_error)?;
+        Ok(count as u64)
+    }
+
+    /// Up to `limit` endpoints after `after` (by id) with a value not
+    /// starting with `prefix`; those `reseal` changed are written back in
+    /// the same transaction.
+    pub async fn reseal_endpoints(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealEndpoint<'_>,
+    ) -> Result<ResealPage, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let rows: Vec<(Uuid, String, String, String)> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, secret, previous_secrets, headers FROM endpoints \
+             WHERE id > ?1 AND ({}) ORDER BY id LIMIT ?2",
+            stale(STALE_ENDPOINT, "?3")
+        )))
+        .bind(after)
+        .bind(limit)
+        .bind(prefix)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let next = next_page(&rows, limit, |r| r.0);
+        let mut changed = 0;
+        for (id, secret, previous, headers) in rows {
+            let mut row = EndpointSecrets {
+                id,
+                secret,
+                previous_secrets: decode::<Vec<PreviousSecret>>("previous_secrets", &previous)?,
+                headers: decode("headers", &headers)?,
+            };
+            if !reseal(&mut row) {
+                continue;
+            }
+            sqlx::query(
+                "UPDATE endpoints SET secret = ?2, previous_secrets = ?3, headers = ?4 WHERE id = ?1",
+            )
+            .bind(id)
+            .bind(&row.secret)
+            .bind(json_text(&row.previous_secrets))
+            .bind(json_text(&row.headers))
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+            changed += 1;
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(ResealPage { next, changed })
+    }
+
+    /// The same for notifications' custom header values.
+    pub async fn reseal_notifications(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealHeaders<'_>,
+    ) -> Result<ResealPage, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let rows: Vec<(Uuid, String)> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, headers FROM notifications WHERE id > ?1 AND {} ORDER BY id LIMIT ?2",
+            stale(STALE_NOTIFICATION, "?3")
+        )))
+        .bind(after)
+        .bind(limit)
+        .bind(prefix)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let next = next_page(&rows, limit, |r| r.0);
+        let mut changed = 0;
+        for (id, headers) in rows {
+            let mut headers: BTreeMap<String, String> = decode("headers", &headers)?;
+            if !reseal(id, &mut headers) {
+                continue;
+            }
+            sqlx::query("UPDATE notifications SET headers = ?2 WHERE id = ?1")
+                .bind(id)
+                .bind(json_text(&headers))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
+            changed += 1;
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(ResealPage { next, changed })
+    }
+}
+
+/// Where the next page starts: after the last row of a full page.
+fn next_page<T>(rows: &[T], limit: i64, id: impl Fn(&T) -> Uuid) -> Option<Uuid> {
+    (rows.len() as i64 == limit)
+        .then(|| rows.last().map(id))
+        .flatten()
+}
+
+/// A staleness test with its parameter placeholder: constants only, so the
+/// queries built with it are wrapped in `AssertSqlSafe`.
+fn stale(test: &str, param: &str) -> String {
+    test.replace("?P", param)
+}

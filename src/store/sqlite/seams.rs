@@ -1,0 +1,355 @@
+//! SQLite's side of the seams: `SqliteStore` implements each by delegating
+//! to its own methods.
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::SqliteStore;
+use crate::domain::health::Health;
+use crate::domain::operator_event::OperatorEvent;
+use crate::domain::problem::Problem;
+use crate::domain::pull::{Delivery, Receipt};
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::cancel::Cancel;
+use crate::store::consumer_tokens::ConsumerTokenRows;
+use crate::store::delivery::{Claimed, DueNotification, Retry};
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::events::{Event, EventFilter, Subscriber};
+use crate::store::health::FailingEndpoint;
+use crate::store::housekeeping::PendingCursor;
+use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
+use crate::store::pull_due::PickDecision;
+use crate::store::recording::AttemptRecord;
+use crate::store::seams::{
+    DeliveryStore, EndpointChange, HousekeepingStore, OperatorTarget, PendingRows, PullStore,
+    ReadStore, ResealEndpoint, ResealHeaders, ResealPage, ResealRows, WriteStore,
+};
+use crate::store::writes::{Committed, Writes};
+use crate::store::StoreError;
+
+#[async_trait::async_trait]
+impl WriteStore for SqliteStore {
+    async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
+        SqliteStore::commit(self, writes).await
+    }
+    async fn find_endpoints(
+        &self,
+        ids: &[Uuid],
+        uids: &[String],
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        SqliteStore::find_endpoints(self, ids, uids).await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        SqliteStore::find_endpoint(self, by).await
+    }
+    async fn subscribers(&self, owners: &[Option<String>]) -> Result<Vec<Subscriber>, StoreError> {
+        SqliteStore::subscribers(self, owners).await
+    }
+    async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::mark_needs_index(self, ids).await
+    }
+    async fn cancel_notification(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+    ) -> Result<Cancel, StoreError> {
+        SqliteStore::cancel_notification(self, id, spare).await
+    }
+    async fn cancel_by_key(
+        &self,
+        key: &str,
+        endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::cancel_by_key(self, key, endpoint_id, spare).await
+    }
+    async fn cancel_event(&self, id: Uuid) -> Result<Option<Vec<Uuid>>, StoreError> {
+        SqliteStore::cancel_event(self, id).await
+    }
+    async fn retry_notification(
+        &self,
+        id: Uuid,
+        now: chrono::DateTime<chrono::Utc>,
+        delivering: bool,
+    ) -> Result<Retry, StoreError> {
+        SqliteStore::retry_notification(self, id, now, delivering).await
+    }
+    async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
+        SqliteStore::create_endpoint(self, endpoint).await
+    }
+    async fn modify_endpoint<'a>(
+        &self,
+        by: &EndpointRef,
+        change: EndpointChange<'a>,
+    ) -> Result<Option<Result<Endpoint, Problem>>, StoreError> {
+        SqliteStore::modify_endpoint(self, by, change).await
+    }
+    async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
+        SqliteStore::delete_endpoint(self, by).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ReadStore for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        SqliteStore::ping(self).await
+    }
+    async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        SqliteStore::get_notification(self, id).await
+    }
+    async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        SqliteStore::list_notifications(self, filter).await
+    }
+    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
+        SqliteStore::notification_url(self, id).await
+    }
+    async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        SqliteStore::list_attempts(self, notification_id, after, limit).await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        SqliteStore::find_endpoint(self, by).await
+    }
+    async fn list_endpoints(
+        &self,
+        before: Option<Uuid>,
+        limit: i64,
+        owner: Option<&str>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        SqliteStore::list_endpoints(self, before, limit, owner).await
+    }
+    async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        SqliteStore::get_event(self, id).await
+    }
+    async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        SqliteStore::event_counts(self, id).await
+    }
+    async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        SqliteStore::list_events(self, filter).await
+    }
+}
+
+#[async_trait::async_trait]
+impl DeliveryStore for SqliteStore {
+    async fn load_claimed(
+        &self,
+        ids: &[Uuid],
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        SqliteStore::load_claimed(self, ids, current).await
+    }
+    async fn with_endpoints(
+        &self,
+        notifications: Vec<DueNotification>,
+        current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+    ) -> Result<Claimed, StoreError> {
+        SqliteStore::with_endpoints(self, notifications, current).await
+    }
+    async fn record_attempts(
+        &self,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::record_attempts(self, records, health).await
+    }
+    async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::cancel_notifications(self, ids).await
+    }
+    async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::hand_to_pull(self, ids).await
+    }
+}
+
+#[async_trait::async_trait]
+impl HousekeepingStore for SqliteStore {
+    async fn needing_index(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
+        SqliteStore::needing_index(self, limit).await
+    }
+    async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::clear_needs_index(self, ids).await
+    }
+    async fn pending_due_before(
+        &self,
+        after: Option<PendingCursor>,
+        due_before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::pending_due_before(self, after, due_before, limit).await
+    }
+    async fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::still_pending(self, ids).await
+    }
+    async fn pending_created_after(
+        &self,
+        after: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::pending_created_after(self, after, limit).await
+    }
+    async fn purge_completed(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        SqliteStore::purge_completed(self, before, after, limit).await
+    }
+    async fn purge_events(
+        &self,
+        before: DateTime<Utc>,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        SqliteStore::purge_events(self, before, after, limit).await
+    }
+    async fn sync_operator_endpoint(
+        &self,
+        target: Option<OperatorTarget<'_>>,
+    ) -> Result<(), StoreError> {
+        SqliteStore::sync_operator_endpoint(self, target).await
+    }
+    async fn failing_endpoints(
+        &self,
+        failing_before: DateTime<Utc>,
+    ) -> Result<Vec<FailingEndpoint>, StoreError> {
+        SqliteStore::failing_endpoints(self, failing_before).await
+    }
+    async fn disable_endpoints(
+        &self,
+        endpoints: &[FailingEndpoint],
+        reason: &str,
+        events: &[OperatorEvent],
+    ) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::disable_endpoints(self, endpoints, reason, events).await
+    }
+}
+
+#[async_trait::async_trait]
+impl PullStore for SqliteStore {
+    async fn take(
+        &self,
+        endpoint_id: Uuid,
+        max: i64,
+        lease: std::time::Duration,
+        decide: PickDecision<'_>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        SqliteStore::take(self, endpoint_id, max, lease, decide).await
+    }
+    async fn end_unpulled(
+        &self,
+        max_wait: std::time::Duration,
+        limit: i64,
+        decide: LeaseDecision<'_>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::end_unpulled(self, max_wait, limit, decide).await
+    }
+    async fn next_pull_due(&self, endpoint_id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+        SqliteStore::next_pull_due(self, endpoint_id).await
+    }
+    async fn end_leases(
+        &self,
+        which: Leases<'_>,
+        decide: LeaseDecision<'_>,
+    ) -> Result<LeasesEnded, StoreError> {
+        SqliteStore::end_leases(self, which, decide).await
+    }
+    async fn extend_lease(
+        &self,
+        receipt: &Receipt,
+        until: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        SqliteStore::extend_lease(self, receipt, until, to).await
+    }
+    async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
+        SqliteStore::lease_of(self, id).await
+    }
+    async fn follow_delivery(
+        &self,
+        endpoint_id: Uuid,
+        delivery: Delivery,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::follow_delivery(self, endpoint_id, delivery).await
+    }
+    async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::adopt_strays(self, limit).await
+    }
+    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        SqliteStore::cancel_orphaned_pulls(self, limit).await
+    }
+    async fn set_consumer_token(
+        &self,
+        endpoint_id: Uuid,
+        digest: &[u8; 32],
+    ) -> Result<bool, StoreError> {
+        SqliteStore::set_consumer_token(self, endpoint_id, digest).await
+    }
+    async fn consumer_tokens(
+        &self,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<ConsumerTokenRows, StoreError> {
+        SqliteStore::consumer_tokens(self, since).await
+    }
+    async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
+        SqliteStore::revoke_consumer_token(self, endpoint_id).await
+    }
+    async fn signal_pull(&self, endpoints: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::signal_pull(self, endpoints).await
+    }
+    async fn listen_pull(
+        &self,
+        woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
+        shutdown: &CancellationToken,
+    ) {
+        SqliteStore::listen_pull(self, woken, shutdown).await
+    }
+}
+
+#[async_trait::async_trait]
+impl PendingRows for SqliteStore {
+    async fn pending_page(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        SqliteStore::pending_page(self, after, limit).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ResealRows for SqliteStore {
+    async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError> {
+        SqliteStore::count_not_starting_with(self, prefix).await
+    }
+    async fn reseal_endpoints(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealEndpoint<'_>,
+    ) -> Result<ResealPage, StoreError> {
+        SqliteStore::reseal_endpoints(self, after, limit, prefix, reseal).await
+    }
+    async fn reseal_notifications(
+        &self,
+        after: Uuid,
+        limit: i64,
+        prefix: &str,
+        reseal: ResealHeaders<'_>,
+    ) -> Result<ResealPage, StoreError> {
+        SqliteStore::reseal_notifications(self, after, limit, prefix, reseal).await
+    }
+}
