@@ -1,20 +1,23 @@
 //! The embedded store's delivery side on real SQLite files: claims with
 //! their endpoints, recording attempts (the write guard, inline first
 //! successes, operator events, health), cancels and the hand-over to pull.
-//! The same cases as the PostgreSQL conformance ones
-//! (`conformance/delivery.rs`), through the inherent methods until the
-//! seams are implemented.
+//! Written before the seams were implemented on SQLite, through its
+//! inherent methods; the conformance suite (`conformance/delivery.rs`) now
+//! runs the same cases through the seams on both backends, and these keep
+//! the few it does not have (an attempt that moved nothing leaves health
+//! alone, no operator event once the operator endpoint is deleted).
 
 use chrono::{Duration, Utc};
 use hookd::domain::health;
-use hookd::domain::operator_event::{FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID};
+use hookd::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
-use hookd::domain::status::{after_attempt, expected, keeping, Status};
+use hookd::domain::status::Status;
 use hookd::store::notifications::Notification;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::sqlite::SqliteStore;
 use uuid::Uuid;
 
+use crate::conformance::fixtures::attempt;
 use crate::sqlite_writes::{commit_one, endpoint, new_notification, store};
 
 const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
@@ -22,47 +25,6 @@ const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
 fn retry_in(seconds: i64) -> Outcome {
     Outcome::Retry {
         at: Utc::now() + Duration::seconds(seconds),
-    }
-}
-
-/// An attempt as the dispatcher records it, with operator events on (as
-/// `conformance::fixtures::attempt` builds it).
-fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> AttemptRecord {
-    let error = (outcome != Outcome::Succeeded).then_some(("connect", "connection refused"));
-    let next = after_attempt(&outcome, error);
-    let event = (next.status == Status::Failed)
-        .then(|| {
-            OperatorEvent::notification_failed(
-                &FailedNotification {
-                    notification_id: id,
-                    endpoint_id,
-                    key: None,
-                    event_type: None,
-                    attempts: number,
-                    last_status_code: None,
-                    last_error: next.last_error.as_deref(),
-                },
-                Utc::now(),
-            )
-        })
-        .flatten();
-    let expected = expected(number - 1, 0, None, false);
-    let keep = keeping(number, &outcome, error.is_some(), &expected);
-    AttemptRecord {
-        notification_id: id,
-        endpoint_id,
-        number,
-        expected,
-        keep,
-        started_at: Utc::now(),
-        duration_ms: 1,
-        status_code: None,
-        response_body: None,
-        error_code: error.map(|(code, _)| code.to_string()),
-        error_message: error.map(|(_, message)| message.to_string()),
-        outcome,
-        next,
-        event,
     }
 }
 

@@ -9,7 +9,7 @@ mod cancel_retry;
 mod delivery;
 mod endpoints;
 mod events;
-mod fixtures;
+pub(crate) mod fixtures;
 mod housekeeping;
 pub(crate) mod leases;
 mod notifications;
