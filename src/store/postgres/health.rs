@@ -65,7 +65,7 @@ impl PgStore {
                      version = e.version + 1 \
                  FROM locked l WHERE e.id = l.id RETURNING e.id \
              ), reported AS (",
-            insert_operator_events!("disabled", "$5", "$6", "$7", "$8", "$9"),
+            insert_operator_events!("disabled", "$10", "$5", "$6", "$7", "$8", "$9"),
             ") SELECT id FROM disabled"
         ))
         .bind(&ids)
@@ -77,6 +77,7 @@ impl PgStore {
         .bind(&events.keys)
         .bind(&events.bodies)
         .bind(OPERATOR_ENDPOINT_ID)
+        .bind(&events.ids)
         .fetch_all(&self.pool)
         .await?)
     }

@@ -80,21 +80,24 @@ impl PgStore {
 }
 
 /// SQL for a CTE that inserts operator events, for a statement that binds
-/// them as the arrays `$subjects` (uuid[]), `$types`, `$keys` (text[]) and
-/// `$bodies` (bytea[]) (see `EventBinds`) and the operator endpoint's id as
+/// them as the arrays `$ids`, `$subjects` (uuid[]), `$types`, `$keys`
+/// (text[]) and `$bodies` (bytea[]) (see `EventBinds`: the ids are made in
+/// Rust, as every id hookd makes) and the operator endpoint's id as
 /// `$operator`, and whose CTE `$changed` returns the `id` of each row it
 /// changed. An event is inserted only if its subject's change was, and only
 /// while the operator endpoint exists; its key makes a second recording of
 /// the same change insert nothing. The events are due at once and marked
 /// `needs_index`: the housekeeper adds them to the due index.
 macro_rules! insert_operator_events {
-    ($changed:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
+    ($changed:literal, $ids:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
         concat!(
             "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
                  schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
-             SELECT hookd_uuid_v7(), op.id, ev.key, ev.event_type, 'application/json', ev.body, \
+             SELECT ev.id, op.id, ev.key, ev.event_type, 'application/json', ev.body, \
                  op.schedule_ms, op.schedule_name, now(), now(), true \
              FROM UNNEST(",
+            $ids,
+            "::uuid[], ",
             $subjects,
             "::uuid[], ",
             $types,
@@ -102,7 +105,7 @@ macro_rules! insert_operator_events {
             $keys,
             "::text[], ",
             $bodies,
-            "::bytea[]) AS ev(subject, event_type, key, body) \
+            "::bytea[]) AS ev(id, subject, event_type, key, body) \
              JOIN ",
             $changed,
             " changed ON changed.id = ev.subject \
@@ -118,6 +121,7 @@ pub(super) use insert_operator_events;
 /// Operator events as the arrays `insert_operator_events!` binds.
 #[derive(Default)]
 pub(super) struct EventBinds<'a> {
+    pub ids: Vec<Uuid>,
     pub subjects: Vec<Uuid>,
     pub types: Vec<&'static str>,
     pub keys: Vec<&'a str>,
@@ -126,6 +130,7 @@ pub(super) struct EventBinds<'a> {
 
 impl<'a> EventBinds<'a> {
     pub fn push(&mut self, event: &'a OperatorEvent) {
+        self.ids.push(crate::domain::id::new_id());
         self.subjects.push(event.subject);
         self.types.push(event.event_type);
         self.keys.push(&event.key);

@@ -142,7 +142,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                             AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
          ON CONFLICT (notification_id, number) DO NOTHING \
      ), reported AS (",
-    insert_operator_events!("moved", "$15", "$16", "$17", "$18", "$19"),
+    insert_operator_events!("moved", "$28", "$15", "$16", "$17", "$18", "$19"),
     "), health AS ( \
          SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
          AS h(id, failing_since, if_failing) \
@@ -256,6 +256,7 @@ pub(super) async fn record_attempts_on(
         .bind(&attempts)
         .bind(&inline)
         .bind(&kept_if_refused)
+        .bind(&events.ids)
         .fetch_all(&mut *conn)
         .await?;
     Ok(moved)
