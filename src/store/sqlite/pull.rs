@@ -142,8 +142,10 @@ impl SqliteStore {
     }
 
     /// Moves a lease's end from `until` (as read, and decided running) to
-    /// `to`, only if the row still has that lease with that end; returns
-    /// the end as stored.
+    /// `to`, only if the row still has that lease with that end and it has
+    /// not run out since it was read (the read is a reader's, before this
+    /// write: a lease that ran out is never extended); returns the end as
+    /// stored.
     pub async fn extend_lease(
         &self,
         receipt: &Receipt,
@@ -153,6 +155,7 @@ impl SqliteStore {
         let stored: Option<i64> = sqlx::query_scalar(
             "UPDATE notifications SET next_attempt_at = ?4, updated_at = ?5 \
              WHERE id = ?1 AND lease_id = ?2 AND next_attempt_at = ?3 \
+               AND next_attempt_at > ?5 \
              RETURNING next_attempt_at",
         )
         .bind(receipt.notification)
