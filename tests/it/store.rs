@@ -6,9 +6,9 @@
 use chrono::{DateTime, Utc};
 use hookd::domain::health;
 use hookd::domain::id;
-use hookd::domain::operator_event::{FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID};
+use hookd::domain::operator_event::OPERATOR_ENDPOINT_ID;
 use hookd::domain::outcome::{FailReason, Outcome, OutcomeKind};
-use hookd::domain::status::{after_attempt, expected, keeping, Status};
+use hookd::domain::status::Status;
 use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::StoreError;
@@ -93,45 +93,7 @@ pub(crate) async fn notification(pool: &PgPool, endpoint_id: Uuid) -> Uuid {
     id
 }
 
-/// An attempt as the dispatcher records it, with operator events on.
-pub(crate) fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> AttemptRecord {
-    let error = (outcome != Outcome::Succeeded).then_some(("connect", "connection refused"));
-    let next = after_attempt(&outcome, error);
-    let event = (next.status == Status::Failed)
-        .then(|| {
-            OperatorEvent::notification_failed(
-                &FailedNotification {
-                    notification_id: id,
-                    endpoint_id,
-                    key: None,
-                    event_type: None,
-                    attempts: number,
-                    last_status_code: None,
-                    last_error: next.last_error.as_deref(),
-                },
-                Utc::now(),
-            )
-        })
-        .flatten();
-    let expected = expected(number - 1, 0, None, false);
-    let keep = keeping(number, &outcome, error.is_some(), &expected);
-    AttemptRecord {
-        notification_id: id,
-        endpoint_id,
-        number,
-        expected,
-        keep,
-        started_at: Utc::now(),
-        duration_ms: 1,
-        status_code: None,
-        response_body: None,
-        error_code: error.map(|(code, _)| code.to_string()),
-        error_message: error.map(|(_, message)| message.to_string()),
-        outcome,
-        next,
-        event,
-    }
-}
+pub(crate) use crate::conformance::fixtures::attempt;
 
 pub(crate) async fn record(
     store: &PgStore,
