@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -18,6 +19,10 @@ use crate::sender::Sender;
 use crate::service::Service;
 use crate::store::postgres::PgStore;
 use crate::store::sealing::Sealing;
+use crate::store::seams::{
+    DeliveryStore, HousekeepingStore, PullStore, ReadStore, ResealRows, SharedDelivery,
+    SharedHousekeeping, WriteStore,
+};
 
 /// Which parts of hookd this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -30,10 +35,29 @@ pub enum Role {
     Dispatcher,
 }
 
+/// A store hookd can run on: every seam, and the rows a reseal walks.
+/// PostgreSQL (`PgStore`) and SQLite (`SqliteStore`) are two; the app sees
+/// either only through the seams, behind the sealing wrapper.
+pub trait Backend:
+    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+{
+}
+
+impl<T> Backend for T where
+    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+{
+}
+
+/// The background walk that reseals rows under the current key, made for
+/// the backend the app was built on.
+type Reseal = Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
 pub struct App {
     state: AppState,
-    /// The store, sealing at rest, for the dispatcher and resealing.
-    store: Sealing<PgStore>,
+    /// The store, sealing at rest, as the dispatcher sees it.
+    delivery: SharedDelivery,
+    housekeeping: SharedHousekeeping,
+    reseal: Reseal,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
     metrics_listener: Option<TcpListener>,
@@ -77,7 +101,7 @@ impl App {
     /// group-commit task.
     pub fn with_parts(
         settings: Settings,
-        store: PgStore,
+        store: impl Backend,
         due: SharedIndex,
         listener: TcpListener,
         role: Role,
@@ -88,9 +112,9 @@ impl App {
 
     /// `with_parts`, failing when `server.metrics_listen` cannot be bound
     /// or the TLS files cannot be read.
-    pub fn try_with_parts(
+    pub fn try_with_parts<S: Backend>(
         settings: Settings,
-        store: PgStore,
+        store: S,
         due: SharedIndex,
         listener: TcpListener,
         role: Role,
@@ -124,9 +148,14 @@ impl App {
             settings,
             readiness: Default::default(),
         };
+        let resealed = store.clone();
         Ok(Self {
             state,
-            store,
+            delivery: Arc::new(store.clone()),
+            housekeeping: Arc::new(store),
+            reseal: Box::new(move |token| {
+                Box::pin(crate::store::sealing::reseal::run(resealed, token))
+            }),
             listener,
             metrics_listener,
             tls,
@@ -159,18 +188,32 @@ impl App {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        let (address, metrics) = (self.local_addr(), self.metrics_addr());
         let token = CancellationToken::new();
         let trigger = token.clone();
         tokio::spawn(async move {
             shutdown.await;
             trigger.cancel();
         });
+        // An index held in this process starts empty: it is filled from the
+        // store before anything is claimed (Redis heals itself instead, in
+        // housekeeping, when its marker says it lost what it held).
+        if self.state.due.recovery().is_none() {
+            let filled =
+                crate::dispatcher::refill::fill(&*self.state.due, &*self.housekeeping, &token)
+                    .await
+                    .context("cannot fill the due index from the store")?;
+            if let Some(filled) = filled {
+                tracing::info!(
+                    pending = filled.added,
+                    took_ms = filled.took.as_millis() as u64,
+                    "filled the due index from the store"
+                );
+            }
+        }
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
-        let resealing = tokio::spawn(crate::store::sealing::reseal::run(
-            self.store.clone(),
-            token.clone(),
-        ));
+        let resealing = tokio::spawn((self.reseal)(token.clone()));
         // Pull consumers' signals and leases: wherever the API or the
         // dispatcher runs.
         let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));
@@ -180,8 +223,8 @@ impl App {
         let dispatcher = if dispatching {
             let sender = Sender::new(&settings.sender)?;
             let dispatcher = Dispatcher::new(
-                Arc::new(self.store.clone()),
-                Arc::new(self.store.clone()),
+                self.delivery.clone(),
+                self.housekeeping.clone(),
                 self.state.due.clone(),
                 sender,
                 settings.clone(),
@@ -196,8 +239,7 @@ impl App {
             Role::All | Role::Api => api::router(self.state.clone()),
             Role::Dispatcher => api::operations_only_router(self.state.clone()),
         };
-        let metrics = self.metrics_addr();
-        tracing::info!(address = %self.local_addr(), metrics = ?metrics, tls = self.tls.is_some(), role = ?self.role, dispatching, "hookd ready");
+        tracing::info!(%address, metrics = ?metrics, tls = self.tls.is_some(), role = ?self.role, dispatching, "hookd ready");
         let operations = self.metrics_listener.map(|listener| {
             let router = api::operations_only_router(self.state.clone());
             let (settings, token) = (settings.clone(), token.clone());

@@ -1,12 +1,11 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use sqlx::PgPool;
 
-use crate::helpers::{spawn_app, TOKEN};
+use crate::backends::Backend;
+use crate::helpers::TOKEN;
 
-#[sqlx::test]
-async fn creating_an_endpoint_returns_a_generated_whsec_secret_and_defaults(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn creating_an_endpoint_returns_a_generated_whsec_secret_and_defaults(backend: Backend) {
+    let app = backend.spawn().await;
     let (status, endpoint) = app
         .post(
             "/v1/endpoints",
@@ -28,10 +27,10 @@ async fn creating_an_endpoint_returns_a_generated_whsec_secret_and_defaults(pool
     let (_, shown) = app.get("/v1/endpoints/orders/secret").await;
     assert_eq!(shown["secret"], json!(secret));
 }
+both!(creating_an_endpoint_returns_a_generated_whsec_secret_and_defaults);
 
-#[sqlx::test]
-async fn an_endpoint_can_be_read_by_id_and_by_uid(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_endpoint_can_be_read_by_id_and_by_uid(backend: Backend) {
+    let app = backend.spawn().await;
     let created = app.endpoint(json!({"uid": "billing.eu"})).await;
     let id = created["id"].as_str().unwrap();
     let (status, by_id) = app.get(&format!("/v1/endpoints/{id}")).await;
@@ -43,10 +42,10 @@ async fn an_endpoint_can_be_read_by_id_and_by_uid(pool: PgPool) {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["error"]["code"], json!("not_found"));
 }
+both!(an_endpoint_can_be_read_by_id_and_by_uid);
 
-#[sqlx::test]
-async fn patching_changes_only_the_given_fields_and_null_resets_to_the_default(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn patching_changes_only_the_given_fields_and_null_resets_to_the_default(backend: Backend) {
+    let app = backend.spawn().await;
     let created = app
         .endpoint(json!({"uid": "p", "description": "first", "success_body": "success", "schedule": "wechat"}))
         .await;
@@ -76,10 +75,10 @@ async fn patching_changes_only_the_given_fields_and_null_resets_to_the_default(p
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["field"], json!("secret"));
 }
+both!(patching_changes_only_the_given_fields_and_null_resets_to_the_default);
 
-#[sqlx::test]
-async fn a_second_endpoint_with_the_same_uid_is_a_conflict(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_second_endpoint_with_the_same_uid_is_a_conflict(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "dup"})).await;
     let (status, body) = app
         .post(
@@ -90,10 +89,12 @@ async fn a_second_endpoint_with_the_same_uid_is_a_conflict(pool: PgPool) {
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], json!("uid_taken"));
 }
+both!(a_second_endpoint_with_the_same_uid_is_a_conflict);
 
-#[sqlx::test]
-async fn deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_uid(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
+async fn deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_uid(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "gone"})).await;
     let (_, notification) = app
         .post(
@@ -115,21 +116,20 @@ async fn deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_ui
     assert_eq!(after["status"], json!("cancelled"));
     // The row stays (notifications have no foreign key to endpoints: a
     // delete that removed the row would leave them naming nothing).
-    let orphans: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM notifications n \
-         WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = n.endpoint_id)",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let orphans = backend
+        .count(
+            "SELECT count(*) FROM notifications n \
+             WHERE NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = n.endpoint_id)",
+        )
+        .await;
     assert_eq!(orphans, 0);
     // The uid can name a new endpoint.
     app.endpoint(json!({"uid": "gone"})).await;
 }
+both!(deleting_an_endpoint_cancels_its_pending_notifications_and_frees_its_uid);
 
-#[sqlx::test]
-async fn rotating_a_secret_keeps_the_previous_one_signing_for_a_day(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn rotating_a_secret_keeps_the_previous_one_signing_for_a_day(backend: Backend) {
+    let app = backend.spawn().await;
     let created = app.endpoint(json!({"uid": "rot"})).await;
     let (status, rotated) = app
         .call(Method::POST, "/v1/endpoints/rot/secret/rotate", None)
@@ -153,10 +153,10 @@ async fn rotating_a_secret_keeps_the_previous_one_signing_for_a_day(pool: PgPool
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["error"]["code"], json!("invalid_secret"));
 }
+both!(rotating_a_secret_keeps_the_previous_one_signing_for_a_day);
 
-#[sqlx::test]
-async fn endpoints_are_listed_newest_first_one_page_at_a_time(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn endpoints_are_listed_newest_first_one_page_at_a_time(backend: Backend) {
+    let app = backend.spawn().await;
     for i in 0..5 {
         app.endpoint(json!({"uid": format!("e{i}")})).await;
     }
@@ -181,10 +181,10 @@ async fn endpoints_are_listed_newest_first_one_page_at_a_time(pool: PgPool) {
     assert_eq!(uids, vec![json!("e1"), json!("e0")]);
     assert!(second["next_cursor"].is_null());
 }
+both!(endpoints_are_listed_newest_first_one_page_at_a_time);
 
-#[sqlx::test]
-async fn requests_without_a_valid_token_are_refused_but_health_checks_are_open(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn requests_without_a_valid_token_are_refused_but_health_checks_are_open(backend: Backend) {
+    let app = backend.spawn().await;
     let url = format!("{}/v1/endpoints", app.base);
     for auth in [
         None,
@@ -220,3 +220,4 @@ async fn requests_without_a_valid_token_are_refused_but_health_checks_are_open(p
         assert_eq!(response.status(), StatusCode::OK, "{path}");
     }
 }
+both!(requests_without_a_valid_token_are_refused_but_health_checks_are_open);

@@ -35,7 +35,7 @@ async fn a_created_notification_is_committed_and_indexed_by_due_time(pool: PgPoo
             .unwrap();
     assert_eq!(stored.0, "pending");
     let score = app
-        .index
+        .index()
         .due_at(id(&created))
         .await
         .unwrap()
@@ -424,13 +424,13 @@ async fn cancelling_by_id_stops_a_pending_notification_and_removes_it_from_the_i
             json!({"endpoint": "shop", "payload": {}, "delay": "1h"}),
         )
         .await;
-    assert!(app.index.due_at(id(&created)).await.unwrap().is_some());
+    assert!(app.index().due_at(id(&created)).await.unwrap().is_some());
     let path = format!("/v1/notifications/{}/cancel", id(&created));
     let (status, cancelled) = app.call(Method::POST, &path, None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(cancelled["status"], json!("cancelled"));
     assert!(cancelled["next_attempt_at"].is_null());
-    assert!(app.index.due_at(id(&created)).await.unwrap().is_none());
+    assert!(app.index().due_at(id(&created)).await.unwrap().is_none());
     // Cancelling again is harmless.
     let (status, _) = app.call(Method::POST, &path, None).await;
     assert_eq!(status, StatusCode::OK);

@@ -199,7 +199,7 @@ async fn lease_expiry(app: &crate::helpers::TestApp, id: Uuid) -> Option<i64> {
     let client = redis::Client::open(redis_url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     redis::cmd("ZSCORE")
-        .arg(&app.index.keys().inflight)
+        .arg(&app.index().keys().inflight)
         .arg(hookd::due::redis::member(&id))
         .query_async(&mut conn)
         .await
@@ -268,7 +268,7 @@ async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_re
     .await;
     // Its last attempt's lease, not released yet.
     let uuid: uuid::Uuid = id.parse().unwrap();
-    app.index
+    app.index()
         .add_leased(&[uuid], chrono::Utc::now() + chrono::Duration::seconds(60))
         .await
         .unwrap();

@@ -280,7 +280,7 @@ async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not
         .await;
     let held_id: uuid::Uuid = held.parse().unwrap();
     eventually(DEADLINE, "the dispatcher to claim it early", || async {
-        let leased = app.index.leased(held_id, chrono::Utc::now()).await;
+        let leased = app.index().leased(held_id, chrono::Utc::now()).await;
         leased.unwrap().then_some(())
     })
     .await;

@@ -169,7 +169,7 @@ async fn a_notification_handed_to_a_dispatcher_that_never_sends_it_is_delivered_
     let a = hookd::service::Service::start(
         Arc::new(store.clone()),
         Arc::new(store),
-        Arc::new(b.index.clone()),
+        Arc::new(b.index().clone()),
         Arc::new(settings),
     );
     let handoff = a.handoff();
@@ -182,8 +182,8 @@ async fn a_notification_handed_to_a_dispatcher_that_never_sends_it_is_delivered_
     let taken: Vec<Uuid> = handoff.take().iter().map(|row| row.id).collect();
     assert_eq!(taken, vec![created.id], "A's committer handed it over");
     // A "dies" here, with the notification leased and not due.
-    assert!(b.index.leased(created.id, Utc::now()).await.unwrap());
-    assert_eq!(b.index.due_at(created.id).await.unwrap(), None);
+    assert!(b.index().leased(created.id, Utc::now()).await.unwrap());
+    assert_eq!(b.index().due_at(created.id).await.unwrap(), None);
 
     let got = receiver.wait_for("/hook", 1, DEADLINE).await;
     assert_eq!(got.len(), 1);

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use hookd::config::Settings;
 use hookd::due::redis::RedisIndex;
-use hookd::startup::{App, Role};
-use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use tokio::sync::oneshot;
+
+use crate::backends::Backend;
 
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -26,8 +26,8 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub state: hookd::api::AppState,
-    /// The app's due index, as the Redis backend it is in these tests.
-    pub index: RedisIndex,
+    /// The app's due index when it is Redis (server mode).
+    redis: Option<RedisIndex>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -59,26 +59,33 @@ pub async fn spawn_app_with(pool: PgPool, redis_url: &str, overrides: &str) -> T
 }
 
 pub async fn spawn_app_settings(pool: PgPool, settings: Settings) -> TestApp {
-    let index = RedisIndex::new(&settings.redis).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let due = std::sync::Arc::new(index.clone());
-    let app = App::with_parts(settings, PgStore::new(pool), due, listener, Role::All);
-    let base = format!("http://{}", app.local_addr());
-    let state = app.state().clone();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(app.run(async {
-        let _ = stopped.await;
-    }));
-    TestApp {
-        base,
-        client: http_client(),
-        state,
-        index,
-        stop: Some(stop),
-    }
+    Backend::postgres(pool).spawn_settings(settings).await
 }
 
 impl TestApp {
+    pub fn new(
+        base: String,
+        client: reqwest::Client,
+        state: hookd::api::AppState,
+        redis: Option<RedisIndex>,
+        stop: oneshot::Sender<()>,
+    ) -> Self {
+        Self {
+            base,
+            client,
+            state,
+            redis,
+            stop: Some(stop),
+        }
+    }
+
+    /// The Redis index of a server-mode app.
+    pub fn index(&self) -> &RedisIndex {
+        self.redis
+            .as_ref()
+            .expect("this test looks at Redis: run it in server mode only")
+    }
+
     /// Sends a request with the test token; returns the status and the JSON
     /// body (`Value::Null` when the body is not JSON).
     pub async fn call(
@@ -167,7 +174,7 @@ impl TestApp {
     /// index must not look before.
     pub async fn index_built(&self) {
         eventually(Duration::from_secs(10), "the index marker", || async {
-            self.index.is_indexed().await.ok().filter(|built| *built)
+            self.index().is_indexed().await.ok().filter(|built| *built)
         })
         .await;
     }

@@ -1,5 +1,7 @@
 //! Integration tests against real PostgreSQL and Redis (see scripts/test).
 
+#[macro_use]
+mod backends;
 mod helpers;
 mod openapi;
 mod receiver;

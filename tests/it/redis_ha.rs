@@ -62,7 +62,7 @@ async fn shop(app: &TestApp, receiver: &Receiver) {
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
     eventually(DEADLINE, "the index marker", || async {
-        app.index.is_indexed().await.ok().filter(|i| *i)
+        app.index().is_indexed().await.ok().filter(|i| *i)
     })
     .await;
 }
@@ -78,7 +78,7 @@ async fn losing_the_due_set_alone_is_noticed_and_healed(pool: PgPool) {
     // does: `due` is gone, the marker stays.
     let mut conn = redis(&server.url()).await;
     let deleted: i64 = redis::cmd("DEL")
-        .arg(&app.index.keys().due)
+        .arg(&app.index().keys().due)
         .query_async(&mut conn)
         .await
         .unwrap();

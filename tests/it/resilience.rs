@@ -531,7 +531,7 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
     // What the build before buckets leaves behind: one sorted set of every
     // id under the `due` key, and a marker of format f2. Rewritten in one
     // MULTI, so the housekeeper sees the old index whole or not at all.
-    let keys = app.index.keys().clone();
+    let keys = app.index().keys().clone();
     let client = redis::Client::open(redis.url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let (_, keys_found): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
@@ -564,7 +564,7 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
     for (member, score) in &entries {
         rewrite.zadd(&keys.due, member, *score).ignore();
     }
-    let marker = format!("{0}:{{{0}}}:indexed", app.index.prefix());
+    let marker = format!("{0}:{{{0}}}:indexed", app.index().prefix());
     rewrite.set(&marker, "f2:1795000000000").ignore();
     let _: () = rewrite.query_async(&mut conn).await.unwrap();
 
@@ -580,5 +580,5 @@ async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_
         (leased == 0).then_some(())
     })
     .await;
-    assert!(app.index.is_indexed().await.unwrap());
+    assert!(app.index().is_indexed().await.unwrap());
 }

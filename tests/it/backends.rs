@@ -1,0 +1,148 @@
+//! One behaviour test, both backends. A test is written once as
+//! `async fn sentence(backend: Backend)`, and one `both!(sentence);` line
+//! below it stamps out `sentence::postgres` (a database of its own from
+//! `#[sqlx::test]`, the Redis index under a prefix of its own) and
+//! `sentence::sqlite` (the embedded store in a temp dir, the in-process
+//! index), so `scripts/test --test it -- sentence` runs both.
+
+use std::sync::Arc;
+
+use hookd::config::Settings;
+use hookd::due::memory::MemoryIndex;
+use hookd::due::redis::RedisIndex;
+use hookd::due::SharedIndex;
+use hookd::startup::{App, Role};
+use hookd::store::postgres::PgStore;
+use hookd::store::sqlite::{SqliteOptions, SqliteStore};
+use sqlx::PgPool;
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+use crate::helpers::{http_client, redis_url, test_settings, TestApp};
+
+/// The store (and, with it, the due index) a test runs against.
+pub enum Backend {
+    /// Server mode: PostgreSQL and Redis.
+    Postgres(PgPool),
+    /// Embedded mode: a SQLite file and an index in the app's process.
+    Sqlite { store: SqliteStore, _dir: TempDir },
+}
+
+impl Backend {
+    pub fn postgres(pool: PgPool) -> Self {
+        Self::Postgres(pool)
+    }
+
+    /// A fresh, migrated database file in a temp dir of its own.
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+            .await
+            .expect("a fresh database file opens");
+        Self::Sqlite { store, _dir: dir }
+    }
+
+    #[allow(dead_code)] // until every behaviour file runs on both
+    pub fn is_embedded(&self) -> bool {
+        matches!(self, Self::Sqlite { .. })
+    }
+
+    #[allow(dead_code)] // until every behaviour file runs on both
+    /// The PostgreSQL pool, for tests of server mode only.
+    pub fn pool(&self) -> &PgPool {
+        match self {
+            Self::Postgres(pool) => pool,
+            Self::Sqlite { .. } => panic!("this test reads PostgreSQL: run it on postgres only"),
+        }
+    }
+
+    /// A count from SQL both dialects read alike (no times: PostgreSQL
+    /// stores timestamps, SQLite integers of microseconds).
+    pub async fn count(&self, sql: &'static str) -> i64 {
+        match self {
+            Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+            Self::Sqlite { store, .. } => sqlx::query_scalar(sql).fetch_one(store.reader()).await,
+        }
+        .expect("the count runs")
+    }
+
+    #[allow(dead_code)] // until every behaviour file runs on both
+    /// `count` with `$1` bound to `id` (a uuid in PostgreSQL, its 16 bytes
+    /// in SQLite).
+    pub async fn count_for(&self, sql: &'static str, id: uuid::Uuid) -> i64 {
+        match self {
+            Self::Postgres(pool) => sqlx::query_scalar(sql).bind(id).fetch_one(pool).await,
+            Self::Sqlite { store, .. } => {
+                sqlx::query_scalar(sql)
+                    .bind(id)
+                    .fetch_one(store.reader())
+                    .await
+            }
+        }
+        .expect("the count runs")
+    }
+
+    /// hookd on port 0 with the test settings (`overrides` on top).
+    pub async fn spawn(&self) -> TestApp {
+        self.spawn_with("").await
+    }
+
+    pub async fn spawn_with(&self, overrides: &str) -> TestApp {
+        self.spawn_settings(test_settings(&redis_url(), overrides))
+            .await
+    }
+
+    pub async fn spawn_settings(&self, settings: Settings) -> TestApp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (app, redis) = match self {
+            Self::Postgres(pool) => {
+                let index = RedisIndex::new(&settings.redis).unwrap();
+                let due: SharedIndex = Arc::new(index.clone());
+                let app = App::with_parts(
+                    settings,
+                    PgStore::new(pool.clone()),
+                    due,
+                    listener,
+                    Role::All,
+                );
+                (app, Some(index))
+            }
+            Self::Sqlite { store, .. } => {
+                let due: SharedIndex = Arc::new(MemoryIndex::new());
+                let app = App::with_parts(settings, store.clone(), due, listener, Role::All);
+                (app, None)
+            }
+        };
+        start(app, redis)
+    }
+}
+
+/// Runs `app` until the returned `TestApp` is dropped.
+pub fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
+    let base = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(app.run(async {
+        let _ = stopped.await;
+    }));
+    TestApp::new(base, http_client(), state, redis, stop)
+}
+
+/// Stamps out, for each named `async fn name(backend: Backend)`, the tests
+/// `name::postgres` and `name::sqlite` (`#[macro_use]` in main.rs makes it
+/// visible to every test module).
+macro_rules! both {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[sqlx::test]
+            async fn postgres(pool: sqlx::PgPool) {
+                super::$name(crate::backends::Backend::postgres(pool)).await
+            }
+
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(crate::backends::Backend::sqlite().await).await
+            }
+        }
+    )+};
+}
