@@ -9,16 +9,18 @@
 //! use `crate::config::X` whichever file defines it.
 
 mod load;
+mod mode;
 mod sections;
 mod tls;
 mod tokens;
 mod validate;
 
 pub use load::DEFAULT_TOML;
+pub use mode::{Mode, DATABASE_FILE};
 pub use sections::{
-    ApiSettings, DatabaseSettings, DispatcherSettings, LogFormat, LogSettings, OperatorSettings,
-    PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings, SecretsSettings,
-    SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
+    ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
+    OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,
+    SecretsSettings, SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
     MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };
 pub use tokens::{digest, Credential, ScopedToken, TokenSpec, MIN_TOKEN_CHARS};

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hookd::config::{LogFormat, Settings};
-use hookd::startup::{shutdown_signal, App, Role};
+use hookd::config::{LogFormat, Mode, Settings};
+use hookd::startup::{open_embedded, shutdown_signal, App, Role};
 use hookd::store::postgres::PgStore;
 
 /// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
@@ -46,12 +46,18 @@ enum Command {
         /// Log format; overrides log.format.
         #[arg(long, value_enum)]
         log_format: Option<LogFormatArg>,
+        /// Embedded mode: the directory of hookd.db; overrides embedded.data_dir.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
     },
-    /// Apply database migrations and exit.
+    /// Apply database migrations (PostgreSQL's, or the embedded file's) and exit.
     Migrate {
         /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
+        /// Embedded mode: the directory of hookd.db; overrides embedded.data_dir.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// Inspect configuration.
     Config {
@@ -89,28 +95,42 @@ fn main() -> ExitCode {
             command: ConfigCommand::Check { config },
         } => match Settings::load(config.as_deref()) {
             Ok(settings) => {
+                let mode = match settings.mode_line() {
+                    Ok(mode) => mode,
+                    Err(error) => return config_failure(&error),
+                };
+                println!("# mode: {mode}");
                 for warning in settings.warnings() {
                     println!("# warning: {warning}");
                 }
                 print!("{}", settings.to_masked_toml());
-                for warning in redis_warnings(&settings) {
-                    println!("# warning: {warning}");
+                if settings.mode().is_ok_and(|mode| mode == Mode::Server) {
+                    for warning in redis_warnings(&settings) {
+                        println!("# warning: {warning}");
+                    }
                 }
                 ExitCode::SUCCESS
             }
             Err(error) => config_failure(&error),
         },
-        Command::Migrate { config } => {
-            let settings = match Settings::load(config.as_deref()) {
+        Command::Migrate { config, data_dir } => {
+            let settings = match load(config.as_deref(), data_dir) {
                 Ok(settings) => settings,
-                Err(error) => return config_failure(&error),
+                Err(code) => return code,
             };
             hookd::telemetry::init(settings.log.format, &settings.log.filter);
             run(async move {
-                let mut database = settings.database.clone();
-                database.migrate = false;
-                let store = PgStore::connect(&database).await?;
-                store.migrate().await?;
+                match settings.mode()? {
+                    Mode::Server => {
+                        let mut database = settings.database.clone();
+                        database.migrate = false;
+                        let store = PgStore::connect(&database).await?;
+                        store.migrate().await?;
+                    }
+                    Mode::Embedded { path } => {
+                        open_embedded(&settings, &path, true).await?.close().await;
+                    }
+                }
                 tracing::info!("migrations applied");
                 Ok(())
             })
@@ -119,10 +139,11 @@ fn main() -> ExitCode {
             config,
             role,
             log_format,
+            data_dir,
         } => {
-            let mut settings = match Settings::load(config.as_deref()) {
+            let mut settings = match load(config.as_deref(), data_dir) {
                 Ok(settings) => settings,
-                Err(error) => return config_failure(&error),
+                Err(code) => return code,
             };
             if let Some(format) = log_format {
                 settings.log.format = match format {
@@ -137,6 +158,17 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// The settings, `--data-dir` over them, with a mode chosen: exit code 78
+/// when they are invalid or choose none.
+fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<Settings, ExitCode> {
+    let mut settings = Settings::load(config).map_err(|error| config_failure(&error))?;
+    if let Some(dir) = data_dir {
+        settings.embedded.data_dir = dir;
+    }
+    settings.mode().map_err(|error| config_failure(&error))?;
+    Ok(settings)
 }
 
 /// What `config check` can tell of Redis by asking it (within a second;

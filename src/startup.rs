@@ -3,16 +3,19 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, AppState};
-use crate::config::Settings;
+use crate::config::{Mode, Settings};
 use crate::dispatcher::Dispatcher;
+use crate::due::memory::MemoryIndex;
 use crate::due::redis::RedisIndex;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
@@ -23,6 +26,7 @@ use crate::store::seams::{
     DeliveryStore, HousekeepingStore, PullStore, ReadStore, ResealRows, SharedDelivery,
     SharedHousekeeping, WriteStore,
 };
+use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
 /// Which parts of hookd this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -33,6 +37,17 @@ pub enum Role {
     Api,
     /// The dispatcher only (plus /healthz and /readyz).
     Dispatcher,
+}
+
+impl Role {
+    /// As written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::All => "all",
+            Role::Api => "api",
+            Role::Dispatcher => "dispatcher",
+        }
+    }
 }
 
 /// A store hookd can run on: every seam, and the rows a reseal walks.
@@ -66,24 +81,22 @@ pub struct App {
 }
 
 impl App {
-    /// Connects to PostgreSQL (failing if unreachable), applies migrations if
-    /// configured, prepares the due index and binds the listener.
+    /// Opens the store the settings choose (`Settings::mode`): in server
+    /// mode connects to PostgreSQL (failing if unreachable) and prepares the
+    /// Redis index; in embedded mode locks and opens the SQLite file and
+    /// makes an index in this process. Migrations are applied if configured
+    /// (always, embedded). Then binds the listener.
     pub async fn build(settings: Settings, role: Role) -> anyhow::Result<Self> {
         for warning in settings.warnings() {
             tracing::warn!("{warning}");
         }
-        let store = PgStore::connect(&settings.database)
-            .await
-            .context("cannot use the database (database.url)")?;
-        let due: SharedIndex = Arc::new(
-            RedisIndex::new(&settings.redis).context("invalid redis.url or redis.ca_file")?,
-        );
-        let probe = due.clone();
-        tokio::spawn(async move {
-            for warning in probe.warnings().await {
-                tracing::warn!("{warning}");
-            }
-        });
+        let mode = settings.mode()?;
+        if mode != Mode::Server && role != Role::All {
+            anyhow::bail!(
+                "--role {} needs server mode (database.url and redis.url): in embedded mode one process runs the API and the dispatcher",
+                role.name()
+            );
+        }
         let address = settings.bind_address();
         if settings.api.tokens.is_empty() {
             tracing::warn!(
@@ -91,9 +104,32 @@ impl App {
                 "api.tokens is empty: the API has no authentication, so hookd listens on loopback only"
             );
         }
-        let listener = crate::server::listen(address, settings.server.listen_backlog)
-            .with_context(|| format!("cannot listen on {address} (server.listen)"))?;
-        Self::try_with_parts(settings, store, due, listener, role)
+        match mode {
+            Mode::Server => {
+                let store = PgStore::connect(&settings.database)
+                    .await
+                    .context("cannot use the database (database.url)")?;
+                let due: SharedIndex = Arc::new(
+                    RedisIndex::new(&settings.redis)
+                        .context("invalid redis.url or redis.ca_file")?,
+                );
+                let probe = due.clone();
+                tokio::spawn(async move {
+                    for warning in probe.warnings().await {
+                        tracing::warn!("{warning}");
+                    }
+                });
+                let listener = listen(&settings, address)?;
+                Self::try_with_parts(settings, store, due, listener, role)
+            }
+            Mode::Embedded { path } => {
+                let store = open_embedded(&settings, &path, true).await?;
+                tracing::info!(database = %path.display(), "embedded mode: SQLite, the due index in this process");
+                let due: SharedIndex = Arc::new(MemoryIndex::new());
+                let listener = listen(&settings, address)?;
+                Self::try_with_parts(settings, store, due, listener, role)
+            }
+        }
     }
 
     /// Builds from parts made elsewhere: tests inject their own pool and a
@@ -266,6 +302,35 @@ impl App {
         let _ = pulling.await;
         Ok(())
     }
+}
+
+fn listen(settings: &Settings, address: SocketAddr) -> anyhow::Result<TcpListener> {
+    crate::server::listen(address, settings.server.listen_backlog)
+        .with_context(|| format!("cannot listen on {address} (server.listen)"))
+}
+
+/// Locks and opens the embedded database file at `path` (its directory
+/// created if missing), applying migrations if `migrate`. A second process
+/// on the same file is refused with one line naming the pid holding it.
+pub async fn open_embedded(
+    settings: &Settings,
+    path: &Path,
+    migrate: bool,
+) -> anyhow::Result<SqliteStore> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {} (embedded.data_dir)", dir.display()))?;
+    }
+    let wait = Duration::from_millis(settings.embedded.busy_timeout_ms);
+    let options = SqliteOptions {
+        busy_timeout: wait,
+        acquire_timeout: wait,
+        readers: settings.embedded.readers,
+        migrate,
+    };
+    SqliteStore::open(path, &options)
+        .await
+        .with_context(|| format!("cannot use the database file {}", path.display()))
 }
 
 /// Completes on SIGTERM or SIGINT.

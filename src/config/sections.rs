@@ -20,6 +20,7 @@ pub struct Settings {
     pub server: ServerSettings,
     pub database: DatabaseSettings,
     pub redis: RedisSettings,
+    pub embedded: EmbeddedSettings,
     pub api: ApiSettings,
     pub sender: SenderSettings,
     pub dispatcher: DispatcherSettings,
@@ -28,6 +29,19 @@ pub struct Settings {
     pub secrets: SecretsSettings,
     pub pull: PullSettings,
     pub log: LogSettings,
+}
+
+/// The embedded mode's store (DESIGN.md §12): one SQLite file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddedSettings {
+    /// The directory holding `hookd.db` (created if missing).
+    pub data_dir: std::path::PathBuf,
+    /// How long a statement waits on SQLite's lock, and a request on a
+    /// connection, before answering 503.
+    pub busy_timeout_ms: u64,
+    /// Read-only connections beside the one writer.
+    pub readers: u32,
 }
 
 /// Pull consumption (DESIGN.md §10).

@@ -35,6 +35,10 @@ impl Settings {
                 &["redis", "rediss", "unix", "redis+unix"][..],
             ),
         ] {
+            if url.expose().is_empty() {
+                // Embedded mode, or one half of server mode: `mode` says which.
+                continue;
+            }
             match url::Url::parse(url.expose()) {
                 Ok(u) if schemes.contains(&u.scheme()) => {}
                 _ => {
@@ -120,6 +124,12 @@ impl Settings {
                 600_000,
             ),
             ("redis.timeout_ms", self.redis.timeout_ms, 600_000),
+            (
+                "embedded.busy_timeout_ms",
+                self.embedded.busy_timeout_ms,
+                600_000,
+            ),
+            ("embedded.readers", u64::from(self.embedded.readers), 64),
             (
                 "sender.timeout_ms",
                 self.sender.timeout_ms,
@@ -287,7 +297,7 @@ impl Settings {
         let mut warnings = Vec::new();
         if self.secrets.keys.is_empty() {
             warnings.push(
-                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in PostgreSQL"
+                "secrets.keys is empty: signing secrets and custom header values are stored in plaintext in the database"
                     .to_string(),
             );
         }

@@ -88,6 +88,7 @@ fn config_check_prints_the_effective_values_with_secrets_masked() {
                 "HOOKD_DATABASE__URL",
                 "postgres://hookd:hunter2@db.internal/hookd",
             ),
+            ("HOOKD_REDIS__URL", "redis://:hunter2@redis.internal:1"),
             ("HOOKD_API__TOKENS", r#"["token-hunter2-0123456789abcdef"]"#),
             ("HOOKD_SENDER__TIMEOUT_MS", "4321"),
         ],
@@ -109,6 +110,7 @@ fn an_unreachable_database_exits_1_with_one_line_saying_so() {
         &["serve"],
         &[
             ("HOOKD_DATABASE__URL", url.as_str()),
+            ("HOOKD_REDIS__URL", "redis://127.0.0.1:1"),
             ("HOOKD_DATABASE__ACQUIRE_TIMEOUT_MS", "500"),
             ("HOOKD_SERVER__LISTEN", "127.0.0.1:0"),
             ("HOOKD_LOG__FILTER", "off"),
@@ -122,4 +124,96 @@ fn an_unreachable_database_exits_1_with_one_line_saying_so() {
         "{message}"
     );
     assert!(!message.contains("hunter2"), "{message}");
+}
+
+#[test]
+fn config_check_says_which_mode_the_settings_choose_and_why() {
+    let embedded = hookd(
+        &["config", "check"],
+        &[("HOOKD_EMBEDDED__DATA_DIR", "/srv/hookd")],
+    );
+    let printed = String::from_utf8_lossy(&embedded.stdout);
+    assert_eq!(embedded.status.code(), Some(0), "{}", stderr(&embedded));
+    assert!(
+        printed.starts_with(
+            "# mode: embedded (database.url and redis.url are empty): SQLite at /srv/hookd/hookd.db"
+        ),
+        "{printed}"
+    );
+    let server = hookd(
+        &["config", "check"],
+        &[
+            ("HOOKD_DATABASE__URL", "postgres://db.internal/hookd"),
+            ("HOOKD_REDIS__URL", "redis://redis.internal"),
+        ],
+    );
+    let printed = String::from_utf8_lossy(&server.stdout);
+    assert!(
+        printed.starts_with("# mode: server (database.url and redis.url are set)"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn one_store_url_without_the_other_exits_78_naming_both() {
+    for (set, missing) in [
+        ("HOOKD_DATABASE__URL", "redis.url"),
+        ("HOOKD_REDIS__URL", "database.url"),
+    ] {
+        let value = if missing == "redis.url" {
+            "postgres://db.internal/hookd"
+        } else {
+            "redis://redis.internal"
+        };
+        for args in [&["serve"][..], &["config", "check"], &["migrate"]] {
+            let output = hookd(args, &[(set, value), ("HOOKD_LOG__FILTER", "off")]);
+            let message = stderr(&output);
+            assert_eq!(output.status.code(), Some(78), "{args:?} {message}");
+            assert_eq!(message.trim().lines().count(), 1, "{message}");
+            assert!(
+                message.contains(&format!("but {missing} is empty")),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn embedded_mode_refuses_a_role_other_than_all_and_touches_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    for role in ["api", "dispatcher"] {
+        let output = hookd(
+            &["serve", "--role", role, "--data-dir", data],
+            &[
+                ("HOOKD_LOG__FILTER", "off"),
+                ("HOOKD_SERVER__LISTEN", "127.0.0.1:0"),
+            ],
+        );
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{message}");
+        assert!(
+            message.contains(&format!("--role {role} needs server mode")),
+            "{message}"
+        );
+    }
+    assert!(!dir.path().join("hookd.db").exists());
+}
+
+#[test]
+fn migrate_in_embedded_mode_creates_the_data_dir_and_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("new").join("dir");
+    let output = hookd(
+        &["migrate", "--data-dir", data.to_str().unwrap()],
+        &[("HOOKD_LOG__FILTER", "off")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(data.join("hookd.db").exists());
+    // A second run finds nothing to apply and succeeds too.
+    let again = hookd(
+        &["migrate", "--data-dir", data.to_str().unwrap()],
+        &[("HOOKD_LOG__FILTER", "off")],
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 }

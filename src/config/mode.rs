@@ -1,0 +1,59 @@
+//! Which mode the settings choose (DESIGN.md §12): embedded when neither
+//! `database.url` nor `redis.url` is set, server when both are. Checked
+//! where a mode is needed (`serve`, `migrate`, `config check`), not at load:
+//! tests and tools that bring their own store load settings without one.
+
+use std::path::PathBuf;
+
+use super::{ConfigError, Settings};
+
+/// The database file's name inside `embedded.data_dir`.
+pub const DATABASE_FILE: &str = "hookd.db";
+
+/// Where hookd keeps its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// One process, a SQLite file at `path`, the due index in memory.
+    Embedded { path: PathBuf },
+    /// PostgreSQL and Redis, shared by any number of processes.
+    Server,
+}
+
+impl Settings {
+    /// The mode these settings choose, or why they choose none.
+    pub fn mode(&self) -> Result<Mode, ConfigError> {
+        let database = !self.database.url.expose().is_empty();
+        let redis = !self.redis.url.expose().is_empty();
+        match (database, redis) {
+            (false, false) => Ok(Mode::Embedded {
+                path: self.embedded.data_dir.join(DATABASE_FILE),
+            }),
+            (true, true) => Ok(Mode::Server),
+            (true, false) => Err(half_server("database.url", "redis.url")),
+            (false, true) => Err(half_server("redis.url", "database.url")),
+        }
+    }
+
+    /// One line for `config check`: the mode and why.
+    pub fn mode_line(&self) -> Result<String, ConfigError> {
+        Ok(match self.mode()? {
+            Mode::Embedded { path } => format!(
+                "embedded (database.url and redis.url are empty): SQLite at {}, the due index in this process",
+                path.display()
+            ),
+            Mode::Server => {
+                "server (database.url and redis.url are set): PostgreSQL and Redis".to_string()
+            }
+        })
+    }
+}
+
+fn half_server(set: &'static str, missing: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key: set,
+        reason: format!(
+            "is set but {missing} is empty: server mode needs both (PostgreSQL and Redis), \
+             embedded mode neither"
+        ),
+    }
+}
