@@ -7,3 +7,14 @@ use uuid::Uuid;
 
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
+
+/// A retention walk's step, from its (deleted, scanned, last id scanned):
+/// how many it deleted, and where the next step starts (`None` once a step
+/// scanned fewer than `limit`, the end of the walk). Both backends walk so.
+pub(crate) fn walked(
+    (deleted, scanned, last): (i64, i64, Option<Uuid>),
+    limit: i64,
+) -> (u64, Option<Uuid>) {
+    let next = if scanned < limit { None } else { last };
+    (deleted as u64, next)
+}

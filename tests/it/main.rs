@@ -37,8 +37,6 @@ mod server_limits;
 mod sqlite_delivery;
 mod sqlite_endpoints;
 mod sqlite_health;
-mod sqlite_pull;
-mod sqlite_pull_mode;
 mod sqlite_reads;
 mod sqlite_store;
 mod sqlite_writes;

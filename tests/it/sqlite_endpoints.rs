@@ -3,6 +3,7 @@
 //! changes that bump the version.
 
 use std::collections::BTreeMap;
+use std::pin::pin;
 
 use chrono::{DateTime, Duration, Utc};
 use hookd::domain::pull::Delivery;
@@ -299,4 +300,47 @@ async fn a_deleted_endpoint_is_gone_frees_its_uid_and_cancels_its_pending_notifi
         .create_endpoint(&endpoint(Some("orders"), None))
         .await
         .expect("the uid is free again");
+}
+
+/// A change stamps its time with the writer held: a read of token changes
+/// that took the writer while a delete waited for it still sees the delete
+/// the next time, instead of a time older than its own.
+#[tokio::test]
+async fn a_delete_waiting_for_the_writer_is_read_by_the_next_read_of_token_changes() {
+    let (_dir, store) = store().await;
+    let mut pull = endpoint(Some("orders"), None);
+    pull.url = None;
+    pull.delivery = Delivery::Pull;
+    store.create_endpoint(&pull).await.unwrap();
+    assert!(store.set_consumer_token(pull.id, &[7; 32]).await.unwrap());
+    let first = store.consumer_tokens(None).await.unwrap();
+
+    // The writer held, a read of changes queues for it, then the delete.
+    let held = store.writer().acquire().await.unwrap();
+    let mut read = pin!(store.consumer_tokens(Some(first.read_at)));
+    assert!(futures::poll!(read.as_mut()).is_pending());
+    let by = EndpointRef::Id(pull.id);
+    let mut delete = pin!(store.delete_endpoint(&by));
+    assert!(futures::poll!(delete.as_mut()).is_pending());
+    // The read's clock is past anything the delete could have taken so far.
+    let queued = Utc::now().timestamp_micros();
+    while Utc::now().timestamp_micros() <= queued {
+        std::hint::spin_loop();
+    }
+    drop(held);
+
+    let during = read.await.unwrap();
+    assert!(
+        during.rows.iter().all(|row| !row.deleted),
+        "the read ran before the delete"
+    );
+    delete.await.unwrap().expect("deleted");
+    let after = store.consumer_tokens(Some(during.read_at)).await.unwrap();
+    assert!(
+        after
+            .rows
+            .iter()
+            .any(|row| row.endpoint_id == pull.id && row.deleted),
+        "the delete is read as a change after the read it waited behind"
+    );
 }

@@ -318,7 +318,7 @@ impl PgStore {
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_one(&self.pool)
         .await?;
-        Ok(super::housekeeping::walked(step, limit))
+        Ok(crate::store::housekeeping::walked(step, limit))
     }
 
     /// Newest first, filtered; payloads left out.

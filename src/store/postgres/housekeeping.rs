@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::domain::retention;
 use crate::domain::status::Status;
-use crate::store::housekeeping::PendingCursor;
+use crate::store::housekeeping::{walked, PendingCursor};
 use crate::store::StoreError;
 
 impl PgStore {
@@ -43,16 +43,6 @@ impl PgStore {
             .await?;
         Ok(())
     }
-}
-/// A retention walk's step, from its statement's (deleted, scanned, last id
-/// scanned): how many it deleted, and where the next step starts (`None`
-/// once a step scanned fewer than `limit`, the end of the walk).
-pub(crate) fn walked(
-    (deleted, scanned, last): (i64, i64, Option<Uuid>),
-    limit: i64,
-) -> (u64, Option<Uuid>) {
-    let next = if scanned < limit { None } else { last };
-    (deleted as u64, next)
 }
 /// One page of pending rows in due order after a cursor and before a time.
 /// Both bounds are always given (see `FIRST` and `NO_END`): an optional

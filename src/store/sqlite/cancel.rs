@@ -11,7 +11,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
-use super::columns::{self, micros, LEASED, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
+use super::columns::{self, micros, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::Lease;
 use crate::domain::pull::Delivery;
@@ -41,16 +41,14 @@ macro_rules! cancel_where {
 async fn row_of(
     conn: &mut SqliteConnection,
     id: Uuid,
-    at: i64,
+    at: DateTime<Utc>,
 ) -> Result<Option<Notification>, StoreError> {
     let sql = format!(
-        "SELECT {LEASED}, {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} \
-         FROM notifications WHERE id = ?"
+        "SELECT {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} FROM notifications WHERE id = ?"
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(at)
         .bind(id)
-        .try_map(|row: SqliteRow| columns::notification(&row))
+        .try_map(|row: SqliteRow| columns::notification(&row, Some(at)))
         .fetch_optional(&mut *conn)
         .await
         .map_err(store_error)
@@ -65,7 +63,7 @@ impl SqliteStore {
         id: Uuid,
         spare: Option<Uuid>,
     ) -> Result<Cancel, StoreError> {
-        let now = micros(Utc::now());
+        let now = Utc::now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let Some(row) = row_of(&mut tx, id, now).await? else {
             return Ok(Cancel::NotFound);
@@ -81,7 +79,7 @@ impl SqliteStore {
                 .bind(id)
                 .bind(cancelled.status.as_str())
                 .bind(cancelled.next_attempt_at.map(micros))
-                .bind(now)
+                .bind(micros(now))
                 .execute(&mut *tx)
                 .await
                 .map_err(store_error)?;
@@ -150,7 +148,7 @@ impl SqliteStore {
     ) -> Result<Retry, StoreError> {
         let read_at = Utc::now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let Some(row) = row_of(&mut tx, id, micros(read_at)).await? else {
+        let Some(row) = row_of(&mut tx, id, read_at).await? else {
             return Ok(Retry::NotFound);
         };
         let (lease_id, leased_at): (Option<Uuid>, Option<i64>) =
@@ -180,7 +178,7 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(store_error)?;
-                row_of(&mut tx, id, micros(read_at)).await?.unwrap_or(row)
+                row_of(&mut tx, id, read_at).await?.unwrap_or(row)
             }
             Err(_) => row,
         };

@@ -9,6 +9,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 use uuid::Uuid;
 
+use crate::domain::lease::{self, Lease};
 use crate::domain::outcome::OutcomeKind;
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
@@ -88,24 +89,31 @@ fn outcome(row: &SqliteRow, column: &str) -> Result<OutcomeKind, sqlx::Error> {
     .ok_or_else(|| decode_error(column, format!("unknown outcome {text:?}")))
 }
 
-/// Every column `notification` reads but `body` and `leased`, which each
-/// query chooses (`NOTIFICATION_BODY`, `x''`; a lease that has not run out
-/// by a bound time, or `0`). A delivery of an event has its event's type,
-/// kept on the event row only (as in PostgreSQL).
+/// Every column `notification` reads but `body`, which each query chooses
+/// (`NOTIFICATION_BODY`, or `x''`). A delivery of an event has its event's
+/// type, kept on the event row only (as in PostgreSQL). Whether the row is
+/// `leased` is not decided here: its `lease_id` is read, and
+/// `domain::lease::held` decides as the row is decoded (`notification`).
 pub(crate) const NOTIFICATION_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, \
      schedule_ms, schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, \
      last_attempt_at, last_status_code, last_error, created_at, updated_at, completed_at, \
-     event_id, url, pull, \
+     event_id, url, pull, lease_id, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = notifications.event_id) END \
          AS event_type";
 /// A notification's body; a delivery of an event has its event's.
 pub(crate) const NOTIFICATION_BODY: &str = "CASE WHEN event_id IS NULL THEN body \
      ELSE (SELECT e.body FROM events e WHERE e.id = notifications.event_id) END AS body";
-/// Whether a consumer's lease holds at the time bound first.
-pub(crate) const LEASED: &str = "(lease_id IS NOT NULL AND next_attempt_at > ?) AS leased";
-
-pub(crate) fn notification(row: &SqliteRow) -> Result<Notification, sqlx::Error> {
+/// A notification read with `NOTIFICATION_COLUMNS` and a body, at `read_at`
+/// (the clock of its read): whether a consumer's lease holds then is
+/// `domain::lease::held`'s. A row read without a clock (one a write met)
+/// holds none, as in PostgreSQL.
+pub(crate) fn notification(
+    row: &SqliteRow,
+    read_at: Option<DateTime<Utc>>,
+) -> Result<Notification, sqlx::Error> {
+    let next_attempt_at = optional_time(row, "next_attempt_at")?;
+    let lease = Lease::stored(row.try_get("lease_id")?, None, next_attempt_at);
     Ok(Notification {
         id: row.try_get("id")?,
         endpoint_id: row.try_get("endpoint_id")?,
@@ -120,7 +128,7 @@ pub(crate) fn notification(row: &SqliteRow) -> Result<Notification, sqlx::Error>
         attempts: row.try_get("attempts")?,
         series_start: row.try_get("series_start")?,
         deliver_at: time(row, "deliver_at")?,
-        next_attempt_at: optional_time(row, "next_attempt_at")?,
+        next_attempt_at,
         last_attempt_at: optional_time(row, "last_attempt_at")?,
         last_status_code: row.try_get("last_status_code")?,
         last_error: row.try_get("last_error")?,
@@ -130,7 +138,7 @@ pub(crate) fn notification(row: &SqliteRow) -> Result<Notification, sqlx::Error>
         event_id: row.try_get("event_id")?,
         url: row.try_get("url")?,
         pull: flag(row, "pull")?,
-        leased: flag(row, "leased")?,
+        leased: read_at.is_some_and(|now| lease::held(lease, now)),
     })
 }
 

@@ -63,6 +63,16 @@ fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
     rows::endpoint(&row).map_err(|e| StoreError::Database(cause(e)))
 }
 
+/// The time a change stores as `updated_at`, taken with the writer held
+/// (inside its transaction): changes commit one at a time, so their times
+/// follow their commit order, and a read of what changed since a time
+/// (`consumer_tokens`, which takes its own with the writer held) misses
+/// none. Taken before the writer, a change waiting for it could commit a
+/// time older than a read that ran meanwhile.
+fn stamp() -> i64 {
+    micros(Utc::now())
+}
+
 /// An endpoint's pending notifications cancelled with it.
 const CANCEL_PENDING: &str =
     "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
@@ -71,7 +81,9 @@ const CANCEL_PENDING: &str =
 
 impl SqliteStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
-        let now = micros(Utc::now());
+        // Stamped with the writer held, as every change here (`stamp`).
+        let mut conn = self.writer.acquire().await.map_err(store_error)?;
+        let now = stamp();
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
@@ -97,7 +109,7 @@ impl SqliteStore {
             .bind(now)
             .bind(&endpoint.owner)
             .bind(endpoint.delivery.as_str())
-            .fetch_one(&self.writer)
+            .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
         decoded(row)
@@ -242,7 +254,7 @@ impl SqliteStore {
             .bind(endpoint.disabled)
             .bind(&endpoint.owner)
             .bind(endpoint.delivery.as_str())
-            .bind(micros(Utc::now()))
+            .bind(stamp())
             .bind(disabled_reason)
             .bind(failing_since.map(micros))
             .bind(version)
@@ -266,8 +278,8 @@ impl SqliteStore {
         if !by.is_possible() {
             return Ok(None);
         }
-        let now = micros(Utc::now());
         let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let now = stamp();
         let sql = format!(
             "UPDATE endpoints SET deleted_at = ?2, updated_at = ?2, version = version + 1 \
              WHERE {} RETURNING id",

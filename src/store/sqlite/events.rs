@@ -8,12 +8,12 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, micros, EVENT_COLUMNS};
-use super::housekeeping::walked;
 use super::writes::{endpoint_versions, runs, ROWS_PER_INSERT};
 use super::{store_error, SqliteStore};
 use crate::domain::json_value::same_payload;
 use crate::domain::status::Status;
 use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
+use crate::store::housekeeping::walked;
 use crate::store::StoreError;
 
 /// Inserts events and their deliveries: an event whose key exists already
@@ -242,6 +242,7 @@ impl SqliteStore {
     /// gone (retention deleted them), among the next `limit` events after
     /// `after`. Returns how many it deleted and where to go on from (`None`
     /// once the walk is done); events kept are passed over once per walk.
+    /// The walk's end is `domain::retention::events_end`.
     pub async fn purge_events(
         &self,
         before: DateTime<Utc>,
@@ -254,7 +255,7 @@ impl SqliteStore {
              FROM events e WHERE e.id > ? AND e.id < ? ORDER BY e.id LIMIT ?",
         )
         .bind(after.unwrap_or(Uuid::nil()))
-        .bind(crate::domain::id::first_of_ms(before.timestamp_millis()))
+        .bind(crate::domain::retention::events_end(before))
         .bind(limit)
         .fetch_all(&mut *tx)
         .await

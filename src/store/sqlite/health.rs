@@ -59,8 +59,9 @@ impl SqliteStore {
         if endpoints.is_empty() {
             return Ok(Vec::new());
         }
-        let now = micros(Utc::now());
         let mut tx = self.writer.begin().await.map_err(store_error)?;
+        // With the writer held, as `endpoints.rs` stamps every change.
+        let now = micros(Utc::now());
         let mut disabled = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
             let done = sqlx::query(

@@ -9,20 +9,9 @@ use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
-use crate::domain::id;
-use crate::store::housekeeping::PendingCursor;
+use crate::domain::retention;
+use crate::store::housekeeping::{walked, PendingCursor};
 use crate::store::StoreError;
-
-/// A retention walk's step, from its (deleted, scanned, last id scanned):
-/// how many it deleted, and where the next step starts (`None` once a step
-/// scanned fewer than `limit`, the end of the walk), as in PostgreSQL.
-pub(super) fn walked(
-    (deleted, scanned, last): (i64, i64, Option<Uuid>),
-    limit: i64,
-) -> (u64, Option<Uuid>) {
-    let next = if scanned < limit { None } else { last };
-    (deleted as u64, next)
-}
 
 /// One page of pending push rows in due order after a cursor and before a
 /// time, on `notifications_pending_due` (its term `status = 'pending'`
@@ -170,58 +159,68 @@ impl SqliteStore {
 
     /// Deletes the final notifications completed before `before`, with
     /// their attempts, among the next `limit` rows of the primary key after
-    /// `after` (ids are UUIDv7: a row completed before `before` was created
-    /// before it). Returns how many it deleted and where to go on from
-    /// (`None` once the walk is done). One transaction on the writer: the
-    /// rule is stated again in the delete, as PostgreSQL does.
+    /// `after`, up to `domain::retention::notifications_end`. Returns how
+    /// many it deleted and where to go on from (`None` once the walk is
+    /// done). Each row's status and completion are read,
+    /// `domain::retention::expired` chooses, and the delete compares them
+    /// with what was read, as PostgreSQL does; in one transaction on the
+    /// writer, nothing changes between.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let before_us = micros(before);
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
-            "SELECT id, ifnull(completed_at < ?1 AND status <> 'pending', 0) FROM notifications \
-             WHERE id > ?2 AND id < ?3 ORDER BY id LIMIT ?4",
+        let read = sqlx::query(
+            "SELECT id, status, completed_at FROM notifications \
+             WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3",
         )
-        .bind(before_us)
         .bind(after.unwrap_or(Uuid::nil()))
-        .bind(id::first_of_ms(before.timestamp_millis() + 1))
+        .bind(retention::notifications_end(before))
         .bind(limit)
         .fetch_all(&mut *tx)
         .await
         .map_err(store_error)?;
-        let expired: Vec<Uuid> = scanned
+        let scanned = read
             .iter()
-            .filter(|(_, expired)| *expired)
-            .map(|(id, _)| *id)
-            .collect();
-        let mut deleted = 0;
-        if !expired.is_empty() {
-            let sql = format!(
-                "DELETE FROM notifications WHERE id IN {IN_ID_LIST} \
-                   AND completed_at < ? AND status <> 'pending' RETURNING id"
-            );
-            let gone: Vec<Uuid> = sqlx::query_scalar(AssertSqlSafe(sql))
-                .bind(columns::id_list(&expired))
-                .bind(before_us)
-                .fetch_all(&mut *tx)
+            .map(|row| {
+                Ok((
+                    row.try_get::<Uuid, _>("id")?,
+                    columns::status(row, "status")?,
+                    columns::optional_time(row, "completed_at")?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(store_error)?;
+        let mut gone = Vec::new();
+        for (id, status, completed_at) in &scanned {
+            if !retention::expired(*status, *completed_at, before) {
+                continue;
+            }
+            let deleted: Option<Uuid> = sqlx::query_scalar(
+                "DELETE FROM notifications WHERE id = ?1 AND status = ?2 AND completed_at = ?3 \
+                 RETURNING id",
+            )
+            .bind(id)
+            .bind(status.as_str())
+            .bind(completed_at.map(micros))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(store_error)?;
+            gone.extend(deleted);
+        }
+        if !gone.is_empty() {
+            let sql = format!("DELETE FROM attempts WHERE notification_id IN {IN_ID_LIST}");
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(columns::id_list(&gone))
+                .execute(&mut *tx)
                 .await
                 .map_err(store_error)?;
-            if !gone.is_empty() {
-                let sql = format!("DELETE FROM attempts WHERE notification_id IN {IN_ID_LIST}");
-                sqlx::query(AssertSqlSafe(sql))
-                    .bind(columns::id_list(&gone))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-            }
-            deleted = gone.len() as i64;
         }
         tx.commit().await.map_err(store_error)?;
-        let last = scanned.last().map(|(id, _)| *id);
+        let last = scanned.last().map(|(id, _, _)| *id);
+        let deleted = gone.len() as i64;
         Ok(walked((deleted, scanned.len() as i64, last), limit))
     }
 }

@@ -19,7 +19,6 @@ mod errors;
 mod events;
 mod health;
 mod housekeeping;
-mod lease_records;
 mod lock;
 mod notifications;
 mod operator;

@@ -5,7 +5,7 @@ use chrono::Utc;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
-use super::columns::{self, micros, LEASED, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
+use super::columns::{self, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
@@ -15,16 +15,15 @@ use crate::store::StoreError;
 impl SqliteStore {
     pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
         let sql = format!(
-            "SELECT {LEASED}, {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} \
-             FROM notifications WHERE id = ?"
+            "SELECT {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} FROM notifications WHERE id = ?"
         );
+        let read_at = Utc::now();
         sqlx::query(AssertSqlSafe(sql))
-            .bind(micros(Utc::now()))
             .bind(id)
             .fetch_optional(&self.reader)
             .await
             .map_err(store_error)?
-            .map(|row| columns::notification(&row).map_err(store_error))
+            .map(|row| columns::notification(&row, Some(read_at)).map_err(store_error))
             .transpose()
     }
 
@@ -33,13 +32,14 @@ impl SqliteStore {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
-        let rows = list_query(filter, micros(Utc::now()))
+        let read_at = Utc::now();
+        let rows = list_query(filter)
             .build()
             .fetch_all(&self.reader)
             .await
             .map_err(store_error)?;
         rows.iter()
-            .map(columns::notification)
+            .map(|row| columns::notification(row, Some(read_at)))
             .collect::<Result<_, _>>()
             .map_err(store_error)
     }
@@ -94,12 +94,10 @@ impl SqliteStore {
     }
 }
 
-/// `list_notifications`' statement, leases read at `now_us`.
-pub(super) fn list_query(filter: &NotificationFilter, now_us: i64) -> QueryBuilder<Sqlite> {
-    let (leased, leased_end) = LEASED.split_once('?').expect("one parameter");
-    let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT {leased}"));
-    query.push_bind(now_us).push(format_args!(
-        "{leased_end}, {NOTIFICATION_COLUMNS}, x'' AS body FROM notifications WHERE 1"
+/// `list_notifications`' statement.
+pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
+    let mut query = QueryBuilder::<Sqlite>::new(format!(
+        "SELECT {NOTIFICATION_COLUMNS}, x'' AS body FROM notifications WHERE 1"
     ));
     if let Some(endpoint_id) = filter.endpoint_id {
         query.push(" AND endpoint_id = ").push_bind(endpoint_id);

@@ -46,7 +46,7 @@ async fn the_hot_statements_read_their_indexes() {
     let sql = "SELECT id FROM events WHERE key = ? AND ifnull(owner, x'') = ifnull(?, x'')";
     assert_uses(&plan(&store, sql).await, "events_key");
 
-    let listed = |filter: NotificationFilter| list_query(&filter, 0).into_string();
+    let listed = |filter: NotificationFilter| list_query(&filter).into_string();
     let by_key = NotificationFilter {
         key: Some("k".into()),
         limit: 10,

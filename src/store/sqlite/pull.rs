@@ -136,7 +136,7 @@ impl SqliteStore {
         };
         let rows = leased_rows(&read.map_err(store_error)?, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::lease_records::record_on(&mut tx, &records, now).await?;
+        let moved = super::recording::record_attempts_on(&mut tx, &records, &[], now).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(LeasesEnded { rows, moved })
     }

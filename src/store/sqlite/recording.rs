@@ -18,6 +18,9 @@
 //! - health written over a push endpoint in the other state only, one of
 //!   whose notifications moved.
 //!
+//! The ends of pull leases (`pull.rs`, `pull_due.rs`) are recorded by the
+//! same code, inside their own transaction (`record_attempts_on`).
+//!
 //! One writer connection: the transaction reads and writes with nothing
 //! between, as PostgreSQL's row locks would have it. Each statement is a
 //! constant string, prepared once on the connection and reused per record
@@ -25,7 +28,8 @@
 
 use std::collections::BTreeSet;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
+use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::columns::micros;
@@ -83,90 +87,104 @@ impl SqliteStore {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let now = micros(Utc::now());
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let mut moved = Vec::with_capacity(records.len());
-        let mut moved_endpoints = BTreeSet::new();
-        let mut events: Vec<&OperatorEvent> = Vec::new();
-        for r in records {
-            // As PostgreSQL stores it (its text holds no NUL), so that both
-            // backends return the same body.
-            let body = r
-                .response_body
-                .as_ref()
-                .map(|b| b.replace('\0', "\u{FFFD}"));
-            let lease = r.expected.lease;
-            let endpoint: Option<Uuid> = sqlx::query_scalar(MOVE)
-                .bind(r.notification_id)
-                .bind(r.number)
-                .bind(r.next.status.as_str())
-                .bind(r.next.next_attempt_at.map(micros))
-                .bind(micros(r.started_at))
-                .bind(r.status_code)
-                .bind(r.next.last_error.as_deref())
-                .bind(r.keep.inline)
-                .bind(r.duration_ms)
-                .bind(body.as_deref())
-                .bind(r.next.completed)
-                .bind(now)
-                .bind(r.expected.attempts)
-                .bind(r.expected.series_start)
-                .bind(lease.map(|l| l.id))
-                .bind(lease.and_then(|l| l.ran_out_at).map(micros))
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            let keep = match endpoint {
-                Some(endpoint) => {
-                    moved.push(r.notification_id);
-                    moved_endpoints.insert(endpoint);
-                    events.extend(&r.event);
-                    !r.keep.inline
-                }
-                None => r.keep.when_refused,
-            };
-            if keep {
-                sqlx::query(KEEP)
-                    .bind(r.notification_id)
-                    .bind(r.number)
-                    .bind(micros(r.started_at))
-                    .bind(r.duration_ms)
-                    .bind(r.status_code)
-                    .bind(body.as_deref())
-                    .bind(r.error_code.as_deref())
-                    .bind(r.error_message.as_deref())
-                    .bind(r.outcome.as_str())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(store_error)?;
-            }
-        }
-        for event in events {
-            sqlx::query(REPORT)
-                .bind(new_id())
-                .bind(event.key.as_str())
-                .bind(event.event_type)
-                .bind(event.body.as_slice())
-                .bind(now)
-                .bind(OPERATOR_ENDPOINT_ID)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-        }
-        // In endpoint id order, as `health::observe` gives them.
-        for (id, h) in health {
-            if !moved_endpoints.contains(id) {
-                continue;
-            }
-            sqlx::query(HEAL)
-                .bind(*id)
-                .bind(h.failing_since().map(micros))
-                .bind(h.changes_a_failing_endpoint())
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-        }
+        let moved = record_attempts_on(&mut tx, records, health, Utc::now()).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }
+}
+
+/// `SqliteStore::record_attempts` inside a transaction of the caller's on
+/// the writer, at `now`: how the pull leases' ends (an ack, a nack, a lease
+/// that ran out, a notification never pulled) are recorded too, with no
+/// health (`&[]`: pull leases carry none).
+pub(super) async fn record_attempts_on(
+    conn: &mut SqliteConnection,
+    records: &[AttemptRecord],
+    health: &[(Uuid, Health)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, StoreError> {
+    let now = micros(now);
+    let mut moved = Vec::with_capacity(records.len());
+    let mut moved_endpoints = BTreeSet::new();
+    let mut events: Vec<&OperatorEvent> = Vec::new();
+    for r in records {
+        // As PostgreSQL stores it (its text holds no NUL), so that both
+        // backends return the same body.
+        let body = r
+            .response_body
+            .as_ref()
+            .map(|b| b.replace('\0', "\u{FFFD}"));
+        let lease = r.expected.lease;
+        let endpoint: Option<Uuid> = sqlx::query_scalar(MOVE)
+            .bind(r.notification_id)
+            .bind(r.number)
+            .bind(r.next.status.as_str())
+            .bind(r.next.next_attempt_at.map(micros))
+            .bind(micros(r.started_at))
+            .bind(r.status_code)
+            .bind(r.next.last_error.as_deref())
+            .bind(r.keep.inline)
+            .bind(r.duration_ms)
+            .bind(body.as_deref())
+            .bind(r.next.completed)
+            .bind(now)
+            .bind(r.expected.attempts)
+            .bind(r.expected.series_start)
+            .bind(lease.map(|l| l.id))
+            .bind(lease.and_then(|l| l.ran_out_at).map(micros))
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        let keep = match endpoint {
+            Some(endpoint) => {
+                moved.push(r.notification_id);
+                moved_endpoints.insert(endpoint);
+                events.extend(&r.event);
+                !r.keep.inline
+            }
+            None => r.keep.when_refused,
+        };
+        if keep {
+            sqlx::query(KEEP)
+                .bind(r.notification_id)
+                .bind(r.number)
+                .bind(micros(r.started_at))
+                .bind(r.duration_ms)
+                .bind(r.status_code)
+                .bind(body.as_deref())
+                .bind(r.error_code.as_deref())
+                .bind(r.error_message.as_deref())
+                .bind(r.outcome.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(store_error)?;
+        }
+    }
+    for event in events {
+        sqlx::query(REPORT)
+            .bind(new_id())
+            .bind(event.key.as_str())
+            .bind(event.event_type)
+            .bind(event.body.as_slice())
+            .bind(now)
+            .bind(OPERATOR_ENDPOINT_ID)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    // In endpoint id order, as `health::observe` gives them.
+    for (id, h) in health {
+        if !moved_endpoints.contains(id) {
+            continue;
+        }
+        sqlx::query(HEAL)
+            .bind(*id)
+            .bind(h.failing_since().map(micros))
+            .bind(h.changes_a_failing_endpoint())
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(moved)
 }

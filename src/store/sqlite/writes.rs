@@ -172,7 +172,7 @@ async fn insert_notifications(
     // statement prepared once.
     let mut existing: HashMap<(Uuid, String), Notification> = HashMap::new();
     let sql = format!(
-        "SELECT {NOTIFICATION_COLUMNS}, body, 0 AS leased FROM notifications \
+        "SELECT {NOTIFICATION_COLUMNS}, body FROM notifications \
          WHERE key = ? AND endpoint_id = ?"
     );
     for item in items.iter().filter(|i| !created.contains(&i.id)) {
@@ -190,7 +190,7 @@ async fn insert_notifications(
             .await
             .map_err(store_error)?;
         if let Some(row) = row {
-            existing.insert(at, columns::notification(&row).map_err(store_error)?);
+            existing.insert(at, columns::notification(&row, None).map_err(store_error)?);
         }
     }
 

@@ -94,6 +94,7 @@ macro_rules! conformance {
                 an_expired_lease_is_recorded_only_if_not_extended_since_it_was_read,
                 expired_leases_are_read_only_once_run_out,
                 pull_rows_nobody_took_in_time_end,
+                an_ended_lease_writes_its_operator_event_once_and_a_refused_answer_kept_is_listed,
             }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,

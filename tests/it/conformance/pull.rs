@@ -1,21 +1,25 @@
 //! The pull seam: takes under leases, their extension and end, and the
 //! rule every write by a receipt keeps: only the lease the row holds now
-//! counts, so a stale receipt changes nothing.
+//! counts, so a stale receipt changes nothing (nor reports anything).
 
 use std::time::Duration as StdDuration;
 
 use chrono::{Duration, Utc};
 use hookd::domain::id::new_id;
 use hookd::domain::lease::not_pulled;
+use hookd::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use hookd::domain::outcome::OutcomeKind;
 use hookd::domain::pull::{Failure, Receipt};
 use hookd::domain::status::Status;
-use hookd::store::pull::Leases;
+use hookd::store::notifications::NotificationFilter;
+use hookd::store::pull::{Leased, Leases};
 use hookd::store::seams::{PullStore, ReadStore};
 use uuid::Uuid;
 
-use super::fixtures::{commit_new, create, due_at, endpoint, get, micros, pending, pull_endpoint};
-use super::leases::{ack_with, at_once, failed, receipt, take, MINUTE};
+use super::fixtures::{
+    commit_new, create, due_at, endpoint, get, micros, operator_on, pending, pull_endpoint,
+};
+use super::leases::{ack, ack_with, at_once, failed, receipt, take, MINUTE};
 use super::Backend;
 
 pub async fn a_take_leases_due_pull_rows_earliest_first_up_to_its_max<S: Backend>(store: S) {
@@ -292,4 +296,73 @@ pub async fn pull_rows_nobody_took_in_time_end<S: Backend>(store: S) {
     let row = get(&store, old).await;
     assert_eq!((row.status, row.attempts), (Status::Failed, 1));
     assert_eq!(get(&store, fresh).await.status, Status::Pending);
+}
+
+/// The operator endpoint's notifications, keys only.
+async fn operator_event_keys<S: Backend>(store: &S) -> Vec<Option<String>> {
+    let filter = NotificationFilter {
+        endpoint_id: Some(OPERATOR_ENDPOINT_ID),
+        limit: 10,
+        ..NotificationFilter::default()
+    };
+    ReadStore::list_notifications(store, &filter)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.key)
+        .collect()
+}
+
+pub async fn an_ended_lease_writes_its_operator_event_once_and_a_refused_answer_kept_is_listed<
+    S: Backend,
+>(
+    store: S,
+) {
+    operator_on(&store).await;
+    let puller = create(&store, pull_endpoint()).await;
+    pending(&store, &puller).await;
+    let taken = take(&store, puller.id, 1, MINUTE).await.remove(0);
+    // An answer kept even when refused, not inline, with its event.
+    let answer = move |row: &Leased, lease: Uuid| {
+        let mut record = ack(row, lease);
+        record.keep.when_refused = true;
+        record.keep.inline = false;
+        record.event = Some(OperatorEvent {
+            subject: row.id,
+            event_type: "notification.succeeded",
+            key: format!("succeeded:{}", row.id),
+            body: b"{}".to_vec(),
+        });
+        record
+    };
+    let receipts = [receipt(&taken)];
+    let end = |lease: Uuid| {
+        PullStore::end_leases(
+            &store,
+            Leases::Receipts(&receipts),
+            Box::new(move |row| Some(answer(row, lease))),
+        )
+    };
+    // A stale answer moves nothing and reports nothing, but is kept.
+    assert!(end(new_id()).await.unwrap().moved.is_empty());
+    assert!(
+        operator_event_keys(&store).await.is_empty(),
+        "no event without its change"
+    );
+    let listed = ReadStore::list_attempts(&store, taken.id, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+
+    assert_eq!(end(taken.lease_id).await.unwrap().moved, [taken.id]);
+    assert_eq!(
+        operator_event_keys(&store).await,
+        [Some(format!("succeeded:{}", taken.id))]
+    );
+    assert_eq!(get(&store, taken.id).await.status, Status::Succeeded);
+    // Attempt 1 was kept from the refused answer; the moved one adds none.
+    let listed = ReadStore::list_attempts(&store, taken.id, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
 }
