@@ -115,6 +115,15 @@ impl Backend {
         };
         start(app, redis)
     }
+
+    // Added for events.rs and pull*.rs.
+    /// The store as housekeeping sees it (retention, sweeps), unsealed.
+    pub fn housekeeping(&self) -> Box<dyn hookd::store::seams::HousekeepingStore> {
+        match self {
+            Self::Postgres(pool) => Box::new(PgStore::new(pool.clone())),
+            Self::Sqlite { store, .. } => Box::new(store.clone()),
+        }
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.
