@@ -124,6 +124,30 @@ impl Backend {
             Self::Sqlite { store, .. } => Box::new(store.clone()),
         }
     }
+
+    // Added for handoff.rs.
+    /// A service on this backend's store and `due` beside the app's, as a
+    /// second process's would be (its committer and hand-off, no API).
+    pub fn service(&self, due: SharedIndex, settings: Settings) -> hookd::service::Service {
+        let settings = Arc::new(settings);
+        match self {
+            Self::Postgres(pool) => {
+                let store = PgStore::new(pool.clone());
+                hookd::service::Service::start(
+                    Arc::new(store.clone()),
+                    Arc::new(store),
+                    due,
+                    settings,
+                )
+            }
+            Self::Sqlite { store, .. } => hookd::service::Service::start(
+                Arc::new(store.clone()),
+                Arc::new(store.clone()),
+                due,
+                settings,
+            ),
+        }
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.
