@@ -115,6 +115,39 @@ impl Backend {
         };
         start(app, redis)
     }
+
+    // Added for events.rs and pull*.rs.
+    /// The store as housekeeping sees it (retention, sweeps), unsealed.
+    pub fn housekeeping(&self) -> Box<dyn hookd::store::seams::HousekeepingStore> {
+        match self {
+            Self::Postgres(pool) => Box::new(PgStore::new(pool.clone())),
+            Self::Sqlite { store, .. } => Box::new(store.clone()),
+        }
+    }
+
+    // Added for handoff.rs.
+    /// A service on this backend's store and `due` beside the app's, as a
+    /// second process's would be (its committer and hand-off, no API).
+    pub fn service(&self, due: SharedIndex, settings: Settings) -> hookd::service::Service {
+        let settings = Arc::new(settings);
+        match self {
+            Self::Postgres(pool) => {
+                let store = PgStore::new(pool.clone());
+                hookd::service::Service::start(
+                    Arc::new(store.clone()),
+                    Arc::new(store),
+                    due,
+                    settings,
+                )
+            }
+            Self::Sqlite { store, .. } => hookd::service::Service::start(
+                Arc::new(store.clone()),
+                Arc::new(store.clone()),
+                due,
+                settings,
+            ),
+        }
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.

@@ -1,5 +1,6 @@
-//! Events and fan-out (DESIGN.md §9) end to end: real hookd, PostgreSQL,
-//! Redis and receiver.
+//! Events and fan-out (DESIGN.md §9) end to end: real hookd on each
+//! backend (PostgreSQL and Redis, SQLite and its in-process index) and a
+//! real receiver.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -8,9 +9,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use crate::backends::Backend;
 use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, HookdProcess, TestApp,
-    TOKEN,
+    database_url, eventually, free_port, new_prefix, redis_url, HookdProcess, TestApp, TOKEN,
 };
 use crate::receiver::Receiver;
 
@@ -35,9 +36,8 @@ async fn wait_counts(app: &TestApp, id: &str, status: &str, count: i64) -> Value
     .await
 }
 
-#[sqlx::test]
-async fn an_event_reaches_every_subscribed_endpoint_once(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_event_reaches_every_subscribed_endpoint_once(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let mut secrets = HashMap::new();
     for (path, types) in [
@@ -125,10 +125,10 @@ async fn an_event_reaches_every_subscribed_endpoint_once(pool: PgPool) {
     );
     assert_eq!(one["event_type"], json!("order.paid"));
 }
+both!(an_event_reaches_every_subscribed_endpoint_once);
 
-#[sqlx::test]
-async fn a_delivery_retried_or_cancelled_still_shows_its_events_type(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_delivery_retried_or_cancelled_still_shows_its_events_type(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"url": "http://127.0.0.1:9/", "owner": "t"}))
         .await;
     let created = event(
@@ -162,10 +162,10 @@ async fn a_delivery_retried_or_cancelled_still_shows_its_events_type(pool: PgPoo
     assert_eq!(status, StatusCode::OK, "{cancelled}");
     assert_eq!(cancelled["event_type"], json!("order.shipped"));
 }
+both!(a_delivery_retried_or_cancelled_still_shows_its_events_type);
 
-#[sqlx::test]
-async fn an_event_never_reaches_another_owners_endpoint(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_event_never_reaches_another_owners_endpoint(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"url": receiver.url("/m1"), "owner": "m-1"}))
         .await;
@@ -205,10 +205,10 @@ async fn an_event_never_reaches_another_owners_endpoint(pool: PgPool) {
     let (_, endpoints) = app.get("/v1/endpoints?owner=m-2").await;
     assert_eq!(endpoints["data"].as_array().unwrap().len(), 1);
 }
+both!(an_event_never_reaches_another_owners_endpoint);
 
-#[sqlx::test]
-async fn wildcard_subscription_matches_sub_types_only(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn wildcard_subscription_matches_sub_types_only(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"owner": "w", "event_types": ["order.*"], "disabled": false}))
         .await;
     for (event_type, expected) in [
@@ -226,10 +226,10 @@ async fn wildcard_subscription_matches_sub_types_only(pool: PgPool) {
         assert_eq!(created["deliveries"], json!(expected), "{event_type}");
     }
 }
+both!(wildcard_subscription_matches_sub_types_only);
 
-#[sqlx::test]
-async fn cancelling_an_event_cancels_its_pending_deliveries(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn cancelling_an_event_cancels_its_pending_deliveries(backend: Backend) {
+    let app = backend.spawn().await;
     for _ in 0..3 {
         app.endpoint(json!({"owner": "c"})).await;
     }
@@ -259,10 +259,10 @@ async fn cancelling_an_event_cancels_its_pending_deliveries(pool: PgPool) {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+both!(cancelling_an_event_cancels_its_pending_deliveries);
 
-#[sqlx::test]
-async fn an_event_key_is_idempotent_per_owner(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_event_key_is_idempotent_per_owner(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"owner": "k"})).await;
     app.endpoint(json!({"owner": "l"})).await;
     let body = json!({"event_type": "order.paid", "owner": "k", "key": "order-1:paid", "payload": {"a": 1, "b": 2}, "delay": "1h"});
@@ -319,10 +319,10 @@ async fn an_event_key_is_idempotent_per_owner(pool: PgPool) {
     let (status, _) = app.post("/v1/events", elsewhere).await;
     assert_eq!(status, StatusCode::CREATED, "keys are per owner");
 }
+both!(an_event_key_is_idempotent_per_owner);
 
-#[sqlx::test]
-async fn an_event_can_name_the_endpoints_it_goes_to(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_event_can_name_the_endpoints_it_goes_to(backend: Backend) {
+    let app = backend.spawn().await;
     let a = app.endpoint(json!({"uid": "a", "owner": "n"})).await;
     app.endpoint(json!({"uid": "b", "owner": "n"})).await;
     app.endpoint(json!({"uid": "c", "owner": "n", "event_types": ["refund.*"]}))
@@ -364,10 +364,10 @@ async fn an_event_can_name_the_endpoints_it_goes_to(pool: PgPool) {
         "nothing half-written"
     );
 }
+both!(an_event_can_name_the_endpoints_it_goes_to);
 
-#[sqlx::test]
-async fn bad_events_and_patterns_are_refused_naming_the_field(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn bad_events_and_patterns_are_refused_naming_the_field(backend: Backend) {
+    let app = backend.spawn().await;
     for (pattern, field) in [("order.**", "event_types[0]"), (".paid", "event_types[0]")] {
         let (status, body) = app
             .post(
@@ -446,14 +446,14 @@ async fn bad_events_and_patterns_are_refused_naming_the_field(pool: PgPool) {
         "only the valid item of the batch is stored: {events}"
     );
 }
+both!(bad_events_and_patterns_are_refused_naming_the_field);
 
 /// Issue #33: the same origin is not enough; only paths under the
 /// endpoint's own get its credentials.
-#[sqlx::test]
 async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_under_its_own_url(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let app = spawn_app(pool).await;
+    let app = backend.spawn().await;
     let own = Receiver::start().await;
     let elsewhere = Receiver::start().await;
     app.endpoint(
@@ -490,10 +490,10 @@ async fn an_endpoints_custom_headers_go_to_a_per_notification_url_only_under_its
         assert!(got[0].header("webhook-signature").is_some(), "{path}");
     }
 }
+both!(an_endpoints_custom_headers_go_to_a_per_notification_url_only_under_its_own_url);
 
-#[sqlx::test]
-async fn a_per_notification_url_gets_the_endpoint_signature(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_per_notification_url_gets_the_endpoint_signature(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let endpoint = app
         .endpoint(json!({"uid": "shop", "url": receiver.url("/endpoint")}))
@@ -544,6 +544,7 @@ async fn a_per_notification_url_gets_the_endpoint_signature(pool: PgPool) {
         assert_eq!(answer["error"]["field"], json!("url"), "{what}");
     }
 }
+both!(a_per_notification_url_gets_the_endpoint_signature);
 
 /// Kills the real binary with SIGKILL while it fans an event out to 10,000
 /// endpoints; the producer sends the event again (same key) to a new
@@ -677,14 +678,13 @@ async fn event_without_deliveries(app: &TestApp) -> Value {
     .await
 }
 
-#[sqlx::test]
-async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
+async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"owner": "r"})).await;
     let kept = kept_event(&app).await;
     let gone = event_without_deliveries(&app).await;
     assert_eq!(gone["deliveries"], json!(0));
-    let store = hookd::store::postgres::PgStore::new(pool.clone());
+    let store = backend.housekeeping();
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
     assert_eq!(
         store.purge_events(later, None, 100).await.unwrap(),
@@ -703,17 +703,17 @@ async fn retention_deletes_an_event_only_once_its_deliveries_are_gone(pool: PgPo
         (0, None)
     );
 }
+both!(retention_deletes_an_event_only_once_its_deliveries_are_gone);
 
-#[sqlx::test]
-async fn retention_walks_events_once_past_those_it_keeps(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
+async fn retention_walks_events_once_past_those_it_keeps(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"owner": "r"})).await;
     // Three kept (a delivery pending), then one whose deliveries are gone.
     for _ in 0..3 {
         kept_event(&app).await;
     }
     let gone = event_without_deliveries(&app).await;
-    let store = hookd::store::postgres::PgStore::new(pool.clone());
+    let store = backend.housekeeping();
     let later = chrono::Utc::now() + chrono::Duration::minutes(1);
     // Two at a time: the first batch deletes nothing and says where to go
     // on; the second reaches the one to delete and ends the walk.
@@ -729,3 +729,4 @@ async fn retention_walks_events_once_past_those_it_keeps(pool: PgPool) {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+both!(retention_walks_events_once_past_those_it_keeps);

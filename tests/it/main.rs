@@ -27,6 +27,7 @@ mod operator;
 mod private_networks;
 mod pull;
 mod pull_expiry;
+mod pull_leases;
 mod redis_ha;
 mod resilience;
 mod sealing;

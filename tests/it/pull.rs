@@ -1,20 +1,19 @@
-//! Pull consumption (DESIGN.md §10) end to end: real hookd processes,
-//! PostgreSQL and Redis.
+//! Pull consumption (DESIGN.md §10) end to end: taking, acking, nacking
+//! and what is refused, on each backend (PostgreSQL and Redis, SQLite and
+//! its in-process index). Leases running out, waiting consumers and more
+//! than one process are in `pull_leases`.
 
-use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::collections::HashSet;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, spawn_app_with,
-    HookdProcess, RedisServer, TestApp, TOKEN,
-};
+use crate::backends::Backend;
+use crate::helpers::{spawn_app_with, RedisServer, TestApp};
 use crate::receiver::Receiver;
 
-const DEADLINE: Duration = Duration::from_secs(20);
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub(crate) async fn pull_endpoint(app: &TestApp, fields: Value) -> String {
     let mut body = json!({"delivery": "pull"});
@@ -42,7 +41,7 @@ pub(crate) async fn pull(app: &TestApp, endpoint: &str, request: Value) -> Vec<V
 
 /// `method url` with `token` and a JSON body, from any client: the status
 /// and the JSON answer (`Null` when there is none).
-async fn send(
+pub(crate) async fn send(
     client: &reqwest::Client,
     method: Method,
     url: String,
@@ -62,50 +61,6 @@ async fn send(
     )
 }
 
-/// A consumer waiting on `endpoint` for up to 20 s, once `app` counts it
-/// among the waiters; the handle gives its answer.
-async fn waiting_pull(app: &TestApp, endpoint: &str) -> tokio::task::JoinHandle<Value> {
-    let (base, client, path) = (
-        app.base.clone(),
-        app.client.clone(),
-        format!("/v1/endpoints/{endpoint}/pull"),
-    );
-    let waiting = tokio::spawn(async move {
-        send(
-            &client,
-            Method::POST,
-            format!("{base}{path}"),
-            TOKEN,
-            json!({"wait": "20s"}),
-        )
-        .await
-        .1
-    });
-    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
-    eventually(DEADLINE, "the consumer to wait", || async {
-        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
-    })
-    .await;
-    waiting
-}
-
-/// Waits until the notification's row has `status`, polled in PostgreSQL.
-async fn status_becomes(pool: &PgPool, id: uuid::Uuid, status: &str, deadline: Duration) {
-    eventually(
-        deadline,
-        &format!("the notification to be {status}"),
-        || async {
-            let now: String = sqlx::query_scalar("SELECT status FROM notifications WHERE id = $1")
-                .bind(id)
-                .fetch_one(pool)
-                .await
-                .unwrap();
-            (now == status).then_some(())
-        },
-    )
-    .await;
-}
-
 /// The answer is 409 with this error code.
 fn assert_conflict((status, body): (StatusCode, Value), code: &str) {
     assert_eq!(
@@ -122,9 +77,10 @@ pub(crate) fn ids(items: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[sqlx::test]
-async fn a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_them(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_them(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
     let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1h"]})).await;
     let first = notify(&app, &endpoint, json!({"key": "order-1:paid"})).await;
     let (status, second) = app
@@ -196,208 +152,10 @@ async fn a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_the
     assert_eq!(read["leased"], false);
     assert_eq!(read["attempts"], 1);
 }
+both!(a_consumer_takes_due_notifications_earliest_first_and_acks_or_nacks_them);
 
-#[sqlx::test]
-async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_and_only_then(
-    pool: PgPool,
-) {
-    let app = spawn_app(pool).await;
-    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s", "1s"]})).await;
-    let id = notify(&app, &endpoint, json!({})).await;
-    let taken = pull(&app, &endpoint, json!({"lease": "2s"})).await;
-    assert_eq!(ids(&taken), [id.as_str()]);
-    let lease_until: chrono::DateTime<chrono::Utc> =
-        taken[0]["lease_until"].as_str().unwrap().parse().unwrap();
-
-    // A second consumer waits for it: it comes back after the lease (and
-    // the schedule's next delay), as attempt 2.
-    let again = pull(&app, &endpoint, json!({"wait": "15s", "lease": "2s"})).await;
-    let back_at = chrono::Utc::now();
-    assert_eq!(ids(&again), [id.as_str()]);
-    assert_eq!(again[0]["attempt"], 2);
-    assert!(
-        back_at >= lease_until,
-        "taken again at {back_at}, before the lease ended at {lease_until}"
-    );
-    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-    assert_eq!(
-        attempts["data"][0]["error"]["code"], "lease_expired",
-        "{attempts}"
-    );
-    assert_eq!(attempts["data"][0]["outcome"], "retry");
-
-    // The stale receipt is refused; the current one works.
-    let (status, refused) = app
-        .post(
-            &format!("/v1/notifications/{id}/ack"),
-            json!({"receipt": taken[0]["receipt"]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
-    assert_eq!(refused["error"]["code"], "lease_lost");
-
-    // The last attempt is taken and never acked: when its lease runs out,
-    // the schedule is over and it fails.
-    let last = pull(&app, &endpoint, json!({"wait": "15s", "lease": "1s"})).await;
-    assert_eq!(last[0]["attempt"], 3);
-    let failed = eventually(DEADLINE, "the notification to fail", || async {
-        let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
-        (read["status"] == "failed").then_some(read)
-    })
-    .await;
-    assert_eq!(failed["attempts"], 3, "{failed}");
-}
-
-#[sqlx::test]
-async fn a_retry_just_after_a_lease_ran_out_first_records_the_attempt_that_lease_ended(
-    pool: PgPool,
-) {
-    let app = spawn_app(pool).await;
-    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1h"]})).await;
-    let id = notify(&app, &endpoint, json!({})).await;
-    let taken = pull(&app, &endpoint, json!({"lease": "1s"})).await;
-    assert_eq!(ids(&taken), [id.as_str()]);
-    // Retried as soon as the lease has run out: before the lease sweep
-    // (every second) has recorded the attempt, in all but about one run in
-    // a hundred (where the sweep's record is what this test then reads).
-    eventually(DEADLINE, "the lease to run out", || async {
-        let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
-        (read["leased"] == false).then_some(())
-    })
-    .await;
-    let (status, retried) = app
-        .post(&format!("/v1/notifications/{id}/retry"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{retried}");
-    assert_eq!(retried["status"], "pending", "{retried}");
-    assert_eq!(retried["attempts"], 1, "{retried}");
-
-    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-    let attempts = attempts["data"].as_array().unwrap();
-    assert_eq!(attempts.len(), 1, "{attempts:?}");
-    assert_eq!(attempts[0]["number"], 1);
-    assert_eq!(
-        attempts[0]["error"]["code"], "lease_expired",
-        "{attempts:?}"
-    );
-    // The new series starts after it, due now; the lease it ended is
-    // recorded once, however the sweep and the retry met.
-    let again = pull(&app, &endpoint, json!({"lease": "1m"})).await;
-    assert_eq!(ids(&again), [id.as_str()]);
-    assert_eq!(again[0]["attempt"], 2);
-    let (status, acked) = app
-        .post(
-            &format!("/v1/notifications/{id}/ack"),
-            json!({"receipt": again[0]["receipt"]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{acked}");
-    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-    let outcomes: Vec<(i64, &str)> = attempts["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            (
-                a["number"].as_i64().unwrap(),
-                a["outcome"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(outcomes, [(1, "retry"), (2, "succeeded")], "{attempts}");
-}
-
-#[sqlx::test]
-async fn a_pull_notification_created_as_another_process_deletes_its_endpoint_is_cancelled(
-    pool: PgPool,
-) {
-    let a = spawn_app(pool.clone()).await;
-    let b = spawn_app(pool.clone()).await;
-    // B must still serve the endpoint from its one-second cache after A
-    // deleted it; a busy machine may need another try.
-    let mut tries = 0;
-    let id = loop {
-        tries += 1;
-        let endpoint = pull_endpoint(&a, json!({})).await;
-        notify(&b, &endpoint, json!({})).await;
-        let (status, deleted) = a
-            .call(Method::DELETE, &format!("/v1/endpoints/{endpoint}"), None)
-            .await;
-        assert_eq!(status, StatusCode::OK, "{deleted}");
-        let (status, created) = b
-            .post(
-                "/v1/notifications",
-                json!({"endpoint": endpoint, "payload": {}}),
-            )
-            .await;
-        if status == StatusCode::CREATED {
-            break created["id"]
-                .as_str()
-                .unwrap()
-                .parse::<uuid::Uuid>()
-                .unwrap();
-        }
-        assert!(
-            tries < 5,
-            "B never served the deleted endpoint from its cache: {created}"
-        );
-    };
-    // The 30 s sweep of stray pull rows gets to it.
-    status_becomes(&pool, id, "cancelled", Duration::from_secs(45)).await;
-}
-
-#[sqlx::test]
-async fn a_notification_created_pull_as_another_process_switches_its_endpoint_to_push_is_sent(
-    pool: PgPool,
-) {
-    let a = spawn_app(pool.clone()).await;
-    let b = spawn_app(pool.clone()).await;
-    let receiver = Receiver::start().await;
-    // B must still take the endpoint as pull from its one-second cache
-    // after A switched it; a busy machine may need another try.
-    let mut tries = 0;
-    let id = loop {
-        tries += 1;
-        let endpoint = pull_endpoint(&a, json!({})).await;
-        notify(&b, &endpoint, json!({})).await;
-        let (status, switched) = a
-            .call(
-                Method::PATCH,
-                &format!("/v1/endpoints/{endpoint}"),
-                Some(json!({"delivery": "push", "url": receiver.url("/hook")})),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{switched}");
-        let (status, created) = b
-            .post(
-                "/v1/notifications",
-                json!({"endpoint": endpoint, "payload": {"late": true}}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{created}");
-        let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
-        let pull: bool = sqlx::query_scalar("SELECT pull FROM notifications WHERE id = $1")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        if pull {
-            break id;
-        }
-        assert!(
-            tries < 5,
-            "B never wrote a notification as pull after the switch"
-        );
-    };
-    // The 30 s sweep of stray pull rows gets to it.
-    status_becomes(&pool, id, "succeeded", Duration::from_secs(45)).await;
-    let (distinct, total) = receiver.distinct("/hook");
-    assert_eq!(distinct, total, "each sent once");
-}
-
-#[sqlx::test]
-async fn a_pull_without_a_body_takes_with_the_defaults(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_pull_without_a_body_takes_with_the_defaults(backend: Backend) {
+    let app = backend.spawn().await;
     let endpoint = pull_endpoint(&app, json!({})).await;
     let id = notify(&app, &endpoint, json!({})).await;
     let (status, pulled) = app
@@ -406,223 +164,10 @@ async fn a_pull_without_a_body_takes_with_the_defaults(pool: PgPool) {
     assert_eq!(status, StatusCode::OK, "{pulled}");
     assert_eq!(pulled["data"][0]["id"], json!(id), "{pulled}");
 }
+both!(a_pull_without_a_body_takes_with_the_defaults);
 
-#[sqlx::test]
-async fn a_waiting_consumer_gets_a_nacked_notification_when_it_is_due_again(pool: PgPool) {
-    let app = spawn_app(pool).await;
-    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s"]})).await;
-    let id = notify(&app, &endpoint, json!({})).await;
-    let taken = pull(&app, &endpoint, json!({"lease": "1m"})).await;
-    assert_eq!(ids(&taken), vec![id.clone()]);
-
-    // Another consumer waits while the only notification is leased for a
-    // minute, longer than its wait.
-    let started = Instant::now();
-    let waiting = waiting_pull(&app, &endpoint).await;
-    let (status, nacked) = app
-        .post(
-            &format!("/v1/notifications/{id}/nack"),
-            json!({"receipt": taken[0]["receipt"]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{nacked}");
-    assert_eq!(nacked["status"], "pending");
-
-    let pulled = waiting.await.unwrap();
-    assert_eq!(pulled["data"][0]["id"], json!(id), "{pulled}");
-    assert_eq!(pulled["data"][0]["attempt"], 2, "{pulled}");
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "the waiter looked again at the nack, not at the end of its wait"
-    );
-}
-
-#[sqlx::test]
-async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
-    let endpoint = pull_endpoint(&app, json!({})).await;
-    let port = free_port();
-    let prefix = new_prefix();
-    let log = std::env::temp_dir().join(format!("{prefix}-producer.log"));
-    let _producer = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &prefix,
-        &[("HOOKD_API__TOKENS", &format!("[\"{TOKEN}\"]"))],
-        &format!("127.0.0.1:{port}"),
-        &log,
-    );
-    let producer = format!("http://127.0.0.1:{port}");
-    HookdProcess::wait_ready(&producer, DEADLINE).await;
-
-    let started = Instant::now();
-    let waiting = waiting_pull(&app, &endpoint).await;
-    let (status, created) = send(
-        &crate::helpers::http_client(),
-        Method::POST,
-        format!("{producer}/v1/notifications"),
-        TOKEN,
-        json!({"endpoint": endpoint, "payload": {"n": 1}}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let pulled = waiting.await.unwrap();
-    assert_eq!(pulled["data"][0]["id"], created["id"], "{pulled}");
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "the pull was woken, not answered at the end of its wait"
-    );
-}
-
-#[sqlx::test]
-async fn leases_outlive_a_crash_of_hookd(pool: PgPool) {
-    let db = database_url(&pool);
-    let prefix = new_prefix();
-    let start = |name: &str| {
-        let port = free_port();
-        let process = HookdProcess::start_logged(
-            &db,
-            &redis_url(),
-            &prefix,
-            &[("HOOKD_API__TOKENS", &format!("[\"{TOKEN}\"]"))],
-            &format!("127.0.0.1:{port}"),
-            &std::env::temp_dir().join(format!("{prefix}-{name}.log")),
-        );
-        (process, format!("http://127.0.0.1:{port}"))
-    };
-    // The schema comes from the test's own app; the processes use it.
-    let app = spawn_app(pool.clone()).await;
-    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s"]})).await;
-    let kept = notify(&app, &endpoint, json!({})).await;
-    let dropped = notify(&app, &endpoint, json!({})).await;
-    drop(app);
-
-    let (mut first, base) = start("first");
-    HookdProcess::wait_ready(&base, DEADLINE).await;
-    let client = crate::helpers::http_client();
-    let call = |base: String, path: String, body: Value| {
-        let client = client.clone();
-        async move { send(&client, Method::POST, format!("{base}{path}"), TOKEN, body).await }
-    };
-    let (_, taken) = call(
-        base.clone(),
-        format!("/v1/endpoints/{endpoint}/pull"),
-        json!({"max": 1, "lease": "1m"}),
-    )
-    .await;
-    assert_eq!(taken["data"][0]["id"], kept.as_str());
-    let (_, short) = call(
-        base.clone(),
-        format!("/v1/endpoints/{endpoint}/pull"),
-        json!({"max": 1, "lease": "1s"}),
-    )
-    .await;
-    assert_eq!(short["data"][0]["id"], dropped.as_str());
-    first.signal("KILL");
-    first.wait(DEADLINE).await;
-
-    let (_second, base) = start("second");
-    HookdProcess::wait_ready(&base, DEADLINE).await;
-    let (status, acked) = call(
-        base.clone(),
-        format!("/v1/notifications/{kept}/ack"),
-        json!({"receipt": taken["data"][0]["receipt"]}),
-    )
-    .await;
-    assert_eq!(
-        status,
-        StatusCode::OK,
-        "a lease taken before the crash is honoured: {acked}"
-    );
-    assert_eq!(acked["status"], "succeeded");
-    // The short lease ran out meanwhile: retried on schedule, as attempt 2.
-    let (_, again) = call(
-        base.clone(),
-        format!("/v1/endpoints/{endpoint}/pull"),
-        json!({"wait": "15s"}),
-    )
-    .await;
-    assert_eq!(again["data"][0]["id"], dropped.as_str(), "{again}");
-    assert_eq!(again["data"][0]["attempt"], 2);
-}
-
-#[sqlx::test]
-async fn pull_notifications_survive_a_flush_of_redis(pool: PgPool) {
-    let redis = RedisServer::start().await;
-    let app = spawn_app_with(pool, &redis.url(), "").await;
-    let endpoint = pull_endpoint(&app, json!({})).await;
-    let mut created = HashSet::new();
-    for _ in 0..50 {
-        created.insert(notify(&app, &endpoint, json!({})).await);
-    }
-    crate::resilience::redis_command(&redis.url(), "FLUSHALL").await;
-    let taken = pull(&app, &endpoint, json!({"max": 100})).await;
-    assert_eq!(ids(&taken).into_iter().collect::<HashSet<_>>(), created);
-}
-
-#[sqlx::test]
-async fn concurrent_consumers_on_two_processes_take_each_notification_once(pool: PgPool) {
-    let a = spawn_app(pool.clone()).await;
-    let b = spawn_app(pool).await;
-    let endpoint = pull_endpoint(&a, json!({})).await;
-    let items: Vec<Value> = (0..500)
-        .map(|i| json!({"endpoint": endpoint, "payload": {"n": i}}))
-        .collect();
-    let (status, _) = a
-        .post("/v1/notifications/batch", json!({"notifications": items}))
-        .await;
-    assert_eq!(status, StatusCode::OK);
-
-    let mut consumers = Vec::new();
-    for i in 0..6 {
-        let app = if i % 2 == 0 { &a } else { &b };
-        let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
-        consumers.push(tokio::spawn(async move {
-            let mut taken = Vec::new();
-            loop {
-                let url = format!("{base}/v1/endpoints/{endpoint}/pull");
-                let (_, pulled) = send(
-                    &client,
-                    Method::POST,
-                    url,
-                    TOKEN,
-                    json!({"max": 7, "lease": "1m"}),
-                )
-                .await;
-                let data = pulled["data"].as_array().unwrap().clone();
-                if data.is_empty() {
-                    return taken;
-                }
-                let receipts: Vec<Value> = data.iter().map(|d| d["receipt"].clone()).collect();
-                let url = format!("{base}/v1/endpoints/{endpoint}/ack");
-                let (_, acked) = send(
-                    &client,
-                    Method::POST,
-                    url,
-                    TOKEN,
-                    json!({"receipts": receipts}),
-                )
-                .await;
-                for item in acked["data"].as_array().unwrap() {
-                    assert_eq!(item["status"], 200, "{item}");
-                }
-                taken.extend(ids(&data));
-            }
-        }));
-    }
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for consumer in consumers {
-        for id in consumer.await.unwrap() {
-            *counts.entry(id).or_default() += 1;
-        }
-    }
-    assert_eq!(counts.len(), 500, "every notification was taken");
-    assert!(counts.values().all(|&n| n == 1), "none was taken twice");
-}
-
-#[sqlx::test]
-async fn a_consumer_token_pulls_its_own_endpoint_and_nothing_else(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_consumer_token_pulls_its_own_endpoint_and_nothing_else(backend: Backend) {
+    let app = backend.spawn().await;
     let mine = pull_endpoint(&app, json!({})).await;
     let other = pull_endpoint(&app, json!({})).await;
     let id = notify(&app, &mine, json!({})).await;
@@ -688,10 +233,10 @@ async fn a_consumer_token_pulls_its_own_endpoint_and_nothing_else(pool: PgPool) 
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(body["error"]["code"], "unauthorized");
 }
+both!(a_consumer_token_pulls_its_own_endpoint_and_nothing_else);
 
-#[sqlx::test]
-async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn bad_pull_requests_are_refused_and_change_nothing(backend: Backend) {
+    let app = backend.spawn().await;
     let endpoint = pull_endpoint(&app, json!({})).await;
     let push = app.endpoint(json!({})).await["id"]
         .as_str()
@@ -798,10 +343,12 @@ async fn bad_pull_requests_are_refused_and_change_nothing(pool: PgPool) {
         (Some("pending"), Some(0))
     );
 }
+both!(bad_pull_requests_are_refused_and_change_nothing);
 
-#[sqlx::test]
-async fn switching_an_endpoint_between_push_and_pull_moves_its_pending_notifications(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn switching_an_endpoint_between_push_and_pull_moves_its_pending_notifications(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let endpoint = app.endpoint(json!({"url": receiver.url("/hook")})).await;
     let endpoint = endpoint["id"].as_str().unwrap().to_string();
@@ -850,10 +397,10 @@ async fn switching_an_endpoint_between_push_and_pull_moves_its_pending_notificat
         "the switch ended the lease: {body}"
     );
 }
+both!(switching_an_endpoint_between_push_and_pull_moves_its_pending_notifications);
 
-#[sqlx::test]
-async fn an_event_fans_out_to_pull_endpoints_too(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_event_fans_out_to_pull_endpoints_too(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"url": receiver.url("/push"), "owner": "m-1"}))
         .await;
@@ -871,4 +418,19 @@ async fn an_event_fans_out_to_pull_endpoints_too(pool: PgPool) {
     assert_eq!(taken[0]["event_type"], "order.paid");
     assert_eq!(taken[0]["payload"], json!({"order": 7}));
     receiver.wait_for("/push", 1, DEADLINE).await;
+}
+both!(an_event_fans_out_to_pull_endpoints_too);
+
+#[sqlx::test]
+async fn pull_notifications_survive_a_flush_of_redis(pool: PgPool) {
+    let redis = RedisServer::start().await;
+    let app = spawn_app_with(pool, &redis.url(), "").await;
+    let endpoint = pull_endpoint(&app, json!({})).await;
+    let mut created = HashSet::new();
+    for _ in 0..50 {
+        created.insert(notify(&app, &endpoint, json!({})).await);
+    }
+    crate::resilience::redis_command(&redis.url(), "FLUSHALL").await;
+    let taken = pull(&app, &endpoint, json!({"max": 100})).await;
+    assert_eq!(ids(&taken).into_iter().collect::<HashSet<_>>(), created);
 }

@@ -1,0 +1,466 @@
+//! Pull leases end to end (DESIGN.md §10): a lease that runs out gives
+//! the notification back, waiting consumers are woken, and leases hold
+//! across processes and a crash. Each test runs on each backend unless it
+//! starts the real binary or needs Redis.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::backends::Backend;
+use crate::helpers::{
+    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, HookdProcess, TestApp,
+    TOKEN,
+};
+use crate::pull::{ids, notify, pull, pull_endpoint, send};
+use crate::receiver::Receiver;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A consumer waiting on `endpoint` for up to 20 s, once `app` counts it
+/// among the waiters; the handle gives its answer.
+async fn waiting_pull(app: &TestApp, endpoint: &str) -> tokio::task::JoinHandle<Value> {
+    let (base, client, path) = (
+        app.base.clone(),
+        app.client.clone(),
+        format!("/v1/endpoints/{endpoint}/pull"),
+    );
+    let waiting = tokio::spawn(async move {
+        send(
+            &client,
+            Method::POST,
+            format!("{base}{path}"),
+            TOKEN,
+            json!({"wait": "20s"}),
+        )
+        .await
+        .1
+    });
+    let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
+    eventually(DEADLINE, "the consumer to wait", || async {
+        (app.state.service.pull_waiters(endpoint_id) > 0).then_some(())
+    })
+    .await;
+    waiting
+}
+
+/// Waits until the notification has `status`, polled through the API.
+async fn status_becomes(app: &TestApp, id: uuid::Uuid, status: &str, deadline: Duration) {
+    eventually(
+        deadline,
+        &format!("the notification to be {status}"),
+        || async {
+            let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+            (read["status"] == status).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_and_only_then(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s", "1s"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let taken = pull(&app, &endpoint, json!({"lease": "2s"})).await;
+    assert_eq!(ids(&taken), [id.as_str()]);
+    let lease_until: chrono::DateTime<chrono::Utc> =
+        taken[0]["lease_until"].as_str().unwrap().parse().unwrap();
+
+    // A second consumer waits for it: it comes back after the lease (and
+    // the schedule's next delay), as attempt 2.
+    let again = pull(&app, &endpoint, json!({"wait": "15s", "lease": "2s"})).await;
+    let back_at = chrono::Utc::now();
+    assert_eq!(ids(&again), [id.as_str()]);
+    assert_eq!(again[0]["attempt"], 2);
+    assert!(
+        back_at >= lease_until,
+        "taken again at {back_at}, before the lease ended at {lease_until}"
+    );
+    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    assert_eq!(
+        attempts["data"][0]["error"]["code"], "lease_expired",
+        "{attempts}"
+    );
+    assert_eq!(attempts["data"][0]["outcome"], "retry");
+
+    // The stale receipt is refused; the current one works.
+    let (status, refused) = app
+        .post(
+            &format!("/v1/notifications/{id}/ack"),
+            json!({"receipt": taken[0]["receipt"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error"]["code"], "lease_lost");
+
+    // The last attempt is taken and never acked: when its lease runs out,
+    // the schedule is over and it fails.
+    let last = pull(&app, &endpoint, json!({"wait": "15s", "lease": "1s"})).await;
+    assert_eq!(last[0]["attempt"], 3);
+    let failed = eventually(DEADLINE, "the notification to fail", || async {
+        let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+        (read["status"] == "failed").then_some(read)
+    })
+    .await;
+    assert_eq!(failed["attempts"], 3, "{failed}");
+}
+both!(a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_and_only_then);
+
+async fn a_retry_just_after_a_lease_ran_out_first_records_the_attempt_that_lease_ended(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1h"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let taken = pull(&app, &endpoint, json!({"lease": "1s"})).await;
+    assert_eq!(ids(&taken), [id.as_str()]);
+    // Retried as soon as the lease has run out: before the lease sweep
+    // (every second) has recorded the attempt, in all but about one run in
+    // a hundred (where the sweep's record is what this test then reads).
+    eventually(DEADLINE, "the lease to run out", || async {
+        let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+        (read["leased"] == false).then_some(())
+    })
+    .await;
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{id}/retry"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["status"], "pending", "{retried}");
+    assert_eq!(retried["attempts"], 1, "{retried}");
+
+    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    let attempts = attempts["data"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["number"], 1);
+    assert_eq!(
+        attempts[0]["error"]["code"], "lease_expired",
+        "{attempts:?}"
+    );
+    // The new series starts after it, due now; the lease it ended is
+    // recorded once, however the sweep and the retry met.
+    let again = pull(&app, &endpoint, json!({"lease": "1m"})).await;
+    assert_eq!(ids(&again), [id.as_str()]);
+    assert_eq!(again[0]["attempt"], 2);
+    let (status, acked) = app
+        .post(
+            &format!("/v1/notifications/{id}/ack"),
+            json!({"receipt": again[0]["receipt"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{acked}");
+    let (_, attempts) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    let outcomes: Vec<(i64, &str)> = attempts["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["number"].as_i64().unwrap(),
+                a["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(outcomes, [(1, "retry"), (2, "succeeded")], "{attempts}");
+}
+both!(a_retry_just_after_a_lease_ran_out_first_records_the_attempt_that_lease_ended);
+
+async fn a_waiting_consumer_gets_a_nacked_notification_when_it_is_due_again(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let taken = pull(&app, &endpoint, json!({"lease": "1m"})).await;
+    assert_eq!(ids(&taken), vec![id.clone()]);
+
+    // Another consumer waits while the only notification is leased for a
+    // minute, longer than its wait.
+    let started = Instant::now();
+    let waiting = waiting_pull(&app, &endpoint).await;
+    let (status, nacked) = app
+        .post(
+            &format!("/v1/notifications/{id}/nack"),
+            json!({"receipt": taken[0]["receipt"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{nacked}");
+    assert_eq!(nacked["status"], "pending");
+
+    let pulled = waiting.await.unwrap();
+    assert_eq!(pulled["data"][0]["id"], json!(id), "{pulled}");
+    assert_eq!(pulled["data"][0]["attempt"], 2, "{pulled}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the waiter looked again at the nack, not at the end of its wait"
+    );
+}
+both!(a_waiting_consumer_gets_a_nacked_notification_when_it_is_due_again);
+
+// On SQLite the two apps share one store (the file is one process's).
+async fn concurrent_consumers_on_two_processes_take_each_notification_once(backend: Backend) {
+    let a = backend.spawn().await;
+    let b = backend.spawn().await;
+    let endpoint = pull_endpoint(&a, json!({})).await;
+    let items: Vec<Value> = (0..500)
+        .map(|i| json!({"endpoint": endpoint, "payload": {"n": i}}))
+        .collect();
+    let (status, _) = a
+        .post("/v1/notifications/batch", json!({"notifications": items}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let mut consumers = Vec::new();
+    for i in 0..6 {
+        let app = if i % 2 == 0 { &a } else { &b };
+        let (base, client, endpoint) = (app.base.clone(), app.client.clone(), endpoint.clone());
+        consumers.push(tokio::spawn(async move {
+            let mut taken = Vec::new();
+            loop {
+                let url = format!("{base}/v1/endpoints/{endpoint}/pull");
+                let (_, pulled) = send(
+                    &client,
+                    Method::POST,
+                    url,
+                    TOKEN,
+                    json!({"max": 7, "lease": "1m"}),
+                )
+                .await;
+                let data = pulled["data"].as_array().unwrap().clone();
+                if data.is_empty() {
+                    return taken;
+                }
+                let receipts: Vec<Value> = data.iter().map(|d| d["receipt"].clone()).collect();
+                let url = format!("{base}/v1/endpoints/{endpoint}/ack");
+                let (_, acked) = send(
+                    &client,
+                    Method::POST,
+                    url,
+                    TOKEN,
+                    json!({"receipts": receipts}),
+                )
+                .await;
+                for item in acked["data"].as_array().unwrap() {
+                    assert_eq!(item["status"], 200, "{item}");
+                }
+                taken.extend(ids(&data));
+            }
+        }));
+    }
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for consumer in consumers {
+        for id in consumer.await.unwrap() {
+            *counts.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(counts.len(), 500, "every notification was taken");
+    assert!(counts.values().all(|&n| n == 1), "none was taken twice");
+}
+both!(concurrent_consumers_on_two_processes_take_each_notification_once);
+
+// On SQLite the two apps share one store (the file is one process's): as
+// two requests in one process can, one writes what the other's cache
+// no longer holds.
+async fn a_pull_notification_created_as_another_process_deletes_its_endpoint_is_cancelled(
+    backend: Backend,
+) {
+    let a = backend.spawn().await;
+    let b = backend.spawn().await;
+    // B must still serve the endpoint from its one-second cache after A
+    // deleted it; a busy machine may need another try.
+    let mut tries = 0;
+    let id = loop {
+        tries += 1;
+        let endpoint = pull_endpoint(&a, json!({})).await;
+        notify(&b, &endpoint, json!({})).await;
+        let (status, deleted) = a
+            .call(Method::DELETE, &format!("/v1/endpoints/{endpoint}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{deleted}");
+        let (status, created) = b
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": endpoint, "payload": {}}),
+            )
+            .await;
+        if status == StatusCode::CREATED {
+            break created["id"]
+                .as_str()
+                .unwrap()
+                .parse::<uuid::Uuid>()
+                .unwrap();
+        }
+        assert!(
+            tries < 5,
+            "B never served the deleted endpoint from its cache: {created}"
+        );
+    };
+    // The 30 s sweep of stray pull rows gets to it.
+    status_becomes(&b, id, "cancelled", Duration::from_secs(45)).await;
+}
+both!(a_pull_notification_created_as_another_process_deletes_its_endpoint_is_cancelled);
+
+// On SQLite the two apps share one store (the file is one process's): as
+// two requests in one process can, one writes what the other's cache
+// no longer holds.
+async fn a_notification_created_pull_as_another_process_switches_its_endpoint_to_push_is_sent(
+    backend: Backend,
+) {
+    let a = backend.spawn().await;
+    let b = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    // B must still take the endpoint as pull from its one-second cache
+    // after A switched it; a busy machine may need another try.
+    let mut tries = 0;
+    let id = loop {
+        tries += 1;
+        let endpoint = pull_endpoint(&a, json!({})).await;
+        notify(&b, &endpoint, json!({})).await;
+        let (status, switched) = a
+            .call(
+                Method::PATCH,
+                &format!("/v1/endpoints/{endpoint}"),
+                Some(json!({"delivery": "push", "url": receiver.url("/hook")})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{switched}");
+        let (status, created) = b
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": endpoint, "payload": {"late": true}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
+        let pull = backend
+            .count_for(
+                "SELECT count(*) FROM notifications WHERE id = $1 AND pull",
+                id,
+            )
+            .await;
+        if pull == 1 {
+            break id;
+        }
+        assert!(
+            tries < 5,
+            "B never wrote a notification as pull after the switch"
+        );
+    };
+    // The 30 s sweep of stray pull rows gets to it.
+    status_becomes(&b, id, "succeeded", Duration::from_secs(45)).await;
+    let (distinct, total) = receiver.distinct("/hook");
+    assert_eq!(distinct, total, "each sent once");
+}
+both!(a_notification_created_pull_as_another_process_switches_its_endpoint_to_push_is_sent);
+
+#[sqlx::test]
+async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let endpoint = pull_endpoint(&app, json!({})).await;
+    let port = free_port();
+    let prefix = new_prefix();
+    let log = std::env::temp_dir().join(format!("{prefix}-producer.log"));
+    let _producer = HookdProcess::start_logged(
+        &database_url(&pool),
+        &redis_url(),
+        &prefix,
+        &[("HOOKD_API__TOKENS", &format!("[\"{TOKEN}\"]"))],
+        &format!("127.0.0.1:{port}"),
+        &log,
+    );
+    let producer = format!("http://127.0.0.1:{port}");
+    HookdProcess::wait_ready(&producer, DEADLINE).await;
+
+    let started = Instant::now();
+    let waiting = waiting_pull(&app, &endpoint).await;
+    let (status, created) = send(
+        &crate::helpers::http_client(),
+        Method::POST,
+        format!("{producer}/v1/notifications"),
+        TOKEN,
+        json!({"endpoint": endpoint, "payload": {"n": 1}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let pulled = waiting.await.unwrap();
+    assert_eq!(pulled["data"][0]["id"], created["id"], "{pulled}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the pull was woken, not answered at the end of its wait"
+    );
+}
+
+#[sqlx::test]
+async fn leases_outlive_a_crash_of_hookd(pool: PgPool) {
+    let db = database_url(&pool);
+    let prefix = new_prefix();
+    let start = |name: &str| {
+        let port = free_port();
+        let process = HookdProcess::start_logged(
+            &db,
+            &redis_url(),
+            &prefix,
+            &[("HOOKD_API__TOKENS", &format!("[\"{TOKEN}\"]"))],
+            &format!("127.0.0.1:{port}"),
+            &std::env::temp_dir().join(format!("{prefix}-{name}.log")),
+        );
+        (process, format!("http://127.0.0.1:{port}"))
+    };
+    // The schema comes from the test's own app; the processes use it.
+    let app = spawn_app(pool.clone()).await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s"]})).await;
+    let kept = notify(&app, &endpoint, json!({})).await;
+    let dropped = notify(&app, &endpoint, json!({})).await;
+    drop(app);
+
+    let (mut first, base) = start("first");
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let client = crate::helpers::http_client();
+    let call = |base: String, path: String, body: Value| {
+        let client = client.clone();
+        async move { send(&client, Method::POST, format!("{base}{path}"), TOKEN, body).await }
+    };
+    let (_, taken) = call(
+        base.clone(),
+        format!("/v1/endpoints/{endpoint}/pull"),
+        json!({"max": 1, "lease": "1m"}),
+    )
+    .await;
+    assert_eq!(taken["data"][0]["id"], kept.as_str());
+    let (_, short) = call(
+        base.clone(),
+        format!("/v1/endpoints/{endpoint}/pull"),
+        json!({"max": 1, "lease": "1s"}),
+    )
+    .await;
+    assert_eq!(short["data"][0]["id"], dropped.as_str());
+    first.signal("KILL");
+    first.wait(DEADLINE).await;
+
+    let (_second, base) = start("second");
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let (status, acked) = call(
+        base.clone(),
+        format!("/v1/notifications/{kept}/ack"),
+        json!({"receipt": taken["data"][0]["receipt"]}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a lease taken before the crash is honoured: {acked}"
+    );
+    assert_eq!(acked["status"], "succeeded");
+    // The short lease ran out meanwhile: retried on schedule, as attempt 2.
+    let (_, again) = call(
+        base.clone(),
+        format!("/v1/endpoints/{endpoint}/pull"),
+        json!({"wait": "15s"}),
+    )
+    .await;
+    assert_eq!(again["data"][0]["id"], dropped.as_str(), "{again}");
+    assert_eq!(again["data"][0]["attempt"], 2);
+}
