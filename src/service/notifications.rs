@@ -339,7 +339,7 @@ impl Service {
     }
 }
 
-pub(super) fn invalid_key() -> Problem {
+pub(crate) fn invalid_key() -> Problem {
     Problem::invalid(
         ErrorCode::InvalidValue,
         "key",

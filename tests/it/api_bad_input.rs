@@ -3,9 +3,8 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{redis_url, spawn_app, spawn_app_with};
+use crate::backends::Backend;
 
 struct Case {
     name: &'static str,
@@ -37,9 +36,8 @@ fn case(
     }
 }
 
-#[sqlx::test]
-async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "shop", "event_types": ["order.paid"]}))
         .await;
     use Method as M;
@@ -92,7 +90,8 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
         case("unknown route", M::GET, "/v1/nothing", None, 404, "not_found", None),
         case("nul byte in an endpoint name", M::POST, "/v1/notifications", Some("{\"endpoint\": \"shop\\u0000\", \"payload\": {}}"), 422, "unknown_endpoint", Some("endpoint")),
         case("nul byte in a description", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"description\": \"a\\u0000\"}"), 422, "invalid_value", Some("description")),
-        case("nul byte in a key filter", M::GET, "/v1/notifications?key=%00", None, 422, "invalid_value", None),
+        case("nul byte in a key filter", M::GET, "/v1/notifications?key=%00", None, 422, "invalid_value", Some("key")),
+        case("nul byte in an event type filter", M::GET, "/v1/notifications?event_type=a%00", None, 422, "invalid_value", Some("event_type")),
         case("nul byte in a path uid", M::GET, "/v1/endpoints/a%00b", None, 404, "not_found", None),
         case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
     ];
@@ -119,17 +118,14 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(pool: PgPool) {
         assert_eq!(field, json!(case.field), "{}: {body}", case.name);
     }
 }
+both!(each_bad_request_gets_a_clear_error_in_the_api_shape);
 
-#[sqlx::test]
 async fn a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_limit_too(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let app = spawn_app_with(
-        pool,
-        &redis_url(),
-        "[api]\nmax_payload_bytes = 100\nmax_request_bytes = 1000\n",
-    )
-    .await;
+    let app = backend
+        .spawn_with("[api]\nmax_payload_bytes = 100\nmax_request_bytes = 1000\n")
+        .await;
     app.endpoint(json!({"uid": "shop"})).await;
     let big = "x".repeat(200);
     let (status, body) = app
@@ -167,10 +163,10 @@ async fn a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_lim
         assert_eq!(body["error"]["code"], json!("too_large"), "{path}");
     }
 }
+both!(a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_limit_too);
 
-#[sqlx::test]
-async fn a_batch_of_more_than_a_thousand_is_refused(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_batch_of_more_than_a_thousand_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "shop"})).await;
     let items: Vec<Value> = (0..1001)
         .map(|_| json!({"endpoint": "shop", "payload": {}}))
@@ -181,10 +177,10 @@ async fn a_batch_of_more_than_a_thousand_is_refused(pool: PgPool) {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["field"], json!("notifications[1000]"));
 }
+both!(a_batch_of_more_than_a_thousand_is_refused);
 
-#[sqlx::test]
-async fn a_path_that_is_not_utf8_gets_the_json_error_shape(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_path_that_is_not_utf8_gets_the_json_error_shape(backend: Backend) {
+    let app = backend.spawn().await;
     for path in [
         "/v1/notifications/%FF",
         "/v1/endpoints/%C3%28/secret/rotate",
@@ -204,3 +200,4 @@ async fn a_path_that_is_not_utf8_gets_the_json_error_shape(pool: PgPool) {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(body["error"]["code"], json!("not_found"));
 }
+both!(a_path_that_is_not_utf8_gets_the_json_error_shape);

@@ -148,6 +148,31 @@ impl Backend {
             ),
         }
     }
+
+    // Added for delivery.rs.
+
+    /// Runs a statement both dialects read alike, `$1`, `$2`… bound to
+    /// `texts`: a change made as another process (or an older hookd)
+    /// would make it, behind the back of this app's caches.
+    pub async fn execute(&self, sql: &'static str, texts: &[&str]) {
+        match self {
+            Self::Postgres(pool) => {
+                let mut query = sqlx::query(sql);
+                for text in texts {
+                    query = query.bind(*text);
+                }
+                query.execute(pool).await.map(|_| ())
+            }
+            Self::Sqlite { store, .. } => {
+                let mut query = sqlx::query(sql);
+                for text in texts {
+                    query = query.bind(*text);
+                }
+                query.execute(store.writer()).await.map(|_| ())
+            }
+        }
+        .expect("the statement runs")
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.

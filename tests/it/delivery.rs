@@ -1,14 +1,15 @@
-//! Deliveries end to end: real hookd, real PostgreSQL and Redis, a real
-//! receiver, sub-second schedules. Lateness bound: a retry arrives no earlier
-//! than its schedule says and at most `LATE` after.
+//! Deliveries end to end: real hookd on each backend (PostgreSQL and
+//! Redis; SQLite and its in-process index), a real receiver, sub-second
+//! schedules. Lateness bound: a retry arrives no earlier than its schedule
+//! says and at most `LATE` after.
 
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app, spawn_app_with, TestApp};
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
 use crate::receiver::{Receiver, Reply};
 
 /// The most a delivery may lag its due time in these tests (a loaded CI
@@ -38,9 +39,10 @@ fn gap(a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>) -> Du
     (b - a).to_std().unwrap_or_default()
 }
 
-#[sqlx::test]
-async fn a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_library(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_library(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let endpoint = app
         .endpoint(
@@ -78,12 +80,12 @@ async fn a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_libra
     assert_eq!(list[0]["number"], json!(1));
     assert_eq!(list[0]["response_body"], json!(""));
 }
+both!(a_delivery_arrives_signed_and_verifies_with_the_standard_webhooks_library);
 
-#[sqlx::test]
 async fn retries_follow_the_schedule_and_exhaustion_ends_failed_with_every_attempt_listed(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let app = spawn_app(pool).await;
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::body(500, "boom")]);
     app.endpoint(
@@ -125,10 +127,10 @@ async fn retries_follow_the_schedule_and_exhaustion_ends_failed_with_every_attem
         );
     }
 }
+both!(retries_follow_the_schedule_and_exhaustion_ends_failed_with_every_attempt_listed);
 
-#[sqlx::test]
-async fn success_body_rejects_a_200_ok_and_accepts_success(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn success_body_rejects_a_200_ok_and_accepts_success(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply(
         "/alipay",
@@ -146,10 +148,10 @@ async fn success_body_rejects_a_200_ok_and_accepts_success(pool: PgPool) {
     assert_eq!(list[0]["response_body"], json!("ok"));
     assert_eq!(list[1]["outcome"], json!("succeeded"));
 }
+both!(success_body_rejects_a_200_ok_and_accepts_success);
 
-#[sqlx::test]
-async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply("/gone", vec![Reply::status(410)]);
     receiver.reply(
@@ -179,24 +181,25 @@ async fn gone_and_webhook_delivery_abort_end_the_schedule_at_once(pool: PgPool) 
     }
     assert_eq!(receiver.total(), 3);
 }
+both!(gone_and_webhook_delivery_abort_end_the_schedule_at_once);
 
-#[sqlx::test]
-async fn an_endpoint_timeout_longer_than_this_dispatchers_lease_is_cut_to_fit_in_it(pool: PgPool) {
-    let app = spawn_app_with(
-        pool.clone(),
-        &redis_url(),
-        "[sender]\ntimeout_ms = 1000\n[dispatcher]\nlease_ms = 6000\n",
-    )
-    .await;
+async fn an_endpoint_timeout_longer_than_this_dispatchers_lease_is_cut_to_fit_in_it(
+    backend: Backend,
+) {
+    let app = backend
+        .spawn_with("[sender]\ntimeout_ms = 1000\n[dispatcher]\nlease_ms = 6000\n")
+        .await;
     let receiver = Receiver::start().await;
     receiver.reply("/slow", vec![Reply::Slow(Duration::from_secs(8))]);
     app.endpoint(json!({"uid": "slow", "url": receiver.url("/slow"), "schedule": ["0s", "1h"]}))
         .await;
     // As a process with a longer lease may have stored it.
-    sqlx::query("UPDATE endpoints SET timeout_ms = 9000 WHERE uid = 'slow'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    backend
+        .execute(
+            "UPDATE endpoints SET timeout_ms = 9000 WHERE uid = 'slow'",
+            &[],
+        )
+        .await;
     let started = std::time::Instant::now();
     let id = app.notify(json!({"endpoint": "slow", "payload": {}})).await;
     let failed = eventually(DEADLINE, "the attempt to time out", || async {
@@ -216,10 +219,10 @@ async fn an_endpoint_timeout_longer_than_this_dispatchers_lease_is_cut_to_fit_in
     .await;
     assert_eq!(receiver.received("/slow").len(), 1);
 }
+both!(an_endpoint_timeout_longer_than_this_dispatchers_lease_is_cut_to_fit_in_it);
 
-#[sqlx::test]
-async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply(
         "/busy",
@@ -237,10 +240,10 @@ async fn retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule(pool: 
     assert!(observed >= Duration::from_secs(1), "{observed:?}");
     assert!(observed <= Duration::from_secs(1) + LATE, "{observed:?}");
 }
+both!(retry_after_on_a_429_delays_the_next_attempt_beyond_the_schedule);
 
-#[sqlx::test]
-async fn a_delayed_notification_is_not_sent_early(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_delayed_notification_is_not_sent_early(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "later", "url": receiver.url("/later")}))
         .await;
@@ -264,14 +267,16 @@ async fn a_delayed_notification_is_not_sent_early(pool: PgPool) {
         gap(due, got[0].at)
     );
 }
+both!(a_delayed_notification_is_not_sent_early);
 
-#[sqlx::test]
 async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not_sent(
-    pool: PgPool,
+    backend: Backend,
 ) {
     // Claimed ahead of its due time, a notification waits in the dispatcher
     // (here for half a second); a cancel then still keeps it unsent.
-    let app = spawn_app_with(pool, &redis_url(), "[dispatcher]\nclaim_ahead_ms = 1000\n").await;
+    let app = backend
+        .spawn_with("[dispatcher]\nclaim_ahead_ms = 1000\n")
+        .await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "later", "url": receiver.url("/later")}))
         .await;
@@ -280,7 +285,7 @@ async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not
         .await;
     let held_id: uuid::Uuid = held.parse().unwrap();
     eventually(DEADLINE, "the dispatcher to claim it early", || async {
-        let leased = app.index().leased(held_id, chrono::Utc::now()).await;
+        let leased = app.state.due.leased(held_id, chrono::Utc::now()).await;
         leased.unwrap().then_some(())
     })
     .await;
@@ -301,10 +306,10 @@ async fn a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not
     assert_eq!(wait_status(&app, &held, "cancelled").await["attempts"], 0);
     assert!(attempts(&app, &held).await.is_empty());
 }
+both!(a_notification_cancelled_while_it_waits_claimed_for_its_due_time_is_not_sent);
 
-#[sqlx::test]
-async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_cancelled_notification_is_never_sent(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;
@@ -330,10 +335,10 @@ async fn a_cancelled_notification_is_never_sent(pool: PgPool) {
     assert_eq!(got[0].header("webhook-id"), Some(sentinel.as_str()));
     assert!(attempts(&app, &cancelled).await.is_empty());
 }
+both!(a_cancelled_notification_is_never_sent);
 
-#[sqlx::test]
-async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply("/hang", vec![Reply::Hang]);
     app.endpoint(
@@ -354,10 +359,10 @@ async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(pool: PgPool) {
         .unwrap()
         .starts_with("timeout"));
 }
+both!(a_receiver_that_hangs_is_cut_off_by_the_timeout);
 
-#[sqlx::test]
-async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply(
         "/moved",
@@ -372,10 +377,10 @@ async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(pool: PgPool)
     assert_eq!(attempts(&app, &id).await[0]["status_code"], json!(302));
     assert!(receiver.received("/target").is_empty());
 }
+both!(a_redirect_is_not_followed_and_counts_as_a_failed_attempt);
 
-#[sqlx::test]
-async fn a_loopback_target_is_never_contacted_without_allow_networks(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), "[sender]\nallow_networks = []\n").await;
+async fn a_loopback_target_is_never_contacted_without_allow_networks(backend: Backend) {
+    let app = backend.spawn_with("[sender]\nallow_networks = []\n").await;
     let receiver = Receiver::start().await;
     let port = receiver.base.rsplit(':').next().unwrap().to_string();
     // By IP literal, by name, and by an IPv4-mapped IPv6 literal.
@@ -400,10 +405,10 @@ async fn a_loopback_target_is_never_contacted_without_allow_networks(pool: PgPoo
     }
     assert_eq!(receiver.total(), 0);
 }
+both!(a_loopback_target_is_never_contacted_without_allow_networks);
 
-#[sqlx::test]
-async fn retry_restarts_a_failed_notification_with_a_fresh_series(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn retry_restarts_a_failed_notification_with_a_fresh_series(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     receiver.reply(
         "/flaky",
@@ -433,10 +438,10 @@ async fn retry_restarts_a_failed_notification_with_a_fresh_series(pool: PgPool) 
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["code"], json!("not_retryable"));
 }
+both!(retry_restarts_a_failed_notification_with_a_fresh_series);
 
-#[sqlx::test]
-async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn after_a_rotation_both_the_new_and_the_old_secret_verify(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let created = app
         .endpoint(json!({"uid": "rot", "url": receiver.url("/rot")}))
@@ -456,10 +461,10 @@ async fn after_a_rotation_both_the_new_and_the_old_secret_verify(pool: PgPool) {
             .expect("verifies");
     }
 }
+both!(after_a_rotation_both_the_new_and_the_old_secret_verify);
 
-#[sqlx::test]
-async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
+async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     app.endpoint(json!({"uid": "moving", "url": receiver.url("/old")}))
         .await;
@@ -484,17 +489,19 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(pool: PgPo
     // ...and by another writer of the database (another process), which no
     // cache of this process hears of: it raises the row's version, as
     // every change hookd writes does.
-    sqlx::query("UPDATE endpoints SET url = $1, version = version + 1 WHERE uid = 'moving'")
-        .bind(receiver.url("/newer"))
-        .execute(&pool)
-        .await
-        .unwrap();
+    backend
+        .execute(
+            "UPDATE endpoints SET url = $1, version = version + 1 WHERE uid = 'moving'",
+            &[&receiver.url("/newer")],
+        )
+        .await;
     app.notify(json!({"endpoint": "moving", "payload": {"n": 3}}))
         .await;
     receiver.wait_for("/newer", 1, DEADLINE).await;
     assert_eq!(receiver.received("/old").len(), 1);
     assert_eq!(receiver.received("/new").len(), 1);
 }
+both!(a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now);
 
 /// The value of a metric line that starts with `prefix` (labels included).
 fn metric(text: &str, prefix: &str) -> f64 {
@@ -504,9 +511,8 @@ fn metric(text: &str, prefix: &str) -> f64 {
         .sum()
 }
 
-#[sqlx::test]
-async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn metrics_count_real_deliveries_and_api_requests(backend: Backend) {
+    let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let scrape = || async {
         app.client
@@ -573,3 +579,4 @@ async fn metrics_count_real_deliveries_and_api_requests(pool: PgPool) {
     );
     assert!(!after.contains(&id), "no notification id in any label");
 }
+both!(metrics_count_real_deliveries_and_api_requests);

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with, TestApp};
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
 
 const DEADLINE: Duration = Duration::from_secs(15);
 
@@ -48,10 +48,9 @@ async fn first_attempt(app: &TestApp, id: &str) -> Value {
     .await
 }
 
-#[sqlx::test]
-async fn every_non_public_spelling_is_a_blocked_address(pool: PgPool) {
+async fn every_non_public_spelling_is_a_blocked_address(backend: Backend) {
     // The test settings allow 127.0.0.0/8; this app allows nothing.
-    let app = spawn_app_with(pool, &redis_url(), "[sender]\nallow_networks = []\n").await;
+    let app = backend.spawn_with("[sender]\nallow_networks = []\n").await;
     let mut notifications = Vec::new();
     for url in SPELLINGS {
         let (status, endpoint) = app
@@ -81,3 +80,4 @@ async fn every_non_public_spelling_is_a_blocked_address(pool: PgPool) {
         assert!(attempt["status_code"].is_null(), "{url}: {attempt}");
     }
 }
+both!(every_non_public_spelling_is_a_blocked_address);

@@ -4,9 +4,8 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::spawn_app;
+use crate::backends::Backend;
 
 /// `{"<field>": [<item>, <item>, …]}`, `count` items, as raw text.
 fn list_body(field: &str, item: &str, count: usize) -> String {
@@ -26,9 +25,8 @@ fn assert_refused_at(status: StatusCode, body: &Value, field: &str, what: &str) 
     assert!(message.contains("at most"), "{what}: {body}");
 }
 
-#[sqlx::test]
-async fn every_list_in_a_body_is_refused_at_the_item_past_its_limit(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn every_list_in_a_body_is_refused_at_the_item_past_its_limit(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "shop"})).await;
     let notification = r#"{"endpoint": "shop", "payload": {}}"#;
     let event = r#"{"event_type": "a", "payload": {}}"#;
@@ -142,10 +140,10 @@ async fn every_list_in_a_body_is_refused_at_the_item_past_its_limit(pool: PgPool
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["data"].as_array().map(Vec::len), Some(1000));
 }
+both!(every_list_in_a_body_is_refused_at_the_item_past_its_limit);
 
-#[sqlx::test]
-async fn an_error_quotes_at_most_128_bytes_of_a_megabytes_long_value(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn an_error_quotes_at_most_128_bytes_of_a_megabytes_long_value(backend: Backend) {
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (status, queue) = app
         .post("/v1/endpoints", json!({"uid": "queue", "delivery": "pull"}))
@@ -238,3 +236,4 @@ async fn an_error_quotes_at_most_128_bytes_of_a_megabytes_long_value(pool: PgPoo
     }
     assert!(too_long.is_empty(), "{too_long:#?}");
 }
+both!(an_error_quotes_at_most_128_bytes_of_a_megabytes_long_value);

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with, TestApp, TOKEN};
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp, TOKEN};
 use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -48,9 +48,8 @@ async fn send(
     response.json().await.unwrap()
 }
 
-#[sqlx::test]
-async fn query_string_values_are_masked_for_callers_without_the_secrets_scope(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), &scoped_tokens()).await;
+async fn query_string_values_are_masked_for_callers_without_the_secrets_scope(backend: Backend) {
+    let app = backend.spawn_with(&scoped_tokens()).await;
     let receiver = Receiver::start().await;
     let endpoint_url = receiver.url("/hook?token=endpoint-s3cret&v=2");
     let endpoint = app.endpoint(json!({"url": endpoint_url})).await;
@@ -102,3 +101,4 @@ async fn query_string_values_are_masked_for_callers_without_the_secrets_scope(po
         assert_eq!(notification["url"], json!(notification_url));
     }
 }
+both!(query_string_values_are_masked_for_callers_without_the_secrets_scope);

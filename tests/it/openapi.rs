@@ -4,9 +4,8 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use sqlx::PgPool;
 
-use crate::helpers::spawn_app;
+use crate::backends::Backend;
 
 /// (method, path) pairs declared with `.route(...)` in the API's sources.
 fn routed() -> BTreeSet<(String, String)> {
@@ -48,9 +47,8 @@ async fn document(app: &crate::helpers::TestApp) -> Value {
         .unwrap()
 }
 
-#[sqlx::test]
-async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn the_openapi_document_lists_exactly_the_routes_of_the_router(backend: Backend) {
+    let app = backend.spawn().await;
     let document = document(&app).await;
     assert!(document["openapi"].as_str().unwrap().starts_with("3."));
     let mut documented = BTreeSet::new();
@@ -76,14 +74,14 @@ async fn the_openapi_document_lists_exactly_the_routes_of_the_router(pool: PgPoo
     assert!(document["components"]["schemas"]["ErrorBody"].is_object());
     assert!(document["components"]["securitySchemes"]["bearer"].is_object());
 }
+both!(the_openapi_document_lists_exactly_the_routes_of_the_router);
 
 /// The other direction, against the live router rather than the sources:
 /// every documented operation reaches a handler. Path parameters name
 /// nothing that exists, so handlers answer 4xx of their own, never the
 /// router's "route not found" or 405.
-#[sqlx::test]
-async fn every_documented_operation_reaches_a_handler_of_the_live_router(pool: PgPool) {
-    let app = spawn_app(pool).await;
+async fn every_documented_operation_reaches_a_handler_of_the_live_router(backend: Backend) {
+    let app = backend.spawn().await;
     let document = document(&app).await;
     let mut probed = 0;
     for (path, operations) in document["paths"].as_object().unwrap() {
@@ -122,3 +120,4 @@ async fn every_documented_operation_reaches_a_handler_of_the_live_router(pool: P
     }
     assert!(probed >= 18, "probed {probed} operations");
 }
+both!(every_documented_operation_reaches_a_handler_of_the_live_router);

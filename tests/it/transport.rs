@@ -19,6 +19,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::backends::Backend;
 use crate::helpers::{
     eventually, free_port, is_root, new_prefix, redis_url, spawn_app_settings, test_settings,
     test_settings_with_prefix, PgServer, TestApp,
@@ -328,30 +329,30 @@ async fn first_attempt(app: &TestApp, id: &str) -> Value {
     .await
 }
 
-#[sqlx::test]
-async fn a_receiver_certified_by_sender_ca_file_is_delivered_to(pool: PgPool) {
+async fn a_receiver_certified_by_sender_ca_file_is_delivered_to(backend: Backend) {
     let receiver = HttpsReceiver::start().await;
     let settings = test_settings(
         &redis_url(),
         &format!("[sender]\nca_file = \"{}\"\n", tls_files().ca),
     );
-    let app = spawn_app_settings(pool, settings).await;
+    let app = backend.spawn_settings(settings).await;
     let id = notify(&app, &receiver.url()).await;
     let attempt = first_attempt(&app, &id).await;
     assert_eq!(attempt["outcome"], json!("succeeded"), "{attempt}");
     assert_eq!(attempt["status_code"], json!(200), "{attempt}");
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 1);
 }
+both!(a_receiver_certified_by_sender_ca_file_is_delivered_to);
 
-#[sqlx::test]
-async fn a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error(pool: PgPool) {
+async fn a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error(backend: Backend) {
     let receiver = HttpsReceiver::start().await;
-    let app = spawn_app_settings(pool, test_settings(&redis_url(), "")).await;
+    let app = backend.spawn().await;
     let id = notify(&app, &receiver.url()).await;
     let attempt = first_attempt(&app, &id).await;
     assert_eq!(attempt["error"]["code"], json!("tls"), "{attempt}");
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
 }
+both!(a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error);
 
 /// Receivers are trusted through the bundled public roots and
 /// `sender.ca_file` only, never through the host's trust store: a CA the
@@ -379,27 +380,30 @@ async fn a_ca_trusted_only_by_the_host_certifies_no_receiver(pool: PgPool) {
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
 }
 
-#[sqlx::test]
-async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(pool: PgPool) {
+async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(backend: Backend) {
     let receiver = Receiver::start().await;
     let prefix = new_prefix();
     // Before the switch: an http endpoint and a notification for it, stored
     // and indexed by an API-only process.
-    let before = spawn_app_settings(
-        pool.clone(),
-        test_settings_with_prefix(&redis_url(), &prefix, "[dispatcher]\nenabled = false\n"),
-    )
-    .await;
+    let before = backend
+        .spawn_settings(test_settings_with_prefix(
+            &redis_url(),
+            &prefix,
+            "[dispatcher]\nenabled = false\n",
+        ))
+        .await;
     let id = notify(&before, &receiver.url("/hook")).await;
     let (_, notification) = before.get(&format!("/v1/notifications/{id}")).await;
     let endpoint = notification["endpoint_id"].clone();
     drop(before);
 
-    let after = spawn_app_settings(
-        pool,
-        test_settings_with_prefix(&redis_url(), &prefix, "[sender]\nhttps_only = true\n"),
-    )
-    .await;
+    let after = backend
+        .spawn_settings(test_settings_with_prefix(
+            &redis_url(),
+            &prefix,
+            "[sender]\nhttps_only = true\n",
+        ))
+        .await;
     let attempt = first_attempt(&after, &id).await;
     assert_eq!(
         attempt["error"]["code"],
@@ -436,6 +440,7 @@ async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(pool: 
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+both!(https_only_refuses_plain_http_receivers_at_create_patch_and_send);
 
 /// Runs the hookd binary with only `env` as its HOOKD_* configuration.
 fn hookd(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
