@@ -115,6 +115,61 @@ impl Backend {
         };
         start(app, redis)
     }
+
+    // For tests/it/{operator,endpoint_health,secrets,secrets_at_rest}.rs:
+    // writes around hookd (a planted value, a back-dated failure) and raw
+    // reads of what a backend stored.
+
+    /// Runs a statement both dialects read alike with `$1` bound to
+    /// `value`, as someone with write access to the database would; the
+    /// rows it changed.
+    #[allow(dead_code)] // until every behaviour file runs on both
+    pub async fn execute(&self, sql: &'static str, value: &str) -> u64 {
+        match self {
+            Self::Postgres(pool) => sqlx::query(sql)
+                .bind(value)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected()),
+            Self::Sqlite { store, .. } => sqlx::query(sql)
+                .bind(value)
+                .execute(store.writer())
+                .await
+                .map(|done| done.rows_affected()),
+        }
+        .expect("the statement runs")
+    }
+
+    /// The text column `sql` reads (both dialects alike), as stored.
+    #[allow(dead_code)] // until every behaviour file runs on both
+    pub async fn texts(&self, sql: &'static str) -> Vec<String> {
+        match self {
+            Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            Self::Sqlite { store, .. } => sqlx::query_scalar(sql).fetch_all(store.reader()).await,
+        }
+        .expect("the read runs")
+    }
+
+    /// Endpoint `id` failing since `at`, without waiting for it.
+    #[allow(dead_code)] // until every behaviour file runs on both
+    pub async fn fail_since(&self, id: uuid::Uuid, at: chrono::DateTime<chrono::Utc>) {
+        let sql = "UPDATE endpoints SET failing_since = $1 WHERE id = $2";
+        match self {
+            Self::Postgres(pool) => sqlx::query(sql)
+                .bind(at)
+                .bind(id)
+                .execute(pool)
+                .await
+                .map(drop),
+            Self::Sqlite { store, .. } => sqlx::query(sql)
+                .bind(at.timestamp_micros())
+                .bind(id)
+                .execute(store.writer())
+                .await
+                .map(drop),
+        }
+        .expect("the update runs");
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.
