@@ -123,7 +123,6 @@ impl Backend {
     /// Runs a statement both dialects read alike with `$1` bound to
     /// `value`, as someone with write access to the database would; the
     /// rows it changed.
-    #[allow(dead_code)] // until every behaviour file runs on both
     pub async fn execute(&self, sql: &'static str, value: &str) -> u64 {
         match self {
             Self::Postgres(pool) => sqlx::query(sql)
@@ -141,7 +140,6 @@ impl Backend {
     }
 
     /// The text column `sql` reads (both dialects alike), as stored.
-    #[allow(dead_code)] // until every behaviour file runs on both
     pub async fn texts(&self, sql: &'static str) -> Vec<String> {
         match self {
             Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
@@ -151,7 +149,6 @@ impl Backend {
     }
 
     /// Endpoint `id` failing since `at`, without waiting for it.
-    #[allow(dead_code)] // until every behaviour file runs on both
     pub async fn fail_since(&self, id: uuid::Uuid, at: chrono::DateTime<chrono::Utc>) {
         let sql = "UPDATE endpoints SET failing_since = $1 WHERE id = $2";
         match self {
