@@ -42,18 +42,8 @@ impl Backend {
         Self::Sqlite { store, _dir: dir }
     }
 
-    #[allow(dead_code)] // until every behaviour file runs on both
     pub fn is_embedded(&self) -> bool {
         matches!(self, Self::Sqlite { .. })
-    }
-
-    #[allow(dead_code)] // until every behaviour file runs on both
-    /// The PostgreSQL pool, for tests of server mode only.
-    pub fn pool(&self) -> &PgPool {
-        match self {
-            Self::Postgres(pool) => pool,
-            Self::Sqlite { .. } => panic!("this test reads PostgreSQL: run it on postgres only"),
-        }
     }
 
     /// A count from SQL both dialects read alike (no times: PostgreSQL
@@ -66,7 +56,6 @@ impl Backend {
         .expect("the count runs")
     }
 
-    #[allow(dead_code)] // until every behaviour file runs on both
     /// `count` with `$1` bound to `id` (a uuid in PostgreSQL, its 16 bytes
     /// in SQLite).
     pub async fn count_for(&self, sql: &'static str, id: uuid::Uuid) -> i64 {
@@ -152,26 +141,64 @@ impl Backend {
     // Added for delivery.rs.
 
     /// Runs a statement both dialects read alike, `$1`, `$2`… bound to
-    /// `texts`: a change made as another process (or an older hookd)
-    /// would make it, behind the back of this app's caches.
-    pub async fn execute(&self, sql: &'static str, texts: &[&str]) {
+    /// `texts`: a change made as another process (or an older hookd, or
+    /// someone with write access to the database) would make it, behind
+    /// the back of this app's caches. The rows it changed.
+    pub async fn execute(&self, sql: &'static str, texts: &[&str]) -> u64 {
         match self {
             Self::Postgres(pool) => {
                 let mut query = sqlx::query(sql);
                 for text in texts {
                     query = query.bind(*text);
                 }
-                query.execute(pool).await.map(|_| ())
+                query.execute(pool).await.map(|done| done.rows_affected())
             }
             Self::Sqlite { store, .. } => {
                 let mut query = sqlx::query(sql);
                 for text in texts {
                     query = query.bind(*text);
                 }
-                query.execute(store.writer()).await.map(|_| ())
+                query
+                    .execute(store.writer())
+                    .await
+                    .map(|done| done.rows_affected())
             }
         }
         .expect("the statement runs")
+    }
+
+    // For tests/it/{operator,endpoint_health,secrets,secrets_at_rest}.rs
+    // (and `execute` above):
+    // writes around hookd (a planted value, a back-dated failure) and raw
+    // reads of what a backend stored.
+
+    /// The text column `sql` reads (both dialects alike), as stored.
+    pub async fn texts(&self, sql: &'static str) -> Vec<String> {
+        match self {
+            Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            Self::Sqlite { store, .. } => sqlx::query_scalar(sql).fetch_all(store.reader()).await,
+        }
+        .expect("the read runs")
+    }
+
+    /// Endpoint `id` failing since `at`, without waiting for it.
+    pub async fn fail_since(&self, id: uuid::Uuid, at: chrono::DateTime<chrono::Utc>) {
+        let sql = "UPDATE endpoints SET failing_since = $1 WHERE id = $2";
+        match self {
+            Self::Postgres(pool) => sqlx::query(sql)
+                .bind(at)
+                .bind(id)
+                .execute(pool)
+                .await
+                .map(drop),
+            Self::Sqlite { store, .. } => sqlx::query(sql)
+                .bind(at.timestamp_micros())
+                .bind(id)
+                .execute(store.writer())
+                .await
+                .map(drop),
+        }
+        .expect("the update runs");
     }
 }
 

@@ -6,21 +6,21 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with, TestApp};
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(15);
 const OPERATOR_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OPERATOR_ENDPOINT: &str = "00000000-0000-7000-8000-00000000000f";
 
-async fn spawn_with_operator(pool: PgPool, operator: &Receiver, extra: &str) -> TestApp {
+async fn spawn_with_operator(backend: &Backend, operator: &Receiver, extra: &str) -> TestApp {
     let overrides = format!(
         "[operator]\nurl = \"{}\"\nsecret = \"{OPERATOR_SECRET}\"\n{extra}",
         operator.url("/ops")
     );
-    spawn_app_with(pool, &redis_url(), &overrides).await
+    backend.spawn_with(&overrides).await
 }
 
 /// The operator events received so far, verified and parsed.
@@ -38,6 +38,10 @@ fn events(operator: &Receiver) -> Vec<Value> {
         .collect()
 }
 
+fn an_hour_and_a_bit_ago() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() - chrono::Duration::minutes(61)
+}
+
 async fn wait_event(operator: &Receiver, kind: &str) -> Value {
     eventually(DEADLINE, &format!("a {kind} operator event"), || async {
         events(operator)
@@ -47,12 +51,13 @@ async fn wait_event(operator: &Receiver, kind: &str) -> Value {
     .await
 }
 
-#[sqlx::test]
-async fn a_notification_that_ends_failed_is_reported_to_the_operator_webhook_signed(pool: PgPool) {
+async fn a_notification_that_ends_failed_is_reported_to_the_operator_webhook_signed(
+    backend: Backend,
+) {
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::body(503, "maintenance")]);
-    let app = spawn_with_operator(pool, &operator, "").await;
+    let app = spawn_with_operator(&backend, &operator, "").await;
     let endpoint = app
         .endpoint(json!({"uid": "shop", "url": receiver.url("/down"), "schedule": ["0s", "100ms"]}))
         .await;
@@ -87,11 +92,11 @@ async fn a_notification_that_ends_failed_is_reported_to_the_operator_webhook_sig
     assert_eq!(rows.len(), 1, "{listed}");
     assert_eq!(rows[0]["endpoint_id"], json!(OPERATOR_ENDPOINT));
 }
+both!(a_notification_that_ends_failed_is_reported_to_the_operator_webhook_signed);
 
-#[sqlx::test]
-async fn a_pulled_notification_whose_last_lease_runs_out_is_reported_as_failed(pool: PgPool) {
+async fn a_pulled_notification_whose_last_lease_runs_out_is_reported_as_failed(backend: Backend) {
     let operator = Receiver::start().await;
-    let app = spawn_with_operator(pool, &operator, "").await;
+    let app = spawn_with_operator(&backend, &operator, "").await;
     let (status, endpoint) = app
         .post(
             "/v1/endpoints",
@@ -123,16 +128,15 @@ async fn a_pulled_notification_whose_last_lease_runs_out_is_reported_as_failed(p
         "{event}"
     );
 }
+both!(a_pulled_notification_whose_last_lease_runs_out_is_reported_as_failed);
 
-#[sqlx::test]
-async fn the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api(pool: PgPool) {
+async fn the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api(backend: Backend) {
     let operator = Receiver::start().await;
-    let app = spawn_with_operator(pool.clone(), &operator, "").await;
+    let app = spawn_with_operator(&backend, &operator, "").await;
     eventually(DEADLINE, "the operator endpoint to exist", || async {
-        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM endpoints WHERE managed")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let count = backend
+            .count("SELECT count(*) FROM endpoints WHERE managed")
+            .await;
         (count == 1).then_some(())
     })
     .await;
@@ -160,12 +164,12 @@ async fn the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api(
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 }
+both!(the_operator_endpoint_is_neither_listed_nor_changeable_through_the_api);
 
-#[sqlx::test]
-async fn failures_mark_an_endpoint_failing_and_a_success_clears_it(pool: PgPool) {
+async fn failures_mark_an_endpoint_failing_and_a_success_clears_it(backend: Backend) {
     let receiver = Receiver::start().await;
     receiver.reply("/flaky", vec![Reply::status(500), Reply::status(200)]);
-    let app = spawn_app_with(pool, &redis_url(), "").await;
+    let app = backend.spawn().await;
     app.endpoint(json!({"uid": "flaky", "url": receiver.url("/flaky"), "schedule": ["0s", "1s"]}))
         .await;
     app.post(
@@ -185,26 +189,28 @@ async fn failures_mark_an_endpoint_failing_and_a_success_clears_it(pool: PgPool)
     })
     .await;
 }
+both!(failures_mark_an_endpoint_failing_and_a_success_clears_it);
 
-#[sqlx::test]
 async fn an_endpoint_moved_to_pull_stops_failing_and_failing_push_endpoints_are_still_disabled(
-    pool: PgPool,
+    backend: Backend,
 ) {
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::status(500)]);
     receiver.reply("/moved", vec![Reply::status(500)]);
     let app = spawn_with_operator(
-        pool.clone(),
+        &backend,
         &operator,
         "[dispatcher]\ndisable_failing_endpoints_after_hours = 1\n",
     )
     .await;
+    let mut ids = Vec::new();
     for uid in ["down", "moved"] {
-        app.endpoint(
+        let endpoint = app.endpoint(
             json!({"uid": uid, "url": receiver.url(&format!("/{uid}")), "schedule": ["0s", "1h"]}),
         )
         .await;
+        ids.push(endpoint["id"].as_str().unwrap().parse().unwrap());
         app.post("/v1/notifications", json!({"endpoint": uid, "payload": {}}))
             .await;
         let path = format!("/v1/endpoints/{uid}");
@@ -228,13 +234,9 @@ async fn an_endpoint_moved_to_pull_stops_failing_and_failing_push_endpoints_are_
     // Both an hour and a bit into their failures, as a release before this
     // one could leave a pull endpoint: its missing URL must not stop the
     // check for every other endpoint.
-    sqlx::query(
-        "UPDATE endpoints SET failing_since = now() - interval '61 minutes' \
-         WHERE uid IN ('down', 'moved')",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    for id in ids {
+        backend.fail_since(id, an_hour_and_a_bit_ago()).await;
+    }
     let event = wait_event(&operator, "endpoint.disabled").await;
     assert_eq!(event["data"]["endpoint_uid"], json!("down"));
     assert_eq!(
@@ -246,14 +248,14 @@ async fn an_endpoint_moved_to_pull_stops_failing_and_failing_push_endpoints_are_
         json!(false)
     );
 }
+both!(an_endpoint_moved_to_pull_stops_failing_and_failing_push_endpoints_are_still_disabled);
 
-#[sqlx::test]
-async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(pool: PgPool) {
+async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(backend: Backend) {
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::status(500)]);
     let app = spawn_with_operator(
-        pool.clone(),
+        &backend,
         &operator,
         "[dispatcher]\ndisable_failing_endpoints_after_hours = 1\n",
     )
@@ -278,12 +280,8 @@ async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(
     );
 
     // An hour and a bit of failures, without waiting an hour.
-    sqlx::query(
-        "UPDATE endpoints SET failing_since = now() - interval '61 minutes' WHERE uid = 'down'",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    let id = endpoint["id"].as_str().unwrap().parse().unwrap();
+    backend.fail_since(id, an_hour_and_a_bit_ago()).await;
     let event = wait_event(&operator, "endpoint.disabled").await;
     assert_eq!(event["data"]["endpoint_id"], endpoint["id"]);
     assert_eq!(event["data"]["endpoint_uid"], json!("down"));
@@ -312,3 +310,4 @@ async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(
         1
     );
 }
+both!(an_endpoint_failing_for_the_configured_period_is_disabled_and_reported);

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with, TestApp};
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
 use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -28,9 +28,8 @@ fn port(receiver: &Receiver) -> u16 {
     receiver.base.rsplit(':').next().unwrap().parse().unwrap()
 }
 
-#[sqlx::test]
-async fn a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), SPLIT_LOOPBACK).await;
+async fn a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint(backend: Backend) {
+    let app = backend.spawn_with(SPLIT_LOOPBACK).await;
     let first = Receiver::start().await;
     let first_too = Receiver::start().await;
     let second = Receiver::start_at("127.0.0.2").await;
@@ -75,10 +74,10 @@ async fn a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint
     assert!(second.received("/x").is_empty());
     assert!(first_too.received("/z").is_empty());
 }
+both!(a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint);
 
-#[sqlx::test]
-async fn a_per_notification_url_of_a_public_endpoint_reaches_no_allowed_network(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), SPLIT_LOOPBACK).await;
+async fn a_per_notification_url_of_a_public_endpoint_reaches_no_allowed_network(backend: Backend) {
+    let app = backend.spawn_with(SPLIT_LOOPBACK).await;
     let first = Receiver::start().await;
     // A public address (TEST-NET would be refused; this one is never
     // connected to: the notification names its own URL).
@@ -95,3 +94,4 @@ async fn a_per_notification_url_of_a_public_endpoint_reaches_no_allowed_network(
     );
     assert!(first.received("/x").is_empty());
 }
+both!(a_per_notification_url_of_a_public_endpoint_reaches_no_allowed_network);

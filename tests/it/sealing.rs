@@ -1,7 +1,8 @@
 //! Sealing at rest is a wrapper over the store (`store::sealing`): through
-//! it, PostgreSQL holds only ciphertext for signing secrets and custom
-//! header values and every caller sees plaintext; without it, PostgreSQL
-//! holds what it is given, so the wrapper is the only place that seals.
+//! it, each backend (PostgreSQL, SQLite) holds only ciphertext for signing
+//! secrets and custom header values, read here from its own columns, and
+//! every caller sees plaintext; without it, a backend holds what it is
+//! given, so the wrapper is the only place that seals.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +14,42 @@ use hookd::store::events::{EventInserted, NewDelivery, NewEvent};
 use hookd::store::notifications::{Inserted, NewNotification};
 use hookd::store::postgres::PgStore;
 use hookd::store::sealing::Sealing;
-use hookd::store::seams::{ReadStore, WriteStore};
+use hookd::store::seams::{HousekeepingStore, ReadStore, WriteStore};
 use hookd::store::writes::Writes;
-use sqlx::PgPool;
 use uuid::Uuid;
+
+use crate::backends::Backend;
+
+/// `$query` (SQL both dialects read alike) fetched with `$fetch` from the
+/// backend's own database.
+macro_rules! read {
+    ($backend:expr, $query:expr, $fetch:ident) => {
+        match $backend {
+            Backend::Postgres(pool) => $query.$fetch(pool).await,
+            Backend::Sqlite { store, .. } => $query.$fetch(store.reader()).await,
+        }
+        .unwrap()
+    };
+}
+
+/// `$run` with `$store` bound to the backend's store, bare or wrapped by
+/// `$wrap`.
+macro_rules! with_store {
+    ($backend:expr, |$store:ident| $wrap:expr => $run:expr) => {
+        match &$backend {
+            Backend::Postgres(pool) => {
+                let $store = PgStore::new(pool.clone());
+                let $store = $wrap;
+                $run
+            }
+            Backend::Sqlite { store, .. } => {
+                let $store = store.clone();
+                let $store = $wrap;
+                $run
+            }
+        }
+    };
+}
 
 const KEY: &str = "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=";
 const SECRET: &str = "whsec_current_C2VjcmV0LXZhbHVlLWZvci10ZXN0";
@@ -101,12 +134,12 @@ fn event(endpoint_id: Uuid) -> NewEvent {
 
 /// Writes an endpoint (created, then its secret rotated), a notification
 /// and an event with two deliveries through `store`, checking it hands back
-/// plaintext each time, and returns what PostgreSQL holds: the endpoint's
+/// plaintext each time, and returns what the backend holds: the endpoint's
 /// secret, previous secret and header value, the notification's header
 /// value, and each delivery's header value.
 async fn write_through<S: WriteStore + ReadStore>(
     store: &S,
-    pool: &PgPool,
+    backend: &Backend,
     uid: &str,
 ) -> [String; 6] {
     let created = store.create_endpoint(&endpoint(uid)).await.unwrap();
@@ -164,49 +197,43 @@ async fn write_through<S: WriteStore + ReadStore>(
         assert!(read.headers["Authorization"].starts_with("Bearer "));
     }
 
-    let (secret, previous, header): (String, String, String) = sqlx::query_as(
-        "SELECT secret, previous_secrets->0->>'secret', headers->>'Authorization' \
-         FROM endpoints WHERE id = $1",
-    )
-    .bind(created.id)
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    let (secret, previous, header): (String, String, String) = read!(
+        backend,
+        sqlx::query_as(
+            "SELECT secret, previous_secrets->0->>'secret', headers->>'Authorization' \
+             FROM endpoints WHERE id = $1",
+        )
+        .bind(created.id),
+        fetch_one
+    );
+    let header_of = "SELECT headers->>'Authorization' FROM notifications WHERE id = $1";
     let notification_header: String =
-        sqlx::query_scalar("SELECT headers->>'Authorization' FROM notifications WHERE id = $1")
-            .bind(id)
-            .fetch_one(pool)
-            .await
-            .unwrap();
+        read!(backend, sqlx::query_scalar(header_of).bind(id), fetch_one);
     let mut delivery_headers = Vec::new();
     for id in deliveries {
-        let stored: String =
-            sqlx::query_scalar("SELECT headers->>'Authorization' FROM notifications WHERE id = $1")
-                .bind(id)
-                .fetch_one(pool)
-                .await
-                .unwrap();
+        let stored: String = read!(backend, sqlx::query_scalar(header_of).bind(id), fetch_one);
         delivery_headers.push(stored);
     }
     let [first, second] = <[String; 2]>::try_from(delivery_headers).unwrap();
     [secret, previous, header, notification_header, first, second]
 }
 
-#[sqlx::test]
-async fn through_the_sealing_wrapper_postgresql_holds_only_ciphertext_bound_to_each_row(
-    pool: PgPool,
+async fn through_the_sealing_wrapper_the_store_holds_only_ciphertext_bound_to_each_row(
+    backend: Backend,
 ) {
     let keys = Keyring::new([("k", KEY)]).unwrap();
-    let store = Sealing::new(PgStore::new(pool.clone()), keys.clone());
-    let [secret, previous, header, notification_header, _, _] =
-        write_through(&store, &pool, "sealed").await;
-    let (endpoint_id, notification_id): (Uuid, Uuid) = sqlx::query_as(
-        "SELECT e.id, n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
-         WHERE n.event_id IS NULL",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let [secret, previous, header, notification_header, _, _] = with_store!(
+        backend,
+        |store| Sealing::new(store, keys.clone()) => write_through(&store, &backend, "sealed").await
+    );
+    let (endpoint_id, notification_id): (Uuid, Uuid) = read!(
+        &backend,
+        sqlx::query_as(
+            "SELECT e.id, n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
+             WHERE n.event_id IS NULL",
+        ),
+        fetch_one
+    );
     for (stored, plaintext, context) in [
         (&secret, ROTATED, context::endpoint_secret(endpoint_id)),
         (
@@ -230,12 +257,13 @@ async fn through_the_sealing_wrapper_postgresql_holds_only_ciphertext_bound_to_e
         assert_eq!(keys.open(stored, &context).unwrap(), plaintext);
     }
     // An event's headers are sealed for each of its deliveries.
-    let deliveries: Vec<(Uuid, String)> = sqlx::query_as(
-        "SELECT id, headers->>'Authorization' FROM notifications WHERE event_id IS NOT NULL",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let deliveries: Vec<(Uuid, String)> = read!(
+        &backend,
+        sqlx::query_as(
+            "SELECT id, headers->>'Authorization' FROM notifications WHERE event_id IS NOT NULL",
+        ),
+        fetch_all
+    );
     assert_eq!(deliveries.len(), 2);
     for (id, stored) in deliveries {
         assert!(stored.starts_with("enc:v1:k:"), "{stored}");
@@ -243,11 +271,13 @@ async fn through_the_sealing_wrapper_postgresql_holds_only_ciphertext_bound_to_e
         assert_eq!(keys.open(&stored, &context).unwrap(), EVENT_TOKEN);
     }
 }
+both!(through_the_sealing_wrapper_the_store_holds_only_ciphertext_bound_to_each_row);
 
-#[sqlx::test]
-async fn postgresql_without_the_wrapper_stores_what_it_is_given(pool: PgPool) {
-    let store = PgStore::new(pool.clone());
-    let stored = write_through(&store, &pool, "plain").await;
+async fn the_store_without_the_wrapper_stores_what_it_is_given(backend: Backend) {
+    let stored = with_store!(
+        backend,
+        |store| store => write_through(&store, &backend, "plain").await
+    );
     assert_eq!(
         stored,
         [
@@ -261,23 +291,32 @@ async fn postgresql_without_the_wrapper_stores_what_it_is_given(pool: PgPool) {
         .map(String::from)
     );
 }
+both!(the_store_without_the_wrapper_stores_what_it_is_given);
 
-#[sqlx::test]
 async fn the_operator_endpoint_is_stored_sealed_and_rewritten_only_when_its_target_changes(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    use hookd::domain::operator_event::OPERATOR_ENDPOINT_ID;
-    use hookd::store::seams::{HousekeepingStore, OperatorTarget};
-
     let keys = Keyring::new([("k", KEY)]).unwrap();
-    let store = Sealing::new(PgStore::new(pool.clone()), keys.clone());
+    with_store!(
+        backend,
+        |store| Sealing::new(store, keys.clone()) => operator_rewritten(&store, &backend, &keys).await
+    );
+}
+both!(the_operator_endpoint_is_stored_sealed_and_rewritten_only_when_its_target_changes);
+
+async fn operator_rewritten<S: HousekeepingStore>(store: &S, backend: &Backend, keys: &Keyring) {
+    use hookd::domain::operator_event::OPERATOR_ENDPOINT_ID;
+    use hookd::store::seams::OperatorTarget;
+
     let url = "https://chat.example/hooks?token=operator-s3cret";
     let stored = || async {
-        sqlx::query_as::<_, (String, String)>("SELECT url, secret FROM endpoints WHERE id = $1")
-            .bind(OPERATOR_ENDPOINT_ID)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
+        let (url, secret): (String, String) = read!(
+            backend,
+            sqlx::query_as("SELECT url, secret FROM endpoints WHERE id = $1")
+                .bind(OPERATOR_ENDPOINT_ID),
+            fetch_one
+        );
+        (url, secret)
     };
     store
         .sync_operator_endpoint(Some(OperatorTarget::plain(url, SECRET)))

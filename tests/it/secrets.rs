@@ -1,6 +1,7 @@
-//! Secrets at rest and rotation: what a `pg_dump` of the database shows
-//! (the real binary, against the test's own database), what a receiver gets
-//! signed with, and how rotated-out secrets stop signing.
+//! Secrets at rest and rotation: what a dump of the database shows (`pg_dump`
+//! against the test's own database; every stored value of the SQLite file),
+//! what a receiver gets signed with, and how rotated-out secrets stop
+//! signing.
 
 use std::time::Duration;
 
@@ -8,7 +9,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::helpers::{as_postgres, database_url, eventually, redis_url, spawn_app_with, TestApp};
+use crate::backends::Backend;
+use crate::helpers::{as_postgres, database_url, eventually, TestApp};
 use crate::receiver::{Received, Receiver};
 
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -25,8 +27,49 @@ fn keys(pairs: &[(&str, &str)]) -> String {
     format!("[secrets]\nkeys = [{}]\n", list.join(", "))
 }
 
+/// Everything the test's database holds, as text: `pg_dump` of
+/// PostgreSQL's, and every column of every row of SQLite's file, each
+/// backend's own columns as stored.
+async fn dump(backend: &Backend) -> String {
+    match backend {
+        Backend::Postgres(pool) => pg_dump(pool).await,
+        Backend::Sqlite { store, .. } => sqlite_dump(store.reader()).await,
+    }
+}
+
+/// Each value as its bytes (a BLOB's too, so plaintext in one would
+/// show), one a line.
+async fn sqlite_dump(reader: &sqlx::SqlitePool) -> String {
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(reader)
+            .await
+            .unwrap();
+    let mut dumped = String::new();
+    for table in tables {
+        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+            .bind(&table)
+            .fetch_all(reader)
+            .await
+            .unwrap();
+        for column in columns {
+            let values: Vec<Option<Vec<u8>>> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT CAST(\"{column}\" AS BLOB) FROM \"{table}\""
+            )))
+            .fetch_all(reader)
+            .await
+            .unwrap();
+            for value in values.into_iter().flatten() {
+                dumped.push_str(&String::from_utf8_lossy(&value));
+                dumped.push('\n');
+            }
+        }
+    }
+    dumped
+}
+
 /// The whole test database as `pg_dump` writes it.
-async fn dump(pool: &PgPool) -> String {
+async fn pg_dump(pool: &PgPool) -> String {
     let program = pg_dump_binary();
     let mut command = tokio::process::Command::from(as_postgres(&program));
     let output = command
@@ -105,9 +148,8 @@ fn verifies(request: &Received, secret: &Value) -> bool {
         .is_ok()
 }
 
-#[sqlx::test]
-async fn a_database_dump_reveals_no_secret_or_header_value(pool: PgPool) {
-    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("2026-11", KEY_NEW)])).await;
+async fn a_database_dump_reveals_no_secret_or_header_value(backend: Backend) {
+    let app = backend.spawn_with(&keys(&[("2026-11", KEY_NEW)])).await;
     let receiver = Receiver::start().await;
     let endpoint_marker = "endpoint-marker-7f3a9c";
     let notification_marker = "notification-marker-51be02";
@@ -139,7 +181,7 @@ async fn a_database_dump_reveals_no_secret_or_header_value(pool: PgPool) {
     assert_eq!(signatures(request), 2);
     assert!(verifies(request, &first) && verifies(request, &second));
 
-    let dumped = dump(&pool).await;
+    let dumped = dump(&backend).await;
     assert!(
         dumped.contains("enc:v1:2026-11:"),
         "the dump holds the rows"
@@ -153,10 +195,10 @@ async fn a_database_dump_reveals_no_secret_or_header_value(pool: PgPool) {
         assert!(!dumped.contains(&marker), "the dump shows {marker}");
     }
 }
+both!(a_database_dump_reveals_no_secret_or_header_value);
 
-#[sqlx::test]
-async fn rows_written_before_keys_were_set_are_encrypted_on_start(pool: PgPool) {
-    let plain = spawn_app_with(pool.clone(), &redis_url(), "").await;
+async fn rows_written_before_keys_were_set_are_encrypted_on_start(backend: Backend) {
+    let plain = backend.spawn().await;
     let created = plain
         .endpoint(json!({"uid": "old", "headers": {"Authorization": "Bearer header-marker-e41"}}))
         .await;
@@ -176,16 +218,16 @@ async fn rows_written_before_keys_were_set_are_encrypted_on_start(pool: PgPool) 
         key_part(&first),
         key_part(&second),
     ];
-    let dumped = dump(&pool).await;
+    let dumped = dump(&backend).await;
     assert!(
         markers.iter().all(|m| dumped.contains(m)),
         "without keys, values are stored as given"
     );
     drop(plain);
 
-    let sealed = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k1", KEY_NEW)])).await;
+    let sealed = backend.spawn_with(&keys(&[("k1", KEY_NEW)])).await;
     eventually(DEADLINE, "every plaintext value to be sealed", || async {
-        let dumped = dump(&pool).await;
+        let dumped = dump(&backend).await;
         markers.iter().all(|m| !dumped.contains(m)).then_some(())
     })
     .await;
@@ -193,37 +235,34 @@ async fn rows_written_before_keys_were_set_are_encrypted_on_start(pool: PgPool) 
     assert_eq!(secret["secret"], second);
     assert_eq!(secret["previous_secrets"].as_array().unwrap().len(), 1);
 }
+both!(rows_written_before_keys_were_set_are_encrypted_on_start);
 
-#[sqlx::test]
-async fn a_retired_key_still_decrypts_and_rows_move_to_the_new_key(pool: PgPool) {
+async fn a_retired_key_still_decrypts_and_rows_move_to_the_new_key(backend: Backend) {
     let receiver = Receiver::start().await;
-    let old = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("old", KEY_OLD)])).await;
+    let old = backend.spawn_with(&keys(&[("old", KEY_OLD)])).await;
     let created = old
         .endpoint(json!({"uid": "moving", "url": receiver.url("/moving"),
                          "headers": {"X-Token": "moving-marker"}}))
         .await;
     let secret = created["secret"].clone();
-    assert!(dump(&pool).await.contains("enc:v1:old:"));
+    assert!(dump(&backend).await.contains("enc:v1:old:"));
     drop(old);
 
     // The new key seals; the old one still opens what it sealed.
-    let both = spawn_app_with(
-        pool.clone(),
-        &redis_url(),
-        &keys(&[("new", KEY_NEW), ("old", KEY_OLD)]),
-    )
-    .await;
+    let both = backend
+        .spawn_with(&keys(&[("new", KEY_NEW), ("old", KEY_OLD)]))
+        .await;
     let (_, read) = both.get("/v1/endpoints/moving/secret").await;
     assert_eq!(read["secret"], secret);
     eventually(DEADLINE, "rows to move to the new key", || async {
-        let dumped = dump(&pool).await;
+        let dumped = dump(&backend).await;
         (!dumped.contains("enc:v1:old:") && dumped.contains("enc:v1:new:")).then_some(())
     })
     .await;
     drop(both);
 
     // The old key is retired: everything opens under the new one alone.
-    let new = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("new", KEY_NEW)])).await;
+    let new = backend.spawn_with(&keys(&[("new", KEY_NEW)])).await;
     let request = deliver(&new, &receiver, "moving", "/moving").await;
     assert!(verifies(&request, &secret));
     assert_eq!(request.header("x-token"), Some("moving-marker"));
@@ -231,7 +270,7 @@ async fn a_retired_key_still_decrypts_and_rows_move_to_the_new_key(pool: PgPool)
 
     // A key hookd does not have: a clear failure, never a panic or a
     // delivery signed with something else.
-    let wrong = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("other", KEY_OTHER)])).await;
+    let wrong = backend.spawn_with(&keys(&[("other", KEY_OTHER)])).await;
     let (status, _) = wrong.get("/v1/endpoints/moving/secret").await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     let (status, _) = wrong
@@ -242,27 +281,26 @@ async fn a_retired_key_still_decrypts_and_rows_move_to_the_new_key(pool: PgPool)
         StatusCode::INTERNAL_SERVER_ERROR,
         "nothing is overwritten"
     );
-    let sealed: String = sqlx::query_scalar("SELECT secret FROM endpoints WHERE uid = 'moving'")
-        .fetch_one(&pool)
+    let sealed = backend
+        .texts("SELECT secret FROM endpoints WHERE uid = 'moving'")
         .await
-        .unwrap();
+        .remove(0);
     assert!(sealed.starts_with("enc:v1:new:"), "left as it was");
 }
+both!(a_retired_key_still_decrypts_and_rows_move_to_the_new_key);
 
-#[sqlx::test]
-async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_error(pool: PgPool) {
+async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_error(
+    backend: Backend,
+) {
     let receiver = Receiver::start().await;
-    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    let app = backend.spawn_with(&keys(&[("k", KEY_NEW)])).await;
     app.endpoint(json!({"uid": "lost", "url": receiver.url("/lost"), "schedule": ["0s"]}))
         .await;
     // The row claims a key id nobody has, as after retiring a key too early.
-    sqlx::query(
+    let gone =
         "UPDATE endpoints SET secret = 'enc:v1:gone:' || substr(secret, length('enc:v1:k:') + 1) \
-         WHERE uid = 'lost'",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+         WHERE uid = $1";
+    assert_eq!(backend.execute(gone, &["lost"]).await, 1);
     app.state.service.forget_cached_endpoints();
     let (status, created) = app
         .post(
@@ -291,12 +329,12 @@ async fn a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_err
     );
     assert!(receiver.received("/lost").is_empty());
 }
+both!(a_sealed_secret_under_an_unknown_key_fails_the_attempt_with_a_clear_error);
 
-#[sqlx::test]
 async fn a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attempt_and_the_rest_are_handed_over(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let app = spawn_app_with(pool.clone(), &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+    let app = backend.spawn_with(&keys(&[("k", KEY_NEW)])).await;
     let (status, endpoint) = app
         .post(
             "/v1/endpoints",
@@ -318,15 +356,28 @@ async fn a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attem
     .await;
     let fine = create(json!({"endpoint": "box", "payload": {"n": 2}})).await;
     // The header claims a key id nobody has, as after retiring a key too early.
-    sqlx::query(
-        "UPDATE notifications SET headers = jsonb_build_object('X-Token', \
-             'enc:v1:gone:' || substr(headers->>'X-Token', length('enc:v1:k:') + 1)) \
-         WHERE id = $1::uuid",
-    )
-    .bind(&lost)
-    .execute(&pool)
-    .await
-    .unwrap();
+    let lost_id: uuid::Uuid = lost.parse().unwrap();
+    let changed = match &backend {
+        Backend::Postgres(pool) => sqlx::query(
+            "UPDATE notifications SET headers = jsonb_build_object('X-Token', \
+                 'enc:v1:gone:' || substr(headers->>'X-Token', length('enc:v1:k:') + 1)) \
+             WHERE id = $1",
+        )
+        .bind(lost_id)
+        .execute(pool)
+        .await
+        .map(|done| done.rows_affected()),
+        Backend::Sqlite { store, .. } => sqlx::query(
+            "UPDATE notifications SET headers = json_object('X-Token', \
+                 'enc:v1:gone:' || substr(headers->>'X-Token', length('enc:v1:k:') + 1)) \
+             WHERE id = $1",
+        )
+        .bind(lost_id)
+        .execute(store.writer())
+        .await
+        .map(|done| done.rows_affected()),
+    };
+    assert_eq!(changed.unwrap(), 1);
 
     let (status, pulled) = app.post("/v1/endpoints/box/pull", json!({"max": 10})).await;
     assert_eq!(status, StatusCode::OK, "{pulled}");
@@ -353,10 +404,10 @@ async fn a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attem
     assert_eq!(notification["status"], json!("pending"), "{notification}");
     assert_eq!(notification["leased"], json!(false), "{notification}");
 }
+both!(a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attempt_and_the_rest_are_handed_over);
 
-#[sqlx::test]
-async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(backend: Backend) {
+    let app = backend.spawn_with(&keys(&[("k", KEY_NEW)])).await;
     let receiver = Receiver::start().await;
     let s0 = app
         .endpoint(json!({"uid": "twice", "url": receiver.url("/twice")}))
@@ -390,11 +441,11 @@ async fn a_second_rotation_keeps_the_first_secret_signing_until_it_expires(pool:
     assert!(!verifies(&request, &s0));
     assert!(verifies(&request, &s1) && verifies(&request, &s2));
 }
+both!(a_second_rotation_keeps_the_first_secret_signing_until_it_expires);
 
-#[sqlx::test]
-async fn overlap_zero_drops_previous_secrets_at_once(pool: PgPool) {
+async fn overlap_zero_drops_previous_secrets_at_once(backend: Backend) {
     let overrides = format!("{}rotation_overlap_ms = 0\n", keys(&[("k", KEY_NEW)]));
-    let app = spawn_app_with(pool, &redis_url(), &overrides).await;
+    let app = backend.spawn_with(&overrides).await;
     let receiver = Receiver::start().await;
     let s0 = app
         .endpoint(json!({"uid": "now", "url": receiver.url("/now")}))
@@ -432,10 +483,10 @@ async fn overlap_zero_drops_previous_secrets_at_once(pool: PgPool) {
         assert_eq!(body["error"]["field"], json!("overlap"));
     }
 }
+both!(overlap_zero_drops_previous_secrets_at_once);
 
-#[sqlx::test]
-async fn ending_the_overlap_stops_old_secrets_signing(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), &keys(&[("k", KEY_NEW)])).await;
+async fn ending_the_overlap_stops_old_secrets_signing(backend: Backend) {
+    let app = backend.spawn_with(&keys(&[("k", KEY_NEW)])).await;
     let receiver = Receiver::start().await;
     let s0 = app
         .endpoint(json!({"uid": "end", "url": receiver.url("/end")}))
@@ -462,6 +513,7 @@ async fn ending_the_overlap_stops_old_secrets_signing(pool: PgPool) {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+both!(ending_the_overlap_stops_old_secrets_signing);
 
 #[test]
 fn config_check_warns_without_keys_and_never_prints_a_key() {
@@ -493,9 +545,8 @@ fn config_check_warns_without_keys_and_never_prints_a_key() {
     );
 }
 
-#[sqlx::test]
-async fn two_processes_starting_together_encrypt_every_row_exactly_once(pool: PgPool) {
-    let plain = spawn_app_with(pool.clone(), &redis_url(), "").await;
+async fn two_processes_starting_together_encrypt_every_row_exactly_once(backend: Backend) {
+    let plain = backend.spawn().await;
     plain.endpoint(json!({"uid": "bulk"})).await;
     // More than one batch of the walk.
     let items: Vec<Value> = (0..1200)
@@ -513,26 +564,26 @@ async fn two_processes_starting_together_encrypt_every_row_exactly_once(pool: Pg
     drop(plain);
 
     let overrides = keys(&[("k", KEY_NEW)]);
-    let _first = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
-    let _second = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    let _first = backend.spawn_with(&overrides).await;
+    let _second = backend.spawn_with(&overrides).await;
     eventually(DEADLINE, "every header value to be sealed", || async {
-        let plaintext: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM notifications WHERE NOT starts_with(headers->>'X-Key', 'enc:v1:k:')",
-        )
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+        let plaintext = backend
+            .count(
+                "SELECT count(*) FROM notifications WHERE headers->>'X-Key' NOT LIKE 'enc:v1:k:%'",
+            )
+            .await;
         (plaintext == 0).then_some(())
     })
     .await;
     // Each value opens to what was sent: sealed once, never sealed again
     // by the other process.
     let keyring = hookd::domain::sealed::Keyring::new([("k", KEY_NEW)]).unwrap();
-    let rows: Vec<(uuid::Uuid, String)> =
-        sqlx::query_as("SELECT id, headers->>'X-Key' FROM notifications")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let all = "SELECT id, headers->>'X-Key' FROM notifications";
+    let rows: Vec<(uuid::Uuid, String)> = match &backend {
+        Backend::Postgres(pool) => sqlx::query_as(all).fetch_all(pool).await,
+        Backend::Sqlite { store, .. } => sqlx::query_as(all).fetch_all(store.reader()).await,
+    }
+    .unwrap();
     assert_eq!(rows.len(), 1200);
     let mut opened: Vec<String> = rows
         .iter()
@@ -546,3 +597,4 @@ async fn two_processes_starting_together_encrypt_every_row_exactly_once(pool: Pg
     sent.sort();
     assert_eq!(opened, sent);
 }
+both!(two_processes_starting_together_encrypt_every_row_exactly_once);

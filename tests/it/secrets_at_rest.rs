@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use sqlx::PgPool;
 
-use crate::helpers::{eventually, redis_url, spawn_app_with};
+use crate::backends::Backend;
+use crate::helpers::eventually;
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -18,33 +18,36 @@ const KEYS: &str =
 /// A secret someone with write access to the database knows.
 const PLANTED: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-#[sqlx::test]
 async fn a_plaintext_secret_written_after_the_start_up_walk_is_refused_and_never_signs(
-    pool: PgPool,
+    backend: Backend,
 ) {
     let receiver = Receiver::start().await;
-    let app = spawn_app_with(pool.clone(), &redis_url(), KEYS).await;
+    let app = backend.spawn_with(KEYS).await;
     app.endpoint(json!({"uid": "planted", "url": receiver.url("/planted"), "schedule": ["0s"]}))
         .await;
-    let sealed: String = sqlx::query_scalar("SELECT secret FROM endpoints WHERE uid = 'planted'")
-        .fetch_one(&pool)
+    let sealed = backend
+        .texts("SELECT secret FROM endpoints WHERE uid = 'planted'")
         .await
-        .unwrap();
+        .remove(0);
+    assert!(sealed.starts_with("enc:v1:k:"), "{sealed}");
     // Before the walk has ended, plaintext is a row not yet encrypted and
     // reads as itself: each try plants it and, when it was still read,
     // puts the sealed value back, so the walk never finds it.
-    let plant = |value: String| {
-        sqlx::query("UPDATE endpoints SET secret = $1 WHERE uid = 'planted'")
-            .bind(value)
-            .execute(&pool)
+    let plant = |value: &str| {
+        let value = value.to_string();
+        let backend = &backend;
+        async move {
+            let sql = "UPDATE endpoints SET secret = $1 WHERE uid = 'planted'";
+            assert_eq!(backend.execute(sql, &[value.as_str()]).await, 1);
+        }
     };
     eventually(DEADLINE, "a plaintext secret to be refused", || async {
-        plant(PLANTED.to_string()).await.unwrap();
+        plant(PLANTED).await;
         let (status, _) = app.get("/v1/endpoints/planted/secret").await;
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             return Some(());
         }
-        plant(sealed.clone()).await.unwrap();
+        plant(&sealed).await;
         None
     })
     .await;
@@ -67,9 +70,9 @@ async fn a_plaintext_secret_written_after_the_start_up_walk_is_refused_and_never
     assert!(message.contains("plaintext"), "{attempt}");
     assert!(receiver.received("/planted").is_empty());
 }
+both!(a_plaintext_secret_written_after_the_start_up_walk_is_refused_and_never_signs);
 
-#[sqlx::test]
-async fn the_operator_url_is_stored_sealed_and_still_receives_events(pool: PgPool) {
+async fn the_operator_url_is_stored_sealed_and_still_receives_events(backend: Backend) {
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::status(503)]);
@@ -77,7 +80,7 @@ async fn the_operator_url_is_stored_sealed_and_still_receives_events(pool: PgPoo
         "{KEYS}[operator]\nurl = \"{}\"\nsecret = \"{PLANTED}\"\n",
         operator.url("/ops?token=operator-s3cret")
     );
-    let app = spawn_app_with(pool.clone(), &redis_url(), &overrides).await;
+    let app = backend.spawn_with(&overrides).await;
     app.endpoint(json!({"uid": "down", "url": receiver.url("/down"), "schedule": ["0s"]}))
         .await;
     app.notify(json!({"endpoint": "down", "payload": {}})).await;
@@ -86,11 +89,12 @@ async fn the_operator_url_is_stored_sealed_and_still_receives_events(pool: PgPoo
         .unwrap()
         .verify(&got[0].body, &got[0].headers)
         .expect("signed with operator.secret");
-    let stored: Vec<String> = sqlx::query_scalar("SELECT url FROM endpoints WHERE managed")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    // Each backend's own column, as stored: only ciphertext.
+    let stored = backend
+        .texts("SELECT url FROM endpoints WHERE managed")
+        .await;
     assert_eq!(stored.len(), 1);
     assert!(stored[0].starts_with("enc:v1:k:"), "{stored:?}");
     assert!(!stored[0].contains("operator-s3cret"), "{stored:?}");
 }
+both!(the_operator_url_is_stored_sealed_and_still_receives_events);

@@ -8,9 +8,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::helpers::{
-    database_url, free_port, new_prefix, redis_url, spawn_app_with, HookdProcess, TOKEN,
-};
+use crate::backends::Backend;
+use crate::helpers::{database_url, free_port, new_prefix, redis_url, HookdProcess, TOKEN};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 const READ_TOKEN: &str = "read-token-0123456789abcdef";
@@ -54,9 +53,8 @@ async fn send(
     (status, body)
 }
 
-#[sqlx::test]
-async fn each_token_may_do_only_what_its_scopes_allow(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), &scoped_tokens()).await;
+async fn each_token_may_do_only_what_its_scopes_allow(backend: Backend) {
+    let app = backend.spawn_with(&scoped_tokens()).await;
     let endpoint = app.endpoint(json!({"uid": "scoped"})).await;
     let id = endpoint["id"].as_str().unwrap().to_string();
     let client = &app.client;
@@ -211,10 +209,10 @@ async fn each_token_may_do_only_what_its_scopes_allow(pool: PgPool) {
     let (_, after) = app.get(&format!("/v1/endpoints/{id}")).await;
     assert_eq!(after["disabled"], false);
 }
+both!(each_token_may_do_only_what_its_scopes_allow);
 
-#[sqlx::test]
-async fn the_open_mode_refuses_web_pages_and_foreign_hosts(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), "[api]\ntokens = []\n").await;
+async fn the_open_mode_refuses_web_pages_and_foreign_hosts(backend: Backend) {
+    let app = backend.spawn_with("[api]\ntokens = []\n").await;
     let endpoint = app.endpoint(json!({})).await;
     let id = endpoint["id"].as_str().unwrap();
     let rotate = format!("{}/v1/endpoints/{id}/secret/rotate", app.base);
@@ -263,10 +261,10 @@ async fn the_open_mode_refuses_web_pages_and_foreign_hosts(pool: PgPool) {
     let response = client.post(&rotate).json(&json!({})).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+both!(the_open_mode_refuses_web_pages_and_foreign_hosts);
 
-#[sqlx::test]
-async fn custom_headers_are_capped_and_their_values_never_shown(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), "").await;
+async fn custom_headers_are_capped_and_their_values_never_shown(backend: Backend) {
+    let app = backend.spawn().await;
     let (status, body) = app
         .post(
             "/v1/endpoints",
@@ -318,10 +316,10 @@ async fn custom_headers_are_capped_and_their_values_never_shown(pool: PgPool) {
         assert!(!text.contains("per-order-credential"), "{path}: {text}");
     }
 }
+both!(custom_headers_are_capped_and_their_values_never_shown);
 
-#[sqlx::test]
-async fn a_url_with_credentials_is_refused(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), "").await;
+async fn a_url_with_credentials_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
     for url in [
         "https://user:pw@example.com/hook",
         "https://user@example.com/hook",
@@ -332,6 +330,7 @@ async fn a_url_with_credentials_is_refused(pool: PgPool) {
         assert!(!body.to_string().contains("pw@"), "{body}");
     }
 }
+both!(a_url_with_credentials_is_refused);
 
 /// Resident memory of a process, from /proc.
 fn rss_bytes(pid: u32) -> u64 {
@@ -568,9 +567,8 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool:
     let _ = std::fs::remove_file(&config);
 }
 
-#[sqlx::test]
-async fn an_error_quotes_at_most_a_little_of_what_the_client_sent(pool: PgPool) {
-    let app = spawn_app_with(pool, &redis_url(), "").await;
+async fn an_error_quotes_at_most_a_little_of_what_the_client_sent(backend: Backend) {
+    let app = backend.spawn().await;
     let name = "n".repeat(100_000);
     let (status, body) = app
         .post(
@@ -586,3 +584,4 @@ async fn an_error_quotes_at_most_a_little_of_what_the_client_sent(pool: PgPool) 
         body.to_string().len()
     );
 }
+both!(an_error_quotes_at_most_a_little_of_what_the_client_sent);

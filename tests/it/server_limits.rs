@@ -2,6 +2,7 @@
 //! more connections than the cap, bodies that never finish; and the
 //! listener's options: built-in TLS and a separate metrics address.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -10,7 +11,9 @@ use sqlx::PgPool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::backends::Backend;
 use crate::helpers::{redis_url, test_settings, TOKEN};
+use hookd::due::memory::MemoryIndex;
 use hookd::due::redis::RedisIndex;
 use hookd::startup::{App, Role};
 use hookd::store::postgres::PgStore;
@@ -20,7 +23,7 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// An app with `overrides`, its address and metrics address; stops when
 /// the returned sender drops.
 async fn start(
-    pool: PgPool,
+    backend: &Backend,
     overrides: &str,
 ) -> (
     std::net::SocketAddr,
@@ -28,15 +31,18 @@ async fn start(
     tokio::sync::oneshot::Sender<()>,
 ) {
     let settings = test_settings(&redis_url(), overrides);
-    let due = RedisIndex::new(&settings.redis).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let app = App::with_parts(
-        settings,
-        PgStore::new(pool),
-        std::sync::Arc::new(due),
-        listener,
-        Role::All,
-    );
+    let app = match backend {
+        Backend::Postgres(pool) => {
+            let due = RedisIndex::new(&settings.redis).unwrap();
+            let store = PgStore::new(pool.clone());
+            App::with_parts(settings, store, Arc::new(due), listener, Role::All)
+        }
+        Backend::Sqlite { store, .. } => {
+            let due = MemoryIndex::new();
+            App::with_parts(settings, store.clone(), Arc::new(due), listener, Role::All)
+        }
+    };
     let (address, metrics) = (app.local_addr(), app.metrics_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app.run(async {
@@ -54,11 +60,10 @@ async fn closed(stream: &mut TcpStream) -> bool {
     }
 }
 
-#[sqlx::test]
-async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
+async fn half_sent_requests_are_closed_after_the_header_timeout(backend: Backend) {
     let (_, hard) = rlimit::Resource::NOFILE.get().unwrap();
     let _ = rlimit::Resource::NOFILE.set(hard, hard);
-    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let (address, _, _stop) = start(&backend, "[server]\nheader_timeout_ms = 500\n").await;
     let mut streams = Vec::new();
     for _ in 0..1000 {
         let mut stream = TcpStream::connect(address).await.unwrap();
@@ -73,6 +78,7 @@ async fn half_sent_requests_are_closed_after_the_header_timeout(pool: PgPool) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+both!(half_sent_requests_are_closed_after_the_header_timeout);
 
 /// The client half of an HTTP/2 connection: the preface and SETTINGS, then
 /// no stream ever. hyper's client answers the server's pings by itself.
@@ -99,11 +105,10 @@ async fn until_all_closed(mut streams: Vec<TcpStream>, what: &str) {
     }
 }
 
-#[sqlx::test]
 async fn connections_that_send_nothing_or_only_an_http2_preface_are_closed_after_the_header_timeout(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+    let (address, _, _stop) = start(&backend, "[server]\nheader_timeout_ms = 500\n").await;
     let mut silent = Vec::new();
     for _ in 0..200 {
         silent.push(TcpStream::connect(address).await.unwrap());
@@ -117,10 +122,10 @@ async fn connections_that_send_nothing_or_only_an_http2_preface_are_closed_after
     until_all_closed(silent, "silent connections").await;
     until_all_closed(prefaces, "connections that sent only a preface").await;
 }
+both!(connections_that_send_nothing_or_only_an_http2_preface_are_closed_after_the_header_timeout);
 
-#[sqlx::test]
-async fn an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed(pool: PgPool) {
-    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+async fn an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed(backend: Backend) {
+    let (address, _, _stop) = start(&backend, "[server]\nheader_timeout_ms = 500\n").await;
     let stream = TcpStream::connect(address).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http2::handshake::<_, _, String>(
         hyper_util::rt::TokioExecutor::new(),
@@ -141,10 +146,12 @@ async fn an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed(po
     assert!(ended.is_ok(), "an idle HTTP/2 connection was kept open");
     assert!(sender.is_closed());
 }
+both!(an_http2_connection_that_answers_pings_but_opens_no_stream_is_closed);
 
-#[sqlx::test]
-async fn an_http2_client_that_never_reads_a_response_body_cannot_hold_its_connection(pool: PgPool) {
-    let (address, _, _stop) = start(pool, "[server]\nheader_timeout_ms = 500\n").await;
+async fn an_http2_client_that_never_reads_a_response_body_cannot_hold_its_connection(
+    backend: Backend,
+) {
+    let (address, _, _stop) = start(&backend, "[server]\nheader_timeout_ms = 500\n").await;
     let stream = TcpStream::connect(address).await.unwrap();
     // A stream window of zero: hookd may send headers, never a byte of body,
     // and the client answers every ping meanwhile.
@@ -167,11 +174,11 @@ async fn an_http2_client_that_never_reads_a_response_body_cannot_hold_its_connec
     );
     drop(response);
 }
+both!(an_http2_client_that_never_reads_a_response_body_cannot_hold_its_connection);
 
-#[sqlx::test]
-async fn silent_connections_at_the_cap_do_not_lock_other_clients_out(pool: PgPool) {
+async fn silent_connections_at_the_cap_do_not_lock_other_clients_out(backend: Backend) {
     let (address, _, _stop) = start(
-        pool,
+        &backend,
         "[server]\nmax_connections = 4\nheader_timeout_ms = 500\n",
     )
     .await;
@@ -193,10 +200,10 @@ async fn silent_connections_at_the_cap_do_not_lock_other_clients_out(pool: PgPoo
     assert_eq!(response.status(), StatusCode::OK);
     drop(held);
 }
+both!(silent_connections_at_the_cap_do_not_lock_other_clients_out);
 
-#[sqlx::test]
-async fn connections_over_the_cap_wait_until_one_closes(pool: PgPool) {
-    let (address, _, _stop) = start(pool, "[server]\nmax_connections = 2\n").await;
+async fn connections_over_the_cap_wait_until_one_closes(backend: Backend) {
+    let (address, _, _stop) = start(&backend, "[server]\nmax_connections = 2\n").await;
     let mut held = Vec::new();
     for _ in 0..2 {
         held.push(TcpStream::connect(address).await.unwrap());
@@ -215,10 +222,10 @@ async fn connections_over_the_cap_wait_until_one_closes(pool: PgPool) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+both!(connections_over_the_cap_wait_until_one_closes);
 
-#[sqlx::test]
-async fn a_request_whose_body_never_finishes_gets_the_timeout_error(pool: PgPool) {
-    let (address, _, _stop) = start(pool, "[server]\nrequest_timeout_ms = 300\n").await;
+async fn a_request_whose_body_never_finishes_gets_the_timeout_error(backend: Backend) {
+    let (address, _, _stop) = start(&backend, "[server]\nrequest_timeout_ms = 300\n").await;
     let mut stream = TcpStream::connect(address).await.unwrap();
     let head = format!(
         "POST /v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
@@ -243,16 +250,16 @@ async fn a_request_whose_body_never_finishes_gets_the_timeout_error(pool: PgPool
     let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(body["error"]["code"], "request_timeout");
 }
+both!(a_request_whose_body_never_finishes_gets_the_timeout_error);
 
-#[sqlx::test]
-async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(pool: PgPool) {
+async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(backend: Backend) {
     let (cert, key, ca) = (
         std::env::var("HOOKD_TEST_TLS_CERT").expect("scripts/test makes test certificates"),
         std::env::var("HOOKD_TEST_TLS_KEY").unwrap(),
         std::env::var("HOOKD_TEST_CA_FILE").unwrap(),
     );
     let (address, _, _stop) = start(
-        pool,
+        &backend,
         &format!("[server]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"),
     )
     .await;
@@ -275,11 +282,11 @@ async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(pool: P
         .await;
     assert!(plain.is_err(), "plain HTTP answered on the TLS port");
 }
+both!(the_api_serves_tls_when_configured_and_refuses_plain_http_there);
 
-#[sqlx::test]
-async fn metrics_move_to_their_own_listener(pool: PgPool) {
+async fn metrics_move_to_their_own_listener(backend: Backend) {
     let (address, metrics, _stop) =
-        start(pool, "[server]\nmetrics_listen = \"127.0.0.1:0\"\n").await;
+        start(&backend, "[server]\nmetrics_listen = \"127.0.0.1:0\"\n").await;
     let metrics = metrics.expect("metrics_listen is bound");
     let scraped = crate::helpers::http_client()
         .get(format!("http://{metrics}/metrics"))
@@ -301,6 +308,7 @@ async fn metrics_move_to_their_own_listener(pool: PgPool) {
         .unwrap();
     assert_eq!(public.status(), StatusCode::NOT_FOUND);
 }
+both!(metrics_move_to_their_own_listener);
 
 /// Connections the kernel holds for the listener on 127.0.0.1:`port` that
 /// hookd has not accepted yet: a listening socket's `rx_queue` in
@@ -318,6 +326,8 @@ fn accept_queue(port: u16) -> Option<u64> {
     })
 }
 
+// Starts through `App::build` from a database URL, the server-mode start;
+// the embedded start from settings is the lead's to wire (src/startup.rs).
 #[sqlx::test]
 async fn hookd_at_its_cap_keeps_hundreds_of_new_connections_waiting_rather_than_dropping_them(
     pool: PgPool,

@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
+use crate::backends::Backend;
 use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, spawn_app_with,
-    HookdProcess, PgServer, TestApp, TOKEN,
+    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, HookdProcess, PgServer,
+    TestApp, TOKEN,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -147,12 +148,11 @@ async fn unknown_consumer_tokens_are_refused_from_memory_while_the_database_hang
     pg.unpause();
 }
 
-#[sqlx::test]
 async fn a_rotated_or_revoked_consumer_token_stops_working_in_every_process_within_seconds(
-    pool: PgPool,
+    backend: Backend,
 ) {
-    let here = spawn_app(pool.clone()).await;
-    let there = spawn_app(pool).await;
+    let here = backend.spawn().await;
+    let there = backend.spawn().await;
     let endpoint = pull_endpoint(&here).await;
     let first = issue(&here, &endpoint).await;
     assert_eq!(pull_status(&here, &endpoint, &first).await, StatusCode::OK);
@@ -203,15 +203,15 @@ async fn a_rotated_or_revoked_consumer_token_stops_working_in_every_process_with
     );
     pull_becomes(&there, &endpoint, &third, StatusCode::UNAUTHORIZED).await;
 }
+both!(a_rotated_or_revoked_consumer_token_stops_working_in_every_process_within_seconds);
 
-#[sqlx::test]
-async fn a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may(pool: PgPool) {
+async fn a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may(backend: Backend) {
     let tokens = format!(
         "[api]\ntokens = [\"{TOKEN}\", \
          {{ name = \"checkout\", token = \"{WRITE_TOKEN}\", scopes = [\"write\"] }}, \
          {{ name = \"worker\", token = \"{PULL_TOKEN}\", scopes = [\"pull\"] }}]\n"
     );
-    let app = spawn_app_with(pool, &redis_url(), &tokens).await;
+    let app = backend.spawn_with(&tokens).await;
     let endpoint = pull_endpoint(&app).await;
     for n in 0..2 {
         let (status, body) = send(
@@ -308,6 +308,7 @@ async fn a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may(pool
     let (_, acked) = app.get(&format!("/v1/notifications/{id}")).await;
     assert_eq!(acked["status"], "succeeded", "{acked}");
 }
+both!(a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may);
 
 #[sqlx::test]
 async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(pool: PgPool) {
@@ -401,30 +402,31 @@ async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(pool: P
     }
 }
 
-#[sqlx::test]
-async fn a_write_token_cannot_cancel_an_operator_alert(pool: PgPool) {
+async fn a_write_token_cannot_cancel_an_operator_alert(backend: Backend) {
     let config = format!(
         "[api]\ntokens = [\"{TOKEN}\", \
          {{ name = \"checkout\", token = \"{WRITE_TOKEN}\", scopes = [\"write\"] }}]\n\
          [operator]\nurl = \"http://127.0.0.1:9/ops\"\n\
          secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n"
     );
-    let app = spawn_app_with(pool.clone(), &redis_url(), &config).await;
+    let app = backend.spawn_with(&config).await;
     app.endpoint(json!({"uid": "shop", "url": "http://127.0.0.1:9/hook", "schedule": ["0s"]}))
         .await;
     app.notify(json!({"endpoint": "shop", "payload": {}})).await;
     // Its one attempt fails: hookd raises an alert, which waits for its own
     // retry (nothing listens at the operator URL either).
-    let (alert, key): (uuid::Uuid, String) = eventually(DEADLINE, "an operator alert", || async {
-        sqlx::query_as(
-            "SELECT id, key FROM notifications \
-             WHERE endpoint_id = '00000000-0000-7000-8000-00000000000f' AND status = 'pending'",
-        )
-        .fetch_optional(&pool)
-        .await
-        .unwrap()
+    let alert = eventually(DEADLINE, "an operator alert", || async {
+        let (_, listed) = app
+            .get("/v1/notifications?event_type=notification.failed")
+            .await;
+        listed["data"].as_array()?.iter().find_map(|n| {
+            (n["endpoint_id"] == "00000000-0000-7000-8000-00000000000f" && n["status"] == "pending")
+                .then(|| n.clone())
+        })
     })
     .await;
+    let key = alert["key"].as_str().unwrap().to_string();
+    let alert = alert["id"].as_str().unwrap().to_string();
     assert!(key.starts_with("notification.failed:"), "{key}");
 
     let as_writer = |path: &str, body: Value| {
@@ -460,3 +462,4 @@ async fn a_write_token_cannot_cancel_an_operator_alert(pool: PgPool) {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["cancelled"], 1, "{body}");
 }
+both!(a_write_token_cannot_cancel_an_operator_alert);
