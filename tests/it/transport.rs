@@ -483,7 +483,13 @@ fn a_missing_or_broken_ca_file_stops_hookd_with_one_line_naming_its_key() {
 #[test]
 fn config_check_warns_about_a_remote_database_without_verified_tls() {
     let check = |url: &str| {
-        let output = hookd(&["config", "check"], &[("HOOKD_DATABASE__URL", url)]);
+        let output = hookd(
+            &["config", "check"],
+            &[
+                ("HOOKD_DATABASE__URL", url),
+                ("HOOKD_REDIS__URL", "redis://127.0.0.1:1"),
+            ],
+        );
         assert_eq!(output.status.code(), Some(0));
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
