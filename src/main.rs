@@ -53,6 +53,8 @@ enum Command {
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Copy an embedded hookd's data (a SQLite file) into PostgreSQL, for server mode.
+    Copy(hookd::copy::CopyArgs),
     /// Inspect configuration.
     Config {
         #[command(subcommand)]
@@ -115,6 +117,7 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
+        Command::Copy(args) => run(async move { hookd::copy::run(args).await.map(|_| ()) }),
         Command::Serve {
             config,
             role,
