@@ -69,7 +69,8 @@ pub struct CopyArgs {
     pub merge: bool,
 }
 
-/// Why a copy did not run or did not finish. Every message is one line.
+/// Why a copy did not run or did not finish. Every message is one line;
+/// a cause is the error's `source`, which `hookd` prints after it.
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     #[error("--from must be sqlite:PATH (e.g. sqlite:./hookd.db), not {0:?}")]
@@ -79,7 +80,7 @@ pub enum CopyError {
     #[error("{}: no such database file", .0.display())]
     NoSource(PathBuf),
     /// A running hookd holds the file (the message names its pid).
-    #[error("cannot copy while hookd runs on it: {0}; stop it first")]
+    #[error("cannot copy from a database a hookd is running on (stop it first)")]
     SourceInUse(#[source] crate::store::sqlite::LockError),
     #[error("{}: not a hookd database (it has no migration history)", .0.display())]
     NotHookd(PathBuf),
@@ -93,15 +94,15 @@ pub enum CopyError {
         applied: Vec<i64>,
         known: Vec<i64>,
     },
-    #[error("{}: {source}", .path.display())]
+    #[error("cannot read {}", .path.display())]
     Source {
         path: PathBuf,
         #[source]
         source: sqlx::Error,
     },
-    #[error("the target database: {0}")]
+    #[error("the target database failed")]
     Target(#[source] sqlx::Error),
-    #[error("cannot apply migrations to the target database: {0}")]
+    #[error("cannot apply migrations to the target database")]
     Migrate(#[source] sqlx::migrate::MigrateError),
     /// A schema has a column this build's copy does not name, or lacks one
     /// it names: copying would leave data behind.
@@ -120,13 +121,13 @@ pub enum CopyError {
          (rows already there are kept), or to finish a copy that stopped"
     )]
     NotEmpty(String),
-    #[error("reading {table} from the source: {source}")]
+    #[error("reading {table} from the source")]
     Read {
         table: &'static str,
         #[source]
         source: ReadError,
     },
-    #[error("writing {table} to the target: {source}")]
+    #[error("writing {table} to the target")]
     Write {
         table: &'static str,
         #[source]

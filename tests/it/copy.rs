@@ -191,7 +191,8 @@ async fn a_source_a_running_hookd_holds_is_refused_naming_its_pid() {
         matches!(error.downcast_ref(), Some(CopyError::SourceInUse(_))),
         "{error}"
     );
-    let message = error.to_string();
+    let message = format!("{error:#}");
+    assert!(!message.contains('\n'), "one line: {message}");
     assert!(
         message.contains(&format!("pid {}", std::process::id())),
         "{message}"
@@ -303,4 +304,58 @@ async fn after_a_copy_server_mode_delivers_each_pending_notification_once(pool: 
         "not {}",
         source.leased
     );
+}
+
+#[sqlx::test]
+async fn a_file_left_by_a_hookd_killed_mid_run_is_copied_with_its_write_ahead_log(pool: PgPool) {
+    // What kill -9 leaves: commits in the WAL not yet checkpointed into
+    // the file, and no lock held. Taken here by copying the files of a
+    // store still open, with nothing writing (the shared-memory index is
+    // left behind: it is rebuilt from the WAL).
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.db");
+    let store = SqliteStore::open(&live, &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    let endpoint = fixtures::create(&store, fixtures::endpoint()).await;
+    let ids = fixtures::commit(
+        &store,
+        (0..50).map(|_| fixtures::notification(&endpoint)).collect(),
+    )
+    .await;
+    let killed = dir.path().join("killed.db");
+    std::fs::copy(&live, &killed).unwrap();
+    let wal = std::fs::copy(
+        dir.path().join("live.db-wal"),
+        dir.path().join("killed.db-wal"),
+    )
+    .unwrap();
+    assert!(wal > 0, "the commits are in the WAL");
+
+    let summary = copy(&killed, &pool, false).await.unwrap();
+
+    assert_eq!(summary.table("endpoints").unwrap().copied, 1);
+    assert_eq!(
+        summary.table("notifications").unwrap().copied,
+        ids.len() as u64
+    );
+    assert_same_rows(&pool, &killed).await;
+    store.close().await;
+}
+
+#[sqlx::test]
+async fn a_target_holding_only_the_operator_endpoint_its_server_made_counts_as_empty(pool: PgPool) {
+    let source = embedded("http://127.0.0.1:9").await;
+    // A server started once with `operator.url` set, and nothing else.
+    let server = hookd::store::postgres::PgStore::new(pool.clone());
+    fixtures::operator_on(&server).await;
+
+    let summary = copy(&source.path, &pool, false).await.unwrap();
+
+    let endpoints = summary.table("endpoints").unwrap();
+    assert_eq!(
+        endpoints.skipped, 1,
+        "the server's operator endpoint is kept"
+    );
+    assert_eq!(summary.table("notifications").unwrap().skipped, 0);
 }
