@@ -40,11 +40,13 @@ use source::Source;
 use tables::TABLES;
 use target::Target;
 
-/// Rows per page: read at once, written by one statement. A notification
-/// binds 28 values (PostgreSQL takes 65,535 per statement), and a page of
-/// bodies at the default `api.max_payload_bytes` stays near 128 MiB at
-/// worst, a few hundred KiB as notifications usually are.
+/// Rows per page at most: read at once, written by one statement. A
+/// notification binds 28 values (PostgreSQL takes 65,535 per statement).
 const PAGE: usize = 500;
+/// Bytes of values per page at most (a page ends at the row that reaches
+/// it): 500 notifications at the default `api.max_payload_bytes` would be
+/// 128 MiB, held twice while a page is bound.
+const PAGE_BYTES: usize = 16 << 20;
 
 /// `hookd copy`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -82,6 +84,9 @@ pub enum CopyError {
     /// A running hookd holds the file (the message names its pid).
     #[error("cannot copy from a database a hookd is running on (stop it first)")]
     SourceInUse(#[source] crate::store::sqlite::LockError),
+    /// The lock could not be taken (not because another process holds it).
+    #[error("cannot take the database's lock")]
+    SourceLock(#[source] crate::store::sqlite::LockError),
     #[error("{}: not a hookd database (it has no migration history)", .0.display())]
     NotHookd(PathBuf),
     #[error(
@@ -107,14 +112,14 @@ pub enum CopyError {
     /// A schema has a column this build's copy does not name, or lacks one
     /// it names: copying would leave data behind.
     #[error(
-        "{table} in the {side} has columns {found:?} and the copy knows {known:?}: \
-         this hookd cannot copy it"
+        "{table} in the {side} has columns the copy does not know {unknown:?} \
+         and lacks columns it copies {missing:?}: this hookd cannot copy it"
     )]
     Columns {
         table: &'static str,
         side: &'static str,
-        found: Vec<String>,
-        known: Vec<String>,
+        unknown: Vec<String>,
+        missing: Vec<String>,
     },
     #[error(
         "the target database is not empty (it holds {0}): pass --merge to copy into it anyway \
@@ -222,8 +227,8 @@ async fn copy(source: &mut Source, target: &Target, merge: bool) -> Result<Summa
                 return Err(CopyError::Columns {
                     table: table.name,
                     side,
-                    found: found.into_iter().collect(),
-                    known: known.iter().cloned().collect(),
+                    unknown: found.difference(&known).cloned().collect(),
+                    missing: known.difference(&found).cloned().collect(),
                 });
             }
         }
@@ -248,7 +253,9 @@ async fn copy(source: &mut Source, target: &Target, merge: bool) -> Result<Summa
         };
         let mut after = None;
         loop {
-            let page = source.page(table, after.as_deref(), PAGE).await?;
+            let page = source
+                .page(table, after.as_deref(), PAGE, PAGE_BYTES)
+                .await?;
             let read = page.rows.len() as u64;
             let copied = target.insert(table, page.rows).await?;
             done.copied += copied;

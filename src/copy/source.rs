@@ -13,13 +13,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use futures::TryStreamExt;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{AssertSqlSafe, Connection};
 
 use super::tables::Table;
-use super::values::{Key, ReadError, Value};
+use super::values::{null_key, Key, ReadError, Value};
 use super::CopyError;
-use crate::store::sqlite::{FileLock, MIGRATOR};
+use crate::store::sqlite::{FileLock, LockError, MIGRATOR};
 
 /// The source, open and locked until dropped.
 pub(crate) struct Source {
@@ -45,7 +46,10 @@ impl Source {
         if !path.is_file() {
             return Err(CopyError::NoSource(path.to_path_buf()));
         }
-        let lock = FileLock::acquire(path).map_err(CopyError::SourceInUse)?;
+        let lock = FileLock::acquire(path).map_err(|e| match e {
+            in_use @ LockError::InUse { .. } => CopyError::SourceInUse(in_use),
+            other => CopyError::SourceLock(other),
+        })?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .read_only(true)
@@ -120,12 +124,15 @@ impl Source {
     }
 
     /// Up to `limit` rows of `table` after the key `after` (from the start
-    /// when `None`), in key order, on the primary key.
+    /// when `None`), in key order, on the primary key; fewer when their
+    /// values reach `budget` bytes, so that a page of large payloads stays
+    /// small in memory.
     pub(crate) async fn page(
         &mut self,
         table: &Table,
         after: Option<&[Key]>,
         limit: usize,
+        budget: usize,
     ) -> Result<Page, CopyError> {
         let key = table.key_list();
         let filter = match after {
@@ -144,36 +151,37 @@ impl Source {
         for k in after.unwrap_or_default() {
             query = k.bind(query);
         }
-        let found = query
-            .bind(limit as i64)
-            .fetch_all(&mut self.conn)
+        let mut found = query.bind(limit as i64).fetch(&mut self.conn);
+        let mut rows = Vec::new();
+        let mut bytes = 0;
+        let mut full = false;
+        while let Some(row) = found
+            .try_next()
             .await
-            .map_err(|e| read_error(table, e.into()))?;
-        let mut rows = Vec::with_capacity(found.len());
-        for row in &found {
+            .map_err(|e| read_error(table, e.into()))?
+        {
             let values = table
                 .columns
                 .iter()
-                .map(|c| c.kind.read(row, c.name))
+                .map(|c| c.kind.read(&row, c.name))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| read_error(table, e))?;
+            bytes += values.iter().map(Value::size).sum::<usize>();
             rows.push(values);
+            if rows.len() == limit || bytes >= budget {
+                full = true;
+                break;
+            }
         }
+        drop(found);
         let next = match rows.last() {
-            Some(last) if rows.len() == limit => Some(
+            Some(last) if full => Some(
                 table
                     .key_positions()
                     .into_iter()
                     .map(|at| last[at].key())
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        read_error(
-                            table,
-                            ReadError::Driver(sqlx::Error::Decode(
-                                "a NULL in a primary key".into(),
-                            )),
-                        )
-                    })?,
+                    .ok_or_else(|| read_error(table, null_key().into()))?,
             ),
             _ => None,
         };

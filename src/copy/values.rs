@@ -76,6 +76,11 @@ fn bad(column: &str, reason: impl std::fmt::Display) -> BadValue {
     }
 }
 
+/// A primary key column read as NULL (the schema forbids it).
+pub(crate) fn null_key() -> BadValue {
+    bad("of the primary key", "NULL")
+}
+
 /// Why a value could not be read: the driver, or the value itself.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -160,6 +165,18 @@ impl Value {
             Value::IntList(v) => row.push_bind(v),
             Value::TextList(v) => row.push_bind(v),
         };
+    }
+
+    /// About how many bytes this value holds in memory.
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            Value::Text(Some(v)) | Value::Json(Some(v)) => v.len(),
+            Value::Bytes(Some(v)) => v.len(),
+            Value::BigIntList(Some(v)) => v.len() * 8,
+            Value::IntList(Some(v)) => v.len() * 4,
+            Value::TextList(Some(v)) => v.iter().map(String::len).sum(),
+            _ => 16,
+        }
     }
 
     /// This value as part of a keyset cursor: `None` unless it is a

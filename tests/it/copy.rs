@@ -359,3 +359,59 @@ async fn a_target_holding_only_the_operator_endpoint_its_server_made_counts_as_e
     );
     assert_eq!(summary.table("notifications").unwrap().skipped, 0);
 }
+
+#[sqlx::test]
+async fn large_payloads_are_copied_in_smaller_pages_whole(pool: PgPool) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hookd.db");
+    let store = SqliteStore::open(&path, &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    let endpoint = fixtures::create(&store, fixtures::endpoint()).await;
+    // 24 MiB of bodies in 96 rows: more than a page's byte budget.
+    for _ in 0..4 {
+        let batch = (0..24)
+            .map(|i| {
+                let mut n = fixtures::notification(&endpoint);
+                n.body = vec![b'a' + i as u8; 256 << 10];
+                n
+            })
+            .collect();
+        fixtures::commit(&store, batch).await;
+    }
+    store.close().await;
+
+    let summary = copy(&path, &pool, false).await.unwrap();
+
+    assert_eq!(summary.table("notifications").unwrap().copied, 96);
+    assert_same_rows(&pool, &path).await;
+}
+
+#[sqlx::test]
+async fn a_column_the_copy_does_not_know_stops_it_before_anything_is_copied(pool: PgPool) {
+    let source = embedded("http://127.0.0.1:9").await;
+    sqlx::query("ALTER TABLE endpoints ADD COLUMN colour text")
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let error = copy(&source.path, &pool, false).await.unwrap_err();
+
+    assert!(
+        matches!(
+            error.downcast_ref(),
+            Some(CopyError::Columns {
+                table: "endpoints",
+                side: "target",
+                ..
+            })
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("colour"), "{error}");
+    let endpoints: i64 = sqlx::query_scalar("SELECT count(*) FROM endpoints")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(endpoints, 0);
+}
