@@ -331,8 +331,18 @@ async fn a_file_left_by_a_hookd_killed_mid_run_is_copied_with_its_write_ahead_lo
     )
     .unwrap();
     assert!(wal > 0, "the commits are in the WAL");
+    let files = |path: &Path| {
+        let wal = format!("{}-wal", path.display());
+        (std::fs::read(path).unwrap(), std::fs::read(wal).unwrap())
+    };
+    let before = files(&killed);
 
     let summary = copy(&killed, &pool, false).await.unwrap();
+
+    assert!(
+        files(&killed) == before,
+        "the file and its WAL are as they were"
+    );
 
     assert_eq!(summary.table("endpoints").unwrap().copied, 1);
     assert_eq!(
