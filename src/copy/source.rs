@@ -6,9 +6,12 @@
 //! refuses then, naming the process, rather than copy a file that keeps
 //! changing (its pending notifications would then be delivered by both
 //! modes). The copy takes the lock itself, so that no hookd starts on the
-//! file while it reads; the lock file is the only file it writes. The
-//! database is opened read-only (never created, never migrated), and read
-//! in one transaction: every table is read from the same snapshot.
+//! file while it reads. The database is opened read-only (never created,
+//! never migrated, never checkpointed: it and its write-ahead log stay
+//! byte for byte as they were; the lock file and SQLite's shared-memory
+//! index `-shm`, which every reader of a WAL uses, are all it may write),
+//! and read in one transaction: every table from the same snapshot. A
+//! file a killed hookd left is read whole, its WAL's commits included.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
