@@ -23,6 +23,7 @@ pub mod dispatcher;
 
 pub mod sender;
 
+pub mod copy;
 pub mod server;
 pub mod startup;
 pub mod telemetry;

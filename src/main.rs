@@ -59,6 +59,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Copy an embedded hookd's data (a SQLite file) into PostgreSQL, for server mode.
+    Copy(hookd::copy::CopyArgs),
     /// Inspect configuration.
     Config {
         #[command(subcommand)]
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
+        Command::Copy(args) => run(async move { hookd::copy::run(args).await.map(|_| ()) }),
         Command::Serve {
             config,
             role,

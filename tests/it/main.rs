@@ -11,6 +11,7 @@ mod api_endpoints;
 mod api_notifications;
 mod cli;
 mod conformance;
+mod copy;
 mod degrade;
 mod delivery;
 mod due_conformance;

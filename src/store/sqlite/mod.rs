@@ -43,7 +43,7 @@ use sqlx::SqlitePool;
 pub use lock::{lock_path, LockError};
 
 use super::StoreError;
-use lock::FileLock;
+pub(crate) use lock::FileLock;
 
 use errors::cause;
 pub use errors::store_error;
