@@ -91,7 +91,7 @@ pub enum CopyError {
     NotHookd(PathBuf),
     #[error(
         "{}: its embedded schema is at migrations {applied:?}, this hookd's at {known:?}: \
-         open it once with this version of hookd, which migrates it",
+         run `hookd migrate --data-dir DIR` of this version on it first",
         .path.display()
     )]
     SourceSchema {
