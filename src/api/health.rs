@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::AppState;
+use crate::store::StoreKind;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one readiness check answers every caller.
@@ -30,13 +31,20 @@ pub fn router() -> Router<AppState> {
 pub struct Health {
     /// `ok` (healthz); `ready`, `degraded` (Redis unreachable: notifications
     /// are accepted and indexed once it is back, deliveries wait) or
-    /// `unavailable` (PostgreSQL unreachable) for readiness.
+    /// `unavailable` (the database unreachable) for readiness.
     pub status: &'static str,
-    /// `ok` or `unreachable` (readiness only).
+    /// Readiness only: `embedded` (SQLite, the due index in the process) or
+    /// `server` (PostgreSQL and Redis).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+    /// Server mode's stores, `ok` or `unreachable` (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub postgres: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis: Option<&'static str>,
+    /// The embedded mode's file, `ok` or `unreachable` (readiness only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqlite: Option<&'static str>,
     /// What an operator should fix, e.g. a Redis `maxmemory-policy` that
     /// may evict the due index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -52,15 +60,17 @@ pub struct Readiness(Arc<tokio::sync::Mutex<Option<(Instant, StatusCode, Health)
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
+        mode: None,
         postgres: None,
         redis: None,
+        sqlite: None,
         warnings: Vec::new(),
     })
 }
 
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "operations", security(()), responses(
-    (status = 200, body = Health, description = "PostgreSQL answers: notifications are accepted (`degraded` when Redis does not answer)"),
-    (status = 503, body = Health, description = "PostgreSQL does not answer"),
+    (status = 200, body = Health, description = "the database answers: notifications are accepted (`degraded` when Redis does not answer)"),
+    (status = 503, body = Health, description = "the database does not answer"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let mut cached = state.readiness.0.lock().await;
@@ -69,24 +79,39 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
             return (*status, Json(health.clone()));
         }
     }
-    let (pg, redis, warning) = tokio::join!(
+    let (database, redis, warning) = tokio::join!(
         tokio::time::timeout(CHECK_TIMEOUT, state.store.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.due.ping()),
         tokio::time::timeout(CHECK_TIMEOUT, state.due.warnings()),
     );
-    let pg_ok = matches!(pg, Ok(Ok(())));
+    let database_ok = matches!(database, Ok(Ok(())));
     let redis_ok = matches!(redis, Ok(Ok(())));
     let word = |ok| if ok { "ok" } else { "unreachable" };
-    let (status, word_status) = match (pg_ok, redis_ok) {
+    let (status, word_status) = match (database_ok, redis_ok) {
         (true, true) => (StatusCode::OK, "ready"),
         (true, false) => (StatusCode::OK, "degraded"),
         (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     };
-    let health = Health {
-        status: word_status,
-        postgres: Some(word(pg_ok)),
-        redis: Some(word(redis_ok)),
-        warnings: warning.unwrap_or_default(),
+    // An index in this process cannot be unreachable; only Redis is named.
+    let redis = state.due.recovery().is_some().then(|| word(redis_ok));
+    let database = Some(word(database_ok));
+    let health = match state.store.kind() {
+        StoreKind::Postgres => Health {
+            status: word_status,
+            mode: Some("server"),
+            postgres: database,
+            redis,
+            sqlite: None,
+            warnings: warning.unwrap_or_default(),
+        },
+        StoreKind::Sqlite => Health {
+            status: word_status,
+            mode: Some("embedded"),
+            postgres: None,
+            redis,
+            sqlite: database,
+            warnings: warning.unwrap_or_default(),
+        },
     };
     *cached = Some((Instant::now(), status, health.clone()));
     (status, Json(health))

@@ -30,6 +30,15 @@ use crate::domain::sealed::SealError;
 /// What a backend's error was, kept for the log (never shown to a client).
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
+/// Which database a store is: what `/readyz` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// Server mode's.
+    Postgres,
+    /// The embedded mode's file.
+    Sqlite,
+}
+
 /// A store's failure, whichever backend: what its callers need to tell
 /// apart (answer 503, 409, 422 or 500), with the backend's error as cause.
 #[derive(Debug, thiserror::Error)]

@@ -38,7 +38,7 @@ use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
 use super::recording::AttemptRecord;
 use super::writes::{Committed, Writes};
-use super::StoreError;
+use super::{StoreError, StoreKind};
 use crate::domain::health::Health;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
@@ -126,6 +126,8 @@ pub trait WriteStore: Send + Sync + 'static {
 /// What the API reads.
 #[async_trait::async_trait]
 pub trait ReadStore: Send + Sync + 'static {
+    /// Which database this is, for `/readyz`.
+    fn kind(&self) -> StoreKind;
     async fn ping(&self) -> Result<(), StoreError>;
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError>;
     async fn list_notifications(

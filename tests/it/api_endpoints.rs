@@ -221,3 +221,23 @@ async fn requests_without_a_valid_token_are_refused_but_health_checks_are_open(b
     }
 }
 both!(requests_without_a_valid_token_are_refused_but_health_checks_are_open);
+
+async fn readiness_names_the_mode_and_the_stores_it_runs_on(backend: Backend) {
+    let app = backend.spawn().await;
+    let (status, ready) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{ready}");
+    assert_eq!(ready["status"], json!("ready"), "{ready}");
+    if backend.is_embedded() {
+        assert_eq!(ready["mode"], json!("embedded"), "{ready}");
+        assert_eq!(ready["sqlite"], json!("ok"), "{ready}");
+        // An index in the process has nothing to be unreachable.
+        assert!(ready.get("redis").is_none(), "{ready}");
+        assert!(ready.get("postgres").is_none(), "{ready}");
+    } else {
+        assert_eq!(ready["mode"], json!("server"), "{ready}");
+        assert_eq!(ready["postgres"], json!("ok"), "{ready}");
+        assert_eq!(ready["redis"], json!("ok"), "{ready}");
+        assert!(ready.get("sqlite").is_none(), "{ready}");
+    }
+}
+both!(readiness_names_the_mode_and_the_stores_it_runs_on);

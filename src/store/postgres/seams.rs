@@ -28,7 +28,7 @@ use crate::store::seams::{
     WriteStore,
 };
 use crate::store::writes::{Committed, Writes};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreKind};
 
 #[async_trait::async_trait]
 impl WriteStore for PgStore {
@@ -94,6 +94,9 @@ impl WriteStore for PgStore {
 
 #[async_trait::async_trait]
 impl ReadStore for PgStore {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Postgres
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         PgStore::ping(self).await
     }

@@ -10,10 +10,13 @@ use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
 use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::seams::ReadStore;
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreKind};
 
 #[async_trait::async_trait]
 impl<S: ReadStore> ReadStore for Sealing<S> {
+    fn kind(&self) -> StoreKind {
+        self.inner.kind()
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         self.inner.ping().await
     }

@@ -28,7 +28,7 @@ use crate::store::seams::{
     ReadStore, ResealEndpoint, ResealHeaders, ResealPage, ResealRows, WriteStore,
 };
 use crate::store::writes::{Committed, Writes};
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreKind};
 
 #[async_trait::async_trait]
 impl WriteStore for SqliteStore {
@@ -94,6 +94,9 @@ impl WriteStore for SqliteStore {
 
 #[async_trait::async_trait]
 impl ReadStore for SqliteStore {
+    fn kind(&self) -> StoreKind {
+        StoreKind::Sqlite
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         SqliteStore::ping(self).await
     }
