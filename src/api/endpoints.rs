@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::auth::{Audited, SeesSecrets};
 use super::error::ApiError;
 use super::extract::{JsonBody, OptionalJsonBody, QueryParams};
+use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
@@ -166,6 +167,7 @@ pub async fn list(
         cursor: params.cursor,
     };
     let limit = paging.limit()?;
+    filters::owner(params.owner.as_deref())?;
     let rows = state
         .store
         .list_endpoints(paging.cursor_id()?, limit + 1, params.owner.as_deref())

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
+use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::bounded::Bounded;
@@ -210,6 +211,9 @@ pub async fn list(
         cursor: params.cursor,
     };
     let limit = paging.limit()?;
+    filters::owner(params.owner.as_deref())?;
+    filters::event_type(params.event_type.as_deref())?;
+    filters::key(params.key.as_deref())?;
     let filter = EventFilter {
         owner: params.owner.map(Some),
         event_type: params.event_type,

@@ -8,6 +8,7 @@ pub mod endpoints;
 pub mod error;
 pub mod events;
 pub mod extract;
+mod filters;
 pub mod health;
 pub mod notifications;
 pub mod openapi;

@@ -19,14 +19,15 @@ use super::auth::{Caller, SeesSecrets};
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
+use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::bounded::Bounded;
-use crate::domain::fields::{masked, valid_event_type, valid_key};
+use crate::domain::fields::masked;
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
 use crate::domain::status::Status;
-use crate::service::notifications::{invalid_key, Accepted, NotificationInput, MAX_BATCH};
+use crate::service::notifications::{Accepted, NotificationInput, MAX_BATCH};
 use crate::store::attempts::Attempt;
 use crate::store::endpoints::EndpointRef;
 use crate::store::notifications::{Notification, NotificationFilter};
@@ -269,20 +270,9 @@ pub async fn list(
         })
         .transpose()?;
     // A key or type no notification can have is refused, as cancel-by-key
-    // refuses it: PostgreSQL refused one with a NUL byte by itself, and
-    // SQLite, which stores one, looked for it and answered an empty page.
-    if params.key.as_deref().is_some_and(|key| !valid_key(key)) {
-        return Err(invalid_key().into());
-    }
-    if let Some(event_type) = params.event_type.as_deref() {
-        if !valid_event_type(event_type) {
-            return Err(ApiError::invalid(
-                ErrorCode::InvalidValue,
-                "event_type",
-                "event_type is 1 to 255 of A-Z a-z 0-9 _ - . : /",
-            ));
-        }
-    }
+    // refuses it.
+    filters::key(params.key.as_deref())?;
+    filters::event_type(params.event_type.as_deref())?;
     // Every parameter is checked before an unknown endpoint ends the search.
     let event_id = params
         .event

@@ -98,7 +98,7 @@ fn error_description(status: &str) -> Option<&'static str> {
         "409" => "the resource's state does not allow it: `error.code` says why",
         "413" => "the request or one payload is too large",
         "422" => "a value is invalid; `error.field` names it",
-        "503" => "PostgreSQL is unreachable; retry later",
+        "503" => "the database is unreachable, or the embedded file cannot be written; retry later",
         _ => return None,
     })
 }

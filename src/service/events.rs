@@ -376,7 +376,7 @@ fn fan_out(
     }
 }
 
-pub(super) fn invalid_owner() -> Problem {
+pub(crate) fn invalid_owner() -> Problem {
     Problem::invalid(
         ErrorCode::InvalidValue,
         "owner",

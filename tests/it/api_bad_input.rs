@@ -92,6 +92,10 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("nul byte in a description", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"description\": \"a\\u0000\"}"), 422, "invalid_value", Some("description")),
         case("nul byte in a key filter", M::GET, "/v1/notifications?key=%00", None, 422, "invalid_value", Some("key")),
         case("nul byte in an event type filter", M::GET, "/v1/notifications?event_type=a%00", None, 422, "invalid_value", Some("event_type")),
+        case("nul byte in an event list's owner filter", M::GET, "/v1/events?owner=a%00", None, 422, "invalid_value", Some("owner")),
+        case("nul byte in an event list's key filter", M::GET, "/v1/events?key=%00", None, 422, "invalid_value", Some("key")),
+        case("nul byte in an event list's type filter", M::GET, "/v1/events?event_type=%00", None, 422, "invalid_value", Some("event_type")),
+        case("nul byte in an endpoint list's owner filter", M::GET, "/v1/endpoints?owner=%00", None, 422, "invalid_value", Some("owner")),
         case("nul byte in a path uid", M::GET, "/v1/endpoints/a%00b", None, 404, "not_found", None),
         case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
     ];

@@ -1,0 +1,35 @@
+//! List filters no row can match are refused (422, the field named), on
+//! both backends alike: PostgreSQL refused a NUL byte by itself, while
+//! SQLite, which stores one, looked for it and answered an empty page.
+//! The rules are those a value must meet to be stored.
+
+use super::error::ApiError;
+use crate::domain::fields::{valid_event_type, valid_key, valid_uid};
+use crate::domain::problem::ErrorCode;
+use crate::service::events::invalid_owner;
+use crate::service::notifications::invalid_key;
+
+pub(super) fn owner(owner: Option<&str>) -> Result<(), ApiError> {
+    match owner {
+        Some(owner) if !valid_uid(owner) => Err(invalid_owner().into()),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn key(key: Option<&str>) -> Result<(), ApiError> {
+    match key {
+        Some(key) if !valid_key(key) => Err(invalid_key().into()),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn event_type(event_type: Option<&str>) -> Result<(), ApiError> {
+    match event_type {
+        Some(event_type) if !valid_event_type(event_type) => Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "event_type",
+            "event_type is 1 to 255 of A-Z a-z 0-9 _ - . : /",
+        )),
+        _ => Ok(()),
+    }
+}
