@@ -16,7 +16,7 @@ mod tokens;
 mod validate;
 
 pub use load::DEFAULT_TOML;
-pub use mode::{Mode, DATABASE_FILE};
+pub use mode::Mode;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
     OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,

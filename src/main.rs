@@ -46,7 +46,7 @@ enum Command {
         /// Log format; overrides log.format.
         #[arg(long, value_enum)]
         log_format: Option<LogFormatArg>,
-        /// Embedded mode: the directory of hookd.db; overrides embedded.data_dir.
+        /// Embedded mode: the directory embedded.path (default hookd.db) is in.
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -55,7 +55,7 @@ enum Command {
         /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
-        /// Embedded mode: the directory of hookd.db; overrides embedded.data_dir.
+        /// Embedded mode: the directory embedded.path (default hookd.db) is in.
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -168,7 +168,8 @@ fn main() -> ExitCode {
 fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<Settings, ExitCode> {
     let mut settings = Settings::load(config).map_err(|error| config_failure(&error))?;
     if let Some(dir) = data_dir {
-        settings.embedded.data_dir = dir;
+        // An absolute embedded.path stays where it is.
+        settings.embedded.path = dir.join(&settings.embedded.path);
     }
     settings.mode().map_err(|error| config_failure(&error))?;
     Ok(settings)

@@ -319,7 +319,7 @@ pub async fn open_embedded(
 ) -> anyhow::Result<SqliteStore> {
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {} (embedded.data_dir)", dir.display()))?;
+            .with_context(|| format!("cannot create {} (embedded.path)", dir.display()))?;
     }
     let wait = Duration::from_millis(settings.embedded.busy_timeout_ms);
     let options = SqliteOptions {

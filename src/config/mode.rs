@@ -7,9 +7,6 @@ use std::path::PathBuf;
 
 use super::{ConfigError, Settings};
 
-/// The database file's name inside `embedded.data_dir`.
-pub const DATABASE_FILE: &str = "hookd.db";
-
 /// Where hookd keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
@@ -26,7 +23,7 @@ impl Settings {
         let redis = !self.redis.url.expose().is_empty();
         match (database, redis) {
             (false, false) => Ok(Mode::Embedded {
-                path: self.embedded.data_dir.join(DATABASE_FILE),
+                path: self.embedded.path.clone(),
             }),
             (true, true) => Ok(Mode::Server),
             (true, false) => Err(half_server("database.url", "redis.url")),

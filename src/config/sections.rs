@@ -35,8 +35,9 @@ pub struct Settings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddedSettings {
-    /// The directory holding `hookd.db` (created if missing).
-    pub data_dir: std::path::PathBuf,
+    /// The database file (its directory created if missing); relative to
+    /// the working directory, or to `--data-dir`.
+    pub path: std::path::PathBuf,
     /// How long a statement waits on SQLite's lock, and a request on a
     /// connection, before answering 503.
     pub busy_timeout_ms: u64,

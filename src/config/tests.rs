@@ -60,6 +60,7 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
         ),
         ("[server]\nlisten = \"localhost\"\n", "server.listen"),
         ("[pull]\nmax_wait = \"soon\"\n", "pull.max_wait"),
+        ("[embedded]\npath = \"\"\n", "embedded.path"),
         ("[pull]\nmax_wait = \"500ms\"\n", "pull.max_wait"),
         ("[pull]\nmax_wait = \"400d\"\n", "pull.max_wait"),
         ("[server]\nheader_timeout_ms = 0\n", "server.header_timeout_ms"),

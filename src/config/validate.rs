@@ -49,6 +49,9 @@ impl Settings {
                 }
             }
         }
+        if self.embedded.path.as_os_str().is_empty() || self.embedded.path.ends_with("..") {
+            return Err(invalid("embedded.path", "must name a file"));
+        }
         for sentinel in &self.redis.sentinels {
             let valid = sentinel.rsplit_once(':').is_some_and(|(host, port)| {
                 !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)

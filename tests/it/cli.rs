@@ -130,7 +130,7 @@ fn an_unreachable_database_exits_1_with_one_line_saying_so() {
 fn config_check_says_which_mode_the_settings_choose_and_why() {
     let embedded = hookd(
         &["config", "check"],
-        &[("HOOKD_EMBEDDED__DATA_DIR", "/srv/hookd")],
+        &[("HOOKD_EMBEDDED__PATH", "/srv/hookd/hookd.db")],
     );
     let printed = String::from_utf8_lossy(&embedded.stdout);
     assert_eq!(embedded.status.code(), Some(0), "{}", stderr(&embedded));
