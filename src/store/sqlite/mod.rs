@@ -131,6 +131,7 @@ impl SqliteStore {
         // The writer first: it creates the file and switches it to WAL
         // before any reader opens it (a read-only connection can do neither).
         let writer = pool(1, options)
+            .after_release(|conn, _| Box::pin(clean_after_release(conn)))
             .connect_with(connect.clone().create_if_missing(true))
             .await
             .map_err(store_error)?;
@@ -188,6 +189,24 @@ impl SqliteStore {
     pub fn reader(&self) -> &SqlitePool {
         &self.reader
     }
+}
+
+/// Whether the writer goes back to the pool, or is closed so that the pool
+/// opens a new one. A write that failed with a full disk (SQLITE_FULL) may
+/// have been rolled back by SQLite itself: sqlx's ROLLBACK on drop then
+/// fails and sqlx goes on counting a transaction that SQLite has not. Its
+/// next `begin` is then a SAVEPOINT and its `commit` a RELEASE of that
+/// savepoint inside a transaction that never ends: every later write was
+/// answered 201 and never reached the file (seen with a full tmpfs: 294
+/// notifications accepted, none stored). A connection that counts a
+/// transaction after its release is in that state; it is closed.
+async fn clean_after_release(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    if conn.is_in_transaction() {
+        // A ROLLBACK queued by a dropped transaction runs first.
+        conn.ping().await?;
+    }
+    Ok(!conn.is_in_transaction())
 }
 
 fn pool(connections: u32, options: &SqliteOptions) -> SqlitePoolOptions {
