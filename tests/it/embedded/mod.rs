@@ -37,7 +37,8 @@ impl HookdProcess {
 
 /// The embedded `serve` command, its output not directed yet. The test
 /// process's own service URLs (scripts/test exports them) are removed: set,
-/// they would choose server mode.
+/// they would choose server mode. The token is `TOKEN` unless `env` names a
+/// configuration file.
 pub fn embedded_command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
     command
@@ -46,10 +47,14 @@ pub fn embedded_command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
         .env_remove("HOOKD_DATABASE__URL")
         .env_remove("HOOKD_REDIS__URL")
         .env_remove("RUST_LOG")
-        .env("HOOKD_API__TOKENS", format!("[\"{TOKEN}\"]"))
         .env("HOOKD_SENDER__ALLOW_NETWORKS", "[\"127.0.0.0/8\"]")
         .env("HOOKD_LOG__FILTER", "warn")
         .stdin(Stdio::null());
+    // A configuration file brings its own tokens, which the environment
+    // would override.
+    if !env.iter().any(|(key, _)| *key == "HOOKD_CONFIG") {
+        command.env("HOOKD_API__TOKENS", format!("[\"{TOKEN}\"]"));
+    }
     for (key, value) in env {
         command.env(key, value);
     }
