@@ -376,14 +376,37 @@ fn spelling(id: &uuid::Uuid, n: usize) -> String {
 
 #[sqlx::test]
 async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool: PgPool) {
+    spellings_keep_memory_bounded(|env, listen, log| {
+        HookdProcess::start_logged(
+            &database_url(&pool),
+            &redis_url(),
+            &new_prefix(),
+            env,
+            listen,
+            log,
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    spellings_keep_memory_bounded(|env, listen, log| {
+        HookdProcess::embedded(dir.path(), env, listen, log)
+    })
+    .await;
+}
+
+/// The spellings on the process `start` makes from (env, listen, log).
+async fn spellings_keep_memory_bounded(
+    start: impl FnOnce(&[(&str, &str)], &str, &std::path::Path) -> HookdProcess,
+) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let log = std::env::temp_dir().join(format!("hookd-rss-test-{}.log", new_prefix()));
     let tokens = format!("[\"{TOKEN}\"]");
-    let hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
+    let hookd = start(
         &[
             ("HOOKD_API__TOKENS", tokens.as_str()),
             ("HOOKD_DATABASE__MIGRATE", "true"),
