@@ -22,15 +22,16 @@ struct Tmpfs {
 }
 
 impl Tmpfs {
-    fn mount(size: &str) -> Self {
+    /// `None` when the kernel refuses (root in a container without
+    /// CAP_SYS_ADMIN).
+    fn mount(size: &str) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir.path())
             .status()
             .unwrap();
-        assert!(status.success(), "mount -t tmpfs");
-        Self { dir }
+        status.success().then_some(Self { dir })
     }
 
     fn path(&self) -> &Path {
@@ -134,7 +135,10 @@ async fn a_full_disk_answers_503_loses_nothing_accepted_and_recovers_when_space_
         println!("skipped: mounting a small tmpfs needs root");
         return;
     }
-    let disk = Tmpfs::mount("16m");
+    let Some(disk) = Tmpfs::mount("16m") else {
+        println!("skipped: mount -t tmpfs was refused");
+        return;
+    };
     let data = disk.path().join("data");
     let hookd = Embedded::start(&data, &[]).await;
     let receiver = Receiver::start().await;
