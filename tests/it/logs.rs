@@ -19,12 +19,30 @@ const DB_PASSWORD: &str = "db-password-hunter2-0004";
 
 #[sqlx::test]
 async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(pool: PgPool) {
-    let receiver = Receiver::start().await;
-    receiver.reply("/down", vec![Reply::body(500, "no")]);
     // The test cluster trusts local connections, so the password is carried
     // (and could leak) but is not needed.
     let mut db = url::Url::parse(&database_url(&pool)).unwrap();
     db.set_password(Some(DB_PASSWORD)).unwrap();
+    no_secret_in_the_logs(|env, listen, log| {
+        HookdProcess::start_logged(db.as_str(), &redis_url(), &new_prefix(), env, listen, log)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn no_secret_or_token_reaches_the_logs_even_at_debug_level_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    no_secret_in_the_logs(|env, listen, log| HookdProcess::embedded(dir.path(), env, listen, log))
+        .await;
+}
+
+/// A session that touches every secret hookd holds, with the process
+/// `start` makes from (env, listen, log); then reads its log.
+async fn no_secret_in_the_logs(
+    start: impl FnOnce(&[(&str, &str)], &str, &std::path::Path) -> HookdProcess,
+) {
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::body(500, "no")]);
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let log = std::env::temp_dir().join(format!("hookd-log-test-{}.log", new_prefix()));
@@ -37,14 +55,7 @@ async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(pool: PgPool) {
         ("HOOKD_OPERATOR__URL", operator_url.as_str()),
         ("HOOKD_OPERATOR__SECRET", OPERATOR_SECRET),
     ];
-    let mut hookd = HookdProcess::start_logged(
-        db.as_str(),
-        &redis_url(),
-        &new_prefix(),
-        &env,
-        &listen,
-        &log,
-    );
+    let mut hookd = start(&env, &listen, &log);
     let base = format!("http://{listen}");
     let client = crate::helpers::http_client();
     HookdProcess::wait_ready(&base, DEADLINE).await;

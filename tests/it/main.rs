@@ -16,6 +16,7 @@ mod degrade;
 mod delivery;
 mod due_conformance;
 mod due_index;
+mod embedded;
 mod endpoint_health;
 mod endpoint_version;
 mod events;

@@ -376,14 +376,37 @@ fn spelling(id: &uuid::Uuid, n: usize) -> String {
 
 #[sqlx::test]
 async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool: PgPool) {
+    spellings_keep_memory_bounded(|env, listen, log| {
+        HookdProcess::start_logged(
+            &database_url(&pool),
+            &redis_url(),
+            &new_prefix(),
+            env,
+            listen,
+            log,
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    spellings_keep_memory_bounded(|env, listen, log| {
+        HookdProcess::embedded(dir.path(), env, listen, log)
+    })
+    .await;
+}
+
+/// The spellings on the process `start` makes from (env, listen, log).
+async fn spellings_keep_memory_bounded(
+    start: impl FnOnce(&[(&str, &str)], &str, &std::path::Path) -> HookdProcess,
+) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let log = std::env::temp_dir().join(format!("hookd-rss-test-{}.log", new_prefix()));
     let tokens = format!("[\"{TOKEN}\"]");
-    let hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
+    let hookd = start(
         &[
             ("HOOKD_API__TOKENS", tokens.as_str()),
             ("HOOKD_DATABASE__MIGRATE", "true"),
@@ -457,6 +480,30 @@ async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool:
 
 #[sqlx::test]
 async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool: PgPool) {
+    admin_actions_audited(|env, listen, log| {
+        HookdProcess::start_logged(
+            &database_url(&pool),
+            &redis_url(),
+            &new_prefix(),
+            env,
+            listen,
+            log,
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn admin_actions_are_audited_with_the_token_name_and_never_the_token_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    admin_actions_audited(|env, listen, log| HookdProcess::embedded(dir.path(), env, listen, log))
+        .await;
+}
+
+/// The audit session on the process `start` makes from (env, listen, log).
+async fn admin_actions_audited(
+    start: impl FnOnce(&[(&str, &str)], &str, &std::path::Path) -> HookdProcess,
+) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let log = std::env::temp_dir().join(format!("hookd-audit-test-{}.log", new_prefix()));
@@ -467,10 +514,7 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool:
     let config = std::env::temp_dir().join(format!("hookd-audit-test-{}.toml", new_prefix()));
     std::fs::write(&config, format!("[api]\ntokens = {tokens}\n")).unwrap();
     let config_path = config.to_string_lossy().to_string();
-    let mut hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
+    let mut hookd = start(
         &[
             ("HOOKD_CONFIG", config_path.as_str()),
             ("HOOKD_DATABASE__MIGRATE", "true"),

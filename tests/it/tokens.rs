@@ -312,13 +312,33 @@ both!(a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may);
 
 #[sqlx::test]
 async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(pool: PgPool) {
+    refusals_audited(|env, listen, log| {
+        HookdProcess::start_logged(
+            &database_url(&pool),
+            &redis_url(),
+            &new_prefix(),
+            env,
+            listen,
+            log,
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    refusals_audited(|env, listen, log| HookdProcess::embedded(dir.path(), env, listen, log)).await;
+}
+
+/// The refusals on the process `start` makes from (env, listen, log).
+async fn refusals_audited(
+    start: impl FnOnce(&[(&str, &str)], &str, &std::path::Path) -> HookdProcess,
+) {
     let listen = format!("127.0.0.1:{}", free_port());
     let log = std::env::temp_dir().join(format!("hookd-refused-test-{}.log", new_prefix()));
     let tokens = format!("[\"{TOKEN}\"]");
-    let mut hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
+    let mut hookd = start(
         &[
             ("HOOKD_API__TOKENS", tokens.as_str()),
             ("HOOKD_DATABASE__MIGRATE", "true"),

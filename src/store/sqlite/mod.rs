@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::{Connection, SqliteConnection, SqlitePool};
 
 pub use lock::{lock_path, LockError};
 
@@ -128,9 +128,19 @@ impl SqliteStore {
             .busy_timeout(options.busy_timeout)
             // consumer_tokens names its endpoint (the schema's only key).
             .foreign_keys(true);
+        // A file hookd cannot write is refused here, at once and in one
+        // line; the pool would retry its connection for acquire_timeout,
+        // then name only the timeout.
+        let mut first = SqliteConnection::connect_with(&connect.clone().create_if_missing(true))
+            .await
+            .map_err(store_error)?;
+        writable(&mut first).await.map_err(store_error)?;
+        first.close().await.map_err(store_error)?;
         // The writer first: it creates the file and switches it to WAL
         // before any reader opens it (a read-only connection can do neither).
         let writer = pool(1, options)
+            .after_connect(|conn, _| Box::pin(writable(conn)))
+            .after_release(|conn, _| Box::pin(clean_after_release(conn)))
             .connect_with(connect.clone().create_if_missing(true))
             .await
             .map_err(store_error)?;
@@ -188,6 +198,44 @@ impl SqliteStore {
     pub fn reader(&self) -> &SqlitePool {
         &self.reader
     }
+}
+
+/// Fails with SQLITE_READONLY when the writer cannot write. SQLite opens a
+/// file it may not write read-only, silently, and the connection stays so
+/// when the file becomes writable: before, hookd started on a read-only
+/// file, answered 503 to every write, and went on answering 503 after the
+/// file was made writable again. Now it refuses to start, in one line,
+/// and a writer opened later is refused (503) until the file is writable.
+async fn writable(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
+    // A write the ROLLBACK undoes: nothing reaches the file. (BEGIN
+    // IMMEDIATE alone succeeds on a read-only connection.)
+    let check = sqlx::raw_sql("BEGIN; PRAGMA user_version = 0; ROLLBACK")
+        .execute(&mut *conn)
+        .await;
+    if check.is_err() {
+        // Left open by the failed statement; the connection is dropped
+        // anyway, but not with a transaction in it.
+        let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
+    }
+    check?;
+    Ok(())
+}
+
+/// Whether the writer goes back to the pool, or is closed so that the pool
+/// opens a new one. A write that failed with a full disk (SQLITE_FULL) may
+/// have been rolled back by SQLite itself: sqlx's ROLLBACK on drop then
+/// fails and sqlx goes on counting a transaction that SQLite has not. Its
+/// next `begin` is then a SAVEPOINT and its `commit` a RELEASE of that
+/// savepoint inside a transaction that never ends: every later write was
+/// answered 201 and never reached the file (seen with a full tmpfs: 294
+/// notifications accepted, none stored). A connection that counts a
+/// transaction after its release is in that state; it is closed.
+async fn clean_after_release(conn: &mut SqliteConnection) -> Result<bool, sqlx::Error> {
+    if conn.is_in_transaction() {
+        // A ROLLBACK queued by a dropped transaction runs first.
+        conn.ping().await?;
+    }
+    Ok(!conn.is_in_transaction())
 }
 
 fn pool(connections: u32, options: &SqliteOptions) -> SqlitePoolOptions {

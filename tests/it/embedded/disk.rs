@@ -1,0 +1,272 @@
+//! The file cannot be written: a full disk (a small tmpfs the test mounts,
+//! then fills) and a database file made read-only. hookd answers 503 in the
+//! error shape, loses nothing it accepted, and recovers by itself once the
+//! file can be written again.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use super::{run_to_exit, Embedded, DEADLINE};
+use crate::helpers::{eventually, is_root};
+use crate::receiver::Receiver;
+
+/// A tmpfs of `size` mounted on a temporary directory; unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// `None` when the kernel refuses (root in a container without
+    /// CAP_SYS_ADMIN).
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        status.success().then_some(Self { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Writes zeros to `path` until the filesystem refuses; returns the bytes
+/// written.
+fn fill(path: &Path) -> u64 {
+    let mut file = std::fs::File::create(path).unwrap();
+    let mut written = 0;
+    for chunk in [1 << 20, 4096, 1] {
+        let bytes = vec![0u8; chunk];
+        loop {
+            match file.write_all(&bytes).and_then(|()| file.flush()) {
+                Ok(()) => written += chunk as u64,
+                Err(error) => {
+                    assert_eq!(error.raw_os_error(), Some(28), "ENOSPC: {error}");
+                    break;
+                }
+            }
+        }
+    }
+    written
+}
+
+/// A refusal as the API must give it: 503, `{"error": {"code":
+/// "unavailable", …}}`, and nothing of SQLite or the file in it.
+fn assert_unavailable(body: &Value) {
+    assert_eq!(body["error"]["code"], json!("unavailable"), "{body}");
+    let text = body.to_string().to_lowercase();
+    for internal in [
+        "sqlite",
+        "disk",
+        "hookd.db",
+        "readonly",
+        "read-only",
+        "full",
+    ] {
+        assert!(!text.contains(internal), "{internal} leaked: {body}");
+    }
+}
+
+/// POSTs one notification to `shop` until one is accepted; returns its id
+/// and how long that took.
+async fn accepted_again(hookd: &Embedded, payload: Value) -> (String, Duration) {
+    let started = Instant::now();
+    let id = eventually(DEADLINE, "a 201 again", || async {
+        let (status, body) = hookd
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": "shop", "payload": payload}),
+            )
+            .await;
+        match status {
+            StatusCode::CREATED => Some(body["id"].as_str().unwrap().to_string()),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert_unavailable(&body);
+                None
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    })
+    .await;
+    (id, started.elapsed())
+}
+
+/// Waits until every id in `accepted` reached `receiver` on `/hook`.
+async fn all_delivered(receiver: &Receiver, accepted: &[String]) -> usize {
+    eventually(
+        DEADLINE,
+        "every accepted notification delivered",
+        || async {
+            let got: HashSet<String> = receiver
+                .received("/hook")
+                .iter()
+                .filter_map(|r| r.header("webhook-id").map(str::to_string))
+                .collect();
+            accepted
+                .iter()
+                .all(|id| got.contains(id))
+                .then(|| receiver.received("/hook").len())
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_full_disk_answers_503_loses_nothing_accepted_and_recovers_when_space_returns() {
+    if !is_root() {
+        println!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let Some(disk) = Tmpfs::mount("16m") else {
+        println!("skipped: mount -t tmpfs was refused");
+        return;
+    };
+    let data = disk.path().join("data");
+    let hookd = Embedded::start(&data, &[]).await;
+    let receiver = Receiver::start().await;
+    hookd
+        .endpoint("shop", &receiver.url("/hook"), json!({}))
+        .await;
+    let mut accepted = Vec::new();
+    for n in 0..10 {
+        accepted.push(
+            hookd
+                .notify(json!({"endpoint": "shop", "payload": {"n": n}}))
+                .await,
+        );
+    }
+
+    let filler = disk.path().join("filler");
+    let filled = fill(&filler);
+    // SQLite reuses the space its WAL already holds: writes go on until
+    // that is used up too.
+    // Random text, so that no compression makes it small.
+    let big = || -> String {
+        (0..900)
+            .map(|_| uuid::Uuid::new_v4().simple().to_string())
+            .collect()
+    };
+    // A fixed number of POSTs, not "until refused": before the writer was
+    // closed after a failed write, 201s came between the 503s and were
+    // never stored.
+    let posts = 100;
+    let mut refused = 0;
+    for _ in 0..posts {
+        let started = Instant::now();
+        let (status, body) = hookd
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": "shop", "payload": {"big": big()}}),
+            )
+            .await;
+        match status {
+            StatusCode::CREATED => {
+                let id = body["id"].as_str().unwrap().to_string();
+                let (found, _) = hookd.get(&format!("/v1/notifications/{id}")).await;
+                assert_eq!(found, StatusCode::OK, "a 201 on the full disk is stored");
+                accepted.push(id);
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert_unavailable(&body);
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "503 took {:?}",
+                    started.elapsed()
+                );
+                refused += 1;
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert!(refused > 0, "the full disk refused writes");
+
+    std::fs::remove_file(&filler).unwrap();
+    let (id, recovered) = accepted_again(&hookd, json!({"after": "space"})).await;
+    accepted.push(id);
+    let total = all_delivered(&receiver, &accepted).await;
+    println!(
+        "full disk: filler {filled} bytes; {refused} of {posts} POSTs refused with 503 while full; \
+         201 again {recovered:?} after the space returned; {total} deliveries for {} accepted",
+        accepted.len()
+    );
+}
+
+/// Who runs hookd when the test runs as root: root ignores file modes, so
+/// a read-only file would not be read-only to it.
+const NOBODY: (u32, u32) = (65534, 65534);
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn chown(path: &Path, (uid, gid): (u32, u32)) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+}
+
+/// While hookd runs, the file it has open stays writable whatever its
+/// mode; the mode counts when it opens the file. A file it cannot write is
+/// refused at start in one line (before, it started, answered 503 to every
+/// write, and went on after the file was writable again).
+#[tokio::test]
+async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_once_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = is_root().then_some(NOBODY);
+    if let Some(user) = user {
+        chown(dir.path(), user);
+    }
+    let mut hookd = Embedded::start_as(dir.path(), &[], user).await;
+    let receiver = Receiver::start().await;
+    hookd
+        .endpoint("shop", &receiver.url("/hook"), json!({}))
+        .await;
+    let mut accepted = Vec::new();
+    for n in 0..3 {
+        accepted.push(
+            hookd
+                .notify(json!({"endpoint": "shop", "payload": {"n": n}, "delay": "2s"}))
+                .await,
+        );
+    }
+    assert_eq!(hookd.stop().await, Some(0));
+    let file: PathBuf = dir.path().join("hookd.db");
+    chmod(&file, 0o444);
+
+    let started = Instant::now();
+    let output = run_to_exit(dir.path(), user).await;
+    println!("read-only file: refused in {:?}", started.elapsed());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("hookd: "), "{stderr}");
+    assert!(last.contains(&file.display().to_string()), "{last}");
+    assert!(last.contains("readonly"), "{last}");
+
+    chmod(&file, 0o644);
+    hookd.restart().await;
+    accepted.push(
+        hookd
+            .notify(json!({"endpoint": "shop", "payload": {"after": "writable"}}))
+            .await,
+    );
+    let total = all_delivered(&receiver, &accepted).await;
+    assert_eq!(total, accepted.len(), "each once");
+}
