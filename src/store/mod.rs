@@ -1,8 +1,8 @@
 //! The source of truth, as hookd's parts see it: neutral model types (one
 //! file per topic), one neutral error, and the seams (`seams.rs`) each part
 //! of hookd uses. Backends implement the seams side by side: `postgres/`
-//! (server mode) and `sqlite/` (the embedded mode; not chosen at start
-//! yet), both held to one conformance suite (`tests/it/conformance/`);
+//! (server mode) and `sqlite/` (the embedded mode), both held to one
+//! conformance suite (`tests/it/conformance/`);
 //! wrappers over any backend implement them too: `sealing/` (secrets
 //! sealed at rest). Nothing above `store/` names a database driver.
 

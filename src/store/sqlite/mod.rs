@@ -8,7 +8,8 @@
 //! read-only connections beside it, which WAL lets see the last commit
 //! without waiting for the writer.
 //!
-//! Not wired into `serve` yet.
+//! `hookd serve` opens it when neither `database.url` nor `redis.url` is
+//! set (`startup::open_embedded`).
 
 mod cancel;
 mod columns;
