@@ -747,34 +747,40 @@ async fn main() {
     if want("ingest") {
         let (mut rates, mut embedded_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for run in 0..runs {
-            let mut server_rate = None;
-            if mode.server {
-                reset(&pool).await;
-                let api = Hookd::start(
-                    &database_url,
-                    &redis_url,
-                    &format!("bench-ingest-{run}"),
-                    "api",
-                )
-                .await;
-                let endpoint = create_endpoint(&client, &api, &receiver_url).await;
-                let rate = single_posts(&client, &api.base, &endpoint, 20_000).await;
-                api.stop();
-                rates.push(rate);
-                server_rate = Some(rate);
-            }
-            if mode.embedded {
-                let rate = embedded::ingest_run(&client, &receiver_url, 20_000).await;
-                println!("   run {}: single POSTs, embedded {rate:.0}/s", run + 1);
-                embedded_rates.push(rate);
-                if let Some(server) = server_rate {
-                    ratios.push(rate / server);
-                    println!(
-                        "   run {}: single POSTs, server {server:.0}/s: embedded ÷ server {:.2}",
-                        run + 1,
-                        rate / server
-                    );
+            // Alternated, which mode goes first: the machine's speed drifts
+            // within a run too, and would otherwise favour one mode.
+            let (mut server_rate, mut embedded_rate) = (None, None);
+            for server_turn in [run % 2 == 0, run % 2 == 1] {
+                if server_turn && mode.server {
+                    reset(&pool).await;
+                    let api = Hookd::start(
+                        &database_url,
+                        &redis_url,
+                        &format!("bench-ingest-{run}"),
+                        "api",
+                    )
+                    .await;
+                    let endpoint = create_endpoint(&client, &api, &receiver_url).await;
+                    let rate = single_posts(&client, &api.base, &endpoint, 20_000).await;
+                    api.stop();
+                    println!("   run {}: single POSTs, server {rate:.0}/s", run + 1);
+                    rates.push(rate);
+                    server_rate = Some(rate);
                 }
+                if !server_turn && mode.embedded {
+                    let rate = embedded::ingest_run(&client, &receiver_url, 20_000).await;
+                    println!("   run {}: single POSTs, embedded {rate:.0}/s", run + 1);
+                    embedded_rates.push(rate);
+                    embedded_rate = Some(rate);
+                }
+            }
+            if let (Some(server), Some(embedded)) = (server_rate, embedded_rate) {
+                ratios.push(embedded / server);
+                println!(
+                    "   run {}: single POSTs, embedded ÷ server {:.2}",
+                    run + 1,
+                    embedded / server
+                );
             }
         }
         if mode.server {
