@@ -18,6 +18,8 @@ use sqlx::PgPool;
 
 #[path = "dispatch/client_cost.rs"]
 mod client_cost;
+#[path = "dispatch/embedded.rs"]
+mod embedded;
 #[path = "dispatch/fanout.rs"]
 mod fanout;
 #[path = "dispatch/floor.rs"]
@@ -34,6 +36,37 @@ mod redis_down;
 mod speed;
 
 const CONCURRENCY: usize = 64;
+
+/// Which modes the figures that have both run in (`BENCH_MODE`:
+/// `server`, `embedded` or `both`, the default). Sections that exist only
+/// in the server mode (batch ingest, events, pull, e2e, scale, heal,
+/// redis_down) run unless it is `embedded`; `embedded_scale` runs unless it
+/// is `server`.
+#[derive(Clone, Copy)]
+struct Mode {
+    server: bool,
+    embedded: bool,
+}
+
+impl Mode {
+    fn from_env() -> Self {
+        match std::env::var("BENCH_MODE").as_deref() {
+            Ok("server") => Self {
+                server: true,
+                embedded: false,
+            },
+            Ok("embedded") => Self {
+                server: false,
+                embedded: true,
+            },
+            Ok("both") | Ok("") | Err(_) => Self {
+                server: true,
+                embedded: true,
+            },
+            Ok(other) => panic!("BENCH_MODE={other}: server, embedded or both"),
+        }
+    }
+}
 const SENDER_IN_FLIGHT: usize = 256;
 
 #[derive(Default)]
@@ -123,6 +156,15 @@ struct Hookd {
     base: String,
 }
 
+/// HOOKD_BIN, or what `cargo build --release` built: in CARGO_TARGET_DIR
+/// when that is set.
+fn hookd_binary() -> String {
+    std::env::var("HOOKD_BIN").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+        format!("{target}/release/hookd")
+    })
+}
+
 impl Hookd {
     async fn start(database_url: &str, redis_url: &str, prefix: &str, role: &str) -> Self {
         Self::start_with(database_url, redis_url, prefix, role, &[]).await
@@ -151,12 +193,7 @@ impl Hookd {
                 .open(path)
                 .expect("BENCH_HOOKD_LOG names a file hookd's log can be appended to")
         });
-        // What `cargo build --release` built: in CARGO_TARGET_DIR when that is set.
-        let binary = std::env::var("HOOKD_BIN").unwrap_or_else(|_| {
-            let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-            format!("{target}/release/hookd")
-        });
-        let child = Command::new(binary)
+        let child = Command::new(hookd_binary())
             .args(["serve", "--role", role])
             .env("HOOKD_DATABASE__URL", database_url)
             .env("HOOKD_DATABASE__MAX_CONNECTIONS", "32")
@@ -354,6 +391,38 @@ async fn settled_history(pool: &PgPool, endpoint: &str, count: i64) {
         .unwrap();
 }
 
+/// Single POSTs of `total` notifications (due in an hour) from
+/// `CONCURRENCY` clients: accepted/s. Each body is built in the timed
+/// loop, as a client would.
+async fn single_posts(client: &reqwest::Client, base: &str, endpoint: &str, total: u64) -> f64 {
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..CONCURRENCY {
+        let (client, base, endpoint, next) = (
+            client.clone(),
+            base.to_string(),
+            endpoint.to_string(),
+            next.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::SeqCst) < total {
+                let response = client
+                    .post(format!("{base}/v1/notifications"))
+                    .json(&json!({"endpoint": endpoint, "payload": {"order": 1}, "delay": "1h"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 201);
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
 async fn create_endpoint(client: &reqwest::Client, hookd: &Hookd, url: &str) -> String {
     let endpoint: Value = client
         .post(format!("{}/v1/endpoints", hookd.base))
@@ -515,6 +584,13 @@ async fn seed_due(
     let client = reqwest::Client::new();
     let api = Hookd::start(database_url, redis_url, prefix, "api").await;
     let endpoint = create_endpoint(&client, &api, receiver_url).await;
+    post_batches(&client, &api.base, payload_bodies(count, &endpoint), 2).await;
+    api.stop();
+    seeded(pool, redis_url, prefix).await;
+}
+
+/// The batch bodies of a drain's `count` notifications due now.
+fn payload_bodies(count: usize, endpoint: &str) -> Vec<String> {
     // BENCH_PAYLOAD_BYTES=N pads each payload with N bytes of hex digits
     // (a real notification carries an order or a payment, not one number;
     // hex compresses about as well as JSON does, where a run of one letter
@@ -523,7 +599,7 @@ async fn seed_due(
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    let bodies = batch_bodies(count, |i| {
+    batch_bodies(count, |i| {
         if padding == 0 {
             return json!({"endpoint": endpoint, "payload": {"i": i}});
         }
@@ -537,9 +613,11 @@ async fn seed_due(
             })
             .collect();
         json!({"endpoint": endpoint, "payload": {"i": i, "padding": hex}})
-    });
-    post_batches(&client, &api.base, bodies, 2).await;
-    api.stop();
+    })
+}
+
+/// After a drain's backlog is accepted: the server mode's steady state.
+async fn seeded(pool: &PgPool, redis_url: &str, prefix: &str) {
     // Steady state, as in production: the table has planner statistics
     // (autovacuum's first analyze of a freshly filled table would come a
     // minute later), and the index is known complete (the API indexed every
@@ -654,62 +732,78 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down picks sections (default: all).
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale
+    // picks sections (default: all); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
+    let mode = Mode::from_env();
+    // Embedded ÷ server of #34's figures, measured in this run.
+    let mut summary: Vec<(&str, f64, &str)> = Vec::new();
     println!("hookd benchmark: {runs} runs per repeated figure, medians; {CONCURRENCY} API clients, sender.max_in_flight {SENDER_IN_FLIGHT}");
 
-    // 1. Ingest: single POSTs from 64 clients.
+    // 1. Ingest: single POSTs from 64 clients; with BENCH_MODE=both each
+    // run takes the server mode's figure, then the embedded mode's.
     if want("ingest") {
-        let mut rates = Vec::new();
+        let (mut rates, mut embedded_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for run in 0..runs {
-            reset(&pool).await;
-            let api = Hookd::start(
-                &database_url,
-                &redis_url,
-                &format!("bench-ingest-{run}"),
-                "api",
-            )
-            .await;
-            let endpoint = create_endpoint(&client, &api, &receiver_url).await;
-            let total = 20_000;
-            let next = Arc::new(AtomicU64::new(0));
-            let started = Instant::now();
-            let mut workers = Vec::new();
-            for _ in 0..CONCURRENCY {
-                let (client, base, endpoint, next) = (
-                    client.clone(),
-                    api.base.clone(),
-                    endpoint.clone(),
-                    next.clone(),
-                );
-                workers.push(tokio::spawn(async move {
-                while next.fetch_add(1, Ordering::SeqCst) < total {
-                    let response = client
-                        .post(format!("{base}/v1/notifications"))
-                        .json(&json!({"endpoint": endpoint, "payload": {"order": 1}, "delay": "1h"}))
-                        .send()
-                        .await
-                        .unwrap();
-                    assert_eq!(response.status(), 201);
+            // Alternated, which mode goes first: the machine's speed drifts
+            // within a run too, and would otherwise favour one mode.
+            let (mut server_rate, mut embedded_rate) = (None, None);
+            for server_turn in [run % 2 == 0, run % 2 == 1] {
+                if server_turn && mode.server {
+                    reset(&pool).await;
+                    let api = Hookd::start(
+                        &database_url,
+                        &redis_url,
+                        &format!("bench-ingest-{run}"),
+                        "api",
+                    )
+                    .await;
+                    let endpoint = create_endpoint(&client, &api, &receiver_url).await;
+                    let rate = single_posts(&client, &api.base, &endpoint, 20_000).await;
+                    api.stop();
+                    println!("   run {}: single POSTs, server {rate:.0}/s", run + 1);
+                    rates.push(rate);
+                    server_rate = Some(rate);
                 }
-            }));
+                if !server_turn && mode.embedded {
+                    let rate = embedded::ingest_run(&client, &receiver_url, 20_000).await;
+                    println!("   run {}: single POSTs, embedded {rate:.0}/s", run + 1);
+                    embedded_rates.push(rate);
+                    embedded_rate = Some(rate);
+                }
             }
-            for worker in workers {
-                worker.await.unwrap();
+            if let (Some(server), Some(embedded)) = (server_rate, embedded_rate) {
+                ratios.push(embedded / server);
+                println!(
+                    "   run {}: single POSTs, embedded ÷ server {:.2}",
+                    run + 1,
+                    embedded / server
+                );
             }
-            rates.push(total as f64 / started.elapsed().as_secs_f64());
-            api.stop();
         }
-        println!(
-            "1. ingest, single POSTs, 64 clients, 20,000: {:.0} accepted/s (durable)",
-            median(rates)
-        );
+        if mode.server {
+            println!(
+                "1. ingest, single POSTs, 64 clients, 20,000: {:.0} accepted/s (durable)",
+                median(rates)
+            );
+        }
+        if mode.embedded {
+            println!(
+                "1. ingest (embedded), single POSTs, 64 clients, 20,000: {:.0} accepted/s (durable)",
+                median(embedded_rates)
+            );
+        }
+        if !ratios.is_empty() {
+            let ratio = median(ratios);
+            println!("   embedded ÷ server, single POSTs: {ratio:.2} (median of the per-run ratios; target ≥ 0.8)");
+            summary.push(("1. single-POST ingest", ratio, "≥ 0.8"));
+        }
 
         // 2. Batch ingest: 1,000 per request.
         let mut rates = Vec::new();
-        for run in 0..runs {
+        for run in (0..runs).filter(|_| mode.server) {
             reset(&pool).await;
             let api = Hookd::start(
                 &database_url,
@@ -739,19 +833,21 @@ async fn main() {
             rates.push(50_000.0 / wall);
             api.stop();
         }
-        println!(
-            "2. batch ingest, 1,000 per request, 50,000: {:.0} notifications/s",
-            median(rates)
-        );
+        if mode.server {
+            println!(
+                "2. batch ingest, 1,000 per request, 50,000: {:.0} notifications/s",
+                median(rates)
+            );
+        }
     }
 
     // 8, 9 and 10: events and their fan-out.
-    if want("events") {
+    if want("events") && mode.server {
         fanout::scenarios(&pool, &database_url, &redis_url, &receiver_url, runs).await;
     }
 
     // 11 and 12: pull consumption.
-    if want("pull") {
+    if want("pull") && mode.server {
         pull::scenarios(&pool, &database_url, &redis_url, runs).await;
     }
 
@@ -776,7 +872,13 @@ async fn main() {
         // limit, hookd's work per delivery over its, its CPU per delivery,
         // and its share of the hyper limit by CPU.
         let mut floors = [Vec::new(), Vec::new()];
+        // The embedded drains: rate, all written, peak RSS, work per
+        // delivery over the receiver's, share of the raw limit; and each
+        // run's embedded ÷ server (rate, and work per delivery).
+        let mut drains = Vec::new();
+        let (mut drain_ratios, mut work_ratios) = (Vec::new(), Vec::new());
         for run in 0..runs {
+            let mut server_run = None;
             reset(&pool).await;
             settle(&pool).await;
             // The bench process's CPU per request in each raw run: client
@@ -795,14 +897,17 @@ async fn main() {
                 "   run {}: raw runs, client + receiver CPU per request: reqwest {reqwest_us:.1} µs, hyper {hyper_us:.1} µs",
                 run + 1
             );
-            let before = cpu_seconds(Whose::Bench);
-            let alone = [
-                client_cost::measure("sender", &receiver_url, 50_000).await,
-                client_cost::measure("hyper", &receiver_url, 50_000).await,
-            ];
-            // The receiver answered both runs: 100,000 requests.
-            let receiver_us = bench_us(before) / 2.0;
-            println!(
+            raws.push(raw);
+            raws_hyper.push(raw_hyper);
+            if mode.server {
+                let before = cpu_seconds(Whose::Bench);
+                let alone = [
+                    client_cost::measure("sender", &receiver_url, 50_000).await,
+                    client_cost::measure("hyper", &receiver_url, 50_000).await,
+                ];
+                // The receiver answered both runs: 100,000 requests.
+                let receiver_us = bench_us(before) / 2.0;
+                println!(
                 "   run {}: clients alone (a process of their own), CPU per request: hookd's sender {:.1} µs at {:.0}/s, hyper {:.1} µs at {:.0}/s (the receiver {receiver_us:.1} µs per request meanwhile)",
                 run + 1,
                 alone[0].cpu_us,
@@ -810,24 +915,24 @@ async fn main() {
                 alone[1].cpu_us,
                 alone[1].rate,
             );
-            alone_us[0].push(alone[0].cpu_us);
-            alone_us[1].push(alone[1].cpu_us);
-            let figures = delivery_run(
-                &pool,
-                &database_url,
-                &redis_url,
-                &format!("bench-deliver-{run}"),
-                &received,
-                &receiver_url,
-                50_000,
-            )
-            .await;
-            let (rate, all_written, peak) = (figures.rate, figures.all_written, figures.rss);
-            costs.push(figures.relative_cost);
-            for (all, one) in cpu_us.iter_mut().zip(figures.cpu_us) {
-                all.push(one);
-            }
-            println!(
+                alone_us[0].push(alone[0].cpu_us);
+                alone_us[1].push(alone[1].cpu_us);
+                let figures = delivery_run(
+                    &pool,
+                    &database_url,
+                    &redis_url,
+                    &format!("bench-deliver-{run}"),
+                    &received,
+                    &receiver_url,
+                    50_000,
+                )
+                .await;
+                let (rate, all_written, peak) = (figures.rate, figures.all_written, figures.rss);
+                costs.push(figures.relative_cost);
+                for (all, one) in cpu_us.iter_mut().zip(figures.cpu_us) {
+                    all.push(one);
+                }
+                println!(
                 "   run {}: delivery {rate:.0}/s, raw {raw:.0}/s (reqwest) and {raw_hyper:.0}/s (hyper) just before: {:.0}% and {:.2}; CPU per delivery: hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
                 run + 1,
                 100.0 * rate / raw,
@@ -836,26 +941,26 @@ async fn main() {
                 figures.cpu_us[1],
                 figures.cpu_us[2],
             );
-            // 7b: the floor, from an identical backlog, in the same run.
-            for (mode, floors) in ["update", "append"].into_iter().zip(floors.iter_mut()) {
-                reset(&pool).await;
-                let floor = floor::run(
-                    mode,
-                    &pool,
-                    &database_url,
-                    &redis_url,
-                    &format!("bench-floor-{mode}-{run}"),
-                    &received,
-                    &receiver_url,
-                    50_000,
-                )
-                .await;
-                let [own, postgres, redis, receiver] = floor.cpu_us;
-                // hookd's work per delivery over the floor's, each in units
-                // of its own run's receiver (figure 7's work ratio): the
-                // machine drifts between the two drains.
-                let work = figures.relative_cost / ((own + postgres + redis) / receiver);
-                println!(
+                // 7b: the floor, from an identical backlog, in the same run.
+                for (mode, floors) in ["update", "append"].into_iter().zip(floors.iter_mut()) {
+                    reset(&pool).await;
+                    let floor = floor::run(
+                        mode,
+                        &pool,
+                        &database_url,
+                        &redis_url,
+                        &format!("bench-floor-{mode}-{run}"),
+                        &received,
+                        &receiver_url,
+                        50_000,
+                    )
+                    .await;
+                    let [own, postgres, redis, receiver] = floor.cpu_us;
+                    // hookd's work per delivery over the floor's, each in units
+                    // of its own run's receiver (figure 7's work ratio): the
+                    // machine drifts between the two drains.
+                    let work = figures.relative_cost / ((own + postgres + redis) / receiver);
+                    println!(
                     "   run {}: floor ({mode}) {:.0}/s, {:.2} of the hyper limit ({:.0}/s just before), {:.2} by CPU; CPU per delivery: floor dispatcher {own:.1} µs, postgres {postgres:.1} µs, redis {redis:.1} µs, receiver {receiver:.1} µs; hookd's work {work:.2}x the floor's",
                     run + 1,
                     floor.rate,
@@ -863,77 +968,143 @@ async fn main() {
                     floor.hyper,
                     floor.cpu_share,
                 );
-                floors.push((
-                    floor.rate / floor.hyper,
-                    work,
-                    floor.cpu_us,
-                    floor.cpu_share,
+                    floors.push((
+                        floor.rate / floor.hyper,
+                        work,
+                        floor.cpu_us,
+                        floor.cpu_share,
+                    ));
+                }
+                shares_hyper.push(rate / raw_hyper);
+                rates.push(rate);
+                written.push(all_written);
+                rss.push(peak);
+                shares.push(100.0 * rate / raw);
+                server_run = Some((rate, figures.relative_cost));
+            }
+            if mode.embedded {
+                let drain = embedded::drain_run(&received, &receiver_url, 50_000).await;
+                println!(
+                    "   run {}: delivery (embedded) {:.0}/s, {:.0}% of the raw limit just before ({raw:.0}/s), all recorded after {:.2} s; hookd CPU per delivery {:.1} µs, {:.2}x the receiver's; peak RSS {:.1} MiB",
+                    run + 1,
+                    drain.rate,
+                    100.0 * drain.rate / raw,
+                    drain.all_written,
+                    drain.hookd_us,
+                    drain.relative_cost,
+                    drain.rss,
+                );
+                if let Some((rate, cost)) = server_run {
+                    drain_ratios.push(drain.rate / rate);
+                    work_ratios.push(drain.relative_cost / cost);
+                    println!(
+                        "   run {}: drain embedded ÷ server {:.2}; work per delivery embedded ÷ server {:.2}",
+                        run + 1,
+                        drain.rate / rate,
+                        drain.relative_cost / cost
+                    );
+                }
+                drains.push((
+                    drain.rate,
+                    drain.all_written,
+                    drain.rss,
+                    drain.relative_cost,
+                    100.0 * drain.rate / raw,
                 ));
             }
             let overflowed = listen_overflows() - overflows;
             if overflowed > 0 {
                 println!(
-                    "   run {}: WARNING: {overflowed} connections overflowed an accept queue during the raw runs and the drain; their handshakes were retried a second later, so this run's rates are not comparable",
+                    "   run {}: WARNING: {overflowed} connections overflowed an accept queue during the raw runs and the drains; their handshakes were retried a second later, so this run's rates are not comparable",
                     run + 1
                 );
             }
-            raws_hyper.push(raw_hyper);
-            shares_hyper.push(rate / raw_hyper);
-            rates.push(rate);
-            written.push(all_written);
-            rss.push(peak);
-            raws.push(raw);
-            shares.push(100.0 * rate / raw);
         }
-        println!(
+        if !mode.server {
+            println!(
+                "7. raw limit, receiver hit directly at {SENDER_IN_FLIGHT} concurrent: {:.0} requests/s (reqwest), {:.0} requests/s (minimal hyper client)",
+                median(raws.clone()),
+                median(raws_hyper.clone())
+            );
+        }
+        if mode.embedded {
+            let part = |i: usize| {
+                median(
+                    drains
+                        .iter()
+                        .map(|d: &(f64, f64, f64, f64, f64)| [d.0, d.1, d.2, d.3, d.4][i])
+                        .collect(),
+                )
+            };
+            println!(
+                "3. delivery (embedded), 50,000 due now: {:.0} deliveries/s first to last receipt ({:.0}% of the raw limit, median of the per-run ratios); every attempt recorded after {:.2} s; hookd CPU per delivery {:.2}x the receiver's; peak RSS {:.1} MiB",
+                part(0),
+                part(4),
+                part(1),
+                part(3),
+                part(2)
+            );
+        }
+        if !drain_ratios.is_empty() {
+            let ratio = median(drain_ratios);
+            println!(
+                "   embedded ÷ server, drain: {ratio:.2}; work per delivery: {:.2} (medians of the per-run ratios; target ≥ 0.8 for the drain)",
+                median(work_ratios)
+            );
+            summary.push(("3. drain, 50,000 due now", ratio, "≥ 0.8"));
+        }
+        if mode.server {
+            println!(
             "3. delivery, 50,000 due now: {:.0} deliveries/s first to last receipt; every attempt recorded after {:.2} s",
             median(rates),
             median(written)
         );
-        println!(
+            println!(
             "7. raw limit, receiver hit directly at {SENDER_IN_FLIGHT} concurrent: {:.0} requests/s; delivery is {:.0}% of it (median of the per-run ratios)",
             median(raws),
             median(shares)
         );
-        println!(
+            println!(
             "   hookd + PostgreSQL + Redis CPU per delivery: {:.2}x the receiver's CPU per request",
             median(costs)
         );
-        println!(
+            println!(
             "   raw limit with a minimal hyper client: {:.0} requests/s; delivery is {:.2} of it (median of the per-run ratios)",
             median(raws_hyper),
             median(shares_hyper)
         );
-        let [sender_us, hyper_us] = alone_us;
-        println!(
+            let [sender_us, hyper_us] = alone_us;
+            println!(
             "   clients alone, CPU per request (medians): hookd's sender {:.1} µs (the floor under hookd's CPU per delivery with reqwest), bare hyper {:.1} µs",
             median(sender_us),
             median(hyper_us)
         );
-        for (mode, runs) in ["update", "append"].into_iter().zip(floors) {
-            let share = median(runs.iter().map(|r| r.0).collect());
-            let work = median(runs.iter().map(|r| r.1).collect());
-            let cpu_share = median(runs.iter().map(|r| r.3).collect());
-            let part = |i: usize| median(runs.iter().map(|r| r.2[i]).collect());
-            println!(
+            for (mode, runs) in ["update", "append"].into_iter().zip(floors) {
+                let share = median(runs.iter().map(|r| r.0).collect());
+                let work = median(runs.iter().map(|r| r.1).collect());
+                let cpu_share = median(runs.iter().map(|r| r.3).collect());
+                let part = |i: usize| median(runs.iter().map(|r| r.2[i]).collect());
+                println!(
                 "7b. floor ({mode}): {share:.2} of the hyper limit ({cpu_share:.2} by CPU); hookd + PostgreSQL + Redis CPU per delivery {work:.2}x the floor's; CPU per delivery: floor dispatcher {:.1} µs, postgres {:.1} µs, redis {:.1} µs, receiver {:.1} µs (medians)",
                 part(0),
                 part(1),
                 part(2),
                 part(3)
             );
+            }
+            let [hookd_us, postgres_us, redis_us] = cpu_us;
+            println!(
+                "   CPU per delivery (medians): hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
+                median(hookd_us),
+                median(postgres_us),
+                median(redis_us)
+            );
         }
-        let [hookd_us, postgres_us, redis_us] = cpu_us;
-        println!(
-            "   CPU per delivery (medians): hookd {:.1} µs, postgres {:.1} µs, redis {:.1} µs",
-            median(hookd_us),
-            median(postgres_us),
-            median(redis_us)
-        );
     }
 
     // 4. Lateness: 1,000 due per second for 20 s.
-    if want("lateness") {
+    let (mut server_p99, mut embedded_p99) = (None, None);
+    if want("lateness") && mode.server {
         reset(&pool).await;
         received.reset();
         let hookd = Hookd::start(&database_url, &redis_url, "bench-lateness", "all").await;
@@ -952,19 +1123,23 @@ async fn main() {
         hookd.stop();
         let mut late = received.lateness_ms.lock().unwrap().clone();
         late.sort_unstable();
-        println!(
-        "4. lateness, 1,000 due/s for 20 s: min {} ms, p50 {} ms, p99 {} ms, max {} ms (receipt - due, in whole ms; negative would be early)",
-        late.first().unwrap(),
-        percentile(&late, 0.5),
-        percentile(&late, 0.99),
-        late.last().unwrap()
-    );
+        println!("{}", embedded::lateness_line("server", &late));
+        server_p99 = Some(percentile(&late, 0.99));
+    }
+    if want("lateness") && mode.embedded {
+        let late = embedded::lateness(&client, &received, &receiver_url).await;
+        println!("{}", embedded::lateness_line("embedded", &late));
+        let p99 = percentile(&late, 0.99);
+        if let Some(server) = server_p99 {
+            println!("   lateness p99: server {server} ms, embedded {p99} ms (target for embedded ≤ 10 ms)");
+        }
+        embedded_p99 = Some(p99);
     }
 
     // 13. End to end: 4,000 notifications/s offered for 10 s (#15's rate);
     // BENCH_E2E_RATES=1000,2000,4000 runs it at each rate instead, to see
     // how the latency grows with the load on this machine.
-    if want("e2e") {
+    if want("e2e") && mode.server {
         let rates = std::env::var("BENCH_E2E_RATES").unwrap_or_else(|_| "4000".into());
         for rate in rates
             .split(',')
@@ -985,7 +1160,7 @@ async fn main() {
 
     // 5, 6b and the rebuild: delivery beside 1,000,000 notifications pending
     // for later, against the same without them (measured first).
-    if want("scale") {
+    if want("scale") && mode.server {
         reset(&pool).await;
         let prefix = "bench-scale";
         let mut without = Vec::new();
@@ -1089,16 +1264,29 @@ async fn main() {
             reindexed.as_secs_f64()
         );
     }
-    if want("heal") {
+    if want("heal") && mode.server {
         heal::scenarios(&pool, &database_url, &redis_url, &received, &receiver_url).await;
     }
-    if want("redis_down") {
+    if want("redis_down") && mode.server {
         redis_down::scenario(&pool, &database_url, &receiver_url).await;
+    }
+    if want("embedded_scale") && mode.embedded {
+        embedded::scale(&received, &receiver_url, runs).await;
     }
     if !rss.is_empty() {
         println!(
             "6a. memory: hookd dispatcher peak RSS during 3: {:.1} MiB",
             median(rss)
         );
+    }
+    if !summary.is_empty() || server_p99.is_some() || embedded_p99.is_some() {
+        println!("#34, embedded beside server in this run:");
+        for (figure, ratio, target) in summary {
+            println!("   {figure}: embedded ÷ server {ratio:.2} (target {target})");
+        }
+        if let Some(p99) = embedded_p99 {
+            let server = server_p99.map_or_else(String::new, |s| format!("; server {s} ms"));
+            println!("   4. lateness p99: embedded {p99} ms (target ≤ 10 ms){server}");
+        }
     }
 }
