@@ -77,6 +77,9 @@ enum ConfigCommand {
         /// Configuration file (TOML), layered over the defaults.
         #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
         config: Option<PathBuf>,
+        /// Embedded mode: the directory embedded.path (default hookd.db) is in.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
     },
 }
 
@@ -94,8 +97,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Config {
-            command: ConfigCommand::Check { config },
-        } => match Settings::load(config.as_deref()) {
+            command: ConfigCommand::Check { config, data_dir },
+        } => match load(config.as_deref(), data_dir) {
             Ok(settings) => {
                 let mode = match settings.mode_line() {
                     Ok(mode) => mode,
@@ -113,7 +116,7 @@ fn main() -> ExitCode {
                 }
                 ExitCode::SUCCESS
             }
-            Err(error) => config_failure(&error),
+            Err(code) => code,
         },
         Command::Migrate { config, data_dir } => {
             let settings = match load(config.as_deref(), data_dir) {
@@ -148,6 +151,12 @@ fn main() -> ExitCode {
                 Ok(settings) => settings,
                 Err(code) => return code,
             };
+            if role != Role::All && settings.mode().is_ok_and(|mode| mode != Mode::Server) {
+                return config_failure(&format!(
+                    "invalid configuration: --role {} needs server mode (database.url and redis.url): in embedded mode one process runs the API and the dispatcher",
+                    role.name()
+                ));
+            }
             if let Some(format) = log_format {
                 settings.log.format = match format {
                     LogFormatArg::Text => LogFormat::Text,
@@ -167,11 +176,16 @@ fn main() -> ExitCode {
 /// when they are invalid or choose none.
 fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<Settings, ExitCode> {
     let mut settings = Settings::load(config).map_err(|error| config_failure(&error))?;
+    let mode = settings.mode().map_err(|error| config_failure(&error))?;
     if let Some(dir) = data_dir {
+        if mode == Mode::Server {
+            return Err(config_failure(
+                &"invalid configuration: --data-dir is for embedded mode, and database.url and redis.url are set (server mode)",
+            ));
+        }
         // An absolute embedded.path stays where it is.
         settings.embedded.path = dir.join(&settings.embedded.path);
     }
-    settings.mode().map_err(|error| config_failure(&error))?;
     Ok(settings)
 }
 

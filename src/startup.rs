@@ -78,6 +78,8 @@ pub struct App {
     metrics_listener: Option<TcpListener>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     role: Role,
+    /// Opened by `build`: closed when `run` ends.
+    owns_store: bool,
 }
 
 impl App {
@@ -120,14 +122,22 @@ impl App {
                     }
                 });
                 let listener = listen(&settings, address)?;
-                Self::try_with_parts(settings, store, due, listener, role)
+                let app = Self::try_with_parts(settings, store, due, listener, role)?;
+                Ok(Self {
+                    owns_store: true,
+                    ..app
+                })
             }
             Mode::Embedded { path } => {
                 let store = open_embedded(&settings, &path, true).await?;
                 tracing::info!(database = %path.display(), "embedded mode: SQLite, the due index in this process");
                 let due: SharedIndex = Arc::new(MemoryIndex::new());
                 let listener = listen(&settings, address)?;
-                Self::try_with_parts(settings, store, due, listener, role)
+                let app = Self::try_with_parts(settings, store, due, listener, role)?;
+                Ok(Self {
+                    owns_store: true,
+                    ..app
+                })
             }
         }
     }
@@ -196,6 +206,7 @@ impl App {
             metrics_listener,
             tls,
             role,
+            owns_store: false,
         })
     }
 
@@ -300,6 +311,11 @@ impl App {
         }
         let _ = resealing.await;
         let _ = pulling.await;
+        // Last, when this app opened the store: every part that wrote is
+        // done. (A store given to `with_parts` may outlive the app.)
+        if self.owns_store {
+            self.state.store.close().await;
+        }
         Ok(())
     }
 }
@@ -320,6 +336,14 @@ pub async fn open_embedded(
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create {} (embedded.path)", dir.display()))?;
+    }
+    if !path.exists() {
+        // A server-mode deployment that forgot its two URLs would otherwise
+        // start quietly on an empty file, its backlog left in PostgreSQL.
+        tracing::warn!(
+            database = %path.display(),
+            "creating a new database file: embedded mode, as database.url and redis.url are empty (server mode sets both)"
+        );
     }
     let wait = Duration::from_millis(settings.embedded.busy_timeout_ms);
     let options = SqliteOptions {

@@ -75,8 +75,9 @@ pub struct CopyArgs {
 /// a cause is the error's `source`, which `hookd` prints after it.
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
-    #[error("--from must be sqlite:PATH (e.g. sqlite:./hookd.db), not {0:?}")]
-    FromNotSqlite(String),
+    /// The value is not shown: swapped arguments would print a password.
+    #[error("--from must be sqlite:PATH (e.g. sqlite:./hookd.db)")]
+    FromNotSqlite,
     #[error("--to must be a postgres:// or postgresql:// URL")]
     ToNotPostgres,
     #[error("{}: no such database file", .0.display())]
@@ -201,6 +202,14 @@ pub async fn run(args: CopyArgs) -> anyhow::Result<Summary> {
     target.close().await;
     let summary = summary?;
     print!("{summary}");
+    if args.merge && summary.copied() > 0 {
+        // A running server reads a consumer token when it or its endpoint
+        // changes, and a copied row keeps the file's times: it would not
+        // see the tokens copied beside it.
+        eprintln!(
+            "hookd copy: restart the server's hookd processes already running on this database, so that they read the copied consumer tokens"
+        );
+    }
     Ok(summary)
 }
 
@@ -210,7 +219,7 @@ fn source_path(from: &str) -> Result<PathBuf, CopyError> {
         .strip_prefix("sqlite://")
         .or_else(|| from.strip_prefix("sqlite:"))
         .filter(|path| !path.is_empty())
-        .ok_or_else(|| CopyError::FromNotSqlite(from.to_string()))?;
+        .ok_or(CopyError::FromNotSqlite)?;
     Ok(Path::new(path).to_path_buf())
 }
 
@@ -289,11 +298,11 @@ mod tests {
         );
         assert!(matches!(
             source_path("./hookd.db"),
-            Err(CopyError::FromNotSqlite(_))
+            Err(CopyError::FromNotSqlite)
         ));
         assert!(matches!(
             source_path("sqlite:"),
-            Err(CopyError::FromNotSqlite(_))
+            Err(CopyError::FromNotSqlite)
         ));
     }
 

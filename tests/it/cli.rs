@@ -179,7 +179,7 @@ fn one_store_url_without_the_other_exits_78_naming_both() {
 }
 
 #[test]
-fn embedded_mode_refuses_a_role_other_than_all_and_touches_no_file() {
+fn embedded_mode_refuses_a_role_other_than_all_as_a_configuration_error_and_touches_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
     for role in ["api", "dispatcher"] {
@@ -191,7 +191,7 @@ fn embedded_mode_refuses_a_role_other_than_all_and_touches_no_file() {
             ],
         );
         let message = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{message}");
+        assert_eq!(output.status.code(), Some(78), "{message}");
         assert!(
             message.contains(&format!("--role {role} needs server mode")),
             "{message}"
@@ -216,4 +216,27 @@ fn migrate_in_embedded_mode_creates_the_data_dir_and_its_file() {
         &[("HOOKD_LOG__FILTER", "off")],
     );
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+}
+
+#[test]
+fn a_data_dir_given_in_server_mode_is_a_configuration_error() {
+    for args in [
+        &["serve", "--data-dir", "/srv"][..],
+        &["config", "check", "--data-dir", "/srv"],
+    ] {
+        let output = hookd(
+            args,
+            &[
+                ("HOOKD_DATABASE__URL", "postgres://db.internal/hookd"),
+                ("HOOKD_REDIS__URL", "redis://redis.internal"),
+                ("HOOKD_LOG__FILTER", "off"),
+            ],
+        );
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(78), "{args:?} {message}");
+        assert!(
+            message.contains("--data-dir is for embedded mode"),
+            "{message}"
+        );
+    }
 }

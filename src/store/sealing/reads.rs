@@ -17,6 +17,9 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     fn kind(&self) -> StoreKind {
         self.inner.kind()
     }
+    async fn close(&self) {
+        self.inner.close().await
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         self.inner.ping().await
     }

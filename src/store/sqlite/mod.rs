@@ -180,8 +180,10 @@ impl SqliteStore {
 
     /// Closes both pools, then releases the file (when no clone is left).
     pub async fn close(self) {
-        self.writer.close().await;
+        // Readers first: the last connection to close checkpoints the
+        // write-ahead log into the file, which only the writer can.
         self.reader.close().await;
+        self.writer.close().await;
     }
 
     /// The database file.

@@ -97,6 +97,12 @@ impl ReadStore for SqliteStore {
     fn kind(&self) -> StoreKind {
         StoreKind::Sqlite
     }
+    async fn close(&self) {
+        // Readers first: the last connection to close checkpoints the
+        // write-ahead log into the file, which only the writer can.
+        self.reader.close().await;
+        self.writer.close().await;
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         SqliteStore::ping(self).await
     }

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use serde_json::json;
+use sqlx::Connection;
 
 use super::{run_to_exit, Embedded, DEADLINE};
 use crate::receiver::Receiver;
@@ -55,4 +56,35 @@ async fn a_second_process_on_the_same_data_dir_exits_1_naming_the_file_and_the_f
         .await;
     let got = receiver.wait_for("/hook", 1, DEADLINE).await;
     assert_eq!(got[0].header("webhook-id"), Some(id.as_str()));
+}
+
+#[tokio::test]
+async fn a_clean_stop_leaves_every_commit_in_the_database_file_and_no_write_ahead_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hookd = Embedded::start(dir.path(), &[]).await;
+    hookd
+        .endpoint("shop", "http://127.0.0.1:9/hook", json!({}))
+        .await;
+    hookd
+        .notify(json!({"endpoint": "shop", "payload": {"kept": "in the file"}}))
+        .await;
+    let wal = dir.path().join("hookd.db-wal");
+    assert!(wal.exists(), "a write goes to the write-ahead log first");
+    assert_eq!(hookd.stop().await, Some(0), "{}", hookd.log());
+    // The last connection to close checkpoints the log into the file and
+    // removes it: hookd.db alone now holds everything, so a `cp` of it is
+    // a whole copy.
+    let left = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(left, 0, "the write-ahead log was checkpointed at the stop");
+    // A copy of hookd.db alone holds the notification.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(dir.path().join("hookd.db"), &copy).unwrap();
+    let mut file = sqlx::SqliteConnection::connect(copy.to_str().unwrap())
+        .await
+        .unwrap();
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM notifications")
+        .fetch_one(&mut file)
+        .await
+        .unwrap();
+    assert_eq!(kept, 1);
 }
