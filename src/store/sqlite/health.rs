@@ -9,10 +9,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::columns::{self, micros};
-use super::recording::REPORT;
+use super::recording::report;
 use super::{store_error, SqliteStore};
-use crate::domain::id::new_id;
-use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
+use crate::domain::operator_event::OperatorEvent;
 use crate::store::health::FailingEndpoint;
 use crate::store::StoreError;
 
@@ -84,16 +83,7 @@ impl SqliteStore {
         }
         let changed: BTreeSet<Uuid> = disabled.iter().copied().collect();
         for event in events.iter().filter(|e| changed.contains(&e.subject)) {
-            sqlx::query(REPORT)
-                .bind(new_id())
-                .bind(event.key.as_str())
-                .bind(event.event_type)
-                .bind(event.body.as_slice())
-                .bind(now)
-                .bind(OPERATOR_ENDPOINT_ID)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            report(&mut tx, event, now).await?;
         }
         tx.commit().await.map_err(store_error)?;
         Ok(disabled)

@@ -61,8 +61,7 @@ const KEEP: &str = "INSERT OR IGNORE INTO attempts (notification_id, number, sta
 
 /// An operator event, due at once, owed to the due index; only while the
 /// operator endpoint exists, and once per key.
-pub(super) const REPORT: &str =
-    "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, \
+const REPORT: &str = "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, \
          body, schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index, \
          created_at, updated_at) \
      SELECT ?1, op.id, ?2, ?3, 'application/json', ?4, op.schedule_ms, op.schedule_name, \
@@ -162,16 +161,7 @@ pub(super) async fn record_attempts_on(
         }
     }
     for event in events {
-        sqlx::query(REPORT)
-            .bind(new_id())
-            .bind(event.key.as_str())
-            .bind(event.event_type)
-            .bind(event.body.as_slice())
-            .bind(now)
-            .bind(OPERATOR_ENDPOINT_ID)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
+        report(conn, event, now).await?;
     }
     // In endpoint id order, as `health::observe` gives them.
     for (id, h) in health {
@@ -187,4 +177,24 @@ pub(super) async fn record_attempts_on(
             .map_err(store_error)?;
     }
     Ok(moved)
+}
+
+/// Writes `event` as a notification to the operator endpoint (`REPORT`),
+/// at `now` (microseconds), in the caller's transaction.
+pub(super) async fn report(
+    conn: &mut SqliteConnection,
+    event: &OperatorEvent,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(REPORT)
+        .bind(new_id())
+        .bind(event.key.as_str())
+        .bind(event.event_type)
+        .bind(event.body.as_slice())
+        .bind(now)
+        .bind(OPERATOR_ENDPOINT_ID)
+        .execute(conn)
+        .await
+        .map_err(store_error)?;
+    Ok(())
 }
