@@ -12,7 +12,7 @@ use hookd::store::postgres::PgStore;
 
 /// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
 /// spent more than a quarter of hookd's time in glibc's malloc, free and
-/// consolidation (BENCHMARKS.md, "What changed in session 2"). It asks for
+/// consolidation (BENCHMARKS.md, history, "sessions 2 and 3"). It asks for
 /// transparent huge pages; Cargo.toml says why that stays.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
