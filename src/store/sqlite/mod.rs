@@ -99,6 +99,34 @@ pub enum OpenError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The file, or its write-ahead log beside it, cannot be opened for
+    /// writing (its mode, its owner, a read-only filesystem).
+    #[error("{} cannot be written", .path.display())]
+    NotWritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Refuses a database whose files this process may not write, before
+/// SQLite opens them: SQLite would open a read-only file read-only without
+/// a word, and create its `-wal` and `-shm` files with the database file's
+/// read-only mode, so that the file would still be refused once fixed.
+fn check_writable(path: &Path) -> Result<(), OpenError> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    for file in files.into_iter().filter(|file| file.exists()) {
+        // Opened for writing, not truncated: nothing is written.
+        if let Err(source) = std::fs::OpenOptions::new().write(true).open(&file) {
+            return Err(OpenError::NotWritable { path: file, source });
+        }
+    }
+    Ok(())
 }
 
 /// Handle to the SQLite store. Cheap to clone; the file stays locked until
@@ -118,6 +146,7 @@ impl SqliteStore {
     /// missing, and opens the writer and the readers.
     pub async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
         let lock = FileLock::acquire(path)?;
+        check_writable(path)?;
         let connect = SqliteConnectOptions::new()
             .filename(path)
             // Persistent in the file; set by every connection so that a file
