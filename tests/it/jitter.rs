@@ -203,3 +203,44 @@ async fn the_openapi_document_shows_schedule_jitter_with_its_bounds(backend: Bac
     }
 }
 both!(the_openapi_document_shows_schedule_jitter_with_its_bounds);
+
+async fn a_consumers_nack_goes_on_with_the_jittered_schedule(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = crate::pull::pull_endpoint(
+        &app,
+        json!({"schedule": ["0s", "1h"], "schedule_jitter": 0.5}),
+    )
+    .await;
+    for n in 0..20 {
+        crate::pull::notify(&app, &endpoint, json!({"payload": {"n": n}})).await;
+    }
+    let taken = std::sync::Mutex::new(Vec::new());
+    let taken = eventually(DEADLINE, "20 notifications taken", || async {
+        let more = crate::pull::pull(&app, &endpoint, json!({"max": 20})).await;
+        let mut all = taken.lock().unwrap();
+        all.extend(more);
+        (all.len() >= 20).then(|| all.clone())
+    })
+    .await;
+    let mut waits = BTreeSet::new();
+    for item in &taken {
+        let id = item["id"].as_str().unwrap();
+        let (status, nacked) = app
+            .post(
+                &format!("/v1/notifications/{id}/nack"),
+                json!({"receipt": item["receipt"]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{nacked}");
+        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+        let wait = time(&nacked["next_attempt_at"]) - ended(&page["data"][0]);
+        assert!(
+            wait >= chrono::Duration::minutes(30) - chrono::Duration::milliseconds(1)
+                && wait <= chrono::Duration::minutes(90) + chrono::Duration::milliseconds(1),
+            "1h with jitter 0.5 became {wait}"
+        );
+        waits.insert(wait.num_milliseconds());
+    }
+    assert!(waits.len() >= 2, "every wait was the same: {waits:?}");
+}
+both!(a_consumers_nack_goes_on_with_the_jittered_schedule);

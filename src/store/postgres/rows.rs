@@ -273,4 +273,5 @@ from_row!(Leased {
     leased_at,
     next_attempt_at,
     now,
+    schedule_jitter,
 });
