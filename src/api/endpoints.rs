@@ -58,6 +58,10 @@ pub struct EndpointView {
     pub event_types: Option<Vec<String>>,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
     pub schedule: Value,
+    /// Each wait of the schedule is scaled by a random factor in
+    /// [1 − j, 1 + j]; 0 keeps the schedule exact.
+    #[schema(minimum = 0.0, maximum = 0.5)]
+    pub schedule_jitter: f64,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     /// Custom headers by name; their values are never shown (`***`).
@@ -88,6 +92,7 @@ impl EndpointView {
             delivery: endpoint.delivery,
             description: endpoint.description,
             event_types: endpoint.event_types,
+            schedule_jitter: endpoint.schedule_jitter,
             success_body: endpoint.success_body,
             permanent_statuses: endpoint.permanent_statuses,
             headers: masked(endpoint.headers),

@@ -112,6 +112,7 @@ const ENDPOINTS: Table = Table {
         col("event_types", TextList),
         col("schedule_ms", BigIntList),
         col("schedule_name", Text),
+        col("schedule_jitter", Real),
         col("success_body", Text),
         col("permanent_statuses", IntList),
         col("headers", Json),

@@ -29,6 +29,8 @@ pub(crate) enum Kind {
     Int,
     /// INTEGER → bigint.
     BigInt,
+    /// REAL → double precision.
+    Real,
     /// INTEGER 0 or 1 → boolean.
     Flag,
     /// INTEGER microseconds since the epoch, UTC → timestamptz.
@@ -52,6 +54,7 @@ pub(crate) enum Value {
     Bytes(Option<Vec<u8>>),
     Int(Option<i32>),
     BigInt(Option<i64>),
+    Real(Option<f64>),
     Flag(Option<bool>),
     Time(Option<DateTime<Utc>>),
     /// JSON text, as stored; PostgreSQL casts it.
@@ -123,6 +126,7 @@ impl Kind {
                 Value::Int(narrow)
             }
             Kind::BigInt => Value::BigInt(row.try_get(column)?),
+            Kind::Real => Value::Real(row.try_get(column)?),
             Kind::Flag => {
                 let flag: Option<i64> = row.try_get(column)?;
                 Value::Flag(flag.map(|n| n != 0))
@@ -156,6 +160,7 @@ impl Value {
             Value::Bytes(v) => row.push_bind(v),
             Value::Int(v) => row.push_bind(v),
             Value::BigInt(v) => row.push_bind(v),
+            Value::Real(v) => row.push_bind(v),
             Value::Flag(v) => row.push_bind(v),
             Value::Time(v) => row.push_bind(v),
             // Bound as text: a multi-row VALUES list does not take the

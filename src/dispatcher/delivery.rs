@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 
+use crate::domain::jitter::Jitter;
 use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::{decide, Policy};
 use crate::domain::secret::SigningSecret;
@@ -23,6 +24,8 @@ pub struct Plan {
     pub target: Target,
     pub success: SuccessRule,
     pub permanent_statuses: Vec<i32>,
+    /// Scales each wait of the schedule (`domain::jitter`).
+    pub jitter: Jitter,
     /// The endpoint's own cap on concurrent deliveries, if it sets one.
     pub max_in_flight: Option<u32>,
     pub disabled: bool,
@@ -62,6 +65,7 @@ impl Plan {
                 body: endpoint.success_body,
             },
             permanent_statuses: endpoint.permanent_statuses,
+            jitter: Jitter::stored(endpoint.schedule_jitter),
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
@@ -122,6 +126,7 @@ pub async fn attempt(
         success: &plan.success,
         permanent_statuses: &plan.permanent_statuses,
         schedule: &schedule,
+        wait_factor: plan.jitter.draw(),
     };
     let attempt_in_series = (number - row.series_start).max(1) as u32;
     let finished_at =

@@ -152,6 +152,7 @@ mod tests {
                 .collect(),
             success_body: None,
             permanent_statuses: Vec::new(),
+            schedule_jitter: 0.0,
             headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,

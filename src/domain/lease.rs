@@ -243,7 +243,7 @@ mod tests {
         let noticed = at(5);
         let (started, ended) = failure_span(&Failure::LeaseExpired, Some(ran_out), noticed);
         assert_eq!((started, ended), (at(0), at(1)));
-        let outcome = after_failure(&Failure::LeaseExpired, &schedule, 1, ended);
+        let outcome = after_failure(&Failure::LeaseExpired, &schedule, 1.0, 1, ended);
         let due = at(1) + chrono::Duration::milliseconds(300);
         assert_eq!(outcome, Outcome::Retry { at: due });
         assert!(due_again(&outcome, noticed));
@@ -279,7 +279,7 @@ mod tests {
         };
         let schedule = Schedule::from_stored(None, &[0, 120_000]);
         assert_eq!(
-            after_failure(&failure, &schedule, 1, gave_up),
+            after_failure(&failure, &schedule, 1.0, 1, gave_up),
             Outcome::Failed(FailReason::NotPulled)
         );
         assert_eq!(failure_error(&failure, None).0, "not_pulled");

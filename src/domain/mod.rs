@@ -12,6 +12,7 @@ pub mod bounded;
 pub mod fields;
 pub mod health;
 pub mod id;
+pub mod jitter;
 pub mod json_value;
 pub mod lease;
 pub mod operator_event;

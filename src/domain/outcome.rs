@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::jitter::scaled;
 use super::schedule::Schedule;
 use super::success::SuccessRule;
 
@@ -88,6 +89,9 @@ pub struct Policy<'a> {
     pub success: &'a SuccessRule,
     pub permanent_statuses: &'a [i32],
     pub schedule: &'a Schedule,
+    /// What the schedule's wait is multiplied by: the endpoint's jitter
+    /// drawn for this attempt (`Jitter::draw`), 1 for none.
+    pub wait_factor: f64,
 }
 
 /// Decides what follows attempt `attempt_in_series` (1-based within the
@@ -118,11 +122,12 @@ pub fn decide(
     let Some(wait) = policy.schedule.delay_after(attempt_in_series) else {
         return Outcome::Failed(FailReason::Exhausted);
     };
-    let mut wait = wait;
+    let mut wait = scaled(wait, policy.wait_factor);
     if let Some(answer) = answer {
         if matches!(answer.status, 429 | 503) {
             if let Some(asked) = answer.retry_after {
                 // Later than the schedule, never earlier; and within a day.
+                // What the receiver asked for is honoured as given, unjittered.
                 wait = wait.max(asked.min(MAX_RETRY_AFTER));
             }
         }
@@ -174,6 +179,7 @@ mod tests {
             success: &rule,
             permanent_statuses: &[410],
             schedule: &schedule,
+            wait_factor: 1.0,
         };
         assert_eq!(
             decide(Some(&answer(500, "")), &policy, 1, at(0)),
@@ -199,6 +205,7 @@ mod tests {
             success: &rule,
             permanent_statuses: &[410],
             schedule: &schedule,
+            wait_factor: 1.0,
         };
         assert_eq!(
             decide(Some(&answer(200, "success\n")), &policy, 1, at(0)),
@@ -224,6 +231,7 @@ mod tests {
             success: &rule,
             permanent_statuses: &[410, 404],
             schedule: &schedule,
+            wait_factor: 1.0,
         };
         assert_eq!(
             decide(Some(&answer(410, "")), &policy, 1, at(0)),
@@ -249,6 +257,7 @@ mod tests {
             success: &rule,
             permanent_statuses: &[410],
             schedule: &schedule,
+            wait_factor: 1.0,
         };
         let mut busy = answer(429, "");
         busy.retry_after = Some(Duration::from_secs(60));
@@ -272,6 +281,41 @@ mod tests {
         assert_eq!(
             decide(Some(&error), &policy, 1, at(0)),
             Outcome::Retry { at: at(10) }
+        );
+    }
+
+    #[test]
+    fn jitter_scales_the_schedules_wait_but_not_what_retry_after_asks() {
+        let rule = SuccessRule::default();
+        let schedule = schedule();
+        let mut policy = Policy {
+            success: &rule,
+            permanent_statuses: &[410],
+            schedule: &schedule,
+            wait_factor: 1.5,
+        };
+        // The schedule's 10 s after attempt 1, scaled.
+        assert_eq!(
+            decide(None, &policy, 1, at(0)),
+            Outcome::Retry { at: at(15) }
+        );
+        let mut busy = answer(503, "");
+        busy.retry_after = Some(Duration::from_secs(60));
+        assert_eq!(
+            decide(Some(&busy), &policy, 1, at(0)),
+            Outcome::Retry { at: at(60) }
+        );
+        // A shorter Retry-After than the jittered wait: the jittered wait.
+        policy.wait_factor = 0.5;
+        busy.retry_after = Some(Duration::from_secs(7));
+        assert_eq!(
+            decide(Some(&busy), &policy, 1, at(0)),
+            Outcome::Retry { at: at(7) }
+        );
+        busy.retry_after = Some(Duration::from_secs(1));
+        assert_eq!(
+            decide(Some(&busy), &policy, 1, at(0)),
+            Outcome::Retry { at: at(5) }
         );
     }
 

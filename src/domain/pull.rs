@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::jitter::scaled;
 use super::outcome::{FailReason, Outcome, MAX_RETRY_AFTER};
 use super::problem::{shown, ErrorCode, Problem};
 use super::schedule::{parse_duration, Schedule};
@@ -199,10 +200,12 @@ pub enum Failure {
 
 /// What follows a failed leased attempt, `attempt_in_series` (1-based
 /// within the current series), that ended at `ended_at`: the schedule goes
-/// on as for push.
+/// on as for push, its wait scaled by `wait_factor` (the endpoint's jitter,
+/// `Jitter::draw`), a consumer's `retry_after` as given.
 pub fn after_failure(
     failure: &Failure,
     schedule: &Schedule,
+    wait_factor: f64,
     attempt_in_series: u32,
     ended_at: DateTime<Utc>,
 ) -> Outcome {
@@ -217,6 +220,7 @@ pub fn after_failure(
     let Some(wait) = schedule.delay_after(attempt_in_series) else {
         return Outcome::Failed(FailReason::Exhausted);
     };
+    let wait = scaled(wait, wait_factor);
     let wait = retry_after.map_or(wait, |asked| wait.max(asked.min(MAX_RETRY_AFTER)));
     Outcome::Retry {
         at: ended_at + chrono::Duration::from_std(wait).unwrap_or_default(),
@@ -311,19 +315,19 @@ mod tests {
             permanent: false,
         };
         assert_eq!(
-            after_failure(&nack(None), &schedule, 1, at(0)),
+            after_failure_exact(&nack(None), &schedule, 1, at(0)),
             Outcome::Retry { at: at(120) }
         );
         assert_eq!(
-            after_failure(&nack(Some(Duration::from_secs(5))), &schedule, 1, at(0)),
+            after_failure_exact(&nack(Some(Duration::from_secs(5))), &schedule, 1, at(0)),
             Outcome::Retry { at: at(120) }
         );
         assert_eq!(
-            after_failure(&nack(Some(Duration::from_secs(300))), &schedule, 1, at(0)),
+            after_failure_exact(&nack(Some(Duration::from_secs(300))), &schedule, 1, at(0)),
             Outcome::Retry { at: at(300) }
         );
         assert_eq!(
-            after_failure(&Failure::LeaseExpired, &schedule, 3, at(0)),
+            after_failure_exact(&Failure::LeaseExpired, &schedule, 3, at(0)),
             Outcome::Failed(FailReason::Exhausted)
         );
         assert_eq!(
@@ -333,6 +337,7 @@ mod tests {
                     permanent: true
                 },
                 &schedule,
+                1.0,
                 1,
                 at(0)
             ),
@@ -340,15 +345,48 @@ mod tests {
         );
     }
 
+    /// Without jitter.
+    fn after_failure_exact(
+        failure: &Failure,
+        schedule: &Schedule,
+        attempt_in_series: u32,
+        ended_at: DateTime<Utc>,
+    ) -> Outcome {
+        after_failure(failure, schedule, 1.0, attempt_in_series, ended_at)
+    }
+
+    #[test]
+    fn jitter_scales_a_nacks_wait_but_not_the_consumers_retry_after() {
+        let schedule = Schedule::from_stored(None, &[0, 120_000]);
+        let nack = |retry_after| Failure::Nack {
+            retry_after,
+            permanent: false,
+        };
+        assert_eq!(
+            after_failure(&nack(None), &schedule, 1.5, 1, at(0)),
+            Outcome::Retry { at: at(180) }
+        );
+        assert_eq!(
+            after_failure(
+                &nack(Some(Duration::from_secs(100))),
+                &schedule,
+                0.5,
+                1,
+                at(0)
+            ),
+            Outcome::Retry { at: at(100) }
+        );
+    }
+
     #[test]
     fn a_notification_that_cannot_be_opened_fails_its_attempt_and_the_schedule_goes_on() {
         let schedule = Schedule::from_stored(None, &[0, 120_000]);
         assert_eq!(
-            after_failure(&Failure::Unopened, &schedule, 1, at(0)),
+            after_failure_exact(&Failure::Unopened, &schedule, 1, at(0)),
             Outcome::Retry { at: at(120) }
         );
         assert_eq!(
-            after_failure(&Failure::Unopened, &schedule, 2, at(0)),
+            after_failure_exact(&Failure::Unopened, &schedule, 2, at(0)),
             Outcome::Failed(FailReason::Exhausted)
         );
         assert_eq!(

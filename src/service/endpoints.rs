@@ -12,6 +12,7 @@ use super::{Service, ServiceError};
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
+use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::{Schedule, ScheduleJson};
@@ -65,6 +66,13 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<crate::domain::schedule::ScheduleSpec>)]
     schedule: Option<Option<ScheduleJson>>,
+    /// Scales each wait of the schedule (not the first attempt's, nor a
+    /// receiver's `Retry-After`) by a random factor in [1 − j, 1 + j], so
+    /// that notifications that failed together do not retry together.
+    /// 0 to 0.5; default (and `null`) 0: the schedule exact.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 0.5)]
+    schedule_jitter: Option<Option<f64>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -194,6 +202,17 @@ impl EndpointFields {
             };
             endpoint.set_schedule(&schedule);
         }
+        if let Some(jitter) = self.schedule_jitter {
+            let jitter = jitter.unwrap_or(0.0);
+            if Jitter::new(jitter).is_none() {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "schedule_jitter",
+                    format!("schedule_jitter is a number from 0 to {MAX_JITTER}, or null for 0"),
+                ));
+            }
+            endpoint.schedule_jitter = jitter;
+        }
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
@@ -266,6 +285,7 @@ pub(super) fn default_endpoint() -> Endpoint {
         event_types: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
+        schedule_jitter: 0.0,
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

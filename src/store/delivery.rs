@@ -131,6 +131,9 @@ pub struct DeliveryEndpoint {
     pub previous_secrets: Vec<PreviousSecret>,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
+    /// The endpoint's `schedule_jitter`, applied where a retry's time is
+    /// decided.
+    pub schedule_jitter: f64,
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,

@@ -60,6 +60,9 @@ pub struct Endpoint {
     pub event_types: Option<Vec<String>>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
+    /// Each wait of the schedule is scaled by a random factor in
+    /// [1 − j, 1 + j] (`domain::jitter`); 0: the schedule exact.
+    pub schedule_jitter: f64,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     pub headers: BTreeMap<String, String>,
@@ -191,6 +194,7 @@ mod tests {
             event_types: None,
             schedule_ms: Vec::new(),
             schedule_name: None,
+            schedule_jitter: 0.0,
             success_body: None,
             permanent_statuses: Vec::new(),
             headers: BTreeMap::new(),

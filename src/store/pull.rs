@@ -70,6 +70,9 @@ pub struct Leased {
     pub leased_at: Option<DateTime<Utc>>,
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub now: DateTime<Utc>,
+    /// The endpoint's `schedule_jitter`: a nack or an expired lease goes on
+    /// with the schedule as a push failure does, jittered alike.
+    pub schedule_jitter: f64,
 }
 
 impl Leased {

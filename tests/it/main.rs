@@ -23,6 +23,7 @@ mod events;
 mod guard;
 mod handoff;
 mod hostile_input;
+mod jitter;
 mod logs;
 mod masked_urls;
 mod operator;

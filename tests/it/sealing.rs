@@ -76,6 +76,7 @@ fn endpoint(uid: &str) -> Endpoint {
         event_types: None,
         schedule_ms: vec![0],
         schedule_name: None,
+        schedule_jitter: 0.0,
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("Authorization".into(), ENDPOINT_TOKEN.into())]),

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::not_yours;
+use crate::domain::jitter::Jitter;
 use crate::domain::lease::{at_pull, due_again, ended_now, failure_span, not_pulled, AtPull};
 use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::Outcome;
@@ -398,7 +399,8 @@ fn attempt(
     // A lease that ran out ended with it: the schedule goes on from there,
     // however late this is noticed.
     let span = failure_span(failure, row.lease(), row.now);
-    let outcome = after_failure(failure, &schedule, in_series, span.1);
+    let factor = Jitter::stored(row.schedule_jitter).draw();
+    let outcome = after_failure(failure, &schedule, factor, in_series, span.1);
     let (code, message) = failure_error(failure, message);
     let expired = *failure == Failure::LeaseExpired;
     attempt_with(row, span, outcome, Some((code, message)), operator, expired)

@@ -149,6 +149,7 @@ from_row!(DeliveryEndpoint {
     previous_secrets: json,
     success_body,
     permanent_statuses,
+    schedule_jitter,
     headers: json,
     timeout_ms,
     max_in_flight,
@@ -170,6 +171,7 @@ from_row!(Endpoint {
     event_types,
     schedule_ms,
     schedule_name,
+    schedule_jitter,
     success_body,
     permanent_statuses,
     headers: json,
@@ -271,4 +273,5 @@ from_row!(Leased {
     leased_at,
     next_attempt_at,
     now,
+    schedule_jitter,
 });

@@ -34,6 +34,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         event_types: None,
         schedule_ms: Vec::new(),
         schedule_name: None,
+        schedule_jitter: 0.0,
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),

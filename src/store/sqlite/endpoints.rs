@@ -87,7 +87,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18) \
+                     ?16, ?16, ?17, ?18, ?19) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -109,6 +109,7 @@ impl SqliteStore {
             .bind(now)
             .bind(&endpoint.owner)
             .bind(endpoint.delivery.as_str())
+            .bind(endpoint.schedule_jitter)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -233,7 +234,8 @@ impl SqliteStore {
              previous_secrets = ?6, event_types = ?7, schedule_ms = ?8, schedule_name = ?9, \
              success_body = ?10, permanent_statuses = ?11, headers = ?12, timeout_ms = ?13, \
              max_in_flight = ?14, disabled = ?15, owner = ?16, delivery = ?17, updated_at = ?18, \
-             disabled_reason = ?19, failing_since = ?20, version = version + 1 \
+             disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
+             version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
         let updated = sqlx::query(AssertSqlSafe(sql))
@@ -258,6 +260,7 @@ impl SqliteStore {
             .bind(disabled_reason)
             .bind(failing_since.map(micros))
             .bind(version)
+            .bind(endpoint.schedule_jitter)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -25,7 +25,9 @@ use crate::store::StoreError;
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
 pub(super) const LEASED_FROM: &str = "SELECT n.id, n.endpoint_id, n.pull, n.status, n.key, \
      COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
-     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at \
+     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, \
+     COALESCE((SELECT j.schedule_jitter FROM endpoints j WHERE j.id = n.endpoint_id), 0.0) \
+     AS schedule_jitter \
      FROM notifications n LEFT JOIN events e ON e.id = n.event_id";
 
 /// The operation's clock, at the microsecond precision the file keeps, so
@@ -51,6 +53,7 @@ pub(super) fn leased(row: &SqliteRow, now: DateTime<Utc>) -> Result<Leased, sqlx
         leased_at: columns::optional_time(row, "leased_at")?,
         next_attempt_at: columns::optional_time(row, "next_attempt_at")?,
         now,
+        schedule_jitter: row.try_get("schedule_jitter")?,
     })
 }
 

@@ -74,7 +74,7 @@ fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
 /// The columns `endpoint` reads, spliced into queries (constants only).
 pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -89,6 +89,7 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         event_types: optional_json(row, "event_types")?,
         schedule_ms: json(row, "schedule_ms")?,
         schedule_name: row.try_get("schedule_name")?,
+        schedule_jitter: row.try_get("schedule_jitter")?,
         success_body: row.try_get("success_body")?,
         permanent_statuses: json(row, "permanent_statuses")?,
         headers: json(row, "headers")?,

@@ -48,6 +48,7 @@ pub fn endpoint() -> Endpoint {
         event_types: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
+        schedule_jitter: 0.0,
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

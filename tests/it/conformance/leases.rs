@@ -51,7 +51,8 @@ pub fn failed(row: &Leased, failure: &Failure) -> AttemptRecord {
     let number = row.attempts + 1;
     let (started, ended) = failure_span(failure, row.lease(), row.now);
     let in_series = (number - row.series_start).max(1) as u32;
-    let outcome = after_failure(failure, &schedule, in_series, ended);
+    // The fixtures' endpoints have no jitter: the schedule exact.
+    let outcome = after_failure(failure, &schedule, 1.0, in_series, ended);
     let (code, message) = failure_error(failure, None);
     let expired = *failure == Failure::LeaseExpired;
     let expected = Expected {

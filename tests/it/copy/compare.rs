@@ -79,6 +79,12 @@ pub async fn both(
                 name.clone(),
             ),
             "boolean" => (format!("{name}::int"), name.clone()),
+            // In millionths: JSON writes SQLite's REAL 0 as 0.0 and
+            // PostgreSQL's as 0, which serde_json holds as unequal.
+            "double precision" => (
+                format!("round({name} * 1000000)::bigint"),
+                format!("CAST(round({name} * 1000000) AS INTEGER)"),
+            ),
             "jsonb" | "ARRAY" => (format!("to_jsonb({name})"), format!("json({name})")),
             "text" | "integer" | "bigint" => (name.clone(), name.clone()),
             other => panic!("{table}.{name}: a type this test does not compare: {other}"),

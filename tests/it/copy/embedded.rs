@@ -87,6 +87,7 @@ pub async fn embedded(base: &str) -> Embedded {
             url: Some(format!("{base}/c")),
             owner: Some("acme".into()),
             event_types: Some(vec!["order.*".into()]),
+            schedule_jitter: 0.25,
             ..fixtures::endpoint()
         },
     )
