@@ -106,7 +106,7 @@ impl App {
                 "api.tokens is empty: the API has no authentication, so hookd listens on loopback only"
             );
         }
-        match mode {
+        let app = match mode {
             Mode::Server => {
                 let store = PgStore::connect(&settings.database)
                     .await
@@ -122,24 +122,20 @@ impl App {
                     }
                 });
                 let listener = listen(&settings, address)?;
-                let app = Self::try_with_parts(settings, store, due, listener, role)?;
-                Ok(Self {
-                    owns_store: true,
-                    ..app
-                })
+                Self::try_with_parts(settings, store, due, listener, role)?
             }
             Mode::Embedded { path } => {
                 let store = open_embedded(&settings, &path, true).await?;
                 tracing::info!(database = %path.display(), "embedded mode: SQLite, the due index in this process");
                 let due: SharedIndex = Arc::new(MemoryIndex::new());
                 let listener = listen(&settings, address)?;
-                let app = Self::try_with_parts(settings, store, due, listener, role)?;
-                Ok(Self {
-                    owns_store: true,
-                    ..app
-                })
+                Self::try_with_parts(settings, store, due, listener, role)?
             }
-        }
+        };
+        Ok(Self {
+            owns_store: true,
+            ..app
+        })
     }
 
     /// Builds from parts made elsewhere: tests inject their own pool and a
