@@ -19,12 +19,13 @@ use crate::due::memory::MemoryIndex;
 use crate::due::redis::RedisIndex;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
+use crate::service::recover::Recovery;
 use crate::service::Service;
 use crate::store::postgres::PgStore;
 use crate::store::sealing::Sealing;
 use crate::store::seams::{
-    DeliveryStore, HousekeepingStore, PullStore, ReadStore, ResealRows, SharedDelivery,
-    SharedHousekeeping, WriteStore,
+    DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore, ResealRows,
+    SharedDelivery, SharedHousekeeping, WriteStore,
 };
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
@@ -54,12 +55,26 @@ impl Role {
 /// PostgreSQL (`PgStore`) and SQLite (`SqliteStore`) are two; the app sees
 /// either only through the seams, behind the sealing wrapper.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+    WriteStore
+    + ReadStore
+    + DeliveryStore
+    + HousekeepingStore
+    + PullStore
+    + ResealRows
+    + OperationStore
+    + Clone
 {
 }
 
 impl<T> Backend for T where
-    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+    T: WriteStore
+        + ReadStore
+        + DeliveryStore
+        + HousekeepingStore
+        + PullStore
+        + ResealRows
+        + OperationStore
+        + Clone
 {
 }
 
@@ -177,13 +192,15 @@ impl App {
         // only ciphertext, the parts only plaintext.
         let store = Sealing::new(store, settings.keyring());
         let settings = Arc::new(settings);
+        let service = Service::start(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+            due.clone(),
+            settings.clone(),
+        );
         let state = AppState {
-            service: Service::start(
-                Arc::new(store.clone()),
-                Arc::new(store.clone()),
-                due.clone(),
-                settings.clone(),
-            ),
+            recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
+            service,
             store: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
@@ -260,6 +277,9 @@ impl App {
         // Pull consumers' signals and leases: wherever the API or the
         // dispatcher runs.
         let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));
+        // Recover operations: in every process, one at a time each under
+        // a lease, so that any process left running finishes them.
+        let recovering = tokio::spawn(self.state.recovery.clone().run(token.clone()));
         let settings = self.state.settings.clone();
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
@@ -307,6 +327,7 @@ impl App {
         }
         let _ = resealing.await;
         let _ = pulling.await;
+        let _ = recovering.await;
         // Last, when this app opened the store: every part that wrote is
         // done. (A store given to `with_parts` may outlive the app.)
         if self.owns_store {

@@ -128,7 +128,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/notifications/{id}/retry"
         | "/v1/events"
         | "/v1/events/batch"
-        | "/v1/events/{id}/cancel" => Scope::Write,
+        | "/v1/events/{id}/cancel"
+        | "/v1/endpoints/{endpoint}/recover" => Scope::Write,
         route if super::pull::consumer_route(route) => Scope::Pull,
         // Issuing a consumer token (DESIGN §14: `admin`) hands out a
         // credential that reads payloads, which `secrets` alone may not.
@@ -369,6 +370,12 @@ mod tests {
             (Method::POST, "/v1/notifications/cancel", Scope::Write),
             (Method::POST, "/v1/notifications/{id}/cancel", Scope::Write),
             (Method::POST, "/v1/notifications/{id}/retry", Scope::Write),
+            (
+                Method::POST,
+                "/v1/endpoints/{endpoint}/recover",
+                Scope::Write,
+            ),
+            (Method::GET, "/v1/operations/{id}", Scope::Read),
             (Method::GET, "/v1/notifications", Scope::Read),
             (Method::GET, "/v1/notifications/{id}", Scope::Read),
             (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),

@@ -15,6 +15,7 @@ pub mod openapi;
 mod openapi_depth;
 pub mod pagination;
 pub mod pull;
+pub mod recover;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// The last `/readyz` answer, reused for a second.
     pub readiness: health::Readiness,
+    /// Recover operations: started here, run in the background.
+    pub recovery: crate::service::recover::Recovery,
 }
 
 /// The whole API: resources behind bearer auth, operations open. With
@@ -51,6 +54,7 @@ pub fn router(state: AppState) -> Router {
         .merge(notifications::router())
         .merge(events::router())
         .merge(pull::router())
+        .merge(recover::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{endpoints, events, health, notifications, pull};
+use super::{endpoints, events, health, notifications, pull, recover};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -24,6 +24,8 @@ use super::{endpoints, events, health, notifications, pull};
         endpoints::read_secret,
         endpoints::rotate_secret,
         endpoints::end_overlap,
+        recover::recover,
+        recover::read,
         notifications::create,
         notifications::create_batch,
         notifications::list,

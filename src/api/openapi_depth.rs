@@ -43,6 +43,7 @@ const SOURCES: &[Source] = &[
     ("get", "/v1/endpoints", &["200"], "/data/0/id", "endpoint", "/v1/endpoints/{endpoint}"),
     ("post", "/v1/notifications", &["201", "200"], "/id", "id", "/v1/notifications/{id}"),
     ("post", "/v1/events", &["201", "200"], "/id", "id", "/v1/events/{id}"),
+    ("post", "/v1/endpoints/{endpoint}/recover", &["202"], "/id", "id", "/v1/operations/{id}"),
 ];
 
 /// Adds a link from each source's answers to every operation under its

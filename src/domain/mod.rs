@@ -15,6 +15,7 @@ pub mod id;
 pub mod jitter;
 pub mod json_value;
 pub mod lease;
+pub mod operation;
 pub mod operator_event;
 pub mod outcome;
 pub mod problem;

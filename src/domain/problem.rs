@@ -33,6 +33,7 @@ pub enum ErrorCode {
     InFlight,
     NotPull,
     EndpointDisabled,
+    OperationRunning,
     // 413
     TooLarge,
     // 422: well-formed, but a value is not acceptable.
@@ -79,6 +80,7 @@ impl ErrorCode {
             ErrorCode::InFlight => "in_flight",
             ErrorCode::NotPull => "not_pull",
             ErrorCode::EndpointDisabled => "endpoint_disabled",
+            ErrorCode::OperationRunning => "operation_running",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::InvalidType => "invalid_type",

@@ -33,6 +33,20 @@ pub fn events_end(before: DateTime<Utc>) -> Uuid {
     first_of_ms(before.timestamp_millis())
 }
 
+/// Whether an operation is deleted by a purge of what finished before
+/// `before`: never one that runs (its state is how it resumes), and a
+/// finished one once it finished before then. Finished operations are
+/// kept as long as notifications are (`retention.days`), so a recover can
+/// be looked up as long as what it restarted.
+pub fn operation_expired(
+    status: super::operation::OperationStatus,
+    finished_at: Option<DateTime<Utc>>,
+    before: DateTime<Utc>,
+) -> bool {
+    status != super::operation::OperationStatus::Running
+        && finished_at.is_some_and(|at| at < before)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +97,32 @@ mod tests {
         assert!(made(at(101)) > notifications_end(before));
         assert!(made(at(99)) < events_end(before));
         assert!(made(before) >= events_end(before), "made at the cutoff");
+    }
+
+    #[test]
+    fn a_running_operation_is_never_deleted_and_a_finished_one_after_retention() {
+        use crate::domain::operation::OperationStatus;
+        let before = at(100);
+        assert!(!operation_expired(
+            OperationStatus::Running,
+            Some(at(0)),
+            before
+        ));
+        assert!(!operation_expired(OperationStatus::Running, None, before));
+        assert!(operation_expired(
+            OperationStatus::Done,
+            Some(at(99)),
+            before
+        ));
+        assert!(operation_expired(
+            OperationStatus::Failed,
+            Some(at(0)),
+            before
+        ));
+        assert!(!operation_expired(
+            OperationStatus::Done,
+            Some(at(100)),
+            before
+        ));
     }
 }

@@ -20,6 +20,7 @@ mod lookup;
 pub mod notifications;
 mod payload;
 pub mod pull;
+pub mod recover;
 
 use std::sync::Arc;
 

@@ -16,6 +16,7 @@ pub mod events;
 pub mod health;
 pub mod housekeeping;
 pub mod notifications;
+pub mod operations;
 pub mod postgres;
 pub mod pull;
 pub mod pull_due;

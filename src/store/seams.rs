@@ -376,3 +376,61 @@ pub type SharedWrites = Arc<dyn WriteStore>;
 pub type SharedDelivery = Arc<dyn DeliveryStore>;
 pub type SharedHousekeeping = Arc<dyn HousekeepingStore>;
 pub type SharedReads = Arc<dyn ReadStore>;
+
+/// What operations need (DESIGN.md §16, `service::recover`): start one
+/// (one running per endpoint and kind), read one, lease one to a runner
+/// (compare-and-set on the lease it read, so with several processes one
+/// works an operation at a time), and work a recover page by page, each
+/// page's restarts and the operation's cursor and counts in one
+/// transaction.
+#[async_trait::async_trait]
+pub trait OperationStore: Send + Sync + 'static {
+    /// Stores `operation` unless one of its kind already runs for its
+    /// endpoint; then returns that one.
+    async fn start_operation(
+        &self,
+        operation: &super::operations::Operation,
+    ) -> Result<super::operations::Started, StoreError>;
+    async fn get_operation(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<super::operations::Operation>, StoreError>;
+    /// Leases to `holder`, until `until`, one operation that
+    /// `domain::operation::leasable` says may be taken at `now`.
+    async fn lease_operation(
+        &self,
+        holder: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<super::operations::Operation>, StoreError>;
+    /// Restarts the next page (at most `limit`) of recover `id`, which
+    /// `holder` must hold, each notification as `domain::operation::restart`
+    /// decides at `now`; advances the cursor and the counts, renews the
+    /// lease until `until`, and ends the operation `done` after its last
+    /// page, all in one transaction. `None`: `holder` does not hold it (any
+    /// more), or it no longer runs.
+    async fn recover_page(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        limit: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<super::operations::RecoverPage>, StoreError>;
+    /// Ends operation `id`, held by `holder`, `failed` with `error`.
+    async fn fail_operation(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Gives `holder`'s lease on `id` back (at shutdown), so that the next
+    /// process takes it over at once rather than when it runs out.
+    async fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError>;
+    /// Deletes up to `limit` operations `domain::retention::operation_expired`
+    /// says go (finished before `before`); how many.
+    async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+}
+
+pub type SharedOperations = Arc<dyn OperationStore>;

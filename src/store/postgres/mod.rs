@@ -12,6 +12,7 @@ mod events;
 mod health;
 mod housekeeping;
 mod notifications;
+mod operations;
 mod operator;
 #[cfg(test)]
 mod plan_tests;

@@ -12,6 +12,7 @@
 
 mod delivery;
 mod housekeeping;
+mod operations;
 mod reads;
 pub mod reseal;
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod health;
 mod housekeeping;
 mod lock;
 mod notifications;
+mod operations;
 mod operator;
 #[cfg(test)]
 mod plans;

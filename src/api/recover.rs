@@ -1,0 +1,146 @@
+//! Recover after an outage (DESIGN.md §16): `POST
+//! /v1/endpoints/{endpoint}/recover` starts an operation that restarts
+//! the endpoint's notifications that ended `failed` in a window, and
+//! answers 202 at once; `GET /v1/operations/{id}` follows it.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::OptionalJsonBody;
+use super::AppState;
+use crate::domain::operation::{OperationKind, OperationStatus};
+use crate::domain::problem::ErrorCode;
+use crate::store::operations::{Operation, Started};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/endpoints/{endpoint}/recover", post(recover))
+        .route("/v1/operations/{id}", get(read))
+}
+
+/// What to recover: the notifications that ended `failed` (by the time
+/// they failed, their `completed_at`) between `since` and `until`, both
+/// included.
+#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverRequest {
+    /// Required. RFC 3339, not in the future.
+    #[schema(value_type = String, format = DateTime, example = "2026-11-26T02:00:00Z")]
+    pub since: Option<String>,
+    /// RFC 3339, not before `since`, not in the future; default: now.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub until: Option<String>,
+}
+
+/// An operation: work hookd does in the background, in pages, resumed
+/// after a restart.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct OperationView {
+    pub id: Uuid,
+    pub kind: OperationKind,
+    pub endpoint_id: Uuid,
+    pub status: OperationStatus,
+    /// Failed notifications of the window found so far.
+    pub matched: i64,
+    /// Of those, restarted as a new attempt series (due now).
+    pub started: i64,
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    /// When it ended `done` or `failed`; null while it runs.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<Operation> for OperationView {
+    fn from(operation: Operation) -> Self {
+        Self {
+            id: operation.id,
+            kind: operation.kind,
+            endpoint_id: operation.endpoint_id,
+            status: operation.status,
+            matched: operation.matched,
+            started: operation.started,
+            since: operation.window.since,
+            until: operation.window.until,
+            created_at: operation.created_at,
+            finished_at: operation.finished_at,
+            error: operation.error,
+        }
+    }
+}
+
+/// The 409 of a second recover: the error, and the operation that runs.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RecoverRunning {
+    #[serde(flatten)]
+    pub error: ErrorBody,
+    pub operation: OperationView,
+}
+
+#[utoipa::path(operation_id = "recover_endpoint", post, path = "/v1/endpoints/{endpoint}/recover", tag = "endpoints",
+    params(("endpoint" = String, Path, description = "id or uid")),
+    request_body = RecoverRequest,
+    responses((status = 202, body = OperationView, description = "started: every notification of the endpoint that ended `failed` in the window is restarted as a new series, due now, in pages; poll `GET /v1/operations/{id}`"),
+        (status = 404, body = ErrorBody, description = "no such endpoint (or it was deleted)"),
+        (status = 409, body = RecoverRunning, description = "a recover of this endpoint runs (`operation_running`): it is in `operation`"),
+        (status = 422, body = ErrorBody, description = "`since` missing or not RFC 3339, a time in the future, or `until` before `since`; `error.field` names it")))]
+pub async fn recover(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+    OptionalJsonBody(request): OptionalJsonBody<RecoverRequest>,
+) -> Result<Response, ApiError> {
+    let started = state
+        .recovery
+        .start(
+            &endpoint,
+            request.since.as_deref(),
+            request.until.as_deref(),
+        )
+        .await?;
+    Ok(match started {
+        Started::Started(operation) => {
+            (StatusCode::ACCEPTED, Json(OperationView::from(operation))).into_response()
+        }
+        Started::Running(operation) => {
+            let error = ApiError::Conflict {
+                code: ErrorCode::OperationRunning,
+                message: format!(
+                    "a recover of this endpoint runs: operation {}; wait until it is done",
+                    operation.id
+                ),
+            };
+            let body = RecoverRunning {
+                error: error.body(),
+                operation: operation.into(),
+            };
+            (StatusCode::CONFLICT, Json(body)).into_response()
+        }
+    })
+}
+
+#[utoipa::path(operation_id = "read_operation", get, path = "/v1/operations/{id}", tag = "endpoints",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, body = OperationView, description = "the operation as it stands"),
+        (status = 404, body = ErrorBody)))]
+pub async fn read(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<OperationView>, ApiError> {
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound("operation"))?;
+    let operation = state
+        .recovery
+        .get(id)
+        .await?
+        .ok_or(ApiError::NotFound("operation"))?;
+    Ok(Json(operation.into()))
+}

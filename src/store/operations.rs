@@ -1,0 +1,74 @@
+//! Operations as the store keeps them (`operations` table): a recover's
+//! window, its counts, where its next page starts, and who works it until
+//! when. What each is for is decided in `domain::operation`.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::domain::operation::{OperationKind, OperationStatus, Window};
+
+/// An operation, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub id: Uuid,
+    pub kind: OperationKind,
+    pub endpoint_id: Uuid,
+    pub status: OperationStatus,
+    pub window: Window,
+    /// Failed notifications of the window found so far.
+    pub matched: i64,
+    /// Of those, restarted as a new series.
+    pub started: i64,
+    /// The (failure time, id) of the last notification paged over.
+    pub cursor: Option<(DateTime<Utc>, Uuid)>,
+    pub lease_holder: Option<Uuid>,
+    pub lease_until: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Operation {
+    /// A recover of `endpoint_id` over `window`, made at `now`, running,
+    /// under no lease yet.
+    pub fn recover(endpoint_id: Uuid, window: Window, now: DateTime<Utc>) -> Self {
+        Self {
+            id: crate::domain::id::new_id(),
+            kind: OperationKind::Recover,
+            endpoint_id,
+            status: OperationStatus::Running,
+            window,
+            matched: 0,
+            started: 0,
+            cursor: None,
+            lease_holder: None,
+            lease_until: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+        }
+    }
+}
+
+/// What starting an operation did.
+#[derive(Debug)]
+pub enum Started {
+    /// Stored, running.
+    Started(Operation),
+    /// One of the same kind already runs for the endpoint: this one.
+    Running(Operation),
+}
+
+/// What one page of a recover did.
+#[derive(Debug, Default)]
+pub struct RecoverPage {
+    /// The notifications restarted (pending, due `at`), and whether each is
+    /// a pull endpoint's (its consumers take it: nothing to index).
+    pub restarted: Vec<(Uuid, bool)>,
+    /// When they are due.
+    pub at: Option<DateTime<Utc>>,
+    /// The operation after the page (its counts, its cursor, its status).
+    pub operation: Option<Operation>,
+}

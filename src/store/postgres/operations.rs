@@ -1,0 +1,313 @@
+//! PostgreSQL's side of operations (`seams::OperationStore`): the
+//! `operations` table, and a recover's pages over an endpoint's failed
+//! notifications by keyset `(completed_at, id)` on
+//! `notifications_failed_by_endpoint`. Rows are read under their lock,
+//! decided in Rust (`domain::operation`), and written back with the
+//! operation's cursor in the same transaction.
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::PgStore;
+use crate::domain::lease::Lease;
+use crate::domain::operation::{
+    after_page, leasable, restart, OperationKind, OperationStatus, Window,
+};
+use crate::domain::status::Status;
+use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::seams::OperationStore;
+use crate::store::StoreError;
+
+const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, matched, started, \
+    cursor_at, cursor_id, lease_holder, lease_until, error, created_at, updated_at, finished_at";
+
+fn operation(row: &PgRow) -> Result<Operation, sqlx::Error> {
+    let decode = |column: &str, what: &str| sqlx::Error::ColumnDecode {
+        index: column.into(),
+        source: format!("unknown {what}").into(),
+    };
+    let kind: String = row.try_get("kind")?;
+    let status: String = row.try_get("status")?;
+    let cursor_at: Option<DateTime<Utc>> = row.try_get("cursor_at")?;
+    let cursor_id: Option<Uuid> = row.try_get("cursor_id")?;
+    Ok(Operation {
+        id: row.try_get("id")?,
+        kind: OperationKind::parse(&kind).ok_or_else(|| decode("kind", "kind"))?,
+        endpoint_id: row.try_get("endpoint_id")?,
+        status: OperationStatus::parse(&status).ok_or_else(|| decode("status", "status"))?,
+        window: Window {
+            since: row.try_get("since")?,
+            until: row.try_get("until")?,
+        },
+        matched: row.try_get("matched")?,
+        started: row.try_get("started")?,
+        cursor: cursor_at.zip(cursor_id),
+        lease_holder: row.try_get("lease_holder")?,
+        lease_until: row.try_get("lease_until")?,
+        error: row.try_get("error")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+async fn read(
+    executor: impl sqlx::PgExecutor<'_>,
+    id: Uuid,
+    lock: bool,
+) -> Result<Option<Operation>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM operations WHERE id = $1{}",
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    Ok(sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .try_map(|row: PgRow| operation(&row))
+        .fetch_optional(executor)
+        .await?)
+}
+
+/// A failed notification of a page, as the restart rule reads it.
+type FailedRow = (
+    Uuid,
+    Status,
+    i32,
+    Option<Uuid>,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+    bool,
+    DateTime<Utc>,
+);
+
+#[async_trait::async_trait]
+impl OperationStore for PgStore {
+    async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError> {
+        // The running one may end between a conflict and the read: then
+        // the insert is tried again.
+        for _ in 0..3 {
+            let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO operations (id, kind, endpoint_id, status, since, until, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                 ON CONFLICT (endpoint_id, kind) WHERE status = 'running' DO NOTHING \
+                 RETURNING {COLUMNS}"
+            )))
+            .bind(operation.id)
+            .bind(operation.kind.as_str())
+            .bind(operation.endpoint_id)
+            .bind(operation.status.as_str())
+            .bind(operation.window.since)
+            .bind(operation.window.until)
+            .bind(operation.created_at)
+            .try_map(|row: PgRow| self::operation(&row))
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some(started) = inserted {
+                return Ok(Started::Started(started));
+            }
+            let running = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM operations \
+                 WHERE endpoint_id = $1 AND kind = $2 AND status = 'running'"
+            )))
+            .bind(operation.endpoint_id)
+            .bind(operation.kind.as_str())
+            .try_map(|row: PgRow| self::operation(&row))
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some(running) = running {
+                return Ok(Started::Running(running));
+            }
+        }
+        Err(StoreError::Conflict(
+            "operations_running_per_endpoint".into(),
+        ))
+    }
+
+    async fn get_operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
+        read(&self.pool, id, false).await
+    }
+
+    async fn lease_operation(
+        &self,
+        holder: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<Operation>, StoreError> {
+        // Few rows: only running operations, oldest first.
+        let running = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM operations WHERE status = 'running' \
+             ORDER BY created_at, id LIMIT 100"
+        )))
+        .try_map(|row: PgRow| operation(&row))
+        .fetch_all(&self.pool)
+        .await?;
+        for candidate in running {
+            if !leasable(candidate.status, candidate.lease_until, now) {
+                continue;
+            }
+            let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE operations SET lease_holder = $2, lease_until = $3, updated_at = $4 \
+                 WHERE id = $1 AND status = 'running' \
+                   AND lease_until IS NOT DISTINCT FROM $5 \
+                   AND lease_holder IS NOT DISTINCT FROM $6 \
+                 RETURNING {COLUMNS}"
+            )))
+            .bind(candidate.id)
+            .bind(holder)
+            .bind(until)
+            .bind(now)
+            .bind(candidate.lease_until)
+            .bind(candidate.lease_holder)
+            .try_map(|row: PgRow| operation(&row))
+            .fetch_optional(&self.pool)
+            .await?;
+            if taken.is_some() {
+                return Ok(taken);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn recover_page(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        limit: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<RecoverPage>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(op) = read(&mut *tx, id, true).await? else {
+            return Ok(None);
+        };
+        if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
+            return Ok(None);
+        }
+        // The first page starts at `since` (every id is above the nil one).
+        let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
+        let rows: Vec<FailedRow> = sqlx::query_as(
+            "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull, now() \
+             FROM notifications \
+             WHERE endpoint_id = $1 AND status = 'failed' \
+               AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
+             ORDER BY completed_at, id LIMIT $5 FOR UPDATE",
+        )
+        .bind(op.endpoint_id)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(op.window.until)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut statuses = Vec::with_capacity(rows.len());
+        let mut series = Vec::with_capacity(rows.len());
+        let mut due = Vec::with_capacity(rows.len());
+        let mut restarted = Vec::with_capacity(rows.len());
+        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull, read_at) in &rows {
+            let lease = Lease::stored(lease_id, leased_at, next_at);
+            if let Some(retried) = restart(status, attempts, lease, now, read_at) {
+                ids.push(row_id);
+                statuses.push(retried.status);
+                series.push(retried.series_start);
+                due.push(retried.next_attempt_at);
+                restarted.push((row_id, pull));
+            }
+        }
+        if !ids.is_empty() {
+            sqlx::query(
+                "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
+                     next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
+                     lease_id = NULL, leased_at = NULL, updated_at = now() \
+                 FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
+                     AS u(id, status, series_start, due) \
+                 WHERE n.id = u.id",
+            )
+            .bind(&ids)
+            .bind(&statuses)
+            .bind(&series)
+            .bind(&due)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let last = rows.last().map(|row| (row.6, row.0));
+        let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
+        let status = if paged.done {
+            OperationStatus::Done
+        } else {
+            OperationStatus::Running
+        };
+        let (cursor_at, cursor_id) = paged.cursor.unzip();
+        let after = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE operations SET matched = matched + $2, started = started + $3, \
+                 cursor_at = $4, cursor_id = $5, lease_until = $6, status = $7, updated_at = $8, \
+                 finished_at = CASE WHEN $7 = 'running' THEN NULL ELSE $8 END \
+             WHERE id = $1 RETURNING {COLUMNS}"
+        )))
+        .bind(id)
+        .bind(paged.matched)
+        .bind(paged.started)
+        .bind(cursor_at)
+        .bind(cursor_id)
+        .bind(until)
+        .bind(status.as_str())
+        .bind(now)
+        .try_map(|row: PgRow| operation(&row))
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(RecoverPage {
+            restarted,
+            at: Some(now),
+            operation: Some(after),
+        }))
+    }
+
+    async fn fail_operation(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE operations SET status = 'failed', error = $3, lease_holder = NULL, \
+                 lease_until = NULL, updated_at = $4, finished_at = $4 \
+             WHERE id = $1 AND lease_holder = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(holder)
+        .bind(error)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE operations SET lease_holder = NULL, lease_until = NULL \
+             WHERE id = $1 AND lease_holder = $2",
+        )
+        .bind(id)
+        .bind(holder)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        // `domain::retention::operation_expired`, rendered for the index.
+        let done = sqlx::query(
+            "DELETE FROM operations WHERE id IN (SELECT id FROM operations \
+                 WHERE finished_at < $1 AND status <> 'running' LIMIT $2)",
+        )
+        .bind(before)
+        .bind(limit)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,309 @@
+//! SQLite's side of operations (`seams::OperationStore`), as PostgreSQL's
+//! (`postgres/operations.rs`): the same keyset over
+//! `notifications_failed_by_endpoint`, the same rules from
+//! `domain::operation`, each page in one transaction of the one writer.
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::columns::{self, micros};
+use super::{store_error, SqliteStore};
+use crate::domain::lease::Lease;
+use crate::domain::operation::{
+    after_page, leasable, restart, OperationKind, OperationStatus, Window,
+};
+use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::seams::OperationStore;
+use crate::store::StoreError;
+
+const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, matched, started, \
+    cursor_at, cursor_id, lease_holder, lease_until, error, created_at, updated_at, finished_at";
+
+fn operation(row: &SqliteRow) -> Result<Operation, sqlx::Error> {
+    let decode = |column: &str| sqlx::Error::ColumnDecode {
+        index: column.into(),
+        source: format!("unknown {column}").into(),
+    };
+    let kind: String = row.try_get("kind")?;
+    let status: String = row.try_get("status")?;
+    let cursor_at = columns::optional_time(row, "cursor_at")?;
+    let cursor_id: Option<Uuid> = row.try_get("cursor_id")?;
+    Ok(Operation {
+        id: row.try_get("id")?,
+        kind: OperationKind::parse(&kind).ok_or_else(|| decode("kind"))?,
+        endpoint_id: row.try_get("endpoint_id")?,
+        status: OperationStatus::parse(&status).ok_or_else(|| decode("status"))?,
+        window: Window {
+            since: columns::time(row, "since")?,
+            until: columns::time(row, "until")?,
+        },
+        matched: row.try_get("matched")?,
+        started: row.try_get("started")?,
+        cursor: cursor_at.zip(cursor_id),
+        lease_holder: row.try_get("lease_holder")?,
+        lease_until: columns::optional_time(row, "lease_until")?,
+        error: row.try_get("error")?,
+        created_at: columns::time(row, "created_at")?,
+        updated_at: columns::time(row, "updated_at")?,
+        finished_at: columns::optional_time(row, "finished_at")?,
+    })
+}
+
+async fn read(
+    executor: impl sqlx::SqliteExecutor<'_>,
+    id: Uuid,
+) -> Result<Option<Operation>, StoreError> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM operations WHERE id = ?"
+    )))
+    .bind(id)
+    .try_map(|row: SqliteRow| operation(&row))
+    .fetch_optional(executor)
+    .await
+    .map_err(store_error)
+}
+
+/// A failed notification of a page, as the restart rule reads it.
+struct FailedRow {
+    id: Uuid,
+    status: crate::domain::status::Status,
+    attempts: i32,
+    lease: Option<Lease>,
+    completed_at: DateTime<Utc>,
+    pull: bool,
+}
+
+fn failed_row(row: &SqliteRow) -> Result<FailedRow, sqlx::Error> {
+    let leased_at = columns::optional_time(row, "leased_at")?;
+    let next_at = columns::optional_time(row, "next_attempt_at")?;
+    Ok(FailedRow {
+        id: row.try_get("id")?,
+        status: columns::status(row, "status")?,
+        attempts: row.try_get("attempts")?,
+        lease: Lease::stored(row.try_get("lease_id")?, leased_at, next_at),
+        completed_at: columns::time(row, "completed_at")?,
+        pull: row.try_get::<i64, _>("pull")? != 0,
+    })
+}
+
+#[async_trait::async_trait]
+impl OperationStore for SqliteStore {
+    async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let running = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM operations \
+             WHERE endpoint_id = ? AND kind = ? AND status = 'running'"
+        )))
+        .bind(operation.endpoint_id)
+        .bind(operation.kind.as_str())
+        .try_map(|row: SqliteRow| self::operation(&row))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        if let Some(running) = running {
+            return Ok(Started::Running(running));
+        }
+        let started = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO operations (id, kind, endpoint_id, status, since, until, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING {COLUMNS}"
+        )))
+        .bind(operation.id)
+        .bind(operation.kind.as_str())
+        .bind(operation.endpoint_id)
+        .bind(operation.status.as_str())
+        .bind(micros(operation.window.since))
+        .bind(micros(operation.window.until))
+        .bind(micros(operation.created_at))
+        .try_map(|row: SqliteRow| self::operation(&row))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Started::Started(started))
+    }
+
+    async fn get_operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {
+        read(&self.reader, id).await
+    }
+
+    async fn lease_operation(
+        &self,
+        holder: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<Operation>, StoreError> {
+        // Read on a reader, so that a look that finds nothing (most of
+        // them) costs the writer nothing; the write compares and sets.
+        let running = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM operations WHERE status = 'running' \
+             ORDER BY created_at, id LIMIT 100"
+        )))
+        .try_map(|row: SqliteRow| operation(&row))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(store_error)?;
+        for candidate in running {
+            if !leasable(candidate.status, candidate.lease_until, now) {
+                continue;
+            }
+            let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE operations SET lease_holder = ?2, lease_until = ?3, updated_at = ?4 \
+                 WHERE id = ?1 AND status = 'running' AND lease_until IS ?5 AND lease_holder IS ?6 \
+                 RETURNING {COLUMNS}"
+            )))
+            .bind(candidate.id)
+            .bind(holder)
+            .bind(micros(until))
+            .bind(micros(now))
+            .bind(candidate.lease_until.map(micros))
+            .bind(candidate.lease_holder)
+            .try_map(|row: SqliteRow| operation(&row))
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(store_error)?;
+            if taken.is_some() {
+                return Ok(taken);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn recover_page(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        limit: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<RecoverPage>, StoreError> {
+        let read_at = Utc::now();
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let Some(op) = read(&mut *tx, id).await? else {
+            return Ok(None);
+        };
+        if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
+            return Ok(None);
+        }
+        // The first page starts at `since` (every id is above the nil one).
+        let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
+        let rows = sqlx::query(
+            "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull \
+             FROM notifications \
+             WHERE endpoint_id = ?1 AND status = 'failed' \
+               AND (completed_at, id) > (?2, ?3) AND completed_at <= ?4 \
+             ORDER BY completed_at, id LIMIT ?5",
+        )
+        .bind(op.endpoint_id)
+        .bind(micros(after_at))
+        .bind(after_id)
+        .bind(micros(op.window.until))
+        .bind(limit)
+        .try_map(|row: SqliteRow| failed_row(&row))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        let mut restarted = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let Some(retried) = restart(row.status, row.attempts, row.lease, now, read_at) else {
+                continue;
+            };
+            sqlx::query(
+                "UPDATE notifications SET status = ?2, series_start = ?3, \
+                     next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
+                     lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
+            )
+            .bind(row.id)
+            .bind(retried.status.as_str())
+            .bind(retried.series_start)
+            .bind(micros(retried.next_attempt_at))
+            .bind(micros(read_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+            restarted.push((row.id, row.pull));
+        }
+        let last = rows.last().map(|row| (row.completed_at, row.id));
+        let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
+        let status = if paged.done {
+            OperationStatus::Done
+        } else {
+            OperationStatus::Running
+        };
+        let (cursor_at, cursor_id) = paged.cursor.unzip();
+        let after = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE operations SET matched = matched + ?2, started = started + ?3, \
+                 cursor_at = ?4, cursor_id = ?5, lease_until = ?6, status = ?7, updated_at = ?8, \
+                 finished_at = CASE WHEN ?7 = 'running' THEN NULL ELSE ?8 END \
+             WHERE id = ?1 RETURNING {COLUMNS}"
+        )))
+        .bind(id)
+        .bind(paged.matched)
+        .bind(paged.started)
+        .bind(cursor_at.map(micros))
+        .bind(cursor_id)
+        .bind(micros(until))
+        .bind(status.as_str())
+        .bind(micros(now))
+        .try_map(|row: SqliteRow| operation(&row))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(Some(RecoverPage {
+            restarted,
+            at: Some(now),
+            operation: Some(after),
+        }))
+    }
+
+    async fn fail_operation(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE operations SET status = 'failed', error = ?3, lease_holder = NULL, \
+                 lease_until = NULL, updated_at = ?4, finished_at = ?4 \
+             WHERE id = ?1 AND lease_holder = ?2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(holder)
+        .bind(error)
+        .bind(micros(now))
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE operations SET lease_holder = NULL, lease_until = NULL \
+             WHERE id = ?1 AND lease_holder = ?2",
+        )
+        .bind(id)
+        .bind(holder)
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        // `domain::retention::operation_expired`, rendered for the index.
+        let done = sqlx::query(
+            "DELETE FROM operations WHERE id IN (SELECT id FROM operations \
+                 WHERE finished_at < ?1 AND status <> 'running' LIMIT ?2)",
+        )
+        .bind(micros(before))
+        .bind(limit)
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?;
+        Ok(done.rows_affected())
+    }
+}
