@@ -200,6 +200,40 @@ impl Backend {
         }
         .expect("the update runs");
     }
+
+    // Added for recover.rs (recover after an outage).
+
+    /// The store's operations seam, unsealed (operations hold nothing
+    /// sealed): what a runner of another process, or one that crashed,
+    /// does.
+    pub fn operations(&self) -> Box<dyn hookd::store::seams::OperationStore> {
+        match self {
+            Self::Postgres(pool) => Box::new(PgStore::new(pool.clone())),
+            Self::Sqlite { store, .. } => Box::new(store.clone()),
+        }
+    }
+
+    /// Back-dates when each notification ended (`completed_at`).
+    pub async fn ended_at(&self, rows: &[(uuid::Uuid, chrono::DateTime<chrono::Utc>)]) {
+        let sql = "UPDATE notifications SET completed_at = $1 WHERE id = $2";
+        for &(id, at) in rows {
+            match self {
+                Self::Postgres(pool) => sqlx::query(sql)
+                    .bind(at)
+                    .bind(id)
+                    .execute(pool)
+                    .await
+                    .map(drop),
+                Self::Sqlite { store, .. } => sqlx::query(sql)
+                    .bind(at.timestamp_micros())
+                    .bind(id)
+                    .execute(store.writer())
+                    .await
+                    .map(drop),
+            }
+            .expect("the update runs");
+        }
+    }
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.
