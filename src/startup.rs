@@ -279,7 +279,8 @@ impl App {
         let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));
         // Recover operations: in every process, one at a time each under
         // a lease, so that any process left running finishes them.
-        let recovering = tokio::spawn(self.state.recovery.clone().run(token.clone()));
+        let sole = self.state.store.kind() == crate::store::StoreKind::Sqlite;
+        let recovering = tokio::spawn(self.state.recovery.clone().run(token.clone(), sole));
         let settings = self.state.settings.clone();
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;

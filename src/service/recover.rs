@@ -89,16 +89,21 @@ impl Recovery {
 
     /// Runs operations until `shutdown`: takes one whose lease is free,
     /// works it to its end (or until its lease is lost, or shutdown, when
-    /// the lease is given back), then looks again.
-    pub async fn run(self, shutdown: CancellationToken) {
+    /// the lease is given back), then looks again. `sole`: no other
+    /// process can use the store (the embedded file is locked), so a lease
+    /// found is one a killed process left, taken over at once rather than
+    /// when it runs out.
+    pub async fn run(self, shutdown: CancellationToken, sole: bool) {
         let holder = crate::domain::id::new_id();
         let mut purged: Option<Instant> = None;
         while !shutdown.is_cancelled() {
             let now = Utc::now();
+            // Any lease another runner took ends within `LEASE` of now.
+            let free_at = if sole { lease_until(now) } else { now };
             match self
                 .0
                 .store
-                .lease_operation(holder, now, lease_until(now))
+                .lease_operation(holder, free_at, lease_until(now))
                 .await
             {
                 Ok(Some(operation)) => {

@@ -148,16 +148,15 @@ impl OperationStore for PgStore {
                 continue;
             }
             let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE operations SET lease_holder = $2, lease_until = $3, updated_at = $4 \
+                "UPDATE operations SET lease_holder = $2, lease_until = $3 \
                  WHERE id = $1 AND status = 'running' \
-                   AND lease_until IS NOT DISTINCT FROM $5 \
-                   AND lease_holder IS NOT DISTINCT FROM $6 \
+                   AND lease_until IS NOT DISTINCT FROM $4 \
+                   AND lease_holder IS NOT DISTINCT FROM $5 \
                  RETURNING {COLUMNS}"
             )))
             .bind(candidate.id)
             .bind(holder)
             .bind(until)
-            .bind(now)
             .bind(candidate.lease_until)
             .bind(candidate.lease_holder)
             .try_map(|row: PgRow| operation(&row))

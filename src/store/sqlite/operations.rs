@@ -149,14 +149,13 @@ impl OperationStore for SqliteStore {
                 continue;
             }
             let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE operations SET lease_holder = ?2, lease_until = ?3, updated_at = ?4 \
-                 WHERE id = ?1 AND status = 'running' AND lease_until IS ?5 AND lease_holder IS ?6 \
+                "UPDATE operations SET lease_holder = ?2, lease_until = ?3 \
+                 WHERE id = ?1 AND status = 'running' AND lease_until IS ?4 AND lease_holder IS ?5 \
                  RETURNING {COLUMNS}"
             )))
             .bind(candidate.id)
             .bind(holder)
             .bind(micros(until))
-            .bind(micros(now))
             .bind(candidate.lease_until.map(micros))
             .bind(candidate.lease_holder)
             .try_map(|row: SqliteRow| operation(&row))
