@@ -69,6 +69,17 @@ async fn read(
         .await?)
 }
 
+/// A recover's page: the endpoint's failed notifications after the
+/// cursor, to the window's end, oldest failure first, under their lock.
+/// On `notifications_failed_by_endpoint`, it reads the page's rows and no
+/// more (`plan_tests`).
+pub(super) const RECOVER_PAGE: &str =
+    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull, now() \
+     FROM notifications \
+     WHERE endpoint_id = $1 AND status = 'failed' \
+       AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
+     ORDER BY completed_at, id LIMIT $5 FOR UPDATE";
+
 /// A failed notification of a page, as the restart rule reads it.
 type FailedRow = (
     Uuid,
@@ -186,20 +197,14 @@ impl OperationStore for PgStore {
         }
         // The first page starts at `since` (every id is above the nil one).
         let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-        let rows: Vec<FailedRow> = sqlx::query_as(
-            "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull, now() \
-             FROM notifications \
-             WHERE endpoint_id = $1 AND status = 'failed' \
-               AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
-             ORDER BY completed_at, id LIMIT $5 FOR UPDATE",
-        )
-        .bind(op.endpoint_id)
-        .bind(after_at)
-        .bind(after_id)
-        .bind(op.window.until)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
+        let rows: Vec<FailedRow> = sqlx::query_as(RECOVER_PAGE)
+            .bind(op.endpoint_id)
+            .bind(after_at)
+            .bind(after_id)
+            .bind(op.window.until)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
         let mut ids = Vec::with_capacity(rows.len());
         let mut statuses = Vec::with_capacity(rows.len());
         let mut series = Vec::with_capacity(rows.len());

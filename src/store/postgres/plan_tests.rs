@@ -131,3 +131,33 @@ async fn the_consumer_token_refresh_reads_only_what_changed_through_indexes(pool
         "no table is read in full:\n{text}"
     );
 }
+
+// Added for recover (DESIGN.md §16).
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_recover_page_reads_the_failed_index_from_its_cursor(pool: PgPool) {
+    live_table(&pool, 5_000).await;
+    sqlx::raw_sql(
+        "UPDATE notifications SET status = 'failed', completed_at = now(), next_attempt_at = NULL \
+         WHERE id IN (SELECT id FROM notifications ORDER BY id LIMIT 1000); \
+         ANALYZE notifications",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let plan = generic_plan(&pool, super::operations::RECOVER_PAGE, 5).await;
+    let text = plan.join("\n");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("notifications_failed_by_endpoint")),
+        "the page walks the failed rows' index:\n{text}"
+    );
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Index Cond") && line.contains("ROW(completed_at, id) >")),
+        "from the cursor, not from the window's start:\n{text}"
+    );
+    assert!(
+        !plan.iter().any(|line| line.contains("Sort")),
+        "in the index's order, without sorting the window:\n{text}"
+    );
+}
