@@ -108,8 +108,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SeesSecrets {
 }
 
 /// The scope a route needs. Reading or rotating signing secrets needs
-/// `secrets`; other reads need `read`; sending, cancelling and retrying
-/// need `write`; pulling, acking, nacking and extending need `pull` (they
+/// `secrets`; other reads need `read`; sending, cancelling, retrying
+/// and recovering need `write`; pulling, acking, nacking and extending need `pull` (they
 /// hand over payloads and custom headers in clear, which a producer's
 /// `write` token must not read); everything else (endpoint create, change,
 /// delete) `admin`.

@@ -88,6 +88,12 @@ async fn a_recover_restarts_exactly_what_failed_in_its_window_each_delivered_onc
     backend: Backend,
 ) {
     let app = backend.spawn().await;
+    // In server mode a second process runs beside it: its runner looks
+    // for the same operation, and the lease lets one work it.
+    let _second = match backend.is_embedded() {
+        true => None,
+        false => Some(backend.spawn().await),
+    };
     let receiver = Receiver::start().await;
     endpoint_down(&app, &receiver, "shop").await;
     let ids = failed(&app, &backend, "shop", 500).await;
