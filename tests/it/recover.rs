@@ -216,6 +216,10 @@ async fn a_second_recover_of_an_endpoint_while_one_runs_is_refused_with_the_runn
         (other["matched"].clone(), other["started"].clone()),
         (json!(0), json!(0))
     );
+    // Retention takes the finished one, never the running one.
+    let later = Utc::now() + chrono::Duration::days(1);
+    assert_eq!(store.purge_operations(later, 100).await.unwrap(), 1);
+    assert!(store.get_operation(running.id).await.unwrap().is_some());
 }
 both!(a_second_recover_of_an_endpoint_while_one_runs_is_refused_with_the_running_one);
 
