@@ -35,6 +35,11 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
     ("events.id", "events_pkey"),
     ("consumer_tokens.endpoint_id", "consumer_tokens_pkey"),
     ("consumer_tokens.digest", "consumer_tokens_digest_key"),
+    ("operations.id", "operations_pkey"),
+    (
+        "operations.endpoint_id, operations.kind",
+        "operations_running_per_endpoint",
+    ),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's
