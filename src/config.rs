@@ -19,7 +19,8 @@ pub use load::DEFAULT_TOML;
 pub use mode::Mode;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
-    OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,
+    OperatorSettings, PullSettings, RateLimitSettings, RedisSettings, RetentionSettings, Secret,
+    SecretKeySettings,
     SecretsSettings, SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
     MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };
