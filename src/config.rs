@@ -17,10 +17,10 @@ mod validate;
 
 pub use load::DEFAULT_TOML;
 pub use mode::Mode;
+pub use sections::RateLimitSettings;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
-    OperatorSettings, PullSettings, RateLimitSettings, RedisSettings, RetentionSettings, Secret,
-    SecretKeySettings,
+    OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,
     SecretsSettings, SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
     MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };

@@ -122,9 +122,13 @@ pub enum Decision {
     /// Send at `at_us` (no later than the batch's `due_by`); a reservation
     /// it held is used up.
     Send { at_us: i64 },
-    /// Not yet: it now holds the slot at `at_us`; come back then.
+    /// Not yet: it now holds the slot at `at_us`; come back then. A slot
+    /// by `due_by` means its time has come but the endpoint has no room
+    /// (its concurrency cap): it comes back when there is, and is sent on
+    /// the slot it holds.
     Reserve { at_us: i64 },
-    /// Not yet: it already holds the slot at `at_us` (came back early).
+    /// Not yet: it already holds the slot at `at_us` (came back early, or
+    /// its time has come and the endpoint has no room).
     Wait { at_us: i64 },
 }
 
@@ -141,14 +145,17 @@ impl Decision {
 /// start: `held[i]` is the reservation the i-th holds, if any. `bucket` is
 /// the endpoint's bucket (none: never used, or expired). Those whose slot
 /// is by `due_by_us` are sent (at their slot, which may be a little after
-/// `now_us`: a claim takes what is due a little ahead). Returns the bucket
-/// to keep and a decision per notification; the caller stores a
-/// reservation for each `Reserve` and drops the one of each `Send`.
+/// `now_us`: a claim takes what is due a little ahead), up to `room` (what
+/// the endpoint's concurrency cap leaves); past it they keep or take
+/// their slot, so that no token is spent on a delivery the cap defers.
+/// Returns the bucket to keep and a decision per notification; the caller
+/// stores a reservation for each `Reserve` and drops the one of each
+/// `Send`.
 pub fn decide(
     bucket: Option<Bucket>,
     limit: RateLimit,
-    now_us: i64,
-    due_by_us: i64,
+    (now_us, due_by_us): (i64, i64),
+    room: usize,
     held: &[Option<Reservation>],
 ) -> (Bucket, Vec<Decision>) {
     let tag = limit.tag();
@@ -161,11 +168,13 @@ pub fn decide(
             tag,
         },
     };
+    let mut sent = 0;
     let decisions = held
         .iter()
         .map(|held| match held {
             Some(reservation) if reservation.epoch_us == bucket.epoch_us => {
-                if reservation.at_us <= due_by_us {
+                if reservation.at_us <= due_by_us && sent < room {
+                    sent += 1;
                     Decision::Send {
                         at_us: reservation.at_us.max(now_us),
                     }
@@ -179,7 +188,8 @@ pub fn decide(
                 let base = bucket.tat_us.max(now_us);
                 let slot = now_us.max(base - tolerance);
                 bucket.tat_us = base + interval;
-                if slot <= due_by_us {
+                if slot <= due_by_us && sent < room {
+                    sent += 1;
                     Decision::Send { at_us: slot }
                 } else {
                     Decision::Reserve { at_us: slot }

@@ -46,7 +46,8 @@ impl State {
             return;
         }
         self.buckets.retain(|_, (_, expires)| *expires > now_us);
-        self.reservations.retain(|_, (_, expires)| *expires > now_us);
+        self.reservations
+            .retain(|_, (_, expires)| *expires > now_us);
         self.next_prune_us = now_us + PRUNE_EVERY_US;
     }
 }
@@ -80,7 +81,8 @@ impl Limiter for MemoryLimiter {
                         .map(|(reservation, _)| *reservation)
                 })
                 .collect();
-            let (bucket, decisions) = decide(bucket, ask.limit, now_us, due_by_us, &held);
+            let (bucket, decisions) =
+                decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
             for (id, decision) in ask.notifications.iter().zip(&decisions) {
                 match *decision {
                     Decision::Send { .. } => {

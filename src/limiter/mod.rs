@@ -22,6 +22,8 @@ use crate::due::DueError;
 pub struct Ask {
     pub endpoint: Uuid,
     pub limit: RateLimit,
+    /// How many may start now: what the endpoint's concurrency cap leaves.
+    pub room: usize,
     pub notifications: Vec<Uuid>,
 }
 

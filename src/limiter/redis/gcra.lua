@@ -8,7 +8,8 @@
 --          `<base>:<endpoint>`       hash: tat, epoch, tag (the bucket)
 --          `<base>:r:<notification>` "<at>:<epoch>" (a reservation)
 -- ARGV     now, due_by, grace (µs); then per endpoint: its id, the tag
---          of its limit, interval, tolerance (µs), n, and n notification ids
+--          of its limit, interval, tolerance (µs), room (how many may be
+--          sent), n, and n notification ids
 -- Returns  per notification, in order: kind (0 send, 1 reserve, 2 wait), at
 local base = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -23,8 +24,10 @@ end
 
 while i <= #ARGV do
   local endpoint, tag = ARGV[i], ARGV[i + 1]
-  local interval, tolerance, n = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  i = i + 5
+  local interval, tolerance = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local room, n = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+  i = i + 6
+  local sent = 0
   local bucket = base .. ':' .. endpoint
   local kept = redis.call('HMGET', bucket, 'tat', 'epoch', 'tag')
   local tat, epoch = tonumber(kept[1]), tonumber(kept[2])
@@ -44,7 +47,8 @@ while i <= #ARGV do
       end
     end
     if at then
-      if at <= due_by then
+      if at <= due_by and sent < room then
+        sent = sent + 1
         redis.call('DEL', key)
         out[#out + 1] = 0
         out[#out + 1] = math.max(at, now)
@@ -56,7 +60,8 @@ while i <= #ARGV do
       local start = math.max(tat, now)
       local slot = math.max(now, start - tolerance)
       tat = start + interval
-      if slot <= due_by then
+      if slot <= due_by and sent < room then
+        sent = sent + 1
         if held then
           redis.call('DEL', key)
         end

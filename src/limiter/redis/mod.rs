@@ -54,6 +54,7 @@ impl Limiter for RedisLimiter {
                 .arg(ask.limit.tag())
                 .arg(ask.limit.interval_us())
                 .arg(ask.limit.tolerance_us())
+                .arg(ask.room)
                 .arg(ask.notifications.len());
             for id in &ask.notifications {
                 invocation.arg(id.simple().to_string());
