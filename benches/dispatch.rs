@@ -28,6 +28,8 @@ mod floor;
 mod heal;
 #[path = "dispatch/pull.rs"]
 mod pull;
+#[path = "dispatch/rate_limit.rs"]
+mod rate_limit;
 #[path = "dispatch/raw_hyper.rs"]
 mod raw_hyper;
 #[path = "dispatch/redis_down.rs"]
@@ -732,7 +734,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit
     // picks sections (default: all); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
@@ -1272,6 +1274,16 @@ async fn main() {
     }
     if want("embedded_scale") && mode.embedded {
         embedded::scale(&received, &receiver_url, runs).await;
+    }
+    if want("rate_limit") {
+        let bench = rate_limit::Bench {
+            pool: &pool,
+            database_url: &database_url,
+            redis_url: &redis_url,
+            received: &received,
+            receiver_url: &receiver_url,
+        };
+        rate_limit::scenario(&bench, mode.server, mode.embedded).await;
     }
     if !rss.is_empty() {
         println!(

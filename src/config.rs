@@ -17,6 +17,7 @@ mod validate;
 
 pub use load::DEFAULT_TOML;
 pub use mode::Mode;
+pub use sections::RateLimitSettings;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
     OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,

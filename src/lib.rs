@@ -18,6 +18,7 @@ pub mod service;
 pub mod store;
 
 pub mod due;
+pub mod limiter;
 
 pub mod dispatcher;
 

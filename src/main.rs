@@ -109,6 +109,9 @@ fn main() -> ExitCode {
                     println!("# warning: {warning}");
                 }
                 print!("{}", settings.to_masked_toml());
+                if settings.dispatcher.default_rate_limit.is_none() {
+                    println!("# dispatcher.default_rate_limit: none (only endpoints with their own rate_limit are limited)");
+                }
                 if settings.mode().is_ok_and(|mode| mode == Mode::Server) {
                     for warning in redis_warnings(&settings) {
                         println!("# warning: {warning}");

@@ -91,6 +91,10 @@ fn describe() {
         "Notifications created due now that this process's dispatcher took straight from its committer, without a claim"
     );
     describe_counter!(
+        "hookd_notifications_throttled_total",
+        "Times a notification was given back for a later slot by its endpoint's rate limit (not an attempt)"
+    );
+    describe_counter!(
         "hookd_events_created_total",
         "Events committed through the API (each with its deliveries)"
     );

@@ -62,6 +62,9 @@ pub struct EndpointView {
     /// [1 − j, 1 + j]; 0 keeps the schedule exact.
     #[schema(minimum = 0.0, maximum = 0.5)]
     pub schedule_jitter: f64,
+    /// The endpoint's own rate limit; `null`: none of its own
+    /// (`dispatcher.default_rate_limit` applies, if set).
+    pub rate_limit: Option<crate::domain::rate::RateLimit>,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     /// Custom headers by name; their values are never shown (`***`).
@@ -93,6 +96,10 @@ impl EndpointView {
             description: endpoint.description,
             event_types: endpoint.event_types,
             schedule_jitter: endpoint.schedule_jitter,
+            rate_limit: crate::domain::rate::RateLimit::stored(
+                endpoint.rate_limit_per_second,
+                endpoint.rate_limit_burst,
+            ),
             success_body: endpoint.success_body,
             permanent_statuses: endpoint.permanent_statuses,
             headers: masked(endpoint.headers),

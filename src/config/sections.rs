@@ -199,6 +199,26 @@ pub struct DispatcherSettings {
     pub handoff: bool,
     pub endpoint_max_in_flight: u32,
     pub disable_failing_endpoints_after_hours: u32,
+    /// The rate limit of endpoints without one of their own; none by
+    /// default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_rate_limit: Option<RateLimitSettings>,
+}
+
+/// `dispatcher.default_rate_limit`: `{per_second, burst}` as an endpoint's
+/// `rate_limit` (`domain::rate`), checked at load with the same bounds.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSettings {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+impl RateLimitSettings {
+    /// The limit; none when out of bounds (refused at load).
+    pub fn limit(&self) -> Option<crate::domain::rate::RateLimit> {
+        crate::domain::rate::RateLimit::new(self.per_second, self.burst).ok()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

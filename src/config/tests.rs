@@ -98,6 +98,18 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "dispatcher.endpoint_max_in_flight",
         ),
         (
+            "[dispatcher.default_rate_limit]\nper_second = 0\nburst = 5\n",
+            "dispatcher.default_rate_limit.per_second",
+        ),
+        (
+            "[dispatcher.default_rate_limit]\nper_second = 1e6\nburst = 5\n",
+            "dispatcher.default_rate_limit.per_second",
+        ),
+        (
+            "[dispatcher.default_rate_limit]\nper_second = 10\nburst = 0\n",
+            "dispatcher.default_rate_limit.burst",
+        ),
+        (
             "[dispatcher]\ndisable_failing_endpoints_after_hours = 9999\n",
             "dispatcher.disable_failing_endpoints_after_hours",
         ),

@@ -223,6 +223,24 @@ impl Settings {
                 "must be at least 1",
             ));
         }
+        if let Some(limit) = &self.dispatcher.default_rate_limit {
+            use crate::domain::rate::{RateLimit, RateLimitError};
+            match RateLimit::new(limit.per_second, limit.burst) {
+                Err(RateLimitError::PerSecond) => {
+                    return Err(invalid(
+                        "dispatcher.default_rate_limit.per_second",
+                        "must be a number above 0 and at most 100000",
+                    ))
+                }
+                Err(RateLimitError::Burst) => {
+                    return Err(invalid(
+                        "dispatcher.default_rate_limit.burst",
+                        "must be a whole number from 1 to 100000",
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
         if self.dispatcher.lease_ms > 24 * 3600 * 1000 {
             return Err(invalid(
                 "dispatcher.lease_ms",

@@ -113,6 +113,8 @@ const ENDPOINTS: Table = Table {
         col("schedule_ms", BigIntList),
         col("schedule_name", Text),
         col("schedule_jitter", Real),
+        col("rate_limit_per_second", Real),
+        col("rate_limit_burst", Int),
         col("success_body", Text),
         col("permanent_statuses", IntList),
         col("headers", Json),

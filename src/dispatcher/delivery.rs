@@ -28,6 +28,8 @@ pub struct Plan {
     pub jitter: Jitter,
     /// The endpoint's own cap on concurrent deliveries, if it sets one.
     pub max_in_flight: Option<u32>,
+    /// The endpoint's own rate limit, if it sets one (`throttle`).
+    pub rate_limit: Option<crate::domain::rate::RateLimit>,
     pub disabled: bool,
     pub deleted: bool,
     /// The endpoint is pull: nothing is POSTed; its consumers take them.
@@ -67,6 +69,10 @@ impl Plan {
             permanent_statuses: endpoint.permanent_statuses,
             jitter: Jitter::stored(endpoint.schedule_jitter),
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
+            rate_limit: crate::domain::rate::RateLimit::stored(
+                endpoint.rate_limit_per_second,
+                endpoint.rate_limit_burst,
+            ),
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
             pull: endpoint.pull,

@@ -81,6 +81,11 @@ impl InFlight {
         }
     }
 
+    /// Deliveries to `endpoint` in flight now.
+    pub(super) fn count(&self, endpoint: Uuid) -> u32 {
+        self.by_endpoint.get(&endpoint).copied().unwrap_or(0)
+    }
+
     pub(super) fn finish(&mut self, endpoint: Uuid, id: Uuid) {
         if let Some(count) = self.by_endpoint.get_mut(&endpoint) {
             *count -= 1;

@@ -16,6 +16,7 @@ mod plans;
 mod recorder;
 pub mod refill;
 mod task;
+mod throttle;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,7 +26,6 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::config::Settings;
@@ -54,6 +54,8 @@ pub struct Dispatcher {
     settings: Arc<Settings>,
     wake: Arc<Notify>,
     handoff: Arc<Handoff>,
+    /// The rate limiter beside the due index (`throttle`).
+    limiter: crate::limiter::SharedLimiter,
 }
 
 /// The shared parts each delivery task needs.
@@ -83,6 +85,7 @@ impl Dispatcher {
         Self {
             store,
             housekeeping,
+            limiter: due.limiter(),
             due,
             sender,
             settings,
@@ -363,6 +366,8 @@ impl Dispatcher {
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
+        let default_limit = self.settings.dispatcher.default_rate_limit;
+        let mut throttle = throttle::Throttle::new(default_limit.and_then(|d| d.limit()));
         // Those this process is delivering, or holds the outcome of
         // unwritten: a claim that found them again (a lease ran out under a
         // stall, or a rebuild re-added them) leaves them to that attempt,
@@ -416,6 +421,12 @@ impl Dispatcher {
                 later.push((*id, now));
                 continue;
             };
+            // A limited endpoint's: its cap is counted where the limiter's
+            // answer is (`throttle`), so that a throttled one takes no room.
+            let Some((row, plan, due_at, permit)) = throttle.hold((row, plan, due_at, permit), cap)
+            else {
+                continue;
+            };
             {
                 let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                 if !in_flight.try_start(row.endpoint_id, row.id, cap) {
@@ -429,19 +440,13 @@ impl Dispatcher {
                     continue;
                 }
             }
-            let shared = shared.clone();
-            let outcomes = outcomes.clone();
-            let span = tracing::debug_span!(
-                "delivery",
-                notification_id = %row.id,
-                endpoint_id = %row.endpoint_id,
-                attempt = row.attempts + 1,
-                outcome = tracing::field::Empty,
-                status_code = tracing::field::Empty,
-                duration_ms = tracing::field::Empty,
-            );
-            tasks
-                .spawn(task::deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
+            task::start(shared, outcomes, tasks, (row, plan, due_at, permit));
+        }
+        let limited = throttle
+            .settle(&*self.limiter, shared, (now, due_by), &mut later)
+            .await;
+        for limited in limited {
+            task::start(shared, outcomes, tasks, limited);
         }
         if !orphans.is_empty() {
             // Deleting an endpoint cancels its pending notifications; these

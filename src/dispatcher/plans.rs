@@ -153,6 +153,8 @@ mod tests {
             success_body: None,
             permanent_statuses: Vec::new(),
             schedule_jitter: 0.0,
+            rate_limit_per_second: None,
+            rate_limit_burst: None,
             headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::task::JoinSet;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delivery::{self, Plan};
@@ -28,6 +30,27 @@ impl Shared {
         busy.extend(self.unrecorded.among(ids));
         busy
     }
+}
+
+/// Starts a delivery's task.
+pub(super) fn start(
+    shared: &Arc<Shared>,
+    outcomes: &mpsc::Sender<AttemptRecord>,
+    tasks: &mut JoinSet<()>,
+    (row, plan, due_at, permit): super::throttle::Start,
+) {
+    let shared = shared.clone();
+    let outcomes = outcomes.clone();
+    let span = tracing::debug_span!(
+        "delivery",
+        notification_id = %row.id,
+        endpoint_id = %row.endpoint_id,
+        attempt = row.attempts + 1,
+        outcome = tracing::field::Empty,
+        status_code = tracing::field::Empty,
+        duration_ms = tracing::field::Empty,
+    );
+    tasks.spawn(deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
 }
 
 /// Delivers `row` at `due_at` with `plan`, holding `permit` (a slot of

@@ -20,6 +20,7 @@ pub mod operator_event;
 pub mod outcome;
 pub mod problem;
 pub mod pull;
+pub mod rate;
 pub mod receiver_url;
 pub mod retention;
 pub mod schedule;

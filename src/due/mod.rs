@@ -164,6 +164,9 @@ pub trait DueIndex: Send + Sync + 'static {
     fn recovery(&self) -> Option<&dyn Recovery> {
         None
     }
+    /// The rate limiter that lives beside this index, shared by every
+    /// process that shares the index (`limiter`).
+    fn limiter(&self) -> crate::limiter::SharedLimiter;
 }
 
 /// What only an index that can lose data needs: to notice the loss (a

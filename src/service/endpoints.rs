@@ -15,6 +15,7 @@ use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
+use crate::domain::rate::{RateLimit, RateLimitError};
 use crate::domain::schedule::{Schedule, ScheduleJson};
 use crate::domain::secret::SigningSecret;
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
@@ -73,6 +74,14 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 0.5)]
     schedule_jitter: Option<Option<f64>>,
+    /// At most `per_second` deliveries a second to this endpoint, up to
+    /// `burst` at once, across every hookd process. A throttled
+    /// notification stays pending, costs no attempt, and is sent when its
+    /// slot comes. `null`: none of its own (`dispatcher.default_rate_limit`
+    /// applies, if set).
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<crate::domain::rate::RateLimit>)]
+    rate_limit: Option<Option<serde_json::Value>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -213,6 +222,11 @@ impl EndpointFields {
             }
             endpoint.schedule_jitter = jitter;
         }
+        if let Some(limit) = self.rate_limit {
+            let limit = limit.as_ref().map(parse_rate_limit).transpose()?;
+            endpoint.rate_limit_per_second = limit.map(|l| l.per_second);
+            endpoint.rate_limit_burst = limit.map(|l| l.burst as i32);
+        }
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
@@ -270,6 +284,36 @@ impl EndpointFields {
     }
 }
 
+/// `{"per_second": 10, "burst": 20}`, each part checked and named.
+fn parse_rate_limit(value: &serde_json::Value) -> Result<RateLimit, Problem> {
+    let shape = || {
+        Problem::invalid(
+            ErrorCode::InvalidValue,
+            "rate_limit",
+            "rate_limit is {\"per_second\": number, \"burst\": whole number}, or null for none of its own",
+        )
+    };
+    let fields = value.as_object().ok_or_else(shape)?;
+    if fields.keys().any(|k| k != "per_second" && k != "burst") {
+        return Err(shape());
+    }
+    let invalid = |error: RateLimitError| {
+        Problem::invalid(ErrorCode::InvalidValue, error.field(), error.to_string())
+    };
+    let per_second = fields
+        .get("per_second")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or(RateLimitError::PerSecond)
+        .map_err(invalid)?;
+    let burst = fields
+        .get("burst")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or(RateLimitError::Burst)
+        .map_err(invalid)?;
+    let burst = u32::try_from(burst).unwrap_or(u32::MAX);
+    RateLimit::new(per_second, burst).map_err(invalid)
+}
+
 pub(super) fn default_endpoint() -> Endpoint {
     let now = Utc::now();
     let schedule = Schedule::default();
@@ -286,6 +330,8 @@ pub(super) fn default_endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        rate_limit_per_second: None,
+        rate_limit_burst: None,
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

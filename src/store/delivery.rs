@@ -134,6 +134,9 @@ pub struct DeliveryEndpoint {
     /// The endpoint's `schedule_jitter`, applied where a retry's time is
     /// decided.
     pub schedule_jitter: f64,
+    /// The endpoint's own rate limit, both or neither.
+    pub rate_limit_per_second: Option<f64>,
+    pub rate_limit_burst: Option<i32>,
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,

@@ -63,6 +63,10 @@ pub struct Endpoint {
     /// Each wait of the schedule is scaled by a random factor in
     /// [1 − j, 1 + j] (`domain::jitter`); 0: the schedule exact.
     pub schedule_jitter: f64,
+    /// Its own rate limit (`domain::rate`), both or neither: none means
+    /// `dispatcher.default_rate_limit`, if set.
+    pub rate_limit_per_second: Option<f64>,
+    pub rate_limit_burst: Option<i32>,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     pub headers: BTreeMap<String, String>,
@@ -195,6 +199,8 @@ mod tests {
             schedule_ms: Vec::new(),
             schedule_name: None,
             schedule_jitter: 0.0,
+            rate_limit_per_second: None,
+            rate_limit_burst: None,
             success_body: None,
             permanent_statuses: Vec::new(),
             headers: BTreeMap::new(),

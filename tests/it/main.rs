@@ -31,6 +31,7 @@ mod private_networks;
 mod pull;
 mod pull_expiry;
 mod pull_leases;
+mod rate_limit;
 mod recover;
 mod redis_ha;
 mod resilience;

@@ -401,4 +401,8 @@ impl crate::due::DueIndex for RedisIndex {
     fn recovery(&self) -> Option<&dyn crate::due::Recovery> {
         Some(self)
     }
+
+    fn limiter(&self) -> crate::limiter::SharedLimiter {
+        std::sync::Arc::new(crate::limiter::redis::RedisLimiter::new(self.clone()))
+    }
 }

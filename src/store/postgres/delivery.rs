@@ -74,7 +74,7 @@ impl PgStore {
             sqlx::query_as::<_, DeliveryEndpoint>(
                 "SELECT id, version, COALESCE(url, '') AS url, secret, \
                      previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
-                     max_in_flight, disabled, schedule_jitter, \
+                     max_in_flight, disabled, schedule_jitter, rate_limit_per_second, rate_limit_burst, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id = ANY($1)",
             )

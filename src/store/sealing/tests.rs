@@ -35,6 +35,8 @@ fn endpoint(id: Uuid) -> Endpoint {
         schedule_ms: Vec::new(),
         schedule_name: None,
         schedule_jitter: 0.0,
+        rate_limit_per_second: None,
+        rate_limit_burst: None,
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),

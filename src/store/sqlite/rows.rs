@@ -74,7 +74,8 @@ fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
 /// The columns `endpoint` reads, spliced into queries (constants only).
 pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
+     rate_limit_per_second, rate_limit_burst";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -90,6 +91,8 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         schedule_ms: json(row, "schedule_ms")?,
         schedule_name: row.try_get("schedule_name")?,
         schedule_jitter: row.try_get("schedule_jitter")?,
+        rate_limit_per_second: row.try_get("rate_limit_per_second")?,
+        rate_limit_burst: row.try_get("rate_limit_burst")?,
         success_body: row.try_get("success_body")?,
         permanent_statuses: json(row, "permanent_statuses")?,
         headers: json(row, "headers")?,

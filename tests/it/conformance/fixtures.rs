@@ -49,6 +49,8 @@ pub fn endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        rate_limit_per_second: None,
+        rate_limit_burst: None,
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

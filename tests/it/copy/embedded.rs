@@ -88,6 +88,8 @@ pub async fn embedded(base: &str) -> Embedded {
             owner: Some("acme".into()),
             event_types: Some(vec!["order.*".into()]),
             schedule_jitter: 0.25,
+            rate_limit_per_second: Some(12.5),
+            rate_limit_burst: Some(7),
             ..fixtures::endpoint()
         },
     )

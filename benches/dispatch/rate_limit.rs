@@ -1,0 +1,205 @@
+//! `BENCH_ONLY=rate_limit`: what a rate limit costs (#35), in each mode.
+//! A drain of 20,000 due now to an endpoint with a limit that never binds
+//! (100,000/s, burst 100,000: every batch asks the limiter, once) against
+//! the same drain with no limit; the same drain beside 20,000 notifications
+//! throttled behind another endpoint (10/s, burst 20); and hookd's CPU
+//! while those 20,000 wait, once each has its slot (claimed about twice
+//! each: once to reserve a slot, once to send). 20,000 rather than the
+//! issue's 100,000 keeps the seeding to seconds; the waiting cost does not
+//! grow with the backlog, which sits in the index until its slot.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use super::{
+    batch_bodies, cpu_seconds, create_endpoint, embedded, post_batches, receive, receiver_listener,
+    reset, seeded, wait_count, Hookd, Received, Whose,
+};
+
+const DRAIN: usize = 20_000;
+const THROTTLED: usize = 20_000;
+/// How long hookd's CPU is read while the throttled backlog waits.
+const IDLE: Duration = Duration::from_secs(20);
+
+/// Where the services and receivers are.
+pub struct Bench<'a> {
+    pub pool: &'a PgPool,
+    pub database_url: &'a str,
+    pub redis_url: &'a str,
+    pub received: &'a Arc<Received>,
+    pub receiver_url: &'a str,
+}
+
+/// One round: how the healthy endpoint drained, and hookd's CPU (share of
+/// one core) while the throttled backlog waited, if there was one.
+struct Round {
+    rate: f64,
+    waiting_cpu: Option<f64>,
+    throttled_sent: u64,
+}
+
+enum Kind {
+    Plain,
+    NotBinding,
+    Beside,
+}
+
+/// Creates the endpoints and posts the notifications through `api`.
+async fn seed(
+    client: &reqwest::Client,
+    api: &Hookd,
+    receiver_url: &str,
+    slow_url: &str,
+    kind: &Kind,
+) {
+    let endpoint = create_endpoint(client, api, receiver_url).await;
+    if matches!(kind, Kind::NotBinding) {
+        let limit = json!({"rate_limit": {"per_second": 100000, "burst": 100000}});
+        let response = client
+            .patch(format!("{}/v1/endpoints/{endpoint}", api.base))
+            .json(&limit)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+    }
+    let mut bodies = batch_bodies(
+        DRAIN,
+        |i| json!({"endpoint": endpoint, "payload": {"i": i}}),
+    );
+    if matches!(kind, Kind::Beside) {
+        let slow: Value = client
+            .post(format!("{}/v1/endpoints", api.base))
+            .json(&json!({"url": slow_url, "rate_limit": {"per_second": 10, "burst": 20}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let slow = slow["id"].as_str().unwrap().to_string();
+        // Posted first: the throttled backlog is ahead of the healthy one.
+        let mut first = batch_bodies(
+            THROTTLED,
+            |i| json!({"endpoint": slow, "payload": {"i": i}}),
+        );
+        first.append(&mut bodies);
+        bodies = first;
+        bodies.reverse();
+    }
+    post_batches(client, &api.base, bodies, 2).await;
+}
+
+/// Drains, then reads hookd's CPU while the throttled backlog waits.
+async fn measure(bench: &Bench<'_>, slow: &Arc<Received>, kind: &Kind) -> Round {
+    wait_count(bench.received, DRAIN as u64, Duration::from_secs(300)).await;
+    let rate = DRAIN as f64 / bench.received.span().as_secs_f64();
+    let mut waiting_cpu = None;
+    if matches!(kind, Kind::Beside) {
+        // Every throttled one reserved its slot by now; what is left is
+        // one claim per slot.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let before = cpu_seconds(Whose::Hookd);
+        let started = Instant::now();
+        tokio::time::sleep(IDLE).await;
+        let used = cpu_seconds(Whose::Hookd) - before;
+        waiting_cpu = Some(used / started.elapsed().as_secs_f64());
+    }
+    Round {
+        rate,
+        waiting_cpu,
+        throttled_sent: slow.count.load(std::sync::atomic::Ordering::SeqCst),
+    }
+}
+
+async fn server_round(
+    bench: &Bench<'_>,
+    slow: &Arc<Received>,
+    slow_url: &str,
+    kind: Kind,
+    n: usize,
+) -> Round {
+    reset(bench.pool).await;
+    let prefix = format!("bench-rate-{n}");
+    let client = reqwest::Client::new();
+    let api = Hookd::start(bench.database_url, bench.redis_url, &prefix, "api").await;
+    seed(&client, &api, bench.receiver_url, slow_url, &kind).await;
+    api.stop();
+    seeded(bench.pool, bench.redis_url, &prefix).await;
+    bench.received.reset();
+    slow.reset();
+    let dispatcher = Hookd::start(bench.database_url, bench.redis_url, &prefix, "dispatcher").await;
+    let round = measure(bench, slow, &kind).await;
+    dispatcher.stop();
+    round
+}
+
+async fn embedded_round(
+    bench: &Bench<'_>,
+    slow: &Arc<Received>,
+    slow_url: &str,
+    kind: Kind,
+) -> Round {
+    let data = embedded::DataDir::new();
+    let client = reqwest::Client::new();
+    let api = embedded::start(&data, &[("HOOKD_DISPATCHER__ENABLED", "false")]).await;
+    seed(&client, &api, bench.receiver_url, slow_url, &kind).await;
+    api.stop();
+    bench.received.reset();
+    slow.reset();
+    let dispatcher = embedded::start(&data, &[]).await;
+    let round = measure(bench, slow, &kind).await;
+    dispatcher.stop();
+    round
+}
+
+pub async fn scenario(bench: &Bench<'_>, server: bool, embedded: bool) {
+    let slow = Arc::new(Received::default());
+    let app = axum::Router::new()
+        .fallback(receive)
+        .with_state(slow.clone());
+    let listener = receiver_listener("127.0.0.1:0".parse().unwrap());
+    let slow_url = format!("http://{}/slow", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut modes = Vec::new();
+    if server {
+        modes.push("server");
+    }
+    if embedded {
+        modes.push("embedded");
+    }
+    for (i, mode) in modes.into_iter().enumerate() {
+        let mut rounds = Vec::new();
+        for (j, kind) in [Kind::Plain, Kind::NotBinding, Kind::Beside]
+            .into_iter()
+            .enumerate()
+        {
+            rounds.push(if mode == "server" {
+                server_round(bench, &slow, &slow_url, kind, i * 3 + j).await
+            } else {
+                embedded_round(bench, &slow, &slow_url, kind).await
+            });
+        }
+        let (plain, limited, beside) = (&rounds[0], &rounds[1], &rounds[2]);
+        println!(
+            "rate_limit ({mode}): drain of {DRAIN} due now: {:.0}/s without a limit, {:.0}/s with one that does not bind: {:.2} (target ≥ 0.95)",
+            plain.rate,
+            limited.rate,
+            limited.rate / plain.rate
+        );
+        println!(
+            "rate_limit ({mode}): the same drain beside {THROTTLED} throttled at 10/s: {:.0}/s, {:.2} of alone (target ≥ 0.9)",
+            beside.rate,
+            beside.rate / plain.rate
+        );
+        println!(
+            "rate_limit ({mode}): hookd's CPU while {THROTTLED} throttled wait, over {} s: {:.2} % of one core (target ≤ 2 %); {} sent to the throttled endpoint from the start of its drain",
+            IDLE.as_secs(),
+            beside.waiting_cpu.unwrap_or_default() * 100.0,
+            beside.throttled_sent
+        );
+    }
+}

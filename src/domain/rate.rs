@@ -1,0 +1,221 @@
+//! An endpoint's rate limit (`{"per_second": 10, "burst": 20}`) and the
+//! rule that enforces it: GCRA, the generic cell rate algorithm, as
+//! virtual scheduling. A bucket keeps one time, its TAT (the theoretical
+//! arrival time of the next request at the sustained rate); a request at
+//! `now` may go at `max(now, TAT − (burst − 1)·T)`, `T = 1 / per_second`,
+//! and moves TAT on by `T`.
+//!
+//! A request that may not go now is not refused: it *reserves* the slot it
+//! was given (TAT moved on for it), and comes back at that slot, when it is
+//! sent without taking a second slot. So a backlog behind a limit is looked
+//! at about twice per notification (once to reserve, once to send), never
+//! polled. A reservation names the bucket's *epoch* (when the bucket was
+//! started): a change of the limit starts the bucket again, which voids
+//! the reservations made under the old one (each takes a slot under the
+//! new limit when it comes back).
+//!
+//! Times are integer microseconds since the epoch, so that the Redis
+//! script (`limiter/redis/gcra.lua`, a line-by-line transcription of
+//! `decide`) computes exactly what this does: Lua's numbers hold them
+//! exactly.
+
+use std::time::Duration;
+
+/// Largest `per_second` and `burst`.
+pub const MAX_PER_SECOND: f64 = 100_000.0;
+pub const MAX_BURST: u32 = 100_000;
+
+/// How long a reservation (and a bucket after its last slot) is kept past
+/// its time: a notification that comes back later than this (its process
+/// died, its claim was late) takes a new slot, which only delays it.
+pub const RESERVATION_GRACE: Duration = Duration::from_secs(600);
+
+/// An endpoint's limit: `per_second` sustained, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct RateLimit {
+    /// Sustained rate, requests per second: more than 0, at most 100000.
+    #[schema(exclusive_minimum = 0.0, maximum = 100000.0, example = 10.0)]
+    pub per_second: f64,
+    /// Requests that may go at once after a quiet spell: 1 to 100000.
+    #[schema(minimum = 1, maximum = 100000, example = 20)]
+    pub burst: u32,
+}
+
+/// Which part of a rate limit is out of bounds (the API names the field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RateLimitError {
+    #[error("per_second is a number above 0 and at most 100000")]
+    PerSecond,
+    #[error("burst is a whole number from 1 to 100000")]
+    Burst,
+}
+
+impl RateLimitError {
+    /// The field, as the API names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::PerSecond => "rate_limit.per_second",
+            Self::Burst => "rate_limit.burst",
+        }
+    }
+}
+
+impl RateLimit {
+    /// A limit within bounds (NaN and infinities are not).
+    pub fn new(per_second: f64, burst: u32) -> Result<Self, RateLimitError> {
+        if !(per_second.is_finite() && per_second > 0.0 && per_second <= MAX_PER_SECOND) {
+            return Err(RateLimitError::PerSecond);
+        }
+        if !(1..=MAX_BURST).contains(&burst) {
+            return Err(RateLimitError::Burst);
+        }
+        Ok(Self { per_second, burst })
+    }
+
+    /// The two stored columns: none unless both are there and in bounds
+    /// (the databases check the bounds too).
+    pub fn stored(per_second: Option<f64>, burst: Option<i32>) -> Option<Self> {
+        let burst = u32::try_from(burst?).ok()?;
+        Self::new(per_second?, burst).ok()
+    }
+
+    /// `T`: microseconds between two requests at the sustained rate,
+    /// rounded up (never faster than asked).
+    pub fn interval_us(self) -> i64 {
+        (1_000_000.0 / self.per_second).ceil() as i64
+    }
+
+    /// How far ahead of TAT a request may go: `(burst − 1)·T`.
+    pub fn tolerance_us(self) -> i64 {
+        i64::from(self.burst - 1) * self.interval_us()
+    }
+
+    /// Names the limit in a bucket: a bucket kept under another tag is
+    /// started again.
+    pub fn tag(self) -> String {
+        format!("{}/{}", self.per_second, self.burst)
+    }
+}
+
+/// What a bucket keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bucket {
+    /// The theoretical arrival time of the next request (µs).
+    pub tat_us: i64,
+    /// When the bucket was started (µs): names its reservations.
+    pub epoch_us: i64,
+    /// The limit it was kept under (`RateLimit::tag`).
+    pub tag: String,
+}
+
+/// A slot a notification holds in its endpoint's bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    pub at_us: i64,
+    /// The epoch of the bucket it was taken in.
+    pub epoch_us: i64,
+}
+
+/// What the rule says of one notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Send at `at_us` (no later than the batch's `due_by`); a reservation
+    /// it held is used up.
+    Send { at_us: i64 },
+    /// Not yet: it now holds the slot at `at_us`; come back then. A slot
+    /// by `due_by` means its time has come but the endpoint has no room
+    /// (its concurrency cap): it comes back when there is, and is sent on
+    /// the slot it holds.
+    Reserve { at_us: i64 },
+    /// Not yet: it already holds the slot at `at_us` (came back early, or
+    /// its time has come and the endpoint has no room).
+    Wait { at_us: i64 },
+}
+
+impl Decision {
+    /// When the notification goes (or comes back), µs.
+    pub fn at_us(self) -> i64 {
+        match self {
+            Self::Send { at_us } | Self::Reserve { at_us } | Self::Wait { at_us } => at_us,
+        }
+    }
+}
+
+/// Decides, in order, for the notifications of one endpoint a batch would
+/// start: `held[i]` is the reservation the i-th holds, if any. `bucket` is
+/// the endpoint's bucket (none: never used, or expired). Those whose slot
+/// is by `due_by_us` are sent (at their slot, which may be a little after
+/// `now_us`: a claim takes what is due a little ahead), up to `room` (what
+/// the endpoint's concurrency cap leaves); past it they keep or take
+/// their slot, so that no token is spent on a delivery the cap defers.
+/// Returns the bucket to keep and a decision per notification; the caller
+/// stores a reservation for each `Reserve` and drops the one of each
+/// `Send`.
+pub fn decide(
+    bucket: Option<Bucket>,
+    limit: RateLimit,
+    (now_us, due_by_us): (i64, i64),
+    room: usize,
+    held: &[Option<Reservation>],
+) -> (Bucket, Vec<Decision>) {
+    let tag = limit.tag();
+    let (interval, tolerance) = (limit.interval_us(), limit.tolerance_us());
+    let mut bucket = match bucket {
+        Some(bucket) if bucket.tag == tag => bucket,
+        _ => Bucket {
+            tat_us: now_us,
+            epoch_us: now_us,
+            tag,
+        },
+    };
+    let mut sent = 0;
+    let decisions = held
+        .iter()
+        .map(|held| match held {
+            Some(reservation) if reservation.epoch_us == bucket.epoch_us => {
+                if reservation.at_us <= due_by_us && sent < room {
+                    sent += 1;
+                    Decision::Send {
+                        at_us: reservation.at_us.max(now_us),
+                    }
+                } else {
+                    Decision::Wait {
+                        at_us: reservation.at_us,
+                    }
+                }
+            }
+            _ => {
+                let base = bucket.tat_us.max(now_us);
+                let slot = now_us.max(base - tolerance);
+                bucket.tat_us = base + interval;
+                if slot <= due_by_us && sent < room {
+                    sent += 1;
+                    Decision::Send { at_us: slot }
+                } else {
+                    Decision::Reserve { at_us: slot }
+                }
+            }
+        })
+        .collect();
+    (bucket, decisions)
+}
+
+/// How long to keep `bucket` after `now_us` (µs): until its TAT has passed
+/// (a bucket whose TAT is past is as good as none) and the grace of its
+/// last reservation, so a reservation never outlives the epoch it names.
+pub fn bucket_ttl_us(bucket: &Bucket, now_us: i64) -> i64 {
+    (bucket.tat_us - now_us).max(0) + grace_us()
+}
+
+/// How long to keep a reservation for `at_us` after `now_us` (µs).
+pub fn reservation_ttl_us(at_us: i64, now_us: i64) -> i64 {
+    (at_us - now_us).max(0) + grace_us()
+}
+
+pub fn grace_us() -> i64 {
+    RESERVATION_GRACE.as_micros() as i64
+}
+
+#[cfg(test)]
+#[path = "rate_tests.rs"]
+mod tests;

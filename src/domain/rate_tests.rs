@@ -1,0 +1,269 @@
+use super::*;
+
+const S: i64 = 1_000_000;
+const NOW: i64 = 1_700_000_000 * S;
+
+fn limit(per_second: f64, burst: u32) -> RateLimit {
+    RateLimit::new(per_second, burst).unwrap()
+}
+
+fn fresh(n: usize) -> Vec<Option<Reservation>> {
+    vec![None; n]
+}
+
+#[test]
+fn limits_out_of_bounds_name_their_field() {
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 100_000.5, -0.0] {
+        assert_eq!(
+            RateLimit::new(bad, 1),
+            Err(RateLimitError::PerSecond),
+            "{bad}"
+        );
+    }
+    for bad in [0, 100_001] {
+        assert_eq!(
+            RateLimit::new(1.0, bad),
+            Err(RateLimitError::Burst),
+            "{bad}"
+        );
+    }
+    assert_eq!(RateLimitError::Burst.field(), "rate_limit.burst");
+    assert!(RateLimit::new(100_000.0, 100_000).is_ok());
+    assert!(RateLimit::new(0.001, 1).is_ok());
+}
+
+#[test]
+fn a_stored_limit_needs_both_columns_in_bounds() {
+    assert_eq!(
+        RateLimit::stored(Some(10.0), Some(20)),
+        Some(limit(10.0, 20))
+    );
+    assert_eq!(RateLimit::stored(Some(10.0), None), None);
+    assert_eq!(RateLimit::stored(None, Some(20)), None);
+    assert_eq!(RateLimit::stored(Some(10.0), Some(-1)), None);
+}
+
+#[test]
+fn the_interval_rounds_up_so_the_rate_is_never_exceeded() {
+    assert_eq!(limit(10.0, 1).interval_us(), 100_000);
+    assert_eq!(limit(3.0, 1).interval_us(), 333_334);
+    assert_eq!(limit(100_000.0, 1).interval_us(), 10);
+    assert_eq!(limit(10.0, 20).tolerance_us(), 19 * 100_000);
+}
+
+#[test]
+fn a_fresh_bucket_sends_the_burst_at_once_and_reserves_the_rest_one_interval_apart() {
+    let (bucket, decisions) = decide(None, limit(10.0, 20), (NOW, NOW), usize::MAX, &fresh(25));
+    for decision in &decisions[..20] {
+        assert_eq!(*decision, Decision::Send { at_us: NOW });
+    }
+    for (i, decision) in decisions[20..].iter().enumerate() {
+        let at_us = NOW + (i as i64 + 1) * 100_000;
+        assert_eq!(*decision, Decision::Reserve { at_us });
+    }
+    assert_eq!(bucket.tat_us, NOW + 25 * 100_000);
+    assert_eq!(bucket.epoch_us, NOW);
+}
+
+#[test]
+fn a_slot_within_the_claim_ahead_is_sent_at_its_time() {
+    let (_, decisions) = decide(
+        None,
+        limit(10.0, 1),
+        (NOW, NOW + 150_000),
+        usize::MAX,
+        &fresh(3),
+    );
+    assert_eq!(
+        decisions,
+        vec![
+            Decision::Send { at_us: NOW },
+            Decision::Send {
+                at_us: NOW + 100_000
+            },
+            Decision::Reserve {
+                at_us: NOW + 200_000
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_reservation_coming_back_at_its_slot_is_sent_without_taking_another() {
+    let (bucket, decisions) = decide(None, limit(10.0, 1), (NOW, NOW), usize::MAX, &fresh(2));
+    let Decision::Reserve { at_us } = decisions[1] else {
+        panic!("the second is reserved: {decisions:?}");
+    };
+    let tat = bucket.tat_us;
+    let held = Reservation {
+        at_us,
+        epoch_us: bucket.epoch_us,
+    };
+    let (bucket, decisions) = decide(
+        Some(bucket),
+        limit(10.0, 1),
+        (at_us, at_us),
+        usize::MAX,
+        &[Some(held)],
+    );
+    assert_eq!(decisions, vec![Decision::Send { at_us }]);
+    assert_eq!(bucket.tat_us, tat, "no second slot taken");
+}
+
+#[test]
+fn a_reservation_coming_back_early_waits_for_its_slot() {
+    let (bucket, decisions) = decide(None, limit(1.0, 1), (NOW, NOW), usize::MAX, &fresh(2));
+    let at_us = decisions[1].at_us();
+    let held = Reservation {
+        at_us,
+        epoch_us: bucket.epoch_us,
+    };
+    let (_, decisions) = decide(
+        Some(bucket),
+        limit(1.0, 1),
+        (NOW + 1, NOW + 1),
+        usize::MAX,
+        &[Some(held)],
+    );
+    assert_eq!(decisions, vec![Decision::Wait { at_us }]);
+}
+
+#[test]
+fn a_quiet_spell_refills_the_burst_but_no_more() {
+    let (bucket, _) = decide(None, limit(10.0, 5), (NOW, NOW), usize::MAX, &fresh(5));
+    let later = NOW + 60 * S;
+    let (_, decisions) = decide(
+        Some(bucket),
+        limit(10.0, 5),
+        (later, later),
+        usize::MAX,
+        &fresh(7),
+    );
+    let sent = decisions
+        .iter()
+        .filter(|d| matches!(d, Decision::Send { .. }))
+        .count();
+    assert_eq!(sent, 5);
+}
+
+#[test]
+fn a_partly_refilled_bucket_sends_what_it_has_earned() {
+    let (bucket, _) = decide(None, limit(10.0, 5), (NOW, NOW), usize::MAX, &fresh(5));
+    // 5 sent at NOW: TAT = NOW + 0.5 s; 0.3 s later 3 tokens are back.
+    let later = NOW + 300_000;
+    let (_, decisions) = decide(
+        Some(bucket),
+        limit(10.0, 5),
+        (later, later),
+        usize::MAX,
+        &fresh(4),
+    );
+    assert_eq!(
+        decisions,
+        vec![
+            Decision::Send { at_us: later },
+            Decision::Send { at_us: later },
+            Decision::Send { at_us: later },
+            Decision::Reserve {
+                at_us: NOW + 400_000
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_changed_limit_starts_the_bucket_again_and_voids_old_reservations() {
+    let (bucket, decisions) = decide(None, limit(1.0, 1), (NOW, NOW), usize::MAX, &fresh(3));
+    let held = Reservation {
+        at_us: decisions[2].at_us(),
+        epoch_us: bucket.epoch_us,
+    };
+    let later = NOW + 10;
+    let (bucket, decisions) = decide(
+        Some(bucket),
+        limit(2.0, 1),
+        (later, later),
+        usize::MAX,
+        &[Some(held)],
+    );
+    assert_eq!(bucket.epoch_us, later);
+    assert_eq!(bucket.tag, limit(2.0, 1).tag());
+    assert_eq!(decisions, vec![Decision::Send { at_us: later }]);
+}
+
+#[test]
+fn a_void_reservation_of_a_busy_bucket_takes_a_new_slot() {
+    let (bucket, _) = decide(None, limit(1.0, 1), (NOW, NOW), usize::MAX, &fresh(3));
+    let stale = Reservation {
+        at_us: NOW,
+        epoch_us: NOW - 1,
+    };
+    let (_, decisions) = decide(
+        Some(bucket),
+        limit(1.0, 1),
+        (NOW, NOW),
+        usize::MAX,
+        &[Some(stale)],
+    );
+    assert_eq!(decisions, vec![Decision::Reserve { at_us: NOW + 3 * S }]);
+}
+
+#[test]
+fn a_backlog_is_spread_at_the_rate_over_any_window() {
+    // 300 asked for in batches of 50 at the same instant, 10/s burst 20.
+    let l = limit(10.0, 20);
+    let mut bucket = None;
+    let mut times = Vec::new();
+    for _ in 0..6 {
+        let (b, decisions) = decide(bucket, l, (NOW, NOW), usize::MAX, &fresh(50));
+        bucket = Some(b);
+        times.extend(decisions.iter().map(|d| d.at_us()));
+    }
+    times.sort_unstable();
+    assert_eq!(times.iter().filter(|t| **t == NOW).count(), 20);
+    for (i, start) in times.iter().enumerate() {
+        let in_window = times[i..]
+            .iter()
+            .take_while(|t| **t < start + 5 * S)
+            .count();
+        let allowance = if *start == NOW { 20 + 49 } else { 50 };
+        assert!(in_window <= allowance, "{in_window} in 5 s from {start}");
+    }
+}
+
+#[test]
+fn keeping_times_cover_the_last_slot_and_the_grace() {
+    let bucket = Bucket {
+        tat_us: NOW + 5 * S,
+        epoch_us: NOW,
+        tag: String::new(),
+    };
+    assert_eq!(bucket_ttl_us(&bucket, NOW), 5 * S + grace_us());
+    assert_eq!(bucket_ttl_us(&bucket, NOW + 10 * S), grace_us());
+    assert_eq!(reservation_ttl_us(NOW + S, NOW), S + grace_us());
+}
+
+#[test]
+fn past_the_room_the_cap_leaves_a_sendable_one_holds_its_slot_without_a_second_token() {
+    let l = limit(10.0, 5);
+    let (bucket, decisions) = decide(None, l, (NOW, NOW), 2, &fresh(3));
+    assert_eq!(
+        decisions,
+        vec![
+            Decision::Send { at_us: NOW },
+            Decision::Send { at_us: NOW },
+            Decision::Reserve { at_us: NOW },
+        ]
+    );
+    let tat = bucket.tat_us;
+    let held = Some(Reservation {
+        at_us: NOW,
+        epoch_us: bucket.epoch_us,
+    });
+    let later = NOW + 1_000;
+    let (bucket, decisions) = decide(Some(bucket), l, (later, later), 0, &[held]);
+    assert_eq!(decisions, vec![Decision::Wait { at_us: NOW }]);
+    let (bucket, decisions) = decide(Some(bucket), l, (later, later), 1, &[held]);
+    assert_eq!(decisions, vec![Decision::Send { at_us: later }]);
+    assert_eq!(bucket.tat_us, tat, "its slot was kept, no other taken");
+}

@@ -1,0 +1,108 @@
+//! The rate limiter of one process (embedded mode): buckets and
+//! reservations in maps, pruned of what has expired now and then.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Ask, Limiter, LimiterError};
+use crate::domain::rate::{
+    bucket_ttl_us, decide, reservation_ttl_us, Bucket, Decision, Reservation,
+};
+
+/// How often expired buckets and reservations are dropped (µs).
+const PRUNE_EVERY_US: i64 = 60_000_000;
+
+#[derive(Debug, Default)]
+pub struct MemoryLimiter {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Endpoint → its bucket, and when it expires (µs).
+    buckets: HashMap<Uuid, (Bucket, i64)>,
+    /// Notification → the slot it holds, and when that expires (µs).
+    reservations: HashMap<Uuid, (Reservation, i64)>,
+    next_prune_us: i64,
+}
+
+impl MemoryLimiter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reservations held (expired ones not yet pruned included).
+    pub fn reservations(&self) -> usize {
+        self.state.lock().expect("limiter lock").reservations.len()
+    }
+}
+
+impl State {
+    fn prune(&mut self, now_us: i64) {
+        if now_us < self.next_prune_us {
+            return;
+        }
+        self.buckets.retain(|_, (_, expires)| *expires > now_us);
+        self.reservations
+            .retain(|_, (_, expires)| *expires > now_us);
+        self.next_prune_us = now_us + PRUNE_EVERY_US;
+    }
+}
+
+#[async_trait::async_trait]
+impl Limiter for MemoryLimiter {
+    async fn admit(
+        &self,
+        now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
+        asks: &[Ask],
+    ) -> Result<Vec<Decision>, LimiterError> {
+        let (now_us, due_by_us) = (now.timestamp_micros(), due_by.timestamp_micros());
+        let mut state = self.state.lock().expect("limiter lock");
+        state.prune(now_us);
+        let mut out = Vec::with_capacity(asks.iter().map(|a| a.notifications.len()).sum());
+        for ask in asks {
+            let bucket = state
+                .buckets
+                .remove(&ask.endpoint)
+                .filter(|(_, expires)| *expires > now_us)
+                .map(|(bucket, _)| bucket);
+            let held: Vec<Option<Reservation>> = ask
+                .notifications
+                .iter()
+                .map(|id| {
+                    state
+                        .reservations
+                        .get(id)
+                        .filter(|(_, expires)| *expires > now_us)
+                        .map(|(reservation, _)| *reservation)
+                })
+                .collect();
+            let (bucket, decisions) =
+                decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
+            for (id, decision) in ask.notifications.iter().zip(&decisions) {
+                match *decision {
+                    Decision::Send { .. } => {
+                        state.reservations.remove(id);
+                    }
+                    Decision::Reserve { at_us } => {
+                        let reservation = Reservation {
+                            at_us,
+                            epoch_us: bucket.epoch_us,
+                        };
+                        let expires = now_us + reservation_ttl_us(at_us, now_us);
+                        state.reservations.insert(*id, (reservation, expires));
+                    }
+                    Decision::Wait { .. } => {}
+                }
+            }
+            let expires = now_us + bucket_ttl_us(&bucket, now_us);
+            state.buckets.insert(ask.endpoint, (bucket, expires));
+            out.extend(decisions);
+        }
+        Ok(out)
+    }
+}

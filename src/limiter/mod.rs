@@ -1,0 +1,53 @@
+//! The rate limiter: for the notifications a batch would start, which may
+//! go now and when each of the others may (`domain::rate`, GCRA with
+//! reservations). Its state must be shared as widely as the due index's,
+//! so each index brings its own (`DueIndex::limiter`): `redis` for the
+//! Redis index (every process of a deployment, one script call per batch)
+//! and `memory` for the in-process one (embedded mode, one process).
+
+pub mod memory;
+pub mod redis;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::domain::rate::{Decision, RateLimit};
+use crate::due::DueError;
+
+/// What the limiter was asked for one endpoint: its notifications in the
+/// batch, in the order they would start.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    pub endpoint: Uuid,
+    pub limit: RateLimit,
+    /// How many may start now: what the endpoint's concurrency cap leaves.
+    pub room: usize,
+    pub notifications: Vec<Uuid>,
+}
+
+/// Why the limiter could not decide.
+#[derive(Debug, thiserror::Error)]
+pub enum LimiterError {
+    #[error("rate limiter unavailable: {0}")]
+    Unavailable(#[from] DueError),
+    #[error("the rate limiter answered {got} values for {asked} notifications")]
+    Malformed { got: usize, asked: usize },
+}
+
+#[async_trait::async_trait]
+pub trait Limiter: Send + Sync + 'static {
+    /// Decides for every notification of `asks`, in one step whatever
+    /// their number: a decision per notification, in the order asked
+    /// (each ask's, one ask after the other). Those whose slot is by
+    /// `due_by` are `Send`; the others hold a slot to come back at.
+    async fn admit(
+        &self,
+        now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
+        asks: &[Ask],
+    ) -> Result<Vec<Decision>, LimiterError>;
+}
+
+pub type SharedLimiter = Arc<dyn Limiter>;

@@ -1,0 +1,90 @@
+//! The rate limiter on Redis (server mode): every process of a deployment
+//! shares each endpoint's bucket. One script call (`gcra.lua`, EVALSHA)
+//! decides a whole batch; the keys live beside the due index's, under its
+//! prefix and hash tag, and expire by themselves (a bucket once its last
+//! slot and the grace have passed, a reservation the grace after its slot).
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use redis::Script;
+
+use super::{Ask, Limiter, LimiterError};
+use crate::domain::rate::{grace_us, Decision};
+use crate::due::redis::RedisIndex;
+use crate::due::DueError;
+
+static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("gcra.lua")));
+
+/// Shares the due index's connection and prefix.
+pub struct RedisLimiter {
+    index: RedisIndex,
+    base: String,
+}
+
+impl RedisLimiter {
+    pub fn new(index: RedisIndex) -> Self {
+        let prefix = index.prefix();
+        let base = format!("{prefix}:{{{prefix}}}:rate");
+        Self { index, base }
+    }
+}
+
+#[async_trait::async_trait]
+impl Limiter for RedisLimiter {
+    async fn admit(
+        &self,
+        now: DateTime<Utc>,
+        due_by: DateTime<Utc>,
+        asks: &[Ask],
+    ) -> Result<Vec<Decision>, LimiterError> {
+        let asked: usize = asks.iter().map(|a| a.notifications.len()).sum();
+        if asked == 0 {
+            return Ok(Vec::new());
+        }
+        let mut invocation = GCRA.prepare_invoke();
+        invocation
+            .key(&self.base)
+            .arg(now.timestamp_micros())
+            .arg(due_by.timestamp_micros())
+            .arg(grace_us());
+        for ask in asks {
+            invocation
+                .arg(ask.endpoint.simple().to_string())
+                .arg(ask.limit.tag())
+                .arg(ask.limit.interval_us())
+                .arg(ask.limit.tolerance_us())
+                .arg(ask.room)
+                .arg(ask.notifications.len());
+            for id in &ask.notifications {
+                invocation.arg(id.simple().to_string());
+            }
+        }
+        let mut conn = self.index.conn().await?;
+        let limit = self.index.timeout;
+        let reply: Vec<i64> = self.index.observed(
+            match tokio::time::timeout(limit, invocation.invoke_async(&mut conn)).await {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(limit)),
+            },
+        )?;
+        if reply.len() != 2 * asked {
+            return Err(LimiterError::Malformed {
+                got: reply.len(),
+                asked,
+            });
+        }
+        reply
+            .chunks_exact(2)
+            .map(|pair| match pair[0] {
+                0 => Ok(Decision::Send { at_us: pair[1] }),
+                1 => Ok(Decision::Reserve { at_us: pair[1] }),
+                2 => Ok(Decision::Wait { at_us: pair[1] }),
+                _ => Err(LimiterError::Malformed {
+                    got: reply.len(),
+                    asked,
+                }),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,318 @@
+//! Rate limits per endpoint (DESIGN.md §16) on each backend: a burst, then
+//! the rate, measured at a real receiver, with two hookd processes sharing
+//! PostgreSQL and Redis (one in embedded mode); a throttled notification
+//! costs no attempt; bad limits are refused naming the field; and the
+//! Redis script decides exactly as the rule in `domain::rate` does.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use hookd::domain::rate::{Decision, RateLimit};
+use hookd::due::memory::MemoryIndex;
+use hookd::due::redis::RedisIndex;
+use hookd::due::DueIndex;
+use hookd::limiter::Ask;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::backends::Backend;
+use crate::helpers::{eventually, new_prefix, redis_url, test_settings_with_prefix, TestApp};
+use crate::receiver::Receiver;
+
+const PER_SECOND: f64 = 50.0;
+const BURST: usize = 20;
+const COUNT: usize = 300;
+
+/// hookd twice on PostgreSQL (two processes sharing it and Redis), once
+/// embedded.
+async fn instances(backend: &Backend) -> Vec<TestApp> {
+    let prefix = new_prefix();
+    let settings = || test_settings_with_prefix(&redis_url(), &prefix, "");
+    let mut apps = vec![backend.spawn_settings(settings()).await];
+    if !backend.is_embedded() {
+        apps.push(backend.spawn_settings(settings()).await);
+    }
+    apps
+}
+
+/// How many of the sorted `times` fall in `[start, start + window)`.
+fn within(times: &[DateTime<Utc>], start: DateTime<Utc>, window: chrono::Duration) -> usize {
+    times
+        .iter()
+        .filter(|t| **t >= start && **t < start + window)
+        .count()
+}
+
+async fn a_burst_arrives_together_then_the_rate_holds_over_any_window(backend: Backend) {
+    let apps = instances(&backend).await;
+    let app = &apps[0];
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "partner", "url": receiver.url("/partner"),
+        "rate_limit": {"per_second": PER_SECOND, "burst": BURST}}))
+        .await;
+    // All due at the same instant, a little ahead, so that both processes
+    // find them due together.
+    let at = (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339();
+    let items: Vec<Value> = (0..COUNT)
+        .map(|n| json!({"endpoint": "partner", "payload": {"n": n}, "deliver_at": at}))
+        .collect();
+    let (status, _) = app
+        .post("/v1/notifications/batch", json!({"notifications": items}))
+        .await;
+    assert!(status.is_success(), "{status}");
+
+    let (distinct, total) = receiver
+        .wait_distinct("/partner", COUNT, Duration::from_secs(60))
+        .await;
+    assert_eq!((distinct, total), (COUNT, COUNT), "none sent twice");
+    let mut times: Vec<DateTime<Utc>> =
+        receiver.received("/partner").iter().map(|r| r.at).collect();
+    times.sort();
+
+    // The burst together: the first 20 within a moment of each other.
+    assert!(
+        times[BURST - 1] - times[0] < chrono::Duration::milliseconds(500),
+        "the burst spread over {}",
+        times[BURST - 1] - times[0]
+    );
+    // Then the rate: no 5 s window after the burst holds more than 5 %
+    // over the rate's share; none at all more than the burst on top.
+    let window = chrono::Duration::seconds(5);
+    let allowance = (5.0 * PER_SECOND * 1.05) as usize;
+    for (i, start) in times.iter().enumerate() {
+        let seen = within(&times, *start, window);
+        let limit = if i < BURST {
+            BURST + allowance
+        } else {
+            allowance
+        };
+        assert!(seen <= limit, "{seen} arrived in 5 s from the {i}th");
+    }
+    // It took the time the rate says, give or take the first slot.
+    let took = (times[COUNT - 1] - times[0]).to_std().unwrap();
+    let least = Duration::from_secs_f64((COUNT - BURST) as f64 / PER_SECOND * 0.95);
+    assert!(took >= least, "{COUNT} took {took:?}");
+
+    // Each exactly one attempt: throttling is none.
+    eventually(
+        Duration::from_secs(20),
+        "every outcome recorded",
+        || async {
+            let done = backend
+                .count("SELECT count(*) FROM notifications WHERE status = 'succeeded'")
+                .await;
+            (done == COUNT as i64).then_some(())
+        },
+    )
+    .await;
+    // (A first attempt that succeeds is kept in the notification's row.)
+    let over = backend
+        .count("SELECT count(*) FROM notifications WHERE attempts <> 1 OR status <> 'succeeded'")
+        .await;
+    assert_eq!(over, 0);
+}
+both!(a_burst_arrives_together_then_the_rate_holds_over_any_window);
+
+async fn a_throttled_notification_stays_pending_with_no_attempt_until_sent(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "slow", "url": receiver.url("/slow"),
+        "rate_limit": {"per_second": 0.5, "burst": 1}}))
+        .await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(
+            app.notify(json!({"endpoint": "slow", "payload": {"n": n}}))
+                .await,
+        );
+    }
+    let first = receiver.wait_for("/slow", 1, Duration::from_secs(10)).await;
+    let sent = first[0].header("webhook-id").unwrap().to_string();
+    // The next slot is 2 s after the first: the two others wait, unsent.
+    for id in ids.iter().filter(|id| **id != sent) {
+        let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+        assert_eq!(n["status"], json!("pending"), "{n}");
+        assert_eq!(n["attempts"], json!(0), "{n}");
+        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+        assert_eq!(page["data"], json!([]), "{page}");
+    }
+    assert_eq!(receiver.received("/slow").len(), 1);
+    receiver
+        .wait_distinct("/slow", 3, Duration::from_secs(15))
+        .await;
+    for id in &ids {
+        let n = eventually(Duration::from_secs(10), "the outcome recorded", || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+            (n["status"] == json!("succeeded")).then_some(n)
+        })
+        .await;
+        assert_eq!(n["attempts"], json!(1), "{n}");
+    }
+}
+both!(a_throttled_notification_stays_pending_with_no_attempt_until_sent);
+
+async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
+    app.call(Method::PATCH, &format!("/v1/endpoints/{uid}"), Some(body))
+        .await
+}
+
+async fn rate_limit_is_set_shown_kept_and_reset_and_bad_ones_are_refused_naming_the_field(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let created = app
+        .endpoint(json!({"uid": "shop", "rate_limit": {"per_second": 10, "burst": 20}}))
+        .await;
+    assert_eq!(
+        created["rate_limit"],
+        json!({"per_second": 10.0, "burst": 20})
+    );
+    let bad = [
+        (
+            json!({"per_second": 0, "burst": 1}),
+            "rate_limit.per_second",
+        ),
+        (
+            json!({"per_second": -1, "burst": 1}),
+            "rate_limit.per_second",
+        ),
+        (
+            json!({"per_second": 100000.5, "burst": 1}),
+            "rate_limit.per_second",
+        ),
+        (
+            json!({"per_second": "10", "burst": 1}),
+            "rate_limit.per_second",
+        ),
+        (json!({"burst": 1}), "rate_limit.per_second"),
+        (json!({"per_second": 1, "burst": 0}), "rate_limit.burst"),
+        (
+            json!({"per_second": 1, "burst": 100001}),
+            "rate_limit.burst",
+        ),
+        (json!({"per_second": 1, "burst": 1.5}), "rate_limit.burst"),
+        (json!({"per_second": 1, "burst": -1}), "rate_limit.burst"),
+        (json!({"per_second": 1}), "rate_limit.burst"),
+        (json!("10/s"), "rate_limit"),
+        (json!([10, 20]), "rate_limit"),
+        (json!(10), "rate_limit"),
+        (
+            json!({"per_second": 1, "burst": 1, "window": 1}),
+            "rate_limit",
+        ),
+    ];
+    for (limit, field) in bad {
+        let (status, body) = app
+            .post(
+                "/v1/endpoints",
+                json!({"url": "http://127.0.0.1:9/hook", "rate_limit": limit}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{limit}: {body}");
+        assert_eq!(body["error"]["field"], json!(field), "{limit}: {body}");
+        let (status, body) = patch(
+            &app,
+            "shop",
+            json!({"rate_limit": limit, "description": "x"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{limit}: {body}");
+        assert_eq!(body["error"]["field"], json!(field), "{limit}: {body}");
+    }
+    let (_, kept) = app.get("/v1/endpoints/shop").await;
+    assert_eq!(kept["rate_limit"], created["rate_limit"], "nothing changed");
+    assert_eq!(
+        kept["description"], created["description"],
+        "nothing changed"
+    );
+    assert_eq!(
+        backend.count("SELECT count(*) FROM endpoints").await,
+        1,
+        "no bad one created"
+    );
+
+    let (status, set) = patch(
+        &app,
+        "shop",
+        json!({"rate_limit": {"per_second": 0.5, "burst": 100000}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    assert_eq!(
+        set["rate_limit"],
+        json!({"per_second": 0.5, "burst": 100000})
+    );
+    let (_, kept) = patch(&app, "shop", json!({"description": "partner"})).await;
+    assert_eq!(kept["rate_limit"], set["rate_limit"], "absent: unchanged");
+    let (status, reset) = patch(&app, "shop", json!({"rate_limit": null})).await;
+    assert_eq!(status, StatusCode::OK, "{reset}");
+    assert_eq!(reset["rate_limit"], Value::Null);
+    let (_, read) = app.get("/v1/endpoints/shop").await;
+    assert_eq!(read["rate_limit"], Value::Null);
+
+    let (_, document) = app.get("/openapi.json").await;
+    let schemas = &document["components"]["schemas"];
+    assert!(
+        schemas["RateLimit"]["properties"]["burst"].is_object(),
+        "{}",
+        schemas["RateLimit"]
+    );
+    for schema in ["EndpointView", "EndpointFields"] {
+        assert!(
+            schemas[schema]["properties"]["rate_limit"].is_object(),
+            "{schema}"
+        );
+    }
+}
+both!(rate_limit_is_set_shown_kept_and_reset_and_bad_ones_are_refused_naming_the_field);
+
+/// The same asks, in the same order and at the same times, to both
+/// limiters: the Redis script must decide exactly as `domain::rate` does
+/// (the in-process limiter is that rule over two maps).
+#[tokio::test]
+async fn the_redis_script_decides_exactly_as_the_rule() {
+    let settings = test_settings_with_prefix(&redis_url(), &new_prefix(), "");
+    let redis = RedisIndex::new(&settings.redis).unwrap().limiter();
+    let memory = MemoryIndex::new().limiter();
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let ids: Vec<Uuid> = (0..12).map(|_| Uuid::now_v7()).collect();
+    let t0 = Utc::now();
+    let at = |ms: i64| t0 + chrono::Duration::milliseconds(ms);
+    let limit = |per_second, burst| RateLimit::new(per_second, burst).unwrap();
+    let ask = |endpoint, l, room, from: usize, to: usize| Ask {
+        endpoint,
+        limit: l,
+        room,
+        notifications: ids[from..to].to_vec(),
+    };
+    let steps: Vec<(i64, i64, Vec<Ask>)> = vec![
+        // A burst of 3 and reservations, two endpoints in one call.
+        (
+            0,
+            0,
+            vec![
+                ask(a, limit(10.0, 3), 100, 0, 6),
+                ask(b, limit(3.0, 1), 100, 6, 9),
+            ],
+        ),
+        // Reserved ones back early, then on time (claim-ahead included).
+        (50, 60, vec![ask(a, limit(10.0, 3), 100, 3, 6)]),
+        (100, 110, vec![ask(a, limit(10.0, 3), 100, 3, 6)]),
+        // Past the cap's room: the slot is kept, not spent.
+        (400, 400, vec![ask(a, limit(10.0, 3), 1, 9, 12)]),
+        (450, 450, vec![ask(a, limit(10.0, 3), 2, 10, 12)]),
+        // A changed limit voids b's reservations.
+        (500, 500, vec![ask(b, limit(5.0, 2), 100, 7, 9)]),
+    ];
+    for (now, due_by, asks) in steps {
+        let (now, due_by) = (at(now), at(due_by));
+        let by_redis: Vec<Decision> = redis.admit(now, due_by, &asks).await.unwrap();
+        let by_rule: Vec<Decision> = memory.admit(now, due_by, &asks).await.unwrap();
+        assert_eq!(by_redis, by_rule, "at {now}");
+        assert_eq!(
+            by_redis.len(),
+            asks.iter().map(|a| a.notifications.len()).sum::<usize>()
+        );
+    }
+}
