@@ -1283,7 +1283,7 @@ async fn main() {
             received: &received,
             receiver_url: &receiver_url,
         };
-        rate_limit::scenario(&bench, mode.server, mode.embedded).await;
+        rate_limit::scenario(&bench, mode.server, mode.embedded, runs).await;
     }
     if !rss.is_empty() {
         println!(
