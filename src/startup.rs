@@ -23,8 +23,8 @@ use crate::service::Service;
 use crate::store::postgres::PgStore;
 use crate::store::sealing::Sealing;
 use crate::store::seams::{
-    DeliveryStore, HousekeepingStore, PullStore, ReadStore, ResealRows, SharedDelivery,
-    SharedHousekeeping, WriteStore,
+    BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, ResealRows,
+    SharedBreaker, SharedDelivery, SharedHousekeeping, WriteStore,
 };
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
@@ -54,12 +54,26 @@ impl Role {
 /// PostgreSQL (`PgStore`) and SQLite (`SqliteStore`) are two; the app sees
 /// either only through the seams, behind the sealing wrapper.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+    WriteStore
+    + ReadStore
+    + DeliveryStore
+    + HousekeepingStore
+    + PullStore
+    + ResealRows
+    + BreakerStore
+    + Clone
 {
 }
 
 impl<T> Backend for T where
-    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + ResealRows + Clone
+    T: WriteStore
+        + ReadStore
+        + DeliveryStore
+        + HousekeepingStore
+        + PullStore
+        + ResealRows
+        + BreakerStore
+        + Clone
 {
 }
 
@@ -72,6 +86,7 @@ pub struct App {
     /// The store, sealing at rest, as the dispatcher sees it.
     delivery: SharedDelivery,
     housekeeping: SharedHousekeeping,
+    breaker: SharedBreaker,
     reseal: Reseal,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
@@ -185,6 +200,7 @@ impl App {
                 settings.clone(),
             ),
             store: Arc::new(store.clone()),
+            breaker: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings,
@@ -194,6 +210,7 @@ impl App {
         Ok(Self {
             state,
             delivery: Arc::new(store.clone()),
+            breaker: Arc::new(store.clone()),
             housekeeping: Arc::new(store),
             reseal: Box::new(move |token| {
                 Box::pin(crate::store::sealing::reseal::run(resealed, token))
@@ -273,6 +290,7 @@ impl App {
                 settings.clone(),
                 self.state.service.wake(),
                 self.state.service.handoff(),
+                self.breaker.clone(),
             );
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {

@@ -199,6 +199,29 @@ pub struct DispatcherSettings {
     pub handoff: bool,
     pub endpoint_max_in_flight: u32,
     pub disable_failing_endpoints_after_hours: u32,
+    /// Defaults of every endpoint's circuit breaker (`domain::breaker`).
+    pub breaker: BreakerSettings,
+}
+
+/// `[dispatcher.breaker]`: the circuit breaker's defaults (DESIGN.md §16).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSettings {
+    pub failures: u32,
+    pub open_ms: u64,
+    pub max_open_ms: u64,
+    pub max_hold_ms: u64,
+}
+
+impl BreakerSettings {
+    /// The defaults an endpoint's override falls back to.
+    pub fn policy(&self) -> crate::domain::breaker::Policy {
+        crate::domain::breaker::Policy {
+            failures: self.failures,
+            open_ms: self.open_ms,
+            max_open_ms: self.max_open_ms,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

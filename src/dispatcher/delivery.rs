@@ -26,6 +26,8 @@ pub struct Plan {
     pub permanent_statuses: Vec<i32>,
     /// Scales each wait of the schedule (`domain::jitter`).
     pub jitter: Jitter,
+    /// The endpoint's circuit breaker settings (`dispatcher::breaker`).
+    pub breaker: crate::domain::breaker::Override,
     /// The endpoint's own cap on concurrent deliveries, if it sets one.
     pub max_in_flight: Option<u32>,
     pub disabled: bool,
@@ -66,6 +68,7 @@ impl Plan {
             },
             permanent_statuses: endpoint.permanent_statuses,
             jitter: Jitter::stored(endpoint.schedule_jitter),
+            breaker: endpoint.breaker,
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,

@@ -8,6 +8,7 @@
 //! process's committers create due now comes without a claim or a load
 //! (`handoff`). `refill` fills an index from the store.
 
+mod breaker;
 mod delivery;
 pub mod handoff;
 pub mod housekeeping;
@@ -34,7 +35,7 @@ use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::DueNotification;
 use crate::store::recording::AttemptRecord;
-use crate::store::seams::{SharedDelivery, SharedHousekeeping};
+use crate::store::seams::{SharedBreaker, SharedDelivery, SharedHousekeeping};
 use in_flight::InFlight;
 use plans::{Loaded, Plans};
 
@@ -54,6 +55,7 @@ pub struct Dispatcher {
     settings: Arc<Settings>,
     wake: Arc<Notify>,
     handoff: Arc<Handoff>,
+    breaker: SharedBreaker,
 }
 
 /// The shared parts each delivery task needs.
@@ -68,9 +70,12 @@ struct Shared {
     slot_freed: Notify,
     /// Outcomes not written yet, whose leases the recorder extends.
     unrecorded: Arc<recorder::Unrecorded>,
+    breaker: Arc<breaker::Breaker>,
 }
 
 impl Dispatcher {
+    // Each is a handle a dispatcher is made of, passed once at start-up.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: SharedDelivery,
         housekeeping: SharedHousekeeping,
@@ -79,6 +84,7 @@ impl Dispatcher {
         settings: Arc<Settings>,
         wake: Arc<Notify>,
         handoff: Arc<Handoff>,
+        breaker: SharedBreaker,
     ) -> Self {
         Self {
             store,
@@ -88,6 +94,7 @@ impl Dispatcher {
             settings,
             wake,
             handoff,
+            breaker,
         }
     }
 
@@ -98,6 +105,13 @@ impl Dispatcher {
         let settings = self.settings.clone();
         let (outcomes, outcomes_rx) = mpsc::channel(settings.sender.max_in_flight * 2);
         let unrecorded = Arc::new(recorder::Unrecorded::default());
+        let breaker = Arc::new(breaker::Breaker::new(
+            self.breaker.clone(),
+            self.store.clone(),
+            self.due.clone(),
+            &settings,
+        ));
+        let breaking = tokio::spawn(breaker.clone().run(self.wake.clone(), shutdown.clone()));
         let recorder = tokio::spawn(recorder::run(
             self.store.clone(),
             self.due.clone(),
@@ -105,6 +119,7 @@ impl Dispatcher {
             settings.lease(),
             unrecorded.clone(),
             outcomes_rx,
+            breaker.clone(),
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
             self.housekeeping.clone(),
@@ -121,6 +136,7 @@ impl Dispatcher {
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
             slot_freed: Notify::new(),
             unrecorded,
+            breaker,
         });
         let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();
@@ -146,7 +162,8 @@ impl Dispatcher {
                     _ = shared.slot_freed.notified() => continue,
                 }
             }
-            let handed = self.handoff.take();
+            let mut handed = self.handoff.take();
+            handed.extend(shared.breaker.take_probes());
             if !handed.is_empty()
                 && self
                     .deliver_handed(handed, &mut plans, &shared, &outcomes, &mut tasks)
@@ -173,6 +190,7 @@ impl Dispatcher {
                 _ = self.wake.notified() => claim_now = true,
                 _ = woken_by(index_wakeups.as_deref()) => claim_now = true,
                 _ = self.handoff.handed() => {}
+                _ = shared.breaker.probed() => {}
                 _ = tokio::time::sleep_until(idle_until) => claim_now = true,
             }
         }
@@ -231,6 +249,7 @@ impl Dispatcher {
                 "housekeeping did not stop in time (a store does not answer); stopped it"
             );
         }
+        breaking.abort();
         tracing::info!("dispatcher stopped");
     }
 
@@ -362,6 +381,7 @@ impl Dispatcher {
         let mut handed = Vec::new();
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
+        let mut held_too_long = Vec::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         // Those this process is delivering, or holds the outcome of
         // unwritten: a claim that found them again (a lease ran out under a
@@ -411,6 +431,17 @@ impl Dispatcher {
                 ));
                 continue;
             }
+            match shared.breaker.admit(plan.breaker, &row, due_at, now) {
+                breaker::Admit::Send => {}
+                breaker::Admit::Defer(until) | breaker::Admit::Park(until) => {
+                    later.push((*id, until));
+                    continue;
+                }
+                breaker::Admit::Fail => {
+                    held_too_long.push(row);
+                    continue;
+                }
+            }
             let cap = plan.max_in_flight.unwrap_or(default_cap);
             let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
                 later.push((*id, now));
@@ -442,6 +473,9 @@ impl Dispatcher {
             );
             tasks
                 .spawn(task::deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
+        }
+        if !held_too_long.is_empty() {
+            shared.breaker.fail_held(held_too_long).await;
         }
         if !orphans.is_empty() {
             // Deleting an endpoint cancels its pending notifications; these

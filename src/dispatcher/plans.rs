@@ -153,6 +153,7 @@ mod tests {
             success_body: None,
             permanent_statuses: Vec::new(),
             schedule_jitter: 0.0,
+            breaker: Default::default(),
             headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,

@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::events::invalid_owner;
 use super::{Service, ServiceError};
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
+use crate::domain::breaker::{Override, Policy, MAX_OPEN_MS};
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::problem::{shown, ErrorCode, Problem};
@@ -73,6 +74,15 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 0.5)]
     schedule_jitter: Option<Option<f64>>,
+    /// The circuit breaker: after `failures` consecutive failed attempts
+    /// (timeouts, connection and TLS errors, 5xx, 429) nothing is sent for
+    /// `open_ms` (±20 %, doubled after each failed probe up to
+    /// `max_open_ms`), then one probe. Absent on create: the defaults
+    /// (`[dispatcher.breaker]`); an object: its fields over the defaults
+    /// (`{}` is the defaults); `null`: no breaker for this endpoint.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<BreakerFields>)]
+    breaker: Option<Option<BreakerFields>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -96,6 +106,58 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<bool>)]
     disabled: Option<Option<bool>>,
+}
+
+/// An endpoint's circuit breaker settings; each absent one is the
+/// default of `[dispatcher.breaker]`.
+#[derive(Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerFields {
+    /// Consecutive failed attempts that open the circuit. 1 to 1000.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub failures: Option<i64>,
+    /// How long the circuit stays open before one probe. 1 to 86400000.
+    #[schema(minimum = 1, maximum = 86400000)]
+    pub open_ms: Option<i64>,
+    /// The longest the open period grows to. open_ms to 86400000.
+    #[schema(minimum = 1, maximum = 86400000)]
+    pub max_open_ms: Option<i64>,
+}
+
+impl BreakerFields {
+    /// The settings as stored, or the name of the first out of bounds with
+    /// what it must be (checked against the defaults it falls back to).
+    fn to_override(&self, defaults: Policy) -> Result<Override, (&'static str, String)> {
+        let failures = self.failures.map(|v| u32::try_from(v).unwrap_or(0));
+        let open_ms = self.open_ms.map(|v| u64::try_from(v).unwrap_or(0));
+        let max_open_ms = self.max_open_ms.map(|v| u64::try_from(v).unwrap_or(0));
+        let own = Override {
+            off: false,
+            failures,
+            open_ms,
+            max_open_ms,
+        };
+        // Each given value on its own, then the whole with the defaults.
+        let alone = Policy {
+            failures: failures.unwrap_or(1),
+            open_ms: open_ms.unwrap_or(1),
+            max_open_ms: max_open_ms.unwrap_or(MAX_OPEN_MS),
+        };
+        let resolved = own.resolve(defaults).expect("not off");
+        match alone.invalid().or_else(|| resolved.invalid()) {
+            Some(invalid) => Err(invalid),
+            None => Ok(own),
+        }
+    }
+
+    /// The stored settings as the API shows them: `None` when off.
+    pub fn of(stored: Override) -> Option<Self> {
+        (!stored.off).then(|| Self {
+            failures: stored.failures.map(i64::from),
+            open_ms: stored.open_ms.map(|v| v as i64),
+            max_open_ms: stored.max_open_ms.map(|v| v as i64),
+        })
+    }
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -213,6 +275,21 @@ impl EndpointFields {
             }
             endpoint.schedule_jitter = jitter;
         }
+        if let Some(breaker) = self.breaker {
+            endpoint.breaker = match breaker {
+                None => Override {
+                    off: true,
+                    ..Override::default()
+                },
+                Some(fields) => fields
+                    .to_override(settings.dispatcher.breaker.policy())
+                    .map_err(|(field, must)| {
+                        let name = format!("breaker.{field}");
+                        let message = format!("{name} is {must}, or breaker null for none");
+                        Problem::invalid(ErrorCode::InvalidValue, name, message)
+                    })?,
+            };
+        }
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
@@ -286,6 +363,7 @@ pub(super) fn default_endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        breaker: Override::default(),
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

@@ -134,6 +134,8 @@ pub struct DeliveryEndpoint {
     /// The endpoint's `schedule_jitter`, applied where a retry's time is
     /// decided.
     pub schedule_jitter: f64,
+    /// The endpoint's circuit breaker settings (`domain::breaker`).
+    pub breaker: crate::domain::breaker::Override,
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,

@@ -63,6 +63,9 @@ pub struct Endpoint {
     /// Each wait of the schedule is scaled by a random factor in
     /// [1 − j, 1 + j] (`domain::jitter`); 0: the schedule exact.
     pub schedule_jitter: f64,
+    /// The endpoint's circuit breaker settings over `[dispatcher.breaker]`,
+    /// or off (`domain::breaker`).
+    pub breaker: crate::domain::breaker::Override,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     pub headers: BTreeMap<String, String>,
@@ -195,6 +198,7 @@ mod tests {
             schedule_ms: Vec::new(),
             schedule_name: None,
             schedule_jitter: 0.0,
+            breaker: Default::default(),
             success_body: None,
             permanent_statuses: Vec::new(),
             headers: BTreeMap::new(),

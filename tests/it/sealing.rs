@@ -77,6 +77,7 @@ fn endpoint(uid: &str) -> Endpoint {
         schedule_ms: vec![0],
         schedule_name: None,
         schedule_jitter: 0.0,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("Authorization".into(), ENDPOINT_TOKEN.into())]),

@@ -43,6 +43,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         schedule_ms: vec![0, 5_000, 60_000],
         schedule_name: None,
         schedule_jitter: 0.0,
+        breaker: Default::default(),
         success_body: Some("ok".into()),
         permanent_statuses: vec![410, 404],
         headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]),

@@ -16,12 +16,13 @@ use crate::store::StoreError;
 /// made of constants only, every value travels as a bind parameter.
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
-     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter";
+     max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
+     breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22) \
              RETURNING {COLUMNS}"
         );
         sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -43,6 +44,10 @@ impl PgStore {
             .bind(&endpoint.owner)
             .bind(endpoint.delivery)
             .bind(endpoint.schedule_jitter)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -148,7 +153,8 @@ impl PgStore {
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              version = version + 1, \
-             disabled_reason = $18, failing_since = $19, schedule_jitter = $20 \
+             disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
+             breaker_off = $21, breaker_failures = $22, breaker_open_ms = $23, breaker_max_open_ms = $24 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -172,6 +178,10 @@ impl PgStore {
             .bind(&kept.disabled_reason)
             .bind(kept.failing_since)
             .bind(endpoint.schedule_jitter)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -89,6 +89,14 @@ macro_rules! column {
         let read_at: Option<chrono::DateTime<chrono::Utc>> = column!($row, read_at, optional);
         read_at.is_some_and(|now| crate::domain::lease::held(lease, now))
     }};
+    ($row:ident, $field:ident, breaker) => {
+        crate::domain::breaker::Override::stored(
+            $row.try_get("breaker_off")?,
+            $row.try_get("breaker_failures")?,
+            $row.try_get("breaker_open_ms")?,
+            $row.try_get("breaker_max_open_ms")?,
+        )
+    };
     ($row:ident, $field:ident, optional) => {
         match $row.try_get(stringify!($field)) {
             Ok(value) => value,
@@ -150,6 +158,7 @@ from_row!(DeliveryEndpoint {
     success_body,
     permanent_statuses,
     schedule_jitter,
+    breaker: breaker,
     headers: json,
     timeout_ms,
     max_in_flight,
@@ -172,6 +181,7 @@ from_row!(Endpoint {
     schedule_ms,
     schedule_name,
     schedule_jitter,
+    breaker: breaker,
     success_body,
     permanent_statuses,
     headers: json,

@@ -35,6 +35,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         schedule_ms: Vec::new(),
         schedule_name: None,
         schedule_jitter: 0.0,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),

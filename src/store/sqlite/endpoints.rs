@@ -87,7 +87,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19) \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -110,6 +110,10 @@ impl SqliteStore {
             .bind(&endpoint.owner)
             .bind(endpoint.delivery.as_str())
             .bind(endpoint.schedule_jitter)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -235,6 +239,7 @@ impl SqliteStore {
              success_body = ?10, permanent_statuses = ?11, headers = ?12, timeout_ms = ?13, \
              max_in_flight = ?14, disabled = ?15, owner = ?16, delivery = ?17, updated_at = ?18, \
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
+             breaker_off = ?23, breaker_failures = ?24, breaker_open_ms = ?25, breaker_max_open_ms = ?26, \
              version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -261,6 +266,10 @@ impl SqliteStore {
             .bind(failing_since.map(micros))
             .bind(version)
             .bind(endpoint.schedule_jitter)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -35,6 +35,7 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
     ("events.id", "events_pkey"),
     ("consumer_tokens.endpoint_id", "consumer_tokens_pkey"),
     ("consumer_tokens.digest", "consumer_tokens_digest_key"),
+    ("endpoint_circuits.endpoint_id", "endpoint_circuits_pkey"),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

@@ -49,6 +49,7 @@ pub fn endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

@@ -1,0 +1,523 @@
+//! The circuit breaker in a dispatcher (DESIGN.md §16; the rule is
+//! `domain::breaker`, the state is the store's `endpoint_circuits`, shared
+//! by every process).
+//!
+//! - **View**: every second (sooner when a probe or a release falls due)
+//!   each dispatcher reads the circuits that are not clean (the table has
+//!   rows for no others) and holds them in memory; what its own recorder
+//!   writes it sees at once. A claim therefore costs no statement: a
+//!   process that has not seen an opening yet sends for at most a second
+//!   more, and those attempts count like any.
+//! - **Hold** (`admit`): a claimed notification of an endpoint whose
+//!   circuit is not closed is not sent and not recorded: it goes back to
+//!   the due index at its hold deadline (due time + `max_hold_ms`), so held
+//!   notifications cost nothing while they wait. Claimed at that deadline
+//!   with the circuit still open, it ends failed, `circuit_open`.
+//! - **Count** (`after_batch`, by the recorder): only endpoints with a
+//!   counting failure, or whose circuit is not clean, cost a read and a
+//!   compare-and-set.
+//! - **Probe**: an open circuit whose period is over is set probing with a
+//!   lease by one process (a compare-and-set: exactly one wins); that one
+//!   leases the endpoint's earliest due notification in the index and
+//!   hands it to its own dispatcher, which sends it as an ordinary attempt.
+//!   A prober that dies leaves its lease to lapse; another probes then.
+//! - **Release**: a close owes a release (in the store, done by whichever
+//!   process sees it first): the endpoint's pending notifications due by
+//!   now are moved back to their due times in the index, in pages in due
+//!   order, and the dispatcher drains them at the endpoint's cap. It is
+//!   done again a lease later, for holds decided on a stale view. If both
+//!   are lost anyway, a held row comes due at its hold deadline and is
+//!   sent then: late, never lost.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::config::Settings;
+use crate::domain::breaker::{
+    counts, draw_factor, hold, says_anything, Change, Circuit, Hold, Override, Policy, State,
+    CIRCUIT_OPEN,
+};
+use crate::domain::operator_event::{CircuitChange, FailedNotification, OperatorEvent};
+use crate::due::SharedIndex;
+use crate::store::delivery::DueNotification;
+use crate::store::recording::AttemptRecord;
+use crate::store::seams::{SharedBreaker, SharedDelivery};
+
+/// The longest the view goes unread.
+const REFRESH: Duration = Duration::from_secs(1);
+/// Notifications moved per page of a release.
+const RELEASE_PAGE: i64 = 1000;
+/// Compare-and-set tries of one change before it is left to the next batch.
+const TRIES: usize = 3;
+
+/// How long a claim waits when this process's own failures, not yet
+/// counted by its recorder, would open the circuit: until the recorder
+/// has said whether they did.
+const UNTIL_COUNTED: chrono::Duration = chrono::Duration::milliseconds(100);
+
+/// What to do with a claimed notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admit {
+    Send,
+    /// Not yet: back to the index until then.
+    Defer(DateTime<Utc>),
+    /// Held: back to the index until then.
+    Park(DateTime<Utc>),
+    /// Held too long: ends failed, `circuit_open`.
+    Fail,
+}
+
+pub(super) struct Breaker {
+    store: SharedBreaker,
+    delivery: SharedDelivery,
+    due: SharedIndex,
+    defaults: Policy,
+    max_hold: chrono::Duration,
+    lease: chrono::Duration,
+    operator: bool,
+    view: Mutex<View>,
+    /// Probes this process won, for its dispatcher to send.
+    ready: Mutex<Vec<DueNotification>>,
+    probed: Notify,
+}
+
+#[derive(Default)]
+struct View {
+    /// Circuits that are not clean, as last read or written here.
+    circuits: HashMap<Uuid, Circuit>,
+    /// The policy of each endpoint with a breaker this process delivered to.
+    policies: HashMap<Uuid, Policy>,
+    /// Notifications this process sends as probes.
+    probes: HashSet<Uuid>,
+    /// Per endpoint, the counting failures this process's deliveries had
+    /// since their last answer and the recorder has not counted yet.
+    unrecorded: HashMap<Uuid, i32>,
+}
+
+/// Now, to the microsecond both stores keep: a time written and read back
+/// compares equal in a compare-and-set.
+fn now() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
+}
+
+impl Breaker {
+    pub(super) fn new(
+        store: SharedBreaker,
+        delivery: SharedDelivery,
+        due: SharedIndex,
+        settings: &Settings,
+    ) -> Self {
+        let ms = |ms: u64| chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
+        Self {
+            store,
+            delivery,
+            due,
+            defaults: settings.dispatcher.breaker.policy(),
+            max_hold: ms(settings.dispatcher.breaker.max_hold_ms),
+            lease: ms(settings.dispatcher.lease_ms),
+            operator: settings.operator.enabled(),
+            view: Mutex::new(View::default()),
+            ready: Mutex::new(Vec::new()),
+            probed: Notify::new(),
+        }
+    }
+
+    /// Whether to send `row`, due at `due_at`, to its endpoint now.
+    pub(super) fn admit(
+        &self,
+        own: Override,
+        row: &DueNotification,
+        due_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Admit {
+        let mut view = self.view.lock().expect("breaker lock");
+        let Some(policy) = own.resolve(self.defaults) else {
+            view.policies.remove(&row.endpoint_id);
+            return Admit::Send;
+        };
+        view.policies.insert(row.endpoint_id, policy);
+        if view.probes.contains(&row.id) {
+            return Admit::Send;
+        }
+        let stored = view.circuits.get(&row.endpoint_id).copied();
+        match stored {
+            Some(circuit) if circuit.holds() => match hold(due_at, now, self.max_hold) {
+                Hold::Park(until) => {
+                    metrics::counter!("hookd_notifications_held_total").increment(1);
+                    Admit::Park(until)
+                }
+                Hold::Fail => Admit::Fail,
+            },
+            _ => {
+                // The failures in the recorder's queue would open it: the
+                // circuit opens after `failures` attempts, not after those
+                // plus however many went out while they were written.
+                let counted = stored.map_or(0, |c| c.failures);
+                let unrecorded = view.unrecorded.get(&row.endpoint_id).copied();
+                if counted + unrecorded.unwrap_or(0) >= policy.failures as i32 {
+                    Admit::Defer(now + UNTIL_COUNTED)
+                } else {
+                    Admit::Send
+                }
+            }
+        }
+    }
+
+    /// An attempt this process made, before the recorder has it: what
+    /// `admit` foresees until then.
+    pub(super) fn observed(&self, record: &AttemptRecord) {
+        let error = record.error_code.as_deref();
+        if !says_anything(record.status_code, error) {
+            return;
+        }
+        let mut view = self.view.lock().expect("breaker lock");
+        if !view.policies.contains_key(&record.endpoint_id) {
+            return;
+        }
+        if counts(record.status_code, error) {
+            *view.unrecorded.entry(record.endpoint_id).or_default() += 1;
+        } else {
+            view.unrecorded.remove(&record.endpoint_id);
+        }
+    }
+
+    /// Ends failed `circuit_open` those held too long, still pending with
+    /// the attempts they were claimed with, and drops them from the index.
+    pub(super) async fn fail_held(&self, rows: Vec<DueNotification>) {
+        let last_error = format!(
+            "{CIRCUIT_OPEN}: the endpoint's circuit stayed open longer than dispatcher.breaker.max_hold_ms"
+        );
+        let held: Vec<(Uuid, i32, i32)> = rows
+            .iter()
+            .map(|r| (r.id, r.attempts, r.series_start))
+            .collect();
+        let events: Vec<OperatorEvent> = rows
+            .iter()
+            .filter(|_| self.operator)
+            .filter_map(|row| {
+                let failed = FailedNotification {
+                    notification_id: row.id,
+                    endpoint_id: row.endpoint_id,
+                    key: row.key.as_deref(),
+                    event_type: row.event_type.as_deref(),
+                    attempts: row.attempts,
+                    last_status_code: None,
+                    last_error: Some(&last_error),
+                };
+                OperatorEvent::notification_failed(&failed, Utc::now())
+            })
+            .collect();
+        match self.store.fail_held(&held, &last_error, &events).await {
+            Ok(failed) => {
+                metrics::counter!("hookd_notifications_failed_circuit_open_total")
+                    .increment(failed.len() as u64);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot end notifications held too long; their leases will expire");
+                return;
+            }
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        if let Err(error) = self.due.forget(&ids).await {
+            tracing::debug!(%error, "cannot drop ended notifications from the index; their leases will expire");
+        }
+    }
+
+    /// Probes won by this process, for its dispatcher to send.
+    pub(super) fn take_probes(&self) -> Vec<DueNotification> {
+        std::mem::take(&mut *self.ready.lock().expect("breaker lock"))
+    }
+
+    /// Woken when a probe is ready.
+    pub(super) async fn probed(&self) {
+        self.probed.notified().await
+    }
+
+    /// What a recorded batch says of its endpoints' circuits. Its failures
+    /// stop being foreseen only once counted (or not): a claim meanwhile
+    /// waits rather than sends.
+    pub(super) async fn after_batch(&self, batch: &[AttemptRecord]) {
+        let mut foreseen: HashMap<Uuid, i32> = HashMap::new();
+        self.count(batch, &mut foreseen).await;
+        let mut view = self.view.lock().expect("breaker lock");
+        for (endpoint, counted) in foreseen {
+            if let Some(n) = view.unrecorded.get_mut(&endpoint) {
+                *n -= counted;
+                if *n <= 0 {
+                    view.unrecorded.remove(&endpoint);
+                }
+            }
+        }
+    }
+
+    async fn count(&self, batch: &[AttemptRecord], foreseen: &mut HashMap<Uuid, i32>) {
+        let mut by_endpoint: BTreeMap<Uuid, Vec<bool>> = BTreeMap::new();
+        let mut policies = HashMap::new();
+        {
+            let mut view = self.view.lock().expect("breaker lock");
+            for record in batch {
+                view.probes.remove(&record.notification_id);
+                let Some(policy) = view.policies.get(&record.endpoint_id).copied() else {
+                    continue;
+                };
+                let error = record.error_code.as_deref();
+                if !says_anything(record.status_code, error) {
+                    continue;
+                }
+                if counts(record.status_code, error) {
+                    *foreseen.entry(record.endpoint_id).or_default() += 1;
+                }
+                policies.insert(record.endpoint_id, policy);
+                by_endpoint
+                    .entry(record.endpoint_id)
+                    .or_default()
+                    .push(counts(record.status_code, error));
+            }
+            // Nothing to write for an endpoint whose circuit is clean and
+            // that only answered (nearly every batch).
+            by_endpoint.retain(|endpoint, counted| {
+                counted.iter().any(|c| *c) || view.circuits.contains_key(endpoint)
+            });
+        }
+        if by_endpoint.is_empty() {
+            return;
+        }
+        for _ in 0..TRIES {
+            let endpoints: Vec<Uuid> = by_endpoint.keys().copied().collect();
+            let stored = match self.store.circuits_of(&endpoints).await {
+                Ok(stored) => stored.into_iter().collect::<HashMap<_, _>>(),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read circuits; these attempts are not counted");
+                    return;
+                }
+            };
+            let now = now();
+            let mut done = Vec::new();
+            for (endpoint, counted) in &by_endpoint {
+                let seen = stored.get(endpoint).copied().unwrap_or_default();
+                let Some((new, change)) =
+                    seen.after_attempts(counted, policies[endpoint], now, draw_factor())
+                else {
+                    self.remember(*endpoint, seen);
+                    done.push(*endpoint);
+                    continue;
+                };
+                match self.set(*endpoint, &seen, &new, change).await {
+                    // Another process changed it since the read: read again.
+                    Some(false) => {}
+                    Some(true) => done.push(*endpoint),
+                    None => return,
+                }
+            }
+            for endpoint in done {
+                by_endpoint.remove(&endpoint);
+            }
+            if by_endpoint.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Compare-and-sets one circuit with its event; `None` if the store
+    /// failed.
+    async fn set(
+        &self,
+        endpoint: Uuid,
+        seen: &Circuit,
+        new: &Circuit,
+        change: Change,
+    ) -> Option<bool> {
+        let event = match change {
+            Change::Opened if seen.state == State::Closed => Some(("open", new)),
+            Change::Closed => Some(("closed", seen)),
+            _ => None,
+        }
+        .filter(|_| self.operator)
+        .and_then(|(state, c)| {
+            Some(OperatorEvent::circuit(
+                &CircuitChange {
+                    endpoint_id: endpoint,
+                    state,
+                    opened_at: c.opened_at?,
+                    next_probe_at: new.next_probe_at,
+                },
+                Utc::now(),
+            ))
+        });
+        match self
+            .store
+            .set_circuit(endpoint, seen, new, event.as_ref())
+            .await
+        {
+            Ok(true) => {
+                self.remember(endpoint, *new);
+                let state = match change {
+                    Change::Opened => Some("open"),
+                    Change::Closed => Some("closed"),
+                    Change::Counted => None,
+                };
+                if let Some(state) = state {
+                    metrics::counter!("hookd_circuit_transitions_total", "state" => state)
+                        .increment(1);
+                    tracing::info!(endpoint_id = %endpoint, state, next_probe_at = ?new.next_probe_at, "circuit {state}");
+                }
+                Some(true)
+            }
+            Ok(false) => Some(false),
+            Err(error) => {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot write a circuit");
+                None
+            }
+        }
+    }
+
+    fn remember(&self, endpoint: Uuid, circuit: Circuit) {
+        let mut view = self.view.lock().expect("breaker lock");
+        if circuit.is_clean() {
+            view.circuits.remove(&endpoint);
+        } else {
+            view.circuits.insert(endpoint, circuit);
+        }
+    }
+
+    /// Reads the view, probes and releases what is due, until `shutdown`.
+    pub(super) async fn run(self: Arc<Self>, wake: Arc<Notify>, shutdown: CancellationToken) {
+        loop {
+            let next = self.turn(&wake).await;
+            let wait = next
+                .and_then(|at| (at - Utc::now()).to_std().ok())
+                .unwrap_or(Duration::ZERO)
+                .clamp(Duration::from_millis(50), REFRESH);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One look: returns when the next probe or release is due.
+    async fn turn(&self, wake: &Notify) -> Option<DateTime<Utc>> {
+        let circuits = match self.store.circuits().await {
+            Ok(circuits) => circuits,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read circuits");
+                return None;
+            }
+        };
+        let (mut open, mut probing) = (0, 0);
+        for (_, circuit) in &circuits {
+            match circuit.state {
+                State::Open => open += 1,
+                State::Probing => probing += 1,
+                State::Closed => {}
+            }
+        }
+        metrics::gauge!("hookd_circuits", "state" => "open").set(open as f64);
+        metrics::gauge!("hookd_circuits", "state" => "probing").set(probing as f64);
+        self.view.lock().expect("breaker lock").circuits = circuits.iter().copied().collect();
+        let now = now();
+        let mut next: Option<DateTime<Utc>> = None;
+        for (endpoint, circuit) in circuits {
+            if circuit.probe_due(now) {
+                self.probe(endpoint, &circuit, now, wake).await;
+            } else if circuit.release_due(now) {
+                self.release(endpoint, &circuit, now).await;
+            }
+            let at = match circuit.state {
+                State::Open => circuit.next_probe_at,
+                State::Probing => circuit.probe_until,
+                State::Closed => circuit.release_at,
+            };
+            next = match (next, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        next
+    }
+
+    /// Claims the probe of an open circuit; the winner hands the
+    /// endpoint's earliest due notification to its dispatcher.
+    async fn probe(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>, wake: &Notify) {
+        let probing = seen.probing(now + self.lease);
+        if self.set(endpoint, seen, &probing, Change::Counted).await != Some(true) {
+            return;
+        }
+        let earliest = match self.store.pending_of(endpoint, None, now, 1).await {
+            Ok(rows) => rows.into_iter().next(),
+            Err(error) => {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
+                return;
+            }
+        };
+        let Some((id, _)) = earliest else {
+            // Nothing held: open again, and the next notification waits
+            // for the next probe.
+            let again = probing.nothing_to_probe(now, draw_factor());
+            self.set(endpoint, &probing, &again, Change::Counted).await;
+            return;
+        };
+        if let Err(error) = self
+            .due
+            .add_leased(&[id], probing.probe_until.unwrap_or(now))
+            .await
+        {
+            tracing::warn!(%error, endpoint_id = %endpoint, "cannot lease the probe; another process will probe when this one's claim lapses");
+            return;
+        }
+        let always = |_: Uuid, _: i64| true;
+        let row = match self.delivery.load_claimed(&[id], &always).await {
+            Ok(claimed) => claimed.notifications.into_iter().next(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot load the probe; its lease will expire");
+                None
+            }
+        };
+        let Some(row) = row else { return };
+        tracing::info!(endpoint_id = %endpoint, notification_id = %id, "circuit probing");
+        metrics::counter!("hookd_circuit_transitions_total", "state" => "probing").increment(1);
+        self.view.lock().expect("breaker lock").probes.insert(id);
+        self.ready.lock().expect("breaker lock").push(row);
+        self.probed.notify_one();
+        wake.notify_one();
+    }
+
+    /// Moves the endpoint's held notifications back to their due times, in
+    /// pages in due order, then counts the release done.
+    async fn release(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>) {
+        let mut after = None;
+        let mut moved = 0;
+        loop {
+            let page = match self
+                .store
+                .pending_of(endpoint, after, now, RELEASE_PAGE)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the held notifications; the release is tried again");
+                    return;
+                }
+            };
+            if let Err(error) = self.due.add_marked(&page).await {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot release held notifications; tried again");
+                return;
+            }
+            moved += page.len();
+            after = page.last().map(|(id, at)| (*at, *id));
+            if (page.len() as i64) < RELEASE_PAGE {
+                break;
+            }
+        }
+        tracing::info!(endpoint_id = %endpoint, moved, "released held notifications");
+        let released = seen.released(now, self.lease);
+        self.set(endpoint, seen, &released, Change::Counted).await;
+    }
+}

@@ -1,0 +1,528 @@
+//! The circuit breaker of an endpoint (DESIGN.md §16): which attempt
+//! results count as the receiver being down, when a run of them opens the
+//! circuit, how long it stays open (doubled after each failed probe, with
+//! ±20 % jitter, up to `max_open_ms`), when one probe may go, and what
+//! becomes of a notification that falls due while the circuit is not
+//! closed (held, or failed `circuit_open` once held for `max_hold_ms`).
+//! Pure: the stores compare-and-set what these functions decide.
+
+use chrono::{DateTime, Duration, Utc};
+
+/// `last_error` code of a notification failed because its endpoint's
+/// circuit stayed open longer than `max_hold_ms`.
+pub const CIRCUIT_OPEN: &str = "circuit_open";
+/// Bounds of the settings, in the API and the config alike.
+pub const MAX_FAILURES: u32 = 1000;
+/// The longest open period: a day.
+pub const MAX_OPEN_MS: u64 = 86_400_000;
+/// Jitter of an open period: ±20 %.
+pub const OPEN_JITTER: f64 = 0.2;
+/// How many times the held backlog is released after a close: at once;
+/// again `STALE_VIEW` later, for holds a process decided on a view read
+/// before the close (it reads the view every second); and a lease later,
+/// for a hold decided on a claim that took its whole lease.
+pub const RELEASE_PASSES: i32 = 3;
+/// How old a process's view of the circuits may be when it holds a claim.
+pub const STALE_VIEW: Duration = Duration::seconds(2);
+
+/// An endpoint's breaker settings, resolved (defaults applied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    pub failures: u32,
+    pub open_ms: u64,
+    pub max_open_ms: u64,
+}
+
+impl Policy {
+    /// The name of the first setting out of bounds, with what it must be.
+    pub fn invalid(&self) -> Option<(&'static str, String)> {
+        if !(1..=MAX_FAILURES).contains(&self.failures) {
+            return Some(("failures", format!("an integer from 1 to {MAX_FAILURES}")));
+        }
+        if !(1..=MAX_OPEN_MS).contains(&self.open_ms) {
+            return Some(("open_ms", format!("an integer from 1 to {MAX_OPEN_MS}")));
+        }
+        if self.max_open_ms < self.open_ms || self.max_open_ms > MAX_OPEN_MS {
+            return Some((
+                "max_open_ms",
+                format!("an integer from open_ms to {MAX_OPEN_MS}"),
+            ));
+        }
+        None
+    }
+}
+
+/// What an endpoint stores to override the defaults (`None` each: the
+/// default), or that its breaker is off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Override {
+    pub off: bool,
+    pub failures: Option<u32>,
+    pub open_ms: Option<u64>,
+    pub max_open_ms: Option<u64>,
+}
+
+impl Override {
+    /// As stored: columns out of the domain's types (bounded by the
+    /// schema's checks; anything else reads as the default).
+    pub fn stored(
+        off: bool,
+        failures: Option<i32>,
+        open_ms: Option<i64>,
+        max_open_ms: Option<i64>,
+    ) -> Self {
+        Self {
+            off,
+            failures: failures.and_then(|v| u32::try_from(v).ok()),
+            open_ms: open_ms.and_then(|v| u64::try_from(v).ok()),
+            max_open_ms: max_open_ms.and_then(|v| u64::try_from(v).ok()),
+        }
+    }
+
+    /// The columns: `(off, failures, open_ms, max_open_ms)`.
+    pub fn columns(&self) -> (bool, Option<i32>, Option<i64>, Option<i64>) {
+        (
+            self.off,
+            self.failures.map(|v| v as i32),
+            self.open_ms.map(|v| v as i64),
+            self.max_open_ms.map(|v| v as i64),
+        )
+    }
+
+    /// The policy in force, `None` when the breaker is off.
+    pub fn resolve(&self, defaults: Policy) -> Option<Policy> {
+        if self.off {
+            return None;
+        }
+        let open_ms = self.open_ms.unwrap_or(defaults.open_ms);
+        Some(Policy {
+            failures: self.failures.unwrap_or(defaults.failures),
+            open_ms,
+            // A default smaller than an endpoint's own open period would
+            // cap the period below itself.
+            max_open_ms: self
+                .max_open_ms
+                .unwrap_or(defaults.max_open_ms.max(open_ms)),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum State {
+    #[default]
+    Closed,
+    Open,
+    Probing,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::Probing => "probing",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "closed" => Some(State::Closed),
+            "open" => Some(State::Open),
+            "probing" => Some(State::Probing),
+            _ => None,
+        }
+    }
+}
+
+/// An endpoint's circuit as stored. The default (closed, nothing counted,
+/// no release owed) is the circuit of an endpoint without a stored row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Circuit {
+    /// Consecutive counting failures while closed.
+    pub failures: i32,
+    pub state: State,
+    /// When it opened, kept through failed probes.
+    pub opened_at: Option<DateTime<Utc>>,
+    pub next_probe_at: Option<DateTime<Utc>>,
+    /// The open period in force, doubled after each failed probe.
+    pub open_ms: i64,
+    /// While probing: until when the prober's claim holds; after it,
+    /// another process may probe.
+    pub probe_until: Option<DateTime<Utc>>,
+    /// Releases of the held backlog still owed after a close.
+    pub release_passes: i32,
+    pub release_at: Option<DateTime<Utc>>,
+}
+
+/// What a change of the circuit is, for events and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Opened,
+    Closed,
+    Counted,
+}
+
+impl Circuit {
+    /// Nothing to remember: a store keeps no row for it.
+    pub fn is_clean(&self) -> bool {
+        *self == Circuit::default()
+    }
+
+    /// Whether deliveries are held.
+    pub fn holds(&self) -> bool {
+        self.state != State::Closed
+    }
+
+    /// After a batch of attempts to the endpoint, each `true` if it counts
+    /// as a failure (`counts`), in the order they ended. `factor`: a draw in
+    /// [1 − `OPEN_JITTER`, 1 + `OPEN_JITTER`]. `None`: nothing changes (and
+    /// the store is not written).
+    pub fn after_attempts(
+        &self,
+        counted: &[bool],
+        policy: Policy,
+        now: DateTime<Utc>,
+        factor: f64,
+    ) -> Option<(Circuit, Change)> {
+        if counted.is_empty() {
+            return None;
+        }
+        let answered = counted.iter().any(|c| !c);
+        match self.state {
+            // Any answer from the receiver while open or probing is the
+            // evidence a probe looks for: it is up.
+            State::Open | State::Probing if answered => Some((self.closed(now), Change::Closed)),
+            State::Open => None,
+            State::Probing => {
+                let doubled = (self.open_ms.max(1) as u64)
+                    .saturating_mul(2)
+                    .min(policy.max_open_ms.max(policy.open_ms));
+                Some((self.opened(now, doubled, factor), Change::Opened))
+            }
+            State::Closed => {
+                let mut failures = self.failures;
+                for &counts in counted {
+                    failures = if counts { failures + 1 } else { 0 };
+                    if failures >= policy.failures as i32 {
+                        return Some((self.opened(now, policy.open_ms, factor), Change::Opened));
+                    }
+                }
+                (failures != self.failures)
+                    .then_some((Circuit { failures, ..*self }, Change::Counted))
+            }
+        }
+    }
+
+    fn opened(&self, now: DateTime<Utc>, period_ms: u64, factor: f64) -> Circuit {
+        Circuit {
+            failures: 0,
+            state: State::Open,
+            opened_at: self.opened_at.filter(|_| self.holds()).or(Some(now)),
+            next_probe_at: Some(now + jittered(period_ms, factor)),
+            open_ms: period_ms as i64,
+            probe_until: None,
+            release_passes: 0,
+            release_at: None,
+        }
+    }
+
+    fn closed(&self, now: DateTime<Utc>) -> Circuit {
+        Circuit {
+            release_passes: RELEASE_PASSES,
+            release_at: Some(now),
+            ..Circuit::default()
+        }
+    }
+
+    /// Whether a probe may be claimed at `now`: open and its period over,
+    /// or probing by a prober whose claim lapsed.
+    pub fn probe_due(&self, now: DateTime<Utc>) -> bool {
+        match self.state {
+            State::Open => self.next_probe_at.is_some_and(|at| at <= now),
+            State::Probing => self.probe_until.is_none_or(|until| until <= now),
+            State::Closed => false,
+        }
+    }
+
+    /// The circuit once a process claims its probe, until `until`.
+    pub fn probing(&self, until: DateTime<Utc>) -> Circuit {
+        Circuit {
+            state: State::Probing,
+            probe_until: Some(until),
+            ..*self
+        }
+    }
+
+    /// A probe found nothing to send: open again for the same period, so
+    /// the next notification is held and probes.
+    pub fn nothing_to_probe(&self, now: DateTime<Utc>, factor: f64) -> Circuit {
+        self.opened(now, self.open_ms.max(1) as u64, factor)
+    }
+
+    /// Whether a release of the held backlog is owed at `now`.
+    pub fn release_due(&self, now: DateTime<Utc>) -> bool {
+        self.state == State::Closed
+            && self.release_passes > 0
+            && self.release_at.is_some_and(|at| at <= now)
+    }
+
+    /// After one release pass; the next, if any, `STALE_VIEW` after the
+    /// first, the last `lease` after that.
+    pub fn released(&self, now: DateTime<Utc>, lease: Duration) -> Circuit {
+        let passes = (self.release_passes - 1).max(0);
+        let wait = if passes == RELEASE_PASSES - 1 {
+            STALE_VIEW.min(lease)
+        } else {
+            lease
+        };
+        Circuit {
+            release_passes: passes,
+            release_at: (passes > 0).then_some(now + wait),
+            ..*self
+        }
+    }
+}
+
+/// An open period scaled by `factor`, kept within ±`OPEN_JITTER`.
+fn jittered(period_ms: u64, factor: f64) -> Duration {
+    let factor = if factor.is_nan() {
+        1.0
+    } else {
+        factor.clamp(1.0 - OPEN_JITTER, 1.0 + OPEN_JITTER)
+    };
+    Duration::milliseconds((period_ms as f64 * factor).round() as i64)
+}
+
+/// A factor drawn at random in [1 − `OPEN_JITTER`, 1 + `OPEN_JITTER`].
+pub fn draw_factor() -> f64 {
+    1.0 - OPEN_JITTER + 2.0 * OPEN_JITTER * rand::random::<f64>()
+}
+
+/// Whether an attempt's result says the receiver is down: a timeout, a
+/// connection, DNS or TLS error, a connection that broke, a 5xx or a 429.
+/// Any other answer (a 4xx it chose, a 2xx, a body too large) is the
+/// receiver up; errors of hookd's own making (an address it refuses, an
+/// `http://` URL under `https_only`, a secret that does not open) say
+/// nothing of the receiver.
+pub fn counts(status: Option<i32>, error_code: Option<&str>) -> bool {
+    match status {
+        Some(status) => status >= 500 || status == 429,
+        None => matches!(
+            error_code,
+            Some("timeout" | "connect" | "tls" | "dns" | "request")
+        ),
+    }
+}
+
+/// Whether a notification's result says anything of the receiver at all:
+/// `counts` for the ones that do; the others neither count nor reset.
+pub fn says_anything(status: Option<i32>, error_code: Option<&str>) -> bool {
+    status.is_some() || counts(status, error_code)
+}
+
+/// What to do with a notification due at `due_at`, claimed at `now`,
+/// whose endpoint's circuit is not closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// Held: given back to the index until this time (its hold deadline).
+    Park(DateTime<Utc>),
+    /// Held longer than `max_hold`: it ends failed, `circuit_open`.
+    Fail,
+}
+
+pub fn hold(due_at: DateTime<Utc>, now: DateTime<Utc>, max_hold: Duration) -> Hold {
+    let deadline = due_at + max_hold;
+    if now >= deadline {
+        Hold::Fail
+    } else {
+        Hold::Park(deadline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: Policy = Policy {
+        failures: 5,
+        open_ms: 30_000,
+        max_open_ms: 600_000,
+    };
+
+    fn t(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_800_000_000_000 + ms).unwrap()
+    }
+
+    #[test]
+    fn timeouts_connection_errors_5xx_and_429_count_other_answers_do_not() {
+        assert!(counts(Some(503), None));
+        assert!(counts(Some(500), None));
+        assert!(counts(Some(429), None));
+        assert!(counts(None, Some("timeout")));
+        assert!(counts(None, Some("connect")));
+        assert!(counts(None, Some("tls")));
+        assert!(!counts(Some(400), None));
+        assert!(!counts(Some(404), None));
+        assert!(!counts(Some(410), None));
+        assert!(!counts(Some(200), None));
+        assert!(!counts(None, Some("blocked_address")));
+        assert!(!counts(None, Some("https_required")));
+        assert!(!says_anything(None, Some("sealed_secret")));
+        assert!(says_anything(Some(404), None));
+    }
+
+    #[test]
+    fn five_consecutive_failures_open_the_circuit() {
+        let closed = Circuit::default();
+        let (four, change) = closed
+            .after_attempts(&[true; 4], POLICY, t(0), 1.0)
+            .unwrap();
+        assert_eq!(change, Change::Counted);
+        assert_eq!(four.failures, 4);
+        let (open, change) = four.after_attempts(&[true], POLICY, t(10), 1.0).unwrap();
+        assert_eq!(change, Change::Opened);
+        assert_eq!(open.state, State::Open);
+        assert_eq!(open.opened_at, Some(t(10)));
+        assert_eq!(open.next_probe_at, Some(t(30_010)));
+        assert_eq!(open.open_ms, 30_000);
+    }
+
+    #[test]
+    fn an_answer_between_failures_starts_the_count_again() {
+        let (circuit, _) = Circuit::default()
+            .after_attempts(&[true, true, true, false, true], POLICY, t(0), 1.0)
+            .unwrap();
+        assert_eq!(circuit.failures, 1);
+        assert_eq!(circuit.state, State::Closed);
+        assert!(Circuit::default()
+            .after_attempts(&[false, false], POLICY, t(0), 1.0)
+            .is_none());
+    }
+
+    #[test]
+    fn failures_after_it_opened_change_nothing_and_an_answer_closes_it() {
+        let (open, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 1.0)
+            .unwrap();
+        assert!(open
+            .after_attempts(&[true, true], POLICY, t(5), 1.0)
+            .is_none());
+        let (closed, change) = open.after_attempts(&[false], POLICY, t(6), 1.0).unwrap();
+        assert_eq!(change, Change::Closed);
+        assert_eq!(closed.state, State::Closed);
+        assert_eq!(closed.release_passes, RELEASE_PASSES);
+        assert!(closed.release_due(t(6)));
+    }
+
+    #[test]
+    fn a_failed_probe_doubles_the_period_up_to_the_cap_and_keeps_when_it_opened() {
+        let (mut circuit, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 1.0)
+            .unwrap();
+        let mut periods = Vec::new();
+        for step in 1..8 {
+            let now = t(step * 1000);
+            assert!(circuit.probe_due(t(10_000_000)));
+            circuit = circuit.probing(now + Duration::seconds(60));
+            assert!(!circuit.probe_due(now));
+            let (next, change) = circuit.after_attempts(&[true], POLICY, now, 1.0).unwrap();
+            assert_eq!(change, Change::Opened);
+            assert_eq!(next.opened_at, Some(t(0)));
+            periods.push(next.open_ms);
+            circuit = next;
+        }
+        assert_eq!(
+            periods,
+            [60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000]
+        );
+    }
+
+    #[test]
+    fn the_open_period_is_jittered_within_twenty_percent() {
+        let (low, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 0.0)
+            .unwrap();
+        let (high, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 9.0)
+            .unwrap();
+        assert_eq!(low.next_probe_at, Some(t(24_000)));
+        assert_eq!(high.next_probe_at, Some(t(36_000)));
+        for _ in 0..100 {
+            let factor = draw_factor();
+            assert!((0.8..=1.2).contains(&factor));
+        }
+    }
+
+    #[test]
+    fn a_lapsed_probe_claim_lets_another_process_probe() {
+        let (open, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 1.0)
+            .unwrap();
+        assert!(!open.probe_due(t(29_999)));
+        assert!(open.probe_due(t(30_000)));
+        let probing = open.probing(t(90_000));
+        assert!(!probing.probe_due(t(89_999)));
+        assert!(probing.probe_due(t(90_000)));
+    }
+
+    #[test]
+    fn a_notification_is_held_until_its_deadline_then_fails() {
+        let max = Duration::milliseconds(1000);
+        assert_eq!(hold(t(0), t(10), max), Hold::Park(t(1000)));
+        assert_eq!(hold(t(0), t(1000), max), Hold::Fail);
+    }
+
+    #[test]
+    fn the_release_is_done_at_once_after_a_stale_view_and_after_a_lease_then_the_circuit_is_clean()
+    {
+        let (open, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 1.0)
+            .unwrap();
+        let (closed, _) = open.after_attempts(&[false], POLICY, t(100), 1.0).unwrap();
+        let once = closed.released(t(200), Duration::seconds(60));
+        assert!(!once.release_due(t(2_100)));
+        assert!(once.release_due(t(2_200)));
+        let twice = once.released(t(2_200), Duration::seconds(60));
+        assert!(!twice.release_due(t(62_100)));
+        assert!(twice.release_due(t(62_200)));
+        let thrice = twice.released(t(62_200), Duration::seconds(60));
+        assert!(thrice.is_clean());
+    }
+
+    #[test]
+    fn settings_out_of_bounds_are_named() {
+        let bad = |p: Policy| p.invalid().map(|(field, _)| field);
+        assert_eq!(bad(POLICY), None);
+        assert_eq!(
+            bad(Policy {
+                failures: 0,
+                ..POLICY
+            }),
+            Some("failures")
+        );
+        assert_eq!(
+            bad(Policy {
+                open_ms: 0,
+                ..POLICY
+            }),
+            Some("open_ms")
+        );
+        assert_eq!(
+            bad(Policy {
+                max_open_ms: 10,
+                ..POLICY
+            }),
+            Some("max_open_ms")
+        );
+        let off = Override {
+            off: true,
+            ..Override::default()
+        };
+        assert_eq!(off.resolve(POLICY), None);
+        let own = Override {
+            open_ms: Some(900_000),
+            ..Override::default()
+        };
+        assert_eq!(own.resolve(POLICY).unwrap().max_open_ms, 900_000);
+    }
+}
