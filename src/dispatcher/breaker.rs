@@ -95,6 +95,9 @@ struct View {
     policies: HashMap<Uuid, Policy>,
     /// Notifications this process sends as probes.
     probes: HashSet<Uuid>,
+    /// Endpoints whose breaker is off now while their circuit holds: the
+    /// recorder closes it.
+    turned_off: HashSet<Uuid>,
     /// Per endpoint, the counting failures this process's deliveries had
     /// since their last answer and the recorder has not counted yet.
     unrecorded: HashMap<Uuid, i32>,
@@ -140,6 +143,13 @@ impl Breaker {
         let mut view = self.view.lock().expect("breaker lock");
         let Some(policy) = own.resolve(self.defaults) else {
             view.policies.remove(&row.endpoint_id);
+            if view
+                .circuits
+                .get(&row.endpoint_id)
+                .is_some_and(Circuit::holds)
+            {
+                view.turned_off.insert(row.endpoint_id);
+            }
             return Admit::Send;
         };
         view.policies.insert(row.endpoint_id, policy);
@@ -258,6 +268,7 @@ impl Breaker {
     }
 
     async fn count(&self, batch: &[AttemptRecord], foreseen: &mut HashMap<Uuid, i32>) {
+        self.close_turned_off().await;
         let mut by_endpoint: BTreeMap<Uuid, Vec<bool>> = BTreeMap::new();
         let mut policies = HashMap::new();
         {
@@ -321,6 +332,25 @@ impl Breaker {
             }
             if by_endpoint.is_empty() {
                 return;
+            }
+        }
+    }
+
+    /// Closes the circuits of endpoints whose breaker was turned off.
+    async fn close_turned_off(&self) {
+        let off: Vec<Uuid> = {
+            let mut view = self.view.lock().expect("breaker lock");
+            view.turned_off.drain().collect()
+        };
+        if off.is_empty() {
+            return;
+        }
+        let Ok(stored) = self.store.circuits_of(&off).await else {
+            return;
+        };
+        for (endpoint, seen) in stored {
+            if let Some((new, change)) = seen.turned_off(now()) {
+                self.set(endpoint, &seen, &new, change).await;
             }
         }
     }

@@ -213,6 +213,12 @@ impl Circuit {
         }
     }
 
+    /// The endpoint's breaker was turned off (`"breaker": null`) while its
+    /// circuit held: it closes, and what it held is released.
+    pub fn turned_off(&self, now: DateTime<Utc>) -> Option<(Circuit, Change)> {
+        self.holds().then(|| (self.closed(now), Change::Closed))
+    }
+
     fn opened(&self, now: DateTime<Utc>, period_ms: u64, factor: f64) -> Circuit {
         Circuit {
             failures: 0,
@@ -463,6 +469,17 @@ mod tests {
         let probing = open.probing(t(90_000));
         assert!(!probing.probe_due(t(89_999)));
         assert!(probing.probe_due(t(90_000)));
+    }
+
+    #[test]
+    fn turning_the_breaker_off_closes_an_open_circuit_and_releases_what_it_held() {
+        assert!(Circuit::default().turned_off(t(0)).is_none());
+        let (open, _) = Circuit::default()
+            .after_attempts(&[true; 5], POLICY, t(0), 1.0)
+            .unwrap();
+        let (closed, change) = open.turned_off(t(5)).unwrap();
+        assert_eq!(change, Change::Closed);
+        assert!(closed.release_due(t(5)));
     }
 
     #[test]

@@ -371,3 +371,42 @@ async fn bad_breaker_settings_answer_422_naming_the_field_and_change_nothing(bac
     );
 }
 both!(bad_breaker_settings_answer_422_naming_the_field_and_change_nothing);
+
+async fn turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_probe(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"schedule": ["0s", "1h"], "breaker": {"failures": 2}}),
+    )
+    .await;
+    notify_many(&app, "down", 8).await;
+    opened(&app, "down").await;
+    let (status, off) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/down",
+            Some(json!({"breaker": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{off}");
+    // Still down, and no breaker: every held one gets its attempt.
+    eventually(DEADLINE, "every notification to be attempted", || async {
+        let attempted = backend
+            .count_for(
+                "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND attempts = 1",
+                id,
+            )
+            .await;
+        (attempted == 8).then_some(())
+    })
+    .await;
+    closed(&app, "down").await;
+    assert_eq!(receiver.received("/down").len(), 8);
+}
+both!(turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_probe);
