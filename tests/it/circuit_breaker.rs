@@ -410,3 +410,53 @@ async fn turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_pro
     assert_eq!(receiver.received("/down").len(), 8);
 }
 both!(turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_probe);
+
+async fn the_operator_hears_when_a_circuit_opens_and_closes(backend: Backend) {
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let operator = Receiver::start().await;
+    let app = backend
+        .spawn_with(&format!(
+            "{BREAKER}[operator]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+            operator.url("/ops")
+        ))
+        .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"breaker": {"failures": 2}}),
+    )
+    .await;
+    notify_many(&app, "down", 4).await;
+    let event = |kind: &'static str| {
+        let operator = operator.clone();
+        async move {
+            let webhook = standardwebhooks::Webhook::new(SECRET).unwrap();
+            eventually(DEADLINE, kind, || {
+                let found = operator.received("/ops").iter().find_map(|request| {
+                    webhook.verify(&request.body, &request.headers).unwrap();
+                    let event: Value = serde_json::from_slice(&request.body).unwrap();
+                    (event["type"] == json!(kind)).then_some(event)
+                });
+                async move { found }
+            })
+            .await
+        }
+    };
+    let opened = event("endpoint.circuit_opened").await;
+    assert_eq!(
+        opened["data"]["endpoint_id"],
+        json!(id.to_string()),
+        "{opened}"
+    );
+    assert_eq!(opened["data"]["state"], json!("open"));
+    receiver.reply("/down", vec![Reply::status(200)]);
+    let closed = event("endpoint.circuit_closed").await;
+    assert_eq!(
+        closed["data"]["opened_at"], opened["data"]["opened_at"],
+        "{closed}"
+    );
+}
+both!(the_operator_hears_when_a_circuit_opens_and_closes);
