@@ -95,6 +95,11 @@ struct View {
     policies: HashMap<Uuid, Policy>,
     /// Notifications this process sends as probes.
     probes: HashSet<Uuid>,
+    /// Counts this process's own writes; `written` is the count at each
+    /// endpoint's last one. A read of the table that began before a write
+    /// does not undo it in the view (the write is newer than what it read).
+    writes: u64,
+    written: HashMap<Uuid, u64>,
     /// Endpoints whose breaker is off now while their circuit holds: the
     /// recorder closes it.
     turned_off: HashSet<Uuid>,
@@ -410,6 +415,9 @@ impl Breaker {
 
     fn remember(&self, endpoint: Uuid, circuit: Circuit) {
         let mut view = self.view.lock().expect("breaker lock");
+        view.writes += 1;
+        let writes = view.writes;
+        view.written.insert(endpoint, writes);
         if circuit.is_clean() {
             view.circuits.remove(&endpoint);
         } else {
@@ -434,6 +442,7 @@ impl Breaker {
 
     /// One look: returns when the next probe or release is due.
     async fn turn(&self, wake: &Notify) -> Option<DateTime<Utc>> {
+        let read_after = self.view.lock().expect("breaker lock").writes;
         let circuits = match self.store.circuits().await {
             Ok(circuits) => circuits,
             Err(error) => {
@@ -451,7 +460,28 @@ impl Breaker {
         }
         metrics::gauge!("hookd_circuits", "state" => "open").set(open as f64);
         metrics::gauge!("hookd_circuits", "state" => "probing").set(probing as f64);
-        self.view.lock().expect("breaker lock").circuits = circuits.iter().copied().collect();
+        {
+            let mut view = self.view.lock().expect("breaker lock");
+            let View {
+                circuits: known,
+                written,
+                ..
+            } = &mut *view;
+            // What this process wrote since the read began stays as written.
+            let mine: HashMap<Uuid, Option<Circuit>> = written
+                .iter()
+                .filter(|(_, at)| **at > read_after)
+                .map(|(endpoint, _)| (*endpoint, known.get(endpoint).copied()))
+                .collect();
+            written.clear();
+            *known = circuits.iter().copied().collect();
+            for (endpoint, circuit) in mine {
+                match circuit {
+                    Some(circuit) => known.insert(endpoint, circuit),
+                    None => known.remove(&endpoint),
+                };
+            }
+        }
         let now = now();
         let mut next: Option<DateTime<Utc>> = None;
         for (endpoint, circuit) in circuits {
