@@ -460,3 +460,25 @@ async fn the_operator_hears_when_a_circuit_opens_and_closes(backend: Backend) {
     );
 }
 both!(the_operator_hears_when_a_circuit_opens_and_closes);
+
+async fn the_openapi_document_shows_the_breaker_and_the_circuit(backend: Backend) {
+    let app = backend.spawn().await;
+    let (_, document) = app.get("/openapi.json").await;
+    let schemas = &document["components"]["schemas"];
+    let breaker = &schemas["BreakerFields"]["properties"];
+    assert_eq!(
+        breaker["failures"]["maximum"].as_f64(),
+        Some(1000.0),
+        "{breaker}"
+    );
+    for field in ["open_ms", "max_open_ms"] {
+        assert!(breaker[field].is_object(), "{breaker}");
+    }
+    assert!(schemas["EndpointFields"]["properties"]["breaker"].is_object());
+    assert!(schemas["EndpointView"]["properties"]["breaker"].is_object());
+    let circuit = &schemas["CircuitView"]["properties"];
+    for field in ["state", "opened_at", "next_probe_at", "held"] {
+        assert!(circuit[field].is_object(), "{field}: {circuit}");
+    }
+}
+both!(the_openapi_document_shows_the_breaker_and_the_circuit);
