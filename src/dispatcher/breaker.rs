@@ -30,12 +30,11 @@
 //!   sent then: late, never lost.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::config::Settings;
@@ -48,6 +47,9 @@ use crate::due::SharedIndex;
 use crate::store::delivery::DueNotification;
 use crate::store::recording::AttemptRecord;
 use crate::store::seams::{SharedBreaker, SharedDelivery};
+
+#[path = "breaker_timer.rs"]
+mod timer;
 
 /// The longest the view goes unread.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -63,7 +65,7 @@ const UNTIL_COUNTED: chrono::Duration = chrono::Duration::milliseconds(100);
 
 /// What to do with a claimed notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Admit {
+enum Admit {
     Send,
     /// Not yet: back to the index until then.
     Defer(DateTime<Utc>),
@@ -84,6 +86,8 @@ pub(super) struct Breaker {
     view: Mutex<View>,
     /// Probes this process won, for its dispatcher to send.
     ready: Mutex<Vec<DueNotification>>,
+    /// Claimed and held too long, for `fail_held`.
+    failing: Mutex<Vec<DueNotification>>,
     probed: Notify,
 }
 
@@ -133,12 +137,32 @@ impl Breaker {
             operator: settings.operator.enabled(),
             view: Mutex::new(View::default()),
             ready: Mutex::new(Vec::new()),
+            failing: Mutex::new(Vec::new()),
             probed: Notify::new(),
         }
     }
 
+    /// `row` if it is to be sent now; if not, it is given back in `later`
+    /// (held, or waiting for the recorder), or kept to end failed by
+    /// `fail_held` (held too long).
+    pub(super) fn admits(
+        &self,
+        own: Override,
+        row: DueNotification,
+        due_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+        later: &mut Vec<(Uuid, DateTime<Utc>)>,
+    ) -> Option<DueNotification> {
+        match self.admit(own, &row, due_at, now) {
+            Admit::Send => return Some(row),
+            Admit::Defer(until) | Admit::Park(until) => later.push((row.id, until)),
+            Admit::Fail => self.failing.lock().expect("breaker lock").push(row),
+        }
+        None
+    }
+
     /// Whether to send `row`, due at `due_at`, to its endpoint now.
-    pub(super) fn admit(
+    fn admit(
         &self,
         own: Override,
         row: &DueNotification,
@@ -205,7 +229,11 @@ impl Breaker {
 
     /// Ends failed `circuit_open` those held too long, still pending with
     /// the attempts they were claimed with, and drops them from the index.
-    pub(super) async fn fail_held(&self, rows: Vec<DueNotification>) {
+    pub(super) async fn fail_held(&self) {
+        let rows = std::mem::take(&mut *self.failing.lock().expect("breaker lock"));
+        if rows.is_empty() {
+            return;
+        }
         let last_error = format!(
             "{CIRCUIT_OPEN}: the endpoint's circuit stayed open longer than dispatcher.breaker.max_hold_ms"
         );
@@ -423,161 +451,5 @@ impl Breaker {
         } else {
             view.circuits.insert(endpoint, circuit);
         }
-    }
-
-    /// Reads the view, probes and releases what is due, until `shutdown`.
-    pub(super) async fn run(self: Arc<Self>, wake: Arc<Notify>, shutdown: CancellationToken) {
-        loop {
-            let next = self.turn(&wake).await;
-            let wait = next
-                .and_then(|at| (at - Utc::now()).to_std().ok())
-                .unwrap_or(Duration::ZERO)
-                .clamp(Duration::from_millis(50), REFRESH);
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(wait) => {}
-            }
-        }
-    }
-
-    /// One look: returns when the next probe or release is due.
-    async fn turn(&self, wake: &Notify) -> Option<DateTime<Utc>> {
-        let read_after = self.view.lock().expect("breaker lock").writes;
-        let circuits = match self.store.circuits().await {
-            Ok(circuits) => circuits,
-            Err(error) => {
-                tracing::warn!(%error, "cannot read circuits");
-                return None;
-            }
-        };
-        let (mut open, mut probing) = (0, 0);
-        for (_, circuit) in &circuits {
-            match circuit.state {
-                State::Open => open += 1,
-                State::Probing => probing += 1,
-                State::Closed => {}
-            }
-        }
-        metrics::gauge!("hookd_circuits", "state" => "open").set(open as f64);
-        metrics::gauge!("hookd_circuits", "state" => "probing").set(probing as f64);
-        {
-            let mut view = self.view.lock().expect("breaker lock");
-            let View {
-                circuits: known,
-                written,
-                ..
-            } = &mut *view;
-            // What this process wrote since the read began stays as written.
-            let mine: HashMap<Uuid, Option<Circuit>> = written
-                .iter()
-                .filter(|(_, at)| **at > read_after)
-                .map(|(endpoint, _)| (*endpoint, known.get(endpoint).copied()))
-                .collect();
-            written.clear();
-            *known = circuits.iter().copied().collect();
-            for (endpoint, circuit) in mine {
-                match circuit {
-                    Some(circuit) => known.insert(endpoint, circuit),
-                    None => known.remove(&endpoint),
-                };
-            }
-        }
-        let now = now();
-        let mut next: Option<DateTime<Utc>> = None;
-        for (endpoint, circuit) in circuits {
-            if circuit.probe_due(now) {
-                self.probe(endpoint, &circuit, now, wake).await;
-            } else if circuit.release_due(now) {
-                self.release(endpoint, &circuit, now).await;
-            }
-            let at = match circuit.state {
-                State::Open => circuit.next_probe_at,
-                State::Probing => circuit.probe_until,
-                State::Closed => circuit.release_at,
-            };
-            next = match (next, at) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        next
-    }
-
-    /// Claims the probe of an open circuit; the winner hands the
-    /// endpoint's earliest due notification to its dispatcher.
-    async fn probe(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>, wake: &Notify) {
-        let probing = seen.probing(now + self.lease);
-        if self.set(endpoint, seen, &probing, Change::Counted).await != Some(true) {
-            return;
-        }
-        let earliest = match self.store.pending_of(endpoint, None, now, 1).await {
-            Ok(rows) => rows.into_iter().next(),
-            Err(error) => {
-                tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
-                return;
-            }
-        };
-        let Some((id, _)) = earliest else {
-            // Nothing held: open again, and the next notification waits
-            // for the next probe.
-            let again = probing.nothing_to_probe(now, draw_factor());
-            self.set(endpoint, &probing, &again, Change::Counted).await;
-            return;
-        };
-        if let Err(error) = self
-            .due
-            .add_leased(&[id], probing.probe_until.unwrap_or(now))
-            .await
-        {
-            tracing::warn!(%error, endpoint_id = %endpoint, "cannot lease the probe; another process will probe when this one's claim lapses");
-            return;
-        }
-        let always = |_: Uuid, _: i64| true;
-        let row = match self.delivery.load_claimed(&[id], &always).await {
-            Ok(claimed) => claimed.notifications.into_iter().next(),
-            Err(error) => {
-                tracing::warn!(%error, "cannot load the probe; its lease will expire");
-                None
-            }
-        };
-        let Some(row) = row else { return };
-        tracing::info!(endpoint_id = %endpoint, notification_id = %id, "circuit probing");
-        metrics::counter!("hookd_circuit_transitions_total", "state" => "probing").increment(1);
-        self.view.lock().expect("breaker lock").probes.insert(id);
-        self.ready.lock().expect("breaker lock").push(row);
-        self.probed.notify_one();
-        wake.notify_one();
-    }
-
-    /// Moves the endpoint's held notifications back to their due times, in
-    /// pages in due order, then counts the release done.
-    async fn release(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>) {
-        let mut after = None;
-        let mut moved = 0;
-        loop {
-            let page = match self
-                .store
-                .pending_of(endpoint, after, now, RELEASE_PAGE)
-                .await
-            {
-                Ok(page) => page,
-                Err(error) => {
-                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the held notifications; the release is tried again");
-                    return;
-                }
-            };
-            if let Err(error) = self.due.add_marked(&page).await {
-                tracing::warn!(%error, endpoint_id = %endpoint, "cannot release held notifications; tried again");
-                return;
-            }
-            moved += page.len();
-            after = page.last().map(|(id, at)| (*at, *id));
-            if (page.len() as i64) < RELEASE_PAGE {
-                break;
-            }
-        }
-        tracing::info!(endpoint_id = %endpoint, moved, "released held notifications");
-        let released = seen.released(now, self.lease);
-        self.set(endpoint, seen, &released, Change::Counted).await;
     }
 }

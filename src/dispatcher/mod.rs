@@ -381,7 +381,6 @@ impl Dispatcher {
         let mut handed = Vec::new();
         let mut later = Vec::new();
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
-        let mut held_too_long = Vec::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         // Those this process is delivering, or holds the outcome of
         // unwritten: a claim that found them again (a lease ran out under a
@@ -431,17 +430,12 @@ impl Dispatcher {
                 ));
                 continue;
             }
-            match shared.breaker.admit(plan.breaker, &row, due_at, now) {
-                breaker::Admit::Send => {}
-                breaker::Admit::Defer(until) | breaker::Admit::Park(until) => {
-                    later.push((*id, until));
-                    continue;
-                }
-                breaker::Admit::Fail => {
-                    held_too_long.push(row);
-                    continue;
-                }
-            }
+            let Some(row) = shared
+                .breaker
+                .admits(plan.breaker, row, due_at, now, &mut later)
+            else {
+                continue;
+            };
             let cap = plan.max_in_flight.unwrap_or(default_cap);
             let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
                 later.push((*id, now));
@@ -474,9 +468,7 @@ impl Dispatcher {
             tasks
                 .spawn(task::deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
         }
-        if !held_too_long.is_empty() {
-            shared.breaker.fail_held(held_too_long).await;
-        }
+        shared.breaker.fail_held().await;
         if !orphans.is_empty() {
             // Deleting an endpoint cancels its pending notifications; these
             // were created while the delete ran.
