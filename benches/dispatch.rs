@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 
+#[path = "dispatch/breaker.rs"]
+mod breaker;
 #[path = "dispatch/client_cost.rs"]
 mod client_cost;
 #[path = "dispatch/embedded.rs"]
@@ -734,7 +736,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker
     // picks sections (default: all); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
@@ -1271,6 +1273,17 @@ async fn main() {
     }
     if want("redis_down") && mode.server {
         redis_down::scenario(&pool, &database_url, &receiver_url).await;
+    }
+    if want("breaker") && mode.server {
+        breaker::scenarios(
+            &pool,
+            &database_url,
+            &redis_url,
+            &received,
+            &receiver_url,
+            runs,
+        )
+        .await;
     }
     if want("embedded_scale") && mode.embedded {
         embedded::scale(&received, &receiver_url, runs).await;

@@ -24,8 +24,8 @@ use crate::service::Service;
 use crate::store::postgres::PgStore;
 use crate::store::sealing::Sealing;
 use crate::store::seams::{
-    DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore, ResealRows,
-    SharedDelivery, SharedHousekeeping, WriteStore,
+    BreakerStore, DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore,
+    ResealRows, SharedBreaker, SharedDelivery, SharedHousekeeping, WriteStore,
 };
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
@@ -61,6 +61,7 @@ pub trait Backend:
     + HousekeepingStore
     + PullStore
     + ResealRows
+    + BreakerStore
     + OperationStore
     + Clone
 {
@@ -73,6 +74,7 @@ impl<T> Backend for T where
         + HousekeepingStore
         + PullStore
         + ResealRows
+        + BreakerStore
         + OperationStore
         + Clone
 {
@@ -87,6 +89,7 @@ pub struct App {
     /// The store, sealing at rest, as the dispatcher sees it.
     delivery: SharedDelivery,
     housekeeping: SharedHousekeeping,
+    breaker: SharedBreaker,
     reseal: Reseal,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
@@ -202,6 +205,7 @@ impl App {
             recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
             service,
             store: Arc::new(store.clone()),
+            breaker: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings,
@@ -211,6 +215,7 @@ impl App {
         Ok(Self {
             state,
             delivery: Arc::new(store.clone()),
+            breaker: Arc::new(store.clone()),
             housekeeping: Arc::new(store),
             reseal: Box::new(move |token| {
                 Box::pin(crate::store::sealing::reseal::run(resealed, token))
@@ -294,6 +299,7 @@ impl App {
                 settings.clone(),
                 self.state.service.wake(),
                 self.state.service.handoff(),
+                self.breaker.clone(),
             );
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {

@@ -21,7 +21,7 @@ use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
 use crate::domain::pull::Delivery;
-use crate::service::endpoints::{EndpointFields, RotateSecret};
+use crate::service::endpoints::{BreakerFields, EndpointFields, RotateSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
 pub fn router() -> Router<AppState> {
@@ -65,6 +65,11 @@ pub struct EndpointView {
     /// The endpoint's own rate limit; `null`: none of its own
     /// (`dispatcher.default_rate_limit` applies, if set).
     pub rate_limit: Option<crate::domain::rate::RateLimit>,
+    /// The circuit breaker's settings over `[dispatcher.breaker]` (absent
+    /// ones are the defaults); null: no breaker.
+    pub breaker: Option<BreakerFields>,
+    /// The endpoint's circuit now.
+    pub circuit: CircuitView,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     /// Custom headers by name; their values are never shown (`***`).
@@ -100,6 +105,8 @@ impl EndpointView {
                 endpoint.rate_limit_per_second,
                 endpoint.rate_limit_burst,
             ),
+            breaker: BreakerFields::of(endpoint.breaker),
+            circuit: CircuitView::default(),
             success_body: endpoint.success_body,
             permanent_statuses: endpoint.permanent_statuses,
             headers: masked(endpoint.headers),
@@ -126,6 +133,60 @@ impl EndpointView {
         Self {
             secret: Some(secret),
             ..Self::of(endpoint)
+        }
+    }
+}
+
+/// An endpoint's circuit breaker state (DESIGN.md §16).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CircuitView {
+    /// `closed` (delivering), `open` (nothing sent; due notifications
+    /// held) or `probing` (one notification sent to see if it is back).
+    #[schema(value_type = String, example = "closed")]
+    pub state: &'static str,
+    /// When the circuit opened (kept through failed probes).
+    pub opened_at: Option<DateTime<Utc>>,
+    /// When the next probe goes.
+    pub next_probe_at: Option<DateTime<Utc>>,
+    /// Pending notifications due by now that wait for the circuit to
+    /// close; 0 when closed.
+    pub held: i64,
+}
+
+impl Default for CircuitView {
+    fn default() -> Self {
+        Self {
+            state: "closed",
+            opened_at: None,
+            next_probe_at: None,
+            held: 0,
+        }
+    }
+}
+
+impl CircuitView {
+    /// The circuits of `views`' endpoints, read at once; a circuit that
+    /// cannot be read shows closed rather than fail the request.
+    async fn fill(state: &AppState, views: &mut [EndpointView]) {
+        let ids: Vec<Uuid> = views.iter().map(|v| v.id).collect();
+        let circuits = match state.breaker.circuits_of(&ids).await {
+            Ok(circuits) => circuits,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read circuits");
+                return;
+            }
+        };
+        let now = Utc::now();
+        for (id, circuit) in circuits {
+            let Some(view) = views.iter_mut().find(|v| v.id == id) else {
+                continue;
+            };
+            view.circuit.state = circuit.state.as_str();
+            if circuit.holds() {
+                view.circuit.opened_at = circuit.opened_at;
+                view.circuit.next_probe_at = circuit.next_probe_at;
+                view.circuit.held = state.breaker.due_count(id, now).await.unwrap_or(0);
+            }
         }
     }
 }
@@ -184,12 +245,14 @@ pub async fn list(
         .store
         .list_endpoints(paging.cursor_id()?, limit + 1, params.owner.as_deref())
         .await?;
-    Ok(Json(page(
+    let mut listed = page(
         rows,
         limit,
         |e| encode_cursor(e.id),
         |e| EndpointView::of(e).shown_to(caller),
-    )))
+    );
+    CircuitView::fill(&state, &mut listed.data).await;
+    Ok(Json(listed))
 }
 
 #[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
@@ -204,9 +267,12 @@ pub async fn read(
         .store
         .find_endpoint(&EndpointRef::parse(&endpoint))
         .await?;
-    found
-        .map(|e| Json(EndpointView::of(e).shown_to(caller)))
-        .ok_or(ApiError::NotFound("endpoint"))
+    let mut view = [found
+        .map(|e| EndpointView::of(e).shown_to(caller))
+        .ok_or(ApiError::NotFound("endpoint"))?];
+    CircuitView::fill(&state, &mut view).await;
+    let [view] = view;
+    Ok(Json(view))
 }
 
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
@@ -221,7 +287,10 @@ pub async fn update(
         .service
         .update_endpoint(&EndpointRef::parse(&endpoint), fields)
         .await?;
-    Ok(Json(EndpointView::of(updated)))
+    let mut view = [EndpointView::of(updated)];
+    CircuitView::fill(&state, &mut view).await;
+    let [view] = view;
+    Ok(Json(view))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

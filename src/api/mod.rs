@@ -37,6 +37,8 @@ pub struct AppState {
     pub service: Service,
     pub store: SharedReads,
     pub due: SharedIndex,
+    /// Endpoints' circuits, shown with them.
+    pub breaker: crate::store::seams::SharedBreaker,
     pub settings: Arc<Settings>,
     /// The configured tokens, digested once.
     pub auth: Arc<auth::Auth>,

@@ -203,6 +203,8 @@ pub struct DispatcherSettings {
     /// default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_rate_limit: Option<RateLimitSettings>,
+    /// Defaults of every endpoint's circuit breaker (`domain::breaker`).
+    pub breaker: BreakerSettings,
 }
 
 /// `dispatcher.default_rate_limit`: `{per_second, burst}` as an endpoint's
@@ -218,6 +220,27 @@ impl RateLimitSettings {
     /// The limit; none when out of bounds (refused at load).
     pub fn limit(&self) -> Option<crate::domain::rate::RateLimit> {
         crate::domain::rate::RateLimit::new(self.per_second, self.burst).ok()
+    }
+}
+
+/// `[dispatcher.breaker]`: the circuit breaker's defaults (DESIGN.md §16).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSettings {
+    pub failures: u32,
+    pub open_ms: u64,
+    pub max_open_ms: u64,
+    pub max_hold_ms: u64,
+}
+
+impl BreakerSettings {
+    /// The defaults an endpoint's override falls back to.
+    pub fn policy(&self) -> crate::domain::breaker::Policy {
+        crate::domain::breaker::Policy {
+            failures: self.failures,
+            open_ms: self.open_ms,
+            max_open_ms: self.max_open_ms,
+        }
     }
 }
 

@@ -113,6 +113,18 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[dispatcher]\ndisable_failing_endpoints_after_hours = 9999\n",
             "dispatcher.disable_failing_endpoints_after_hours",
         ),
+        (
+            "[dispatcher.breaker]\nfailures = 0\n",
+            "dispatcher.breaker.failures",
+        ),
+        (
+            "[dispatcher.breaker]\nopen_ms = 700000\n",
+            "dispatcher.breaker.max_open_ms",
+        ),
+        (
+            "[dispatcher.breaker]\nmax_hold_ms = 0\n",
+            "dispatcher.breaker.max_hold_ms",
+        ),
         ("[retention]\ndays = -1\n", "retention.days"),
         ("[log]\nformat = \"xml\"\n", "log.format"),
         ("[operator]\nurl = \"ftp://ops\"\n", "operator.url"),

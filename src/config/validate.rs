@@ -259,6 +259,20 @@ impl Settings {
                 "must be at most 8760 (a year; 0 never disables)",
             ));
         }
+        if let Some((field, must)) = self.dispatcher.breaker.policy().invalid() {
+            let key = match field {
+                "failures" => "dispatcher.breaker.failures",
+                "open_ms" => "dispatcher.breaker.open_ms",
+                _ => "dispatcher.breaker.max_open_ms",
+            };
+            return Err(invalid(key, &format!("must be {must}")));
+        }
+        if !(1..=365 * 24 * 3600 * 1000).contains(&self.dispatcher.breaker.max_hold_ms) {
+            return Err(invalid(
+                "dispatcher.breaker.max_hold_ms",
+                "must be from 1 to 31536000000 (a year)",
+            ));
+        }
         if self.operator.enabled() {
             match url::Url::parse(self.operator.url.expose()) {
                 Ok(u) if self.sender.https_only && u.scheme() == "http" => {

@@ -17,6 +17,11 @@
 //! until this list says what becomes of it, instead of leaving it behind.
 //!
 //! Not copied, by design:
+//! - `endpoint_circuits`: the circuit breaker's state is about the receiver
+//!   now, seen from the source's dispatcher; the server starts every
+//!   circuit closed, and a receiver still down opens it again within
+//!   `failures` attempts. Held notifications are pending rows due at their
+//!   times, so the server's index has them due at once.
 //! - `_sqlx_migrations`: each database keeps its own schema history; the
 //!   target's is PostgreSQL's migrations, applied first.
 //! - The in-process due index and its leases of push deliveries (in memory
@@ -115,6 +120,10 @@ const ENDPOINTS: Table = Table {
         col("schedule_jitter", Real),
         col("rate_limit_per_second", Real),
         col("rate_limit_burst", Int),
+        col("breaker_off", Flag),
+        col("breaker_failures", Int),
+        col("breaker_open_ms", BigInt),
+        col("breaker_max_open_ms", BigInt),
         col("success_body", Text),
         col("permanent_statuses", IntList),
         col("headers", Json),

@@ -26,6 +26,8 @@ pub struct Plan {
     pub permanent_statuses: Vec<i32>,
     /// Scales each wait of the schedule (`domain::jitter`).
     pub jitter: Jitter,
+    /// The endpoint's circuit breaker settings (`dispatcher::breaker`).
+    pub breaker: crate::domain::breaker::Override,
     /// The endpoint's own cap on concurrent deliveries, if it sets one.
     pub max_in_flight: Option<u32>,
     /// The endpoint's own rate limit, if it sets one (`throttle`).
@@ -68,6 +70,7 @@ impl Plan {
             },
             permanent_statuses: endpoint.permanent_statuses,
             jitter: Jitter::stored(endpoint.schedule_jitter),
+            breaker: endpoint.breaker,
             max_in_flight: endpoint.max_in_flight.map(|m| m.max(1) as u32),
             rate_limit: crate::domain::rate::RateLimit::stored(
                 endpoint.rate_limit_per_second,

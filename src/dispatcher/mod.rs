@@ -8,6 +8,7 @@
 //! process's committers create due now comes without a claim or a load
 //! (`handoff`). `refill` fills an index from the store.
 
+mod breaker;
 mod delivery;
 pub mod handoff;
 pub mod housekeeping;
@@ -34,7 +35,7 @@ use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::DueNotification;
 use crate::store::recording::AttemptRecord;
-use crate::store::seams::{SharedDelivery, SharedHousekeeping};
+use crate::store::seams::{SharedBreaker, SharedDelivery, SharedHousekeeping};
 use in_flight::InFlight;
 use plans::{Loaded, Plans};
 
@@ -56,6 +57,7 @@ pub struct Dispatcher {
     handoff: Arc<Handoff>,
     /// The rate limiter beside the due index (`throttle`).
     limiter: crate::limiter::SharedLimiter,
+    breaker: SharedBreaker,
 }
 
 /// The shared parts each delivery task needs.
@@ -70,9 +72,12 @@ struct Shared {
     slot_freed: Notify,
     /// Outcomes not written yet, whose leases the recorder extends.
     unrecorded: Arc<recorder::Unrecorded>,
+    breaker: Arc<breaker::Breaker>,
 }
 
 impl Dispatcher {
+    // Each is a handle a dispatcher is made of, passed once at start-up.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: SharedDelivery,
         housekeeping: SharedHousekeeping,
@@ -81,6 +86,7 @@ impl Dispatcher {
         settings: Arc<Settings>,
         wake: Arc<Notify>,
         handoff: Arc<Handoff>,
+        breaker: SharedBreaker,
     ) -> Self {
         Self {
             store,
@@ -91,6 +97,7 @@ impl Dispatcher {
             settings,
             wake,
             handoff,
+            breaker,
         }
     }
 
@@ -101,6 +108,13 @@ impl Dispatcher {
         let settings = self.settings.clone();
         let (outcomes, outcomes_rx) = mpsc::channel(settings.sender.max_in_flight * 2);
         let unrecorded = Arc::new(recorder::Unrecorded::default());
+        let breaker = Arc::new(breaker::Breaker::new(
+            self.breaker.clone(),
+            self.store.clone(),
+            self.due.clone(),
+            &settings,
+        ));
+        let breaking = tokio::spawn(breaker.clone().run(self.wake.clone(), shutdown.clone()));
         let recorder = tokio::spawn(recorder::run(
             self.store.clone(),
             self.due.clone(),
@@ -108,6 +122,7 @@ impl Dispatcher {
             settings.lease(),
             unrecorded.clone(),
             outcomes_rx,
+            breaker.clone(),
         ));
         let housekeeper = tokio::spawn(housekeeping::run(
             self.housekeeping.clone(),
@@ -124,6 +139,7 @@ impl Dispatcher {
             permits: Arc::new(Semaphore::new(settings.sender.max_in_flight)),
             slot_freed: Notify::new(),
             unrecorded,
+            breaker,
         });
         let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();
@@ -149,7 +165,8 @@ impl Dispatcher {
                     _ = shared.slot_freed.notified() => continue,
                 }
             }
-            let handed = self.handoff.take();
+            let mut handed = self.handoff.take();
+            handed.extend(shared.breaker.take_probes());
             if !handed.is_empty()
                 && self
                     .deliver_handed(handed, &mut plans, &shared, &outcomes, &mut tasks)
@@ -176,6 +193,7 @@ impl Dispatcher {
                 _ = self.wake.notified() => claim_now = true,
                 _ = woken_by(index_wakeups.as_deref()) => claim_now = true,
                 _ = self.handoff.handed() => {}
+                _ = shared.breaker.probed() => {}
                 _ = tokio::time::sleep_until(idle_until) => claim_now = true,
             }
         }
@@ -234,6 +252,7 @@ impl Dispatcher {
                 "housekeeping did not stop in time (a store does not answer); stopped it"
             );
         }
+        breaking.abort();
         tracing::info!("dispatcher stopped");
     }
 
@@ -416,6 +435,12 @@ impl Dispatcher {
                 ));
                 continue;
             }
+            let Some(row) = shared
+                .breaker
+                .admits(plan.breaker, row, due_at, now, &mut later)
+            else {
+                continue;
+            };
             let cap = plan.max_in_flight.unwrap_or(default_cap);
             let Ok(permit) = shared.permits.clone().try_acquire_owned() else {
                 later.push((*id, now));
@@ -448,6 +473,7 @@ impl Dispatcher {
         for limited in limited {
             task::start(shared, outcomes, tasks, limited);
         }
+        shared.breaker.fail_held().await;
         if !orphans.is_empty() {
             // Deleting an endpoint cancels its pending notifications; these
             // were created while the delete ran.

@@ -155,6 +155,7 @@ mod tests {
             schedule_jitter: 0.0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
+            breaker: Default::default(),
             headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,

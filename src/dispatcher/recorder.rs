@@ -81,6 +81,7 @@ pub async fn run(
     lease: Duration,
     unrecorded: Arc<Unrecorded>,
     mut outcomes: mpsc::Receiver<AttemptRecord>,
+    breaker: Arc<super::breaker::Breaker>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut owed = Owed::default();
@@ -116,6 +117,8 @@ pub async fn run(
         if owed.settle(&due).await {
             wake.notify_one();
         }
+        // After the leases: a circuit that opens holds what comes next.
+        breaker.after_batch(&batch).await;
         batch = waiting;
     }
 }

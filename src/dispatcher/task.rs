@@ -76,6 +76,7 @@ pub(super) async fn deliver(
     // again sees it in one or the other.
     if let Some((record, _)) = &attempted {
         shared.unrecorded.add(record.notification_id);
+        shared.breaker.observed(record);
     }
     {
         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");

@@ -9,6 +9,7 @@
 //! choice.
 
 pub mod bounded;
+pub mod breaker;
 pub mod fields;
 pub mod health;
 pub mod id;

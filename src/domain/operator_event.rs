@@ -65,9 +65,37 @@ pub struct DisabledEndpoint<'a> {
     pub reason: &'a str,
 }
 
+/// An endpoint's circuit that opened or closed, as its event reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CircuitChange {
+    pub endpoint_id: Uuid,
+    /// `open` or `closed`.
+    pub state: &'static str,
+    pub opened_at: DateTime<Utc>,
+    pub next_probe_at: Option<DateTime<Utc>>,
+}
+
 impl OperatorEvent {
     pub const NOTIFICATION_FAILED: &'static str = "notification.failed";
     pub const ENDPOINT_DISABLED: &'static str = "endpoint.disabled";
+    pub const CIRCUIT_OPENED: &'static str = "endpoint.circuit_opened";
+    pub const CIRCUIT_CLOSED: &'static str = "endpoint.circuit_closed";
+
+    /// One per opening (a failed probe that opens it again is no new
+    /// one) and one per close, keyed by when the circuit opened.
+    pub fn circuit(change: &CircuitChange, now: DateTime<Utc>) -> Self {
+        let event_type = if change.state == "open" {
+            Self::CIRCUIT_OPENED
+        } else {
+            Self::CIRCUIT_CLOSED
+        };
+        let key = format!(
+            "{event_type}:{}:{}",
+            change.endpoint_id,
+            change.opened_at.timestamp_micros()
+        );
+        Self::new(event_type, change.endpoint_id, key, change, now)
+    }
 
     /// One per notification and attempt count: a notification retried by
     /// hand that fails again is reported again. An operator event that

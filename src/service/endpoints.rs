@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 use serde::{Deserialize, Deserializer};
 
+pub use super::breaker_fields::BreakerFields;
 use super::events::invalid_owner;
 use super::{Service, ServiceError};
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
+use crate::domain::breaker::Override;
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::problem::{shown, ErrorCode, Problem};
@@ -82,6 +84,15 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<crate::domain::rate::RateLimit>)]
     rate_limit: Option<Option<serde_json::Value>>,
+    /// The circuit breaker: after `failures` consecutive failed attempts
+    /// (timeouts, connection and TLS errors, 5xx, 429) nothing is sent for
+    /// `open_ms` (±20 %, doubled after each failed probe up to
+    /// `max_open_ms`), then one probe. Absent on create: the defaults
+    /// (`[dispatcher.breaker]`); an object: its fields over the defaults
+    /// (`{}` is the defaults); `null`: no breaker for this endpoint.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<BreakerFields>)]
+    breaker: Option<Option<BreakerFields>>,
     /// When set, a 2xx only succeeds if the trimmed body equals it (`success`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
@@ -227,6 +238,21 @@ impl EndpointFields {
             endpoint.rate_limit_per_second = limit.map(|l| l.per_second);
             endpoint.rate_limit_burst = limit.map(|l| l.burst as i32);
         }
+        if let Some(breaker) = self.breaker {
+            endpoint.breaker = match breaker {
+                None => Override {
+                    off: true,
+                    ..Override::default()
+                },
+                Some(fields) => fields
+                    .to_override(settings.dispatcher.breaker.policy())
+                    .map_err(|(field, must)| {
+                        let name = format!("breaker.{field}");
+                        let message = format!("{name} is {must}, or breaker null for none");
+                        Problem::invalid(ErrorCode::InvalidValue, name, message)
+                    })?,
+            };
+        }
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
@@ -332,6 +358,7 @@ pub(super) fn default_endpoint() -> Endpoint {
         schedule_jitter: 0.0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        breaker: Override::default(),
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

@@ -12,6 +12,7 @@
 //! ```
 
 mod breaker;
+mod breaker_fields;
 mod commit;
 pub mod endpoints;
 pub mod events;

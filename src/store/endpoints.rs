@@ -67,6 +67,9 @@ pub struct Endpoint {
     /// `dispatcher.default_rate_limit`, if set.
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<i32>,
+    /// The endpoint's circuit breaker settings over `[dispatcher.breaker]`,
+    /// or off (`domain::breaker`).
+    pub breaker: crate::domain::breaker::Override,
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     pub headers: BTreeMap<String, String>,
@@ -201,6 +204,7 @@ mod tests {
             schedule_jitter: 0.0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
+            breaker: Default::default(),
             success_body: None,
             permanent_statuses: Vec::new(),
             headers: BTreeMap::new(),

@@ -32,7 +32,9 @@ pub struct TestApp {
 }
 
 /// Settings for a test: its own Redis prefix, loopback receivers allowed,
-/// a bearer token, and `overrides` (TOML) on top.
+/// a bearer token, and `overrides` (TOML) on top. The circuit breaker
+/// opens only after 1000 failures, so that tests of other things can fail
+/// an endpoint many times (tests/it/circuit_breaker.rs sets its own).
 pub fn test_settings(redis_url: &str, overrides: &str) -> Settings {
     test_settings_with_prefix(redis_url, &new_prefix(), overrides)
 }
@@ -45,7 +47,8 @@ pub fn test_settings_with_prefix(redis_url: &str, prefix: &str, overrides: &str)
     let base = format!(
         "[redis]\nurl = \"{redis_url}\"\nprefix = \"{prefix}\"\n\
          [api]\ntokens = [\"{TOKEN}\"]\n\
-         [sender]\nallow_networks = [\"127.0.0.0/8\"]\n"
+         [sender]\nallow_networks = [\"127.0.0.0/8\"]\n\
+         [dispatcher.breaker]\nfailures = 1000\n"
     );
     Settings::from_toml_layers(&[&base, overrides]).expect("test settings are valid")
 }

@@ -9,6 +9,7 @@ mod receiver;
 mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
+mod circuit_breaker;
 mod cli;
 mod conformance;
 mod copy;

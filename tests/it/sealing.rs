@@ -79,6 +79,7 @@ fn endpoint(uid: &str) -> Endpoint {
         schedule_jitter: 0.0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("Authorization".into(), ENDPOINT_TOKEN.into())]),

@@ -45,6 +45,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         schedule_jitter: 0.0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        breaker: Default::default(),
         success_body: Some("ok".into()),
         permanent_statuses: vec![410, 404],
         headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]),

@@ -17,12 +17,12 @@ use crate::store::StoreError;
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24) \
              RETURNING {COLUMNS}"
         );
         sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -46,6 +46,10 @@ impl PgStore {
             .bind(endpoint.schedule_jitter)
             .bind(endpoint.rate_limit_per_second)
             .bind(endpoint.rate_limit_burst)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -152,7 +156,8 @@ impl PgStore {
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              version = version + 1, \
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
-             rate_limit_per_second = $21, rate_limit_burst = $22 \
+             rate_limit_per_second = $21, rate_limit_burst = $22, \
+             breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -178,6 +183,10 @@ impl PgStore {
             .bind(endpoint.schedule_jitter)
             .bind(endpoint.rate_limit_per_second)
             .bind(endpoint.rate_limit_burst)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

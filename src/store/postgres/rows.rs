@@ -89,6 +89,14 @@ macro_rules! column {
         let read_at: Option<chrono::DateTime<chrono::Utc>> = column!($row, read_at, optional);
         read_at.is_some_and(|now| crate::domain::lease::held(lease, now))
     }};
+    ($row:ident, $field:ident, breaker) => {
+        crate::domain::breaker::Override::stored(
+            $row.try_get("breaker_off")?,
+            $row.try_get("breaker_failures")?,
+            $row.try_get("breaker_open_ms")?,
+            $row.try_get("breaker_max_open_ms")?,
+        )
+    };
     ($row:ident, $field:ident, optional) => {
         match $row.try_get(stringify!($field)) {
             Ok(value) => value,
@@ -152,6 +160,7 @@ from_row!(DeliveryEndpoint {
     schedule_jitter,
     rate_limit_per_second,
     rate_limit_burst,
+    breaker: breaker,
     headers: json,
     timeout_ms,
     max_in_flight,
@@ -176,6 +185,7 @@ from_row!(Endpoint {
     schedule_jitter,
     rate_limit_per_second,
     rate_limit_burst,
+    breaker: breaker,
     success_body,
     permanent_statuses,
     headers: json,

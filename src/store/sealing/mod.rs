@@ -10,6 +10,7 @@
 //! stored values under the current key (`reseal`) runs over a backend's
 //! `ResealRows`.
 
+mod breaker;
 mod delivery;
 mod housekeeping;
 mod operations;

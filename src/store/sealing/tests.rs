@@ -37,6 +37,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         schedule_jitter: 0.0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),

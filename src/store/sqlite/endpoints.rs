@@ -87,7 +87,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21) \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -112,6 +112,10 @@ impl SqliteStore {
             .bind(endpoint.schedule_jitter)
             .bind(endpoint.rate_limit_per_second)
             .bind(endpoint.rate_limit_burst)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -238,6 +242,7 @@ impl SqliteStore {
              max_in_flight = ?14, disabled = ?15, owner = ?16, delivery = ?17, updated_at = ?18, \
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
+             breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, \
              version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -266,6 +271,10 @@ impl SqliteStore {
             .bind(endpoint.schedule_jitter)
             .bind(endpoint.rate_limit_per_second)
             .bind(endpoint.rate_limit_burst)
+            .bind(endpoint.breaker.columns().0)
+            .bind(endpoint.breaker.columns().1)
+            .bind(endpoint.breaker.columns().2)
+            .bind(endpoint.breaker.columns().3)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -40,6 +40,7 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "operations.endpoint_id, operations.kind",
         "operations_running_per_endpoint",
     ),
+    ("endpoint_circuits.endpoint_id", "endpoint_circuits_pkey"),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

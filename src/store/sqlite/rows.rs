@@ -75,7 +75,7 @@ fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
 pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -93,6 +93,7 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         schedule_jitter: row.try_get("schedule_jitter")?,
         rate_limit_per_second: row.try_get("rate_limit_per_second")?,
         rate_limit_burst: row.try_get("rate_limit_burst")?,
+        breaker: breaker_override(row)?,
         success_body: row.try_get("success_body")?,
         permanent_statuses: json(row, "permanent_statuses")?,
         headers: json(row, "headers")?,
@@ -105,4 +106,16 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         updated_at: time(row, "updated_at")?,
         unreadable: None,
     })
+}
+
+/// An endpoint's breaker settings (`breaker_*` columns).
+pub(crate) fn breaker_override(
+    row: &SqliteRow,
+) -> Result<crate::domain::breaker::Override, sqlx::Error> {
+    Ok(crate::domain::breaker::Override::stored(
+        row.try_get("breaker_off")?,
+        row.try_get("breaker_failures")?,
+        row.try_get("breaker_open_ms")?,
+        row.try_get("breaker_max_open_ms")?,
+    ))
 }

@@ -51,6 +51,7 @@ pub fn endpoint() -> Endpoint {
         schedule_jitter: 0.0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        breaker: Default::default(),
         success_body: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),

@@ -1,0 +1,176 @@
+//! The breaker's timer in each dispatcher: reads the circuits (the view),
+//! claims the probes that are due, and does the releases owed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
+use crate::domain::breaker::{draw_factor, Change, Circuit, State};
+
+impl Breaker {
+    /// Reads the view, probes and releases what is due, until `shutdown`.
+    pub(in crate::dispatcher) async fn run(
+        self: Arc<Self>,
+        wake: Arc<Notify>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            let next = self.turn(&wake).await;
+            let wait = next
+                .and_then(|at| (at - Utc::now()).to_std().ok())
+                .unwrap_or(Duration::ZERO)
+                .clamp(Duration::from_millis(50), REFRESH);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One look: returns when the next probe or release is due.
+    async fn turn(&self, wake: &Notify) -> Option<DateTime<Utc>> {
+        let read_after = self.view.lock().expect("breaker lock").writes;
+        let circuits = match self.store.circuits().await {
+            Ok(circuits) => circuits,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read circuits");
+                return None;
+            }
+        };
+        let (mut open, mut probing) = (0, 0);
+        for (_, circuit) in &circuits {
+            match circuit.state {
+                State::Open => open += 1,
+                State::Probing => probing += 1,
+                State::Closed => {}
+            }
+        }
+        metrics::gauge!("hookd_circuits", "state" => "open").set(open as f64);
+        metrics::gauge!("hookd_circuits", "state" => "probing").set(probing as f64);
+        {
+            let mut view = self.view.lock().expect("breaker lock");
+            let View {
+                circuits: known,
+                written,
+                ..
+            } = &mut *view;
+            // What this process wrote since the read began stays as written.
+            let mine: HashMap<Uuid, Option<Circuit>> = written
+                .iter()
+                .filter(|(_, at)| **at > read_after)
+                .map(|(endpoint, _)| (*endpoint, known.get(endpoint).copied()))
+                .collect();
+            written.clear();
+            *known = circuits.iter().copied().collect();
+            for (endpoint, circuit) in mine {
+                match circuit {
+                    Some(circuit) => known.insert(endpoint, circuit),
+                    None => known.remove(&endpoint),
+                };
+            }
+        }
+        let now = now();
+        let mut next: Option<DateTime<Utc>> = None;
+        for (endpoint, circuit) in circuits {
+            if circuit.probe_due(now) {
+                self.probe(endpoint, &circuit, now, wake).await;
+            } else if circuit.release_due(now) {
+                self.release(endpoint, &circuit, now).await;
+            }
+            let at = match circuit.state {
+                State::Open => circuit.next_probe_at,
+                State::Probing => circuit.probe_until,
+                State::Closed => circuit.release_at,
+            };
+            next = match (next, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        next
+    }
+
+    /// Claims the probe of an open circuit; the winner hands the
+    /// endpoint's earliest due notification to its dispatcher.
+    async fn probe(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>, wake: &Notify) {
+        let probing = seen.probing(now + self.lease);
+        if self.set(endpoint, seen, &probing, Change::Counted).await != Some(true) {
+            return;
+        }
+        let earliest = match self.store.pending_of(endpoint, None, now, 1).await {
+            Ok(rows) => rows.into_iter().next(),
+            Err(error) => {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
+                return;
+            }
+        };
+        let Some((id, _)) = earliest else {
+            // Nothing held: open again, and the next notification waits
+            // for the next probe.
+            let again = probing.nothing_to_probe(now, draw_factor());
+            self.set(endpoint, &probing, &again, Change::Counted).await;
+            return;
+        };
+        if let Err(error) = self
+            .due
+            .add_leased(&[id], probing.probe_until.unwrap_or(now))
+            .await
+        {
+            tracing::warn!(%error, endpoint_id = %endpoint, "cannot lease the probe; another process will probe when this one's claim lapses");
+            return;
+        }
+        let always = |_: Uuid, _: i64| true;
+        let row = match self.delivery.load_claimed(&[id], &always).await {
+            Ok(claimed) => claimed.notifications.into_iter().next(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot load the probe; its lease will expire");
+                None
+            }
+        };
+        let Some(row) = row else { return };
+        tracing::info!(endpoint_id = %endpoint, notification_id = %id, "circuit probing");
+        metrics::counter!("hookd_circuit_transitions_total", "state" => "probing").increment(1);
+        self.view.lock().expect("breaker lock").probes.insert(id);
+        self.ready.lock().expect("breaker lock").push(row);
+        self.probed.notify_one();
+        wake.notify_one();
+    }
+
+    /// Moves the endpoint's held notifications back to their due times, in
+    /// pages in due order, then counts the release done.
+    async fn release(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>) {
+        let mut after = None;
+        let mut moved = 0;
+        loop {
+            let page = match self
+                .store
+                .pending_of(endpoint, after, now, RELEASE_PAGE)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the held notifications; the release is tried again");
+                    return;
+                }
+            };
+            if let Err(error) = self.due.add_marked(&page).await {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot release held notifications; tried again");
+                return;
+            }
+            moved += page.len();
+            after = page.last().map(|(id, at)| (*at, *id));
+            if (page.len() as i64) < RELEASE_PAGE {
+                break;
+            }
+        }
+        tracing::info!(endpoint_id = %endpoint, moved, "released held notifications");
+        let released = seen.released(now, self.lease);
+        self.set(endpoint, seen, &released, Change::Counted).await;
+    }
+}

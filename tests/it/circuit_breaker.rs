@@ -1,0 +1,484 @@
+//! The circuit breaker (DESIGN.md §16) with a real receiver: it opens after
+//! `failures` failed attempts, one probe per open period (across two
+//! processes too), held notifications keep their attempt counts and are all
+//! delivered once the receiver is back; a 4xx does not open it, `breaker:
+//! null` turns it off, a notification held past `max_hold_ms` fails
+//! `circuit_open`, and bad settings are refused naming the field.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::backends::Backend;
+use crate::helpers::{eventually, new_prefix, redis_url, test_settings_with_prefix, TestApp};
+use crate::receiver::{Receiver, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+/// Open periods of a second, not doubled: a test sees several probes.
+const BREAKER: &str = "[dispatcher.breaker]\nfailures = 5\nopen_ms = 1000\nmax_open_ms = 1000\n";
+/// The shortest gap between two probes: the period less its 20 % jitter,
+/// less a margin for the clock of a busy machine.
+const PROBE_GAP: chrono::Duration = chrono::Duration::milliseconds(700);
+
+fn time(value: &Value) -> DateTime<Utc> {
+    value.as_str().unwrap().parse().unwrap()
+}
+
+/// A push endpoint to `url` with one delivery at a time and quick retries.
+async fn endpoint(app: &TestApp, uid: &str, url: String, extra: Value) -> Uuid {
+    let mut fields = json!({"uid": uid, "url": url, "max_in_flight": 1,
+        "schedule": ["0s", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms",
+                     "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms"]});
+    crate::helpers::merge(&mut fields, extra);
+    let created = app.endpoint(fields).await;
+    created["id"].as_str().unwrap().parse().unwrap()
+}
+
+async fn notify_many(app: &TestApp, uid: &str, count: usize) {
+    for n in 0..count {
+        app.notify(json!({"endpoint": uid, "payload": {"n": n}}))
+            .await;
+    }
+}
+
+/// The endpoint's circuit once it is no longer closed.
+async fn opened(app: &TestApp, uid: &str) -> Value {
+    eventually(DEADLINE, "the circuit to open", || async {
+        let (_, endpoint) = app.get(&format!("/v1/endpoints/{uid}")).await;
+        (endpoint["circuit"]["state"] != json!("closed")).then(|| endpoint["circuit"].clone())
+    })
+    .await
+}
+
+async fn closed(app: &TestApp, uid: &str) {
+    eventually(DEADLINE, "the circuit to close", || async {
+        let (_, endpoint) = app.get(&format!("/v1/endpoints/{uid}")).await;
+        (endpoint["circuit"]["state"] == json!("closed")).then_some(())
+    })
+    .await
+}
+
+/// The requests that arrived `after` (the probes, once the circuit is
+/// open and what was in flight has landed), each at least `PROBE_GAP`
+/// after the one before.
+fn probes_are_spaced(receiver: &Receiver, path: &str, after: DateTime<Utc>) -> usize {
+    let probes: Vec<DateTime<Utc>> = receiver
+        .received(path)
+        .iter()
+        .map(|r| r.at)
+        .filter(|at| *at > after)
+        .collect();
+    for pair in probes.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= PROBE_GAP,
+            "two requests {} ms apart while the circuit was open: {probes:?}",
+            (pair[1] - pair[0]).num_milliseconds()
+        );
+    }
+    probes.len()
+}
+
+/// Every notification of the endpoint succeeded, and the receiver got
+/// exactly as many requests as attempts were recorded: none was sent
+/// without being recorded, none twice beyond its attempts.
+async fn all_delivered_once(backend: &Backend, receiver: &Receiver, path: &str, id: Uuid, n: i64) {
+    eventually(DEADLINE, "every notification to be delivered", || async {
+        let done = backend
+            .count_for(
+                "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND status = 'succeeded'",
+                id,
+            )
+            .await;
+        (done == n).then_some(())
+    })
+    .await;
+    let attempts = backend
+        .count_for(
+            "SELECT CAST(COALESCE(sum(attempts), 0) AS BIGINT) FROM notifications WHERE endpoint_id = $1",
+            id,
+        )
+        .await;
+    assert_eq!(receiver.received(path).len() as i64, attempts);
+    assert_eq!(receiver.distinct(path).0 as i64, n);
+}
+
+async fn a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every_held_notification_once_back(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(&app, "down", receiver.url("/down"), json!({})).await;
+    notify_many(&app, "down", 30).await;
+
+    let circuit = opened(&app, "down").await;
+    let opened_at = time(&circuit["opened_at"]);
+    assert!(time(&circuit["next_probe_at"]) > opened_at, "{circuit}");
+    // Five failures open it; one more (the endpoint's cap) may have been
+    // in flight.
+    let settled = opened_at + chrono::Duration::milliseconds(500);
+    let before = receiver
+        .received("/down")
+        .iter()
+        .filter(|r| r.at <= settled)
+        .count();
+    assert!(
+        (5..=6).contains(&before),
+        "{before} requests before it opened"
+    );
+
+    // Three open periods, one probe each.
+    eventually(DEADLINE, "three probes", || async {
+        (probes_are_spaced(&receiver, "/down", settled) >= 3).then_some(())
+    })
+    .await;
+    let (_, endpoint_now) = app.get("/v1/endpoints/down").await;
+    assert!(
+        endpoint_now["circuit"]["held"].as_i64().unwrap() > 0,
+        "{endpoint_now}"
+    );
+    // The held ones were never attempted: their attempt counts are those
+    // the receiver saw (counted first: a probe may land in between).
+    let never = backend
+        .count_for(
+            "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND attempts = 0 AND status = 'pending'",
+            id,
+        )
+        .await;
+    let (attempted, _) = receiver.distinct("/down");
+    assert!(
+        never >= 30 - attempted as i64,
+        "{never} never attempted, {attempted} attempted"
+    );
+
+    receiver.reply("/down", vec![Reply::status(200)]);
+    closed(&app, "down").await;
+    all_delivered_once(&backend, &receiver, "/down", id, 30).await;
+}
+both!(a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every_held_notification_once_back);
+
+#[sqlx::test]
+async fn two_processes_never_probe_at_once(pool: sqlx::PgPool) {
+    let backend = Backend::postgres(pool);
+    let prefix = new_prefix();
+    let settings = || test_settings_with_prefix(&redis_url(), &prefix, BREAKER);
+    let first = backend.spawn_settings(settings()).await;
+    let second = backend.spawn_settings(settings()).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(&first, "down", receiver.url("/down"), json!({})).await;
+    // Created through both, so both dispatchers have work of their own.
+    notify_many(&first, "down", 15).await;
+    notify_many(&second, "down", 15).await;
+
+    let circuit = opened(&second, "down").await;
+    let settled = time(&circuit["opened_at"]) + chrono::Duration::milliseconds(500);
+    eventually(DEADLINE, "four probes", || async {
+        (probes_are_spaced(&receiver, "/down", settled) >= 4).then_some(())
+    })
+    .await;
+    receiver.reply("/down", vec![Reply::status(200)]);
+    closed(&first, "down").await;
+    all_delivered_once(&backend, &receiver, "/down", id, 30).await;
+}
+
+async fn a_4xx_the_receiver_chose_does_not_open_the_circuit(backend: Backend) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/picky", vec![Reply::status(400)]);
+    endpoint(
+        &app,
+        "picky",
+        receiver.url("/picky"),
+        json!({"schedule": ["0s", "1h"]}),
+    )
+    .await;
+    notify_many(&app, "picky", 12).await;
+    receiver.wait_for("/picky", 12, DEADLINE).await;
+    let (_, endpoint) = app.get("/v1/endpoints/picky").await;
+    assert_eq!(endpoint["circuit"]["state"], json!("closed"), "{endpoint}");
+    assert_eq!(endpoint["circuit"]["held"], json!(0));
+    assert_eq!(
+        backend
+            .count("SELECT count(*) FROM endpoint_circuits")
+            .await,
+        0
+    );
+}
+both!(a_4xx_the_receiver_chose_does_not_open_the_circuit);
+
+async fn breaker_null_never_opens_the_circuit(backend: Backend) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"schedule": ["0s", "1h"], "breaker": null}),
+    )
+    .await;
+    notify_many(&app, "down", 12).await;
+    receiver.wait_for("/down", 12, DEADLINE).await;
+    let (_, endpoint) = app.get("/v1/endpoints/down").await;
+    assert_eq!(endpoint["breaker"], Value::Null, "{endpoint}");
+    assert_eq!(endpoint["circuit"]["state"], json!("closed"), "{endpoint}");
+    assert_eq!(
+        backend
+            .count("SELECT count(*) FROM endpoint_circuits")
+            .await,
+        0
+    );
+}
+both!(breaker_null_never_opens_the_circuit);
+
+async fn a_notification_held_longer_than_max_hold_fails_with_circuit_open(backend: Backend) {
+    let app = backend
+        .spawn_with(
+            "[dispatcher.breaker]\nopen_ms = 600000\nmax_open_ms = 600000\nmax_hold_ms = 1500\n",
+        )
+        .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"schedule": ["0s", "1h"], "breaker": {"failures": 2}}),
+    )
+    .await;
+    notify_many(&app, "down", 8).await;
+    opened(&app, "down").await;
+    let attempted = receiver.received("/down").len() as i64;
+    assert!((2..=3).contains(&attempted), "{attempted} attempts");
+    let held = 8 - attempted;
+    eventually(DEADLINE, "the held notifications to fail", || async {
+        let failed = backend
+            .count_for(
+                "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND status = 'failed' \
+                 AND attempts = 0 AND last_error LIKE 'circuit_open:%'",
+                id,
+            )
+            .await;
+        (failed == held).then_some(())
+    })
+    .await;
+    // No attempt was made or recorded for them; the attempted ones wait
+    // for their retry.
+    assert_eq!(receiver.received("/down").len() as i64, attempted);
+    let pending = backend
+        .count_for(
+            "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND status = 'pending' AND attempts = 1",
+            id,
+        )
+        .await;
+    assert_eq!(pending, attempted);
+}
+both!(a_notification_held_longer_than_max_hold_fails_with_circuit_open);
+
+async fn bad_breaker_settings_answer_422_naming_the_field_and_change_nothing(backend: Backend) {
+    let app = backend.spawn().await;
+    let created = app.endpoint(json!({"uid": "shop"})).await;
+    assert_eq!(
+        created["breaker"],
+        json!({"failures": null, "open_ms": null, "max_open_ms": null})
+    );
+    assert_eq!(created["circuit"]["state"], json!("closed"));
+    let (status, set) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/shop",
+            Some(json!({"breaker": {"failures": 3, "open_ms": 5000}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    let kept = json!({"failures": 3, "open_ms": 5000, "max_open_ms": null});
+    assert_eq!(set["breaker"], kept);
+    let bad = [
+        (json!({"failures": 0}), "breaker.failures"),
+        (json!({"failures": 1001}), "breaker.failures"),
+        (json!({"failures": -1}), "breaker.failures"),
+        (json!({"open_ms": 0}), "breaker.open_ms"),
+        (json!({"open_ms": 86_400_001}), "breaker.open_ms"),
+        (json!({"max_open_ms": 86_400_001}), "breaker.max_open_ms"),
+        (
+            json!({"open_ms": 60_000, "max_open_ms": 1000}),
+            "breaker.max_open_ms",
+        ),
+    ];
+    for (breaker, field) in bad {
+        let (status, body) = app
+            .call(
+                Method::PATCH,
+                "/v1/endpoints/shop",
+                Some(json!({"breaker": breaker, "description": "changed"})),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{breaker}: {body}"
+        );
+        assert_eq!(body["error"]["field"], json!(field), "{body}");
+        let (status, body) = app
+            .post(
+                "/v1/endpoints",
+                json!({"uid": "other", "url": "http://127.0.0.1:9/hook", "breaker": breaker}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{breaker}: {body}"
+        );
+        assert_eq!(body["error"]["field"], json!(field), "{body}");
+    }
+    let (status, body) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/shop",
+            Some(json!({"breaker": {"failure": 3}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let (_, read) = app.get("/v1/endpoints/shop").await;
+    assert_eq!(read["breaker"], kept, "{read}");
+    assert_eq!(read["description"], created["description"]);
+    let (status, _) = app.get("/v1/endpoints/other").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Off, then the defaults again.
+    let (_, off) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/shop",
+            Some(json!({"breaker": null})),
+        )
+        .await;
+    assert_eq!(off["breaker"], Value::Null);
+    let (_, defaults) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/shop",
+            Some(json!({"breaker": {}})),
+        )
+        .await;
+    assert_eq!(
+        defaults["breaker"],
+        json!({"failures": null, "open_ms": null, "max_open_ms": null})
+    );
+}
+both!(bad_breaker_settings_answer_422_naming_the_field_and_change_nothing);
+
+async fn turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_probe(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"schedule": ["0s", "1h"], "breaker": {"failures": 2}}),
+    )
+    .await;
+    notify_many(&app, "down", 8).await;
+    opened(&app, "down").await;
+    let (status, off) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/down",
+            Some(json!({"breaker": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{off}");
+    // Still down, and no breaker: every held one gets its attempt.
+    eventually(DEADLINE, "every notification to be attempted", || async {
+        let attempted = backend
+            .count_for(
+                "SELECT count(*) FROM notifications WHERE endpoint_id = $1 AND attempts = 1",
+                id,
+            )
+            .await;
+        (attempted == 8).then_some(())
+    })
+    .await;
+    closed(&app, "down").await;
+    assert_eq!(receiver.received("/down").len(), 8);
+}
+both!(turning_the_breaker_off_while_open_sends_what_it_held_from_the_next_probe);
+
+async fn the_operator_hears_when_a_circuit_opens_and_closes(backend: Backend) {
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let operator = Receiver::start().await;
+    let app = backend
+        .spawn_with(&format!(
+            "{BREAKER}[operator]\nurl = \"{}\"\nsecret = \"{SECRET}\"\n",
+            operator.url("/ops")
+        ))
+        .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "down",
+        receiver.url("/down"),
+        json!({"breaker": {"failures": 2}}),
+    )
+    .await;
+    notify_many(&app, "down", 4).await;
+    let event = |kind: &'static str| {
+        let operator = operator.clone();
+        async move {
+            let webhook = standardwebhooks::Webhook::new(SECRET).unwrap();
+            eventually(DEADLINE, kind, || {
+                let found = operator.received("/ops").iter().find_map(|request| {
+                    webhook.verify(&request.body, &request.headers).unwrap();
+                    let event: Value = serde_json::from_slice(&request.body).unwrap();
+                    (event["type"] == json!(kind)).then_some(event)
+                });
+                async move { found }
+            })
+            .await
+        }
+    };
+    let opened = event("endpoint.circuit_opened").await;
+    assert_eq!(
+        opened["data"]["endpoint_id"],
+        json!(id.to_string()),
+        "{opened}"
+    );
+    assert_eq!(opened["data"]["state"], json!("open"));
+    receiver.reply("/down", vec![Reply::status(200)]);
+    let closed = event("endpoint.circuit_closed").await;
+    assert_eq!(
+        closed["data"]["opened_at"], opened["data"]["opened_at"],
+        "{closed}"
+    );
+}
+both!(the_operator_hears_when_a_circuit_opens_and_closes);
+
+async fn the_openapi_document_shows_the_breaker_and_the_circuit(backend: Backend) {
+    let app = backend.spawn().await;
+    let (_, document) = app.get("/openapi.json").await;
+    let schemas = &document["components"]["schemas"];
+    let breaker = &schemas["BreakerFields"]["properties"];
+    assert_eq!(
+        breaker["failures"]["maximum"].as_f64(),
+        Some(1000.0),
+        "{breaker}"
+    );
+    for field in ["open_ms", "max_open_ms"] {
+        assert!(breaker[field].is_object(), "{breaker}");
+    }
+    assert!(schemas["EndpointFields"]["properties"]["breaker"].is_object());
+    assert!(schemas["EndpointView"]["properties"]["breaker"].is_object());
+    let circuit = &schemas["CircuitView"]["properties"];
+    for field in ["state", "opened_at", "next_probe_at", "held"] {
+        assert!(circuit[field].is_object(), "{field}: {circuit}");
+    }
+}
+both!(the_openapi_document_shows_the_breaker_and_the_circuit);
