@@ -16,6 +16,7 @@ mod in_flight;
 mod plans;
 mod recorder;
 pub mod refill;
+mod stop;
 mod task;
 mod throttle;
 
@@ -198,61 +199,21 @@ impl Dispatcher {
             }
         }
 
-        // Shutdown: no more claims or hand-offs; what was handed over and
-        // not started goes back to the index.
-        let untaken: Vec<(Uuid, DateTime<Utc>)> = self
-            .handoff
-            .close()
-            .iter()
-            .map(|row| (row.id, Utc::now()))
-            .collect();
-        if !untaken.is_empty() {
-            if let Err(error) = self.due.reschedule(&untaken).await {
-                tracing::warn!(%error, "cannot give handed-over notifications back; their leases will expire");
-            }
-        }
-        // Let deliveries finish, within limits.
-        let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
-        let in_flight = tasks.len();
-        if in_flight > 0 {
-            tracing::info!(in_flight, "waiting for deliveries in flight");
-        }
-        let finished =
-            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-        if finished.is_err() {
-            tasks.abort_all();
-            let unfinished: Vec<(Uuid, DateTime<Utc>)> = {
-                let in_flight = shared.in_flight.lock().expect("in-flight lock");
-                in_flight.ids.iter().map(|id| (*id, Utc::now())).collect()
-            };
-            metrics::gauge!("hookd_deliveries_in_flight").set(0.0);
-            tracing::warn!(
-                count = unfinished.len(),
-                "giving back deliveries that did not finish in time"
-            );
-            if let Err(error) = self.due.reschedule(&unfinished).await {
-                tracing::warn!(%error, "cannot give deliveries back; their leases will expire");
-            }
-        }
-        drop(outcomes);
-        let mut recorder = recorder;
-        if tokio::time::timeout(grace, &mut recorder).await.is_err() {
-            // Stopped, not left behind extending leases for a process that
-            // is going away.
-            recorder.abort();
-            tracing::warn!("outcomes not recorded before shutdown; their leases will expire and they will be retried");
-        }
-        // Housekeeping stops at its next step, unless a store keeps that
-        // step waiting (a stalled PostgreSQL holds a query for as long as
-        // it stalls): shutdown does not wait for it past the grace.
-        let mut housekeeper = housekeeper;
-        if tokio::time::timeout(grace, &mut housekeeper).await.is_err() {
-            housekeeper.abort();
-            tracing::warn!(
-                "housekeeping did not stop in time (a store does not answer); stopped it"
-            );
-        }
-        breaking.abort();
+        let running = stop::Running {
+            tasks,
+            recorder,
+            housekeeper,
+            breaking,
+        };
+        stop::stop(
+            &self.due,
+            &self.handoff,
+            &shared,
+            outcomes,
+            running,
+            &settings,
+        )
+        .await;
         tracing::info!("dispatcher stopped");
     }
 
