@@ -229,7 +229,7 @@ impl Settings {
                 Err(RateLimitError::PerSecond) => {
                     return Err(invalid(
                         "dispatcher.default_rate_limit.per_second",
-                        "must be a number above 0 and at most 100000",
+                        "must be a number from 0.001 to 100000",
                     ))
                 }
                 Err(RateLimitError::Burst) => {

@@ -257,20 +257,36 @@ impl Breaker {
                 OperatorEvent::notification_failed(&failed, Utc::now())
             })
             .collect();
-        match self.store.fail_held(&held, &last_error, &events).await {
-            Ok(failed) => {
-                metrics::counter!("hookd_notifications_failed_circuit_open_total")
-                    .increment(failed.len() as u64);
-            }
+        let failed = match self.store.fail_held(&held, &last_error, &events).await {
+            Ok(failed) => failed,
             Err(error) => {
                 tracing::warn!(%error, "cannot end notifications held too long; their leases will expire");
                 return;
             }
-        }
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        if let Err(error) = self.due.forget(&ids).await {
+        };
+        metrics::counter!("hookd_notifications_failed_circuit_open_total")
+            .increment(failed.len() as u64);
+        if let Err(error) = self.due.forget(&failed).await {
             tracing::debug!(%error, "cannot drop ended notifications from the index; their leases will expire");
         }
+        // Those the compare-and-set left alone changed meanwhile (retried,
+        // attempted elsewhere): due now, the next claim looks at them again.
+        let now = Utc::now();
+        let changed: Vec<(Uuid, DateTime<Utc>)> = rows
+            .iter()
+            .filter(|row| !failed.contains(&row.id))
+            .map(|row| (row.id, now))
+            .collect();
+        if !changed.is_empty() {
+            if let Err(error) = self.due.reschedule(&changed).await {
+                tracing::debug!(%error, "cannot give back notifications that changed; their leases will expire");
+            }
+        }
+    }
+
+    /// Whether `id` is a probe this process won.
+    pub(super) fn is_probe(&self, id: Uuid) -> bool {
+        self.view.lock().expect("breaker lock").probes.contains(&id)
     }
 
     /// Probes won by this process, for its dispatcher to send.

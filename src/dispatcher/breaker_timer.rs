@@ -13,6 +13,10 @@ use uuid::Uuid;
 use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 
+/// Pending notifications looked at for a probe: the earliest not being
+/// delivered by some process is sent.
+const PROBE_CANDIDATES: i64 = 16;
+
 impl Breaker {
     /// Reads the view, probes and releases what is due, until `shutdown`.
     pub(in crate::dispatcher) async fn run(
@@ -103,13 +107,35 @@ impl Breaker {
         if self.set(endpoint, seen, &probing, Change::Counted).await != Some(true) {
             return;
         }
-        let earliest = match self.store.pending_of(endpoint, None, now, 1).await {
-            Ok(rows) => rows.into_iter().next(),
+        let candidates = match self
+            .store
+            .pending_of(endpoint, None, now, PROBE_CANDIDATES)
+            .await
+        {
+            Ok(rows) => rows,
             Err(error) => {
                 tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
                 return;
             }
         };
+        // The earliest that no process is delivering: the store does not
+        // know the leases, and a lease taken over here would send one
+        // notification twice at once (an attempt may outlast an open
+        // period). Those leased are parked or recorded by their holder.
+        let mut earliest = None;
+        for (id, due_at) in candidates {
+            match self.due.leased(id, now).await {
+                Ok(false) => {
+                    earliest = Some((id, due_at));
+                    break;
+                }
+                Ok(true) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot tell whether the probe is being delivered; another process will probe");
+                    return;
+                }
+            }
+        }
         let Some((id, _)) = earliest else {
             // Nothing held: open again, and the next notification waits
             // for the next probe.

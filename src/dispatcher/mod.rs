@@ -409,10 +409,19 @@ impl Dispatcher {
             };
             // A limited endpoint's: its cap is counted where the limiter's
             // answer is (`throttle`), so that a throttled one takes no room.
-            let Some((row, plan, due_at, permit)) = throttle.hold((row, plan, due_at, permit), cap)
-            else {
-                continue;
+            // A probe is not limited: one request per open period, and a
+            // slot behind a backlog's reservations would keep the circuit
+            // open long after the receiver came back.
+            let start = (row, plan, due_at, permit);
+            let start = if shared.breaker.is_probe(start.0.id) {
+                start
+            } else {
+                let Some(start) = throttle.hold(start, cap) else {
+                    continue;
+                };
+                start
             };
+            let (row, plan, due_at, permit) = start;
             {
                 let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
                 if !in_flight.try_start(row.endpoint_id, row.id, cap) {

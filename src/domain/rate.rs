@@ -21,7 +21,10 @@
 
 use std::time::Duration;
 
-/// Largest `per_second` and `burst`.
+/// Bounds of `per_second` and `burst`. The smallest rate, one request in
+/// 1,000 s, keeps every time the rule computes (burst × interval) far
+/// inside the range of an i64 of microseconds, and exact in Lua.
+pub const MIN_PER_SECOND: f64 = 0.001;
 pub const MAX_PER_SECOND: f64 = 100_000.0;
 pub const MAX_BURST: u32 = 100_000;
 
@@ -33,8 +36,8 @@ pub const RESERVATION_GRACE: Duration = Duration::from_secs(600);
 /// An endpoint's limit: `per_second` sustained, up to `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct RateLimit {
-    /// Sustained rate, requests per second: more than 0, at most 100000.
-    #[schema(exclusive_minimum = 0.0, maximum = 100000.0, example = 10.0)]
+    /// Sustained rate, requests per second: 0.001 (one in 1,000 s) to 100000.
+    #[schema(minimum = 0.001, maximum = 100000.0, example = 10.0)]
     pub per_second: f64,
     /// Requests that may go at once after a quiet spell: 1 to 100000.
     #[schema(minimum = 1, maximum = 100000, example = 20)]
@@ -44,7 +47,7 @@ pub struct RateLimit {
 /// Which part of a rate limit is out of bounds (the API names the field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RateLimitError {
-    #[error("per_second is a number above 0 and at most 100000")]
+    #[error("per_second is a number from 0.001 to 100000")]
     PerSecond,
     #[error("burst is a whole number from 1 to 100000")]
     Burst,
@@ -63,7 +66,7 @@ impl RateLimitError {
 impl RateLimit {
     /// A limit within bounds (NaN and infinities are not).
     pub fn new(per_second: f64, burst: u32) -> Result<Self, RateLimitError> {
-        if !(per_second.is_finite() && per_second > 0.0 && per_second <= MAX_PER_SECOND) {
+        if !(per_second.is_finite() && (MIN_PER_SECOND..=MAX_PER_SECOND).contains(&per_second)) {
             return Err(RateLimitError::PerSecond);
         }
         if !(1..=MAX_BURST).contains(&burst) {
@@ -96,6 +99,14 @@ impl RateLimit {
         format!("{}/{}", self.per_second, self.burst)
     }
 }
+
+/// A reservation whose slot passed longer ago than the bucket's tolerance
+/// and one interval, plus this, is void: its notification takes a new
+/// slot. What comes back that late was held elsewhere (an open circuit
+/// parks notifications for minutes or hours): honoured, every such slot
+/// would go at once, a burst the limit never allowed. Within it, one a
+/// busy dispatcher claims late keeps its place in line.
+pub const STALE_AFTER_US: i64 = 1_000_000;
 
 /// What a bucket keeps.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,7 +183,10 @@ pub fn decide(
     let decisions = held
         .iter()
         .map(|held| match held {
-            Some(reservation) if reservation.epoch_us == bucket.epoch_us => {
+            Some(reservation)
+                if reservation.epoch_us == bucket.epoch_us
+                    && reservation.at_us >= now_us - tolerance - interval - STALE_AFTER_US =>
+            {
                 if reservation.at_us <= due_by_us && sent < room {
                     sent += 1;
                     Decision::Send {

@@ -30,6 +30,15 @@ fn limits_out_of_bounds_name_their_field() {
     assert_eq!(RateLimitError::Burst.field(), "rate_limit.burst");
     assert!(RateLimit::new(100_000.0, 100_000).is_ok());
     assert!(RateLimit::new(0.001, 1).is_ok());
+    // Below one request in 1,000 s, burst × interval would leave an i64 of
+    // microseconds (and Lua's exact integers).
+    assert_eq!(RateLimit::new(0.0009, 1), Err(RateLimitError::PerSecond));
+    assert_eq!(
+        RateLimit::new(1e-9, 100_000),
+        Err(RateLimitError::PerSecond)
+    );
+    let slowest = limit(0.001, 100_000);
+    assert!(slowest.tolerance_us() < (1_i64 << 53) - NOW);
 }
 
 #[test]
@@ -108,6 +117,38 @@ fn a_reservation_coming_back_at_its_slot_is_sent_without_taking_another() {
     );
     assert_eq!(decisions, vec![Decision::Send { at_us }]);
     assert_eq!(bucket.tat_us, tat, "no second slot taken");
+}
+
+#[test]
+fn a_reservation_coming_back_long_after_its_slot_takes_a_new_one() {
+    // Held by an open circuit for an hour: its old slot is void, or every
+    // notification held would go at once, past the limit.
+    let (bucket, decisions) = decide(None, limit(10.0, 1), (NOW, NOW), usize::MAX, &fresh(3));
+    let Decision::Reserve { at_us } = decisions[2] else {
+        panic!("the third is reserved: {decisions:?}");
+    };
+    let held = Reservation {
+        at_us,
+        epoch_us: bucket.epoch_us,
+    };
+    let later = at_us + 3600 * S;
+    let (_, decisions) = decide(
+        Some(bucket),
+        limit(10.0, 1),
+        (later, later),
+        usize::MAX,
+        &[Some(held), Some(held)],
+    );
+    assert_eq!(
+        decisions,
+        vec![
+            Decision::Send { at_us: later },
+            Decision::Reserve {
+                at_us: later + limit(10.0, 1).interval_us()
+            }
+        ],
+        "each takes a slot under the limit, not the void one"
+    );
 }
 
 #[test]

@@ -44,6 +44,11 @@ while i <= #ARGV do
       local sep = string.find(held, ':', 1, true)
       if sep and tonumber(string.sub(held, sep + 1)) == epoch then
         at = tonumber(string.sub(held, 1, sep - 1))
+        -- Void once older than tolerance + interval + STALE_AFTER_US
+        -- (1 s, domain::rate): it takes a new slot.
+        if at < now - tolerance - interval - 1000000 then
+          at = nil
+        end
       end
     end
     if at then

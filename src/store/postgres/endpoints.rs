@@ -216,6 +216,11 @@ impl PgStore {
         };
         let cancelled =
             super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
+        // Its circuit goes with it: nothing is left to probe or hold.
+        sqlx::query("DELETE FROM endpoint_circuits WHERE endpoint_id = $1")
+            .bind(endpoint_id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(Some(cancelled))
     }

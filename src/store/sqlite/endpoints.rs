@@ -321,6 +321,12 @@ impl SqliteStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(store_error)?;
+        // Its circuit goes with it: nothing is left to probe or hold.
+        sqlx::query("DELETE FROM endpoint_circuits WHERE endpoint_id = ?1")
+            .bind(endpoint_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
         Ok(Some(cancelled))
     }
