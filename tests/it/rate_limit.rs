@@ -316,3 +316,68 @@ async fn the_redis_script_decides_exactly_as_the_rule() {
         );
     }
 }
+
+/// A recover after an outage is released no faster than the endpoint's
+/// rate limit: the restarted backlog goes out as a burst, then at the rate.
+async fn a_recovered_backlog_is_released_at_the_rate_limit(backend: Backend) {
+    const FAILED: usize = 60;
+    const RATE: f64 = 20.0;
+    const RECOVER_BURST: usize = 5;
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![crate::receiver::Reply::status(503)]);
+    // One attempt each, no breaker: every one fails at the receiver.
+    app.endpoint(json!({"uid": "partner", "url": receiver.url("/down"),
+        "schedule": ["0s"], "breaker": null}))
+        .await;
+    let items: Vec<Value> = (0..FAILED)
+        .map(|n| json!({"endpoint": "partner", "payload": {"n": n}}))
+        .collect();
+    let (status, _) = app
+        .post("/v1/notifications/batch", json!({"notifications": items}))
+        .await;
+    assert!(status.is_success(), "{status}");
+    eventually(Duration::from_secs(30), "every one failed", || async {
+        let failed = backend
+            .count("SELECT count(*) FROM notifications WHERE status = 'failed'")
+            .await;
+        (failed == FAILED as i64).then_some(())
+    })
+    .await;
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/partner",
+            Some(json!({"url": receiver.url("/back"),
+                "rate_limit": {"per_second": RATE, "burst": RECOVER_BURST}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let since = (Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let (status, operation) = app
+        .post("/v1/endpoints/partner/recover", json!({"since": since}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{operation}");
+
+    let (distinct, total) = receiver
+        .wait_distinct("/back", FAILED, Duration::from_secs(30))
+        .await;
+    assert_eq!((distinct, total), (FAILED, FAILED), "each once");
+    let mut times: Vec<DateTime<Utc>> = receiver.received("/back").iter().map(|r| r.at).collect();
+    times.sort();
+    let took = (times[FAILED - 1] - times[0]).to_std().unwrap();
+    let least = Duration::from_secs_f64((FAILED - RECOVER_BURST) as f64 / RATE * 0.95);
+    assert!(
+        took >= least,
+        "{FAILED} recovered took {took:?}, the rate allows no less than {least:?}"
+    );
+    let second = chrono::Duration::seconds(1);
+    for start in &times {
+        let seen = within(&times, *start, second);
+        assert!(
+            seen <= RECOVER_BURST + RATE as usize + 1,
+            "{seen} arrived within 1 s"
+        );
+    }
+}
+both!(a_recovered_backlog_is_released_at_the_rate_limit);
