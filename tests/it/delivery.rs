@@ -13,8 +13,12 @@ use crate::helpers::{eventually, TestApp};
 use crate::receiver::{Receiver, Reply};
 
 /// The most a delivery may lag its due time in these tests (a loaded CI
-/// machine with two cores; the benchmark measures the real figure).
-const LATE: Duration = Duration::from_millis(500);
+/// machine with two cores; the benchmark measures the real figure: p99
+/// 2–5 ms). 500 ms was passed once (1.01 s for a 300 ms wait), beside the
+/// rate limit's, breaker's and recover's tests, which keep several hookd
+/// processes busy at once; so a dispatcher that sleeps through a wake-up
+/// to its next idle check (1 s) still fails here, a starved one does not.
+const LATE: Duration = Duration::from_millis(900);
 const DEADLINE: Duration = Duration::from_secs(15);
 
 /// Waits until the notification's status is `status`; returns its JSON.
