@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer};
 
 pub use super::breaker_fields::BreakerFields;
 use super::events::invalid_owner;
+use super::rate_limit_fields::parse_rate_limit;
 use super::{Service, ServiceError};
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
@@ -17,7 +18,6 @@ use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
-use crate::domain::rate::{RateLimit, RateLimitError};
 use crate::domain::schedule::{Schedule, ScheduleJson};
 use crate::domain::secret::SigningSecret;
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
@@ -308,36 +308,6 @@ impl EndpointFields {
         }
         Ok(())
     }
-}
-
-/// `{"per_second": 10, "burst": 20}`, each part checked and named.
-fn parse_rate_limit(value: &serde_json::Value) -> Result<RateLimit, Problem> {
-    let shape = || {
-        Problem::invalid(
-            ErrorCode::InvalidValue,
-            "rate_limit",
-            "rate_limit is {\"per_second\": number, \"burst\": whole number}, or null for none of its own",
-        )
-    };
-    let fields = value.as_object().ok_or_else(shape)?;
-    if fields.keys().any(|k| k != "per_second" && k != "burst") {
-        return Err(shape());
-    }
-    let invalid = |error: RateLimitError| {
-        Problem::invalid(ErrorCode::InvalidValue, error.field(), error.to_string())
-    };
-    let per_second = fields
-        .get("per_second")
-        .and_then(serde_json::Value::as_f64)
-        .ok_or(RateLimitError::PerSecond)
-        .map_err(invalid)?;
-    let burst = fields
-        .get("burst")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or(RateLimitError::Burst)
-        .map_err(invalid)?;
-    let burst = u32::try_from(burst).unwrap_or(u32::MAX);
-    RateLimit::new(per_second, burst).map_err(invalid)
 }
 
 pub(super) fn default_endpoint() -> Endpoint {

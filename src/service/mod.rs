@@ -21,6 +21,7 @@ mod lookup;
 pub mod notifications;
 mod payload;
 pub mod pull;
+mod rate_limit_fields;
 pub mod recover;
 
 use std::sync::Arc;
