@@ -23,12 +23,12 @@ const BREAKER: &str = "[dispatcher.breaker]\nfailures = 5\nopen_ms = 1000\nmax_o
 /// less a margin for the clock of a busy machine.
 const PROBE_GAP: chrono::Duration = chrono::Duration::milliseconds(700);
 
-fn time(value: &Value) -> DateTime<Utc> {
+pub(crate) fn time(value: &Value) -> DateTime<Utc> {
     value.as_str().unwrap().parse().unwrap()
 }
 
 /// A push endpoint to `url` with one delivery at a time and quick retries.
-async fn endpoint(app: &TestApp, uid: &str, url: String, extra: Value) -> Uuid {
+pub(crate) async fn endpoint(app: &TestApp, uid: &str, url: String, extra: Value) -> Uuid {
     let mut fields = json!({"uid": uid, "url": url, "max_in_flight": 1,
         "schedule": ["0s", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms",
                      "300ms", "300ms", "300ms", "300ms", "300ms", "300ms", "300ms"]});
@@ -37,7 +37,7 @@ async fn endpoint(app: &TestApp, uid: &str, url: String, extra: Value) -> Uuid {
     created["id"].as_str().unwrap().parse().unwrap()
 }
 
-async fn notify_many(app: &TestApp, uid: &str, count: usize) {
+pub(crate) async fn notify_many(app: &TestApp, uid: &str, count: usize) {
     for n in 0..count {
         app.notify(json!({"endpoint": uid, "payload": {"n": n}}))
             .await;
@@ -45,7 +45,7 @@ async fn notify_many(app: &TestApp, uid: &str, count: usize) {
 }
 
 /// The endpoint's circuit once it is no longer closed.
-async fn opened(app: &TestApp, uid: &str) -> Value {
+pub(crate) async fn opened(app: &TestApp, uid: &str) -> Value {
     eventually(DEADLINE, "the circuit to open", || async {
         let (_, endpoint) = app.get(&format!("/v1/endpoints/{uid}")).await;
         (endpoint["circuit"]["state"] != json!("closed")).then(|| endpoint["circuit"].clone())
@@ -53,7 +53,7 @@ async fn opened(app: &TestApp, uid: &str) -> Value {
     .await
 }
 
-async fn closed(app: &TestApp, uid: &str) {
+pub(crate) async fn closed(app: &TestApp, uid: &str) {
     eventually(DEADLINE, "the circuit to close", || async {
         let (_, endpoint) = app.get(&format!("/v1/endpoints/{uid}")).await;
         (endpoint["circuit"]["state"] == json!("closed")).then_some(())
@@ -64,16 +64,28 @@ async fn closed(app: &TestApp, uid: &str) {
 /// The requests that arrived `after` (the probes, once the circuit is
 /// open and what was in flight has landed), each at least `PROBE_GAP`
 /// after the one before.
-fn probes_are_spaced(receiver: &Receiver, path: &str, after: DateTime<Utc>) -> usize {
+pub(crate) fn probes_are_spaced(receiver: &Receiver, path: &str, after: DateTime<Utc>) -> usize {
+    probes_spaced_by(receiver, path, after, DateTime::<Utc>::MAX_UTC, PROBE_GAP)
+}
+
+/// The requests that arrived in `(after, before)`, each at least `gap`
+/// after the one before.
+pub(crate) fn probes_spaced_by(
+    receiver: &Receiver,
+    path: &str,
+    after: DateTime<Utc>,
+    before: DateTime<Utc>,
+    gap: chrono::Duration,
+) -> usize {
     let probes: Vec<DateTime<Utc>> = receiver
         .received(path)
         .iter()
         .map(|r| r.at)
-        .filter(|at| *at > after)
+        .filter(|at| *at > after && *at < before)
         .collect();
     for pair in probes.windows(2) {
         assert!(
-            pair[1] - pair[0] >= PROBE_GAP,
+            pair[1] - pair[0] >= gap,
             "two requests {} ms apart while the circuit was open: {probes:?}",
             (pair[1] - pair[0]).num_milliseconds()
         );
@@ -84,7 +96,13 @@ fn probes_are_spaced(receiver: &Receiver, path: &str, after: DateTime<Utc>) -> u
 /// Every notification of the endpoint succeeded, and the receiver got
 /// exactly as many requests as attempts were recorded: none was sent
 /// without being recorded, none twice beyond its attempts.
-async fn all_delivered_once(backend: &Backend, receiver: &Receiver, path: &str, id: Uuid, n: i64) {
+pub(crate) async fn all_delivered_once(
+    backend: &Backend,
+    receiver: &Receiver,
+    path: &str,
+    id: Uuid,
+    n: i64,
+) {
     eventually(DEADLINE, "every notification to be delivered", || async {
         let done = backend
             .count_for(

@@ -2,7 +2,7 @@
 //! part of an hour of failures restarts exactly those, each delivered
 //! once; one at a time per endpoint; an operation a stopped process left
 //! half done is finished by the next, nothing restarted twice; bad input
-//! and scopes.
+//! and scopes. kill -9 with the real binary: recover_crash.rs.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::backends::Backend;
-use crate::embedded::DEADLINE as LONG;
 use crate::helpers::{eventually, TestApp, TOKEN};
 use crate::receiver::{Receiver, Reply};
 
@@ -400,87 +399,3 @@ async fn recover_needs_write_and_reading_an_operation_needs_read(backend: Backen
     assert_eq!(read.status(), StatusCode::OK);
 }
 both!(recover_needs_write_and_reading_an_operation_needs_read);
-
-/// Failed notifications of `hookd`'s endpoint still pending (none once
-/// every one has failed).
-async fn any_pending(hookd: &crate::embedded::Embedded) -> bool {
-    let (_, page) = hookd
-        .get("/v1/notifications?endpoint=shop&status=pending&limit=1")
-        .await;
-    !page["data"].as_array().unwrap().is_empty()
-}
-
-#[tokio::test]
-async fn kill_9_during_a_recover_then_restart_finishes_it_sending_twice_only_what_was_in_flight() {
-    use crate::embedded::{submit, Embedded};
-    const COUNT: usize = 3000;
-    let dir = tempfile::tempdir().unwrap();
-    let mut hookd = Embedded::start(dir.path(), &[]).await;
-    let receiver = Receiver::start().await;
-    receiver.reply("/down", vec![Reply::status(503)]);
-    receiver.reply("/back", vec![Reply::Slow(Duration::from_millis(20))]);
-    // No breaker: every notification is to reach the receiver that is
-    // down and fail, not to be held after the fifth (the binary runs with
-    // the default `[dispatcher.breaker]`).
-    let fields = json!({"schedule": ["0s"], "max_in_flight": 32, "breaker": null});
-    hookd.endpoint("shop", &receiver.url("/down"), fields).await;
-    for _ in 0..COUNT / 1000 {
-        submit(&hookd, "shop", 1000, json!({})).await;
-    }
-    receiver.wait_distinct("/down", COUNT, LONG).await;
-    eventually(LONG, "every notification to fail", || async {
-        (!any_pending(&hookd).await).then_some(())
-    })
-    .await;
-    let (status, _) = hookd
-        .call(
-            Method::PATCH,
-            "/v1/endpoints/shop",
-            Some(json!({"url": receiver.url("/back")})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-
-    let since = (Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
-    let (status, started) = hookd
-        .post("/v1/endpoints/shop/recover", json!({"since": since}))
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
-    let id = started["id"].as_str().unwrap().to_string();
-    receiver.wait_for("/back", 50, LONG).await;
-    let (_, before) = hookd.get(&format!("/v1/operations/{id}")).await;
-    hookd.kill_9().await;
-    let killed = Utc::now();
-    println!(
-        "recover kill -9: the operation was {} with {} restarted at the kill",
-        before["status"], before["started"]
-    );
-
-    hookd.restart().await;
-    let operation = eventually(LONG, "the recover to end", || async {
-        let (_, operation) = hookd.get(&format!("/v1/operations/{id}")).await;
-        (operation["status"] != json!("running")).then_some(operation)
-    })
-    .await;
-    assert_eq!(operation["status"], json!("done"), "{operation}");
-    assert_eq!(operation["matched"], json!(COUNT), "{operation}");
-    assert_eq!(operation["started"], json!(COUNT), "{operation}");
-    let (distinct, total) = receiver.wait_distinct("/back", COUNT, LONG).await;
-    assert_eq!(distinct, COUNT);
-    // Only what was sent before the kill may come twice.
-    let mut first = std::collections::HashMap::new();
-    for r in receiver.received("/back") {
-        let id = r.header("webhook-id").unwrap().to_string();
-        let entry = first.entry(id).or_insert((r.at, 0));
-        entry.0 = entry.0.min(r.at);
-        entry.1 += 1;
-    }
-    for (id, (at, count)) in &first {
-        assert!(
-            *count == 1 || *at <= killed + chrono::Duration::milliseconds(50),
-            "{id} came {count} times, first {} ms after the kill",
-            (*at - killed).num_milliseconds()
-        );
-    }
-    println!("recover kill -9: {} duplicate deliveries", total - distinct);
-}
