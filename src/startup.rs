@@ -22,10 +22,11 @@ use crate::sender::Sender;
 use crate::service::recover::Recovery;
 use crate::service::Service;
 use crate::store::postgres::PgStore;
+use crate::store::replica::ReplicaReads;
 use crate::store::sealing::Sealing;
 use crate::store::seams::{
     BreakerStore, DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore,
-    ResealRows, SharedBreaker, SharedDelivery, SharedHousekeeping, WriteStore,
+    ResealRows, SharedBreaker, SharedDelivery, SharedHousekeeping, SharedReads, WriteStore,
 };
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
@@ -194,6 +195,14 @@ impl App {
         // Every part sees the store through the wrapper: PostgreSQL holds
         // only ciphertext, the parts only plaintext.
         let store = Sealing::new(store, settings.keyring());
+        let reads: SharedReads =
+            match PgStore::replica(&settings.database).context("invalid database.read_url")? {
+                Some(replica) => Arc::new(ReplicaReads::new(
+                    Sealing::new(replica, settings.keyring()),
+                    store.clone(),
+                )),
+                None => Arc::new(store.clone()),
+            };
         let settings = Arc::new(settings);
         let service = Service::start(
             Arc::new(store.clone()),
@@ -204,7 +213,7 @@ impl App {
         let state = AppState {
             recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
             service,
-            store: Arc::new(store.clone()),
+            store: reads,
             breaker: Arc::new(store.clone()),
             due,
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),

@@ -36,7 +36,9 @@ apt_install() {
 find_pg_bindir() {
   local d
   if command -v pg_ctl >/dev/null && command -v initdb >/dev/null && command -v postgres >/dev/null; then
-    dirname "$(command -v pg_ctl)"
+    # Where the binaries really are (a pg_ctl on PATH may be a link), so
+    # that their siblings (pg_basebackup for the replica tests) are found.
+    dirname "$(readlink -f "$(command -v pg_ctl)")"
     return
   fi
   for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do

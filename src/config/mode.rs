@@ -22,6 +22,14 @@ impl Settings {
         let database = !self.database.url.expose().is_empty();
         let redis = !self.redis.url.expose().is_empty();
         match (database, redis) {
+            (false, false) if !self.database.read_url.expose().is_empty() => {
+                Err(ConfigError::Invalid {
+                    key: "database.read_url",
+                    reason: "is a replica of database.url: it needs server mode \
+                             (database.url and redis.url), and embedded mode has none"
+                        .to_string(),
+                })
+            }
             (false, false) => Ok(Mode::Embedded {
                 path: self.embedded.path.clone(),
             }),

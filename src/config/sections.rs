@@ -135,6 +135,9 @@ pub struct ServerSettings {
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSettings {
     pub url: Secret,
+    /// A streaming replica of `url` for the API's notification and event
+    /// reads (`store::replica`). Empty: everything reads the primary.
+    pub read_url: Secret,
     pub migrate: bool,
     pub max_connections: u32,
     /// Connections kept open while idle (at most `max_connections`).

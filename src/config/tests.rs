@@ -82,6 +82,10 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[database]\nmax_connections = 0\n",
             "database.max_connections",
         ),
+        (
+            "[database]\nread_url = \"mysql://u:hunter2@replica/x\"\n",
+            "database.read_url",
+        ),
         ("[redis]\nurl = \"http://hunter2@cache\"\n", "redis.url"),
         ("[redis]\nprefix = \"a b\"\n", "redis.prefix"),
         ("[redis]\nsentinels = [\"10.0.0.5\"]\n", "redis.sentinels"),
@@ -311,4 +315,19 @@ fn an_operator_url_with_a_whsec_secret_is_accepted() {
     assert!(settings.operator.enabled());
     assert!(!settings.to_masked_toml().contains("MfKQ9r8G"));
     assert!(!settings.to_masked_toml().contains("ops.example.com/hooks"));
+}
+
+#[test]
+fn a_read_replica_without_server_mode_is_refused_naming_it() {
+    let settings =
+        Settings::from_toml_layers(&["[database]\nread_url = \"postgres://replica/hookd\"\n"])
+            .expect("loads: the mode is checked where one is needed");
+    let error = settings.mode().expect_err("embedded mode has no replica");
+    assert!(error.to_string().contains("database.read_url"), "{error}");
+    let server = Settings::from_toml_layers(&[
+        "[database]\nurl = \"postgres://db/hookd\"\nread_url = \"postgres://replica/hookd\"\n\
+         [redis]\nurl = \"redis://cache\"\n",
+    ])
+    .unwrap();
+    assert_eq!(server.mode().unwrap(), Mode::Server);
 }

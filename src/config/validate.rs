@@ -30,6 +30,11 @@ impl Settings {
                 &["postgres", "postgresql"][..],
             ),
             (
+                "database.read_url",
+                &self.database.read_url,
+                &["postgres", "postgresql"][..],
+            ),
+            (
                 "redis.url",
                 &self.redis.url,
                 &["redis", "rediss", "unix", "redis+unix"][..],

@@ -21,6 +21,7 @@ pub mod postgres;
 pub mod pull;
 pub mod pull_due;
 pub mod recording;
+pub mod replica;
 pub mod sealing;
 pub mod seams;
 pub mod sqlite;

@@ -368,6 +368,33 @@ impl PgServer {
         server
     }
 
+    /// A streaming replica of `primary`, as an operator makes one:
+    /// `pg_basebackup -R` (which writes `standby.signal` and the
+    /// connection to the primary), then a second `postgres` on its own
+    /// port.
+    pub async fn replica_of(primary: &PgServer) -> Self {
+        let dir = std::env::temp_dir().join(format!("hookd-pg-{}", uuid::Uuid::now_v7().simple()));
+        let port = primary.port.to_string();
+        let backup = as_postgres(&format!("{}/pg_basebackup", primary.bindir))
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-R"])
+            .args(["-X", "stream", "--no-sync", "-D", dir.to_str().unwrap()])
+            .output()
+            .expect("pg_basebackup runs");
+        assert!(
+            backup.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&backup.stderr)
+        );
+        let replica = Self {
+            port: free_port(),
+            dir,
+            bindir: primary.bindir.clone(),
+            options: String::new(),
+        };
+        replica.resume().await;
+        replica
+    }
+
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }

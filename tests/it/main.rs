@@ -33,6 +33,7 @@ mod pull;
 mod pull_expiry;
 mod pull_leases;
 mod rate_limit;
+mod read_replica;
 mod receiver_outage;
 mod recover;
 mod recover_crash;

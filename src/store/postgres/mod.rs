@@ -96,6 +96,21 @@ impl PgStore {
         Ok(store)
     }
 
+    /// A pool on `database.read_url` (the API's replica), `None` when it
+    /// is not set. Lazy: hookd starts while the replica is down, and reads
+    /// go to the primary until it is back (`store::replica`).
+    pub fn replica(settings: &DatabaseSettings) -> Result<Option<Self>, StoreError> {
+        if settings.read_url.expose().is_empty() {
+            return Ok(None);
+        }
+        let options: PgConnectOptions =
+            settings.read_url.expose().parse().map_err(|e| {
+                StoreError::Database(cause(sqlx::Error::Configuration(Box::new(e))))
+            })?;
+        let pool = pool_options(settings).connect_lazy_with(options.application_name("hookd"));
+        Ok(Some(Self::new(pool)))
+    }
+
     pub async fn migrate(&self) -> Result<(), StoreError> {
         MIGRATOR.run(&self.pool).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(inner) => StoreError::from(inner),

@@ -1,0 +1,168 @@
+//! The API's reads from a streaming replica (`database.read_url`, DESIGN.md
+//! §13): notifications, their attempts and events are read there, so that
+//! status queries, lists and the console take no work from the primary
+//! that records deliveries.
+//!
+//! A replica runs behind the primary by its replay delay. What it cannot
+//! answer yet, a notification or event created a moment ago, is asked of
+//! the primary, so whoever created something finds it at once; a replica
+//! that fails (down, restarting) hands every read to the primary, so it
+//! costs freshness, never availability. Lists stay on the replica and may
+//! lag by its delay. Endpoints are always read on the primary: there are
+//! few, and an edit must show at once (a stale endpoint is not a missing
+//! one, so falling back on a miss would not catch it).
+
+use std::future::Future;
+
+use uuid::Uuid;
+
+use crate::domain::status::Status;
+use crate::store::attempts::Attempt;
+use crate::store::endpoints::{Endpoint, EndpointRef};
+use crate::store::events::{Event, EventFilter};
+use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::seams::ReadStore;
+use crate::store::{StoreError, StoreKind};
+
+/// Reads from `replica`, falling back to `primary` (both sealed alike).
+pub struct ReplicaReads<R, P> {
+    replica: R,
+    primary: P,
+}
+
+impl<R: ReadStore, P: ReadStore> ReplicaReads<R, P> {
+    pub fn new(replica: R, primary: P) -> Self {
+        Self { replica, primary }
+    }
+}
+
+/// Why a read went to the primary after all, as the metric's label.
+#[derive(Clone, Copy)]
+enum Fallback {
+    /// The replica has not replayed the row yet (or it does not exist).
+    Missing,
+    /// The replica could not answer.
+    Failed,
+}
+
+/// The replica's answer when `found` says it is one; otherwise the
+/// primary's (which is also the answer for a row that exists nowhere).
+async fn replica_first<T, Replica, Primary>(
+    replica: Replica,
+    primary: impl FnOnce() -> Primary,
+    found: impl FnOnce(&T) -> bool,
+) -> Result<T, StoreError>
+where
+    Replica: Future<Output = Result<T, StoreError>>,
+    Primary: Future<Output = Result<T, StoreError>>,
+{
+    let fallback = match replica.await {
+        Ok(answer) if found(&answer) => return Ok(answer),
+        Ok(_) => Fallback::Missing,
+        Err(error) => {
+            tracing::warn!(%error, "the read replica failed; reading the primary");
+            Fallback::Failed
+        }
+    };
+    let reason = match fallback {
+        Fallback::Missing => "missing",
+        Fallback::Failed => "failed",
+    };
+    metrics::counter!("hookd_read_replica_fallbacks_total", "reason" => reason).increment(1);
+    primary().await
+}
+
+/// Any answer the replica gives is the answer.
+fn any<T>(_: &T) -> bool {
+    true
+}
+
+#[async_trait::async_trait]
+impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
+    fn kind(&self) -> StoreKind {
+        self.primary.kind()
+    }
+    /// Readiness is the primary's: without the replica, reads go there.
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.primary.ping().await
+    }
+    async fn close(&self) {
+        self.replica.close().await;
+        self.primary.close().await;
+    }
+    async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
+        replica_first(
+            self.replica.get_notification(id),
+            || self.primary.get_notification(id),
+            Option::is_some,
+        )
+        .await
+    }
+    async fn list_notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<Notification>, StoreError> {
+        replica_first(
+            self.replica.list_notifications(filter),
+            || self.primary.list_notifications(filter),
+            any,
+        )
+        .await
+    }
+    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
+        replica_first(
+            self.replica.notification_url(id),
+            || self.primary.notification_url(id),
+            Option::is_some,
+        )
+        .await
+    }
+    async fn list_attempts(
+        &self,
+        notification_id: Uuid,
+        after: i32,
+        limit: i64,
+    ) -> Result<Vec<Attempt>, StoreError> {
+        replica_first(
+            self.replica.list_attempts(notification_id, after, limit),
+            || self.primary.list_attempts(notification_id, after, limit),
+            any,
+        )
+        .await
+    }
+    async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {
+        ReadStore::find_endpoint(&self.primary, by).await
+    }
+    async fn list_endpoints(
+        &self,
+        before: Option<Uuid>,
+        limit: i64,
+        owner: Option<&str>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        self.primary.list_endpoints(before, limit, owner).await
+    }
+    async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
+        replica_first(
+            self.replica.get_event(id),
+            || self.primary.get_event(id),
+            Option::is_some,
+        )
+        .await
+    }
+    async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
+        replica_first(
+            self.replica.event_counts(id),
+            || self.primary.event_counts(id),
+            |counts| !counts.is_empty(),
+        )
+        .await
+    }
+    async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        replica_first(
+            self.replica.list_events(filter),
+            || self.primary.list_events(filter),
+            any,
+        )
+        .await
+    }
+}
