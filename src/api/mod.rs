@@ -2,6 +2,7 @@
 
 mod audit;
 pub mod auth;
+pub mod backlog;
 mod batch;
 mod body;
 pub mod endpoints;
@@ -53,6 +54,7 @@ pub struct AppState {
 pub fn router(state: AppState) -> Router {
     let resources = Router::new()
         .merge(endpoints::router())
+        .merge(backlog::router())
         .merge(notifications::router())
         .merge(events::router())
         .merge(pull::router())

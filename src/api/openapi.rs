@@ -7,7 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{endpoints, events, health, notifications, pull, recover};
+use super::{backlog, endpoints, events, health, notifications, pull, recover};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,6 +19,7 @@ use super::{endpoints, events, health, notifications, pull, recover};
         endpoints::create,
         endpoints::list,
         endpoints::read,
+        backlog::read,
         endpoints::update,
         endpoints::remove,
         endpoints::read_secret,

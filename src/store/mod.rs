@@ -7,6 +7,7 @@
 //! sealed at rest). Nothing above `store/` names a database driver.
 
 pub mod attempts;
+pub mod backlog;
 pub mod cancel;
 pub mod consumer_tokens;
 mod debug;

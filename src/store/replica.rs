@@ -14,10 +14,12 @@
 
 use std::future::Future;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
+use crate::store::backlog::Backlog;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
 use crate::store::notifications::{Notification, NotificationFilter};
@@ -161,6 +163,18 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         replica_first(
             self.replica.list_events(filter),
             || self.primary.list_events(filter),
+            any,
+        )
+        .await
+    }
+    async fn endpoint_backlog(
+        &self,
+        endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Backlog, StoreError> {
+        replica_first(
+            self.replica.endpoint_backlog(endpoint, now),
+            || self.primary.endpoint_backlog(endpoint, now),
             any,
         )
         .await

@@ -26,6 +26,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
+use super::backlog::Backlog;
 use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Retry};
@@ -156,6 +157,12 @@ pub trait ReadStore: Send + Sync + 'static {
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError>;
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError>;
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError>;
+    /// What waits for `endpoint` at `now`, each count up to `BACKLOG_CAP`.
+    async fn endpoint_backlog(
+        &self,
+        endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Backlog, StoreError>;
 }
 
 /// Where a rebuild of the due index reads what is pending: pages in due

@@ -18,6 +18,7 @@ mod delivery;
 mod due_conformance;
 mod due_index;
 mod embedded;
+mod endpoint_backlog;
 mod endpoint_health;
 mod endpoint_version;
 mod events;

@@ -11,6 +11,7 @@ use crate::backends::Backend;
 fn routed() -> BTreeSet<(String, String)> {
     let sources = [
         include_str!("../../src/api/endpoints.rs"),
+        include_str!("../../src/api/backlog.rs"),
         include_str!("../../src/api/notifications.rs"),
         include_str!("../../src/api/events.rs"),
         include_str!("../../src/api/pull/mod.rs"),

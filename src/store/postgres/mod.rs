@@ -4,6 +4,7 @@
 //! (`seams.rs`); what it decides, it takes from `domain/`.
 
 mod attempts;
+mod backlog;
 mod breaker;
 mod cancel;
 mod consumer_tokens;

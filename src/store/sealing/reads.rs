@@ -1,11 +1,13 @@
 //! The API's reads through the wrapper: notifications' custom header
 //! values and endpoints' secrets and header values are opened.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Sealing;
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
+use crate::store::backlog::Backlog;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
 use crate::store::notifications::{Notification, NotificationFilter};
@@ -70,5 +72,12 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         self.inner.list_events(filter).await
+    }
+    async fn endpoint_backlog(
+        &self,
+        endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Backlog, StoreError> {
+        self.inner.endpoint_backlog(endpoint, now).await
     }
 }

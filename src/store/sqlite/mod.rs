@@ -11,6 +11,7 @@
 //! `hookd serve` opens it when neither `database.url` nor `redis.url` is
 //! set (`startup::open_embedded`).
 
+mod backlog;
 mod breaker;
 mod cancel;
 mod columns;

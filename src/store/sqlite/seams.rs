@@ -12,6 +12,7 @@ use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
+use crate::store::backlog::Backlog;
 use crate::store::cancel::Cancel;
 use crate::store::consumer_tokens::ConsumerTokenRows;
 use crate::store::delivery::{Claimed, DueNotification, Retry};
@@ -145,6 +146,13 @@ impl ReadStore for SqliteStore {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         SqliteStore::list_events(self, filter).await
+    }
+    async fn endpoint_backlog(
+        &self,
+        endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Backlog, StoreError> {
+        SqliteStore::endpoint_backlog(self, endpoint, now).await
     }
 }
 
