@@ -5,8 +5,8 @@
 //! problems they raise, the rules of pull consumption and the time of its
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
 //! show to callers without secrets, when two JSON payloads are the same
-//! value, the transitions a caller asks (retry, cancel), and retention's
-//! choice.
+//! value, the transitions a caller asks (retry, cancel), retention's
+//! choice, and the signed tokens of portal links.
 
 pub mod bounded;
 pub mod breaker;
@@ -18,6 +18,7 @@ pub mod json_value;
 pub mod lease;
 pub mod operation;
 pub mod operator_event;
+pub mod portal;
 pub mod outcome;
 pub mod problem;
 pub mod pull;
