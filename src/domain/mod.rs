@@ -10,6 +10,7 @@
 
 pub mod bounded;
 pub mod breaker;
+pub mod created;
 pub mod fields;
 pub mod health;
 pub mod id;
