@@ -168,8 +168,7 @@ pub async fn authorize(
         .filter(|t| t.starts_with(crate::domain::portal::PORTAL_TOKEN_PREFIX))
     {
         let refusals = &state.auth.refusals;
-        return super::portal::admit(&state, refusals, token, &method, &route, request, next)
-            .await;
+        return super::portal::admit(&state, refusals, token, &method, &route, request, next).await;
     }
     let caller = if state.auth.is_open() {
         let authority = request.uri().authority().map(|a| a.as_str().to_string());
@@ -496,11 +495,17 @@ mod tests {
             // Another port of this machine is another origin.
             (
                 Method::GET,
-                vec![("host", "localhost:8080"), ("origin", "http://localhost:3000")],
+                vec![
+                    ("host", "localhost:8080"),
+                    ("origin", "http://localhost:3000"),
+                ],
             ),
             (
                 Method::GET,
-                vec![("host", "127.0.0.1:8080"), ("origin", "http://localhost:8080")],
+                vec![
+                    ("host", "127.0.0.1:8080"),
+                    ("origin", "http://localhost:8080"),
+                ],
             ),
             (
                 Method::GET,

@@ -11,7 +11,9 @@ fn now() -> DateTime<Utc> {
 
 fn endpoint_claims() -> PortalClaims {
     PortalClaims {
-        scope: PortalScope::Endpoint(Uuid::parse_str("01a2018b-9ae4-7000-85bb-4e0096803faa").unwrap()),
+        scope: PortalScope::Endpoint(
+            Uuid::parse_str("01a2018b-9ae4-7000-85bb-4e0096803faa").unwrap(),
+        ),
         expires_at: now() + Duration::hours(1),
     }
 }

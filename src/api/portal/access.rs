@@ -126,7 +126,9 @@ pub(in crate::api) async fn admit(
 /// The route's `name` parameter, percent-decoded as the handler sees it.
 async fn param(request: &mut Request, name: &str) -> Option<String> {
     let (mut parts, body) = std::mem::take(request).into_parts();
-    let params = RawPathParams::from_request_parts(&mut parts, &()).await.ok();
+    let params = RawPathParams::from_request_parts(&mut parts, &())
+        .await
+        .ok();
     *request = Request::from_parts(parts, body);
     params?
         .iter()
@@ -166,10 +168,18 @@ async fn notification_in_scope(
 /// Rewrites the query so the handler lists only the scope: `endpoint=<id>`
 /// or `owner=<uid>` replaces whatever the caller sent, once each value it
 /// sent was found to name the scope itself (else 403).
-async fn force(state: &AppState, scope: &PortalScope, request: &mut Request) -> Result<(), ApiError> {
+async fn force(
+    state: &AppState,
+    scope: &PortalScope,
+    request: &mut Request,
+) -> Result<(), ApiError> {
     let query = request.uri().query().unwrap_or_default();
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
-        ApiError::malformed(ErrorCode::InvalidQuery, None, format!("invalid query string: {e}"))
+        ApiError::malformed(
+            ErrorCode::InvalidQuery,
+            None,
+            format!("invalid query string: {e}"),
+        )
     })?;
     let mut kept = Vec::with_capacity(pairs.len() + 1);
     for (name, value) in pairs {
@@ -246,8 +256,16 @@ mod tests {
             (Method::GET, "/v1/stats", Access::Forced),
             (Method::GET, "/v1/endpoints", Access::Endpoints),
             (Method::GET, "/v1/notifications/{id}", Access::Notification),
-            (Method::GET, "/v1/notifications/{id}/attempts", Access::Notification),
-            (Method::POST, "/v1/notifications/{id}/retry", Access::Notification),
+            (
+                Method::GET,
+                "/v1/notifications/{id}/attempts",
+                Access::Notification,
+            ),
+            (
+                Method::POST,
+                "/v1/notifications/{id}/retry",
+                Access::Notification,
+            ),
             (Method::GET, "/v1/endpoints/{endpoint}", Access::Endpoint),
         ];
         for (method, route, expected) in allowed {

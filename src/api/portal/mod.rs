@@ -84,7 +84,11 @@ pub async fn for_endpoint(
         PortalScope::Endpoint(endpoint.id),
         lifetime,
     )?;
-    Ok((StatusCode::CREATED, Extension(Audited(endpoint.id)), Json(link)))
+    Ok((
+        StatusCode::CREATED,
+        Extension(Audited(endpoint.id)),
+        Json(link),
+    ))
 }
 
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
@@ -189,7 +193,10 @@ fn request_origin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<St
     } else {
         "https"
     };
-    Ok(format!("{scheme}://{}", authority.as_str().to_ascii_lowercase()))
+    Ok(format!(
+        "{scheme}://{}",
+        authority.as_str().to_ascii_lowercase()
+    ))
 }
 
 /// Who the caller is, as `GET /v1/whoami` shows it.

@@ -152,11 +152,15 @@ pub(super) fn push_created(
 ) {
     let (low, high) = window.id_range();
     if let (Some(after), Some(low)) = (window.after, low) {
-        query.push(" AND created_at >= ").push_bind(columns::micros(after));
+        query
+            .push(" AND created_at >= ")
+            .push_bind(columns::micros(after));
         query.push(" AND id >= ").push_bind(low);
     }
     if let (Some(before), Some(high)) = (window.before, high) {
-        query.push(" AND created_at < ").push_bind(columns::micros(before));
+        query
+            .push(" AND created_at < ")
+            .push_bind(columns::micros(before));
         query.push(" AND id < ").push_bind(high);
     }
 }
