@@ -127,7 +127,8 @@ async fn the_hot_statements_read_their_indexes() {
     // An owner's: its endpoints on the owner index, their rows on the
     // endpoint index, then sorted. SQLite has no LATERAL to stop at a
     // page per endpoint as PostgreSQL does, so this reads all of the
-    // owner's notifications: fine at the embedded mode's sizes.
+    // owner's notifications before the page (a cost that grows with the
+    // owner's history; not measured at scale).
     let by_owner = plan(&store, &listed(by_owner)).await;
     for index in ["notifications_endpoint_newest", "endpoints_owner"] {
         assert!(by_owner.contains(&format!("INDEX {index}")), "{by_owner}");
