@@ -39,6 +39,9 @@ pub struct Caller {
     /// A consumer token's endpoint (DESIGN.md §10): such a caller may pull,
     /// ack, nack and extend there, and nothing else.
     pub consumer: Option<Uuid>,
+    /// A portal link's scope and expiry (DESIGN.md §11): what it may do is
+    /// `api::portal`'s to decide.
+    pub portal: Option<crate::domain::portal::PortalClaims>,
 }
 
 /// The id a successful admin action created or changed, for its audit event
@@ -74,6 +77,7 @@ impl Auth {
             name: c.name.as_str().into(),
             scopes: c.scopes,
             consumer: None,
+            portal: None,
         })
     }
 }
@@ -159,6 +163,13 @@ pub async fn authorize(
     {
         return consume(&state, token, &method, &route, request, next).await;
     }
+    if let Some(token) = presented
+        .as_deref()
+        .filter(|t| t.starts_with(crate::domain::portal::PORTAL_TOKEN_PREFIX))
+    {
+        let refusals = &state.auth.refusals;
+        return super::portal::admit(&state, refusals, token, &method, &route, request, next).await;
+    }
     let caller = if state.auth.is_open() {
         let authority = request.uri().authority().map(|a| a.as_str().to_string());
         local_only(&method, request.headers(), authority.as_deref())?;
@@ -166,6 +177,7 @@ pub async fn authorize(
             name: "local".into(),
             scopes: Scopes::ALL,
             consumer: None,
+            portal: None,
         }
     } else {
         match presented
@@ -186,7 +198,8 @@ pub async fn authorize(
     };
     let audited = matches!(needed, Scope::Admin | Scope::Secrets);
     let path = audited.then(|| bounded(request.uri().path()));
-    if !caller.scopes.allow(needed) {
+    // Any caller may ask who it is.
+    if !caller.scopes.allow(needed) && route != super::portal::WHOAMI {
         if let Some(path) = &path {
             audit(&caller, &method, &route, path, "denied", None);
         }
@@ -241,8 +254,9 @@ async fn consume(
         name: format!("consumer:{endpoint}").into(),
         scopes: Scopes::default(),
         consumer: Some(endpoint),
+        portal: None,
     };
-    if !super::pull::consumer_route(route) {
+    if !super::pull::consumer_route(route) && route != super::portal::WHOAMI {
         let path = bounded(request.uri().path());
         state
             .auth
@@ -267,7 +281,8 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// requests to `localhost`, and through DNS rebinding it can even read the
 /// answers under a name of its own. So: the `Host` must be a loopback name
 /// or address (defeats rebinding), a request a browser marks as coming
-/// from another site or origin is refused, and a POST, PUT or PATCH must be
+/// from another site or origin is refused (the console, served by hookd
+/// itself, is same-origin and allowed), and a POST, PUT or PATCH must be
 /// `application/json`, which no cross-origin page can send without a CORS
 /// preflight that hookd never grants. DELETE always needs that preflight.
 fn local_only(
@@ -286,22 +301,29 @@ fn local_only(
             "without api.tokens hookd answers only requests addressed to localhost or a loopback address",
         );
     }
+    // Only hookd's own pages (the console) may call it from a browser: the
+    // origin must be this very host and port. Another port of localhost is
+    // another origin, a dev server say, and is refused.
     if let Some(origin) = headers.get(ORIGIN) {
-        let local = origin
+        let own = origin
             .to_str()
             .ok()
             .and_then(|o| o.split_once("://"))
-            .is_some_and(|(_, authority)| is_loopback_authority(authority));
-        if !local {
+            .is_some_and(|(scheme, authority)| {
+                matches!(scheme, "http" | "https")
+                    && host.is_some_and(|host| authority.eq_ignore_ascii_case(host))
+            });
+        if !own {
             return refuse(
                 "without api.tokens hookd refuses requests from web pages of other origins",
             );
         }
     }
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
-    {
+    // `same-site` is another port or name of this machine: not ours either.
+    if headers.get("sec-fetch-site").is_some_and(|site| {
+        let site = site.as_bytes();
+        site.eq_ignore_ascii_case(b"cross-site") || site.eq_ignore_ascii_case(b"same-site")
+    }) {
         return refuse("without api.tokens hookd refuses cross-site requests");
     }
     if matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
@@ -339,155 +361,5 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_route_needs_the_scope_of_what_it_does() {
-        let cases = [
-            (Method::GET, "/v1/endpoints", Scope::Read),
-            (Method::GET, "/v1/endpoints/{endpoint}", Scope::Read),
-            (Method::POST, "/v1/endpoints", Scope::Admin),
-            (Method::PATCH, "/v1/endpoints/{endpoint}", Scope::Admin),
-            (Method::DELETE, "/v1/endpoints/{endpoint}", Scope::Admin),
-            (
-                Method::GET,
-                "/v1/endpoints/{endpoint}/secret",
-                Scope::Secrets,
-            ),
-            (
-                Method::POST,
-                "/v1/endpoints/{endpoint}/secret/rotate",
-                Scope::Secrets,
-            ),
-            (
-                Method::DELETE,
-                "/v1/endpoints/{endpoint}/secret/previous",
-                Scope::Secrets,
-            ),
-            (Method::POST, "/v1/notifications", Scope::Write),
-            (Method::POST, "/v1/notifications/batch", Scope::Write),
-            (Method::POST, "/v1/notifications/cancel", Scope::Write),
-            (Method::POST, "/v1/notifications/{id}/cancel", Scope::Write),
-            (Method::POST, "/v1/notifications/{id}/retry", Scope::Write),
-            (
-                Method::POST,
-                "/v1/endpoints/{endpoint}/recover",
-                Scope::Write,
-            ),
-            (Method::GET, "/v1/operations/{id}", Scope::Read),
-            (Method::GET, "/v1/notifications", Scope::Read),
-            (Method::GET, "/v1/notifications/{id}", Scope::Read),
-            (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),
-            (Method::POST, "/v1/endpoints/{endpoint}/pull", Scope::Pull),
-            (Method::POST, "/v1/endpoints/{endpoint}/ack", Scope::Pull),
-            (Method::POST, "/v1/notifications/{id}/nack", Scope::Pull),
-            (Method::POST, "/v1/notifications/{id}/extend", Scope::Pull),
-            (Method::POST, "/v1/endpoints/{endpoint}/nack", Scope::Pull),
-            (Method::POST, "/v1/notifications/{id}/ack", Scope::Pull),
-            (
-                Method::POST,
-                "/v1/endpoints/{endpoint}/consumer-token",
-                Scope::Admin,
-            ),
-            // A route nobody classified is admin-only.
-            (Method::POST, "/v1/something/new", Scope::Admin),
-        ];
-        for (method, route, scope) in cases {
-            assert_eq!(required_scope(&method, route), scope, "{method} {route}");
-        }
-    }
-
-    #[test]
-    fn loopback_authorities_are_recognised_and_lookalikes_are_not() {
-        for local in [
-            "localhost",
-            "localhost:8080",
-            "LOCALHOST.",
-            "app.localhost:3000",
-            "127.0.0.1:8080",
-            "127.1.2.3",
-            "[::1]:8080",
-            "[::1]",
-        ] {
-            assert!(is_loopback_authority(local), "{local}");
-        }
-        for foreign in [
-            "rebind.evil.example",
-            "localhost.evil.example",
-            "127.0.0.1.nip.io",
-            "10.0.0.1:8080",
-            "[::2]:80",
-            "[::1",
-            "",
-        ] {
-            assert!(!is_loopback_authority(foreign), "{foreign}");
-        }
-    }
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, value.parse().unwrap());
-        }
-        map
-    }
-
-    #[test]
-    fn the_open_mode_refuses_what_a_web_page_could_send() {
-        let json = ("content-type", "application/json");
-        assert!(local_only(
-            &Method::POST,
-            &headers(&[("host", "127.0.0.1:8080"), json]),
-            None
-        )
-        .is_ok());
-        assert!(local_only(&Method::GET, &headers(&[("host", "localhost:8080")]), None).is_ok());
-        for (method, pairs) in [
-            (Method::GET, vec![("host", "rebind.evil.example")]),
-            (Method::GET, vec![]),
-            (
-                Method::POST,
-                vec![("host", "127.0.0.1"), ("content-type", "text/plain")],
-            ),
-            (Method::POST, vec![("host", "127.0.0.1")]),
-            (
-                Method::POST,
-                vec![
-                    ("host", "127.0.0.1"),
-                    json,
-                    ("origin", "https://evil.example"),
-                ],
-            ),
-            (Method::GET, vec![("host", "127.0.0.1"), ("origin", "null")]),
-            (
-                Method::GET,
-                vec![("host", "127.0.0.1"), ("sec-fetch-site", "cross-site")],
-            ),
-        ] {
-            assert!(
-                local_only(&method, &headers(&pairs), None).is_err(),
-                "{method} {pairs:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_http2_request_is_judged_by_its_authority() {
-        assert!(local_only(&Method::GET, &HeaderMap::new(), Some("127.0.0.1:8080")).is_ok());
-        assert!(local_only(&Method::GET, &HeaderMap::new(), Some("rebind.evil.example")).is_err());
-    }
-
-    #[test]
-    fn a_token_is_found_by_its_digest_only() {
-        let settings = crate::config::Settings::from_toml_overrides(
-            "[api]\ntokens = [{ name = \"dash\", token = \"dash-0123456789abcdefghij\", scopes = [\"read\"] }]\n",
-        )
-        .unwrap();
-        let auth = Auth::new(&settings.api);
-        let caller = auth.identify("dash-0123456789abcdefghij").unwrap();
-        assert_eq!(&*caller.name, "dash");
-        assert!(auth.identify("dash-0123456789abcdefghi").is_none());
-        assert!(auth.identify("").is_none());
-    }
-}
+#[path = "auth_tests.rs"]
+mod tests;

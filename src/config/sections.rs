@@ -29,6 +29,8 @@ pub struct Settings {
     pub secrets: SecretsSettings,
     pub pull: PullSettings,
     pub log: LogSettings,
+    /// Portal links (DESIGN.md §11).
+    pub portal: super::PortalSettings,
 }
 
 /// The embedded mode's store (DESIGN.md §12): one SQLite file.
