@@ -125,13 +125,13 @@ async fn an_endpoint_link_sees_only_its_endpoints_notifications(backend: Backend
     assert_eq!(status, StatusCode::OK, "{page}");
     assert_eq!(ids(&page), vec![mine_id.to_string()]);
     assert!(page["data"][0].get("secret").is_none());
-    assert_eq!(
-        get(&app, &token, "/v1/endpoints/mine").await.0,
-        StatusCode::OK
-    );
+    for path in ["/v1/endpoints/mine", "/v1/endpoints/mine/backlog"] {
+        assert_eq!(get(&app, &token, path).await.0, StatusCode::OK, "{path}");
+    }
     for path in [
         format!("/v1/endpoints/{other_id}"),
         "/v1/endpoints/other".into(),
+        "/v1/endpoints/other/backlog".into(),
     ] {
         let (status, body) = get(&app, &token, &path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");

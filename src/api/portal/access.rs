@@ -51,7 +51,8 @@ fn access(method: &Method, route: &str) -> Option<Access> {
             Access::Notification
         }
         "/v1/notifications/{id}/retry" if *method == Method::POST => Access::Notification,
-        "/v1/endpoints/{endpoint}" if read => Access::Endpoint,
+        // What waits for its endpoint is the receiver's own business too.
+        "/v1/endpoints/{endpoint}" | "/v1/endpoints/{endpoint}/backlog" if read => Access::Endpoint,
         _ => return None,
     })
 }
@@ -267,6 +268,11 @@ mod tests {
                 Access::Notification,
             ),
             (Method::GET, "/v1/endpoints/{endpoint}", Access::Endpoint),
+            (
+                Method::GET,
+                "/v1/endpoints/{endpoint}/backlog",
+                Access::Endpoint,
+            ),
         ];
         for (method, route, expected) in allowed {
             assert_eq!(access(&method, route), Some(expected), "{method} {route}");
