@@ -11,6 +11,12 @@
 //! limit) is left to that path: a screen only ever puts back.
 //!
 //! A claim with no such endpoint known reads no head: one query, as before.
+//! Nor does one while screens keep finding nothing to put back (the
+//! watched endpoints' backlog is parked, what is claimed is others'): a
+//! screen that put nothing back skips the next 1, 2, 4 … up to
+//! `MAX_SKIP` claims, and one that did (or a throttle on the ordinary
+//! path) screens again from the next claim. A head read is one more round
+//! trip per claim, and a draining dispatcher's claims are small.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -26,26 +32,52 @@ use crate::domain::rate::Decision;
 use crate::domain::status::Status;
 use crate::limiter::Ask;
 
+/// The most claims a run of fruitless screens makes the next ones skip.
+const MAX_SKIP: u32 = 64;
+
 /// The endpoints found throttled, each until the last slot it was seen
-/// giving: past it, its bucket may have tokens again.
+/// giving (past it, its bucket may have tokens again), and how many claims
+/// go unscreened.
 #[derive(Default)]
 pub(super) struct Hint {
-    until: Mutex<HashMap<Uuid, DateTime<Utc>>>,
+    state: Mutex<HintState>,
+}
+
+#[derive(Default)]
+struct HintState {
+    until: HashMap<Uuid, DateTime<Utc>>,
+    skip: u32,
+    backoff: u32,
 }
 
 impl Hint {
     /// `endpoint` gave a slot at `at`, past a claim's horizon.
     pub(super) fn note(&self, endpoint: Uuid, at: DateTime<Utc>) {
-        let mut until = self.until.lock().expect("hint lock");
-        let kept = until.entry(endpoint).or_insert(at);
+        let mut state = self.state.lock().expect("hint lock");
+        let kept = state.until.entry(endpoint).or_insert(at);
         *kept = (*kept).max(at);
+        (state.skip, state.backoff) = (0, 0);
     }
 
-    /// Those still throttled at `now`; forgets the others.
-    fn throttled(&self, now: DateTime<Utc>) -> HashSet<Uuid> {
-        let mut until = self.until.lock().expect("hint lock");
-        until.retain(|_, at| *at > now);
-        until.keys().copied().collect()
+    /// Those still throttled at `now` (forgetting the others), and whether
+    /// this claim goes unscreened anyway.
+    fn throttled(&self, now: DateTime<Utc>) -> (HashSet<Uuid>, bool) {
+        let mut state = self.state.lock().expect("hint lock");
+        state.until.retain(|_, at| *at > now);
+        let skips = state.skip > 0;
+        state.skip = state.skip.saturating_sub(1);
+        (state.until.keys().copied().collect(), skips)
+    }
+
+    /// After a screen: whether it put anything back.
+    fn screened(&self, put_back: bool) {
+        let mut state = self.state.lock().expect("hint lock");
+        state.backoff = if put_back {
+            0
+        } else {
+            (state.backoff * 2).clamp(1, MAX_SKIP)
+        };
+        state.skip = state.backoff;
     }
 }
 
@@ -64,10 +96,10 @@ impl Dispatcher {
         shared: &Arc<Shared>,
         (now, due_by): (DateTime<Utc>, DateTime<Utc>),
     ) -> Screened {
-        let mut watched = shared.throttled.throttled(now);
+        let (mut watched, skips) = shared.throttled.throttled(now);
         watched.extend(shared.breaker.holding());
         let unscreened = |ids| (ids, HashMap::new());
-        if watched.is_empty() {
+        if watched.is_empty() || skips {
             return unscreened(ids);
         }
         let heads = match self.store.load_heads(&ids).await {
@@ -142,6 +174,7 @@ impl Dispatcher {
             self.settle_heads(asks, shared, (now, due_by), &mut admitted, &mut later)
                 .await;
         }
+        shared.throttled.screened(!later.is_empty());
         if !later.is_empty() {
             if let Err(error) = self.due.reschedule(&later).await {
                 tracing::warn!(%error, "cannot defer claims; their leases will expire");
@@ -215,5 +248,47 @@ impl Dispatcher {
         if throttled > 0 {
             metrics::counter!("hookd_notifications_throttled_total").increment(throttled);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skipped(hint: &Hint, claims: usize) -> usize {
+        let now = Utc::now();
+        (0..claims).filter(|_| hint.throttled(now).1).count()
+    }
+
+    #[test]
+    fn fruitless_screens_skip_ever_more_claims_up_to_the_most_and_a_throttle_ends_it() {
+        let hint = Hint::default();
+        let endpoint = Uuid::now_v7();
+        hint.note(endpoint, Utc::now() + chrono::Duration::hours(1));
+        assert_eq!(hint.throttled(Utc::now()).0, HashSet::from([endpoint]));
+        let mut skips = Vec::new();
+        for _ in 0..9 {
+            hint.screened(false);
+            skips.push(skipped(&hint, MAX_SKIP as usize + 1));
+        }
+        assert_eq!(skips, [1, 2, 4, 8, 16, 32, 64, 64, 64]);
+        hint.screened(false);
+        hint.note(endpoint, Utc::now() + chrono::Duration::hours(1));
+        assert_eq!(skipped(&hint, 2), 0, "screens again from the next claim");
+        hint.screened(false);
+        hint.screened(true);
+        assert_eq!(skipped(&hint, 2), 0);
+    }
+
+    #[test]
+    fn an_endpoint_is_watched_until_the_last_slot_it_gave() {
+        let hint = Hint::default();
+        let endpoint = Uuid::now_v7();
+        let now = Utc::now();
+        hint.note(endpoint, now + chrono::Duration::seconds(5));
+        hint.note(endpoint, now + chrono::Duration::seconds(2));
+        let seconds = |s| now + chrono::Duration::seconds(s);
+        assert!(hint.throttled(seconds(4)).0.contains(&endpoint));
+        assert!(hint.throttled(seconds(5)).0.is_empty());
     }
 }
