@@ -1285,6 +1285,9 @@ async fn main() {
         )
         .await;
     }
+    if want("breaker") && mode.embedded {
+        breaker::embedded_scenarios(&received, &receiver_url, runs).await;
+    }
     if want("embedded_scale") && mode.embedded {
         embedded::scale(&received, &receiver_url, runs).await;
     }

@@ -65,7 +65,7 @@ const UNTIL_COUNTED: chrono::Duration = chrono::Duration::milliseconds(100);
 
 /// What to do with a claimed notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Admit {
+pub(super) enum Admit {
     Send,
     /// Not yet: back to the index until then.
     Defer(DateTime<Utc>),
@@ -153,7 +153,7 @@ impl Breaker {
         now: DateTime<Utc>,
         later: &mut Vec<(Uuid, DateTime<Utc>)>,
     ) -> Option<DueNotification> {
-        match self.admit(own, &row, due_at, now) {
+        match self.admit(own, (row.endpoint_id, row.id), due_at, now) {
             Admit::Send => return Some(row),
             Admit::Defer(until) | Admit::Park(until) => later.push((row.id, until)),
             Admit::Fail => self.failing.lock().expect("breaker lock").push(row),
@@ -161,31 +161,38 @@ impl Breaker {
         None
     }
 
-    /// Whether to send `row`, due at `due_at`, to its endpoint now.
-    fn admit(
+    /// The endpoints whose circuit holds, in this process's view.
+    pub(super) fn holding(&self) -> Vec<Uuid> {
+        let view = self.view.lock().expect("breaker lock");
+        view.circuits
+            .iter()
+            .filter(|(_, circuit)| circuit.holds())
+            .map(|(endpoint, _)| *endpoint)
+            .collect()
+    }
+
+    /// Whether to send notification `id` of `endpoint`, due at `due_at`,
+    /// now (`dispatcher::screen` asks before the row is read).
+    pub(super) fn admit(
         &self,
         own: Override,
-        row: &DueNotification,
+        (endpoint, id): (Uuid, Uuid),
         due_at: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Admit {
         let mut view = self.view.lock().expect("breaker lock");
         let Some(policy) = own.resolve(self.defaults) else {
-            view.policies.remove(&row.endpoint_id);
-            if view
-                .circuits
-                .get(&row.endpoint_id)
-                .is_some_and(Circuit::holds)
-            {
-                view.turned_off.insert(row.endpoint_id);
+            view.policies.remove(&endpoint);
+            if view.circuits.get(&endpoint).is_some_and(Circuit::holds) {
+                view.turned_off.insert(endpoint);
             }
             return Admit::Send;
         };
-        view.policies.insert(row.endpoint_id, policy);
-        if view.probes.contains(&row.id) {
+        view.policies.insert(endpoint, policy);
+        if view.probes.contains(&id) {
             return Admit::Send;
         }
-        let stored = view.circuits.get(&row.endpoint_id).copied();
+        let stored = view.circuits.get(&endpoint).copied();
         match stored {
             Some(circuit) if circuit.holds() => match hold(due_at, now, self.max_hold) {
                 Hold::Park(until) => {
@@ -199,7 +206,7 @@ impl Breaker {
                 // circuit opens after `failures` attempts, not after those
                 // plus however many went out while they were written.
                 let counted = stored.map_or(0, |c| c.failures);
-                let unrecorded = view.unrecorded.get(&row.endpoint_id).copied();
+                let unrecorded = view.unrecorded.get(&endpoint).copied();
                 if counted + unrecorded.unwrap_or(0) >= policy.failures as i32 {
                     Admit::Defer(now + UNTIL_COUNTED)
                 } else {
@@ -287,6 +294,14 @@ impl Breaker {
     /// Whether `id` is a probe this process won.
     pub(super) fn is_probe(&self, id: Uuid) -> bool {
         self.view.lock().expect("breaker lock").probes.contains(&id)
+    }
+
+    /// Whether notification `id`, started before its time and waiting for
+    /// it (a rate limit's slot later in its group), is not to be sent now:
+    /// its endpoint's circuit held meanwhile, and it is no probe.
+    pub(super) fn stops(&self, endpoint: Uuid, id: Uuid) -> bool {
+        let view = self.view.lock().expect("breaker lock");
+        !view.probes.contains(&id) && view.circuits.get(&endpoint).is_some_and(Circuit::holds)
     }
 
     /// Probes won by this process, for its dispatcher to send.

@@ -16,6 +16,7 @@ mod in_flight;
 mod plans;
 mod recorder;
 pub mod refill;
+mod screen;
 mod stop;
 mod task;
 mod throttle;
@@ -74,6 +75,7 @@ struct Shared {
     /// Outcomes not written yet, whose leases the recorder extends.
     unrecorded: Arc<recorder::Unrecorded>,
     breaker: Arc<breaker::Breaker>,
+    throttled: screen::Hint,
 }
 
 impl Dispatcher {
@@ -141,6 +143,7 @@ impl Dispatcher {
             slot_freed: Notify::new(),
             unrecorded,
             breaker,
+            throttled: screen::Hint::default(),
         });
         let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();
@@ -271,12 +274,13 @@ impl Dispatcher {
                 .unwrap_or(idle);
             return Turn::IdleFor(wait);
         }
+        let (ids, admitted) = self.screen(claim.ids, plans, shared, (now, due_by)).await;
         let current = |id, version| plans.current(id, version, now);
-        let claimed = match self.store.load_claimed(&claim.ids, &current).await {
+        let claimed = match self.store.load_claimed(&ids, &current).await {
             Ok(claimed) => claimed,
             Err(error) => {
                 tracing::warn!(%error, "cannot load claimed notifications; giving them back");
-                let back: Vec<_> = claim.ids.iter().map(|id| (*id, now)).collect();
+                let back: Vec<_> = ids.iter().map(|id| (*id, now)).collect();
                 if let Err(error) = self.due.reschedule(&back).await {
                     tracing::warn!(%error, "cannot give claims back; their leases will expire");
                 }
@@ -284,8 +288,8 @@ impl Dispatcher {
                 return Turn::Again;
             }
         };
-        let loaded = plans.for_claim(claimed, now);
-        self.dispatch(&claim.ids, loaded, (now, due_by), shared, outcomes, tasks)
+        let loaded = plans.for_claim(claimed, admitted, now);
+        self.dispatch(&ids, loaded, (now, due_by), shared, outcomes, tasks)
             .await;
         Turn::Again
     }
@@ -319,20 +323,21 @@ impl Dispatcher {
                 return true;
             }
         };
-        let loaded = plans.for_claim(claimed, now);
+        let loaded = plans.for_claim(claimed, HashMap::new(), now);
         self.dispatch(&ids, loaded, (now, due_by), shared, outcomes, tasks)
             .await
     }
 
     /// Starts deliveries for claimed ids (those due by `due_by` wait for
-    /// their due time); gives back those that must wait longer, and says
-    /// whether there were any.
+    /// their due time, those the limiter `admitted` for their slot); gives
+    /// back those that must wait longer, and says whether there were any.
     async fn dispatch(
         &self,
         ids: &[Uuid],
         Loaded {
             notifications,
             plans,
+            admitted,
         }: Loaded,
         (now, due_by): (DateTime<Utc>, DateTime<Utc>),
         shared: &Arc<Shared>,
@@ -347,7 +352,7 @@ impl Dispatcher {
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         let default_limit = self.settings.dispatcher.default_rate_limit;
-        let mut throttle = throttle::Throttle::new(default_limit.and_then(|d| d.limit()));
+        let mut throttle = throttle::Throttle::new(default_limit.and_then(|d| d.limit()), admitted);
         // Those this process is delivering, or holds the outcome of
         // unwritten: a claim that found them again (a lease ran out under a
         // stall, or a rebuild re-added them) leaves them to that attempt,

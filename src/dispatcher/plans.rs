@@ -34,6 +34,9 @@ pub(super) struct Plans {
 pub(super) struct Loaded {
     pub notifications: Vec<DueNotification>,
     pub plans: HashMap<Uuid, Arc<Plan>>,
+    /// Those the limiter let go before their rows were read, each at its
+    /// slot (`screen`): not asked again.
+    pub admitted: HashMap<Uuid, DateTime<Utc>>,
 }
 
 struct Entry {
@@ -60,7 +63,7 @@ impl Plans {
         self.usable(id, version, now).is_some()
     }
 
-    fn usable(&self, id: Uuid, version: i64, now: DateTime<Utc>) -> Option<&Arc<Plan>> {
+    pub(super) fn usable(&self, id: Uuid, version: i64, now: DateTime<Utc>) -> Option<&Arc<Plan>> {
         self.entries
             .get(&id)
             .filter(|entry| entry.version == version && entry.until > now)
@@ -72,7 +75,13 @@ impl Plans {
     /// claim wins: it may be newer than the version a notification was
     /// loaded with. A notification whose endpoint has no plan (its row is
     /// gone) is not sent.
-    pub fn for_claim(&mut self, claimed: Claimed, now: DateTime<Utc>) -> Loaded {
+    /// `admitted`: those the limiter let go before their rows were read.
+    pub fn for_claim(
+        &mut self,
+        claimed: Claimed,
+        admitted: HashMap<Uuid, DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Loaded {
         // The kept plans first: preparing may make room by dropping some.
         let mut plans: HashMap<Uuid, Arc<Plan>> = HashMap::new();
         for row in &claimed.notifications {
@@ -93,6 +102,7 @@ impl Plans {
         Loaded {
             notifications: claimed.notifications,
             plans,
+            admitted,
         }
     }
 
@@ -179,7 +189,7 @@ mod tests {
         let now = Utc::now();
         let id = Uuid::now_v7();
         assert!(!plans.current(id, 7, now));
-        plans.for_claim(read(vec![endpoint(id, 7, None)]), now);
+        plans.for_claim(read(vec![endpoint(id, 7, None)]), HashMap::new(), now);
         assert!(plans.current(id, 7, now));
         assert!(!plans.current(id, 8, now), "an updated row is read again");
         assert!(!plans.current(Uuid::now_v7(), 7, now));
@@ -194,7 +204,11 @@ mod tests {
         let mut plans = Plans::new(Duration::from_secs(1), Duration::from_secs(30));
         let now = Utc::now();
         let (id, expires) = (Uuid::now_v7(), now + chrono::Duration::seconds(5));
-        plans.for_claim(read(vec![endpoint(id, 1, Some(expires))]), now);
+        plans.for_claim(
+            read(vec![endpoint(id, 1, Some(expires))]),
+            HashMap::new(),
+            now,
+        );
         assert!(plans.current(id, 1, expires - chrono::Duration::milliseconds(1)));
         assert!(!plans.current(id, 1, expires));
     }
@@ -206,7 +220,7 @@ mod tests {
         let endpoints = (0..CAPACITY + 10)
             .map(|i| endpoint(Uuid::now_v7(), i as i64, None))
             .collect();
-        let loaded = plans.for_claim(read(endpoints), now);
+        let loaded = plans.for_claim(read(endpoints), HashMap::new(), now);
         assert_eq!(
             loaded.plans.len(),
             CAPACITY + 10,

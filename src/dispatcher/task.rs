@@ -63,9 +63,17 @@ pub(super) async fn deliver(
     permit: OwnedSemaphorePermit,
     outcomes: mpsc::Sender<AttemptRecord>,
 ) {
-    let attempted = if until(due_at).await && !still_leased(&shared, row.id).await {
+    let waited = until(due_at).await;
+    let attempted = if waited && !still_leased(&shared, row.id).await {
         // Cancelled (or handed to pull) while it waited: the claim is gone
         // from the index, and nothing is sent after a cancel.
+        None
+    } else if waited && shared.breaker.stops(row.endpoint_id, row.id) {
+        // Its circuit opened while it waited: back to the index, for the
+        // next claim to hold, no attempt made.
+        if let Err(error) = shared.due.reschedule(&[(row.id, Utc::now())]).await {
+            tracing::warn!(%error, "cannot give a held claim back; its lease will expire");
+        }
         None
     } else {
         let started = std::time::Instant::now();

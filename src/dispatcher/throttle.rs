@@ -6,8 +6,12 @@
 //! endpoint's concurrency cap leaves. Those it lets go start (at their
 //! slot); the others give their permit back and go back to the due index
 //! for the slot they hold: nothing is written to the store, no attempt is
-//! counted, and they are claimed again when their slot comes, not before.
-//! A batch with no limited endpoint calls nothing.
+//! counted, and they are claimed again when their slot comes, not before:
+//! at the start of its group of slots (`domain::rate::park_us`), when one
+//! claim takes the group and each goes at its own slot. A batch with no
+//! limited endpoint calls nothing. An endpoint found throttled is noted
+//! (`screen::Hint`): the claims after read the heads of their notifications
+//! first, and its throttled ones go back without their bodies being read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +22,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use super::delivery::Plan;
+use super::in_flight::InFlight;
 use super::Shared;
-use crate::domain::rate::{Decision, RateLimit};
+use crate::domain::rate::{horizon_us, park_us, Decision, RateLimit};
 use crate::limiter::{Ask, Limiter};
 use crate::store::delivery::DueNotification;
 
@@ -27,7 +32,7 @@ use crate::store::delivery::DueNotification;
 /// this long and are looked at again: never sent unlimited, since a limit
 /// is a promise to someone else's server; the claim that follows fails the
 /// same way while Redis is down, so this is rarely reached.
-const LIMITER_BACKOFF: Duration = Duration::from_secs(1);
+pub(super) const LIMITER_BACKOFF: Duration = Duration::from_secs(1);
 
 /// A delivery ready to start: the row, its plan, when, and its permit.
 pub(super) type Start = (
@@ -40,6 +45,9 @@ pub(super) type Start = (
 /// The limited deliveries of one batch, per endpoint, in batch order.
 pub(super) struct Throttle {
     default: Option<RateLimit>,
+    /// Let go by the limiter before their rows were read (`screen`), each
+    /// at its slot: not asked again.
+    admitted: HashMap<Uuid, DateTime<Utc>>,
     asks: Vec<Ask>,
     /// Per ask: the endpoint's cap, and the deliveries in ask order.
     held: Vec<(u32, Vec<Start>)>,
@@ -47,9 +55,10 @@ pub(super) struct Throttle {
 }
 
 impl Throttle {
-    pub(super) fn new(default: Option<RateLimit>) -> Self {
+    pub(super) fn new(default: Option<RateLimit>, admitted: HashMap<Uuid, DateTime<Utc>>) -> Self {
         Self {
             default,
+            admitted,
             asks: Vec::new(),
             held: Vec::new(),
             by_endpoint: HashMap::new(),
@@ -58,6 +67,10 @@ impl Throttle {
 
     /// Holds `start` if its endpoint has a limit; gives it back otherwise.
     pub(super) fn hold(&mut self, start: Start, cap: u32) -> Option<Start> {
+        if let Some(at) = self.admitted.get(&start.0.id) {
+            let (row, plan, due_at, permit) = start;
+            return Some((row, plan, due_at.max(*at), permit));
+        }
         let Some(limit) = start.1.rate_limit.or(self.default) else {
             return Some(start);
         };
@@ -96,7 +109,8 @@ impl Throttle {
                 ask.room = cap.saturating_sub(in_flight.count(ask.endpoint)) as usize;
             }
         }
-        let decisions = match limiter.admit(now, due_by, &self.asks).await {
+        let horizon = horizon(&self.asks, now, due_by);
+        let decisions = match limiter.admit(now, horizon, &self.asks).await {
             Ok(decisions) => decisions,
             Err(error) => {
                 tracing::warn!(%error, "cannot ask the rate limiter; limited deliveries wait");
@@ -113,7 +127,7 @@ impl Throttle {
         let mut starting = Vec::new();
         let mut throttled = 0u64;
         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
-        for (cap, starts) in self.held {
+        for ((cap, starts), ask) in self.held.into_iter().zip(&self.asks) {
             let mut place = 0;
             for (row, plan, due_at, permit) in starts {
                 let decision = decisions.next().unwrap_or(Decision::Wait {
@@ -124,17 +138,14 @@ impl Throttle {
                     Decision::Send { .. } if in_flight.try_start(row.endpoint_id, row.id, cap) => {
                         starting.push((row, plan, due_at.max(at), permit));
                     }
-                    _ if at > due_by => {
-                        throttled += 1;
-                        later.push((row.id, at));
-                    }
                     _ => {
-                        // Its time has come but the cap has no room: back
-                        // when a slot should free, on the slot it holds.
-                        place += 1;
-                        let wait = in_flight.deferral(row.endpoint_id, place, cap);
-                        let wait = chrono::Duration::from_std(wait).unwrap_or_default();
-                        later.push((row.id, at.max(now + wait)));
+                        if at > horizon {
+                            throttled += 1;
+                            shared.throttled.note(ask.endpoint, at);
+                        }
+                        let back =
+                            put_back(ask, decision, (now, horizon), &in_flight, cap, &mut place);
+                        later.push((row.id, back));
                     }
                 }
             }
@@ -146,6 +157,41 @@ impl Throttle {
     }
 }
 
-fn time(us: i64) -> DateTime<Utc> {
+/// The time a batch's limited endpoints are decided up to: the end of the
+/// group of slots now is in for each (`domain::rate::horizon_us`), the
+/// latest of them, and never before the batch's own `due_by`. The room the
+/// caps leave bounds what goes, each at its slot.
+pub(super) fn horizon(asks: &[Ask], now: DateTime<Utc>, due_by: DateTime<Utc>) -> DateTime<Utc> {
+    let (now_us, due_by_us) = (now.timestamp_micros(), due_by.timestamp_micros());
+    let latest = asks
+        .iter()
+        .map(|ask| horizon_us(ask.limit, now_us, due_by_us))
+        .max()
+        .unwrap_or(due_by_us);
+    time(latest)
+}
+
+/// When a notification the limiter did not let start now comes back: a
+/// slot past the horizon at the start of its group; one whose time has
+/// come but whose endpoint's cap has no room (`place`-th of those) when a
+/// slot of the cap should free, on the slot it holds.
+pub(super) fn put_back(
+    ask: &Ask,
+    decision: Decision,
+    (now, horizon): (DateTime<Utc>, DateTime<Utc>),
+    in_flight: &InFlight,
+    cap: u32,
+    place: &mut u32,
+) -> DateTime<Utc> {
+    let at = time(decision.at_us());
+    if at > horizon {
+        return time(park_us(decision.at_us(), ask.limit));
+    }
+    *place += 1;
+    let wait = in_flight.deferral(ask.endpoint, *place, cap);
+    at.max(now + chrono::Duration::from_std(wait).unwrap_or_default())
+}
+
+pub(super) fn time(us: i64) -> DateTime<Utc> {
     Utc.timestamp_micros(us).single().unwrap_or_else(Utc::now)
 }

@@ -214,6 +214,39 @@ pub fn decide(
     (bucket, decisions)
 }
 
+/// The longest span of an endpoint's slots that one claim takes together
+/// (µs), and how many slots a span holds at most (`group_us`).
+pub const GROUP_US: i64 = 1_000_000;
+pub const GROUP_SLOTS: i64 = 10;
+
+/// The span (µs) a throttled endpoint's slots are grouped by: ten slots,
+/// at most a second. A notification throttled to a slot comes back at the
+/// start of its group (`park_us`), with the others of that group, and the
+/// claim that finds them sends each at its own slot (`horizon_us`): one
+/// claim, one load and one limiter call per group instead of per slot,
+/// while nothing goes before its slot. A limit of one a second or slower
+/// is one slot a group, as before.
+pub fn group_us(limit: RateLimit) -> i64 {
+    limit
+        .interval_us()
+        .saturating_mul(GROUP_SLOTS)
+        .clamp(1, GROUP_US)
+}
+
+/// When a notification throttled to the slot at `slot_us` comes back to be
+/// claimed: the start of its group, never after its slot.
+pub fn park_us(slot_us: i64, limit: RateLimit) -> i64 {
+    slot_us - slot_us.rem_euclid(group_us(limit))
+}
+
+/// The time up to which a claim at `now_us` sends the slots of an endpoint
+/// with `limit` (`decide`'s `due_by`): the last microsecond of the group
+/// `now_us` is in, so that what `park_us` brought back together goes out
+/// together, each at its slot; never before the claim's own `due_by_us`.
+pub fn horizon_us(limit: RateLimit, now_us: i64, due_by_us: i64) -> i64 {
+    due_by_us.max(park_us(now_us, limit) + group_us(limit) - 1)
+}
+
 /// How long to keep `bucket` after `now_us` (µs): until its TAT has passed
 /// (a bucket whose TAT is past is as good as none) and the grace of its
 /// last reservation, so a reservation never outlives the epoch it names.

@@ -308,3 +308,62 @@ fn past_the_room_the_cap_leaves_a_sendable_one_holds_its_slot_without_a_second_t
     assert_eq!(decisions, vec![Decision::Send { at_us: later }]);
     assert_eq!(bucket.tat_us, tat, "its slot was kept, no other taken");
 }
+
+#[test]
+fn a_throttled_slot_comes_back_at_the_start_of_its_group_never_after_it() {
+    let l = limit(10.0, 20);
+    assert_eq!(group_us(l), S, "ten slots of 100 ms");
+    assert_eq!(park_us(NOW + S + 300_000, l), NOW + S);
+    assert_eq!(park_us(NOW + S, l), NOW + S);
+    for slot in (0..50).map(|i| NOW + i * 37_000) {
+        let parked = park_us(slot, l);
+        assert!(parked <= slot && slot - parked < group_us(l));
+    }
+    assert_eq!(group_us(limit(1000.0, 1)), 10_000, "ten slots of 1 ms");
+    assert_eq!(
+        group_us(limit(0.5, 1)),
+        S,
+        "a slot of 2 s: at most a second"
+    );
+    assert_eq!(group_us(limit(MIN_PER_SECOND, 1)), GROUP_US);
+}
+
+#[test]
+fn a_claim_sends_the_slots_of_its_group_each_at_its_own_time_and_no_further() {
+    let l = limit(10.0, 1);
+    let (bucket, decisions) = decide(None, l, (NOW, NOW), 1, &fresh(25));
+    let slots: Vec<i64> = decisions.iter().map(|d| d.at_us()).collect();
+    let held: Vec<Option<Reservation>> = slots
+        .iter()
+        .map(|&at_us| {
+            Some(Reservation {
+                at_us,
+                epoch_us: bucket.epoch_us,
+            })
+        })
+        .collect();
+    // Back at the start of the group of the second slot, late by 3 ms.
+    let now = park_us(slots[1], l) + 3_000;
+    let horizon = horizon_us(l, now, now);
+    let (_, decisions) = decide(Some(bucket), l, (now, horizon), 100, &held[1..]);
+    let sent: Vec<i64> = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Send { at_us } => Some(*at_us),
+            _ => None,
+        })
+        .collect();
+    assert!(!sent.is_empty());
+    for (at, slot) in sent.iter().zip(&slots[1..]) {
+        assert_eq!(*at, (*slot).max(now), "each at its own slot");
+        assert!(*at < park_us(now, l) + group_us(l));
+    }
+    for decision in &decisions[sent.len()..] {
+        assert!(matches!(decision, Decision::Wait { at_us } if *at_us > horizon));
+    }
+    assert_eq!(
+        horizon_us(l, now, now + 5 * S),
+        now + 5 * S,
+        "never before due_by"
+    );
+}

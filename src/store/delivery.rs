@@ -169,6 +169,19 @@ pub struct Claimed {
     pub endpoints: Vec<DeliveryEndpoint>,
 }
 
+/// What a claim needs of a notification to tell, before its body is read,
+/// that it goes back to the index (its endpoint is throttled or its
+/// circuit holds): a row without its body, headers or schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub status: Status,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The version of the endpoint's row (`None` if the row is gone).
+    pub endpoint_version: Option<i64>,
+}
+
 /// The result of `POST /v1/notifications/{id}/retry`.
 #[derive(Debug)]
 pub enum Retry {

@@ -29,7 +29,7 @@ use super::attempts::Attempt;
 use super::backlog::Backlog;
 use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
-use super::delivery::{Claimed, DueNotification, Retry};
+use super::delivery::{Claimed, DueNotification, Head, Retry};
 use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
@@ -186,6 +186,10 @@ pub trait DeliveryStore: Send + Sync + 'static {
         ids: &[Uuid],
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError>;
+    /// The heads of the claimed notifications (no body): what a claim
+    /// reads first when some endpoint is known to be throttled or held, so
+    /// that those going back to the index are not loaded.
+    async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError>;
     /// Notifications already at hand (handed over by this process's
     /// committer) with, once each, those of their endpoints for which
     /// `current(id, version)` is false.

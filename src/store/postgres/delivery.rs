@@ -15,6 +15,7 @@ use crate::domain::transition::{retry, RetryRefused};
 use crate::store::delivery::Claimed;
 use crate::store::delivery::DeliveryEndpoint;
 use crate::store::delivery::DueNotification;
+use crate::store::delivery::Head;
 use crate::store::delivery::Retry;
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
@@ -48,6 +49,20 @@ impl PgStore {
         .fetch_all(&self.pool)
         .await?;
         self.with_endpoints(notifications, current).await
+    }
+
+    /// The claimed notifications' heads: the columns a claim decides on
+    /// before it reads a body.
+    pub async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
+        Ok(sqlx::query_as::<_, Head>(
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+                 ep.version AS endpoint_version \
+             FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
+             WHERE n.id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Notifications to deliver with, once each, those of their endpoints

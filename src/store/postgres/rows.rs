@@ -12,7 +12,7 @@ use crate::domain::outcome::OutcomeKind;
 use crate::domain::pull::Delivery;
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
-use crate::store::delivery::{DeliveryEndpoint, DueNotification};
+use crate::store::delivery::{DeliveryEndpoint, DueNotification, Head};
 use crate::store::endpoints::Endpoint;
 use crate::store::events::{Event, Subscriber};
 use crate::store::health::FailingEndpoint;
@@ -147,6 +147,14 @@ from_row!(DueNotification {
     url,
     endpoint_version,
     unreadable: skip,
+});
+
+from_row!(Head {
+    id,
+    endpoint_id,
+    status,
+    next_attempt_at,
+    endpoint_version,
 });
 
 from_row!(DeliveryEndpoint {

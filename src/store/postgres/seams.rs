@@ -15,7 +15,7 @@ use crate::store::attempts::Attempt;
 use crate::store::backlog::Backlog;
 use crate::store::cancel::Cancel;
 use crate::store::consumer_tokens::ConsumerTokenRows;
-use crate::store::delivery::{Claimed, DueNotification, Retry};
+use crate::store::delivery::{Claimed, DueNotification, Head, Retry};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
@@ -158,6 +158,9 @@ impl DeliveryStore for PgStore {
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
         PgStore::load_claimed(self, ids, current).await
+    }
+    async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
+        PgStore::load_heads(self, ids).await
     }
     async fn with_endpoints(
         &self,

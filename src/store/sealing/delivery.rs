@@ -11,7 +11,7 @@ use super::Sealing;
 use crate::domain::health::Health;
 use crate::domain::pull::{Delivery, Receipt};
 use crate::store::consumer_tokens::ConsumerTokenRows;
-use crate::store::delivery::{Claimed, DueNotification};
+use crate::store::delivery::{Claimed, DueNotification, Head};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::AttemptRecord;
@@ -39,6 +39,10 @@ impl<S: DeliveryStore> DeliveryStore for Sealing<S> {
         }
         self.open_endpoints_of(&mut claimed);
         Ok(claimed)
+    }
+    /// Heads carry nothing sealed.
+    async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
+        self.inner.load_heads(ids).await
     }
     /// The notifications are this process's own, in clear already: only
     /// the endpoints loaded are opened.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
-use crate::store::delivery::{Claimed, DeliveryEndpoint, DueNotification};
+use crate::store::delivery::{Claimed, DeliveryEndpoint, DueNotification, Head};
 use crate::store::StoreError;
 
 /// A claimed notification's columns; an event's delivery has its event's
@@ -91,6 +91,34 @@ impl SqliteStore {
             .await
             .map_err(store_error)?;
         self.with_endpoints(notifications, current).await
+    }
+
+    /// The claimed notifications' heads: the columns a claim decides on
+    /// before it reads a body.
+    pub async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+                 ep.version AS endpoint_version \
+             FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
+             WHERE n.id IN {IN_ID_LIST}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(columns::id_list(ids))
+            .try_map(|row: SqliteRow| {
+                Ok(Head {
+                    id: row.try_get("id")?,
+                    endpoint_id: row.try_get("endpoint_id")?,
+                    status: columns::status(&row, "status")?,
+                    next_attempt_at: columns::optional_time(&row, "next_attempt_at")?,
+                    endpoint_version: row.try_get("endpoint_version")?,
+                })
+            })
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)
     }
 
     /// Notifications to deliver with, once each, those of their endpoints

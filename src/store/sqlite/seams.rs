@@ -15,7 +15,7 @@ use crate::store::attempts::Attempt;
 use crate::store::backlog::Backlog;
 use crate::store::cancel::Cancel;
 use crate::store::consumer_tokens::ConsumerTokenRows;
-use crate::store::delivery::{Claimed, DueNotification, Retry};
+use crate::store::delivery::{Claimed, DueNotification, Head, Retry};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
@@ -164,6 +164,9 @@ impl DeliveryStore for SqliteStore {
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
         SqliteStore::load_claimed(self, ids, current).await
+    }
+    async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
+        SqliteStore::load_heads(self, ids).await
     }
     async fn with_endpoints(
         &self,
