@@ -66,7 +66,9 @@ pub fn router(state: AppState) -> Router {
     } else {
         operations_router()
     };
-    finish(operations.merge(resources), state)
+    // The console's files need no token: they hold no data.
+    let console = crate::console::router();
+    finish(operations.merge(resources).merge(console), state)
 }
 
 /// What a dispatcher-only process serves: the operations routes, with the
