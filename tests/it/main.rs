@@ -12,6 +12,7 @@ mod api_notifications;
 mod circuit_breaker;
 mod cli;
 mod conformance;
+mod console;
 mod copy;
 mod degrade;
 mod delivery;

@@ -1,0 +1,51 @@
+//! Signing in and out: a token is checked before it is kept, kept for
+//! the tab only, and forgotten on sign-out.
+
+use crate::backends::Backend;
+use crate::console::Browser;
+use crate::helpers::TOKEN;
+
+async fn signing_in_checks_the_token_and_signing_out_forgets_it(backend: Backend) {
+    let app = backend.spawn().await;
+    let Some(browser) = Browser::open(&app, &backend, "sign-in").await else {
+        return;
+    };
+    browser.goto("").await;
+    browser.find("sign-in").await;
+    browser.screenshot("sign-in").await;
+
+    browser.type_into("token", "not-the-token").await;
+    browser.click("sign-in-submit").await;
+    let refused = browser.text("sign-in-error").await;
+    assert!(refused.contains("not valid"), "{refused}");
+    browser.screenshot("sign-in-refused").await;
+
+    browser.type_into("token", TOKEN).await;
+    browser.click("sign-in-submit").await;
+    browser.find("overview").await;
+    browser.screenshot("overview").await;
+    let kept = browser
+        .run("return sessionStorage.getItem('hookd.token')")
+        .await;
+    assert_eq!(kept, TOKEN, "the token is kept for the tab");
+    let local = browser.run("return localStorage.length").await;
+    assert_eq!(local, 0, "nothing is kept beyond the tab");
+
+    // A reload keeps the session.
+    browser.goto("#/endpoints").await;
+    browser.find("endpoints-page").await;
+    browser.screenshot("endpoints").await;
+
+    browser.click("sign-out").await;
+    browser.find("sign-in").await;
+    let gone = browser
+        .run("return sessionStorage.getItem('hookd.token')")
+        .await;
+    assert!(gone.is_null(), "sign-out forgets the token: {gone}");
+    browser.goto("#/notifications").await;
+    browser.find("sign-in").await;
+    browser.screenshot("signed-out").await;
+    browser.close().await;
+}
+
+both!(signing_in_checks_the_token_and_signing_out_forgets_it);
