@@ -191,6 +191,15 @@ impl Browser {
             .expect("the script runs")
     }
 
+    /// The form fields on the page without a label (their ids).
+    pub async fn unlabelled(&self) -> Value {
+        self.run(
+            "return [...document.querySelectorAll('input, select, textarea')]\
+               .filter((f) => !f.labels || f.labels.length === 0).map((f) => f.id || f.name);",
+        )
+        .await
+    }
+
     pub async fn fragment(&self) -> String {
         let url = self.client.current_url().await.expect("a current URL");
         url.fragment().unwrap_or_default().to_string()

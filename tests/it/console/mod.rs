@@ -6,6 +6,7 @@
 //! `target/screenshots/`).
 
 mod browser;
+mod endpoints;
 mod files;
 mod notifications;
 mod session;

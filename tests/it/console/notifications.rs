@@ -55,6 +55,11 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
         })
         .await;
     assert!(browser.fragment().await.contains("key=order-123"));
+    assert_eq!(
+        browser.unlabelled().await,
+        json!([]),
+        "every field has a label"
+    );
     browser.screenshot("search-by-key").await;
 
     browser.click("result-link").await;

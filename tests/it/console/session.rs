@@ -20,8 +20,10 @@ async fn signing_in_checks_the_token_and_signing_out_forgets_it(backend: Backend
     assert!(refused.contains("not valid"), "{refused}");
     browser.screenshot("sign-in-refused").await;
 
-    browser.type_into("token", TOKEN).await;
-    browser.click("sign-in-submit").await;
+    // With the keyboard: the token, then Enter.
+    browser
+        .type_into("token", &format!("{TOKEN}\u{E007}"))
+        .await;
     browser.find("overview").await;
     browser.screenshot("overview").await;
     let kept = browser
