@@ -18,6 +18,8 @@ function takePortalToken() {
   const match = /^#portal=(.+)$/.exec(location.hash);
   if (!match) return null;
   history.replaceState(null, '', `${location.pathname}${location.search}#/notifications`);
+  // replaceState fires no hashchange: the route is told itself.
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
   return decodeURIComponent(match[1]);
 }
 
@@ -116,21 +118,28 @@ function App() {
     history.replaceState(null, '', `${location.pathname}${location.search}#/`);
   };
 
+  // A portal link opens the console (on load) or arrives in an open one
+  // (a same-page link changes only the fragment).
   useEffect(() => {
-    const portal = takePortalToken();
-    if (!portal) return;
-    setChecking(true);
-    whoami(portal)
-      .then((found) => {
-        const portalWho = { ...found, portal: found.portal || { endpoint: null } };
-        session.signIn(portal, portalWho);
-        setWho(portalWho);
-        setNotice(null);
-      })
-      .catch((error) => signOut(error.status === 401
-        ? 'This portal link is not valid or has expired. Ask for a new one.'
-        : error.message))
-      .finally(() => setChecking(false));
+    const check = () => {
+      const portal = takePortalToken();
+      if (!portal) return;
+      setChecking(true);
+      whoami(portal)
+        .then((found) => {
+          const portalWho = { ...found, portal: found.portal || { endpoint: null } };
+          session.signIn(portal, portalWho);
+          setWho(portalWho);
+          setNotice(null);
+        })
+        .catch((error) => signOut(error.status === 401
+          ? 'This portal link is not valid or has expired. Ask for a new one.'
+          : error.message))
+        .finally(() => setChecking(false));
+    };
+    check();
+    window.addEventListener('hashchange', check);
+    return () => window.removeEventListener('hashchange', check);
   }, []);
 
   useEffect(() => {

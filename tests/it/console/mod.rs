@@ -10,5 +10,6 @@ mod endpoints;
 mod files;
 mod notifications;
 mod session;
+mod timeline;
 
 pub use browser::Browser;
