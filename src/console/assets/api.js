@@ -4,6 +4,8 @@
 const TOKEN = 'hookd.token';
 const WHO = 'hookd.who';
 
+// `token()` is null when signed out, '' in the open mode (no tokens
+// configured: hookd answers this machine without one).
 export const session = {
   token: () => sessionStorage.getItem(TOKEN),
   who() {
@@ -56,7 +58,8 @@ export async function api(method, path, body, token = session.token()) {
     data = null;
   }
   if (!response.ok) {
-    if (response.status === 401 && token === session.token()) {
+    // The signed-in token refused (revoked, or a portal link expired).
+    if (response.status === 401 && session.token() !== null && token === session.token()) {
       window.dispatchEvent(new CustomEvent('hookd:unauthorized'));
     }
     throw new ApiError(response.status, data);

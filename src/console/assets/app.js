@@ -107,7 +107,7 @@ function Page({ route, who }) {
 
 function App() {
   const route = useRoute();
-  const [who, setWho] = useState(session.token() ? session.who() : null);
+  const [who, setWho] = useState(session.token() !== null ? session.who() : null);
   const [notice, setNotice] = useState(null);
   const [checking, setChecking] = useState(false);
 
@@ -123,7 +123,7 @@ function App() {
   useEffect(() => {
     const check = () => {
       const portal = takePortalToken();
-      if (!portal) return;
+      if (!portal) return false;
       setChecking(true);
       whoami(portal)
         .then((found) => {
@@ -136,8 +136,18 @@ function App() {
           ? 'This portal link is not valid or has expired. Ask for a new one.'
           : error.message))
         .finally(() => setChecking(false));
+      return true;
     };
-    check();
+    // The open mode (no tokens configured) needs no sign-in.
+    if (!check() && session.token() === null) {
+      whoami(null)
+        .then((found) => {
+          const local = { ...found, name: found.name || 'open mode (no token)' };
+          session.signIn('', local);
+          setWho(local);
+        })
+        .catch(() => {});
+    }
     window.addEventListener('hashchange', check);
     return () => window.removeEventListener('hashchange', check);
   }, []);

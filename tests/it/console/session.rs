@@ -51,3 +51,27 @@ async fn signing_in_checks_the_token_and_signing_out_forgets_it(backend: Backend
 }
 
 both!(signing_in_checks_the_token_and_signing_out_forgets_it);
+
+/// With no tokens configured hookd answers this machine without one: the
+/// console opens without a sign-in, reads and acts.
+async fn the_open_mode_needs_no_sign_in(backend: Backend) {
+    let app = backend.spawn_with("[api]\ntokens = []\n").await;
+    assert!(app.state.auth.is_open(), "no tokens: the open mode");
+    let endpoint = app.endpoint(serde_json::json!({})).await;
+    let id = app
+        .notify(serde_json::json!({"endpoint": endpoint["id"], "key": "local-1", "payload": {}, "delay": "1h"}))
+        .await;
+    let Some(browser) = Browser::open(&app, &backend, "open-mode").await else {
+        return;
+    };
+    browser.goto(&format!("#/notifications/{id}")).await;
+    browser.find("who").await;
+    browser.click("cancel").await;
+    browser
+        .wait_text("status", "the cancel to show", |t| t == "cancelled")
+        .await;
+    browser.screenshot("open-mode").await;
+    browser.close().await;
+}
+
+both!(the_open_mode_needs_no_sign_in);
