@@ -170,6 +170,13 @@ function App() {
     <main id="main" tabindex="-1"><${Page} route=${route} who=${who} /></main>`;
 }
 
+// What the page's policy refused, for the browser tests to see (and
+// anyone in the developer tools): it should stay empty.
+window.hookdPolicyViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.hookdPolicyViolations.push(`${e.violatedDirective} ${e.blockedURI}`);
+});
+
 // The loading note goes: Preact would keep it beside the app.
 const root = document.getElementById('app');
 root.textContent = '';

@@ -246,7 +246,11 @@ impl Browser {
         self.find("sign-out").await;
     }
 
+    /// Ends the session, after checking the page's policy refused
+    /// nothing it did (no inline script or style, no eval).
     pub async fn close(self) {
+        let refused = self.run("return window.hookdPolicyViolations || null").await;
+        assert_eq!(refused, serde_json::json!([]), "the console broke its own policy");
         let _ = self.client.close().await;
     }
 }
