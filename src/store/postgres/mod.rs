@@ -23,6 +23,7 @@ mod recording;
 mod reseal;
 mod rows;
 mod seams;
+mod stats;
 mod writes;
 
 use std::time::Duration;

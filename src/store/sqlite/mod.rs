@@ -34,6 +34,7 @@ mod reseal;
 mod rows;
 mod seams;
 mod signal;
+mod stats;
 mod writes;
 
 use std::path::{Path, PathBuf};

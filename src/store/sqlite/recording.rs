@@ -16,7 +16,8 @@
 //! - an operator event for a moved row only, while the operator endpoint
 //!   exists, once per key;
 //! - health written over a push endpoint in the other state only, one of
-//!   whose notifications moved.
+//!   whose notifications moved;
+//! - the per-minute counts of the attempts that moved (`stats.rs`).
 //!
 //! The ends of pull leases (`pull.rs`, `pull_due.rs`) are recorded by the
 //! same code, inside their own transaction (`record_attempts_on`).
@@ -176,6 +177,10 @@ pub(super) async fn record_attempts_on(
             .await
             .map_err(store_error)?;
     }
+    // The attempts that moved, added to the per-minute counts in the same
+    // transaction.
+    let sums = crate::store::stats::sums_of(records, &moved);
+    super::stats::add_minute_sums(conn, &sums).await?;
     Ok(moved)
 }
 
