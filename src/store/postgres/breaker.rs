@@ -189,7 +189,9 @@ impl PgStore {
                 .iter()
                 .map(|&(_, endpoint)| Counted::failed_without_attempt(endpoint, now)),
         );
-        super::stats::add_minute_sums(&mut tx, &sums).await?;
+        if self.count_minutes {
+            super::stats::add_minute_sums(&mut tx, &sums).await?;
+        }
         let failed: Vec<Uuid> = failed.into_iter().map(|(id, _)| id).collect();
         insert_events(&mut tx, &failed, events).await?;
         tx.commit().await?;

@@ -112,7 +112,9 @@ impl PgStore {
         };
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let moved = super::recording::record_attempts_on(&mut tx, &records, &[]).await?;
+        let moved =
+            super::recording::record_attempts_on(&mut tx, &records, &[], self.count_minutes)
+                .await?;
         tx.commit().await?;
         Ok(LeasesEnded { rows, moved })
     }

@@ -86,7 +86,7 @@ impl PgStore {
         // A transaction, for the per-minute counts written after the
         // statement (`record_attempts_on`).
         let mut tx = self.pool.begin().await?;
-        let moved = record_attempts_on(&mut tx, records, health).await?;
+        let moved = record_attempts_on(&mut tx, records, health, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
     }
@@ -170,12 +170,14 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
 /// this statement keeps that rule, and retention deletes attempts with
 /// their notification. Then the attempts that moved their notification
 /// are added to the per-minute counts (`stats::add_minute_sums`, one
-/// statement), committing with them or not at all: a batch the recorder
-/// writes again after an error is counted once.
+/// statement; unless `count_minutes` is off), committing with them or not
+/// at all: a batch the recorder writes again after an error is counted
+/// once.
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
+    count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     if records.is_empty() {
         return Ok(Vec::new());
@@ -267,7 +269,9 @@ pub(super) async fn record_attempts_on(
         .bind(&events.ids)
         .fetch_all(&mut *conn)
         .await?;
-    let sums = crate::store::stats::sums_of(records, &moved);
-    super::stats::add_minute_sums(conn, &sums).await?;
+    if count_minutes {
+        let sums = crate::store::stats::sums_of(records, &moved);
+        super::stats::add_minute_sums(conn, &sums).await?;
+    }
     Ok(moved)
 }

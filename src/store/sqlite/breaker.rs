@@ -234,7 +234,10 @@ impl SqliteStore {
             }
         }
         // Failures without an attempt count in the per-minute counts too.
-        super::stats::add_minute_sums(&mut tx, &crate::domain::minute_stats::sum(counted)).await?;
+        if self.count_minutes {
+            super::stats::add_minute_sums(&mut tx, &crate::domain::minute_stats::sum(counted))
+                .await?;
+        }
         for event in events.iter().filter(|e| failed.contains(&e.subject)) {
             report(&mut tx, event, now).await?;
         }
