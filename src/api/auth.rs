@@ -376,6 +376,7 @@ mod tests {
                 Scope::Write,
             ),
             (Method::GET, "/v1/operations/{id}", Scope::Read),
+            (Method::GET, "/v1/stats", Scope::Read),
             (Method::GET, "/v1/notifications", Scope::Read),
             (Method::GET, "/v1/notifications/{id}", Scope::Read),
             (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),

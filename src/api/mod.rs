@@ -16,6 +16,7 @@ mod openapi_depth;
 pub mod pagination;
 pub mod pull;
 pub mod recover;
+pub mod stats;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .merge(events::router())
         .merge(pull::router())
         .merge(recover::router())
+        .merge(stats::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{endpoints, events, health, notifications, pull, recover};
+use super::{endpoints, events, health, notifications, pull, recover, stats};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -46,6 +46,7 @@ use super::{endpoints, events, health, notifications, pull, recover};
         pull::leases::ack_batch,
         pull::leases::nack_batch,
         pull::consumer_token,
+        stats::stats,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -58,6 +59,7 @@ use super::{endpoints, events, health, notifications, pull, recover};
         (name = "notifications", description = "What to deliver, and what became of it"),
         (name = "events", description = "Business facts that fan out to every subscribed endpoint of their owner"),
         (name = "pull", description = "Pull endpoints: consumers take due notifications under a lease, then ack or nack them"),
+        (name = "stats", description = "The console's overview: per-minute counts of deliveries, failures, lateness and the backlog"),
         (name = "operations", description = "Health, readiness, this document"),
     )
 )]

@@ -24,6 +24,7 @@ pub mod recording;
 pub mod sealing;
 pub mod seams;
 pub mod sqlite;
+pub mod stats;
 pub mod writes;
 
 use crate::domain::sealed::SealError;

@@ -48,6 +48,7 @@ mod sqlite_health;
 mod sqlite_reads;
 mod sqlite_store;
 mod sqlite_writes;
+mod stats;
 mod store;
 mod stores_down;
 mod tokens;
