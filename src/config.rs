@@ -10,6 +10,7 @@
 
 mod load;
 mod mode;
+mod portal;
 mod sections;
 mod tls;
 mod tokens;
@@ -17,6 +18,7 @@ mod validate;
 
 pub use load::DEFAULT_TOML;
 pub use mode::Mode;
+pub use portal::{PortalSettings, MIN_PORTAL_KEY_BYTES};
 pub use sections::RateLimitSettings;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,

@@ -39,6 +39,9 @@ pub struct Caller {
     /// A consumer token's endpoint (DESIGN.md §10): such a caller may pull,
     /// ack, nack and extend there, and nothing else.
     pub consumer: Option<Uuid>,
+    /// A portal link's scope and expiry (DESIGN.md §11): what it may do is
+    /// `api::portal`'s to decide.
+    pub portal: Option<crate::domain::portal::PortalClaims>,
 }
 
 /// The id a successful admin action created or changed, for its audit event
@@ -74,6 +77,7 @@ impl Auth {
             name: c.name.as_str().into(),
             scopes: c.scopes,
             consumer: None,
+            portal: None,
         })
     }
 }
@@ -159,6 +163,13 @@ pub async fn authorize(
     {
         return consume(&state, token, &method, &route, request, next).await;
     }
+    if let Some(token) = presented
+        .as_deref()
+        .filter(|t| t.starts_with(crate::domain::portal::PORTAL_TOKEN_PREFIX))
+    {
+        let refusals = &state.auth.refusals;
+        return super::portal::admit(&state, refusals, token, &method, &route, request, next).await;
+    }
     let caller = if state.auth.is_open() {
         let authority = request.uri().authority().map(|a| a.as_str().to_string());
         local_only(&method, request.headers(), authority.as_deref())?;
@@ -166,6 +177,7 @@ pub async fn authorize(
             name: "local".into(),
             scopes: Scopes::ALL,
             consumer: None,
+            portal: None,
         }
     } else {
         match presented
@@ -186,7 +198,8 @@ pub async fn authorize(
     };
     let audited = matches!(needed, Scope::Admin | Scope::Secrets);
     let path = audited.then(|| bounded(request.uri().path()));
-    if !caller.scopes.allow(needed) {
+    // Any caller may ask who it is.
+    if !caller.scopes.allow(needed) && route != super::portal::WHOAMI {
         if let Some(path) = &path {
             audit(&caller, &method, &route, path, "denied", None);
         }
@@ -241,8 +254,9 @@ async fn consume(
         name: format!("consumer:{endpoint}").into(),
         scopes: Scopes::default(),
         consumer: Some(endpoint),
+        portal: None,
     };
-    if !super::pull::consumer_route(route) {
+    if !super::pull::consumer_route(route) && route != super::portal::WHOAMI {
         let path = bounded(request.uri().path());
         state
             .auth
@@ -267,7 +281,8 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// requests to `localhost`, and through DNS rebinding it can even read the
 /// answers under a name of its own. So: the `Host` must be a loopback name
 /// or address (defeats rebinding), a request a browser marks as coming
-/// from another site or origin is refused, and a POST, PUT or PATCH must be
+/// from another site or origin is refused (the console, served by hookd
+/// itself, is same-origin and allowed), and a POST, PUT or PATCH must be
 /// `application/json`, which no cross-origin page can send without a CORS
 /// preflight that hookd never grants. DELETE always needs that preflight.
 fn local_only(
@@ -286,22 +301,29 @@ fn local_only(
             "without api.tokens hookd answers only requests addressed to localhost or a loopback address",
         );
     }
+    // Only hookd's own pages (the console) may call it from a browser: the
+    // origin must be this very host and port. Another port of localhost is
+    // another origin, a dev server say, and is refused.
     if let Some(origin) = headers.get(ORIGIN) {
-        let local = origin
+        let own = origin
             .to_str()
             .ok()
             .and_then(|o| o.split_once("://"))
-            .is_some_and(|(_, authority)| is_loopback_authority(authority));
-        if !local {
+            .is_some_and(|(scheme, authority)| {
+                matches!(scheme, "http" | "https")
+                    && host.is_some_and(|host| authority.eq_ignore_ascii_case(host))
+            });
+        if !own {
             return refuse(
                 "without api.tokens hookd refuses requests from web pages of other origins",
             );
         }
     }
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|site| site.as_bytes().eq_ignore_ascii_case(b"cross-site"))
-    {
+    // `same-site` is another port or name of this machine: not ours either.
+    if headers.get("sec-fetch-site").is_some_and(|site| {
+        let site = site.as_bytes();
+        site.eq_ignore_ascii_case(b"cross-site") || site.eq_ignore_ascii_case(b"same-site")
+    }) {
         return refuse("without api.tokens hookd refuses cross-site requests");
     }
     if matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
@@ -444,6 +466,16 @@ mod tests {
         )
         .is_ok());
         assert!(local_only(&Method::GET, &headers(&[("host", "localhost:8080")]), None).is_ok());
+        // The console, served by hookd itself: same origin.
+        for origin in ["http://localhost:8080", "https://LOCALHOST:8080"] {
+            let same = headers(&[
+                ("host", "localhost:8080"),
+                ("origin", origin),
+                ("sec-fetch-site", "same-origin"),
+                json,
+            ]);
+            assert!(local_only(&Method::POST, &same, None).is_ok(), "{origin}");
+        }
         for (method, pairs) in [
             (Method::GET, vec![("host", "rebind.evil.example")]),
             (Method::GET, vec![]),
@@ -461,6 +493,25 @@ mod tests {
                 ],
             ),
             (Method::GET, vec![("host", "127.0.0.1"), ("origin", "null")]),
+            // Another port of this machine is another origin.
+            (
+                Method::GET,
+                vec![
+                    ("host", "localhost:8080"),
+                    ("origin", "http://localhost:3000"),
+                ],
+            ),
+            (
+                Method::GET,
+                vec![
+                    ("host", "127.0.0.1:8080"),
+                    ("origin", "http://localhost:8080"),
+                ],
+            ),
+            (
+                Method::GET,
+                vec![("host", "127.0.0.1:8080"), ("sec-fetch-site", "same-site")],
+            ),
             (
                 Method::GET,
                 vec![("host", "127.0.0.1"), ("sec-fetch-site", "cross-site")],

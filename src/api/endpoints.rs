@@ -255,6 +255,20 @@ pub async fn list(
     Ok(Json(listed))
 }
 
+/// A list of `found` alone (or none): what a portal link of one endpoint
+/// gets for `GET /v1/endpoints` (`api::portal`).
+pub(super) async fn page_of(state: &AppState, found: Option<Endpoint>) -> Page<EndpointView> {
+    let mut data: Vec<EndpointView> = found
+        .map(|e| EndpointView::of(e).shown_to(SeesSecrets(false)))
+        .into_iter()
+        .collect();
+    CircuitView::fill(state, &mut data).await;
+    Page {
+        data,
+        next_cursor: None,
+    }
+}
+
 #[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint, without its secret"), (status = 404, body = super::error::ErrorBody)))]

@@ -194,12 +194,16 @@ pub struct ListParams {
     owner: Option<String>,
     event_type: Option<String>,
     key: Option<String>,
+    created_after: Option<String>,
+    created_before: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
 }
 
 #[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
     params(("owner" = Option<String>, Query), ("event_type" = Option<String>, Query), ("key" = Option<String>, Query),
+        ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
+        ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<EventView>, description = "newest first, without payloads")))]
 pub async fn list(
@@ -214,10 +218,15 @@ pub async fn list(
     filters::owner(params.owner.as_deref())?;
     filters::event_type(params.event_type.as_deref())?;
     filters::key(params.key.as_deref())?;
+    let created = filters::created(
+        params.created_after.as_deref(),
+        params.created_before.as_deref(),
+    )?;
     let filter = EventFilter {
         owner: params.owner.map(Some),
         event_type: params.event_type,
         key: params.key,
+        created,
         before: paging.cursor_id()?,
         limit: limit + 1,
     };

@@ -3,7 +3,10 @@
 //! SQLite, which stores one, looked for it and answered an empty page.
 //! The rules are those a value must meet to be stored.
 
+use chrono::{DateTime, Utc};
+
 use super::error::ApiError;
+use crate::domain::created::CreatedWindow;
 use crate::domain::fields::{valid_event_type, valid_key, valid_uid};
 use crate::domain::problem::ErrorCode;
 use crate::service::events::invalid_owner;
@@ -32,4 +35,30 @@ pub(super) fn event_type(event_type: Option<&str>) -> Result<(), ApiError> {
         )),
         _ => Ok(()),
     }
+}
+
+/// `created_after` / `created_before`: RFC 3339 times, the window
+/// `[after, before)`.
+pub(super) fn created(
+    after: Option<&str>,
+    before: Option<&str>,
+) -> Result<CreatedWindow, ApiError> {
+    let time = |field: &'static str, text: Option<&str>| {
+        text.map(|text| {
+            DateTime::parse_from_rfc3339(text.trim())
+                .map(|at| at.with_timezone(&Utc))
+                .map_err(|_| {
+                    ApiError::invalid(
+                        ErrorCode::InvalidValue,
+                        field,
+                        format!("{field} is an RFC 3339 time, such as 2026-11-26T10:00:00Z"),
+                    )
+                })
+        })
+        .transpose()
+    };
+    Ok(CreatedWindow {
+        after: time("created_after", after)?,
+        before: time("created_before", before)?,
+    })
 }

@@ -9,11 +9,13 @@ pub mod error;
 pub mod events;
 pub mod extract;
 mod filters;
+mod headers;
 pub mod health;
 pub mod notifications;
 pub mod openapi;
 mod openapi_depth;
 pub mod pagination;
+pub mod portal;
 pub mod pull;
 pub mod recover;
 pub mod stats;
@@ -59,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .merge(pull::router())
         .merge(recover::router())
         .merge(stats::router())
+        .merge(portal::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,
@@ -80,7 +83,10 @@ pub fn operations_only_router(state: AppState) -> Router {
 }
 
 /// The layers every router shares. Panics become a 500 in the API's error
-/// shape inside the request counter, so they are counted too.
+/// shape inside the request counter, so they are counted too. The security
+/// headers (`headers`) are set in `count_and_limit`, the outermost layer,
+/// rather than in a layer of their own, which would box every request once
+/// more.
 fn finish(routes: Router<AppState>, state: AppState) -> Router {
     let max_request_bytes = state.settings.api.max_request_bytes;
     routes
@@ -122,7 +128,8 @@ async fn count_and_limit(
         .get::<axum::extract::MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = method_label(request.method());
-    let response = match tokio::time::timeout(limit, next.run(request)).await {
+    let headers = headers::Kind::of(request.uri().path());
+    let mut response = match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
     };
@@ -133,6 +140,8 @@ async fn count_and_limit(
         "status" => response.status().as_u16().to_string()
     )
     .increment(1);
+    // Here, outermost, so errors of every layer get them too.
+    headers.apply(response.headers_mut());
     response
 }
 

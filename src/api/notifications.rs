@@ -237,6 +237,9 @@ pub struct ListParams {
     status: Option<String>,
     key: Option<String>,
     event_type: Option<String>,
+    owner: Option<String>,
+    created_after: Option<String>,
+    created_before: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
 }
@@ -244,6 +247,9 @@ pub struct ListParams {
 #[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
     params(("endpoint" = Option<String>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query), ("event_type" = Option<String>, Query), ("event" = Option<Uuid>, Query, description = "only this event's deliveries"),
+        ("owner" = Option<String>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
+        ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
+        ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
@@ -273,6 +279,11 @@ pub async fn list(
     // refuses it.
     filters::key(params.key.as_deref())?;
     filters::event_type(params.event_type.as_deref())?;
+    filters::owner(params.owner.as_deref())?;
+    let created = filters::created(
+        params.created_after.as_deref(),
+        params.created_before.as_deref(),
+    )?;
     // Every parameter is checked before an unknown endpoint ends the search.
     let event_id = params
         .event
@@ -306,6 +317,8 @@ pub async fn list(
         key: params.key,
         event_type: params.event_type,
         event_id,
+        owner: params.owner,
+        created,
         before,
         limit: limit + 1,
     };

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{endpoints, events, health, notifications, pull, recover, stats};
+use super::{endpoints, events, health, notifications, portal, pull, recover, stats};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -47,6 +47,9 @@ use super::{endpoints, events, health, notifications, pull, recover, stats};
         pull::leases::nack_batch,
         pull::consumer_token,
         stats::stats,
+        portal::for_endpoint,
+        portal::for_owner,
+        portal::whoami,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -60,6 +63,7 @@ use super::{endpoints, events, health, notifications, pull, recover, stats};
         (name = "events", description = "Business facts that fan out to every subscribed endpoint of their owner"),
         (name = "pull", description = "Pull endpoints: consumers take due notifications under a lease, then ack or nack them"),
         (name = "stats", description = "The console's overview: per-minute counts of deliveries, failures, lateness and the backlog"),
+        (name = "portal", description = "Signed, expiring console links scoped to one endpoint or owner; who the caller is"),
         (name = "operations", description = "Health, readiness, this document"),
     )
 )]
@@ -76,7 +80,7 @@ impl Modify for BearerAuth {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "An API token from `api.tokens`, whose scopes decide what it may do:                          `admin` everything; `write` create and cancel notifications and events,                          retry; `read` status, lists, attempts; `secrets` read or rotate signing                          secrets; `pull` pull, ack, nack and extend on any pull endpoint. Or a                          pull endpoint's consumer token (`hkc_…`): pull, ack, nack and extend                          on that endpoint only. Outside them: 403 `forbidden`.",
+                        "An API token from `api.tokens`, whose scopes decide what it may do:                          `admin` everything; `write` create and cancel notifications and events,                          retry; `read` status, lists, attempts; `secrets` read or rotate signing                          secrets; `pull` pull, ack, nack and extend on any pull endpoint. Or a                          pull endpoint's consumer token (`hkc_…`): pull, ack, nack and extend                          on that endpoint only. Or a portal link's token (`hookd_portal_…`, issued by                          `POST /v1/endpoints/{endpoint}/portal` or `/v1/owners/{owner}/portal`): list and read                          its endpoint's or owner's notifications, their attempts and endpoints, retry them,                          and `GET /v1/whoami`; outside its scope a single resource is 404. Outside them: 403 `forbidden`.",
                     ))
                     .build(),
             ),

@@ -41,6 +41,7 @@ type Source = (
 const SOURCES: &[Source] = &[
     ("post", "/v1/endpoints", &["201"], "/id", "endpoint", "/v1/endpoints/{endpoint}"),
     ("get", "/v1/endpoints", &["200"], "/data/0/id", "endpoint", "/v1/endpoints/{endpoint}"),
+    ("post", "/v1/endpoints", &["201"], "/owner", "owner", "/v1/owners/{owner}"),
     ("post", "/v1/notifications", &["201", "200"], "/id", "id", "/v1/notifications/{id}"),
     ("post", "/v1/events", &["201", "200"], "/id", "id", "/v1/events/{id}"),
     ("post", "/v1/endpoints/{endpoint}/recover", &["202"], "/id", "id", "/v1/operations/{id}"),

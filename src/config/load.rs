@@ -69,13 +69,14 @@ fn toml_string(settings: &Settings) -> String {
 }
 
 /// Keys whose values are `Secret`s: an error about one never shows its value.
-const SECRET_KEYS: [&str; 6] = [
+const SECRET_KEYS: [&str; 7] = [
     "database.url",
     "redis.url",
     "api.tokens",
     "operator.url",
     "operator.secret",
     "secrets.keys",
+    "portal.key",
 ];
 
 /// Every error figment found, on one line, each naming its key and where the

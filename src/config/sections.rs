@@ -30,6 +30,8 @@ pub struct Settings {
     pub pull: PullSettings,
     pub log: LogSettings,
     pub stats: StatsSettings,
+    /// Portal links (DESIGN.md §11).
+    pub portal: super::PortalSettings,
 }
 
 /// The per-minute counts behind `GET /v1/stats` (DESIGN.md §11).

@@ -194,6 +194,7 @@ impl Settings {
                 return Err(invalid("api.tokens", "two entries hold the same token"));
             }
         }
+        self.portal.validate()?;
         if let Err(error) = self.try_keyring() {
             return Err(invalid("secrets.keys", &error.to_string()));
         }

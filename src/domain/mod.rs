@@ -5,11 +5,12 @@
 //! problems they raise, the rules of pull consumption and the time of its
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
 //! show to callers without secrets, when two JSON payloads are the same
-//! value, the transitions a caller asks (retry, cancel), and retention's
-//! choice.
+//! value, the transitions a caller asks (retry, cancel), retention's
+//! choice, and the signed tokens of portal links.
 
 pub mod bounded;
 pub mod breaker;
+pub mod created;
 pub mod fields;
 pub mod health;
 pub mod id;
@@ -21,6 +22,7 @@ pub mod minute_stats;
 pub mod operation;
 pub mod operator_event;
 pub mod outcome;
+pub mod portal;
 pub mod problem;
 pub mod pull;
 pub mod rate;

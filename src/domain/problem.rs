@@ -34,6 +34,7 @@ pub enum ErrorCode {
     NotPull,
     EndpointDisabled,
     OperationRunning,
+    PortalDisabled,
     // 413
     TooLarge,
     // 422: well-formed, but a value is not acceptable.
@@ -81,6 +82,7 @@ impl ErrorCode {
             ErrorCode::NotPull => "not_pull",
             ErrorCode::EndpointDisabled => "endpoint_disabled",
             ErrorCode::OperationRunning => "operation_running",
+            ErrorCode::PortalDisabled => "portal_disabled",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::InvalidType => "invalid_type",

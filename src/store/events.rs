@@ -108,6 +108,8 @@ pub struct EventFilter {
     pub owner: Option<Option<String>>,
     pub event_type: Option<String>,
     pub key: Option<String>,
+    /// Only those created in this window.
+    pub created: crate::domain::created::CreatedWindow,
     /// Keyset cursor: only events older than this id.
     pub before: Option<Uuid>,
     pub limit: i64,

@@ -97,6 +97,10 @@ pub struct NotificationFilter {
     pub key: Option<String>,
     pub event_type: Option<String>,
     pub event_id: Option<Uuid>,
+    /// Only the notifications of this owner's live endpoints.
+    pub owner: Option<String>,
+    /// Only those created in this window.
+    pub created: crate::domain::created::CreatedWindow,
     /// Keyset cursor: only notifications older than this id.
     pub before: Option<Uuid>,
     pub limit: i64,

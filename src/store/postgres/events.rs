@@ -343,6 +343,7 @@ impl PgStore {
         if let Some(key) = &filter.key {
             query.push(" AND key = ").push_bind(key.clone());
         }
+        super::notifications::push_created(&mut query, &filter.created);
         if let Some(before) = filter.before {
             query.push(" AND id < ").push_bind(before);
         }

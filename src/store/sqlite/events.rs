@@ -221,6 +221,7 @@ impl SqliteStore {
         if let Some(key) = &filter.key {
             query.push(" AND key = ").push_bind(key.clone());
         }
+        super::notifications::push_created(&mut query, &filter.created);
         if let Some(before) = filter.before {
             query.push(" AND id < ").push_bind(before);
         }

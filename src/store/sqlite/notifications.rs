@@ -127,6 +127,13 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
     if let Some(event_id) = filter.event_id {
         query.push(" AND event_id = ").push_bind(event_id);
     }
+    if let Some(owner) = &filter.owner {
+        query
+            .push(" AND endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.owner = ")
+            .push_bind(owner.clone())
+            .push(" AND e.deleted_at IS NULL AND e.managed = 0)");
+    }
+    push_created(&mut query, &filter.created);
     if let Some(before) = filter.before {
         query.push(" AND id < ").push_bind(before);
     }
@@ -134,4 +141,26 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(filter.limit);
     query
+}
+
+/// The `created_after` / `created_before` window: exact on `created_at`,
+/// and as an id range (`domain::created`) so the id-ordered indexes start
+/// at the window's end. Shared with the events' list.
+pub(super) fn push_created(
+    query: &mut QueryBuilder<Sqlite>,
+    window: &crate::domain::created::CreatedWindow,
+) {
+    let (low, high) = window.id_range();
+    if let (Some(after), Some(low)) = (window.after, low) {
+        query
+            .push(" AND created_at >= ")
+            .push_bind(columns::micros(after));
+        query.push(" AND id >= ").push_bind(low);
+    }
+    if let (Some(before), Some(high)) = (window.before, high) {
+        query
+            .push(" AND created_at < ")
+            .push_bind(columns::micros(before));
+        query.push(" AND id < ").push_bind(high);
+    }
 }

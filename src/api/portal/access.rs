@@ -1,0 +1,298 @@
+//! What a portal link may do, decided on every request by the server: read
+//! and retry its endpoint's (or owner's) notifications, read those
+//! endpoints, its stats, and `whoami`. Lists are forced to its scope (a
+//! query naming another endpoint or owner is refused); a single
+//! notification or endpoint outside it is answered 404, as one that does
+//! not exist, so a link cannot probe what else is there; any other route is
+//! 403. A bad, expired or foreign token is 401, the same for every kind.
+
+use std::str::FromStr;
+
+use axum::extract::{FromRequestParts, RawPathParams, Request};
+use axum::http::uri::PathAndQuery;
+use axum::http::{Method, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::Utc;
+use uuid::Uuid;
+
+use crate::api::audit::{bounded, Refusals};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::domain::portal::{verify, PortalClaims, PortalScope};
+use crate::domain::problem::ErrorCode;
+use crate::domain::scope::Scopes;
+use crate::store::endpoints::{Endpoint, EndpointRef};
+
+/// The routes a link may call, by what must be checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// `GET /v1/whoami`: nothing to check.
+    Whoami,
+    /// A list whose `endpoint` / `owner` filter is forced to the scope.
+    Forced,
+    /// `GET /v1/endpoints`: forced, and for an endpoint's link that one.
+    Endpoints,
+    /// A notification named by `{id}`: in scope, or 404.
+    Notification,
+    /// An endpoint named by `{endpoint}`: in scope, or 404.
+    Endpoint,
+}
+
+fn access(method: &Method, route: &str) -> Option<Access> {
+    let read = matches!(*method, Method::GET | Method::HEAD);
+    Some(match route {
+        "/v1/whoami" if read => Access::Whoami,
+        "/v1/notifications" | "/v1/stats" if read => Access::Forced,
+        "/v1/endpoints" if read => Access::Endpoints,
+        "/v1/notifications/{id}" | "/v1/notifications/{id}/attempts" if read => {
+            Access::Notification
+        }
+        "/v1/notifications/{id}/retry" if *method == Method::POST => Access::Notification,
+        "/v1/endpoints/{endpoint}" if read => Access::Endpoint,
+        _ => return None,
+    })
+}
+
+/// A request bearing a portal token (`hookd_portal_…`): verified against
+/// `portal.key` (none set: no link works), then held to its scope.
+pub(in crate::api) async fn admit(
+    state: &AppState,
+    refusals: &Refusals,
+    token: &str,
+    method: &Method,
+    route: &str,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let claims = state
+        .settings
+        .portal
+        .key()
+        .and_then(|key| verify(key, token, Utc::now()).ok());
+    let Some(claims) = claims else {
+        refusals.refused(Some(token), method, route, request.uri().path());
+        return Err(ApiError::Unauthorized);
+    };
+    let caller = Caller {
+        name: match &claims.scope {
+            PortalScope::Endpoint(id) => format!("portal:endpoint:{id}"),
+            PortalScope::Owner(uid) => format!("portal:owner:{uid}"),
+        }
+        .into(),
+        scopes: Scopes::default(),
+        consumer: None,
+        portal: Some(claims.clone()),
+    };
+    let Some(access) = access(method, route) else {
+        let path = bounded(request.uri().path());
+        refusals.consumer_denied(&caller, method, route, &path);
+        return Err(ApiError::Forbidden(
+            "a portal link may only list and read its notifications, their attempts and endpoints, and retry them".into(),
+        ));
+    };
+    let scope = &claims.scope;
+    match access {
+        Access::Whoami => {}
+        Access::Forced => force(state, scope, &mut request).await?,
+        Access::Endpoints => match scope {
+            PortalScope::Endpoint(id) => {
+                let found = state.store.find_endpoint(&EndpointRef::Id(*id)).await?;
+                let page = crate::api::endpoints::page_of(state, found).await;
+                return Ok(Json(page).into_response());
+            }
+            PortalScope::Owner(_) => force(state, scope, &mut request).await?,
+        },
+        Access::Notification => {
+            let id = param(&mut request, "id").await;
+            if !notification_in_scope(state, &claims, id.as_deref()).await? {
+                return Err(ApiError::NotFound("notification"));
+            }
+        }
+        Access::Endpoint => {
+            let by = param(&mut request, "endpoint").await.unwrap_or_default();
+            let found = state.store.find_endpoint(&EndpointRef::parse(&by)).await?;
+            if !found.is_some_and(|e| in_scope(scope, &e)) {
+                return Err(ApiError::NotFound("endpoint"));
+            }
+        }
+    }
+    request.extensions_mut().insert(caller);
+    Ok(next.run(request).await)
+}
+
+/// The route's `name` parameter, percent-decoded as the handler sees it.
+async fn param(request: &mut Request, name: &str) -> Option<String> {
+    let (mut parts, body) = std::mem::take(request).into_parts();
+    let params = RawPathParams::from_request_parts(&mut parts, &())
+        .await
+        .ok();
+    *request = Request::from_parts(parts, body);
+    params?
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+}
+
+fn in_scope(scope: &PortalScope, endpoint: &Endpoint) -> bool {
+    match scope {
+        PortalScope::Endpoint(id) => endpoint.id == *id,
+        PortalScope::Owner(uid) => endpoint.owner.as_deref() == Some(uid.as_str()),
+    }
+}
+
+async fn notification_in_scope(
+    state: &AppState,
+    claims: &PortalClaims,
+    id: Option<&str>,
+) -> Result<bool, ApiError> {
+    let Some(id) = id.and_then(|text| Uuid::parse_str(text).ok()) else {
+        return Ok(false);
+    };
+    let Some(notification) = state.store.get_notification(id).await? else {
+        return Ok(false);
+    };
+    Ok(match &claims.scope {
+        PortalScope::Endpoint(id) => notification.endpoint_id == *id,
+        // The owner's live endpoints, as the forced `owner` filter lists.
+        PortalScope::Owner(_) => state
+            .store
+            .find_endpoint(&EndpointRef::Id(notification.endpoint_id))
+            .await?
+            .is_some_and(|e| in_scope(&claims.scope, &e)),
+    })
+}
+
+/// Rewrites the query so the handler lists only the scope: `endpoint=<id>`
+/// or `owner=<uid>` replaces whatever the caller sent, once each value it
+/// sent was found to name the scope itself (else 403).
+async fn force(
+    state: &AppState,
+    scope: &PortalScope,
+    request: &mut Request,
+) -> Result<(), ApiError> {
+    let query = request.uri().query().unwrap_or_default();
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|e| {
+        ApiError::malformed(
+            ErrorCode::InvalidQuery,
+            None,
+            format!("invalid query string: {e}"),
+        )
+    })?;
+    let mut kept = Vec::with_capacity(pairs.len() + 1);
+    for (name, value) in pairs {
+        let allowed = match name.as_str() {
+            "endpoint" => names_endpoint_in_scope(state, scope, &value).await?,
+            "owner" => names_owner_in_scope(state, scope, &value).await?,
+            _ => {
+                kept.push((name, value));
+                continue;
+            }
+        };
+        if !allowed {
+            return Err(ApiError::Forbidden(format!(
+                "a portal link lists only its own notifications and endpoints: `{name}` names another"
+            )));
+        }
+        // An owner's link may narrow its list to one of its endpoints.
+        if name == "endpoint" && matches!(scope, PortalScope::Owner(_)) {
+            kept.push((name, value));
+        }
+    }
+    kept.push(match scope {
+        PortalScope::Endpoint(id) => ("endpoint".to_string(), id.to_string()),
+        PortalScope::Owner(uid) => ("owner".to_string(), uid.clone()),
+    });
+    let query = serde_urlencoded::to_string(&kept).map_err(ApiError::internal)?;
+    let mut parts = request.uri().clone().into_parts();
+    parts.path_and_query = Some(
+        PathAndQuery::from_str(&format!("{}?{query}", request.uri().path()))
+            .map_err(ApiError::internal)?,
+    );
+    *request.uri_mut() = Uri::from_parts(parts).map_err(ApiError::internal)?;
+    Ok(())
+}
+
+async fn names_endpoint_in_scope(
+    state: &AppState,
+    scope: &PortalScope,
+    by: &str,
+) -> Result<bool, ApiError> {
+    let by = EndpointRef::parse(by);
+    if let (PortalScope::Endpoint(id), EndpointRef::Id(named)) = (scope, &by) {
+        return Ok(id == named);
+    }
+    let found = state.store.find_endpoint(&by).await?;
+    Ok(found.is_some_and(|e| in_scope(scope, &e)))
+}
+
+async fn names_owner_in_scope(
+    state: &AppState,
+    scope: &PortalScope,
+    owner: &str,
+) -> Result<bool, ApiError> {
+    Ok(match scope {
+        PortalScope::Owner(uid) => uid == owner,
+        PortalScope::Endpoint(id) => state
+            .store
+            .find_endpoint(&EndpointRef::Id(*id))
+            .await?
+            .is_some_and(|e| e.owner.as_deref() == Some(owner)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_reaches_only_its_routes() {
+        let allowed = [
+            (Method::GET, "/v1/whoami", Access::Whoami),
+            (Method::GET, "/v1/notifications", Access::Forced),
+            (Method::HEAD, "/v1/notifications", Access::Forced),
+            (Method::GET, "/v1/stats", Access::Forced),
+            (Method::GET, "/v1/endpoints", Access::Endpoints),
+            (Method::GET, "/v1/notifications/{id}", Access::Notification),
+            (
+                Method::GET,
+                "/v1/notifications/{id}/attempts",
+                Access::Notification,
+            ),
+            (
+                Method::POST,
+                "/v1/notifications/{id}/retry",
+                Access::Notification,
+            ),
+            (Method::GET, "/v1/endpoints/{endpoint}", Access::Endpoint),
+        ];
+        for (method, route, expected) in allowed {
+            assert_eq!(access(&method, route), Some(expected), "{method} {route}");
+        }
+        for (method, route) in [
+            (Method::POST, "/v1/notifications"),
+            (Method::POST, "/v1/notifications/batch"),
+            (Method::POST, "/v1/notifications/cancel"),
+            (Method::POST, "/v1/notifications/{id}/cancel"),
+            (Method::GET, "/v1/notifications/{id}/retry"),
+            (Method::PATCH, "/v1/endpoints/{endpoint}"),
+            (Method::DELETE, "/v1/endpoints/{endpoint}"),
+            (Method::POST, "/v1/endpoints"),
+            (Method::GET, "/v1/endpoints/{endpoint}/secret"),
+            (Method::POST, "/v1/endpoints/{endpoint}/secret/rotate"),
+            (Method::POST, "/v1/endpoints/{endpoint}/recover"),
+            (Method::POST, "/v1/endpoints/{endpoint}/portal"),
+            (Method::POST, "/v1/owners/{owner}/portal"),
+            (Method::POST, "/v1/endpoints/{endpoint}/consumer-token"),
+            (Method::POST, "/v1/endpoints/{endpoint}/pull"),
+            (Method::GET, "/v1/events"),
+            (Method::POST, "/v1/events"),
+            (Method::GET, "/v1/operations/{id}"),
+            (Method::GET, "/v1/something/new"),
+        ] {
+            assert_eq!(access(&method, route), None, "{method} {route}");
+        }
+    }
+}

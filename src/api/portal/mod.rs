@@ -1,0 +1,257 @@
+//! Portal links (DESIGN.md §11): `POST /v1/endpoints/{id}/portal` and
+//! `POST /v1/owners/{owner}/portal` issue a signed, expiring link to the
+//! console that shows one endpoint's or one owner's notifications; `access`
+//! holds what such a link may do, enforced on every request. Also
+//! `GET /v1/whoami`, which tells any caller what it is.
+
+mod access;
+
+use axum::extract::{Path, State};
+use axum::http::header::HOST;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+pub(super) use access::admit;
+
+use super::auth::{Audited, Caller};
+use super::error::ApiError;
+use super::extract::OptionalJsonBody;
+use super::AppState;
+use crate::domain::fields::valid_uid;
+use crate::domain::portal::{
+    sign, valid_lifetime, PortalClaims, PortalScope, DEFAULT_LIFETIME_SECONDS,
+};
+use crate::domain::problem::ErrorCode;
+use crate::domain::scope::Scope;
+use crate::store::endpoints::EndpointRef;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/endpoints/{endpoint}/portal", post(for_endpoint))
+        .route("/v1/owners/{owner}/portal", post(for_owner))
+        .route("/v1/whoami", get(whoami))
+}
+
+/// The route every caller may call, whatever its scopes.
+pub(super) const WHOAMI: &str = "/v1/whoami";
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueLink {
+    /// How long the link works: 1 to 604800 seconds (7 days); default
+    /// 86400 (a day).
+    #[schema(minimum = 1, maximum = 604800)]
+    pub expires_in_seconds: Option<i64>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PortalLink {
+    /// `<origin>/console/#portal=<token>`: the token rides in the fragment,
+    /// which browsers never send to a server, so it is in no access log.
+    pub url: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[utoipa::path(operation_id = "issue_endpoint_portal_link", post, path = "/v1/endpoints/{endpoint}/portal", tag = "portal", request_body = Option<IssueLink>,
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses((status = 201, body = PortalLink, description = "a link to the console that shows this endpoint's notifications and lets its holder retry them, until it expires"),
+        (status = 404, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
+        (status = 422, body = super::error::ErrorBody)))]
+pub async fn for_endpoint(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    OptionalJsonBody(request): OptionalJsonBody<IssueLink>,
+) -> Result<(StatusCode, Extension<Audited>, Json<PortalLink>), ApiError> {
+    let key = portal_key(&state)?;
+    let lifetime = lifetime(&request)?;
+    let endpoint = state
+        .store
+        .find_endpoint(&EndpointRef::parse(&endpoint))
+        .await?
+        .ok_or(ApiError::NotFound("endpoint"))?;
+    let link = link(
+        &state,
+        &headers,
+        &uri,
+        &key,
+        PortalScope::Endpoint(endpoint.id),
+        lifetime,
+    )?;
+    Ok((
+        StatusCode::CREATED,
+        Extension(Audited(endpoint.id)),
+        Json(link),
+    ))
+}
+
+#[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
+    params(("owner" = String, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
+    responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
+        (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
+        (status = 422, body = super::error::ErrorBody)))]
+pub async fn for_owner(
+    State(state): State<AppState>,
+    Path(owner): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    OptionalJsonBody(request): OptionalJsonBody<IssueLink>,
+) -> Result<(StatusCode, Json<PortalLink>), ApiError> {
+    let key = portal_key(&state)?;
+    let lifetime = lifetime(&request)?;
+    if !valid_uid(&owner) {
+        return Err(crate::service::events::invalid_owner().into());
+    }
+    let link = link(
+        &state,
+        &headers,
+        &uri,
+        &key,
+        PortalScope::Owner(owner),
+        lifetime,
+    )?;
+    Ok((StatusCode::CREATED, Json(link)))
+}
+
+fn portal_key(state: &AppState) -> Result<Vec<u8>, ApiError> {
+    state
+        .settings
+        .portal
+        .key()
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| ApiError::Conflict {
+            code: ErrorCode::PortalDisabled,
+            message: "portal links are off: set portal.key (at least 32 bytes, e.g. HOOKD_PORTAL__KEY=$(openssl rand -base64 32))".into(),
+        })
+}
+
+fn lifetime(request: &IssueLink) -> Result<i64, ApiError> {
+    let seconds = request
+        .expires_in_seconds
+        .unwrap_or(DEFAULT_LIFETIME_SECONDS);
+    if !valid_lifetime(seconds) {
+        return Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "expires_in_seconds",
+            "expires_in_seconds is 1 to 604800 (7 days)",
+        ));
+    }
+    Ok(seconds)
+}
+
+fn link(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    key: &[u8],
+    scope: PortalScope,
+    lifetime: i64,
+) -> Result<PortalLink, ApiError> {
+    let origin = match state.settings.portal.base_origin() {
+        Some(origin) => origin,
+        None => request_origin(state, headers, uri)?,
+    };
+    let expires_at = DateTime::from_timestamp(Utc::now().timestamp() + lifetime, 0)
+        .ok_or(ApiError::Internal(None))?;
+    let token = sign(key, &PortalClaims { scope, expires_at });
+    Ok(PortalLink {
+        url: format!("{origin}/console/#portal={token}"),
+        expires_at,
+    })
+}
+
+/// The origin the issuing request was addressed to. Only an `admin` caller
+/// gets here and the link goes back to that caller alone, so a `Host` it
+/// chose can mislead nobody else; it must still be a plain authority, so
+/// the link cannot be bent into another URL. Behind a proxy the request's
+/// `Host` is the proxy's upstream name: set `portal.base_url`.
+fn request_origin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<String, ApiError> {
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| uri.authority().map(|a| a.as_str().to_string()));
+    let authority = host
+        .as_deref()
+        .and_then(|h| h.parse::<axum::http::uri::Authority>().ok())
+        .filter(|a| !a.as_str().contains('@'))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                ErrorCode::InvalidValue,
+                "host",
+                "the request names no usable Host: set portal.base_url",
+            )
+        })?;
+    let scheme = if state.settings.server.tls_cert.is_empty() {
+        "http"
+    } else {
+        "https"
+    };
+    Ok(format!(
+        "{scheme}://{}",
+        authority.as_str().to_ascii_lowercase()
+    ))
+}
+
+/// Who the caller is, as `GET /v1/whoami` shows it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WhoAmI {
+    /// The token's name from `api.tokens`; `local` in the open mode;
+    /// `portal:endpoint:<id>` or `portal:owner:<uid>` for a portal link;
+    /// `consumer:<endpoint id>` for a consumer token.
+    pub name: String,
+    /// The token's scopes. Empty for a portal link or a consumer token:
+    /// what those may do is fixed (see `portal`).
+    #[schema(value_type = Vec<String>)]
+    pub scopes: Vec<&'static str>,
+    /// For a portal link, what it shows: `{"endpoint": "<id>"}` or
+    /// `{"owner": "<uid>"}`. It may list and read those notifications,
+    /// their attempts and endpoints, and retry them.
+    pub portal: Option<PortalView>,
+    /// When a portal link stops working.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PortalView {
+    Endpoint(Uuid),
+    Owner(String),
+}
+
+#[utoipa::path(operation_id = "whoami", get, path = "/v1/whoami", tag = "portal",
+    responses((status = 200, body = WhoAmI, description = "the caller: any valid token, portal link or consumer token, or the open mode")))]
+pub async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
+    let scopes = [
+        Scope::Admin,
+        Scope::Write,
+        Scope::Read,
+        Scope::Secrets,
+        Scope::Pull,
+    ];
+    let held = if caller.scopes.allow(Scope::Admin) {
+        vec![Scope::Admin.as_str()]
+    } else {
+        scopes
+            .into_iter()
+            .filter(|s| caller.scopes.allow(*s))
+            .map(Scope::as_str)
+            .collect()
+    };
+    let portal = caller.portal.as_ref();
+    Json(WhoAmI {
+        name: caller.name.to_string(),
+        scopes: held,
+        portal: portal.map(|claims| match &claims.scope {
+            PortalScope::Endpoint(id) => PortalView::Endpoint(*id),
+            PortalScope::Owner(uid) => PortalView::Owner(uid.clone()),
+        }),
+        expires_at: portal.map(|claims| claims.expires_at),
+    })
+}
