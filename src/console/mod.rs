@@ -12,10 +12,7 @@
 use std::sync::OnceLock;
 
 use axum::extract::Path;
-use axum::http::header::{
-    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
-    X_CONTENT_TYPE_OPTIONS,
-};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -24,12 +21,6 @@ use sha2::{Digest, Sha256};
 
 use crate::api::error::ApiError;
 use crate::api::AppState;
-
-/// The console's policy (CONTRACT36 §2): its own files only, no inline
-/// script or style, no eval, never framed.
-pub const CONTENT_SECURITY_POLICY_VALUE: &str = "default-src 'none'; script-src 'self'; \
-    style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
-    frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /// Every file of the console, by its path under `/console/`.
 const FILES: &[(&str, &[u8])] = &[
@@ -141,7 +132,9 @@ async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
     serve(&path, &headers)
 }
 
-/// A file, or 304 when the browser's copy is current. `no-cache` makes
+/// A file, or 304 when the browser's copy is current. The console's CSP,
+/// nosniff and no framing are set on every `/console` response by the
+/// API's security headers (`api::headers`). `no-cache` makes
 /// the browser ask each time (the names carry no version, so a new hookd
 /// must be seen at once); the ETag makes asking cheap.
 fn serve(path: &str, headers: &HeaderMap) -> Response {
@@ -151,11 +144,6 @@ fn serve(path: &str, headers: &HeaderMap) -> Response {
     let common = [
         (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         (ETAG, asset.etag.clone()),
-        (X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
-        (
-            CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CONTENT_SECURITY_POLICY_VALUE),
-        ),
     ];
     let fresh = headers
         .get(IF_NONE_MATCH)

@@ -112,6 +112,11 @@ impl Browser {
         self.client.goto(&url).await.expect("the console opens");
     }
 
+    /// Opens a whole URL, such as a portal link.
+    pub async fn goto_url(&self, url: &str) {
+        self.client.goto(url).await.expect("the URL opens");
+    }
+
     /// The element marked `data-test="{test}"`, once it shows.
     pub async fn find(&self, test: &str) -> Element {
         let selector = format!("[data-test=\"{test}\"]");
@@ -249,8 +254,14 @@ impl Browser {
     /// Ends the session, after checking the page's policy refused
     /// nothing it did (no inline script or style, no eval).
     pub async fn close(self) {
-        let refused = self.run("return window.hookdPolicyViolations || null").await;
-        assert_eq!(refused, serde_json::json!([]), "the console broke its own policy");
+        let refused = self
+            .run("return window.hookdPolicyViolations || null")
+            .await;
+        assert_eq!(
+            refused,
+            serde_json::json!([]),
+            "the console broke its own policy"
+        );
         let _ = self.client.close().await;
     }
 }

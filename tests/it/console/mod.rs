@@ -9,6 +9,7 @@ mod browser;
 mod endpoints;
 mod files;
 mod notifications;
+mod portal;
 mod session;
 mod timeline;
 
