@@ -9,6 +9,7 @@ mod browser;
 mod endpoints;
 mod files;
 mod notifications;
+mod overview;
 mod portal;
 mod session;
 mod timeline;
