@@ -93,6 +93,28 @@ mod tests {
     }
 
     #[test]
+    fn config_check_shows_whether_the_key_is_set_never_its_value() {
+        let key = "portal-key-0123456789abcdefghijklmnop";
+        let set =
+            crate::config::Settings::from_toml_overrides(&format!("[portal]\nkey = \"{key}\"\n"))
+                .unwrap();
+        let shown = set.to_masked_toml();
+        assert!(shown.contains("[portal]\nkey = \"***\""), "{shown}");
+        assert!(!shown.contains(key));
+        assert_eq!(set.portal.key(), Some(key.as_bytes()));
+        let unset = crate::config::Settings::from_toml_overrides("").unwrap();
+        assert!(unset.to_masked_toml().contains("[portal]\nkey = \"\""));
+        let error =
+            crate::config::Settings::from_toml_overrides("[portal]\nkey = \"too-short-1234\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("portal.key") && !error.contains("too-short-1234"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn the_base_url_is_an_origin_only() {
         for good in ["https://hooks.example.com", "http://127.0.0.1:8080/"] {
             assert!(settings("", good).validate().is_ok(), "{good}");

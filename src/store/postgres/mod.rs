@@ -12,6 +12,8 @@ mod endpoints;
 mod events;
 mod health;
 mod housekeeping;
+#[cfg(test)]
+mod list_plan_tests;
 mod notifications;
 mod operations;
 mod operator;

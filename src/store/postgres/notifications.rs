@@ -218,60 +218,7 @@ impl PgStore {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
-        // An owner's: the newest of each of its endpoints (through
-        // `notifications_endpoint_newest`), then the newest of those. A
-        // join walking the primary key for rows of the owner's endpoints
-        // read 50,000 rows of 1,000,000 for an owner of one endpoint in
-        // 1,000; this reads at most `limit` an endpoint.
-        let mut query = QueryBuilder::new(match filter.owner {
-            Some(_) => format!(
-                "SELECT n.* FROM endpoints e CROSS JOIN LATERAL (SELECT {} FROM notifications \
-                 WHERE endpoint_id = e.id",
-                columns_without_body()
-            ),
-            None => format!(
-                "SELECT {} FROM notifications WHERE true",
-                columns_without_body()
-            ),
-        });
-        if let Some(endpoint_id) = filter.endpoint_id {
-            query.push(" AND endpoint_id = ").push_bind(endpoint_id);
-        }
-        if let Some(status) = filter.status {
-            // A literal, not a parameter: with generic plans (see
-            // `PgStore::connect`) only a literal lets PostgreSQL use the
-            // partial index of failed and cancelled notifications.
-            query.push(format_args!(" AND status = '{}'", status.as_str()));
-        }
-        if let Some(key) = &filter.key {
-            query.push(" AND key = ").push_bind(key.clone());
-        }
-        if let Some(event_type) = &filter.event_type {
-            // An event's deliveries have their type on the event row only.
-            query
-                .push(" AND (event_type = ")
-                .push_bind(event_type.clone())
-                .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
-                .push_bind(event_type.clone())
-                .push("))");
-        }
-        if let Some(event_id) = filter.event_id {
-            query.push(" AND event_id = ").push_bind(event_id);
-        }
-        push_created(&mut query, &filter.created);
-        if let Some(before) = filter.before {
-            query.push(" AND id < ").push_bind(before);
-        }
-        query
-            .push(" ORDER BY id DESC LIMIT ")
-            .push_bind(filter.limit);
-        if let Some(owner) = &filter.owner {
-            query
-                .push(") n WHERE e.owner = ")
-                .push_bind(owner.clone())
-                .push(" AND e.deleted_at IS NULL AND NOT e.managed ORDER BY n.id DESC LIMIT ")
-                .push_bind(filter.limit);
-        }
+        let mut query = list_query(filter);
         Ok(query
             .build_query_as::<Notification>()
             .fetch_all(&self.pool)
@@ -307,4 +254,63 @@ pub(super) fn push_created(
         query.push(" AND created_at < ").push_bind(before);
         query.push(" AND id < ").push_bind(high);
     }
+}
+
+/// `list_notifications`' statement (`list_plan_tests` reads its plans).
+pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Postgres> {
+    // An owner's: the newest of each of its endpoints (through
+    // `notifications_endpoint_newest`), then the newest of those. A
+    // join walking the primary key for rows of the owner's endpoints
+    // read 50,000 rows of 1,000,000 for an owner of one endpoint in
+    // 1,000; this reads at most `limit` an endpoint.
+    let mut query = QueryBuilder::new(match filter.owner {
+        Some(_) => format!(
+            "SELECT n.* FROM endpoints o CROSS JOIN LATERAL (SELECT {} FROM notifications \
+             WHERE endpoint_id = o.id",
+            columns_without_body()
+        ),
+        None => format!(
+            "SELECT {} FROM notifications WHERE true",
+            columns_without_body()
+        ),
+    });
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+    }
+    if let Some(status) = filter.status {
+        // A literal, not a parameter: with generic plans (see
+        // `PgStore::connect`) only a literal lets PostgreSQL use the
+        // partial index of failed and cancelled notifications.
+        query.push(format_args!(" AND status = '{}'", status.as_str()));
+    }
+    if let Some(key) = &filter.key {
+        query.push(" AND key = ").push_bind(key.clone());
+    }
+    if let Some(event_type) = &filter.event_type {
+        // An event's deliveries have their type on the event row only.
+        query
+            .push(" AND (event_type = ")
+            .push_bind(event_type.clone())
+            .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+            .push_bind(event_type.clone())
+            .push("))");
+    }
+    if let Some(event_id) = filter.event_id {
+        query.push(" AND event_id = ").push_bind(event_id);
+    }
+    push_created(&mut query, &filter.created);
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(filter.limit);
+    if let Some(owner) = &filter.owner {
+        query
+            .push(") n WHERE o.owner = ")
+            .push_bind(owner.clone())
+            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY n.id DESC LIMIT ")
+            .push_bind(filter.limit);
+    }
+    query
 }

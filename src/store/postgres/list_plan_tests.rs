@@ -1,0 +1,104 @@
+//! The plans of the list filters the console and portal links search with
+//! (generic plans, as hookd's connections make them): a creation-time
+//! window starts at its end in an id index instead of walking every newer
+//! row, and an owner's list reads each of its endpoints' newest rows
+//! instead of walking the primary key for rows of its endpoints.
+
+use chrono::{Duration, Utc};
+use sqlx::PgPool;
+
+use super::notifications::list_query;
+use crate::domain::created::CreatedWindow;
+use crate::store::notifications::NotificationFilter;
+
+async fn generic_plan(pool: &PgPool, filter: &NotificationFilter) -> String {
+    let sql = list_query(filter).into_string();
+    let parameters = sql.matches('$').count();
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {sql}")))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let nulls = vec!["NULL"; parameters].join(", ");
+    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN EXECUTE planned({nulls})"
+    )))
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    lines.join("\n")
+}
+
+/// 100 endpoints of 10 owners, 20,000 notifications over them, analyzed.
+async fn table(pool: &PgPool) {
+    sqlx::raw_sql(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms, owner) \
+         SELECT hookd_uuid_v7(), 'http://receiver.test/', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', \
+             '{0}', 'owner-' || (g % 10) FROM generate_series(1, 100) g; \
+         INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             deliver_at) \
+         SELECT hookd_uuid_v7(), e.id, 'application/json', '\\x7b7d', '{0}', 'succeeded', now() \
+         FROM generate_series(1, 200), endpoints e; \
+         ANALYZE endpoints, notifications;",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_creation_window_starts_at_its_end_in_an_id_index(pool: PgPool) {
+    table(&pool).await;
+    let window = CreatedWindow {
+        after: Some(Utc::now() - Duration::days(2)),
+        before: Some(Utc::now() - Duration::days(1)),
+    };
+    for filter in [
+        NotificationFilter {
+            created: window,
+            limit: 51,
+            ..NotificationFilter::default()
+        },
+        NotificationFilter {
+            created: window,
+            endpoint_id: Some(uuid::Uuid::nil()),
+            limit: 51,
+            ..NotificationFilter::default()
+        },
+    ] {
+        let plan = generic_plan(&pool, &filter).await;
+        assert!(
+            plan.lines().any(|line| line.contains("Index Cond: ")
+                && line.contains("(id >= $")
+                && line.contains("(id < $")),
+            "the window bounds an id index scan:\n{plan}"
+        );
+        assert!(!plan.contains("Seq Scan on notifications"), "{plan}");
+    }
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn an_owners_list_reads_its_endpoints_newest_rows(pool: PgPool) {
+    table(&pool).await;
+    let filter = NotificationFilter {
+        owner: Some("owner-3".into()),
+        limit: 51,
+        ..NotificationFilter::default()
+    };
+    let plan = generic_plan(&pool, &filter).await;
+    assert!(
+        plan.lines()
+            .any(|line| line.contains("using notifications_endpoint_newest")),
+        "each endpoint's newest rows through its index:\n{plan}"
+    );
+    assert!(
+        plan.lines()
+            .any(|line| line.contains("Index Cond: (endpoint_id = o.id)")),
+        "{plan}"
+    );
+    assert!(!plan.contains("Seq Scan on notifications"), "{plan}");
+}
