@@ -65,7 +65,8 @@ free_port() {
 services_stop() {
   set +e
   if [ -n "$WEBDRIVER_PID" ]; then
-    kill "$WEBDRIVER_PID" 2>/dev/null
+    # The whole group: chromedriver and any browser a failed test left open.
+    kill -- -"$WEBDRIVER_PID" 2>/dev/null
     wait "$WEBDRIVER_PID" 2>/dev/null
   fi
   if [ -n "$REDIS_PIDFILE" ] && [ -f "$REDIS_PIDFILE" ]; then
@@ -165,8 +166,8 @@ services_start() {
 # webdriver_start (after services_start): the console's browser tests drive
 # Debian's headless Chromium through chromedriver. Installs chromium and
 # chromium-driver when missing, starts chromedriver on a free loopback port
-# and exports HOOKD_WEBDRIVER_URL; services_stop stops it (and with it any
-# browser a failed test left open).
+# and exports HOOKD_WEBDRIVER_URL; services_stop stops it and any browser a
+# failed test left open.
 webdriver_start() {
   local driver chromium port
   driver=$(command -v chromedriver || true)
@@ -179,7 +180,9 @@ webdriver_start() {
   [ -n "$driver" ] && [ -n "$chromium" ] || { log "could not find chromedriver or chromium"; exit 1; }
   for _ in 1 2 3; do
     port=$(free_port)
-    "$driver" --port="$port" --allowed-ips=127.0.0.1 --log-path="$SERVICES_DIR/chromedriver.log" >/dev/null 2>&1 &
+    # A process group of its own (setsid), so services_stop ends the
+    # browsers it started with it.
+    setsid "$driver" --port="$port" --allowed-ips=127.0.0.1 --log-path="$SERVICES_DIR/chromedriver.log" >/dev/null 2>&1 &
     WEBDRIVER_PID=$!
     for _ in $(seq 1 100); do
       if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -191,7 +194,7 @@ webdriver_start() {
       kill -0 "$WEBDRIVER_PID" 2>/dev/null || break
       sleep 0.05
     done
-    kill "$WEBDRIVER_PID" 2>/dev/null
+    kill -- -"$WEBDRIVER_PID" 2>/dev/null
     WEBDRIVER_PID=""
   done
   tail -20 "$SERVICES_DIR/chromedriver.log" >&2
