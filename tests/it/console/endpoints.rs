@@ -169,7 +169,39 @@ async fn events_lead_to_their_deliveries(backend: Backend) {
     browser.close().await;
 }
 
+async fn a_pull_endpoint_shows_its_leased_and_waiting_notifications(backend: Backend) {
+    let app = backend.spawn().await;
+    let (status, endpoint) = app.post("/v1/endpoints", json!({"delivery": "pull"})).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{endpoint}");
+    let id = endpoint["id"].as_str().unwrap().to_string();
+    for n in 0..3 {
+        app.notify(json!({"endpoint": id, "key": format!("job-{n}"), "payload": {"job": n}}))
+            .await;
+    }
+    let (status, pulled) = app
+        .post(
+            &format!("/v1/endpoints/{id}/pull"),
+            json!({"max": 1, "lease": "5m"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{pulled}");
+
+    let Some(browser) = Browser::open(&app, &backend, "pull").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser
+        .wait_text("pull", "one leased, two waiting", |t| {
+            t == "1 leased, 2 waiting"
+        })
+        .await;
+    browser.screenshot("pull-endpoint").await;
+    browser.close().await;
+}
+
 both!(
+    a_pull_endpoint_shows_its_leased_and_waiting_notifications,
     an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
     failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
     events_lead_to_their_deliveries,
