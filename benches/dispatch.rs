@@ -38,6 +38,8 @@ mod raw_hyper;
 mod redis_down;
 #[path = "dispatch/speed.rs"]
 mod speed;
+#[path = "dispatch/stats.rs"]
+mod stats;
 
 const CONCURRENCY: usize = 64;
 
@@ -737,7 +739,7 @@ async fn main() {
         .build()
         .unwrap();
     // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker
-    // picks sections (default: all); BENCH_MODE=server|embedded|both (default) the modes.
+    // picks sections (default: all but `stats` and `stats_drain`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -1300,6 +1302,26 @@ async fn main() {
             receiver_url: &receiver_url,
         };
         rate_limit::scenario(&bench, mode.server, mode.embedded, runs).await;
+    }
+    // Opt-in (minutes of writing a day of history): only when named.
+    let named = |section: &str| only.split(',').any(|s| s.trim() == section);
+    if named("stats") {
+        if mode.server {
+            stats::server(&client, &pool, &database_url, &redis_url).await;
+        }
+        if mode.embedded {
+            stats::embedded(&client).await;
+        }
+    }
+    if named("stats_drain") {
+        let bench = rate_limit::Bench {
+            pool: &pool,
+            database_url: &database_url,
+            redis_url: &redis_url,
+            received: &received,
+            receiver_url: &receiver_url,
+        };
+        stats::drains(&bench, runs, mode.server, mode.embedded).await;
     }
     if !rss.is_empty() {
         println!(

@@ -13,6 +13,8 @@ pub mod config;
 pub mod domain;
 
 pub mod api;
+// The web console over the API (its own files, served beside it).
+pub mod console;
 pub mod service;
 
 pub mod store;

@@ -129,7 +129,8 @@ impl App {
             Mode::Server => {
                 let store = PgStore::connect(&settings.database)
                     .await
-                    .context("cannot use the database (database.url)")?;
+                    .context("cannot use the database (database.url)")?
+                    .counting_minutes(settings.stats.count_minutes);
                 let due: SharedIndex = Arc::new(
                     RedisIndex::new(&settings.redis)
                         .context("invalid redis.url or redis.ca_file")?,
@@ -387,6 +388,7 @@ pub async fn open_embedded(
     };
     SqliteStore::open(path, &options)
         .await
+        .map(|store| store.counting_minutes(settings.stats.count_minutes))
         .with_context(|| format!("cannot use the database file {}", path.display()))
 }
 

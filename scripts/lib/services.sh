@@ -12,6 +12,7 @@
 SERVICES_DIR=""
 PG_DATA=""
 REDIS_PIDFILE=""
+WEBDRIVER_PID=""
 
 log() { printf '[hookd] %s\n' "$*" >&2; }
 
@@ -65,6 +66,11 @@ free_port() {
 
 services_stop() {
   set +e
+  if [ -n "$WEBDRIVER_PID" ]; then
+    # The whole group: chromedriver and any browser a failed test left open.
+    kill -- -"$WEBDRIVER_PID" 2>/dev/null
+    wait "$WEBDRIVER_PID" 2>/dev/null
+  fi
   if [ -n "$REDIS_PIDFILE" ] && [ -f "$REDIS_PIDFILE" ]; then
     kill "$(cat "$REDIS_PIDFILE")" 2>/dev/null
   fi
@@ -157,4 +163,43 @@ services_start() {
   export HOOKD_TEST_TLS_CERT="$SERVICES_DIR/tls/server.pem"
   export HOOKD_TEST_TLS_KEY="$SERVICES_DIR/tls/server.key"
   log "postgres on 127.0.0.1:$PG_PORT, redis on 127.0.0.1:$REDIS_PORT ($SERVICES_DIR)"
+}
+
+# webdriver_start (after services_start): the console's browser tests drive
+# Debian's headless Chromium through chromedriver. Installs chromium and
+# chromium-driver when missing, starts chromedriver on a free loopback port
+# and exports HOOKD_WEBDRIVER_URL; services_stop stops it and any browser a
+# failed test left open.
+webdriver_start() {
+  local driver chromium port
+  driver=$(command -v chromedriver || true)
+  chromium=$(command -v chromium || true)
+  if [ -z "$driver" ] || [ -z "$chromium" ]; then
+    apt_install chromium chromium-driver
+    driver=$(command -v chromedriver || true)
+    chromium=$(command -v chromium || true)
+  fi
+  [ -n "$driver" ] && [ -n "$chromium" ] || { log "could not find chromedriver or chromium"; exit 1; }
+  for _ in 1 2 3; do
+    port=$(free_port)
+    # A process group of its own (setsid), so services_stop ends the
+    # browsers it started with it.
+    setsid "$driver" --port="$port" --allowed-ips=127.0.0.1 --log-path="$SERVICES_DIR/chromedriver.log" >/dev/null 2>&1 &
+    WEBDRIVER_PID=$!
+    for _ in $(seq 1 100); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        export HOOKD_WEBDRIVER_URL="http://127.0.0.1:$port"
+        export HOOKD_CHROMIUM="$chromium"
+        log "chromedriver on 127.0.0.1:$port ($chromium)"
+        return
+      fi
+      kill -0 "$WEBDRIVER_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -- -"$WEBDRIVER_PID" 2>/dev/null
+    WEBDRIVER_PID=""
+  done
+  tail -20 "$SERVICES_DIR/chromedriver.log" >&2
+  log "chromedriver did not start"
+  exit 1
 }

@@ -34,6 +34,7 @@ fn each_route_needs_the_scope_of_what_it_does() {
             Scope::Write,
         ),
         (Method::GET, "/v1/operations/{id}", Scope::Read),
+        (Method::GET, "/v1/stats", Scope::Read),
         (Method::GET, "/v1/notifications", Scope::Read),
         (Method::GET, "/v1/notifications/{id}", Scope::Read),
         (Method::GET, "/v1/notifications/{id}/attempts", Scope::Read),

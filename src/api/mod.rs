@@ -19,6 +19,7 @@ pub mod pagination;
 pub mod portal;
 pub mod pull;
 pub mod recover;
+pub mod stats;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .merge(events::router())
         .merge(pull::router())
         .merge(recover::router())
+        .merge(stats::router())
         .merge(portal::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -71,7 +73,9 @@ pub fn router(state: AppState) -> Router {
     } else {
         operations_router()
     };
-    finish(operations.merge(resources), state)
+    // The console's files need no token: they hold no data.
+    let console = crate::console::router();
+    finish(operations.merge(resources).merge(console), state)
 }
 
 /// What a dispatcher-only process serves: the operations routes, with the

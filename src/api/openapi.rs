@@ -7,7 +7,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{backlog, endpoints, events, health, notifications, portal, pull, recover};
+use super::{
+    backlog, endpoints, events, health, notifications, portal, pull, recover, stats,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -47,6 +49,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         pull::leases::ack_batch,
         pull::leases::nack_batch,
         pull::consumer_token,
+        stats::stats,
         portal::for_endpoint,
         portal::for_owner,
         portal::whoami,
@@ -62,6 +65,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         (name = "notifications", description = "What to deliver, and what became of it"),
         (name = "events", description = "Business facts that fan out to every subscribed endpoint of their owner"),
         (name = "pull", description = "Pull endpoints: consumers take due notifications under a lease, then ack or nack them"),
+        (name = "stats", description = "The console's overview: per-minute counts of deliveries, failures, lateness and the backlog"),
         (name = "portal", description = "Signed, expiring console links scoped to one endpoint or owner; who the caller is"),
         (name = "operations", description = "Health, readiness, this document"),
     )

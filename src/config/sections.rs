@@ -29,8 +29,18 @@ pub struct Settings {
     pub secrets: SecretsSettings,
     pub pull: PullSettings,
     pub log: LogSettings,
+    pub stats: StatsSettings,
     /// Portal links (DESIGN.md §11).
     pub portal: super::PortalSettings,
+}
+
+/// The per-minute counts behind `GET /v1/stats` (DESIGN.md §11).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsSettings {
+    /// Add each recorded batch's attempts to the per-minute counts, in its
+    /// transaction. Off only to measure what that costs (BENCHMARKS.md).
+    pub count_minutes: bool,
 }
 
 /// The embedded mode's store (DESIGN.md §12): one SQLite file.

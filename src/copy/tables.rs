@@ -22,6 +22,11 @@
 //!   circuit closed, and a receiver still down opens it again within
 //!   `failures` attempts. Held notifications are pending rows due at their
 //!   times, so the server's index has them due at once.
+//! - `minute_stats`, `minute_totals`, `minute_backlog`: the overview's
+//!   per-minute counts (`GET /v1/stats`) describe the source's last day of
+//!   work and are kept two days only; the server's overview starts from
+//!   its own deliveries (each notification's attempts, which are copied,
+//!   still show on its page).
 //! - `_sqlx_migrations`: each database keeps its own schema history; the
 //!   target's is PostgreSQL's migrations, applied first.
 //! - The in-process due index and its leases of push deliveries (in memory

@@ -207,6 +207,7 @@ pub async fn attempt(
         expected,
         keep,
         started_at: result.started_at,
+        due_at: row.next_attempt_at,
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
         status_code,
         response_body: result.stored_body(),

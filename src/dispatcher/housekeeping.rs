@@ -15,7 +15,9 @@
 //!   (at once after a master change, and while it finds some);
 //!
 //! and whatever the index:
-//! - retention deletes final notifications older than `retention.days`;
+//! - retention deletes final notifications older than `retention.days`,
+//!   and the overview's per-minute counts after two days;
+//! - the pending backlog is sampled once a minute for the overview;
 //! - the operator endpoint is made to match `operator.url`, and endpoints
 //!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
 //!   disabled.
@@ -71,6 +73,8 @@ pub async fn run(
     let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
+    let mut last_minutes_purge: Option<Instant> = None;
+    let mut sampled: Option<chrono::DateTime<Utc>> = None;
     let mut operator_synced = false;
     // The disabling check runs every tick: one warning per run of failures.
     let mut disable_check_failing = false;
@@ -173,6 +177,22 @@ pub async fn run(
                     }
                 }
                 Err(error) => tracing::debug!(%error, "sweep failed; retrying later"),
+            }
+        }
+        // The overview's backlog: the first process to sample a minute
+        // keeps its sample.
+        let minute = crate::domain::minute_stats::minute_of(Utc::now());
+        if sampled != Some(minute) {
+            match store.sample_pending(minute).await {
+                Ok(()) => sampled = Some(minute),
+                Err(error) => tracing::debug!(%error, "cannot sample the pending backlog yet"),
+            }
+        }
+        if last_minutes_purge.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL) {
+            last_minutes_purge = Some(Instant::now());
+            let before = crate::domain::retention::minutes_before(Utc::now());
+            if let Err(error) = purge_minutes(&*store, before, &shutdown).await {
+                tracing::warn!(%error, "retention of the per-minute counts failed; retrying later");
             }
         }
         if settings.retention.days > 0
@@ -374,4 +394,20 @@ async fn purge(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Deletes the per-minute counts of minutes before `before`, in small
+/// batches with a breath between.
+async fn purge_minutes(
+    store: &dyn HousekeepingStore,
+    before: chrono::DateTime<Utc>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    while !shutdown.is_cancelled() {
+        if store.purge_minutes(before, PURGE_BATCH).await? == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }

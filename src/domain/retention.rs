@@ -47,6 +47,14 @@ pub fn operation_expired(
         && finished_at.is_some_and(|at| at < before)
 }
 
+/// Where the per-minute counts behind the overview end (`GET /v1/stats`):
+/// rows of minutes before this go, whatever `retention.days` says. The
+/// overview reads a day at most; a second day keeps yesterday for a
+/// comparison, and the tables stay small (a row per endpoint and minute).
+pub fn minutes_before(now: DateTime<Utc>) -> DateTime<Utc> {
+    now - chrono::Duration::days(2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,7 @@ pub mod replica;
 pub mod sealing;
 pub mod seams;
 pub mod sqlite;
+pub mod stats;
 pub mod writes;
 
 use crate::domain::sealed::SealError;

@@ -24,6 +24,10 @@ pub struct AttemptRecord {
     /// Where the attempt is kept (`domain::status::keeping`).
     pub keep: Keeping,
     pub started_at: DateTime<Utc>,
+    /// When the attempt was due (a push attempt's `next_attempt_at`): its
+    /// lateness is `started_at` minus this. `None` for pull, whose
+    /// consumers choose when they take a notification.
+    pub due_at: Option<DateTime<Utc>>,
     pub duration_ms: i32,
     pub status_code: Option<i32>,
     pub response_body: Option<String>,

@@ -9,7 +9,10 @@
 //!   `PendingRows` a rebuild of the due index reads;
 //! - `PullStore`: pull consumption;
 //! - `ResealRows`: the walk that brings values sealed at rest under the
-//!   current key.
+//!   current key;
+//! - `StatsStore`: the per-minute counts behind `GET /v1/stats`, read by
+//!   the API and sampled and pruned by housekeeping (so both `ReadStore`
+//!   and `HousekeepingStore` include it).
 //!
 //! Wrappers implement them over any store: `sealing::Sealing` seals at
 //! rest what crosses them.
@@ -127,7 +130,7 @@ pub trait WriteStore: Send + Sync + 'static {
 
 /// What the API reads.
 #[async_trait::async_trait]
-pub trait ReadStore: Send + Sync + 'static {
+pub trait ReadStore: StatsStore + Send + Sync + 'static {
     /// Which database this is, for `/readyz`.
     fn kind(&self) -> StoreKind;
     async fn ping(&self) -> Result<(), StoreError>;
@@ -257,7 +260,7 @@ pub type SharedBreaker = Arc<dyn BreakerStore>;
 
 /// What housekeeping needs.
 #[async_trait::async_trait]
-pub trait HousekeepingStore: PendingRows + Send + Sync + 'static {
+pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
     /// Rows whose indexing is owed, with their due time while pending.
     async fn needing_index(
         &self,
@@ -489,3 +492,38 @@ pub trait OperationStore: Send + Sync + 'static {
 }
 
 pub type SharedOperations = Arc<dyn OperationStore>;
+
+/// The per-minute counts (`store::stats`): what the overview reads, the
+/// pending sample housekeeping takes once a minute, and their retention.
+/// They are written with the attempts they count (`record_attempts`) and
+/// the failures they count (`BreakerStore::fail_held`).
+#[async_trait::async_trait]
+pub trait StatsStore: Send + Sync + 'static {
+    /// `scope`'s counts per minute from `since` on, each minute once.
+    async fn minute_counts(
+        &self,
+        scope: &super::stats::StatsScope,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<super::stats::MinuteRow>, StoreError>;
+    /// The pending samples from `since` on: (minute, pending).
+    async fn pending_samples(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError>;
+    /// Up to `limit` of `scope`'s endpoints with the most failed attempts
+    /// from `since` on (none without a failed attempt), most first.
+    async fn most_failing(
+        &self,
+        scope: &super::stats::StatsScope,
+        since: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<super::stats::FailingCount>, StoreError>;
+    /// Counts the pending notifications as `minute`'s sample, unless a
+    /// process already sampled that minute.
+    async fn sample_pending(&self, minute: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Deletes up to `limit` rows of counts and samples of minutes before
+    /// `before`; how many.
+    async fn purge_minutes(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+}
+
+pub type SharedStats = Arc<dyn StatsStore>;

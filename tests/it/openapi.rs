@@ -16,6 +16,7 @@ fn routed() -> BTreeSet<(String, String)> {
         include_str!("../../src/api/events.rs"),
         include_str!("../../src/api/pull/mod.rs"),
         include_str!("../../src/api/recover.rs"),
+        include_str!("../../src/api/stats.rs"),
         include_str!("../../src/api/portal/mod.rs"),
         include_str!("../../src/api/health.rs"),
         include_str!("../../src/api/mod.rs"),

@@ -446,6 +446,7 @@ fn attempt_with(
         expected,
         keep,
         started_at,
+        due_at: None,
         duration_ms: duration,
         status_code: None,
         response_body: None,

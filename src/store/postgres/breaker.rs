@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::operator::{insert_operator_events, EventBinds};
 use super::PgStore;
 use crate::domain::breaker::{Circuit, State};
+use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::store::seams::BreakerStore;
 use crate::store::StoreError;
@@ -167,13 +168,13 @@ impl PgStore {
         let attempts: Vec<i32> = held.iter().map(|h| h.1).collect();
         let series: Vec<i32> = held.iter().map(|h| h.2).collect();
         let mut tx = self.pool.begin().await?;
-        let failed: Vec<Uuid> = sqlx::query_scalar(
+        let failed: Vec<(Uuid, Uuid)> = sqlx::query_as(
             "UPDATE notifications n SET status = 'failed', next_attempt_at = NULL, \
                  last_error = $4, completed_at = now(), updated_at = now() \
              FROM UNNEST($1::uuid[], $2::int[], $3::int[]) AS h(id, attempts, series_start) \
              WHERE n.id = h.id AND (n.status = 'pending') IS TRUE AND n.attempts = h.attempts \
                AND n.series_start = h.series_start \
-             RETURNING n.id",
+             RETURNING n.id, n.endpoint_id",
         )
         .bind(&ids)
         .bind(&attempts)
@@ -181,6 +182,17 @@ impl PgStore {
         .bind(last_error)
         .fetch_all(&mut *tx)
         .await?;
+        // Failures without an attempt count in the per-minute counts too.
+        let now = chrono::Utc::now();
+        let sums = crate::domain::minute_stats::sum(
+            failed
+                .iter()
+                .map(|&(_, endpoint)| Counted::failed_without_attempt(endpoint, now)),
+        );
+        if self.count_minutes {
+            super::stats::add_minute_sums(&mut tx, &sums).await?;
+        }
+        let failed: Vec<Uuid> = failed.into_iter().map(|(id, _)| id).collect();
         insert_events(&mut tx, &failed, events).await?;
         tx.commit().await?;
         Ok(failed)

@@ -26,6 +26,7 @@ mod recording;
 mod reseal;
 mod rows;
 mod seams;
+mod stats;
 mod writes;
 
 use std::time::Duration;
@@ -75,11 +76,26 @@ impl From<sqlx::Error> for StoreError {
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// Whether recorded attempts add to the per-minute counts
+    /// (`stats.count_minutes`).
+    count_minutes: bool,
 }
 
 impl PgStore {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            count_minutes: true,
+        }
+    }
+
+    /// This store, adding recorded attempts to the per-minute counts or
+    /// not (`stats.count_minutes`; on by default).
+    pub fn counting_minutes(self, on: bool) -> Self {
+        Self {
+            count_minutes: on,
+            ..self
+        }
     }
 
     /// Connects (failing fast when the database is unreachable) and, when

@@ -62,7 +62,8 @@ impl PgStore {
     /// Ends leases: reads the rows `which` selects, asks `decide` for the
     /// attempt each ends with, and records those attempts (their
     /// notifications' next state, operator events), clearing the leases,
-    /// in one statement. Nothing is locked in between: each attempt is
+    /// in one statement (with the per-minute counts they add, in one
+    /// transaction). Nothing is locked in between: each attempt is
     /// written only if its row still has the lease it was decided on
     /// (`AttemptRecord::expected`), so a lease lost meanwhile is left alone.
     /// The ran-out selectors' `lease_id IS NOT NULL AND next_attempt_at <=
@@ -110,7 +111,11 @@ impl PgStore {
             }
         };
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::recording::record_attempts_on(&mut conn, &records, &[]).await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let moved =
+            super::recording::record_attempts_on(&mut tx, &records, &[], self.count_minutes)
+                .await?;
+        tx.commit().await?;
         Ok(LeasesEnded { rows, moved })
     }
 

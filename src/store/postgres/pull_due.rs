@@ -73,7 +73,7 @@ impl PgStore {
                     wanted.push((row.id, due_at, recorded));
                 }
             }
-            let moved = record_attempts_on(&mut tx, &records, &[]).await?;
+            let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
             let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = wanted
                 .into_iter()
                 .filter(|(id, _, recorded)| !recorded || moved.contains(id))
@@ -124,7 +124,7 @@ impl PgStore {
             .fetch_all(&mut *tx)
             .await?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = record_attempts_on(&mut tx, &records, &[]).await?;
+        let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
     }

@@ -36,7 +36,8 @@ use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
 
 impl PgStore {
-    /// Records many attempts in one statement (one commit): inserts the
+    /// Records many attempts in one statement (one commit, with the
+    /// per-minute counts they add): inserts the
     /// attempt rows and writes each notification's decided next state. A
     /// notification delivered at its first attempt (`Keeping::inline`) that
     /// moves keeps that attempt in its own row
@@ -82,8 +83,12 @@ impl PgStore {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.pool.acquire().await?;
-        record_attempts_on(&mut conn, records, health).await
+        // A transaction, for the per-minute counts written after the
+        // statement (`record_attempts_on`).
+        let mut tx = self.pool.begin().await?;
+        let moved = record_attempts_on(&mut tx, records, health, self.count_minutes).await?;
+        tx.commit().await?;
+        Ok(moved)
     }
 }
 /// The recording statement (`record_attempts_on`).
@@ -157,17 +162,22 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
      ) \
      SELECT id FROM moved"
 );
-/// `PgStore::record_attempts` on a connection of the caller's. Every lease a
+/// `PgStore::record_attempts` in a transaction of the caller's. Every lease a
 /// recorded attempt ends is cleared with it; an attempt that ends a pull
 /// lease is written only if that lease is still the row's (`lease`). An
 /// attempt row is written only for a notification that exists: `attempts`
 /// has no foreign key (it cost a query and a row lock per attempt), so
 /// this statement keeps that rule, and retention deletes attempts with
-/// their notification.
+/// their notification. Then the attempts that moved their notification
+/// are added to the per-minute counts (`stats::add_minute_sums`, one
+/// statement; unless `count_minutes` is off), committing with them or not
+/// at all: a batch the recorder writes again after an error is counted
+/// once.
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
+    count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     if records.is_empty() {
         return Ok(Vec::new());
@@ -259,5 +269,9 @@ pub(super) async fn record_attempts_on(
         .bind(&events.ids)
         .fetch_all(&mut *conn)
         .await?;
+    if count_minutes {
+        let sums = crate::store::stats::sums_of(records, &moved);
+        super::stats::add_minute_sums(conn, &sums).await?;
+    }
     Ok(moved)
 }

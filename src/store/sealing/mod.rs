@@ -16,6 +16,7 @@ mod housekeeping;
 mod operations;
 mod reads;
 pub mod reseal;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod values;

@@ -11,6 +11,7 @@ use super::columns::{self, id_list, micros, IN_ID_LIST};
 use super::recording::report;
 use super::{store_error, SqliteStore};
 use crate::domain::breaker::{Circuit, State};
+use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::OperatorEvent;
 use crate::store::seams::BreakerStore;
 use crate::store::StoreError;
@@ -208,25 +209,34 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let now = micros(Utc::now());
+        let at = Utc::now();
+        let now = micros(at);
         let mut failed = Vec::with_capacity(held.len());
+        let mut counted = Vec::new();
         for (id, attempts, series_start) in held {
-            let done = sqlx::query(
+            let endpoint: Option<Uuid> = sqlx::query_scalar(
                 "UPDATE notifications SET status = 'failed', next_attempt_at = NULL, \
                      last_error = ?4, completed_at = ?5, updated_at = ?5 \
-                 WHERE id = ?1 AND status = 'pending' AND attempts = ?2 AND series_start = ?3",
+                 WHERE id = ?1 AND status = 'pending' AND attempts = ?2 AND series_start = ?3 \
+                 RETURNING endpoint_id",
             )
             .bind(id)
             .bind(attempts)
             .bind(series_start)
             .bind(last_error)
             .bind(now)
-            .execute(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;
-            if done.rows_affected() == 1 {
+            if let Some(endpoint) = endpoint {
                 failed.push(*id);
+                counted.push(Counted::failed_without_attempt(endpoint, at));
             }
+        }
+        // Failures without an attempt count in the per-minute counts too.
+        if self.count_minutes {
+            super::stats::add_minute_sums(&mut tx, &crate::domain::minute_stats::sum(counted))
+                .await?;
         }
         for event in events.iter().filter(|e| failed.contains(&e.subject)) {
             report(&mut tx, event, now).await?;

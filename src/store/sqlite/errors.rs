@@ -41,6 +41,14 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "operations_running_per_endpoint",
     ),
     ("endpoint_circuits.endpoint_id", "endpoint_circuits_pkey"),
+    (
+        "minute_stats.endpoint_id, minute_stats.minute",
+        "minute_stats_pkey",
+    ),
+    (
+        "minute_totals.minute, minute_totals.shard",
+        "minute_totals_pkey",
+    ),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

@@ -35,6 +35,7 @@ mod reseal;
 mod rows;
 mod seams;
 mod signal;
+mod stats;
 mod writes;
 
 use std::path::{Path, PathBuf};
@@ -140,11 +141,23 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     pull_signals: signal::PullSignals,
+    /// Whether recorded attempts add to the per-minute counts
+    /// (`stats.count_minutes`).
+    count_minutes: bool,
     // Declared last, so dropped after the pools.
     _lock: Arc<FileLock>,
 }
 
 impl SqliteStore {
+    /// This store, adding recorded attempts to the per-minute counts or
+    /// not (`stats.count_minutes`; on by default).
+    pub fn counting_minutes(self, on: bool) -> Self {
+        Self {
+            count_minutes: on,
+            ..self
+        }
+    }
+
     /// Locks the database file at `path` for this process, creating it when
     /// missing, and opens the writer and the readers.
     pub async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
@@ -186,6 +199,7 @@ impl SqliteStore {
             reader,
             path: path.to_path_buf(),
             pull_signals: signal::PullSignals::new(),
+            count_minutes: true,
             _lock: Arc::new(lock),
         };
         if options.migrate {

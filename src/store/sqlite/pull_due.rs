@@ -77,7 +77,14 @@ impl SqliteStore {
                     wanted.push((row.id, due_at, recorded));
                 }
             }
-            let moved = super::recording::record_attempts_on(&mut tx, &records, &[], now).await?;
+            let moved = super::recording::record_attempts_on(
+                &mut tx,
+                &records,
+                &[],
+                now,
+                self.count_minutes,
+            )
+            .await?;
             for (id, due_at, recorded) in wanted {
                 if recorded && !moved.contains(&id) {
                     continue;
@@ -124,7 +131,9 @@ impl SqliteStore {
             .map_err(store_error)?;
         let rows = leased_rows(&read, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::recording::record_attempts_on(&mut tx, &records, &[], now).await?;
+        let moved =
+            super::recording::record_attempts_on(&mut tx, &records, &[], now, self.count_minutes)
+                .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }

@@ -16,7 +16,8 @@
 //! - an operator event for a moved row only, while the operator endpoint
 //!   exists, once per key;
 //! - health written over a push endpoint in the other state only, one of
-//!   whose notifications moved.
+//!   whose notifications moved;
+//! - the per-minute counts of the attempts that moved (`stats.rs`).
 //!
 //! The ends of pull leases (`pull.rs`, `pull_due.rs`) are recorded by the
 //! same code, inside their own transaction (`record_attempts_on`).
@@ -87,7 +88,8 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let moved = record_attempts_on(&mut tx, records, health, Utc::now()).await?;
+        let moved =
+            record_attempts_on(&mut tx, records, health, Utc::now(), self.count_minutes).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }
@@ -96,12 +98,14 @@ impl SqliteStore {
 /// `SqliteStore::record_attempts` inside a transaction of the caller's on
 /// the writer, at `now`: how the pull leases' ends (an ack, a nack, a lease
 /// that ran out, a notification never pulled) are recorded too, with no
-/// health (`&[]`: pull leases carry none).
+/// health (`&[]`: pull leases carry none); their per-minute counts with
+/// them unless `count_minutes` is off.
 pub(super) async fn record_attempts_on(
     conn: &mut SqliteConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
     now: DateTime<Utc>,
+    count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     let now = micros(now);
     let mut moved = Vec::with_capacity(records.len());
@@ -175,6 +179,12 @@ pub(super) async fn record_attempts_on(
             .execute(&mut *conn)
             .await
             .map_err(store_error)?;
+    }
+    // The attempts that moved, added to the per-minute counts in the same
+    // transaction.
+    if count_minutes {
+        let sums = crate::store::stats::sums_of(records, &moved);
+        super::stats::add_minute_sums(conn, &sums).await?;
     }
     Ok(moved)
 }

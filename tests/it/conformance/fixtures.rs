@@ -210,6 +210,7 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
         expected,
         keep,
         started_at: Utc::now(),
+        due_at: None,
         duration_ms: 1,
         status_code: None,
         response_body: None,

@@ -275,6 +275,7 @@ async fn failing_for<S: Backend>(store: &S, ago: Duration) -> Endpoint {
     let id = pending(store, &shop).await;
     let failure = AttemptRecord {
         started_at: Utc::now() - ago,
+        due_at: None,
         ..attempt(id, shop.id, 1, retry_in(60))
     };
     record(store, &[failure]).await;

@@ -70,6 +70,7 @@ pub fn failed(row: &Leased, failure: &Failure) -> AttemptRecord {
         expected,
         outcome,
         started_at: started,
+        due_at: None,
         ..ack(row, Uuid::nil())
     }
 }
@@ -92,6 +93,7 @@ pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
         keep: keeping(row.attempts + 1, &Outcome::Succeeded, false, &expected),
         expected,
         started_at,
+        due_at: None,
         duration_ms: 1,
         status_code: None,
         response_body: None,

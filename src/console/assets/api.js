@@ -1,0 +1,109 @@
+// hookd's REST API, called with the signed-in token. The token lives in
+// sessionStorage only: it goes when the tab closes, and never in a URL.
+
+const TOKEN = 'hookd.token';
+const WHO = 'hookd.who';
+
+// `token()` is null when signed out, '' in the open mode (no tokens
+// configured: hookd answers this machine without one).
+export const session = {
+  token: () => sessionStorage.getItem(TOKEN),
+  who() {
+    try {
+      return JSON.parse(sessionStorage.getItem(WHO) || 'null');
+    } catch {
+      return null;
+    }
+  },
+  signIn(token, who) {
+    sessionStorage.setItem(TOKEN, token);
+    sessionStorage.setItem(WHO, JSON.stringify(who));
+  },
+  clear() {
+    sessionStorage.removeItem(TOKEN);
+    sessionStorage.removeItem(WHO);
+  },
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || {};
+    super(error.message || `hookd answered ${status}`);
+    this.status = status;
+    this.code = error.code || null;
+    this.field = error.field || null;
+    this.body = body;
+  }
+}
+
+export async function api(method, path, body, token = session.token()) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const init = { method, headers, credentials: 'omit', cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (cause) {
+    throw new ApiError(0, { error: { message: `hookd cannot be reached (${cause.message})` } });
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    // The signed-in token refused (revoked, or a portal link expired).
+    if (response.status === 401 && session.token() !== null && token === session.token()) {
+      window.dispatchEvent(new CustomEvent('hookd:unauthorized'));
+    }
+    throw new ApiError(response.status, data);
+  }
+  return data;
+}
+
+export const get = (path) => api('GET', path);
+export const post = (path, body) => api('POST', path, body === undefined ? {} : body);
+export const patch = (path, body) => api('PATCH', path, body);
+
+// A query string from the non-empty values of `params`.
+export function query(params) {
+  const q = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') q.set(name, value);
+  }
+  const text = q.toString();
+  return text ? `?${text}` : '';
+}
+
+// Who a token is. `GET /v1/whoami` tells; a hookd without it is asked
+// for one endpoint instead, and then the scopes are unknown (the server
+// still refuses what the token may not do).
+export async function whoami(token) {
+  try {
+    return await api('GET', '/v1/whoami', undefined, token);
+  } catch (error) {
+    if (error.status === 401) throw error;
+    try {
+      await api('GET', '/v1/endpoints?limit=1', undefined, token);
+    } catch (fallback) {
+      if (fallback.status !== 403) throw fallback;
+    }
+    return { name: null, scopes: null, portal: null, expires_at: null };
+  }
+}
+
+// Whether the caller may do what needs `scope`. A portal caller reads
+// and retries only; unknown scopes show everything.
+export function can(who, scope) {
+  if (!who) return false;
+  if (who.portal) return scope === 'read' || scope === 'retry';
+  if (scope === 'retry') scope = 'write';
+  if (!who.scopes) return true;
+  return who.scopes.includes('admin') || who.scopes.includes(scope);
+}

@@ -1,0 +1,183 @@
+// The console's shell: sign-in (an API token, or a portal link's token
+// from the URL fragment), the navigation, and the hash routes of
+// CONTRACT36 §3. Each page reads the public REST API only.
+
+import { html, render, useState, useEffect, ErrorNote } from './ui.js';
+import { session, whoami, can } from './api.js';
+import { Overview } from './overview.js';
+import { NotificationSearch } from './notifications.js';
+import { NotificationPage } from './notification.js';
+import { EndpointList } from './endpoints.js';
+import { EndpointPage } from './endpoint.js';
+import { EventList } from './events.js';
+
+// A portal link carries its token in the fragment, which browsers never
+// send to a server. It is kept for the session and removed from the
+// address bar (and so from the history) at once.
+function takePortalToken() {
+  const match = /^#portal=(.+)$/.exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, '', `${location.pathname}${location.search}#/notifications`);
+  // replaceState fires no hashchange: the route is told itself.
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
+  return decodeURIComponent(match[1]);
+}
+
+function parseRoute() {
+  const text = location.hash.replace(/^#/, '') || '/';
+  const [path, search = ''] = text.split('?');
+  return { parts: path.split('/').filter(Boolean), params: new URLSearchParams(search) };
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(parseRoute());
+  useEffect(() => {
+    const changed = () => setRoute(parseRoute());
+    window.addEventListener('hashchange', changed);
+    return () => window.removeEventListener('hashchange', changed);
+  }, []);
+  return route;
+}
+
+function SignIn({ onSignedIn, notice }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const who = await whoami(token.trim());
+      onSignedIn(token.trim(), who);
+    } catch (err) {
+      setError(err.status === 401 ? new Error('This token is not valid.') : err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<main class="sign-in" id="main">
+    <h1>hookd console</h1>
+    ${notice && html`<p class="notice" role="status" data-test="notice">${notice}</p>`}
+    <form onSubmit=${submit} data-test="sign-in">
+      <label for="token">API token</label>
+      <input id="token" type="password" autocomplete="off" required value=${token}
+        onInput=${(e) => setToken(e.target.value)} data-test="token" autofocus />
+      <p class="muted">Kept in this tab only, until you sign out or close it.</p>
+      <button type="submit" disabled=${busy} data-test="sign-in-submit">Sign in</button>
+      <${ErrorNote} error=${error} test="sign-in-error" />
+    </form>
+  </main>`;
+}
+
+function Nav({ who, onSignOut, parts }) {
+  const here = parts[0] || '';
+  const link = (path, label, test) => html`<a href=${`#/${path}`} data-test=${test}
+    aria-current=${here === path ? 'page' : undefined}>${label}</a>`;
+  const scope = who.portal
+    ? who.portal.endpoint ? `portal: endpoint ${who.portal.endpoint}` : `portal: owner ${who.portal.owner}`
+    : who.name || 'signed in';
+  return html`<header class="top">
+    <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
+    <span class="brand">hookd</span>
+    <nav aria-label="Console">
+      ${link('', 'Overview', 'nav-overview')}
+      ${link('notifications', 'Notifications', 'nav-notifications')}
+      ${link('endpoints', 'Endpoints', 'nav-endpoints')}
+      ${!who.portal && can(who, 'read') && link('events', 'Events', 'nav-events')}
+    </nav>
+    <span class="who" data-test="who">${scope}</span>
+    <button type="button" onClick=${onSignOut} data-test="sign-out">Sign out</button>
+  </header>`;
+}
+
+function Page({ route, who }) {
+  const [first, second] = route.parts;
+  const props = { who, params: route.params };
+  if (!first) return html`<${Overview} ...${props} />`;
+  if (first === 'notifications') {
+    return second ? html`<${NotificationPage} id=${second} ...${props} />` : html`<${NotificationSearch} ...${props} />`;
+  }
+  if (first === 'endpoints') {
+    return second ? html`<${EndpointPage} id=${second} ...${props} />` : html`<${EndpointList} ...${props} />`;
+  }
+  if (first === 'events') return html`<${EventList} ...${props} />`;
+  return html`<p data-test="not-found">No such page. <a href="#/">Overview</a></p>`;
+}
+
+function App() {
+  const route = useRoute();
+  const [who, setWho] = useState(session.token() !== null ? session.who() : null);
+  const [notice, setNotice] = useState(null);
+  const [checking, setChecking] = useState(false);
+
+  const signOut = (message = null) => {
+    session.clear();
+    setWho(null);
+    setNotice(message);
+    history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+  };
+
+  // A portal link opens the console (on load) or arrives in an open one
+  // (a same-page link changes only the fragment).
+  useEffect(() => {
+    const check = () => {
+      const portal = takePortalToken();
+      if (!portal) return false;
+      setChecking(true);
+      whoami(portal)
+        .then((found) => {
+          const portalWho = { ...found, portal: found.portal || { endpoint: null } };
+          session.signIn(portal, portalWho);
+          setWho(portalWho);
+          setNotice(null);
+        })
+        .catch((error) => signOut(error.status === 401
+          ? 'This portal link is not valid or has expired. Ask for a new one.'
+          : error.message))
+        .finally(() => setChecking(false));
+      return true;
+    };
+    // The open mode (no tokens configured) needs no sign-in.
+    if (!check() && session.token() === null) {
+      whoami(null)
+        .then((found) => {
+          const local = { ...found, name: found.name || 'open mode (no token)' };
+          session.signIn('', local);
+          setWho(local);
+        })
+        .catch(() => {});
+    }
+    window.addEventListener('hashchange', check);
+    return () => window.removeEventListener('hashchange', check);
+  }, []);
+
+  useEffect(() => {
+    const expired = () => signOut('Your session ended (the token was refused). Sign in again.');
+    window.addEventListener('hookd:unauthorized', expired);
+    return () => window.removeEventListener('hookd:unauthorized', expired);
+  }, []);
+
+  if (checking) return html`<main id="main"><p class="muted">Checking the link…</p></main>`;
+  if (!who) {
+    return html`<${SignIn} notice=${notice} onSignedIn=${(token, found) => {
+      session.signIn(token, found);
+      setNotice(null);
+      setWho(found);
+    }} />`;
+  }
+  return html`<${Nav} who=${who} parts=${route.parts} onSignOut=${() => signOut('Signed out.')} />
+    <main id="main" tabindex="-1"><${Page} route=${route} who=${who} /></main>`;
+}
+
+// What the page's policy refused, for the browser tests to see (and
+// anyone in the developer tools): it should stay empty.
+window.hookdPolicyViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.hookdPolicyViolations.push(`${e.violatedDirective} ${e.blockedURI}`);
+});
+
+// The loading note goes: Preact would keep it beside the app.
+const root = document.getElementById('app');
+root.textContent = '';
+render(html`<${App} />`, root);

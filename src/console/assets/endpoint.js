@@ -1,0 +1,199 @@
+// One endpoint: its health (success over 1 h and 24 h, failing since,
+// disabled and why, circuit, held, rate limit), enable/disable, rotate
+// secret, a test notification, recover failed notifications since a
+// time (following the operation), and its policy edited with PATCH.
+
+import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLocalInput, fromLocalInput } from './ui.js';
+import { get, post, patch, query, can } from './api.js';
+import { health } from './endpoints.js';
+
+async function successRatio(id, window) {
+  try {
+    const s = await get(`/v1/stats${query({ window, endpoint: id })}`);
+    return s.totals.success_ratio === null ? 'no attempt' : `${(s.totals.success_ratio * 100).toFixed(1)} % of ${s.totals.attempts}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+// A pull endpoint's pending notifications, leased or waiting (of the
+// first 500 the list gives).
+async function leases(id) {
+  const page = await get(`/v1/notifications${query({ endpoint: id, status: 'pending', limit: 500 })}`);
+  const leased = page.data.filter((n) => n.leased).length;
+  return { leased, waiting: page.data.length - leased, more: !!page.next_cursor };
+}
+
+async function load(id) {
+  const endpoint = await get(`/v1/endpoints/${encodeURIComponent(id)}`);
+  const [hour, day, pull] = await Promise.all([
+    successRatio(endpoint.id, '1h'),
+    successRatio(endpoint.id, '24h'),
+    endpoint.delivery === 'pull' ? leases(endpoint.id).catch(() => null) : null,
+  ]);
+  return { endpoint, hour, day, pull };
+}
+
+function Operation({ id, onDone }) {
+  const op = useLoad(() => get(`/v1/operations/${id}`), id, 1000);
+  const o = op.data;
+  useEffect(() => {
+    if (o && o.status !== 'running' && onDone) onDone();
+  }, [o && o.status]);
+  if (!o) return op.error ? html`<${ErrorNote} error=${op.error} />` : null;
+  return html`<p class="notice" role="status" data-test="operation">
+    Recover ${o.status}: ${o.started} of ${o.matched} failed notifications restarted
+    (${time(o.since)} to ${time(o.until)})${o.error ? `; ${o.error}` : ''}.</p>`;
+}
+
+function Recover({ endpoint }) {
+  const [since, setSince] = useState(toLocalInput(new Date(Date.now() - 3600e3).toISOString()));
+  const [operation, setOperation] = useState(null);
+  const [error, setError] = useState(null);
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const started = await post(`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
+      setOperation(started.id);
+    } catch (err) {
+      if (err.body && err.body.operation) setOperation(err.body.operation.id);
+      setError(err);
+    }
+  };
+  return html`<form class="inline" onSubmit=${submit} data-test="recover">
+    <div class="field"><label for="recover-since">Recover failed since (UTC)</label>
+      <input id="recover-since" type="datetime-local" required value=${since} onInput=${(e) => setSince(e.target.value)} data-test="recover-since" /></div>
+    <button type="submit" data-test="recover-submit">Recover</button>
+    <${ErrorNote} error=${error} />
+    ${operation && html`<${Operation} id=${operation} />`}
+  </form>`;
+}
+
+function headerLines(headers) {
+  return Object.keys(headers || {}).map((name) => `${name}: `).join('\n');
+}
+
+function parseHeaders(text) {
+  const headers = {};
+  for (const line of text.split('\n')) {
+    const at = line.indexOf(':');
+    if (line.trim() && at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return headers;
+}
+
+function PolicyForm({ endpoint, onSaved }) {
+  const e = endpoint;
+  const initial = {
+    schedule: Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule,
+    success_body: e.success_body || '',
+    per_second: e.rate_limit ? String(e.rate_limit.per_second) : '',
+    burst: e.rate_limit ? String(e.rate_limit.burst) : '',
+    headers: headerLines(e.headers),
+  };
+  const [form, setForm] = useState(initial);
+  const [result, setResult] = useState(null);
+  const set = (name) => (ev) => setForm({ ...form, [name]: ev.target.value });
+  const submit = async (ev) => {
+    ev.preventDefault();
+    const change = {};
+    if (form.schedule !== initial.schedule) {
+      const parts = form.schedule.split(',').map((s) => s.trim()).filter(Boolean);
+      change.schedule = parts.length === 1 && !/\d/.test(parts[0]) ? parts[0] : parts;
+    }
+    if (form.success_body !== initial.success_body) change.success_body = form.success_body || null;
+    if (form.per_second !== initial.per_second || form.burst !== initial.burst) {
+      change.rate_limit = form.per_second === '' && form.burst === ''
+        ? null : { per_second: Number(form.per_second), burst: Number(form.burst) };
+    }
+    // Header values are never shown, so headers are sent only when
+    // edited, and then all of them with their values.
+    if (form.headers !== initial.headers) change.headers = parseHeaders(form.headers);
+    if (!Object.keys(change).length) {
+      setResult({ ok: true, text: 'Nothing changed.' });
+      return;
+    }
+    try {
+      await patch(`/v1/endpoints/${e.id}`, change);
+      setResult({ ok: true, text: 'Saved.' });
+      onSaved();
+    } catch (error) {
+      setResult({ ok: false, error });
+    }
+  };
+  return html`<form class="policy" onSubmit=${submit} data-test="policy">
+    <div class="field"><label for="p-schedule">Schedule (a preset, or waits: 0s, 30s, 5m)</label>
+      <input id="p-schedule" value=${form.schedule} onInput=${set('schedule')} data-test="policy-schedule" /></div>
+    <div class="field"><label for="p-success">Success body (empty: any 2xx)</label>
+      <input id="p-success" value=${form.success_body} onInput=${set('success_body')} data-test="policy-success-body" /></div>
+    <div class="field"><label for="p-rate">Rate limit, per second (empty: none)</label>
+      <input id="p-rate" inputmode="decimal" value=${form.per_second} onInput=${set('per_second')} data-test="policy-per-second" /></div>
+    <div class="field"><label for="p-burst">Burst</label>
+      <input id="p-burst" inputmode="numeric" value=${form.burst} onInput=${set('burst')} data-test="policy-burst" /></div>
+    <div class="field wide"><label for="p-headers">Headers, one "Name: value" a line (values are hidden: editing replaces them all)</label>
+      <textarea id="p-headers" rows="3" value=${form.headers} onInput=${set('headers')} data-test="policy-headers"></textarea></div>
+    <div class="actions"><button type="submit" data-test="policy-save">Save</button></div>
+    ${result && (result.ok ? html`<p class="notice" role="status" data-test="policy-result">${result.text}</p>` : html`<${ErrorNote} error=${result.error} test="policy-error" />`)}
+  </form>`;
+}
+
+export function EndpointPage({ id, who }) {
+  const found = useLoad(() => load(id), id, 5000);
+  const [message, setMessage] = useState(null);
+  const act = async (what, run) => {
+    setMessage(null);
+    try {
+      setMessage({ ok: true, text: await run() });
+      await found.reload();
+    } catch (error) {
+      setMessage({ ok: false, error, what });
+    }
+  };
+  if (!found.data) {
+    return found.error ? html`<section><h1>Endpoint</h1><${ErrorNote} error=${found.error} /></section>` : html`<${Loading} what="the endpoint" />`;
+  }
+  const { endpoint: e, hour, day, pull } = found.data;
+  const c = e.circuit || { state: 'closed', held: 0 };
+  const admin = can(who, 'admin');
+  return html`<section data-test="endpoint">
+    <p><a href="#/endpoints">← Endpoints</a></p>
+    <div class="heading"><h1>Endpoint <code data-test="endpoint-id">${e.uid || e.id}</code></h1>${health(e)}</div>
+    <dl class="facts">
+      <${Row} label="Id">${e.id}<//>
+      <${Row} label="URL">${e.url || '— (pull: consumers take its notifications)'}<//>
+      <${Row} label="Owner">${e.owner || '—'}<//>
+      <${Row} label="Success, last hour" test="success-1h">${hour}<//>
+      <${Row} label="Success, last 24 hours" test="success-24h">${day}<//>
+      <${Row} label="Failing since" test="failing-since">${time(e.failing_since)}<//>
+      <${Row} label="Disabled" test="disabled">${e.disabled ? `yes${e.disabled_reason ? `: ${e.disabled_reason}` : ''}` : 'no'}<//>
+      <${Row} label="Circuit" test="circuit">${c.state}${c.opened_at ? `, opened ${time(c.opened_at)}` : ''}${c.next_probe_at ? `, next probe ${time(c.next_probe_at)}` : ''}<//>
+      <${Row} label="Held by the circuit" test="held">${c.held}<//>
+      <${Row} label="Rate limit" test="rate-limit">${e.rate_limit ? `${e.rate_limit.per_second}/s, burst ${e.rate_limit.burst}` : 'none of its own'}<//>
+      <${Row} label="Schedule">${Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule}${e.schedule_jitter ? ` (jitter ±${e.schedule_jitter * 100} %)` : ''}<//>
+      <${Row} label="Success rule">${e.success_body ? `2xx with body "${e.success_body}"` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
+      <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
+      ${pull && html`<${Row} label="Pull" test="pull">${pull.leased} leased, ${pull.waiting} waiting${pull.more ? ' (of the first 500 pending)' : ''}<//>`}
+      <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a><//>
+    </dl>
+    ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}
+    ${admin && html`<div class="buttons">
+      <button type="button" data-test="toggle-disabled" onClick=${() => act('toggle', async () => {
+        await patch(`/v1/endpoints/${e.id}`, { disabled: !e.disabled });
+        return e.disabled ? 'Enabled.' : 'Disabled: nothing is sent until it is enabled.';
+      })}>${e.disabled ? 'Enable' : 'Disable'}</button>
+      ${can(who, 'secrets') && html`<button type="button" data-test="rotate-secret" onClick=${() => act('rotate', async () => {
+        const rotated = await post(`/v1/endpoints/${e.id}/secret/rotate`);
+        return html`New secret (shown once; the old one signs for 24 h more): <code data-test="new-secret">${rotated.secret}</code>`;
+      })}>Rotate secret</button>`}
+    </div>`}
+    ${can(who, 'write') && !who.portal && html`<div class="buttons">
+      <button type="button" data-test="send-test" onClick=${() => act('test', async () => {
+        const created = await post('/v1/notifications', { endpoint: e.id, event_type: 'hookd.test', payload: { type: 'hookd.test', sent_at: new Date().toISOString() } });
+        return html`Test notification sent: <a href=${`#/notifications/${created.id}`} data-test="test-link">${created.id}</a>`;
+      })}>Send a test notification</button>
+    </div>
+    <${Recover} endpoint=${e} />`}
+    ${admin && html`<h2>Policy</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} onSaved=${found.reload} />`}
+  </section>`;
+}

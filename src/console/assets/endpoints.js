@@ -1,0 +1,45 @@
+// Endpoints: each with its health at a glance (circuit, disabled,
+// failing since), newest first, in pages; filter by owner.
+
+import { html, useState, useLoad, ErrorNote, Loading, Empty, Pager, time, setRoute } from './ui.js';
+import { get, query } from './api.js';
+
+export function health(e) {
+  if (e.disabled) return html`<span class="badge badge-failed" data-test="health">disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}</span>`;
+  if (e.circuit && e.circuit.state !== 'closed') return html`<span class="badge badge-pending" data-test="health">circuit ${e.circuit.state}</span>`;
+  if (e.failing_since) return html`<span class="badge badge-retry" data-test="health">failing</span>`;
+  return html`<span class="badge badge-succeeded" data-test="health">ok</span>`;
+}
+
+export function EndpointList({ params, who }) {
+  const owner = params.get('owner') || '';
+  const cursor = params.get('cursor');
+  const [ownerInput, setOwner] = useState(owner);
+  const list = useLoad(() => get(`/v1/endpoints${query({ owner, cursor, limit: 50 })}`), params.toString(), 10000);
+  let body;
+  if (list.loading && !list.data) body = html`<${Loading} what="endpoints" />`;
+  else if (!list.data) body = html`<${ErrorNote} error=${list.error} />`;
+  else if (!list.data.data.length) body = html`<${Empty}>No endpoint.<//>`;
+  else body = html`<div class="scroll"><table data-test="endpoints">
+    <thead><tr><th scope="col">Endpoint</th><th scope="col">Health</th><th scope="col">URL</th><th scope="col">Delivery</th>
+      <th scope="col">Owner</th><th scope="col">Failing since</th><th scope="col">Held</th></tr></thead>
+    <tbody>${list.data.data.map((e) => html`<tr key=${e.id} data-test="endpoint-row">
+      <td><a href=${`#/endpoints/${e.id}`} data-test="endpoint-link">${e.uid || e.id}</a></td>
+      <td>${health(e)}</td>
+      <td class="url">${e.url || '—'}</td>
+      <td>${e.delivery}</td>
+      <td>${e.owner || '—'}</td>
+      <td>${time(e.failing_since)}</td>
+      <td>${e.circuit ? e.circuit.held : 0}</td>
+    </tr>`)}</tbody></table></div>
+    <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${(next) => setRoute('/endpoints', { owner, cursor: next })} />`;
+  return html`<section data-test="endpoints-page">
+    <h1>Endpoints</h1>
+    ${!who.portal && html`<form class="filters" role="search" onSubmit=${(e) => { e.preventDefault(); setRoute('/endpoints', { owner: ownerInput.trim() }); }}>
+      <div class="field"><label for="f-owner">Owner</label>
+        <input id="f-owner" value=${ownerInput} onInput=${(e) => setOwner(e.target.value)} data-test="filter-owner" /></div>
+      <div class="actions"><button type="submit">Filter</button></div>
+    </form>`}
+    ${body}
+  </section>`;
+}

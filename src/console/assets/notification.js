@@ -1,0 +1,117 @@
+// One notification: where it stands, its payload (as text, never as
+// HTML), every attempt as a timeline with the next attempt's countdown,
+// and retry and cancel. Refreshes while it is pending.
+
+import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative } from './ui.js';
+import { get, post, can } from './api.js';
+
+async function allAttempts(id) {
+  const rows = [];
+  let cursor = null;
+  // 500 a page; a schedule has far fewer attempts, but a retried
+  // notification starts new series, so follow the pages (up to 10).
+  for (let page = 0; page < 10; page++) {
+    const found = await get(`/v1/notifications/${id}/attempts?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    rows.push(...found.data);
+    cursor = found.next_cursor;
+    if (!cursor) break;
+  }
+  return rows;
+}
+
+async function load(id) {
+  const [notification, attempts] = await Promise.all([get(`/v1/notifications/${id}`), allAttempts(id)]);
+  return { notification, attempts };
+}
+
+// The payload pretty-printed. It is only ever a text node's content.
+function payloadText(n) {
+  if (n.payload !== undefined && n.payload !== null) return JSON.stringify(n.payload, null, 2);
+  if (n.body !== undefined && n.body !== null) return n.body;
+  return '(no body)';
+}
+
+function Attempt({ a }) {
+  const code = a.status_code === null ? 'no response' : `HTTP ${a.status_code}`;
+  return html`<li class=${`attempt outcome-${a.outcome}`} data-test="attempt">
+    <div class="attempt-head">
+      <span class="num">#${a.number}</span>
+      <time datetime=${a.started_at}>${time(a.started_at)}</time>
+      <span data-test="attempt-status">${code}</span>
+      <span>${a.duration_ms} ms</span>
+      <span class=${`badge badge-${a.outcome}`} data-test="attempt-outcome">${a.outcome}</span>
+    </div>
+    ${a.error && html`<p class="error-text" data-test="attempt-error">${a.error.code}: ${a.error.message}</p>`}
+    ${a.response_body && html`<details open=${a.response_body.length <= 400}><summary>Response body</summary><pre data-test="attempt-body">${a.response_body}</pre></details>`}
+  </li>`;
+}
+
+function Timeline({ attempts, notification, now }) {
+  const n = notification;
+  return html`<ol class="timeline" data-test="timeline" aria-label="Attempts">
+    ${attempts.map((a) => html`<${Attempt} key=${a.number} a=${a} />`)}
+    ${n.next_attempt_at && html`<li class="attempt next" data-test="next-attempt">
+      <div class="attempt-head"><span class="num">next</span>
+      <time datetime=${n.next_attempt_at}>${time(n.next_attempt_at)}</time>
+      <span data-test="countdown">${n.leased ? 'leased by a consumer; lease ends ' : ''}${relative(n.next_attempt_at, now)}</span></div>
+    </li>`}
+    ${!attempts.length && !n.next_attempt_at && html`<li class="muted">No attempt.</li>`}
+  </ol>`;
+}
+
+export function NotificationPage({ id, who }) {
+  const now = useNow(1000);
+  const [result, setResult] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const found = useLoad(() => load(id), id, 2000);
+  const act = async (what) => {
+    setBusy(true);
+    setResult(null);
+    try {
+      await post(`/v1/notifications/${id}/${what}`);
+      setResult({ ok: true, text: what === 'retry' ? 'Retry requested: a new attempt series starts now.' : 'Cancelled.' });
+      await found.reload();
+    } catch (error) {
+      setResult({ ok: false, error });
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (!found.data) {
+    return found.error ? html`<section><h1>Notification</h1><${ErrorNote} error=${found.error} /></section>` : html`<${Loading} what="the notification" />`;
+  }
+  const { notification: n, attempts } = found.data;
+  const retryable = (n.status === 'failed' || n.status === 'pending') && !n.leased;
+  return html`<section data-test="notification">
+    <p><a href="#/notifications">← Notifications</a></p>
+    <div class="heading"><h1>Notification <code data-test="notification-id">${n.id}</code></h1><${Status} status=${n.status} /></div>
+    <div class="buttons">
+      ${can(who, 'retry') && html`<button type="button" disabled=${busy || !retryable} onClick=${() => act('retry')} data-test="retry">Retry now</button>`}
+      ${can(who, 'write') && html`<button type="button" class="danger" disabled=${busy || n.status !== 'pending'} onClick=${() => act('cancel')} data-test="cancel">Cancel</button>`}
+    </div>
+    ${result && (result.ok ? html`<p class="notice" role="status" data-test="action-result">${result.text}</p>` : html`<${ErrorNote} error=${result.error} test="action-error" />`)}
+    <div class="columns">
+      <dl class="facts">
+        <${Row} label="Endpoint"><a href=${`#/endpoints/${n.endpoint_id}`}>${n.endpoint_id}</a><//>
+        <${Row} label="Key" test="key">${n.key || '—'}<//>
+        <${Row} label="Event type">${n.event_type || '—'}<//>
+        ${n.event_id && html`<${Row} label="Event"><a href=${`#/notifications?event=${n.event_id}`}>${n.event_id}</a><//>`}
+        ${n.url && html`<${Row} label="URL">${n.url}<//>`}
+        <${Row} label="Attempts" test="attempts">${n.attempts}<//>
+        <${Row} label="Created">${time(n.created_at)}<//>
+        <${Row} label="Deliver at">${time(n.deliver_at)}<//>
+        <${Row} label="Completed">${time(n.completed_at)}<//>
+        <${Row} label="Schedule">${Array.isArray(n.schedule) ? n.schedule.join(', ') : n.schedule}<//>
+        <${Row} label="Content type">${n.content_type}<//>
+        ${Object.keys(n.headers || {}).length > 0 && html`<${Row} label="Headers">${Object.keys(n.headers).join(', ')} (values hidden)<//>`}
+      </dl>
+      <div>
+        <h2>Payload</h2>
+        <pre class="payload" data-test="payload" tabindex="0">${payloadText(n)}</pre>
+      </div>
+    </div>
+    <h2>Attempts</h2>
+    <${Timeline} attempts=${attempts} notification=${n} now=${now} />
+    ${found.error && html`<${ErrorNote} error=${found.error} />`}
+  </section>`;
+}

@@ -1,0 +1,114 @@
+// The overview: deliveries, success ratio, failures, retry lateness and
+// the pending backlog over the last hour or day (GET /v1/stats, columns
+// ready for uPlot), and the endpoints failing most. Refreshes itself.
+
+import uPlot from './vendor/uplot.mjs';
+import { html, useState, useEffect, useRef, useLoad, ErrorNote, Loading, Empty } from './ui.js';
+import { get, query } from './api.js';
+
+const REFRESH_MS = 5000;
+
+function Chart({ title, test, time, series, unit }) {
+  const box = useRef(null);
+  const plot = useRef(null);
+  const data = [time, ...series.map((s) => s.values)];
+  useEffect(() => {
+    const width = Math.max(240, box.current.clientWidth);
+    plot.current = new uPlot({
+      width,
+      height: 180,
+      legend: { show: true },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true } },
+      axes: [{}, { values: (u, ticks) => ticks.map((v) => `${v}${unit || ''}`), size: 60 }],
+      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: false, points: { show: false } }))],
+    }, data, box.current);
+    const resized = new ResizeObserver(() => {
+      if (plot.current && box.current) plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: 180 });
+    });
+    resized.observe(box.current);
+    return () => {
+      resized.disconnect();
+      plot.current.destroy();
+      plot.current = null;
+    };
+  }, [series.length]);
+  useEffect(() => {
+    if (plot.current) plot.current.setData(data);
+  });
+  return html`<figure class="chart" data-test=${test}>
+    <figcaption>${title}</figcaption>
+    <div ref=${box} class="plot" role="img" aria-label=${title}></div>
+  </figure>`;
+}
+
+const per = (values, seconds) => values.map((v) => (v === null ? null : Math.round((v / seconds) * 1000) / 1000));
+const percent = (values) => values.map((v) => (v === null ? null : Math.round(v * 1000) / 10));
+
+function Totals({ totals }) {
+  const ratio = totals.success_ratio === null ? '—' : `${(totals.success_ratio * 100).toFixed(1)} %`;
+  return html`<dl class="totals" data-test="totals">
+    <div><dt>Delivered</dt><dd data-test="total-delivered">${totals.delivered}</dd></div>
+    <div><dt>Failed</dt><dd data-test="total-failed">${totals.failed}</dd></div>
+    <div><dt>Attempts</dt><dd data-test="total-attempts">${totals.attempts}</dd></div>
+    <div><dt>Failed attempts</dt><dd>${totals.failed_attempts}</dd></div>
+    <div><dt>Success ratio</dt><dd data-test="total-success">${ratio}</dd></div>
+  </dl>`;
+}
+
+function FailingEndpoints({ rows }) {
+  if (!rows.length) return html`<${Empty}>No endpoint failed in this window.<//>`;
+  return html`<div class="scroll"><table data-test="failing-endpoints">
+    <thead><tr><th scope="col">Endpoint</th><th scope="col">URL</th><th scope="col">Failed attempts</th><th scope="col">Attempts</th></tr></thead>
+    <tbody>${rows.map((r) => html`<tr key=${r.endpoint_id}>
+      <td><a href=${`#/endpoints/${r.endpoint_id}`}>${r.endpoint_id}</a></td>
+      <td class="url">${r.url || '(pull)'}</td>
+      <td>${r.failed_attempts}</td><td>${r.attempts}</td></tr>`)}
+    </tbody></table></div>`;
+}
+
+export function Overview({ params }) {
+  const [window, setWindow] = useState(params.get('window') === '24h' ? '24h' : '1h');
+  const stats = useLoad(() => get(`/v1/stats${query({ window })}`), window, REFRESH_MS);
+  const choose = (w) => html`<button type="button" aria-pressed=${window === w} data-test=${`window-${w}`}
+    onClick=${() => setWindow(w)}>${w === '1h' ? 'Last hour' : 'Last 24 hours'}</button>`;
+  const s = stats.data;
+  let body;
+  if (!s && stats.error && stats.error.status === 404) {
+    body = html`<p class="notice" data-test="stats-missing">This hookd does not serve statistics (GET /v1/stats) yet.</p>`;
+  } else if (!s) {
+    body = stats.error ? html`<${ErrorNote} error=${stats.error} />` : html`<${Loading} what="statistics" />`;
+  } else {
+    const step = s.step_seconds;
+    body = html`
+      <${Totals} totals=${s.totals} />
+      <div class="charts">
+        <${Chart} title="Deliveries per second" test="chart-deliveries" time=${s.time} series=${[
+          { label: 'delivered/s', values: per(s.delivered, step), color: '#1a7f37' },
+          { label: 'attempts/s', values: per(s.attempts, step), color: '#1f4e79' },
+        ]} />
+        <${Chart} title="Success ratio of attempts" test="chart-success" unit="%" time=${s.time} series=${[
+          { label: 'success %', values: percent(s.success_ratio), color: '#1a7f37' },
+        ]} />
+        <${Chart} title="Failures" test="chart-failures" time=${s.time} series=${[
+          { label: 'failed notifications', values: s.failed, color: '#b42318' },
+          { label: 'failed attempts', values: s.failed_attempts, color: '#dc6803' },
+        ]} />
+        <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time} series=${[
+          { label: 'p99 ms', values: s.lateness_p99_ms, color: '#6941c6' },
+        ]} />
+        <${Chart} title="Pending backlog" test="chart-pending" time=${s.time} series=${[
+          { label: 'pending', values: s.pending, color: '#1f4e79' },
+        ]} />
+      </div>
+      <h2>Endpoints failing most</h2>
+      <${FailingEndpoints} rows=${s.failing_endpoints} />
+      ${stats.error && html`<${ErrorNote} error=${stats.error} />`}`;
+  }
+  return html`<section data-test="overview">
+    <div class="heading"><h1>Overview</h1>
+      <div class="toggle" role="group" aria-label="Window">${choose('1h')}${choose('24h')}</div></div>
+    <p class="muted">Refreshes every ${REFRESH_MS / 1000} seconds. Times in UTC.</p>
+    ${body}
+  </section>`;
+}

@@ -1,0 +1,127 @@
+// Shared pieces of the console: the html tag, time formatting, status
+// badges, loading with refresh, paging and messages.
+
+import { h, render } from './vendor/preact.mjs';
+import { useState, useEffect, useRef, useCallback } from './vendor/hooks.mjs';
+import htm from './vendor/htm.mjs';
+
+export const html = htm.bind(h);
+export { render, useState, useEffect, useRef, useCallback };
+
+// Times in UTC, as hookd's API and logs give them.
+export function time(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+export function duration(ms) {
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+export function relative(iso, now) {
+  const ms = new Date(iso).getTime() - now;
+  if (Math.abs(ms) < 1000) return 'now';
+  return ms > 0 ? `in ${duration(ms)}` : `${duration(ms)} ago`;
+}
+
+// A clock that ticks every `ms`, for countdowns.
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return now;
+}
+
+// Loads with `load()` when `key` changes, and again every `every` ms
+// when given. A failed refresh keeps the data shown with its error.
+export function useLoad(load, key, every) {
+  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const generation = useRef(0);
+  const run = useCallback(async () => {
+    const mine = ++generation.current;
+    try {
+      const data = await load();
+      if (mine === generation.current) setState({ data, error: null, loading: false });
+    } catch (error) {
+      if (mine === generation.current) setState((s) => ({ data: s.data, error, loading: false }));
+    }
+  }, [key]);
+  useEffect(() => {
+    setState({ data: null, error: null, loading: true });
+    run();
+    if (!every) return () => generation.current++;
+    const timer = setInterval(run, every);
+    return () => {
+      clearInterval(timer);
+      generation.current++;
+    };
+  }, [key, every]);
+  return { ...state, reload: run };
+}
+
+export function Status({ status }) {
+  return html`<span class=${`badge badge-${status}`} data-test="status">${status}</span>`;
+}
+
+export function ErrorNote({ error, test = 'error' }) {
+  if (!error) return null;
+  const field = error.field ? ` (${error.field})` : '';
+  return html`<p class="error" role="alert" data-test=${test}>${error.message}${field}</p>`;
+}
+
+export function Loading({ what }) {
+  return html`<p class="muted" aria-live="polite">Loading ${what}…</p>`;
+}
+
+export function Empty({ children }) {
+  return html`<p class="muted" data-test="empty">${children}</p>`;
+}
+
+// Next/first page over a cursor kept in the route's query.
+export function Pager({ next, cursor, go }) {
+  if (!next && !cursor) return null;
+  return html`<nav class="pager" aria-label="Pages">
+    <button type="button" disabled=${!cursor} onClick=${() => go(null)} data-test="first-page">First page</button>
+    <button type="button" disabled=${!next} onClick=${() => go(next)} data-test="next-page">Next page</button>
+  </nav>`;
+}
+
+// A labelled row of a definition list.
+export function Row({ label, children, test }) {
+  return html`<div class="row"><dt>${label}</dt><dd data-test=${test}>${children}</dd></div>`;
+}
+
+export function shortId(id) {
+  return id ? `${id.slice(0, 8)}…${id.slice(-4)}` : '—';
+}
+
+// An RFC 3339 time from a datetime-local input (read as UTC), or ''.
+export function fromLocalInput(value) {
+  if (!value) return '';
+  const d = new Date(value.length === 16 ? `${value}:00Z` : `${value}Z`);
+  return Number.isNaN(d.getTime()) ? value : d.toISOString();
+}
+
+// A datetime-local value (UTC) from RFC 3339, or ''.
+export function toLocalInput(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? '' : d.toISOString().slice(0, 16);
+}
+
+export function setRoute(path, params = {}) {
+  const q = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') q.set(name, value);
+  }
+  const text = q.toString();
+  location.hash = `#${path}${text ? `?${text}` : ''}`;
+}

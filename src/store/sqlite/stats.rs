@@ -1,0 +1,236 @@
+//! The per-minute counts in the embedded file (`store::stats`), as
+//! PostgreSQL keeps them (`postgres/stats.rs`): the batch's sums added
+//! row by row in the writer's transaction that records what they count
+//! (SQLite is in-process: a statement per row costs no round trip), the
+//! overview's reads on the readers, the pending sample and retention.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+
+use super::columns::{micros, time_of};
+use super::{store_error, SqliteStore};
+use crate::domain::minute_stats::{Counts, MinuteSums};
+use crate::store::seams::StatsStore;
+use crate::store::stats::{
+    adding_columns, count_columns, counts_from, summed_columns, values, FailingCount, MinuteRow,
+    StatsScope, TOTAL_SHARDS,
+};
+use crate::store::StoreError;
+
+/// The upsert of one row of `table`, keyed by `key` (two columns, `?1`
+/// and `?2`), the counts from `?3` on.
+fn upsert(table: &str, key: &str) -> String {
+    let columns = count_columns();
+    let marks: Vec<String> = (3..3 + columns.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO {table} AS s ({key}, {columns}) VALUES (?1, ?2, {marks}) \
+         ON CONFLICT ({key}) DO UPDATE SET {adding}",
+        columns = columns.join(", "),
+        marks = marks.join(", "),
+        adding = adding_columns("max"),
+    )
+}
+
+static ADD_TO_ENDPOINT: LazyLock<String> =
+    LazyLock::new(|| upsert("minute_stats", "endpoint_id, minute"));
+static ADD_TO_TOTALS: LazyLock<String> = LazyLock::new(|| upsert("minute_totals", "minute, shard"));
+
+fn bind_counts<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    counts: &Counts,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    for value in values(counts) {
+        query = query.bind(value);
+    }
+    query
+}
+
+/// Adds a batch's sums in the caller's transaction on the writer.
+pub(super) async fn add_minute_sums(
+    conn: &mut SqliteConnection,
+    sums: &MinuteSums,
+) -> Result<(), StoreError> {
+    for (id, minute, counts) in &sums.endpoints {
+        let query = sqlx::query(ADD_TO_ENDPOINT.as_str())
+            .bind(*id)
+            .bind(micros(*minute));
+        bind_counts(query, counts)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    // One process writes the file, so no batch waits on a shard; one is
+    // drawn all the same, so that the rows are PostgreSQL's.
+    let shard = i64::from(rand::random::<u16>() % TOTAL_SHARDS as u16);
+    for (minute, counts) in &sums.totals {
+        let query = sqlx::query(ADD_TO_TOTALS.as_str())
+            .bind(micros(*minute))
+            .bind(shard);
+        bind_counts(query, counts)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(())
+}
+
+/// Where `scope`'s rows of `minute_stats` (aliased `s`) are, its values
+/// bound from `?first` on; `None`: every endpoint.
+fn scope_clause(scope: &StatsScope, first: usize) -> Option<String> {
+    match (&scope.endpoint, &scope.owner) {
+        (None, None) => None,
+        (Some(_), None) => Some(format!("s.endpoint_id = ?{first}")),
+        (None, Some(_)) => Some(format!(
+            "s.endpoint_id IN (SELECT id FROM endpoints WHERE owner = ?{first})"
+        )),
+        (Some(_), Some(_)) => Some(format!(
+            "s.endpoint_id = ?{first} AND EXISTS (SELECT 1 FROM endpoints \
+             WHERE id = ?{first} AND owner = ?{})",
+            first + 1
+        )),
+    }
+}
+
+fn bind_scope<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    scope: &'q StatsScope,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    if let Some(id) = scope.endpoint {
+        query = query.bind(id);
+    }
+    if let Some(owner) = &scope.owner {
+        query = query.bind(owner.as_str());
+    }
+    query
+}
+
+fn minute_row(row: &SqliteRow) -> Result<MinuteRow, sqlx::Error> {
+    let minute = time_of("minute", row.try_get(0)?)?;
+    let values = (1..=count_columns().len())
+        .map(|i| row.try_get::<Option<i64>, _>(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((minute, counts_from(&values)))
+}
+
+#[async_trait::async_trait]
+impl StatsStore for SqliteStore {
+    async fn minute_counts(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<MinuteRow>, StoreError> {
+        let sums = summed_columns();
+        let sql = match scope_clause(scope, 2) {
+            None => format!(
+                "SELECT minute, {sums} FROM minute_totals WHERE minute >= ?1 GROUP BY minute"
+            ),
+            Some(clause) => format!(
+                "SELECT s.minute, {sums} FROM minute_stats s WHERE s.minute >= ?1 AND {clause} \
+                 GROUP BY s.minute"
+            ),
+        };
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(micros(since));
+        let rows = bind_scope(query, scope)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        rows.iter()
+            .map(minute_row)
+            .collect::<Result<_, _>>()
+            .map_err(store_error)
+    }
+
+    async fn pending_samples(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError> {
+        let rows: Vec<(i64, i64)> =
+            sqlx::query_as("SELECT minute, pending FROM minute_backlog WHERE minute >= ?1")
+                .bind(micros(since))
+                .fetch_all(&self.reader)
+                .await
+                .map_err(store_error)?;
+        rows.into_iter()
+            .map(|(minute, pending)| Ok((time_of("minute", minute)?, pending)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(store_error)
+    }
+
+    async fn most_failing(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailingCount>, StoreError> {
+        let clause = scope_clause(scope, 3).map_or(String::new(), |c| format!("AND {c}"));
+        let sql = format!(
+            "WITH top AS ( \
+                 SELECT s.endpoint_id, sum(s.failed_attempts) AS failed_attempts \
+                 FROM minute_stats s WHERE s.minute >= ?1 AND s.failed_attempts > 0 {clause} \
+                 GROUP BY s.endpoint_id ORDER BY 2 DESC, 1 LIMIT ?2 \
+             ) \
+             SELECT t.endpoint_id, t.failed_attempts, \
+                 (SELECT sum(a.attempts) FROM minute_stats a \
+                  WHERE a.endpoint_id = t.endpoint_id AND a.minute >= ?1) AS attempts, \
+                 e.url \
+             FROM top t LEFT JOIN endpoints e ON e.id = t.endpoint_id \
+             ORDER BY t.failed_attempts DESC, t.endpoint_id"
+        );
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(micros(since))
+            .bind(limit);
+        let rows = bind_scope(query, scope)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)?;
+        rows.iter()
+            .map(|row| {
+                Ok(FailingCount {
+                    endpoint_id: row.try_get(0)?,
+                    failed_attempts: row.try_get(1)?,
+                    attempts: row.try_get::<Option<i64>, _>(2)?.unwrap_or(0),
+                    url: row.try_get(3)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(store_error)
+    }
+
+    async fn sample_pending(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO minute_backlog (minute, pending) \
+             SELECT ?1, (SELECT count(*) FROM notifications WHERE status = 'pending') \
+             WHERE NOT EXISTS (SELECT 1 FROM minute_backlog WHERE minute = ?1) \
+             ON CONFLICT (minute) DO NOTHING",
+        )
+        .bind(micros(minute))
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?;
+        Ok(())
+    }
+
+    async fn purge_minutes(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        for sql in [
+            "DELETE FROM minute_stats WHERE rowid IN \
+                 (SELECT rowid FROM minute_stats WHERE minute < ?1 LIMIT ?2)",
+            "DELETE FROM minute_totals WHERE rowid IN \
+                 (SELECT rowid FROM minute_totals WHERE minute < ?1 LIMIT ?2)",
+            "DELETE FROM minute_backlog WHERE minute IN \
+                 (SELECT minute FROM minute_backlog WHERE minute < ?1 LIMIT ?2)",
+        ] {
+            deleted += sqlx::query(sql)
+                .bind(micros(before))
+                .bind(limit)
+                .execute(&self.writer)
+                .await
+                .map_err(store_error)?
+                .rows_affected();
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,153 @@
+//! The per-minute counts behind `GET /v1/stats` as the store keeps them
+//! (migration `20261203000039_minute_stats`): what a reader asks for, what
+//! it gets back, and the column lists both backends write and read alike.
+//! What counts is `domain::minute_stats`'s; the store adds its sums.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::recording::AttemptRecord;
+use crate::domain::lateness::BUCKETS;
+use crate::domain::minute_stats::{sum, Counted, Counts, MinuteSums};
+use crate::domain::outcome::Outcome;
+
+/// Whose counts: every endpoint's (both `None`), one endpoint's, an
+/// owner's endpoints', or one endpoint's if it is that owner's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatsScope {
+    pub endpoint: Option<Uuid>,
+    pub owner: Option<String>,
+}
+
+/// An endpoint among those failing most in a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailingCount {
+    pub endpoint_id: Uuid,
+    /// `None` for a pull endpoint (or one whose row is gone).
+    pub url: Option<String>,
+    pub failed_attempts: i64,
+    pub attempts: i64,
+}
+
+/// A minute's counts, summed over whatever rows the scope covers.
+pub type MinuteRow = (DateTime<Utc>, Counts);
+
+/// How many rows of `minute_totals` a minute is spread over.
+pub(crate) const TOTAL_SHARDS: i16 = 16;
+
+/// What the recorded `records` add, counting only those whose
+/// notification `moved` (`domain::minute_stats`).
+pub(crate) fn sums_of(records: &[AttemptRecord], moved: &[Uuid]) -> MinuteSums {
+    let moved: HashSet<&Uuid> = moved.iter().collect();
+    sum(records
+        .iter()
+        .filter(|r| moved.contains(&r.notification_id))
+        .map(|r| {
+            Counted::attempt(
+                r.endpoint_id,
+                r.started_at,
+                r.outcome == Outcome::Succeeded,
+                r.due_at,
+                r.next.status,
+            )
+        }))
+}
+
+/// The lateness bucket columns, `late_0` … `late_45`.
+pub(crate) fn late_columns() -> Vec<String> {
+    (0..BUCKETS).map(|i| format!("late_{i}")).collect()
+}
+
+/// The count columns in the order they are written and read: the four
+/// counts, the largest lateness, the buckets.
+pub(crate) fn count_columns() -> Vec<String> {
+    let mut columns: Vec<String> = ["attempts", "failed_attempts", "delivered", "failed"]
+        .map(String::from)
+        .to_vec();
+    columns.push("lateness_max_ms".into());
+    columns.extend(late_columns());
+    columns
+}
+
+/// The select list summing `count_columns` over a group (the largest
+/// lateness is the largest).
+pub(crate) fn summed_columns() -> String {
+    count_columns()
+        .iter()
+        .map(|c| match c.as_str() {
+            "lateness_max_ms" => format!("max({c})"),
+            _ => format!("sum({c})"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An upsert's `SET` list adding `excluded` to the row `s`; `greatest` is
+/// the dialect's two-argument maximum (`GREATEST`, SQLite's `max`).
+pub(crate) fn adding_columns(greatest: &str) -> String {
+    count_columns()
+        .iter()
+        .map(|c| match c.as_str() {
+            "lateness_max_ms" => format!("{c} = {greatest}(s.{c}, excluded.{c})"),
+            _ => format!("{c} = s.{c} + excluded.{c}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `counts` in `count_columns` order.
+pub(crate) fn values(counts: &Counts) -> Vec<i64> {
+    let mut values = vec![
+        counts.attempts,
+        counts.failed_attempts,
+        counts.delivered,
+        counts.failed,
+        counts.lateness_max_ms,
+    ];
+    values.extend(counts.lateness);
+    values
+}
+
+/// The counts read back in `count_columns` order (a sum over no row, NULL,
+/// reads as 0).
+pub(crate) fn counts_from(values: &[Option<i64>]) -> Counts {
+    let at = |i: usize| values.get(i).copied().flatten().unwrap_or(0);
+    let mut counts = Counts {
+        attempts: at(0),
+        failed_attempts: at(1),
+        delivered: at(2),
+        failed: at(3),
+        lateness_max_ms: at(4),
+        ..Counts::default()
+    };
+    for (i, bucket) in counts.lateness.iter_mut().enumerate() {
+        *bucket = at(5 + i);
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_written_and_read_in_the_same_column_order() {
+        let mut counts = Counts {
+            attempts: 1,
+            failed_attempts: 2,
+            delivered: 3,
+            failed: 4,
+            lateness_max_ms: 5,
+            ..Counts::default()
+        };
+        counts.lateness[45] = 6;
+        let read: Vec<Option<i64>> = values(&counts).into_iter().map(Some).collect();
+        assert_eq!(read.len(), count_columns().len());
+        assert_eq!(counts_from(&read), counts);
+        assert!(summed_columns().starts_with("sum(attempts), sum(failed_attempts)"));
+        assert!(adding_columns("GREATEST")
+            .contains("lateness_max_ms = GREATEST(s.lateness_max_ms, excluded.lateness_max_ms)"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Endpoints as an operator handles them in the console: health, disable
+//! and enable, rotate the secret, a test notification, recover what
+//! failed with the operation's progress, and the policy edited.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::backends::Backend;
+use crate::console::Browser;
+use crate::helpers::{eventually, TOKEN};
+use crate::receiver::{Receiver, Reply};
+
+async fn an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let endpoint = app
+        .endpoint(json!({"uid": "shop", "owner": "merchant-42", "url": receiver.url("/hook")}))
+        .await;
+    let id = endpoint["id"].as_str().unwrap().to_string();
+
+    let Some(browser) = Browser::open(&app, &backend, "endpoint").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.click("nav-endpoints").await;
+    browser
+        .wait_text("endpoints", "the endpoint listed", |t| t.contains("shop"))
+        .await;
+    browser.screenshot("endpoints").await;
+    browser.click("endpoint-link").await;
+    assert_eq!(browser.text("endpoint-id").await, "shop");
+    assert_eq!(browser.text("circuit").await, "closed");
+    assert_eq!(browser.text("disabled").await, "no");
+    browser.screenshot("endpoint").await;
+
+    browser.click("toggle-disabled").await;
+    browser
+        .wait_text("disabled", "the endpoint shown disabled", |t| t == "yes")
+        .await;
+    let (_, stored) = app.get(&format!("/v1/endpoints/{id}")).await;
+    assert_eq!(stored["disabled"], true);
+    browser.click("toggle-disabled").await;
+    browser
+        .wait_text("disabled", "the endpoint shown enabled", |t| t == "no")
+        .await;
+
+    browser.click("rotate-secret").await;
+    let shown = browser.text("new-secret").await;
+    let (_, secret) = app.get(&format!("/v1/endpoints/{id}/secret")).await;
+    assert_eq!(secret["secret"], shown.as_str());
+    assert_ne!(endpoint["secret"], shown.as_str(), "a new secret");
+
+    browser.click("send-test").await;
+    browser.find("test-link").await;
+    let got = receiver.wait_for("/hook", 1, Duration::from_secs(15)).await;
+    assert!(String::from_utf8_lossy(&got[0].body).contains("hookd.test"));
+    browser.screenshot("endpoint-after-actions").await;
+    browser.close().await;
+}
+
+async fn failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/hook", vec![Reply::status(503), Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/hook"), "schedule": ["0s"]}))
+        .await;
+    let id = endpoint["id"].as_str().unwrap().to_string();
+    let failed = app
+        .notify(json!({"endpoint": id, "key": "order-7:paid", "payload": {"order": 7}}))
+        .await;
+    eventually(
+        Duration::from_secs(15),
+        "the notification to fail",
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{failed}")).await;
+            (n["status"] == "failed").then_some(())
+        },
+    )
+    .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "recover").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser.find("policy").await;
+    assert_eq!(
+        browser.unlabelled().await,
+        json!([]),
+        "every field has a label"
+    );
+    browser.click("recover-submit").await;
+    browser
+        .wait_text("operation", "the recover to finish", |t| {
+            t.contains("done") && t.contains("1 of 1")
+        })
+        .await;
+    receiver.wait_for("/hook", 2, Duration::from_secs(15)).await;
+    browser.screenshot("recovered").await;
+
+    browser.type_into("policy-schedule", "0s, 30s, 5m").await;
+    browser.type_into("policy-per-second", "5").await;
+    browser.type_into("policy-burst", "10").await;
+    browser.type_into("policy-success-body", "success").await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("rate-limit", "the new rate limit shown", |t| {
+            t == "5/s, burst 10"
+        })
+        .await;
+    let (_, stored) = app.get(&format!("/v1/endpoints/{id}")).await;
+    assert_eq!(stored["schedule"], json!(["0s", "30s", "5m"]));
+    assert_eq!(
+        stored["rate_limit"],
+        json!({"per_second": 5.0, "burst": 10})
+    );
+    assert_eq!(stored["success_body"], "success");
+
+    // A value hookd refuses is named, and nothing changes.
+    browser.type_into("policy-burst", "0").await;
+    browser.click("policy-save").await;
+    let refused = browser.text("policy-error").await;
+    assert!(refused.contains("burst"), "{refused}");
+    browser.screenshot("policy-refused").await;
+    browser.close().await;
+}
+
+async fn events_lead_to_their_deliveries(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"owner": "merchant-42", "url": "http://127.0.0.1:9/erp"}))
+        .await;
+    let (status, event) = app
+        .post(
+            "/v1/events",
+            json!({"event_type": "order.paid", "owner": "merchant-42", "key": "order-123:paid",
+                "payload": {"order": 123}, "delay": "1h"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{event}");
+
+    let Some(browser) = Browser::open(&app, &backend, "events").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.click("nav-events").await;
+    browser
+        .wait_text("events", "the event listed", |t| t.contains("order.paid"))
+        .await;
+    browser.screenshot("events").await;
+    browser.find("event-row").await;
+    browser
+        .run("document.querySelector('[data-test=event-row] a').click()")
+        .await;
+    browser
+        .wait_text("results", "the event's delivery", |t| {
+            t.contains("order.paid")
+        })
+        .await;
+    assert_eq!(browser.all("result").await.len(), 1, "one delivery");
+    assert!(browser
+        .fragment()
+        .await
+        .contains(event["id"].as_str().unwrap()));
+    browser.screenshot("event-deliveries").await;
+    browser.close().await;
+}
+
+async fn a_pull_endpoint_shows_its_leased_and_waiting_notifications(backend: Backend) {
+    let app = backend.spawn().await;
+    let (status, endpoint) = app.post("/v1/endpoints", json!({"delivery": "pull"})).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{endpoint}");
+    let id = endpoint["id"].as_str().unwrap().to_string();
+    for n in 0..3 {
+        app.notify(json!({"endpoint": id, "key": format!("job-{n}"), "payload": {"job": n}}))
+            .await;
+    }
+    let (status, pulled) = app
+        .post(
+            &format!("/v1/endpoints/{id}/pull"),
+            json!({"max": 1, "lease": "5m"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{pulled}");
+
+    let Some(browser) = Browser::open(&app, &backend, "pull").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser
+        .wait_text("pull", "one leased, two waiting", |t| {
+            t == "1 leased, 2 waiting"
+        })
+        .await;
+    browser.screenshot("pull-endpoint").await;
+    browser.close().await;
+}
+
+both!(
+    a_pull_endpoint_shows_its_leased_and_waiting_notifications,
+    an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
+    failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
+    events_lead_to_their_deliveries,
+);

@@ -1,0 +1,169 @@
+//! Notifications as an operator handles them in the console: found by
+//! key, opened, retried until a real receiver gets them (the timeline
+//! grows), cancelled; and a payload is only ever shown as text.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::backends::Backend;
+use crate::console::Browser;
+use crate::helpers::{eventually, TOKEN};
+use crate::receiver::{Receiver, Reply};
+
+async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_it(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/hook",
+        vec![Reply::body(500, "down for maintenance"), Reply::status(200)],
+    );
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/hook"), "schedule": ["0s"]}))
+        .await;
+    let id = app
+        .notify(json!({"endpoint": endpoint["id"], "key": "order-123:paid",
+            "event_type": "order.paid", "payload": {"order": 123, "amount": "42.00"}}))
+        .await;
+    // Another notification, which the search must leave out.
+    app.notify(
+        json!({"endpoint": endpoint["id"], "key": "order-124:paid", "payload": {}, "delay": "1h"}),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(15),
+        "the only attempt to fail",
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{id}")).await;
+            (n["status"] == "failed").then_some(())
+        },
+    )
+    .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "retry").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.click("nav-notifications").await;
+    browser.type_into("filter-key", "order-123:paid").await;
+    browser.click("search-submit").await;
+    browser
+        .wait_text("results", "only the notification with that key", |t| {
+            t.contains("order-123:paid") && !t.contains("order-124:paid")
+        })
+        .await;
+    assert!(browser.fragment().await.contains("key=order-123"));
+    assert_eq!(
+        browser.unlabelled().await,
+        json!([]),
+        "every field has a label"
+    );
+    browser.screenshot("search-by-key").await;
+
+    browser.click("result-link").await;
+    let shown = browser.text("notification-id").await;
+    assert_eq!(shown, id);
+    assert_eq!(browser.text("status").await, "failed");
+    browser.wait_count("attempt", 1).await;
+    let first = browser.text("attempt").await;
+    assert!(first.contains("HTTP 500"), "{first}");
+    browser.screenshot("failed-notification").await;
+
+    browser.click("retry").await;
+    browser.find("action-result").await;
+    receiver.wait_for("/hook", 2, Duration::from_secs(15)).await;
+    browser.wait_count("attempt", 2).await;
+    browser
+        .wait_text("status", "the status to show the success", |t| {
+            t == "succeeded"
+        })
+        .await;
+    let outcomes = browser.all("attempt-status").await;
+    assert_eq!(outcomes[1].text().await.unwrap(), "HTTP 200");
+    browser.screenshot("retried-notification").await;
+    browser.close().await;
+}
+
+async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let endpoint = app.endpoint(json!({"url": receiver.url("/hook")})).await;
+    let id = app
+        .notify(json!({"endpoint": endpoint["id"], "key": "refund-9", "payload": {"refund": 9}, "delay": "1h"}))
+        .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "cancel").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/notifications/{id}")).await;
+    assert_eq!(browser.text("status").await, "pending");
+    let countdown = browser.text("countdown").await;
+    assert!(
+        countdown.starts_with("in 59m") || countdown.starts_with("in 1h"),
+        "{countdown}"
+    );
+    browser.screenshot("pending-notification").await;
+
+    browser.click("cancel").await;
+    browser
+        .wait_text("status", "the status to show the cancel", |t| {
+            t == "cancelled"
+        })
+        .await;
+    let (_, stored) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(stored["status"], "cancelled");
+    assert_eq!(receiver.total(), 0, "nothing is sent after a cancel");
+    browser.screenshot("cancelled-notification").await;
+    browser.close().await;
+}
+
+async fn a_payload_with_a_script_shows_as_text(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = app.endpoint(json!({})).await;
+    let hostile = "<script>window.pwned = 1</script><img src=x onerror=\"window.pwned = 2\">";
+    let id = app
+        .notify(json!({"endpoint": endpoint["id"], "payload": {"note": hostile}, "delay": "1h"}))
+        .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "payload").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/notifications/{id}")).await;
+    let payload = browser.text("payload").await;
+    assert!(
+        payload.contains("<script>window.pwned = 1</script>"),
+        "{payload}"
+    );
+    assert!(payload.contains("<img src=x"), "{payload}");
+    let probe = browser
+        .run(
+            "const pre = document.querySelector('[data-test=payload]');\
+             return [pre.children.length, typeof window.pwned];",
+        )
+        .await;
+    assert_eq!(
+        probe,
+        json!([0, "undefined"]),
+        "the payload made no element and ran nothing"
+    );
+    browser.screenshot("payload-as-text").await;
+
+    // Readable on a phone: the page fits 390 px without sideways scrolling.
+    browser.set_size(390, 844).await;
+    let overflow = browser
+        .run("return document.documentElement.scrollWidth <= window.innerWidth")
+        .await;
+    assert_eq!(overflow, true, "the notification page fits a phone's width");
+    browser.screenshot("notification-phone").await;
+    browser.close().await;
+}
+
+both!(
+    a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_it,
+    a_pending_notification_is_cancelled_from_its_page,
+    a_payload_with_a_script_shows_as_text,
+);

@@ -1,0 +1,106 @@
+//! The overview: the window's totals, five charts and the endpoint that
+//! fails, from the per-minute counts hookd keeps (GET /v1/stats).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::backends::Backend;
+use crate::console::Browser;
+use crate::helpers::{eventually, TOKEN};
+use crate::receiver::{Receiver, Reply};
+
+/// An hour of made-up history before this minute, for the README's
+/// picture only (PostgreSQL's SQL): the assertions are on real traffic.
+const HISTORY: [&str; 2] = [
+    "INSERT INTO minute_totals (minute, shard, attempts, failed_attempts, delivered, failed,
+         lateness_max_ms, late_9, late_10, late_11, late_13)
+     SELECT date_trunc('minute', now()) - make_interval(mins => m), 0, a, f, a - f, f / 4, 180,
+         a / 2, a / 3, a - a / 2 - a / 3 - 1, 1
+     FROM (SELECT m, (900 + 300 * sin(m / 6.0) + (m * 37 % 90))::int AS a,
+                 ((m * 13 % 17) + CASE WHEN m BETWEEN 20 AND 26 THEN 160 ELSE 0 END)::int AS f
+           FROM generate_series(1, 59) AS m) AS s
+     ON CONFLICT DO NOTHING",
+    "INSERT INTO minute_backlog (minute, pending)
+     SELECT date_trunc('minute', now()) - make_interval(mins => m),
+         (400 + 200 * cos(m / 8.0) + CASE WHEN m BETWEEN 18 AND 27 THEN 900 ELSE 0 END)::bigint
+     FROM generate_series(1, 59) AS m
+     ON CONFLICT DO NOTHING",
+];
+
+async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/erp", vec![Reply::body(500, "database locked")]);
+    let shop = app
+        .endpoint(json!({"uid": "shop", "url": receiver.url("/shop")}))
+        .await;
+    let erp = app
+        .endpoint(json!({"uid": "erp", "url": receiver.url("/erp"), "schedule": ["0s"]}))
+        .await;
+    for n in 0..6 {
+        app.notify(json!({"endpoint": shop["id"], "key": format!("order-{n}:paid"), "payload": {"order": n}}))
+            .await;
+    }
+    for n in 0..3 {
+        app.notify(json!({"endpoint": erp["id"], "key": format!("order-{n}:paid"), "payload": {"order": n}}))
+            .await;
+    }
+    eventually(
+        Duration::from_secs(20),
+        "the stats to count all nine",
+        || async {
+            let (_, stats) = app.get("/v1/stats?window=1h").await;
+            let totals = &stats["totals"];
+            (totals["delivered"] == 6 && totals["failed"] == 3).then_some(())
+        },
+    )
+    .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "overview").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.find("overview").await;
+    browser
+        .wait_text("total-delivered", "6 delivered", |t| t == "6")
+        .await;
+    assert_eq!(browser.text("total-failed").await, "3");
+    let failing = browser.text("failing-endpoints").await;
+    assert!(failing.contains(erp["id"].as_str().unwrap()), "{failing}");
+    assert!(!failing.contains(shop["id"].as_str().unwrap()), "{failing}");
+    let charts = browser
+        .run("return document.querySelectorAll('[data-test^=chart-] .uplot canvas').length")
+        .await;
+    assert_eq!(charts, 5, "five charts drawn");
+    browser.screenshot("overview-1h").await;
+
+    browser.click("window-24h").await;
+    browser
+        .wait_text("overview", "the day's window chosen", |_| true)
+        .await;
+    let pressed = browser
+        .run("return document.querySelector('[data-test=window-24h]').getAttribute('aria-pressed')")
+        .await;
+    assert_eq!(pressed, "true");
+    browser
+        .wait_text("total-delivered", "the day's 6", |t| t == "6")
+        .await;
+    browser.screenshot("overview-24h").await;
+
+    if !backend.is_embedded() {
+        for sql in HISTORY {
+            backend.execute(sql, &[]).await;
+        }
+        browser.click("window-1h").await;
+        browser
+            .wait_text("total-attempts", "the history counted", |t| {
+                t.parse::<u64>().is_ok_and(|n| n > 1000)
+            })
+            .await;
+        browser.screenshot("overview-history").await;
+    }
+    browser.close().await;
+}
+
+both!(the_overview_charts_the_traffic_and_names_the_failing_endpoint);

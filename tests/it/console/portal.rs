@@ -1,0 +1,182 @@
+//! A receiver's portal link in the console: it signs in from the URL
+//! fragment (then gone from the address bar), shows that endpoint's
+//! notifications only and lets its holder retry; a tampered, expired or
+//! foreign link is refused by the server, and the console says so.
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chrono::Utc;
+use hookd::domain::portal::{sign, PortalClaims, PortalScope};
+use serde_json::json;
+
+use crate::backends::Backend;
+use crate::console::Browser;
+use crate::helpers::eventually;
+use crate::receiver::{Receiver, Reply};
+
+const KEY: &str = "portal-key-for-tests-0123456789abcdef";
+
+fn portal_settings() -> String {
+    format!("[portal]\nkey = \"{KEY}\"\n")
+}
+
+async fn a_portal_link_shows_its_endpoints_notifications_only(backend: Backend) {
+    let app = backend.spawn_with(&portal_settings()).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/mine", vec![Reply::status(500), Reply::status(200)]);
+    let mine = app
+        .endpoint(json!({"url": receiver.url("/mine"), "schedule": ["0s"]}))
+        .await;
+    let theirs = app.endpoint(json!({"url": receiver.url("/theirs")})).await;
+    let failed = app
+        .notify(json!({"endpoint": mine["id"], "key": "order-1:paid", "payload": {"order": 1}}))
+        .await;
+    app.notify(
+        json!({"endpoint": theirs["id"], "key": "secret-order:paid", "payload": {}, "delay": "1h"}),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(15),
+        "the notification to fail",
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{failed}")).await;
+            (n["status"] == "failed").then_some(())
+        },
+    )
+    .await;
+    let (status, link) = app
+        .post(
+            &format!("/v1/endpoints/{}/portal", mine["id"].as_str().unwrap()),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{link}");
+
+    let Some(browser) = Browser::open(&app, &backend, "portal").await else {
+        return;
+    };
+    browser.goto_url(link["url"].as_str().unwrap()).await;
+    browser
+        .wait_text("results", "the endpoint's notification", |t| {
+            t.contains("order-1:paid")
+        })
+        .await;
+    assert_eq!(
+        browser.all("result").await.len(),
+        1,
+        "only its endpoint's notifications"
+    );
+    let fragment = browser.fragment().await;
+    assert!(
+        !fragment.contains("portal"),
+        "the token left the address bar: {fragment}"
+    );
+    assert!(
+        browser.all("nav-events").await.is_empty(),
+        "no events in a portal"
+    );
+    browser.screenshot("portal-notifications").await;
+
+    browser.click("result-link").await;
+    assert!(
+        browser.all("cancel").await.is_empty(),
+        "a portal does not cancel"
+    );
+    browser.click("retry").await;
+    receiver.wait_for("/mine", 2, Duration::from_secs(15)).await;
+    browser.wait_count("attempt", 2).await;
+    browser.screenshot("portal-retried").await;
+
+    // Another endpoint's notification, opened by its address, is not there.
+    let (_, others) = app
+        .get(&format!(
+            "/v1/notifications?endpoint={}",
+            theirs["id"].as_str().unwrap()
+        ))
+        .await;
+    let other = others["data"][0]["id"].as_str().unwrap();
+    browser.goto(&format!("#/notifications/{other}")).await;
+    let refused = browser.text("error").await;
+    assert!(refused.contains("not found"), "{refused}");
+    browser.screenshot("portal-other-notification").await;
+    browser.close().await;
+}
+
+/// The console's answer to a link hookd refuses: back to sign-in, saying so.
+async fn refused(browser: &Browser, url: &str, page: &str) {
+    browser.goto_url(url).await;
+    let notice = browser.text("notice").await;
+    assert!(
+        notice.contains("not valid or has expired"),
+        "{page}: {notice}"
+    );
+    assert!(
+        browser.all("results").await.is_empty(),
+        "{page}: nothing shown"
+    );
+    browser.screenshot(page).await;
+}
+
+async fn a_tampered_expired_or_foreign_portal_link_is_refused(backend: Backend) {
+    let app = backend.spawn_with(&portal_settings()).await;
+    let mine = app.endpoint(json!({})).await;
+    let theirs = app.endpoint(json!({})).await;
+    let (_, link) = app
+        .post(
+            &format!("/v1/endpoints/{}/portal", mine["id"].as_str().unwrap()),
+            json!({}),
+        )
+        .await;
+    let url = link["url"].as_str().unwrap().to_string();
+    let (base, token) = url.split_once("#portal=").unwrap();
+    let body = token.strip_prefix("hookd_portal_").unwrap();
+    let (payload, signature) = body.rsplit_once('.').unwrap();
+
+    let Some(browser) = Browser::open(&app, &backend, "portal-refused").await else {
+        return;
+    };
+    // Another endpoint's id in the payload, the signature kept.
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    let swapped = text.replace(mine["id"].as_str().unwrap(), theirs["id"].as_str().unwrap());
+    let swapped = URL_SAFE_NO_PAD.encode(swapped);
+    refused(
+        &browser,
+        &format!("{base}#portal=hookd_portal_{swapped}.{signature}"),
+        "other-endpoint",
+    )
+    .await;
+
+    // A signature that is not portal.key's.
+    let mut forged = signature.to_string();
+    let last = if forged.ends_with('A') { 'B' } else { 'A' };
+    forged.pop();
+    forged.push(last);
+    refused(
+        &browser,
+        &format!("{base}#portal=hookd_portal_{payload}.{forged}"),
+        "bad-signature",
+    )
+    .await;
+
+    // Signed with the right key, but expired a minute ago.
+    let expired = sign(
+        KEY.as_bytes(),
+        &PortalClaims {
+            scope: PortalScope::Endpoint(mine["id"].as_str().unwrap().parse().unwrap()),
+            expires_at: Utc::now() - chrono::Duration::seconds(60),
+        },
+    );
+    refused(&browser, &format!("{base}#portal={expired}"), "expired").await;
+
+    // The untouched link still works.
+    browser.goto_url(&url).await;
+    browser.find("notifications").await;
+    browser.close().await;
+}
+
+both!(
+    a_portal_link_shows_its_endpoints_notifications_only,
+    a_tampered_expired_or_foreign_portal_link_is_refused,
+);
