@@ -41,6 +41,7 @@ use super::notifications::{Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
 use super::recording::AttemptRecord;
+pub use super::stats::{SharedStats, StatsStore};
 use super::writes::{Committed, Writes};
 use super::{StoreError, StoreKind};
 use crate::domain::breaker::Circuit;
@@ -492,38 +493,3 @@ pub trait OperationStore: Send + Sync + 'static {
 }
 
 pub type SharedOperations = Arc<dyn OperationStore>;
-
-/// The per-minute counts (`store::stats`): what the overview reads, the
-/// pending sample housekeeping takes once a minute, and their retention.
-/// They are written with the attempts they count (`record_attempts`) and
-/// the failures they count (`BreakerStore::fail_held`).
-#[async_trait::async_trait]
-pub trait StatsStore: Send + Sync + 'static {
-    /// `scope`'s counts per minute from `since` on, each minute once.
-    async fn minute_counts(
-        &self,
-        scope: &super::stats::StatsScope,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<super::stats::MinuteRow>, StoreError>;
-    /// The pending samples from `since` on: (minute, pending).
-    async fn pending_samples(
-        &self,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError>;
-    /// Up to `limit` of `scope`'s endpoints with the most failed attempts
-    /// from `since` on (none without a failed attempt), most first.
-    async fn most_failing(
-        &self,
-        scope: &super::stats::StatsScope,
-        since: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<super::stats::FailingCount>, StoreError>;
-    /// Counts the pending notifications as `minute`'s sample, unless a
-    /// process already sampled that minute.
-    async fn sample_pending(&self, minute: DateTime<Utc>) -> Result<(), StoreError>;
-    /// Deletes up to `limit` rows of counts and samples of minutes before
-    /// `before`; how many.
-    async fn purge_minutes(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
-}
-
-pub type SharedStats = Arc<dyn StatsStore>;

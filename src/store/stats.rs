@@ -4,6 +4,7 @@
 //! What counts is `domain::minute_stats`'s; the store adds its sums.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -12,6 +13,7 @@ use super::recording::AttemptRecord;
 use crate::domain::lateness::BUCKETS;
 use crate::domain::minute_stats::{sum, Counted, Counts, MinuteSums};
 use crate::domain::outcome::Outcome;
+use crate::store::StoreError;
 
 /// Whose counts: every endpoint's (both `None`), one endpoint's, an
 /// owner's endpoints', or one endpoint's if it is that owner's.
@@ -127,6 +129,41 @@ pub(crate) fn counts_from(values: &[Option<i64>]) -> Counts {
     }
     counts
 }
+
+/// The per-minute counts (`store::stats`): what the overview reads, the
+/// pending sample housekeeping takes once a minute, and their retention.
+/// They are written with the attempts they count (`record_attempts`) and
+/// the failures they count (`BreakerStore::fail_held`).
+#[async_trait::async_trait]
+pub trait StatsStore: Send + Sync + 'static {
+    /// `scope`'s counts per minute from `since` on, each minute once.
+    async fn minute_counts(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<MinuteRow>, StoreError>;
+    /// The pending samples from `since` on: (minute, pending).
+    async fn pending_samples(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError>;
+    /// Up to `limit` of `scope`'s endpoints with the most failed attempts
+    /// from `since` on (none without a failed attempt), most first.
+    async fn most_failing(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailingCount>, StoreError>;
+    /// Counts the pending notifications as `minute`'s sample, unless a
+    /// process already sampled that minute.
+    async fn sample_pending(&self, minute: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Deletes up to `limit` rows of counts and samples of minutes before
+    /// `before`; how many.
+    async fn purge_minutes(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+}
+
+pub type SharedStats = Arc<dyn StatsStore>;
 
 #[cfg(test)]
 mod tests {
