@@ -7,9 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{
-    backlog, endpoints, events, health, notifications, portal, pull, recover, stats,
-};
+use super::{backlog, endpoints, events, health, notifications, portal, pull, recover, stats};
 
 #[derive(OpenApi)]
 #[openapi(

@@ -24,6 +24,7 @@ use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
 use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::seams::ReadStore;
+use crate::store::stats::{FailingCount, MinuteRow, StatsScope, StatsStore};
 use crate::store::{StoreError, StoreKind};
 
 /// Reads from `replica`, falling back to `primary` (both sealed alike).
@@ -178,5 +179,53 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
             any,
         )
         .await
+    }
+}
+
+/// The console's overview reads the replica too; what the housekeeper
+/// writes goes to the primary.
+#[async_trait::async_trait]
+impl<R: ReadStore, P: ReadStore> StatsStore for ReplicaReads<R, P> {
+    async fn minute_counts(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<MinuteRow>, StoreError> {
+        replica_first(
+            self.replica.minute_counts(scope, since),
+            || self.primary.minute_counts(scope, since),
+            any,
+        )
+        .await
+    }
+    async fn pending_samples(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError> {
+        replica_first(
+            self.replica.pending_samples(since),
+            || self.primary.pending_samples(since),
+            any,
+        )
+        .await
+    }
+    async fn most_failing(
+        &self,
+        scope: &StatsScope,
+        since: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailingCount>, StoreError> {
+        replica_first(
+            self.replica.most_failing(scope, since, limit),
+            || self.primary.most_failing(scope, since, limit),
+            any,
+        )
+        .await
+    }
+    async fn sample_pending(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+        self.primary.sample_pending(minute).await
+    }
+    async fn purge_minutes(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
+        self.primary.purge_minutes(before, limit).await
     }
 }
