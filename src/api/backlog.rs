@@ -25,10 +25,11 @@ pub fn router() -> Router<AppState> {
 pub struct BacklogView {
     /// Not ended yet.
     pub pending: i64,
-    /// Pending and due by now, not under a consumer's lease: waiting for a
-    /// delivery slot, the rate limit, a closed circuit or a consumer.
+    /// Pending and due by now, not under a live consumer's lease: waiting
+    /// for a delivery slot, the rate limit, a closed circuit or a consumer
+    /// (a lease that ran out counts here).
     pub due: i64,
-    /// Pending under a pull consumer's lease.
+    /// Pending under a pull consumer's lease that has not run out.
     pub leased: i64,
     /// Some count reached 100,000 and stopped there.
     pub capped: bool,

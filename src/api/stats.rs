@@ -131,9 +131,10 @@ pub struct StatsView {
     /// p99 of how late push attempts started (start minus due), in ms;
     /// never below the true p99, at most 41 % above it; null without one.
     pub lateness_p99_ms: Vec<Option<i64>>,
-    /// Pending notifications of the whole deployment (whatever the
-    /// filter), the last sample taken in the step, once a minute; null
-    /// without a sample.
+    /// Pending notifications of the whole deployment, the last sample
+    /// taken in the step, once a minute; null without a sample, and always
+    /// null with an `endpoint` or `owner` filter (a portal link's view):
+    /// the sample counts every endpoint's.
     pub pending: Vec<Option<i64>>,
     pub totals: StatsTotals,
     /// Up to 10 endpoints with the most failed attempts in the window,
@@ -165,7 +166,7 @@ pub struct FailingEndpointView {
     params(("window" = Option<String>, Query, description = "`1h` (the default: 60 steps of a minute) or `24h` (144 steps of ten minutes)"),
         ("endpoint" = Option<String>, Query, description = "only this endpoint's counts (id or uid)"),
         ("owner" = Option<String>, Query, description = "only the counts of this owner's endpoints")),
-    responses((status = 200, body = StatsView, description = "the overview's columns, from per-minute counts; `pending` is the whole deployment's whatever the filter"),
+    responses((status = 200, body = StatsView, description = "the overview's columns, from per-minute counts; `pending` is the whole deployment's, null with a filter"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody, description = "a parameter is invalid, given twice or unknown (`field` names it)")))]
 pub async fn stats(
     State(state): State<AppState>,
@@ -205,7 +206,16 @@ pub async fn answer(
         }),
     };
     let store = &state.store;
-    let pending = store.pending_samples(since);
+    // The backlog is sampled for the whole deployment: a filtered view
+    // (and so every portal link, whose filter is forced) must not show
+    // other endpoints' traffic, so it gets none.
+    let filtered = query.filter.endpoint.is_some() || query.filter.owner.is_some();
+    let pending = async {
+        match filtered {
+            true => Ok(Vec::new()),
+            false => store.pending_samples(since).await,
+        }
+    };
     let (minutes, failing, pending) = match &scope {
         Some(scope) => tokio::try_join!(
             store.minute_counts(scope, since),

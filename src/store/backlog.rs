@@ -11,9 +11,11 @@ pub const BACKLOG_CAP: i64 = 100_000;
 pub struct Backlog {
     /// Not ended yet.
     pub pending: i64,
-    /// Pending, due by now and not under a consumer's lease: waiting for
-    /// a delivery slot, a rate-limit slot, a closed circuit or a consumer.
+    /// Pending, due by now and not under a live consumer's lease: waiting
+    /// for a delivery slot, a rate-limit slot, a closed circuit or a
+    /// consumer. (A lease's row is due at its expiry, so one that ran out
+    /// and is not swept yet counts here, not as leased: it is stuck.)
     pub due: i64,
-    /// Pending under a pull consumer's lease.
+    /// Pending under a pull consumer's lease that has not run out.
     pub leased: i64,
 }

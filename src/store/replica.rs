@@ -27,15 +27,56 @@ use crate::store::seams::ReadStore;
 use crate::store::stats::{FailingCount, MinuteRow, StatsScope, StatsStore};
 use crate::store::{StoreError, StoreKind};
 
+/// After the replica fails, reads skip it this long: a replica that does
+/// not answer (a host gone, packets dropped) would otherwise cost every
+/// read its connection timeout before the primary answers.
+const COOL_DOWN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Reads from `replica`, falling back to `primary` (both sealed alike).
 pub struct ReplicaReads<R, P> {
     replica: R,
     primary: P,
+    /// Until when the replica is skipped (`COOL_DOWN` after a failure).
+    skip_until: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl<R: ReadStore, P: ReadStore> ReplicaReads<R, P> {
     pub fn new(replica: R, primary: P) -> Self {
-        Self { replica, primary }
+        Self {
+            replica,
+            primary,
+            skip_until: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The replica's answer when `found` says it is one and the replica is
+    /// not cooling down after a failure; otherwise the primary's (which is
+    /// also the answer for a row that exists nowhere).
+    async fn read<T, Replica, Primary>(
+        &self,
+        replica: Replica,
+        primary: impl FnOnce() -> Primary,
+        found: impl FnOnce(&T) -> bool,
+    ) -> Result<T, StoreError>
+    where
+        Replica: Future<Output = Result<T, StoreError>>,
+        Primary: Future<Output = Result<T, StoreError>>,
+    {
+        let now = std::time::Instant::now();
+        let cooling = self
+            .skip_until
+            .lock()
+            .unwrap()
+            .is_some_and(|until| now < until);
+        if cooling {
+            metrics::counter!("hookd_read_replica_fallbacks_total", "reason" => "failed")
+                .increment(1);
+            return primary().await;
+        }
+        replica_first(replica, primary, found, || {
+            *self.skip_until.lock().unwrap() = Some(now + COOL_DOWN);
+        })
+        .await
     }
 }
 
@@ -54,6 +95,7 @@ async fn replica_first<T, Replica, Primary>(
     replica: Replica,
     primary: impl FnOnce() -> Primary,
     found: impl FnOnce(&T) -> bool,
+    failed: impl FnOnce(),
 ) -> Result<T, StoreError>
 where
     Replica: Future<Output = Result<T, StoreError>>,
@@ -63,7 +105,8 @@ where
         Ok(answer) if found(&answer) => return Ok(answer),
         Ok(_) => Fallback::Missing,
         Err(error) => {
-            tracing::warn!(%error, "the read replica failed; reading the primary");
+            tracing::warn!(%error, "the read replica failed; reading the primary for a while");
+            failed();
             Fallback::Failed
         }
     };
@@ -94,7 +137,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         self.primary.close().await;
     }
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.get_notification(id),
             || self.primary.get_notification(id),
             Option::is_some,
@@ -105,7 +148,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.list_notifications(filter),
             || self.primary.list_notifications(filter),
             any,
@@ -113,7 +156,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         .await
     }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.notification_url(id),
             || self.primary.notification_url(id),
             Option::is_some,
@@ -126,7 +169,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         after: i32,
         limit: i64,
     ) -> Result<Vec<Attempt>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.list_attempts(notification_id, after, limit),
             || self.primary.list_attempts(notification_id, after, limit),
             any,
@@ -145,7 +188,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         self.primary.list_endpoints(before, limit, owner).await
     }
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.get_event(id),
             || self.primary.get_event(id),
             Option::is_some,
@@ -153,7 +196,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         .await
     }
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.event_counts(id),
             || self.primary.event_counts(id),
             |counts| !counts.is_empty(),
@@ -161,7 +204,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         .await
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.list_events(filter),
             || self.primary.list_events(filter),
             any,
@@ -173,7 +216,7 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         endpoint: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Backlog, StoreError> {
-        replica_first(
+        self.read(
             self.replica.endpoint_backlog(endpoint, now),
             || self.primary.endpoint_backlog(endpoint, now),
             any,
@@ -191,7 +234,7 @@ impl<R: ReadStore, P: ReadStore> StatsStore for ReplicaReads<R, P> {
         scope: &StatsScope,
         since: DateTime<Utc>,
     ) -> Result<Vec<MinuteRow>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.minute_counts(scope, since),
             || self.primary.minute_counts(scope, since),
             any,
@@ -202,7 +245,7 @@ impl<R: ReadStore, P: ReadStore> StatsStore for ReplicaReads<R, P> {
         &self,
         since: DateTime<Utc>,
     ) -> Result<Vec<(DateTime<Utc>, i64)>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.pending_samples(since),
             || self.primary.pending_samples(since),
             any,
@@ -215,7 +258,7 @@ impl<R: ReadStore, P: ReadStore> StatsStore for ReplicaReads<R, P> {
         since: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<FailingCount>, StoreError> {
-        replica_first(
+        self.read(
             self.replica.most_failing(scope, since, limit),
             || self.primary.most_failing(scope, since, limit),
             any,

@@ -311,3 +311,42 @@ async fn an_endpoint_failing_for_the_configured_period_is_disabled_and_reported(
     );
 }
 both!(an_endpoint_failing_for_the_configured_period_is_disabled_and_reported);
+
+async fn a_failing_operator_webhook_is_never_listed_among_the_failing_endpoints(backend: Backend) {
+    let operator = Receiver::start().await;
+    operator.reply("/ops", vec![Reply::status(503)]);
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let app = spawn_with_operator(&backend, &operator, "").await;
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/down"), "schedule": ["0s"]}))
+        .await;
+    app.notify(json!({"endpoint": "shop", "payload": {"order": 1}}))
+        .await;
+    // The failure is reported to the operator's webhook, which fails too.
+    operator.wait_for("/ops", 1, DEADLINE).await;
+    let stats = eventually(DEADLINE, "the shop's failure counted", || async {
+        let (_, stats) = app.get("/v1/stats").await;
+        (stats["failing_endpoints"].as_array()?.len() == 1).then_some(stats)
+    })
+    .await;
+    // Give the operator's failed attempt time to be counted too, then
+    // look again: its URL (a secret of the configuration) is never shown.
+    eventually(DEADLINE, "the operator's attempt recorded", || async {
+        let (_, stats) = app.get("/v1/stats").await;
+        (stats["totals"]["failed_attempts"].as_i64()? >= 2).then_some(())
+    })
+    .await;
+    let (_, stats_now) = app.get("/v1/stats").await;
+    let listed: Vec<&Value> = stats_now["failing_endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["endpoint_id"])
+        .collect();
+    assert!(
+        !listed.contains(&&json!(OPERATOR_ENDPOINT)),
+        "{stats_now} (before: {stats})"
+    );
+    assert!(!stats_now.to_string().contains("/ops"), "{stats_now}");
+}
+both!(a_failing_operator_webhook_is_never_listed_among_the_failing_endpoints);

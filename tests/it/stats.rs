@@ -137,6 +137,12 @@ async fn the_overview_counts_real_deliveries_and_failures_by_endpoint_and_owner(
     assert_eq!(attempts_of(&app, "owner=shop-a&endpoint=bad").await, (0, 0));
     assert_eq!(attempts_of(&app, "endpoint=nobody").await, (0, 0));
     assert_eq!(attempts_of(&app, "owner=nobody").await, (0, 0));
+    // The backlog sample is every endpoint's: a filtered view has none.
+    for filter in ["owner=shop-a", "endpoint=good"] {
+        let (_, view) = app.get(&format!("/v1/stats?{filter}")).await;
+        let pending = view["pending"].as_array().unwrap();
+        assert!(pending.iter().all(Value::is_null), "{filter}: {view}");
+    }
 }
 both!(the_overview_counts_real_deliveries_and_failures_by_endpoint_and_owner);
 

@@ -91,7 +91,7 @@ pub(in crate::api) async fn admit(
         let path = bounded(request.uri().path());
         refusals.consumer_denied(&caller, method, route, &path);
         return Err(ApiError::Forbidden(
-            "a portal link may only list and read its notifications, their attempts and endpoints, and retry them".into(),
+            "a portal link may only list and read its notifications, their attempts, its endpoints, their backlog and overview, and retry them".into(),
         ));
     };
     let scope = &claims.scope;

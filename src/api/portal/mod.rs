@@ -212,7 +212,8 @@ pub struct WhoAmI {
     pub scopes: Vec<&'static str>,
     /// For a portal link, what it shows: `{"endpoint": "<id>"}` or
     /// `{"owner": "<uid>"}`. It may list and read those notifications,
-    /// their attempts and endpoints, and retry them.
+    /// their attempts, its endpoints with their backlog, the overview
+    /// narrowed to them, and retry them.
     pub portal: Option<PortalView>,
     /// When a portal link stops working.
     pub expires_at: Option<DateTime<Utc>>,

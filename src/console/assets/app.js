@@ -20,7 +20,13 @@ function takePortalToken() {
   history.replaceState(null, '', `${location.pathname}${location.search}#/notifications`);
   // replaceState fires no hashchange: the route is told itself.
   window.dispatchEvent(new HashChangeEvent('hashchange'));
-  return decodeURIComponent(match[1]);
+  // A link mangled on its way (a broken %-escape) is no link: the
+  // sign-in page says so rather than a blank page.
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    return 'malformed';
+  }
 }
 
 function parseRoute() {

@@ -16,22 +16,23 @@ async function successRatio(id, window) {
   }
 }
 
-// A pull endpoint's pending notifications, leased or waiting (of the
-// first 500 the list gives).
-async function leases(id) {
-  const page = await get(`/v1/notifications${query({ endpoint: id, status: 'pending', limit: 500 })}`);
-  const leased = page.data.filter((n) => n.leased).length;
-  return { leased, waiting: page.data.length - leased, more: !!page.next_cursor };
+// What waits for the endpoint: pending, due and not sent yet (behind its
+// cap, rate limit or circuit, or waiting for a consumer), leased. Each
+// count stops at 100,000 (`capped`).
+async function backlog(id) {
+  const b = await get(`/v1/endpoints/${encodeURIComponent(id)}/backlog`);
+  const n = (count) => (b.capped && count >= 100000 ? '100,000+' : String(count));
+  return { pending: n(b.pending), due: n(b.due), leased: n(b.leased) };
 }
 
 async function load(id) {
   const endpoint = await get(`/v1/endpoints/${encodeURIComponent(id)}`);
-  const [hour, day, pull] = await Promise.all([
+  const [hour, day, waits] = await Promise.all([
     successRatio(endpoint.id, '1h'),
     successRatio(endpoint.id, '24h'),
-    endpoint.delivery === 'pull' ? leases(endpoint.id).catch(() => null) : null,
+    backlog(endpoint.id).catch(() => null),
   ]);
-  return { endpoint, hour, day, pull };
+  return { endpoint, hour, day, waits };
 }
 
 function Operation({ id, onDone }) {
@@ -108,8 +109,18 @@ function PolicyForm({ endpoint, onSaved }) {
         ? null : { per_second: Number(form.per_second), burst: Number(form.burst) };
     }
     // Header values are never shown, so headers are sent only when
-    // edited, and then all of them with their values.
-    if (form.headers !== initial.headers) change.headers = parseHeaders(form.headers);
+    // edited, and then all of them with their values: a line left
+    // without its value would erase it (a receiver's Authorization, say),
+    // so saving waits until every line has one.
+    if (form.headers !== initial.headers) {
+      const headers = parseHeaders(form.headers);
+      const blank = Object.keys(headers).filter((name) => headers[name] === '');
+      if (blank.length) {
+        setResult({ ok: false, error: new Error(`Give ${blank.join(', ')} a value again (values are never shown), or remove the line.`) });
+        return;
+      }
+      change.headers = headers;
+    }
     if (!Object.keys(change).length) {
       setResult({ ok: true, text: 'Nothing changed.' });
       return;
@@ -153,7 +164,8 @@ export function EndpointPage({ id, who }) {
   if (!found.data) {
     return found.error ? html`<section><h1>Endpoint</h1><${ErrorNote} error=${found.error} /></section>` : html`<${Loading} what="the endpoint" />`;
   }
-  const { endpoint: e, hour, day, pull } = found.data;
+  const { endpoint: e, hour, day, waits } = found.data;
+  const pull = e.delivery === 'pull';
   const c = e.circuit || { state: 'closed', held: 0 };
   const admin = can(who, 'admin');
   return html`<section data-test="endpoint">
@@ -173,7 +185,8 @@ export function EndpointPage({ id, who }) {
       <${Row} label="Schedule">${Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule}${e.schedule_jitter ? ` (jitter ±${e.schedule_jitter * 100} %)` : ''}<//>
       <${Row} label="Success rule">${e.success_body ? `2xx with body "${e.success_body}"` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
       <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
-      ${pull && html`<${Row} label="Pull" test="pull">${pull.leased} leased, ${pull.waiting} waiting${pull.more ? ' (of the first 500 pending)' : ''}<//>`}
+      ${waits && html`<${Row} label="Backlog" test="backlog">${waits.pending} pending, ${waits.due} due and not sent yet<//>`}
+      ${waits && pull && html`<${Row} label="Pull" test="pull">${waits.leased} leased, ${waits.due} waiting<//>`}
       <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a><//>
     </dl>
     ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}

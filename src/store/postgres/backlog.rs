@@ -20,10 +20,10 @@ impl PgStore {
                   WHERE endpoint_id = $1 AND status = 'pending' LIMIT $3) p), \
                (SELECT count(*) FROM (SELECT 1 FROM notifications \
                   WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $2 \
-                    AND lease_id IS NULL LIMIT $3) d), \
+                    LIMIT $3) d), \
                (SELECT count(*) FROM (SELECT 1 FROM notifications \
                   WHERE endpoint_id = $1 AND status = 'pending' AND lease_id IS NOT NULL \
-                  LIMIT $3) l)",
+                    AND next_attempt_at > $2 LIMIT $3) l)",
         )
         .bind(endpoint)
         .bind(now)

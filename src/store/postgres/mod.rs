@@ -126,7 +126,12 @@ impl PgStore {
             settings.read_url.expose().parse().map_err(|e| {
                 StoreError::Database(cause(sqlx::Error::Configuration(Box::new(e))))
             })?;
-        let pool = pool_options(settings).connect_lazy_with(options.application_name("hookd"));
+        // A replica that does not answer costs at most a second before the
+        // primary is asked (and then none for a while: `store::replica`).
+        let wait = std::time::Duration::from_millis(settings.acquire_timeout_ms.min(1000));
+        let pool = pool_options(settings)
+            .acquire_timeout(wait)
+            .connect_lazy_with(options.application_name("hookd"));
         Ok(Some(Self::new(pool)))
     }
 

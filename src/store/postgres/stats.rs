@@ -141,11 +141,12 @@ fn scope_clause(scope: &StatsScope, first: usize) -> Option<String> {
         (None, None) => None,
         (Some(_), None) => Some(format!("s.endpoint_id = ${first}")),
         (None, Some(_)) => Some(format!(
-            "s.endpoint_id IN (SELECT id FROM endpoints WHERE owner = ${first})"
+            "s.endpoint_id IN (SELECT id FROM endpoints \
+             WHERE owner = ${first} AND deleted_at IS NULL AND NOT managed)"
         )),
         (Some(_), Some(_)) => Some(format!(
             "s.endpoint_id = ${first} AND EXISTS (SELECT 1 FROM endpoints \
-             WHERE id = ${first} AND owner = ${})",
+             WHERE id = ${first} AND owner = ${} AND deleted_at IS NULL AND NOT managed)",
             first + 1
         )),
     }
@@ -216,11 +217,15 @@ impl StatsStore for PgStore {
     ) -> Result<Vec<FailingCount>, StoreError> {
         // Ranked from the rows with a failure only (`minute_stats_failing`),
         // then the attempts of the few ranked, by their keys.
+        // Managed endpoints (the operator's) are never ranked: their URL is
+        // configuration, often with a token in it, and the API never shows
+        // them.
         let clause = scope_clause(scope, 3).map_or(String::new(), |c| format!("AND {c}"));
         let sql = format!(
             "WITH top AS ( \
                  SELECT s.endpoint_id, sum(s.failed_attempts) AS failed_attempts \
                  FROM minute_stats s WHERE s.minute >= $1 AND s.failed_attempts > 0 {clause} \
+                 AND s.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed) \
                  GROUP BY s.endpoint_id ORDER BY 2 DESC, 1 LIMIT $2 \
              ) \
              SELECT t.endpoint_id, t.failed_attempts, \

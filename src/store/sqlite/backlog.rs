@@ -21,10 +21,10 @@ impl SqliteStore {
                   WHERE endpoint_id = ?1 AND status = 'pending' LIMIT ?3)), \
                (SELECT count(*) FROM (SELECT 1 FROM notifications \
                   WHERE endpoint_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2 \
-                    AND lease_id IS NULL LIMIT ?3)), \
+                    LIMIT ?3)), \
                (SELECT count(*) FROM (SELECT 1 FROM notifications \
                   WHERE endpoint_id = ?1 AND status = 'pending' AND lease_id IS NOT NULL \
-                  LIMIT ?3))",
+                    AND next_attempt_at > ?2 LIMIT ?3))",
         )
         .bind(endpoint)
         .bind(micros(now))

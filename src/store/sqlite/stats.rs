@@ -84,11 +84,12 @@ fn scope_clause(scope: &StatsScope, first: usize) -> Option<String> {
         (None, None) => None,
         (Some(_), None) => Some(format!("s.endpoint_id = ?{first}")),
         (None, Some(_)) => Some(format!(
-            "s.endpoint_id IN (SELECT id FROM endpoints WHERE owner = ?{first})"
+            "s.endpoint_id IN (SELECT id FROM endpoints \
+             WHERE owner = ?{first} AND deleted_at IS NULL AND managed = 0)"
         )),
         (Some(_), Some(_)) => Some(format!(
             "s.endpoint_id = ?{first} AND EXISTS (SELECT 1 FROM endpoints \
-             WHERE id = ?{first} AND owner = ?{})",
+             WHERE id = ?{first} AND owner = ?{} AND deleted_at IS NULL AND managed = 0)",
             first + 1
         )),
     }
@@ -165,11 +166,15 @@ impl StatsStore for SqliteStore {
         since: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<FailingCount>, StoreError> {
+        // Managed endpoints (the operator's) are never ranked: their URL is
+        // configuration, often with a token in it, and the API never shows
+        // them.
         let clause = scope_clause(scope, 3).map_or(String::new(), |c| format!("AND {c}"));
         let sql = format!(
             "WITH top AS ( \
                  SELECT s.endpoint_id, sum(s.failed_attempts) AS failed_attempts \
                  FROM minute_stats s WHERE s.minute >= ?1 AND s.failed_attempts > 0 {clause} \
+                 AND s.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed = 1) \
                  GROUP BY s.endpoint_id ORDER BY 2 DESC, 1 LIMIT ?2 \
              ) \
              SELECT t.endpoint_id, t.failed_attempts, \
