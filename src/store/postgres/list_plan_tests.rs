@@ -14,23 +14,9 @@ use crate::store::notifications::NotificationFilter;
 async fn generic_plan(pool: &PgPool, filter: &NotificationFilter) -> String {
     let sql = list_query(filter).into_string();
     let parameters = sql.matches('$').count();
-    let mut conn = pool.acquire().await.unwrap();
-    sqlx::query("SET plan_cache_mode = force_generic_plan")
-        .execute(&mut *conn)
+    super::plan_tests::generic_plan(pool, &sql, parameters)
         .await
-        .unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE planned AS {sql}")))
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    let nulls = vec!["NULL"; parameters].join(", ");
-    let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "EXPLAIN EXECUTE planned({nulls})"
-    )))
-    .fetch_all(&mut *conn)
-    .await
-    .unwrap();
-    lines.join("\n")
+        .join("\n")
 }
 
 /// 100 endpoints of 10 owners, 20,000 notifications over them, analyzed.

@@ -9,8 +9,10 @@ use sqlx::PgPool;
 use super::recording::RECORD_ATTEMPTS;
 
 /// The plan of `sql` as a generic plan (every parameter NULL: a generic plan
-/// does not look at them), one line per node or detail.
-async fn generic_plan(pool: &PgPool, sql: &str, parameters: usize) -> Vec<String> {
+/// does not look at them), one line per node or detail. The statement is
+/// deallocated after: the pool may hand the same connection to the next
+/// call, where a second `PREPARE planned` would fail.
+pub(super) async fn generic_plan(pool: &PgPool, sql: &str, parameters: usize) -> Vec<String> {
     let mut conn = pool.acquire().await.unwrap();
     sqlx::query("SET plan_cache_mode = force_generic_plan")
         .execute(&mut *conn)
@@ -21,12 +23,17 @@ async fn generic_plan(pool: &PgPool, sql: &str, parameters: usize) -> Vec<String
         .await
         .unwrap();
     let nulls = vec!["NULL"; parameters].join(", ");
-    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+    let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "EXPLAIN EXECUTE planned({nulls})"
     )))
     .fetch_all(&mut *conn)
     .await
-    .unwrap()
+    .unwrap();
+    sqlx::raw_sql("DEALLOCATE planned")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    plan
 }
 
 /// Pending notifications of one endpoint, analyzed, as autovacuum leaves a
