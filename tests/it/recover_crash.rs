@@ -5,7 +5,6 @@
 //! process holds it); in server mode, once the dead process's lease runs
 //! out.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::embedded::{Embedded, DEADLINE};
+use crate::embedded::{call_at, twice_only_before_the_kill, Embedded, DEADLINE};
 use crate::helpers::{
     database_url, eventually, free_port, http_client, new_prefix, redis_url, HookdProcess, TOKEN,
 };
@@ -99,20 +98,7 @@ impl Served {
 
 impl Restartable for Served {
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut request = http_client()
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .timeout(Duration::from_secs(30));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.expect("hookd answers");
-        let status = response.status();
-        let bytes = response.bytes().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        call_at(&http_client(), &self.base, method, path, body).await
     }
     async fn kill_9(&mut self) {
         self.process.signal("KILL");
@@ -216,21 +202,7 @@ async fn a_recover_survives_kill_9(hookd: &mut impl Restartable, takeover: Durat
     assert_eq!(operation["started"], json!(COUNT), "{operation}");
     let (distinct, total) = receiver.wait_distinct("/back", COUNT, DEADLINE).await;
     assert_eq!(distinct, COUNT);
-    // Only what was sent before the kill may come twice.
-    let mut first = HashMap::new();
-    for r in receiver.received("/back") {
-        let id = r.header("webhook-id").unwrap().to_string();
-        let entry = first.entry(id).or_insert((r.at, 0));
-        entry.0 = entry.0.min(r.at);
-        entry.1 += 1;
-    }
-    for (id, (at, count)) in &first {
-        assert!(
-            *count == 1 || *at <= killed + chrono::Duration::milliseconds(50),
-            "{id} came {count} times, first {} ms after the kill",
-            (*at - killed).num_milliseconds()
-        );
-    }
+    twice_only_before_the_kill(&receiver, "/back", killed);
     println!("recover kill -9: {} duplicate deliveries", total - distinct);
 }
 

@@ -144,21 +144,7 @@ impl Embedded {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut request = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(TOKEN)
-            .timeout(Duration::from_secs(30));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.expect("hookd answers");
-        let status = response.status();
-        let bytes = response.bytes().await.unwrap_or_default();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        call_at(&self.client, &self.base, method, path, body).await
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
@@ -270,4 +256,54 @@ pub async fn submit(hookd: &Embedded, endpoint: &str, count: usize, extra: Value
             item["notification"]["id"].as_str().unwrap().to_string()
         })
         .collect()
+}
+
+/// Only what was sent before `killed` (in flight, or answered and its
+/// outcome not yet written) reached `path` twice: every id that came twice
+/// first came before the kill (50 ms allowed for a request on its way).
+pub fn twice_only_before_the_kill(
+    receiver: &crate::receiver::Receiver,
+    path: &str,
+    killed: chrono::DateTime<chrono::Utc>,
+) {
+    let mut first: std::collections::HashMap<String, (chrono::DateTime<chrono::Utc>, usize)> =
+        std::collections::HashMap::new();
+    for r in receiver.received(path) {
+        let id = r.header("webhook-id").unwrap().to_string();
+        let entry = first.entry(id).or_insert((r.at, 0));
+        entry.0 = entry.0.min(r.at);
+        entry.1 += 1;
+    }
+    for (id, (at, count)) in &first {
+        assert!(
+            *count == 1 || *at <= killed + chrono::Duration::milliseconds(50),
+            "{id} came {count} times, first {} ms after the kill",
+            (*at - killed).num_milliseconds()
+        );
+    }
+}
+
+/// `method path` at `base` with the test token: the status and the JSON
+/// answer (`Value::Null` when the body is not JSON).
+pub async fn call_at(
+    client: &reqwest::Client,
+    base: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = client
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(30));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("hookd answers");
+    let status = response.status();
+    let bytes = response.bytes().await.unwrap_or_default();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
