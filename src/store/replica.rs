@@ -51,7 +51,9 @@ impl<R: ReadStore, P: ReadStore> ReplicaReads<R, P> {
 
     /// The replica's answer when `found` says it is one and the replica is
     /// not cooling down after a failure; otherwise the primary's (which is
-    /// also the answer for a row that exists nowhere).
+    /// also the answer for a row that exists nowhere). The metric's label
+    /// says why the primary answered: `missing` (not replayed yet, or
+    /// nowhere) or `failed`.
     async fn read<T, Replica, Primary>(
         &self,
         replica: Replica,
@@ -68,54 +70,22 @@ impl<R: ReadStore, P: ReadStore> ReplicaReads<R, P> {
             .lock()
             .unwrap()
             .is_some_and(|until| now < until);
-        if cooling {
-            metrics::counter!("hookd_read_replica_fallbacks_total", "reason" => "failed")
-                .increment(1);
-            return primary().await;
-        }
-        replica_first(replica, primary, found, || {
-            *self.skip_until.lock().unwrap() = Some(now + COOL_DOWN);
-        })
-        .await
+        let reason = if cooling {
+            "failed"
+        } else {
+            match replica.await {
+                Ok(answer) if found(&answer) => return Ok(answer),
+                Ok(_) => "missing",
+                Err(error) => {
+                    tracing::warn!(%error, "the read replica failed; reading the primary for a while");
+                    *self.skip_until.lock().unwrap() = Some(now + COOL_DOWN);
+                    "failed"
+                }
+            }
+        };
+        metrics::counter!("hookd_read_replica_fallbacks_total", "reason" => reason).increment(1);
+        primary().await
     }
-}
-
-/// Why a read went to the primary after all, as the metric's label.
-#[derive(Clone, Copy)]
-enum Fallback {
-    /// The replica has not replayed the row yet (or it does not exist).
-    Missing,
-    /// The replica could not answer.
-    Failed,
-}
-
-/// The replica's answer when `found` says it is one; otherwise the
-/// primary's (which is also the answer for a row that exists nowhere).
-async fn replica_first<T, Replica, Primary>(
-    replica: Replica,
-    primary: impl FnOnce() -> Primary,
-    found: impl FnOnce(&T) -> bool,
-    failed: impl FnOnce(),
-) -> Result<T, StoreError>
-where
-    Replica: Future<Output = Result<T, StoreError>>,
-    Primary: Future<Output = Result<T, StoreError>>,
-{
-    let fallback = match replica.await {
-        Ok(answer) if found(&answer) => return Ok(answer),
-        Ok(_) => Fallback::Missing,
-        Err(error) => {
-            tracing::warn!(%error, "the read replica failed; reading the primary for a while");
-            failed();
-            Fallback::Failed
-        }
-    };
-    let reason = match fallback {
-        Fallback::Missing => "missing",
-        Fallback::Failed => "failed",
-    };
-    metrics::counter!("hookd_read_replica_fallbacks_total", "reason" => reason).increment(1);
-    primary().await
 }
 
 /// Any answer the replica gives is the answer.
