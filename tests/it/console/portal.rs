@@ -176,7 +176,66 @@ async fn a_tampered_expired_or_foreign_portal_link_is_refused(backend: Backend) 
     browser.close().await;
 }
 
+/// An owner's link (`POST /v1/owners/{owner}/portal`): every endpoint of
+/// that owner and their notifications, nothing of another owner's, even
+/// by address.
+async fn an_owners_portal_link_shows_that_owners_endpoints_and_nothing_else(backend: Backend) {
+    let app = backend.spawn_with(&portal_settings()).await;
+    let shop = app
+        .endpoint(json!({"uid": "acme-shop", "owner": "acme"}))
+        .await;
+    let billing = app
+        .endpoint(json!({"uid": "acme-billing", "owner": "acme"}))
+        .await;
+    let globex = app
+        .endpoint(json!({"uid": "globex-shop", "owner": "globex"}))
+        .await;
+    for (endpoint, key) in [
+        (&shop, "acme-1"),
+        (&billing, "acme-2"),
+        (&globex, "globex-1"),
+    ] {
+        app.notify(json!({"endpoint": endpoint["id"], "key": key, "payload": {}, "delay": "1h"}))
+            .await;
+    }
+    let (status, link) = app.post("/v1/owners/acme/portal", json!({})).await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{link}");
+
+    let Some(browser) = Browser::open(&app, &backend, "portal-owner").await else {
+        return;
+    };
+    browser.goto_url(link["url"].as_str().unwrap()).await;
+    assert_eq!(browser.text("who").await, "portal: owner acme");
+    browser.wait_count("result", 2).await;
+    let results = browser.text("results").await;
+    assert!(
+        results.contains("acme-1") && results.contains("acme-2") && !results.contains("globex"),
+        "{results}"
+    );
+    browser.screenshot("portal-owner-notifications").await;
+
+    browser.click("nav-endpoints").await;
+    browser.wait_count("endpoint-row", 2).await;
+    let endpoints = browser.text("endpoints").await;
+    assert!(
+        endpoints.contains("acme-shop")
+            && endpoints.contains("acme-billing")
+            && !endpoints.contains("globex"),
+        "{endpoints}"
+    );
+    browser.screenshot("portal-owner-endpoints").await;
+
+    // Another owner's endpoint, opened by its address, is not there.
+    browser
+        .goto(&format!("#/endpoints/{}", globex["id"].as_str().unwrap()))
+        .await;
+    let refused = browser.text("error").await;
+    assert!(refused.contains("not found"), "{refused}");
+    browser.close().await;
+}
+
 both!(
     a_portal_link_shows_its_endpoints_notifications_only,
     a_tampered_expired_or_foreign_portal_link_is_refused,
+    an_owners_portal_link_shows_that_owners_endpoints_and_nothing_else,
 );
