@@ -134,12 +134,22 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
     .execute(pool)
     .await
     .unwrap();
+    // The failed attempts per hour, as the recorder adds them beside.
+    sqlx::query(
+        "INSERT INTO hour_failing (hour, endpoint_id, failed_attempts) \
+         SELECT date_trunc('hour', minute), endpoint_id, sum(failed_attempts) \
+         FROM minute_stats WHERE failed_attempts > 0 GROUP BY 1, 2",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
     // As autovacuum leaves a running deployment's tables.
     for table in [
         "attempts",
         "minute_stats",
         "minute_totals",
         "minute_backlog",
+        "hour_failing",
     ] {
         sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM ANALYZE {table}")))
             .execute(pool)
@@ -157,7 +167,7 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
     time_calls(client, &api, "server", &ids[3]).await;
     api.stop();
     reset(pool).await;
-    sqlx::query("TRUNCATE minute_stats, minute_totals, minute_backlog")
+    sqlx::query("TRUNCATE minute_stats, minute_totals, minute_backlog, hour_failing")
         .execute(pool)
         .await
         .unwrap();
@@ -213,6 +223,14 @@ pub async fn embedded(client: &reqwest::Client) {
          INSERT INTO minute_backlog (minute, pending) SELECT ?1 - k * 60000000, 1000 + k FROM mk",
     )
     .bind(minute_us)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO hour_failing (hour, endpoint_id, failed_attempts) \
+         SELECT minute - minute % 3600000000, endpoint_id, sum(failed_attempts) \
+         FROM minute_stats WHERE failed_attempts > 0 GROUP BY 1, 2",
+    )
     .execute(&pool)
     .await
     .unwrap();

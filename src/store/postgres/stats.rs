@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::domain::lateness::BUCKETS;
-use crate::domain::minute_stats::MinuteSums;
+use crate::domain::minute_stats::{ranked_from_hours, MinuteSums};
 use crate::store::seams::StatsStore;
 use crate::store::stats::{
     adding_columns, count_columns, counts_from, summed_columns, FailingCount, MinuteRow,
@@ -37,7 +37,8 @@ fn picked(lateness: &str) -> String {
 }
 
 /// `add_minute_sums`' statement: the totals in the outer insert, the
-/// endpoints' rows in the CTE (run after it, in every process alike).
+/// endpoints' rows and then the failing hours in the CTEs (run after it,
+/// in every process alike).
 static ADD_SUMS: LazyLock<String> = LazyLock::new(|| {
     let columns = count_columns().join(", ");
     let adding = adding_columns("GREATEST");
@@ -50,6 +51,14 @@ static ADD_SUMS: LazyLock<String> = LazyLock::new(|| {
                  AS k(endpoint_id, minute, attempts, failed_attempts, delivered, failed, max, i) \
              ORDER BY k.i \
              ON CONFLICT (endpoint_id, minute) DO UPDATE SET {adding} \
+         ), per_hour AS ( \
+             INSERT INTO hour_failing AS h (hour, endpoint_id, failed_attempts) \
+             SELECT k.hour, k.endpoint_id, k.failed_attempts \
+             FROM UNNEST($17::timestamptz[], $18::uuid[], $19::int[]) WITH ORDINALITY \
+                 AS k(hour, endpoint_id, failed_attempts, i) \
+             ORDER BY k.i \
+             ON CONFLICT (hour, endpoint_id) \
+             DO UPDATE SET failed_attempts = h.failed_attempts + EXCLUDED.failed_attempts \
          ) \
          INSERT INTO minute_totals AS s (minute, shard, {columns}) \
          SELECT k.minute, $9::smallint, {total_counts} \
@@ -129,6 +138,9 @@ pub(super) async fn add_minute_sums(
         .bind(&totals.failed)
         .bind(&totals.max)
         .bind(&totals.lateness)
+        .bind(sums.failing_hours.iter().map(|h| h.0).collect::<Vec<_>>())
+        .bind(sums.failing_hours.iter().map(|h| h.1).collect::<Vec<_>>())
+        .bind(sums.failing_hours.iter().map(|h| h.2).collect::<Vec<_>>())
         .execute(&mut *conn)
         .await?;
     Ok(())
@@ -215,18 +227,27 @@ impl StatsStore for PgStore {
         since: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<FailingCount>, StoreError> {
-        // Ranked from the rows with a failure only (`minute_stats_failing`),
-        // then the attempts of the few ranked, by their keys.
+        // Ranked from the failed attempts per hour for the window's whole
+        // hours and per minute (the rows with a failure only:
+        // `minute_stats_failing`) for the minutes before the first of
+        // them, then the attempts of the few ranked, by their keys.
         // Managed endpoints (the operator's) are never ranked: their URL is
         // configuration, often with a token in it, and the API never shows
         // them.
-        let clause = scope_clause(scope, 3).map_or(String::new(), |c| format!("AND {c}"));
+        let clause = scope_clause(scope, 4).map_or(String::new(), |c| format!("AND {c}"));
+        let hourly = clause.replace("s.endpoint_id", "h.endpoint_id");
         let sql = format!(
-            "WITH top AS ( \
-                 SELECT s.endpoint_id, sum(s.failed_attempts) AS failed_attempts \
-                 FROM minute_stats s WHERE s.minute >= $1 AND s.failed_attempts > 0 {clause} \
-                 AND s.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed) \
-                 GROUP BY s.endpoint_id ORDER BY 2 DESC, 1 LIMIT $2 \
+            "WITH failing AS ( \
+                 SELECT h.endpoint_id, h.failed_attempts FROM hour_failing h \
+                 WHERE h.hour >= $3 {hourly} \
+                 UNION ALL \
+                 SELECT s.endpoint_id, s.failed_attempts FROM minute_stats s \
+                 WHERE s.minute >= $1 AND s.minute < $3 AND s.failed_attempts > 0 {clause} \
+             ), top AS ( \
+                 SELECT f.endpoint_id, sum(f.failed_attempts) AS failed_attempts \
+                 FROM failing f \
+                 WHERE f.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed) \
+                 GROUP BY f.endpoint_id ORDER BY 2 DESC, 1 LIMIT $2 \
              ) \
              SELECT t.endpoint_id, t.failed_attempts, \
                  (SELECT sum(a.attempts) FROM minute_stats a \
@@ -237,7 +258,8 @@ impl StatsStore for PgStore {
         );
         let query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(since)
-            .bind(limit);
+            .bind(limit)
+            .bind(ranked_from_hours(since));
         let rows = bind_scope(query, scope).fetch_all(&self.pool).await?;
         let failing = rows
             .iter()
@@ -277,6 +299,8 @@ impl StatsStore for PgStore {
                  SELECT ctid FROM minute_totals WHERE minute < $1 LIMIT $2))",
             "DELETE FROM minute_backlog WHERE ctid = ANY(ARRAY( \
                  SELECT ctid FROM minute_backlog WHERE minute < $1 LIMIT $2))",
+            "DELETE FROM hour_failing WHERE ctid = ANY(ARRAY( \
+                 SELECT ctid FROM hour_failing WHERE hour < $1 LIMIT $2))",
         ] {
             deleted += sqlx::query(sql)
                 .bind(before)

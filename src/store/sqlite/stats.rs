@@ -12,7 +12,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::columns::{micros, time_of};
 use super::{store_error, SqliteStore};
-use crate::domain::minute_stats::{Counts, MinuteSums};
+use crate::domain::minute_stats::{ranked_from_hours, Counts, MinuteSums};
 use crate::store::seams::StatsStore;
 use crate::store::stats::{
     adding_columns, count_columns, counts_from, summed_columns, values, FailingCount, MinuteRow,
@@ -37,6 +37,9 @@ fn upsert(table: &str, key: &str) -> String {
 static ADD_TO_ENDPOINT: LazyLock<String> =
     LazyLock::new(|| upsert("minute_stats", "endpoint_id, minute"));
 static ADD_TO_TOTALS: LazyLock<String> = LazyLock::new(|| upsert("minute_totals", "minute, shard"));
+const ADD_TO_HOUR: &str = "INSERT INTO hour_failing AS h (hour, endpoint_id, failed_attempts) \
+     VALUES (?1, ?2, ?3) ON CONFLICT (hour, endpoint_id) \
+     DO UPDATE SET failed_attempts = h.failed_attempts + excluded.failed_attempts";
 
 fn bind_counts<'q>(
     mut query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
@@ -58,6 +61,15 @@ pub(super) async fn add_minute_sums(
             .bind(*id)
             .bind(micros(*minute));
         bind_counts(query, counts)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    for (hour, id, failed) in &sums.failing_hours {
+        sqlx::query(ADD_TO_HOUR)
+            .bind(micros(*hour))
+            .bind(*id)
+            .bind(*failed)
             .execute(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -166,16 +178,25 @@ impl StatsStore for SqliteStore {
         since: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<FailingCount>, StoreError> {
-        // Managed endpoints (the operator's) are never ranked: their URL is
-        // configuration, often with a token in it, and the API never shows
-        // them.
-        let clause = scope_clause(scope, 3).map_or(String::new(), |c| format!("AND {c}"));
+        // Ranked from the failed attempts per hour for the window's whole
+        // hours and per minute for the minutes before the first of them
+        // (as PostgreSQL does). Managed endpoints (the operator's) are
+        // never ranked: their URL is configuration, often with a token in
+        // it, and the API never shows them.
+        let clause = scope_clause(scope, 4).map_or(String::new(), |c| format!("AND {c}"));
+        let hourly = clause.replace("s.endpoint_id", "h.endpoint_id");
         let sql = format!(
-            "WITH top AS ( \
-                 SELECT s.endpoint_id, sum(s.failed_attempts) AS failed_attempts \
-                 FROM minute_stats s WHERE s.minute >= ?1 AND s.failed_attempts > 0 {clause} \
-                 AND s.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed = 1) \
-                 GROUP BY s.endpoint_id ORDER BY 2 DESC, 1 LIMIT ?2 \
+            "WITH failing AS ( \
+                 SELECT h.endpoint_id, h.failed_attempts FROM hour_failing h \
+                 WHERE h.hour >= ?3 {hourly} \
+                 UNION ALL \
+                 SELECT s.endpoint_id, s.failed_attempts FROM minute_stats s \
+                 WHERE s.minute >= ?1 AND s.minute < ?3 AND s.failed_attempts > 0 {clause} \
+             ), top AS ( \
+                 SELECT f.endpoint_id, sum(f.failed_attempts) AS failed_attempts \
+                 FROM failing f \
+                 WHERE f.endpoint_id NOT IN (SELECT id FROM endpoints WHERE managed = 1) \
+                 GROUP BY f.endpoint_id ORDER BY 2 DESC, 1 LIMIT ?2 \
              ) \
              SELECT t.endpoint_id, t.failed_attempts, \
                  (SELECT sum(a.attempts) FROM minute_stats a \
@@ -186,7 +207,8 @@ impl StatsStore for SqliteStore {
         );
         let query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(micros(since))
-            .bind(limit);
+            .bind(limit)
+            .bind(micros(ranked_from_hours(since)));
         let rows = bind_scope(query, scope)
             .fetch_all(&self.reader)
             .await
@@ -227,6 +249,8 @@ impl StatsStore for SqliteStore {
                  (SELECT rowid FROM minute_totals WHERE minute < ?1 LIMIT ?2)",
             "DELETE FROM minute_backlog WHERE minute IN \
                  (SELECT minute FROM minute_backlog WHERE minute < ?1 LIMIT ?2)",
+            "DELETE FROM hour_failing WHERE rowid IN \
+                 (SELECT rowid FROM hour_failing WHERE hour < ?1 LIMIT ?2)",
         ] {
             deleted += sqlx::query(sql)
                 .bind(micros(before))
