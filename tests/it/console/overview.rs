@@ -10,21 +10,43 @@ use crate::console::Browser;
 use crate::helpers::{eventually, TOKEN};
 use crate::receiver::{Receiver, Reply};
 
-/// An hour of made-up history before this minute, for the README's
-/// picture only (PostgreSQL's SQL): the assertions are on real traffic.
-const HISTORY: [&str; 2] = [
+/// An hour of made-up history before the last two minutes, for the
+/// README's picture only (PostgreSQL's SQL; `$1` is shop's id, `$2` erp's):
+/// the assertions are on real traffic. Written per endpoint and summed
+/// from those rows as hookd sums them, so the picture's totals, charts and
+/// failing endpoints agree.
+const HISTORY: [&str; 4] = [
+    "INSERT INTO minute_stats (endpoint_id, minute, attempts, failed_attempts, delivered, failed,
+         lateness_max_ms, late_9, late_10, late_11, late_13)
+     SELECT e.id, date_trunc('minute', now()) - make_interval(mins => m),
+         e.attempts, e.failed_attempts, e.attempts - e.failed_attempts, e.failed, 180,
+         e.attempts / 2, e.attempts / 3, e.attempts - e.attempts / 2 - e.attempts / 3 - 1, 1
+     FROM generate_series(2, 59) AS m
+     CROSS JOIN LATERAL (VALUES
+         ($1::uuid, (900 + 300 * sin(m / 6.0) + (m * 37 % 90))::int, (m * 13 % 17)::int, 0),
+         ($2::uuid, 40 + CASE WHEN m BETWEEN 20 AND 26 THEN 160 ELSE 0 END,
+             5 + CASE WHEN m BETWEEN 20 AND 26 THEN 160 ELSE 0 END,
+             CASE WHEN m BETWEEN 20 AND 26 THEN 40 ELSE 0 END)
+     ) AS e(id, attempts, failed_attempts, failed)
+     ON CONFLICT DO NOTHING",
     "INSERT INTO minute_totals (minute, shard, attempts, failed_attempts, delivered, failed,
          lateness_max_ms, late_9, late_10, late_11, late_13)
-     SELECT date_trunc('minute', now()) - make_interval(mins => m), 0, a, f, a - f, f / 4, 180,
-         a / 2, a / 3, a - a / 2 - a / 3 - 1, 1
-     FROM (SELECT m, (900 + 300 * sin(m / 6.0) + (m * 37 % 90))::int AS a,
-                 ((m * 13 % 17) + CASE WHEN m BETWEEN 20 AND 26 THEN 160 ELSE 0 END)::int AS f
-           FROM generate_series(1, 59) AS m) AS s
+     SELECT minute, 0, sum(attempts), sum(failed_attempts), sum(delivered), sum(failed),
+         max(lateness_max_ms), sum(late_9), sum(late_10), sum(late_11), sum(late_13)
+     FROM minute_stats WHERE minute <= date_trunc('minute', now()) - interval '2 minutes'
+     GROUP BY minute
      ON CONFLICT DO NOTHING",
+    "INSERT INTO hour_failing (hour, endpoint_id, failed_attempts)
+     SELECT date_trunc('hour', minute), endpoint_id, sum(failed_attempts)
+     FROM minute_stats
+     WHERE minute <= date_trunc('minute', now()) - interval '2 minutes' AND failed_attempts > 0
+     GROUP BY 1, 2
+     ON CONFLICT (hour, endpoint_id)
+     DO UPDATE SET failed_attempts = hour_failing.failed_attempts + EXCLUDED.failed_attempts",
     "INSERT INTO minute_backlog (minute, pending)
      SELECT date_trunc('minute', now()) - make_interval(mins => m),
          (400 + 200 * cos(m / 8.0) + CASE WHEN m BETWEEN 18 AND 27 THEN 900 ELSE 0 END)::bigint
-     FROM generate_series(1, 59) AS m
+     FROM generate_series(2, 59) AS m
      ON CONFLICT DO NOTHING",
 ];
 
@@ -89,7 +111,9 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
     browser.screenshot("overview-24h").await;
 
     if !backend.is_embedded() {
-        for sql in HISTORY {
+        let ids = [shop["id"].as_str().unwrap(), erp["id"].as_str().unwrap()];
+        backend.execute(HISTORY[0], &ids).await;
+        for sql in &HISTORY[1..] {
             backend.execute(sql, &[]).await;
         }
         browser.click("window-1h").await;
