@@ -211,6 +211,28 @@ pub async fn scenario(bench: &Bench<'_>, server: bool, embedded: bool, runs: usi
     if embedded {
         modes.push("embedded");
     }
+    // BENCH_RATE_ROUNDS=waiting: only the waiting cost, `runs` rounds per
+    // mode, each printed (to compare a setting of hookd's, such as an
+    // allocator option in its environment, sitting by sitting).
+    if std::env::var("BENCH_RATE_ROUNDS").is_ok_and(|r| r == "waiting") {
+        for (i, mode) in modes.into_iter().enumerate() {
+            let mut shares = Vec::new();
+            for run in 0..runs.max(1) {
+                let round = if mode == "server" {
+                    server_round(bench, &slow, urls, Kind::Waiting, 2000 + 10 * i + run).await
+                } else {
+                    embedded_round(bench, &slow, urls, Kind::Waiting).await
+                };
+                shares.push(round.waiting_cpu.unwrap_or_default() * 100.0);
+            }
+            println!(
+                "rate_limit ({mode}): hookd's CPU while {WAITING} throttled wait, over {} s: rounds {shares:.2?} %, median {:.2} % of one core (target ≤ 2 %)",
+                IDLE.as_secs(),
+                super::median(shares.clone())
+            );
+        }
+        return;
+    }
     for (i, mode) in modes.into_iter().enumerate() {
         // Without a limit and with one that does not bind, alternated
         // `runs` times (each round a fresh process on a fresh backlog):
