@@ -18,6 +18,7 @@ mod list_plan_tests;
 mod notifications;
 mod operations;
 mod operator;
+mod partitions;
 #[cfg(test)]
 mod plan_tests;
 mod pull;
