@@ -18,6 +18,8 @@ mod list_plan_tests;
 mod notifications;
 mod operations;
 mod operator;
+#[cfg(test)]
+mod partition_plan_tests;
 mod partitions;
 #[cfg(test)]
 mod plan_tests;
