@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Days, Utc};
 use hookd::domain::id::{first_of_ms, new_id};
-use hookd::domain::partition::{day_of, partition_name};
+use hookd::domain::partition::{day_bound, day_of, partition_name};
 use hookd::store::postgres::{PgStore, MIGRATOR};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -209,6 +209,23 @@ async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the
 #[sqlx::test]
 async fn partitions_ahead_are_made_at_start_up(pool: PgPool) {
     let last = day_of(Utc::now()).checked_add_days(Days::new(7)).unwrap();
+    // The migration's SQL made the same bounds as `day_bound`.
+    let made: String = sqlx::query_scalar(
+        "SELECT pg_get_expr(relpartbound, oid) FROM pg_class WHERE relname = $1",
+    )
+    .bind(partition_name("notifications", last))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let next = last.succ_opt().unwrap();
+    assert_eq!(
+        made,
+        format!(
+            "FOR VALUES FROM ('{}') TO ('{}')",
+            day_bound(last),
+            day_bound(next)
+        )
+    );
     for table in ["notifications", "attempts"] {
         let name = partition_name(table, last);
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}")))
