@@ -19,7 +19,7 @@ use super::status::Status;
 /// never, and warned about).
 pub const AHEAD_DAYS: u64 = 7;
 
-/// The tables partitioned by day, each with the column that is its key.
+/// The tables partitioned by day (`attempts` by its notification's id).
 pub const TABLES: [&str; 2] = ["notifications", "attempts"];
 
 /// The smallest UUIDv7 of `day`'s first millisecond (midnight UTC): a
