@@ -28,6 +28,8 @@ mod fanout;
 mod floor;
 #[path = "dispatch/heal.rs"]
 mod heal;
+#[path = "dispatch/partition.rs"]
+mod partition;
 #[path = "dispatch/pull.rs"]
 mod pull;
 #[path = "dispatch/rate_limit.rs"]
@@ -358,7 +360,7 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 }
 
 async fn reset(pool: &PgPool) {
-    sqlx::query("TRUNCATE notifications, attempts, events")
+    sqlx::query("TRUNCATE notifications, attempts, events, notification_keys")
         .execute(pool)
         .await
         .unwrap();
@@ -739,7 +741,7 @@ async fn main() {
         .build()
         .unwrap();
     // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker
-    // picks sections (default: all but `stats` and `stats_drain`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
+    // picks sections (default: all but `stats`, `stats_drain`, `partition` and `partition_drain`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -1322,6 +1324,20 @@ async fn main() {
             receiver_url: &receiver_url,
         };
         stats::drains(&bench, runs, mode.server, mode.embedded).await;
+    }
+    if named("partition") && mode.server {
+        partition::drop_day(&pool).await;
+    }
+    if named("partition_drain") && mode.server {
+        partition::drain_with_history(
+            &pool,
+            &database_url,
+            &redis_url,
+            &received,
+            &receiver_url,
+            runs,
+        )
+        .await;
     }
     if !rss.is_empty() {
         println!(

@@ -103,8 +103,16 @@ impl Target {
         if rows.is_empty() {
             return Ok(0);
         }
-        let mut insert: QueryBuilder<Postgres> =
-            QueryBuilder::new(format!("INSERT INTO {} ({}) ", table.name, table.names()));
+        // A notification's key is unique in `notification_keys` (server
+        // mode's `notifications` is partitioned): each copied keyed row
+        // gets its key row in the same statement.
+        let keyed = table.name == "notifications";
+        let mut insert: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+            "{}INSERT INTO {} ({}) ",
+            if keyed { "WITH copied AS (" } else { "" },
+            table.name,
+            table.names()
+        ));
         insert.push_values(rows, |mut row, values| {
             for value in values {
                 value.bind(&mut row);
@@ -114,6 +122,20 @@ impl Target {
         // unique index (a uid, an idempotency key) is an error, not a row
         // silently left behind.
         insert.push(format!(" ON CONFLICT ({}) DO NOTHING", table.key_list()));
+        if keyed {
+            insert.push(
+                " RETURNING id, key, endpoint_id), keys AS ( \
+                 INSERT INTO notification_keys (key, endpoint_id, id) \
+                 SELECT key, endpoint_id, id FROM copied WHERE key IS NOT NULL) \
+                 SELECT count(*) FROM copied",
+            );
+            let copied: i64 = insert
+                .build_query_scalar()
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| write_error(table, e))?;
+            return Ok(copied as u64);
+        }
         let done = insert
             .build()
             .execute(&self.pool)

@@ -74,6 +74,7 @@ pub async fn run(
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
     let mut last_minutes_purge: Option<Instant> = None;
+    let mut last_partitions: Option<Instant> = None;
     let mut sampled: Option<chrono::DateTime<Utc>> = None;
     let mut operator_synced = false;
     // The disabling check runs every tick: one warning per run of failures.
@@ -194,6 +195,13 @@ pub async fn run(
             if let Err(error) = purge_minutes(&*store, before, &shutdown).await {
                 tracing::warn!(%error, "retention of the per-minute counts failed; retrying later");
             }
+        }
+        // Server mode's daily partitions: made ahead at start and every
+        // ten minutes, and dropped by retention before its row-by-row
+        // purge walks what is left.
+        if last_partitions.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL) {
+            last_partitions = Some(Instant::now());
+            maintain_partitions(&*store, settings.retention.days).await;
         }
         if settings.retention.days > 0
             && last_retention.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL)
@@ -410,4 +418,33 @@ async fn purge_minutes(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(())
+}
+
+/// One pass of partition upkeep (`HousekeepingStore::maintain_partitions`),
+/// reported: what it dropped, and a warning while a DEFAULT partition
+/// holds rows (an id outside every day's partition: nothing is refused,
+/// but those rows are only purged row by row).
+async fn maintain_partitions(store: &dyn HousekeepingStore, retention_days: u32) {
+    let now = Utc::now();
+    let before =
+        (retention_days > 0).then(|| now - chrono::Duration::days(i64::from(retention_days)));
+    match store
+        .maintain_partitions(crate::domain::partition::day_of(now), before)
+        .await
+    {
+        Ok(upkeep) if upkeep.skipped => {}
+        Ok(upkeep) => {
+            metrics::gauge!("hookd_default_partition_rows")
+                .set(f64::from(u8::from(upkeep.default_rows)));
+            if upkeep.default_rows {
+                tracing::warn!("a DEFAULT partition holds rows (docs/partitioning.md)");
+            }
+            if !upkeep.dropped.is_empty() {
+                metrics::counter!("hookd_partitions_dropped_total")
+                    .increment(upkeep.dropped.len() as u64);
+                tracing::info!(dropped = ?upkeep.dropped, "retention dropped partitions");
+            }
+        }
+        Err(error) => tracing::warn!(%error, "partition upkeep failed; retrying later"),
+    }
 }

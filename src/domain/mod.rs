@@ -22,6 +22,7 @@ pub mod minute_stats;
 pub mod operation;
 pub mod operator_event;
 pub mod outcome;
+pub mod partition;
 pub mod portal;
 pub mod problem;
 pub mod pull;

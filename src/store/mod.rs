@@ -18,6 +18,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod notifications;
 pub mod operations;
+pub mod partitions;
 pub mod postgres;
 pub mod pull;
 pub mod pull_due;

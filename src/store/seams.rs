@@ -292,6 +292,19 @@ pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
+    /// Server mode's daily partitions (DESIGN.md §13): makes those of
+    /// `today` and the days ahead, drops those retention lets go
+    /// (`before`: its cutoff, `None` while retention is off), and reports
+    /// whether a DEFAULT partition holds rows. A store without partitions
+    /// (SQLite: retention deletes rows) has nothing to do.
+    async fn maintain_partitions(
+        &self,
+        today: chrono::NaiveDate,
+        before: Option<DateTime<Utc>>,
+    ) -> Result<crate::store::partitions::PartitionUpkeep, StoreError> {
+        let _ = (today, before);
+        Ok(Default::default())
+    }
     /// Makes the managed operator endpoint match `target`: created or
     /// updated when set, deleted when not.
     async fn sync_operator_endpoint(

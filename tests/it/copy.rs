@@ -124,14 +124,18 @@ async fn a_copy_that_stopped_midway_is_completed_by_running_it_again(pool: PgPoo
     let source = embedded("http://127.0.0.1:9").await;
     copy(&source.path, &pool, false).await.unwrap();
     // What a copy stopped in the middle of notifications leaves: its first
-    // tables whole, notifications from some page on missing.
-    let gone = sqlx::query(
-        "DELETE FROM notifications WHERE id > (SELECT id FROM notifications ORDER BY id OFFSET 300 LIMIT 1)",
+    // tables whole, notifications from some page on missing (with their
+    // keys, written by the same statement).
+    let gone: i64 = sqlx::query_scalar(
+        "WITH gone AS (DELETE FROM notifications \
+             WHERE id > (SELECT id FROM notifications ORDER BY id OFFSET 300 LIMIT 1) RETURNING id), \
+         keys AS (DELETE FROM notification_keys WHERE id IN (SELECT id FROM gone)) \
+         SELECT count(*) FROM gone",
     )
-    .execute(&pool)
+    .fetch_one(&pool)
     .await
-    .unwrap()
-    .rows_affected();
+    .unwrap();
+    let gone = gone as u64;
     assert!(gone > 100);
 
     let resumed = copy(&source.path, &pool, true).await.unwrap();

@@ -227,8 +227,9 @@ async fn insert_events(
     }
     let binds: EventBinds<'_> = events.iter().collect();
     sqlx::query(concat!(
-        "WITH changed AS (SELECT unnest($7::uuid[]) AS id) ",
-        insert_operator_events!("changed", "$6", "$1", "$2", "$3", "$4", "$5")
+        "WITH changed AS (SELECT unnest($7::uuid[]) AS id), ",
+        insert_operator_events!("changed", "$6", "$1", "$2", "$3", "$4", "$5"),
+        " SELECT 1"
     ))
     .bind(&binds.subjects)
     .bind(&binds.types)

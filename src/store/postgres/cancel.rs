@@ -121,7 +121,7 @@ pub(super) async fn cancel_pending<'c>(
         };
     }
     // One statement per selector, each for its own index (the primary key,
-    // `notifications_key`, `notifications_endpoint_newest`,
+    // `notification_keys`' then the primary key, `notifications_endpoint_newest`,
     // `notifications_event`).
     let query = match which {
         Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
@@ -130,7 +130,8 @@ pub(super) async fn cancel_pending<'c>(
             endpoint_id,
             spare,
         } => sqlx::query_scalar(cancel_where!(
-            "key = $1 AND ($2::uuid IS NULL OR endpoint_id = $2) AND endpoint_id IS DISTINCT FROM $3"
+            "id IN (SELECT k.id FROM notification_keys k WHERE k.key = $1 \
+                 AND ($2::uuid IS NULL OR k.endpoint_id = $2) AND k.endpoint_id IS DISTINCT FROM $3)"
         ))
         .bind(key)
         .bind(endpoint_id)

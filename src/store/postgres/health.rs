@@ -64,9 +64,9 @@ impl PgStore {
                  UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now(), \
                      version = e.version + 1 \
                  FROM locked l WHERE e.id = l.id RETURNING e.id \
-             ), reported AS (",
+             ), ",
             insert_operator_events!("disabled", "$10", "$5", "$6", "$7", "$8", "$9"),
-            ") SELECT id FROM disabled"
+            " SELECT id FROM disabled"
         ))
         .bind(&ids)
         .bind(&failing_since)

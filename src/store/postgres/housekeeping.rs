@@ -171,6 +171,8 @@ impl PgStore {
                      RETURNING n.id \
                  ), attempts_deleted AS ( \
                      DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \
+                 ), keys_deleted AS ( \
+                     DELETE FROM notification_keys WHERE id IN (SELECT id FROM deleted) \
                  ) \
                  SELECT count(*) FROM deleted",
             )

@@ -19,6 +19,9 @@ mod notifications;
 mod operations;
 mod operator;
 #[cfg(test)]
+mod partition_plan_tests;
+mod partitions;
+#[cfg(test)]
 mod plan_tests;
 mod pull;
 mod pull_due;

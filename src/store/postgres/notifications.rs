@@ -43,19 +43,33 @@ fn columns_without_body() -> String {
 }
 /// The insert of a group commit, returning each created row's id, its
 /// `created_at` and the given expression (its endpoint's version, or NULL).
+///
+/// A key is unique per endpoint in `notification_keys` (a unique index of
+/// the partitioned `notifications` would have to hold the id): a keyed row
+/// is inserted only when its key row was, in the same statement. A key
+/// whose notification is gone (its partition dropped by retention before
+/// its key rows were deleted) is taken over, as a key freed by retention
+/// always could be.
 macro_rules! insert_notifications_sql {
     ($endpoint_version:literal) => {
         concat!(
-            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
+            "WITH t AS MATERIALIZED ( \
+                 SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
+                     $6::bytea[], $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], \
+                     $11::timestamptz[], $12::text[], $13::bool[]) \
+                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
+                      schedule_name, deliver_at, next_attempt_at, url, pull) \
+             ), keyed AS ( \
+                 INSERT INTO notification_keys AS k (key, endpoint_id, id) \
+                 SELECT key, endpoint_id, id FROM t WHERE key IS NOT NULL \
+                 ON CONFLICT (key, endpoint_id) DO NOTHING \
+                 RETURNING k.id \
+             ) \
+             INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
                  schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
                  schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
-             FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bytea[], \
-                 $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], \
-                 $12::text[], $13::bool[]) \
-                 AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at, url, pull) \
-             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING \
+             FROM t WHERE key IS NULL OR id IN (SELECT id FROM keyed) \
              RETURNING id, created_at, ",
             $endpoint_version
         )
@@ -165,9 +179,9 @@ impl PgStore {
                 .iter()
                 .map(|i| i.key.as_deref().unwrap_or_default())
                 .collect();
-            let sql = "SELECT n.* FROM notifications n \
-                 JOIN UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
-                 ON n.endpoint_id = t.endpoint_id AND n.key = t.key";
+            let sql = "SELECT n.* FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
+                 JOIN notification_keys k ON k.key = t.key AND k.endpoint_id = t.endpoint_id \
+                 JOIN notifications n ON n.id = k.id";
             let rows = sqlx::query_as::<_, Notification>(sql)
                 .bind(&endpoint_ids)
                 .bind(&keys)
@@ -284,7 +298,12 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
         query.push(format_args!(" AND status = '{}'", status.as_str()));
     }
     if let Some(key) = &filter.key {
-        query.push(" AND key = ").push_bind(key.clone());
+        // Through `notification_keys`: `notifications` has no key index
+        // (its uniqueness moved there), and a key names a few rows.
+        query
+            .push(" AND id IN (SELECT k.id FROM notification_keys k WHERE k.key = ")
+            .push_bind(key.clone())
+            .push(")");
     }
     if let Some(event_type) = &filter.event_type {
         // An event's deliveries have their type on the event row only.

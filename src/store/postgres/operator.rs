@@ -79,40 +79,55 @@ impl PgStore {
     }
 }
 
-/// SQL for a CTE that inserts operator events, for a statement that binds
+/// SQL for two CTEs (`reported_keys`, `reported`, to follow a comma in a
+/// `WITH`) that insert operator events, for a statement that binds
 /// them as the arrays `$ids`, `$subjects` (uuid[]), `$types`, `$keys`
 /// (text[]) and `$bodies` (bytea[]) (see `EventBinds`: the ids are made in
 /// Rust, as every id hookd makes) and the operator endpoint's id as
 /// `$operator`, and whose CTE `$changed` returns the `id` of each row it
 /// changed. An event is inserted only if its subject's change was, and only
-/// while the operator endpoint exists; its key makes a second recording of
-/// the same change insert nothing. The events are due at once and marked
+/// while the operator endpoint exists; its key (a row of
+/// `notification_keys`, as every key is) makes a second recording of the
+/// same change insert nothing. The events are due at once and marked
 /// `needs_index`: the housekeeper adds them to the due index.
 macro_rules! insert_operator_events {
     ($changed:literal, $ids:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
         concat!(
-            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
-             SELECT ev.id, op.id, ev.key, ev.event_type, 'application/json', ev.body, \
-                 op.schedule_ms, op.schedule_name, now(), now(), true \
-             FROM UNNEST(",
+            "reported_keys AS ( \
+                 INSERT INTO notification_keys (key, endpoint_id, id) \
+                 SELECT ev.key, op.id, ev.id FROM UNNEST(",
             $ids,
             "::uuid[], ",
             $subjects,
+            "::uuid[], ",
+            $keys,
+            "::text[]) AS ev(id, subject, key) \
+                 JOIN ",
+            $changed,
+            " changed ON changed.id = ev.subject \
+                 JOIN endpoints op ON op.id = ",
+            $operator,
+            " AND op.deleted_at IS NULL \
+                 ON CONFLICT (key, endpoint_id) DO NOTHING RETURNING id \
+             ), reported AS ( \
+                 INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+                     schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
+                 SELECT ev.id, op.id, ev.key, ev.event_type, 'application/json', ev.body, \
+                     op.schedule_ms, op.schedule_name, now(), now(), true \
+                 FROM UNNEST(",
+            $ids,
             "::uuid[], ",
             $types,
             "::text[], ",
             $keys,
             "::text[], ",
             $bodies,
-            "::bytea[]) AS ev(id, subject, event_type, key, body) \
-             JOIN ",
-            $changed,
-            " changed ON changed.id = ev.subject \
-             JOIN endpoints op ON op.id = ",
+            "::bytea[]) AS ev(id, event_type, key, body) \
+                 JOIN reported_keys r ON r.id = ev.id \
+                 JOIN endpoints op ON op.id = ",
             $operator,
-            " AND op.deleted_at IS NULL \
-             ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING"
+            " \
+             )"
         )
     };
 }

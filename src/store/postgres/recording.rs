@@ -146,9 +146,9 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                 AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id \
                             AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
          ON CONFLICT (notification_id, number) DO NOTHING \
-     ), reported AS (",
+     ), ",
     insert_operator_events!("moved", "$28", "$15", "$16", "$17", "$18", "$19"),
-    "), health AS ( \
+    ", health AS ( \
          SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
          AS h(id, failing_since, if_failing) \
      ), changing AS MATERIALIZED ( \

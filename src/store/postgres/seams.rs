@@ -229,6 +229,13 @@ impl HousekeepingStore for PgStore {
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         PgStore::purge_events(self, before, after, limit).await
     }
+    async fn maintain_partitions(
+        &self,
+        today: chrono::NaiveDate,
+        before: Option<DateTime<Utc>>,
+    ) -> Result<crate::store::partitions::PartitionUpkeep, StoreError> {
+        PgStore::maintain_partitions(self, today, before).await
+    }
     async fn sync_operator_endpoint(
         &self,
         target: Option<OperatorTarget<'_>>,

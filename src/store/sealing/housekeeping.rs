@@ -72,6 +72,13 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         self.inner.purge_events(before, after, limit).await
     }
+    async fn maintain_partitions(
+        &self,
+        today: chrono::NaiveDate,
+        before: Option<DateTime<Utc>>,
+    ) -> Result<crate::store::partitions::PartitionUpkeep, StoreError> {
+        self.inner.maintain_partitions(today, before).await
+    }
     /// The target goes in sealed; what is stored is opened before the
     /// target compares it, since a value sealed again never reads the same.
     async fn sync_operator_endpoint(

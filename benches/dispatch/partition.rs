@@ -1,0 +1,212 @@
+//! Partitioned history (#37, docs/partitioning.md), server mode, opt-in:
+//! - `BENCH_ONLY=partition`: retention of one day's partition holding
+//!   `BENCH_PARTITION_ROWS` notifications (default 1,000,000) and as many
+//!   attempts, each keyed: the whole upkeep pass that drops it (its read,
+//!   the key rows, the detach, the drop), target ≤ 1 s;
+//! - `BENCH_ONLY=partition_drain`: the drain of `BENCH_DRAIN` (default
+//!   50,000, figure 3's) due notifications on an
+//!   empty database, then with `BENCH_HISTORY` delivered notifications
+//!   (default 10,000,000) and their attempts spread over the last 30 days,
+//!   in the same run: history ÷ empty, target ≥ 0.9.
+//!
+//! Both work on days of their own: the bench database's legacy partition
+//! (empty after `reset`) is detached and dropped first, as a deployment's
+//! goes once retention has emptied it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{Days, Utc};
+use hookd::domain::partition::{day_bound, day_of, partition_name};
+use hookd::store::postgres::PgStore;
+use sqlx::PgPool;
+
+use super::{delivery_run, median, reset, Received};
+
+/// The days a deployment keeps (`retention.days`' default).
+const RETENTION_DAYS: u64 = 30;
+
+fn env_count(name: &str, default: i64) -> i64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The legacy partition gone, and a partition for each of the last
+/// `RETENTION_DAYS` days and the week ahead.
+async fn days_of_their_own(pool: &PgPool) {
+    sqlx::raw_sql(
+        "DO $$ BEGIN \
+             IF EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass('notifications_legacy')) THEN \
+                 ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
+                 ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
+                 DROP TABLE notifications_legacy, attempts_legacy; \
+             END IF; \
+         END $$",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let store = PgStore::new(pool.clone());
+    let today = day_of(Utc::now());
+    for back in (0..=RETENTION_DAYS).step_by(8) {
+        let from = today
+            .checked_sub_days(Days::new(RETENTION_DAYS - back))
+            .unwrap();
+        store.maintain_partitions(from, None).await.unwrap();
+    }
+    store.maintain_partitions(today, None).await.unwrap();
+}
+
+/// `count` delivered notifications with one attempt each, created
+/// `days_back` days ago (spread over that many days when `spread`), keyed
+/// when `keyed`.
+async fn history(
+    pool: &PgPool,
+    endpoint: uuid::Uuid,
+    count: i64,
+    days_back: i64,
+    spread: bool,
+    keyed: bool,
+) {
+    sqlx::query(
+        "WITH made AS ( \
+             INSERT INTO notifications (id, endpoint_id, key, content_type, body, schedule_ms, \
+                 status, attempts, deliver_at, last_attempt_at, last_status_code, completed_at) \
+             SELECT encode(overlay(uuid_send(hookd_uuid_v7()) PLACING substring(int8send( \
+                     ((extract(epoch FROM now()) - 86400 * CASE WHEN $4 THEN 1 + g % $3 ELSE $3 END) \
+                      * 1000)::bigint) FROM 3) FROM 1 FOR 6), 'hex')::uuid, \
+                 $1, CASE WHEN $5 THEN 'k-' || g END, 'application/json', '\\x7b7d', '{0,60000}', \
+                 'succeeded', 1, now(), now(), 200, now() - make_interval(days => $3::int - 1) \
+             FROM generate_series(1, $2) g RETURNING id, key, endpoint_id \
+         ), keys AS ( \
+             INSERT INTO notification_keys (key, endpoint_id, id) \
+             SELECT key, endpoint_id, id FROM made WHERE key IS NOT NULL \
+         ) \
+         INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, outcome) \
+         SELECT id, 1, now(), 1, 200, 'succeeded' FROM made",
+    )
+    .bind(endpoint)
+    .bind(count)
+    .bind(days_back as i32)
+    .bind(spread)
+    .bind(keyed)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+pub async fn drop_day(pool: &PgPool) {
+    let rows = env_count("BENCH_PARTITION_ROWS", 1_000_000);
+    reset(pool).await;
+    days_of_their_own(pool).await;
+    let day = day_of(Utc::now())
+        .checked_sub_days(Days::new(RETENTION_DAYS + 5))
+        .unwrap();
+    for table in ["notifications", "attempts"] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "CREATE TABLE IF NOT EXISTS {} PARTITION OF {table} FOR VALUES FROM ('{}') TO ('{}')",
+            partition_name(table, day),
+            day_bound(day),
+            day_bound(day.succ_opt().unwrap())
+        )))
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    history(
+        pool,
+        uuid::Uuid::now_v7(),
+        rows,
+        (RETENTION_DAYS + 5) as i64,
+        false,
+        true,
+    )
+    .await;
+    sqlx::query("CHECKPOINT").execute(pool).await.unwrap();
+    let store = PgStore::new(pool.clone());
+    let cutoff = Utc::now() - chrono::Duration::days(RETENTION_DAYS as i64);
+    let started = Instant::now();
+    let upkeep = store
+        .maintain_partitions(day_of(Utc::now()), Some(cutoff))
+        .await
+        .unwrap();
+    let took = started.elapsed().as_secs_f64();
+    assert!(
+        upkeep
+            .dropped
+            .contains(&partition_name("notifications", day)),
+        "{upkeep:?}"
+    );
+    println!(
+        "partition: retention of one day's partition, {rows} keyed notifications and {rows} attempts: {took:.2} s for the upkeep pass that dropped it (target ≤ 1 s)"
+    );
+}
+
+pub async fn drain_with_history(
+    pool: &PgPool,
+    database_url: &str,
+    redis_url: &str,
+    received: &Arc<Received>,
+    receiver_url: &str,
+    runs: usize,
+) {
+    let count = env_count("BENCH_HISTORY", 10_000_000);
+    let drain = env_count("BENCH_DRAIN", 50_000) as usize;
+    let (mut empty, mut full, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        reset(pool).await;
+        days_of_their_own(pool).await;
+        let on_empty = delivery_run(
+            pool,
+            database_url,
+            redis_url,
+            &format!("bench-history-empty-{run}"),
+            received,
+            receiver_url,
+            drain,
+        )
+        .await
+        .rate;
+        reset(pool).await;
+        history(
+            pool,
+            uuid::Uuid::now_v7(),
+            count,
+            RETENTION_DAYS as i64,
+            true,
+            false,
+        )
+        .await;
+        sqlx::query("VACUUM ANALYZE notifications, attempts")
+            .execute(pool)
+            .await
+            .unwrap();
+        let on_history = delivery_run(
+            pool,
+            database_url,
+            redis_url,
+            &format!("bench-history-full-{run}"),
+            received,
+            receiver_url,
+            drain,
+        )
+        .await
+        .rate;
+        println!(
+            "   run {}: drain of {drain}, empty {on_empty:.0}/s, with {count} delivered before {on_history:.0}/s, ratio {:.2}",
+            run + 1,
+            on_history / on_empty
+        );
+        empty.push(on_empty);
+        full.push(on_history);
+        ratios.push(on_history / on_empty);
+    }
+    println!(
+        "partition_drain: drain of {drain} on an empty database {:.0}/s, with {count} delivered notifications and attempts over {RETENTION_DAYS} days {:.0}/s: history ÷ empty {:.2} (median of the per-run ratios; target ≥ 0.9)",
+        median(empty),
+        median(full),
+        median(ratios)
+    );
+}

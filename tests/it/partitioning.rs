@@ -1,0 +1,390 @@
+//! Server mode's daily partitions (DESIGN.md §13, docs/partitioning.md):
+//! the migration path from unpartitioned tables holding data, partitions
+//! made ahead at start-up, and retention dropping a day while deliveries
+//! and status queries run. PostgreSQL only: the embedded store keeps its
+//! tables and deletes rows.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Days, Utc};
+use hookd::domain::id::{first_of_ms, new_id};
+use hookd::domain::partition::{day_bound, day_of, partition_name};
+use hookd::store::postgres::{PgStore, MIGRATOR};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::helpers::{eventually, redis_url, spawn_app, spawn_app_with};
+use crate::receiver::Receiver;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+/// The last migration before the partitioned history.
+const BEFORE_PARTITIONING: i64 = 20261203000039;
+
+/// A compact id (as hookd makes them) made at `at`.
+fn id_at(at: DateTime<Utc>) -> Uuid {
+    let mut bytes = *new_id().as_bytes();
+    bytes[..6].copy_from_slice(&first_of_ms(at.timestamp_millis()).as_bytes()[..6]);
+    Uuid::from_bytes(bytes)
+}
+
+async fn exists(pool: &PgPool, table: &str) -> bool {
+    sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(table)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn endpoint(pool: &PgPool, id: Uuid, url: &str) {
+    sqlx::query(
+        "INSERT INTO endpoints (id, uid, url, secret, schedule_ms) \
+         VALUES ($1, $2, $3, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{0,100,100}')",
+    )
+    .bind(id)
+    .bind(format!("e-{}", id.simple()))
+    .bind(url)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// A notification made at `at`: pending and due now, or delivered at its
+/// first try a day later (`done`), with `attempts` failed attempts rows
+/// before; a business key when given.
+async fn notification(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    at: DateTime<Utc>,
+    key: Option<&str>,
+    done: bool,
+    attempts: i32,
+) -> Uuid {
+    let id = id_at(at);
+    let completed = done.then(|| at + chrono::Duration::days(1));
+    sqlx::query(
+        "INSERT INTO notifications (id, endpoint_id, key, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at, created_at, completed_at, last_attempt_at) \
+         VALUES ($1, $2, $3, 'application/json', '{\"n\":1}', '{0,100,100}', \
+             CASE WHEN $5::timestamptz IS NULL THEN 'pending' ELSE 'succeeded' END, $6, $4, \
+             CASE WHEN $5::timestamptz IS NULL THEN now() END, $4, $5, $5)",
+    )
+    .bind(id)
+    .bind(endpoint_id)
+    .bind(key)
+    .bind(at)
+    .bind(completed)
+    .bind(attempts + i32::from(done))
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, outcome) \
+         SELECT $1, n, $2, 5, CASE WHEN n <= $3 THEN 500 ELSE 200 END, \
+             CASE WHEN n <= $3 THEN 'retry' ELSE 'succeeded' END \
+         FROM generate_series(1, $3 + $4::int) n",
+    )
+    .bind(id)
+    .bind(at)
+    .bind(attempts)
+    .bind(i32::from(done))
+    .execute(pool)
+    .await
+    .unwrap();
+    id
+}
+
+/// What the API says of a notification: status, attempts, listed attempts.
+async fn seen(app: &crate::helpers::TestApp, id: Uuid) -> (String, i64, usize) {
+    let (status, body) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{id}: {body}");
+    let (status, listed) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    (
+        body["status"].as_str().unwrap().to_string(),
+        body["attempts"].as_i64().unwrap(),
+        listed["data"].as_array().unwrap().len(),
+    )
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the_same(
+    pool: PgPool,
+) {
+    MIGRATOR.run_to(BEFORE_PARTITIONING, &pool).await.unwrap();
+    let receiver = Receiver::start().await;
+    let ep = new_id();
+    endpoint(&pool, ep, &receiver.url("/old")).await;
+    let now = Utc::now();
+    let mut delivered = Vec::new();
+    for days in [20, 3, 1] {
+        let at = now - chrono::Duration::days(days);
+        delivered.push(notification(&pool, ep, at, Some(&format!("paid-{days}")), true, 2).await);
+    }
+    let pending = [
+        notification(
+            &pool,
+            ep,
+            now - chrono::Duration::days(2),
+            Some("due-1"),
+            false,
+            1,
+        )
+        .await,
+        notification(&pool, ep, now, None, false, 0).await,
+    ];
+    let event = id_at(now - chrono::Duration::days(1));
+    sqlx::query(
+        "WITH e AS (INSERT INTO events (id, event_type, key, content_type, body, deliver_at, deliveries) \
+             VALUES ($1, 'order.paid', 'order-1', 'application/json', '{\"e\":1}', now(), 1)) \
+         UPDATE notifications SET event_id = $1, body = '' WHERE id = $2",
+    )
+    .bind(event)
+    .bind(delivered[2])
+    .execute(&pool)
+    .await
+    .unwrap();
+    let legacy_indexes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE tablename IN ('notifications', 'attempts')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+
+    MIGRATOR.run(&pool).await.unwrap();
+
+    // The old tables are partitions now, their indexes attached as they
+    // were (none built) but the key's, which moved to notification_keys.
+    let attached: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes \
+         WHERE tablename IN ('notifications_legacy', 'attempts_legacy')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(attached, legacy_indexes - 1);
+    let keys: i64 = sqlx::query_scalar("SELECT count(*) FROM notification_keys")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(keys, 4);
+
+    let app = spawn_app(pool.clone()).await;
+    for id in &delivered {
+        assert_eq!(seen(&app, *id).await, ("succeeded".to_string(), 3, 3));
+    }
+    let (_, event_seen) = app.get(&format!("/v1/events/{event}")).await;
+    assert_eq!(event_seen["key"], json!("order-1"), "{event_seen}");
+    let (_, by_key) = app.get("/v1/notifications?key=paid-3").await;
+    assert_eq!(
+        by_key["data"][0]["id"],
+        json!(delivered[1].to_string()),
+        "{by_key}"
+    );
+
+    // An idempotent create meets the key stored before the migration.
+    let create =
+        |key: &str, n: i64| json!({"endpoint": ep.to_string(), "key": key, "payload": {"n": n}});
+    let (status, again) = app.post("/v1/notifications", create("paid-20", 1)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["id"], json!(delivered[0].to_string()));
+    let (status, clash) = app.post("/v1/notifications", create("paid-20", 2)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{clash}");
+    let fresh = app.notify(create("fresh", 1)).await;
+    let (status, again) = app.post("/v1/notifications", create("fresh", 1)).await;
+    assert_eq!((status, &again["id"]), (StatusCode::OK, &json!(fresh)));
+
+    // The pending ones (and the new one) are delivered from their partitions.
+    receiver.wait_distinct("/old", 3, DEADLINE).await;
+    for id in pending {
+        let done = eventually(DEADLINE, "delivered", || async {
+            let (status, _, _) = seen(&app, id).await;
+            (status == "succeeded").then_some(())
+        });
+        done.await;
+    }
+}
+
+#[sqlx::test]
+async fn partitions_ahead_are_made_at_start_up(pool: PgPool) {
+    let last = day_of(Utc::now()).checked_add_days(Days::new(7)).unwrap();
+    // The migration's SQL made the same bounds as `day_bound`.
+    let made: String = sqlx::query_scalar(
+        "SELECT pg_get_expr(relpartbound, oid) FROM pg_class WHERE relname = $1",
+    )
+    .bind(partition_name("notifications", last))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let next = last.succ_opt().unwrap();
+    assert_eq!(
+        made,
+        format!(
+            "FOR VALUES FROM ('{}') TO ('{}')",
+            day_bound(last),
+            day_bound(next)
+        )
+    );
+    for table in ["notifications", "attempts"] {
+        let name = partition_name(table, last);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}")))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let _app = spawn_app(pool.clone()).await;
+    eventually(DEADLINE, "the last day ahead made again", || async {
+        let mut made = true;
+        for table in ["notifications", "attempts"] {
+            made &= exists(&pool, &partition_name(table, last)).await;
+        }
+        made.then_some(())
+    })
+    .await;
+}
+
+#[sqlx::test]
+async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgPool) {
+    // A deployment migrated long ago: its legacy partition went, days
+    // have partitions of their own, back to 45 days ago.
+    sqlx::raw_sql(
+        "ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
+         ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
+         DROP TABLE notifications_legacy, attempts_legacy",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let store = PgStore::new(pool.clone());
+    let now = Utc::now();
+    let today = day_of(now);
+    for back in [45, 40, 35] {
+        store
+            .maintain_partitions(today.checked_sub_days(Days::new(back)).unwrap(), None)
+            .await
+            .unwrap();
+    }
+    store.maintain_partitions(today, None).await.unwrap();
+
+    let receiver = Receiver::start().await;
+    let ep = new_id();
+    endpoint(&pool, ep, &receiver.url("/hook")).await;
+    // 40 days ago: all delivered, so the day goes. 38 days ago: one still
+    // pending (its endpoint was down for weeks), so the day stays.
+    let gone_day = now - chrono::Duration::days(40);
+    let mut gone = Vec::new();
+    for n in 0..50 {
+        let key = format!("old-{n}");
+        gone.push(notification(&pool, ep, gone_day, Some(&key), true, 1).await);
+    }
+    let kept_day = now - chrono::Duration::days(38);
+    notification(&pool, ep, kept_day, None, true, 0).await;
+    // Retention is the test's own call below, not the app's.
+    let app = spawn_app_with(pool.clone(), &redis_url(), "[retention]\ndays = 0").await;
+    // Written behind hookd's back: the sweep finds it overdue within
+    // seconds, while the day before its own is dropped.
+    let old_pending = notification(&pool, ep, kept_day, Some("late"), false, 1).await;
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let queries = {
+        let (app_base, client, stop) = (app.base.clone(), app.client.clone(), stop.clone());
+        let watched = [gone[0], old_pending];
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            while !stop.is_cancelled() {
+                for path in [
+                    format!("/v1/notifications/{}", watched[1]),
+                    format!("/v1/notifications/{}/attempts", watched[1]),
+                    format!("/v1/notifications?endpoint={ep}&limit=10"),
+                    format!("/v1/notifications/{}", watched[0]),
+                ] {
+                    let response = client
+                        .get(format!("{app_base}{path}"))
+                        .bearer_auth(crate::helpers::TOKEN)
+                        .send()
+                        .await
+                        .unwrap();
+                    answers.push(response.status());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            answers
+        })
+    };
+    let created = {
+        let (app_base, client, stop) = (app.base.clone(), app.client.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut ids = Vec::new();
+            while !stop.is_cancelled() {
+                let response = client
+                    .post(format!("{app_base}/v1/notifications"))
+                    .bearer_auth(crate::helpers::TOKEN)
+                    .json(&json!({"endpoint": ep.to_string(), "payload": {"live": true}}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), StatusCode::CREATED);
+                let body: Value = response.json().await.unwrap();
+                ids.push(body["id"].as_str().unwrap().to_string());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            ids
+        })
+    };
+    receiver.wait_distinct("/hook", 20, DEADLINE).await;
+
+    // (The app's own pass at start may hold the upkeep a moment.)
+    let upkeep = eventually(DEADLINE, "an upkeep pass of the test's own", || async {
+        let upkeep = store
+            .maintain_partitions(today, Some(now - chrono::Duration::days(30)))
+            .await
+            .unwrap();
+        (!upkeep.skipped).then_some(upkeep)
+    })
+    .await;
+    // The old pending one is taken up meanwhile.
+    receiver.wait_distinct("/hook", 60, DEADLINE).await;
+    stop.cancel();
+    let answers = queries.await.unwrap();
+    let live = created.await.unwrap();
+
+    let gone_name = partition_name("notifications", day_of(gone_day));
+    // That day and the empty days before the cutoff; not the day kept.
+    let kept_name = partition_name("notifications", day_of(kept_day));
+    assert!(upkeep.dropped.contains(&gone_name), "{upkeep:?}");
+    assert!(!upkeep.dropped.contains(&kept_name), "{upkeep:?}");
+    assert!(!exists(&pool, &gone_name).await);
+    assert!(!exists(&pool, &partition_name("attempts", day_of(gone_day))).await);
+    assert!(exists(&pool, &kept_name).await);
+    let keys_left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM notification_keys WHERE key LIKE 'old-%'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(keys_left, 0);
+    // Every status query answered: the dropped one is gone (404), the rest
+    // found.
+    assert!(
+        answers
+            .iter()
+            .all(|s| *s == StatusCode::OK || *s == StatusCode::NOT_FOUND),
+        "{answers:?}"
+    );
+    assert!(answers.len() >= 8);
+    // Nothing pending was lost: the old one and every live one arrive.
+    let wanted: std::collections::HashSet<String> = live
+        .iter()
+        .cloned()
+        .chain([old_pending.to_string()])
+        .collect();
+    eventually(DEADLINE, "every pending notification delivered", || async {
+        let got: std::collections::HashSet<String> = receiver
+            .received("/hook")
+            .iter()
+            .filter_map(|r| r.header("webhook-id").map(str::to_string))
+            .collect();
+        wanted.is_subset(&got).then_some(())
+    })
+    .await;
+}
