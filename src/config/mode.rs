@@ -20,7 +20,7 @@ impl Settings {
     /// The mode these settings choose, or why they choose none.
     pub fn mode(&self) -> Result<Mode, ConfigError> {
         let database = !self.database.url.expose().is_empty();
-        let redis = !self.redis.url.expose().is_empty();
+        let redis = self.redis.is_set();
         match (database, redis) {
             (false, false) if !self.database.read_url.expose().is_empty() => {
                 Err(ConfigError::Invalid {
