@@ -46,6 +46,10 @@ impl Settings {
                 "embedded (database.url and redis.url are empty): SQLite at {}, the due index in this process",
                 path.display()
             ),
+            Mode::Server if !self.redis.cluster.is_empty() => {
+                "server (database.url and redis.cluster are set): PostgreSQL and a Redis Cluster"
+                    .to_string()
+            }
             Mode::Server => {
                 "server (database.url and redis.url are set): PostgreSQL and Redis".to_string()
             }

@@ -15,6 +15,10 @@
 //! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
+//! - `P:{P}:shards`   how many shards the index is laid out in (`layout`)
+//!
+//! A sharded index (`sharded`, for a Redis Cluster) is one such set of keys
+//! per shard `N`, under the hash tag `{P:N}` instead of `{P}`.
 //!
 //! The due set is many small sorted sets, not one: Redis keeps a sorted set
 //! of up to 128 members in a listpack (~26 bytes per member here), and one
