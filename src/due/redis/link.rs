@@ -349,9 +349,12 @@ fn cluster_client(settings: &RedisSettings) -> Result<redis::cluster::ClusterCli
         .cluster
         .iter()
         .map(|node| node.expose().to_string());
+    // hookd bounds each call itself (a claim gets 4 × timeout_ms): the
+    // client must not cut a claim short before that, or the claim's leases
+    // go unseen until they expire.
     let mut builder = redis::cluster::ClusterClient::builder(nodes)
         .connection_timeout(timeout)
-        .response_timeout(timeout)
+        .response_timeout(timeout * 4)
         .retries(0);
     if !settings.ca_file.is_empty() {
         let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
