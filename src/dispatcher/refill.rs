@@ -81,36 +81,14 @@ pub async fn restore(
     }
     let mut taken = Vec::new();
     for n in lost {
-        let part = parts[n];
-        if !part.lock_refill().await? {
-            continue;
-        }
-        // Looked at again under the lock: another process may have refilled it.
-        let shard = (!whole).then_some(n);
-        match part.state().await? {
-            IndexState::Complete => {
-                part.unlock_refill().await?;
-                continue;
-            }
-            IndexState::Missing => tracing::warn!(
-                ?shard,
-                "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
-            ),
-            IndexState::DueLost => tracing::warn!(
-                ?shard,
-                "part of the due index was lost while the marker stayed (the directory's sentinel or the ranges: evicted, deleted or not replicated): rebuilding"
-            ),
-            IndexState::OtherFormat => {
-                tracing::warn!(
-                    ?shard,
-                    "the due index was written by a build with another format: clearing and rebuilding it"
-                );
-                part.clear().await?;
+        // A part that fails here is left for the next tick; the others go on.
+        match take(parts[n], (!whole).then_some(n)).await {
+            Ok(true) => taken.push(n),
+            Ok(false) => {}
+            Err(error) => {
+                failure.get_or_insert(error);
             }
         }
-        // What is left of the due set may be where no claim finds it.
-        part.clear_due().await?;
-        taken.push(n);
     }
     if taken.is_empty() {
         return match failure {
@@ -131,6 +109,40 @@ pub async fn restore(
         parts: taken,
         ..filled
     }))
+}
+
+/// Takes the refill of a lost `part` (of `shard`, when the index has
+/// several): its lock, a second look under the lock (another process may
+/// have refilled it), and a due set emptied. `false`: nothing to refill
+/// here.
+async fn take(part: &dyn Recovery, shard: Option<usize>) -> Result<bool, DueError> {
+    if !part.lock_refill().await? {
+        return Ok(false);
+    }
+    match part.state().await? {
+        IndexState::Complete => {
+            part.unlock_refill().await?;
+            return Ok(false);
+        }
+        IndexState::Missing => tracing::warn!(
+            ?shard,
+            "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
+        ),
+        IndexState::DueLost => tracing::warn!(
+            ?shard,
+            "part of the due index was lost while the marker stayed (the directory's sentinel or the ranges: evicted, deleted or not replicated): rebuilding"
+        ),
+        IndexState::OtherFormat => {
+            tracing::warn!(
+                ?shard,
+                "the due index was written by a build with another format: clearing and rebuilding it"
+            );
+            part.clear().await?;
+        }
+    }
+    // What is left of the due set may be where no claim finds it.
+    part.clear_due().await?;
+    Ok(true)
 }
 
 /// `fill` of the rows that `keep`, renewing the refill locks of `locks`
