@@ -20,6 +20,8 @@ use sqlx::PgPool;
 mod breaker;
 #[path = "dispatch/client_cost.rs"]
 mod client_cost;
+#[path = "dispatch/cluster.rs"]
+mod cluster;
 #[path = "dispatch/embedded.rs"]
 mod embedded;
 #[path = "dispatch/fanout.rs"]
@@ -740,7 +742,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker
+    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
     // picks sections (default: all but `stats`, `stats_drain`, `partition` and `partition_drain`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
@@ -1277,6 +1279,17 @@ async fn main() {
     }
     if want("redis_down") && mode.server {
         redis_down::scenario(&pool, &database_url, &receiver_url).await;
+    }
+    if want("cluster") && mode.server {
+        cluster::scenario(
+            &pool,
+            &database_url,
+            &redis_url,
+            &received,
+            &receiver_url,
+            runs,
+        )
+        .await;
     }
     if want("breaker") && mode.server {
         breaker::scenarios(

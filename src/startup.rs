@@ -16,7 +16,6 @@ use crate::api::{self, AppState};
 use crate::config::{Mode, Settings};
 use crate::dispatcher::Dispatcher;
 use crate::due::memory::MemoryIndex;
-use crate::due::redis::RedisIndex;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::service::recover::Recovery;
@@ -131,10 +130,7 @@ impl App {
                     .await
                     .context("cannot use the database (database.url)")?
                     .counting_minutes(settings.stats.count_minutes);
-                let due: SharedIndex = Arc::new(
-                    RedisIndex::new(&settings.redis)
-                        .context("invalid redis.url or redis.ca_file")?,
-                );
+                let due: SharedIndex = crate::due::redis::open(&settings.redis).await?;
                 let probe = due.clone();
                 tokio::spawn(async move {
                     for warning in probe.warnings().await {

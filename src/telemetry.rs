@@ -108,7 +108,7 @@ fn describe() {
     );
     describe_counter!(
         "hookd_index_rebuilds_total",
-        "Rebuilds of the due index from PostgreSQL"
+        "Rebuilds of the due index from PostgreSQL, by shard"
     );
     describe_counter!(
         "hookd_sweep_reindexed_total",
@@ -149,13 +149,15 @@ fn register_at_zero() {
         "hookd_notifications_created_total",
         "hookd_notifications_handed_off_total",
         "hookd_events_created_total",
-        "hookd_index_rebuilds_total",
         "hookd_sweep_reindexed_total",
         "hookd_deferred_indexed_total",
         "hookd_endpoints_disabled_total",
     ] {
         metrics::counter!(name).absolute(0);
     }
+    // By shard of the due index (`due::redis::sharded`); an unsharded one
+    // is shard 0.
+    metrics::counter!("hookd_index_rebuilds_total", "shard" => "0").absolute(0);
 }
 
 /// `"2xx"`, `"4xx"`... or `"none"` when no response came.

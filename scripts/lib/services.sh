@@ -13,6 +13,7 @@ SERVICES_DIR=""
 PG_DATA=""
 REDIS_PIDFILE=""
 WEBDRIVER_PID=""
+CLUSTER_DIRS=""
 
 log() { printf '[hookd] %s\n' "$*" >&2; }
 
@@ -74,6 +75,12 @@ services_stop() {
   if [ -n "$REDIS_PIDFILE" ] && [ -f "$REDIS_PIDFILE" ]; then
     kill "$(cat "$REDIS_PIDFILE")" 2>/dev/null
   fi
+  local dir pidfile
+  for dir in $CLUSTER_DIRS; do
+    for pidfile in "$dir"/*.pid; do
+      [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+    done
+  done
   if [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ]; then
     as_pg "$PG_BINDIR/pg_ctl" -D "$PG_DATA" -m immediate -w stop >/dev/null 2>&1
   fi
@@ -202,4 +209,61 @@ webdriver_start() {
   tail -20 "$SERVICES_DIR/chromedriver.log" >&2
   log "chromedriver did not start"
   exit 1
+}
+
+# cluster_node_start DIR: one cluster-enabled redis-server on a free port
+# whose bus port (port + 10000) is free too; prints the port once it answers.
+cluster_node_start() {
+  local dir="$1" port
+  for _ in 1 2 3 4 5; do
+    port=$(( (RANDOM % 20000) + 20000 ))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
+       || (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null; then
+      continue
+    fi
+    mkdir -p "$dir/$port"
+    "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --cluster-enabled yes --cluster-node-timeout 1000 --cluster-config-file "$dir/$port/nodes.conf" \
+      --daemonize yes --pidfile "$dir/$port.pid" --logfile "$dir/$port/redis.log" \
+      --dir "$dir/$port" >/dev/null 2>&1 || continue
+    for _ in $(seq 1 100); do
+      if "$REDIS_CLI" -p "$port" ping >/dev/null 2>&1; then echo "$port"; return; fi
+      sleep 0.05
+    done
+  done
+  log "no cluster node of redis-server started (see $dir/*/redis.log)"
+  exit 1
+}
+
+# redis_cluster_start (after services_start): a Redis Cluster of 3 masters
+# and 3 replicas (`--cluster-replicas 1`) on free loopback ports, failing
+# over within a second or two (`cluster-node-timeout 1000`). Exports
+# HOOKD_TEST_REDIS_CLUSTER (the nodes' URLs, comma-separated),
+# HOOKD_TEST_REDIS_CLUSTER_DIR (where each node keeps `<port>.pid`) and
+# HOOKD_TEST_REDIS_CLI; services_stop stops the nodes.
+redis_cluster_start() {
+  local dir="$SERVICES_DIR/cluster" ports=() port urls="" nodes=""
+  REDIS_CLI=$(command -v redis-cli || true)
+  [ -n "$REDIS_CLI" ] || { apt_install redis-tools; REDIS_CLI=$(command -v redis-cli); }
+  mkdir -p "$dir"
+  CLUSTER_DIRS="$CLUSTER_DIRS $dir"
+  for _ in 1 2 3 4 5 6; do
+    port=$(cluster_node_start "$dir") || exit 1
+    ports+=("$port")
+    nodes="$nodes 127.0.0.1:$port"
+    urls="${urls:+$urls,}redis://127.0.0.1:$port"
+  done
+  # shellcheck disable=SC2086
+  "$REDIS_CLI" --cluster create $nodes --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
+    || { cat "$dir/create.log" >&2; log "redis-cli --cluster create failed"; exit 1; }
+  for port in "${ports[@]}"; do
+    for _ in $(seq 1 200); do
+      "$REDIS_CLI" -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' && break
+      sleep 0.05
+    done
+  done
+  export HOOKD_TEST_REDIS_CLUSTER="$urls"
+  export HOOKD_TEST_REDIS_CLUSTER_DIR="$dir"
+  export HOOKD_TEST_REDIS_CLI="$REDIS_CLI"
+  log "redis cluster on 127.0.0.1:${ports[*]}"
 }

@@ -69,9 +69,10 @@ fn toml_string(settings: &Settings) -> String {
 }
 
 /// Keys whose values are `Secret`s: an error about one never shows its value.
-const SECRET_KEYS: [&str; 7] = [
+const SECRET_KEYS: [&str; 8] = [
     "database.url",
     "redis.url",
+    "redis.cluster",
     "api.tokens",
     "operator.url",
     "operator.secret",

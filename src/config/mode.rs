@@ -20,7 +20,7 @@ impl Settings {
     /// The mode these settings choose, or why they choose none.
     pub fn mode(&self) -> Result<Mode, ConfigError> {
         let database = !self.database.url.expose().is_empty();
-        let redis = !self.redis.url.expose().is_empty();
+        let redis = self.redis.is_set();
         match (database, redis) {
             (false, false) if !self.database.read_url.expose().is_empty() => {
                 Err(ConfigError::Invalid {
@@ -46,6 +46,10 @@ impl Settings {
                 "embedded (database.url and redis.url are empty): SQLite at {}, the due index in this process",
                 path.display()
             ),
+            Mode::Server if !self.redis.cluster.is_empty() => {
+                "server (database.url and redis.cluster are set): PostgreSQL and a Redis Cluster"
+                    .to_string()
+            }
             Mode::Server => {
                 "server (database.url and redis.url are set): PostgreSQL and Redis".to_string()
             }

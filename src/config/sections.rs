@@ -171,6 +171,28 @@ pub struct RedisSettings {
     /// PEM CA certificates that verify a `rediss://` server, instead of the
     /// bundled public roots. Empty: the public roots.
     pub ca_file: String,
+    /// Redis Cluster seed nodes (`redis://host:port`); non-empty: cluster
+    /// mode, and `url` is unused (DESIGN.md §13). Secrets: a URL may
+    /// carry the password.
+    #[serde(default)]
+    pub cluster: Vec<Secret>,
+    /// Shards of the due index (`domain::shard`). Unset: 16 on a cluster,
+    /// 1 (the unsharded layout of before) on one Redis.
+    #[serde(default)]
+    pub shards: Option<u16>,
+}
+
+impl RedisSettings {
+    /// How many shards the due index has (see `shards`).
+    pub fn shard_count(&self) -> u16 {
+        self.shards
+            .unwrap_or(if self.cluster.is_empty() { 1 } else { 16 })
+    }
+
+    /// Whether a Redis is configured at all (a `url` or a cluster).
+    pub fn is_set(&self) -> bool {
+        !self.url.expose().is_empty() || !self.cluster.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

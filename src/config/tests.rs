@@ -93,6 +93,13 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[redis]\nsentinels = [\"10.0.0.5:26379\"]\nmaster_name = \"\"\n",
             "redis.master_name",
         ),
+        (
+            "[redis]\ncluster = [\"redis://10.0.0.5:6379\"]\nsentinels = [\"10.0.0.5:26379\"]\n",
+            "redis.cluster",
+        ),
+        ("[redis]\ncluster = [\"http://hunter2@h:1\"]\n", "redis.cluster"),
+        ("[redis]\nshards = 0\n", "redis.shards"),
+        ("[redis]\nshards = 1025\n", "redis.shards"),
         ("[api]\ntokens = [\"hunter2\"]\n", "api.tokens"),
         ("[api]\nmax_request_bytes = 1\n", "api.max_request_bytes"),
         ("[dispatcher]\nbatch_size = 0\n", "dispatcher.batch_size"),

@@ -68,6 +68,29 @@ impl Settings {
                 ));
             }
         }
+        if !self.redis.cluster.is_empty() && !self.redis.sentinels.is_empty() {
+            return Err(invalid(
+                "redis.cluster",
+                "cannot be used with redis.sentinels: a Redis Cluster fails over by itself; set one of them",
+            ));
+        }
+        for (n, node) in self.redis.cluster.iter().enumerate() {
+            if !url::Url::parse(node.expose())
+                .is_ok_and(|u| ["redis", "rediss"].contains(&u.scheme()))
+            {
+                return Err(invalid(
+                    "redis.cluster",
+                    &format!("entry {n} must be a URL with scheme redis or rediss"),
+                ));
+            }
+        }
+        if self
+            .redis
+            .shards
+            .is_some_and(|n| !(1..=crate::domain::shard::MAX_SHARDS).contains(&n))
+        {
+            return Err(invalid("redis.shards", "must be 1 to 1024"));
+        }
         if !self.redis.sentinels.is_empty()
             && (self.redis.master_name.is_empty()
                 || self.redis.master_name.contains(char::is_whitespace))
@@ -310,10 +333,14 @@ impl Settings {
                 read_ca_file(path).map_err(|reason| invalid(key, &reason))?;
             }
         }
-        if !self.redis.ca_file.is_empty() && !self.redis.url.expose().starts_with("rediss://") {
+        let tls = match self.redis.cluster.first() {
+            Some(node) => node.expose().starts_with("rediss://"),
+            None => self.redis.url.expose().starts_with("rediss://"),
+        };
+        if !self.redis.ca_file.is_empty() && !tls {
             return Err(invalid(
                 "redis.ca_file",
-                "needs a rediss:// redis.url (TLS)",
+                "needs a rediss:// redis.url or redis.cluster (TLS)",
             ));
         }
         // A lease shorter than the longest attempt would let a second process

@@ -122,8 +122,12 @@ pub async fn run(
         if let Some(recovery) = recovery {
             match super::refill::restore(recovery, &*store, &shutdown).await {
                 Ok(Some(restored)) => {
-                    metrics::counter!("hookd_index_rebuilds_total").increment(1);
+                    for shard in &restored.parts {
+                        metrics::counter!("hookd_index_rebuilds_total", "shard" => shard.to_string())
+                            .increment(1);
+                    }
                     tracing::info!(
+                        shards = ?restored.parts,
                         added = restored.added,
                         took_ms = restored.took.as_millis() as u64,
                         "rebuilt the due index from PostgreSQL"

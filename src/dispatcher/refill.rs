@@ -29,11 +29,13 @@ pub enum RefillError {
     Store(#[from] StoreError),
 }
 
-/// What a refill did: how many ids it added, in how long.
-#[derive(Debug, Clone, Copy)]
+/// What a refill did: how many ids it added, in how long, and which parts
+/// of the index it refilled (`Recovery::parts`; `[0]` for an index in one).
+#[derive(Debug, Clone)]
 pub struct Refilled {
     pub added: usize,
     pub took: Duration,
+    pub parts: Vec<usize>,
 }
 
 /// Adds to `index` every pending row of `rows` that it holds neither due nor
@@ -43,59 +45,114 @@ pub async fn fill(
     rows: &dyn PendingRows,
     shutdown: &CancellationToken,
 ) -> Result<Option<Refilled>, RefillError> {
-    fill_holding(index, rows, shutdown, None).await
+    fill_holding(index, rows, shutdown, &[], &|_| true).await
 }
 
 /// If the index was lost (or is in another format), refills it from `rows`,
 /// unless another process is doing so. `None`: nothing to do (or stopped by
-/// `shutdown`).
+/// `shutdown`). An index in parts (a sharded one) refills only the parts
+/// it finds lost, all of them in one read of the store: each page keeps
+/// the rows of those parts, so one lost shard of N costs a read of every
+/// pending row for 1/N of them written (a filter in SQL would need the
+/// shard hash in SQL too, and the rule would live twice).
 pub async fn restore(
     index: &dyn Recovery,
     rows: &dyn PendingRows,
     shutdown: &CancellationToken,
 ) -> Result<Option<Refilled>, RefillError> {
-    if index.state().await? == IndexState::Complete {
-        return Ok(None);
+    let mut parts = index.parts();
+    let whole = parts.is_empty();
+    if whole {
+        parts.push(index);
     }
-    if !index.lock_refill().await? {
-        return Ok(None);
+    // Looked at together, so that one part that does not answer (a master
+    // failing over) holds up none of the others.
+    let states = futures::future::join_all(parts.iter().map(|part| part.state())).await;
+    let mut lost = Vec::new();
+    let mut failure = None;
+    for (n, state) in states.into_iter().enumerate() {
+        match state {
+            Ok(IndexState::Complete) => {}
+            Ok(_) => lost.push(n),
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
     }
-    // Looked at again under the lock: another process may have refilled it.
-    match index.state().await? {
+    let mut taken = Vec::new();
+    for n in lost {
+        // A part that fails here is left for the next tick; the others go on.
+        match take(parts[n], (!whole).then_some(n)).await {
+            Ok(true) => taken.push(n),
+            Ok(false) => {}
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
+    }
+    if taken.is_empty() {
+        return match failure {
+            Some(error) => Err(error.into()),
+            None => Ok(None),
+        };
+    }
+    let locks: Vec<&dyn Recovery> = taken.iter().map(|n| parts[*n]).collect();
+    let keep = |id: &uuid::Uuid| whole || taken.contains(&index.part_of(id));
+    let filled = fill_holding(index, rows, shutdown, &locks, &keep).await?;
+    for part in &locks {
+        if filled.is_some() {
+            part.mark_complete().await?;
+        }
+        part.unlock_refill().await?;
+    }
+    Ok(filled.map(|filled| Refilled {
+        parts: taken,
+        ..filled
+    }))
+}
+
+/// Takes the refill of a lost `part` (of `shard`, when the index has
+/// several): its lock, a second look under the lock (another process may
+/// have refilled it), and a due set emptied. `false`: nothing to refill
+/// here.
+async fn take(part: &dyn Recovery, shard: Option<usize>) -> Result<bool, DueError> {
+    if !part.lock_refill().await? {
+        return Ok(false);
+    }
+    match part.state().await? {
         IndexState::Complete => {
-            index.unlock_refill().await?;
-            return Ok(None);
+            part.unlock_refill().await?;
+            return Ok(false);
         }
         IndexState::Missing => tracing::warn!(
+            ?shard,
             "the due index marker is missing (Redis restarted, flushed or failed over): rebuilding"
         ),
         IndexState::DueLost => tracing::warn!(
+            ?shard,
             "part of the due index was lost while the marker stayed (the directory's sentinel or the ranges: evicted, deleted or not replicated): rebuilding"
         ),
         IndexState::OtherFormat => {
             tracing::warn!(
+                ?shard,
                 "the due index was written by a build with another format: clearing and rebuilding it"
             );
-            index.clear().await?;
+            part.clear().await?;
         }
     }
     // What is left of the due set may be where no claim finds it.
-    index.clear_due().await?;
-    let Some(refilled) = fill_holding(index, rows, shutdown, Some(index)).await? else {
-        index.unlock_refill().await?;
-        return Ok(None);
-    };
-    index.mark_complete().await?;
-    index.unlock_refill().await?;
-    Ok(Some(refilled))
+    part.clear_due().await?;
+    Ok(true)
 }
 
-/// `fill`, renewing `lock`'s refill lock after every page but the last.
+/// `fill` of the rows that `keep`, renewing the refill locks of `locks`
+/// after every page but the last.
 async fn fill_holding(
     index: &dyn DueIndex,
     rows: &dyn PendingRows,
     shutdown: &CancellationToken,
-    lock: Option<&dyn Recovery>,
+    locks: &[&dyn Recovery],
+    keep: &(dyn Fn(&uuid::Uuid) -> bool + Sync),
 ) -> Result<Option<Refilled>, RefillError> {
     let started = Instant::now();
     let mut cursor = None;
@@ -108,7 +165,7 @@ async fn fill_holding(
         let page = rows.pending_page(cursor, PAGE).await?;
         let last = (page.len() as i64) < PAGE;
         cursor = page.last().map(|(id, at)| (*at, *id));
-        gathered.extend(page);
+        gathered.extend(page.into_iter().filter(|(id, _)| keep(id)));
         if last || gathered.len() >= GATHER {
             added += index.add_missing(&gathered).await?;
             gathered.clear();
@@ -116,12 +173,13 @@ async fn fill_holding(
         if last {
             break;
         }
-        if let Some(lock) = lock {
+        for lock in locks {
             lock.lock_refill().await?;
         }
     }
     Ok(Some(Refilled {
         added,
         took: started.elapsed(),
+        parts: vec![0],
     }))
 }

@@ -33,6 +33,7 @@ pub mod schedule;
 pub mod scope;
 pub mod sealed;
 pub mod secret;
+pub mod shard;
 pub mod stats_window;
 pub mod status;
 pub mod subscription;

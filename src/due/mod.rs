@@ -196,4 +196,15 @@ pub trait Recovery: DueIndex {
     /// The ids among `entries` that are neither due nor leased, changing
     /// nothing: what the sweep looks for.
     async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
+    /// The parts of the index that are lost and refilled apart, each with
+    /// a marker and a lock of its own (a sharded index's shards, DESIGN.md
+    /// §13); empty: the index is one part. A refill reads the store once
+    /// for all the parts it finds lost.
+    fn parts(&self) -> Vec<&dyn Recovery> {
+        Vec::new()
+    }
+    /// The part (an index into `parts`) that holds `id`.
+    fn part_of(&self, _id: &Uuid) -> usize {
+        0
+    }
 }

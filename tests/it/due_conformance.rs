@@ -1,15 +1,22 @@
 //! One suite for every due index: each check is written once, over any
 //! `DueIndex`, and stamped out per backend (`redis::…` on the real Redis,
-//! a prefix per test; `memory::…` in process). The shared refill fills an
-//! empty index of each from a real PostgreSQL's pending rows.
+//! a prefix per test; `sharded::…` the same cut into 4 shards;
+//! `cluster::…` in 16 shards on the real Redis Cluster; `memory::…` in
+//! process). The shared refill fills an empty index of each from a real
+//! PostgreSQL's pending rows.
+//!
+//! A sharded index orders a claim within a shard only (across shards it
+//! takes by turns: `due::redis::sharded`), so the checks of order use ids
+//! of one shard (`id`); the refill's spread over every shard.
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use hookd::dispatcher::refill;
 use hookd::domain::id::new_id;
+use hookd::domain::shard::{shard_of, MAX_SHARDS};
 use hookd::due::memory::MemoryIndex;
-use hookd::due::redis::RedisIndex;
+use hookd::due::redis::{RedisIndex, ShardedIndex};
 use hookd::due::{score, DueIndex};
 use hookd::store::postgres::PgStore;
 use sqlx::PgPool;
@@ -17,9 +24,25 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::helpers::{redis_url, test_settings};
+use crate::redis_cluster::cluster_index;
 
 fn redis_index() -> RedisIndex {
     RedisIndex::new(&test_settings(&redis_url(), "").redis).unwrap()
+}
+
+fn sharded_index() -> ShardedIndex {
+    ShardedIndex::new(&test_settings(&redis_url(), "[redis]\nshards = 4\n").redis).unwrap()
+}
+
+/// A new id in shard 0 of any shard count that divides 1024 (4, 16):
+/// one shard orders its claims.
+fn id() -> Uuid {
+    loop {
+        let id = new_id();
+        if shard_of(&id, MAX_SHARDS) == 0 {
+            return id;
+        }
+    }
 }
 
 /// Stamps every check out once per backend, as `#[tokio::test]`s, and the
@@ -27,6 +50,8 @@ fn redis_index() -> RedisIndex {
 macro_rules! for_each_index {
     ($($check:ident),* $(,)?; with_store: $($stored:ident),* $(,)?) => {
         for_each_index!(@backend redis, redis_index(); $($check),*; $($stored),*);
+        for_each_index!(@backend sharded, sharded_index(); $($check),*; $($stored),*);
+        for_each_index!(@backend cluster, cluster_index(); $($check),*; $($stored),*);
         for_each_index!(@backend memory, MemoryIndex::new(); $($check),*; $($stored),*);
     };
     (@backend $backend:ident, $make:expr; $($check:ident),*; $($stored:ident),*) => {
@@ -71,7 +96,7 @@ fn ms(at: DateTime<Utc>) -> Option<i64> {
 
 async fn added_notifications_are_claimed_earliest_first_and_leased(index: impl DueIndex) {
     let now = Utc::now();
-    let (a, b, c, later) = (new_id(), new_id(), new_id(), new_id());
+    let (a, b, c, later) = (id(), id(), id(), id());
     index
         .add(&[
             (a, now - Duration::seconds(3)),
@@ -107,9 +132,9 @@ async fn a_claim_takes_only_what_is_due_by_its_time_and_no_more_than_its_limit(
 ) {
     let now = Utc::now();
     let due: Vec<(Uuid, DateTime<Utc>)> = (1..=5)
-        .map(|s| (new_id(), now - Duration::seconds(6 - s)))
+        .map(|s| (id(), now - Duration::seconds(6 - s)))
         .collect();
-    let (soon, later) = (new_id(), new_id());
+    let (soon, later) = (id(), id());
     index.add(&due).await.unwrap();
     index
         .add(&[
@@ -142,7 +167,7 @@ async fn a_claim_takes_only_what_is_due_by_its_time_and_no_more_than_its_limit(
 
 async fn an_expired_lease_comes_back_due_at_once_and_counts_as_requeued(index: impl DueIndex) {
     let now = Utc::now();
-    let (a, b) = (new_id(), new_id());
+    let (a, b) = (id(), id());
     index.add(&[(a, now - Duration::seconds(1))]).await.unwrap();
     let first_lease = now + Duration::seconds(1);
     assert_eq!(
@@ -173,7 +198,7 @@ async fn an_expired_lease_comes_back_due_at_once_and_counts_as_requeued(index: i
 
 async fn completing_ends_the_leases_and_schedules_the_next_attempts(index: impl DueIndex) {
     let now = Utc::now();
-    let (a, b) = (new_id(), new_id());
+    let (a, b) = (id(), id());
     index
         .add(&[(a, now - Duration::seconds(1)), (b, now)])
         .await
@@ -199,7 +224,7 @@ async fn a_rescheduled_claim_is_due_again_at_its_new_time_and_a_forgotten_one_is
     index: impl DueIndex,
 ) {
     let now = Utc::now();
-    let (a, b) = (new_id(), new_id());
+    let (a, b) = (id(), id());
     index
         .add(&[(a, now - Duration::seconds(1)), (b, now)])
         .await
@@ -227,7 +252,7 @@ async fn a_rescheduled_claim_is_due_again_at_its_new_time_and_a_forgotten_one_is
 
 async fn extending_moves_only_the_leases_still_held(index: impl DueIndex) {
     let now = Utc::now();
-    let (held, ended) = (new_id(), new_id());
+    let (held, ended) = (id(), id());
     index
         .add(&[(held, now - Duration::seconds(1)), (ended, now)])
         .await
@@ -254,7 +279,7 @@ async fn a_notification_handed_over_leased_is_claimed_only_once_its_lease_expire
     index: impl DueIndex,
 ) {
     let now = Utc::now();
-    let handed = new_id();
+    let handed = id();
     let until = now + Duration::seconds(1);
     index.add_leased(&[handed], until).await.unwrap();
     assert_eq!(index.depth().await.unwrap(), (0, 1));
@@ -271,7 +296,7 @@ async fn a_notification_handed_over_leased_is_claimed_only_once_its_lease_expire
 
 async fn removing_drops_a_notification_whether_due_or_leased(index: impl DueIndex) {
     let now = Utc::now();
-    let (leased, due, kept) = (new_id(), new_id(), new_id());
+    let (leased, due, kept) = (id(), id(), id());
     index
         .add(&[
             (leased, now - Duration::seconds(1)),
@@ -297,7 +322,7 @@ async fn removing_drops_a_notification_whether_due_or_leased(index: impl DueInde
 
 async fn adding_a_notification_again_moves_it(index: impl DueIndex) {
     let now = Utc::now();
-    let (earlier, later) = (new_id(), new_id());
+    let (earlier, later) = (id(), id());
     index
         .add(&[
             (earlier, now + Duration::hours(1)),
@@ -321,7 +346,7 @@ async fn adding_a_notification_again_moves_it(index: impl DueIndex) {
 
 async fn adding_what_is_missing_leaves_what_is_due_or_leased_alone(index: impl DueIndex) {
     let now = Utc::now();
-    let (due, leased, missing) = (new_id(), new_id(), new_id());
+    let (due, leased, missing) = (id(), id(), id());
     index.add(&[(due, now + Duration::hours(1))]).await.unwrap();
     index
         .add_leased(&[leased], now + Duration::minutes(5))
@@ -344,7 +369,7 @@ async fn adding_what_is_missing_leaves_what_is_due_or_leased_alone(index: impl D
 
 async fn a_marked_row_moves_earlier_but_never_later(index: impl DueIndex) {
     let now = Utc::now();
-    let (moved, stays, leased, added) = (new_id(), new_id(), new_id(), new_id());
+    let (moved, stays, leased, added) = (id(), id(), id(), id());
     index
         .add(&[
             (moved, now + Duration::hours(1)),

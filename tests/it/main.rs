@@ -42,6 +42,7 @@ mod read_replica;
 mod receiver_outage;
 mod recover;
 mod recover_crash;
+mod redis_cluster;
 mod redis_ha;
 mod resilience;
 mod sealing;

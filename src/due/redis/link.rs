@@ -1,5 +1,6 @@
-//! How hookd reaches Redis: one `redis.url`, or the master that Redis
-//! Sentinel names (`redis.sentinels` + `redis.master_name`).
+//! How hookd reaches Redis: one `redis.url`, the master that Redis
+//! Sentinel names (`redis.sentinels` + `redis.master_name`), or a Redis
+//! Cluster (`redis.cluster`), each behind one `Conn`.
 //!
 //! With Sentinel, the master's address is asked of the sentinels at the first
 //! use and again whenever a command fails the way a failover makes it fail
@@ -7,12 +8,18 @@
 //! master). When the answer is a new address, hookd connects there and
 //! counts a new *epoch*; the housekeeper then re-adds recent rows, which a
 //! promoted replica may not have received.
+//!
+//! A cluster connection follows the slots by itself (`MOVED`, and a new
+//! map after a failover). A new epoch is counted at the first command that
+//! succeeds after one failed the way a failover makes it fail: by then the
+//! replica has taken over, and what it may lack can be re-added.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
 
 use super::DueError;
 use crate::config::RedisSettings;
@@ -41,6 +48,47 @@ enum Source {
         /// master; its address is replaced by the one the sentinels give.
         template: url::Url,
     },
+    Cluster(Box<redis::cluster::ClusterClient>),
+}
+
+/// A connection to wherever Redis is: one server (direct or the master
+/// Sentinel names) or a cluster, which routes each command (a script
+/// call, a pipeline) to the master of its keys' slot.
+#[derive(Clone)]
+pub(crate) enum Conn {
+    One(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::One(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::One(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::One(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+        }
+    }
 }
 
 pub(crate) struct Link {
@@ -48,16 +96,22 @@ pub(crate) struct Link {
     /// For the master's client: `ca_file`, and the url's TLS.
     settings: RedisSettings,
     timeout: Duration,
-    current: RwLock<Option<(ConnectionManager, String)>>,
+    current: RwLock<Option<(Conn, String)>>,
     /// Held while (re)connecting, so concurrent callers connect once.
     connecting: tokio::sync::Mutex<Option<Instant>>,
     stale: std::sync::atomic::AtomicBool,
+    /// On a cluster: a command failed as a failover makes it fail.
+    failing: std::sync::atomic::AtomicBool,
+    /// Set once the recorded layout matched this process's (`layout`).
+    laid_out: tokio::sync::OnceCell<()>,
     epoch: AtomicU64,
 }
 
 impl Link {
     pub(crate) fn new(settings: &RedisSettings) -> Result<Self, DueError> {
-        let source = if settings.sentinels.is_empty() {
+        let source = if !settings.cluster.is_empty() {
+            Source::Cluster(Box::new(cluster_client(settings)?))
+        } else if settings.sentinels.is_empty() {
             Source::Direct(client(settings.url.expose(), settings)?)
         } else {
             let sentinels = settings
@@ -84,6 +138,8 @@ impl Link {
             current: RwLock::new(None),
             connecting: tokio::sync::Mutex::new(None),
             stale: Default::default(),
+            failing: Default::default(),
+            laid_out: tokio::sync::OnceCell::new(),
             epoch: AtomicU64::new(0),
         })
     }
@@ -94,8 +150,24 @@ impl Link {
         self.epoch.load(Ordering::Acquire)
     }
 
-    /// A connection to the current master.
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
+    /// A connection to the current master (or the cluster), once the
+    /// index's recorded layout is known to match this process's.
+    pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
+        let conn = self.connection().await?;
+        if self.laid_out.initialized() {
+            return Ok(conn);
+        }
+        self.laid_out
+            .get_or_try_init(|| async {
+                let mut checking = conn.clone();
+                let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
+                super::layout::check(&mut checking, prefix, shards, self.timeout).await
+            })
+            .await?;
+        Ok(conn)
+    }
+
+    async fn connection(&self) -> Result<Conn, DueError> {
         if !self.stale.load(Ordering::Acquire) {
             if let Some((conn, _)) = &*self.current.read().expect("redis link lock") {
                 return Ok(conn.clone());
@@ -142,10 +214,20 @@ impl Link {
         Ok(conn)
     }
 
+    /// Notes a command that succeeded: on a cluster, the first after a
+    /// failover counts a new epoch (see the module's doc).
+    pub(crate) fn succeeded(&self) {
+        if self.failing.load(Ordering::Acquire) && self.failing.swap(false, Ordering::AcqRel) {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+            tracing::warn!("the Redis Cluster answers again after a failure: re-adding recent rows a promoted replica may lack");
+        }
+    }
+
     /// Notes a failed command. With Sentinel, a failure that a failover
-    /// causes makes the next command ask the sentinels again.
+    /// causes makes the next command ask the sentinels again; on a cluster,
+    /// the next success counts a new epoch.
     pub(crate) fn failed(&self, error: &DueError) {
-        if !matches!(self.source, Source::Sentinel { .. }) {
+        if matches!(self.source, Source::Direct(_)) {
             return;
         }
         let failover = match error {
@@ -156,21 +238,27 @@ impl Link {
                         || e.is_connection_refusal()
                         || e.is_connection_dropped()
                         || e.is_timeout()
-                        || e.code() == Some("READONLY")
+                        || matches!(
+                            e.code(),
+                            Some("READONLY" | "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN")
+                        )
                 }
                 None => source.is::<NoMaster>(),
             },
             DueError::Malformed(_) => false,
         };
-        if failover {
-            self.stale.store(true, Ordering::Release);
+        match (&self.source, failover) {
+            (Source::Cluster(_), true) => self.failing.store(true, Ordering::Release),
+            (_, true) => self.stale.store(true, Ordering::Release),
+            (_, false) => {}
         }
     }
 
     /// The client for the master and its address.
-    async fn resolve(&self) -> Result<(redis::Client, String), DueError> {
+    async fn resolve(&self) -> Result<(Client, String), DueError> {
         match &self.source {
-            Source::Direct(client) => Ok((client.clone(), String::new())),
+            Source::Direct(client) => Ok((Client::One(client.clone()), String::new())),
+            Source::Cluster(client) => Ok((Client::Cluster((**client).clone()), String::new())),
             Source::Sentinel {
                 sentinels,
                 master_name,
@@ -184,7 +272,7 @@ impl Link {
                             let host_set = url.set_host(Some(&host)).is_ok();
                             if host_set && url.set_port(Some(port)).is_ok() {
                                 let client = client(url.as_str(), &self.settings)?;
-                                return Ok((client, format!("{host}:{port}")));
+                                return Ok((Client::One(client), format!("{host}:{port}")));
                             }
                         }
                         Err(error) => last_error = Some(error),
@@ -218,21 +306,70 @@ impl Link {
         }
     }
 
-    async fn connect(&self, client: redis::Client) -> Result<ConnectionManager, DueError> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
-            .set_number_of_retries(1);
-        match tokio::time::timeout(
-            self.timeout * 2,
-            ConnectionManager::new_with_config(client, config),
-        )
-        .await
-        {
+    async fn connect(&self, client: Client) -> Result<Conn, DueError> {
+        let connecting = async {
+            match client {
+                Client::One(client) => {
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(self.timeout))
+                        .set_response_timeout(Some(self.timeout))
+                        .set_number_of_retries(1);
+                    ConnectionManager::new_with_config(client, config)
+                        .await
+                        .map(Conn::One)
+                }
+                Client::Cluster(client) => client.get_async_connection().await.map(Conn::Cluster),
+            }
+        };
+        match tokio::time::timeout(self.timeout * 2, connecting).await {
             Ok(result) => result.map_err(DueError::from),
             Err(_) => Err(DueError::Timeout(self.timeout)),
         }
     }
+}
+
+/// What `connect` makes a `Conn` of: made and dropped at each connection,
+/// so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Client {
+    One(redis::Client),
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// A client for the cluster whose seed nodes `redis.cluster` lists, with
+/// `ca_file` as for one server. It never sends a command again by itself:
+/// after a timeout or a dropped connection a script may have run already,
+/// and a claim run twice leaves the first one's leases to expire unseen
+/// (a lease lasts a minute). A failure reaches hookd, as with one server,
+/// and the client learns the new slot map (after `MOVED`, a lost node) for
+/// the next command.
+fn cluster_client(settings: &RedisSettings) -> Result<redis::cluster::ClusterClient, DueError> {
+    let timeout = Duration::from_millis(settings.timeout_ms);
+    let nodes = settings
+        .cluster
+        .iter()
+        .map(|node| node.expose().to_string());
+    // hookd bounds each call itself (a claim gets 4 × timeout_ms): the
+    // client must not cut a claim short before that, or the claim's leases
+    // go unseen until they expire.
+    let mut builder = redis::cluster::ClusterClient::builder(nodes)
+        .connection_timeout(timeout)
+        .response_timeout(timeout * 4)
+        .retries(0);
+    if !settings.ca_file.is_empty() {
+        let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
+            DueError::from(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "redis.ca_file",
+                reason,
+            )))
+        })?;
+        builder = builder.certs(redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        });
+    }
+    Ok(builder.build()?)
 }
 
 /// A client for one Redis server at `url`. `rediss://` verifies against the

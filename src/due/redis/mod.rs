@@ -15,6 +15,10 @@
 //! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
+//! - `P:{P}:shards`   how many shards the index is laid out in (`layout`)
+//!
+//! A sharded index (`sharded`, for a Redis Cluster) is one such set of keys
+//! per shard `N`, under the hash tag `{P:N}` instead of `{P}`.
 //!
 //! The due set is many small sorted sets, not one: Redis keeps a sorted set
 //! of up to 128 members in a listpack (~26 bytes per member here), and one
@@ -32,15 +36,19 @@
 //! allocation class where the 16 bytes of a full UUID take 24. An id that is
 //! not compact (made elsewhere) is stored as its 16 bytes.
 
+mod layout;
 pub mod lease;
 mod link;
 pub mod rebuild;
+pub mod sharded;
+
+pub use layout::{open, LayoutMismatch};
+pub use sharded::ShardedIndex;
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
 use redis::{Script, ScriptInvocation};
 use uuid::Uuid;
 
@@ -61,12 +69,18 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// The keys of an unsharded index: hash tag `{prefix}`.
     pub fn new(prefix: &str) -> Self {
+        Self::tagged(prefix, prefix)
+    }
+
+    /// The keys under hash tag `{tag}` (a shard's: `prefix:N`).
+    pub fn tagged(prefix: &str, tag: &str) -> Self {
         Self {
-            due: format!("{prefix}:{{{prefix}}}:due"),
-            ranges: format!("{prefix}:{{{prefix}}}:due:ranges"),
-            count: format!("{prefix}:{{{prefix}}}:due:count"),
-            inflight: format!("{prefix}:{{{prefix}}}:inflight"),
+            due: format!("{prefix}:{{{tag}}}:due"),
+            ranges: format!("{prefix}:{{{tag}}}:due:ranges"),
+            count: format!("{prefix}:{{{tag}}}:due:count"),
+            inflight: format!("{prefix}:{{{tag}}}:inflight"),
         }
     }
 
@@ -117,6 +131,8 @@ pub struct RedisIndex {
     token: Arc<str>,
     keys: Arc<Keys>,
     prefix: Arc<str>,
+    /// The hash tag of its keys: the prefix, or a shard's `prefix:N`.
+    tag: Arc<str>,
     pub(crate) timeout: Duration,
 }
 
@@ -173,14 +189,23 @@ pub fn parse_member(bytes: &[u8]) -> Result<Uuid, DueError> {
 }
 
 impl RedisIndex {
+    /// The unsharded index (hash tag `{prefix}`), whatever `redis.shards`
+    /// says: `open` chooses between it and a `ShardedIndex`.
     pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
-        Ok(Self {
-            link: Arc::new(link::Link::new(settings)?),
+        let link = Arc::new(link::Link::new(settings)?);
+        Ok(Self::on(link, settings, &settings.prefix))
+    }
+
+    /// The index under hash tag `{tag}`, over a link shared with others.
+    fn on(link: Arc<link::Link>, settings: &RedisSettings, tag: &str) -> Self {
+        Self {
+            link,
             token: Uuid::now_v7().to_string().into(),
-            keys: Arc::new(Keys::new(&settings.prefix)),
+            keys: Arc::new(Keys::tagged(&settings.prefix, tag)),
             prefix: settings.prefix.as_str().into(),
+            tag: tag.into(),
             timeout: Duration::from_millis(settings.timeout_ms),
-        })
+        }
     }
 
     pub fn keys(&self) -> &Keys {
@@ -191,21 +216,27 @@ impl RedisIndex {
         &self.prefix
     }
 
+    /// The hash tag of its keys (without the braces).
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     /// Counts the masters hookd has connected to (see `link`): when it
     /// moves, the housekeeper re-adds recent rows the new master may lack.
     pub fn epoch(&self) -> u64 {
         self.link.epoch()
     }
 
-    pub(crate) async fn conn(&self) -> Result<ConnectionManager, DueError> {
+    pub(crate) async fn conn(&self) -> Result<link::Conn, DueError> {
         self.observed(self.link.conn().await)
     }
 
     /// Passes a result through, telling the link about failures (a failover
-    /// makes the next command look for the new master).
+    /// makes the next command look for the new master) and successes.
     pub(crate) fn observed<T>(&self, result: Result<T, DueError>) -> Result<T, DueError> {
-        if let Err(error) = &result {
-            self.link.failed(error);
+        match &result {
+            Ok(_) => self.link.succeeded(),
+            Err(error) => self.link.failed(error),
         }
         result
     }

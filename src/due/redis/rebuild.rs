@@ -69,12 +69,12 @@ pub const INDEX_FORMAT: &str = "f3:";
 pub const DUE_SENTINEL: &[u8] = b"hookd:due";
 
 impl RedisIndex {
-    fn marker_key(&self) -> String {
-        format!("{0}:{{{0}}}:indexed", self.prefix())
+    pub(crate) fn marker_key(&self) -> String {
+        format!("{}:{{{}}}:indexed", self.prefix(), self.tag())
     }
 
     fn lock_key(&self) -> String {
-        format!("{0}:{{{0}}}:rebuild-lock", self.prefix())
+        format!("{}:{{{}}}:rebuild-lock", self.prefix(), self.tag())
     }
 
     /// Whether the index is known to be complete, and in this build's
@@ -164,8 +164,11 @@ impl RedisIndex {
         let pattern = self.keys().buckets_pattern();
         let mut cursor: u64 = 0;
         loop {
+            // On a cluster, the command before SCAN (which names no key)
+            // sends the pipeline to the master of the index's slot.
             let ((next, mut found),): ((u64, Vec<Vec<u8>>),) = self
                 .run(|p| {
+                    p.exists(&self.keys().ranges).ignore();
                     p.cmd("SCAN")
                         .arg(cursor)
                         .arg("MATCH")

@@ -1,0 +1,90 @@
+//! The layout of the index in Redis: how many shards it is cut into. A
+//! notification's shard follows from its id and the shard count
+//! (`domain::shard`), so every process of a deployment must count alike: a
+//! process with another count would look for ids where others never put
+//! them, and complete leases in shards that do not hold them. The first
+//! process to connect records its count in `P:{P}:shards`; every process
+//! compares its own with it when it connects, and refuses to work with
+//! another (`hookd serve` refuses to start when Redis answers at start).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::link::Conn;
+use super::{RedisIndex, ShardedIndex};
+use crate::config::RedisSettings;
+use crate::due::{DueError, SharedIndex};
+
+/// The shard count this process was configured with is not the one the
+/// deployment's index was laid out with.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "redis.shards is {configured}, but the due index in Redis was laid out with {stored} shard(s) \
+     (key {key}): set redis.shards = {stored}, or stop every hookd and delete the keys of \
+     redis.prefix so that the index is rebuilt from PostgreSQL"
+)]
+pub struct LayoutMismatch {
+    pub configured: u16,
+    pub stored: String,
+    pub key: String,
+}
+
+/// The key that records the shard count.
+pub(crate) fn key(prefix: &str) -> String {
+    format!("{prefix}:{{{prefix}}}:shards")
+}
+
+/// Records `shards` unless a count is recorded already, then compares.
+pub(crate) async fn check(
+    conn: &mut Conn,
+    prefix: &str,
+    shards: u16,
+    limit: Duration,
+) -> Result<(), DueError> {
+    let key = key(prefix);
+    let mut pipe = redis::pipe();
+    pipe.cmd("SET").arg(&key).arg(shards).arg("NX").ignore();
+    pipe.get(&key);
+    let (stored,): (Option<String>,) =
+        match tokio::time::timeout(limit, pipe.query_async(conn)).await {
+            Ok(result) => result?,
+            Err(_) => return Err(DueError::Timeout(limit)),
+        };
+    match stored {
+        Some(stored) if stored == shards.to_string() => Ok(()),
+        stored => Err(DueError::Unavailable(Box::new(LayoutMismatch {
+            configured: shards,
+            stored: stored.unwrap_or_default(),
+            key,
+        }))),
+    }
+}
+
+/// Why `open` gave no index.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("invalid redis.url, redis.cluster or redis.ca_file: {0}")]
+    Invalid(#[source] DueError),
+    #[error(transparent)]
+    Layout(#[from] LayoutMismatch),
+}
+
+/// The index `redis.shards` asks for: the unsharded `RedisIndex` for one
+/// shard (the layout of earlier versions), a `ShardedIndex` for more. When
+/// Redis answers now, its recorded layout is checked, and a mismatch
+/// refused; when it does not, hookd starts anyway (the API accepts
+/// notifications while Redis is down) and checks at the first connection.
+pub async fn open(settings: &RedisSettings) -> Result<SharedIndex, OpenError> {
+    let index: SharedIndex = if settings.shard_count() > 1 {
+        Arc::new(ShardedIndex::new(settings).map_err(OpenError::Invalid)?)
+    } else {
+        Arc::new(RedisIndex::new(settings).map_err(OpenError::Invalid)?)
+    };
+    let limit = Duration::from_millis(settings.timeout_ms) * 4;
+    if let Ok(Err(DueError::Unavailable(error))) = tokio::time::timeout(limit, index.ping()).await {
+        if let Ok(mismatch) = error.downcast::<LayoutMismatch>() {
+            return Err(OpenError::Layout(*mismatch));
+        }
+    }
+    Ok(index)
+}

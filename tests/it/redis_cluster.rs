@@ -1,0 +1,487 @@
+//! The due index on a real Redis Cluster (3 masters, 3 replicas), in
+//! server mode (the cluster is a server-mode component): deliveries spread
+//! over every shard, claims that take from every shard by turns, one
+//! shard lost and rebuilt alone while the others deliver, and a master
+//! killed with `kill -9` mid-traffic. The shared cluster comes from
+//! `scripts/test` (`HOOKD_TEST_REDIS_CLUSTER`); the kill test starts one
+//! of its own, since a killed master changes the cluster for whoever comes
+//! next. The due-index conformance suite runs on the cluster too
+//! (`due_conformance::cluster`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use hookd::config::Settings;
+use hookd::domain::id::new_id;
+use hookd::domain::shard::shard_of;
+use hookd::due::redis::{open, ShardedIndex};
+use hookd::due::DueIndex;
+use hookd::startup::{App, Role};
+use hookd::store::postgres::PgStore;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::helpers::{
+    eventually, free_port, new_prefix, redis_url, test_settings, test_settings_with_prefix,
+    RedisServer, TestApp,
+};
+use crate::receiver::Receiver;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+const SHARDS: u16 = 16;
+
+/// The shared cluster's nodes, as `scripts/test` started them.
+pub fn cluster_nodes() -> Vec<String> {
+    std::env::var("HOOKD_TEST_REDIS_CLUSTER")
+        .expect("HOOKD_TEST_REDIS_CLUSTER is set: run the suite with scripts/test")
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+/// Test settings on the cluster `nodes`, in `SHARDS` shards.
+fn cluster_settings(nodes: &[String], overrides: &str) -> Settings {
+    let cluster: Vec<String> = nodes.iter().map(|n| format!("\"{n}\"")).collect();
+    let redis = format!(
+        "[redis]\ncluster = [{}]\nshards = {SHARDS}\n",
+        cluster.join(", ")
+    );
+    // `url` stays set (the helper needs one) and is unused in cluster mode.
+    test_settings(&redis_url(), &format!("{redis}{overrides}"))
+}
+
+/// A sharded index on the shared cluster, under a prefix of its own.
+pub fn cluster_index() -> ShardedIndex {
+    ShardedIndex::new(&cluster_settings(&cluster_nodes(), "").redis).unwrap()
+}
+
+/// hookd on the cluster `nodes`, and its index. One endpoint takes up to
+/// 512 deliveries at once, so that thousands go through in seconds.
+fn spawn(pool: PgPool, nodes: &[String]) -> (TestApp, Arc<ShardedIndex>) {
+    spawn_with(pool, nodes, "")
+}
+
+/// `spawn`, with `overrides` (TOML) that go on in the `[dispatcher]` table.
+fn spawn_with(pool: PgPool, nodes: &[String], overrides: &str) -> (TestApp, Arc<ShardedIndex>) {
+    let overrides = format!("[dispatcher]\nendpoint_max_in_flight = 512\n{overrides}");
+    let settings = cluster_settings(nodes, &overrides);
+    let index = Arc::new(ShardedIndex::new(&settings.redis).unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    let app = App::with_parts(
+        settings,
+        PgStore::new(pool),
+        index.clone(),
+        listener,
+        Role::All,
+    );
+    (crate::backends::start(app, None), index)
+}
+
+/// An endpoint `shop` delivering to `receiver`, once every shard is built.
+async fn shop(app: &TestApp, index: &ShardedIndex, receiver: &Receiver) {
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    for shard in index.shards() {
+        eventually(DEADLINE, "every shard's marker", || async {
+            shard.is_indexed().await.ok().filter(|built| *built)
+        })
+        .await;
+    }
+}
+
+/// Creates `count` notifications for `shop`, 500 a request; returns their ids.
+async fn submit(app: &TestApp, count: usize, delay: &str) -> Vec<Uuid> {
+    let mut ids = Vec::new();
+    for start in (0..count).step_by(500) {
+        let items: Vec<Value> = (start..count.min(start + 500))
+            .map(|i| json!({"endpoint": "shop", "payload": {"i": i}, "delay": delay}))
+            .collect();
+        let (status, body) = app
+            .post("/v1/notifications/batch", json!({"notifications": items}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for item in body["data"].as_array().unwrap() {
+            assert_eq!(item["status"], 201, "{item}");
+            ids.push(
+                item["notification"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+            );
+        }
+    }
+    ids
+}
+
+#[sqlx::test]
+async fn notifications_spread_over_every_shard_of_the_cluster_are_all_delivered(pool: PgPool) {
+    let (app, index) = spawn(pool, &cluster_nodes());
+    let receiver = Receiver::start().await;
+    shop(&app, &index, &receiver).await;
+    let ids = submit(&app, 1000, "0s").await;
+    let shards: HashSet<u16> = ids.iter().map(|id| shard_of(id, SHARDS)).collect();
+    assert_eq!(shards.len(), usize::from(SHARDS), "every shard holds some");
+    let (distinct, _) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
+    assert_eq!(distinct, 1000);
+    eventually(DEADLINE, "every lease to end", || async {
+        index.depth().await.ok().filter(|depth| *depth == (0, 0))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_claim_takes_from_every_shard_by_turns_so_a_backlog_starves_none() {
+    let index = cluster_index();
+    let now = Utc::now();
+    let due = now - chrono::Duration::seconds(1);
+    // 200 due in shard 0, 2 in each other shard.
+    let (mut backlog, mut others) = (Vec::new(), Vec::new());
+    while backlog.len() < 200 || others.len() < 2 * (usize::from(SHARDS) - 1) {
+        let id = new_id();
+        let shard = shard_of(&id, SHARDS);
+        let wanted = others
+            .iter()
+            .filter(|o| shard_of(o, SHARDS) == shard)
+            .count()
+            < 2;
+        match shard {
+            0 if backlog.len() < 200 => backlog.push(id),
+            0 => {}
+            _ if wanted => others.push(id),
+            _ => {}
+        }
+    }
+    let all: Vec<_> = backlog.iter().chain(&others).map(|id| (*id, due)).collect();
+    index.add(&all).await.unwrap();
+
+    // As many claims of 10 as there are shards: each starts at another
+    // shard, so every small shard is emptied although shard 0 alone could
+    // fill every batch.
+    let mut claimed = HashSet::new();
+    for _ in 0..SHARDS {
+        let claim = index
+            .claim(now, now, 10, now + chrono::Duration::minutes(5))
+            .await
+            .unwrap();
+        assert_eq!(claim.ids.len(), 10);
+        claimed.extend(claim.ids);
+    }
+    let starved: Vec<_> = others.iter().filter(|id| !claimed.contains(id)).collect();
+    assert!(starved.is_empty(), "{} never claimed", starved.len());
+}
+
+#[tokio::test]
+async fn a_process_counting_other_shards_than_the_index_was_laid_out_with_is_refused() {
+    let prefix = new_prefix();
+    let four = test_settings_with_prefix(&redis_url(), &prefix, "[redis]\nshards = 4\n");
+    open(&four.redis)
+        .await
+        .expect("the first process records its count");
+    let eight = test_settings_with_prefix(&redis_url(), &prefix, "[redis]\nshards = 8\n");
+    let refused = open(&eight.redis)
+        .await
+        .err()
+        .expect("another count is refused");
+    let reason = refused.to_string();
+    assert!(
+        reason.contains("redis.shards is 8") && reason.contains("4 shard(s)"),
+        "{reason}"
+    );
+    // Started while Redis did not answer, it refuses at its first command.
+    let late = ShardedIndex::new(&eight.redis).unwrap();
+    let error = late.depth().await.unwrap_err().to_string();
+    assert!(error.contains("redis.shards is 8"), "{error}");
+    // The unsharded layout counts as one shard.
+    let one = test_settings_with_prefix(&redis_url(), &prefix, "[redis]\nshards = 1\n");
+    assert!(open(&one.redis).await.is_err());
+}
+
+/// Every key of shard `n`'s index but its buckets (which a rebuild finds
+/// by SCAN): what a master that failed over empty leaves of it. Its rebuild
+/// lock is taken first, as by another process rebuilding it, until
+/// `let_rebuild`: meanwhile the shard stays lost.
+async fn lose_shard(index: &ShardedIndex, n: usize) {
+    let shard = &index.shards()[n];
+    let keys = shard.keys();
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(shard_key(index, n, "rebuild-lock"))
+        .arg("another-process")
+        .arg("PX")
+        .arg(60_000)
+        .ignore()
+        .del(shard_key(index, n, "indexed"))
+        .del(&keys.due)
+        .del(&keys.ranges)
+        .del(&keys.count)
+        .del(&keys.inflight)
+        .query_async(&mut cluster_conn().await)
+        .await
+        .unwrap();
+}
+
+async fn let_rebuild(index: &ShardedIndex, n: usize) {
+    let _: () = redis::cmd("DEL")
+        .arg(shard_key(index, n, "rebuild-lock"))
+        .query_async(&mut cluster_conn().await)
+        .await
+        .unwrap();
+}
+
+fn shard_key(index: &ShardedIndex, n: usize, name: &str) -> String {
+    let shard = &index.shards()[n];
+    format!("{}:{{{}}}:{name}", shard.prefix(), shard.tag())
+}
+
+async fn cluster_conn() -> redis::cluster_async::ClusterConnection {
+    redis::cluster::ClusterClient::new(cluster_nodes())
+        .unwrap()
+        .get_async_connection()
+        .await
+        .unwrap()
+}
+
+async fn markers(index: &ShardedIndex) -> Vec<Option<String>> {
+    let mut conn = cluster_conn().await;
+    let mut values = Vec::new();
+    for n in 0..index.shards().len() {
+        let value: Option<String> = redis::cmd("GET")
+            .arg(shard_key(index, n, "indexed"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        values.push(value);
+    }
+    values
+}
+
+async fn rebuilds_of(app: &TestApp, shard: usize) -> f64 {
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = format!("hookd_index_rebuilds_total{{shard=\"{shard}\"}} ");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&line)?.parse::<f64>().ok())
+        .sum()
+}
+
+#[sqlx::test]
+async fn a_lost_shard_is_rebuilt_alone_while_the_others_deliver(pool: PgPool) {
+    let (app, index) = spawn(pool, &cluster_nodes());
+    let receiver = Receiver::start().await;
+    shop(&app, &index, &receiver).await;
+    let lost = 5;
+    let later = submit(&app, 800, "2s").await;
+    let before = markers(&index).await;
+    let rebuilds = rebuilds_of(&app, lost).await;
+    lose_shard(&index, lost).await;
+
+    // While the lost shard waits for its rebuild, every shard delivers what
+    // is created now (the write path indexes new rows in the lost shard too).
+    let now = submit(&app, 400, "0s").await;
+    eventually(DEADLINE, "what was created now, delivered", || async {
+        let got: HashSet<String> = receiver
+            .received("/hook")
+            .iter()
+            .filter_map(|r| r.header("webhook-id").map(str::to_string))
+            .collect();
+        now.iter()
+            .all(|id| got.contains(&id.to_string()))
+            .then_some(())
+    })
+    .await;
+    // (The metric is the test process's, which other apps share: the
+    // marker tells of this index alone.)
+    assert_eq!(markers(&index).await[lost], None, "not rebuilt yet");
+
+    let_rebuild(&index, lost).await;
+    eventually(DEADLINE, "the lost shard to be rebuilt", || async {
+        (rebuilds_of(&app, lost).await > rebuilds).then_some(())
+    })
+    .await;
+    let (distinct, _) = receiver
+        .wait_distinct("/hook", later.len() + now.len(), DEADLINE)
+        .await;
+    assert_eq!(distinct, 1200, "none of the lost shard's rows is lost");
+    let after = markers(&index).await;
+    for (n, (was, is)) in before.iter().zip(&after).enumerate() {
+        if n == lost {
+            assert!(is.is_some() && is != was, "shard {n} was marked anew");
+        } else {
+            assert_eq!(was, is, "shard {n} was not rebuilt");
+        }
+    }
+}
+
+/// A cluster of this test's own: 3 masters and 3 replicas on free ports
+/// (bus ports 10000 above), failing over within about a second.
+struct OwnCluster {
+    nodes: Vec<RedisServer>,
+    /// The ports of the nodes killed.
+    killed: Vec<u16>,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnCluster {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = Vec::new();
+        while nodes.len() < 6 {
+            let port = free_port();
+            if port > 55_000 || std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_err() {
+                continue;
+            }
+            let conf = dir.path().join(format!("nodes-{port}.conf"));
+            let conf = conf.to_str().unwrap();
+            let args = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-config-file",
+                conf,
+                "--dir",
+                dir.path().to_str().unwrap(),
+            ];
+            nodes.push(RedisServer::start_with(port, &args).await);
+        }
+        let cli = std::env::var("HOOKD_TEST_REDIS_CLI").unwrap_or_else(|_| "redis-cli".into());
+        let status = std::process::Command::new(cli)
+            .arg("--cluster")
+            .arg("create")
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("redis-cli runs (HOOKD_TEST_REDIS_CLI)");
+        assert!(status.success(), "redis-cli --cluster create");
+        let cluster = Self {
+            nodes,
+            killed: Vec::new(),
+            _dir: dir,
+        };
+        cluster.wait_ok().await;
+        cluster
+    }
+
+    fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// The ports of the masters that serve slots, as a live node sees them.
+    async fn masters(&self) -> Vec<u16> {
+        for node in self.nodes.iter().filter(|n| !self.killed.contains(&n.port)) {
+            let Ok(mut conn) = redis_ha_conn(&node.url()).await else {
+                continue;
+            };
+            let Ok(text) = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query_async::<String>(&mut conn)
+                .await
+            else {
+                continue;
+            };
+            // id, ip:port@bus, flags, master, ping, pong, epoch, link, slots…
+            return text
+                .lines()
+                .map(|line| line.split(' ').collect::<Vec<_>>())
+                .filter(|f| f.len() > 8 && f[2].contains("master") && !f[2].contains("fail"))
+                .filter_map(|f| f[1].split(['@', ':']).nth(1)?.parse().ok())
+                .collect();
+        }
+        Vec::new()
+    }
+
+    /// Until every live node says `cluster_state:ok`, and every replica
+    /// has synced with its master.
+    async fn wait_ok(&self) {
+        eventually(DEADLINE, "cluster_state:ok on every node", || async {
+            for node in self.nodes.iter().filter(|n| !self.killed.contains(&n.port)) {
+                let mut conn = redis_ha_conn(&node.url()).await.ok()?;
+                let info: String = redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query_async(&mut conn)
+                    .await
+                    .ok()?;
+                info.contains("cluster_state:ok").then_some(())?;
+                // A replica that never synced refuses to take over (its
+                // data counts as too old): wait for every link.
+                let replication: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut conn)
+                    .await
+                    .ok()?;
+                let syncing = replication.contains("role:slave")
+                    && !replication.contains("master_link_status:up");
+                (!syncing).then_some(())?;
+            }
+            Some(())
+        })
+        .await;
+    }
+}
+
+async fn redis_ha_conn(url: &str) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await
+}
+
+#[sqlx::test]
+async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing(pool: PgPool) {
+    let mut cluster = OwnCluster::start().await;
+    // A claim whose answer died with the master (or came too late on a busy
+    // machine) left its leases behind: they come back when they expire, 12 s
+    // on (the shortest lease a 5 s attempt timeout allows), within the test.
+    let overrides = "lease_ms = 12000\n[sender]\ntimeout_ms = 5000\n";
+    let (app, index) = spawn_with(pool, &cluster.urls(), overrides);
+    let receiver = Receiver::start().await;
+    shop(&app, &index, &receiver).await;
+    // Due in 4 s: (nearly) all 10,000 wait in the index when the master dies.
+    let ids = submit(&app, 10_000, "4s").await;
+
+    let masters = cluster.masters().await;
+    assert_eq!(masters.len(), 3, "{masters:?}");
+    // kill -9: no goodbye to the cluster, no last write.
+    let victim = cluster.nodes.iter_mut().find(|n| n.port == masters[0]);
+    victim.unwrap().kill();
+    cluster.killed.push(masters[0]);
+    eventually(
+        DEADLINE,
+        "a replica to take the dead master's slots",
+        || async {
+            let now = cluster.masters().await;
+            (now.len() == 3 && !now.contains(&masters[0])).then_some(())
+        },
+    )
+    .await;
+    cluster.wait_ok().await;
+
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let (distinct, total) = loop {
+        let (distinct, total) = receiver.distinct("/hook");
+        if distinct == ids.len() || std::time::Instant::now() > deadline {
+            break (distinct, total);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // (due, leased) left in the index, should some be missing.
+    let depth = index.depth().await;
+    assert_eq!(distinct, 10_000, "none lost; the index holds {depth:?}");
+    // Deliveries in flight on the dead master may be sent again (their
+    // leases died with it): at most the in-flight cap.
+    assert!(total - distinct <= 1024, "{} duplicates", total - distinct);
+}
