@@ -5,7 +5,9 @@
 //! scripts/bench starts (16 shards) and on the one standalone Redis (the
 //! unsharded layout), alternated within each run (which goes first swaps
 //! each run, as the machine's speed drifts); prints the medians and their
-//! ratio.
+//! ratio. BENCH_CLUSTER_PROCESSES=1,2,3,4 repeats it with each number of
+//! dispatcher processes (default 2), to see how the drain grows with
+//! processes and where it stops.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,26 +61,37 @@ pub async fn scenario(
         receiver_url,
         count,
     };
-    let (mut on_cluster, mut standalone) = (Vec::new(), Vec::new());
-    for run in 0..runs {
-        let order = if run % 2 == 0 {
-            [Redis::Cluster, Redis::Standalone]
-        } else {
-            [Redis::Standalone, Redis::Cluster]
-        };
-        for redis in order {
-            let rate = drain.run(redis).await;
-            match redis {
-                Redis::Cluster => on_cluster.push(rate),
-                Redis::Standalone => standalone.push(rate),
+    let processes: Vec<usize> = std::env::var("BENCH_CLUSTER_PROCESSES")
+        .unwrap_or_else(|_| "2".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .collect();
+    for processes in processes {
+        let (mut on_cluster, mut standalone) = (Vec::new(), Vec::new());
+        for run in 0..runs {
+            let order = if run % 2 == 0 {
+                [Redis::Cluster, Redis::Standalone]
+            } else {
+                [Redis::Standalone, Redis::Cluster]
+            };
+            for redis in order {
+                let rate = drain.run(redis, processes).await;
+                match redis {
+                    Redis::Cluster => on_cluster.push(rate),
+                    Redis::Standalone => standalone.push(rate),
+                }
             }
         }
+        println!(
+            "   cluster, {processes} process(es), runs: cluster {on_cluster:.0?}/s, standalone {standalone:.0?}/s"
+        );
+        let (on_cluster, standalone) = (median(on_cluster), median(standalone));
+        println!(
+            "cluster: {count} due drained by {processes} hookd process(es): 3-master Redis Cluster (16 shards) {on_cluster:.0}/s vs standalone Redis {standalone:.0}/s: ratio {:.2}",
+            on_cluster / standalone
+        );
     }
-    let (on_cluster, standalone) = (median(on_cluster), median(standalone));
-    println!(
-        "cluster: {count} due drained by 2 hookd processes: 3-master Redis Cluster (16 shards) {on_cluster:.0}/s vs standalone Redis {standalone:.0}/s: ratio {:.2}",
-        on_cluster / standalone
-    );
 }
 
 struct Drain<'a> {
@@ -102,7 +115,7 @@ impl Drain<'_> {
     }
 
     /// Deliveries/s, first to last receipt, of one drain.
-    async fn run(&self, redis: Redis) -> f64 {
+    async fn run(&self, redis: Redis, processes: usize) -> f64 {
         reset(self.pool).await;
         let env = self.env(redis);
         let start = |role| Hookd::start_with(self.database_url, self.redis_url, PREFIX, role, &env);
@@ -118,7 +131,10 @@ impl Drain<'_> {
         self.mark_indexed(redis).await;
         settle(self.pool).await;
         self.received.reset();
-        let dispatchers = [start("dispatcher").await, start("dispatcher").await];
+        let mut dispatchers = Vec::with_capacity(processes);
+        for _ in 0..processes {
+            dispatchers.push(start("dispatcher").await);
+        }
         wait_count(self.received, self.count as u64, Duration::from_secs(300)).await;
         for dispatcher in dispatchers {
             dispatcher.stop();
