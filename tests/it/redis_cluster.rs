@@ -470,7 +470,9 @@ async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing
     .await;
     cluster.wait_ok().await;
 
-    let deadline = std::time::Instant::now() + DEADLINE;
+    // 10,000 deliveries after a failover, beside the rest of the suite on
+    // two cores: a deadline for the machine's load, not for hookd.
+    let deadline = std::time::Instant::now() + 2 * DEADLINE;
     let (distinct, total) = loop {
         let (distinct, total) = receiver.distinct("/hook");
         if distinct == ids.len() || std::time::Instant::now() > deadline {
