@@ -49,6 +49,10 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "minute_totals.minute, minute_totals.shard",
         "minute_totals_pkey",
     ),
+    (
+        "hour_failing.hour, hour_failing.endpoint_id",
+        "hour_failing_pkey",
+    ),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's
