@@ -743,7 +743,7 @@ async fn main() {
         .build()
         .unwrap();
     // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
-    // picks sections (default: all but `stats`, `stats_drain`, `partition` and `partition_drain`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
+    // picks sections (default: all but `stats`, `stats_drain`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -1340,6 +1340,9 @@ async fn main() {
     }
     if named("partition") && mode.server {
         partition::drop_day(&pool).await;
+    }
+    if named("partition_queries") && mode.server {
+        partition::queries_with_history(&pool, &database_url, &redis_url, &receiver_url).await;
     }
     if named("partition_drain") && mode.server {
         partition::drain_with_history(
