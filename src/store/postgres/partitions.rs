@@ -47,7 +47,7 @@ impl PgStore {
     /// One pass: the partitions of `today` and the days ahead that are
     /// missing are made; with `before` (retention's cutoff), the days
     /// `domain::partition::droppable` lets go are dropped, notifications
-    /// and attempts together, after their key rows.
+    /// and attempts together, then their key rows.
     pub async fn maintain_partitions(
         &self,
         today: NaiveDate,
@@ -257,51 +257,35 @@ async fn drop_if_expired(
     part: &Part,
     before: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    // Before any read of its rows: a partition not wholly past the cutoff
+    // (every day ahead, today's, the recent ones) is not scanned.
+    if !partition::past(part.end, before) {
+        return Ok(false);
+    }
     // Names come from the catalog, quoted as identifiers.
     let name = quote(&part.name);
-    let summary = summary(conn, &name).await?;
-    if !partition::droppable(part.end, &summary, before) {
+    let first = summary(conn, &name).await?;
+    if !partition::droppable(part.end, &first, before) {
         return Ok(false);
     }
     let attempts = part.name.replacen("notifications", "attempts", 1);
-    let low = part.low.unwrap_or(Uuid::nil());
-    // The day's keys first: the rows are all expired, and a key row left
-    // behind by a crash after the drop would refuse its key to a new
-    // notification (409) until it went.
-    loop {
-        let deleted = sqlx::query(
-            "DELETE FROM notification_keys WHERE ctid IN (SELECT ctid FROM notification_keys \
-             WHERE id >= $1 AND id < $2 LIMIT $3)",
-        )
-        .bind(low)
-        .bind(part.end)
-        .bind(KEY_BATCH)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if deleted < KEY_BATCH as u64 {
-            break;
-        }
-    }
     let detach_notifications = format!("ALTER TABLE notifications DETACH PARTITION {name}");
     let detach_attempts = format!("ALTER TABLE attempts DETACH PARTITION {}", quote(&attempts));
-    let pending_check = format!("SELECT EXISTS (SELECT 1 FROM {name} WHERE status = 'pending')");
     let end = part.end;
     let detached = with_retries(conn, |tx| {
-        let (a, b, c) = (
+        let (a, b, name) = (
             detach_notifications.clone(),
             detach_attempts.clone(),
-            pending_check.clone(),
+            name.clone(),
         );
         let attempts = attempts.clone();
         Box::pin(async move {
             sqlx::raw_sql(AssertSqlSafe(a)).execute(&mut *tx).await?;
-            // Detached and locked: nothing changes it any more. A retry
-            // that made a row pending since the summary keeps the day.
-            let pending: bool = sqlx::query_scalar(AssertSqlSafe(c))
-                .fetch_one(&mut *tx)
-                .await?;
-            let now = Summary { pending, ..summary };
+            // Detached and locked: nothing changes it any more. The day is
+            // decided again on what it holds now (a retry made a row
+            // pending, a redelivery completed one lately since the first
+            // read): a day no longer droppable stays.
+            let now = summary(tx, &name).await?;
             if !partition::droppable(end, &now, before) {
                 return Ok(None);
             }
@@ -319,6 +303,27 @@ async fn drop_if_expired(
     if detached.is_none() {
         return Ok(false);
     }
+    // The day's key rows, once it is sure to go (a day kept keeps its
+    // keys). A crash before they are all deleted leaves key rows without
+    // their notification, which is harmless: the next create of such a key
+    // takes it over (`notifications::insert_rows`), and the detached
+    // tables are dropped by the next pass (`drop_detached`).
+    let low = part.low.unwrap_or(Uuid::nil());
+    loop {
+        let deleted = sqlx::query(
+            "DELETE FROM notification_keys WHERE ctid IN (SELECT ctid FROM notification_keys \
+             WHERE id >= $1 AND id < $2 LIMIT $3)",
+        )
+        .bind(low)
+        .bind(part.end)
+        .bind(KEY_BATCH)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if deleted < KEY_BATCH as u64 {
+            break;
+        }
+    }
     // Detached: no query of `notifications` reads them any more, and the
     // drop locks them alone.
     drop_detached(conn).await?;
@@ -326,7 +331,7 @@ async fn drop_if_expired(
 }
 
 /// The partition's summary for `domain::partition::droppable`: one read of
-/// its rows, without a lock (`drop_if_expired` checks again under one).
+/// its rows, without a lock (`drop_if_expired` reads it again under one).
 async fn summary(conn: &mut PgConnection, name: &str) -> Result<Summary, StoreError> {
     let (pending, unfinished, latest_completed): (Option<bool>, Option<bool>, Option<DateTime<Utc>>) =
         sqlx::query_as(AssertSqlSafe(format!(
