@@ -105,14 +105,12 @@ async fn upkeep(
         if legacy_end.is_some_and(|end| partition::day_bound(day) < end) {
             continue;
         }
-        for table in partition::TABLES {
-            // A day that cannot be made (rows of its range already in the
-            // DEFAULT partition) must not stop retention: its rows go on
-            // to the DEFAULT partition, which is warned about.
-            match create_partition(conn, table, day).await {
-                Ok(made) => done.created += usize::from(made),
-                Err(error) => tracing::warn!(%error, table, %day, "cannot make a partition"),
-            }
+        // A day that cannot be made (rows of its range already in the
+        // DEFAULT partition) must not stop retention: its rows go on to
+        // the DEFAULT partition, which is warned about.
+        match create_day(conn, day).await {
+            Ok(made) => done.created += made,
+            Err(error) => tracing::warn!(%error, %day, "cannot make a day's partitions"),
         }
     }
     if let Some(before) = before {
@@ -134,37 +132,68 @@ async fn upkeep(
     Ok(done)
 }
 
-/// Makes `table`'s partition of `day` unless it exists; whether it made it.
-async fn create_partition(
-    conn: &mut PgConnection,
-    table: &str,
-    day: NaiveDate,
-) -> Result<bool, StoreError> {
-    let name = partition::partition_name(table, day);
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
-        .bind(&name)
-        .fetch_one(&mut *conn)
-        .await?;
-    if exists {
-        return Ok(false);
+/// Makes `day`'s partitions of `notifications` and `attempts` that are
+/// missing, both in one transaction (a day never has one without the
+/// other); how many it made. A day whose ids already sit in a DEFAULT
+/// partition is skipped with a warning, found by a read without a lock:
+/// the CREATE would fail only after scanning the DEFAULT partition under
+/// ACCESS EXCLUSIVE, blocking every query for that scan, at every pass.
+async fn create_day(conn: &mut PgConnection, day: NaiveDate) -> Result<usize, StoreError> {
+    let mut missing = Vec::new();
+    for table in partition::TABLES {
+        let name = partition::partition_name(table, day);
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(&name)
+            .fetch_one(&mut *conn)
+            .await?;
+        if !exists {
+            missing.push((table, name));
+        }
     }
-    let next = day.succ_opt().expect("a day after");
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let (lo, hi) = (
+        partition::day_bound(day),
+        partition::day_bound(day.succ_opt().expect("a day after")),
+    );
+    let in_default: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM notifications_default WHERE id >= $1 AND id < $2) \
+             OR EXISTS (SELECT 1 FROM attempts_default \
+                 WHERE notification_id >= $1 AND notification_id < $2)",
+    )
+    .bind(lo)
+    .bind(hi)
+    .fetch_one(&mut *conn)
+    .await?;
+    if in_default {
+        tracing::warn!(%day, "a day's rows are in the DEFAULT partition: its partitions are not made");
+        return Ok(0);
+    }
     // Names and bounds are made here (letters, digits, hex): no value from
     // outside is spliced.
-    let ddl = format!(
-        "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} FOR VALUES FROM ('{}') TO ('{}')",
-        partition::day_bound(day),
-        partition::day_bound(next)
-    );
+    let ddl: Vec<String> = missing
+        .iter()
+        .map(|(table, name)| {
+            format!(
+                "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} \
+                 FOR VALUES FROM ('{lo}') TO ('{hi}')"
+            )
+        })
+        .collect();
     with_retries(conn, |tx| {
         let ddl = ddl.clone();
         Box::pin(async move {
-            sqlx::raw_sql(AssertSqlSafe(ddl)).execute(&mut *tx).await?;
-            Ok(Some(true))
+            for statement in &ddl {
+                sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Ok(Some(ddl.len()))
         })
     })
     .await
-    .map(|made| made.unwrap_or(false))
+    .map(|made| made.unwrap_or(0))
 }
 
 /// A step of DDL in a transaction: `Some` to commit, `None` to roll back.
