@@ -349,7 +349,10 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
             .fetch_one(&pool)
             .await
             .unwrap();
-    assert_eq!(keys_before, 50, "the day's key rows, which retention must delete");
+    assert_eq!(
+        keys_before, 50,
+        "the day's key rows, which retention must delete"
+    );
 
     // (The app's own pass at start may hold the upkeep a moment.)
     let upkeep = eventually(DEADLINE, "an upkeep pass of the test's own", || async {
@@ -404,4 +407,33 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
         wanted.is_subset(&got).then_some(())
     })
     .await;
+}
+
+#[sqlx::test]
+async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let today = day_of(Utc::now());
+    let last = today.checked_add_days(Days::new(7)).unwrap();
+    for table in ["attempts", "notifications"] {
+        let name = partition_name(table, last);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}")))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let ep = new_id();
+    endpoint(&pool, ep, "http://127.0.0.1:9/hook").await;
+    let at = last.and_hms_opt(12, 0, 0).unwrap().and_utc();
+    notification(&pool, ep, at, None, true, 1).await;
+
+    let upkeep = store.maintain_partitions(today, None).await.unwrap();
+    assert!(upkeep.default_rows, "{upkeep:?}");
+    // Neither table's partition of that day: a day never has one without
+    // the other.
+    for table in ["notifications", "attempts"] {
+        assert!(
+            !exists(&pool, &partition_name(table, last)).await,
+            "{table}"
+        );
+    }
 }
