@@ -51,6 +51,12 @@
 --    as they are); the daily partitions up to a week ahead and a DEFAULT
 --    partition, so an insert is never refused (housekeeping warns when it
 --    holds rows).
+-- Every process of the previous version must be stopped before this runs:
+-- its statements name `ON CONFLICT (key, endpoint_id) WHERE key IS NOT
+-- NULL`, resolved at plan time against the unique index step 3 drops, so
+-- after step 3 its every create and delivery record fails. A migration
+-- stopped after step 1 must be run again before step 1's CHECK bound, or
+-- every insert then fails the CHECK.
 
 -- Step 1.
 BEGIN;

@@ -66,6 +66,13 @@ pub struct Summary {
     pub latest_completed: Option<DateTime<Utc>>,
 }
 
+/// Whether every id below `end` was made before the cutoff `before`: the
+/// first half of `droppable`, which needs no read of the rows (a partition
+/// not past it is not summarised at all).
+pub fn past(end: Uuid, before: DateTime<Utc>) -> bool {
+    end <= first_of_ms(before.timestamp_millis())
+}
+
 /// Whether retention drops the partitions holding ids below `end` (a
 /// day's, ending at the next day's bound, or the legacy one's): only when
 /// every id they can hold was made before the cutoff `before`, and when
@@ -75,7 +82,7 @@ pub struct Summary {
 /// retention) is left to the row-by-row purge, which deletes what did
 /// expire of it, and is dropped once the rest has.
 pub fn droppable(end: Uuid, summary: &Summary, before: DateTime<Utc>) -> bool {
-    let whole_range_old = end <= first_of_ms(before.timestamp_millis());
+    let whole_range_old = past(end, before);
     // The latest completion decides for every final row: each completed
     // at or before it, and `expired` is monotonic in the completion time.
     let all_expired = !summary.pending
@@ -178,5 +185,7 @@ mod tests {
             ..expired_rows
         };
         assert!(!droppable(old_end, &unfinished, before));
+        assert!(past(old_end, before));
+        assert!(!past(day_bound(day(2026, 11, 21)), before));
     }
 }

@@ -31,6 +31,7 @@ mod list_filters;
 mod logs;
 mod masked_urls;
 mod operator;
+mod partition_keys;
 mod partitioning;
 mod portal;
 mod private_networks;

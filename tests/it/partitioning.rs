@@ -79,6 +79,17 @@ async fn notification(
     .execute(pool)
     .await
     .unwrap();
+    // Its key row, as hookd's insert writes it (after the migration; the
+    // unpartitioned schema has none).
+    if key.is_some() && exists(pool, "notification_keys").await {
+        sqlx::query("INSERT INTO notification_keys (key, endpoint_id, id) VALUES ($1, $2, $3)")
+            .bind(key)
+            .bind(endpoint_id)
+            .bind(id)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
     sqlx::query(
         "INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, outcome) \
          SELECT $1, n, $2, 5, CASE WHEN n <= $3 THEN 500 ELSE 200 END, \
@@ -333,6 +344,15 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
         })
     };
     receiver.wait_distinct("/hook", 20, DEADLINE).await;
+    let keys_before: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM notification_keys WHERE key LIKE 'old-%'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        keys_before, 50,
+        "the day's key rows, which retention must delete"
+    );
 
     // (The app's own pass at start may hold the upkeep a moment.)
     let upkeep = eventually(DEADLINE, "an upkeep pass of the test's own", || async {
@@ -387,4 +407,33 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
         wanted.is_subset(&got).then_some(())
     })
     .await;
+}
+
+#[sqlx::test]
+async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(pool: PgPool) {
+    let store = PgStore::new(pool.clone());
+    let today = day_of(Utc::now());
+    let last = today.checked_add_days(Days::new(7)).unwrap();
+    for table in ["attempts", "notifications"] {
+        let name = partition_name(table, last);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}")))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let ep = new_id();
+    endpoint(&pool, ep, "http://127.0.0.1:9/hook").await;
+    let at = last.and_hms_opt(12, 0, 0).unwrap().and_utc();
+    notification(&pool, ep, at, None, true, 1).await;
+
+    let upkeep = store.maintain_partitions(today, None).await.unwrap();
+    assert!(upkeep.default_rows, "{upkeep:?}");
+    // Neither table's partition of that day: a day never has one without
+    // the other.
+    for table in ["notifications", "attempts"] {
+        assert!(
+            !exists(&pool, &partition_name(table, last)).await,
+            "{table}"
+        );
+    }
 }

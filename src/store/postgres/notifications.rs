@@ -46,12 +46,10 @@ fn columns_without_body() -> String {
 ///
 /// A key is unique per endpoint in `notification_keys` (a unique index of
 /// the partitioned `notifications` would have to hold the id): a keyed row
-/// is inserted only when its key row was, in the same statement. A key
-/// whose notification is gone (its partition dropped by retention before
-/// its key rows were deleted) is taken over, as a key freed by retention
-/// always could be.
+/// is inserted only when its key row was (`$keyed`, a CTE returning the
+/// ids whose key row it wrote), in the same statement.
 macro_rules! insert_notifications_sql {
-    ($endpoint_version:literal) => {
+    ($keyed:expr, $endpoint_version:expr) => {
         concat!(
             "WITH t AS MATERIALIZED ( \
                  SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
@@ -59,12 +57,9 @@ macro_rules! insert_notifications_sql {
                      $11::timestamptz[], $12::text[], $13::bool[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
                       schedule_name, deliver_at, next_attempt_at, url, pull) \
-             ), keyed AS ( \
-                 INSERT INTO notification_keys AS k (key, endpoint_id, id) \
-                 SELECT key, endpoint_id, id FROM t WHERE key IS NOT NULL \
-                 ON CONFLICT (key, endpoint_id) DO NOTHING \
-                 RETURNING k.id \
-             ) \
+             ), keyed AS (",
+            $keyed,
+            ") \
              INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
                  schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
@@ -73,6 +68,45 @@ macro_rules! insert_notifications_sql {
              RETURNING id, created_at, ",
             $endpoint_version
         )
+    };
+}
+/// The key rows of new keys.
+macro_rules! new_keys {
+    () => {
+        "INSERT INTO notification_keys AS k (key, endpoint_id, id) \
+         SELECT key, endpoint_id, id FROM t WHERE key IS NOT NULL \
+         ON CONFLICT (key, endpoint_id) DO NOTHING \
+         RETURNING k.id"
+    };
+}
+/// A key row whose notification is gone is taken over (a crash between
+/// retention's drop and its deletion of the day's key rows, or a purge by
+/// an older hookd, leaves one): `$14` holds, per row, the id the key row
+/// was read pointing to, whose notification a later statement no longer
+/// found. The update happens only while the key row still points there.
+/// Not `ON CONFLICT … DO UPDATE … WHERE NOT EXISTS (notification)` in the
+/// first insert: that subquery reads the statement's snapshot, which does
+/// not see a notification committed with its key row by a concurrent
+/// create, and would take over a live key. Two creates taking over the
+/// same key queue on its row: the second, once the first committed, finds
+/// the row no longer points to the stale id and reads the first's
+/// notification as any existing key's.
+macro_rules! stale_keys {
+    () => {
+        "UPDATE notification_keys k SET id = s.id \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $14::uuid[]) \
+             AS s(id, endpoint_id, key, stale) \
+         WHERE k.key = s.key AND k.endpoint_id = s.endpoint_id AND k.id = s.stale \
+         RETURNING s.id"
+    };
+}
+/// The version of each created row's endpoint, when the caller hands the
+/// rows to this process's dispatcher (`Writes::endpoint_versions`): read
+/// in the insert's snapshot, it tells the dispatcher whether its prepared
+/// endpoint is current, as a claim's load would.
+macro_rules! endpoint_version {
+    () => {
+        "(SELECT ep.version FROM endpoints ep WHERE ep.id = notifications.endpoint_id)"
     };
 }
 impl PgStore {
@@ -89,19 +123,6 @@ impl PgStore {
         if items.is_empty() {
             return Ok(Default::default());
         }
-        let mut ids = Vec::with_capacity(items.len());
-        let mut endpoint_ids = Vec::with_capacity(items.len());
-        let mut keys = Vec::with_capacity(items.len());
-        let mut event_types = Vec::with_capacity(items.len());
-        let mut content_types = Vec::with_capacity(items.len());
-        let mut bodies = Vec::with_capacity(items.len());
-        let mut headers = Vec::with_capacity(items.len());
-        let mut schedules = Vec::with_capacity(items.len());
-        let mut schedule_names = Vec::with_capacity(items.len());
-        let mut deliver_ats = Vec::with_capacity(items.len());
-        let mut next_attempt_ats = Vec::with_capacity(items.len());
-        let mut urls = Vec::with_capacity(items.len());
-        let mut pulls = Vec::with_capacity(items.len());
         // Keyed rows go in ordered by (endpoint, key). Two commits inserting
         // the same keys in opposite orders would each wait for the other's
         // uncommitted entry in the unique index, a deadlock PostgreSQL ends
@@ -114,83 +135,46 @@ impl PgStore {
                 (a.endpoint_id, a.key.as_deref()).cmp(&(b.endpoint_id, b.key.as_deref()))
             });
         }
-        for item in ordered {
-            ids.push(item.id);
-            endpoint_ids.push(item.endpoint_id);
-            keys.push(item.key.as_deref());
-            event_types.push(item.event_type.as_deref());
-            content_types.push(item.content_type.as_str());
-            bodies.push(item.body.as_slice());
-            headers.push(Json(&item.headers));
-            // A 2-D array would flatten under UNNEST: each schedule travels as
-            // the text of a bigint[] literal.
-            schedules.push(pg_array_literal(&item.schedule.delays_ms()));
-            schedule_names.push(item.schedule.name());
-            deliver_ats.push(item.deliver_at);
-            next_attempt_ats.push(item.next_attempt_at);
-            urls.push(item.url.as_deref());
-            pulls.push(item.pull);
-        }
-        // The version of each row's endpoint, when the caller hands the rows
-        // to this process's dispatcher (`Writes::endpoint_versions`): read
-        // in the insert's snapshot, it tells the dispatcher whether its
-        // prepared endpoint is current, as a claim's load would.
-        let statement = if endpoint_versions {
-            insert_notifications_sql!(
-                "(SELECT ep.version FROM endpoints ep \
-                  WHERE ep.id = notifications.endpoint_id)"
-            )
-        } else {
-            insert_notifications_sql!("NULL::bigint")
-        };
-        let returned: Vec<(Uuid, DateTime<Utc>, Option<i64>)> = sqlx::query_as(statement)
-            .bind(&ids)
-            .bind(&endpoint_ids)
-            .bind(&keys)
-            .bind(&event_types)
-            .bind(&content_types)
-            .bind(&bodies)
-            .bind(&headers)
-            .bind(&schedules)
-            .bind(&schedule_names)
-            .bind(&deliver_ats)
-            .bind(&next_attempt_ats)
-            .bind(&urls)
-            .bind(&pulls)
-            .fetch_all(&mut *conn)
-            .await?;
+        let returned = insert_rows(conn, &ordered, None, endpoint_versions).await?;
         let mut versions = HashMap::new();
         let mut created = HashMap::with_capacity(returned.len());
-        for (id, created_at, version) in returned {
-            created.insert(id, created_at);
-            if let Some(version) = version {
-                versions.insert(id, version);
-            }
-        }
+        record(&mut created, &mut versions, returned);
 
-        let conflicting: Vec<&NewNotification> = items
+        let conflicting: Vec<&NewNotification> = ordered
             .iter()
+            .copied()
             .filter(|i| !created.contains_key(&i.id))
             .collect();
-        let mut existing: HashMap<(Uuid, String), Notification> = HashMap::new();
-        if !conflicting.is_empty() {
-            let endpoint_ids: Vec<Uuid> = conflicting.iter().map(|i| i.endpoint_id).collect();
-            let keys: Vec<&str> = conflicting
+        let mut existing = existing_rows(conn, &conflicting).await?;
+        let missing: Vec<&NewNotification> = conflicting
+            .iter()
+            .copied()
+            .filter(|i| !existing.contains_key(&(i.endpoint_id, i.key.clone().unwrap_or_default())))
+            .collect();
+        if !missing.is_empty() {
+            // Key rows without their notification: taken over, then what
+            // a concurrent create took over instead is read.
+            let stale = stale_keys(conn, &missing).await?;
+            let takers: Vec<&NewNotification> = missing
                 .iter()
-                .map(|i| i.key.as_deref().unwrap_or_default())
+                .copied()
+                .filter(|i| stale.contains_key(&(i.endpoint_id, i.key.clone().unwrap_or_default())))
                 .collect();
-            let sql = "SELECT n.* FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
-                 JOIN notification_keys k ON k.key = t.key AND k.endpoint_id = t.endpoint_id \
-                 JOIN notifications n ON n.id = k.id";
-            let rows = sqlx::query_as::<_, Notification>(sql)
-                .bind(&endpoint_ids)
-                .bind(&keys)
-                .fetch_all(&mut *conn)
-                .await?;
-            for row in rows {
-                let key = row.key.clone().unwrap_or_default();
-                existing.insert((row.endpoint_id, key), row);
+            let stale_ids: Vec<Uuid> = takers
+                .iter()
+                .map(|i| stale[&(i.endpoint_id, i.key.clone().unwrap_or_default())])
+                .collect();
+            if !takers.is_empty() {
+                let returned =
+                    insert_rows(conn, &takers, Some(&stale_ids), endpoint_versions).await?;
+                record(&mut created, &mut versions, returned);
             }
+            let left: Vec<&NewNotification> = missing
+                .iter()
+                .copied()
+                .filter(|i| !created.contains_key(&i.id))
+                .collect();
+            existing.extend(existing_rows(conn, &left).await?);
         }
 
         let mut results = Vec::with_capacity(items.len());
@@ -208,8 +192,8 @@ impl PgStore {
                     results.push(Inserted::Existing(row.clone()))
                 }
                 Some(row) => results.push(Inserted::KeyConflict(row.clone())),
-                // Not inserted and not found: deleted between the two
-                // statements (retention). Report it as a conflict on the key.
+                // Not inserted, not taken over and not found: its key's
+                // notification was deleted again in between (retention).
                 None => return Err(StoreError::Conflict("notifications_key".into())),
             }
         }
@@ -250,6 +234,141 @@ impl PgStore {
         .await?;
         Ok(())
     }
+}
+
+/// Notes the rows an insert returned: their `created_at` and version.
+fn record(
+    created: &mut HashMap<Uuid, DateTime<Utc>>,
+    versions: &mut HashMap<Uuid, i64>,
+    returned: Vec<(Uuid, DateTime<Utc>, Option<i64>)>,
+) {
+    for (id, created_at, version) in returned {
+        created.insert(id, created_at);
+        if let Some(version) = version {
+            versions.insert(id, version);
+        }
+    }
+}
+
+/// Runs the insert for `items` (ordered as `insert_notifications` orders
+/// them): new keys, or with `stale` (one id per item) keys taken over.
+async fn insert_rows(
+    conn: &mut sqlx::PgConnection,
+    items: &[&NewNotification],
+    stale: Option<&[Uuid]>,
+    endpoint_versions: bool,
+) -> Result<Vec<(Uuid, DateTime<Utc>, Option<i64>)>, StoreError> {
+    let mut ids = Vec::with_capacity(items.len());
+    let mut endpoint_ids = Vec::with_capacity(items.len());
+    let mut keys = Vec::with_capacity(items.len());
+    let mut event_types = Vec::with_capacity(items.len());
+    let mut content_types = Vec::with_capacity(items.len());
+    let mut bodies = Vec::with_capacity(items.len());
+    let mut headers = Vec::with_capacity(items.len());
+    let mut schedules = Vec::with_capacity(items.len());
+    let mut schedule_names = Vec::with_capacity(items.len());
+    let mut deliver_ats = Vec::with_capacity(items.len());
+    let mut next_attempt_ats = Vec::with_capacity(items.len());
+    let mut urls = Vec::with_capacity(items.len());
+    let mut pulls = Vec::with_capacity(items.len());
+    for item in items {
+        ids.push(item.id);
+        endpoint_ids.push(item.endpoint_id);
+        keys.push(item.key.as_deref());
+        event_types.push(item.event_type.as_deref());
+        content_types.push(item.content_type.as_str());
+        bodies.push(item.body.as_slice());
+        headers.push(Json(&item.headers));
+        // A 2-D array would flatten under UNNEST: each schedule travels as
+        // the text of a bigint[] literal.
+        schedules.push(pg_array_literal(&item.schedule.delays_ms()));
+        schedule_names.push(item.schedule.name());
+        deliver_ats.push(item.deliver_at);
+        next_attempt_ats.push(item.next_attempt_at);
+        urls.push(item.url.as_deref());
+        pulls.push(item.pull);
+    }
+    let statement: &'static str = match (stale.is_some(), endpoint_versions) {
+        (false, true) => insert_notifications_sql!(new_keys!(), endpoint_version!()),
+        (false, false) => insert_notifications_sql!(new_keys!(), "NULL::bigint"),
+        (true, true) => insert_notifications_sql!(stale_keys!(), endpoint_version!()),
+        (true, false) => insert_notifications_sql!(stale_keys!(), "NULL::bigint"),
+    };
+    let mut query = sqlx::query_as(statement)
+        .bind(&ids)
+        .bind(&endpoint_ids)
+        .bind(&keys)
+        .bind(&event_types)
+        .bind(&content_types)
+        .bind(&bodies)
+        .bind(&headers)
+        .bind(&schedules)
+        .bind(&schedule_names)
+        .bind(&deliver_ats)
+        .bind(&next_attempt_ats)
+        .bind(&urls)
+        .bind(&pulls);
+    if let Some(stale) = stale {
+        query = query.bind(stale);
+    }
+    Ok(query.fetch_all(&mut *conn).await?)
+}
+
+/// The notifications the keys of `items` point to, by (endpoint, key).
+async fn existing_rows(
+    conn: &mut sqlx::PgConnection,
+    items: &[&NewNotification],
+) -> Result<HashMap<(Uuid, String), Notification>, StoreError> {
+    let mut existing = HashMap::new();
+    if items.is_empty() {
+        return Ok(existing);
+    }
+    let endpoint_ids: Vec<Uuid> = items.iter().map(|i| i.endpoint_id).collect();
+    let keys: Vec<&str> = items
+        .iter()
+        .map(|i| i.key.as_deref().unwrap_or_default())
+        .collect();
+    let sql = "SELECT n.* FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
+         JOIN notification_keys k ON k.key = t.key AND k.endpoint_id = t.endpoint_id \
+         JOIN notifications n ON n.id = k.id";
+    let rows = sqlx::query_as::<_, Notification>(sql)
+        .bind(&endpoint_ids)
+        .bind(&keys)
+        .fetch_all(&mut *conn)
+        .await?;
+    for row in rows {
+        let key = row.key.clone().unwrap_or_default();
+        existing.insert((row.endpoint_id, key), row);
+    }
+    Ok(existing)
+}
+
+/// The key rows of `items` whose notification is gone, by (endpoint, key):
+/// the id each points to. Read after `existing_rows` found no notification
+/// for them; a key row and its notification are committed together and a
+/// deleted notification never comes back, so one gone now stays gone.
+async fn stale_keys(
+    conn: &mut sqlx::PgConnection,
+    items: &[&NewNotification],
+) -> Result<HashMap<(Uuid, String), Uuid>, StoreError> {
+    let endpoint_ids: Vec<Uuid> = items.iter().map(|i| i.endpoint_id).collect();
+    let keys: Vec<&str> = items
+        .iter()
+        .map(|i| i.key.as_deref().unwrap_or_default())
+        .collect();
+    let rows: Vec<(Uuid, String, Uuid)> = sqlx::query_as(
+        "SELECT k.endpoint_id, k.key, k.id FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, key) \
+         JOIN notification_keys k ON k.key = t.key AND k.endpoint_id = t.endpoint_id \
+         WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = k.id)",
+    )
+    .bind(&endpoint_ids)
+    .bind(&keys)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(endpoint_id, key, id)| ((endpoint_id, key), id))
+        .collect())
 }
 
 /// The `created_after` / `created_before` window: exact on `created_at`,

@@ -47,7 +47,7 @@ impl PgStore {
     /// One pass: the partitions of `today` and the days ahead that are
     /// missing are made; with `before` (retention's cutoff), the days
     /// `domain::partition::droppable` lets go are dropped, notifications
-    /// and attempts together, after their key rows.
+    /// and attempts together, then their key rows.
     pub async fn maintain_partitions(
         &self,
         today: NaiveDate,
@@ -105,14 +105,12 @@ async fn upkeep(
         if legacy_end.is_some_and(|end| partition::day_bound(day) < end) {
             continue;
         }
-        for table in partition::TABLES {
-            // A day that cannot be made (rows of its range already in the
-            // DEFAULT partition) must not stop retention: its rows go on
-            // to the DEFAULT partition, which is warned about.
-            match create_partition(conn, table, day).await {
-                Ok(made) => done.created += usize::from(made),
-                Err(error) => tracing::warn!(%error, table, %day, "cannot make a partition"),
-            }
+        // A day that cannot be made (rows of its range already in the
+        // DEFAULT partition) must not stop retention: its rows go on to
+        // the DEFAULT partition, which is warned about.
+        match create_day(conn, day).await {
+            Ok(made) => done.created += made,
+            Err(error) => tracing::warn!(%error, %day, "cannot make a day's partitions"),
         }
     }
     if let Some(before) = before {
@@ -134,37 +132,68 @@ async fn upkeep(
     Ok(done)
 }
 
-/// Makes `table`'s partition of `day` unless it exists; whether it made it.
-async fn create_partition(
-    conn: &mut PgConnection,
-    table: &str,
-    day: NaiveDate,
-) -> Result<bool, StoreError> {
-    let name = partition::partition_name(table, day);
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
-        .bind(&name)
-        .fetch_one(&mut *conn)
-        .await?;
-    if exists {
-        return Ok(false);
+/// Makes `day`'s partitions of `notifications` and `attempts` that are
+/// missing, both in one transaction (a day never has one without the
+/// other); how many it made. A day whose ids already sit in a DEFAULT
+/// partition is skipped with a warning, found by a read without a lock:
+/// the CREATE would fail only after scanning the DEFAULT partition under
+/// ACCESS EXCLUSIVE, blocking every query for that scan, at every pass.
+async fn create_day(conn: &mut PgConnection, day: NaiveDate) -> Result<usize, StoreError> {
+    let mut missing = Vec::new();
+    for table in partition::TABLES {
+        let name = partition::partition_name(table, day);
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(&name)
+            .fetch_one(&mut *conn)
+            .await?;
+        if !exists {
+            missing.push((table, name));
+        }
     }
-    let next = day.succ_opt().expect("a day after");
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let (lo, hi) = (
+        partition::day_bound(day),
+        partition::day_bound(day.succ_opt().expect("a day after")),
+    );
+    let in_default: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM notifications_default WHERE id >= $1 AND id < $2) \
+             OR EXISTS (SELECT 1 FROM attempts_default \
+                 WHERE notification_id >= $1 AND notification_id < $2)",
+    )
+    .bind(lo)
+    .bind(hi)
+    .fetch_one(&mut *conn)
+    .await?;
+    if in_default {
+        tracing::warn!(%day, "a day's rows are in the DEFAULT partition: its partitions are not made");
+        return Ok(0);
+    }
     // Names and bounds are made here (letters, digits, hex): no value from
     // outside is spliced.
-    let ddl = format!(
-        "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} FOR VALUES FROM ('{}') TO ('{}')",
-        partition::day_bound(day),
-        partition::day_bound(next)
-    );
+    let ddl: Vec<String> = missing
+        .iter()
+        .map(|(table, name)| {
+            format!(
+                "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} \
+                 FOR VALUES FROM ('{lo}') TO ('{hi}')"
+            )
+        })
+        .collect();
     with_retries(conn, |tx| {
         let ddl = ddl.clone();
         Box::pin(async move {
-            sqlx::raw_sql(AssertSqlSafe(ddl)).execute(&mut *tx).await?;
-            Ok(Some(true))
+            for statement in &ddl {
+                sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Ok(Some(ddl.len()))
         })
     })
     .await
-    .map(|made| made.unwrap_or(false))
+    .map(|made| made.unwrap_or(0))
 }
 
 /// A step of DDL in a transaction: `Some` to commit, `None` to roll back.
@@ -257,51 +286,35 @@ async fn drop_if_expired(
     part: &Part,
     before: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    // Before any read of its rows: a partition not wholly past the cutoff
+    // (every day ahead, today's, the recent ones) is not scanned.
+    if !partition::past(part.end, before) {
+        return Ok(false);
+    }
     // Names come from the catalog, quoted as identifiers.
     let name = quote(&part.name);
-    let summary = summary(conn, &name).await?;
-    if !partition::droppable(part.end, &summary, before) {
+    let first = summary(conn, &name).await?;
+    if !partition::droppable(part.end, &first, before) {
         return Ok(false);
     }
     let attempts = part.name.replacen("notifications", "attempts", 1);
-    let low = part.low.unwrap_or(Uuid::nil());
-    // The day's keys first: the rows are all expired, and a key row left
-    // behind by a crash after the drop would refuse its key to a new
-    // notification (409) until it went.
-    loop {
-        let deleted = sqlx::query(
-            "DELETE FROM notification_keys WHERE ctid IN (SELECT ctid FROM notification_keys \
-             WHERE id >= $1 AND id < $2 LIMIT $3)",
-        )
-        .bind(low)
-        .bind(part.end)
-        .bind(KEY_BATCH)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if deleted < KEY_BATCH as u64 {
-            break;
-        }
-    }
     let detach_notifications = format!("ALTER TABLE notifications DETACH PARTITION {name}");
     let detach_attempts = format!("ALTER TABLE attempts DETACH PARTITION {}", quote(&attempts));
-    let pending_check = format!("SELECT EXISTS (SELECT 1 FROM {name} WHERE status = 'pending')");
     let end = part.end;
     let detached = with_retries(conn, |tx| {
-        let (a, b, c) = (
+        let (a, b, name) = (
             detach_notifications.clone(),
             detach_attempts.clone(),
-            pending_check.clone(),
+            name.clone(),
         );
         let attempts = attempts.clone();
         Box::pin(async move {
             sqlx::raw_sql(AssertSqlSafe(a)).execute(&mut *tx).await?;
-            // Detached and locked: nothing changes it any more. A retry
-            // that made a row pending since the summary keeps the day.
-            let pending: bool = sqlx::query_scalar(AssertSqlSafe(c))
-                .fetch_one(&mut *tx)
-                .await?;
-            let now = Summary { pending, ..summary };
+            // Detached and locked: nothing changes it any more. The day is
+            // decided again on what it holds now (a retry made a row
+            // pending, a redelivery completed one lately since the first
+            // read): a day no longer droppable stays.
+            let now = summary(tx, &name).await?;
             if !partition::droppable(end, &now, before) {
                 return Ok(None);
             }
@@ -319,6 +332,27 @@ async fn drop_if_expired(
     if detached.is_none() {
         return Ok(false);
     }
+    // The day's key rows, once it is sure to go (a day kept keeps its
+    // keys). A crash before they are all deleted leaves key rows without
+    // their notification, which is harmless: the next create of such a key
+    // takes it over (`notifications::insert_rows`), and the detached
+    // tables are dropped by the next pass (`drop_detached`).
+    let low = part.low.unwrap_or(Uuid::nil());
+    loop {
+        let deleted = sqlx::query(
+            "DELETE FROM notification_keys WHERE ctid IN (SELECT ctid FROM notification_keys \
+             WHERE id >= $1 AND id < $2 LIMIT $3)",
+        )
+        .bind(low)
+        .bind(part.end)
+        .bind(KEY_BATCH)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if deleted < KEY_BATCH as u64 {
+            break;
+        }
+    }
     // Detached: no query of `notifications` reads them any more, and the
     // drop locks them alone.
     drop_detached(conn).await?;
@@ -326,7 +360,7 @@ async fn drop_if_expired(
 }
 
 /// The partition's summary for `domain::partition::droppable`: one read of
-/// its rows, without a lock (`drop_if_expired` checks again under one).
+/// its rows, without a lock (`drop_if_expired` reads it again under one).
 async fn summary(conn: &mut PgConnection, name: &str) -> Result<Summary, StoreError> {
     let (pending, unfinished, latest_completed): (Option<bool>, Option<bool>, Option<DateTime<Utc>>) =
         sqlx::query_as(AssertSqlSafe(format!(
