@@ -290,6 +290,20 @@ impl RedisIndex {
         Ok(())
     }
 
+    /// `PING` as one command, not in a pipeline: on a cluster the client
+    /// sends it to every master and succeeds only if all answer (a
+    /// pipeline goes to one node), so readiness covers every shard.
+    pub(crate) async fn ping_every_master(&self) -> Result<(), DueError> {
+        let mut conn = self.conn().await?;
+        let ping = redis::cmd("PING");
+        self.observed(
+            match tokio::time::timeout(self.timeout, ping.query_async::<String>(&mut conn)).await {
+                Ok(result) => result.map(drop).map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout)),
+            },
+        )
+    }
+
     /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
     /// disabled on managed Redis).
     pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {

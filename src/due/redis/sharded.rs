@@ -265,7 +265,7 @@ impl DueIndex for ShardedIndex {
     }
 
     async fn ping(&self) -> Result<(), DueError> {
-        self.shards[0].ping().await
+        self.shards[0].ping_every_master().await
     }
 
     async fn warnings(&self) -> Vec<String> {
