@@ -201,17 +201,11 @@ fn redis_warnings(settings: &Settings) -> Vec<String> {
     else {
         return Vec::new();
     };
-    runtime.block_on(async {
-        let Ok(due) = hookd::due::redis::RedisIndex::new(&settings.redis) else {
-            return Vec::new();
-        };
-        tokio::time::timeout(std::time::Duration::from_secs(1), due.eviction_warning())
-            .await
-            .ok()
-            .flatten()
-            .into_iter()
-            .collect()
-    })
+    // Read-only: a trial check must not record its shard count.
+    runtime.block_on(hookd::due::redis::inspect(
+        &settings.redis,
+        std::time::Duration::from_secs(1),
+    ))
 }
 
 fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {

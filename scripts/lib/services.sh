@@ -226,10 +226,19 @@ cluster_node_start() {
       --cluster-enabled yes --cluster-node-timeout 1000 --cluster-config-file "$dir/$port/nodes.conf" \
       --daemonize yes --pidfile "$dir/$port.pid" --logfile "$dir/$port/redis.log" \
       --dir "$dir/$port" >/dev/null 2>&1 || continue
+    # --daemonize hides a failed bind, and another Redis may have taken
+    # the port meanwhile: the server answering must be the one started
+    # here, whose dir is this node's.
+    local mine answer
+    mine=$(cd "$dir/$port" && pwd -P)
     for _ in $(seq 1 100); do
-      if "$REDIS_CLI" -p "$port" ping >/dev/null 2>&1; then echo "$port"; return; fi
+      answer=$("$REDIS_CLI" -p "$port" config get dir 2>/dev/null || true)
+      if [ "$(printf '%s\n' "$answer" | sed -n 2p)" = "$mine" ]; then echo "$port"; return; fi
+      # Someone else answers on this port: ours failed to bind.
+      [ -n "$answer" ] && break
       sleep 0.05
     done
+    [ -f "$dir/$port.pid" ] && kill "$(cat "$dir/$port.pid")" 2>/dev/null
   done
   log "no cluster node of redis-server started (see $dir/*/redis.log)"
   exit 1
@@ -257,10 +266,19 @@ redis_cluster_start() {
   "$REDIS_CLI" --cluster create $nodes --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
     || { cat "$dir/create.log" >&2; log "redis-cli --cluster create failed"; exit 1; }
   for port in "${ports[@]}"; do
+    local ok=""
     for _ in $(seq 1 200); do
-      "$REDIS_CLI" -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' && break
+      if "$REDIS_CLI" -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; then
+        ok=1
+        break
+      fi
       sleep 0.05
     done
+    if [ -z "$ok" ]; then
+      "$REDIS_CLI" -p "$port" cluster info >&2 2>&1 || true
+      log "the redis cluster node on 127.0.0.1:$port is not cluster_state:ok after 10 s (see $dir/$port/redis.log)"
+      exit 1
+    fi
   done
   export HOOKD_TEST_REDIS_CLUSTER="$urls"
   export HOOKD_TEST_REDIS_CLUSTER_DIR="$dir"

@@ -28,6 +28,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::domain::heal::Healing;
 use crate::domain::health::DISABLED_FAILING;
 use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
 use crate::due::{Recovery, SharedIndex};
@@ -82,7 +83,7 @@ pub async fn run(
     // An in-process index needs none of it: it is filled at start and
     // loses nothing while the process lives.
     let recovery = due.recovery();
-    let mut epoch = recovery.map_or(0, |recovery| recovery.epoch());
+    let mut healing = Healing::new(recovery.map_or(0, |recovery| recovery.epoch()));
     loop {
         if !operator_synced {
             let operator = &settings.operator;
@@ -136,28 +137,38 @@ pub async fn run(
                 Ok(None) => {}
                 Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
             }
-            // A new master (Sentinel failover) may lack the last writes of the
-            // old one: re-add what was created lately, and have the sweep walk
+            // A new master (a failover) may lack the last writes of the old
+            // one: re-add what was created lately, and have the sweep walk
             // every overdue row for the rest.
-            let now_epoch = recovery.epoch();
-            if now_epoch != epoch {
-                if epoch != 0 {
-                    match heal_recent(&*store, recovery).await {
-                        Ok(added) => tracing::info!(
-                            added,
+            if healing.observe(recovery.epoch(), recovery.parts().len()) {
+                // The old master's last writes may also have moved older
+                // rows (a deferral, a retry): the sweep walks every overdue
+                // row now, not a page a pass.
+                sweep_cursor = None;
+                sweep_whole = true;
+            }
+            let owed = healing.owed();
+            if !owed.is_empty() {
+                match super::heal::heal_recent(&*store, recovery, &owed).await {
+                    Ok(healed) => {
+                        for part in &healed.parts {
+                            healing.healed(*part);
+                        }
+                        tracing::info!(
+                            added = healed.added,
+                            parts = ?healed.parts,
                             "re-added recent notifications after a Redis master change"
-                        ),
-                        Err(error) => {
-                            tracing::warn!(%error, "cannot re-add recent notifications after a master change")
+                        );
+                        if let Some(error) = healed.error {
+                            // A shard whose master is still down: it stays
+                            // owed until its replica answers.
+                            tracing::warn!(%error, "cannot re-add recent notifications to a shard yet; retrying")
                         }
                     }
-                    // The old master's last writes may also have moved older
-                    // rows (a deferral, a retry): the sweep walks every overdue
-                    // row now, not a page a pass.
-                    sweep_cursor = None;
-                    sweep_whole = true;
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot re-add recent notifications after a master change; retrying")
+                    }
                 }
-                epoch = now_epoch;
             }
         }
         // Sampled here, once a second, not computed per scrape.
@@ -282,26 +293,6 @@ async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyho
             count = pending.len(),
             "indexed notifications created while Redis was unreachable, or operator events"
         );
-    }
-}
-
-/// How far back a master change re-adds rows: replication lag and the
-/// failover itself take seconds; minutes leave a wide margin.
-const RECENT: chrono::Duration = chrono::Duration::minutes(10);
-
-/// Re-adds the pending rows created in the last `RECENT`, those in neither
-/// set.
-async fn heal_recent(store: &dyn HousekeepingStore, due: &dyn Recovery) -> anyhow::Result<usize> {
-    let since = (Utc::now() - RECENT).timestamp_millis();
-    let mut after = crate::domain::id::first_of_ms(since);
-    let mut added = 0;
-    loop {
-        let page = store.pending_created_after(after, PAGE).await?;
-        added += due.add_missing(&page).await?;
-        match page.last() {
-            Some((id, _)) if page.len() as i64 == PAGE => after = *id,
-            _ => return Ok(added),
-        }
     }
 }
 

@@ -11,6 +11,7 @@
 mod breaker;
 mod delivery;
 pub mod handoff;
+mod heal;
 pub mod housekeeping;
 mod in_flight;
 mod plans;

@@ -12,6 +12,7 @@ pub mod bounded;
 pub mod breaker;
 pub mod created;
 pub mod fields;
+pub mod heal;
 pub mod health;
 pub mod id;
 pub mod jitter;

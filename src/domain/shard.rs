@@ -35,6 +35,16 @@ pub fn visit_order(start: usize, shards: usize) -> impl Iterator<Item = usize> {
     (0..shards).map(move |step| (start + step) % shards)
 }
 
+/// How long claims pass over a shard after `failures` failed calls in a
+/// row (a dead master costs a claim its timeout until the failover): 1 s,
+/// doubling up to 4 s; a success starts again from none.
+pub fn claim_backoff(failures: u32) -> std::time::Duration {
+    match failures {
+        0 => std::time::Duration::ZERO,
+        n => std::time::Duration::from_secs(1 << (n - 1).min(2)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +81,11 @@ mod tests {
         assert_eq!(visit_order(2, 4).collect::<Vec<_>>(), vec![2, 3, 0, 1]);
         assert_eq!(visit_order(5, 4).collect::<Vec<_>>(), vec![1, 2, 3, 0]);
         assert_eq!(visit_order(0, 1).collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn a_failing_shard_is_passed_over_longer_each_time_up_to_four_seconds() {
+        let secs: Vec<u64> = (0..6).map(|n| claim_backoff(n).as_secs()).collect();
+        assert_eq!(secs, vec![0, 1, 2, 4, 4, 4]);
     }
 }

@@ -60,6 +60,47 @@ pub(crate) async fn check(
     }
 }
 
+/// What `hookd config check` tells of Redis, within `limit` a question
+/// and changing nothing: a trial check with another `redis.shards` must
+/// not record its count for the deployment (a process that connects
+/// does). Warnings: a recorded count other than `settings`'s, and a
+/// `maxmemory-policy` that may evict the index.
+pub async fn inspect(settings: &RedisSettings, limit: Duration) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let Ok(link) = super::link::Link::new(settings) else {
+        return warnings;
+    };
+    let Ok(Ok(mut conn)) = tokio::time::timeout(limit, link.unchecked()).await else {
+        return warnings;
+    };
+    let key = key(&settings.prefix);
+    let mut get = redis::cmd("GET");
+    get.arg(&key);
+    let stored = tokio::time::timeout(limit, get.query_async::<Option<String>>(&mut conn)).await;
+    if let Ok(Ok(Some(stored))) = stored {
+        if stored != settings.shard_count().to_string() {
+            let configured = settings.shard_count();
+            warnings.push(
+                LayoutMismatch {
+                    configured,
+                    stored,
+                    key,
+                }
+                .to_string(),
+            );
+        }
+    }
+    // In a pipeline, as `RedisIndex::maxmemory_policy` asks: one node's
+    // answer, a string.
+    let mut pipe = redis::pipe();
+    pipe.cmd("INFO").arg("memory");
+    let info = tokio::time::timeout(limit, pipe.query_async::<(String,)>(&mut conn)).await;
+    if let Ok(Ok((info,))) = info {
+        warnings.extend(super::policy_in(&info).and_then(|p| super::policy_warning(&p)));
+    }
+    warnings
+}
+
 /// Why `open` gave no index.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

@@ -167,6 +167,12 @@ impl Link {
         Ok(conn)
     }
 
+    /// A connection without the layout check, which records the layout
+    /// when none is: for `hookd config check`, which must change nothing.
+    pub(crate) async fn unchecked(&self) -> Result<Conn, DueError> {
+        self.connection().await
+    }
+
     async fn connection(&self) -> Result<Conn, DueError> {
         if !self.stale.load(Ordering::Acquire) {
             if let Some((conn, _)) = &*self.current.read().expect("redis link lock") {

@@ -42,7 +42,7 @@ mod link;
 pub mod rebuild;
 pub mod sharded;
 
-pub use layout::{open, LayoutMismatch};
+pub use layout::{inspect, open, LayoutMismatch};
 pub use sharded::ShardedIndex;
 
 use std::sync::{Arc, LazyLock};
@@ -290,6 +290,20 @@ impl RedisIndex {
         Ok(())
     }
 
+    /// `PING` as one command, not in a pipeline: on a cluster the client
+    /// sends it to every master and succeeds only if all answer (a
+    /// pipeline goes to one node), so readiness covers every shard.
+    pub(crate) async fn ping_every_master(&self) -> Result<(), DueError> {
+        let mut conn = self.conn().await?;
+        let ping = redis::cmd("PING");
+        self.observed(
+            match tokio::time::timeout(self.timeout, ping.query_async::<String>(&mut conn)).await {
+                Ok(result) => result.map(drop).map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout)),
+            },
+        )
+    }
+
     /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
     /// disabled on managed Redis).
     pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {
@@ -298,10 +312,7 @@ impl RedisIndex {
                 p.cmd("INFO").arg("memory");
             })
             .await?;
-        Ok(info
-            .lines()
-            .find_map(|line| line.strip_prefix("maxmemory_policy:"))
-            .map(|policy| policy.trim().to_string()))
+        Ok(policy_in(&info))
     }
 
     /// A warning when Redis may evict hookd's keys: any policy but
@@ -310,9 +321,7 @@ impl RedisIndex {
     /// is rebuilt), but deliveries wait for the rebuild.
     pub async fn eviction_warning(&self) -> Option<String> {
         match self.maxmemory_policy().await {
-            Ok(Some(policy)) if policy != "noeviction" => Some(format!(
-                "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
-            )),
+            Ok(Some(policy)) => policy_warning(&policy),
             _ => None,
         }
     }
@@ -436,4 +445,20 @@ impl crate::due::DueIndex for RedisIndex {
     fn limiter(&self) -> crate::limiter::SharedLimiter {
         std::sync::Arc::new(crate::limiter::redis::RedisLimiter::new(self.clone()))
     }
+}
+
+/// `maxmemory_policy` in the answer to `INFO memory`.
+pub(crate) fn policy_in(info: &str) -> Option<String> {
+    info.lines()
+        .find_map(|line| line.strip_prefix("maxmemory_policy:"))
+        .map(|policy| policy.trim().to_string())
+}
+
+/// The warning for a `maxmemory-policy` that may evict the index.
+pub(crate) fn policy_warning(policy: &str) -> Option<String> {
+    (policy != "noeviction").then(|| {
+        format!(
+            "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
+        )
+    })
 }

@@ -10,7 +10,9 @@
 //! cannot hold the others back (within as many claims as there are shards,
 //! each has been visited first). Within a shard, earliest due first; across
 //! shards, by turns. A shard that does not answer (its master failing
-//! over) is passed over: the others go on delivering.
+//! over) is passed over: the others go on delivering, and the claims that
+//! follow skip it for a back-off (`domain::shard::claim_backoff`), so a
+//! dead master does not cost every claim its timeout until the failover.
 //!
 //! Each shard has its own marker, sentinel and rebuild lock: losing one
 //! (a master failed over without its data, a flushed slot) rebuilds that
@@ -18,7 +20,8 @@
 //! key stay under the prefix's own tag (`{P}`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
@@ -26,7 +29,7 @@ use uuid::Uuid;
 
 use super::{link::Link, RedisIndex};
 use crate::config::RedisSettings;
-use crate::domain::shard::{shard_of, visit_order};
+use crate::domain::shard::{claim_backoff, shard_of, visit_order};
 use crate::due::{Claim, DueError, DueIndex, IndexState, Recovery};
 
 /// The sharded index. Cheap to share; its shards share one connection.
@@ -34,15 +37,18 @@ pub struct ShardedIndex {
     shards: Vec<RedisIndex>,
     /// Where the next claim starts.
     next: AtomicUsize,
+    /// By shard: claims failed in a row, and until when claims skip it.
+    backoff: Vec<Mutex<(u32, Option<Instant>)>>,
 }
 
 impl ShardedIndex {
     pub fn new(settings: &RedisSettings) -> Result<Self, DueError> {
         let link = Arc::new(Link::new(settings)?);
-        let shards = (0..settings.shard_count().max(1))
+        let shards: Vec<RedisIndex> = (0..settings.shard_count().max(1))
             .map(|n| RedisIndex::on(link.clone(), settings, &format!("{}:{n}", settings.prefix)))
             .collect();
         Ok(Self {
+            backoff: shards.iter().map(|_| Mutex::new((0, None))).collect(),
             shards,
             // Processes start at different shards, so their first claims
             // do not all go to the same one.
@@ -146,14 +152,26 @@ impl DueIndex for ShardedIndex {
                 // of the shards not visited are not needed.
                 break;
             }
+            let skip_until = self.backoff[n].lock().expect("backoff lock").1;
+            if let Some(until) = skip_until.filter(|until| *until > Instant::now()) {
+                // Its due times are unknown: look again when the back-off ends.
+                let wait = until.saturating_duration_since(Instant::now());
+                let back = now.timestamp_millis() + wait.as_millis() as i64;
+                claim.next_due_ms = earliest(claim.next_due_ms, Some(back));
+                continue;
+            }
             match self.shards[n].claim(now, due_by, left, lease_until).await {
                 Ok(part) => {
+                    *self.backoff[n].lock().expect("backoff lock") = (0, None);
                     claim.ids.extend(part.ids);
                     claim.requeued += part.requeued;
                     claim.next_due_ms = earliest(claim.next_due_ms, part.next_due_ms);
                     claim.next_lease_ms = earliest(claim.next_lease_ms, part.next_lease_ms);
                 }
                 Err(error) => {
+                    let mut backoff = self.backoff[n].lock().expect("backoff lock");
+                    backoff.0 = backoff.0.saturating_add(1);
+                    backoff.1 = Some(Instant::now() + claim_backoff(backoff.0));
                     tracing::debug!(shard = n, %error, "cannot claim from a shard; passing it over");
                     failure.get_or_insert(error);
                 }
@@ -247,7 +265,7 @@ impl DueIndex for ShardedIndex {
     }
 
     async fn ping(&self) -> Result<(), DueError> {
-        self.shards[0].ping().await
+        self.shards[0].ping_every_master().await
     }
 
     async fn warnings(&self) -> Vec<String> {
