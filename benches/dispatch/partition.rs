@@ -289,13 +289,25 @@ pub async fn queries_with_history(
     ];
     for (name, path) in &queries {
         // One call first: connections open, statements prepared.
-        let first = client.get(format!("{}{}", api.base, path(0))).send().await.unwrap();
+        let first = client
+            .get(format!("{}{}", api.base, path(0)))
+            .send()
+            .await
+            .unwrap();
         assert!(first.status().is_success(), "{name}: {}", first.status());
         let mut took = Vec::with_capacity(CALLS);
         for i in 0..CALLS {
             let start = Instant::now();
-            let response = client.get(format!("{}{}", api.base, path(i))).send().await.unwrap();
-            assert!(response.status().is_success(), "{name}: {}", response.status());
+            let response = client
+                .get(format!("{}{}", api.base, path(i)))
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                response.status().is_success(),
+                "{name}: {}",
+                response.status()
+            );
             response.bytes().await.unwrap();
             took.push(start.elapsed().as_micros() as i64);
         }
