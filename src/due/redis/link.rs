@@ -363,19 +363,25 @@ fn cluster_client(settings: &RedisSettings) -> Result<redis::cluster::ClusterCli
         .response_timeout(timeout * 4)
         .retries(0);
     if !settings.ca_file.is_empty() {
-        let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
-            DueError::from(redis::RedisError::from((
-                redis::ErrorKind::InvalidClientConfig,
-                "redis.ca_file",
-                reason,
-            )))
-        })?;
-        builder = builder.certs(redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem),
-        });
+        builder = builder.certs(private_ca(settings)?);
     }
     Ok(builder.build()?)
+}
+
+/// `redis.ca_file` as the only roots a `rediss://` server is verified
+/// against.
+fn private_ca(settings: &RedisSettings) -> Result<redis::TlsCertificates, DueError> {
+    let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
+        DueError::from(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "redis.ca_file",
+            reason,
+        )))
+    })?;
+    Ok(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    })
 }
 
 /// A client for one Redis server at `url`. `rediss://` verifies against the
@@ -385,18 +391,5 @@ fn client(url: &str, settings: &RedisSettings) -> Result<redis::Client, DueError
     if settings.ca_file.is_empty() {
         return Ok(redis::Client::open(url)?);
     }
-    let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
-        DueError::from(redis::RedisError::from((
-            redis::ErrorKind::InvalidClientConfig,
-            "redis.ca_file",
-            reason,
-        )))
-    })?;
-    Ok(redis::Client::build_with_tls(
-        url,
-        redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem),
-        },
-    )?)
+    Ok(redis::Client::build_with_tls(url, private_ca(settings)?)?)
 }
