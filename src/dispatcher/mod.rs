@@ -37,10 +37,10 @@ use crate::domain::status::Status;
 use crate::due::SharedIndex;
 use crate::sender::Sender;
 use crate::store::delivery::DueNotification;
-use crate::store::recording::AttemptRecord;
 use crate::store::seams::{SharedBreaker, SharedDelivery, SharedHousekeeping};
 use in_flight::InFlight;
 use plans::{Loaded, Plans};
+use recorder::Finished;
 
 pub use handoff::Handoff;
 
@@ -228,7 +228,7 @@ impl Dispatcher {
         &self,
         plans: &mut Plans,
         shared: &Arc<Shared>,
-        outcomes: &mpsc::Sender<AttemptRecord>,
+        outcomes: &mpsc::Sender<Finished>,
         tasks: &mut JoinSet<()>,
         shutdown: &CancellationToken,
     ) -> Turn {
@@ -304,7 +304,7 @@ impl Dispatcher {
         handed: Vec<DueNotification>,
         plans: &mut Plans,
         shared: &Arc<Shared>,
-        outcomes: &mpsc::Sender<AttemptRecord>,
+        outcomes: &mpsc::Sender<Finished>,
         tasks: &mut JoinSet<()>,
     ) -> bool {
         let now = Utc::now();
@@ -342,7 +342,7 @@ impl Dispatcher {
         }: Loaded,
         (now, due_by): (DateTime<Utc>, DateTime<Utc>),
         shared: &Arc<Shared>,
-        outcomes: &mpsc::Sender<AttemptRecord>,
+        outcomes: &mpsc::Sender<Finished>,
         tasks: &mut JoinSet<()>,
     ) -> bool {
         let mut rows: HashMap<Uuid, _> = notifications.into_iter().map(|r| (r.id, r)).collect();

@@ -9,12 +9,20 @@
 //! the recorder's channel takes their outcome: once the recorder holds a
 //! batch beside the one it writes and the channel is full, a recorder that
 //! cannot write stops the dispatcher from sending more.
+//!
+//! A throttled endpoint's successes may be held until the end of their
+//! group of slots (`domain::record_hold`, at most a second), so that the
+//! group is written in one transaction rather than one per send; anything
+//! else that comes writes them at once with it, and a closing channel
+//! writes what is held before the recorder ends. A held outcome stays
+//! `Unrecorded`.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::domain::health;
@@ -71,46 +79,107 @@ impl Unrecorded {
     }
 }
 
-/// Records outcomes until the channel closes. `wake` is poked when a retry
-/// was scheduled, so a dispatcher sleeping towards a later time re-plans.
-/// `lease`: how long a claim is leased for (`dispatcher.lease_ms`).
-pub async fn run(
+/// An outcome handed to the recorder, and when it must be written by
+/// (`domain::record_hold`); `None`: at once.
+pub(super) struct Finished {
+    pub record: AttemptRecord,
+    pub write_by: Option<Instant>,
+}
+
+/// Outcomes taken from the channel and not yet written, in the order they
+/// came. Those that may wait (a throttled endpoint's successes) are held
+/// until the earliest of their times, or until anything else comes: then
+/// everything is written together, so each endpoint's outcomes are still
+/// recorded (and counted by the breaker) in the order they came.
+#[derive(Default)]
+struct Pending {
+    records: Vec<AttemptRecord>,
+    /// One of them is to be written at once.
+    at_once: bool,
+    /// The earliest time one of them is to be written by.
+    earliest: Option<Instant>,
+}
+
+impl Pending {
+    fn push(&mut self, finished: Finished) {
+        match finished.write_by {
+            None => self.at_once = true,
+            Some(by) => self.earliest = Some(self.earliest.map_or(by, |e| e.min(by))),
+        }
+        self.records.push(finished.record);
+    }
+
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether to write now.
+    fn ready(&self) -> bool {
+        self.at_once
+            || self.records.len() >= MAX_BATCH
+            || self.earliest.is_some_and(|e| e <= Instant::now())
+    }
+
+    /// The oldest `MAX_BATCH` (all, nearly always). What stays behind
+    /// came after something to be written at once, or past a full batch:
+    /// it is written next, at once.
+    fn take(&mut self) -> Vec<AttemptRecord> {
+        let rest = self.records.split_off(self.records.len().min(MAX_BATCH));
+        self.at_once = !rest.is_empty();
+        self.earliest = None;
+        std::mem::replace(&mut self.records, rest)
+    }
+}
+
+/// Records outcomes until the channel closes; then writes what is held.
+/// `wake` is poked when a retry was scheduled, so a dispatcher sleeping
+/// towards a later time re-plans. `lease`: how long a claim is leased for
+/// (`dispatcher.lease_ms`).
+pub(super) async fn run(
     store: SharedDelivery,
     due: SharedIndex,
     wake: Arc<Notify>,
     lease: Duration,
     unrecorded: Arc<Unrecorded>,
-    mut outcomes: mpsc::Receiver<AttemptRecord>,
+    mut outcomes: mpsc::Receiver<Finished>,
     breaker: Arc<super::breaker::Breaker>,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut pending = Pending::default();
     let mut owed = Owed::default();
+    let mut closed = false;
     loop {
-        // Outcomes that arrived while the last batch was written start the
-        // next one; without any, wait for one.
-        if batch.is_empty() {
-            match next_outcome(&mut outcomes, &mut owed, &due, &wake).await {
-                Some(first) => batch.push(first),
-                None => {
-                    // Shutting down: one last try; what still fails waits for its lease.
-                    owed.settle(&due).await;
-                    return;
-                }
-            }
+        // Without anything to write now, wait for an outcome (or for the
+        // time of one held).
+        if !closed && !pending.ready() {
+            closed = next_outcome(&mut outcomes, &mut owed, &due, &wake, &mut pending).await;
         }
-        while batch.len() < MAX_BATCH {
+        // Outcomes that arrived meanwhile go with it.
+        while !closed && pending.len() < MAX_BATCH {
             match outcomes.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(_) => break,
+                Ok(finished) => pending.push(finished),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => closed = true,
             }
         }
-        let waiting = record(
+        if !closed && !pending.ready() {
+            continue;
+        }
+        let batch = pending.take();
+        if batch.is_empty() {
+            // Shutting down with nothing held: one last try; what still
+            // fails waits for its lease.
+            owed.settle(&due).await;
+            return;
+        }
+        let room = MAX_BATCH.saturating_sub(pending.len());
+        let writing = (&batch[..], room, &mut outcomes);
+        record(
             &*store,
             &due,
             lease,
             &unrecorded,
-            &batch,
-            &mut outcomes,
+            writing,
+            &mut pending,
             &mut owed,
         )
         .await;
@@ -119,33 +188,46 @@ pub async fn run(
         }
         // After the leases: a circuit that opens holds what comes next.
         breaker.after_batch(&batch).await;
-        batch = waiting;
     }
 }
 
-/// Waits for the next outcome, settling what is owed meanwhile; `None`
-/// when the channel is closed.
+/// Waits for the next outcome and adds it to `pending`, or until the time
+/// of one held there, settling what is owed meanwhile; says whether the
+/// channel is closed (and empty).
 async fn next_outcome(
-    outcomes: &mut mpsc::Receiver<AttemptRecord>,
+    outcomes: &mut mpsc::Receiver<Finished>,
     owed: &mut Owed,
     due: &SharedIndex,
     wake: &Notify,
-) -> Option<AttemptRecord> {
+    pending: &mut Pending,
+) -> bool {
+    let held = pending.earliest;
     loop {
-        let first = if owed.is_empty() {
-            outcomes.recv().await
-        } else {
-            match tokio::time::timeout(OWED_RETRY, outcomes.recv()).await {
-                Ok(first) => first,
+        let retry = (!owed.is_empty()).then(|| Instant::now() + OWED_RETRY);
+        let until = match (retry, held) {
+            (Some(r), Some(h)) => Some(r.min(h)),
+            (r, h) => r.or(h),
+        };
+        let received = match until {
+            None => outcomes.recv().await,
+            Some(until) => match tokio::time::timeout_at(until, outcomes.recv()).await {
+                Ok(received) => received,
+                Err(_) if held.is_some_and(|h| h <= Instant::now()) => return false,
                 Err(_) => {
                     if owed.settle(due).await {
                         wake.notify_one();
                     }
                     continue;
                 }
-            }
+            },
         };
-        return first;
+        return match received {
+            Some(finished) => {
+                pending.push(finished);
+                false
+            }
+            None => true,
+        };
     }
 }
 
@@ -195,24 +277,24 @@ impl Owed {
 
 /// Records one batch in PostgreSQL (retrying until it commits), with what
 /// it says about its endpoints' health, and adds its lease completions to
-/// `owed`. While the write waits, outcomes that arrive are kept (up to a
-/// batch) and returned, and every `EXTEND_EVERY` the leases of all that are
-/// `unrecorded` are extended by `lease`.
+/// `owed`. While the write waits, outcomes that arrive are added to
+/// `pending` (up to `room`), and every `EXTEND_EVERY` the leases of all
+/// that are `unrecorded` (held ones included) are extended by `lease`.
 async fn record(
     store: &dyn DeliveryStore,
     due: &SharedIndex,
     lease: Duration,
     unrecorded: &Unrecorded,
-    batch: &[AttemptRecord],
-    outcomes: &mut mpsc::Receiver<AttemptRecord>,
+    (batch, room, outcomes): (&[AttemptRecord], usize, &mut mpsc::Receiver<Finished>),
+    pending: &mut Pending,
     owed: &mut Owed,
-) -> Vec<AttemptRecord> {
+) {
     let health = health::observe(
         batch
             .iter()
             .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
     );
-    let mut waiting = Vec::new();
+    let mut taken = 0;
     let mut closed = false;
     let mut extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
     let writing = write(store, batch, &health);
@@ -220,8 +302,11 @@ async fn record(
     let moved: HashSet<Uuid> = loop {
         tokio::select! {
             moved = &mut writing => break moved,
-            next = outcomes.recv(), if !closed && waiting.len() < MAX_BATCH => match next {
-                Some(record) => waiting.push(record),
+            next = outcomes.recv(), if !closed && taken < room => match next {
+                Some(finished) => {
+                    taken += 1;
+                    pending.push(finished);
+                }
                 None => closed = true,
             },
             _ = tokio::time::sleep_until(extend_at) => {
@@ -249,7 +334,6 @@ async fn record(
                 _ => None,
             }),
     );
-    waiting
 }
 
 /// Writes one batch, retrying until PostgreSQL commits it; returns the ids

@@ -28,7 +28,7 @@ use super::breaker::Admit;
 use super::plans::Plans;
 use super::throttle::{horizon, put_back};
 use super::{Dispatcher, Shared};
-use crate::domain::rate::Decision;
+use crate::domain::rate::{Decision, RateLimit};
 use crate::domain::status::Status;
 use crate::limiter::Ask;
 
@@ -45,25 +45,34 @@ pub(super) struct Hint {
 
 #[derive(Default)]
 struct HintState {
-    until: HashMap<Uuid, DateTime<Utc>>,
+    until: HashMap<Uuid, (DateTime<Utc>, RateLimit)>,
     skip: u32,
     backoff: u32,
 }
 
 impl Hint {
-    /// `endpoint` gave a slot at `at`, past a claim's horizon.
-    pub(super) fn note(&self, endpoint: Uuid, at: DateTime<Utc>) {
+    /// `endpoint` (limited by `limit`) gave a slot at `at`, past a claim's
+    /// horizon.
+    pub(super) fn note(&self, endpoint: Uuid, limit: RateLimit, at: DateTime<Utc>) {
         let mut state = self.state.lock().expect("hint lock");
-        let kept = state.until.entry(endpoint).or_insert(at);
-        *kept = (*kept).max(at);
+        let kept = state.until.entry(endpoint).or_insert((at, limit));
+        *kept = (kept.0.max(at), limit);
         (state.skip, state.backoff) = (0, 0);
+    }
+
+    /// `endpoint`'s limit while it is being throttled at `now`: its
+    /// successes may be recorded together (`domain::record_hold`).
+    pub(super) fn limit_of(&self, endpoint: Uuid, now: DateTime<Utc>) -> Option<RateLimit> {
+        let state = self.state.lock().expect("hint lock");
+        let (until, limit) = state.until.get(&endpoint)?;
+        (*until > now).then_some(*limit)
     }
 
     /// Those still throttled at `now` (forgetting the others), and whether
     /// this claim goes unscreened anyway.
     fn throttled(&self, now: DateTime<Utc>) -> (HashSet<Uuid>, bool) {
         let mut state = self.state.lock().expect("hint lock");
-        state.until.retain(|_, at| *at > now);
+        state.until.retain(|_, (at, _)| *at > now);
         let skips = state.skip > 0;
         state.skip = state.skip.saturating_sub(1);
         (state.until.keys().copied().collect(), skips)
@@ -237,7 +246,7 @@ impl Dispatcher {
                 }
                 if at > horizon {
                     throttled += 1;
-                    shared.throttled.note(ask.endpoint, at);
+                    shared.throttled.note(ask.endpoint, ask.limit, at);
                 }
                 later.push((
                     *id,
@@ -255,6 +264,11 @@ impl Dispatcher {
 mod tests {
     use super::*;
 
+    const LIMIT: RateLimit = RateLimit {
+        per_second: 10.0,
+        burst: 20,
+    };
+
     fn skipped(hint: &Hint, claims: usize) -> usize {
         let now = Utc::now();
         (0..claims).filter(|_| hint.throttled(now).1).count()
@@ -264,7 +278,7 @@ mod tests {
     fn fruitless_screens_skip_ever_more_claims_up_to_the_most_and_a_throttle_ends_it() {
         let hint = Hint::default();
         let endpoint = Uuid::now_v7();
-        hint.note(endpoint, Utc::now() + chrono::Duration::hours(1));
+        hint.note(endpoint, LIMIT, Utc::now() + chrono::Duration::hours(1));
         assert_eq!(hint.throttled(Utc::now()).0, HashSet::from([endpoint]));
         let mut skips = Vec::new();
         for _ in 0..9 {
@@ -273,7 +287,7 @@ mod tests {
         }
         assert_eq!(skips, [1, 2, 4, 8, 16, 32, 64, 64, 64]);
         hint.screened(false);
-        hint.note(endpoint, Utc::now() + chrono::Duration::hours(1));
+        hint.note(endpoint, LIMIT, Utc::now() + chrono::Duration::hours(1));
         assert_eq!(skipped(&hint, 2), 0, "screens again from the next claim");
         hint.screened(false);
         hint.screened(true);
@@ -285,10 +299,12 @@ mod tests {
         let hint = Hint::default();
         let endpoint = Uuid::now_v7();
         let now = Utc::now();
-        hint.note(endpoint, now + chrono::Duration::seconds(5));
-        hint.note(endpoint, now + chrono::Duration::seconds(2));
+        hint.note(endpoint, LIMIT, now + chrono::Duration::seconds(5));
+        hint.note(endpoint, LIMIT, now + chrono::Duration::seconds(2));
         let seconds = |s| now + chrono::Duration::seconds(s);
         assert!(hint.throttled(seconds(4)).0.contains(&endpoint));
+        assert_eq!(hint.limit_of(endpoint, seconds(4)), Some(LIMIT));
         assert!(hint.throttled(seconds(5)).0.is_empty());
+        assert_eq!(hint.limit_of(endpoint, seconds(5)), None);
     }
 }

@@ -10,10 +10,10 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use uuid::Uuid;
 
+use super::recorder::Finished;
 use super::{Handoff, Shared};
 use crate::config::Settings;
 use crate::due::SharedIndex;
-use crate::store::recording::AttemptRecord;
 
 /// What a running dispatcher started beside its loop.
 pub(super) struct Running {
@@ -27,7 +27,7 @@ pub(super) async fn stop(
     due: &SharedIndex,
     handoff: &Handoff,
     shared: &Shared,
-    outcomes: mpsc::Sender<AttemptRecord>,
+    outcomes: mpsc::Sender<Finished>,
     mut running: Running,
     settings: &Settings,
 ) {

@@ -4,15 +4,20 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tracing::Instrument;
 use uuid::Uuid;
 
 use super::delivery::{self, Plan};
+use super::recorder::Finished;
 use super::Shared;
+use crate::domain::outcome::Outcome;
+use crate::domain::record_hold::{write_by_us, Sent};
 use crate::store::delivery::DueNotification;
 use crate::store::recording::AttemptRecord;
 
@@ -30,12 +35,30 @@ impl Shared {
         busy.extend(self.unrecorded.among(ids));
         busy
     }
+
+    /// When `record`'s outcome, sent at `slot`, must be written by
+    /// (`domain::record_hold`): a throttled endpoint's success waits for
+    /// the end of its group of slots; anything else, `None`, at once.
+    fn write_by(&self, record: &AttemptRecord, slot: DateTime<Utc>) -> Option<Instant> {
+        let now = Utc::now();
+        let throttled = self.throttled.limit_of(record.endpoint_id, now);
+        let sent = Sent {
+            succeeded: record.outcome == Outcome::Succeeded,
+            // Looked up only where it could matter.
+            probe: throttled.is_some() && self.breaker.is_probe(record.notification_id),
+            throttled,
+            slot_us: slot.timestamp_micros(),
+        };
+        let now_us = now.timestamp_micros();
+        let by = write_by_us(sent, now_us)?;
+        Some(Instant::now() + Duration::from_micros((by - now_us) as u64))
+    }
 }
 
 /// Starts a delivery's task.
 pub(super) fn start(
     shared: &Arc<Shared>,
-    outcomes: &mpsc::Sender<AttemptRecord>,
+    outcomes: &mpsc::Sender<Finished>,
     tasks: &mut JoinSet<()>,
     (row, plan, due_at, permit): super::throttle::Start,
 ) {
@@ -61,7 +84,7 @@ pub(super) async fn deliver(
     mut row: DueNotification,
     due_at: DateTime<Utc>,
     permit: OwnedSemaphorePermit,
-    outcomes: mpsc::Sender<AttemptRecord>,
+    outcomes: mpsc::Sender<Finished>,
 ) {
     let waited = until(due_at).await;
     let attempted = if waited && !still_leased(&shared, row.id).await {
@@ -98,7 +121,10 @@ pub(super) async fn deliver(
         // Past the outcomes the recorder holds while a write waits (a batch)
         // and the channel's room (2 x max_in_flight), a recorder that cannot
         // write stops the dispatcher from sending.
-        if outcomes.send(record).await.is_err() {
+        // A throttled endpoint's success may wait there for the others of
+        // its group of slots, to be written with them.
+        let write_by = shared.write_by(&record, due_at);
+        if outcomes.send(Finished { record, write_by }).await.is_err() {
             tracing::warn!("recorder stopped; the attempt will be retried after its lease");
         }
     }

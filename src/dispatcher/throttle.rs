@@ -141,7 +141,7 @@ impl Throttle {
                     _ => {
                         if at > horizon {
                             throttled += 1;
-                            shared.throttled.note(ask.endpoint, at);
+                            shared.throttled.note(ask.endpoint, ask.limit, at);
                         }
                         let back =
                             put_back(ask, decision, (now, horizon), &in_flight, cap, &mut place);

@@ -6,7 +6,8 @@
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
 //! show to callers without secrets, when two JSON payloads are the same
 //! value, the transitions a caller asks (retry, cancel), retention's
-//! choice, and the signed tokens of portal links.
+//! choice, the signed tokens of portal links, and how long a throttled
+//! endpoint's successes wait to be recorded together.
 
 pub mod bounded;
 pub mod breaker;
@@ -29,6 +30,7 @@ pub mod problem;
 pub mod pull;
 pub mod rate;
 pub mod receiver_url;
+pub mod record_hold;
 pub mod retention;
 pub mod schedule;
 pub mod scope;

@@ -41,6 +41,7 @@ mod pull_leases;
 mod rate_limit;
 mod read_replica;
 mod receiver_outage;
+mod record_hold;
 mod recover;
 mod recover_crash;
 mod redis_cluster;
