@@ -31,6 +31,7 @@ use crate::config::Settings;
 use crate::domain::heal::Healing;
 use crate::domain::health::DISABLED_FAILING;
 use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
+use crate::domain::sweep_pace::{fresh_from, WalkPace};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
@@ -70,6 +71,8 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut sweep_cursor: Option<PendingCursor> = None;
+    // What the sweep read lately and how fast it walks (domain::sweep_pace).
+    let mut sweep_state = SweepState::default();
     // After a master change: walk everything overdue at once.
     let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
@@ -146,6 +149,7 @@ pub async fn run(
                 // row now, not a page a pass.
                 sweep_cursor = None;
                 sweep_whole = true;
+                sweep_state.restart();
             }
             let owed = healing.owed();
             if !owed.is_empty() {
@@ -182,7 +186,16 @@ pub async fn run(
             // A walk of everything (after a master change) goes on at the
             // next tick until its cursor comes round, or after an error,
             // from the page that failed.
-            match sweep(&*store, recovery, &mut sweep_cursor, sweep_whole, &shutdown).await {
+            match sweep(
+                &*store,
+                recovery,
+                &mut sweep_cursor,
+                &mut sweep_state,
+                sweep_whole,
+                &shutdown,
+            )
+            .await
+            {
                 Ok(added) => {
                     if sweep_cursor.is_none() {
                         sweep_whole = false;
@@ -307,21 +320,37 @@ async fn sweep(
     store: &dyn HousekeepingStore,
     due: &dyn Recovery,
     cursor: &mut Option<PendingCursor>,
+    state: &mut SweepState,
     whole: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
     let now = Utc::now();
     let before = now - SWEEP_OVERDUE;
     let mut total = 0;
-    let mut fresh = Some((now - SWEEP_FRESH, uuid::Uuid::nil()));
+    // Rows already checked (found indexed, or re-added) are not read
+    // again by this window: the walk covers their later loss.
+    let mut fresh = Some(fresh_from(now - SWEEP_FRESH, state.fresh_checked));
     for _ in 0..SWEEP_FRESH_PAGES {
         let page = store.pending_due_before(fresh, before, PAGE).await?;
         total += reindex_missing(store, due, &page).await?;
+        if let Some((id, at)) = page.last() {
+            state.fresh_checked = Some((*at, *id));
+        }
         if (page.len() as i64) < PAGE || shutdown.is_cancelled() {
             break;
         }
         fresh = page.last().map(|(id, at)| (*at, *id));
     }
+    // A quiet walk waits its turn; one that finds rows missing, or walks
+    // everything after a master change, does not.
+    if !whole
+        && state
+            .last_walk
+            .is_some_and(|at| at.elapsed() < state.pace.gap(SWEEP_INTERVAL))
+    {
+        return Ok(total);
+    }
+    state.last_walk = Some(Instant::now());
     for pages in 1.. {
         let page = store.pending_due_before(*cursor, before, PAGE).await?;
         let added = reindex_missing(store, due, &page).await?;
@@ -331,6 +360,7 @@ async fn sweep(
         } else {
             page.last().map(|(id, at)| (*at, *id))
         };
+        state.pace.read(added, cursor.is_none());
         let more = if whole {
             pages < SWEEP_WHOLE_PAGES
         } else {
@@ -341,6 +371,22 @@ async fn sweep(
         }
     }
     Ok(total)
+}
+
+/// What the sweep keeps between passes (domain::sweep_pace).
+#[derive(Default)]
+struct SweepState {
+    /// The last row the check of lately overdue rows has read.
+    fresh_checked: Option<PendingCursor>,
+    pace: WalkPace,
+    last_walk: Option<Instant>,
+}
+
+impl SweepState {
+    fn restart(&mut self) {
+        self.pace.restart();
+        self.last_walk = None;
+    }
 }
 
 /// Adds the rows of `page` that are in neither Redis set. A row the page
