@@ -140,6 +140,11 @@ async fn measure(bench: &Bench<'_>, slow: &Arc<Received>, kind: &Kind) -> Round 
             "   {WAITING} throttled: each held its slot (hookd under 5 % in a 1 s window) {:.1} s after the dispatcher started",
             parked.map_or(f64::NAN, |p| p.as_secs_f64())
         );
+        // BENCH_RATE_SETTLE=<s>: measure that much later (the sweep's first
+        // pass over the backlog done), the cost of the hours they wait.
+        let settle = std::env::var("BENCH_RATE_SETTLE").ok();
+        let settle = settle.and_then(|s| s.parse().ok()).unwrap_or(0);
+        tokio::time::sleep(Duration::from_secs(settle)).await;
         let before = cpu_seconds(Whose::Hookd);
         let started = Instant::now();
         tokio::time::sleep(IDLE).await;
