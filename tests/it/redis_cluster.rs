@@ -8,6 +8,7 @@
 //! next. The due-index conformance suite runs on the cluster too
 //! (`due_conformance::cluster`).
 
+mod eviction;
 mod lost_shard;
 
 use std::collections::HashSet;
@@ -46,7 +47,7 @@ pub fn cluster_nodes() -> Vec<String> {
 }
 
 /// Test settings on the cluster `nodes`, in `SHARDS` shards.
-fn cluster_settings(nodes: &[String], overrides: &str) -> Settings {
+pub fn cluster_settings(nodes: &[String], overrides: &str) -> Settings {
     let cluster: Vec<String> = nodes.iter().map(|n| format!("\"{n}\"")).collect();
     let redis = format!(
         "[redis]\ncluster = [{}]\nshards = {SHARDS}\n",
