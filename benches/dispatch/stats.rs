@@ -183,9 +183,9 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
     sqlx::query(
         "TRUNCATE minute_stats, minute_totals, minute_backlog, hour_failing, owner_minute_stats",
     )
-        .execute(pool)
-        .await
-        .unwrap();
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 pub async fn embedded(client: &reqwest::Client) {
