@@ -5,8 +5,9 @@
 //! per-minute rows they imply (a row per endpoint and minute, 6 to 7
 //! attempts each; 20 endpoints failing a third of their attempts, the rest
 //! a failed attempt in one minute of 20; the deployment's totals and a
-//! backlog sample per minute). Then 50 calls each of the overview for a
-//! day and an hour, unfiltered and for one endpoint, timed at the client:
+//! backlog sample per minute; the owners' sums). Then 50 calls each of the
+//! overview for a day and an hour, unfiltered, for one endpoint and for an
+//! owner of ten, timed at the client:
 //! p50 and p99. Both modes: PostgreSQL (`hookd serve --role api`) and the
 //! embedded file.
 
@@ -86,6 +87,16 @@ fn row_values(minute: &str) -> String {
 /// The endpoints `create_endpoints` made.
 const OURS: &str = "url LIKE 'http://127.0.0.1:9/hook/%'";
 
+/// The owners' sums of the per-minute rows, as the recorder adds them
+/// beside (one shard), written minute by minute as recording interleaves
+/// them: an owner's minutes lie on as many pages, as they would live.
+const OWNER_SUMS: &str = "INSERT INTO owner_minute_stats (owner, minute, shard, attempts, \
+     failed_attempts, delivered, failed, late_0, late_3, late_7, lateness_max_ms) \
+     SELECT e.owner, s.minute, 0, sum(s.attempts), sum(s.failed_attempts), sum(s.delivered), \
+         sum(s.failed), sum(s.late_0), sum(s.late_3), sum(s.late_7), max(s.lateness_max_ms) \
+     FROM minute_stats s JOIN endpoints e ON e.id = s.endpoint_id \
+     WHERE e.owner IS NOT NULL GROUP BY s.minute, e.owner ORDER BY s.minute, e.owner";
+
 const COLUMNS: &str =
     "endpoint_id, minute, attempts, failed_attempts, delivered, failed, late_0, late_3, late_7, lateness_max_ms";
 
@@ -143,6 +154,7 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
     .execute(pool)
     .await
     .unwrap();
+    sqlx::query(OWNER_SUMS).execute(pool).await.unwrap();
     // As autovacuum leaves a running deployment's tables.
     for table in [
         "attempts",
@@ -150,6 +162,7 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
         "minute_totals",
         "minute_backlog",
         "hour_failing",
+        "owner_minute_stats",
     ] {
         sqlx::query(sqlx::AssertSqlSafe(format!("VACUUM ANALYZE {table}")))
             .execute(pool)
@@ -167,10 +180,12 @@ pub async fn server(client: &reqwest::Client, pool: &PgPool, database_url: &str,
     time_calls(client, &api, "server", &ids[3]).await;
     api.stop();
     reset(pool).await;
-    sqlx::query("TRUNCATE minute_stats, minute_totals, minute_backlog, hour_failing")
-        .execute(pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "TRUNCATE minute_stats, minute_totals, minute_backlog, hour_failing, owner_minute_stats",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
 }
 
 pub async fn embedded(client: &reqwest::Client) {
@@ -234,6 +249,7 @@ pub async fn embedded(client: &reqwest::Client) {
     .execute(&pool)
     .await
     .unwrap();
+    sqlx::query(OWNER_SUMS).execute(&pool).await.unwrap();
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM minute_stats")
         .fetch_one(&pool)
         .await

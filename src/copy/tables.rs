@@ -22,7 +22,8 @@
 //!   circuit closed, and a receiver still down opens it again within
 //!   `failures` attempts. Held notifications are pending rows due at their
 //!   times, so the server's index has them due at once.
-//! - `minute_stats`, `minute_totals`, `minute_backlog`: the overview's
+//! - `minute_stats`, `minute_totals`, `minute_backlog`, `hour_failing`,
+//!   `owner_minute_stats`: the overview's
 //!   per-minute counts (`GET /v1/stats`) describe the source's last day of
 //!   work and are kept two days only; the server's overview starts from
 //!   its own deliveries (each notification's attempts, which are copied,

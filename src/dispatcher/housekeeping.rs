@@ -143,7 +143,7 @@ pub async fn run(
             // A new master (a failover) may lack the last writes of the old
             // one: re-add what was created lately, and have the sweep walk
             // every overdue row for the rest.
-            if healing.observe(recovery.epoch(), recovery.parts().len()) {
+            if healing.observe(recovery.epoch(), recovery.parts().len(), Instant::now()) {
                 // The old master's last writes may also have moved older
                 // rows (a deferral, a retry): the sweep walks every overdue
                 // row now, not a page a pass.
@@ -151,9 +151,20 @@ pub async fn run(
                 sweep_whole = true;
                 sweep_state.restart();
             }
-            let owed = healing.owed();
+            let owed = healing.owed(Instant::now());
             if !owed.is_empty() {
-                match super::heal::heal_recent(&*store, recovery, &owed).await {
+                let result = super::heal::heal_recent(&*store, recovery, &owed).await;
+                // A part not healed (its master down, or the store) waits
+                // longer before its next try.
+                for part in &owed {
+                    if !result
+                        .as_ref()
+                        .is_ok_and(|healed| healed.parts.contains(part))
+                    {
+                        healing.failed(*part, Instant::now());
+                    }
+                }
+                match result {
                     Ok(healed) => {
                         for part in &healed.parts {
                             healing.healed(*part);

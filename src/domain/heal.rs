@@ -3,16 +3,32 @@
 //! recent writes, so the recent rows are re-added to every part. A part is
 //! healed only once its re-adding succeeded; a part whose master is still
 //! down (a cluster counts a new epoch at the first success on any shard)
-//! stays owed and is tried again at the next tick, until its replica is
-//! promoted and answers.
+//! stays owed and is tried again, until its replica is promoted and
+//! answers. Each try reads the recent rows from the store, so a part whose
+//! master stays down is tried after 1 s, then 2, 4 and 8, then every 10 s:
+//! the store is not read every second for as long as a master is gone.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The wait before the first retry of a part that failed.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between two tries: a promoted replica heals within it.
+const LAST_RETRY: Duration = Duration::from_secs(10);
 
 /// The heal bookkeeping of one housekeeper.
 #[derive(Debug)]
 pub struct Healing {
     epoch: u64,
-    owed: BTreeSet<usize>,
+    owed: BTreeMap<usize, Retry>,
+}
+
+/// When an owed part is tried next, and the wait after that try if it
+/// fails too.
+#[derive(Debug, Clone, Copy)]
+struct Retry {
+    at: Instant,
+    wait: Duration,
 }
 
 impl Healing {
@@ -20,14 +36,15 @@ impl Healing {
     pub fn new(epoch: u64) -> Self {
         Self {
             epoch,
-            owed: BTreeSet::new(),
+            owed: BTreeMap::new(),
         }
     }
 
-    /// Notes the index's epoch now, for an index of `parts` parts (0: one
-    /// part). A change after the first connection (epoch 0: none yet, so
-    /// nothing lost) owes every part a heal; true when it did.
-    pub fn observe(&mut self, epoch: u64, parts: usize) -> bool {
+    /// Notes the index's epoch at `now`, for an index of `parts` parts (0:
+    /// one part). A change after the first connection (epoch 0: none yet,
+    /// so nothing lost) owes every part a heal, to try at once; true when
+    /// it did.
+    pub fn observe(&mut self, epoch: u64, parts: usize, now: Instant) -> bool {
         if epoch == self.epoch {
             return false;
         }
@@ -35,13 +52,21 @@ impl Healing {
         if before == 0 {
             return false;
         }
-        self.owed.extend(0..parts.max(1));
+        let retry = Retry {
+            at: now,
+            wait: FIRST_RETRY,
+        };
+        self.owed = (0..parts.max(1)).map(|part| (part, retry)).collect();
         true
     }
 
-    /// The parts still to heal, in order.
-    pub fn owed(&self) -> Vec<usize> {
-        self.owed.iter().copied().collect()
+    /// The parts to try at `now`, in order: owed, and past their wait.
+    pub fn owed(&self, now: Instant) -> Vec<usize> {
+        self.owed
+            .iter()
+            .filter(|(_, retry)| retry.at <= now)
+            .map(|(part, _)| *part)
+            .collect()
     }
 
     /// `part`'s recent rows are re-added: it owes nothing until the next
@@ -49,49 +74,106 @@ impl Healing {
     pub fn healed(&mut self, part: usize) {
         self.owed.remove(&part);
     }
+
+    /// `part`'s try at `now` failed: it is tried again after its wait,
+    /// which doubles for the next failure, up to `LAST_RETRY`.
+    pub fn failed(&mut self, part: usize, now: Instant) {
+        if let Some(retry) = self.owed.get_mut(&part) {
+            retry.at = now + retry.wait;
+            retry.wait = (retry.wait * 2).min(LAST_RETRY);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn at(start: Instant, secs: u64) -> Instant {
+        start + Duration::from_secs(secs)
+    }
+
     #[test]
     fn the_first_connection_owes_nothing() {
+        let now = Instant::now();
         let mut healing = Healing::new(0);
-        assert!(!healing.observe(1, 4));
-        assert!(healing.owed().is_empty());
+        assert!(!healing.observe(1, 4, now));
+        assert!(healing.owed(now).is_empty());
     }
 
     #[test]
     fn a_new_epoch_owes_every_part_until_each_is_healed() {
+        let now = Instant::now();
         let mut healing = Healing::new(1);
-        assert!(healing.observe(2, 4));
-        assert_eq!(healing.owed(), [0, 1, 2, 3]);
+        assert!(healing.observe(2, 4, now));
+        assert_eq!(healing.owed(now), [0, 1, 2, 3]);
         // Shard 2's master is still down: the others heal now.
         for part in [0, 1, 3] {
             healing.healed(part);
         }
-        assert_eq!(healing.owed(), [2]);
+        healing.failed(2, now);
+        assert_eq!(healing.owed(at(now, 1)), [2]);
         // The same epoch again changes nothing: shard 2 stays owed.
-        assert!(!healing.observe(2, 4));
-        assert_eq!(healing.owed(), [2]);
+        assert!(!healing.observe(2, 4, at(now, 1)));
+        assert_eq!(healing.owed(at(now, 1)), [2]);
         healing.healed(2);
-        assert!(healing.owed().is_empty());
+        assert!(healing.owed(at(now, 100)).is_empty());
     }
 
     #[test]
-    fn another_epoch_while_a_part_is_owed_owes_them_all_again() {
-        let mut healing = Healing::new(3);
-        healing.observe(4, 2);
+    fn a_part_whose_master_stays_down_is_tried_after_1_2_4_and_8_seconds_then_every_10() {
+        let start = Instant::now();
+        let mut healing = Healing::new(1);
+        healing.observe(2, 2, start);
         healing.healed(0);
-        assert!(healing.observe(5, 2));
-        assert_eq!(healing.owed(), [0, 1]);
+        let mut tried = Vec::new();
+        // Ticks of a second for a minute: the part fails at every try.
+        for second in 0..60 {
+            let now = at(start, second);
+            if healing.owed(now) == [1] {
+                tried.push(second);
+                healing.failed(1, now);
+            }
+        }
+        assert_eq!(tried, [0, 1, 3, 7, 15, 25, 35, 45, 55]);
+        // Once it answers, one try heals it.
+        healing.healed(1);
+        assert!(healing.owed(at(start, 65)).is_empty());
+    }
+
+    #[test]
+    fn another_epoch_while_a_part_waits_owes_them_all_again_at_once() {
+        let now = Instant::now();
+        let mut healing = Healing::new(3);
+        healing.observe(4, 2, now);
+        healing.healed(0);
+        for _ in 0..5 {
+            healing.failed(1, now);
+        }
+        assert!(healing.owed(at(now, 1)).is_empty(), "part 1 waits");
+        assert!(healing.observe(5, 2, at(now, 1)));
+        assert_eq!(healing.owed(at(now, 1)), [0, 1]);
+        // Its wait starts over too.
+        healing.failed(1, at(now, 1));
+        assert_eq!(healing.owed(at(now, 2)), [0, 1]);
     }
 
     #[test]
     fn an_index_of_one_part_owes_part_zero() {
+        let now = Instant::now();
         let mut healing = Healing::new(1);
-        healing.observe(2, 0);
-        assert_eq!(healing.owed(), [0]);
+        healing.observe(2, 0, now);
+        assert_eq!(healing.owed(now), [0]);
+    }
+
+    #[test]
+    fn a_healed_or_unknown_part_that_fails_stays_healed() {
+        let now = Instant::now();
+        let mut healing = Healing::new(1);
+        healing.observe(2, 1, now);
+        healing.healed(0);
+        healing.failed(0, now);
+        healing.failed(7, now);
+        assert!(healing.owed(at(now, 100)).is_empty());
     }
 }

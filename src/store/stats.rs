@@ -16,7 +16,13 @@ use crate::domain::outcome::Outcome;
 use crate::store::StoreError;
 
 /// Whose counts: every endpoint's (both `None`), one endpoint's, an
-/// owner's endpoints', or one endpoint's if it is that owner's.
+/// owner's, or one endpoint's if it is that owner's now.
+///
+/// An owner's counts (migration `20261204000042_owner_stats`) are those of
+/// its endpoints recorded while they were its: an endpoint given to another
+/// owner leaves its past with the old one, a deleted endpoint's past stays
+/// (as in the deployment's). Its ranking of the endpoints failing most
+/// (`most_failing`) is of the endpoints it has now, live: it names them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatsScope {
     pub endpoint: Option<Uuid>,
@@ -38,6 +44,11 @@ pub type MinuteRow = (DateTime<Utc>, Counts);
 
 /// How many rows of `minute_totals` a minute is spread over.
 pub(crate) const TOTAL_SHARDS: i16 = 16;
+
+/// How many rows of `owner_minute_stats` an owner's minute is spread over:
+/// fewer than the totals', as an owner's minute has fewer batches and its
+/// overview reads them all.
+pub(crate) const OWNER_SHARDS: i16 = 4;
 
 /// What the recorded `records` add, counting only those whose
 /// notification `moved` (`domain::minute_stats`).

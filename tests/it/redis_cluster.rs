@@ -8,6 +8,9 @@
 //! next. The due-index conformance suite runs on the cluster too
 //! (`due_conformance::cluster`).
 
+mod eviction;
+mod lost_shard;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +35,7 @@ use crate::helpers::{
 use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(60);
-const SHARDS: u16 = 16;
+pub const SHARDS: u16 = 16;
 
 /// The shared cluster's nodes, as `scripts/test` started them.
 pub fn cluster_nodes() -> Vec<String> {
@@ -44,7 +47,7 @@ pub fn cluster_nodes() -> Vec<String> {
 }
 
 /// Test settings on the cluster `nodes`, in `SHARDS` shards.
-fn cluster_settings(nodes: &[String], overrides: &str) -> Settings {
+pub fn cluster_settings(nodes: &[String], overrides: &str) -> Settings {
     let cluster: Vec<String> = nodes.iter().map(|n| format!("\"{n}\"")).collect();
     let redis = format!(
         "[redis]\ncluster = [{}]\nshards = {SHARDS}\n",
@@ -225,115 +228,6 @@ async fn a_config_check_records_no_shard_count_and_reports_another() {
         "{reported:?}"
     );
     assert!(layout(inspect(&four.redis, limit).await).is_empty());
-}
-
-/// Every key of shard `n`'s index but its buckets (which a rebuild finds
-/// by SCAN): what a master that failed over empty leaves of it. Its rebuild
-/// lock is taken first, as by another process rebuilding it, until
-/// `let_rebuild`: meanwhile the shard stays lost.
-async fn lose_shard(index: &ShardedIndex, n: usize) {
-    let shard = &index.shards()[n];
-    let keys = shard.keys();
-    let _: () = redis::pipe()
-        .cmd("SET")
-        .arg(shard_key(index, n, "rebuild-lock"))
-        .arg("another-process")
-        .arg("PX")
-        // Well beyond every wait of the test: only `let_rebuild` frees it.
-        .arg(DEADLINE.as_millis() as u64 * 10)
-        .ignore()
-        .del(shard_key(index, n, "indexed"))
-        .del(&keys.due)
-        .del(&keys.ranges)
-        .del(&keys.count)
-        .del(&keys.inflight)
-        .query_async(&mut cluster_conn().await)
-        .await
-        .unwrap();
-}
-
-async fn let_rebuild(index: &ShardedIndex, n: usize) {
-    let _: () = redis::cmd("DEL")
-        .arg(shard_key(index, n, "rebuild-lock"))
-        .query_async(&mut cluster_conn().await)
-        .await
-        .unwrap();
-}
-
-fn shard_key(index: &ShardedIndex, n: usize, name: &str) -> String {
-    let shard = &index.shards()[n];
-    format!("{}:{{{}}}:{name}", shard.prefix(), shard.tag())
-}
-
-async fn cluster_conn() -> redis::cluster_async::ClusterConnection {
-    redis::cluster::ClusterClient::new(cluster_nodes())
-        .unwrap()
-        .get_async_connection()
-        .await
-        .unwrap()
-}
-
-async fn markers(index: &ShardedIndex) -> Vec<Option<String>> {
-    let mut conn = cluster_conn().await;
-    let mut values = Vec::new();
-    for n in 0..index.shards().len() {
-        let value: Option<String> = redis::cmd("GET")
-            .arg(shard_key(index, n, "indexed"))
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        values.push(value);
-    }
-    values
-}
-
-#[sqlx::test]
-async fn a_lost_shard_is_rebuilt_alone_while_the_others_deliver(pool: PgPool) {
-    let (app, index) = spawn(pool, &cluster_nodes());
-    let receiver = Receiver::start().await;
-    shop(&app, &index, &receiver).await;
-    let lost = 5;
-    let later = submit(&app, 800, "2s").await;
-    let before = markers(&index).await;
-    lose_shard(&index, lost).await;
-
-    // While the lost shard waits for its rebuild, every shard delivers what
-    // is created now (the write path indexes new rows in the lost shard too).
-    let now = submit(&app, 400, "0s").await;
-    eventually(DEADLINE, "what was created now, delivered", || async {
-        let got: HashSet<String> = receiver
-            .received("/hook")
-            .iter()
-            .filter_map(|r| r.header("webhook-id").map(str::to_string))
-            .collect();
-        now.iter()
-            .all(|id| got.contains(&id.to_string()))
-            .then_some(())
-    })
-    .await;
-    // (The metric is the test process's, which other apps share: the
-    // marker tells of this index alone.)
-    assert_eq!(markers(&index).await[lost], None, "not rebuilt yet");
-
-    let_rebuild(&index, lost).await;
-    // Its marker, not the metric: other tests' apps share the process's
-    // metrics, and could bump shard 5's count first.
-    eventually(DEADLINE, "the lost shard to be rebuilt", || async {
-        markers(&index).await[lost].is_some().then_some(())
-    })
-    .await;
-    let (distinct, _) = receiver
-        .wait_distinct("/hook", later.len() + now.len(), DEADLINE)
-        .await;
-    assert_eq!(distinct, 1200, "none of the lost shard's rows is lost");
-    let after = markers(&index).await;
-    for (n, (was, is)) in before.iter().zip(&after).enumerate() {
-        if n == lost {
-            assert!(is.is_some() && is != was, "shard {n} was marked anew");
-        } else {
-            assert_eq!(was, is, "shard {n} was not rebuilt");
-        }
-    }
 }
 
 /// A cluster of this test's own: 3 masters and 3 replicas on free ports

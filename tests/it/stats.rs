@@ -2,8 +2,9 @@
 //! real deliveries to a real receiver, filtered by endpoint and owner,
 //! the windows and their steps, bad parameters; in the store, what moved
 //! is counted once, the backlog sampled once a minute and old minutes
-//! deleted; in server mode, two processes sharing one database add up
-//! without doubling.
+//! deleted; an owner's counts through an owner change and a delete; in
+//! server mode, two processes sharing one database add up without
+//! doubling, per endpoint and per owner.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::seams::StatsStore;
 use hookd::store::stats::StatsScope;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -146,6 +147,67 @@ async fn the_overview_counts_real_deliveries_and_failures_by_endpoint_and_owner(
 }
 both!(the_overview_counts_real_deliveries_and_failures_by_endpoint_and_owner);
 
+/// An owner's counts are its endpoints' attempts recorded while they were
+/// its (`owner_minute_stats`): an endpoint given to another owner leaves
+/// its past with the old one, a deleted endpoint leaves its past too; the
+/// failing endpoints an owner sees ranked are those it has now.
+async fn an_owners_overview_counts_what_its_endpoints_did_while_they_were_its(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/fail", vec![Reply::status(500)]);
+    for (uid, owner, path) in [
+        ("kept", Some("shop-a"), "/ok"),
+        ("moved", Some("shop-a"), "/fail"),
+        ("other", Some("shop-b"), "/ok"),
+        ("nobodys", None, "/ok"),
+    ] {
+        app.endpoint(
+            json!({"uid": uid, "owner": owner, "url": receiver.url(path),
+                            "schedule": ["0s"]}),
+        )
+        .await;
+    }
+    for uid in ["kept", "kept", "moved", "other", "nobodys"] {
+        app.notify(json!({"endpoint": uid, "payload": {}})).await;
+    }
+    stats_once(&app, "", 4, 1).await;
+    assert_eq!(attempts_of(&app, "owner=shop-a").await, (3, 1));
+    assert_eq!(attempts_of(&app, "owner=shop-b&window=24h").await, (1, 0));
+
+    let (status, patched) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/moved",
+            Some(json!({"owner": "shop-b"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    app.notify(json!({"endpoint": "moved", "payload": {}}))
+        .await;
+    stats_once(&app, "", 4, 2).await;
+    // shop-a keeps the attempt made while `moved` was its, and no longer
+    // sees the endpoint ranked; shop-b counts the attempt since and ranks
+    // the endpoint it has now, by its failures in the window.
+    assert_eq!(attempts_of(&app, "owner=shop-a").await, (3, 0));
+    let (_, b) = app.get("/v1/stats?owner=shop-b").await;
+    assert_eq!(b["totals"]["attempts"], 2, "{b}");
+    assert_eq!(b["totals"]["failed"], 1, "{b}");
+    assert_eq!(
+        b["failing_endpoints"],
+        json!([{"endpoint_id": patched["id"], "url": receiver.url("/fail"),
+                "failed_attempts": 2, "attempts": 2}])
+    );
+
+    let (status, _) = app.call(Method::DELETE, "/v1/endpoints/kept", None).await;
+    assert!(status.is_success(), "{status}");
+    assert_eq!(attempts_of(&app, "owner=shop-a").await, (3, 0));
+    let (_, a) = app.get("/v1/stats?owner=shop-a&window=24h").await;
+    assert_eq!(a["totals"]["delivered"], 2, "{a}");
+    // The deployment's counts are every owner's and the owner-less ones.
+    assert_eq!(attempts_of(&app, "").await, (6, 1));
+}
+both!(an_owners_overview_counts_what_its_endpoints_did_while_they_were_its);
+
 async fn the_window_is_an_hour_or_a_day_of_aligned_steps_and_bad_parameters_are_refused(
     backend: Backend,
 ) {
@@ -222,7 +284,11 @@ async fn the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_o
 both!(the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_old_minutes);
 
 async fn counted_once<S: Store>(store: &S) {
-    let shop = create(store, endpoint()).await;
+    let owned = hookd::store::endpoints::Endpoint {
+        owner: Some("shop-owner".into()),
+        ..endpoint()
+    };
+    let shop = create(store, owned).await;
     let (a, b) = (pending(store, &shop).await, pending(store, &shop).await);
     let now = Utc::now();
     let days_ago = now - chrono::Duration::days(3);
@@ -243,7 +309,11 @@ async fn counted_once<S: Store>(store: &S) {
         endpoint: Some(shop.id),
         owner: None,
     };
-    for scope in [&all, &shop_only] {
+    let owner_only = StatsScope {
+        endpoint: None,
+        owner: Some("shop-owner".into()),
+    };
+    for scope in [&all, &shop_only, &owner_only] {
         let mut rows = StatsStore::minute_counts(store, scope, since)
             .await
             .unwrap();
@@ -303,10 +373,12 @@ async fn counted_once<S: Store>(store: &S) {
     let rows = StatsStore::minute_counts(store, &all, since).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].0, minute_of(now));
-    let rows = StatsStore::minute_counts(store, &shop_only, since)
-        .await
-        .unwrap();
-    assert_eq!(rows.len(), 1);
+    for scope in [&shop_only, &owner_only] {
+        let rows = StatsStore::minute_counts(store, scope, since)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "{scope:?}");
+    }
     let samples = StatsStore::pending_samples(store, since).await.unwrap();
     assert_eq!(samples, [(minute_of(now), 1)]);
     assert!(StatsStore::most_failing(store, &all, since, 10)
@@ -329,13 +401,18 @@ async fn two_processes_sharing_one_database_add_up_without_doubling(pool: PgPool
         .spawn_settings(test_settings_with_prefix(&redis_url(), &prefix, ""))
         .await;
     let receiver = Receiver::start().await;
-    first
-        .endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
-        .await;
+    // Two endpoints of one owner: the processes add to the owner's rows
+    // for both at once.
+    for uid in ["shop", "shop-2"] {
+        first
+            .endpoint(json!({"uid": uid, "owner": "acme", "url": receiver.url("/hook")}))
+            .await;
+    }
     const COUNT: i64 = 400;
     for (i, app) in [&first, &second].into_iter().cycle().take(4).enumerate() {
+        let uid = ["shop", "shop-2"][i / 2];
         let items: Vec<Value> = (0..COUNT / 4)
-            .map(|j| json!({"endpoint": "shop", "payload": {"i": i, "j": j}}))
+            .map(|j| json!({"endpoint": uid, "payload": {"i": i, "j": j}}))
             .collect();
         let (status, body) = app
             .post("/v1/notifications/batch", json!({"notifications": items}))
@@ -349,8 +426,11 @@ async fn two_processes_sharing_one_database_add_up_without_doubling(pool: PgPool
         let stats = stats_once(app, "", COUNT, 0).await;
         assert_eq!(stats["totals"]["attempts"], COUNT, "{stats}");
         assert_eq!(sum(&stats["delivered"]), COUNT);
-        let shop = stats_once(app, "endpoint=shop&window=24h", COUNT, 0).await;
-        assert_eq!(shop["totals"]["attempts"], COUNT, "{shop}");
+        let shop = stats_once(app, "endpoint=shop&window=24h", COUNT / 2, 0).await;
+        assert_eq!(shop["totals"]["attempts"], COUNT / 2, "{shop}");
+        let acme = stats_once(app, "owner=acme&window=24h", COUNT, 0).await;
+        assert_eq!(acme["totals"]["attempts"], COUNT, "{acme}");
+        assert_eq!(sum(&acme["delivered"]), COUNT);
     }
     // Exactly the deliveries, however many requests the receiver saw
     // (a duplicate delivery moves nothing and is not counted).
@@ -359,4 +439,11 @@ async fn two_processes_sharing_one_database_add_up_without_doubling(pool: PgPool
         .await
         .unwrap();
     assert_eq!(delivered, COUNT);
+    let owners: i64 = sqlx::query_scalar(
+        "SELECT sum(attempts)::bigint FROM owner_minute_stats WHERE owner = 'acme'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(owners, COUNT);
 }

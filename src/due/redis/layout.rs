@@ -90,13 +90,13 @@ pub async fn inspect(settings: &RedisSettings, limit: Duration) -> Vec<String> {
             );
         }
     }
-    // In a pipeline, as `RedisIndex::maxmemory_policy` asks: one node's
-    // answer, a string.
-    let mut pipe = redis::pipe();
-    pipe.cmd("INFO").arg("memory");
-    let info = tokio::time::timeout(limit, pipe.query_async::<(String,)>(&mut conn)).await;
-    if let Ok(Ok((info,))) = info {
-        warnings.extend(super::policy_in(&info).and_then(|p| super::policy_warning(&p)));
+    // As one command, as `RedisIndex::maxmemory_policies` asks: every
+    // master's answer on a cluster.
+    let mut info = redis::cmd("INFO");
+    info.arg("memory");
+    let info = tokio::time::timeout(limit, info.query_async::<redis::Value>(&mut conn)).await;
+    if let Ok(Ok(info)) = info {
+        warnings.extend(super::policy_warnings(&super::policies_in(&info)));
     }
     warnings
 }

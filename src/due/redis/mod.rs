@@ -39,10 +39,13 @@
 mod layout;
 pub mod lease;
 mod link;
+mod policy;
 pub mod rebuild;
 pub mod sharded;
 
 pub use layout::{inspect, open, LayoutMismatch};
+pub use policy::NodePolicy;
+use policy::{policies_in, policy_warnings};
 pub use sharded::ShardedIndex;
 
 use std::sync::{Arc, LazyLock};
@@ -305,25 +308,30 @@ impl RedisIndex {
     }
 
     /// Redis's `maxmemory-policy`, from `INFO memory` (CONFIG may be
-    /// disabled on managed Redis).
-    pub async fn maxmemory_policy(&self) -> Result<Option<String>, DueError> {
-        let (info,): (String,) = self
-            .run(|p| {
-                p.cmd("INFO").arg("memory");
-            })
-            .await?;
-        Ok(policy_in(&info))
+    /// disabled on managed Redis), on every master: sent as one command,
+    /// not in a pipeline, a cluster client asks each master (a pipeline
+    /// goes to one node) and answers by node.
+    pub async fn maxmemory_policies(&self) -> Result<Vec<NodePolicy>, DueError> {
+        let mut conn = self.conn().await?;
+        let mut info = redis::cmd("INFO");
+        info.arg("memory");
+        let answer = self.observed(
+            match tokio::time::timeout(self.timeout, info.query_async::<redis::Value>(&mut conn))
+                .await
+            {
+                Ok(result) => result.map_err(DueError::from),
+                Err(_) => Err(DueError::Timeout(self.timeout)),
+            },
+        )?;
+        Ok(policies_in(&answer))
     }
 
-    /// A warning when Redis may evict hookd's keys: any policy but
-    /// `noeviction` lets it drop `due` under memory pressure. Nothing is
-    /// lost then (the sentinel member notices within a second and the index
-    /// is rebuilt), but deliveries wait for the rebuild.
-    pub async fn eviction_warning(&self) -> Option<String> {
-        match self.maxmemory_policy().await {
-            Ok(Some(policy)) => policy_warning(&policy),
-            _ => None,
-        }
+    /// A warning for each master whose policy may evict hookd's keys: any
+    /// policy but `noeviction` lets it drop `due` under memory pressure.
+    /// Nothing is lost then (the sentinel member notices within a second
+    /// and the index is rebuilt), but deliveries wait for the rebuild.
+    pub async fn eviction_warnings(&self) -> Vec<String> {
+        policy_warnings(&self.maxmemory_policies().await.unwrap_or_default())
     }
 
     /// Adds (or moves) notifications to the due set, in one script call.
@@ -434,7 +442,7 @@ impl crate::due::DueIndex for RedisIndex {
     }
 
     async fn warnings(&self) -> Vec<String> {
-        self.eviction_warning().await.into_iter().collect()
+        self.eviction_warnings().await
     }
 
     /// Redis restarts, fails over and evicts while hookd runs (`rebuild`).
@@ -445,20 +453,4 @@ impl crate::due::DueIndex for RedisIndex {
     fn limiter(&self) -> crate::limiter::SharedLimiter {
         std::sync::Arc::new(crate::limiter::redis::RedisLimiter::new(self.clone()))
     }
-}
-
-/// `maxmemory_policy` in the answer to `INFO memory`.
-pub(crate) fn policy_in(info: &str) -> Option<String> {
-    info.lines()
-        .find_map(|line| line.strip_prefix("maxmemory_policy:"))
-        .map(|policy| policy.trim().to_string())
-}
-
-/// The warning for a `maxmemory-policy` that may evict the index.
-pub(crate) fn policy_warning(policy: &str) -> Option<String> {
-    (policy != "noeviction").then(|| {
-        format!(
-            "Redis maxmemory-policy is {policy}: it may evict hookd's due index; set it to noeviction"
-        )
-    })
 }

@@ -269,11 +269,7 @@ impl DueIndex for ShardedIndex {
     }
 
     async fn warnings(&self) -> Vec<String> {
-        self.shards[0]
-            .eviction_warning()
-            .await
-            .into_iter()
-            .collect()
+        self.shards[0].eviction_warnings().await
     }
 
     fn recovery(&self) -> Option<&dyn Recovery> {

@@ -178,9 +178,20 @@ pub fn pool_options(settings: &DatabaseSettings) -> PgPoolOptions {
                 // are literals, never parameters, and a batch statement
                 // is driven by its batch, which a generic plan counts as
                 // 10 rows (`recording::RECORD_ATTEMPTS`, `plan_tests`).
-                sqlx::Executor::execute(&mut *conn, "SET plan_cache_mode = force_generic_plan")
-                    .await
-                    .map(|_| ())
+                //
+                // JIT is off: PostgreSQL decides it from the plan's cost,
+                // and a generic plan over the partitioned history (one
+                // index scan per day, ~40 days) is costed as if each day
+                // were read, so a list of 50 rows by endpoint with 10 M
+                // stored spent 130 ms compiling expressions to run in
+                // 1 ms. hookd's statements are all short; none gains
+                // from JIT.
+                sqlx::Executor::execute(
+                    &mut *conn,
+                    "SET plan_cache_mode = force_generic_plan; SET jit = off",
+                )
+                .await
+                .map(|_| ())
             })
         })
         .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))

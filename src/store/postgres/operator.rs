@@ -90,12 +90,24 @@ impl PgStore {
 /// `notification_keys`, as every key is) makes a second recording of the
 /// same change insert nothing. The events are due at once and marked
 /// `needs_index`: the housekeeper adds them to the due index.
+///
+/// A key row whose event is gone (retention dropped its day and crashed
+/// before deleting the day's key rows, or an older hookd purged it) is
+/// taken over, as notification creates take one over
+/// (`notifications::stale_keys!`), or it would suppress that event for
+/// good. Stale means: the key row as the statement's snapshot sees it,
+/// pointing to the very id it points to now, points to no notification in
+/// that snapshot. A key row and its notification commit together, so a
+/// key written by a concurrent recording of the same change (invisible to
+/// the snapshot, or pointing elsewhere in it) is never taken over.
+/// `DISTINCT ON` keeps one event a key, as `DO NOTHING` did: an upsert may
+/// not touch a row twice in one statement.
 macro_rules! insert_operator_events {
     ($changed:literal, $ids:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
         concat!(
             "reported_keys AS ( \
-                 INSERT INTO notification_keys (key, endpoint_id, id) \
-                 SELECT ev.key, op.id, ev.id FROM UNNEST(",
+                 INSERT INTO notification_keys AS k (key, endpoint_id, id) \
+                 SELECT DISTINCT ON (ev.key) ev.key, op.id, ev.id FROM UNNEST(",
             $ids,
             "::uuid[], ",
             $subjects,
@@ -108,7 +120,13 @@ macro_rules! insert_operator_events {
                  JOIN endpoints op ON op.id = ",
             $operator,
             " AND op.deleted_at IS NULL \
-                 ON CONFLICT (key, endpoint_id) DO NOTHING RETURNING id \
+                 ORDER BY ev.key, ev.id \
+                 ON CONFLICT (key, endpoint_id) DO UPDATE SET id = EXCLUDED.id \
+                 WHERE EXISTS (SELECT 1 FROM notification_keys seen \
+                         WHERE seen.key = k.key AND seen.endpoint_id = k.endpoint_id \
+                           AND seen.id = k.id) \
+                   AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = k.id) \
+                 RETURNING k.id \
              ), reported AS ( \
                  INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
                      schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \

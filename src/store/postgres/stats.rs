@@ -1,6 +1,7 @@
 //! The per-minute counts in PostgreSQL (`store::stats`): one upsert
 //! statement per recorded batch, adding the batch's sums (made in Rust,
-//! `domain::minute_stats`) to `minute_stats` and `minute_totals`; the
+//! `domain::minute_stats`) to `minute_stats`, `minute_totals`,
+//! `hour_failing` and `owner_minute_stats`; the
 //! overview's reads; the pending sample and retention.
 //!
 //! The upsert takes its rows in the order the sums give them (endpoint,
@@ -21,7 +22,7 @@ use crate::domain::minute_stats::{ranked_from_hours, MinuteSums};
 use crate::store::seams::StatsStore;
 use crate::store::stats::{
     adding_columns, count_columns, counts_from, summed_columns, FailingCount, MinuteRow,
-    StatsScope, TOTAL_SHARDS,
+    StatsScope, OWNER_SHARDS, TOTAL_SHARDS,
 };
 use crate::store::StoreError;
 
@@ -36,9 +37,26 @@ fn picked(lateness: &str) -> String {
     list
 }
 
+/// `picked`, summed over a group (the largest lateness is the largest).
+fn summed_picked(lateness: &str) -> String {
+    let mut list = String::from(
+        "sum(k.attempts), sum(k.failed_attempts), sum(k.delivered), sum(k.failed), max(k.max)",
+    );
+    for j in 1..=BUCKETS {
+        list.push_str(&format!(
+            ", sum({lateness}[(k.i::int - 1) * {BUCKETS} + {j}])"
+        ));
+    }
+    list
+}
+
 /// `add_minute_sums`' statement: the totals in the outer insert, the
-/// endpoints' rows and then the failing hours in the CTEs (run after it,
-/// in every process alike).
+/// endpoints' rows, the failing hours and then the owners' rows in the
+/// CTEs (run after it, in every process alike). The owners' rows are the
+/// endpoints' sums grouped by the owner each endpoint has as this
+/// statement reads it (a PATCH committed before it counts, one committing
+/// meanwhile does not): each attempt is added to exactly one owner's
+/// counts, or to none.
 static ADD_SUMS: LazyLock<String> = LazyLock::new(|| {
     let columns = count_columns().join(", ");
     let adding = adding_columns("GREATEST");
@@ -59,6 +77,17 @@ static ADD_SUMS: LazyLock<String> = LazyLock::new(|| {
              ORDER BY k.i \
              ON CONFLICT (hour, endpoint_id) \
              DO UPDATE SET failed_attempts = h.failed_attempts + EXCLUDED.failed_attempts \
+         ), per_owner AS ( \
+             INSERT INTO owner_minute_stats AS s (owner, minute, shard, {columns}) \
+             SELECT e.owner, k.minute, $20::smallint, {owner_counts} \
+             FROM UNNEST($1::uuid[], $2::timestamptz[], $3::int[], $4::int[], $5::int[], \
+                 $6::int[], $7::bigint[]) WITH ORDINALITY \
+                 AS k(endpoint_id, minute, attempts, failed_attempts, delivered, failed, max, i) \
+             JOIN endpoints e ON e.id = k.endpoint_id \
+             WHERE e.owner IS NOT NULL AND NOT e.managed \
+             GROUP BY e.owner, k.minute \
+             ORDER BY e.owner, k.minute \
+             ON CONFLICT (owner, minute, shard) DO UPDATE SET {adding} \
          ) \
          INSERT INTO minute_totals AS s (minute, shard, {columns}) \
          SELECT k.minute, $9::smallint, {total_counts} \
@@ -69,6 +98,7 @@ static ADD_SUMS: LazyLock<String> = LazyLock::new(|| {
          ON CONFLICT (minute, shard) DO UPDATE SET {adding}",
         endpoint_counts = picked("($8::int[])"),
         total_counts = picked("($16::int[])"),
+        owner_counts = summed_picked("($8::int[])"),
     )
 });
 
@@ -141,6 +171,7 @@ pub(super) async fn add_minute_sums(
         .bind(sums.failing_hours.iter().map(|h| h.0).collect::<Vec<_>>())
         .bind(sums.failing_hours.iter().map(|h| h.1).collect::<Vec<_>>())
         .bind(sums.failing_hours.iter().map(|h| h.2).collect::<Vec<_>>())
+        .bind(shard % OWNER_SHARDS)
         .execute(&mut *conn)
         .await?;
     Ok(())
@@ -193,11 +224,15 @@ impl StatsStore for PgStore {
         since: DateTime<Utc>,
     ) -> Result<Vec<MinuteRow>, StoreError> {
         let sums = summed_columns();
-        // The whole deployment from its totals: a few rows per minute
-        // however many endpoints there are.
+        // The whole deployment from its totals, an owner's from its own
+        // sums: a few rows per minute however many endpoints there are.
         let sql = match scope_clause(scope, 2) {
             None => format!(
                 "SELECT minute, {sums} FROM minute_totals WHERE minute >= $1 GROUP BY minute"
+            ),
+            Some(_) if scope.endpoint.is_none() => format!(
+                "SELECT minute, {sums} FROM owner_minute_stats \
+                 WHERE minute >= $1 AND owner = $2 GROUP BY minute"
             ),
             Some(clause) => format!(
                 "SELECT s.minute, {sums} FROM minute_stats s WHERE s.minute >= $1 AND {clause} \
@@ -301,6 +336,8 @@ impl StatsStore for PgStore {
                  SELECT ctid FROM minute_backlog WHERE minute < $1 LIMIT $2))",
             "DELETE FROM hour_failing WHERE ctid = ANY(ARRAY( \
                  SELECT ctid FROM hour_failing WHERE hour < $1 LIMIT $2))",
+            "DELETE FROM owner_minute_stats WHERE ctid = ANY(ARRAY( \
+                 SELECT ctid FROM owner_minute_stats WHERE minute < $1 LIMIT $2))",
         ] {
             deleted += sqlx::query(sql)
                 .bind(before)

@@ -53,6 +53,10 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "hour_failing.hour, hour_failing.endpoint_id",
         "hour_failing_pkey",
     ),
+    (
+        "owner_minute_stats.owner, owner_minute_stats.minute, owner_minute_stats.shard",
+        "owner_minute_stats_pkey",
+    ),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

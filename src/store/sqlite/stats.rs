@@ -16,7 +16,7 @@ use crate::domain::minute_stats::{ranked_from_hours, Counts, MinuteSums};
 use crate::store::seams::StatsStore;
 use crate::store::stats::{
     adding_columns, count_columns, counts_from, summed_columns, values, FailingCount, MinuteRow,
-    StatsScope, TOTAL_SHARDS,
+    StatsScope, OWNER_SHARDS, TOTAL_SHARDS,
 };
 use crate::store::StoreError;
 
@@ -37,6 +37,23 @@ fn upsert(table: &str, key: &str) -> String {
 static ADD_TO_ENDPOINT: LazyLock<String> =
     LazyLock::new(|| upsert("minute_stats", "endpoint_id, minute"));
 static ADD_TO_TOTALS: LazyLock<String> = LazyLock::new(|| upsert("minute_totals", "minute, shard"));
+/// An endpoint's row added to its owner's (`?1` the endpoint, `?2` the
+/// minute, `?3` the shard, the counts from `?4` on), by the owner the
+/// endpoint has as this statement reads it; none for an endpoint without
+/// an owner or the operator's.
+static ADD_TO_OWNER: LazyLock<String> = LazyLock::new(|| {
+    let columns = count_columns();
+    let marks: Vec<String> = (4..4 + columns.len()).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO owner_minute_stats AS s (owner, minute, shard, {columns}) \
+         SELECT owner, ?2, ?3, {marks} FROM endpoints \
+         WHERE id = ?1 AND owner IS NOT NULL AND managed = 0 \
+         ON CONFLICT (owner, minute, shard) DO UPDATE SET {adding}",
+        columns = columns.join(", "),
+        marks = marks.join(", "),
+        adding = adding_columns("max"),
+    )
+});
 const ADD_TO_HOUR: &str = "INSERT INTO hour_failing AS h (hour, endpoint_id, failed_attempts) \
      VALUES (?1, ?2, ?3) ON CONFLICT (hour, endpoint_id) \
      DO UPDATE SET failed_attempts = h.failed_attempts + excluded.failed_attempts";
@@ -65,6 +82,19 @@ pub(super) async fn add_minute_sums(
             .await
             .map_err(store_error)?;
     }
+    // One process writes the file, so no batch waits on a shard; one is
+    // drawn all the same, so that the rows are PostgreSQL's.
+    let shard = i64::from(rand::random::<u16>() % TOTAL_SHARDS as u16);
+    for (id, minute, counts) in &sums.endpoints {
+        let query = sqlx::query(ADD_TO_OWNER.as_str())
+            .bind(*id)
+            .bind(micros(*minute))
+            .bind(shard % i64::from(OWNER_SHARDS));
+        bind_counts(query, counts)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
     for (hour, id, failed) in &sums.failing_hours {
         sqlx::query(ADD_TO_HOUR)
             .bind(micros(*hour))
@@ -74,9 +104,6 @@ pub(super) async fn add_minute_sums(
             .await
             .map_err(store_error)?;
     }
-    // One process writes the file, so no batch waits on a shard; one is
-    // drawn all the same, so that the rows are PostgreSQL's.
-    let shard = i64::from(rand::random::<u16>() % TOTAL_SHARDS as u16);
     for (minute, counts) in &sums.totals {
         let query = sqlx::query(ADD_TO_TOTALS.as_str())
             .bind(micros(*minute))
@@ -139,6 +166,10 @@ impl StatsStore for SqliteStore {
         let sql = match scope_clause(scope, 2) {
             None => format!(
                 "SELECT minute, {sums} FROM minute_totals WHERE minute >= ?1 GROUP BY minute"
+            ),
+            Some(_) if scope.endpoint.is_none() => format!(
+                "SELECT minute, {sums} FROM owner_minute_stats \
+                 WHERE minute >= ?1 AND owner = ?2 GROUP BY minute"
             ),
             Some(clause) => format!(
                 "SELECT s.minute, {sums} FROM minute_stats s WHERE s.minute >= ?1 AND {clause} \
@@ -251,6 +282,8 @@ impl StatsStore for SqliteStore {
                  (SELECT minute FROM minute_backlog WHERE minute < ?1 LIMIT ?2)",
             "DELETE FROM hour_failing WHERE rowid IN \
                  (SELECT rowid FROM hour_failing WHERE hour < ?1 LIMIT ?2)",
+            "DELETE FROM owner_minute_stats WHERE rowid IN \
+                 (SELECT rowid FROM owner_minute_stats WHERE minute < ?1 LIMIT ?2)",
         ] {
             deleted += sqlx::query(sql)
                 .bind(micros(before))
