@@ -17,4 +17,9 @@ pub struct PartitionUpkeep {
     pub default_rows: bool,
     /// Whether another process held the upkeep (it did the pass instead).
     pub skipped: bool,
+    /// The dropped days' key rows deleted, after their tables were dropped
+    /// (a row-by-row delete, in batches: the one part of retention that
+    /// grows with the day's rows), and how long that took.
+    pub keys_deleted: u64,
+    pub keys_took: std::time::Duration,
 }

@@ -120,6 +120,10 @@ async fn upkeep(
         {
             if drop_if_expired(conn, part, before).await? {
                 done.dropped.push(part.name.clone());
+                // The day is gone; its key rows follow.
+                let started = std::time::Instant::now();
+                done.keys_deleted += delete_keys(conn, part).await?;
+                done.keys_took += started.elapsed();
             }
         }
     }
@@ -332,12 +336,21 @@ async fn drop_if_expired(
     if detached.is_none() {
         return Ok(false);
     }
-    // The day's key rows, once it is sure to go (a day kept keeps its
-    // keys). A crash before they are all deleted leaves key rows without
-    // their notification, which is harmless: the next create of such a key
-    // takes it over (`notifications::insert_rows`), and the detached
-    // tables are dropped by the next pass (`drop_detached`).
+    // Detached: no query of `notifications` reads them any more, and the
+    // drop locks them alone.
+    drop_detached(conn).await?;
+    Ok(true)
+}
+
+/// Deletes the key rows of a day whose tables were dropped, in batches of
+/// `KEY_BATCH` (none holds a lock a create waits on for long); how many.
+/// A crash before they are all deleted leaves key rows without their
+/// notification, which is harmless: the next create of such a key takes
+/// it over (`notifications::insert_rows`); nothing comes back for them
+/// later, so they cost space only.
+async fn delete_keys(conn: &mut PgConnection, part: &Part) -> Result<u64, StoreError> {
     let low = part.low.unwrap_or(Uuid::nil());
+    let mut total = 0;
     loop {
         let deleted = sqlx::query(
             "DELETE FROM notification_keys WHERE ctid IN (SELECT ctid FROM notification_keys \
@@ -349,14 +362,11 @@ async fn drop_if_expired(
         .execute(&mut *conn)
         .await?
         .rows_affected();
+        total += deleted;
         if deleted < KEY_BATCH as u64 {
-            break;
+            return Ok(total);
         }
     }
-    // Detached: no query of `notifications` reads them any more, and the
-    // drop locks them alone.
-    drop_detached(conn).await?;
-    Ok(true)
 }
 
 /// The partition's summary for `domain::partition::droppable`: one read of
