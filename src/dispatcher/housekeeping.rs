@@ -31,7 +31,6 @@ use crate::config::Settings;
 use crate::domain::heal::Healing;
 use crate::domain::health::DISABLED_FAILING;
 use crate::domain::operator_event::{DisabledEndpoint, OperatorEvent};
-use crate::domain::sweep_pace::{fresh_from, WalkPace};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
@@ -71,8 +70,6 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut sweep_cursor: Option<PendingCursor> = None;
-    // What the sweep read lately and how fast it walks (domain::sweep_pace).
-    let mut sweep_state = SweepState::default();
     // After a master change: walk everything overdue at once.
     let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
@@ -149,7 +146,6 @@ pub async fn run(
                 // row now, not a page a pass.
                 sweep_cursor = None;
                 sweep_whole = true;
-                sweep_state.restart();
             }
             let owed = healing.owed(Instant::now());
             if !owed.is_empty() {
@@ -197,16 +193,7 @@ pub async fn run(
             // A walk of everything (after a master change) goes on at the
             // next tick until its cursor comes round, or after an error,
             // from the page that failed.
-            match sweep(
-                &*store,
-                recovery,
-                &mut sweep_cursor,
-                &mut sweep_state,
-                sweep_whole,
-                &shutdown,
-            )
-            .await
-            {
+            match sweep(&*store, recovery, &mut sweep_cursor, sweep_whole, &shutdown).await {
                 Ok(added) => {
                     if sweep_cursor.is_none() {
                         sweep_whole = false;
@@ -331,37 +318,21 @@ async fn sweep(
     store: &dyn HousekeepingStore,
     due: &dyn Recovery,
     cursor: &mut Option<PendingCursor>,
-    state: &mut SweepState,
     whole: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
     let now = Utc::now();
     let before = now - SWEEP_OVERDUE;
     let mut total = 0;
-    // Rows already checked (found indexed, or re-added) are not read
-    // again by this window: the walk covers their later loss.
-    let mut fresh = Some(fresh_from(now - SWEEP_FRESH, state.fresh_checked));
+    let mut fresh = Some((now - SWEEP_FRESH, uuid::Uuid::nil()));
     for _ in 0..SWEEP_FRESH_PAGES {
         let page = store.pending_due_before(fresh, before, PAGE).await?;
         total += reindex_missing(store, due, &page).await?;
-        if let Some((id, at)) = page.last() {
-            state.fresh_checked = Some((*at, *id));
-        }
         if (page.len() as i64) < PAGE || shutdown.is_cancelled() {
             break;
         }
         fresh = page.last().map(|(id, at)| (*at, *id));
     }
-    // A quiet walk waits its turn; one that finds rows missing, or walks
-    // everything after a master change, does not.
-    if !whole
-        && state
-            .last_walk
-            .is_some_and(|at| at.elapsed() < state.pace.gap(SWEEP_INTERVAL))
-    {
-        return Ok(total);
-    }
-    state.last_walk = Some(Instant::now());
     for pages in 1.. {
         let page = store.pending_due_before(*cursor, before, PAGE).await?;
         let added = reindex_missing(store, due, &page).await?;
@@ -371,7 +342,6 @@ async fn sweep(
         } else {
             page.last().map(|(id, at)| (*at, *id))
         };
-        state.pace.read(added, cursor.is_none());
         let more = if whole {
             pages < SWEEP_WHOLE_PAGES
         } else {
@@ -382,22 +352,6 @@ async fn sweep(
         }
     }
     Ok(total)
-}
-
-/// What the sweep keeps between passes (domain::sweep_pace).
-#[derive(Default)]
-struct SweepState {
-    /// The last row the check of lately overdue rows has read.
-    fresh_checked: Option<PendingCursor>,
-    pace: WalkPace,
-    last_walk: Option<Instant>,
-}
-
-impl SweepState {
-    fn restart(&mut self) {
-        self.pace.restart();
-        self.last_walk = None;
-    }
 }
 
 /// Adds the rows of `page` that are in neither Redis set. A row the page

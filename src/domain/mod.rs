@@ -41,6 +41,5 @@ pub mod stats_window;
 pub mod status;
 pub mod subscription;
 pub mod success;
-pub mod sweep_pace;
 pub mod transition;
 pub mod validate;
