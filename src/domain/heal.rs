@@ -7,6 +7,13 @@
 //! answers. Each try reads the recent rows from the store, so a part whose
 //! master stays down is tried after 1 s, then 2, 4 and 8, then every 10 s:
 //! the store is not read every second for as long as a master is gone.
+//!
+//! While a master is down the cluster's epoch moves at every tick (the
+//! dead shard fails, any other shard's next command succeeds), so a new
+//! epoch while a part is still owed keeps that part's wait, and owes the
+//! parts already healed again only once `LAST_RETRY` has passed since they
+//! were last owed: a second failover during the first is healed within
+//! 10 s, and the healthy parts are not re-read every second meanwhile.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -21,6 +28,8 @@ const LAST_RETRY: Duration = Duration::from_secs(10);
 pub struct Healing {
     epoch: u64,
     owed: BTreeMap<usize, Retry>,
+    /// When every part was last owed.
+    all_owed_at: Option<Instant>,
 }
 
 /// When an owed part is tried next, and the wait after that try if it
@@ -37,13 +46,16 @@ impl Healing {
         Self {
             epoch,
             owed: BTreeMap::new(),
+            all_owed_at: None,
         }
     }
 
     /// Notes the index's epoch at `now`, for an index of `parts` parts (0:
     /// one part). A change after the first connection (epoch 0: none yet,
-    /// so nothing lost) owes every part a heal, to try at once; true when
-    /// it did.
+    /// so nothing lost) owes every part a heal, to try at once (a part
+    /// still owed keeps its wait); true when it did. While a part is still
+    /// owed, a change within `LAST_RETRY` of the last one that owed every
+    /// part is taken for the same outage and owes nothing more.
     pub fn observe(&mut self, epoch: u64, parts: usize, now: Instant) -> bool {
         if epoch == self.epoch {
             return false;
@@ -52,11 +64,20 @@ impl Healing {
         if before == 0 {
             return false;
         }
-        let retry = Retry {
-            at: now,
-            wait: FIRST_RETRY,
-        };
-        self.owed = (0..parts.max(1)).map(|part| (part, retry)).collect();
+        let same_outage = !self.owed.is_empty()
+            && self
+                .all_owed_at
+                .is_some_and(|at| now.saturating_duration_since(at) < LAST_RETRY);
+        if same_outage {
+            return false;
+        }
+        for part in 0..parts.max(1) {
+            self.owed.entry(part).or_insert(Retry {
+                at: now,
+                wait: FIRST_RETRY,
+            });
+        }
+        self.all_owed_at = Some(now);
         true
     }
 
@@ -142,20 +163,44 @@ mod tests {
     }
 
     #[test]
-    fn another_epoch_while_a_part_waits_owes_them_all_again_at_once() {
+    fn an_epoch_moving_at_every_tick_while_a_master_is_down_keeps_the_back_off() {
+        let start = Instant::now();
+        let mut healing = Healing::new(1);
+        let mut epoch = 1;
+        let mut tried = Vec::new();
+        let mut healthy_tries = 0;
+        // A cluster with shard 1's master down for a minute: its failure,
+        // then another shard's success, count a new epoch at every tick.
+        for second in 0..60 {
+            let now = at(start, second);
+            epoch += 1;
+            healing.observe(epoch, 2, now);
+            for part in healing.owed(now) {
+                if part == 1 {
+                    tried.push(second);
+                    healing.failed(1, now);
+                } else {
+                    healthy_tries += 1;
+                    healing.healed(0);
+                }
+            }
+        }
+        // The dead shard is still tried at most every 10 s (each 10 s the
+        // epoch owes every part again, which does not reset its wait).
+        assert_eq!(tried, [0, 1, 3, 7, 15, 25, 35, 45, 55]);
+        // The healthy one is re-read once each 10 s, not every second.
+        assert!(healthy_tries <= 7, "{healthy_tries}");
+    }
+
+    #[test]
+    fn a_second_failover_after_the_first_healed_owes_every_part_again_at_once() {
         let now = Instant::now();
         let mut healing = Healing::new(3);
         healing.observe(4, 2, now);
         healing.healed(0);
-        for _ in 0..5 {
-            healing.failed(1, now);
-        }
-        assert!(healing.owed(at(now, 1)).is_empty(), "part 1 waits");
+        healing.healed(1);
         assert!(healing.observe(5, 2, at(now, 1)));
         assert_eq!(healing.owed(at(now, 1)), [0, 1]);
-        // Its wait starts over too.
-        healing.failed(1, at(now, 1));
-        assert_eq!(healing.owed(at(now, 2)), [0, 1]);
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //!
 //! Only a success is held: a failure is what the circuit breaker counts,
 //! and it is written at once (with whatever is held before it, so each
-//! endpoint's outcomes are still recorded in the order they came). A probe
+//! endpoint's outcomes are still recorded in the order they came, within
+//! this process; across processes sharing a throttled endpoint, a success
+//! held here may reach the breaker's count up to a second after another
+//! process's failures, so consecutive failures are counted as written, not
+//! as answered, within that second). A probe
 //! is not held (its success closes the circuit), nor is anything from an
 //! endpoint that is not being throttled (an ordinary drain, a limit that
 //! does not bind): their records are written as they come, as before.
