@@ -30,6 +30,8 @@ pub struct Healing {
     owed: BTreeMap<usize, Retry>,
     /// When every part was last owed.
     all_owed_at: Option<Instant>,
+    /// An epoch change not yet turned into owed parts.
+    unseen: bool,
 }
 
 /// When an owed part is tried next, and the wait after that try if it
@@ -47,21 +49,24 @@ impl Healing {
             epoch,
             owed: BTreeMap::new(),
             all_owed_at: None,
+            unseen: false,
         }
     }
 
     /// Notes the index's epoch at `now`, for an index of `parts` parts (0:
-    /// one part). A change after the first connection (epoch 0: none yet,
-    /// so nothing lost) owes every part a heal, to try at once (a part
-    /// still owed keeps its wait); true when it did. While a part is still
-    /// owed, a change within `LAST_RETRY` of the last one that owed every
-    /// part is taken for the same outage and owes nothing more.
+    /// one part); called at every tick. A change after the first connection
+    /// (epoch 0: none yet, so nothing lost) owes every part a heal, to try
+    /// at once (a part still owed keeps its wait); true when it did. While
+    /// a part is still owed, a change within `LAST_RETRY` of the last one
+    /// that owed every part waits until that part is healed or that time
+    /// has passed: it is most likely the same outage, and if it is a second
+    /// failover it is healed then.
     pub fn observe(&mut self, epoch: u64, parts: usize, now: Instant) -> bool {
-        if epoch == self.epoch {
-            return false;
+        if epoch != self.epoch {
+            let before = std::mem::replace(&mut self.epoch, epoch);
+            self.unseen |= before != 0;
         }
-        let before = std::mem::replace(&mut self.epoch, epoch);
-        if before == 0 {
+        if !self.unseen {
             return false;
         }
         let same_outage = !self.owed.is_empty()
@@ -78,6 +83,7 @@ impl Healing {
             });
         }
         self.all_owed_at = Some(now);
+        self.unseen = false;
         true
     }
 
@@ -190,6 +196,22 @@ mod tests {
         assert_eq!(tried, [0, 1, 3, 7, 15, 25, 35, 45, 55]);
         // The healthy one is re-read once each 10 s, not every second.
         assert!(healthy_tries <= 7, "{healthy_tries}");
+    }
+
+    #[test]
+    fn a_change_during_an_outage_is_healed_once_the_outage_s_part_is() {
+        let now = Instant::now();
+        let mut healing = Healing::new(1);
+        assert!(healing.observe(2, 2, now));
+        healing.healed(0);
+        healing.failed(1, now);
+        // Shard 0's master fails over too, 3 s in: its change waits.
+        assert!(!healing.observe(3, 2, at(now, 3)));
+        assert_eq!(healing.owed(at(now, 3)), [1]);
+        healing.healed(1);
+        // Nothing changes any more, and shard 0 is still owed its heal.
+        assert!(healing.observe(3, 2, at(now, 4)));
+        assert_eq!(healing.owed(at(now, 4)), [0, 1]);
     }
 
     #[test]
