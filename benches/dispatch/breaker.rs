@@ -243,14 +243,14 @@ async fn drain(
         .unwrap();
     let id = endpoint["id"].as_str().unwrap().to_string();
     let bodies = batch_bodies(DRAIN, |i| json!({"endpoint": id, "payload": {"i": i}}));
+    let since = uuid::Uuid::now_v7();
     post_batches(&client, &api.base, bodies, 2).await;
     api.stop();
     seeded(pool, redis_url, prefix).await;
-    let before = attempts_recorded(pool).await;
     received.reset();
     let dispatcher = Hookd::start(database_url, redis_url, prefix, "dispatcher").await;
     wait_count(received, DRAIN as u64, Duration::from_secs(300)).await;
-    while attempts_recorded(pool).await - before < DRAIN as i64 {
+    while attempts_recorded(pool, since).await < DRAIN as i64 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     dispatcher.stop();
