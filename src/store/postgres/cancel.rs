@@ -14,6 +14,7 @@ use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 use super::notifications::columns_with_body;
+use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::transition::cancel;
 use crate::store::cancel::Cancel;
@@ -124,7 +125,13 @@ pub(super) async fn cancel_pending<'c>(
     // `notification_keys`' then the primary key, `notifications_endpoint_newest`,
     // `notifications_event`).
     let query = match which {
-        Pending::Ids(ids) => sqlx::query_scalar(cancel_where!("id = ANY($1)")).bind(ids),
+        Pending::Ids(ids) => {
+            let (low, high) = id_span(ids);
+            sqlx::query_scalar(cancel_where!("id = ANY($1) AND id BETWEEN $2 AND $3"))
+                .bind(ids)
+                .bind(low)
+                .bind(high)
+        }
         Pending::Key {
             key,
             endpoint_id,

@@ -8,11 +8,18 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::retention;
 use crate::domain::status::Status;
 use crate::store::housekeeping::{walked, PendingCursor};
 use crate::store::StoreError;
+
+/// Of a page's ids (`$1`, their span `$2`..`$3`), those still pending and
+/// indexed, with their due times.
+pub(super) const STILL_PENDING: &str = "SELECT id, next_attempt_at FROM notifications \
+     WHERE id = ANY($1) AND id BETWEEN $2 AND $3 \
+       AND status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL";
 
 impl PgStore {
     /// Notifications marked `needs_index`, with their due time while they
@@ -37,10 +44,16 @@ impl PgStore {
     }
 
     pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        sqlx::query("UPDATE notifications SET needs_index = false WHERE id = ANY($1)")
-            .bind(ids)
-            .execute(&self.pool)
-            .await?;
+        let (low, high) = id_span(ids);
+        sqlx::query(
+            "UPDATE notifications SET needs_index = false \
+             WHERE id = ANY($1) AND id BETWEEN $2 AND $3",
+        )
+        .bind(ids)
+        .bind(low)
+        .bind(high)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 }
@@ -93,13 +106,13 @@ impl PgStore {
         &self,
         ids: &[Uuid],
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE id = ANY($1) AND status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL",
-        )
-        .bind(ids)
-        .fetch_all(&self.pool)
-        .await?)
+        let (low, high) = id_span(ids);
+        Ok(sqlx::query_as(STILL_PENDING)
+            .bind(ids)
+            .bind(low)
+            .bind(high)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// One page of pending rows created after the id `after` (UUIDv7, so a

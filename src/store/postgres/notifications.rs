@@ -8,6 +8,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+use super::partitions::id_span;
 use super::{pg_array_literal, PgStore};
 use crate::store::notifications::Inserted;
 use crate::store::notifications::NewNotification;
@@ -226,10 +227,14 @@ impl PgStore {
     /// Records that these notifications could not be added to the due index:
     /// the indexer adds them when Redis is back.
     pub async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        let (low, high) = id_span(ids);
         sqlx::query(
-            "UPDATE notifications SET needs_index = true WHERE id = ANY($1) AND status = 'pending'",
+            "UPDATE notifications SET needs_index = true \
+             WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND status = 'pending'",
         )
         .bind(ids)
+        .bind(low)
+        .bind(high)
         .execute(&self.pool)
         .await?;
         Ok(())

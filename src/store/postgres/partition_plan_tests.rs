@@ -6,7 +6,10 @@
 use chrono::{Days, Utc};
 use sqlx::PgPool;
 
+use super::delivery::LOAD_CLAIMED;
+use super::housekeeping::STILL_PENDING;
 use super::notifications::{columns_with_body, list_query};
+use super::partitions::id_span;
 use crate::domain::created::CreatedWindow;
 use crate::domain::partition::{day_bound, day_of, partition_name};
 use crate::store::notifications::NotificationFilter;
@@ -97,4 +100,39 @@ async fn a_lookup_by_id_and_a_time_bounded_list_read_only_their_days(pool: PgPoo
     ] {
         assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
     }
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_claim_s_rows_loaded_by_a_list_of_ids_are_read_from_their_days_only(pool: PgPool) {
+    let today = day_of(Utc::now());
+    let day = |n: u64| today.checked_add_days(Days::new(n)).unwrap();
+    let (first, last) = (day_bound(day(5)), day_bound(day(6)));
+    let ids = [first, last];
+    let (low, high) = id_span(&ids);
+    let values = [format!("'{{{first},{last}}}'"), literal(low), literal(high)];
+    for sql in [LOAD_CLAIMED, STILL_PENDING] {
+        let plan = plan_with(&pool, sql, &values).await;
+        assert!(plan.contains("Subplans Removed"), "{plan}");
+        for read in [day(5), day(6)] {
+            assert!(
+                plan.contains(&partition_name("notifications", read)),
+                "{plan}"
+            );
+        }
+        for other in [
+            partition_name("notifications", day(4)),
+            partition_name("notifications", day(7)),
+            "notifications_legacy".into(),
+            "notifications_default".into(),
+        ] {
+            assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
+        }
+    }
+    // Without the span, `= ANY($1)` alone is not pruned: every day is read.
+    let unbounded = "SELECT id FROM notifications WHERE id = ANY($1)";
+    let plan = plan_with(&pool, unbounded, &values[..1]).await;
+    assert!(
+        plan.contains(&partition_name("notifications", day(4))),
+        "{plan}"
+    );
 }

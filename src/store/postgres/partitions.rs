@@ -24,6 +24,21 @@ use crate::domain::partition::{self, Summary};
 use crate::store::partitions::PartitionUpkeep;
 use crate::store::StoreError;
 
+/// The lowest and highest of `ids`, bound beside `id = ANY(…)` as
+/// `id BETWEEN … AND …` so that a lookup by a list of ids reads only the
+/// days they fall in. PostgreSQL prunes partitions on a range of
+/// parameters as the executor starts, but not on `= ANY($1)` with an array
+/// parameter: alone, that probed the primary key of every day's partition
+/// for each id, and a drain beside 29 days of history ran at 0.77 of its
+/// speed on an empty database. The ids of a batch are UUIDv7 of nearly the
+/// same time (a claim's due rows, a sweep's page), so the span is one day
+/// or a few. `(nil, nil)` for none, which matches nothing.
+pub(super) fn id_span(ids: &[Uuid]) -> (Uuid, Uuid) {
+    let low = ids.iter().min().copied().unwrap_or_default();
+    let high = ids.iter().max().copied().unwrap_or_default();
+    (low, high)
+}
+
 /// The advisory lock of the upkeep ("hookd_pa").
 const UPKEEP_LOCK: i64 = 0x686f_6f6b_645f_7061;
 /// How long a DDL statement waits for its table's lock before it gives up

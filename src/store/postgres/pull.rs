@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::lease::{released, Lease};
 use crate::domain::pull::{Delivery, Receipt};
@@ -77,12 +78,15 @@ impl PgStore {
         let rows = match which {
             Leases::Receipts(receipts) => {
                 let ids: Vec<Uuid> = receipts.iter().map(|r| r.notification).collect();
+                let (low, high) = id_span(&ids);
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                     WHERE n.id = ANY($1)"
+                     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(&ids)
+                    .bind(low)
+                    .bind(high)
                     .fetch_all(&mut *conn)
                     .await?
             }
@@ -100,12 +104,16 @@ impl PgStore {
                     .await?
             }
             Leases::ExpiredOf(ids) => {
+                let (low, high) = id_span(ids);
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                     WHERE n.id = ANY($1) AND n.lease_id IS NOT NULL AND n.next_attempt_at <= now()"
+                     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+                       AND n.lease_id IS NOT NULL AND n.next_attempt_at <= now()"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(ids)
+                    .bind(low)
+                    .bind(high)
                     .fetch_all(&mut *conn)
                     .await?
             }
@@ -264,10 +272,12 @@ impl PgStore {
     /// it decided on (the endpoint still pull, the row still a pending push
     /// one), so a switch back meanwhile, or a cancel, wins.
     pub async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        let (low, high) = id_span(ids);
         sqlx::query(
             "WITH moved AS ( \
                  UPDATE notifications n SET pull = true, updated_at = now() FROM endpoints e \
-                 WHERE n.id = ANY($1) AND e.id = n.endpoint_id AND e.delivery = 'pull' \
+                 WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+                   AND e.id = n.endpoint_id AND e.delivery = 'pull' \
                    AND n.status = 'pending' AND NOT n.pull \
                  RETURNING n.endpoint_id \
              ) \
@@ -275,6 +285,8 @@ impl PgStore {
              FROM (SELECT DISTINCT endpoint_id FROM moved) AS m",
         )
         .bind(ids)
+        .bind(low)
+        .bind(high)
         .execute(&self.pool)
         .await?;
         Ok(())
