@@ -29,10 +29,11 @@ use crate::store::StoreError;
 /// days they fall in. PostgreSQL prunes partitions on a range of
 /// parameters as the executor starts, but not on `= ANY($1)` with an array
 /// parameter: alone, that probed the primary key of every day's partition
-/// for each id, and a drain beside 29 days of history ran at 0.77 of its
-/// speed on an empty database. The ids of a batch are UUIDv7 of nearly the
-/// same time (a claim's due rows, a sweep's page), so the span is one day
-/// or a few. `(nil, nil)` for none, which matches nothing.
+/// for each id, and a drain beside 29 days of history ran at 0.75 of its
+/// speed on an empty database (0.97 with the span, BENCHMARKS.md). Ids are
+/// UUIDv7, their creation times: a batch's span is usually a day or a few,
+/// and whatever it is, the result is the same. `(nil, nil)` for none,
+/// which matches nothing.
 pub(super) fn id_span(ids: &[Uuid]) -> (Uuid, Uuid) {
     let low = ids.iter().min().copied().unwrap_or_default();
     let high = ids.iter().max().copied().unwrap_or_default();
