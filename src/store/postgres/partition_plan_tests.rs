@@ -3,7 +3,7 @@
 //! generic plans hookd's connections make, pruned as the executor starts
 //! with the parameters' values (`Subplans Removed`).
 
-use chrono::{Days, Utc};
+use chrono::{Days, NaiveDate, Utc};
 use sqlx::PgPool;
 
 use super::delivery::LOAD_CLAIMED;
@@ -43,6 +43,23 @@ fn literal(value: impl std::fmt::Display) -> String {
     format!("'{value}'")
 }
 
+/// `plan` reads the `notifications` partitions of `days` after pruning
+/// the others, and none of `not` nor the legacy and DEFAULT partitions.
+fn assert_reads(plan: &str, days: &[NaiveDate], not: &[NaiveDate]) {
+    assert!(plan.contains("Subplans Removed"), "{plan}");
+    for day in days {
+        let name = partition_name("notifications", *day);
+        assert!(plan.contains(&name), "{name} is read:\n{plan}");
+    }
+    let others = not.iter().map(|day| partition_name("notifications", *day));
+    for other in others.chain([
+        "notifications_legacy".into(),
+        "notifications_default".into(),
+    ]) {
+        assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
+    }
+}
+
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn a_lookup_by_id_and_a_time_bounded_list_read_only_their_days(pool: PgPool) {
     // The migration made the days from today + 2 to a week ahead.
@@ -54,18 +71,7 @@ async fn a_lookup_by_id_and_a_time_bounded_list_read_only_their_days(pool: PgPoo
         columns_with_body()
     );
     let plan = plan_with(&pool, &by_id, &[literal(day_bound(day(5)))]).await;
-    assert!(
-        plan.contains(&partition_name("notifications", day(5))),
-        "{plan}"
-    );
-    assert!(plan.contains("Subplans Removed"), "{plan}");
-    for other in [
-        partition_name("notifications", day(4)),
-        "notifications_legacy".into(),
-        "notifications_default".into(),
-    ] {
-        assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
-    }
+    assert_reads(&plan, &[day(5)], &[day(4)]);
 
     // Newest first in a window of one day: that day's partition and the
     // neighbours its clock margin reaches, not the others.
@@ -87,19 +93,7 @@ async fn a_lookup_by_id_and_a_time_bounded_list_read_only_their_days(pool: PgPoo
         "51".to_string(),
     ];
     let plan = plan_with(&pool, &list_query(&filter).into_string(), &values).await;
-    assert!(
-        plan.contains(&partition_name("notifications", day(5))),
-        "{plan}"
-    );
-    assert!(plan.contains("Subplans Removed"), "{plan}");
-    for other in [
-        partition_name("notifications", day(3)),
-        partition_name("notifications", day(7)),
-        "notifications_legacy".into(),
-        "notifications_default".into(),
-    ] {
-        assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
-    }
+    assert_reads(&plan, &[day(5)], &[day(3), day(7)]);
 }
 
 #[sqlx::test(migrator = "super::MIGRATOR")]
@@ -112,21 +106,7 @@ async fn a_claim_s_rows_loaded_by_a_list_of_ids_are_read_from_their_days_only(po
     let values = [format!("'{{{first},{last}}}'"), literal(low), literal(high)];
     for sql in [LOAD_CLAIMED, STILL_PENDING] {
         let plan = plan_with(&pool, sql, &values).await;
-        assert!(plan.contains("Subplans Removed"), "{plan}");
-        for read in [day(5), day(6)] {
-            assert!(
-                plan.contains(&partition_name("notifications", read)),
-                "{plan}"
-            );
-        }
-        for other in [
-            partition_name("notifications", day(4)),
-            partition_name("notifications", day(7)),
-            "notifications_legacy".into(),
-            "notifications_default".into(),
-        ] {
-            assert!(!plan.contains(&other), "{other} is not read:\n{plan}");
-        }
+        assert_reads(&plan, &[day(5), day(6)], &[day(4), day(7)]);
     }
     // Without the span, `= ANY($1)` alone is not pruned: every day is read.
     let unbounded = "SELECT id FROM notifications WHERE id = ANY($1)";
