@@ -1,13 +1,16 @@
 //! Nothing lost: real processes, real stores, a real receiver, and the
 //! failures a production dispatcher meets. Each test counts what arrives.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+use uuid::Uuid;
 
+use crate::embedded::{none_recorded_came_twice, twice_only_before_the_kill};
 use crate::helpers::{
     database_url, eventually, new_prefix, redis_url, spawn_app_settings, spawn_app_with,
     test_settings_with_prefix, HookdProcess, PgServer, RedisServer, TestApp,
@@ -200,20 +203,30 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
     first.signal("KILL");
     first.wait(DEADLINE).await;
     let killed_at = Instant::now();
+    let killed = chrono::Utc::now();
+    let before = receiver.distinct("/hook").0;
+    let recorded: HashSet<Uuid> =
+        sqlx::query_scalar("SELECT id FROM notifications WHERE status = 'succeeded'")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
     let _second = HookdProcess::start(&db, &redis_url(), &prefix, &env);
     let (distinct, total) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
     println!(
-        "kill -9: all 1000 delivered {:?} after the kill; {} duplicate deliveries",
+        "kill -9: {before} arrived before the kill, {} of them written; all 1000 delivered \
+         {:?} after the kill; {} duplicate deliveries",
+        recorded.len(),
         killed_at.elapsed(),
         total - distinct
     );
     assert_eq!(distinct, 1000);
-    // Only what was in flight (or finished but unrecorded) may come twice.
-    assert!(
-        total - distinct <= 2 * 64,
-        "{} duplicates",
-        total - distinct
-    );
+    // Only what was in flight, or answered and not yet written, may come
+    // twice. How many that is depends on how fast PostgreSQL takes the
+    // recorder's batches (a loaded machine queues more); which ones does not.
+    twice_only_before_the_kill(&receiver, "/hook", killed);
+    none_recorded_came_twice(&receiver, "/hook", &recorded);
 }
 
 #[sqlx::test]

@@ -41,6 +41,7 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_on_the_same_file_deliv
     let killed_at = Instant::now();
     let killed = chrono::Utc::now();
     let before = receiver.distinct("/hook").0;
+    let recorded = super::succeeded_in_file(&hookd.dir).await;
     hookd.restart().await;
     let ready = killed_at.elapsed();
     let (distinct, total) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
@@ -61,8 +62,10 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_on_the_same_file_deliv
         "every accepted id arrived"
     );
     super::twice_only_before_the_kill(&receiver, "/hook", killed);
-    // In flight (64), plus outcomes queued for the recorder: 62 to 121 seen.
-    assert!(duplicates <= 3 * IN_FLIGHT, "{duplicates} duplicates");
+    // What came twice was in flight or answered and not yet written: 62 to
+    // 121 seen (64 in flight, the rest queued for the recorder). How many
+    // depends on how fast the file takes writes; which ones does not.
+    super::none_recorded_came_twice(&receiver, "/hook", &recorded);
 }
 
 #[tokio::test]

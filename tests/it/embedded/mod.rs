@@ -283,6 +283,49 @@ pub fn twice_only_before_the_kill(
     }
 }
 
+/// Only what had not been written at the kill came twice: no notification
+/// whose success the store held when the process died (`recorded`) reached
+/// `path` more than once.
+pub fn none_recorded_came_twice(
+    receiver: &crate::receiver::Receiver,
+    path: &str,
+    recorded: &std::collections::HashSet<uuid::Uuid>,
+) {
+    let mut count: std::collections::HashMap<uuid::Uuid, usize> = std::collections::HashMap::new();
+    for r in receiver.received(path) {
+        let id = r.header("webhook-id").unwrap().parse().unwrap();
+        *count.entry(id).or_default() += 1;
+    }
+    let twice: Vec<&uuid::Uuid> = count
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| id)
+        .collect();
+    let sent_again: Vec<&&uuid::Uuid> = twice.iter().filter(|id| recorded.contains(id)).collect();
+    assert!(
+        sent_again.is_empty(),
+        "{} notifications recorded as delivered before the kill were sent again, e.g. {}",
+        sent_again.len(),
+        sent_again[0]
+    );
+}
+
+/// The notifications whose success the embedded store at `dir` holds, read
+/// from its file while no process has it open.
+pub async fn succeeded_in_file(dir: &Path) -> std::collections::HashSet<uuid::Uuid> {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.join("hookd.db"))
+        .read_only(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let ids: Vec<uuid::Uuid> =
+        sqlx::query_scalar("SELECT id FROM notifications WHERE status = 'succeeded'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    ids.into_iter().collect()
+}
+
 /// `method path` at `base` with the test token: the status and the JSON
 /// answer (`Value::Null` when the body is not JSON).
 pub async fn call_at(
