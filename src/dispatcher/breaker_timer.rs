@@ -17,6 +17,21 @@ use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 /// delivered by some process is sent.
 const PROBE_CANDIDATES: i64 = 16;
 
+/// How long until the next look, given when the next probe or release is
+/// due. Nothing due (no circuit open, probing or owing a release, or the
+/// read failed): the view is read again a `REFRESH` away, not at once.
+/// Something due: at its time, no sooner than 50 ms and no later than a
+/// `REFRESH`.
+fn next_turn_in(next: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
+    match next {
+        None => REFRESH,
+        Some(at) => (at - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO)
+            .clamp(Duration::from_millis(50), REFRESH),
+    }
+}
+
 impl Breaker {
     /// Reads the view, probes and releases what is due, until `shutdown`.
     pub(in crate::dispatcher) async fn run(
@@ -25,11 +40,7 @@ impl Breaker {
         shutdown: CancellationToken,
     ) {
         loop {
-            let next = self.turn(&wake).await;
-            let wait = next
-                .and_then(|at| (at - Utc::now()).to_std().ok())
-                .unwrap_or(Duration::ZERO)
-                .clamp(Duration::from_millis(50), REFRESH);
+            let wait = next_turn_in(self.turn(&wake).await, Utc::now());
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
@@ -198,5 +209,30 @@ impl Breaker {
         tracing::info!(endpoint_id = %endpoint, moved, "released held notifications");
         let released = seen.released(now, self.lease);
         self.set(endpoint, seen, &released, Change::Counted).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::{TimeZone, Utc};
+
+    use super::{next_turn_in, REFRESH};
+
+    #[test]
+    fn with_nothing_due_the_circuits_are_read_again_a_second_later_not_at_once() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+        assert_eq!(next_turn_in(None, now), REFRESH);
+    }
+
+    #[test]
+    fn a_probe_due_is_looked_at_on_its_time_never_sooner_than_50_ms_nor_later_than_a_refresh() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+        let at = |ms| Some(now + chrono::Duration::milliseconds(ms));
+        assert_eq!(next_turn_in(at(300), now), Duration::from_millis(300));
+        assert_eq!(next_turn_in(at(-5_000), now), Duration::from_millis(50));
+        assert_eq!(next_turn_in(at(10), now), Duration::from_millis(50));
+        assert_eq!(next_turn_in(at(60_000), now), REFRESH);
     }
 }
