@@ -47,12 +47,12 @@ const SWEEP_OVERDUE: chrono::Duration = chrono::Duration::seconds(3);
 /// within seconds of its due time, even behind a million rows whose
 /// deferrals left them overdue in PostgreSQL (a disabled endpoint's
 /// backlog, re-timed in Redis alone), which the walk of everything
-/// overdue would take minutes to page through.
+/// overdue would take minutes to page through. Each row is checked there
+/// once: the next sweep starts after the last row checked (`FreshMark`).
 const SWEEP_FRESH: chrono::Duration = chrono::Duration::seconds(60);
 /// At most this many pages of those per sweep (10,000 rows). More than
-/// that are a backlog that fell due in the last minute, which a dispatcher
-/// is working through; as its oldest rows go, the window reaches the newer
-/// ones.
+/// that are a backlog that fell due in the last minute; the next sweep
+/// goes on from the last row this one checked.
 const SWEEP_FRESH_PAGES: usize = 2;
 /// A walk of every overdue row (after a master change) takes at most this
 /// many pages per tick (100,000 rows), and goes on at the next tick, every
@@ -70,6 +70,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut sweep_cursor: Option<PendingCursor> = None;
+    let mut fresh_mark: FreshMark = None;
     // After a master change: walk everything overdue at once.
     let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
@@ -145,6 +146,7 @@ pub async fn run(
                 // rows (a deferral, a retry): the sweep walks every overdue
                 // row now, not a page a pass.
                 sweep_cursor = None;
+                fresh_mark = None;
                 sweep_whole = true;
             }
             let owed = healing.owed(Instant::now());
@@ -193,7 +195,8 @@ pub async fn run(
             // A walk of everything (after a master change) goes on at the
             // next tick until its cursor comes round, or after an error,
             // from the page that failed.
-            match sweep(&*store, recovery, &mut sweep_cursor, sweep_whole, &shutdown).await {
+            let cursors = (&mut fresh_mark, &mut sweep_cursor);
+            match sweep(&*store, recovery, cursors, sweep_whole, &shutdown).await {
                 Ok(added) => {
                     if sweep_cursor.is_none() {
                         sweep_whole = false;
@@ -307,34 +310,50 @@ async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyho
     }
 }
 
+/// The last row the fresh window checked, while Redis's master stays the
+/// same. A row checked there is in Redis, and stays there until its
+/// notification is written again, which moves its due time; so the next
+/// sweep reads only the rows after it. What the window then misses, a row
+/// committed more than `SWEEP_OVERDUE` after its due time or one lost
+/// without a master change, is the walk's.
+type FreshMark = Option<PendingCursor>;
+
 /// Re-indexes overdue rows missing from Redis. First the rows that fell
-/// overdue in the last `SWEEP_FRESH` (up to `SWEEP_FRESH_PAGES` pages),
-/// then everything overdue, page by page from where the last sweep
-/// stopped: one page, or more while pages find missing rows (healing at
-/// rebuild speed), or `SWEEP_WHOLE_PAGES` when `whole`. The cursor moves
-/// past a page only once it is checked, so a page that fails is read again
-/// by the next sweep.
+/// overdue in the last `SWEEP_FRESH` and after `fresh` (up to
+/// `SWEEP_FRESH_PAGES` pages), then everything overdue before that window,
+/// page by page from
+/// where the last sweep stopped: one page, or more while pages find missing
+/// rows (healing at rebuild speed), or `SWEEP_WHOLE_PAGES` when `whole`.
+/// Both cursors move past a page only once it is checked, so a page that
+/// fails is read again by the next sweep.
 async fn sweep(
     store: &dyn HousekeepingStore,
     due: &dyn Recovery,
-    cursor: &mut Option<PendingCursor>,
+    (fresh, cursor): (&mut FreshMark, &mut Option<PendingCursor>),
     whole: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
     let now = Utc::now();
     let before = now - SWEEP_OVERDUE;
     let mut total = 0;
-    let mut fresh = Some((now - SWEEP_FRESH, uuid::Uuid::nil()));
+    let window = (now - SWEEP_FRESH, uuid::Uuid::nil());
     for _ in 0..SWEEP_FRESH_PAGES {
-        let page = store.pending_due_before(fresh, before, PAGE).await?;
+        let from = fresh.filter(|mark| *mark > window).unwrap_or(window);
+        let page = store.pending_due_before(Some(from), before, PAGE).await?;
         total += reindex_missing(store, due, &page).await?;
+        if let Some((id, at)) = page.last() {
+            *fresh = Some((*at, *id));
+        }
         if (page.len() as i64) < PAGE || shutdown.is_cancelled() {
             break;
         }
-        fresh = page.last().map(|(id, at)| (*at, *id));
     }
+    // The walk leaves the fresh window's rows to it: it reads them once
+    // they are older than the window (the ones the window missed with
+    // them).
+    let walk_before = before.min(window.0);
     for pages in 1.. {
-        let page = store.pending_due_before(*cursor, before, PAGE).await?;
+        let page = store.pending_due_before(*cursor, walk_before, PAGE).await?;
         let added = reindex_missing(store, due, &page).await?;
         total += added;
         *cursor = if (page.len() as i64) < PAGE {
