@@ -321,9 +321,9 @@ type FreshMark = Option<PendingCursor>;
 /// Re-indexes overdue rows missing from Redis. First the rows that fell
 /// overdue in the last `SWEEP_FRESH` and after `fresh` (up to
 /// `SWEEP_FRESH_PAGES` pages), then everything overdue before that window,
-/// page by page from
-/// where the last sweep stopped: one page, or more while pages find missing
-/// rows (healing at rebuild speed), or `SWEEP_WHOLE_PAGES` when `whole`.
+/// page by page from where the last sweep stopped: one page, or more while
+/// pages find missing rows (healing at rebuild speed), or
+/// `SWEEP_WHOLE_PAGES` when `whole`.
 /// Both cursors move past a page only once it is checked, so a page that
 /// fails is read again by the next sweep.
 async fn sweep(
@@ -348,9 +348,9 @@ async fn sweep(
             break;
         }
     }
-    // The walk leaves the fresh window's rows to it: it reads them once
-    // they are older than the window (the ones the window missed with
-    // them).
+    // The walk leaves the last minute to the fresh window, and reaches a
+    // row the window passed over (committed late, or lost after its check)
+    // once it is older than the window.
     let walk_before = before.min(window.0);
     for pages in 1.. {
         let page = store.pending_due_before(*cursor, walk_before, PAGE).await?;
