@@ -338,15 +338,35 @@ impl App {
         if let Some(dispatcher) = dispatcher {
             dispatcher.await.context("dispatcher task failed")?;
         }
-        let _ = resealing.await;
-        let _ = pulling.await;
-        let _ = recovering.await;
+        // Each stops at its next step, unless a store keeps that step
+        // waiting (a stalled PostgreSQL holds a query for as long as it
+        // stalls): shutdown waits for none of them past the grace.
+        let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
+        stop_within(grace, "resealing", resealing).await;
+        stop_within(grace, "pull", pulling).await;
+        stop_within(grace, "recover", recovering).await;
         // Last, when this app opened the store: every part that wrote is
-        // done. (A store given to `with_parts` may outlive the app.)
-        if self.owns_store {
-            self.state.store.close().await;
+        // done. (A store given to `with_parts` may outlive the app.) A
+        // connection a stalled query still holds is not waited for.
+        if self.owns_store
+            && tokio::time::timeout(grace, self.state.store.close())
+                .await
+                .is_err()
+        {
+            tracing::warn!("the store did not close in time (a query does not answer)");
         }
         Ok(())
+    }
+}
+
+/// Waits up to `grace` for `task` to end, then stops it.
+async fn stop_within<T>(grace: Duration, what: &str, mut task: tokio::task::JoinHandle<T>) {
+    if tokio::time::timeout(grace, &mut task).await.is_err() {
+        task.abort();
+        tracing::warn!(
+            task = what,
+            "did not stop in time (a store does not answer); stopped it"
+        );
     }
 }
 
