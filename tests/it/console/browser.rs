@@ -86,11 +86,24 @@ impl Browser {
         let Value::Object(capabilities) = capabilities else {
             unreachable!()
         };
-        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(capabilities)
-            .connect(&webdriver)
-            .await
-            .expect("chromedriver starts a Chromium session");
+        // Chromium now and then exits as it starts on a loaded machine
+        // ("Chrome instance exited"): a session is asked for three times.
+        let mut tries = 0;
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(capabilities.clone())
+                .connect(&webdriver)
+                .await
+            {
+                Ok(client) => break client,
+                Err(error) if tries < 2 => {
+                    tries += 1;
+                    eprintln!("no Chromium session ({error}); asking again");
+                }
+                Err(error) => panic!("chromedriver starts a Chromium session: {error:?}"),
+            }
+        };
         let mode = if backend.is_embedded() {
             "sqlite"
         } else {
