@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, AppState};
 use crate::config::{Mode, Settings};
+use crate::dispatcher::stop::stop_within;
 use crate::dispatcher::Dispatcher;
 use crate::due::memory::MemoryIndex;
 use crate::due::SharedIndex;
@@ -356,17 +357,6 @@ impl App {
             tracing::warn!("the store did not close in time (a query does not answer)");
         }
         Ok(())
-    }
-}
-
-/// Waits up to `grace` for `task` to end, then stops it.
-async fn stop_within<T>(grace: Duration, what: &str, mut task: tokio::task::JoinHandle<T>) {
-    if tokio::time::timeout(grace, &mut task).await.is_err() {
-        task.abort();
-        tracing::warn!(
-            task = what,
-            "did not stop in time (a store does not answer); stopped it"
-        );
     }
 }
 

@@ -18,7 +18,7 @@ mod plans;
 mod recorder;
 pub mod refill;
 mod screen;
-mod stop;
+pub(crate) mod stop;
 mod task;
 mod throttle;
 

@@ -78,10 +78,18 @@ pub(super) async fn stop(
     // Housekeeping stops at its next step, unless a store keeps that
     // step waiting (a stalled PostgreSQL holds a query for as long as
     // it stalls): shutdown does not wait for it past the grace.
-    let mut housekeeper = running.housekeeper;
-    if tokio::time::timeout(grace, &mut housekeeper).await.is_err() {
-        housekeeper.abort();
-        tracing::warn!("housekeeping did not stop in time (a store does not answer); stopped it");
-    }
+    stop_within(grace, "housekeeping", running.housekeeper).await;
     running.breaking.abort();
+}
+
+/// Waits up to `grace` for `task` to end, then stops it: a task whose step
+/// a store keeps waiting does not hold shutdown up.
+pub(crate) async fn stop_within<T>(grace: Duration, what: &str, mut task: JoinHandle<T>) {
+    if tokio::time::timeout(grace, &mut task).await.is_err() {
+        task.abort();
+        tracing::warn!(
+            task = what,
+            "did not stop in time (a store does not answer); stopped it"
+        );
+    }
 }

@@ -10,7 +10,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::embedded::{none_recorded_came_twice, twice_only_before_the_kill};
+use crate::embedded::{none_recorded_came_twice, twice_only_before_the_kill, SUCCEEDED};
 use crate::helpers::{
     database_url, eventually, new_prefix, redis_url, spawn_app_settings, spawn_app_with,
     test_settings_with_prefix, HookdProcess, PgServer, RedisServer, TestApp,
@@ -205,13 +205,12 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
     let killed_at = Instant::now();
     let killed = chrono::Utc::now();
     let before = receiver.distinct("/hook").0;
-    let recorded: HashSet<Uuid> =
-        sqlx::query_scalar("SELECT id FROM notifications WHERE status = 'succeeded'")
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .into_iter()
-            .collect();
+    let recorded: HashSet<Uuid> = sqlx::query_scalar(SUCCEEDED)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
     let _second = HookdProcess::start(&db, &redis_url(), &prefix, &env);
     let (distinct, total) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
     println!(

@@ -291,24 +291,27 @@ pub fn none_recorded_came_twice(
     path: &str,
     recorded: &std::collections::HashSet<uuid::Uuid>,
 ) {
-    let mut count: std::collections::HashMap<uuid::Uuid, usize> = std::collections::HashMap::new();
+    let mut times: std::collections::HashMap<uuid::Uuid, usize> = std::collections::HashMap::new();
     for r in receiver.received(path) {
         let id = r.header("webhook-id").unwrap().parse().unwrap();
-        *count.entry(id).or_default() += 1;
+        if recorded.contains(&id) {
+            *times.entry(id).or_default() += 1;
+        }
     }
-    let twice: Vec<&uuid::Uuid> = count
-        .iter()
-        .filter(|(_, n)| **n > 1)
-        .map(|(id, _)| id)
+    let sent_again: Vec<uuid::Uuid> = times
+        .into_iter()
+        .filter_map(|(id, n)| (n > 1).then_some(id))
         .collect();
-    let sent_again: Vec<&&uuid::Uuid> = twice.iter().filter(|id| recorded.contains(id)).collect();
     assert!(
         sent_again.is_empty(),
-        "{} notifications recorded as delivered before the kill were sent again, e.g. {}",
-        sent_again.len(),
-        sent_again[0]
+        "{} notifications recorded as delivered before the kill were sent again: {sent_again:?}",
+        sent_again.len()
     );
 }
+
+/// The store's query for the notifications whose success it holds: the
+/// same in both backends' schemas.
+pub const SUCCEEDED: &str = "SELECT id FROM notifications WHERE status = 'succeeded'";
 
 /// The notifications whose success the embedded store at `dir` holds, read
 /// from its file while no process has it open.
@@ -317,11 +320,10 @@ pub async fn succeeded_in_file(dir: &Path) -> std::collections::HashSet<uuid::Uu
         .filename(dir.join("hookd.db"))
         .read_only(true);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-    let ids: Vec<uuid::Uuid> =
-        sqlx::query_scalar("SELECT id FROM notifications WHERE status = 'succeeded'")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let ids: Vec<uuid::Uuid> = sqlx::query_scalar(SUCCEEDED)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
     pool.close().await;
     ids.into_iter().collect()
 }
