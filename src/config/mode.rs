@@ -1,5 +1,6 @@
 //! Which mode the settings choose (DESIGN.md §12): embedded when neither
-//! `database.url` nor `redis.url` is set, server when both are. Checked
+//! `database.url` nor a Redis (`redis.url`, `redis.sentinels` or
+//! `redis.cluster`) is set, server when both are. Checked
 //! where a mode is needed (`serve`, `migrate`, `config check`), not at load:
 //! tests and tools that bring their own store load settings without one.
 
@@ -35,7 +36,7 @@ impl Settings {
             }),
             (true, true) => Ok(Mode::Server),
             (true, false) => Err(half_server("database.url", "redis.url")),
-            (false, true) => Err(half_server("redis.url", "database.url")),
+            (false, true) => Err(half_server(self.redis_key(), "database.url")),
         }
     }
 
@@ -50,10 +51,28 @@ impl Settings {
                 "server (database.url and redis.cluster are set): PostgreSQL and a Redis Cluster"
                     .to_string()
             }
+            Mode::Server if !self.redis.sentinels.is_empty() => format!(
+                "server (database.url and redis.sentinels are set): PostgreSQL and the Redis master \
+                 the sentinels name for `{}`",
+                self.redis.master_name
+            ),
             Mode::Server => {
                 "server (database.url and redis.url are set): PostgreSQL and Redis".to_string()
             }
         })
+    }
+}
+
+impl Settings {
+    /// The key that configures Redis here, for messages.
+    fn redis_key(&self) -> &'static str {
+        if !self.redis.cluster.is_empty() {
+            "redis.cluster"
+        } else if !self.redis.sentinels.is_empty() {
+            "redis.sentinels"
+        } else {
+            "redis.url"
+        }
     }
 }
 

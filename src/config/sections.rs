@@ -189,9 +189,11 @@ impl RedisSettings {
             .unwrap_or(if self.cluster.is_empty() { 1 } else { 16 })
     }
 
-    /// Whether a Redis is configured at all (a `url` or a cluster).
+    /// Whether a Redis is configured at all: a `url`, a cluster, or
+    /// sentinels (which need no `url`: it only lends them a scheme,
+    /// credentials and database).
     pub fn is_set(&self) -> bool {
-        !self.url.expose().is_empty() || !self.cluster.is_empty()
+        !self.url.expose().is_empty() || !self.cluster.is_empty() || !self.sentinels.is_empty()
     }
 }
 
@@ -201,6 +203,12 @@ pub struct ApiSettings {
     pub tokens: Vec<TokenSpec>,
     pub max_payload_bytes: usize,
     pub max_request_bytes: usize,
+    /// Regular expressions: a receiver URL's path segment (after the first)
+    /// that one matches is shown as `***` to callers without the `secrets`
+    /// scope, beside those that look like credentials
+    /// (`domain::receiver_url::UrlMask`).
+    #[serde(default)]
+    pub secret_path_patterns: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -10,7 +10,10 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::helpers::{eventually, free_port, spawn_app_with, RedisServer, TestApp};
+use crate::helpers::{
+    database_url, eventually, free_port, http_client, new_prefix, spawn_app_with, HookdProcess,
+    RedisServer, TestApp,
+};
 use crate::receiver::{Receiver, Reply};
 
 /// Long enough for a loaded CI machine; the old sweep (rows a minute
@@ -322,4 +325,92 @@ async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals
         arrived[0].header("webhook-id"),
         Some(id.to_string().as_str())
     );
+}
+
+/// #47: the README's Sentinel configuration, exactly: `redis.sentinels` and
+/// `redis.master_name`, no `redis.url`. It once exited 78 ("database.url is
+/// set but redis.url is empty"): the mode counted a cluster as Redis, not
+/// sentinels.
+#[sqlx::test]
+async fn the_readmes_sentinel_configuration_without_redis_url_starts_server_mode(pool: PgPool) {
+    let master = RedisServer::start().await;
+    let sentinel = Sentinel::start(master.port).await;
+    eventually(DEADLINE, "the sentinel to see the master", || async {
+        sentinel.master_port().await.filter(|p| *p == master.port)
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hookd.toml");
+    let listen = format!("127.0.0.1:{}", free_port());
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"{listen}\"\n\
+             [database]\nurl = \"{}\"\n\
+             [redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n\
+             prefix = \"{}\"\n\
+             [sender]\nallow_networks = [\"127.0.0.0/8\"]\n",
+            database_url(&pool),
+            sentinel.port,
+            new_prefix()
+        ),
+    )
+    .unwrap();
+    let hookd = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+        command
+            .env_remove("RUST_LOG")
+            .env("HOOKD_LOG__FILTER", "warn");
+        command
+    };
+
+    let check = hookd()
+        .args(["config", "check", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&check.stdout).to_string()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(check.status.success(), "config check: {printed}");
+    assert!(
+        printed.contains("server (database.url and redis.sentinels are set)"),
+        "config check names the mode: {printed}"
+    );
+
+    let child = hookd()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut process = HookdProcess { child };
+    let base = format!("http://{listen}");
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let receiver = Receiver::start().await;
+    let client = http_client();
+    let created = client
+        .post(format!("{base}/v1/endpoints"))
+        .json(&json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let sent = client
+        .post(format!("{base}/v1/notifications"))
+        .json(&json!({"endpoint": "shop", "payload": {"order": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), StatusCode::CREATED);
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    // The due index lives on the master the sentinel named.
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut redis(&format!("redis://127.0.0.1:{}", master.port)).await)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty(), "hookd wrote its index to the master");
+    process.signal("TERM");
+    assert_eq!(process.wait(DEADLINE).await, Some(0));
 }

@@ -119,7 +119,13 @@ impl Link {
                 .iter()
                 .map(|address| redis::Client::open(format!("redis://{address}")))
                 .collect::<Result<_, _>>()?;
-            let template = url::Url::parse(settings.url.expose()).map_err(|_| {
+            // Without `url`, the master is plain `redis://` with no
+            // credentials and database 0 (the README's Sentinel example).
+            let template = match settings.url.expose() {
+                "" => "redis://sentinel-master",
+                url => url,
+            };
+            let template = url::Url::parse(template).map_err(|_| {
                 DueError::from(redis::RedisError::from((
                     redis::ErrorKind::InvalidClientConfig,
                     "redis.url is not a URL",
