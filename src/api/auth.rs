@@ -20,12 +20,15 @@ use super::error::ApiError;
 use super::AppState;
 use crate::config::{digest, ApiSettings, Credential};
 use crate::domain::pull::CONSUMER_TOKEN_PREFIX;
+use crate::domain::receiver_url::UrlMask;
 use crate::domain::scope::{Scope, Scopes};
 
 /// The configured tokens, digested once at start-up.
 #[derive(Debug)]
 pub struct Auth {
     credentials: Vec<Credential>,
+    /// How URLs are shown to callers without the `secrets` scope.
+    url_mask: Arc<UrlMask>,
     /// Bounds the audit lines of unauthorized requests.
     refusals: Refusals,
 }
@@ -53,6 +56,9 @@ impl Auth {
     pub fn new(settings: &ApiSettings) -> Self {
         Self {
             credentials: settings.credentials(),
+            // Validated at load (`config::validate`): a bad pattern never
+            // gets here, and none would only mask less.
+            url_mask: Arc::new(UrlMask::new(&settings.secret_path_patterns).unwrap_or_default()),
             refusals: Refusals::default(),
         }
     }
@@ -82,32 +88,53 @@ impl Auth {
     }
 }
 
-/// Whether the caller may see what a URL's query string holds (DESIGN.md
-/// §14): receivers' tokens often ride there, so callers without the
-/// `secrets` scope (or `admin`) see `?token=***`. A request without a
-/// caller sees them masked.
-#[derive(Debug, Clone, Copy)]
-pub struct SeesSecrets(pub bool);
+/// Whether the caller may see what a receiver URL holds (DESIGN.md §14):
+/// receivers' tokens often ride in its query string or its path (chat
+/// webhooks), so callers without the `secrets` scope (or `admin`) see
+/// `?token=***` and credential-like path segments as `***`
+/// (`UrlMask::show`). A request without a caller sees them masked.
+#[derive(Debug, Clone)]
+pub struct SeesSecrets {
+    sees: bool,
+    mask: Arc<UrlMask>,
+}
 
 impl SeesSecrets {
-    /// `url` as this caller may see it.
-    pub fn url(self, url: String) -> String {
-        if self.0 || !url.contains(['?', '#']) {
+    /// A caller who sees no secret, whoever asked (a portal link's views).
+    pub fn nothing(state: &AppState) -> Self {
+        Self {
+            sees: false,
+            mask: state.auth.url_mask.clone(),
+        }
+    }
+
+    /// Whether URLs are shown whole to this caller.
+    pub fn sees(&self) -> bool {
+        self.sees
+    }
+
+    /// `url` as this caller may see it; `whole_path` when it is (or lies
+    /// under) a `url_secret` endpoint's URL.
+    pub fn url(&self, url: String, whole_path: bool) -> String {
+        if self.sees {
             return url;
         }
-        crate::domain::receiver_url::mask_query(&url)
+        self.mask.show(&url, whole_path)
     }
 }
 
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SeesSecrets {
+impl axum::extract::FromRequestParts<AppState> for SeesSecrets {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
-        _: &S,
+        state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let caller = parts.extensions.get::<Caller>();
-        Ok(Self(caller.is_some_and(|c| c.scopes.allow(Scope::Secrets))))
+        Ok(Self {
+            sees: caller.is_some_and(|c| c.scopes.allow(Scope::Secrets)),
+            mask: state.auth.url_mask.clone(),
+        })
     }
 }
 

@@ -77,6 +77,9 @@ pub struct EndpointView {
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
     pub disabled: bool,
+    /// The whole path of `url` is a credential: callers without the
+    /// `secrets` scope see only its origin.
+    pub url_secret: bool,
     /// `failing` when hookd disabled the endpoint because every attempt
     /// failed for `dispatcher.disable_failing_endpoints_after_hours`.
     pub disabled_reason: Option<String>,
@@ -113,6 +116,7 @@ impl EndpointView {
             timeout_ms: endpoint.timeout_ms,
             max_in_flight: endpoint.max_in_flight,
             disabled: endpoint.disabled,
+            url_secret: endpoint.url_secret,
             disabled_reason: endpoint.disabled_reason,
             failing_since: endpoint.failing_since,
             created_at: endpoint.created_at,
@@ -121,10 +125,12 @@ impl EndpointView {
         }
     }
 
-    /// As `caller` may see it: the URL's query-string values masked for
-    /// callers without the `secrets` scope.
-    fn shown_to(mut self, caller: SeesSecrets) -> Self {
-        self.url = self.url.map(|url| caller.url(url));
+    /// As `caller` may see it: the URL's query-string values and
+    /// credential-like path segments (its whole path with `url_secret`)
+    /// masked for callers without the `secrets` scope.
+    fn shown_to(mut self, caller: &SeesSecrets) -> Self {
+        let whole_path = self.url_secret;
+        self.url = self.url.map(|url| caller.url(url, whole_path));
         self
     }
 
@@ -249,7 +255,7 @@ pub async fn list(
         rows,
         limit,
         |e| encode_cursor(e.id),
-        |e| EndpointView::of(e).shown_to(caller),
+        |e| EndpointView::of(e).shown_to(&caller),
     );
     CircuitView::fill(&state, &mut listed.data).await;
     Ok(Json(listed))
@@ -259,7 +265,7 @@ pub async fn list(
 /// gets for `GET /v1/endpoints` (`api::portal`).
 pub(super) async fn page_of(state: &AppState, found: Option<Endpoint>) -> Page<EndpointView> {
     let mut data: Vec<EndpointView> = found
-        .map(|e| EndpointView::of(e).shown_to(SeesSecrets(false)))
+        .map(|e| EndpointView::of(e).shown_to(&SeesSecrets::nothing(state)))
         .into_iter()
         .collect();
     CircuitView::fill(state, &mut data).await;
@@ -282,7 +288,7 @@ pub async fn read(
         .find_endpoint(&EndpointRef::parse(&endpoint))
         .await?;
     let mut view = [found
-        .map(|e| EndpointView::of(e).shown_to(caller))
+        .map(|e| EndpointView::of(e).shown_to(&caller))
         .ok_or(ApiError::NotFound("endpoint"))?];
     CircuitView::fill(&state, &mut view).await;
     let [view] = view;

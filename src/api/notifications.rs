@@ -3,7 +3,7 @@
 //! answers 201, then indexed in Redis; if Redis fails at that moment the row
 //! is marked and indexed later, and the answer is still 201.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -119,10 +119,13 @@ impl NotificationView {
         }
     }
 
-    /// As `caller` may see it: the URL's query-string values masked for
-    /// callers without the `secrets` scope.
-    fn shown_to(mut self, caller: SeesSecrets) -> Self {
-        self.url = self.url.map(|url| caller.url(url));
+    /// As `caller` may see it: the URL's query-string values and
+    /// credential-like path segments masked for callers without the
+    /// `secrets` scope, and its whole path when its endpoint is one of
+    /// `secret_paths` (`url_secret`).
+    fn shown_to(mut self, caller: &SeesSecrets, secret_paths: &HashSet<Uuid>) -> Self {
+        let whole_path = secret_paths.contains(&self.endpoint_id);
+        self.url = self.url.map(|url| caller.url(url, whole_path));
         self
     }
 
@@ -135,11 +138,46 @@ impl NotificationView {
     }
 }
 
+/// Of the endpoints of `notifications` with a URL of their own, those whose
+/// whole path `caller` may not see (`url_secret`). Nothing to look up for a
+/// caller who sees secrets, or without per-notification URLs. If the
+/// endpoints cannot be read, every one is taken for one: masking more is
+/// the safe side.
+async fn secret_paths<'a>(
+    state: &AppState,
+    caller: &SeesSecrets,
+    notifications: impl IntoIterator<Item = &'a Notification>,
+) -> HashSet<Uuid> {
+    if caller.sees() {
+        return HashSet::new();
+    }
+    let ids: HashSet<Uuid> = notifications
+        .into_iter()
+        .filter(|n| n.url.is_some())
+        .map(|n| n.endpoint_id)
+        .collect();
+    if ids.is_empty() {
+        return ids;
+    }
+    state
+        .service
+        .url_secret_endpoints(ids.iter().copied())
+        .await
+        .unwrap_or(ids)
+}
+
+fn accepted_notification(accepted: &Accepted<Notification>) -> &Notification {
+    match accepted {
+        Accepted::Created(n) | Accepted::Existing(n) => n,
+    }
+}
+
 fn created_or_existing(
     accepted: Accepted<Notification>,
-    caller: SeesSecrets,
+    caller: &SeesSecrets,
+    secret: &HashSet<Uuid>,
 ) -> (StatusCode, NotificationView) {
-    let shown = |n| NotificationView::summary(n).shown_to(caller);
+    let shown = |n| NotificationView::summary(n).shown_to(caller, secret);
     match accepted {
         Accepted::Created(n) => (StatusCode::CREATED, shown(n)),
         Accepted::Existing(n) => (StatusCode::OK, shown(n)),
@@ -159,7 +197,8 @@ pub async fn create(
     JsonBody(request): JsonBody<NotificationInput>,
 ) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
     let created = state.service.create_notification(request).await?;
-    let (status, view) = created_or_existing(created, caller);
+    let secret = secret_paths(&state, &caller, [accepted_notification(&created)]).await;
+    let (status, view) = created_or_existing(created, &caller, &secret);
     Ok((status, Json(view)))
 }
 
@@ -196,11 +235,16 @@ pub async fn create_batch(
     JsonBody(batch): JsonBody<CreateBatch>,
 ) -> Result<Json<BatchResult>, ApiError> {
     let items = parse_items(&batch.notifications, "notifications")?;
-    let data = in_batch(items, |inputs| state.service.create_notifications(inputs))
-        .await?
+    let results = in_batch(items, |inputs| state.service.create_notifications(inputs)).await?;
+    let accepted = results
+        .iter()
+        .filter_map(|item| item.as_ref().ok())
+        .map(accepted_notification);
+    let secret = secret_paths(&state, &caller, accepted).await;
+    let data = results
         .into_iter()
         .map(|item| {
-            let shown = |accepted| created_or_existing(accepted, caller);
+            let shown = |accepted| created_or_existing(accepted, &caller, &secret);
             let (status, notification, error) = status_of(item.map(shown));
             BatchItem {
                 status,
@@ -224,10 +268,15 @@ pub async fn read(
     caller: SeesSecrets,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
-    let found = state.store.get_notification(parse_id(&id)?).await?;
-    found
-        .map(|n| Json(NotificationView::full(n).shown_to(caller)))
-        .ok_or(ApiError::NotFound("notification"))
+    let found = state
+        .store
+        .get_notification(parse_id(&id)?)
+        .await?
+        .ok_or(ApiError::NotFound("notification"))?;
+    let secret = secret_paths(&state, &caller, [&found]).await;
+    Ok(Json(
+        NotificationView::full(found).shown_to(&caller, &secret),
+    ))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -323,11 +372,12 @@ pub async fn list(
         limit: limit + 1,
     };
     let rows = state.store.list_notifications(&filter).await?;
+    let secret = secret_paths(&state, &caller, &rows).await;
     Ok(Json(page(
         rows,
         limit,
         |n| encode_cursor(n.id),
-        |n| NotificationView::summary(n).shown_to(caller),
+        |n| NotificationView::summary(n).shown_to(&caller, &secret),
     )))
 }
 
@@ -389,8 +439,17 @@ pub async fn attempts(
         .store
         .notification_url(id)
         .await?
-        .ok_or(ApiError::NotFound("notification"))?
-        .map(|url| caller.url(url));
+        .ok_or(ApiError::NotFound("notification"))?;
+    // Whether its endpoint keeps its whole path secret: only for a URL of
+    // its own, shown to a caller who may not see it whole.
+    let whole_path = match &url {
+        Some(_) if !caller.sees() => match state.store.get_notification(id).await? {
+            Some(n) => !secret_paths(&state, &caller, [&n]).await.is_empty(),
+            None => true,
+        },
+        _ => false,
+    };
+    let url = url.map(|url| caller.url(url, whole_path));
     let rows = state.store.list_attempts(id, after, limit + 1).await?;
     Ok(Json(page(
         rows,
@@ -419,7 +478,10 @@ pub async fn cancel(
         .service
         .cancel_notification(parse_id(&id)?, caller.scopes.allow(Scope::Admin))
         .await?;
-    Ok(Json(NotificationView::summary(cancelled).shown_to(sees)))
+    let secret = secret_paths(&state, &sees, [&cancelled]).await;
+    Ok(Json(
+        NotificationView::summary(cancelled).shown_to(&sees, &secret),
+    ))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -472,5 +534,8 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
     let retried = state.service.retry_notification(parse_id(&id)?).await?;
-    Ok(Json(NotificationView::summary(retried).shown_to(caller)))
+    let secret = secret_paths(&state, &caller, [&retried]).await;
+    Ok(Json(
+        NotificationView::summary(retried).shown_to(&caller, &secret),
+    ))
 }

@@ -226,6 +226,18 @@ pub async fn answer(
     };
     let columns = series(window, now, &minutes, &pending);
     let total = &columns.total;
+    let secret = match caller.sees() {
+        true => Default::default(),
+        // If they cannot be read, mask every path whole: the safe side.
+        false => {
+            let ids: std::collections::HashSet<_> = failing.iter().map(|f| f.endpoint_id).collect();
+            state
+                .service
+                .url_secret_endpoints(ids.iter().copied())
+                .await
+                .unwrap_or(ids)
+        }
+    };
     Ok(StatsView {
         window: window.as_str(),
         step_seconds: window.step_seconds(),
@@ -246,7 +258,9 @@ pub async fn answer(
             .into_iter()
             .map(|f| FailingEndpointView {
                 endpoint_id: f.endpoint_id,
-                url: f.url.map(|url| caller.url(url)),
+                url: f
+                    .url
+                    .map(|url| caller.url(url, secret.contains(&f.endpoint_id))),
                 failed_attempts: f.failed_attempts,
                 attempts: f.attempts,
             })

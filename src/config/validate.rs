@@ -123,6 +123,14 @@ impl Settings {
                 "must be at least api.max_payload_bytes",
             ));
         }
+        for (n, pattern) in self.api.secret_path_patterns.iter().enumerate() {
+            if pattern.len() > 1024 || regex::Regex::new(pattern).is_err() {
+                return Err(invalid(
+                    "api.secret_path_patterns",
+                    &format!("entry {n} is not a regular expression of at most 1024 bytes"),
+                ));
+            }
+        }
         for (key, value, max) in [
             (
                 "server.shutdown_timeout_ms",

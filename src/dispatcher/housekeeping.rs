@@ -264,8 +264,9 @@ async fn disable_failing(
     let now = Utc::now();
     let report = |e: &FailingEndpoint| {
         // The alert's payload is readable with a `read` token: the URL's
-        // query values (tokens, often) are masked as in every view.
-        let url = crate::domain::receiver_url::mask_query(&e.url);
+        // query values and credential-like path segments (tokens, often)
+        // are masked as in every view.
+        let url = crate::domain::receiver_url::UrlMask::default().show(&e.url, e.url_secret);
         let disabled = DisabledEndpoint {
             endpoint_id: e.id,
             endpoint_uid: e.uid.as_deref(),

@@ -2,7 +2,8 @@
 //! a per-notification URL lies under the endpoint's own URL (only then do
 //! the endpoint's custom headers, its credentials often, go with it), and
 //! how a URL is shown to a caller who may not read secrets (query-string
-//! values masked: they often hold tokens). Pure.
+//! values and path segments that look like credentials masked: chat
+//! webhooks carry their token in the path). Pure.
 
 use url::Url;
 
@@ -40,16 +41,93 @@ pub fn lies_under(url: &Url, base: &Url) -> bool {
         .any(|unsafe_part| rest.contains(unsafe_part))
 }
 
-/// `url` with every query-string value replaced by `***`
-/// (`https://x.example/hook?token=***`), for callers without the `secrets`
-/// scope: query strings often carry the receiver's credentials. Names stay,
-/// so the caller still sees which parameters are set; the fragment, which
-/// a receiver never sees, goes. A text that is not a URL is masked whole.
-pub fn mask_query(text: &str) -> String {
-    let Ok(mut url) = Url::parse(text) else {
-        return "***".to_string();
-    };
-    url.set_fragment(None);
+/// How receiver URLs are shown to callers without the `secrets` scope
+/// (and in logs): `UrlMask::show`. Holds the operator's extra patterns
+/// (`api.secret_path_patterns`); the default has none.
+#[derive(Debug, Clone, Default)]
+pub struct UrlMask {
+    patterns: Vec<regex::Regex>,
+}
+
+/// Shortest path segment taken for a credential by its look alone.
+pub const CREDENTIAL_SEGMENT_LEN: usize = 16;
+
+impl UrlMask {
+    /// With `patterns`: a path segment any of them matches is masked too.
+    pub fn new(patterns: &[String]) -> Result<Self, regex::Error> {
+        let patterns = patterns
+            .iter()
+            .map(|p| regex::Regex::new(p))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { patterns })
+    }
+
+    /// `text` as a caller without the `secrets` scope sees it: its origin
+    /// and path, with every path segment after the first that looks like a
+    /// credential (`looks_like_credential`, or a configured pattern)
+    /// replaced by `***`, or, with `whole_path` (an endpoint's
+    /// `url_secret`), the whole path; every query-string value masked
+    /// (`?token=***`: names stay, so the caller sees which parameters are
+    /// set); the fragment, which a receiver never sees, dropped. A text
+    /// that is not a URL is masked whole.
+    pub fn show(&self, text: &str, whole_path: bool) -> String {
+        let Ok(mut url) = Url::parse(text) else {
+            return "***".to_string();
+        };
+        url.set_fragment(None);
+        if whole_path {
+            if !matches!(url.path(), "" | "/") {
+                url.set_path("/***");
+            }
+        } else if let Some(segments) = url.path_segments() {
+            let segments: Vec<&str> = segments.collect();
+            let masked: Vec<&str> = segments
+                .iter()
+                .enumerate()
+                .map(|(n, segment)| {
+                    let secret = n > 0
+                        && (looks_like_credential(segment)
+                            || self.patterns.iter().any(|p| p.is_match(segment)));
+                    if secret {
+                        "***"
+                    } else {
+                        segment
+                    }
+                })
+                .collect();
+            if masked != segments {
+                url.set_path(&format!("/{}", masked.join("/")));
+            }
+        }
+        mask_query_of(url)
+    }
+}
+
+/// Whether a path segment reads as a token rather than a name: at least
+/// `CREDENTIAL_SEGMENT_LEN` characters of letters, digits, `-` and `_`,
+/// with a digit among them (`B0123ABCD`-style ids and random tokens have
+/// one; `order-notifications` has none), or 24 and more without a `-` or
+/// `_` (an unbroken random string). Errs on the side of masking: a caller
+/// with the `secrets` scope sees the URL whole.
+pub fn looks_like_credential(segment: &str) -> bool {
+    let token_chars = segment
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !token_chars || segment.len() < CREDENTIAL_SEGMENT_LEN {
+        return false;
+    }
+    segment.bytes().any(|b| b.is_ascii_digit())
+        || (segment.len() >= 24 && !segment.contains(['-', '_']))
+}
+
+/// `text` with query values and credential-like path segments masked, by
+/// the default rule (`UrlMask::show`): for `Debug` and logs, which know no
+/// configuration.
+pub fn mask_url(text: &str) -> String {
+    UrlMask::default().show(text, false)
+}
+
+fn mask_query_of(mut url: Url) -> String {
     let Some(query) = url.query() else {
         return url.into();
     };
@@ -183,17 +261,62 @@ mod tests {
     #[test]
     fn query_values_are_masked_and_names_kept() {
         assert_eq!(
-            mask_query("https://x.example/hook?token=abc&mode=1"),
+            mask_url("https://x.example/hook?token=abc&mode=1"),
             "https://x.example/hook?token=***&mode=***"
         );
         assert_eq!(
-            mask_query("https://x.example/hook?abc#frag"),
+            mask_url("https://x.example/hook?abc#frag"),
             "https://x.example/hook?***"
         );
+        assert_eq!(mask_url("https://x.example/hook"), "https://x.example/hook");
+        assert_eq!(mask_url("not a url ?token=abc"), "***");
+    }
+
+    #[test]
+    fn path_segments_that_look_like_credentials_are_masked_after_the_first() {
+        // Slack, Discord and Teams put the token in the path.
         assert_eq!(
-            mask_query("https://x.example/hook"),
-            "https://x.example/hook"
+            mask_url(
+                "https://hooks.slack.example/services/T0AAAAAAA/B0BBBBBBB/abcdEFGH1234ijklMNOP5678"
+            ),
+            "https://hooks.slack.example/services/T0AAAAAAA/B0BBBBBBB/***"
         );
-        assert_eq!(mask_query("not a url ?token=abc"), "***");
+        assert_eq!(
+            mask_url("https://chat.example/api/webhooks/112233445566778899/Ab-cD_ef12GhIjKl34mN"),
+            "https://chat.example/api/webhooks/***/***"
+        );
+        // An unbroken 24-character random string without a digit is one too.
+        assert_eq!(
+            mask_url("https://x.example/hook/AbCdEfGhIjKlMnOpQrStUvWx"),
+            "https://x.example/hook/***"
+        );
+        // Names stay, however long; the first segment always stays.
+        for kept in [
+            "https://x.example/order-notifications/callback",
+            "https://x.example/1234567890abcdef1234/callback",
+            "https://x.example/hooks/alipay_notify_receiver",
+        ] {
+            assert_eq!(mask_url(kept), kept);
+        }
+    }
+
+    #[test]
+    fn a_configured_pattern_masks_the_segments_it_matches() {
+        let mask = UrlMask::new(&["^sk_[a-z]+$".to_string()]).unwrap();
+        assert_eq!(
+            mask.show("https://x.example/hook/sk_live/orders", false),
+            "https://x.example/hook/***/orders"
+        );
+        assert!(UrlMask::new(&["(".to_string()]).is_err());
+    }
+
+    #[test]
+    fn a_url_secret_endpoint_shows_its_origin_only() {
+        let mask = UrlMask::default();
+        assert_eq!(
+            mask.show("https://x.example/a/b/c?token=1#f", true),
+            "https://x.example/***?token=***"
+        );
+        assert_eq!(mask.show("https://x.example/", true), "https://x.example/");
     }
 }

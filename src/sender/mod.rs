@@ -25,7 +25,7 @@ use crate::config::SenderSettings;
 pub use crate::config::STORED_BODY_BYTES;
 use crate::domain::fields::MaskedHeaders;
 use crate::domain::outcome::{parse_retry_after, Answer};
-use crate::domain::receiver_url::{lies_under, mask_query};
+use crate::domain::receiver_url::{lies_under, mask_url};
 use crate::domain::secret::SigningSecret;
 use guard::{Guard, Networks, ResolveError};
 
@@ -89,7 +89,7 @@ impl std::fmt::Debug for Delivery<'_> {
             .field("attempt", &self.attempt)
             .field("event_id", &self.event_id)
             .field("headers", &MaskedHeaders(Some(self.headers)))
-            .field("url", &self.url.map(mask_query))
+            .field("url", &self.url.map(mask_url))
             .finish_non_exhaustive()
     }
 }

@@ -116,6 +116,14 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<bool>)]
     disabled: Option<Option<bool>>,
+    /// The whole path of `url` is a credential (e.g. a chat webhook's
+    /// `/services/T…/B…/…`): callers without the `secrets` scope see only
+    /// its origin, and the URLs of its notifications likewise. Default
+    /// (and `null`) false: path segments that look like credentials are
+    /// masked one by one.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<bool>)]
+    url_secret: Option<Option<bool>>,
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -306,6 +314,9 @@ impl EndpointFields {
         if let Some(disabled) = self.disabled {
             endpoint.disabled = disabled.unwrap_or(false);
         }
+        if let Some(url_secret) = self.url_secret {
+            endpoint.url_secret = url_secret.unwrap_or(false);
+        }
         Ok(())
     }
 }
@@ -326,6 +337,7 @@ pub(super) fn default_endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        url_secret: false,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Override::default(),

@@ -5,6 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use uuid::Uuid;
+
 use super::{Service, ServiceError};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
@@ -86,6 +88,26 @@ impl EndpointCache {
 pub(super) type Resolved = HashMap<EndpointRef, Arc<Endpoint>>;
 
 impl Service {
+    /// Which of `ids` are `url_secret` endpoints (live ones; through the
+    /// cache), so that their notifications' URLs are shown by origin only.
+    pub async fn url_secret_endpoints(
+        &self,
+        ids: impl IntoIterator<Item = Uuid>,
+    ) -> Result<HashSet<Uuid>, ServiceError> {
+        let names: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
+        if names.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let found = self
+            .resolve_endpoints(names.iter().map(String::as_str))
+            .await?;
+        Ok(found
+            .values()
+            .filter(|e| e.url_secret)
+            .map(|e| e.id)
+            .collect())
+    }
+
     /// Finds every endpoint `names` name: from the cache, then the rest in
     /// one query, by id and uid. Names that match nothing are left out; the
     /// caller says which field named them.

@@ -14,7 +14,7 @@ use crate::domain::fields::{valid_event_type, valid_key, MAX_HEADERS};
 use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
-use crate::domain::receiver_url::mask_query;
+use crate::domain::receiver_url::mask_url;
 use crate::domain::schedule::ScheduleJson;
 use crate::domain::status::Status;
 use crate::domain::validate::{check_headers, parse_schedule};
@@ -73,7 +73,7 @@ impl std::fmt::Debug for NotificationInput {
             .field("key", &self.key)
             .field("event_type", &self.event_type)
             .field("headers", &self.headers)
-            .field("url", &self.url.as_deref().map(mask_query))
+            .field("url", &self.url.as_deref().map(mask_url))
             .finish_non_exhaustive()
     }
 }

@@ -9,7 +9,7 @@ use std::fmt;
 use super::events::{EventInserted, NewDelivery, NewEvent};
 use super::notifications::{NewNotification, Notification};
 use crate::domain::fields::MaskedHeaders;
-use crate::domain::receiver_url::mask_query;
+use crate::domain::receiver_url::mask_url;
 
 impl fmt::Debug for Notification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -20,7 +20,7 @@ impl fmt::Debug for Notification {
             .field("status", &self.status)
             .field("attempts", &self.attempts)
             .field("headers", &MaskedHeaders(Some(&self.headers)))
-            .field("url", &self.url.as_deref().map(mask_query))
+            .field("url", &self.url.as_deref().map(mask_url))
             .finish_non_exhaustive()
     }
 }
@@ -32,7 +32,7 @@ impl fmt::Debug for NewNotification {
             .field("endpoint_id", &self.endpoint_id)
             .field("key", &self.key)
             .field("headers", &MaskedHeaders(Some(&self.headers)))
-            .field("url", &self.url.as_deref().map(mask_query))
+            .field("url", &self.url.as_deref().map(mask_url))
             .finish_non_exhaustive()
     }
 }

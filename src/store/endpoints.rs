@@ -63,6 +63,10 @@ pub struct Endpoint {
     /// Each wait of the schedule is scaled by a random factor in
     /// [1 − j, 1 + j] (`domain::jitter`); 0: the schedule exact.
     pub schedule_jitter: f64,
+    /// Its whole URL path is a credential (Slack-style webhook URLs):
+    /// callers without the `secrets` scope see only the origin
+    /// (`domain::receiver_url::mask_url`).
+    pub url_secret: bool,
     /// Its own rate limit (`domain::rate`), both or neither: none means
     /// `dispatcher.default_rate_limit`, if set.
     pub rate_limit_per_second: Option<f64>,
@@ -202,6 +206,7 @@ mod tests {
             schedule_ms: Vec::new(),
             schedule_name: None,
             schedule_jitter: 0.0,
+            url_secret: false,
             rate_limit_per_second: None,
             rate_limit_burst: None,
             breaker: Default::default(),

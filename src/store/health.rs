@@ -13,6 +13,8 @@ pub struct FailingEndpoint {
     pub id: Uuid,
     pub uid: Option<String>,
     pub url: String,
+    /// Its `url_secret`: the event shows the URL's origin only.
+    pub url_secret: bool,
     pub failing_since: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -1,6 +1,7 @@
 //! Receiver URLs as the API shows them (issue #33): tokens in a query
 //! string are credentials, so callers without the `secrets` scope (or
-//! `admin`) see `?token=***` in endpoint, notification and attempt views.
+//! `admin`) see `?token=***` in endpoint, notification and attempt views,
+//! and credential-like path segments (#47) as `***`.
 
 use std::time::Duration;
 
@@ -102,3 +103,121 @@ async fn query_string_values_are_masked_for_callers_without_the_secrets_scope(ba
     }
 }
 both!(query_string_values_are_masked_for_callers_without_the_secrets_scope);
+
+/// #47: chat webhooks (Slack, Discord, Teams) carry their token in the
+/// path, which `read` tokens saw whole.
+async fn credential_like_path_segments_are_masked_for_callers_without_the_secrets_scope(
+    backend: Backend,
+) {
+    let config = format!("{}secret_path_patterns = [\"^sk_\"]\n", scoped_tokens());
+    let app = backend.spawn_with(&config).await;
+    let receiver = Receiver::start().await;
+    let token = "abcdEFGH1234ijklMNOP5678";
+    let endpoint_url = receiver.url(&format!("/services/T0AAAAAAA/B0BBBBBBB/{token}"));
+    let endpoint = app.endpoint(json!({"url": endpoint_url})).await;
+    let endpoint_id = endpoint["id"].as_str().unwrap().to_string();
+    let notification_url = format!("{endpoint_url}/sk_live/orders");
+    let created = send(
+        &app,
+        Method::POST,
+        "/v1/notifications",
+        WRITE_TOKEN,
+        Some(json!({"endpoint": endpoint_id, "payload": {}, "url": notification_url})),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let masked_endpoint = receiver.url("/services/T0AAAAAAA/B0BBBBBBB/***");
+    assert_eq!(
+        created["url"],
+        json!(format!("{masked_endpoint}/***/orders"))
+    );
+    receiver
+        .wait_for(
+            &format!("/services/T0AAAAAAA/B0BBBBBBB/{token}/sk_live/orders"),
+            1,
+            DEADLINE,
+        )
+        .await;
+
+    let views = [
+        format!("/v1/endpoints/{endpoint_id}"),
+        "/v1/endpoints".to_string(),
+        format!("/v1/notifications/{id}"),
+        format!("/v1/notifications?endpoint={endpoint_id}"),
+        format!("/v1/notifications/{id}/attempts"),
+    ];
+    for path in &views {
+        let shown = send(&app, Method::GET, path, READ_TOKEN, None)
+            .await
+            .to_string();
+        assert!(!shown.contains(token), "{path}: {shown}");
+        assert!(!shown.contains("sk_live"), "{path}: {shown}");
+        assert!(shown.contains("B0BBBBBBB/***"), "{path}: {shown}");
+    }
+    let shown = send(&app, Method::GET, &views[0], READ_TOKEN, None).await;
+    assert_eq!(shown["url"], json!(masked_endpoint));
+    for token in [READ_SECRETS_TOKEN, TOKEN] {
+        let endpoint = send(&app, Method::GET, &views[0], token, None).await;
+        assert_eq!(endpoint["url"], json!(endpoint_url));
+        let notification = send(&app, Method::GET, &views[2], token, None).await;
+        assert_eq!(notification["url"], json!(notification_url));
+    }
+}
+both!(credential_like_path_segments_are_masked_for_callers_without_the_secrets_scope);
+
+/// #47: `"url_secret": true` hides an endpoint's whole path (and its
+/// notifications' URLs') from callers without the `secrets` scope.
+async fn a_url_secret_endpoint_shows_only_its_origin_to_callers_without_the_secrets_scope(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(&scoped_tokens()).await;
+    let receiver = Receiver::start().await;
+    let endpoint_url = receiver.url("/hooks/acme/private-route");
+    let endpoint = app
+        .endpoint(json!({"url": endpoint_url, "url_secret": true}))
+        .await;
+    assert_eq!(endpoint["url_secret"], json!(true));
+    let endpoint_id = endpoint["id"].as_str().unwrap().to_string();
+    let notification_url = format!("{endpoint_url}/order-7");
+    let created = send(
+        &app,
+        Method::POST,
+        "/v1/notifications",
+        WRITE_TOKEN,
+        Some(json!({"endpoint": endpoint_id, "payload": {}, "url": notification_url})),
+    )
+    .await;
+    let origin_only = receiver.url("/***");
+    assert_eq!(created["url"], json!(origin_only));
+    let id = created["id"].as_str().unwrap().to_string();
+    let views = [
+        format!("/v1/endpoints/{endpoint_id}"),
+        format!("/v1/notifications/{id}"),
+        format!("/v1/notifications/{id}/attempts"),
+    ];
+    for path in &views {
+        let shown = send(&app, Method::GET, path, READ_TOKEN, None)
+            .await
+            .to_string();
+        assert!(!shown.contains("private-route"), "{path}: {shown}");
+    }
+    let admin = send(&app, Method::GET, &views[0], TOKEN, None).await;
+    assert_eq!(admin["url"], json!(endpoint_url));
+
+    // Turned off: the path shows again, its segments judged one by one.
+    let patched = send(
+        &app,
+        Method::PATCH,
+        &views[0],
+        TOKEN,
+        Some(json!({"url_secret": false})),
+    )
+    .await;
+    assert_eq!(patched["url_secret"], json!(false));
+    eventually(DEADLINE, "the change to be seen", || async {
+        let shown = send(&app, Method::GET, &views[1], READ_TOKEN, None).await;
+        (shown["url"] == json!(notification_url)).then_some(())
+    })
+    .await;
+}
+both!(a_url_secret_endpoint_shows_only_its_origin_to_callers_without_the_secrets_scope);

@@ -77,6 +77,7 @@ fn endpoint(uid: &str) -> Endpoint {
         schedule_ms: vec![0],
         schedule_name: None,
         schedule_jitter: 0.0,
+        url_secret: false,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Default::default(),

@@ -43,6 +43,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         schedule_ms: vec![0, 5_000, 60_000],
         schedule_name: None,
         schedule_jitter: 0.0,
+        url_secret: false,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Default::default(),

@@ -17,12 +17,12 @@ use crate::store::StoreError;
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
              RETURNING {COLUMNS}"
         );
         sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -50,6 +50,7 @@ impl PgStore {
             .bind(endpoint.breaker.columns().1)
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
+            .bind(endpoint.url_secret)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -157,7 +158,7 @@ impl PgStore {
              version = version + 1, \
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
-             breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26 \
+             breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -187,6 +188,7 @@ impl PgStore {
             .bind(endpoint.breaker.columns().1)
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
+            .bind(endpoint.url_secret)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

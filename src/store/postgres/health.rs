@@ -21,7 +21,7 @@ impl PgStore {
         failing_before: DateTime<Utc>,
     ) -> Result<Vec<FailingEndpoint>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT id, uid, url, failing_since, updated_at FROM endpoints \
+            "SELECT id, uid, url, url_secret, failing_since, updated_at FROM endpoints \
              WHERE failing_since < $1 AND NOT disabled AND deleted_at IS NULL AND NOT managed \
                AND url IS NOT NULL \
              ORDER BY id",

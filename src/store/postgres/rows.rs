@@ -191,6 +191,7 @@ from_row!(Endpoint {
     schedule_ms,
     schedule_name,
     schedule_jitter,
+    url_secret,
     rate_limit_per_second,
     rate_limit_burst,
     breaker: breaker,
@@ -232,6 +233,7 @@ from_row!(FailingEndpoint {
     id,
     uid,
     url,
+    url_secret,
     failing_since,
     updated_at,
 });

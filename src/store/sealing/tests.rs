@@ -35,6 +35,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         schedule_ms: Vec::new(),
         schedule_name: None,
         schedule_jitter: 0.0,
+        url_secret: false,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Default::default(),

@@ -87,7 +87,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25) \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -116,6 +116,7 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().1)
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
+            .bind(endpoint.url_secret)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -242,7 +243,7 @@ impl SqliteStore {
              max_in_flight = ?14, disabled = ?15, owner = ?16, delivery = ?17, updated_at = ?18, \
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
-             breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, \
+             breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
              version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -275,6 +276,7 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().1)
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
+            .bind(endpoint.url_secret)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

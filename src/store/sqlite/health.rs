@@ -23,7 +23,7 @@ impl SqliteStore {
         failing_before: DateTime<Utc>,
     ) -> Result<Vec<FailingEndpoint>, StoreError> {
         sqlx::query(
-            "SELECT id, uid, url, failing_since, updated_at FROM endpoints \
+            "SELECT id, uid, url, url_secret, failing_since, updated_at FROM endpoints \
              WHERE failing_since < ? AND disabled = 0 AND deleted_at IS NULL AND managed = 0 \
                AND url IS NOT NULL \
              ORDER BY id",
@@ -34,6 +34,7 @@ impl SqliteStore {
                 id: row.try_get("id")?,
                 uid: row.try_get("uid")?,
                 url: row.try_get("url")?,
+                url_secret: row.try_get("url_secret")?,
                 failing_since: columns::time(&row, "failing_since")?,
                 updated_at: columns::time(&row, "updated_at")?,
             })

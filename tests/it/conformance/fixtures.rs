@@ -49,6 +49,7 @@ pub fn endpoint() -> Endpoint {
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
+        url_secret: false,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Default::default(),
