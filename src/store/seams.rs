@@ -389,13 +389,14 @@ pub trait PullStore: Send + Sync + 'static {
     );
 }
 
-/// An endpoint's values sealed at rest, as a reseal walk reads and
-/// rewrites them.
+/// An endpoint's values sealed at rest, as a reseal walk reads and rewrites them.
 pub struct EndpointSecrets {
     pub id: Uuid,
     pub secret: String,
     pub previous_secrets: Vec<PreviousSecret>,
     pub headers: BTreeMap<String, String>,
+    /// Its URL where that is sealed too (the operator endpoint's), else `None`.
+    pub url: Option<String>,
 }
 
 /// Rewrites one endpoint's values in place; `true`: they changed.
