@@ -421,8 +421,7 @@ pub struct ResealPage {
 /// `prefix` only lets the backend skip rows already done.
 #[async_trait::async_trait]
 pub trait ResealRows: Send + Sync + 'static {
-    /// Rows (endpoints and notifications) with a value sealed at rest that
-    /// does not start with `prefix`.
+    /// Rows (endpoints, notifications) with a value sealed at rest not starting with `prefix`.
     async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError>;
     /// Up to `limit` endpoints after `after` (by id) with a value not
     /// starting with `prefix`, skipping rows others hold; those `reseal`

@@ -6,7 +6,11 @@
 //! schedule goes on from there. A pull records the leases that ran out
 //! among the rows it reads, and takes them back once due again; the sweep
 //! records those nobody pulls. A notification no consumer takes within
-//! `pull.max_wait` of its due time fails `not_pulled`.
+//! `pull.max_wait` of its due time fails `not_pulled`. A disabled endpoint
+//! holds its notifications: none is offered (a pull is refused, one
+//! already waiting takes nothing) and none fails, and its enabling moves
+//! their due times on by the time it was disabled (`domain::lease::
+//! due_after_hold`) and wakes its consumers.
 //!
 //! Waiting consumers are woken by this process's writes at once, and by
 //! other processes' through the store's signal (`PullStore::signal_pull`);
