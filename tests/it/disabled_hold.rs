@@ -148,7 +148,7 @@ async fn a_pull_waiting_as_its_endpoint_is_disabled_takes_nothing(backend: Backe
     let app = backend.spawn().await;
     let endpoint = pull_endpoint(&app, json!({})).await;
     let endpoint_id: uuid::Uuid = endpoint.parse().unwrap();
-    let waiting = pull(&app, &endpoint, json!({"wait": "3s", "lease": "1m"}));
+    let waiting = pull(&app, &endpoint, json!({"wait": "5s", "lease": "1m"}));
     let meanwhile = async {
         eventually(DEADLINE, "the pull to wait", || async {
             (app.state.service.pull_waiters(endpoint_id) == 1).then_some(())
