@@ -138,6 +138,7 @@ const ENDPOINTS: Table = Table {
         col("max_in_flight", Int),
         col("disabled", Flag),
         col("disabled_reason", Text),
+        col("disabled_at", Time),
         col("managed", Flag),
         col("failing_since", Time),
         col("version", BigInt),

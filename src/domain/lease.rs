@@ -162,6 +162,30 @@ pub fn not_pulled_checks(max_wait: Duration) -> Duration {
     (max_wait / 10).clamp(Duration::from_secs(1), Duration::from_secs(60))
 }
 
+/// Where a free pending pull notification of an endpoint disabled at
+/// `disabled_at` and enabled again at `enabled_at` is due once enabled:
+/// `pull.max_wait` counts only while its endpoint is enabled (DESIGN.md
+/// §17), and its wait counts from its due time (`not_pulled`), so that
+/// time moves on by the part of the disabled span after it. Due before
+/// the endpoint was disabled: by the whole span; due while disabled: at
+/// the enabling (its wait starts there); due later: unchanged. Either way
+/// it is due by `enabled_at`, so it is offered at once. Those that fell
+/// due while disabled share the enabling as their due time, and are taken
+/// in id (creation) order among themselves.
+///
+/// The stores render this rule as one statement over the endpoint's rows
+/// (`modify_endpoint`), on a backlog of any size.
+pub fn due_after_hold(
+    due_at: DateTime<Utc>,
+    disabled_at: DateTime<Utc>,
+    enabled_at: DateTime<Utc>,
+) -> DateTime<Utc> {
+    if due_at >= enabled_at {
+        return due_at;
+    }
+    due_at + (enabled_at - due_at.max(disabled_at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +279,35 @@ mod tests {
             permanent: false,
         };
         assert_eq!(failure_span(&nack, Some(ran_out), at(3)), (at(0), at(3)));
+    }
+
+    #[test]
+    fn max_wait_does_not_count_the_time_an_endpoint_was_disabled() {
+        let (disabled, enabled) = (at(100), at(400));
+        // Due 40 s before it was disabled: 40 s of its wait are spent, so
+        // it is as if due 40 s before the enabling.
+        assert_eq!(due_after_hold(at(60), disabled, enabled), at(360));
+        // Fell due while disabled: its wait starts at the enabling.
+        assert_eq!(due_after_hold(at(250), disabled, enabled), enabled);
+        assert_eq!(due_after_hold(at(100), disabled, enabled), enabled);
+        // Not due yet: as it was.
+        assert_eq!(due_after_hold(at(400), disabled, enabled), at(400));
+        assert_eq!(due_after_hold(at(900), disabled, enabled), at(900));
+        // Whatever it was, it is offered at once.
+        for due in [at(0), at(99), at(101), at(399)] {
+            assert!(due_after_hold(due, disabled, enabled) <= enabled);
+        }
+        let week = Duration::from_secs(7 * 24 * 3600);
+        let moved = due_after_hold(at(60), disabled, enabled);
+        assert_eq!(
+            not_pulled(None, Some(moved), week, at(60 + 7 * 24 * 3600 + 300)),
+            Some(at(60 + 7 * 24 * 3600 + 300)),
+            "it gives up a week of enabled time after it fell due"
+        );
+        assert_eq!(
+            not_pulled(None, Some(moved), week, at(60 + 7 * 24 * 3600 + 299)),
+            None
+        );
     }
 
     #[test]

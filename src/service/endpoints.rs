@@ -426,6 +426,7 @@ impl Service {
         }
         let settings = self.settings.clone();
         let switches = fields.delivery.is_some();
+        let may_enable = matches!(fields.disabled, Some(Some(false) | None));
         let updated = self
             .store
             .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings)))
@@ -435,6 +436,12 @@ impl Service {
         self.forget_cached_endpoints();
         if switches {
             self.follow_delivery(&updated).await?;
+        }
+        if may_enable && updated.delivery == Delivery::Pull {
+            // What it held is offered now (the store moved its due times
+            // on by the time it was disabled); its push backlog was
+            // marked for the index in the same commit.
+            self.signal_pull(&[updated.id]).await;
         }
         Ok(updated)
     }

@@ -389,13 +389,14 @@ pub trait PullStore: Send + Sync + 'static {
     );
 }
 
-/// An endpoint's values sealed at rest, as a reseal walk reads and
-/// rewrites them.
+/// An endpoint's values sealed at rest, as a reseal walk reads and rewrites them.
 pub struct EndpointSecrets {
     pub id: Uuid,
     pub secret: String,
     pub previous_secrets: Vec<PreviousSecret>,
     pub headers: BTreeMap<String, String>,
+    /// Its URL where that is sealed too (the operator endpoint's), else `None`.
+    pub url: Option<String>,
 }
 
 /// Rewrites one endpoint's values in place; `true`: they changed.
@@ -420,8 +421,7 @@ pub struct ResealPage {
 /// `prefix` only lets the backend skip rows already done.
 #[async_trait::async_trait]
 pub trait ResealRows: Send + Sync + 'static {
-    /// Rows (endpoints and notifications) with a value sealed at rest that
-    /// does not start with `prefix`.
+    /// Rows (endpoints, notifications) with a value sealed at rest not starting with `prefix`.
     async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError>;
     /// Up to `limit` endpoints after `after` (by id) with a value not
     /// starting with `prefix`, skipping rows others hold; those `reseal`

@@ -16,6 +16,7 @@ mod console;
 mod copy;
 mod degrade;
 mod delivery;
+mod disabled_hold;
 mod due_conformance;
 mod due_index;
 mod embedded;

@@ -98,3 +98,121 @@ async fn the_operator_url_is_stored_sealed_and_still_receives_events(backend: Ba
     assert!(!stored[0].contains("operator-s3cret"), "{stored:?}");
 }
 both!(the_operator_url_is_stored_sealed_and_still_receives_events);
+
+/// The operator endpoint's URL, as stored (one row, live or deleted).
+async fn stored_operator_url(backend: &Backend) -> String {
+    let stored = backend
+        .texts("SELECT url FROM endpoints WHERE managed")
+        .await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    stored.into_iter().next().unwrap()
+}
+
+async fn an_operator_url_a_hookd_without_keys_stored_in_clear_is_sealed_by_the_walk(
+    backend: Backend,
+) {
+    let operator = Receiver::start().await;
+    let url = operator.url("/ops?token=operator-s3cret");
+    let without_keys = backend
+        .spawn_with(&format!(
+            "[operator]\nurl = \"{url}\"\nsecret = \"{PLANTED}\"\n"
+        ))
+        .await;
+    eventually(DEADLINE, "the operator endpoint, in clear", || async {
+        let stored = backend
+            .texts("SELECT url FROM endpoints WHERE managed")
+            .await;
+        (stored.len() == 1 && stored[0] == url).then_some(())
+    })
+    .await;
+    drop(without_keys);
+
+    // Keys now, and no operator webhook: its endpoint is deleted, and its
+    // row (with the chat webhook's token in the URL) stays.
+    let _app = backend.spawn_with(KEYS).await;
+    eventually(
+        DEADLINE,
+        "the walk to seal the stored operator URL",
+        || async {
+            let stored = stored_operator_url(&backend).await;
+            stored.starts_with("enc:v1:k:").then_some(())
+        },
+    )
+    .await;
+    let stored = stored_operator_url(&backend).await;
+    assert!(!stored.contains("operator-s3cret"), "{stored}");
+    let secret = backend
+        .texts("SELECT secret FROM endpoints WHERE managed")
+        .await;
+    assert!(secret[0].starts_with("enc:v1:k:"), "{secret:?}");
+}
+both!(an_operator_url_a_hookd_without_keys_stored_in_clear_is_sealed_by_the_walk);
+
+async fn a_plaintext_operator_url_written_after_the_walk_is_refused_and_gets_no_event(
+    backend: Backend,
+) {
+    let operator = Receiver::start().await;
+    let attacker = Receiver::start().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let overrides = format!(
+        "{KEYS}[operator]\nurl = \"{}\"\nsecret = \"{PLANTED}\"\n",
+        operator.url("/ops")
+    );
+    let app = backend.spawn_with(&overrides).await;
+    eventually(DEADLINE, "the operator endpoint, sealed", || async {
+        let stored = backend
+            .texts("SELECT url FROM endpoints WHERE managed")
+            .await;
+        stored.first()?.starts_with("enc:v1:k:").then_some(())
+    })
+    .await;
+    // Once the walk has left no plaintext, a plaintext secret is refused:
+    // wait for that, as the test of secrets above does.
+    app.endpoint(json!({"uid": "probe", "url": receiver.url("/probe")}))
+        .await;
+    let sealed = backend
+        .texts("SELECT secret FROM endpoints WHERE uid = 'probe'")
+        .await
+        .remove(0);
+    let plant = |value: String| {
+        let backend = &backend;
+        async move {
+            let sql = "UPDATE endpoints SET secret = $1 WHERE uid = 'probe'";
+            assert_eq!(backend.execute(sql, &[value.as_str()]).await, 1);
+        }
+    };
+    eventually(DEADLINE, "plaintext to be refused", || async {
+        plant(PLANTED.to_string()).await;
+        let (status, _) = app.get("/v1/endpoints/probe/secret").await;
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
+            return Some(());
+        }
+        plant(sealed.clone()).await;
+        None
+    })
+    .await;
+
+    // Someone with write access to the database points operator events
+    // at their own URL, in clear.
+    let planted = attacker.url("/stolen");
+    let sql = "UPDATE endpoints SET url = $1, version = version + 1 WHERE managed";
+    assert_eq!(backend.execute(sql, &[planted.as_str()]).await, 1);
+    app.endpoint(json!({"uid": "down", "url": receiver.url("/down"), "schedule": ["0s"]}))
+        .await;
+    app.notify(json!({"endpoint": "down", "payload": {}})).await;
+    let error = eventually(DEADLINE, "the operator event's attempt", || async {
+        let errors = backend
+            .texts(
+                "SELECT COALESCE(last_error, '') FROM notifications \
+                 WHERE event_type = 'notification.failed'",
+            )
+            .await;
+        errors.into_iter().find(|e| !e.is_empty())
+    })
+    .await;
+    assert!(error.contains("plaintext"), "{error}");
+    assert!(attacker.received("/stolen").is_empty());
+    assert!(operator.received("/ops").is_empty());
+}
+both!(a_plaintext_operator_url_written_after_the_walk_is_refused_and_gets_no_event);

@@ -6,7 +6,11 @@
 //! schedule goes on from there. A pull records the leases that ran out
 //! among the rows it reads, and takes them back once due again; the sweep
 //! records those nobody pulls. A notification no consumer takes within
-//! `pull.max_wait` of its due time fails `not_pulled`.
+//! `pull.max_wait` of its due time fails `not_pulled`. A disabled endpoint
+//! holds its notifications: none is offered (a pull is refused, one
+//! already waiting takes nothing) and none fails, and its enabling moves
+//! their due times on by the time it was disabled (`domain::lease::
+//! due_after_hold`) and wakes its consumers.
 //!
 //! Waiting consumers are woken by this process's writes at once, and by
 //! other processes' through the store's signal (`PullStore::signal_pull`);
@@ -180,12 +184,13 @@ impl Service {
             .into());
         }
         let until = Instant::now() + take.wait;
+        let mut behind = None;
         loop {
             // Join before looking, so a signal between the look and the
             // wait is not missed.
             let joined = Joined::new(&self.pulls, endpoint.id);
             let step = self
-                .pull_once(endpoint.id, take, until, joined.notify())
+                .pull_once(endpoint.id, take, until, joined.notify(), &mut behind)
                 .await;
             drop(joined);
             if let Some(taken) = step? {
@@ -197,12 +202,15 @@ impl Service {
 
     /// One look: what was taken (`Some`, possibly empty once the wait is
     /// over), or `None` after waiting for a signal or the next due time.
+    /// `behind`: how long the last look waited behind rows due yet not
+    /// taken (`behind_held`), `None` once something changed.
     async fn pull_once(
         &self,
         endpoint: Uuid,
         take: Take,
         until: Instant,
         notify: &Notify,
+        behind: &mut Option<Duration>,
     ) -> Result<Option<Vec<Taken>>, ServiceError> {
         let woken = notify.notified();
         tokio::pin!(woken);
@@ -227,15 +235,28 @@ impl Service {
             return Ok(Some(taken));
         }
         let wait_until = match self.pull.next_pull_due(endpoint).await? {
-            // Due, yet not taken: rows another consumer is taking this
-            // instant (looked at again shortly). A lease that ran out is
-            // no reason: the take recorded it, and it is due again later.
-            Some(due) if due <= Utc::now() => Instant::now() + Duration::from_millis(5),
-            Some(due) => Instant::now() + (due - Utc::now()).to_std().unwrap_or_default(),
-            None => until,
+            // Due, yet not taken: rows another transaction holds (a
+            // consumer taking them this instant, the sweep, `end_unpulled`),
+            // looked at again shortly, then less and less often while
+            // that lasts. A lease that ran out is no reason: the take
+            // recorded it, and it is due again later.
+            Some(due) if due <= Utc::now() => {
+                let wait = behind_held(*behind);
+                *behind = Some(wait);
+                Instant::now() + wait
+            }
+            Some(due) => {
+                *behind = None;
+                Instant::now() + (due - Utc::now()).to_std().unwrap_or_default()
+            }
+            None => {
+                *behind = None;
+                until
+            }
         };
         tokio::select! {
-            _ = &mut woken => {}
+            // Something changed: the next wait behind held rows is short.
+            _ = &mut woken => *behind = None,
             _ = tokio::time::sleep_until(wait_until.min(until)) => {}
         }
         Ok(None)
@@ -386,6 +407,22 @@ impl Service {
     }
 }
 
+/// The first wait of a pull behind rows that are due yet not taken (held
+/// by another transaction): they are usually free again within
+/// milliseconds.
+const BEHIND_FIRST: Duration = Duration::from_millis(5);
+/// The longest: a row held that long is held by something slow (the sweep
+/// or `end_unpulled` over a large backlog), and a waiting pull then costs
+/// two queries four times a second, not two hundred.
+const BEHIND_MOST: Duration = Duration::from_millis(250);
+
+/// How long a waiting pull waits before it looks again behind rows due yet
+/// not taken, after `last` such wait (`None`: the first since something
+/// changed): 5 ms, then doubled each time up to 250 ms.
+fn behind_held(last: Option<Duration>) -> Duration {
+    last.map_or(BEHIND_FIRST, |last| (last * 2).min(BEHIND_MOST))
+}
+
 pub(super) fn not_yours() -> Problem {
     Problem::forbidden("this consumer token belongs to another endpoint")
 }
@@ -399,5 +436,31 @@ fn record_taken(taken: &[Taken]) {
     for row in taken {
         let late = (now - row.due_at).num_microseconds().unwrap_or(0).max(0);
         metrics::histogram!("hookd_pull_lateness_seconds").record(late as f64 / 1e6);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pull_behind_held_rows_backs_off_from_5_ms_to_250_ms() {
+        let mut waits = Vec::new();
+        let mut last = None;
+        for _ in 0..9 {
+            let wait = behind_held(last);
+            waits.push(wait.as_millis());
+            last = Some(wait);
+        }
+        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 250, 250, 250]);
+        // Twenty seconds behind a held row: 85 looks, not 4,000.
+        let (mut looks, mut spent, mut last) = (0, Duration::ZERO, None);
+        while spent < Duration::from_secs(20) {
+            let wait = behind_held(last);
+            spent += wait;
+            last = Some(wait);
+            looks += 1;
+        }
+        assert!(looks <= 85, "{looks} looks");
     }
 }

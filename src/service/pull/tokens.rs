@@ -7,8 +7,12 @@
 //! since its last read (a token issued, an endpoint changed or deleted),
 //! so a rotation or a revocation made through one process works in every
 //! other within a second or two; the process that makes the change applies
-//! it at once. A full read every minute heals whatever an incremental read
-//! could miss.
+//! it at once. A full read every 10 to 15 minutes (chosen anew each time,
+//! so processes started together do not read together) heals whatever an
+//! incremental read could miss: a change whose transaction took longer
+//! than the overlap to commit. With 100,000 pull endpoints a full read is
+//! 100,000 rows per process; the incremental reads carry every change
+//! meanwhile.
 //!
 //! Bounded by the pull endpoints: at most one entry per pull endpoint that
 //! has a token (an endpoint has one token; a new one replaces it), about
@@ -35,8 +39,9 @@ const REFRESH: Duration = Duration::from_secs(1);
 /// transaction began before the last read but committed after it is read
 /// the next time (the store's timestamps are transaction start times).
 const OVERLAP: chrono::Duration = chrono::Duration::seconds(10);
-/// Every this many reads, a full one.
-const FULL_EVERY: u64 = 60;
+/// A full read after between this many reads (10 minutes at one a second)
+/// and half again as many.
+const FULL_EVERY: u64 = 600;
 /// How long one read may take before it is given up.
 const READ_LIMIT: Duration = Duration::from_secs(5);
 /// How long a request that comes before the first read waits for it.
@@ -172,13 +177,15 @@ impl Service {
         let mut tick = tokio::time::interval(REFRESH);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut reads: u64 = 0;
+        // The first read is a full one.
+        let mut next_full: u64 = 0;
         let mut failing = false;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            let full = reads.is_multiple_of(FULL_EVERY);
+            let full = reads >= next_full;
             // A read that hangs (a stalled database) gives up, so that it
             // does not hold back this process's own changes meanwhile.
             let read = tokio::time::timeout(READ_LIMIT, self.tokens.refresh(&*self.pull, full));
@@ -192,6 +199,9 @@ impl Service {
             match refreshed {
                 Ok(()) => {
                     reads += 1;
+                    if full {
+                        next_full = reads + full_read_after(rand::random());
+                    }
                     if std::mem::take(&mut failing) {
                         tracing::info!("consumer tokens read again");
                     }
@@ -205,6 +215,12 @@ impl Service {
             }
         }
     }
+}
+
+/// How many reads after a full one the next full one comes, from a random
+/// `draw`: `FULL_EVERY` to 1.5 × `FULL_EVERY` (10 to 15 minutes).
+fn full_read_after(draw: u64) -> u64 {
+    FULL_EVERY + draw % (FULL_EVERY / 2 + 1)
 }
 
 #[cfg(test)]
@@ -232,6 +248,17 @@ mod tests {
             read_at: Utc::now(),
             rows,
         }
+    }
+
+    #[test]
+    fn a_full_read_comes_every_10_to_15_minutes() {
+        assert_eq!(REFRESH, Duration::from_secs(1));
+        for draw in [0, 1, 299, 300, 301, u64::MAX, rand::random()] {
+            let after = full_read_after(draw);
+            assert!((600..=900).contains(&after), "{after} reads");
+        }
+        assert_eq!(full_read_after(0), 600);
+        assert_eq!(full_read_after(300), 900);
     }
 
     #[test]

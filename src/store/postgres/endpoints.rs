@@ -21,8 +21,9 @@ const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
-            "INSERT INTO endpoints ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) \
+            "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, \
+                 CASE WHEN $14 THEN now() END) \
              RETURNING {COLUMNS}"
         );
         sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -150,12 +151,18 @@ impl PgStore {
             endpoint.disabled,
             endpoint.url.is_some(),
         );
+        if was_disabled && !endpoint.disabled {
+            release_held(&mut tx, endpoint.id).await?;
+        }
+        // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
              max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
              version = version + 1, \
+             disabled_at = CASE WHEN NOT $15 THEN NULL \
+                 WHEN disabled THEN COALESCE(disabled_at, now()) ELSE now() END, \
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
              breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27 \
@@ -226,4 +233,41 @@ impl PgStore {
         tx.commit().await?;
         Ok(Some(cancelled))
     }
+}
+
+/// What an endpoint held while disabled (DESIGN.md §17), released as it is
+/// enabled again, in the transaction that enables it:
+/// - its free pending pull notifications' due times move on by the time it
+///   spent disabled (`domain::lease::due_after_hold`, rendered as one
+///   statement: a held backlog of any size), so `pull.max_wait` counts only
+///   while it is enabled;
+/// - its push notifications that are due, which the dispatcher put back
+///   in the due index a minute at a time while it was disabled, are
+///   marked `needs_index`: the housekeeper (every second) moves them to
+///   their due time in the index, so they go out now rather than at their
+///   next look, and a crash after this commit loses none of that.
+///
+/// The caller holds the endpoint's row, whose `disabled_at` says when the
+/// span started; the transaction's clock is the enabling's.
+async fn release_held(conn: &mut sqlx::PgConnection, endpoint_id: Uuid) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE notifications n \
+         SET next_attempt_at = n.next_attempt_at + (now() - GREATEST(e.disabled_at, n.next_attempt_at)), \
+             updated_at = now() \
+         FROM endpoints e \
+         WHERE e.id = $1 AND e.disabled_at IS NOT NULL \
+           AND n.endpoint_id = $1 AND n.status = 'pending' AND n.pull AND n.lease_id IS NULL \
+           AND n.next_attempt_at < now()",
+    )
+    .bind(endpoint_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE notifications SET needs_index = true \
+         WHERE endpoint_id = $1 AND status = 'pending' AND NOT pull AND next_attempt_at <= now()",
+    )
+    .bind(endpoint_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

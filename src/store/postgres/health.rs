@@ -62,7 +62,7 @@ impl PgStore {
                  ORDER BY e.id FOR NO KEY UPDATE OF e \
              ), disabled AS ( \
                  UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now(), \
-                     version = e.version + 1 \
+                     disabled_at = now(), version = e.version + 1 \
                  FROM locked l WHERE e.id = l.id RETURNING e.id \
              ), ",
             insert_operator_events!("disabled", "$10", "$5", "$6", "$7", "$8", "$9"),

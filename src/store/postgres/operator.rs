@@ -63,7 +63,7 @@ impl PgStore {
             Some((stored_url, stored_secret, deleted, disabled)) => {
                 if !(target.unchanged)(&stored_url, &stored_secret) || deleted || disabled {
                     sqlx::query(
-                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, \
+                        "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, disabled_at = NULL, \
                              updated_at = now(), version = version + 1 WHERE id = $1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)

@@ -44,7 +44,8 @@ pub(super) const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
      AS schedule_jitter";
 impl PgStore {
     /// When the endpoint next needs a consumer: the earliest due time of
-    /// its pending pull notifications, leased ones at their lease's end.
+    /// its pending pull notifications, leased ones at their lease's end;
+    /// never while it is disabled (its enabling wakes its consumers).
     pub async fn next_pull_due(
         &self,
         endpoint_id: Uuid,
@@ -52,6 +53,7 @@ impl PgStore {
         Ok(sqlx::query_scalar(
             "SELECT next_attempt_at FROM notifications \
              WHERE endpoint_id = $1 AND status = 'pending' AND pull \
+               AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
              ORDER BY next_attempt_at, id LIMIT 1",
         )
         .bind(endpoint_id)

@@ -35,7 +35,9 @@ use crate::store::StoreError;
 const TAKE_ROUNDS: usize = 4;
 impl PgStore {
     /// Takes up to `max` due notifications of a pull endpoint, earliest due
-    /// first, leasing each for `lease`. Rows whose lease ran out unrecorded
+    /// first, leasing each for `lease`; none while the endpoint is disabled
+    /// (it holds them, also from a pull that was waiting as it was
+    /// disabled). Rows whose lease ran out unrecorded
     /// are read too (they are at the lease's end in the endpoint's due
     /// order); `decide` says what to record of each and whether to take it.
     pub async fn take(
@@ -54,6 +56,7 @@ impl PgStore {
                 "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                  WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
                    AND n.next_attempt_at <= now() AND NOT (n.id = ANY($3)) \
+                   AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
                  ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
             );
             let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
@@ -91,8 +94,10 @@ impl PgStore {
         Ok(taken)
     }
 
-    /// Ends pending notifications of live pull endpoints that have been
-    /// due for `max_wait` or longer, at most `limit`: reads them, holding
+    /// Ends pending notifications of live, enabled pull endpoints that have
+    /// been due for `max_wait` or longer (a disabled one holds them, and
+    /// its enabling moves their due times on by the time it was disabled:
+    /// `endpoints::release_held`), at most `limit`: reads them, holding
     /// them, asks `decide` for the attempt each ends with, and records those
     /// attempts, in one transaction. Returns the ids that ended.
     ///
@@ -114,7 +119,7 @@ impl PgStore {
                        AND next_attempt_at <= now() - make_interval(secs => $1) \
                      ORDER BY next_attempt_at, id LIMIT $2 \
                  ) o \
-                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL LIMIT $2 \
+                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND NOT ep.disabled LIMIT $2 \
              ) AND n.status = 'pending' AND n.pull \
              FOR UPDATE OF n SKIP LOCKED"
         );

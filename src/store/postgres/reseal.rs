@@ -19,7 +19,9 @@ use crate::store::StoreError;
 
 /// An endpoint row with a value not starting with `$PREFIX`, the current
 /// key's `enc:v1:<id>:`: rows already done are neither locked nor sent.
+/// The operator endpoint's (`managed`) URL is one of its values.
 const STALE_ENDPOINT: &str = "NOT starts_with(secret, $PREFIX) \
+     OR (managed AND NOT starts_with(url, $PREFIX)) \
      OR EXISTS (SELECT 1 FROM jsonb_array_elements(previous_secrets) p \
                 WHERE NOT starts_with(p->>'secret', $PREFIX)) \
      OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $PREFIX))";
@@ -32,6 +34,7 @@ type EndpointRow = (
     String,
     Json<Vec<PreviousSecret>>,
     Json<BTreeMap<String, String>>,
+    Option<String>,
 );
 
 #[async_trait::async_trait]
@@ -58,7 +61,7 @@ impl ResealRows for PgStore {
     ) -> Result<ResealPage, StoreError> {
         let mut tx = self.pool.begin().await?;
         let rows: Vec<EndpointRow> = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id, secret, previous_secrets, headers FROM endpoints \
+            "SELECT id, secret, previous_secrets, headers, CASE WHEN managed THEN url END FROM endpoints \
              WHERE id > $1 AND ({}) ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
             stale(STALE_ENDPOINT, "$3")
         )))
@@ -69,23 +72,28 @@ impl ResealRows for PgStore {
         .await?;
         let next = next_page(&rows, limit, |r| r.0);
         let mut changed = 0;
-        for (id, secret, Json(previous_secrets), Json(headers)) in rows {
+        for (id, secret, Json(previous_secrets), Json(headers), url) in rows {
             let mut row = EndpointSecrets {
                 id,
                 secret,
                 previous_secrets,
                 headers,
+                url,
             };
             if !reseal(&mut row) {
                 continue;
             }
-            sqlx::query("UPDATE endpoints SET secret = $2, previous_secrets = $3, headers = $4 WHERE id = $1")
-                .bind(id)
-                .bind(&row.secret)
-                .bind(Json(&row.previous_secrets))
-                .bind(Json(&row.headers))
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE endpoints SET secret = $2, previous_secrets = $3, headers = $4, \
+                 url = COALESCE($5, url) WHERE id = $1",
+            )
+            .bind(id)
+            .bind(&row.secret)
+            .bind(Json(&row.previous_secrets))
+            .bind(Json(&row.headers))
+            .bind(&row.url)
+            .execute(&mut *tx)
+            .await?;
             changed += 1;
         }
         tx.commit().await?;

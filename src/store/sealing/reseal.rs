@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::values::{open_endpoint_values, open_headers, seal_headers, seal_previous, seal_secret};
+use super::values::{
+    open_endpoint_values, open_headers, open_url, seal_headers, seal_previous, seal_secret,
+};
 use super::Sealing;
 use crate::domain::sealed::{context, SealError, PREFIX};
 use crate::store::seams::{EndpointSecrets, ResealRows};
@@ -117,8 +119,9 @@ impl<S: ResealRows> Sealing<S> {
 }
 
 impl<S> Sealing<S> {
-    /// Seals one endpoint's values again, if one is not under the current
-    /// key (the backend chose the row; the same rule, in Rust, decides).
+    /// Seals one endpoint's values again (the operator endpoint's URL
+    /// among them), if one is not under the current key (the backend chose
+    /// the row; the same rule, in Rust, decides).
     pub(super) fn reseal_endpoint(&self, row: &mut EndpointSecrets, unreadable: &mut u64) -> bool {
         let keys = &*self.keys;
         let needed = keys.needs_reseal(&row.secret)
@@ -126,21 +129,31 @@ impl<S> Sealing<S> {
                 .previous_secrets
                 .iter()
                 .any(|p| keys.needs_reseal(&p.secret))
-            || row.headers.values().any(|v| keys.needs_reseal(v));
+            || row.headers.values().any(|v| keys.needs_reseal(v))
+            || row.url.as_deref().is_some_and(|u| keys.needs_reseal(u));
         if !needed {
             return false;
         }
         let id = row.id;
-        if let Err(error) = open_endpoint_values(
+        let opened = open_endpoint_values(
             keys,
             id,
             &mut row.secret,
             &mut row.previous_secrets,
             &mut row.headers,
-        ) {
+        )
+        .and_then(|()| {
+            row.url
+                .as_mut()
+                .map_or(Ok(()), |url| open_url(keys, id, url))
+        });
+        if let Err(error) = opened {
             log_unreadable("endpoint", id, &error);
             *unreadable += 1;
             return false;
+        }
+        if let Some(url) = &mut row.url {
+            *url = keys.seal(url, &context::endpoint_url(id)).into_owned();
         }
         row.secret = seal_secret(keys, id, &row.secret);
         row.previous_secrets = seal_previous(keys, id, &row.previous_secrets);

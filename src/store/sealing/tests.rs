@@ -121,6 +121,7 @@ fn a_reseal_brings_values_under_the_first_key_and_leaves_what_does_not_open() {
         secret: e.secret.clone(),
         previous_secrets: e.previous_secrets.clone(),
         headers: e.headers.clone(),
+        url: None,
     };
 
     let rotated = Sealing::new((), keys(&[("new", NEW), ("old", OLD)]));

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::Sealing;
+use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
 use crate::domain::sealed::{context, Keyring, SealError, PREFIX};
 use crate::store::delivery::DeliveryEndpoint;
 use crate::store::endpoints::{Endpoint, PreviousSecret};
@@ -100,12 +101,17 @@ pub(super) fn open_previous(
 }
 
 /// Opens an endpoint URL that is sealed (the operator endpoint's,
-/// `operator.url`); the others are stored, and read, in clear.
+/// `operator.url`); the others are stored, and read, in clear. The operator
+/// endpoint's in clear is refused as a plaintext secret is, once the walk
+/// left none: only a write around hookd, or by a process without keys,
+/// can have put it there, and operator events must not follow it.
 pub(super) fn open_url(keys: &Keyring, endpoint: Uuid, url: &mut String) -> Result<(), SealError> {
     if url.starts_with(PREFIX) {
         *url = keys
             .open(url, &context::endpoint_url(endpoint))?
             .into_owned();
+    } else if endpoint == OPERATOR_ENDPOINT_ID {
+        keys.check_plaintext()?;
     }
     Ok(())
 }

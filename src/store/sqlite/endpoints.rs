@@ -85,9 +85,10 @@ impl SqliteStore {
         let mut conn = self.writer.acquire().await.map_err(store_error)?;
         let now = stamp();
         let sql = format!(
-            "INSERT INTO endpoints ({ENDPOINT_COLUMNS}) \
+            "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, \
+                     CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -236,11 +237,18 @@ impl SqliteStore {
             endpoint.disabled,
             endpoint.url.is_some(),
         );
+        let now = stamp();
+        if before.disabled && !endpoint.disabled {
+            release_held(&mut tx, endpoint.id, now).await?;
+        }
+        // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = ?2, url = ?3, description = ?4, secret = ?5, \
              previous_secrets = ?6, event_types = ?7, schedule_ms = ?8, schedule_name = ?9, \
              success_body = ?10, permanent_statuses = ?11, headers = ?12, timeout_ms = ?13, \
              max_in_flight = ?14, disabled = ?15, owner = ?16, delivery = ?17, updated_at = ?18, \
+             disabled_at = CASE WHEN NOT ?15 THEN NULL \
+                 WHEN disabled = 1 THEN COALESCE(disabled_at, ?18) ELSE ?18 END, \
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
              breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
@@ -265,7 +273,7 @@ impl SqliteStore {
             .bind(endpoint.disabled)
             .bind(&endpoint.owner)
             .bind(endpoint.delivery.as_str())
-            .bind(stamp())
+            .bind(now)
             .bind(disabled_reason)
             .bind(failing_since.map(micros))
             .bind(version)
@@ -332,6 +340,42 @@ impl SqliteStore {
         tx.commit().await.map_err(store_error)?;
         Ok(Some(cancelled))
     }
+}
+
+/// What an endpoint held while disabled, released as it is enabled again
+/// at `now`, as PostgreSQL's `release_held` does (which says why): its free
+/// pending pull notifications' due times move on by the time it spent
+/// disabled (`domain::lease::due_after_hold`), and its due push ones are
+/// marked `needs_index`. The caller holds the writer; the endpoint's
+/// `disabled_at` says when the span started.
+async fn release_held(
+    conn: &mut sqlx::SqliteConnection,
+    endpoint_id: Uuid,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE notifications \
+         SET next_attempt_at = next_attempt_at + (?2 - MAX(held.since, next_attempt_at)), \
+             updated_at = ?2 \
+         FROM (SELECT disabled_at AS since FROM endpoints WHERE id = ?1 AND disabled_at IS NOT NULL) held \
+         WHERE endpoint_id = ?1 AND status = 'pending' AND pull = 1 AND lease_id IS NULL \
+           AND next_attempt_at < ?2",
+    )
+    .bind(endpoint_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    sqlx::query(
+        "UPDATE notifications SET needs_index = 1 \
+         WHERE endpoint_id = ?1 AND status = 'pending' AND pull = 0 AND next_attempt_at <= ?2",
+    )
+    .bind(endpoint_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ impl SqliteStore {
         for endpoint in endpoints {
             let done = sqlx::query(
                 "UPDATE endpoints SET disabled = 1, disabled_reason = ?4, updated_at = ?5, \
-                     version = version + 1 \
+                     disabled_at = ?5, version = version + 1 \
                  WHERE id = ?1 AND failing_since = ?2 AND updated_at = ?3 \
                    AND disabled = 0 AND deleted_at IS NULL",
             )

@@ -63,7 +63,7 @@ impl SqliteStore {
                 if !(target.unchanged)(&stored_url, &stored_secret) || deleted || disabled {
                     sqlx::query(
                         "UPDATE endpoints SET url = ?2, secret = ?3, deleted_at = NULL, \
-                             disabled = 0, updated_at = ?4, version = version + 1 WHERE id = ?1",
+                             disabled = 0, disabled_at = NULL, updated_at = ?4, version = version + 1 WHERE id = ?1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)
                     .bind(target.url.as_ref())

@@ -69,7 +69,8 @@ pub(super) fn leased_rows(
 
 impl SqliteStore {
     /// When the endpoint next needs a consumer: the earliest due time of
-    /// its pending pull notifications, leased ones at their lease's end.
+    /// its pending pull notifications, leased ones at their lease's end;
+    /// never while it is disabled (its enabling wakes its consumers).
     pub async fn next_pull_due(
         &self,
         endpoint_id: Uuid,
@@ -77,7 +78,8 @@ impl SqliteStore {
         // `notifications_pull_due`, its terms as the index writes them.
         let due: Option<Option<i64>> = sqlx::query_scalar(
             "SELECT next_attempt_at FROM notifications \
-             WHERE endpoint_id = ? AND status = 'pending' AND pull = 1 \
+             WHERE endpoint_id = ?1 AND status = 'pending' AND pull = 1 \
+               AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
              ORDER BY next_attempt_at, id LIMIT 1",
         )
         .bind(endpoint_id)

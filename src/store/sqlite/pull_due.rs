@@ -31,7 +31,8 @@ const TAKE_ROUNDS: usize = 4;
 
 impl SqliteStore {
     /// Takes up to `max` due notifications of a pull endpoint, earliest due
-    /// first, leasing each for `lease`. Rows whose lease ran out unrecorded
+    /// first, leasing each for `lease`; none while the endpoint is disabled,
+    /// as in PostgreSQL. Rows whose lease ran out unrecorded
     /// are read too; `decide` says what to record of each and whether to
     /// take it.
     pub async fn take(
@@ -55,6 +56,7 @@ impl SqliteStore {
             let sql = format!(
                 "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
                    AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
+                   AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
                  ORDER BY n.next_attempt_at, n.id LIMIT ?4"
             );
             let read = sqlx::query(AssertSqlSafe(sql))
@@ -102,8 +104,9 @@ impl SqliteStore {
         Ok(taken)
     }
 
-    /// Ends pending notifications of live pull endpoints that have been
-    /// due for `max_wait` or longer, at most `limit`: reads them, asks
+    /// Ends pending notifications of live, enabled pull endpoints that have
+    /// been due for `max_wait` or longer (a disabled one holds them, as in
+    /// PostgreSQL), at most `limit`: reads them, asks
     /// `decide` for the attempt each ends with, and records those attempts,
     /// in one transaction. Returns the ids that ended.
     pub async fn end_unpulled(
@@ -119,7 +122,7 @@ impl SqliteStore {
         let sql = format!(
             "{LEASED_FROM} WHERE n.id IN ( \
                  SELECT o.id FROM endpoints ep JOIN notifications o ON o.endpoint_id = ep.id \
-                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL \
+                 WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND ep.disabled = 0 \
                    AND o.status = 'pending' AND o.pull = 1 AND o.next_attempt_at <= ?1 \
                  ORDER BY o.next_attempt_at, o.id LIMIT ?2)"
         );

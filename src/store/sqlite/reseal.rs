@@ -16,8 +16,10 @@ use crate::store::seams::{EndpointSecrets, ResealEndpoint, ResealHeaders, Reseal
 use crate::store::StoreError;
 
 /// An endpoint row with a value not starting with `?P` (the current key's
-/// `enc:v1:<id>:`): rows already done are not sent.
+/// `enc:v1:<id>:`): rows already done are not sent. The operator
+/// endpoint's (`managed`) URL is one of its values.
 const STALE_ENDPOINT: &str = "substr(secret, 1, length(?P)) <> ?P \
+     OR (managed = 1 AND substr(url, 1, length(?P)) <> ?P) \
      OR EXISTS (SELECT 1 FROM json_each(endpoints.previous_secrets) p \
                 WHERE substr(json_extract(p.value, '$.secret'), 1, length(?P)) <> ?P) \
      OR EXISTS (SELECT 1 FROM json_each(endpoints.headers) h \
@@ -26,6 +28,10 @@ const STALE_ENDPOINT: &str = "substr(secret, 1, length(?P)) <> ?P \
 const STALE_NOTIFICATION: &str = "headers <> '{}' \
      AND EXISTS (SELECT 1 FROM json_each(notifications.headers) h \
                  WHERE substr(h.value, 1, length(?P)) <> ?P)";
+
+/// An endpoint's sealed values as read: id, secret, previous secrets and
+/// headers (JSON), and the operator endpoint's URL.
+type EndpointRow = (Uuid, String, String, String, Option<String>);
 
 fn decode<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| {
@@ -64,8 +70,9 @@ impl SqliteStore {
         reseal: ResealEndpoint<'_>,
     ) -> Result<ResealPage, StoreError> {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let rows: Vec<(Uuid, String, String, String)> = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id, secret, previous_secrets, headers FROM endpoints \
+        let rows: Vec<EndpointRow> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, secret, previous_secrets, headers, CASE WHEN managed = 1 THEN url END \
+             FROM endpoints \
              WHERE id > ?1 AND ({}) ORDER BY id LIMIT ?2",
             stale(STALE_ENDPOINT, "?3")
         )))
@@ -77,23 +84,26 @@ impl SqliteStore {
         .map_err(store_error)?;
         let next = next_page(&rows, limit, |r| r.0);
         let mut changed = 0;
-        for (id, secret, previous, headers) in rows {
+        for (id, secret, previous, headers, url) in rows {
             let mut row = EndpointSecrets {
                 id,
                 secret,
                 previous_secrets: decode::<Vec<PreviousSecret>>("previous_secrets", &previous)?,
                 headers: decode("headers", &headers)?,
+                url,
             };
             if !reseal(&mut row) {
                 continue;
             }
             sqlx::query(
-                "UPDATE endpoints SET secret = ?2, previous_secrets = ?3, headers = ?4 WHERE id = ?1",
+                "UPDATE endpoints SET secret = ?2, previous_secrets = ?3, headers = ?4, \
+                 url = COALESCE(?5, url) WHERE id = ?1",
             )
             .bind(id)
             .bind(&row.secret)
             .bind(json_text(&row.previous_secrets))
             .bind(json_text(&row.headers))
+            .bind(&row.url)
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;
