@@ -251,8 +251,10 @@ pub struct ListParams {
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads"),
-        (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+    description = "Newest first. A filter that no index serves together with the list's scope (`status` or `event_type`, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
+    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads; `next_cursor` is `null` only on the last page"),
+        (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` seconds")))]
 pub async fn list(
     State(state): State<AppState>,
     caller: SeesSecrets,
@@ -311,7 +313,7 @@ pub async fn list(
         },
         None => None,
     };
-    let filter = NotificationFilter {
+    let mut filter = NotificationFilter {
         endpoint_id,
         status,
         key: params.key,
@@ -320,15 +322,25 @@ pub async fn list(
         owner: params.owner,
         created,
         before,
+        from: None,
         limit: limit + 1,
     };
+    // A filter no index serves beside the scope reads a bounded slice of
+    // it: a page may come back short, or empty, with a cursor past it.
+    if filter.bounded() {
+        filter.from = state.store.notifications_frontier(&filter).await?;
+    }
     let rows = state.store.list_notifications(&filter).await?;
-    Ok(Json(page(
+    let mut listed = page(
         rows,
         limit,
         |n| encode_cursor(n.id),
         |n| NotificationView::summary(n).shown_to(caller),
-    )))
+    );
+    if listed.next_cursor.is_none() {
+        listed.next_cursor = filter.from.map(encode_cursor);
+    }
+    Ok(Json(listed))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -125,6 +125,17 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        self.read(
+            self.replica.notifications_frontier(filter),
+            || self.primary.notifications_frontier(filter),
+            Option::is_some,
+        )
+        .await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.read(
             self.replica.notification_url(id),

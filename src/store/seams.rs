@@ -144,6 +144,13 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError>;
+    /// Where a bounded list's page stops examining rows
+    /// (`NotificationFilter::examined_per_endpoint`): the lowest id it
+    /// reads, `None` when it reads every row its scope has.
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError>;
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     async fn list_attempts(
         &self,

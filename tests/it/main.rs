@@ -27,6 +27,7 @@ mod guard;
 mod handoff;
 mod hostile_input;
 mod jitter;
+mod list_bounds;
 mod list_filters;
 mod logs;
 mod masked_urls;

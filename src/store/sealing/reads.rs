@@ -37,6 +37,12 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
         let rows = self.inner.list_notifications(filter).await?;
         Ok(self.open_notifications(rows))
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        self.inner.notifications_frontier(filter).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.inner.notification_url(id).await
     }
