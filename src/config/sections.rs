@@ -201,6 +201,9 @@ pub struct ApiSettings {
     pub tokens: Vec<TokenSpec>,
     pub max_payload_bytes: usize,
     pub max_request_bytes: usize,
+    /// Reads (GET, HEAD) one credential may have under way at once; past
+    /// it 429 (`api::concurrency`).
+    pub max_concurrent_per_credential: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -29,6 +29,7 @@ mod hostile_input;
 mod jitter;
 mod list_bounds;
 mod list_filters;
+mod list_load;
 mod logs;
 mod masked_urls;
 mod operator;
