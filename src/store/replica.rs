@@ -192,6 +192,14 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        self.read(
+            self.replica.events_frontier(filter),
+            || self.primary.events_frontier(filter),
+            Option::is_some,
+        )
+        .await
+    }
     async fn endpoint_backlog(
         &self,
         endpoint: Uuid,

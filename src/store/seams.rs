@@ -168,6 +168,8 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError>;
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError>;
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError>;
+    /// As `notifications_frontier`, for `EventFilter::bounded`.
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError>;
     /// What waits for `endpoint` at `now`, each count up to `BACKLOG_CAP`.
     async fn endpoint_backlog(
         &self,

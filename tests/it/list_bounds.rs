@@ -90,6 +90,65 @@ pub async fn history(db: Db<'_>, endpoint: Uuid, n: usize, every: usize) -> Hash
     failed
 }
 
+/// `n` events of `owner`, oldest first, of type `order.paid` but every
+/// `every`-th `order.refunded`. Returns the refunded ones' ids.
+async fn events(db: Db<'_>, owner: &str, n: usize, every: usize) -> HashSet<Uuid> {
+    let rows: Vec<(Uuid, &str)> = (1..=n)
+        .map(|i| {
+            let kind = if i % every == 0 {
+                "order.refunded"
+            } else {
+                "order.paid"
+            };
+            (Uuid::now_v7(), kind)
+        })
+        .collect();
+    let refunded = rows
+        .iter()
+        .filter(|(_, kind)| *kind == "order.refunded")
+        .map(|(id, _)| *id)
+        .collect();
+    match db {
+        Db::Postgres(pool) => {
+            let (ids, kinds): (Vec<Uuid>, Vec<&str>) = rows.into_iter().unzip();
+            sqlx::query(
+                "INSERT INTO events (id, owner, event_type, content_type, body, deliver_at, \
+                     deliveries) \
+                 SELECT u.id, $2, u.kind, 'application/json', '\\x7b7d', now(), 0 \
+                 FROM UNNEST($1::uuid[], $3::text[]) AS u(id, kind)",
+            )
+            .bind(&ids)
+            .bind(owner)
+            .bind(&kinds)
+            .execute(pool)
+            .await
+            .expect("the events are written");
+        }
+        Db::Sqlite(pool) => {
+            let now = chrono::Utc::now().timestamp_micros();
+            let mut tx = pool.begin().await.unwrap();
+            for chunk in rows.chunks(1_000) {
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO events (id, owner, event_type, content_type, body, deliver_at, \
+                     deliveries, created_at) ",
+                );
+                insert.push_values(chunk, |mut row, (id, kind)| {
+                    row.push_bind(*id)
+                        .push_bind(owner)
+                        .push_bind(*kind)
+                        .push("'application/json', x'7b7d'")
+                        .push_bind(now)
+                        .push("0")
+                        .push_bind(now);
+                });
+                insert.build().execute(&mut *tx).await.unwrap();
+            }
+            tx.commit().await.expect("the events are written");
+        }
+    }
+    refunded
+}
+
 /// Follows `path`'s cursors to the end: every page's ids and the pages
 /// (ids found, rows, cursor) as they came.
 async fn walk(app: &TestApp, path: &str, limit: usize) -> (Vec<Uuid>, Vec<(usize, bool)>) {
@@ -182,5 +241,19 @@ async fn a_filtered_page_reads_a_bounded_slice_and_its_cursors_find_every_match_
     let (ids, pages) = walk(&app, "/v1/notifications?status=failed", 7).await;
     exactly_once(&ids, &all, "every failed");
     assert!(pages.len() >= 3, "{pages:?}");
+
+    // Events by type, an owner's and everyone's alike.
+    let refunded = events(db(), "shop-7", 2 * EXAMINED + 2_000, 1_000).await;
+    let other = events(db(), "shop-8", 1_000, 100).await;
+    let path = "/v1/events?owner=shop-7&event_type=order.refunded";
+    let (ids, pages) = walk(&app, path, 10).await;
+    exactly_once(&ids, &refunded, "an owner's events of a type");
+    assert!(
+        pages.iter().any(|&(rows, more)| rows < 10 && more),
+        "a short page with a cursor: {pages:?}"
+    );
+    let every: HashSet<Uuid> = refunded.union(&other).copied().collect();
+    let (ids, _) = walk(&app, "/v1/events?event_type=order.refunded", 10).await;
+    exactly_once(&ids, &every, "every event of a type");
 }
 both!(a_filtered_page_reads_a_bounded_slice_and_its_cursors_find_every_match_once);

@@ -1,9 +1,11 @@
 //! The statements of `GET /v1/notifications` in PostgreSQL: a page, and
-//! where a bounded page stops reading (`NotificationFilter::bounded`).
+//! where a bounded page stops reading (`NotificationFilter::bounded`); and
+//! those of `GET /v1/events` (`EventFilter::bounded`).
 
 use sqlx::QueryBuilder;
 
 use super::notifications::{columns_without_body, push_created};
+use crate::store::events::EventFilter;
 use crate::store::notifications::{NotificationFilter, MAX_EXAMINED};
 
 /// `list_notifications`' statement (`list_plan_tests` reads its plans).
@@ -147,5 +149,79 @@ pub(super) fn frontier_query(
             // The highest (PostgreSQL has no `max` of a uuid).
             .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY f.id DESC LIMIT 1");
     }
+    query
+}
+
+/// The events' scope (an owner's, those without one, or all) and window,
+/// the terms `events_owner_newest` or the primary key serve.
+fn event_scope(query: &mut QueryBuilder<sqlx::Postgres>, filter: &EventFilter) {
+    match &filter.owner {
+        Some(Some(owner)) => {
+            query.push(" AND owner = ").push_bind(owner.clone());
+        }
+        Some(None) => {
+            query.push(" AND owner IS NULL");
+        }
+        None => {}
+    }
+}
+
+/// `list_events`' statement: bounded, the scope's rows in a subquery the
+/// type cannot reach, from the frontier on, as `list_query`.
+pub(super) fn events(filter: &EventFilter, columns: &str) -> QueryBuilder<sqlx::Postgres> {
+    let bounded = filter.bounded();
+    let rows = if bounded {
+        "(SELECT * FROM events WHERE true"
+    } else {
+        "events WHERE true"
+    };
+    let mut query = QueryBuilder::new(format!("SELECT {columns}, ''::bytea AS body FROM {rows}"));
+    event_scope(&mut query, filter);
+    push_created(&mut query, &filter.created);
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    if let Some(from) = filter.from {
+        query.push(" AND id >= ").push_bind(from);
+    }
+    if bounded {
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(MAX_EXAMINED.max(filter.limit))
+            .push(") events WHERE true");
+    }
+    if let Some(event_type) = &filter.event_type {
+        query
+            .push(" AND event_type = ")
+            .push_bind(event_type.clone());
+    }
+    if let Some(key) = &filter.key {
+        query.push(" AND key = ").push_bind(key.clone());
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(filter.limit);
+    query
+}
+
+/// `events_frontier`'s statement: the lowest id of the scope's newest
+/// `MAX_EXAMINED` events below the cursor, on its index's ids alone.
+pub(super) fn events_frontier(filter: &EventFilter) -> QueryBuilder<sqlx::Postgres> {
+    let mut query = QueryBuilder::new("SELECT id FROM events WHERE true");
+    event_scope(&mut query, filter);
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query.push(" AND id >= ").push_bind(low);
+    }
+    if let (Some(_), Some(high)) = (filter.created.before, high) {
+        query.push(" AND id < ").push_bind(high);
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY id DESC OFFSET ")
+        .push_bind(MAX_EXAMINED - 1)
+        .push(" LIMIT 1");
     query
 }

@@ -147,6 +147,9 @@ impl ReadStore for PgStore {
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         PgStore::list_events(self, filter).await
     }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        PgStore::events_frontier(self, filter).await
+    }
     async fn endpoint_backlog(
         &self,
         endpoint: Uuid,

@@ -79,6 +79,9 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         self.inner.list_events(filter).await
     }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        self.inner.events_frontier(filter).await
+    }
     async fn endpoint_backlog(
         &self,
         endpoint: Uuid,

@@ -153,6 +153,9 @@ impl ReadStore for SqliteStore {
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         SqliteStore::list_events(self, filter).await
     }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        SqliteStore::events_frontier(self, filter).await
+    }
     async fn endpoint_backlog(
         &self,
         endpoint: Uuid,
