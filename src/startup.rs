@@ -217,6 +217,7 @@ impl App {
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings,
             readiness: Default::default(),
+            in_flight: Default::default(),
         };
         let resealed = store.clone();
         Ok(Self {

@@ -53,6 +53,9 @@ pub enum ApiError {
     },
     /// 404, 409, 413 or 422, as the write path decided.
     Rejected(Problem),
+    /// 429: the caller has `api.max_concurrent_per_credential` requests
+    /// under way already (`api::concurrency`).
+    TooManyRequests,
     /// 415: with no tokens configured, a write must be `application/json`.
     UnsupportedMediaType,
     /// 503: a backing store is unreachable; retry later.
@@ -118,6 +121,7 @@ impl ApiError {
                 Kind::Forbidden => StatusCode::FORBIDDEN,
             },
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -144,6 +148,11 @@ impl ApiError {
                 None,
             ),
             ApiError::Forbidden(message) => (ErrorCode::Forbidden, message.clone(), None),
+            ApiError::TooManyRequests => (
+                ErrorCode::TooManyRequests,
+                "this credential has api.max_concurrent_per_credential requests under way; retry after the Retry-After seconds".into(),
+                None,
+            ),
             ApiError::UnsupportedMediaType => (
                 ErrorCode::UnsupportedMediaType,
                 "send the request with `content-type: application/json`".into(),
@@ -210,7 +219,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ApiError::Unavailable { .. } => {
+            ApiError::Unavailable { .. } | ApiError::TooManyRequests => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -205,7 +205,9 @@ pub struct ListParams {
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    responses((status = 200, body = Page<EventView>, description = "newest first, without payloads")))]
+    description = "Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the page's length.",
+    responses((status = 200, body = Page<EventView>, description = "newest first, without payloads; `next_cursor` is `null` only on the last page"),
+        (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way")))]
 pub async fn list(
     State(state): State<AppState>,
     QueryParams(params): QueryParams<ListParams>,
@@ -222,21 +224,25 @@ pub async fn list(
         params.created_after.as_deref(),
         params.created_before.as_deref(),
     )?;
-    let filter = EventFilter {
+    let mut filter = EventFilter {
         owner: params.owner.map(Some),
         event_type: params.event_type,
         key: params.key,
         created,
         before: paging.cursor_id()?,
+        from: None,
         limit: limit + 1,
     };
+    // A type reads a bounded slice of the scope, as notifications' lists.
+    if filter.bounded() {
+        filter.from = state.store.events_frontier(&filter).await?;
+    }
     let rows = state.store.list_events(&filter).await?;
-    Ok(Json(page(
-        rows,
-        limit,
-        |e| encode_cursor(e.id),
-        EventView::summary,
-    )))
+    let mut listed = page(rows, limit, |e| encode_cursor(e.id), EventView::summary);
+    if listed.next_cursor.is_none() {
+        listed.next_cursor = filter.from.map(encode_cursor);
+    }
+    Ok(Json(listed))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod backlog;
 mod batch;
 mod body;
+pub mod concurrency;
 pub mod endpoints;
 pub mod error;
 pub mod events;
@@ -12,6 +13,7 @@ pub mod extract;
 mod filters;
 mod headers;
 pub mod health;
+pub mod notification_view;
 pub mod notifications;
 pub mod openapi;
 mod openapi_depth;
@@ -50,6 +52,8 @@ pub struct AppState {
     pub readiness: health::Readiness,
     /// Recover operations: started here, run in the background.
     pub recovery: crate::service::recover::Recovery,
+    /// Reads under way by credential (`concurrency`).
+    pub in_flight: Arc<concurrency::InFlight>,
 }
 
 /// The whole API: resources behind bearer auth, operations open. With
@@ -64,6 +68,11 @@ pub fn router(state: AppState) -> Router {
         .merge(recover::router())
         .merge(stats::router())
         .merge(portal::router())
+        // Inside `authorize`, which names the caller it counts by.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            concurrency::limit,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authorize,

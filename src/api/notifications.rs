@@ -3,7 +3,7 @@
 //! answers 201, then indexed in Redis; if Redis fails at that moment the row
 //! is marked and indexed later, and the answer is still 201.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -12,7 +12,6 @@ use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::auth::{Caller, SeesSecrets};
@@ -20,10 +19,10 @@ use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::filters;
+use super::notification_view::{secret_paths, NotificationView};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::bounded::Bounded;
-use crate::domain::fields::masked;
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
 use crate::domain::status::Status;
@@ -41,129 +40,6 @@ pub fn router() -> Router<AppState> {
         .route("/v1/notifications/{id}/attempts", get(attempts))
         .route("/v1/notifications/{id}/cancel", post(cancel))
         .route("/v1/notifications/{id}/retry", post(retry))
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct LastAttempt {
-    pub at: DateTime<Utc>,
-    pub status_code: Option<i32>,
-    pub error: Option<String>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct NotificationView {
-    pub id: Uuid,
-    pub endpoint_id: Uuid,
-    /// The event this notification delivers, when it is one's delivery.
-    pub event_id: Option<Uuid>,
-    /// Where it is sent, when not to its endpoint's URL.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    pub key: Option<String>,
-    pub event_type: Option<String>,
-    pub status: Status,
-    /// Attempts made so far, over every series.
-    pub attempts: i32,
-    /// When the next attempt is due; `null` once final. While `leased`,
-    /// when the lease runs out.
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    /// A pull consumer holds it under a lease that has not run out: its
-    /// attempt is under way.
-    pub leased: bool,
-    pub deliver_at: DateTime<Utc>,
-    pub last_attempt: Option<LastAttempt>,
-    pub content_type: String,
-    #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
-    pub schedule: Value,
-    /// Custom headers by name; their values are never shown (`***`).
-    pub headers: BTreeMap<String, String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
-    /// The JSON payload (single reads only, JSON content types).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<serde_json::Value>)]
-    pub payload: Option<Box<RawValue>>,
-    /// The body as text (single reads only, other content types).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-}
-
-impl NotificationView {
-    fn summary(n: Notification) -> Self {
-        Self {
-            id: n.id,
-            endpoint_id: n.endpoint_id,
-            event_id: n.event_id,
-            url: n.url.clone(),
-            status: n.status(),
-            schedule: n.schedule().to_json(),
-            last_attempt: n.last_attempt_at.map(|at| LastAttempt {
-                at,
-                status_code: n.last_status_code,
-                error: n.last_error.clone(),
-            }),
-            key: n.key,
-            event_type: n.event_type,
-            attempts: n.attempts,
-            next_attempt_at: n.next_attempt_at,
-            leased: n.leased,
-            deliver_at: n.deliver_at,
-            content_type: n.content_type,
-            headers: masked(n.headers),
-            created_at: n.created_at,
-            updated_at: n.updated_at,
-            completed_at: n.completed_at,
-            payload: None,
-            body: None,
-        }
-    }
-
-    /// As `caller` may see it: the URL's query-string values and
-    /// credential-like path segments masked for callers without the
-    /// `secrets` scope, and its whole path when its endpoint is one of
-    /// `secret_paths` (`url_secret`).
-    fn shown_to(mut self, caller: &SeesSecrets, secret_paths: &HashSet<Uuid>) -> Self {
-        let whole_path = secret_paths.contains(&self.endpoint_id);
-        self.url = self.url.map(|url| caller.url(url, whole_path));
-        self
-    }
-
-    fn full(mut n: Notification) -> Self {
-        let body = std::mem::take(&mut n.body);
-        let content_type = n.content_type.clone();
-        let mut view = Self::summary(n);
-        (view.payload, view.body) = super::body::shown(&content_type, body);
-        view
-    }
-}
-
-/// Of the endpoints of `notifications` with a URL of their own, those whose
-/// whole path `caller` may not see (`url_secret`). Nothing to look up for a
-/// caller who sees secrets, or without per-notification URLs. If the
-/// endpoints cannot be read, every one is taken for one: masking more is
-/// the safe side.
-async fn secret_paths<'a>(
-    state: &AppState,
-    caller: &SeesSecrets,
-    notifications: impl IntoIterator<Item = &'a Notification>,
-) -> HashSet<Uuid> {
-    if caller.sees() {
-        return HashSet::new();
-    }
-    let ids: HashSet<Uuid> = notifications
-        .into_iter()
-        .filter(|n| n.url.is_some())
-        .map(|n| n.endpoint_id)
-        .collect();
-    if ids.is_empty() {
-        return ids;
-    }
-    state
-        .service
-        .url_secret_endpoints(ids.iter().copied())
-        .await
-        .unwrap_or(ids)
 }
 
 fn accepted_notification(accepted: &Accepted<Notification>) -> &Notification {
@@ -300,8 +176,10 @@ pub struct ListParams {
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads"),
-        (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+    description = "Newest first. A filter that no index serves together with the list's scope (`status` or `event_type`, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
+    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads; `next_cursor` is `null` only on the last page"),
+        (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` seconds")))]
 pub async fn list(
     State(state): State<AppState>,
     caller: SeesSecrets,
@@ -360,7 +238,7 @@ pub async fn list(
         },
         None => None,
     };
-    let filter = NotificationFilter {
+    let mut filter = NotificationFilter {
         endpoint_id,
         status,
         key: params.key,
@@ -369,16 +247,26 @@ pub async fn list(
         owner: params.owner,
         created,
         before,
+        from: None,
         limit: limit + 1,
     };
+    // A filter no index serves beside the scope reads a bounded slice of
+    // it: a page may come back short, or empty, with a cursor past it.
+    if filter.bounded() {
+        filter.from = state.store.notifications_frontier(&filter).await?;
+    }
     let rows = state.store.list_notifications(&filter).await?;
     let secret = secret_paths(&state, &caller, &rows).await;
-    Ok(Json(page(
+    let mut listed = page(
         rows,
         limit,
         |n| encode_cursor(n.id),
         |n| NotificationView::summary(n).shown_to(&caller, &secret),
-    )))
+    );
+    if listed.next_cursor.is_none() {
+        listed.next_cursor = filter.from.map(encode_cursor);
+    }
+    Ok(Json(listed))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

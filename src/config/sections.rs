@@ -209,6 +209,9 @@ pub struct ApiSettings {
     /// (`domain::receiver_url::UrlMask`).
     #[serde(default)]
     pub secret_path_patterns: Vec<String>,
+    /// Reads (GET, HEAD) one credential may have under way at once; past
+    /// it 429 (`api::concurrency`).
+    pub max_concurrent_per_credential: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -37,6 +37,8 @@ pub enum ErrorCode {
     PortalDisabled,
     // 413
     TooLarge,
+    // 429
+    TooManyRequests,
     // 422: well-formed, but a value is not acceptable.
     InvalidValue,
     InvalidType,
@@ -84,6 +86,7 @@ impl ErrorCode {
             ErrorCode::OperationRunning => "operation_running",
             ErrorCode::PortalDisabled => "portal_disabled",
             ErrorCode::TooLarge => "too_large",
+            ErrorCode::TooManyRequests => "too_many_requests",
             ErrorCode::InvalidValue => "invalid_value",
             ErrorCode::InvalidType => "invalid_type",
             ErrorCode::UnknownField => "unknown_field",

@@ -112,7 +112,21 @@ pub struct EventFilter {
     pub created: crate::domain::created::CreatedWindow,
     /// Keyset cursor: only events older than this id.
     pub before: Option<Uuid>,
+    /// A bounded page's frontier: only events at or after this id
+    /// (`SharedReads::events_frontier`).
+    pub from: Option<Uuid>,
     pub limit: i64,
+}
+
+impl EventFilter {
+    /// Whether a page reads a bounded slice of its scope (every event, or
+    /// an owner's) as a notifications' list does
+    /// (`store::notifications::MAX_EXAMINED`): with a type, which no index
+    /// serves beside the owner (PostgreSQL has no index on it at all),
+    /// unless a key names the few rows through its own.
+    pub fn bounded(&self) -> bool {
+        self.event_type.is_some() && self.key.is_none()
+    }
 }
 
 impl NewEvent {

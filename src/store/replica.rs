@@ -125,6 +125,17 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        self.read(
+            self.replica.notifications_frontier(filter),
+            || self.primary.notifications_frontier(filter),
+            Option::is_some,
+        )
+        .await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.read(
             self.replica.notification_url(id),
@@ -178,6 +189,14 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
             self.replica.list_events(filter),
             || self.primary.list_events(filter),
             any,
+        )
+        .await
+    }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        self.read(
+            self.replica.events_frontier(filter),
+            || self.primary.events_frontier(filter),
+            Option::is_some,
         )
         .await
     }

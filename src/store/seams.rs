@@ -144,6 +144,13 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError>;
+    /// Where a bounded list's page stops examining rows
+    /// (`NotificationFilter::examined_per_endpoint`): the lowest id it
+    /// reads, `None` when it reads every row its scope has.
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError>;
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     async fn list_attempts(
         &self,
@@ -161,6 +168,8 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
     async fn get_event(&self, id: Uuid) -> Result<Option<Event>, StoreError>;
     async fn event_counts(&self, id: Uuid) -> Result<Vec<(Status, i64)>, StoreError>;
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError>;
+    /// As `notifications_frontier`, for `EventFilter::bounded`.
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError>;
     /// What waits for `endpoint` at `now`, each count up to `BACKLOG_CAP`.
     async fn endpoint_backlog(
         &self,

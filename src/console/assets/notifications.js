@@ -85,7 +85,11 @@ export function NotificationSearch({ params, who }) {
   let body;
   if (list.loading && !list.data) body = html`<${Loading} what="notifications" />`;
   else if (!list.data) body = html`<${ErrorNote} error=${list.error} />`;
-  else if (!list.data.data.length) body = html`<${Empty}>No notification matches.<//>`;
+  else if (!list.data.data.length && !list.data.next_cursor) body = html`<${Empty}>No notification matches.<//>`;
+  // A filtered page searches a bounded slice of the history: an empty one
+  // with a cursor says only that none matched there; older ones may.
+  else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; older ones are on the next page.<//>
+    <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
   else body = html`<${NotificationTable} rows=${list.data.data} now=${now} />
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
   return html`<section data-test="notifications">

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, QueryBuilder};
+use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
 use super::pg_array_literal;
@@ -321,35 +321,17 @@ impl PgStore {
         Ok(crate::store::housekeeping::walked(step, limit))
     }
 
-    /// Newest first, filtered; payloads left out.
+    /// Where a bounded page stops reading (`list_queries::events_frontier`).
+    pub async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        Ok(super::list_queries::events_frontier(filter)
+            .build_query_scalar()
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    /// Newest first, filtered; payloads left out (`list_queries::events`).
     pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
-        let mut query = QueryBuilder::new(format!(
-            "SELECT {SUMMARY_COLUMNS}, ''::bytea AS body FROM events WHERE true"
-        ));
-        match &filter.owner {
-            Some(Some(owner)) => {
-                query.push(" AND owner = ").push_bind(owner.clone());
-            }
-            Some(None) => {
-                query.push(" AND owner IS NULL");
-            }
-            None => {}
-        }
-        if let Some(event_type) = &filter.event_type {
-            query
-                .push(" AND event_type = ")
-                .push_bind(event_type.clone());
-        }
-        if let Some(key) = &filter.key {
-            query.push(" AND key = ").push_bind(key.clone());
-        }
-        super::notifications::push_created(&mut query, &filter.created);
-        if let Some(before) = filter.before {
-            query.push(" AND id < ").push_bind(before);
-        }
-        query
-            .push(" ORDER BY id DESC LIMIT ")
-            .push_bind(filter.limit);
+        let mut query = super::list_queries::events(filter, SUMMARY_COLUMNS);
         Ok(query
             .build_query_as::<Event>()
             .fetch_all(&self.pool)

@@ -5,6 +5,8 @@
 
 mod attempts;
 mod backlog;
+#[cfg(test)]
+mod bounded_plan_tests;
 mod breaker;
 mod cancel;
 mod consumer_tokens;
@@ -15,6 +17,7 @@ mod health;
 mod housekeeping;
 #[cfg(test)]
 mod list_plan_tests;
+mod list_queries;
 mod notifications;
 mod operations;
 mod operator;

@@ -8,6 +8,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+pub(super) use super::list_queries::{frontier_query, list_query};
 use super::partitions::id_span;
 use super::{pg_array_literal, PgStore};
 use crate::store::notifications::Inserted;
@@ -39,7 +40,7 @@ pub(super) fn columns_with_body() -> String {
              ELSE (SELECT e.body FROM events e WHERE e.id = event_id) END AS body"
     )
 }
-fn columns_without_body() -> String {
+pub(super) fn columns_without_body() -> String {
     format!("{SUMMARY_COLUMNS}, ''::bytea AS body")
 }
 /// The insert of a group commit, returning each created row's id, its
@@ -224,6 +225,31 @@ impl PgStore {
             .await?)
     }
 
+    /// Where a bounded page stops reading (`frontier_query`).
+    pub async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let endpoints = match (&filter.owner, filter.endpoint_id) {
+            (Some(owner), None) => {
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM endpoints \
+                     WHERE owner = $1 AND deleted_at IS NULL AND NOT managed",
+                )
+                .bind(owner)
+                .fetch_one(&self.pool)
+                .await?
+            }
+            _ => 1,
+        };
+        let per_endpoint = filter.examined_per_endpoint(endpoints);
+        let found: Option<Option<Uuid>> = frontier_query(filter, per_endpoint)
+            .build_query_scalar()
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.flatten())
+    }
+
     /// Records that these notifications could not be added to the due index:
     /// the indexer adds them when Redis is back.
     pub async fn mark_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
@@ -392,68 +418,4 @@ pub(super) fn push_created(
         query.push(" AND created_at < ").push_bind(before);
         query.push(" AND id < ").push_bind(high);
     }
-}
-
-/// `list_notifications`' statement (`list_plan_tests` reads its plans).
-pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Postgres> {
-    // An owner's: the newest of each of its endpoints (through
-    // `notifications_endpoint_newest`), then the newest of those. A
-    // join walking the primary key for rows of the owner's endpoints
-    // read 50,000 rows of 1,000,000 for an owner of one endpoint in
-    // 1,000; this reads at most `limit` an endpoint.
-    let mut query = QueryBuilder::new(match filter.owner {
-        Some(_) => format!(
-            "SELECT n.* FROM endpoints o CROSS JOIN LATERAL (SELECT {} FROM notifications \
-             WHERE endpoint_id = o.id",
-            columns_without_body()
-        ),
-        None => format!(
-            "SELECT {} FROM notifications WHERE true",
-            columns_without_body()
-        ),
-    });
-    if let Some(endpoint_id) = filter.endpoint_id {
-        query.push(" AND endpoint_id = ").push_bind(endpoint_id);
-    }
-    if let Some(status) = filter.status {
-        // A literal, not a parameter: with generic plans (see
-        // `PgStore::connect`) only a literal lets PostgreSQL use the
-        // partial index of failed and cancelled notifications.
-        query.push(format_args!(" AND status = '{}'", status.as_str()));
-    }
-    if let Some(key) = &filter.key {
-        // Through `notification_keys`: `notifications` has no key index
-        // (its uniqueness moved there), and a key names a few rows.
-        query
-            .push(" AND id IN (SELECT k.id FROM notification_keys k WHERE k.key = ")
-            .push_bind(key.clone())
-            .push(")");
-    }
-    if let Some(event_type) = &filter.event_type {
-        // An event's deliveries have their type on the event row only.
-        query
-            .push(" AND (event_type = ")
-            .push_bind(event_type.clone())
-            .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
-            .push_bind(event_type.clone())
-            .push("))");
-    }
-    if let Some(event_id) = filter.event_id {
-        query.push(" AND event_id = ").push_bind(event_id);
-    }
-    push_created(&mut query, &filter.created);
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before);
-    }
-    query
-        .push(" ORDER BY id DESC LIMIT ")
-        .push_bind(filter.limit);
-    if let Some(owner) = &filter.owner {
-        query
-            .push(") n WHERE o.owner = ")
-            .push_bind(owner.clone())
-            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY n.id DESC LIMIT ")
-            .push_bind(filter.limit);
-    }
-    query
 }

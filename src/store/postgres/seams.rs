@@ -110,6 +110,12 @@ impl ReadStore for PgStore {
     ) -> Result<Vec<Notification>, StoreError> {
         PgStore::list_notifications(self, filter).await
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        PgStore::notifications_frontier(self, filter).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         PgStore::notification_url(self, id).await
     }
@@ -140,6 +146,9 @@ impl ReadStore for PgStore {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         PgStore::list_events(self, filter).await
+    }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        PgStore::events_frontier(self, filter).await
     }
     async fn endpoint_backlog(
         &self,

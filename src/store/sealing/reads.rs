@@ -37,6 +37,12 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
         let rows = self.inner.list_notifications(filter).await?;
         Ok(self.open_notifications(rows))
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        self.inner.notifications_frontier(filter).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.inner.notification_url(id).await
     }
@@ -72,6 +78,9 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         self.inner.list_events(filter).await
+    }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        self.inner.events_frontier(filter).await
     }
     async fn endpoint_backlog(
         &self,

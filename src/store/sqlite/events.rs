@@ -14,6 +14,7 @@ use crate::domain::json_value::same_payload;
 use crate::domain::status::Status;
 use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
 use crate::store::housekeeping::walked;
+use crate::store::notifications::MAX_EXAMINED;
 use crate::store::StoreError;
 
 /// Inserts events and their deliveries: an event whose key exists already
@@ -199,23 +200,45 @@ impl SqliteStore {
             .map_err(store_error)
     }
 
-    /// Newest first, filtered; payloads left out.
+    /// Where a bounded page stops reading (`EventFilter::bounded`): the
+    /// lowest id of the scope's newest `MAX_EXAMINED` events below the
+    /// cursor, on its index's ids alone.
+    pub async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        let mut query = QueryBuilder::<Sqlite>::new("SELECT id FROM events WHERE 1");
+        event_scope(&mut query, filter);
+        let (low, high) = filter.created.id_range();
+        if let (Some(_), Some(low)) = (filter.created.after, low) {
+            query.push(" AND id >= ").push_bind(low);
+        }
+        if let (Some(_), Some(high)) = (filter.created.before, high) {
+            query.push(" AND id < ").push_bind(high);
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND id < ").push_bind(before);
+        }
+        query
+            .push(" ORDER BY id DESC LIMIT 1 OFFSET ")
+            .push_bind(MAX_EXAMINED - 1);
+        query
+            .build_query_scalar()
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Newest first, filtered; payloads left out. Bounded
+    /// (`EventFilter::bounded`), the type is stated with a unary `+`: the
+    /// scope's index (the owner's, or the primary key) is read from the
+    /// frontier, the type checked on those rows.
     pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
+        let plus = if filter.bounded() { "+" } else { "" };
         let mut query = QueryBuilder::<Sqlite>::new(format!(
             "SELECT {EVENT_COLUMNS}, x'' AS body FROM events WHERE 1"
         ));
-        match &filter.owner {
-            Some(Some(owner)) => {
-                query.push(" AND owner = ").push_bind(owner.clone());
-            }
-            Some(None) => {
-                query.push(" AND owner IS NULL");
-            }
-            None => {}
-        }
+        event_scope(&mut query, filter);
         if let Some(event_type) = &filter.event_type {
             query
-                .push(" AND event_type = ")
+                .push(format_args!(" AND {plus}event_type = "))
                 .push_bind(event_type.clone());
         }
         if let Some(key) = &filter.key {
@@ -224,6 +247,9 @@ impl SqliteStore {
         super::notifications::push_created(&mut query, &filter.created);
         if let Some(before) = filter.before {
             query.push(" AND id < ").push_bind(before);
+        }
+        if let Some(from) = filter.from {
+            query.push(" AND id >= ").push_bind(from);
         }
         query
             .push(" ORDER BY id DESC LIMIT ")
@@ -279,5 +305,18 @@ impl SqliteStore {
         tx.commit().await.map_err(store_error)?;
         let last = scanned.last().map(|(id, _)| *id);
         Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
+    }
+}
+
+/// The events' scope: an owner's, those without one, or all.
+fn event_scope(query: &mut QueryBuilder<Sqlite>, filter: &EventFilter) {
+    match &filter.owner {
+        Some(Some(owner)) => {
+            query.push(" AND owner = ").push_bind(owner.clone());
+        }
+        Some(None) => {
+            query.push(" AND owner IS NULL");
+        }
+        None => {}
     }
 }

@@ -44,6 +44,31 @@ impl SqliteStore {
             .map_err(store_error)
     }
 
+    /// Where a bounded page stops reading (`frontier_query`).
+    pub async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let endpoints = match (&filter.owner, filter.endpoint_id) {
+            (Some(owner), None) => sqlx::query_scalar(
+                "SELECT count(*) FROM endpoints \
+                 WHERE owner = ? AND deleted_at IS NULL AND managed = 0",
+            )
+            .bind(owner)
+            .fetch_one(&self.reader)
+            .await
+            .map_err(store_error)?,
+            _ => 1,
+        };
+        let per_endpoint = filter.examined_per_endpoint(endpoints);
+        let found: Option<Option<Uuid>> = frontier_query(filter, per_endpoint)
+            .build_query_scalar()
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(store_error)?;
+        Ok(found.flatten())
+    }
+
     /// Where the notification's attempts go when it names its own URL:
     /// `None` when there is no such notification, `Some(None)` when it goes
     /// to its endpoint's URL.
@@ -94,8 +119,14 @@ impl SqliteStore {
     }
 }
 
-/// `list_notifications`' statement.
+/// `list_notifications`' statement. A bounded page
+/// (`NotificationFilter::bounded`) states `status` and `event_type` with
+/// a unary `+`, which keeps SQLite from reading an index of theirs: it
+/// reads the scope's index (an endpoint's, each of an owner's endpoints',
+/// or the primary key) between the frontier and the cursor, and checks
+/// them on those rows only.
 pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
+    let plus = if filter.bounded() { "+" } else { "" };
     let mut query = QueryBuilder::<Sqlite>::new(format!(
         "SELECT {NOTIFICATION_COLUMNS}, x'' AS body FROM notifications WHERE 1"
     ));
@@ -107,8 +138,8 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
         // when the query states its terms as written (the schema's
         // header). `notifications_unsettled_newest` is for failed and
         // cancelled rows; its own term is stated for them.
-        query.push(format_args!(" AND status = '{}'", status.as_str()));
-        if matches!(status, Status::Failed | Status::Cancelled) {
+        query.push(format_args!(" AND {plus}status = '{}'", status.as_str()));
+        if matches!(status, Status::Failed | Status::Cancelled) && plus.is_empty() {
             query.push(" AND status IN ('failed', 'cancelled')");
         }
     }
@@ -117,12 +148,24 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
     }
     if let Some(event_type) = &filter.event_type {
         // An event's deliveries have their type on the event row only.
-        query
-            .push(" AND (event_type = ")
-            .push_bind(event_type.clone())
-            .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
-            .push_bind(event_type.clone())
-            .push("))");
+        if plus.is_empty() {
+            query
+                .push(" AND (event_type = ")
+                .push_bind(event_type.clone())
+                .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+                .push_bind(event_type.clone())
+                .push("))");
+        } else {
+            // Bounded: its event looked up by id for each row read, not
+            // the list of every event of the type.
+            query
+                .push(
+                    " AND CASE WHEN +event_id IS NULL THEN +event_type \
+                     ELSE (SELECT e.event_type FROM events e WHERE e.id = notifications.event_id) \
+                     END = ",
+                )
+                .push_bind(event_type.clone());
+        }
     }
     if let Some(event_id) = filter.event_id {
         query.push(" AND event_id = ").push_bind(event_id);
@@ -137,9 +180,54 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
     if let Some(before) = filter.before {
         query.push(" AND id < ").push_bind(before);
     }
+    if let Some(from) = filter.from {
+        query.push(" AND id >= ").push_bind(from);
+    }
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(filter.limit);
+    query
+}
+
+/// `notifications_frontier`'s statement for a scope of `per_endpoint` rows
+/// an endpoint: the lowest id of the scope's newest rows below the cursor
+/// (in the creation window), read on the ids of its index alone; for an
+/// owner, the highest such id of its endpoints (every owner row above it
+/// is among those read). NULL, or no row, when the scope has fewer.
+pub(super) fn frontier_query(
+    filter: &NotificationFilter,
+    per_endpoint: i64,
+) -> QueryBuilder<Sqlite> {
+    let owner = filter
+        .owner
+        .as_ref()
+        .filter(|_| filter.endpoint_id.is_none());
+    let mut query = QueryBuilder::<Sqlite>::new(match owner {
+        Some(_) => "SELECT max((SELECT n.id FROM notifications n WHERE n.endpoint_id = o.id",
+        None => "SELECT id FROM notifications n WHERE 1",
+    });
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query.push(" AND n.endpoint_id = ").push_bind(endpoint_id);
+    }
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query.push(" AND n.id >= ").push_bind(low);
+    }
+    if let (Some(_), Some(high)) = (filter.created.before, high) {
+        query.push(" AND n.id < ").push_bind(high);
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND n.id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY n.id DESC LIMIT 1 OFFSET ")
+        .push_bind(per_endpoint - 1);
+    if let Some(owner) = owner {
+        query
+            .push(")) FROM endpoints o WHERE o.owner = ")
+            .push_bind(owner.clone())
+            .push(" AND o.deleted_at IS NULL AND o.managed = 0");
+    }
     query
 }
 

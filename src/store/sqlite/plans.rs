@@ -3,7 +3,7 @@
 //! terms, which a reworded query silently stops doing).
 
 use super::housekeeping::PENDING_PAGE;
-use super::notifications::list_query;
+use super::notifications::{frontier_query, list_query};
 use super::{SqliteOptions, SqliteStore};
 use crate::domain::status::Status;
 use crate::store::notifications::NotificationFilter;
@@ -55,43 +55,15 @@ async fn the_hot_statements_read_their_indexes() {
     // Few rows share a key: found on the key's index, then sorted.
     let by_key = plan(&store, &listed(by_key)).await;
     assert!(by_key.contains("INDEX notifications_key"), "{by_key}");
-    for status in [Status::Failed, Status::Cancelled] {
-        let filter = NotificationFilter {
-            status: Some(status),
-            limit: 10,
-            ..NotificationFilter::default()
-        };
-        assert_uses(
-            &plan(&store, &listed(filter)).await,
-            "notifications_unsettled_newest",
-        );
-    }
-    // Pending and succeeded rows are most rows: the primary key, newest
-    // first, stops at the page's end (as in PostgreSQL).
-    for status in [Status::Pending, Status::Succeeded] {
-        let filter = NotificationFilter {
-            status: Some(status),
-            limit: 10,
-            ..NotificationFilter::default()
-        };
-        let plan = plan(&store, &listed(filter)).await;
-        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
-    }
-    // An event type: the notifications of that type and those of its
-    // events', each on its index.
-    let by_type = NotificationFilter {
-        event_type: Some("t".into()),
+    let by_event = NotificationFilter {
+        event_id: Some(uuid::Uuid::nil()),
         limit: 10,
         ..NotificationFilter::default()
     };
-    let by_type = plan(&store, &listed(by_type)).await;
-    for index in [
-        "notifications_event_type_newest",
-        "events_event_type_newest",
+    assert_uses(
+        &plan(&store, &listed(by_event)).await,
         "notifications_event",
-    ] {
-        assert!(by_type.contains(&format!("INDEX {index}")), "{by_type}");
-    }
+    );
     let by_endpoint = NotificationFilter {
         endpoint_id: Some(uuid::Uuid::nil()),
         limit: 10,
@@ -119,18 +91,88 @@ async fn the_hot_statements_read_their_indexes() {
         "{by_window}"
     );
     assert!(!by_window.contains("TEMP B-TREE"), "{by_window}");
-    let by_owner = NotificationFilter {
-        owner: Some("o".into()),
-        limit: 10,
+    bounded_lists_read_their_scope_from_the_frontier(&store).await;
+}
+
+/// A filter no index serves beside the scope (`status`, `event_type`), and
+/// an owner's list: the scope's rows between the frontier and the cursor,
+/// on the scope's index (an endpoint's, each of the owner's endpoints', or
+/// the primary key), never an index of the filter's; the frontier on the
+/// ids of that index alone (issue #47).
+async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
+    let mut filters = vec![NotificationFilter {
+        event_type: Some("t".into()),
         ..NotificationFilter::default()
-    };
-    // An owner's: its endpoints on the owner index, their rows on the
-    // endpoint index, then sorted. SQLite has no LATERAL to stop at a
-    // page per endpoint as PostgreSQL does, so this reads all of the
-    // owner's notifications before the page (a cost that grows with the
-    // owner's history; not measured at scale).
-    let by_owner = plan(&store, &listed(by_owner)).await;
-    for index in ["notifications_endpoint_newest", "endpoints_owner"] {
-        assert!(by_owner.contains(&format!("INDEX {index}")), "{by_owner}");
+    }];
+    for status in [
+        Status::Pending,
+        Status::Succeeded,
+        Status::Failed,
+        Status::Cancelled,
+    ] {
+        filters.push(NotificationFilter {
+            status: Some(status),
+            ..NotificationFilter::default()
+        });
+    }
+    filters.push(NotificationFilter::default());
+    for filter in filters {
+        for (endpoint_id, owner) in [
+            (None, None),
+            (Some(uuid::Uuid::nil()), None),
+            (None, Some("o".to_string())),
+        ] {
+            let filter = NotificationFilter {
+                endpoint_id,
+                owner,
+                from: Some(uuid::Uuid::nil()),
+                before: Some(uuid::Uuid::max()),
+                limit: 10,
+                ..filter.clone()
+            };
+            if !filter.bounded() {
+                continue;
+            }
+            let sql = list_query(&filter).into_string();
+            let listed = plan(store, &sql).await;
+            let scope_index = if endpoint_id.is_some() || filter.owner.is_some() {
+                "notifications_endpoint_newest"
+            } else {
+                "sqlite_autoindex_notifications_1"
+            };
+            let scope = format!("USING INDEX {scope_index} (endpoint_id=? AND id>? AND id<?)");
+            let scope = if scope_index.starts_with("sqlite") {
+                format!("USING INDEX {scope_index} (id>? AND id<?)")
+            } else {
+                scope
+            };
+            // `notifications` is read on the scope's index alone.
+            for line in listed
+                .lines()
+                .filter(|l| l.contains(" notifications USING"))
+            {
+                assert!(line.contains(scope_index), "{sql}\n{listed}");
+            }
+            assert!(listed.contains(&scope), "{sql}\n{listed}");
+            // A type: each row's event by id, not a list of the type's
+            // events (an owner's list is its endpoints').
+            let lists = listed.matches("LIST SUBQUERY").count();
+            assert!(
+                lists <= usize::from(filter.owner.is_some()),
+                "{sql}\n{listed}"
+            );
+            assert!(!listed.contains("SCAN e"), "{sql}\n{listed}");
+            if filter.owner.is_none() {
+                assert!(!listed.contains("TEMP B-TREE"), "{sql}\n{listed}");
+            }
+            let sql = frontier_query(&filter, 5_000).into_string();
+            let frontier = plan(store, &sql).await;
+            assert!(
+                frontier.contains("USING COVERING INDEX"),
+                "{sql}\n{frontier}"
+            );
+            assert!(!frontier.contains("SCAN n"), "{sql}\n{frontier}");
+            assert!(!frontier.contains("TEMP B-TREE"), "{sql}\n{frontier}");
+        }
     }
 }

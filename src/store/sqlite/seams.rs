@@ -116,6 +116,12 @@ impl ReadStore for SqliteStore {
     ) -> Result<Vec<Notification>, StoreError> {
         SqliteStore::list_notifications(self, filter).await
     }
+    async fn notifications_frontier(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Option<Uuid>, StoreError> {
+        SqliteStore::notifications_frontier(self, filter).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         SqliteStore::notification_url(self, id).await
     }
@@ -146,6 +152,9 @@ impl ReadStore for SqliteStore {
     }
     async fn list_events(&self, filter: &EventFilter) -> Result<Vec<Event>, StoreError> {
         SqliteStore::list_events(self, filter).await
+    }
+    async fn events_frontier(&self, filter: &EventFilter) -> Result<Option<Uuid>, StoreError> {
+        SqliteStore::events_frontier(self, filter).await
     }
     async fn endpoint_backlog(
         &self,

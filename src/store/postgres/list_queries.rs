@@ -1,0 +1,227 @@
+//! The statements of `GET /v1/notifications` in PostgreSQL: a page, and
+//! where a bounded page stops reading (`NotificationFilter::bounded`); and
+//! those of `GET /v1/events` (`EventFilter::bounded`).
+
+use sqlx::QueryBuilder;
+
+use super::notifications::{columns_without_body, push_created};
+use crate::store::events::EventFilter;
+use crate::store::notifications::{NotificationFilter, MAX_EXAMINED};
+
+/// `list_notifications`' statement (`list_plan_tests` reads its plans).
+/// A bounded page (`NotificationFilter::bounded`) reads its scope's rows
+/// in a subquery that no other condition reaches (its `LIMIT` keeps them
+/// out): the scope's index between the frontier and the cursor, whatever
+/// the planner guesses of `status` or `event_type`, which are then checked
+/// on those rows only.
+pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Postgres> {
+    let bounded = filter.bounded();
+    let rows = if bounded {
+        "(SELECT * FROM notifications WHERE true"
+    } else {
+        "notifications WHERE true"
+    };
+    // An owner's: the newest of each of its endpoints (through
+    // `notifications_endpoint_newest`), then the newest of those. A
+    // join walking the primary key for rows of the owner's endpoints
+    // read 50,000 rows of 1,000,000 for an owner of one endpoint in
+    // 1,000; this reads at most `limit` an endpoint (or, bounded, the
+    // rows from the frontier on).
+    let mut query = QueryBuilder::new(match filter.owner {
+        Some(_) => format!(
+            "SELECT n.* FROM endpoints o CROSS JOIN LATERAL (SELECT {} FROM {rows} \
+             AND endpoint_id = o.id",
+            columns_without_body()
+        ),
+        None => format!("SELECT {} FROM {rows}", columns_without_body()),
+    });
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+    }
+    push_created(&mut query, &filter.created);
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    if let Some(from) = filter.from {
+        query.push(" AND id >= ").push_bind(from);
+    }
+    if bounded {
+        // Never fewer than the rows from the frontier on (an endpoint has
+        // at most `examined_per_endpoint` there): the limit only keeps
+        // the conditions below out, and the scan in the index's order.
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(MAX_EXAMINED.max(filter.limit))
+            .push(") notifications WHERE true");
+    }
+    if let Some(status) = filter.status {
+        // A literal, not a parameter: with generic plans (see
+        // `PgStore::connect`) only a literal lets PostgreSQL use the
+        // partial index of failed and cancelled notifications.
+        query.push(format_args!(" AND status = '{}'", status.as_str()));
+    }
+    if let Some(key) = &filter.key {
+        // Through `notification_keys`: `notifications` has no key index
+        // (its uniqueness moved there), and a key names a few rows.
+        query
+            .push(" AND id IN (SELECT k.id FROM notification_keys k WHERE k.key = ")
+            .push_bind(key.clone())
+            .push(")");
+    }
+    if let Some(event_type) = &filter.event_type {
+        // An event's deliveries have their type on the event row only.
+        if bounded {
+            // Its event looked up by id for each row read: `events` has
+            // no index on the type, and a set of a type's events would be
+            // every event of it.
+            query
+                .push(
+                    " AND CASE WHEN event_id IS NULL THEN event_type \
+                     ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END = ",
+                )
+                .push_bind(event_type.clone());
+        } else {
+            query
+                .push(" AND (event_type = ")
+                .push_bind(event_type.clone())
+                .push(" OR event_id IN (SELECT e.id FROM events e WHERE e.event_type = ")
+                .push_bind(event_type.clone())
+                .push("))");
+        }
+    }
+    if let Some(event_id) = filter.event_id {
+        query.push(" AND event_id = ").push_bind(event_id);
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(filter.limit);
+    if let Some(owner) = &filter.owner {
+        query
+            .push(") n WHERE o.owner = ")
+            .push_bind(owner.clone())
+            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY n.id DESC LIMIT ")
+            .push_bind(filter.limit);
+    }
+    query
+}
+
+/// `notifications_frontier`'s statement for a scope of `per_endpoint` rows
+/// an endpoint: the lowest id of the scope's newest rows below the cursor
+/// (in the creation window), read on the ids of its index alone; for an
+/// owner, the highest such id of its endpoints (every owner row above it
+/// is among those read). No row there when the scope has fewer.
+pub(super) fn frontier_query(
+    filter: &NotificationFilter,
+    per_endpoint: i64,
+) -> QueryBuilder<sqlx::Postgres> {
+    let owner = filter
+        .owner
+        .as_ref()
+        .filter(|_| filter.endpoint_id.is_none());
+    let mut query = QueryBuilder::new(match owner {
+        Some(_) => {
+            "SELECT f.id FROM endpoints o CROSS JOIN LATERAL (SELECT id FROM \
+             notifications WHERE endpoint_id = o.id"
+        }
+        None => "SELECT id FROM notifications WHERE true",
+    });
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query.push(" AND endpoint_id = ").push_bind(endpoint_id);
+    }
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query.push(" AND id >= ").push_bind(low);
+    }
+    if let (Some(_), Some(high)) = (filter.created.before, high) {
+        query.push(" AND id < ").push_bind(high);
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY id DESC OFFSET ")
+        .push_bind(per_endpoint - 1)
+        .push(" LIMIT 1");
+    if let Some(owner) = owner {
+        query
+            .push(") f WHERE o.owner = ")
+            .push_bind(owner.clone())
+            // The highest (PostgreSQL has no `max` of a uuid).
+            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY f.id DESC LIMIT 1");
+    }
+    query
+}
+
+/// The events' scope (an owner's, those without one, or all) and window,
+/// the terms `events_owner_newest` or the primary key serve.
+fn event_scope(query: &mut QueryBuilder<sqlx::Postgres>, filter: &EventFilter) {
+    match &filter.owner {
+        Some(Some(owner)) => {
+            query.push(" AND owner = ").push_bind(owner.clone());
+        }
+        Some(None) => {
+            query.push(" AND owner IS NULL");
+        }
+        None => {}
+    }
+}
+
+/// `list_events`' statement: bounded, the scope's rows in a subquery the
+/// type cannot reach, from the frontier on, as `list_query`.
+pub(super) fn events(filter: &EventFilter, columns: &str) -> QueryBuilder<sqlx::Postgres> {
+    let bounded = filter.bounded();
+    let rows = if bounded {
+        "(SELECT * FROM events WHERE true"
+    } else {
+        "events WHERE true"
+    };
+    let mut query = QueryBuilder::new(format!("SELECT {columns}, ''::bytea AS body FROM {rows}"));
+    event_scope(&mut query, filter);
+    push_created(&mut query, &filter.created);
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    if let Some(from) = filter.from {
+        query.push(" AND id >= ").push_bind(from);
+    }
+    if bounded {
+        query
+            .push(" ORDER BY id DESC LIMIT ")
+            .push_bind(MAX_EXAMINED.max(filter.limit))
+            .push(") events WHERE true");
+    }
+    if let Some(event_type) = &filter.event_type {
+        query
+            .push(" AND event_type = ")
+            .push_bind(event_type.clone());
+    }
+    if let Some(key) = &filter.key {
+        query.push(" AND key = ").push_bind(key.clone());
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(filter.limit);
+    query
+}
+
+/// `events_frontier`'s statement: the lowest id of the scope's newest
+/// `MAX_EXAMINED` events below the cursor, on its index's ids alone.
+pub(super) fn events_frontier(filter: &EventFilter) -> QueryBuilder<sqlx::Postgres> {
+    let mut query = QueryBuilder::new("SELECT id FROM events WHERE true");
+    event_scope(&mut query, filter);
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query.push(" AND id >= ").push_bind(low);
+    }
+    if let (Some(_), Some(high)) = (filter.created.before, high) {
+        query.push(" AND id < ").push_bind(high);
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before);
+    }
+    query
+        .push(" ORDER BY id DESC OFFSET ")
+        .push_bind(MAX_EXAMINED - 1)
+        .push(" LIMIT 1");
+    query
+}
