@@ -220,7 +220,7 @@ impl Breaker {
     /// `admit` foresees until then.
     pub(super) fn observed(&self, record: &AttemptRecord) {
         let error = record.error_code.as_deref();
-        if !says_anything(record.status_code, error) {
+        if !record.tells_of_endpoint || !says_anything(record.status_code, error) {
             return;
         }
         let mut view = self.view.lock().expect("breaker lock");
@@ -343,7 +343,9 @@ impl Breaker {
                     continue;
                 };
                 let error = record.error_code.as_deref();
-                if !says_anything(record.status_code, error) {
+                // Another receiver's answer (a per-notification URL not
+                // under the endpoint's) says nothing of this circuit.
+                if !record.tells_of_endpoint || !says_anything(record.status_code, error) {
                     continue;
                 }
                 if counts(record.status_code, error) {

@@ -12,10 +12,14 @@ use uuid::Uuid;
 
 use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
+use crate::domain::receiver_url::tells_of_endpoint;
 
 /// Pending notifications looked at for a probe: the earliest not being
 /// delivered by some process is sent.
 const PROBE_CANDIDATES: i64 = 16;
+/// Pages of candidates looked at before a probe gives up for this period
+/// (each page's rows are read to tell their URLs).
+const PROBE_PAGES: usize = 8;
 
 /// How long until the next look, given when the next probe or release is
 /// due. Nothing due (no circuit open, probing or owing a release, or the
@@ -111,6 +115,70 @@ impl Breaker {
         next
     }
 
+    /// The notification to probe `endpoint` with: the earliest pending one
+    /// that no process is delivering (the store does not know the leases,
+    /// and a lease taken over here would send one notification twice at
+    /// once: an attempt may outlast an open period; those leased are
+    /// parked or recorded by their holder) and that goes to the endpoint's
+    /// own URL or one under it (#47: a per-notification URL elsewhere is
+    /// another receiver, whose answer says nothing of this circuit). Looks
+    /// at `PROBE_PAGES` pages of candidates at most. `Err` when the store
+    /// or the index cannot say: another process will probe.
+    async fn probe_candidate(
+        &self,
+        endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(Uuid, DateTime<Utc>)>, ()> {
+        let mut after = None;
+        for _ in 0..PROBE_PAGES {
+            let candidates = self
+                .store
+                .pending_of(endpoint, after, now, PROBE_CANDIDATES)
+                .await
+                .map_err(|error| {
+                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
+                })?;
+            let Some(last) = candidates.last().copied() else {
+                return Ok(None);
+            };
+            after = Some((last.1, last.0));
+            let ids: Vec<Uuid> = candidates.iter().map(|(id, _)| *id).collect();
+            let never_current = |_: Uuid, _: i64| false;
+            let loaded = self
+                .delivery
+                .load_claimed(&ids, &never_current)
+                .await
+                .map_err(|error| {
+                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the probe's candidates; another process will probe");
+                })?;
+            let own = loaded
+                .endpoints
+                .iter()
+                .find(|e| e.id == endpoint)
+                .and_then(|e| url::Url::parse(&e.url).ok());
+            let tells: std::collections::HashSet<Uuid> = loaded
+                .notifications
+                .iter()
+                .filter(|n| tells_of_endpoint(n.url.as_deref(), own.as_ref()))
+                .map(|n| n.id)
+                .collect();
+            for (id, due_at) in candidates {
+                if !tells.contains(&id) {
+                    continue;
+                }
+                match self.due.leased(id, now).await {
+                    Ok(false) => return Ok(Some((id, due_at))),
+                    Ok(true) => continue,
+                    Err(error) => {
+                        tracing::warn!(%error, endpoint_id = %endpoint, "cannot tell whether the probe is being delivered; another process will probe");
+                        return Err(());
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Claims the probe of an open circuit; the winner hands the
     /// endpoint's earliest due notification to its dispatcher.
     async fn probe(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>, wake: &Notify) {
@@ -118,35 +186,10 @@ impl Breaker {
         if self.set(endpoint, seen, &probing, Change::Counted).await != Some(true) {
             return;
         }
-        let candidates = match self
-            .store
-            .pending_of(endpoint, None, now, PROBE_CANDIDATES)
-            .await
-        {
-            Ok(rows) => rows,
-            Err(error) => {
-                tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
-                return;
-            }
+        let earliest = match self.probe_candidate(endpoint, now).await {
+            Ok(earliest) => earliest,
+            Err(()) => return,
         };
-        // The earliest that no process is delivering: the store does not
-        // know the leases, and a lease taken over here would send one
-        // notification twice at once (an attempt may outlast an open
-        // period). Those leased are parked or recorded by their holder.
-        let mut earliest = None;
-        for (id, due_at) in candidates {
-            match self.due.leased(id, now).await {
-                Ok(false) => {
-                    earliest = Some((id, due_at));
-                    break;
-                }
-                Ok(true) => continue,
-                Err(error) => {
-                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot tell whether the probe is being delivered; another process will probe");
-                    return;
-                }
-            }
-        }
         let Some((id, _)) = earliest else {
             // Nothing held: open again, and the next notification waits
             // for the next probe.

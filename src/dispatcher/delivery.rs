@@ -105,6 +105,7 @@ pub async fn attempt(
     operator: bool,
 ) -> AttemptRecord {
     let number = row.attempts + 1;
+    let tells_of_endpoint = plan.target.tells_of_endpoint(row.url.as_deref());
     let delivery = Delivery {
         id: row.id,
         target: &plan.target,
@@ -214,6 +215,7 @@ pub async fn attempt(
         error_code: result.error.as_ref().map(|e| e.code.to_string()),
         error_message: result.error.as_ref().map(|e| e.message.clone()),
         outcome,
+        tells_of_endpoint,
         next,
         event,
     }

@@ -289,9 +289,11 @@ async fn record(
     pending: &mut Pending,
     owed: &mut Owed,
 ) {
+    // Only attempts to the endpoint's own receiver tell of its health.
     let health = health::observe(
         batch
             .iter()
+            .filter(|r| r.tells_of_endpoint)
             .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
     );
     let mut taken = 0;

@@ -41,6 +41,20 @@ pub fn lies_under(url: &Url, base: &Url) -> bool {
         .any(|unsafe_part| rest.contains(unsafe_part))
 }
 
+/// Whether an attempt to `url` (a notification's own URL, or `None`: the
+/// endpoint's) tells of the endpoint's receiver, so that it counts for the
+/// endpoint's circuit breaker and health (#47): the endpoint's own URL, or
+/// one under it. A per-notification URL elsewhere is another receiver,
+/// which any `write` token may name: its failures must not open the
+/// endpoint's circuit, serve as its probe or start its `failing_since`.
+pub fn tells_of_endpoint(url: Option<&str>, own: Option<&Url>) -> bool {
+    match (url, own) {
+        (None, _) => true,
+        (Some(url), Some(own)) => Url::parse(url).is_ok_and(|url| lies_under(&url, own)),
+        (Some(_), None) => false,
+    }
+}
+
 /// How receiver URLs are shown to callers without the `secrets` scope
 /// (and in logs): `UrlMask::show`. Holds the operator's extra patterns
 /// (`api.secret_path_patterns`); the default has none.
@@ -318,5 +332,28 @@ mod tests {
             "https://x.example/***?token=***"
         );
         assert_eq!(mask.show("https://x.example/", true), "https://x.example/");
+    }
+
+    #[test]
+    fn only_attempts_to_the_endpoints_url_or_under_it_tell_of_the_endpoint() {
+        let own = Url::parse("https://api.example/hooks/a").unwrap();
+        assert!(tells_of_endpoint(None, Some(&own)));
+        assert!(tells_of_endpoint(
+            Some("https://api.example/hooks/a/order-1"),
+            Some(&own)
+        ));
+        assert!(!tells_of_endpoint(
+            Some("https://api.example/hooks/b"),
+            Some(&own)
+        ));
+        assert!(!tells_of_endpoint(
+            Some("https://evil.example/hooks/a"),
+            Some(&own)
+        ));
+        assert!(!tells_of_endpoint(Some("not a url"), Some(&own)));
+        assert!(!tells_of_endpoint(
+            Some("https://api.example/hooks/a"),
+            None
+        ));
     }
 }

@@ -61,6 +61,13 @@ impl Target {
             networks: tokio::sync::OnceCell::new(),
         }
     }
+
+    /// Whether an attempt to `url` (a notification's own, or `None`)
+    /// counts for the endpoint's circuit and health
+    /// (`domain::receiver_url::tells_of_endpoint`).
+    pub fn tells_of_endpoint(&self, url: Option<&str>) -> bool {
+        crate::domain::receiver_url::tells_of_endpoint(url, self.url.as_ref().ok())
+    }
 }
 
 /// One attempt: a notification sent to its endpoint. `Debug` masks header

@@ -34,6 +34,10 @@ pub struct AttemptRecord {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub outcome: Outcome,
+    /// It went to the endpoint's own URL or one under it: it counts for
+    /// the endpoint's circuit breaker and health. A per-notification URL
+    /// elsewhere does not (`domain::receiver_url::tells_of_endpoint`).
+    pub tells_of_endpoint: bool,
     /// What the notification becomes (`domain::status::after_attempt`).
     pub next: AfterAttempt,
     /// The `notification.failed` event, when `next` ends it failed and

@@ -453,6 +453,8 @@ fn attempt_with(
         error_code: error.as_ref().map(|(c, _)| c.to_string()),
         error_message: error.map(|(_, m)| m),
         outcome,
+        // A pull endpoint has no URL, nor a breaker or health of its own.
+        tells_of_endpoint: true,
         next,
         event,
     }

@@ -218,6 +218,7 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
         error_code: error.map(|(code, _)| code.to_string()),
         error_message: error.map(|(_, message)| message.to_string()),
         outcome,
+        tells_of_endpoint: true,
         next,
         event,
     }

@@ -100,6 +100,7 @@ pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
         error_code: None,
         error_message: None,
         outcome: Outcome::Succeeded,
+        tells_of_endpoint: true,
         next: after_attempt(&Outcome::Succeeded, None),
         event: None,
     }

@@ -1,0 +1,84 @@
+//! #47: a circuit and an endpoint's health count only attempts to the
+//! endpoint's own receiver. A per-notification URL elsewhere (any `write`
+//! token may name one) once opened the endpoint's circuit, served as its
+//! probe and started its `failing_since`.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::backends::Backend;
+use crate::circuit_breaker::endpoint;
+use crate::receiver::{Receiver, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+const BREAKER: &str = "[dispatcher.breaker]\nfailures = 3\nopen_ms = 1000\nmax_open_ms = 1000\n";
+
+async fn failures_at_a_per_notification_url_elsewhere_never_open_the_endpoints_circuit(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/elsewhere/x", vec![Reply::status(503)]);
+    // One attempt each: every notification fails once, and no more.
+    endpoint(
+        &app,
+        "victim",
+        receiver.url("/victim"),
+        json!({"schedule": ["0s"], "max_in_flight": 4}),
+    )
+    .await;
+    // `/victim-evil` shares the endpoint's path as text, not as a path.
+    let elsewhere = [receiver.url("/elsewhere/x"), receiver.url("/victim-evil")];
+    receiver.reply("/victim-evil", vec![Reply::status(503)]);
+    for n in 0..12 {
+        let url = &elsewhere[n % 2];
+        app.notify(json!({"endpoint": "victim", "payload": {"n": n}, "url": url}))
+            .await;
+    }
+    receiver.wait_for("/elsewhere/x", 6, DEADLINE).await;
+    receiver.wait_for("/victim-evil", 6, DEADLINE).await;
+    crate::helpers::eventually(DEADLINE, "the twelve failures recorded", || async {
+        let (_, page) = app
+            .get("/v1/notifications?endpoint=victim&status=failed&limit=50")
+            .await;
+        (page["data"].as_array().map_or(0, Vec::len) == 12).then_some(())
+    })
+    .await;
+
+    let (_, victim) = app.get("/v1/endpoints/victim").await;
+    assert_eq!(victim["circuit"]["state"], json!("closed"), "{victim}");
+    assert_eq!(victim["failing_since"], json!(null), "{victim}");
+    // Its own notification goes out at once, not held.
+    app.notify(json!({"endpoint": "victim", "payload": {"own": true}}))
+        .await;
+    receiver.wait_for("/victim", 1, DEADLINE).await;
+    let (_, victim) = app.get("/v1/endpoints/victim").await;
+    assert_eq!(victim["circuit"]["state"], json!("closed"), "{victim}");
+    assert_eq!(victim["circuit"]["held"], json!(0), "{victim}");
+}
+both!(failures_at_a_per_notification_url_elsewhere_never_open_the_endpoints_circuit);
+
+/// A per-notification URL under the endpoint's own is the endpoint's
+/// receiver (Alipay's per-order notify_url): its failures do count.
+async fn failures_under_the_endpoints_own_url_open_its_circuit(backend: Backend) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/shop/orders/1", vec![Reply::status(503)]);
+    endpoint(
+        &app,
+        "shop",
+        receiver.url("/shop"),
+        json!({"schedule": ["0s"]}),
+    )
+    .await;
+    for n in 0..6 {
+        app.notify(json!({"endpoint": "shop", "payload": {"n": n},
+            "url": receiver.url("/shop/orders/1")}))
+            .await;
+    }
+    crate::circuit_breaker::opened(&app, "shop").await;
+    let (_, shop) = app.get("/v1/endpoints/shop").await;
+    assert_ne!(shop["failing_since"], json!(null), "{shop}");
+}
+both!(failures_under_the_endpoints_own_url_open_its_circuit);
