@@ -67,6 +67,24 @@ export async function api(method, path, body, token = session.token()) {
   return data;
 }
 
+// An API path whose every interpolated value is one path segment,
+// percent-encoded: route parameters come from the address bar, which
+// anyone can link, so none may add segments (`/`, or `\` that the URL
+// parser reads as one), climb with `..`, or start a query or fragment
+// (`?`, `#`). A value that is empty, `.` or `..` (which encoding leaves
+// as it is) names nothing: refused as a 404, never sent.
+export function path(strings, ...values) {
+  let out = strings[0];
+  values.forEach((value, i) => {
+    const text = String(value);
+    if (text === '' || text === '.' || text === '..') {
+      throw new ApiError(404, { error: { code: 'not_found', message: 'No such page.' } });
+    }
+    out += encodeURIComponent(text) + strings[i + 1];
+  });
+  return out;
+}
+
 export const get = (path) => api('GET', path);
 export const post = (path, body) => api('POST', path, body === undefined ? {} : body);
 export const patch = (path, body) => api('PATCH', path, body);

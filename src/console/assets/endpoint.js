@@ -4,7 +4,7 @@
 // time (following the operation), and its policy edited with PATCH.
 
 import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLocalInput, fromLocalInput } from './ui.js';
-import { get, post, patch, query, can } from './api.js';
+import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
 
 async function successRatio(id, window) {
@@ -20,13 +20,13 @@ async function successRatio(id, window) {
 // cap, rate limit or circuit, or waiting for a consumer), leased. Each
 // count stops at 100,000 (`capped`).
 async function backlog(id) {
-  const b = await get(`/v1/endpoints/${encodeURIComponent(id)}/backlog`);
+  const b = await get(path`/v1/endpoints/${id}/backlog`);
   const n = (count) => (b.capped && count >= 100000 ? '100,000+' : String(count));
   return { pending: n(b.pending), due: n(b.due), leased: n(b.leased) };
 }
 
 async function load(id) {
-  const endpoint = await get(`/v1/endpoints/${encodeURIComponent(id)}`);
+  const endpoint = await get(path`/v1/endpoints/${id}`);
   const [hour, day, waits] = await Promise.all([
     successRatio(endpoint.id, '1h'),
     successRatio(endpoint.id, '24h'),
@@ -36,7 +36,7 @@ async function load(id) {
 }
 
 function Operation({ id, onDone }) {
-  const op = useLoad(() => get(`/v1/operations/${id}`), id, 1000);
+  const op = useLoad(() => get(path`/v1/operations/${id}`), id, 1000);
   const o = op.data;
   useEffect(() => {
     if (o && o.status !== 'running' && onDone) onDone();
@@ -55,7 +55,7 @@ function Recover({ endpoint }) {
     e.preventDefault();
     setError(null);
     try {
-      const started = await post(`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
+      const started = await post(path`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
       setOperation(started.id);
     } catch (err) {
       if (err.body && err.body.operation) setOperation(err.body.operation.id);
@@ -126,7 +126,7 @@ function PolicyForm({ endpoint, onSaved }) {
       return;
     }
     try {
-      await patch(`/v1/endpoints/${e.id}`, change);
+      await patch(path`/v1/endpoints/${e.id}`, change);
       setResult({ ok: true, text: 'Saved.' });
       onSaved();
     } catch (error) {
@@ -192,11 +192,11 @@ export function EndpointPage({ id, who }) {
     ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}
     ${admin && html`<div class="buttons">
       <button type="button" data-test="toggle-disabled" onClick=${() => act('toggle', async () => {
-        await patch(`/v1/endpoints/${e.id}`, { disabled: !e.disabled });
+        await patch(path`/v1/endpoints/${e.id}`, { disabled: !e.disabled });
         return e.disabled ? 'Enabled.' : 'Disabled: nothing is sent until it is enabled.';
       })}>${e.disabled ? 'Enable' : 'Disable'}</button>
       ${can(who, 'secrets') && html`<button type="button" data-test="rotate-secret" onClick=${() => act('rotate', async () => {
-        const rotated = await post(`/v1/endpoints/${e.id}/secret/rotate`);
+        const rotated = await post(path`/v1/endpoints/${e.id}/secret/rotate`);
         return html`New secret (shown once; the old one signs for 24 h more): <code data-test="new-secret">${rotated.secret}</code>`;
       })}>Rotate secret</button>`}
     </div>`}

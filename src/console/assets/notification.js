@@ -3,7 +3,7 @@
 // and retry and cancel. Refreshes while it is pending.
 
 import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative } from './ui.js';
-import { get, post, can } from './api.js';
+import { get, post, path, can } from './api.js';
 
 async function allAttempts(id) {
   const rows = [];
@@ -11,7 +11,7 @@ async function allAttempts(id) {
   // 500 a page; a schedule has far fewer attempts, but a retried
   // notification starts new series, so follow the pages (up to 10).
   for (let page = 0; page < 10; page++) {
-    const found = await get(`/v1/notifications/${id}/attempts?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const found = await get(path`/v1/notifications/${id}/attempts` + `?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     rows.push(...found.data);
     cursor = found.next_cursor;
     if (!cursor) break;
@@ -20,7 +20,7 @@ async function allAttempts(id) {
 }
 
 async function load(id) {
-  const [notification, attempts] = await Promise.all([get(`/v1/notifications/${id}`), allAttempts(id)]);
+  const [notification, attempts] = await Promise.all([get(path`/v1/notifications/${id}`), allAttempts(id)]);
   return { notification, attempts };
 }
 
@@ -68,7 +68,7 @@ export function NotificationPage({ id, who }) {
     setBusy(true);
     setResult(null);
     try {
-      await post(`/v1/notifications/${id}/${what}`);
+      await post(path`/v1/notifications/${id}/${what}`);
       setResult({ ok: true, text: what === 'retry' ? 'Retry requested: a new attempt series starts now.' : 'Cancelled.' });
       await found.reload();
     } catch (error) {

@@ -11,6 +11,7 @@ mod files;
 mod notifications;
 mod overview;
 mod portal;
+mod routes;
 mod session;
 mod timeline;
 
