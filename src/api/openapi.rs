@@ -50,6 +50,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         stats::stats,
         portal::for_endpoint,
         portal::for_owner,
+        portal::revoke,
         portal::whoami,
         health::healthz,
         health::readyz,

@@ -125,6 +125,7 @@ const ENDPOINTS: Table = Table {
         col("schedule_name", Text),
         col("schedule_jitter", Real),
         col("url_secret", Flag),
+        col("portal_generation", Int),
         col("rate_limit_per_second", Real),
         col("rate_limit_burst", Int),
         col("breaker_off", Flag),

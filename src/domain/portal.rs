@@ -5,7 +5,10 @@
 //! `hookd_portal_` + base64url(payload) + `.` + base64url(HMAC-SHA256(key,
 //! "hookd-portal-v1." + base64url(payload))), base64 without padding. The
 //! payload is `e.<expiry>.<endpoint id>` or `o.<expiry>.<owner uid>`, the
-//! expiry in unix seconds. The MAC covers the payload as sent, so nothing
+//! expiry in unix seconds; an endpoint's link issued after a revocation
+//! adds `.<generation>` (`e.<expiry>.<endpoint id>.<generation>`), the
+//! endpoint's `portal_generation` then: a link of another generation than
+//! its endpoint's current one is refused. The MAC covers the payload as sent, so nothing
 //! of it is decoded before the signature holds; the version string keeps a
 //! MAC made for anything else under the same key from passing as a link.
 
@@ -46,6 +49,9 @@ pub enum PortalScope {
 pub struct PortalClaims {
     pub scope: PortalScope,
     pub expires_at: DateTime<Utc>,
+    /// The endpoint's `portal_generation` when the link was issued (0 for
+    /// an owner's link, and for links issued before any revocation).
+    pub generation: u32,
 }
 
 /// Why a token is refused. The API answers every one alike (401): the
@@ -73,6 +79,11 @@ pub fn valid_lifetime(seconds: i64) -> bool {
 /// a sub-second part is dropped.
 pub fn sign(key: &[u8], claims: &PortalClaims) -> String {
     let payload = match &claims.scope {
+        PortalScope::Endpoint(id) if claims.generation > 0 => format!(
+            "e.{}.{id}.{}",
+            claims.expires_at.timestamp(),
+            claims.generation
+        ),
         PortalScope::Endpoint(id) => format!("e.{}.{id}", claims.expires_at.timestamp()),
         PortalScope::Owner(uid) => format!("o.{}.{uid}", claims.expires_at.timestamp()),
     };
@@ -120,12 +131,22 @@ fn parse(payload: &str) -> Option<PortalClaims> {
     let mut parts = text.splitn(3, '.');
     let (kind, expiry, subject) = (parts.next()?, parts.next()?, parts.next()?);
     let expires_at = DateTime::from_timestamp(expiry.parse().ok()?, 0)?;
-    let scope = match kind {
-        "e" => PortalScope::Endpoint(Uuid::parse_str(subject).ok()?),
-        "o" if valid_uid(subject) => PortalScope::Owner(subject.to_string()),
+    let (scope, generation) = match kind {
+        "e" => {
+            let (id, generation) = match subject.split_once('.') {
+                Some((id, generation)) => (id, generation.parse().ok().filter(|g| *g > 0)?),
+                None => (subject, 0),
+            };
+            (PortalScope::Endpoint(Uuid::parse_str(id).ok()?), generation)
+        }
+        "o" if valid_uid(subject) => (PortalScope::Owner(subject.to_string()), 0),
         _ => return None,
     };
-    Some(PortalClaims { scope, expires_at })
+    Some(PortalClaims {
+        scope,
+        expires_at,
+        generation,
+    })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ fn endpoint_claims() -> PortalClaims {
             Uuid::parse_str("01a2018b-9ae4-7000-85bb-4e0096803faa").unwrap(),
         ),
         expires_at: now() + Duration::hours(1),
+        generation: 0,
     }
 }
 
@@ -43,6 +44,7 @@ fn a_signed_token_verifies_to_its_claims() {
         PortalClaims {
             scope: PortalScope::Owner("merchant-42".into()),
             expires_at: now() + Duration::days(7),
+            generation: 0,
         },
     ] {
         let token = sign(KEY, &claims);
@@ -164,6 +166,7 @@ fn an_oversize_token_is_refused_before_any_work() {
         &PortalClaims {
             scope: PortalScope::Owner("o".repeat(128)),
             expires_at: now() + Duration::days(7),
+            generation: 0,
         },
     );
     assert!(longest.len() <= MAX_TOKEN_BYTES, "{}", longest.len());
@@ -190,4 +193,17 @@ fn lifetimes_run_from_a_second_to_seven_days() {
     for bad in [0, -1, 604_801, i64::MAX] {
         assert!(!valid_lifetime(bad), "{bad}");
     }
+}
+
+#[test]
+fn an_endpoint_link_carries_the_generation_it_was_issued_in() {
+    let claims = PortalClaims {
+        generation: 3,
+        ..endpoint_claims()
+    };
+    let token = sign(KEY, &claims);
+    assert!(parts(&token).0.ends_with(".3"), "{}", parts(&token).0);
+    assert_eq!(verify(KEY, &token, now()), Ok(claims));
+    // Generation 0 is written as links were before revocation existed.
+    assert!(!parts(&sign(KEY, &endpoint_claims())).0.ends_with(".0"));
 }

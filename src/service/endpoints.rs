@@ -338,6 +338,7 @@ pub(super) fn default_endpoint() -> Endpoint {
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,
         url_secret: false,
+        portal_generation: 0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Override::default(),

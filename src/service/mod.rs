@@ -20,6 +20,7 @@ mod index;
 mod lookup;
 pub mod notifications;
 mod payload;
+mod portal;
 pub mod pull;
 mod rate_limit_fields;
 pub mod recover;

@@ -67,6 +67,9 @@ pub struct Endpoint {
     /// callers without the `secrets` scope see only the origin
     /// (`domain::receiver_url::mask_url`).
     pub url_secret: bool,
+    /// Raised by each revocation of its portal links: a link issued in
+    /// another generation is refused (`domain::portal`).
+    pub portal_generation: i32,
     /// Its own rate limit (`domain::rate`), both or neither: none means
     /// `dispatcher.default_rate_limit`, if set.
     pub rate_limit_per_second: Option<f64>,
@@ -207,6 +210,7 @@ mod tests {
             schedule_name: None,
             schedule_jitter: 0.0,
             url_secret: false,
+            portal_generation: 0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
             breaker: Default::default(),

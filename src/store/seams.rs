@@ -127,6 +127,13 @@ pub trait WriteStore: Send + Sync + 'static {
     /// The ids of the pending notifications it cancelled; `None`: no such
     /// endpoint.
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError>;
+    /// Raises the endpoint's `portal_generation` (every link issued before
+    /// stops working); its id and the new generation, `None`: no such
+    /// endpoint.
+    async fn revoke_portal_links(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<(Uuid, i32)>, StoreError>;
 }
 
 /// What the API reads.

@@ -38,6 +38,7 @@ mod operator;
 mod partition_keys;
 mod partitioning;
 mod portal;
+mod portal_lifetime;
 mod private_networks;
 mod pull;
 mod pull_expiry;

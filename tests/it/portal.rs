@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use crate::backends::Backend;
 use crate::helpers::{TestApp, TOKEN};
 
-const KEY: &str = "portal-test-key-0123456789abcdefghijklmnop";
-const READ_TOKEN: &str = "read-token-0123456789abcdef";
+pub(crate) const KEY: &str = "portal-test-key-0123456789abcdefghijklmnop";
+pub(crate) const READ_TOKEN: &str = "read-token-0123456789abcdef";
 
-fn settings(key: &str) -> String {
+pub(crate) fn settings(key: &str) -> String {
     format!(
         "[api]\ntokens = [\"{TOKEN}\", {{ name = \"dashboard\", token = \"{READ_TOKEN}\", scopes = [\"read\"] }}]\n\
          [portal]\nkey = \"{key}\"\n"
@@ -22,7 +22,7 @@ fn settings(key: &str) -> String {
 }
 
 /// Issues a link at `path`; returns its token and the answer.
-async fn issue(app: &TestApp, path: &str, body: Value) -> (String, Value) {
+pub(crate) async fn issue(app: &TestApp, path: &str, body: Value) -> (String, Value) {
     let (status, link) = app.post(path, body).await;
     assert_eq!(status, StatusCode::CREATED, "{link}");
     let url = link["url"].as_str().unwrap();
@@ -30,7 +30,7 @@ async fn issue(app: &TestApp, path: &str, body: Value) -> (String, Value) {
     (token.to_string(), link)
 }
 
-async fn as_token(
+pub(crate) async fn as_token(
     app: &TestApp,
     token: &str,
     method: Method,
@@ -49,7 +49,7 @@ async fn as_token(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn get(app: &TestApp, token: &str, path: &str) -> (StatusCode, Value) {
+pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (StatusCode, Value) {
     as_token(app, token, Method::GET, path, None).await
 }
 
@@ -318,6 +318,7 @@ async fn tampered_expired_and_revoked_links_are_refused(backend: Backend) {
         &PortalClaims {
             scope: PortalScope::Endpoint(mine_id.parse().unwrap()),
             expires_at: Utc::now() - Duration::seconds(1),
+            generation: 0,
         },
     );
     let mut bad_signature = token.clone();
@@ -461,6 +462,9 @@ async fn whoami_names_every_kind_of_caller(backend: Backend) {
         chrono::DateTime::parse_from_rfc3339(me["expires_at"].as_str().unwrap()).unwrap(),
         chrono::DateTime::parse_from_rfc3339(link["expires_at"].as_str().unwrap()).unwrap()
     );
+    // An owner's link works while the owner has a live endpoint.
+    app.endpoint(json!({"uid": "m42-shop", "owner": "merchant-42"}))
+        .await;
     let (token, _) = issue(&app, "/v1/owners/merchant-42/portal", json!({})).await;
     assert_eq!(
         get(&app, &token, "/v1/whoami").await.1["portal"],

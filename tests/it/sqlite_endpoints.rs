@@ -44,6 +44,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         schedule_name: None,
         schedule_jitter: 0.0,
         url_secret: false,
+        portal_generation: 0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
         breaker: Default::default(),

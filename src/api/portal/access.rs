@@ -77,6 +77,12 @@ pub(in crate::api) async fn admit(
         refusals.refused(Some(token), method, route, request.uri().path());
         return Err(ApiError::Unauthorized);
     };
+    // A link lives no longer than what it shows: refused once its endpoint
+    // is deleted or its links revoked, or its owner has no live endpoint.
+    if !alive(state, &claims).await? {
+        refusals.refused(Some(token), method, route, request.uri().path());
+        return Err(ApiError::Unauthorized);
+    }
     let caller = Caller {
         name: match &claims.scope {
             PortalScope::Endpoint(id) => format!("portal:endpoint:{id}"),
@@ -122,6 +128,24 @@ pub(in crate::api) async fn admit(
     }
     request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
+}
+
+/// Whether what `claims` show still exists: the endpoint live (through
+/// the endpoint cache: a second old at most) and of the link's
+/// generation, or the owner with a live endpoint.
+async fn alive(state: &AppState, claims: &PortalClaims) -> Result<bool, ApiError> {
+    Ok(match &claims.scope {
+        PortalScope::Endpoint(id) => state
+            .service
+            .live_endpoint(*id)
+            .await?
+            .is_some_and(|e| e.portal_generation.max(0) as u32 == claims.generation),
+        PortalScope::Owner(uid) => !state
+            .store
+            .list_endpoints(None, 1, Some(uid.as_str()))
+            .await?
+            .is_empty(),
+    })
 }
 
 /// The route's `name` parameter, percent-decoded as the handler sees it.
@@ -290,6 +314,7 @@ mod tests {
             (Method::POST, "/v1/endpoints/{endpoint}/secret/rotate"),
             (Method::POST, "/v1/endpoints/{endpoint}/recover"),
             (Method::POST, "/v1/endpoints/{endpoint}/portal"),
+            (Method::POST, "/v1/endpoints/{endpoint}/portal/revoke"),
             (Method::POST, "/v1/owners/{owner}/portal"),
             (Method::POST, "/v1/endpoints/{endpoint}/consumer-token"),
             (Method::POST, "/v1/endpoints/{endpoint}/pull"),

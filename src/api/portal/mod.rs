@@ -32,6 +32,7 @@ use crate::store::endpoints::EndpointRef;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/endpoints/{endpoint}/portal", post(for_endpoint))
+        .route("/v1/endpoints/{endpoint}/portal/revoke", post(revoke))
         .route("/v1/owners/{owner}/portal", post(for_owner))
         .route("/v1/whoami", get(whoami))
 }
@@ -81,7 +82,10 @@ pub async fn for_endpoint(
         &headers,
         &uri,
         &key,
-        PortalScope::Endpoint(endpoint.id),
+        (
+            PortalScope::Endpoint(endpoint.id),
+            endpoint.portal_generation.max(0) as u32,
+        ),
         lifetime,
     )?;
     Ok((
@@ -113,10 +117,39 @@ pub async fn for_owner(
         &headers,
         &uri,
         &key,
-        PortalScope::Owner(owner),
+        (PortalScope::Owner(owner), 0),
         lifetime,
     )?;
     Ok((StatusCode::CREATED, Json(link)))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Revoked {
+    pub endpoint_id: Uuid,
+    /// Links issued from now on carry this generation; every earlier one
+    /// is refused (401).
+    pub generation: i32,
+}
+
+#[utoipa::path(operation_id = "revoke_endpoint_portal_links", post, path = "/v1/endpoints/{endpoint}/portal/revoke", tag = "portal",
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
+        (status = 404, body = super::error::ErrorBody)))]
+pub async fn revoke(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+) -> Result<(Extension<Audited>, Json<Revoked>), ApiError> {
+    let (endpoint_id, generation) = state
+        .service
+        .revoke_portal_links(&EndpointRef::parse(&endpoint))
+        .await?;
+    Ok((
+        Extension(Audited(endpoint_id)),
+        Json(Revoked {
+            endpoint_id,
+            generation,
+        }),
+    ))
 }
 
 fn portal_key(state: &AppState) -> Result<Vec<u8>, ApiError> {
@@ -150,7 +183,7 @@ fn link(
     headers: &HeaderMap,
     uri: &Uri,
     key: &[u8],
-    scope: PortalScope,
+    (scope, generation): (PortalScope, u32),
     lifetime: i64,
 ) -> Result<PortalLink, ApiError> {
     let origin = match state.settings.portal.base_origin() {
@@ -159,7 +192,14 @@ fn link(
     };
     let expires_at = DateTime::from_timestamp(Utc::now().timestamp() + lifetime, 0)
         .ok_or(ApiError::Internal(None))?;
-    let token = sign(key, &PortalClaims { scope, expires_at });
+    let token = sign(
+        key,
+        &PortalClaims {
+            scope,
+            expires_at,
+            generation,
+        },
+    );
     Ok(PortalLink {
         url: format!("{origin}/console/#portal={token}"),
         expires_at,

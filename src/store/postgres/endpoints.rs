@@ -17,12 +17,12 @@ use crate::store::StoreError;
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
                  CASE WHEN $14 THEN now() END) \
              RETURNING {COLUMNS}"
         );
@@ -52,9 +52,31 @@ impl PgStore {
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
+            .bind(endpoint.portal_generation)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
+    }
+
+    /// See `WriteStore::revoke_portal_links`. Not a change of what a
+    /// delivery uses: the version stays.
+    pub async fn revoke_portal_links(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<(Uuid, i32)>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
+        let (id, uid) = by.as_params();
+        Ok(sqlx::query_as(
+            "UPDATE endpoints SET portal_generation = portal_generation + 1 \
+             WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
+             RETURNING id, portal_generation",
+        )
+        .bind(id)
+        .bind(uid)
+        .fetch_optional(&self.pool)
+        .await?)
     }
 
     pub async fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError> {

@@ -192,6 +192,7 @@ from_row!(Endpoint {
     schedule_name,
     schedule_jitter,
     url_secret,
+    portal_generation,
     rate_limit_per_second,
     rate_limit_burst,
     breaker: breaker,

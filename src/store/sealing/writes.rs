@@ -187,4 +187,10 @@ impl<S: WriteStore> WriteStore for Sealing<S> {
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         self.inner.delete_endpoint(by).await
     }
+    async fn revoke_portal_links(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<(Uuid, i32)>, StoreError> {
+        self.inner.revoke_portal_links(by).await
+    }
 }

@@ -87,7 +87,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
                      CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -118,6 +118,7 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
+            .bind(endpoint.portal_generation)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -301,6 +302,33 @@ impl SqliteStore {
     /// pending notifications are cancelled, and their history is kept.
     /// Returns the ids of the cancelled notifications, or `None` if there was
     /// no such endpoint.
+    /// See `WriteStore::revoke_portal_links`. Not a change of what a
+    /// delivery uses: the version stays.
+    pub async fn revoke_portal_links(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<(Uuid, i32)>, StoreError> {
+        if !by.is_possible() {
+            return Ok(None);
+        }
+        let sql = format!(
+            "UPDATE endpoints SET portal_generation = portal_generation + 1 \
+             WHERE {} RETURNING id, portal_generation",
+            named(by)
+        );
+        let mut conn = self.writer.acquire().await.map_err(store_error)?;
+        let row = bind_named(sqlx::query(AssertSqlSafe(sql)), by)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        row.map(|row| {
+            use sqlx::Row;
+            Ok((row.try_get("id")?, row.try_get("portal_generation")?))
+        })
+        .transpose()
+        .map_err(|e: sqlx::Error| StoreError::Database(cause(e)))
+    }
+
     pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         if !by.is_possible() {
             return Ok(None);

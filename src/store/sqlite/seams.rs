@@ -91,6 +91,12 @@ impl WriteStore for SqliteStore {
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         SqliteStore::delete_endpoint(self, by).await
     }
+    async fn revoke_portal_links(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<(Uuid, i32)>, StoreError> {
+        SqliteStore::revoke_portal_links(self, by).await
+    }
 }
 
 #[async_trait::async_trait]

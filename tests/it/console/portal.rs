@@ -166,6 +166,7 @@ async fn a_tampered_expired_or_foreign_portal_link_is_refused(backend: Backend) 
         &PortalClaims {
             scope: PortalScope::Endpoint(mine["id"].as_str().unwrap().parse().unwrap()),
             expires_at: Utc::now() - chrono::Duration::seconds(60),
+            generation: 0,
         },
     );
     refused(&browser, &format!("{base}#portal={expired}"), "expired").await;
