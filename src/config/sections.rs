@@ -203,6 +203,9 @@ pub struct ApiSettings {
     pub tokens: Vec<TokenSpec>,
     pub max_payload_bytes: usize,
     pub max_request_bytes: usize,
+    /// Most notifications one request's events may fan out to, counted
+    /// over the whole request (a batch's events together); more → 422.
+    pub max_deliveries_per_request: usize,
     /// Regular expressions: a receiver URL's path segment (after the first)
     /// that one matches is shown as `***` to callers without the `secrets`
     /// scope, beside those that look like credentials

@@ -125,3 +125,47 @@ async fn every_documented_operation_reaches_a_handler_of_the_live_router(backend
     assert!(probed >= 18, "probed {probed} operations");
 }
 both!(every_documented_operation_reaches_a_handler_of_the_live_router);
+
+/// #47: `/openapi.json` (no token) was built anew for each request, 2.9 ms
+/// of CPU each: anyone who reached the port could keep a core busy. It is
+/// built once, with a strong ETag, and a matching `If-None-Match` gets 304.
+async fn the_openapi_document_is_served_with_an_etag_and_304_when_it_matches(backend: Backend) {
+    let app = backend.spawn().await;
+    let get = |tag: Option<&'static str>| {
+        let mut request = app.client.get(format!("{}/openapi.json", app.base));
+        if let Some(tag) = tag {
+            request = request.header("if-none-match", tag);
+        }
+        request.send()
+    };
+    let first = get(None).await.unwrap();
+    assert_eq!(first.status(), reqwest::StatusCode::OK);
+    let tag = first.headers()["etag"].to_str().unwrap().to_string();
+    assert!(
+        tag.starts_with('"') && !tag.starts_with("W/"),
+        "a strong tag: {tag}"
+    );
+    let body = first.bytes().await.unwrap();
+    let second = get(None).await.unwrap();
+    assert_eq!(second.headers()["etag"].to_str().unwrap(), tag);
+    assert_eq!(
+        second.bytes().await.unwrap(),
+        body,
+        "the same bytes each time"
+    );
+
+    let tag: &'static str = Box::leak(tag.into_boxed_str());
+    let weak: &'static str = Box::leak(format!("\"other\", W/{tag}").into_boxed_str());
+    for matching in [tag, weak, "*"] {
+        let not_modified = get(Some(matching)).await.unwrap();
+        assert_eq!(
+            not_modified.status(),
+            reqwest::StatusCode::NOT_MODIFIED,
+            "{matching}"
+        );
+        assert!(not_modified.bytes().await.unwrap().is_empty());
+    }
+    let other = get(Some("\"something-else\"")).await.unwrap();
+    assert_eq!(other.status(), reqwest::StatusCode::OK);
+}
+both!(the_openapi_document_is_served_with_an_etag_and_304_when_it_matches);
