@@ -26,7 +26,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
                   HOOKD_<SECTION>__<KEY> environment variables.\n\
                   Exit codes: 0 success or clean shutdown; 1 cannot start or failed while \
                   running (e.g. database unreachable); 2 bad command line; 78 invalid \
-                  configuration."
+                  configuration, or an embedded data directory or file open to other \
+                  accounts or a symbolic link."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -188,6 +189,7 @@ fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<S
         }
         // An absolute embedded.path stays where it is.
         settings.embedded.path = dir.join(&settings.embedded.path);
+        settings.embedded.data_dir = Some(dir);
     }
     Ok(settings)
 }
@@ -215,8 +217,30 @@ fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode 
     };
     match runtime.block_on(task) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if unsafe_files(&error) => config_failure(&format!("{error:#}")),
         Err(error) => fail(&format!("{error:#}")),
     }
+}
+
+/// Whether hookd refused its data directory or a file of the embedded
+/// database (open to other accounts, a link): a deployment to fix, like
+/// invalid configuration, not a failure to retry.
+fn unsafe_files(error: &anyhow::Error) -> bool {
+    use hookd::copy::CopyError;
+    use hookd::store::sqlite::{FileError, LockError, OpenError};
+    error.chain().any(|cause| {
+        let refused = match (
+            cause.downcast_ref(),
+            cause.downcast_ref(),
+            cause.downcast_ref(),
+        ) {
+            (Some(OpenError::Files(e)), _, _)
+            | (_, Some(LockError::Files(e)), _)
+            | (_, _, Some(CopyError::SourceFiles(e))) => Some(e),
+            _ => cause.downcast_ref::<FileError>(),
+        };
+        refused.is_some_and(FileError::is_refusal)
+    })
 }
 
 /// One line on stderr, exit code 1.

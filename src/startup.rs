@@ -146,7 +146,12 @@ impl App {
                 tracing::info!(database = %path.display(), "embedded mode: SQLite, the due index in this process");
                 let due: SharedIndex = Arc::new(MemoryIndex::new());
                 let listener = listen(&settings, address)?;
-                Self::try_with_parts(settings, store, due, listener, role)?
+                let sealing = !settings.secrets.keys.is_empty();
+                let mut app = Self::try_with_parts(settings, store.clone(), due, listener, role)?;
+                if sealing {
+                    app.reseal = forgetting_old_values(app.reseal, store);
+                }
+                app
             }
         };
         Ok(Self {
@@ -361,24 +366,45 @@ impl App {
     }
 }
 
+/// The embedded walk, then the file and its write-ahead log rid of the
+/// values it replaced (`SqliteStore::forget_old_values`): with keys set,
+/// a plaintext secret written before them is left in neither.
+fn forgetting_old_values(walk: Reseal, store: SqliteStore) -> Reseal {
+    Box::new(move |token| {
+        Box::pin(async move {
+            walk(token.clone()).await;
+            if token.is_cancelled() {
+                return;
+            }
+            match store.forget_old_values().await {
+                Ok(true) => tracing::info!(
+                    "the database file and its write-ahead log keep no value the walk replaced"
+                ),
+                Ok(false) => tracing::warn!(
+                    "the write-ahead log could not be truncated after the walk (a long read); values it replaced stay in it until the next checkpoint"
+                ),
+                Err(error) => tracing::warn!(%error, "the write-ahead log could not be truncated after the walk"),
+            }
+        })
+    })
+}
+
 fn listen(settings: &Settings, address: SocketAddr) -> anyhow::Result<TcpListener> {
     crate::server::listen(address, settings.server.listen_backlog)
         .with_context(|| format!("cannot listen on {address} (server.listen)"))
 }
 
 /// Locks and opens the embedded database file at `path` (its directory
-/// created if missing), applying migrations if `migrate`. A second process
-/// on the same file is refused with one line naming the pid holding it.
+/// created 0700 if missing), applying migrations if `migrate`. A second
+/// process on the same file is refused with one line naming the pid
+/// holding it; a directory or file open to other accounts, or a link, with
+/// one line naming it and the fix (`store::sqlite::files`).
 pub async fn open_embedded(
     settings: &Settings,
     path: &Path,
     migrate: bool,
 ) -> anyhow::Result<SqliteStore> {
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {} (embedded.path)", dir.display()))?;
-    }
-    if !path.exists() {
+    if std::fs::symlink_metadata(path).is_err() {
         // A server-mode deployment that forgot its two URLs would otherwise
         // start quietly on an empty file, its backlog left in PostgreSQL.
         tracing::warn!(
@@ -392,6 +418,7 @@ pub async fn open_embedded(
         acquire_timeout: wait,
         readers: settings.embedded.readers,
         migrate,
+        private_dir: settings.embedded.data_dir.is_some(),
     };
     SqliteStore::open(path, &options)
         .await

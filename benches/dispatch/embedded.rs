@@ -36,8 +36,10 @@ impl DataDir {
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
         Self {
+            // Private to the account, as hookd requires of --data-dir.
             dir: tempfile::Builder::new()
                 .prefix("hookd-bench-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir_in(base)
                 .unwrap(),
         }

@@ -55,6 +55,10 @@ pub struct EmbeddedSettings {
     pub busy_timeout_ms: u64,
     /// Read-only connections beside the one writer.
     pub readers: u32,
+    /// The directory `--data-dir` named (not configuration): it must then
+    /// be private to hookd's account (0700), as one hookd creates is.
+    #[serde(skip)]
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// Pull consumption (DESIGN.md §10).

@@ -82,6 +82,10 @@ pub enum CopyError {
     ToNotPostgres,
     #[error("{}: no such database file", .0.display())]
     NoSource(PathBuf),
+    /// The file or a file beside it is open to other accounts, a link, or
+    /// not a plain file (one line naming the fix).
+    #[error(transparent)]
+    SourceFiles(#[from] crate::store::sqlite::FileError),
     /// A running hookd holds the file (the message names its pid).
     #[error("cannot copy from a database a hookd is running on (stop it first)")]
     SourceInUse(#[source] crate::store::sqlite::LockError),

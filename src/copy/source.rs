@@ -23,7 +23,7 @@ use sqlx::{AssertSqlSafe, Connection};
 use super::tables::Table;
 use super::values::{null_key, Key, ReadError, Value};
 use super::CopyError;
-use crate::store::sqlite::{FileLock, LockError, MIGRATOR};
+use crate::store::sqlite::{check_files, FileLock, LockError, MIGRATOR};
 
 /// The source, open and locked until dropped.
 pub(crate) struct Source {
@@ -45,10 +45,15 @@ impl Source {
     /// Locks and opens the database file at `path`.
     pub(crate) async fn open(path: &Path) -> Result<Self, CopyError> {
         // Before the lock: taking it would create the lock file beside a
-        // file that is not there.
-        if !path.is_file() {
+        // file that is not there. (A link is not followed: the check below
+        // refuses it.)
+        if std::fs::symlink_metadata(path).is_err() {
             return Err(CopyError::NoSource(path.to_path_buf()));
         }
+        // The file and the files beside it are the account's own, as
+        // `hookd serve` requires (the -shm a reader may create takes the
+        // file's mode).
+        check_files(path)?;
         let lock = FileLock::acquire(path).map_err(|e| match e {
             in_use @ LockError::InUse { .. } => CopyError::SourceInUse(in_use),
             other => CopyError::SourceLock(other),

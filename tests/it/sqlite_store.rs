@@ -90,9 +90,10 @@ async fn another_process_holding_the_file_is_named_by_its_pid() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hookd.db");
     // std's File::try_lock is flock(2) on Linux; the child takes the same
-    // lock on the same file and writes its pid, as a hookd would.
+    // lock on the same file and writes its pid, as a hookd would (the file
+    // 0600, as hookd makes it: one open to others is refused for that).
     let script = "import fcntl, os, sys, time\n\
-                  f = open(sys.argv[1], 'w')\n\
+                  f = os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600), 'w')\n\
                   fcntl.flock(f, fcntl.LOCK_EX)\n\
                   f.write(str(os.getpid())); f.flush()\n\
                   print('locked', flush=True)\n\

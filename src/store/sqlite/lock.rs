@@ -9,9 +9,11 @@
 //! Linux): the kernel drops it when the holder exits, even by kill -9, so a
 //! crash never leaves the file locked. The lock file itself stays; removing
 //! it would let a process that opened it before the removal lock an inode
-//! nobody else sees.
+//! nobody else sees. It is the account's own (`files`): created 0600,
+//! opened without following a link, so no other account can hold it or
+//! point it at a file for hookd to write its pid into.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,9 @@ pub enum LockError {
         /// lock a moment ago) or the file was altered.
         pid: Option<u32>,
     },
+    /// The lock file is not the account's own (`files`).
+    #[error(transparent)]
+    Files(#[from] super::files::FileError),
     #[error("cannot lock {}: {source}", .lock.display())]
     Io {
         lock: PathBuf,
@@ -51,9 +56,7 @@ pub(crate) struct FileLock {
 
 /// Where the lock of the database at `path` lives: beside it, named after it.
 pub fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
+    super::files::beside(path, ".lock")
 }
 
 impl FileLock {
@@ -67,13 +70,7 @@ impl FileLock {
         };
         // Not truncated on open: until the lock is ours, the pid in the
         // file is the holder's, which a refused process reads.
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock)
-            .map_err(io)?;
+        let mut file = super::files::open_private(&lock)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

@@ -20,6 +20,7 @@ mod delivery;
 mod endpoints;
 mod errors;
 mod events;
+mod files;
 mod health;
 mod housekeeping;
 mod lock;
@@ -45,6 +46,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
+pub(crate) use files::check_files;
+pub use files::FileError;
 pub use lock::{lock_path, LockError};
 
 use super::StoreError;
@@ -72,6 +75,10 @@ pub struct SqliteOptions {
     /// Apply the migrations when opening (`hookd serve`); `hookd migrate`
     /// calls `migrate` itself.
     pub migrate: bool,
+    /// Refuse the file's directory, when it exists, if it is open to other
+    /// accounts (`files`): set for a directory named by `--data-dir`. One
+    /// hookd creates is made 0700 either way.
+    pub private_dir: bool,
 }
 
 impl Default for SqliteOptions {
@@ -81,6 +88,7 @@ impl Default for SqliteOptions {
             acquire_timeout: Duration::from_secs(5),
             readers: 4,
             migrate: false,
+            private_dir: false,
         }
     }
 }
@@ -101,6 +109,10 @@ pub enum OpenError {
     /// Another process holds the file (one line naming the file and its pid).
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The data directory or a file is open to other accounts, a link, or
+    /// not a plain file (`files`): one line naming it and the fix.
+    #[error(transparent)]
+    Files(#[from] FileError),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The file, or its write-ahead log beside it, cannot be opened for
@@ -118,12 +130,11 @@ pub enum OpenError {
 /// a word, and create its `-wal` and `-shm` files with the database file's
 /// read-only mode, so that the file would still be refused once fixed.
 fn check_writable(path: &Path) -> Result<(), OpenError> {
-    let mut files = vec![path.to_path_buf()];
-    for suffix in ["-wal", "-shm"] {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        files.push(PathBuf::from(name));
-    }
+    let files = [
+        path.to_path_buf(),
+        files::beside(path, "-wal"),
+        files::beside(path, "-shm"),
+    ];
     for file in files.into_iter().filter(|file| file.exists()) {
         // Opened for writing, not truncated: nothing is written.
         if let Err(source) = std::fs::OpenOptions::new().write(true).open(&file) {
@@ -158,9 +169,13 @@ impl SqliteStore {
         }
     }
 
-    /// Locks the database file at `path` for this process, creating it when
-    /// missing, and opens the writer and the readers.
+    /// Locks the database file at `path` for this process, creating it (and
+    /// its directory) when missing, and opens the writer and the readers.
+    /// The directory and every file must be this account's alone (`files`).
     pub async fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
+        // Before SQLite opens it: the file it finds, 0600, gives its -wal
+        // and -shm their mode.
+        files::prepare(path, options.private_dir)?;
         let lock = FileLock::acquire(path)?;
         check_writable(path)?;
         let connect = SqliteConnectOptions::new()
@@ -202,6 +217,9 @@ impl SqliteStore {
             count_minutes: true,
             _lock: Arc::new(lock),
         };
+        // SQLite made its -wal and -shm by now: checked too, and the files
+        // checked before found again as they were (not swapped for a link).
+        files::check_files(path)?;
         if options.migrate {
             store.migrate().await?;
         }

@@ -3,6 +3,13 @@
 //! the current key, each page read and rewritten in one transaction on the
 //! single writer, which stands for PostgreSQL's `FOR UPDATE SKIP LOCKED`
 //! (nothing else writes the page meanwhile).
+//!
+//! A rewritten row leaves its old value (plaintext, before keys were set)
+//! in the page's free space, and the page's earlier versions in the
+//! write-ahead log: each page is written with `secure_delete` on (freed
+//! space zeroed), and `forget_old_values` checkpoints and truncates the log
+//! after the walk, so neither file keeps a copy (issue #47). Only the walk's
+//! pages pay for the zeroing.
 
 use std::collections::BTreeMap;
 
@@ -70,6 +77,7 @@ impl SqliteStore {
         reseal: ResealEndpoint<'_>,
     ) -> Result<ResealPage, StoreError> {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
+        secure_delete(&mut tx, true).await?;
         let rows: Vec<EndpointRow> = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT id, secret, previous_secrets, headers, CASE WHEN managed = 1 THEN url END \
              FROM endpoints \
@@ -109,6 +117,7 @@ impl SqliteStore {
             .map_err(store_error)?;
             changed += 1;
         }
+        secure_delete(&mut tx, false).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(ResealPage { next, changed })
     }
@@ -122,6 +131,7 @@ impl SqliteStore {
         reseal: ResealHeaders<'_>,
     ) -> Result<ResealPage, StoreError> {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
+        secure_delete(&mut tx, true).await?;
         let rows: Vec<(Uuid, String)> = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT id, headers FROM notifications WHERE id > ?1 AND {} ORDER BY id LIMIT ?2",
             stale(STALE_NOTIFICATION, "?3")
@@ -147,9 +157,73 @@ impl SqliteStore {
                 .map_err(store_error)?;
             changed += 1;
         }
+        secure_delete(&mut tx, false).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(ResealPage { next, changed })
     }
+}
+
+impl SqliteStore {
+    /// After the walk: the write-ahead log checkpointed into the file and
+    /// truncated, so the earlier versions of the pages it rewrote (their
+    /// plaintext) are in neither file. A read in progress keeps the log:
+    /// each try waits for readers at most `CHECKPOINT_WAIT_MS` (the writer
+    /// is held meanwhile, so not the configured busy timeout), then lets
+    /// the writer go; after the last, `false` (a later checkpoint, or the
+    /// stop, resets the log).
+    pub async fn forget_old_values(&self) -> Result<bool, StoreError> {
+        for _ in 0..CHECKPOINT_TRIES {
+            let mut conn = self.writer.acquire().await.map_err(store_error)?;
+            let configured: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(store_error)?;
+            let set = |ms: i64| AssertSqlSafe(format!("PRAGMA busy_timeout = {ms}"));
+            sqlx::query(set(CHECKPOINT_WAIT_MS))
+                .execute(&mut *conn)
+                .await
+                .map_err(store_error)?;
+            // (busy, frames in the log, frames checkpointed)
+            let checkpoint: Result<(i64, i64, i64), _> =
+                sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .fetch_one(&mut *conn)
+                    .await;
+            sqlx::query(set(configured))
+                .execute(&mut *conn)
+                .await
+                .map_err(store_error)?;
+            drop(conn);
+            if checkpoint.map_err(store_error)?.0 == 0 {
+                return Ok(true);
+            }
+            tokio::time::sleep(CHECKPOINT_PAUSE).await;
+        }
+        Ok(false)
+    }
+}
+
+const CHECKPOINT_TRIES: usize = 20;
+const CHECKPOINT_WAIT_MS: i64 = 100;
+const CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `secure_delete` for the rest of the writer's transaction: a value a
+/// statement replaces or deletes is overwritten with zeros in its page.
+/// Set back off before the commit; a page that fails leaves it on, which
+/// costs only the zeroing.
+async fn secure_delete(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    on: bool,
+) -> Result<(), StoreError> {
+    let pragma = if on {
+        "PRAGMA secure_delete = ON"
+    } else {
+        "PRAGMA secure_delete = OFF"
+    };
+    sqlx::query(pragma)
+        .execute(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    Ok(())
 }
 
 /// Where the next page starts: after the last row of a full page.

@@ -248,7 +248,9 @@ async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_on
     }
     assert_eq!(hookd.stop().await, Some(0));
     let file: PathBuf = dir.path().join("hookd.db");
-    chmod(&file, 0o444);
+    // Read-only to its owner alone: a mode open to others is refused for
+    // that reason first (`files`).
+    chmod(&file, 0o400);
 
     let started = Instant::now();
     let output = run_to_exit(dir.path(), user).await;
@@ -263,7 +265,7 @@ async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_on
     // it with its read-only mode, which would refuse the fixed file too.
     assert!(!dir.path().join("hookd.db-wal").exists());
 
-    chmod(&file, 0o644);
+    chmod(&file, 0o600);
     hookd.restart().await;
     accepted.push(
         hookd

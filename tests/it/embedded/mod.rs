@@ -2,10 +2,11 @@
 //! `hookd serve --data-dir DIR` with neither database.url nor redis.url, so
 //! one process holds `DIR/hookd.db` and its due index. Each test kills,
 //! fills, freezes or doubles that process and counts what a real receiver
-//! gets.
+//! gets; `files` checks what it leaves on disk, and who else may read it.
 
 mod crash;
 mod disk;
+mod files;
 mod lock;
 
 use std::path::{Path, PathBuf};
@@ -38,8 +39,14 @@ impl HookdProcess {
 /// The embedded `serve` command, its output not directed yet. The test
 /// process's own service URLs (scripts/test exports them) are removed: set,
 /// they would choose server mode. The token is `TOKEN` unless `env` names a
-/// configuration file.
+/// configuration file. A data directory that exists is made private to the
+/// account (0700), as hookd requires of one named by `--data-dir`
+/// (`files`); `tempfile` makes them 0755 under the usual umask.
 pub fn embedded_command(data_dir: &Path, env: &[(&str, &str)]) -> Command {
+    if data_dir.is_dir() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
     command
         .args(["serve", "--data-dir"])

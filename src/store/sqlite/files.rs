@@ -1,0 +1,300 @@
+//! The embedded database's files are the account's alone (issue #47):
+//! they hold every signing secret (or, sealed, still every payload and a
+//! receiver's URL), so no other local account may read them, and the
+//! lock beside them must not be something another account can hold or
+//! point elsewhere.
+//!
+//! - The data directory, when hookd creates it, is made 0700; one named by
+//!   `--data-dir` that exists is refused when open to group or others
+//!   (`chmod 700` fixes it), or when it is a link. Without `--data-dir` (the
+//!   working directory, as the README's first command runs hookd, in a home
+//!   or a checkout that is usually 0755; or the directory of a configured
+//!   `embedded.path`, or of `hookd copy --from`) only the files' own modes
+//!   are enforced: 0600 files are private in a 0755 directory.
+//! - Every file hookd makes (the database, the lock) is created 0600
+//!   whatever the umask. SQLite creates its `-wal`, `-shm` and `-journal`
+//!   files with the database file's mode, so creating the database file
+//!   ourselves, before SQLite opens it, makes them 0600 too.
+//! - A file that exists is refused when open to group or others (`chmod
+//!   600` fixes it), when it is a symbolic link (SQLite resolves links in
+//!   a database path, and a linked lock file made a root-run `hookd
+//!   migrate` write its pid into the file it pointed at), when it is not a
+//!   regular file, or when it has another name (a hard link: the same
+//!   overwrite). The lock and the database are opened with `O_NOFOLLOW`,
+//!   so a link put in place after the check is not followed either.
+//!
+//! Each refusal is one line naming the path and what fixes it; `hookd`
+//! exits 78 on it, as on other configuration it must not start with.
+
+use std::fs::{DirBuilder, File, Metadata, OpenOptions, Permissions};
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The mode of every file hookd creates.
+const FILE_MODE: u32 = 0o600;
+/// The mode of a data directory hookd creates.
+const DIR_MODE: u32 = 0o700;
+
+/// Why a file or the data directory is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Readable, writable or searchable by group or others.
+    #[error(
+        "{} is open to other accounts (mode {mode:03o}): run `chmod {fix:o} {}`",
+        .path.display(),
+        .path.display()
+    )]
+    Open { path: PathBuf, mode: u32, fix: u32 },
+    #[error(
+        "{} is a symbolic link, which hookd does not follow: remove it, or give hookd the path it points to",
+        .0.display()
+    )]
+    Symlink(PathBuf),
+    #[error("{} is not a {kind}", .path.display())]
+    Kind { path: PathBuf, kind: &'static str },
+    #[error(
+        "{} has {links} names (hard links): hookd's files must have one",
+        .path.display()
+    )]
+    Linked { path: PathBuf, links: u64 },
+    #[error("cannot use {}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FileError {
+    /// Whether hookd refuses what it found (a mode, a link), rather than
+    /// failing to reach it: a deployment to fix, exit 78.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, FileError::Io { .. })
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
+    move |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `path` with `suffix` appended to its name (`hookd.db` → `hookd.db-wal`).
+pub(crate) fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The files of the database at `path`: the file, SQLite's three, the lock.
+fn companions(path: &Path) -> [PathBuf; 5] {
+    [
+        path.to_path_buf(),
+        beside(path, "-wal"),
+        beside(path, "-shm"),
+        beside(path, "-journal"),
+        super::lock_path(path),
+    ]
+}
+
+/// Before `hookd serve` or `migrate` opens the database at `path`: its
+/// directory made (0700) when missing, or checked when `private_dir`
+/// (`--data-dir`); the files that exist checked, and the database file
+/// created 0600 when missing.
+pub(crate) fn prepare(path: &Path, private_dir: bool) -> Result<(), FileError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        match std::fs::symlink_metadata(dir) {
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(DIR_MODE)
+                    .create(dir)
+                    .map_err(io(dir))?;
+                // Exactly 0700, whatever the umask.
+                std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)).map_err(io(dir))?;
+            }
+            Err(error) => return Err(io(dir)(error)),
+            Ok(meta) if private_dir => check_dir(dir, &meta)?,
+            Ok(_) => {}
+        }
+    }
+    check_files(path)?;
+    if std::fs::symlink_metadata(path).is_ok() {
+        // Read-only: a file hookd may not write is for `check_writable` to
+        // name, after the lock.
+        open_nofollow(path, false).map(drop)
+    } else {
+        open_private(path).map(drop)
+    }
+}
+
+/// The files of the database at `path` that exist, checked (without
+/// following links); the ones missing are left to be created.
+pub(crate) fn check_files(path: &Path) -> Result<(), FileError> {
+    for file in companions(path) {
+        match std::fs::symlink_metadata(&file) {
+            Err(error) if error.kind() == ErrorKind::NotFound => {}
+            Err(error) => return Err(io(&file)(error)),
+            Ok(meta) => check_file(&file, &meta)?,
+        }
+    }
+    Ok(())
+}
+
+fn check_dir(dir: &Path, meta: &Metadata) -> Result<(), FileError> {
+    if meta.file_type().is_symlink() {
+        return Err(FileError::Symlink(dir.to_path_buf()));
+    }
+    if !meta.is_dir() {
+        return Err(FileError::Kind {
+            path: dir.to_path_buf(),
+            kind: "directory",
+        });
+    }
+    private(dir, meta, DIR_MODE)
+}
+
+fn check_file(file: &Path, meta: &Metadata) -> Result<(), FileError> {
+    if meta.file_type().is_symlink() {
+        return Err(FileError::Symlink(file.to_path_buf()));
+    }
+    if !meta.is_file() {
+        return Err(FileError::Kind {
+            path: file.to_path_buf(),
+            kind: "regular file",
+        });
+    }
+    if meta.nlink() > 1 {
+        return Err(FileError::Linked {
+            path: file.to_path_buf(),
+            links: meta.nlink(),
+        });
+    }
+    private(file, meta, FILE_MODE)
+}
+
+fn private(path: &Path, meta: &Metadata, fix: u32) -> Result<(), FileError> {
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(FileError::Open {
+            path: path.to_path_buf(),
+            mode,
+            fix,
+        });
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading and writing without following a link, creating
+/// it 0600 (whatever the umask) when missing; what it opened is checked as
+/// `check_files` checks, on the open file, so nothing swapped in between a
+/// check and the open is used. Never truncates.
+pub(crate) fn open_private(path: &Path) -> Result<File, FileError> {
+    // O_EXCL: created here, or not at all (a link is not followed either).
+    // O_NONBLOCK: a FIFO put in the file's place would block the open; on a
+    // regular file it changes nothing.
+    let created = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    match created {
+        Ok(file) => {
+            file.set_permissions(Permissions::from_mode(FILE_MODE))
+                .map_err(io(path))?;
+            return Ok(file);
+        }
+        Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(io(path)(error)),
+    }
+    open_nofollow(path, true)
+}
+
+/// Opens `path`, which exists, without following a link, and checks what
+/// it opened as `check_files` does.
+fn open_nofollow(path: &Path, write: bool) -> Result<File, FileError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|error| {
+            if error.raw_os_error() == Some(libc::ELOOP) {
+                FileError::Symlink(path.to_path_buf())
+            } else {
+                io(path)(error)
+            }
+        })?;
+    let meta = file.metadata().map_err(io(path))?;
+    check_file(path, &meta)?;
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().mode() & 0o777
+    }
+
+    #[test]
+    fn a_missing_data_dir_and_database_file_are_created_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("a").join("b");
+        let db = data.join("hookd.db");
+        prepare(&db, true).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&db), 0o600);
+    }
+
+    #[test]
+    fn an_open_data_dir_is_refused_only_when_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), Permissions::from_mode(0o755)).unwrap();
+        let db = dir.path().join("hookd.db");
+        let refused = prepare(&db, true).unwrap_err().to_string();
+        assert!(
+            refused.ends_with(&format!("run `chmod 700 {}`", dir.path().display())),
+            "{refused}"
+        );
+        assert!(!db.exists());
+        prepare(&db, false).unwrap();
+        assert_eq!(mode(&db), 0o600);
+    }
+
+    #[test]
+    fn an_open_file_a_link_and_a_second_name_are_each_refused_naming_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("hookd.db");
+        std::fs::write(&db, b"").unwrap();
+        std::fs::set_permissions(&db, Permissions::from_mode(0o640)).unwrap();
+        let refused = prepare(&db, false).unwrap_err().to_string();
+        assert!(
+            refused.ends_with(&format!("run `chmod 600 {}`", db.display())),
+            "{refused}"
+        );
+
+        std::fs::set_permissions(&db, Permissions::from_mode(0o600)).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"kept").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, beside(&db, ".lock")).unwrap();
+        assert!(matches!(prepare(&db, false), Err(FileError::Symlink(_))));
+        assert!(matches!(
+            open_private(&beside(&db, ".lock")),
+            Err(FileError::Symlink(_))
+        ));
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"kept");
+
+        std::fs::remove_file(beside(&db, ".lock")).unwrap();
+        std::fs::hard_link(&db, dir.path().join("other")).unwrap();
+        assert!(matches!(
+            open_private(&db),
+            Err(FileError::Linked { links: 2, .. })
+        ));
+    }
+}
