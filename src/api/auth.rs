@@ -39,10 +39,10 @@ pub struct Auth {
 pub struct Caller {
     pub name: Arc<str>,
     pub scopes: Scopes,
-    /// A consumer token's endpoint (DESIGN.md §10): such a caller may pull,
+    /// A consumer token's endpoint (docs/design.md §10): such a caller may pull,
     /// ack, nack and extend there, and nothing else.
     pub consumer: Option<Uuid>,
-    /// A portal link's scope and expiry (DESIGN.md §11): what it may do is
+    /// A portal link's scope and expiry (docs/design.md §11): what it may do is
     /// `api::portal`'s to decide.
     pub portal: Option<crate::domain::portal::PortalClaims>,
 }
@@ -88,7 +88,7 @@ impl Auth {
     }
 }
 
-/// Whether the caller may see what a receiver URL holds (DESIGN.md §14):
+/// Whether the caller may see what a receiver URL holds (docs/design.md §14):
 /// receivers' tokens often ride in its query string or its path (chat
 /// webhooks), so callers without the `secrets` scope (or `admin`) see
 /// `?token=***` and credential-like path segments as `***`

@@ -143,7 +143,7 @@ impl EndpointView {
     }
 }
 
-/// An endpoint's circuit breaker state (DESIGN.md §16).
+/// An endpoint's circuit breaker state (docs/design.md §16).
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CircuitView {
     /// `closed` (delivering), `open` (nothing sent; due notifications

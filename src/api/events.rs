@@ -1,6 +1,6 @@
 //! `/v1/events`: create (one or a batch), read with delivery counts, list,
 //! cancel. An event is committed with all its deliveries before the API
-//! answers 201 (DESIGN.md §9); its deliveries are listed by
+//! answers 201 (docs/design.md §9); its deliveries are listed by
 //! `GET /v1/notifications?event=`.
 
 use axum::extract::{Path, State};

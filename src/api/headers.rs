@@ -1,4 +1,4 @@
-//! Security headers on every response (DESIGN.md §14, issue #36): no
+//! Security headers on every response (docs/design.md §14, issue #36): no
 //! sniffing, no framing, no referrer; API data never cached; the console's
 //! pages under a Content-Security-Policy that allows only its own scripts,
 //! styles and API, so a payload shown there cannot run as code.

@@ -1,4 +1,4 @@
-//! Recover after an outage (DESIGN.md §16): `POST
+//! Recover after an outage (docs/design.md §16): `POST
 //! /v1/endpoints/{endpoint}/recover` starts an operation that restarts
 //! the endpoint's notifications that ended `failed` in a window, and
 //! answers 202 at once; `GET /v1/operations/{id}` follows it.

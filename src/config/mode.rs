@@ -1,4 +1,4 @@
-//! Which mode the settings choose (DESIGN.md §12): embedded when neither
+//! Which mode the settings choose (docs/design.md §12): embedded when neither
 //! `database.url` nor a Redis (`redis.url`, `redis.sentinels` or
 //! `redis.cluster`) is set, server when both are. Checked
 //! where a mode is needed (`serve`, `migrate`, `config check`), not at load:

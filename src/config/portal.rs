@@ -1,4 +1,4 @@
-//! `[portal]`: the key that signs portal links (DESIGN.md §11) and the
+//! `[portal]`: the key that signs portal links (docs/design.md §11) and the
 //! origin the links point at. Rotating the key revokes every link issued
 //! under the old one.
 

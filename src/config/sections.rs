@@ -30,11 +30,11 @@ pub struct Settings {
     pub pull: PullSettings,
     pub log: LogSettings,
     pub stats: StatsSettings,
-    /// Portal links (DESIGN.md §11).
+    /// Portal links (docs/design.md §11).
     pub portal: super::PortalSettings,
 }
 
-/// The per-minute counts behind `GET /v1/stats` (DESIGN.md §11).
+/// The per-minute counts behind `GET /v1/stats` (docs/design.md §11).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatsSettings {
@@ -43,7 +43,7 @@ pub struct StatsSettings {
     pub count_minutes: bool,
 }
 
-/// The embedded mode's store (DESIGN.md §12): one SQLite file.
+/// The embedded mode's store (docs/design.md §12): one SQLite file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddedSettings {
@@ -61,7 +61,7 @@ pub struct EmbeddedSettings {
     pub data_dir: Option<std::path::PathBuf>,
 }
 
-/// Pull consumption (DESIGN.md §10).
+/// Pull consumption (docs/design.md §10).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PullSettings {
@@ -176,7 +176,7 @@ pub struct RedisSettings {
     /// bundled public roots. Empty: the public roots.
     pub ca_file: String,
     /// Redis Cluster seed nodes (`redis://host:port`); non-empty: cluster
-    /// mode, and `url` is unused (DESIGN.md §13). Secrets: a URL may
+    /// mode, and `url` is unused (docs/design.md §13). Secrets: a URL may
     /// carry the password.
     #[serde(default)]
     pub cluster: Vec<Secret>,
@@ -278,7 +278,7 @@ impl RateLimitSettings {
     }
 }
 
-/// `[dispatcher.breaker]`: the circuit breaker's defaults (DESIGN.md §16).
+/// `[dispatcher.breaker]`: the circuit breaker's defaults (docs/design.md §16).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerSettings {

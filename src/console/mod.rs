@@ -1,4 +1,4 @@
-//! The web console (DESIGN.md §11): a single page at `/console/` whose
+//! The web console (docs/design.md §11): a single page at `/console/` whose
 //! files are compiled into the binary, so hookd serves it with no Node,
 //! no CDN and no network at run time. The files hold no data and need no
 //! token; everything the page shows it reads from the public REST API

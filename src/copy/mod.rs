@@ -1,5 +1,5 @@
 //! `hookd copy --from sqlite:PATH --to postgres://…`: moves an embedded
-//! hookd's data (DESIGN.md §12) into PostgreSQL for server mode. Endpoints
+//! hookd's data (docs/design.md §12) into PostgreSQL for server mode. Endpoints
 //! with their secrets sealed as stored (same keys: configure the server's
 //! `secrets.keys` as the embedded hookd's), consumer tokens, events,
 //! attempts and notifications, pending and finished alike (`tables` says

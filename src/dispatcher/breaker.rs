@@ -1,4 +1,4 @@
-//! The circuit breaker in a dispatcher (DESIGN.md §16; the rule is
+//! The circuit breaker in a dispatcher (docs/design.md §16; the rule is
 //! `domain::breaker`, the state is the store's `endpoint_circuits`, shared
 //! by every process).
 //!

@@ -1,4 +1,4 @@
-//! Re-adding the recent rows after a failover (DESIGN.md §13), part by
+//! Re-adding the recent rows after a failover (docs/design.md §13), part by
 //! part of the due index: a promoted replica may lack the last writes of
 //! the master it replaces. The housekeeper keeps the parts owed
 //! (`domain::heal`) and calls this at a tick when some are owed and past

@@ -1,4 +1,4 @@
-//! The circuit breaker of an endpoint (DESIGN.md §16): which attempt
+//! The circuit breaker of an endpoint (docs/design.md §16): which attempt
 //! results count as the receiver being down, when a run of them opens the
 //! circuit, how long it stays open (doubled after each failed probe, with
 //! ±20 % jitter, up to `max_open_ms`), when one probe may go, and what

@@ -1,5 +1,5 @@
 //! Which parts of the due index still owe a heal after a failover
-//! (DESIGN.md §13): a new epoch means a promoted replica may lack the
+//! (docs/design.md §13): a new epoch means a promoted replica may lack the
 //! recent writes, so the recent rows are re-added to every part. A part is
 //! healed only once its re-adding succeeded; a part whose master is still
 //! down (a cluster counts a new epoch at the first success on any shard)

@@ -1,4 +1,4 @@
-//! The time of a pull lease (DESIGN.md §10): whether it still runs, what a
+//! The time of a pull lease (docs/design.md §10): whether it still runs, what a
 //! pull makes of a notification it looks at, when a failed leased attempt
 //! started and ended (a lease that ran out ended with it, however late
 //! hookd notices), and when a notification no consumer takes gives up

@@ -1,4 +1,4 @@
-//! Operations (DESIGN.md §16): work the API starts and answers at once,
+//! Operations (docs/design.md §16): work the API starts and answers at once,
 //! run in the background in pages, resumed after a restart. The one kind
 //! is `recover`: restart, as new series, an endpoint's notifications that
 //! ended `failed` in a window. This decides the window a request asks for,

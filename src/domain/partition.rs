@@ -1,4 +1,4 @@
-//! The daily partitions of the server mode's history (DESIGN.md §13,
+//! The daily partitions of the server mode's history (docs/design.md §13,
 //! docs/partitioning.md): `notifications` and `attempts` are partitioned
 //! by range of the (UUIDv7) notification id, one partition per UTC day.
 //! No I/O: which id bounds a day, what its partitions are named, which

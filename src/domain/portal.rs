@@ -1,4 +1,4 @@
-//! Portal links (DESIGN.md §11): a token that lets whoever holds it see one
+//! Portal links (docs/design.md §11): a token that lets whoever holds it see one
 //! endpoint's or one owner's notifications, and retry them, until it
 //! expires. Signed, not stored: rotating `portal.key` revokes every link.
 //!

@@ -1,4 +1,4 @@
-//! Pull consumption (DESIGN.md §10): how an endpoint is delivered to, the
+//! Pull consumption (docs/design.md §10): how an endpoint is delivered to, the
 //! bounds of a pull, the receipts that name one lease, and what a nack or
 //! a lease that ran out makes of the notification. No I/O.
 

@@ -1,4 +1,4 @@
-//! Which shard of a sharded due index (Redis Cluster, DESIGN.md §13) holds
+//! Which shard of a sharded due index (Redis Cluster, docs/design.md §13) holds
 //! a notification, and the order a claim visits the shards in.
 //!
 //! The shard is a hash of the id's 16 bytes (64-bit FNV-1a) modulo the

@@ -1,4 +1,4 @@
-//! Which event types an endpoint subscribes to (DESIGN.md §9): a list of
+//! Which event types an endpoint subscribes to (docs/design.md §9): a list of
 //! patterns, each an exact type (`order.paid`), a prefix wildcard
 //! (`order.*`: one or more dot segments under `order`) or `*` (everything);
 //! no list at all also means everything.

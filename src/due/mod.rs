@@ -197,7 +197,7 @@ pub trait Recovery: DueIndex {
     /// nothing: what the sweep looks for.
     async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError>;
     /// The parts of the index that are lost and refilled apart, each with
-    /// a marker and a lock of its own (a sharded index's shards, DESIGN.md
+    /// a marker and a lock of its own (a sharded index's shards, docs/design.md
     /// §13); empty: the index is one part. A refill reads the store once
     /// for all the parts it finds lost.
     fn parts(&self) -> Vec<&dyn Recovery> {

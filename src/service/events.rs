@@ -1,4 +1,4 @@
-//! Events (DESIGN.md §9): one business fact, fanned out to one notification
+//! Events (docs/design.md §9): one business fact, fanned out to one notification
 //! per subscribed endpoint of its owner, in the same statement as the event
 //! itself. The fan-out is decided here, in Rust: the owner's live, enabled
 //! endpoints (cached for `SUBSCRIBERS_TTL`), filtered by their patterns

@@ -1,4 +1,4 @@
-//! Recover after an outage (DESIGN.md §16): `POST /v1/endpoints/{id}/recover`
+//! Recover after an outage (docs/design.md §16): `POST /v1/endpoints/{id}/recover`
 //! stores an operation and answers at once; a runner in every process
 //! takes running operations under a lease (one process works one at a
 //! time, and one a crashed process held is taken over when its lease runs

@@ -1,4 +1,4 @@
-//! Consumer tokens (DESIGN.md §10) as every process keeps them in memory
+//! Consumer tokens (docs/design.md §10) as every process keeps them in memory
 //! (`service::pull::tokens`): all of them once, then only those whose token
 //! was issued, or whose endpoint changed, after a given time. What makes a
 //! token work is decided above (`domain::pull::consumer_token_works`); this

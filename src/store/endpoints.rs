@@ -51,7 +51,7 @@ pub struct Endpoint {
     pub owner: Option<String>,
     /// Where hookd POSTs (push); `None` for a pull endpoint.
     pub url: Option<String>,
-    /// POSTed by hookd, or taken by consumers (DESIGN.md §10).
+    /// POSTed by hookd, or taken by consumers (docs/design.md §10).
     pub delivery: Delivery,
     pub description: String,
     pub secret: String,
@@ -174,7 +174,7 @@ impl Endpoint {
     }
 
     /// Whether a notification of `event_type` may be sent here: its
-    /// `event_types` patterns match it (DESIGN.md §9).
+    /// `event_types` patterns match it (docs/design.md §9).
     pub fn accepts_event_type(&self, event_type: Option<&str>) -> bool {
         crate::domain::subscription::subscribed(self.event_types.as_deref(), event_type)
     }

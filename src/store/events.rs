@@ -1,4 +1,4 @@
-//! Events (DESIGN.md §9): one business fact, stored once with its payload,
+//! Events (docs/design.md §9): one business fact, stored once with its payload,
 //! and its deliveries (one notification per subscribed endpoint), written
 //! by one statement so that neither is ever stored without the other.
 

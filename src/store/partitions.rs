@@ -1,4 +1,4 @@
-//! What a pass over the server mode's daily partitions did (DESIGN.md §13,
+//! What a pass over the server mode's daily partitions did (docs/design.md §13,
 //! docs/partitioning.md): the store makes the days ahead and drops the days
 //! retention lets go; housekeeping reports it. A store without partitions
 //! (SQLite) does nothing and reports nothing.

@@ -1,4 +1,4 @@
-//! The API's reads from a streaming replica (`database.read_url`, DESIGN.md
+//! The API's reads from a streaming replica (`database.read_url`, docs/design.md
 //! §13): notifications, their attempts and events are read there, so that
 //! status queries, lists and the console take no work from the primary
 //! that records deliveries.

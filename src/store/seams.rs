@@ -308,7 +308,7 @@ pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
-    /// Server mode's daily partitions (DESIGN.md §13): makes those of
+    /// Server mode's daily partitions (docs/design.md §13): makes those of
     /// `today` and the days ahead, drops those retention lets go
     /// (`before`: its cutoff, `None` while retention is off), and reports
     /// whether a DEFAULT partition holds rows. A store without partitions
@@ -339,7 +339,7 @@ pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
     ) -> Result<Vec<Uuid>, StoreError>;
 }
 
-/// What pull consumption needs (DESIGN.md §10): leases held in the store,
+/// What pull consumption needs (docs/design.md §10): leases held in the store,
 /// and a signal between processes when an endpoint has something new.
 #[async_trait::async_trait]
 pub trait PullStore: Send + Sync + 'static {
@@ -465,7 +465,7 @@ pub type SharedDelivery = Arc<dyn DeliveryStore>;
 pub type SharedHousekeeping = Arc<dyn HousekeepingStore>;
 pub type SharedReads = Arc<dyn ReadStore>;
 
-/// What operations need (DESIGN.md §16, `service::recover`): start one
+/// What operations need (docs/design.md §16, `service::recover`): start one
 /// (one running per endpoint and kind), read one, lease one to a runner
 /// (compare-and-set on the lease it read, so with several processes one
 /// works an operation at a time), and work a recover page by page, each

@@ -1,4 +1,4 @@
-//! The circuit breaker (DESIGN.md §16) with a real receiver: it opens after
+//! The circuit breaker (docs/design.md §16) with a real receiver: it opens after
 //! `failures` failed attempts, one probe per open period (across two
 //! processes too), held notifications keep their attempt counts and are all
 //! delivered once the receiver is back; a 4xx does not open it, `breaker:

@@ -1,4 +1,4 @@
-//! Events and fan-out (DESIGN.md §9) end to end: real hookd on each
+//! Events and fan-out (docs/design.md §9) end to end: real hookd on each
 //! backend (PostgreSQL and Redis, SQLite and its in-process index) and a
 //! real receiver.
 

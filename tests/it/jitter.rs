@@ -1,4 +1,4 @@
-//! Schedule jitter (DESIGN.md §16) on each backend: the field's bounds and
+//! Schedule jitter (docs/design.md §16) on each backend: the field's bounds and
 //! reset, the jittered waits a real dispatcher records against a receiver
 //! that answers 503, and the exact waits it keeps without jitter.
 

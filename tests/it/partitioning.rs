@@ -1,4 +1,4 @@
-//! Server mode's daily partitions (DESIGN.md §13, docs/partitioning.md):
+//! Server mode's daily partitions (docs/design.md §13, docs/partitioning.md):
 //! the migration path from unpartitioned tables holding data, partitions
 //! made ahead at start-up, and retention dropping a day while deliveries
 //! and status queries run. PostgreSQL only: the embedded store keeps its

@@ -1,4 +1,4 @@
-//! Portal links (DESIGN.md §11), tried as their holder would, and as one
+//! Portal links (docs/design.md §11), tried as their holder would, and as one
 //! who wants more than the link gives: an endpoint's or an owner's link
 //! sees only its notifications and endpoints, retries only those, calls no
 //! other route, and a tampered, expired or revoked link is refused.

@@ -1,4 +1,4 @@
-//! Pull consumption (DESIGN.md §10) end to end: taking, acking, nacking
+//! Pull consumption (docs/design.md §10) end to end: taking, acking, nacking
 //! and what is refused, on each backend (PostgreSQL and Redis, SQLite and
 //! its in-process index). Leases running out, waiting consumers and more
 //! than one process are in `pull_leases`.

@@ -1,4 +1,4 @@
-//! How a pull notification's time runs out (DESIGN.md §10): a lease that
+//! How a pull notification's time runs out (docs/design.md §10): a lease that
 //! runs out is an attempt that ended with the lease, however late hookd
 //! notices, and the next pull takes the notification back once the
 //! schedule's wait after that has passed; a notification no consumer takes

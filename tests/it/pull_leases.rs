@@ -1,4 +1,4 @@
-//! Pull leases end to end (DESIGN.md §10): a lease that runs out gives
+//! Pull leases end to end (docs/design.md §10): a lease that runs out gives
 //! the notification back, waiting consumers are woken, and leases hold
 //! across processes and a crash. Each test runs on each backend unless it
 //! starts the real binary or needs Redis.

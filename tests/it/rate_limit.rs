@@ -1,4 +1,4 @@
-//! Rate limits per endpoint (DESIGN.md §16) on each backend: a burst, then
+//! Rate limits per endpoint (docs/design.md §16) on each backend: a burst, then
 //! the rate, measured at a real receiver, with two hookd processes sharing
 //! PostgreSQL and Redis (one in embedded mode) at the 10/s with a
 //! burst of 20; a throttled notification costs no attempt; bad limits are

@@ -1,4 +1,4 @@
-//! `database.read_url` (DESIGN.md §13) with a real streaming replica
+//! `database.read_url` (docs/design.md §13) with a real streaming replica
 //! (`pg_basebackup -R` and a second `postgres`), started by each test for
 //! itself: a test pauses its replica's replay to make it lag, which must
 //! not reach any other test. Lists read the replica; a status query right

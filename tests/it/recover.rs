@@ -1,4 +1,4 @@
-//! Recover after an outage (DESIGN.md §16) on each backend: a recover over
+//! Recover after an outage (docs/design.md §16) on each backend: a recover over
 //! part of an hour of failures restarts exactly those, each delivered
 //! once; one at a time per endpoint; an operation a stopped process left
 //! half done is finished by the next, nothing restarted twice; bad input

@@ -1,4 +1,4 @@
-//! Portal links (DESIGN.md §11): `POST /v1/endpoints/{id}/portal` and
+//! Portal links (docs/design.md §11): `POST /v1/endpoints/{id}/portal` and
 //! `POST /v1/owners/{owner}/portal` issue a signed, expiring link to the
 //! console that shows one endpoint's or one owner's notifications; `access`
 //! holds what such a link may do, enforced on every request. Also

@@ -1,4 +1,4 @@
-//! Pull consumption (DESIGN.md §10): `POST /v1/endpoints/{id}/pull` takes
+//! Pull consumption (docs/design.md §10): `POST /v1/endpoints/{id}/pull` takes
 //! due notifications under a lease (long-polling with `wait`); `ack`,
 //! `nack` and `extend` act on a lease by its receipt, one at a time or in
 //! batches; `consumer-token` issues the token a third-party consumer uses.

@@ -1,4 +1,4 @@
-//! The due index cut into shards (DESIGN.md §13), for a Redis Cluster: one
+//! The due index cut into shards (docs/design.md §13), for a Redis Cluster: one
 //! `RedisIndex` per shard, each under a hash tag of its own (`{P:N}`), so
 //! that each script call touches one slot and the shards spread over the
 //! cluster's masters. A notification lives in the shard its id hashes to

@@ -1,4 +1,4 @@
-//! Pull consumption (DESIGN.md §10): consumers take due notifications of a
+//! Pull consumption (docs/design.md §10): consumers take due notifications of a
 //! pull endpoint under a lease (long-polling when nothing is due), then ack,
 //! nack or extend with the lease's receipt. Each lease is one attempt,
 //! recorded like a push attempt when it ends; a lease that runs out is a

@@ -1,5 +1,5 @@
 //! Consumer tokens known in memory, so that a bearer token is checked
-//! before anything reaches a store (DESIGN.md §14): a flood of made-up
+//! before anything reaches a store (docs/design.md §14): a flood of made-up
 //! `hkc_…` tokens costs a SHA-256 each, and no query.
 //!
 //! Every process keeps the digest of each working token with its endpoint.

@@ -147,7 +147,7 @@ async fn the_consumer_token_refresh_reads_only_what_changed_through_indexes(pool
     );
 }
 
-// Added for recover (DESIGN.md §16).
+// Added for recover (docs/design.md §16).
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn a_recover_page_reads_the_failed_index_from_its_cursor(pool: PgPool) {
     live_table(&pool, 5_000).await;

@@ -138,7 +138,7 @@ impl PgStore {
     /// cleared by every transition out of it, so matching it says the row
     /// is still pending under it. `next_attempt_at > now()` fences the gap
     /// between the read and this write: a lease that has run out is never
-    /// extended (DESIGN.md §10), however late the request that found it
+    /// extended (docs/design.md §10), however late the request that found it
     /// running is written.
     pub async fn extend_lease(
         &self,

@@ -1,4 +1,4 @@
-//! One process per database file (DESIGN.md §12): an exclusive lock on a
+//! One process per database file (docs/design.md §12): an exclusive lock on a
 //! companion file (`hookd.db.lock`), held for the store's lifetime, with
 //! the holder's pid written in it so that a second process can say who
 //! holds the file.

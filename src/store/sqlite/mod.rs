@@ -1,4 +1,4 @@
-//! The embedded store (DESIGN.md §12): one SQLite file, owned by one
+//! The embedded store (docs/design.md §12): one SQLite file, owned by one
 //! process, beside which no service runs.
 //!
 //! Writes go through one connection (a pool of one): SQLite runs one write
