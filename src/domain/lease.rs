@@ -164,7 +164,7 @@ pub fn not_pulled_checks(max_wait: Duration) -> Duration {
 
 /// Where a free pending pull notification of an endpoint disabled at
 /// `disabled_at` and enabled again at `enabled_at` is due once enabled:
-/// `pull.max_wait` counts only while its endpoint is enabled (DESIGN.md
+/// `pull.max_wait` counts only while its endpoint is enabled (docs/design.md
 /// §17), and its wait counts from its due time (`not_pulled`), so that
 /// time moves on by the part of the disabled span after it. Due before
 /// the endpoint was disabled: by the whole span; due while disabled: at

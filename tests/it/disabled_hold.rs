@@ -1,6 +1,6 @@
 //! A disabled endpoint holds its notifications, push or pull alike, and a
 //! pull endpoint's `pull.max_wait` counts only while it is enabled
-//! (DESIGN.md §17; issue #47's decisions on what the notes on #33–#35
+//! (docs/design.md §17; issue #47's decisions on what the notes on #33–#35
 //! asked): nothing is sent or offered while it is disabled, nothing is
 //! spent, and what it held goes out as soon as it is enabled again. On
 //! each backend.

@@ -257,7 +257,7 @@ impl PgStore {
     }
 }
 
-/// What an endpoint held while disabled (DESIGN.md §17), released as it is
+/// What an endpoint held while disabled (docs/design.md §17), released as it is
 /// enabled again, in the transaction that enables it:
 /// - its free pending pull notifications' due times move on by the time it
 ///   spent disabled (`domain::lease::due_after_hold`, rendered as one
