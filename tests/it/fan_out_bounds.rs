@@ -79,12 +79,10 @@ both!(a_request_fanning_out_past_the_cap_is_refused_whole_and_one_at_the_cap_is_
 
 /// A fan-out of the default cap (100 events to 100 endpoints: 10,000
 /// deliveries) while another producer creates notifications one at a
-/// time: each of its creates answers within a second (before: the
+/// time: each of its creates answers within 2 s (before: the
 /// embedded writer was held for the whole fan-out), and the fan-out is
 /// written whole, one delivery per event and endpoint.
-async fn another_producers_creates_answer_within_a_second_during_a_fan_out_of_the_cap(
-    backend: Backend,
-) {
+async fn another_producers_creates_go_on_beside_a_fan_out_of_the_cap(backend: Backend) {
     let app = backend.spawn().await;
     endpoints(&app, "wide", 100).await;
     app.endpoint(json!({"uid": "other", "url": NOWHERE})).await;
@@ -123,8 +121,11 @@ async fn another_producers_creates_answer_within_a_second_during_a_fan_out_of_th
         latencies.len()
     );
     assert!(!latencies.is_empty(), "a create ran beside the fan-out");
+    // The whole fan-out is one transaction of about 0.2 s on this machine
+    // (BENCHMARKS.md); a create waits for it at most. 2 s leaves a loaded
+    // CI machine ten times that, and still refuses the 20 s of before.
     assert!(
-        slowest < Duration::from_secs(1),
+        slowest < Duration::from_secs(2),
         "a create waited {slowest:?} behind the fan-out"
     );
     for item in answer["data"].as_array().unwrap() {
@@ -141,4 +142,4 @@ async fn another_producers_creates_answer_within_a_second_during_a_fan_out_of_th
         .await;
     assert_eq!((written, distinct), (10_000, 10_000));
 }
-both!(another_producers_creates_answer_within_a_second_during_a_fan_out_of_the_cap);
+both!(another_producers_creates_go_on_beside_a_fan_out_of_the_cap);

@@ -15,7 +15,7 @@ use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 /// The most a retry may lag its due time (as in delivery.rs).
-const LATE: Duration = Duration::from_millis(500);
+const LATE: Duration = Duration::from_millis(900);
 
 async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
     app.call(Method::PATCH, &format!("/v1/endpoints/{uid}"), Some(body))
