@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::backends::Backend;
-use crate::circuit_breaker::endpoint;
+use crate::circuit_breaker::{closed, endpoint, notify_many, opened, probes_are_spaced, time};
+use crate::helpers::eventually;
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -38,7 +39,7 @@ async fn failures_at_a_per_notification_url_elsewhere_never_open_the_endpoints_c
     }
     receiver.wait_for("/elsewhere/x", 6, DEADLINE).await;
     receiver.wait_for("/victim-evil", 6, DEADLINE).await;
-    crate::helpers::eventually(DEADLINE, "the twelve failures recorded", || async {
+    eventually(DEADLINE, "the twelve failures recorded", || async {
         let (_, page) = app
             .get("/v1/notifications?endpoint=victim&status=failed&limit=50")
             .await;
@@ -82,3 +83,41 @@ async fn failures_under_the_endpoints_own_url_open_its_circuit(backend: Backend)
     assert_ne!(shop["failing_since"], json!(null), "{shop}");
 }
 both!(failures_under_the_endpoints_own_url_open_its_circuit);
+
+/// An open circuit's probe is always the endpoint's own: a notification
+/// for a URL elsewhere, held behind it, is skipped however early it is
+/// due. The earliest held one used to be the probe, and another
+/// receiver's 200 closed the circuit of an endpoint still down.
+async fn an_open_circuit_is_never_probed_with_a_notification_for_a_url_elsewhere(backend: Backend) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/victim", vec![Reply::status(503)]);
+    // One at a time, retried every 300 ms: its own notifications are due
+    // again soon after each failed probe.
+    endpoint(&app, "victim", receiver.url("/victim"), json!({})).await;
+    notify_many(&app, "victim", 3).await;
+    let circuit = opened(&app, "victim").await;
+    let settled = time(&circuit["opened_at"]) + chrono::Duration::milliseconds(500);
+    // Held behind the open circuit; `/elsewhere` answers 200.
+    for n in 0..2 {
+        app.notify(json!({"endpoint": "victim", "payload": {"elsewhere": n},
+            "url": receiver.url("/elsewhere")}))
+            .await;
+    }
+    // Five probes: by then each held one would have been the earliest
+    // due (a failed probe's next attempt is due after the others).
+    eventually(DEADLINE, "five probes of /victim", || async {
+        let elsewhere = receiver.received("/elsewhere").len();
+        assert_eq!(elsewhere, 0, "sent elsewhere while the circuit was open");
+        (probes_are_spaced(&receiver, "/victim", settled) >= 5).then_some(())
+    })
+    .await;
+    let (_, victim) = app.get("/v1/endpoints/victim").await;
+    assert_ne!(victim["circuit"]["state"], json!("closed"), "{victim}");
+
+    // Back: the next probe closes it, and the held ones go out.
+    receiver.reply("/victim", vec![Reply::status(200)]);
+    closed(&app, "victim").await;
+    receiver.wait_for("/elsewhere", 2, DEADLINE).await;
+}
+both!(an_open_circuit_is_never_probed_with_a_notification_for_a_url_elsewhere);

@@ -298,10 +298,6 @@ impl SqliteStore {
         Ok(Some(Ok(updated)))
     }
 
-    /// Deletes an endpoint: it disappears from the API, its uid is freed, its
-    /// pending notifications are cancelled, and their history is kept.
-    /// Returns the ids of the cancelled notifications, or `None` if there was
-    /// no such endpoint.
     /// See `WriteStore::revoke_portal_links`. Not a change of what a
     /// delivery uses: the version stays.
     pub async fn revoke_portal_links(
@@ -329,6 +325,10 @@ impl SqliteStore {
         .map_err(|e: sqlx::Error| StoreError::Database(cause(e)))
     }
 
+    /// Deletes an endpoint: it disappears from the API, its uid is freed, its
+    /// pending notifications are cancelled, and their history is kept.
+    /// Returns the ids of the cancelled notifications, or `None` if there was
+    /// no such endpoint.
     pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         if !by.is_possible() {
             return Ok(None);
