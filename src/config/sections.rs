@@ -201,6 +201,9 @@ pub struct ApiSettings {
     pub tokens: Vec<TokenSpec>,
     pub max_payload_bytes: usize,
     pub max_request_bytes: usize,
+    /// Most notifications one request's events may fan out to, counted
+    /// over the whole request (a batch's events together); more → 422.
+    pub max_deliveries_per_request: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -170,6 +170,10 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
         ),
         ("[api]\nmax_payload_bytes = 0\n", "api.max_payload_bytes"),
         (
+            "[api]\nmax_deliveries_per_request = 0\n",
+            "api.max_deliveries_per_request",
+        ),
+        (
             "[dispatcher]\nbatch_size = 10001\n",
             "dispatcher.batch_size",
         ),

@@ -117,6 +117,12 @@ impl Settings {
         if self.api.max_payload_bytes == 0 {
             return Err(invalid("api.max_payload_bytes", "must be at least 1"));
         }
+        if !(1..=1_000_000).contains(&self.api.max_deliveries_per_request) {
+            return Err(invalid(
+                "api.max_deliveries_per_request",
+                "must be 1 to 1000000",
+            ));
+        }
         if self.api.max_request_bytes < self.api.max_payload_bytes {
             return Err(invalid(
                 "api.max_request_bytes",

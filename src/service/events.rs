@@ -3,6 +3,9 @@
 //! itself. The fan-out is decided here, in Rust: the owner's live, enabled
 //! endpoints (cached for `SUBSCRIBERS_TTL`), filtered by their patterns
 //! (`domain::subscription`) and by the event's `endpoints`, if it names any.
+//! A request's deliveries, all its events together, are bounded by
+//! `api.max_deliveries_per_request`: past it the request is refused whole
+//! (422) before anything is built or written.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +22,7 @@ use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::fields::{valid_key, valid_uid, MAX_HEADERS};
-use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::domain::problem::{shown, ErrorCode, Kind, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 use crate::domain::subscription::{event_type_problem, subscribed};
@@ -150,6 +153,18 @@ impl Service {
             .collect();
         let subscribers = self.subscribers(owners).await?;
         let named_by_id: HashMap<Uuid, _> = named.values().map(|e| (e.id, e)).collect();
+        // The request's fan-out is bounded as a whole: counted before any
+        // delivery is built, so a refused one costs no memory either.
+        let max = self.settings.api.max_deliveries_per_request;
+        let total: usize = prepared
+            .iter()
+            .flatten()
+            .map(|p| matching(p, &subscribers, &named_by_id).count())
+            .sum();
+        if total > max {
+            metrics::counter!("hookd_fan_outs_refused_total").increment(1);
+            return Err(too_many_deliveries(total, max).into());
+        }
         let mut writes = Writes::default();
         let slots: Vec<Result<(), Problem>> = prepared
             .into_iter()
@@ -338,41 +353,71 @@ impl Service {
     }
 }
 
-/// The deliveries of one event: its owner's enabled endpoints whose
-/// patterns match its type, narrowed to those it names.
+type Named<'a> = HashMap<Uuid, &'a Arc<crate::store::endpoints::Endpoint>>;
+
+/// The endpoints one event fans out to: its owner's enabled endpoints
+/// whose patterns match its type, narrowed to those it names; each with
+/// its schedule and delivery mode.
+fn matching<'a>(
+    prepared: &'a Prepared,
+    subscribers: &'a HashMap<Option<String>, Arc<Vec<Subscriber>>>,
+    named: &'a Named<'a>,
+) -> Box<dyn Iterator<Item = (Uuid, Schedule, Delivery)> + 'a> {
+    let event = &prepared.event;
+    match &prepared.named {
+        Some(ids) => Box::new(
+            ids.iter()
+                .filter_map(|id| named.get(id))
+                .filter(|e| {
+                    !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
+                })
+                .map(|e| (e.id, e.schedule(), e.delivery)),
+        ),
+        None => Box::new(
+            subscribers
+                .get(&event.owner)
+                .into_iter()
+                .flat_map(|list| list.iter())
+                .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
+                .map(|s| (s.id, s.schedule(), s.delivery)),
+        ),
+    }
+}
+
+/// The deliveries of one event (`matching`).
 fn fan_out(
     prepared: &Prepared,
     subscribers: &HashMap<Option<String>, Arc<Vec<Subscriber>>>,
-    named: &HashMap<Uuid, &Arc<crate::store::endpoints::Endpoint>>,
+    named: &Named<'_>,
     now: DateTime<Utc>,
 ) -> Vec<NewDelivery> {
-    let event = &prepared.event;
-    let start = event.deliver_at.max(now);
-    let delivery = |endpoint_id: Uuid, schedule: Schedule, mode: Delivery| NewDelivery {
-        id: crate::domain::id::new_id(),
-        endpoint_id,
-        next_attempt_at: start
-            + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
-        schedule,
-        pull: mode == Delivery::Pull,
-        headers: None,
-    };
-    match &prepared.named {
-        Some(ids) => ids
-            .iter()
-            .filter_map(|id| named.get(id))
-            .filter(|e| {
-                !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
-            })
-            .map(|e| delivery(e.id, e.schedule(), e.delivery))
-            .collect(),
-        None => subscribers
-            .get(&event.owner)
-            .into_iter()
-            .flat_map(|list| list.iter())
-            .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
-            .map(|s| delivery(s.id, s.schedule(), s.delivery))
-            .collect(),
+    let start = prepared.event.deliver_at.max(now);
+    matching(prepared, subscribers, named)
+        .map(|(endpoint_id, schedule, mode)| NewDelivery {
+            id: crate::domain::id::new_id(),
+            endpoint_id,
+            next_attempt_at: start
+                + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default(),
+            schedule,
+            pull: mode == Delivery::Pull,
+            headers: None,
+        })
+        .collect()
+}
+
+/// A request whose events would fan out to more than
+/// `api.max_deliveries_per_request` notifications (issue #47: one batch to
+/// 200 endpoints made 200,000 in one commit).
+fn too_many_deliveries(total: usize, max: usize) -> Problem {
+    Problem {
+        kind: Kind::Invalid,
+        code: ErrorCode::InvalidValue,
+        field: None,
+        message: format!(
+            "this request's events fan out to {total} deliveries; \
+             api.max_deliveries_per_request allows {max} per request: send fewer events \
+             per request, or narrow them with `endpoints`"
+        ),
     }
 }
 

@@ -23,6 +23,7 @@ mod endpoint_backlog;
 mod endpoint_health;
 mod endpoint_version;
 mod events;
+mod fan_out_bounds;
 mod guard;
 mod handoff;
 mod hostile_input;

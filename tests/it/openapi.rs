@@ -125,3 +125,55 @@ async fn every_documented_operation_reaches_a_handler_of_the_live_router(backend
     assert!(probed >= 18, "probed {probed} operations");
 }
 both!(every_documented_operation_reaches_a_handler_of_the_live_router);
+
+/// Issue #47, finding 7: the document is served with a strong ETag that
+/// does not change between requests, and a matching `If-None-Match` (the
+/// tag, a list naming it, its weak form, or `*`) gets 304 with no body;
+/// another tag gets the document.
+async fn the_openapi_document_has_a_strong_etag_and_if_none_match_gets_304(backend: Backend) {
+    let app = backend.spawn().await;
+    let url = format!("{}/openapi.json", app.base);
+    let get = |tags: Option<String>| {
+        let mut request = app.client.get(&url);
+        if let Some(tags) = tags {
+            request = request.header("if-none-match", tags);
+        }
+        request.send()
+    };
+    let first = get(None).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let etag = first
+        .headers()
+        .get("etag")
+        .expect("an ETag")
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2,
+        "a strong tag: {etag}"
+    );
+    let bytes = first.bytes().await.unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert!(body["paths"].is_object());
+    let again = get(None).await.unwrap();
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag, "stable");
+    assert_eq!(again.bytes().await.unwrap(), bytes, "the same bytes");
+
+    for matching in [
+        etag.clone(),
+        format!("\"other\", {etag}"),
+        format!("W/{etag}"),
+        "*".to_string(),
+    ] {
+        let response = get(Some(matching.clone())).await.unwrap();
+        assert_eq!(response.status(), 304, "If-None-Match: {matching}");
+        assert_eq!(response.headers()["etag"].to_str().unwrap(), etag);
+        assert!(response.bytes().await.unwrap().is_empty(), "{matching}");
+    }
+    let other = get(Some("\"other\"".to_string())).await.unwrap();
+    assert_eq!(other.status(), 200);
+    let body: Value = other.json().await.unwrap();
+    assert!(body["paths"].is_object());
+}
+both!(the_openapi_document_has_a_strong_etag_and_if_none_match_gets_304);
