@@ -79,7 +79,7 @@ pub(super) async fn insert_events(
         .iter()
         .map(|(event, delivery)| DeliveryRow::of(event, delivery, created_at))
         .collect();
-    insert_rows(conn, &rows, false).await?;
+    insert_rows(conn, &rows, false, false).await?;
     store_plans(conn, rest, created_at).await?;
     let rest: Vec<DeliveryRow> = rest
         .iter()

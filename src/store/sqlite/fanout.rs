@@ -23,7 +23,8 @@
 //!   its push deliveries marked `needs_index` for housekeeping to index.
 //!   `hookd copy` refuses a file with a plan left.
 //! - A planned delivery has its id from the start and is written with
-//!   `ON CONFLICT (id) DO NOTHING`: a plan written twice (a crash after a
+//!   `ON CONFLICT (id) DO NOTHING` (the first transaction's deliveries are
+//!   not: a taken id fails the commit there): a plan written twice (a crash after a
 //!   transaction's commit, or two writers of one plan) writes each
 //!   delivery once.
 //! - A producer retrying with the event's key finds the event (200 with
@@ -196,12 +197,16 @@ pub(super) async fn store_plans(
     Ok(())
 }
 
-/// Writes delivery rows in multi-row statements; a row whose id is stored
-/// already is passed over. With `needs_index`, push rows are marked for
-/// housekeeping to index (rows nobody indexes at their commit).
+/// Writes delivery rows in multi-row statements. A plan's rows (`planned`)
+/// may be written already (a crash after a transaction's commit, before
+/// its plan was deleted): one whose id is stored is passed over. Any other
+/// row whose id is taken fails the commit, as in PostgreSQL. With
+/// `needs_index`, push rows are marked for housekeeping to index (rows
+/// nobody indexes at their commit).
 pub(super) async fn insert_rows(
     conn: &mut SqliteConnection,
     rows: &[DeliveryRow],
+    planned: bool,
     needs_index: bool,
 ) -> Result<(), StoreError> {
     // 14 values a row: 64 rows stay under SQLite's oldest limit of 999.
@@ -228,7 +233,9 @@ pub(super) async fn insert_rows(
                 .push_bind(row.created_at)
                 .push_bind(row.created_at);
         });
-        query.push(" ON CONFLICT (id) DO NOTHING");
+        if planned {
+            query.push(" ON CONFLICT (id) DO NOTHING");
+        }
         query
             .build()
             .execute(&mut *conn)
@@ -260,7 +267,7 @@ pub(super) async fn write_out(
         }
         let step = async {
             let mut tx = writer.begin().await.map_err(store_error)?;
-            insert_rows(&mut tx, chunk, needs_index).await?;
+            insert_rows(&mut tx, chunk, true, needs_index).await?;
             if !done.is_empty() {
                 let sql = format!("DELETE FROM fanout_plans WHERE event_id IN {IN_ID_LIST}");
                 sqlx::query(AssertSqlSafe(sql))
