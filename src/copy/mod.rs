@@ -126,6 +126,13 @@ pub enum CopyError {
         unknown: Vec<String>,
         missing: Vec<String>,
     },
+    /// A fan-out a stopped hookd had not finished writing
+    /// (`store::sqlite::fanout`): its rest is not in `notifications` yet.
+    #[error(
+        "{}: a fan-out is not written out whole (hookd stopped while writing it): start hookd on this file once and stop it, then copy",
+        .0.display()
+    )]
+    FanOutPending(std::path::PathBuf),
     #[error(
         "the target database is not empty (it holds {0}): pass --merge to copy into it anyway \
          (rows already there are kept), or to finish a copy that stopped"

@@ -108,6 +108,13 @@ impl Source {
                 known,
             });
         }
+        let pending: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM fanout_plans)")
+            .fetch_one(&mut self.conn)
+            .await
+            .map_err(|e| source_error(&self.path, e))?;
+        if pending {
+            return Err(CopyError::FanOutPending(self.path.clone()));
+        }
         Ok(())
     }
 

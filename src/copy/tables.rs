@@ -28,6 +28,9 @@
 //!   work and are kept two days only; the server's overview starts from
 //!   its own deliveries (each notification's attempts, which are copied,
 //!   still show on its page).
+//! - `fanout_plans`: a large fan-out's deliveries not written yet, which
+//!   only a crash leaves; the copy refuses a file that has one (`hookd
+//!   serve` writes them out when it starts).
 //! - `_sqlx_migrations`: each database keeps its own schema history; the
 //!   target's is PostgreSQL's migrations, applied first.
 //! - The in-process due index and its leases of push deliveries (in memory

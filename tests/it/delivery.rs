@@ -9,7 +9,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::backends::Backend;
-use crate::helpers::{eventually, TestApp};
+use crate::helpers::{eventually, metric, TestApp};
 use crate::receiver::{Receiver, Reply};
 
 /// The most a delivery may lag its due time in these tests (a loaded CI
@@ -507,14 +507,6 @@ async fn a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now(backend: B
     assert_eq!(receiver.received("/new").len(), 1);
 }
 both!(a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now);
-
-/// The value of a metric line that starts with `prefix` (labels included).
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(prefix))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
 
 async fn metrics_count_real_deliveries_and_api_requests(backend: Backend) {
     let app = backend.spawn().await;

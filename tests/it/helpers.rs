@@ -193,6 +193,14 @@ pub fn http_client() -> reqwest::Client {
     http_client_builder().build().unwrap()
 }
 
+/// The value of a metric line that starts with `prefix` (labels included).
+pub fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 pub fn merge(base: &mut Value, extra: Value) {
     if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
         base.extend(extra);

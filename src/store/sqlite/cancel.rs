@@ -125,6 +125,8 @@ impl SqliteStore {
         if exists.is_none() {
             return Ok(None);
         }
+        // Deliveries a fan-out still has to write are cancelled too.
+        super::fanout::finish_plans_in(&mut tx).await?;
         let ids = sqlx::query_scalar(cancel_where!("event_id = ?2"))
             .bind(micros(Utc::now()))
             .bind(id)

@@ -351,6 +351,8 @@ impl SqliteStore {
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
+        // Deliveries a fan-out still has to write to it are cancelled too.
+        super::fanout::finish_plans_in(&mut tx).await?;
         // As PostgreSQL's `cancel_pending` (`store/postgres/cancel.rs`) for an endpoint, through
         // `notifications_endpoint_newest`.
         let cancelled: Vec<Uuid> = sqlx::query_scalar(CANCEL_PENDING)

@@ -1,5 +1,6 @@
 //! Events on SQLite: inserted with their deliveries in the commit's
-//! transaction, read, listed, counted, purged.
+//! transaction (a large fan-out's rest after it: `fanout`), read, listed,
+//! counted, purged.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,6 +9,7 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, micros, EVENT_COLUMNS};
+use super::fanout::{insert_rows, store_plans, DeliveryRow, PER_TRANSACTION};
 use super::writes::{endpoint_versions, runs, ROWS_PER_INSERT};
 use super::{store_error, SqliteStore};
 use crate::domain::json_value::same_payload;
@@ -21,12 +23,15 @@ use crate::store::StoreError;
 /// for its owner (or came earlier in the batch) writes nothing, not even a
 /// delivery, and comes back as `Existing` or `KeyConflict`. With
 /// `versions`, also each delivery's endpoint version, by delivery id.
+/// Deliveries past the first `PER_TRANSACTION` are planned, not written:
+/// they come back last, for the caller to write after the commit
+/// (`fanout::write_out`).
 pub(super) async fn insert_events(
     conn: &mut SqliteConnection,
     events: Vec<NewEvent>,
     versions: bool,
     now: DateTime<Utc>,
-) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>), StoreError> {
+) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>, Vec<DeliveryRow>), StoreError> {
     if events.is_empty() {
         return Ok(Default::default());
     }
@@ -62,44 +67,25 @@ pub(super) async fn insert_events(
     }
 
     // The deliveries of the events stored, each carrying its event's
-    // content type and due time; the payload stays on the event.
+    // content type and due time; the payload stays on the event. Past
+    // `PER_TRANSACTION`, the rest is planned here and written after this
+    // transaction (`fanout`).
     let deliveries: Vec<(&NewEvent, &NewDelivery)> = events
         .iter()
         .filter(|e| created.contains(&e.id))
         .flat_map(|e| e.deliveries.iter().map(move |d| (e, d)))
         .collect();
-    // 13 values a row: 64 rows stay under 999 too.
-    for run in runs(&deliveries, ROWS_PER_INSERT) {
-        let mut query = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, pull, created_at, \
-                 updated_at) ",
-        );
-        query.push_values(run, |mut row, (event, delivery)| {
-            row.push_bind(delivery.id)
-                .push_bind(delivery.endpoint_id)
-                .push_bind(event.id)
-                .push_bind(event.content_type.clone())
-                .push_bind(Vec::<u8>::new())
-                // A delivery's own headers (the event's, sealed for it by
-                // `store::sealing`) or the event's.
-                .push_bind(columns::json_text(
-                    delivery.headers.as_ref().unwrap_or(&event.headers),
-                ))
-                .push_bind(columns::json_text(&delivery.schedule.delays_ms()))
-                .push_bind(delivery.schedule.name().map(str::to_string))
-                .push_bind(micros(event.deliver_at))
-                .push_bind(micros(delivery.next_attempt_at))
-                .push_bind(delivery.pull)
-                .push_bind(created_at)
-                .push_bind(created_at);
-        });
-        query
-            .build()
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
+    let (first, rest) = deliveries.split_at(deliveries.len().min(PER_TRANSACTION));
+    let rows: Vec<DeliveryRow> = first
+        .iter()
+        .map(|(event, delivery)| DeliveryRow::of(event, delivery, created_at))
+        .collect();
+    insert_rows(conn, &rows, false, false).await?;
+    store_plans(conn, rest, created_at).await?;
+    let rest: Vec<DeliveryRow> = rest
+        .iter()
+        .map(|(event, delivery)| DeliveryRow::of(event, delivery, created_at))
+        .collect();
     let delivery_versions = if versions {
         let endpoints =
             endpoint_versions(conn, deliveries.iter().map(|(_, d)| d.endpoint_id)).await?;
@@ -170,7 +156,7 @@ pub(super) async fn insert_events(
             None => return Err(StoreError::Conflict("events_key".into())),
         }
     }
-    Ok((results, delivery_versions))
+    Ok((results, delivery_versions, rest))
 }
 
 impl SqliteStore {

@@ -20,6 +20,7 @@ mod delivery;
 mod endpoints;
 mod errors;
 mod events;
+mod fanout;
 mod files;
 mod health;
 mod housekeeping;
@@ -222,6 +223,9 @@ impl SqliteStore {
         files::check_files(path)?;
         if options.migrate {
             store.migrate().await?;
+            // Before anything reads the table (the due index is built from
+            // it): a fan-out a stopped hookd had not finished.
+            store.finish_fan_outs().await?;
         }
         Ok(store)
     }

@@ -3,7 +3,7 @@
 //! commit is one fsync however many requests it answers. Values are stored
 //! as given: sealing, when configured, happens above the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
+use crate::store::events::EventInserted;
 use crate::store::notifications::{Inserted, NewNotification, Notification};
 use crate::store::writes::{Committed, Writes};
 use crate::store::StoreError;
@@ -61,7 +62,9 @@ pub(super) async fn endpoint_versions(
 
 impl SqliteStore {
     /// Writes everything in one transaction: what a key met already is
-    /// read in it too, so a failure stores nothing of the commit.
+    /// read in it too, so a failure stores nothing of the commit. A fan-out
+    /// of more than `fanout::PER_TRANSACTION` deliveries is the exception:
+    /// the transaction stores the rest as a plan, written after it.
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
         // PostgreSQL's precision, so that the rows returned are the rows
         // stored.
@@ -70,11 +73,25 @@ impl SqliteStore {
         let (notifications, mut endpoint_versions) =
             insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions, now)
                 .await?;
-        let (events, versions) =
+        let (mut events, versions, rest) =
             super::events::insert_events(&mut tx, writes.events, writes.endpoint_versions, now)
                 .await?;
         endpoint_versions.extend(versions);
         tx.commit().await.map_err(store_error)?;
+        // A large fan-out's rest, a transaction at a time (`fanout`). The
+        // commit stored it already (planned): a write that fails here is
+        // retried in the background, and what it had not written is left
+        // out of what the committer indexes now (housekeeping indexes it).
+        if let Err((written, error)) = super::fanout::write_out(&self.writer, &rest, false).await {
+            tracing::warn!(%error, "a fan-out's deliveries could not all be written at once; they will be written in the background");
+            let missing: HashSet<Uuid> = rest[written..].iter().map(|row| row.id).collect();
+            for event in &mut events {
+                if let EventInserted::Created { push, .. } = event {
+                    push.retain(|delivery| !missing.contains(&delivery.id));
+                }
+            }
+            self.finish_fan_outs_later();
+        }
         Ok(Committed {
             notifications,
             events,
