@@ -1,7 +1,7 @@
 //! The breaker's timer in each dispatcher: reads the circuits (the view),
 //! claims the probes that are due, and does the releases owed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 use crate::domain::receiver_url::tells_of_endpoint;
+use crate::store::breaker::Pending;
 
 /// Pending notifications looked at for a probe: the earliest not being
 /// delivered by some process is sent.
@@ -121,19 +122,41 @@ impl Breaker {
     /// once: an attempt may outlast an open period; those leased are
     /// parked or recorded by their holder) and that goes to the endpoint's
     /// own URL or one under it (#47: a per-notification URL elsewhere is
-    /// another receiver, whose answer says nothing of this circuit). Looks
-    /// at `PROBE_PAGES` pages of candidates at most. `Err` when the store
-    /// or the index cannot say: another process will probe.
+    /// another receiver, whose answer says nothing of this circuit).
+    ///
+    /// Looks at `PROBE_PAGES` pages of candidates, reading their URLs; if
+    /// every one went elsewhere (more than a few pages of them due first
+    /// would otherwise keep the endpoint from ever being probed), at the
+    /// earliest of those without a URL of their own, which always tell of
+    /// the endpoint. `Err` when the store or the index cannot say: another
+    /// process will probe.
     async fn probe_candidate(
         &self,
         endpoint: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(Uuid, DateTime<Utc>)>, ()> {
+        match self.probe_among(endpoint, Pending::All, now).await? {
+            Some(found) => Ok(Some(found)),
+            None => {
+                self.probe_among(endpoint, Pending::WithoutOwnUrl, now)
+                    .await
+            }
+        }
+    }
+
+    /// `probe_candidate` among `which` of the endpoint's pending
+    /// notifications: `PROBE_PAGES` pages at most.
+    async fn probe_among(
+        &self,
+        endpoint: Uuid,
+        which: Pending,
         now: DateTime<Utc>,
     ) -> Result<Option<(Uuid, DateTime<Utc>)>, ()> {
         let mut after = None;
         for _ in 0..PROBE_PAGES {
             let candidates = self
                 .store
-                .pending_of(endpoint, after, now, PROBE_CANDIDATES)
+                .pending_of(endpoint, which, after, now, PROBE_CANDIDATES)
                 .await
                 .map_err(|error| {
                     tracing::warn!(%error, endpoint_id = %endpoint, "cannot find a notification to probe with; another process will");
@@ -142,28 +165,13 @@ impl Breaker {
                 return Ok(None);
             };
             after = Some((last.1, last.0));
-            let ids: Vec<Uuid> = candidates.iter().map(|(id, _)| *id).collect();
-            let never_current = |_: Uuid, _: i64| false;
-            let loaded = self
-                .delivery
-                .load_claimed(&ids, &never_current)
-                .await
-                .map_err(|error| {
-                    tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the probe's candidates; another process will probe");
-                })?;
-            let own = loaded
-                .endpoints
-                .iter()
-                .find(|e| e.id == endpoint)
-                .and_then(|e| url::Url::parse(&e.url).ok());
-            let tells: std::collections::HashSet<Uuid> = loaded
-                .notifications
-                .iter()
-                .filter(|n| tells_of_endpoint(n.url.as_deref(), own.as_ref()))
-                .map(|n| n.id)
-                .collect();
+            let tells = match which {
+                Pending::All => Some(self.telling_of(endpoint, &candidates).await?),
+                // None has a URL of its own.
+                Pending::WithoutOwnUrl => None,
+            };
             for (id, due_at) in candidates {
-                if !tells.contains(&id) {
+                if tells.as_ref().is_some_and(|tells| !tells.contains(&id)) {
                     continue;
                 }
                 match self.due.leased(id, now).await {
@@ -177,6 +185,35 @@ impl Breaker {
             }
         }
         Ok(None)
+    }
+
+    /// Which of `candidates` go to the endpoint's own URL or one under it
+    /// (their rows read for their URLs).
+    async fn telling_of(
+        &self,
+        endpoint: Uuid,
+        candidates: &[(Uuid, DateTime<Utc>)],
+    ) -> Result<HashSet<Uuid>, ()> {
+        let ids: Vec<Uuid> = candidates.iter().map(|(id, _)| *id).collect();
+        let never_current = |_: Uuid, _: i64| false;
+        let loaded = self
+            .delivery
+            .load_claimed(&ids, &never_current)
+            .await
+            .map_err(|error| {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot read the probe's candidates; another process will probe");
+            })?;
+        let own = loaded
+            .endpoints
+            .iter()
+            .find(|e| e.id == endpoint)
+            .and_then(|e| url::Url::parse(&e.url).ok());
+        Ok(loaded
+            .notifications
+            .iter()
+            .filter(|n| tells_of_endpoint(n.url.as_deref(), own.as_ref()))
+            .map(|n| n.id)
+            .collect())
     }
 
     /// Claims the probe of an open circuit; the winner hands the
@@ -230,7 +267,7 @@ impl Breaker {
         loop {
             let page = match self
                 .store
-                .pending_of(endpoint, after, now, RELEASE_PAGE)
+                .pending_of(endpoint, Pending::All, after, now, RELEASE_PAGE)
                 .await
             {
                 Ok(page) => page,

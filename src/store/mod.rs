@@ -8,6 +8,7 @@
 
 pub mod attempts;
 pub mod backlog;
+pub mod breaker;
 pub mod cancel;
 pub mod consumer_tokens;
 mod debug;

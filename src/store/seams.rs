@@ -4,6 +4,7 @@
 //! - `WriteStore`: the write path (`service`);
 //! - `ReadStore`: the API's reads (status, lists, counts);
 //! - `DeliveryStore`: the dispatcher (load what it claimed, record attempts);
+//! - `BreakerStore` (`store::breaker`): the circuit breaker;
 //! - `HousekeepingStore`: housekeeping (indexing owed, sweeps, retention,
 //!   the operator endpoint, failing endpoints), which is also the
 //!   `PendingRows` a rebuild of the due index reads;
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempts::Attempt;
 use super::backlog::Backlog;
+pub use super::breaker::{BreakerStore, SharedBreaker};
 use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Head, Retry};
@@ -44,7 +46,6 @@ use super::recording::AttemptRecord;
 pub use super::stats::{SharedStats, StatsStore};
 use super::writes::{Committed, Writes};
 use super::{StoreError, StoreKind};
-use crate::domain::breaker::Circuit;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
@@ -231,49 +232,6 @@ pub trait DeliveryStore: Send + Sync + 'static {
     /// Makes claimed rows of endpoints that are pull now pull rows.
     async fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError>;
 }
-
-/// What the circuit breaker needs (`dispatcher::breaker`): the state of
-/// each endpoint's circuit, compare-and-set, and the pending rows a probe
-/// sends and a release moves. The rule is `domain::breaker`'s.
-#[async_trait::async_trait]
-pub trait BreakerStore: Send + Sync + 'static {
-    /// Every circuit that is not clean (a clean one has no row).
-    async fn circuits(&self) -> Result<Vec<(Uuid, Circuit)>, StoreError>;
-    /// The circuits of `endpoints` that are not clean.
-    async fn circuits_of(&self, endpoints: &[Uuid]) -> Result<Vec<(Uuid, Circuit)>, StoreError>;
-    /// Writes `new` over the endpoint's circuit if it is still `seen` (the
-    /// default: no row), with `event` in the same commit; whether it did.
-    async fn set_circuit(
-        &self,
-        endpoint: Uuid,
-        seen: &Circuit,
-        new: &Circuit,
-        event: Option<&OperatorEvent>,
-    ) -> Result<bool, StoreError>;
-    /// The endpoint's pending notifications due by `until`, in due order
-    /// after `after`: the earliest is its probe, all of them its release.
-    async fn pending_of(
-        &self,
-        endpoint: Uuid,
-        after: Option<(DateTime<Utc>, Uuid)>,
-        until: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
-    /// How many of the endpoint's notifications are pending and due by `now`.
-    async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError>;
-    /// Ends `failed` with `last_error` each `(id, attempts, series_start)`
-    /// still pending with that many attempts in that series, with the
-    /// events whose subject it ended; returns those it ended.
-    async fn fail_held(
-        &self,
-        held: &[(Uuid, i32, i32)],
-        last_error: &str,
-        events: &[OperatorEvent],
-    ) -> Result<Vec<Uuid>, StoreError>;
-}
-
-/// A shared handle to the breaker's side of the store.
-pub type SharedBreaker = Arc<dyn BreakerStore>;
 
 /// What housekeeping needs.
 #[async_trait::async_trait]

@@ -121,3 +121,44 @@ async fn an_open_circuit_is_never_probed_with_a_notification_for_a_url_elsewhere
     receiver.wait_for("/elsewhere", 2, DEADLINE).await;
 }
 both!(an_open_circuit_is_never_probed_with_a_notification_for_a_url_elsewhere);
+
+/// More notifications for a URL elsewhere due before the endpoint's own
+/// than a probe reads through (8 pages of 16) do not keep the endpoint
+/// from being probed: the probe falls back to the earliest one without a
+/// URL of its own. Before, a `write` token could hold an endpoint's
+/// circuit open until its notifications failed `circuit_open`.
+async fn an_open_circuit_is_probed_however_many_notifications_for_urls_elsewhere_are_due_first(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/victim", vec![Reply::status(503)]);
+    // Its own are due again 2 s after each failure: after the 140 below.
+    endpoint(
+        &app,
+        "victim",
+        receiver.url("/victim"),
+        json!({"schedule": ["0s", "2s", "2s", "2s", "2s", "2s", "2s", "2s", "2s", "2s"]}),
+    )
+    .await;
+    notify_many(&app, "victim", 3).await;
+    opened(&app, "victim").await;
+    let elsewhere: Vec<_> = (0..140)
+        .map(|n| {
+            json!({"endpoint": "victim", "payload": {"elsewhere": n},
+            "url": receiver.url("/elsewhere")})
+        })
+        .collect();
+    let (status, created) = app
+        .post(
+            "/v1/notifications/batch",
+            json!({"notifications": elsewhere}),
+        )
+        .await;
+    assert!(status.is_success(), "{status} {created}");
+    // The receiver is back: the next probe of its own closes the circuit.
+    receiver.reply("/victim", vec![Reply::status(200)]);
+    closed(&app, "victim").await;
+    receiver.wait_for("/elsewhere", 140, DEADLINE).await;
+}
+both!(an_open_circuit_is_probed_however_many_notifications_for_urls_elsewhere_are_due_first);

@@ -12,7 +12,7 @@ use super::PgStore;
 use crate::domain::breaker::{Circuit, State};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
-use crate::store::seams::BreakerStore;
+use crate::store::breaker::{BreakerStore, Pending};
 use crate::store::StoreError;
 
 const CIRCUIT_COLUMNS: &str = "endpoint_id, failures, state, opened_at, next_probe_at, open_ms, \
@@ -124,6 +124,7 @@ impl PgStore {
     pub async fn pending_of(
         &self,
         endpoint: Uuid,
+        which: Pending,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
@@ -133,6 +134,7 @@ impl PgStore {
             "SELECT id, next_attempt_at FROM notifications \
              WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $2 \
                AND ($3::timestamptz IS NULL OR (next_attempt_at, id) > ($3, $4)) \
+               AND (NOT $6 OR url IS NULL) \
              ORDER BY next_attempt_at, id LIMIT $5",
         )
         .bind(endpoint)
@@ -140,6 +142,7 @@ impl PgStore {
         .bind(after_at)
         .bind(after_id)
         .bind(limit)
+        .bind(which == Pending::WithoutOwnUrl)
         .fetch_all(&self.pool)
         .await?)
     }
@@ -263,11 +266,12 @@ impl BreakerStore for PgStore {
     async fn pending_of(
         &self,
         endpoint: Uuid,
+        which: Pending,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        PgStore::pending_of(self, endpoint, after, until, limit).await
+        PgStore::pending_of(self, endpoint, which, after, until, limit).await
     }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         PgStore::due_count(self, endpoint, now).await

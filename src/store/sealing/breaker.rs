@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::Sealing;
 use crate::domain::breaker::Circuit;
 use crate::domain::operator_event::OperatorEvent;
-use crate::store::seams::BreakerStore;
+use crate::store::breaker::{BreakerStore, Pending};
 use crate::store::StoreError;
 
 #[async_trait::async_trait]
@@ -30,11 +30,14 @@ impl<S: BreakerStore> BreakerStore for Sealing<S> {
     async fn pending_of(
         &self,
         endpoint: Uuid,
+        which: Pending,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        self.inner.pending_of(endpoint, after, until, limit).await
+        self.inner
+            .pending_of(endpoint, which, after, until, limit)
+            .await
     }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         self.inner.due_count(endpoint, now).await

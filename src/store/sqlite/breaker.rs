@@ -13,7 +13,7 @@ use super::{store_error, SqliteStore};
 use crate::domain::breaker::{Circuit, State};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::OperatorEvent;
-use crate::store::seams::BreakerStore;
+use crate::store::breaker::{BreakerStore, Pending};
 use crate::store::StoreError;
 
 const CIRCUIT_COLUMNS: &str = "endpoint_id, failures, state, opened_at, next_probe_at, open_ms, \
@@ -165,6 +165,7 @@ impl SqliteStore {
     pub async fn pending_of(
         &self,
         endpoint: Uuid,
+        which: Pending,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
@@ -174,6 +175,7 @@ impl SqliteStore {
             "SELECT id, next_attempt_at FROM notifications \
              WHERE endpoint_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2 \
                AND (?3 IS NULL OR (next_attempt_at, id) > (?3, ?4)) \
+               AND (NOT ?6 OR url IS NULL) \
              ORDER BY next_attempt_at, id LIMIT ?5",
         )
         .bind(endpoint)
@@ -181,6 +183,7 @@ impl SqliteStore {
         .bind(after_at.map(micros))
         .bind(after_id)
         .bind(limit)
+        .bind(which == Pending::WithoutOwnUrl)
         .try_map(|row: SqliteRow| Ok((row.try_get("id")?, columns::time(&row, "next_attempt_at")?)))
         .fetch_all(&self.reader)
         .await
@@ -266,11 +269,12 @@ impl BreakerStore for SqliteStore {
     async fn pending_of(
         &self,
         endpoint: Uuid,
+        which: Pending,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        SqliteStore::pending_of(self, endpoint, after, until, limit).await
+        SqliteStore::pending_of(self, endpoint, which, after, until, limit).await
     }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         SqliteStore::due_count(self, endpoint, now).await
