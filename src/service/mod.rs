@@ -14,6 +14,7 @@
 mod breaker;
 mod breaker_fields;
 mod commit;
+mod endpoint_fields;
 pub mod endpoints;
 pub mod events;
 mod index;
