@@ -42,6 +42,18 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 pub const MIN_LEASE: Duration = Duration::from_secs(1);
 pub const MAX_LEASE: Duration = Duration::from_secs(12 * 3600);
 pub const MAX_WAIT: Duration = Duration::from_secs(20);
+/// How far back housekeeping looks for rows written against a stale view
+/// of an endpoint: pending rows whose push/pull mode is not their
+/// endpoint's (a switch a process had not seen yet: `adopt_strays`) and
+/// pull rows of an endpoint deleted meanwhile (`cancel_orphaned_pulls`).
+/// Endpoint caches live a second; a day is far past any of them.
+pub const STRAY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// The oldest endpoint change or delete that `STRAY_WINDOW` looks at, as
+/// of `now`.
+pub fn strays_since(now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    now - chrono::TimeDelta::from_std(STRAY_WINDOW).unwrap_or(chrono::TimeDelta::MAX)
+}
 
 /// A pull, within its bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

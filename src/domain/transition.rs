@@ -105,6 +105,26 @@ pub fn cancel(status: Status, spared: bool) -> Result<Cancelled, CancelRefused> 
     })
 }
 
+/// What an open circuit makes of a notification it held past `max_hold`:
+/// failed (`circuit_open`), final, nothing due, under no lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldTooLong {
+    pub status: Status,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// The end of a notification held past `max_hold`, if its status allows
+/// one: only a pending notification ends so (`Status::cancellable`'s rule,
+/// not final yet). The stores write it over the rows still pending in the
+/// attempt count and series they were held at, a set-based write that
+/// selects `status = 'pending'`: this rule, rendered for the index.
+pub fn held_too_long(status: Status) -> Option<HeldTooLong> {
+    status.cancellable().then_some(HeldTooLong {
+        status: Status::Failed,
+        next_attempt_at: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +193,20 @@ mod tests {
         ];
         for (status, spared, want) in cases {
             assert_eq!(cancel(status, spared), want, "{status} {spared}");
+        }
+    }
+
+    #[test]
+    fn only_a_pending_notification_fails_for_being_held_too_long() {
+        assert_eq!(
+            held_too_long(Status::Pending),
+            Some(HeldTooLong {
+                status: Status::Failed,
+                next_attempt_at: None
+            })
+        );
+        for status in [Status::Succeeded, Status::Failed, Status::Cancelled] {
+            assert_eq!(held_too_long(status), None, "{status:?}");
         }
     }
 }

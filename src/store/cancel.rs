@@ -1,7 +1,26 @@
 //! Cancelling: by id, by business key, and the one statement every cancel
 //! path uses (a deleted endpoint's, an event's, a dispatcher's orphans).
 
+use uuid::Uuid;
+
 use super::notifications::Notification;
+
+/// Which pending notifications a set-based cancel takes: each backend's
+/// `cancel_pending` is the one statement every such path uses, with a
+/// filter per selector for the index it uses.
+pub enum Pending<'a> {
+    Ids(&'a [Uuid]),
+    /// By business key, on one endpoint or on all, but `spare`'s.
+    Key {
+        key: &'a str,
+        endpoint_id: Option<Uuid>,
+        spare: Option<Uuid>,
+    },
+    /// Every one of an endpoint's.
+    Endpoint(Uuid),
+    /// Every delivery of an event.
+    Event(Uuid),
+}
 
 /// The result of a cancel by id.
 #[derive(Debug)]

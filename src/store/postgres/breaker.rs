@@ -12,6 +12,8 @@ use super::PgStore;
 use crate::domain::breaker::{Circuit, State};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
+use crate::domain::status::Status;
+use crate::domain::transition::held_too_long;
 use crate::store::breaker::{BreakerStore, Pending};
 use crate::store::StoreError;
 
@@ -170,10 +172,13 @@ impl PgStore {
         let ids: Vec<Uuid> = held.iter().map(|h| h.0).collect();
         let attempts: Vec<i32> = held.iter().map(|h| h.1).collect();
         let series: Vec<i32> = held.iter().map(|h| h.2).collect();
+        // `held_too_long` of a pending row: the rows selected are pending.
+        let ended = held_too_long(Status::Pending).expect("a pending notification ends");
         let mut tx = self.pool.begin().await?;
         let failed: Vec<(Uuid, Uuid)> = sqlx::query_as(
-            "UPDATE notifications n SET status = 'failed', next_attempt_at = NULL, \
-                 last_error = $4, completed_at = now(), updated_at = now() \
+            "UPDATE notifications n SET status = $5, next_attempt_at = $6, \
+                 last_error = $4, completed_at = now(), updated_at = now(), \
+                 lease_id = NULL, leased_at = NULL \
              FROM UNNEST($1::uuid[], $2::int[], $3::int[]) AS h(id, attempts, series_start) \
              WHERE n.id = h.id AND (n.status = 'pending') IS TRUE AND n.attempts = h.attempts \
                AND n.series_start = h.series_start \
@@ -183,6 +188,8 @@ impl PgStore {
         .bind(&attempts)
         .bind(&series)
         .bind(last_error)
+        .bind(ended.status)
+        .bind(ended.next_attempt_at)
         .fetch_all(&mut *tx)
         .await?;
         // Failures without an attempt count in the per-minute counts too.

@@ -17,7 +17,7 @@ use super::notifications::columns_with_body;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::transition::cancel;
-use crate::store::cancel::Cancel;
+use crate::store::cancel::{Cancel, Pending};
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
 
@@ -86,20 +86,6 @@ impl PgStore {
         )
         .await
     }
-}
-/// Which pending notifications a cancel takes.
-pub(super) enum Pending<'a> {
-    Ids(&'a [Uuid]),
-    /// By business key, on one endpoint or on all, but `spare`.
-    Key {
-        key: &'a str,
-        endpoint_id: Option<Uuid>,
-        spare: Option<Uuid>,
-    },
-    /// Every one of an endpoint's.
-    Endpoint(Uuid),
-    /// Every delivery of an event.
-    Event(Uuid),
 }
 /// The one cancel every path uses (by id, by key, a deleted endpoint's, a
 /// dispatcher's orphans): the notification becomes final, nothing is due,

@@ -7,12 +7,13 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::cancel::{cancel_pending, Pending};
+use super::cancel::cancel_pending;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::lease::Lease;
 use crate::domain::status::Status;
 use crate::domain::transition::{retry, RetryRefused};
+use crate::store::cancel::Pending;
 use crate::store::delivery::Claimed;
 use crate::store::delivery::DeliveryEndpoint;
 use crate::store::delivery::DueNotification;

@@ -5,9 +5,9 @@ use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 use uuid::Uuid;
 
-use super::cancel::Pending;
 use super::PgStore;
 use crate::domain::health;
+use crate::store::cancel::Pending;
 use crate::store::endpoints::Endpoint;
 use crate::store::endpoints::EndpointRef;
 use crate::store::StoreError;

@@ -282,7 +282,8 @@ impl PgStore {
             return Ok(None);
         }
         Ok(Some(
-            super::cancel::cancel_pending(&self.pool, super::cancel::Pending::Event(id)).await?,
+            super::cancel::cancel_pending(&self.pool, crate::store::cancel::Pending::Event(id))
+                .await?,
         ))
     }
 

@@ -26,7 +26,7 @@ use uuid::Uuid;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::lease::{released, Lease};
-use crate::domain::pull::{Delivery, Receipt};
+use crate::domain::pull::{Delivery, Receipt, STRAY_WINDOW};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
 use crate::store::pull::Leases;
@@ -226,12 +226,13 @@ impl PgStore {
                      SELECT id FROM notifications \
                      WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
                  ) s \
-                 WHERE e.updated_at > now() - interval '1 day' \
+                 WHERE e.updated_at > now() - make_interval(secs => $2) \
                    AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
              ) AND n.status = 'pending' AND n.pull \
              FOR UPDATE OF n SKIP LOCKED",
         )
         .bind(limit)
+        .bind(STRAY_WINDOW.as_secs_f64())
         .fetch_all(&mut *tx)
         .await?;
         let moved = switch_rows(&mut tx, &rows, false).await?;
@@ -251,16 +252,17 @@ impl PgStore {
                  SELECT id FROM notifications \
                  WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
              ) o \
-             WHERE e.deleted_at > now() - interval '1 day' LIMIT $1",
+             WHERE e.deleted_at > now() - make_interval(secs => $2) LIMIT $1",
         )
         .bind(limit)
+        .bind(STRAY_WINDOW.as_secs_f64())
         .fetch_all(&self.pool)
         .await?;
         if ids.is_empty() {
             return Ok(0);
         }
         Ok(
-            super::cancel::cancel_pending(&self.pool, super::cancel::Pending::Ids(&ids))
+            super::cancel::cancel_pending(&self.pool, crate::store::cancel::Pending::Ids(&ids))
                 .await?
                 .len(),
         )

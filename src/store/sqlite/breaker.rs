@@ -13,6 +13,8 @@ use super::{store_error, SqliteStore};
 use crate::domain::breaker::{Circuit, State};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::OperatorEvent;
+use crate::domain::status::Status;
+use crate::domain::transition::held_too_long;
 use crate::store::breaker::{BreakerStore, Pending};
 use crate::store::StoreError;
 
@@ -214,12 +216,15 @@ impl SqliteStore {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let at = Utc::now();
         let now = micros(at);
+        // `held_too_long` of a pending row: the rows selected are pending.
+        let ended = held_too_long(Status::Pending).expect("a pending notification ends");
         let mut failed = Vec::with_capacity(held.len());
         let mut counted = Vec::new();
         for (id, attempts, series_start) in held {
             let endpoint: Option<Uuid> = sqlx::query_scalar(
-                "UPDATE notifications SET status = 'failed', next_attempt_at = NULL, \
-                     last_error = ?4, completed_at = ?5, updated_at = ?5 \
+                "UPDATE notifications SET status = ?6, next_attempt_at = ?7, \
+                     last_error = ?4, completed_at = ?5, updated_at = ?5, \
+                     lease_id = NULL, leased_at = NULL \
                  WHERE id = ?1 AND status = 'pending' AND attempts = ?2 AND series_start = ?3 \
                  RETURNING endpoint_id",
             )
@@ -228,6 +233,8 @@ impl SqliteStore {
             .bind(series_start)
             .bind(last_error)
             .bind(now)
+            .bind(ended.status.as_str())
+            .bind(ended.next_attempt_at.map(micros))
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -3,8 +3,9 @@
 //! Whether a notification may be cancelled or retried is decided in
 //! `domain::transition` on the row read in a transaction on the single
 //! writer (which stands for PostgreSQL's row lock); the write carries the
-//! decision. The set-based cancels select `status = 'pending'`
-//! (`Status::cancellable`), as PostgreSQL's do.
+//! decision. The set-based cancels all go through `cancel_pending`, which
+//! selects `status = 'pending'` (`Status::cancellable`), as PostgreSQL's
+//! does.
 
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
@@ -16,14 +17,15 @@ use super::{store_error, SqliteStore};
 use crate::domain::lease::Lease;
 use crate::domain::pull::Delivery;
 use crate::domain::transition::{cancel, retry, RetryRefused};
-use crate::store::cancel::Cancel;
+use crate::store::cancel::{Cancel, Pending};
 use crate::store::delivery::Retry;
 use crate::store::events::Subscriber;
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
 
-/// What a cancel makes of every pending row it takes (`transition::cancel`'s
-/// result for one: cancelled, nothing due, final, no lease); `?1` is now.
+/// What a cancel makes of every pending row it takes
+/// (`transition::cancel`'s result for one: cancelled, nothing due, final,
+/// no lease); `?1` is now.
 macro_rules! cancel_where {
     ($filter:literal) => {
         concat!(
@@ -35,6 +37,46 @@ macro_rules! cancel_where {
             " RETURNING id"
         )
     };
+}
+
+/// `cancel_pending`'s statement for each selector, each for its index
+/// (the primary key, `key`'s, the endpoint's, the event's).
+pub(super) const CANCEL_IDS: &str = cancel_where!("id IN (SELECT unhex(value) FROM json_each(?2))");
+pub(super) const CANCEL_KEY: &str =
+    cancel_where!("key = ?2 AND (?3 IS NULL OR endpoint_id = ?3) AND endpoint_id IS NOT ?4");
+pub(super) const CANCEL_ENDPOINT: &str = cancel_where!("endpoint_id = ?2");
+pub(super) const CANCEL_EVENT: &str = cancel_where!("event_id = ?2");
+
+/// The one cancel every set-based path uses (by key, an event's, a
+/// deleted endpoint's, a create that raced a delete, orphaned pulls), as
+/// PostgreSQL's `cancel_pending`: every pending row it selects becomes
+/// what `transition::cancel` makes of one (cancelled, nothing due, final,
+/// no lease), stamped `now` (micros). Runs on the writer or inside the
+/// caller's transaction; returns the ids it cancelled.
+pub(super) async fn cancel_pending<'c>(
+    executor: impl sqlx::SqliteExecutor<'c>,
+    which: Pending<'_>,
+    now: i64,
+) -> Result<Vec<Uuid>, StoreError> {
+    let query = match which {
+        Pending::Ids(ids) => sqlx::query_scalar(CANCEL_IDS)
+            .bind(now)
+            .bind(columns::id_list(ids)),
+        Pending::Key {
+            key,
+            endpoint_id,
+            spare,
+        } => sqlx::query_scalar(CANCEL_KEY)
+            .bind(now)
+            .bind(key)
+            .bind(endpoint_id)
+            .bind(spare),
+        Pending::Endpoint(endpoint_id) => sqlx::query_scalar(CANCEL_ENDPOINT)
+            .bind(now)
+            .bind(endpoint_id),
+        Pending::Event(event_id) => sqlx::query_scalar(CANCEL_EVENT).bind(now).bind(event_id),
+    };
+    query.fetch_all(executor).await.map_err(store_error)
 }
 
 /// The notification as the API returns it, read at `at` (its lease).
@@ -102,16 +144,16 @@ impl SqliteStore {
         endpoint_id: Option<Uuid>,
         spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        sqlx::query_scalar(cancel_where!(
-            "key = ?2 AND (?3 IS NULL OR endpoint_id = ?3) AND endpoint_id IS NOT ?4"
-        ))
-        .bind(micros(Utc::now()))
-        .bind(key)
-        .bind(endpoint_id)
-        .bind(spare)
-        .fetch_all(&self.writer)
+        cancel_pending(
+            &self.writer,
+            Pending::Key {
+                key,
+                endpoint_id,
+                spare,
+            },
+            micros(Utc::now()),
+        )
         .await
-        .map_err(store_error)
     }
 
     /// Cancels an event's pending deliveries; `None`: no such event.
@@ -127,12 +169,7 @@ impl SqliteStore {
         }
         // Deliveries a fan-out still has to write are cancelled too.
         super::fanout::finish_plans_in(&mut tx).await?;
-        let ids = sqlx::query_scalar(cancel_where!("event_id = ?2"))
-            .bind(micros(Utc::now()))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(store_error)?;
+        let ids = cancel_pending(&mut *tx, Pending::Event(id), micros(Utc::now())).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Some(ids))
     }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
+use crate::store::cancel::Pending;
 use crate::store::delivery::{Claimed, DeliveryEndpoint, DueNotification, Head};
 use crate::store::StoreError;
 
@@ -170,17 +171,7 @@ impl SqliteStore {
         if ids.is_empty() {
             return Ok(());
         }
-        sqlx::query(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                 completed_at = ?2, updated_at = ?2, needs_index = 0, \
-                 lease_id = NULL, leased_at = NULL \
-             WHERE status = 'pending' AND id IN (SELECT unhex(value) FROM json_each(?1))",
-        )
-        .bind(columns::id_list(ids))
-        .bind(micros(Utc::now()))
-        .execute(&self.writer)
-        .await
-        .map_err(store_error)?;
+        super::cancel::cancel_pending(&self.writer, Pending::Ids(ids), micros(Utc::now())).await?;
         Ok(())
     }
 

@@ -16,6 +16,7 @@ use super::errors::cause;
 use super::rows::{self, micros, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::health;
+use crate::store::cancel::Pending;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
 
@@ -72,12 +73,6 @@ fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
 fn stamp() -> i64 {
     micros(Utc::now())
 }
-
-/// An endpoint's pending notifications cancelled with it.
-const CANCEL_PENDING: &str =
-    "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-         completed_at = ?2, updated_at = ?2, needs_index = 0, lease_id = NULL, leased_at = NULL \
-     WHERE endpoint_id = ?1 AND status = 'pending' RETURNING id";
 
 impl SqliteStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
@@ -355,12 +350,8 @@ impl SqliteStore {
         super::fanout::finish_plans_in(&mut tx).await?;
         // As PostgreSQL's `cancel_pending` (`store/postgres/cancel.rs`) for an endpoint, through
         // `notifications_endpoint_newest`.
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(CANCEL_PENDING)
-            .bind(endpoint_id)
-            .bind(now)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(store_error)?;
+        let cancelled =
+            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id), now).await?;
         // Its circuit goes with it: nothing is left to probe or hold.
         sqlx::query("DELETE FROM endpoint_circuits WHERE endpoint_id = ?1")
             .bind(endpoint_id)
@@ -426,7 +417,11 @@ mod tests {
         let mut statements = vec![
             format!("SELECT id FROM endpoints WHERE {}", named(&by_id)),
             format!("SELECT id FROM endpoints WHERE {}", named(&by_uid)),
-            CANCEL_PENDING.to_string(),
+            // Every set-based cancel (`cancel::cancel_pending`).
+            super::super::cancel::CANCEL_IDS.to_string(),
+            super::super::cancel::CANCEL_KEY.to_string(),
+            super::super::cancel::CANCEL_ENDPOINT.to_string(),
+            super::super::cancel::CANCEL_EVENT.to_string(),
         ];
         // Without a cursor nor an owner, the newest first is a walk of the
         // primary key from its end, which the plan reports as a SCAN.
@@ -443,7 +438,9 @@ mod tests {
             }
             let plan = query.fetch_all(store.reader()).await.unwrap();
             assert!(
-                plan.iter().all(|(.., detail)| !detail.starts_with("SCAN")),
+                // A list of ids bound as JSON is read whole, as it should.
+                plan.iter().all(|(.., detail)| !detail.starts_with("SCAN")
+                    || detail.starts_with("SCAN json_each")),
                 "{sql}: {plan:?}"
             );
         }

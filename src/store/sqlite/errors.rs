@@ -57,6 +57,8 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "owner_minute_stats.owner, owner_minute_stats.minute, owner_minute_stats.shard",
         "owner_minute_stats_pkey",
     ),
+    // SQLite's own (`fanout`): PostgreSQL writes a fan-out in one statement.
+    ("fanout_plans.event_id", "fanout_plans_pkey"),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

@@ -17,7 +17,8 @@ use uuid::Uuid;
 use super::columns::{self, id_list, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::{released, Lease};
-use crate::domain::pull::{Delivery, Receipt};
+use crate::domain::pull::{strays_since, Delivery, Receipt};
+use crate::store::cancel::Pending;
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded};
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
@@ -233,7 +234,7 @@ impl SqliteStore {
                AND n.status = 'pending' AND n.pull = 1 \
              LIMIT ?2",
         )
-        .bind(micros(now - chrono::Duration::days(1)))
+        .bind(micros(strays_since(now)))
         .bind(limit)
         .fetch_all(&mut *tx)
         .await
@@ -248,21 +249,20 @@ impl SqliteStore {
     /// `store::cancel::cancel_pending` does; at most `limit`.
     pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
         let now = clock();
-        let cancelled: Vec<Uuid> = sqlx::query_scalar(
-            "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                 completed_at = ?1, updated_at = ?1, needs_index = 0, \
-                 lease_id = NULL, leased_at = NULL \
-             WHERE status = 'pending' AND id IN ( \
-                 SELECT n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
-                 WHERE e.deleted_at > ?2 AND n.status = 'pending' AND n.pull = 1 LIMIT ?3) \
-             RETURNING id",
+        let ids: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
+             WHERE e.deleted_at > ?1 AND n.status = 'pending' AND n.pull = 1 LIMIT ?2",
         )
-        .bind(micros(now))
-        .bind(micros(now - chrono::Duration::days(1)))
+        .bind(micros(strays_since(now)))
         .bind(limit)
         .fetch_all(&self.writer)
         .await
         .map_err(store_error)?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let cancelled =
+            super::cancel::cancel_pending(&self.writer, Pending::Ids(&ids), micros(now)).await?;
         Ok(cancelled.len())
     }
 }
