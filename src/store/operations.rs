@@ -72,3 +72,22 @@ pub struct RecoverPage {
     /// The operation after the page (its counts, its cursor, its status).
     pub operation: Option<Operation>,
 }
+
+/// The ids among `candidates` (id, status as stored, finished at) that a
+/// purge of what finished before `before` deletes:
+/// `domain::retention::operation_expired` on each, for both backends. A
+/// status neither backend writes is kept.
+pub(crate) fn expired(
+    candidates: Vec<(uuid::Uuid, String, Option<chrono::DateTime<chrono::Utc>>)>,
+    before: chrono::DateTime<chrono::Utc>,
+) -> Vec<uuid::Uuid> {
+    candidates
+        .into_iter()
+        .filter(|(_, status, finished_at)| {
+            crate::domain::operation::OperationStatus::parse(status).is_some_and(|status| {
+                crate::domain::retention::operation_expired(status, *finished_at, before)
+            })
+        })
+        .map(|(id, ..)| id)
+        .collect()
+}

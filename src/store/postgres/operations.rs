@@ -303,15 +303,25 @@ impl OperationStore for PgStore {
     }
 
     async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        // `domain::retention::operation_expired`, rendered for the index.
-        let done = sqlx::query(
-            "DELETE FROM operations WHERE id IN (SELECT id FROM operations \
-                 WHERE finished_at < $1 AND status <> 'running' LIMIT $2)",
+        // Candidates through `operations_finished`; `operation_expired`
+        // chooses; the delete is fenced by the state read (never one that
+        // runs again meanwhile).
+        let candidates: Vec<(Uuid, String, Option<DateTime<Utc>>)> = sqlx::query_as(
+            "SELECT id, status, finished_at FROM operations \
+             WHERE finished_at < $1 AND finished_at IS NOT NULL LIMIT $2",
         )
         .bind(before)
         .bind(limit)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
+        let expired = crate::store::operations::expired(candidates, before);
+        if expired.is_empty() {
+            return Ok(0);
+        }
+        let done = sqlx::query("DELETE FROM operations WHERE id = ANY($1) AND status <> 'running'")
+            .bind(&expired)
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected())
     }
 }

@@ -293,16 +293,40 @@ impl OperationStore for SqliteStore {
     }
 
     async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        // `domain::retention::operation_expired`, rendered for the index.
-        let done = sqlx::query(
-            "DELETE FROM operations WHERE id IN (SELECT id FROM operations \
-                 WHERE finished_at < ?1 AND status <> 'running' LIMIT ?2)",
+        // As PostgreSQL's: candidates by `finished_at`, `operation_expired`
+        // chooses, the delete fenced by the state read.
+        let candidates: Vec<(Uuid, String, Option<DateTime<Utc>>)> = sqlx::query(
+            "SELECT id, status, finished_at FROM operations \
+             WHERE finished_at < ?1 AND finished_at IS NOT NULL LIMIT ?2",
         )
         .bind(micros(before))
         .bind(limit)
-        .execute(&self.writer)
+        .try_map(|row: SqliteRow| {
+            let finished: Option<i64> = row.try_get("finished_at")?;
+            Ok((
+                row.try_get("id")?,
+                row.try_get("status")?,
+                finished
+                    .map(|us| columns::time_of("finished_at", us))
+                    .transpose()?,
+            ))
+        })
+        .fetch_all(&self.writer)
         .await
         .map_err(store_error)?;
+        let expired = crate::store::operations::expired(candidates, before);
+        if expired.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "DELETE FROM operations WHERE id IN {} AND status <> 'running'",
+            columns::IN_ID_LIST
+        );
+        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(columns::id_list(&expired))
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
         Ok(done.rows_affected())
     }
 }
