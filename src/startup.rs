@@ -319,7 +319,8 @@ impl App {
             None
         };
         let router = match self.role {
-            Role::All | Role::Api => api::router(self.state.clone()),
+            // The console's files need no token: they hold no data.
+            Role::All | Role::Api => api::router(self.state.clone(), crate::console::router()),
             Role::Dispatcher => api::operations_only_router(self.state.clone()),
         };
         tracing::info!(%address, metrics = ?metrics, tls = self.tls.is_some(), role = ?self.role, dispatching, "hookd ready");

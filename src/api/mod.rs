@@ -58,7 +58,9 @@ pub struct AppState {
 
 /// The whole API: resources behind bearer auth, operations open. With
 /// `server.metrics_listen` set, `/metrics` is served there instead.
-pub fn router(state: AppState) -> Router {
+/// `pages`: routes served beside the API without a token (the console's
+/// files, composed by `startup`: the API does not know the console).
+pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let resources = Router::new()
         .merge(endpoints::router())
         .merge(backlog::router())
@@ -82,9 +84,7 @@ pub fn router(state: AppState) -> Router {
     } else {
         operations_router()
     };
-    // The console's files need no token: they hold no data.
-    let console = crate::console::router();
-    finish(operations.merge(resources).merge(console), state)
+    finish(operations.merge(resources).merge(pages), state)
 }
 
 /// What a dispatcher-only process serves: the operations routes, with the
