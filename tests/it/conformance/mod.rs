@@ -5,6 +5,7 @@
 //! backend; a backend is added with one line below, naming how a test gets
 //! a fresh, empty store of it (and what must outlive it).
 
+mod breaker;
 mod cancel_retry;
 mod delivery;
 mod endpoints;
@@ -16,13 +17,20 @@ mod notifications;
 mod pull;
 mod pull_mode;
 
-use hookd::store::seams::{DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore};
+use hookd::store::seams::{
+    BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore,
+};
 
 /// Everything a backend implements: the cases take any of these.
-pub trait Backend: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore {}
+pub trait Backend:
+    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+{
+}
 
-impl<T> Backend for T where T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore
-{}
+impl<T> Backend for T where
+    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+{
+}
 
 /// Stamps out, in a module named `$backend`, one test per case, each
 /// marked `#[$test]`, taking `$params` and building its store with
@@ -96,6 +104,11 @@ macro_rules! conformance {
                 pull_rows_nobody_took_in_time_end,
                 an_ended_lease_writes_its_operator_event_once_and_a_refused_answer_kept_is_listed,
             }
+            breaker {
+                a_circuit_is_written_only_over_the_state_it_was_read_in,
+                pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_when_asked,
+                a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_held_at,
+            }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
@@ -137,3 +150,36 @@ conformance!(
     (),
     crate::sqlite_writes::store().await
 );
+
+/// The key the sealed backends seal under.
+fn keys() -> hookd::domain::sealed::Keyring {
+    hookd::domain::sealed::Keyring::new([(
+        "conformance",
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    )])
+    .unwrap()
+}
+
+// Both again behind the sealing wrapper (`store::sealing`), as every
+// process runs them with `secrets.keys` set: what crosses it is sealed at
+// rest, and every case must hold through it.
+conformance!(
+    sealed_postgres,
+    #[sqlx::test],
+    (pool: sqlx::PgPool),
+    (
+        (),
+        hookd::store::sealing::Sealing::new(
+            hookd::store::postgres::PgStore::new(pool),
+            crate::conformance::keys()
+        )
+    )
+);
+
+conformance!(sealed_sqlite, #[tokio::test], (), {
+    let (kept, store) = crate::sqlite_writes::store().await;
+    (
+        kept,
+        hookd::store::sealing::Sealing::new(store, crate::conformance::keys()),
+    )
+});
