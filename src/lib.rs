@@ -1,11 +1,35 @@
 //! hookd, a webhook notification dispatcher.
 //!
 //! A producer registers a notification over the REST API (`api`); it is
-//! committed to PostgreSQL (`store`), the source of truth, and indexed by due
-//! time in Redis (`due`). The dispatcher claims due notifications, signs and
-//! POSTs them (`sender`), records every attempt in PostgreSQL and reschedules
-//! failures on the endpoint's retry schedule (`domain::schedule`) until the
-//! receiver acknowledges or the schedule runs out.
+//! committed to the store (`store`), the source of truth, and indexed by
+//! due time (`due`). The dispatcher claims due notifications, signs and
+//! POSTs them (`sender`), records every attempt in the store and
+//! reschedules failures on the endpoint's retry schedule
+//! (`domain::schedule`) until the receiver acknowledges or the schedule
+//! runs out. In server mode the store is PostgreSQL and the index Redis,
+//! shared by any number of processes; in the embedded mode (the default)
+//! the store is one SQLite file and the index lives in the one process.
+//!
+//! # Layout
+//!
+//! - `domain`: the rules, with no I/O (schedules, statuses and their
+//!   transitions, the breaker, rate limits, retention, sealing, validation).
+//! - `api`: the REST API (axum), one file per resource; `console`: the web
+//!   console's files, served beside it.
+//! - `service`: the write path under the API (validation, fan-out, group
+//!   commit) and the reads it shapes.
+//! - `store`: neutral model types and one trait per user of the store
+//!   (`store::seams`, `store::breaker`, `store::stats`); backends
+//!   `store::postgres` and `store::sqlite`; wrappers `store::sealing` and
+//!   `store::replica`.
+//! - `due`: the due index (`due::redis`, `due::memory`); `limiter`: rate
+//!   limits shared as widely as the index.
+//! - `dispatcher`: claim, screen, deliver, record, and housekeeping;
+//!   `sender`: one attempt over HTTP.
+//! - `startup`: composes the parts for a mode and a role; `config`,
+//!   `server`, `telemetry`, `copy` (`hookd copy`).
+//!
+//! `docs/architecture.md` draws the layers and both modes on a page.
 #![forbid(unsafe_code)]
 
 // In the order a notification flows through them.

@@ -1,5 +1,6 @@
-//! The dispatcher: claim due ids from Redis, load their rows from PostgreSQL,
-//! deliver them concurrently within the global and per-endpoint caps, and
+//! The dispatcher: claim due ids from the due index (Redis in server mode,
+//! in-process in the embedded mode), load their rows from the store
+//! (PostgreSQL, or the SQLite file), deliver them concurrently within the global and per-endpoint caps, and
 //! hand the outcomes to the recorder. It sleeps until just before the
 //! earliest due time (or a lease expiry, or `max_idle_ms`), claims what is
 //! due in the next few milliseconds and holds it until due, and wakes early

@@ -1,6 +1,7 @@
 //! The due index: *when* each pending notification is next due, and the
-//! leases of what is being delivered now. PostgreSQL is the truth; the
-//! index only orders it, and can be refilled from it at any time.
+//! leases of what is being delivered now. The store (PostgreSQL or the
+//! SQLite file) is the truth; the index only orders it, and can be refilled
+//! from it at any time.
 //!
 //! Backends sit side by side, chosen once at start-up: `redis` (server
 //! mode, several processes) and `memory` (in-process, for the embedded
