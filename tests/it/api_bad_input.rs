@@ -47,6 +47,8 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("malformed json", M::POST, "/v1/endpoints", Some("{\"url\": "), 400, "malformed_json", None),
         case("trailing garbage", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\"} x"), 400, "malformed_json", None),
         case("empty body", M::POST, "/v1/endpoints", Some(""), 400, "malformed_json", None),
+        // An optional body: JSON's whitespace is no body, a form feed is no JSON.
+        case("form feed as an optional body", M::POST, "/v1/endpoints/shop/secret/rotate", Some("\x0c"), 400, "malformed_json", None),
         case("json array instead of object", M::POST, "/v1/endpoints", Some("[1]"), 422, "invalid_type", None),
         case("missing url", M::POST, "/v1/endpoints", Some("{}"), 422, "missing_field", Some("url")),
         case("url of the wrong type", M::POST, "/v1/endpoints", Some("{\"url\": 5}"), 422, "invalid_type", Some("url")),
