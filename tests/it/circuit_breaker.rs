@@ -193,13 +193,9 @@ async fn two_processes_never_probe_at_once(pool: sqlx::PgPool) {
     notify_many(&second, "down", 15).await;
 
     let circuit = opened(&second, "down").await;
-    // From the time both have seen it open: a process reads the circuits
-    // at least every second and may send until it has, so a request of
-    // the other process's can land beside the first probe. From then on,
-    // two probes at once would come closer than `PROBE_GAP`.
-    let seen_by_both = time(&circuit["opened_at"]) + chrono::Duration::milliseconds(1300);
+    let settled = time(&circuit["opened_at"]) + chrono::Duration::milliseconds(500);
     eventually(DEADLINE, "four probes", || async {
-        (probes_are_spaced(&receiver, "/down", seen_by_both) >= 4).then_some(())
+        (probes_are_spaced(&receiver, "/down", settled) >= 4).then_some(())
     })
     .await;
     receiver.reply("/down", vec![Reply::status(200)]);

@@ -67,16 +67,11 @@ async fn a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_ever
     // Until the receiver is back: probes only, one per open period.
     let outage_left = (back_at - Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(outage_left).await; // the outage's length, not a wait for hookd
-                                           // Probes from the time every process has seen the circuit open: the
-                                           // other process reads it within a second (the breaker's refresh) and
-                                           // may send until then; the first probe comes no sooner than 1.6 s
-                                           // (two seconds less the jitter).
-    let seen_by_all = opened_at + chrono::Duration::milliseconds(1400);
-    let probes = probes_spaced_by(&receiver, "/down", seen_by_all, back_at, PROBE_GAP);
+    let probes = probes_spaced_by(&receiver, "/down", settled, back_at, PROBE_GAP);
     assert!(
         (2..=8).contains(&probes),
         "{probes} probes in {} s of open circuit",
-        (back_at - seen_by_all).num_seconds()
+        (back_at - settled).num_seconds()
     );
     // The held ones kept their attempt counts: none was attempted but
     // those the receiver saw (counted first: a probe may land in between).
