@@ -4,6 +4,7 @@
 //! schedule's wait after that has passed; a notification no consumer takes
 //! within `pull.max_wait` fails `not_pulled`. On each backend.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -81,9 +82,14 @@ async fn a_consumer_polling_without_a_wait_gets_an_expired_lease_back_after_the_
     let lease_until = time(&taken[0]["lease_until"]);
 
     // A consumer that polls without waiting never notices a lease run out
-    // itself: the pull does.
+    // itself: the pull does. When each empty poll began is kept.
+    let last_empty: Mutex<Option<DateTime<Utc>>> = Mutex::new(None);
     let again = eventually(DEADLINE, "the notification to come back", || async {
+        let began = Utc::now();
         let again = pull(&app, &endpoint, json!({"max": 1, "lease": "1m"})).await;
+        if again.is_empty() {
+            *last_empty.lock().unwrap() = Some(began);
+        }
         (!again.is_empty()).then_some(again)
     })
     .await;
@@ -94,11 +100,24 @@ async fn a_consumer_polling_without_a_wait_gets_an_expired_lease_back_after_the_
     let first_taken = lease_until - chrono::Duration::seconds(1);
     let taken_again = time(&again[0]["lease_until"]) - chrono::Duration::minutes(1);
     let back_after = (taken_again - first_taken).to_std().unwrap();
-    // Due 1.3 s after the take; the 1 s lease sweep alone gives it back
-    // only 1.3 to 2.3 s after.
+    // Due 1.3 s after the take (the lease, then the schedule's 300 ms), and
+    // not before.
+    let due = first_taken + chrono::Duration::milliseconds(1300);
     assert!(
-        (Duration::from_millis(1300)..Duration::from_millis(1800)).contains(&back_after),
-        "taken again {back_after:?} after the take, not at 1.3 s"
+        back_after >= Duration::from_millis(1300),
+        "taken again {back_after:?} after the take, before its 1.3 s"
+    );
+    // And the first pull that began once it was due took it: no poll that
+    // began after that came back empty (a poll begins, by the same clock,
+    // before the store reads it). Not "back within 1.8 s": a loaded
+    // machine's poll may take longer than the 0.5 s that left. A pull that
+    // left the lease to hookd's once-a-second sweep would come back empty
+    // until the sweep, up to 0.7 s past the due time.
+    let last_empty = last_empty.lock().unwrap().unwrap_or(first_taken);
+    assert!(
+        last_empty <= due + chrono::Duration::milliseconds(5),
+        "a pull that began {} ms after the notification was due took nothing",
+        (last_empty - due).num_milliseconds()
     );
     let attempts = attempts(&app, &id).await;
     assert_ended_with_its_lease(&attempts[0], lease_until);

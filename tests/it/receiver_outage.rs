@@ -13,9 +13,10 @@ use serde_json::json;
 
 use crate::backends::Backend;
 use crate::circuit_breaker::{
-    all_delivered_once, closed, endpoint, notify_many, opened, probes_spaced_by, time,
+    all_delivered_once, closed, endpoint, notify_many, opened, probes_spaced_by, seen_everywhere,
+    time,
 };
-use crate::rate_limit::{instances, most_in, within};
+use crate::rate_limit::{instances, kept_up_with_the_rate, never_ahead_of_the_rate};
 use crate::receiver::{Receiver, Reply};
 
 const OUTAGE: Duration = Duration::from_secs(20);
@@ -48,11 +49,15 @@ async fn a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_ever
 
     let circuit = opened(app, "down").await;
     let opened_at = time(&circuit["opened_at"]);
-    let settled = opened_at + chrono::Duration::milliseconds(500);
+    // No probe goes before the first open period is over: what arrived
+    // until then was sent before the opening or by a process that had not
+    // seen it yet (the other one may send until its view, read every
+    // second, shows it), however late a loaded machine delivers it.
+    let first_probe_at = time(&circuit["next_probe_at"]);
     let before = receiver
         .received("/down")
         .iter()
-        .filter(|r| r.at <= settled)
+        .filter(|r| r.at < first_probe_at)
         .count();
     // The README's promise: an endpoint sees up to processes × its cap at
     // once, so each process may have its cap in flight when the fifth
@@ -67,6 +72,10 @@ async fn a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_ever
     // Until the receiver is back: probes only, one per open period.
     let outage_left = (back_at - Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(outage_left).await; // the outage's length, not a wait for hookd
+
+    // Probes counted once every process has seen the opening: from then on
+    // only probes go, and two of them less than a period apart fail.
+    let settled = seen_everywhere(opened_at);
     let probes = probes_spaced_by(&receiver, "/down", settled, back_at, PROBE_GAP);
     assert!(
         (2..=8).contains(&probes),
@@ -86,24 +95,26 @@ async fn a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_ever
         never >= (COUNT - attempted) as i64,
         "{never} never attempted, {attempted} attempted"
     );
+    let answering = Utc::now();
     receiver.reply("/down", vec![Reply::status(200)]);
 
     closed(app, "down").await;
     all_delivered_once(&backend, &receiver, "/down", id, COUNT as i64).await;
-    // Released at the rate limit: no 5 s window after the receiver came
-    // back holds more than the burst and 5 % over the rate's share.
-    let mut released: Vec<DateTime<Utc>> = receiver
+    // The first request the receiver answered is the probe that closed the
+    // circuit (while it is open only probes go); the held ones are released
+    // after its answer, at the rate limit with the bucket at most full:
+    // counted in total since the probe, which a busy machine's late
+    // arrivals never break, and on average near the rate.
+    let mut after: Vec<DateTime<Utc>> = receiver
         .received("/down")
         .iter()
         .map(|r| r.at)
-        .filter(|at| *at >= back_at)
+        .filter(|at| *at > answering)
         .collect();
-    released.sort();
-    let window = chrono::Duration::seconds(5);
-    for start in &released {
-        let seen = within(&released, *start, window);
-        let most = most_in(window, PER_SECOND, BURST);
-        assert!(seen <= most, "{seen} released within 5 s");
-    }
+    after.sort();
+    let probe = after[0];
+    let released = &after[1..];
+    never_ahead_of_the_rate(released, probe, PER_SECOND, BURST);
+    kept_up_with_the_rate(released, PER_SECOND, BURST);
 }
 both!(a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_everything_at_its_rate);

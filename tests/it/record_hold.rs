@@ -34,7 +34,9 @@ async fn throttled(app: &TestApp, uid: &str, url: String, extra: Value) -> Uuid 
 async fn a_throttled_groups_successes_are_recorded_together_each_once_and_within_a_second(
     backend: Backend,
 ) {
-    const COUNT: usize = 50;
+    // 8 s of sends at 10/s: a success held to the end of the run, not its
+    // group, would be written seconds past the bound below.
+    const COUNT: usize = 80;
     let app = backend.spawn().await;
     let receiver = Receiver::start().await;
     let id = throttled(&app, "partner", receiver.url("/partner"), json!({})).await;
@@ -60,16 +62,18 @@ async fn a_throttled_groups_successes_are_recorded_together_each_once_and_within
         writes <= COUNT as i64 / 2,
         "{COUNT} sends at 10/s written in {writes} writes"
     );
-    // Visible within the bound: held at most a second after the answer,
-    // plus the write (a busy machine's).
+    // Visible within the bound: held at most a second after the answer
+    // (`MAX_HOLD_US`), plus the write, which a loaded machine may take
+    // seconds to make. Held to the end of the run instead, the first
+    // successes would be written about 8 s after their attempt.
     let late = backend
         .count_for(
             if backend.is_embedded() {
                 "SELECT count(*) FROM notifications WHERE endpoint_id = $1 \
-                 AND completed_at - last_attempt_at > 2500000"
+                 AND completed_at - last_attempt_at > 4000000"
             } else {
                 "SELECT count(*) FROM notifications WHERE endpoint_id = $1 \
-                 AND completed_at - last_attempt_at > interval '2500 milliseconds'"
+                 AND completed_at - last_attempt_at > interval '4000 milliseconds'"
             },
             id,
         )
@@ -98,11 +102,14 @@ async fn a_throttled_endpoints_failures_are_not_held_and_open_its_circuit_after_
         (endpoint["circuit"]["held"].as_i64().unwrap_or(0) > 0).then_some(())
     })
     .await;
-    // Five failures open it, each counted as it came; at 10 a second, one
-    // more may have been on its way. Held for their groups, they would have
-    // let most of a group more through.
+    // Five failures open it, each counted as it came. Each request more
+    // is one whose slot (100 ms apart at 10 a second) came before hookd
+    // had the fifth failure's answer: one on a quiet machine, up to three
+    // when a loaded one takes 300 ms to see that answer. Failures that
+    // reached the breaker only with their group, up to a second late,
+    // would let up to ten more go.
     let failed = receiver.received("/partner").len() - ANSWERED;
-    assert!((5..=6).contains(&failed), "{failed} failed requests");
+    assert!((5..=8).contains(&failed), "{failed} failed requests");
     eventually(DEADLINE, "every answered one recorded", || async {
         let done = backend
             .count_for(

@@ -18,9 +18,11 @@ use crate::helpers::{
 
 const DEADLINE: Duration = Duration::from_secs(20);
 /// How soon a rotation or revocation made through one process must show in
-/// another (DESIGN §14: "within a second or two"), with room for a slow
-/// machine.
-const ELSEWHERE: Duration = Duration::from_secs(3);
+/// another (DESIGN §14: "within a second or two": each process reads what
+/// changed every second), with room for a loaded machine, whose ticks and
+/// reads come late. A process that did not read changes keeps the old
+/// token until its full read, 10 to 15 minutes later.
+const ELSEWHERE: Duration = Duration::from_secs(8);
 const WRITE_TOKEN: &str = "write-token-0123456789abcdef";
 const PULL_TOKEN: &str = "pull-token-0123456789abcdef";
 
@@ -140,8 +142,12 @@ async fn unknown_consumer_tokens_are_refused_from_memory_while_the_database_hang
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // None waited for PostgreSQL: one that did would have failed at the
+    // client's 2 s timeout above, or waited the pool's 1 s to acquire a
+    // connection, so 201 would take over 200 s. From memory they take
+    // milliseconds each: under 100 ms on average even on a loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(20),
         "201 refusals took {:?}",
         started.elapsed()
     );
