@@ -255,7 +255,7 @@ impl Dispatcher {
         {
             Ok(claim) => claim,
             Err(error) => {
-                tracing::warn!(%error, "cannot claim from the due index; deliveries pause until Redis answers");
+                tracing::warn!(%error, "cannot claim from the due index; deliveries pause until it answers");
                 pause(shutdown, STORE_BACKOFF).await;
                 return Turn::Again;
             }

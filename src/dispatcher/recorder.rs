@@ -1,7 +1,8 @@
-//! Records finished attempts in batches: one PostgreSQL statement for every
-//! outcome waiting, then one Redis round trip that ends their leases and
-//! schedules their retries. Redis is touched only after PostgreSQL commits;
-//! if PostgreSQL is down or stalled the batch is retried until it is back,
+//! Records finished attempts in batches: one store write for every outcome
+//! waiting (a PostgreSQL statement, or a SQLite transaction), then one
+//! round trip to the due index that ends their leases and schedules their
+//! retries. The index is touched only after the store commits; if the store
+//! is down or stalled the batch is retried until it is back,
 //! and meanwhile the leases of every outcome not yet written (`Unrecorded`:
 //! in the batch, queued behind it, or waiting to be handed over) are
 //! extended, so that none is claimed and sent again because its outcome

@@ -1,8 +1,10 @@
 //! Operator events: what hookd reports about itself to the operator webhook
-//! (`operator.url`), `notification.failed` and `endpoint.disabled`. Both
-//! share one envelope, `{"type", "timestamp", "data"}`, built here; the store
+//! (`operator.url`): `notification.failed`, `endpoint.disabled`,
+//! `endpoint.circuit_opened` and `endpoint.circuit_closed`. All share one
+//! envelope, `{"type", "timestamp", "data"}`, built here; the store
 //! writes each event as a notification to the managed operator endpoint, in
-//! the same statement as the change it reports, and only if that change is
+//! the same statement (PostgreSQL) or transaction (SQLite) as the change it
+//! reports, and only if that change is
 //! written.
 
 use chrono::{DateTime, Utc};

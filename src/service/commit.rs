@@ -1,7 +1,8 @@
 //! Group commit. Concurrent writes (single POSTs and batches, notifications
 //! and events) queue here; each of a few committers takes everything that
 //! queued while it was busy, writes it in one transaction (one fsync),
-//! indexes the new rows in Redis in one command, and answers each caller.
+//! indexes the new rows in the due index (Redis: one command; in-process
+//! in the embedded mode), and answers each caller.
 //! There is no batching window: a lone request is committed at once, and
 //! 201 still means committed. Several committers keep commits pipelined,
 //! so one big batch does not hold up the rest.

@@ -1,5 +1,6 @@
-//! Keeping the due index in step with what the service commits. Redis is
-//! only an index: when it fails, the rows are marked in PostgreSQL and the
+//! Keeping the due index in step with what the service commits. The index
+//! (Redis, or in-process) is only an index: when it fails, the rows are
+//! marked `needs_index` in the store and the
 //! housekeeper indexes them later; the producer keeps its 201. After a
 //! failure the breaker (`breaker`) keeps requests from waiting on the index
 //! for a while.

@@ -8,7 +8,7 @@
 //! api ──▶ service::{notifications, events, endpoints}
 //!             │ validate (domain), resolve endpoints (lookup), expand (fan-out)
 //!             ▼
-//!         commit (group commit) ──▶ store (PostgreSQL) ──▶ index (due)
+//!         commit (group commit) ──▶ store (PostgreSQL | SQLite) ──▶ index (due)
 //! ```
 
 mod breaker;

@@ -4,7 +4,8 @@
 //! (server mode) and `sqlite/` (the embedded mode), both held to one
 //! conformance suite (`tests/it/conformance/`);
 //! wrappers over any backend implement them too: `sealing/` (secrets
-//! sealed at rest). Nothing above `store/` names a database driver.
+//! sealed at rest) and `replica.rs` (the API's reads from a streaming
+//! replica, server mode). Nothing above `store/` names a database driver.
 
 pub mod attempts;
 pub mod backlog;

@@ -15,8 +15,12 @@
 //!   the API and sampled and pruned by housekeeping (so both `ReadStore`
 //!   and `HousekeepingStore` include it).
 //!
+//! - `OperationStore`: recover operations and their leases.
+//!
 //! Wrappers implement them over any store: `sealing::Sealing` seals at
-//! rest what crosses them.
+//! rest what crosses them (every trait but `ResealRows`: the reseal walk
+//! runs over the backend's own); `replica::ReplicaReads` serves
+//! `ReadStore` and `StatsStore` from a replica.
 //!
 //! PostgreSQL (`postgres::PgStore`) implements them by delegating to its
 //! own methods (`postgres/seams.rs`).
