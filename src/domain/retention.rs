@@ -33,6 +33,13 @@ pub fn events_end(before: DateTime<Utc>) -> Uuid {
     first_of_ms(before.timestamp_millis())
 }
 
+/// Whether an event created before a purge's cutoff (`events_end`) is
+/// deleted: once none of its deliveries is left, retention having deleted
+/// them (they are made with it, never later, so none can come back).
+pub fn event_expired(deliveries_left: bool) -> bool {
+    !deliveries_left
+}
+
 /// Whether an operation is deleted by a purge of what finished before
 /// `before`: never one that runs (its state is how it resumes), and a
 /// finished one once it finished before then. Finished operations are

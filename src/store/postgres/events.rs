@@ -302,23 +302,40 @@ impl PgStore {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let step: (i64, i64, Option<Uuid>) = sqlx::query_as(
-            "WITH scanned AS ( \
-                 SELECT e.id, \
-                     NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) AS unused \
-                 FROM events e WHERE e.id > $3 AND e.id < $1 ORDER BY e.id LIMIT $2 \
-             ), deleted AS ( \
-                 DELETE FROM events WHERE id IN (SELECT id FROM scanned WHERE unused) \
-                 RETURNING id \
-             ) \
-             SELECT (SELECT count(*) FROM deleted), (SELECT count(*) FROM scanned), \
-                 (SELECT id FROM scanned ORDER BY id DESC LIMIT 1)",
+        // Read, decided by `domain::retention::event_expired`, then
+        // deleted fenced by the same test (no delivery is ever added to an
+        // event later, so the fence only guards a hand-made row).
+        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
+            "SELECT e.id, EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
+             FROM events e WHERE e.id > $3 AND e.id < $1 ORDER BY e.id LIMIT $2",
         )
         .bind(crate::domain::retention::events_end(before))
         .bind(limit)
         .bind(after.unwrap_or(Uuid::nil()))
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
+        let expired: Vec<Uuid> = scanned
+            .iter()
+            .filter(|(_, left)| crate::domain::retention::event_expired(*left))
+            .map(|(id, _)| *id)
+            .collect();
+        let deleted = if expired.is_empty() {
+            0
+        } else {
+            sqlx::query(
+                "DELETE FROM events e WHERE e.id = ANY($1) \
+                 AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id)",
+            )
+            .bind(&expired)
+            .execute(&self.pool)
+            .await?
+            .rows_affected()
+        };
+        let step = (
+            deleted as i64,
+            scanned.len() as i64,
+            scanned.last().map(|(id, _)| *id),
+        );
         Ok(crate::store::housekeeping::walked(step, limit))
     }
 

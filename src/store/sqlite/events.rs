@@ -264,7 +264,7 @@ impl SqliteStore {
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
-            "SELECT e.id, NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
+            "SELECT e.id, EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
              FROM events e WHERE e.id > ? AND e.id < ? ORDER BY e.id LIMIT ?",
         )
         .bind(after.unwrap_or(Uuid::nil()))
@@ -275,7 +275,7 @@ impl SqliteStore {
         .map_err(store_error)?;
         let unused: Vec<Uuid> = scanned
             .iter()
-            .filter(|(_, unused)| *unused)
+            .filter(|(_, left)| crate::domain::retention::event_expired(*left))
             .map(|(id, _)| *id)
             .collect();
         let mut deleted = 0;
