@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 use crate::domain::receiver_url::tells_of_endpoint;
-use crate::store::breaker::Pending;
+use crate::store::breaker::PendingOf;
 
 /// Pending notifications looked at for a probe: the earliest not being
 /// delivered by some process is sent.
@@ -135,10 +135,10 @@ impl Breaker {
         endpoint: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Option<(Uuid, DateTime<Utc>)>, ()> {
-        match self.probe_among(endpoint, Pending::All, now).await? {
+        match self.probe_among(endpoint, PendingOf::All, now).await? {
             Some(found) => Ok(Some(found)),
             None => {
-                self.probe_among(endpoint, Pending::WithoutOwnUrl, now)
+                self.probe_among(endpoint, PendingOf::WithoutOwnUrl, now)
                     .await
             }
         }
@@ -149,7 +149,7 @@ impl Breaker {
     async fn probe_among(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         now: DateTime<Utc>,
     ) -> Result<Option<(Uuid, DateTime<Utc>)>, ()> {
         let mut after = None;
@@ -166,9 +166,9 @@ impl Breaker {
             };
             after = Some((last.1, last.0));
             let tells = match which {
-                Pending::All => Some(self.telling_of(endpoint, &candidates).await?),
+                PendingOf::All => Some(self.telling_of(endpoint, &candidates).await?),
                 // None has a URL of its own.
-                Pending::WithoutOwnUrl => None,
+                PendingOf::WithoutOwnUrl => None,
             };
             for (id, due_at) in candidates {
                 if tells.as_ref().is_some_and(|tells| !tells.contains(&id)) {
@@ -267,7 +267,7 @@ impl Breaker {
         loop {
             let page = match self
                 .store
-                .pending_of(endpoint, Pending::All, after, now, RELEASE_PAGE)
+                .pending_of(endpoint, PendingOf::All, after, now, RELEASE_PAGE)
                 .await
             {
                 Ok(page) => page,

@@ -1,11 +1,10 @@
-//! The dispatcher: claim due ids from the due index (Redis in server mode,
-//! in-process in the embedded mode), load their rows from the store
-//! (PostgreSQL, or the SQLite file), deliver them concurrently within the global and per-endpoint caps, and
-//! hand the outcomes to the recorder. It sleeps until just before the
-//! earliest due time (or a lease expiry, or `max_idle_ms`), claims what is
-//! due in the next few milliseconds and holds it until due, and wakes early
-//! when this process enqueues something due sooner, or when the index says
-//! so (an in-process one knows when something got due sooner). What this
+//! The dispatcher: claim due ids from the due index (Redis, or in-process
+//! in the embedded mode), load their rows from the store, deliver them
+//! within the global and per-endpoint caps, and hand the outcomes to the
+//! recorder. It sleeps until just before the earliest due time (or a lease
+//! expiry, or `max_idle_ms`), claims what is due in the next few
+//! milliseconds and holds it until due, and wakes early when this process
+//! enqueues something due sooner, or when the index says so. What this
 //! process's committers create due now comes without a claim or a load
 //! (`handoff`). `refill` fills an index from the store.
 

@@ -11,7 +11,7 @@ use crate::domain::operator_event::OperatorEvent;
 
 /// Which of an endpoint's pending notifications `pending_of` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pending {
+pub enum PendingOf {
     /// All of them: what a release moves, and a probe's candidates (whose
     /// URLs the caller reads to keep those that tell of the endpoint).
     All,
@@ -45,7 +45,7 @@ pub trait BreakerStore: Send + Sync + 'static {
     async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,

@@ -511,16 +511,7 @@ both!(a_running_dispatcher_delivers_with_the_endpoint_as_it_is_now);
 async fn metrics_count_real_deliveries_and_api_requests(backend: Backend) {
     let app = backend.spawn().await;
     let receiver = Receiver::start().await;
-    let scrape = || async {
-        app.client
-            .get(format!("{}/metrics", app.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
+    let scrape = || crate::helpers::scrape_metrics(&app.client, &app.base);
     let before = scrape().await;
     app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
         .await;

@@ -149,15 +149,7 @@ async fn another_producers_creates_go_on_beside_a_fan_out_of_the_cap(backend: Ba
         // SQLite wrote it 1,000 deliveries a transaction: the event's
         // transaction and nine after it, each holding the writer for
         // about a tenth of the whole (BENCHMARKS.md has the figures).
-        let metrics = app
-            .client
-            .get(format!("{}/metrics", app.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = crate::helpers::scrape_metrics(&app.client, &app.base).await;
         let transactions = metric(&metrics, "hookd_fan_out_transaction_seconds_count");
         let held = metric(&metrics, "hookd_fan_out_transaction_seconds_sum");
         println!(
@@ -208,24 +200,7 @@ async fn kill_9_between_a_fan_outs_transactions_then_restart_writes_every_delive
     let dir = tempfile::tempdir().unwrap();
     // 1,000 events to 50 endpoints: 50 transactions of 1,000 deliveries,
     // a window of seconds to kill in.
-    let env = [("HOOKD_API__MAX_DELIVERIES_PER_REQUEST", "50000")];
-    let mut hookd = Embedded::start(dir.path(), &env).await;
-    for i in 0..50 {
-        hookd
-            .endpoint(&format!("wide-{i}"), NOWHERE, json!({"owner": "wide"}))
-            .await;
-    }
-    let client = crate::helpers::http_client();
-    let url = format!("{}/v1/events/batch", hookd.base);
-    let request = tokio::spawn(async move {
-        client
-            .post(url)
-            .bearer_auth(crate::helpers::TOKEN)
-            .json(&batch("wide", 1000))
-            .send()
-            .await
-            .map(|r| r.status())
-    });
+    let (mut hookd, request) = wide_fan_out(dir.path()).await;
     // Killed while a plan is stored: the fan-out's first transaction is
     // committed and its last is not.
     eventually(DEADLINE, "a fan-out between its transactions", || async {
@@ -247,12 +222,7 @@ async fn kill_9_between_a_fan_outs_transactions_then_restart_writes_every_delive
     assert!(stored < promised, "the kill came between transactions");
 
     hookd.restart().await;
-    let (stored, pairs, plans) = (
-        in_file(dir.path(), STORED).await,
-        in_file(dir.path(), PAIRS).await,
-        in_file(dir.path(), "SELECT count(*) FROM fanout_plans").await,
-    );
-    assert_eq!((stored, pairs, plans), (50_000, 50_000, 0));
+    assert_eq!(written(dir.path()).await, (50_000, 50_000, 0));
     // And what the API shows of one of them.
     let (_, listed) = hookd.get("/v1/events?limit=1").await;
     let id = listed["data"][0]["id"].as_str().unwrap().to_string();
@@ -274,7 +244,7 @@ async fn a_cancel_during_a_fan_out_reaches_the_deliveries_still_planned() {
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["cancelled"], 50, "{answer}");
-    assert_eq!(request.await.unwrap(), StatusCode::OK);
+    assert_eq!(request.await.unwrap().unwrap(), StatusCode::OK);
 
     let of_event = |what: &str| {
         format!(
@@ -291,18 +261,19 @@ async fn a_cancel_during_a_fan_out_reaches_the_deliveries_still_planned() {
         (50, 50),
         "the event's deliveries, and those cancelled"
     );
-    let (stored, pairs, plans) = (
-        in_file(dir.path(), STORED).await,
-        in_file(dir.path(), PAIRS).await,
-        in_file(dir.path(), "SELECT count(*) FROM fanout_plans").await,
-    );
-    assert_eq!((stored, pairs, plans), (50_000, 50_000, 0));
+    assert_eq!(written(dir.path()).await, (50_000, 50_000, 0));
 }
 
 /// hookd with 50 endpoints of owner `wide`, and a batch of 1,000 events
 /// fanning out to all of them (50,000 deliveries: 50 transactions, a
-/// window of seconds) under way; the batch's answer comes from the task.
-async fn wide_fan_out(dir: &std::path::Path) -> (Embedded, tokio::task::JoinHandle<StatusCode>) {
+/// window of seconds) under way; the batch's answer (or the error of a
+/// process killed first) comes from the task.
+async fn wide_fan_out(
+    dir: &std::path::Path,
+) -> (
+    Embedded,
+    tokio::task::JoinHandle<reqwest::Result<StatusCode>>,
+) {
     let env = [("HOOKD_API__MAX_DELIVERIES_PER_REQUEST", "50000")];
     let hookd = Embedded::start(dir, &env).await;
     for i in 0..50 {
@@ -313,16 +284,25 @@ async fn wide_fan_out(dir: &std::path::Path) -> (Embedded, tokio::task::JoinHand
     let client = crate::helpers::http_client();
     let url = format!("{}/v1/events/batch", hookd.base);
     let request = tokio::spawn(async move {
-        let response = client
+        client
             .post(url)
             .bearer_auth(crate::helpers::TOKEN)
             .json(&batch("wide", 1000))
             .send()
             .await
-            .unwrap();
-        response.status()
+            .map(|r| r.status())
     });
     (hookd, request)
+}
+
+/// What the file holds of `wide_fan_out`'s deliveries: (stored, distinct
+/// event and endpoint pairs, plans left).
+async fn written(dir: &std::path::Path) -> (i64, i64, i64) {
+    (
+        in_file(dir, STORED).await,
+        in_file(dir, PAIRS).await,
+        in_file(dir, "SELECT count(*) FROM fanout_plans").await,
+    )
 }
 
 /// The event of the last plan stored: written out last, 49 transactions
@@ -350,7 +330,7 @@ async fn an_endpoint_deleted_during_a_fan_out_has_none_of_its_deliveries_left_pe
         .call(reqwest::Method::DELETE, "/v1/endpoints/wide-49", None)
         .await;
     assert!(status.is_success(), "{status} {answer}");
-    assert_eq!(request.await.unwrap(), StatusCode::OK);
+    assert_eq!(request.await.unwrap().unwrap(), StatusCode::OK);
 
     let to_deleted =
         "SELECT count(*) FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \

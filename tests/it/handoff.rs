@@ -103,14 +103,7 @@ async fn three_notifications_through_a_process(pool: &PgPool, env: &[(&str, &str
         .await;
         assert_eq!(settled["attempts"], 1, "sent once: {settled}");
     }
-    let metrics = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::helpers::scrape_metrics(&client, &base).await;
     hookd.signal("TERM");
     assert_eq!(hookd.wait(DEADLINE).await, Some(0));
     let _ = std::fs::remove_file(&log);

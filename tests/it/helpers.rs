@@ -193,6 +193,18 @@ pub fn http_client() -> reqwest::Client {
     http_client_builder().build().unwrap()
 }
 
+/// A process's `/metrics`, as text.
+pub async fn scrape_metrics(client: &reqwest::Client, base: &str) -> String {
+    client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// The value of a metric line that starts with `prefix` (labels included).
 pub fn metric(text: &str, prefix: &str) -> f64 {
     text.lines()

@@ -108,15 +108,7 @@ async fn a_status_query_right_after_a_create_finds_it_while_lists_read_the_laggi
         (ids(&page) == [id.clone()]).then_some(())
     })
     .await;
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::helpers::scrape_metrics(&app.client, &app.base).await;
     assert!(
         metrics.contains("hookd_read_replica_fallbacks_total{reason=\"missing\"}"),
         "the fallback is counted"

@@ -14,7 +14,7 @@ use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::status::Status;
 use crate::domain::transition::held_too_long;
-use crate::store::breaker::{BreakerStore, Pending};
+use crate::store::breaker::{BreakerStore, PendingOf};
 use crate::store::StoreError;
 
 const CIRCUIT_COLUMNS: &str = "endpoint_id, failures, state, opened_at, next_probe_at, open_ms, \
@@ -126,7 +126,7 @@ impl PgStore {
     pub async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
@@ -144,7 +144,7 @@ impl PgStore {
         .bind(after_at)
         .bind(after_id)
         .bind(limit)
-        .bind(which == Pending::WithoutOwnUrl)
+        .bind(which == PendingOf::WithoutOwnUrl)
         .fetch_all(&self.pool)
         .await?)
     }
@@ -273,7 +273,7 @@ impl BreakerStore for PgStore {
     async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,

@@ -314,11 +314,7 @@ impl PgStore {
         .bind(after.unwrap_or(Uuid::nil()))
         .fetch_all(&self.pool)
         .await?;
-        let expired: Vec<Uuid> = scanned
-            .iter()
-            .filter(|(_, left)| crate::domain::retention::event_expired(*left))
-            .map(|(id, _)| *id)
-            .collect();
+        let expired = crate::store::housekeeping::expired_events(&scanned);
         let deleted = if expired.is_empty() {
             0
         } else {

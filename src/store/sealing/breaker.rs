@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::Sealing;
 use crate::domain::breaker::Circuit;
 use crate::domain::operator_event::OperatorEvent;
-use crate::store::breaker::{BreakerStore, Pending};
+use crate::store::breaker::{BreakerStore, PendingOf};
 use crate::store::StoreError;
 
 #[async_trait::async_trait]
@@ -30,7 +30,7 @@ impl<S: BreakerStore> BreakerStore for Sealing<S> {
     async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,

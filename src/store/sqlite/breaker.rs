@@ -15,7 +15,7 @@ use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::status::Status;
 use crate::domain::transition::held_too_long;
-use crate::store::breaker::{BreakerStore, Pending};
+use crate::store::breaker::{BreakerStore, PendingOf};
 use crate::store::StoreError;
 
 const CIRCUIT_COLUMNS: &str = "endpoint_id, failures, state, opened_at, next_probe_at, open_ms, \
@@ -167,7 +167,7 @@ impl SqliteStore {
     pub async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,
@@ -185,7 +185,7 @@ impl SqliteStore {
         .bind(after_at.map(micros))
         .bind(after_id)
         .bind(limit)
-        .bind(which == Pending::WithoutOwnUrl)
+        .bind(which == PendingOf::WithoutOwnUrl)
         .try_map(|row: SqliteRow| Ok((row.try_get("id")?, columns::time(&row, "next_attempt_at")?)))
         .fetch_all(&self.reader)
         .await
@@ -276,7 +276,7 @@ impl BreakerStore for SqliteStore {
     async fn pending_of(
         &self,
         endpoint: Uuid,
-        which: Pending,
+        which: PendingOf,
         after: Option<(DateTime<Utc>, Uuid)>,
         until: DateTime<Utc>,
         limit: i64,

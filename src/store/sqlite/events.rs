@@ -273,11 +273,7 @@ impl SqliteStore {
         .fetch_all(&mut *tx)
         .await
         .map_err(store_error)?;
-        let unused: Vec<Uuid> = scanned
-            .iter()
-            .filter(|(_, left)| crate::domain::retention::event_expired(*left))
-            .map(|(id, _)| *id)
-            .collect();
+        let unused = crate::store::housekeeping::expired_events(&scanned);
         let mut deleted = 0;
         if !unused.is_empty() {
             let sql = format!("DELETE FROM events WHERE id IN {}", columns::IN_ID_LIST);

@@ -6,7 +6,7 @@
 use chrono::{Duration, DurationRound, Utc};
 use hookd::domain::breaker::{Circuit, State};
 use hookd::domain::status::Status;
-use hookd::store::breaker::Pending;
+use hookd::store::breaker::PendingOf;
 use hookd::store::notifications::NewNotification;
 
 use super::fixtures::{commit_new, create, due_at, endpoint, get};
@@ -89,7 +89,7 @@ pub async fn pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_whe
         rows.into_iter().map(|(id, _)| id).collect()
     };
     let all = store
-        .pending_of(shop.id, Pending::All, None, now, 10)
+        .pending_of(shop.id, PendingOf::All, None, now, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -98,12 +98,12 @@ pub async fn pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_whe
         "due by now, in order"
     );
     let page = store
-        .pending_of(shop.id, Pending::All, Some((all[0].1, all[0].0)), now, 1)
+        .pending_of(shop.id, PendingOf::All, Some((all[0].1, all[0].0)), now, 1)
         .await
         .unwrap();
     assert_eq!(ids(page), vec![elsewhere], "after a cursor, a page of one");
     let own = store
-        .pending_of(shop.id, Pending::WithoutOwnUrl, None, now, 10)
+        .pending_of(shop.id, PendingOf::WithoutOwnUrl, None, now, 10)
         .await
         .unwrap();
     assert_eq!(ids(own), vec![first, last], "none with a URL of its own");

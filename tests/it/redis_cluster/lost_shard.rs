@@ -79,15 +79,7 @@ impl Process {
 
     /// `hookd_index_rebuilds_total` by shard, from the process's `/metrics`.
     async fn rebuilds(&self) -> BTreeMap<u16, f64> {
-        let metrics = self
-            .client
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = crate::helpers::scrape_metrics(&self.client, &self.base).await;
         metrics
             .lines()
             .filter_map(|line| line.strip_prefix("hookd_index_rebuilds_total{shard=\""))
