@@ -17,6 +17,7 @@ mod notifications;
 mod operations;
 mod pull;
 mod pull_mode;
+mod replica;
 mod reseal;
 mod stats;
 
@@ -238,3 +239,14 @@ conformance!(sealed_sqlite, #[tokio::test], (), {
         hookd::store::sealing::Sealing::new(store, crate::conformance::keys()),
     )
 });
+
+// PostgreSQL with a streaming read replica behind the sealing wrapper, as
+// `database.read_url` composes it: the API's reads through
+// `store::replica::ReplicaReads` (`conformance::replica` says how the
+// replica keeps up with what a case just wrote).
+conformance!(
+    replica_postgres,
+    #[sqlx::test],
+    (pool: sqlx::PgPool),
+    crate::conformance::replica::replicated(pool).await
+);
