@@ -7,17 +7,18 @@
 
 use chrono::{Duration, Utc};
 use hookd::domain::minute_stats::{minute_of, sum, Counted, Counts};
-use hookd::domain::operator_event::{FailedNotification, OperatorEvent, OPERATOR_ENDPOINT_ID};
+use hookd::domain::operator_event::{FailedNotification, OperatorEvent};
 use hookd::domain::outcome::Outcome;
 use hookd::domain::retention::minutes_before;
 use hookd::domain::status::Status;
 use hookd::store::endpoints::Endpoint;
-use hookd::store::notifications::NotificationFilter;
 use hookd::store::recording::AttemptRecord;
-use hookd::store::seams::{ReadStore, StatsStore};
+use hookd::store::seams::StatsStore;
 use hookd::store::stats::StatsScope;
 
-use super::fixtures::{attempt, create, endpoint, get, operator_on, pending, record, retry_in};
+use super::fixtures::{
+    attempt, create, endpoint, get, operator_event_keys, operator_on, pending, record, retry_in,
+};
 use super::Backend;
 
 pub async fn the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_old_minutes<
@@ -335,16 +336,8 @@ pub async fn rows_the_breaker_ended_count_failed_without_an_attempt_with_their_e
         owner: None,
     };
     assert_eq!(total(&store, &shop_only, since).await.failed, 1);
-    let written = ReadStore::list_notifications(
-        &store,
-        &NotificationFilter {
-            endpoint_id: Some(OPERATOR_ENDPOINT_ID),
-            limit: 10,
-            ..NotificationFilter::default()
-        },
-    )
-    .await
-    .unwrap();
-    let keys: Vec<_> = written.iter().map(|n| n.key.clone()).collect();
-    assert_eq!(keys, [Some(events[0].key.clone())]);
+    assert_eq!(
+        operator_event_keys(&store).await,
+        [Some(events[0].key.clone())]
+    );
 }
