@@ -11,6 +11,7 @@
 
 SERVICES_DIR=""
 PG_DATA=""
+PG_REPLICA_DATA=""
 REDIS_PIDFILE=""
 WEBDRIVER_PID=""
 CLUSTER_DIRS=""
@@ -81,6 +82,9 @@ services_stop() {
       [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
     done
   done
+  if [ -n "$PG_REPLICA_DATA" ] && [ -f "$PG_REPLICA_DATA/postmaster.pid" ]; then
+    as_pg "$PG_BINDIR/pg_ctl" -D "$PG_REPLICA_DATA" -m immediate -w stop >/dev/null 2>&1
+  fi
   if [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ]; then
     as_pg "$PG_BINDIR/pg_ctl" -D "$PG_DATA" -m immediate -w stop >/dev/null 2>&1
   fi
@@ -170,6 +174,40 @@ services_start() {
   export HOOKD_TEST_TLS_CERT="$SERVICES_DIR/tls/server.pem"
   export HOOKD_TEST_TLS_KEY="$SERVICES_DIR/tls/server.key"
   log "postgres on 127.0.0.1:$PG_PORT, redis on 127.0.0.1:$REDIS_PORT ($SERVICES_DIR)"
+}
+
+# pg_replica_start (after services_start): a streaming replica of the test
+# PostgreSQL, made as an operator makes one (`pg_basebackup -R`, then a
+# second postgres on a free port), for the conformance suite's read-replica
+# backend (tests/it/conformance/replica.rs). It is the primary's synchronous
+# standby, but only for sessions that ask (`synchronous_commit =
+# remote_apply`, whose commits return once the replica shows them): every
+# other session keeps the primary's `synchronous_commit = off`. Exports
+# HOOKD_TEST_REPLICA_URL; services_stop stops it.
+pg_replica_start() {
+  local data="$SERVICES_DIR/pg-replica" port attempt
+  mkdir -p "$data"
+  chmod 700 "$data"
+  [ "$(id -u)" = 0 ] && chown postgres: "$data"
+  as_pg "$PG_BINDIR/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -R -X stream --no-sync \
+    -D "$data" >"$SERVICES_DIR/basebackup.log" 2>&1 \
+    || { cat "$SERVICES_DIR/basebackup.log" >&2; log "pg_basebackup failed"; exit 1; }
+  PG_REPLICA_DATA="$data"
+  # A hot standby needs at least the primary's max_connections.
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    if as_pg "$PG_BINDIR/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 \
+         -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c max_connections=400 -c fsync=off" \
+         start >/dev/null 2>&1; then
+      break
+    fi
+    [ "$attempt" = 3 ] && { tail -20 "$data/server.log" >&2; log "the replica did not start"; exit 1; }
+  done
+  as_pg "$PG_BINDIR/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres \
+    -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null \
+    || { log "could not make the replica a synchronous standby"; exit 1; }
+  export HOOKD_TEST_REPLICA_URL="postgres://postgres@127.0.0.1:$port/postgres"
+  log "postgres replica on 127.0.0.1:$port"
 }
 
 # webdriver_start (after services_start): the console's browser tests drive

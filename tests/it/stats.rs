@@ -1,28 +1,19 @@
 //! `GET /v1/stats` (the console's overview) on both backends: counts of
 //! real deliveries to a real receiver, filtered by endpoint and owner,
-//! the windows and their steps, bad parameters; in the store, what moved
-//! is counted once, the backlog sampled once a minute and old minutes
-//! deleted; an owner's counts through an owner change and a delete; in
-//! server mode, two processes sharing one database add up without
-//! doubling, per endpoint and per owner.
+//! the windows and their steps, bad parameters; an owner's counts through
+//! an owner change and a delete; in server mode, two processes sharing one
+//! database add up without doubling, per endpoint and per owner. What the
+//! store itself counts, samples and forgets is the conformance suite's
+//! (`conformance::stats`), for every backend and wrapper.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use hookd::domain::minute_stats::minute_of;
-use hookd::domain::outcome::Outcome;
-use hookd::domain::retention::minutes_before;
-use hookd::store::postgres::PgStore;
-use hookd::store::recording::AttemptRecord;
-use hookd::store::seams::StatsStore;
-use hookd::store::stats::StatsScope;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::backends::Backend;
-use crate::conformance::fixtures::{attempt, create, endpoint, pending, record, retry_in};
-use crate::conformance::Backend as Store;
 use crate::helpers::{eventually, new_prefix, redis_url, test_settings_with_prefix, TestApp};
 use crate::receiver::{Receiver, Reply};
 
@@ -272,120 +263,6 @@ async fn the_window_is_an_hour_or_a_day_of_aligned_steps_and_bad_parameters_are_
     }
 }
 both!(the_window_is_an_hour_or_a_day_of_aligned_steps_and_bad_parameters_are_refused);
-
-async fn the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_old_minutes(
-    backend: Backend,
-) {
-    match &backend {
-        Backend::Postgres(pool) => counted_once(&PgStore::new(pool.clone())).await,
-        Backend::Sqlite { store, .. } => counted_once(store).await,
-    }
-}
-both!(the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_old_minutes);
-
-async fn counted_once<S: Store>(store: &S) {
-    let owned = hookd::store::endpoints::Endpoint {
-        owner: Some("shop-owner".into()),
-        ..endpoint()
-    };
-    let shop = create(store, owned).await;
-    let (a, b) = (pending(store, &shop).await, pending(store, &shop).await);
-    let now = Utc::now();
-    let days_ago = now - chrono::Duration::days(3);
-    let mut delivered = attempt(a, shop.id, 1, Outcome::Succeeded);
-    delivered.due_at = Some(delivered.started_at - chrono::Duration::milliseconds(250));
-    let old = AttemptRecord {
-        started_at: days_ago,
-        ..attempt(b, shop.id, 1, retry_in(60))
-    };
-    assert_eq!(record(store, &[delivered.clone(), old]).await.len(), 2);
-    // Recorded again (a process whose lease ran out): nothing moves, and
-    // nothing is counted twice.
-    assert!(record(store, &[delivered]).await.is_empty());
-
-    let since = now - chrono::Duration::days(4);
-    let all = StatsScope::default();
-    let shop_only = StatsScope {
-        endpoint: Some(shop.id),
-        owner: None,
-    };
-    let owner_only = StatsScope {
-        endpoint: None,
-        owner: Some("shop-owner".into()),
-    };
-    for scope in [&all, &shop_only, &owner_only] {
-        let mut rows = StatsStore::minute_counts(store, scope, since)
-            .await
-            .unwrap();
-        rows.sort_by_key(|(minute, _)| *minute);
-        assert_eq!(rows.len(), 2, "{scope:?}");
-        let (minute, old) = &rows[0];
-        assert_eq!(*minute, minute_of(days_ago));
-        assert_eq!(
-            (old.attempts, old.failed_attempts, old.delivered),
-            (1, 1, 0)
-        );
-        let (_, fresh) = &rows[1];
-        assert_eq!(
-            (fresh.attempts, fresh.failed_attempts, fresh.delivered),
-            (1, 0, 1)
-        );
-        assert_eq!(fresh.lateness.iter().sum::<i64>(), 1);
-        assert_eq!(fresh.lateness_max_ms, 250);
-    }
-    let failing = StatsStore::most_failing(store, &all, since, 10)
-        .await
-        .unwrap();
-    assert_eq!(failing.len(), 1);
-    assert_eq!(
-        (
-            failing[0].endpoint_id,
-            failing[0].failed_attempts,
-            failing[0].attempts
-        ),
-        (shop.id, 1, 2)
-    );
-    assert_eq!(failing[0].url, shop.url);
-
-    // One sample a minute: the first taken stays.
-    StatsStore::sample_pending(store, minute_of(days_ago))
-        .await
-        .unwrap();
-    StatsStore::sample_pending(store, minute_of(now))
-        .await
-        .unwrap();
-    let c = pending(store, &shop).await;
-    StatsStore::sample_pending(store, minute_of(now))
-        .await
-        .unwrap();
-    let mut samples = StatsStore::pending_samples(store, since).await.unwrap();
-    samples.sort();
-    assert_eq!(
-        samples,
-        [(minute_of(days_ago), 1), (minute_of(now), 1)],
-        "{c}"
-    );
-
-    // Retention: minutes two days old go, in batches, the rest stay.
-    let before = minutes_before(now);
-    assert!(StatsStore::purge_minutes(store, before, 1).await.unwrap() >= 1);
-    while StatsStore::purge_minutes(store, before, 1).await.unwrap() > 0 {}
-    let rows = StatsStore::minute_counts(store, &all, since).await.unwrap();
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].0, minute_of(now));
-    for scope in [&shop_only, &owner_only] {
-        let rows = StatsStore::minute_counts(store, scope, since)
-            .await
-            .unwrap();
-        assert_eq!(rows.len(), 1, "{scope:?}");
-    }
-    let samples = StatsStore::pending_samples(store, since).await.unwrap();
-    assert_eq!(samples, [(minute_of(now), 1)]);
-    assert!(StatsStore::most_failing(store, &all, since, 10)
-        .await
-        .unwrap()
-        .is_empty());
-}
 
 /// Server mode: two hookd processes on one PostgreSQL and one Redis due
 /// index (one deployment) deliver a batch between them, recording into

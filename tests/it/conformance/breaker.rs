@@ -1,15 +1,19 @@
 //! The circuit breaker's side of the store (`store::breaker`): circuits
 //! written only over the state they were read in, the pending rows a probe
 //! or a release reads, and held rows ended only in the attempt count and
-//! series they were held at.
+//! series they were held at; a circuit's operator event committed only
+//! with its change, once.
 
 use chrono::{Duration, DurationRound, Utc};
 use hookd::domain::breaker::{Circuit, State};
+use hookd::domain::operator_event::{CircuitChange, OperatorEvent};
 use hookd::domain::status::Status;
 use hookd::store::breaker::PendingOf;
 use hookd::store::notifications::NewNotification;
 
-use super::fixtures::{commit_new, create, due_at, endpoint, get};
+use super::fixtures::{
+    commit_new, create, due_at, endpoint, get, operator_event_keys, operator_on,
+};
 use super::Backend;
 
 /// An open circuit as the breaker writes one, to the microsecond both
@@ -140,4 +144,41 @@ pub async fn a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_
         .await
         .unwrap()
         .is_empty());
+}
+
+pub async fn a_circuit_change_commits_its_operator_event_only_with_the_change<S: Backend>(
+    store: S,
+) {
+    operator_on(&store).await;
+    let shop = create(&store, endpoint()).await;
+    let opened = open();
+    let change = CircuitChange {
+        endpoint_id: shop.id,
+        state: "open",
+        opened_at: opened.opened_at.unwrap(),
+        next_probe_at: opened.next_probe_at,
+    };
+    let event = OperatorEvent::circuit(&change, Utc::now());
+    // A writer that read a state the circuit is not in loses, and so does
+    // its event.
+    assert!(!store
+        .set_circuit(shop.id, &opened, &Circuit::default(), Some(&event))
+        .await
+        .unwrap());
+    assert!(operator_event_keys(&store).await.is_empty());
+
+    assert!(store
+        .set_circuit(shop.id, &Circuit::default(), &opened, Some(&event))
+        .await
+        .unwrap());
+    assert_eq!(operator_event_keys(&store).await, [Some(event.key.clone())]);
+    // The same opening reported again with a later change (its key is
+    // the opening's): the change is written, the event stored once.
+    let probing = opened.probing(opened.opened_at.unwrap() + Duration::seconds(10));
+    assert!(store
+        .set_circuit(shop.id, &opened, &probing, Some(&event))
+        .await
+        .unwrap());
+    assert_eq!(operator_event_keys(&store).await, [Some(event.key)]);
+    assert_eq!(store.circuits().await.unwrap(), vec![(shop.id, probing)]);
 }

@@ -258,6 +258,24 @@ pub async fn operator_on<S: Backend>(store: &S) {
     .unwrap();
 }
 
+/// The keys of the operator events stored (notifications to the operator
+/// endpoint), newest first.
+pub async fn operator_event_keys<S: Backend>(store: &S) -> Vec<Option<String>> {
+    ReadStore::list_notifications(
+        store,
+        &hookd::store::notifications::NotificationFilter {
+            endpoint_id: Some(hookd::domain::operator_event::OPERATOR_ENDPOINT_ID),
+            limit: 100,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|n| n.key)
+    .collect()
+}
+
 /// Microseconds: what every backend keeps of a time.
 pub fn micros(at: DateTime<Utc>) -> i64 {
     at.timestamp_micros()

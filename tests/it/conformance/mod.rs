@@ -14,22 +14,63 @@ pub(crate) mod fixtures;
 mod housekeeping;
 pub(crate) mod leases;
 mod notifications;
+mod operations;
 mod pull;
 mod pull_mode;
+mod replica;
+mod reseal;
+mod stats;
 
+use hookd::store::postgres::PgStore;
+use hookd::store::sealing::Sealing;
 use hookd::store::seams::{
-    BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore,
+    BreakerStore, DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore,
+    ResealRows, WriteStore,
 };
+use hookd::store::sqlite::SqliteStore;
 
-/// Everything a backend implements: the cases take any of these.
+/// Everything a backend implements (`StatsStore` comes with `ReadStore`,
+/// `PendingRows` with `HousekeepingStore`): the cases take any of these.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+    WriteStore
+    + ReadStore
+    + DeliveryStore
+    + HousekeepingStore
+    + PullStore
+    + BreakerStore
+    + OperationStore
 {
+    /// The rows a reseal walk pages over, as stored: the backend's own
+    /// (a wrapper implements no `ResealRows`: the walk runs over what it
+    /// wraps, `sealing::reseal`).
+    fn reseal_rows(&self) -> &dyn ResealRows;
 }
 
-impl<T> Backend for T where
-    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+impl Backend for PgStore {
+    fn reseal_rows(&self) -> &dyn ResealRows {
+        self
+    }
+}
+
+impl Backend for SqliteStore {
+    fn reseal_rows(&self) -> &dyn ResealRows {
+        self
+    }
+}
+
+impl<S: Backend> Backend for Sealing<S>
+where
+    Sealing<S>: WriteStore
+        + ReadStore
+        + DeliveryStore
+        + HousekeepingStore
+        + PullStore
+        + BreakerStore
+        + OperationStore,
 {
+    fn reseal_rows(&self) -> &dyn ResealRows {
+        self.inner().reseal_rows()
+    }
 }
 
 /// Stamps out, in a module named `$backend`, one test per case, each
@@ -108,6 +149,7 @@ macro_rules! conformance {
                 a_circuit_is_written_only_over_the_state_it_was_read_in,
                 pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_when_asked,
                 a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_held_at,
+                a_circuit_change_commits_its_operator_event_only_with_the_change,
             }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
@@ -115,6 +157,21 @@ macro_rules! conformance {
                 strays_and_orphans_follow_their_endpoint,
                 consumer_tokens_are_read_all_then_by_change,
                 a_pull_signal_wakes_listeners_of_its_endpoint,
+            }
+            operations {
+                one_operation_of_a_kind_runs_per_endpoint_and_reads_back_as_stored,
+                a_lease_goes_to_one_holder_until_it_runs_out_or_is_given_back,
+                a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_holder,
+                purging_operations_takes_only_finished_ones_before_the_bound_up_to_the_limit,
+            }
+            stats {
+                the_store_counts_what_moved_once_samples_the_backlog_once_and_forgets_old_minutes,
+                the_endpoints_failing_most_come_most_first_up_to_the_limit_and_in_scope,
+                rows_the_breaker_ended_count_failed_without_an_attempt_with_their_events_once,
+            }
+            reseal {
+                a_reseal_page_passes_endpoints_not_under_the_prefix_in_id_order_and_writes_back_what_changed,
+                a_reseal_page_of_notifications_passes_only_those_with_a_header_value_not_under_the_prefix,
             }
         );
     };
@@ -183,3 +240,14 @@ conformance!(sealed_sqlite, #[tokio::test], (), {
         hookd::store::sealing::Sealing::new(store, crate::conformance::keys()),
     )
 });
+
+// PostgreSQL with a streaming read replica behind the sealing wrapper, as
+// `database.read_url` composes it: the API's reads through
+// `store::replica::ReplicaReads` (`conformance::replica` says how the
+// replica keeps up with what a case just wrote).
+conformance!(
+    replica_postgres,
+    #[sqlx::test],
+    (pool: sqlx::PgPool),
+    crate::conformance::replica::replicated(pool).await
+);

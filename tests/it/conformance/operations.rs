@@ -1,0 +1,294 @@
+//! Operations (`seams::OperationStore`, docs/design.md §16): one running
+//! per endpoint and kind, a lease that one holder has until it runs out or
+//! is given back, a recover that pages through the failed rows of its
+//! window only for its holder, and retention that takes only finished
+//! operations. Every time a rule compares is passed in, so the cases move
+//! time forward by passing a later `now`.
+
+use chrono::{DateTime, Duration, Utc};
+use hookd::domain::id::new_id;
+use hookd::domain::operation::{OperationStatus, Window};
+use hookd::domain::status::Status;
+use hookd::store::operations::{Operation, Started};
+use uuid::Uuid;
+
+use super::fixtures::{attempt, create, endpoint, get, pending, record, FAILED};
+use super::Backend;
+
+/// Now, at the microsecond every backend keeps.
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap()
+}
+
+fn recover_of(endpoint_id: Uuid, now: DateTime<Utc>) -> Operation {
+    let window = Window {
+        since: now - Duration::hours(1),
+        until: now,
+    };
+    Operation::recover(endpoint_id, window, now)
+}
+
+async fn started<S: Backend>(store: &S, operation: &Operation) -> Operation {
+    match store.start_operation(operation).await.unwrap() {
+        Started::Started(stored) => stored,
+        Started::Running(other) => panic!("one already runs: {other:?}"),
+    }
+}
+
+pub async fn one_operation_of_a_kind_runs_per_endpoint_and_reads_back_as_stored<S: Backend>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let other = create(&store, endpoint()).await;
+    let at = now();
+    let first = recover_of(shop.id, at);
+    assert_eq!(started(&store, &first).await, first);
+    assert_eq!(
+        store.get_operation(first.id).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.get_operation(new_id()).await.unwrap(), None);
+
+    // A second recover of the same endpoint gets the running one, and is
+    // not stored; another endpoint's starts.
+    let second = recover_of(shop.id, at);
+    match store.start_operation(&second).await.unwrap() {
+        Started::Running(running) => assert_eq!(running.id, first.id),
+        Started::Started(stored) => panic!("two run for one endpoint: {stored:?}"),
+    }
+    assert_eq!(store.get_operation(second.id).await.unwrap(), None);
+    started(&store, &recover_of(other.id, at)).await;
+
+    // Once the first has ended, the endpoint's next one starts.
+    let holder = new_id();
+    while store
+        .lease_operation(holder, at, at + Duration::seconds(30))
+        .await
+        .unwrap()
+        .is_some()
+    {}
+    store
+        .fail_operation(first.id, holder, "stopped", at)
+        .await
+        .unwrap();
+    assert_eq!(started(&store, &second).await.id, second.id);
+}
+
+pub async fn a_lease_goes_to_one_holder_until_it_runs_out_or_is_given_back<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let at = now();
+    let operation = started(&store, &recover_of(shop.id, at)).await;
+    let (a, b, c) = (new_id(), new_id(), new_id());
+    let until = at + Duration::seconds(30);
+
+    let leased = store.lease_operation(a, at, until).await.unwrap().unwrap();
+    assert_eq!(
+        (leased.id, leased.lease_holder, leased.lease_until),
+        (operation.id, Some(a), Some(until))
+    );
+    assert_eq!(
+        store.get_operation(operation.id).await.unwrap(),
+        Some(leased)
+    );
+    // While it runs, nobody else takes it; at its end (inclusive), another does.
+    let just_before = until - Duration::microseconds(1);
+    assert!(store
+        .lease_operation(b, just_before, just_before + Duration::seconds(30))
+        .await
+        .unwrap()
+        .is_none());
+    let later = until + Duration::seconds(30);
+    let taken = store
+        .lease_operation(b, until, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.lease_holder, Some(b));
+
+    // Given back by one that no longer holds it: nothing changes.
+    store.release_operation(operation.id, a).await.unwrap();
+    assert!(store
+        .lease_operation(c, until, later)
+        .await
+        .unwrap()
+        .is_none());
+    // A failure reported by one that no longer holds it: nothing either.
+    store
+        .fail_operation(operation.id, a, "not mine", until)
+        .await
+        .unwrap();
+    let still = store.get_operation(operation.id).await.unwrap().unwrap();
+    assert_eq!(
+        (still.status, still.lease_holder),
+        (OperationStatus::Running, Some(b))
+    );
+    // Given back by its holder: the next runner takes it at once.
+    store.release_operation(operation.id, b).await.unwrap();
+    let again = store
+        .lease_operation(c, until, later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.lease_holder, Some(c));
+
+    // Failed by its holder: ended, its lease gone, nobody takes it.
+    store
+        .fail_operation(operation.id, c, "the endpoint is gone", until)
+        .await
+        .unwrap();
+    let failed = store.get_operation(operation.id).await.unwrap().unwrap();
+    assert_eq!(failed.status, OperationStatus::Failed);
+    assert_eq!(failed.error.as_deref(), Some("the endpoint is gone"));
+    assert_eq!((failed.lease_holder, failed.lease_until), (None, None));
+    assert_eq!(failed.finished_at, Some(until));
+    assert!(store
+        .lease_operation(a, later + Duration::hours(1), later + Duration::hours(2))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// A notification to `endpoint` that ended failed; its id and when it ended.
+async fn failed<S: Backend>(
+    store: &S,
+    endpoint: &hookd::store::endpoints::Endpoint,
+) -> (Uuid, DateTime<Utc>) {
+    let id = pending(store, endpoint).await;
+    assert_eq!(
+        record(store, &[attempt(id, endpoint.id, 1, FAILED)]).await,
+        [id]
+    );
+    let row = get(store, id).await;
+    (id, row.completed_at.expect("a failed notification ended"))
+}
+
+pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_holder<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let other = create(&store, endpoint()).await;
+    // Ended one after another: before the window, its first (inclusive),
+    // two more, its last (inclusive), after it.
+    let mut ended = Vec::new();
+    for _ in 0..5 {
+        ended.push(failed(&store, &shop).await);
+    }
+    for pair in ended.windows(2) {
+        assert!(pair[0].1 < pair[1].1, "each ended after the one before");
+    }
+    let elsewhere = failed(&store, &other).await.0;
+    let still_pending = pending(&store, &shop).await;
+    let window = Window {
+        since: ended[1].1,
+        until: ended[3].1,
+    };
+    let at = now();
+    let operation = started(&store, &Operation::recover(shop.id, window, at)).await;
+    let (holder, stranger) = (new_id(), new_id());
+    let until = at + Duration::seconds(30);
+    store
+        .lease_operation(holder, at, until)
+        .await
+        .unwrap()
+        .unwrap();
+
+    assert!(store
+        .recover_page(operation.id, stranger, 2, at, until)
+        .await
+        .unwrap()
+        .is_none());
+    let restarted_at = at + Duration::seconds(1);
+    let renewed = at + Duration::seconds(31);
+    let first = store
+        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .await
+        .unwrap()
+        .expect("the holder pages");
+    assert_eq!(first.restarted, [(ended[1].0, false), (ended[2].0, false)]);
+    let after = first.operation.unwrap();
+    assert_eq!((after.matched, after.started), (2, 2));
+    assert_eq!(after.cursor, Some((ended[2].1, ended[2].0)));
+    assert_eq!(after.status, OperationStatus::Running);
+    assert_eq!(after.lease_until, Some(renewed));
+    let row = get(&store, ended[1].0).await;
+    assert_eq!(
+        (row.status, row.next_attempt_at, row.completed_at),
+        (Status::Pending, Some(restarted_at), None)
+    );
+
+    // The last page is shorter than its limit: the operation is done.
+    let last = store
+        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.restarted, [(ended[3].0, false)]);
+    let done = last.operation.unwrap();
+    assert_eq!(
+        (done.matched, done.started, done.status),
+        (3, 3, OperationStatus::Done)
+    );
+    assert!(done.finished_at.is_some());
+    assert!(store
+        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .await
+        .unwrap()
+        .is_none());
+
+    // Outside the window, another endpoint's, not failed: as they were.
+    for id in [ended[0].0, ended[4].0, elsewhere] {
+        assert_eq!(get(&store, id).await.status, Status::Failed, "{id}");
+    }
+    assert_eq!(get(&store, still_pending).await.attempts, 0);
+}
+
+pub async fn purging_operations_takes_only_finished_ones_before_the_bound_up_to_the_limit<
+    S: Backend,
+>(
+    store: S,
+) {
+    let at = now();
+    let mut operations = Vec::new();
+    for _ in 0..4 {
+        let shop = create(&store, endpoint()).await;
+        operations.push(started(&store, &recover_of(shop.id, at)).await.id);
+    }
+    let holder = new_id();
+    while store
+        .lease_operation(holder, at, at + Duration::seconds(30))
+        .await
+        .unwrap()
+        .is_some()
+    {}
+    // Three end (three hours, two hours and an hour ago); one runs on.
+    for (id, hours) in operations.iter().zip([3, 2, 1]) {
+        store
+            .fail_operation(*id, holder, "stopped", at - Duration::hours(hours))
+            .await
+            .unwrap();
+    }
+    let running = operations[3];
+    let exists = |id: Uuid| {
+        let store = &store;
+        async move { store.get_operation(id).await.unwrap().is_some() }
+    };
+
+    // Before an hour and a half ago, one at a time: the two oldest.
+    let bound = at - Duration::minutes(90);
+    assert_eq!(store.purge_operations(bound, 1).await.unwrap(), 1);
+    assert_eq!(store.purge_operations(bound, 1).await.unwrap(), 1);
+    assert_eq!(store.purge_operations(bound, 1).await.unwrap(), 0);
+    assert!(!exists(operations[0]).await && !exists(operations[1]).await);
+    assert!(exists(operations[2]).await, "it ended after the bound");
+    // However late the bound, a running operation stays.
+    assert_eq!(
+        store
+            .purge_operations(at + Duration::days(1), 10)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(exists(running).await);
+}
