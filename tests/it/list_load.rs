@@ -228,7 +228,7 @@ async fn loops_leave_creates_fast(hookd: Hookd, token: String) {
         "too few creates: {}",
         latencies.len()
     );
-    // The figure is 100 ms at p99 (BENCHMARKS.md and the README
+    // The figure is 100 ms at p99 (BENCHMARKS.md and docs/security.md
     // give it as measured). A machine loaded beside the suite slows the
     // creates alone as much, so the bound grows with their own p99 in this
     // run: before the cap, 24 loops took the server's p99 to 171 ms with

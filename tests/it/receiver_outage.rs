@@ -59,7 +59,7 @@ async fn a_receiver_down_for_20_seconds_is_probed_once_per_period_then_gets_ever
         .iter()
         .filter(|r| r.at < first_probe_at)
         .count();
-    // The README's promise: an endpoint sees up to processes × its cap at
+    // docs/guarantees.md's promise: an endpoint sees up to processes × its cap at
     // once, so each process may have its cap in flight when the fifth
     // failure opens the circuit.
     let most = 5 + apps.len() * CAP;

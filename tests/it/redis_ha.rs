@@ -327,12 +327,12 @@ async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals
     );
 }
 
-/// #47: the README's Sentinel configuration, exactly: `redis.sentinels` and
-/// `redis.master_name`, no `redis.url`. It once exited 78 ("database.url is
-/// set but redis.url is empty"): the mode counted a cluster as Redis, not
-/// sentinels.
+/// #47: the Sentinel configuration docs/operating.md shows, exactly:
+/// `redis.sentinels` and `redis.master_name`, no `redis.url`. It once exited
+/// 78 ("database.url is set but redis.url is empty"): the mode counted a
+/// cluster as Redis, not sentinels.
 #[sqlx::test]
-async fn the_readmes_sentinel_configuration_without_redis_url_starts_server_mode(pool: PgPool) {
+async fn the_documented_sentinel_configuration_without_redis_url_starts_server_mode(pool: PgPool) {
     let master = RedisServer::start().await;
     let sentinel = Sentinel::start(master.port).await;
     eventually(DEADLINE, "the sentinel to see the master", || async {

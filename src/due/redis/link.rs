@@ -120,7 +120,7 @@ impl Link {
                 .map(|address| redis::Client::open(format!("redis://{address}")))
                 .collect::<Result<_, _>>()?;
             // Without `url`, the master is plain `redis://` with no
-            // credentials and database 0 (the README's Sentinel example).
+            // credentials and database 0 (the Sentinel example in docs/operating.md).
             let template = match settings.url.expose() {
                 "" => "redis://sentinel-master",
                 url => url,

@@ -56,7 +56,7 @@ use crate::store::StoreError;
 
 /// Most deliveries one transaction writes when a commit fans out to more.
 /// Measured in `tests/it/fan_out_bounds.rs` (a 10,000-delivery fan-out
-/// beside another producer's creates): see its figures in the README.
+/// beside another producer's creates): see docs/security.md, "Hostile input".
 pub(super) const PER_TRANSACTION: usize = 1000;
 
 /// One delivery row, as bound.
