@@ -108,6 +108,27 @@ impl Service {
             .collect())
     }
 
+    /// Which of `ids` are disabled endpoints (live ones; through the
+    /// cache, which this process's changes clear): they hold their
+    /// notifications (`domain::waiting`).
+    pub async fn disabled_endpoints(
+        &self,
+        ids: impl IntoIterator<Item = Uuid>,
+    ) -> Result<HashSet<Uuid>, ServiceError> {
+        let names: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
+        if names.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let found = self
+            .resolve_endpoints(names.iter().map(String::as_str))
+            .await?;
+        Ok(found
+            .values()
+            .filter(|e| e.disabled)
+            .map(|e| e.id)
+            .collect())
+    }
+
     /// Finds every endpoint `names` name: from the cache, then the rest in
     /// one query, by id and uid. Names that match nothing are left out; the
     /// caller says which field named them.
