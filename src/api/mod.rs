@@ -22,6 +22,7 @@ pub mod portal;
 pub mod pull;
 pub mod recover;
 pub mod stats;
+mod waiting;
 
 use std::sync::Arc;
 use std::time::Duration;

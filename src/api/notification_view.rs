@@ -10,9 +10,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::auth::SeesSecrets;
+use super::waiting::Holds;
 use super::AppState;
 use crate::domain::fields::masked;
 use crate::domain::status::Status;
+use crate::domain::waiting::Waiting;
 use crate::store::notifications::Notification;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -59,11 +61,19 @@ pub struct NotificationView {
     /// The body as text (single reads only, other content types).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Why it waits while pending (`domain::waiting`); `null` once final.
+    /// `reason` is one of `scheduled`, `due`, `in_flight`, `rate_limit`,
+    /// `circuit_open`, `ordering` (given once ordered delivery per key
+    /// lands), `endpoint_disabled`, `pull`; `until` when that ends, if
+    /// known; `behind` the notification it waits behind (`ordering`).
+    pub waiting: Option<Waiting>,
 }
 
 impl NotificationView {
-    pub(super) fn summary(n: Notification) -> Self {
+    /// Without its payload; `holds` says why it waits.
+    pub(super) fn summary(n: Notification, holds: &Holds) -> Self {
         Self {
+            waiting: holds.of(&n),
             id: n.id,
             endpoint_id: n.endpoint_id,
             event_id: n.event_id,
@@ -101,10 +111,10 @@ impl NotificationView {
         self
     }
 
-    pub(super) fn full(mut n: Notification) -> Self {
+    pub(super) fn full(mut n: Notification, holds: &Holds) -> Self {
         let body = std::mem::take(&mut n.body);
         let content_type = n.content_type.clone();
-        let mut view = Self::summary(n);
+        let mut view = Self::summary(n, holds);
         (view.payload, view.body) = super::body::shown(&content_type, body);
         view
     }

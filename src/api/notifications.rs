@@ -21,6 +21,7 @@ use super::extract::{JsonBody, QueryParams};
 use super::filters;
 use super::notification_view::{secret_paths, NotificationView};
 use super::pagination::{encode_cursor, page, Page, PageParams};
+use super::waiting::Holds;
 use super::AppState;
 use crate::domain::bounded::Bounded;
 use crate::domain::problem::ErrorCode;
@@ -51,9 +52,9 @@ fn accepted_notification(accepted: &Accepted<Notification>) -> &Notification {
 fn created_or_existing(
     accepted: Accepted<Notification>,
     caller: &SeesSecrets,
-    secret: &HashSet<Uuid>,
+    (secret, holds): (&HashSet<Uuid>, &Holds),
 ) -> (StatusCode, NotificationView) {
-    let shown = |n| NotificationView::summary(n).shown_to(caller, secret);
+    let shown = |n| NotificationView::summary(n, holds).shown_to(caller, secret);
     match accepted {
         Accepted::Created(n) => (StatusCode::CREATED, shown(n)),
         Accepted::Existing(n) => (StatusCode::OK, shown(n)),
@@ -74,7 +75,8 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
     let created = state.service.create_notification(request).await?;
     let secret = secret_paths(&state, &caller, [accepted_notification(&created)]).await;
-    let (status, view) = created_or_existing(created, &caller, &secret);
+    let holds = Holds::endpoints(&state, [accepted_notification(&created)]).await;
+    let (status, view) = created_or_existing(created, &caller, (&secret, &holds));
     Ok((status, Json(view)))
 }
 
@@ -116,11 +118,12 @@ pub async fn create_batch(
         .iter()
         .filter_map(|item| item.as_ref().ok())
         .map(accepted_notification);
-    let secret = secret_paths(&state, &caller, accepted).await;
+    let secret = secret_paths(&state, &caller, accepted.clone()).await;
+    let holds = Holds::endpoints(&state, accepted).await;
     let data = results
         .into_iter()
         .map(|item| {
-            let shown = |accepted| created_or_existing(accepted, &caller, &secret);
+            let shown = |accepted| created_or_existing(accepted, &caller, (&secret, &holds));
             let (status, notification, error) = status_of(item.map(shown));
             BatchItem {
                 status,
@@ -150,8 +153,9 @@ pub async fn read(
         .await?
         .ok_or(ApiError::NotFound("notification"))?;
     let secret = secret_paths(&state, &caller, [&found]).await;
+    let holds = Holds::read(&state, [&found]).await;
     Ok(Json(
-        NotificationView::full(found).shown_to(&caller, &secret),
+        NotificationView::full(found, &holds).shown_to(&caller, &secret),
     ))
 }
 
@@ -257,11 +261,12 @@ pub async fn list(
     }
     let rows = state.store.list_notifications(&filter).await?;
     let secret = secret_paths(&state, &caller, &rows).await;
+    let holds = Holds::read(&state, rows.iter().take(limit as usize)).await;
     let mut listed = page(
         rows,
         limit,
         |n| encode_cursor(n.id),
-        |n| NotificationView::summary(n).shown_to(&caller, &secret),
+        |n| NotificationView::summary(n, &holds).shown_to(&caller, &secret),
     );
     if listed.next_cursor.is_none() {
         listed.next_cursor = filter.from.map(encode_cursor);
@@ -368,7 +373,7 @@ pub async fn cancel(
         .await?;
     let secret = secret_paths(&state, &sees, [&cancelled]).await;
     Ok(Json(
-        NotificationView::summary(cancelled).shown_to(&sees, &secret),
+        NotificationView::summary(cancelled, &Holds::default()).shown_to(&sees, &secret),
     ))
 }
 
@@ -414,16 +419,25 @@ pub async fn cancel_by_key(
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),
         (status = 404, body = super::error::ErrorBody),
-        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry (`not_retryable`); or being delivered at this moment (`in_flight`)"),
+        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason"),
         (status = 503, body = super::error::ErrorBody, description = "Redis does not answer: whether it is being delivered cannot be known")))]
 pub async fn retry(
     State(state): State<AppState>,
     caller: SeesSecrets,
     Path(id): Path<String>,
 ) -> Result<Json<NotificationView>, ApiError> {
-    let retried = state.service.retry_notification(parse_id(&id)?).await?;
+    let id = parse_id(&id)?;
+    // Held by its endpoint or its key: a retry would change nothing.
+    if let Some(found) = state.store.get_notification(id).await? {
+        let held = Holds::read(&state, [&found]).await.of(&found);
+        if let Some(problem) = held.and_then(|w| w.refuses_retry()) {
+            return Err(problem.into());
+        }
+    }
+    let retried = state.service.retry_notification(id).await?;
     let secret = secret_paths(&state, &caller, [&retried]).await;
+    let holds = Holds::read(&state, [&retried]).await;
     Ok(Json(
-        NotificationView::summary(retried).shown_to(&caller, &secret),
+        NotificationView::summary(retried, &holds).shown_to(&caller, &secret),
     ))
 }

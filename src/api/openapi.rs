@@ -336,4 +336,35 @@ mod tests {
             assert_ne!(payload["type"], "object", "{schema}: {payload}");
         }
     }
+
+    #[test]
+    fn a_notification_documents_why_it_waits_with_every_reason() {
+        let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let schemas = &document["components"]["schemas"];
+        let waiting = &schemas["NotificationView"]["properties"]["waiting"];
+        assert!(waiting.is_object(), "{waiting}");
+        let reasons: Vec<&str> = schemas["WaitingReason"]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", schemas["WaitingReason"]))
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "scheduled",
+                "due",
+                "in_flight",
+                "rate_limit",
+                "circuit_open",
+                "ordering",
+                "endpoint_disabled",
+                "pull"
+            ]
+        );
+        let properties = &schemas["Waiting"]["properties"];
+        for field in ["reason", "until", "behind"] {
+            assert!(properties[field].is_object(), "{field}: {properties}");
+        }
+    }
 }

@@ -6,8 +6,9 @@
 //! leases, which receiver URLs an endpoint's credentials go to and how URLs
 //! show to callers without secrets, when two JSON payloads are the same
 //! value, the transitions a caller asks (retry, cancel), retention's
-//! choice, the signed tokens of portal links, and how long a throttled
-//! endpoint's successes wait to be recorded together.
+//! choice, the signed tokens of portal links, how long a throttled
+//! endpoint's successes wait to be recorded together, and why a pending
+//! notification waits.
 
 pub mod bounded;
 pub mod breaker;
@@ -43,3 +44,4 @@ pub mod subscription;
 pub mod success;
 pub mod transition;
 pub mod validate;
+pub mod waiting;

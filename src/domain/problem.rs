@@ -33,6 +33,8 @@ pub enum ErrorCode {
     InFlight,
     NotPull,
     EndpointDisabled,
+    CircuitOpen,
+    Ordering,
     OperationRunning,
     PortalDisabled,
     // 413
@@ -83,6 +85,8 @@ impl ErrorCode {
             ErrorCode::InFlight => "in_flight",
             ErrorCode::NotPull => "not_pull",
             ErrorCode::EndpointDisabled => "endpoint_disabled",
+            ErrorCode::CircuitOpen => "circuit_open",
+            ErrorCode::Ordering => "ordering",
             ErrorCode::OperationRunning => "operation_running",
             ErrorCode::PortalDisabled => "portal_disabled",
             ErrorCode::TooLarge => "too_large",

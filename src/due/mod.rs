@@ -133,6 +133,13 @@ pub trait DueIndex: Send + Sync + 'static {
     async fn extend(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError>;
     /// Whether `id` is leased at `now`: being delivered by some process.
     async fn leased(&self, id: Uuid, now: DateTime<Utc>) -> Result<bool, DueError>;
+    /// Of `ids`, those leased at `now` and when each lease ends, in one
+    /// call whatever their number (a list's notifications: `in_flight`).
+    async fn lease_ends(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, DueError>;
     /// Woken when something becomes due (or a lease expires) before the
     /// time the last claim said was the next: a dispatcher sleeping until
     /// then waits on it too. `None`: the index cannot tell (it is shared

@@ -54,6 +54,25 @@ impl State {
 
 #[async_trait::async_trait]
 impl Limiter for MemoryLimiter {
+    async fn slots(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, LimiterError> {
+        let now_us = now.timestamp_micros();
+        let state = self.state.lock().expect("limiter lock");
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                let (reservation, expires) = state.reservations.get(id)?;
+                if *expires <= now_us || reservation.at_us <= now_us {
+                    return None;
+                }
+                Some((*id, DateTime::from_timestamp_micros(reservation.at_us)?))
+            })
+            .collect())
+    }
+
     async fn admit(
         &self,
         now: DateTime<Utc>,

@@ -48,6 +48,14 @@ pub trait Limiter: Send + Sync + 'static {
         due_by: DateTime<Utc>,
         asks: &[Ask],
     ) -> Result<Vec<Decision>, LimiterError>;
+    /// Of `ids`, those holding a slot later than `now` (given by `admit`,
+    /// not yet used), and when: what a rate-limited notification waits
+    /// for (`domain::waiting`). One call whatever their number.
+    async fn slots(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, LimiterError>;
 }
 
 pub type SharedLimiter = Arc<dyn Limiter>;

@@ -94,6 +94,26 @@ impl Service {
         &self,
         ids: impl IntoIterator<Item = Uuid>,
     ) -> Result<HashSet<Uuid>, ServiceError> {
+        self.endpoints_where(ids, |e| e.url_secret).await
+    }
+
+    /// Which of `ids` are disabled endpoints (live ones; through the
+    /// cache, which this process's changes clear): they hold their
+    /// notifications (`domain::waiting`).
+    pub async fn disabled_endpoints(
+        &self,
+        ids: impl IntoIterator<Item = Uuid>,
+    ) -> Result<HashSet<Uuid>, ServiceError> {
+        self.endpoints_where(ids, |e| e.disabled).await
+    }
+
+    /// Which of `ids` are live endpoints that `keep` keeps, through the
+    /// cache.
+    async fn endpoints_where(
+        &self,
+        ids: impl IntoIterator<Item = Uuid>,
+        keep: impl Fn(&Endpoint) -> bool,
+    ) -> Result<HashSet<Uuid>, ServiceError> {
         let names: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
         if names.is_empty() {
             return Ok(HashSet::new());
@@ -101,11 +121,7 @@ impl Service {
         let found = self
             .resolve_endpoints(names.iter().map(String::as_str))
             .await?;
-        Ok(found
-            .values()
-            .filter(|e| e.url_secret)
-            .map(|e| e.id)
-            .collect())
+        Ok(found.values().filter(|e| keep(e)).map(|e| e.id).collect())
     }
 
     /// Finds every endpoint `names` name: from the cache, then the rest in

@@ -97,6 +97,7 @@ for_each_index!(
     extending_moves_only_the_leases_still_held,
     a_notification_handed_over_leased_is_claimed_only_once_its_lease_expires,
     removing_drops_a_notification_whether_due_or_leased,
+    the_leases_of_many_ids_are_read_at_once_with_their_ends,
     adding_a_notification_again_moves_it,
     adding_what_is_missing_leaves_what_is_due_or_leased_alone,
     a_marked_row_moves_earlier_but_never_later;
@@ -306,6 +307,34 @@ async fn a_notification_handed_over_leased_is_claimed_only_once_its_lease_expire
     let later = now + Duration::seconds(2);
     let claim = index.claim(later, later, 10, lease).await.unwrap();
     assert_eq!((claim.ids, claim.requeued), (vec![handed], 1));
+}
+
+async fn the_leases_of_many_ids_are_read_at_once_with_their_ends(index: impl DueIndex) {
+    let now = Utc::now();
+    let (first, second, due, unknown) = (id_in(1), id_in(2), id_in(3), id_in(4));
+    let (soon, later) = (now + Duration::seconds(1), now + Duration::minutes(5));
+    index.add_leased(&[first], soon).await.unwrap();
+    index.add_leased(&[second], later).await.unwrap();
+    index.add(&[(due, now)]).await.unwrap();
+    let mut ends = index
+        .lease_ends(&[first, second, due, unknown], now)
+        .await
+        .unwrap();
+    ends.sort();
+    let mut expected = vec![(first, soon), (second, later)];
+    expected.sort();
+    let whole_ms = |v: Vec<(Uuid, DateTime<Utc>)>| -> Vec<(Uuid, Option<i64>)> {
+        v.into_iter().map(|(id, at)| (id, ms(at))).collect()
+    };
+    assert_eq!(whole_ms(ends), whole_ms(expected));
+    let after = soon + Duration::milliseconds(1);
+    let ends = index.lease_ends(&[first, second], after).await.unwrap();
+    assert_eq!(
+        whole_ms(ends),
+        vec![(second, ms(later))],
+        "an ended lease is left out"
+    );
+    assert!(index.lease_ends(&[], now).await.unwrap().is_empty());
 }
 
 async fn removing_drops_a_notification_whether_due_or_leased(index: impl DueIndex) {

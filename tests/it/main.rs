@@ -70,3 +70,4 @@ mod store;
 mod stores_down;
 mod tokens;
 mod transport;
+mod waiting;

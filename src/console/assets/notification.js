@@ -46,6 +46,23 @@ function Attempt({ a }) {
   </li>`;
 }
 
+// Why a pending notification waits (its `waiting`), in words.
+const WAITS = {
+  scheduled: 'scheduled: its next attempt is due',
+  due: 'due: the next claim takes it',
+  in_flight: 'in flight: an attempt is under way; its lease ends',
+  rate_limit: "rate limit: the endpoint's limit gave it a slot",
+  circuit_open: "circuit open: the endpoint's circuit holds it; a probe may run",
+  ordering: 'ordering: behind an earlier notification of its key',
+  endpoint_disabled: 'endpoint disabled: held until the endpoint is enabled',
+  pull: 'pull: waiting for a consumer to take it',
+};
+
+function Waiting({ waiting, now }) {
+  if (!waiting) return '—';
+  return html`<span data-test="waiting" data-reason=${waiting.reason}>${WAITS[waiting.reason] || waiting.reason}${waiting.until && html` <time datetime=${waiting.until}>${relative(waiting.until, now)}</time>`}${waiting.behind && html` <a href=${`#/notifications/${waiting.behind}`}>${waiting.behind}</a>`}</span>`;
+}
+
 function Timeline({ attempts, notification, now }) {
   const n = notification;
   return html`<ol class="timeline" data-test="timeline" aria-label="Attempts">
@@ -97,6 +114,7 @@ export function NotificationPage({ id, who }) {
         <${Row} label="Event type">${n.event_type || '—'}<//>
         ${n.event_id && html`<${Row} label="Event"><a href=${`#/notifications?event=${n.event_id}`}>${n.event_id}</a><//>`}
         ${n.url && html`<${Row} label="URL">${n.url}<//>`}
+        <${Row} label="Waiting" test="waiting-row"><${Waiting} waiting=${n.waiting} now=${now} /><//>
         <${Row} label="Attempts" test="attempts">${n.attempts}<//>
         <${Row} label="Created">${time(n.created_at)}<//>
         <${Row} label="Deliver at">${time(n.deliver_at)}<//>

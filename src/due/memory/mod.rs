@@ -228,6 +228,22 @@ impl DueIndex for MemoryIndex {
         Ok(self.read(|state| state.leases.get(&id).is_some_and(|expiry| expiry > now)))
     }
 
+    async fn lease_ends(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, DueError> {
+        let now = now.timestamp_millis();
+        Ok(self.read(|state| {
+            ids.iter()
+                .filter_map(|id| {
+                    let expiry = state.leases.get(id).filter(|expiry| *expiry > now)?;
+                    Some((*id, DateTime::from_timestamp_millis(expiry)?))
+                })
+                .collect()
+        }))
+    }
+
     fn wakeups(&self) -> Option<Arc<Notify>> {
         Some(self.wakeups.clone())
     }

@@ -112,6 +112,34 @@ impl RedisIndex {
         Ok(expiry.is_some_and(|expiry| expiry > now.timestamp_millis()))
     }
 
+    /// When the leases of those `ids` that hold one unexpired at `now` end,
+    /// in one command (`ZMSCORE`), whatever their number.
+    pub async fn lease_ends(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, DueError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let key = &self.keys().inflight;
+        let (expiries,): (Vec<Option<i64>>,) = self
+            .run(|p| {
+                p.cmd("ZMSCORE")
+                    .arg(key)
+                    .arg(ids.iter().map(member).collect::<Vec<_>>());
+            })
+            .await?;
+        Ok(ids
+            .iter()
+            .zip(expiries)
+            .filter_map(|(id, expiry)| {
+                let end = DateTime::from_timestamp_millis(expiry?)?;
+                (end > now).then_some((*id, end))
+            })
+            .collect())
+    }
+
     /// Sizes of the two sets: (due, inflight).
     pub async fn depth(&self) -> Result<(u64, u64), DueError> {
         let keys = self.keys().clone();

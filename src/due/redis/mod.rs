@@ -425,6 +425,14 @@ impl crate::due::DueIndex for RedisIndex {
         RedisIndex::leased(self, id, now).await
     }
 
+    async fn lease_ends(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, DueError> {
+        RedisIndex::lease_ends(self, ids, now).await
+    }
+
     async fn depth(&self) -> Result<(u64, u64), DueError> {
         RedisIndex::depth(self).await
     }

@@ -239,6 +239,19 @@ impl DueIndex for ShardedIndex {
         self.shards[self.shard_of(&id)].leased(id, now).await
     }
 
+    async fn lease_ends(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, DueError> {
+        let ends = self
+            .each(ids, same, |shard, part| async move {
+                shard.lease_ends(&part, now).await
+            })
+            .await?;
+        Ok(ends.into_iter().flatten().collect())
+    }
+
     async fn add_missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<usize, DueError> {
         let added = self
             .each(entries, entry_id, |shard, part| async move {

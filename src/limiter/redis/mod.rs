@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use redis::Script;
+use uuid::Uuid;
 
 use super::{Ask, Limiter, LimiterError};
 use crate::domain::rate::{grace_us, Decision};
@@ -32,6 +33,37 @@ impl RedisLimiter {
 
 #[async_trait::async_trait]
 impl Limiter for RedisLimiter {
+    /// The reservations' keys (`<base>:r:<notification>`, "<at>:<epoch>"),
+    /// read in one `MGET`.
+    async fn slots(
+        &self,
+        ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, DateTime<Utc>)>, LimiterError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = ids
+            .iter()
+            .map(|id| format!("{}:r:{}", self.base, id.simple()))
+            .collect();
+        let (held,): (Vec<Option<String>>,) = self
+            .index
+            .run(|p| {
+                p.cmd("MGET").arg(&keys);
+            })
+            .await?;
+        let now_us = now.timestamp_micros();
+        Ok(ids
+            .iter()
+            .zip(held)
+            .filter_map(|(id, held)| {
+                let at_us: i64 = held?.split(':').next()?.parse().ok()?;
+                (at_us > now_us).then_some((*id, DateTime::from_timestamp_micros(at_us)?))
+            })
+            .collect())
+    }
+
     async fn admit(
         &self,
         now: DateTime<Utc>,

@@ -105,6 +105,8 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
         countdown.starts_with("in 59m") || countdown.starts_with("in 1h"),
         "{countdown}"
     );
+    let waiting = browser.text("waiting").await;
+    assert!(waiting.starts_with("scheduled"), "{waiting}");
     browser.screenshot("pending-notification").await;
 
     browser.click("cancel").await;
@@ -116,6 +118,11 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
     let (_, stored) = app.get(&format!("/v1/notifications/{id}")).await;
     assert_eq!(stored["status"], "cancelled");
     assert_eq!(receiver.total(), 0, "nothing is sent after a cancel");
+    assert_eq!(
+        browser.text("waiting-row").await,
+        "—",
+        "final: waits for nothing"
+    );
     browser.screenshot("cancelled-notification").await;
     browser.close().await;
 }
@@ -162,7 +169,31 @@ async fn a_payload_with_a_script_shows_as_text(backend: Backend) {
     browser.close().await;
 }
 
+async fn a_held_notification_says_why_on_its_page_and_its_retry_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = app.endpoint(json!({"disabled": true})).await;
+    let id = app
+        .notify(json!({"endpoint": endpoint["id"], "payload": {}}))
+        .await;
+
+    let Some(browser) = Browser::open(&app, &backend, "held").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/notifications/{id}")).await;
+    let waiting = browser.text("waiting").await;
+    assert!(waiting.starts_with("endpoint disabled"), "{waiting}");
+    browser.click("retry").await;
+    let refused = browser
+        .wait_text("action-error", "the retry to be refused", |t| !t.is_empty())
+        .await;
+    assert!(refused.contains("held (endpoint_disabled)"), "{refused}");
+    browser.screenshot("held-notification").await;
+    browser.close().await;
+}
+
 both!(
+    a_held_notification_says_why_on_its_page_and_its_retry_is_refused,
     a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_it,
     a_pending_notification_is_cancelled_from_its_page,
     a_payload_with_a_script_shows_as_text,
