@@ -23,7 +23,8 @@
 //!   `store::postgres` and `store::sqlite`; wrappers `store::sealing` and
 //!   `store::replica`.
 //! - `due`: the due index (`due::redis`, `due::memory`); `limiter`: rate
-//!   limits shared as widely as the index.
+//!   limits shared as widely as the index, composed beside it by
+//!   `startup` (`limiter` knows `due`, not the other way round).
 //! - `dispatcher`: claim, screen, deliver, record, and housekeeping;
 //!   `sender`: one attempt over HTTP.
 //! - `startup`: composes the parts for a mode and a role; `config`,

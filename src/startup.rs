@@ -18,6 +18,7 @@ use crate::dispatcher::stop::stop_within;
 use crate::dispatcher::Dispatcher;
 use crate::due::memory::MemoryIndex;
 use crate::due::SharedIndex;
+use crate::limiter::SharedLimiter;
 use crate::sender::Sender;
 use crate::service::recover::Recovery;
 use crate::service::Service;
@@ -91,6 +92,8 @@ pub struct App {
     delivery: SharedDelivery,
     housekeeping: SharedHousekeeping,
     breaker: SharedBreaker,
+    /// The rate limiter, shared as widely as the due index is.
+    limiter: SharedLimiter,
     reseal: Reseal,
     listener: TcpListener,
     /// `server.metrics_listen`, bound.
@@ -213,6 +216,7 @@ impl App {
             due.clone(),
             settings.clone(),
         );
+        let limiter = crate::limiter::beside(&*due);
         let state = AppState {
             recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
             service,
@@ -230,6 +234,7 @@ impl App {
             delivery: Arc::new(store.clone()),
             breaker: Arc::new(store.clone()),
             housekeeping: Arc::new(store),
+            limiter,
             reseal: Box::new(move |token| {
                 Box::pin(crate::store::sealing::reseal::run(resealed, token))
             }),
@@ -308,6 +313,7 @@ impl App {
                 self.delivery.clone(),
                 self.housekeeping.clone(),
                 self.state.due.clone(),
+                self.limiter.clone(),
                 sender,
                 settings.clone(),
                 self.state.service.wake(),

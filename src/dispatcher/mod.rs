@@ -86,6 +86,7 @@ impl Dispatcher {
         store: SharedDelivery,
         housekeeping: SharedHousekeeping,
         due: SharedIndex,
+        limiter: crate::limiter::SharedLimiter,
         sender: Sender,
         settings: Arc<Settings>,
         wake: Arc<Notify>,
@@ -95,7 +96,7 @@ impl Dispatcher {
         Self {
             store,
             housekeeping,
-            limiter: due.limiter(),
+            limiter,
             due,
             sender,
             settings,

@@ -154,6 +154,33 @@ pub struct Circuit {
     pub release_at: Option<DateTime<Utc>>,
 }
 
+/// How a store writes a circuit over the one it read (`write`): no row
+/// stands for a clean circuit, and each write is a compare-and-set on
+/// what was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// No row was read (a clean circuit): the new one is inserted unless
+    /// another process inserted one first.
+    Insert,
+    /// The new circuit is clean: the row read is deleted if it is still
+    /// as read.
+    Delete,
+    /// The row read is overwritten if it is still as read.
+    Update,
+}
+
+/// How a change from `seen` (as read) to `new` is written, in both
+/// backends.
+pub fn write(seen: &Circuit, new: &Circuit) -> Write {
+    if seen.is_clean() {
+        Write::Insert
+    } else if new.is_clean() {
+        Write::Delete
+    } else {
+        Write::Update
+    }
+}
+
 /// What a change of the circuit is, for events and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {

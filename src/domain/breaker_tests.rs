@@ -194,3 +194,25 @@ fn settings_out_of_bounds_are_named() {
     };
     assert_eq!(own.resolve(POLICY).unwrap().max_open_ms, 900_000);
 }
+
+#[test]
+fn a_circuit_read_clean_is_inserted_whatever_it_becomes() {
+    let clean = Circuit::default();
+    let (open, _) = clean.after_attempts(&[true; 5], POLICY, t(0), 1.0).unwrap();
+    assert_eq!(write(&clean, &open), Write::Insert);
+    assert_eq!(write(&clean, &clean), Write::Insert);
+}
+
+#[test]
+fn a_stored_circuit_that_becomes_clean_is_deleted_and_any_other_change_updated() {
+    let counted = Circuit {
+        failures: 2,
+        ..Circuit::default()
+    };
+    let more = Circuit {
+        failures: 3,
+        ..Circuit::default()
+    };
+    assert_eq!(write(&counted, &Circuit::default()), Write::Delete);
+    assert_eq!(write(&counted, &more), Write::Update);
+}

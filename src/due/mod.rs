@@ -172,9 +172,13 @@ pub trait DueIndex: Send + Sync + 'static {
     fn recovery(&self) -> Option<&dyn Recovery> {
         None
     }
-    /// The rate limiter that lives beside this index, shared by every
-    /// process that shares the index (`limiter`).
-    fn limiter(&self) -> crate::limiter::SharedLimiter;
+    /// The Redis connection and prefix this index keeps its keys under,
+    /// for state that lives beside it and must be shared as widely (rate
+    /// limits: `startup` composes them); `None` for an index of this
+    /// process only.
+    fn redis(&self) -> Option<&self::redis::RedisIndex> {
+        None
+    }
 }
 
 /// What only an index that can lose data needs: to notice the loss (a

@@ -1,9 +1,10 @@
 //! The rate limiter: for the notifications a batch would start, which may
 //! go now and when each of the others may (`domain::rate`, GCRA with
 //! reservations). Its state must be shared as widely as the due index's,
-//! so each index brings its own (`DueIndex::limiter`): `redis` for the
+//! so `beside` composes it on the index (`startup`): `redis` beside the
 //! Redis index (every process of a deployment, one script call per batch)
-//! and `memory` for the in-process one (embedded mode, one process).
+//! and `memory` beside the in-process one (embedded mode, one process).
+//! The limiter knows the index, never the other way round.
 
 pub mod memory;
 pub mod redis;
@@ -59,3 +60,12 @@ pub trait Limiter: Send + Sync + 'static {
 }
 
 pub type SharedLimiter = Arc<dyn Limiter>;
+
+/// The limiter whose state is shared as widely as `due`'s: on its Redis
+/// connection and prefix, or in this process for an index of this process.
+pub fn beside(due: &dyn crate::due::DueIndex) -> SharedLimiter {
+    match due.redis() {
+        Some(index) => Arc::new(redis::RedisLimiter::new(index.clone())),
+        None => Arc::new(memory::MemoryLimiter::default()),
+    }
+}

@@ -198,3 +198,66 @@ pub enum Retry {
     LeaseRanOut(Notification),
     NotFound,
 }
+
+/// A notification's state as a retry by hand reads it (`RetryStep::read`).
+pub(crate) struct RetryRead {
+    pub status: Status,
+    pub attempts: i32,
+    pub lease: Option<crate::domain::lease::Lease>,
+    /// The store's clock when it was read: whether a consumer's lease still
+    /// runs.
+    pub read_at: DateTime<Utc>,
+}
+
+/// A backend's side of a retry by hand, in one transaction: the read (no
+/// other writer changes the row until `commit`) and the write.
+#[async_trait::async_trait]
+pub(crate) trait RetryStep: Send {
+    /// The notification's state; `None`: no such notification.
+    async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, super::StoreError>;
+    /// Starts the new series `retried` on the row read; the row after it.
+    async fn write(
+        &mut self,
+        id: Uuid,
+        retried: &crate::domain::transition::Retried,
+        read_at: DateTime<Utc>,
+    ) -> Result<Notification, super::StoreError>;
+    /// The row as it is: what a refusal comes back with.
+    async fn row(&mut self, id: Uuid) -> Result<Notification, super::StoreError>;
+    async fn commit(self) -> Result<(), super::StoreError>;
+}
+
+/// A retry by hand, at `now`, of notification `id` (`delivering`: the due
+/// index holds a lease on it), for both backends: `step` reads,
+/// `domain::transition::retry` decides, `step` writes the new series or
+/// reads the row a refusal comes back with.
+pub(crate) async fn retry_notification(
+    mut step: impl RetryStep,
+    id: Uuid,
+    now: DateTime<Utc>,
+    delivering: bool,
+) -> Result<Retry, super::StoreError> {
+    use crate::domain::transition::{retry, RetryRefused};
+    let Some(read) = step.read(id).await? else {
+        return Ok(Retry::NotFound);
+    };
+    let decided = retry(
+        read.status,
+        read.attempts,
+        read.lease,
+        delivering,
+        now,
+        read.read_at,
+    );
+    let row = match &decided {
+        Ok(retried) => step.write(id, retried, read.read_at).await?,
+        Err(_) => step.row(id).await?,
+    };
+    step.commit().await?;
+    Ok(match decided {
+        Ok(_) => Retry::Retried(row),
+        Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
+        Err(RetryRefused::InFlight) => Retry::InFlight(row),
+        Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
+    })
+}

@@ -8,10 +8,52 @@ use uuid::Uuid;
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
 
+/// A backend's side of the events' retention walk (`purge_events`): a
+/// page read and a delete fenced by what decided it.
+#[async_trait::async_trait]
+pub(crate) trait EventRetention: Sync {
+    /// The next `limit` events after `after` and before `end`, in id
+    /// order, each with whether a delivery of it is left.
+    async fn event_page(
+        &self,
+        after: Uuid,
+        end: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, bool)>, super::StoreError>;
+    /// Deletes those of `ids` that still have no delivery left (one is
+    /// never added later: the fence only guards a hand-made row); how many.
+    async fn delete_unused_events(&self, ids: &[Uuid]) -> Result<u64, super::StoreError>;
+}
+
+/// One step of the events' retention walk, for both backends: the events
+/// created before `before` whose deliveries are all gone (retention
+/// deleted them) among the next `limit` after `after` go. Returns how many
+/// went and where to go on from (`None` once the walk is done); events
+/// kept are passed over once per walk. The walk ends at
+/// `domain::retention::events_end`; `event_expired` decides.
+pub(crate) async fn purge_events(
+    store: &impl EventRetention,
+    before: DateTime<Utc>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<(u64, Option<Uuid>), super::StoreError> {
+    let end = crate::domain::retention::events_end(before);
+    let scanned = store
+        .event_page(after.unwrap_or(Uuid::nil()), end, limit)
+        .await?;
+    let expired = expired_events(&scanned);
+    let deleted = if expired.is_empty() {
+        0
+    } else {
+        store.delete_unused_events(&expired).await?
+    };
+    let last = scanned.last().map(|(id, _)| *id);
+    Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
+}
+
 /// The events among a retention step's `scanned` (id, whether a delivery
-/// of it is left) that go: `domain::retention::event_expired` on each, for
-/// both backends.
-pub(crate) fn expired_events(scanned: &[(Uuid, bool)]) -> Vec<Uuid> {
+/// of it is left) that go: `domain::retention::event_expired` on each.
+fn expired_events(scanned: &[(Uuid, bool)]) -> Vec<Uuid> {
     scanned
         .iter()
         .filter(|(_, left)| crate::domain::retention::event_expired(*left))

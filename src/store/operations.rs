@@ -73,11 +73,43 @@ pub struct RecoverPage {
     pub operation: Option<Operation>,
 }
 
+/// A backend's side of the operations' retention (`purge_operations`): the
+/// candidates read and a delete fenced by what decided it.
+#[async_trait::async_trait]
+pub(crate) trait OperationRetention: Sync {
+    /// Up to `limit` operations finished before `before`: (id, status as
+    /// stored, finished at).
+    async fn finished_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, String, Option<DateTime<Utc>>)>, super::StoreError>;
+    /// Deletes those of `ids` that still do not run (none runs again
+    /// meanwhile); how many.
+    async fn delete_finished(&self, ids: &[Uuid]) -> Result<u64, super::StoreError>;
+}
+
+/// Deletes up to `limit` of the operations finished before `before`, as
+/// `domain::retention::operation_expired` decides, for both backends; how
+/// many.
+pub(crate) async fn purge_operations(
+    store: &impl OperationRetention,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, super::StoreError> {
+    let candidates = store.finished_before(before, limit).await?;
+    let expired = expired(candidates, before);
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    store.delete_finished(&expired).await
+}
+
 /// The ids among `candidates` (id, status as stored, finished at) that a
 /// purge of what finished before `before` deletes:
-/// `domain::retention::operation_expired` on each, for both backends. A
-/// status neither backend writes is kept.
-pub(crate) fn expired(
+/// `domain::retention::operation_expired` on each. A status neither
+/// backend writes is kept.
+fn expired(
     candidates: Vec<(uuid::Uuid, String, Option<chrono::DateTime<chrono::Utc>>)>,
     before: chrono::DateTime<chrono::Utc>,
 ) -> Vec<uuid::Uuid> {

@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use hookd::domain::rate::{Decision, RateLimit};
 use hookd::due::memory::MemoryIndex;
 use hookd::due::redis::RedisIndex;
-use hookd::due::DueIndex;
 use hookd::limiter::Ask;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -305,8 +304,8 @@ both!(rate_limit_is_set_shown_kept_and_reset_and_bad_ones_are_refused_naming_the
 #[tokio::test]
 async fn the_redis_script_decides_exactly_as_the_rule() {
     let settings = test_settings_with_prefix(&redis_url(), &new_prefix(), "");
-    let redis = RedisIndex::new(&settings.redis).unwrap().limiter();
-    let memory = MemoryIndex::new().limiter();
+    let redis = hookd::limiter::beside(&RedisIndex::new(&settings.redis).unwrap());
+    let memory = hookd::limiter::beside(&MemoryIndex::new());
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
     let ids: Vec<Uuid> = (0..12).map(|_| Uuid::now_v7()).collect();
     let t0 = Utc::now();

@@ -33,8 +33,6 @@ const MAX_REQUEUE: usize = 1000;
 pub struct MemoryIndex {
     state: Mutex<State>,
     wakeups: Arc<Notify>,
-    /// The rate limiter of this process, as the index is its own.
-    limiter: Arc<crate::limiter::memory::MemoryLimiter>,
 }
 
 #[derive(Debug)]
@@ -90,7 +88,6 @@ impl MemoryIndex {
                 planned: i64::MAX,
             }),
             wakeups: Arc::new(Notify::new()),
-            limiter: Arc::default(),
         }
     }
 
@@ -118,10 +115,6 @@ impl MemoryIndex {
 
 #[async_trait::async_trait]
 impl DueIndex for MemoryIndex {
-    fn limiter(&self) -> crate::limiter::SharedLimiter {
-        self.limiter.clone()
-    }
-
     async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
         self.change(|state| ((), state.complete(&[], entries)));
         Ok(())

@@ -458,7 +458,7 @@ impl crate::due::DueIndex for RedisIndex {
         Some(self)
     }
 
-    fn limiter(&self) -> crate::limiter::SharedLimiter {
-        std::sync::Arc::new(crate::limiter::redis::RedisLimiter::new(self.clone()))
+    fn redis(&self) -> Option<&RedisIndex> {
+        Some(self)
     }
 }

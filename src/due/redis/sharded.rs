@@ -16,8 +16,8 @@
 //!
 //! Each shard has its own marker, sentinel and rebuild lock: losing one
 //! (a master failed over without its data, a flushed slot) rebuilds that
-//! shard only (`Recovery::parts`). The rate limiter's keys and the layout
-//! key stay under the prefix's own tag (`{P}`).
+//! shard only (`Recovery::parts`). Keys beside the index's (a rate
+//! limit's buckets) and the layout key stay under the prefix's own tag (`{P}`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -289,9 +289,10 @@ impl DueIndex for ShardedIndex {
         Some(self)
     }
 
-    /// Under the prefix's own tag, whatever the shard (`limiter::redis`).
-    fn limiter(&self) -> crate::limiter::SharedLimiter {
-        self.shards[0].limiter()
+    /// The first shard: its prefix's own tag is the deployment's, whatever
+    /// the shard.
+    fn redis(&self) -> Option<&RedisIndex> {
+        self.shards[0].redis()
     }
 }
 

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
 use super::PgStore;
-use crate::domain::breaker::{Circuit, State};
+use crate::domain::breaker::{write, Circuit, State, Write};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::status::Status;
@@ -62,8 +62,8 @@ impl PgStore {
             .await?)
     }
 
-    /// A clean `seen` is no row: the new one is inserted unless another
-    /// process inserted first. A clean `new` deletes the row.
+    /// Writes as `domain::breaker::write` says: an insert, a delete or an
+    /// update, each a compare-and-set on `seen`.
     pub async fn set_circuit(
         &self,
         endpoint: Uuid,
@@ -72,36 +72,14 @@ impl PgStore {
         event: Option<&OperatorEvent>,
     ) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let done = if seen.is_clean() {
-            sqlx::query(
-                "INSERT INTO endpoint_circuits (endpoint_id, failures, state, opened_at, \
-                     next_probe_at, probe_until, release_passes, release_at, open_ms) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
-            )
-            .bind(endpoint)
-            .bind(new.failures)
-            .bind(new.state.as_str())
-            .bind(new.opened_at)
-            .bind(new.next_probe_at)
-            .bind(new.probe_until)
-            .bind(new.release_passes)
-            .bind(new.release_at)
-            .bind(new.open_ms)
-            .execute(&mut *tx)
-            .await?
-        } else if new.is_clean() {
-            let sql = format!("DELETE FROM endpoint_circuits WHERE {STILL_SEEN}");
-            seen_binds(sqlx::query(sqlx::AssertSqlSafe(sql)), endpoint, seen)
-                .execute(&mut *tx)
-                .await?
-        } else {
-            let sql = format!(
-                "UPDATE endpoint_circuits SET failures = $9, state = $10, opened_at = $11, \
-                     next_probe_at = $12, probe_until = $13, release_passes = $14, \
-                     release_at = $15, open_ms = $16 \
-                 WHERE {STILL_SEEN}"
-            );
-            seen_binds(sqlx::query(sqlx::AssertSqlSafe(sql)), endpoint, seen)
+        let done = match write(seen, new) {
+            Write::Insert => {
+                sqlx::query(
+                    "INSERT INTO endpoint_circuits (endpoint_id, failures, state, opened_at, \
+                         next_probe_at, probe_until, release_passes, release_at, open_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+                )
+                .bind(endpoint)
                 .bind(new.failures)
                 .bind(new.state.as_str())
                 .bind(new.opened_at)
@@ -112,6 +90,32 @@ impl PgStore {
                 .bind(new.open_ms)
                 .execute(&mut *tx)
                 .await?
+            }
+            Write::Delete => {
+                let sql = format!("DELETE FROM endpoint_circuits WHERE {STILL_SEEN}");
+                seen_binds(sqlx::query(sqlx::AssertSqlSafe(sql)), endpoint, seen)
+                    .execute(&mut *tx)
+                    .await?
+            }
+            Write::Update => {
+                let sql = format!(
+                    "UPDATE endpoint_circuits SET failures = $9, state = $10, opened_at = $11, \
+                         next_probe_at = $12, probe_until = $13, release_passes = $14, \
+                         release_at = $15, open_ms = $16 \
+                     WHERE {STILL_SEEN}"
+                );
+                seen_binds(sqlx::query(sqlx::AssertSqlSafe(sql)), endpoint, seen)
+                    .bind(new.failures)
+                    .bind(new.state.as_str())
+                    .bind(new.opened_at)
+                    .bind(new.next_probe_at)
+                    .bind(new.probe_until)
+                    .bind(new.release_passes)
+                    .bind(new.release_at)
+                    .bind(new.open_ms)
+                    .execute(&mut *tx)
+                    .await?
+            }
         };
         let done = done.rows_affected() == 1;
         if done {

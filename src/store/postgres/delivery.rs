@@ -12,13 +12,14 @@ use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::lease::Lease;
 use crate::domain::status::Status;
-use crate::domain::transition::{retry, RetryRefused};
+use crate::domain::transition::Retried;
 use crate::store::cancel::Pending;
 use crate::store::delivery::Claimed;
 use crate::store::delivery::DeliveryEndpoint;
 use crate::store::delivery::DueNotification;
 use crate::store::delivery::Head;
 use crate::store::delivery::Retry;
+use crate::store::delivery::{retry_notification, RetryRead, RetryStep};
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
 
@@ -123,66 +124,87 @@ impl PgStore {
     }
 
     /// Starts a new attempt series now for a failed or pending notification,
-    /// as `domain::transition::retry` decides on the row read under its
-    /// lock with the transaction's clock (whether a consumer's lease still
-    /// runs); `delivering`: the due index holds a lease on it. A refusal
-    /// comes back with the row as it is. Retries are rare: a read and a
-    /// write in one transaction, and no statement that decides.
+    /// as `store::delivery::retry_notification` decides on the row read
+    /// under its lock with the transaction's clock (whether a consumer's
+    /// lease still runs); `delivering`: the due index holds a lease on it.
+    /// A refusal comes back with the row as it is. Retries are rare: a
+    /// read and a write in one transaction, and no statement that decides.
     pub async fn retry_notification(
         &self,
         id: Uuid,
         now: DateTime<Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let tx = self.pool.begin().await?;
+        retry_notification(PgRetry(tx), id, now, delivering).await
+    }
+}
+
+/// A retry's read (the row locked `FOR UPDATE`) and write, in one
+/// transaction.
+struct PgRetry(sqlx::Transaction<'static, sqlx::Postgres>);
+
+#[async_trait::async_trait]
+impl RetryStep for PgRetry {
+    async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, StoreError> {
         let state: Option<RetryState> = sqlx::query_as(
             "SELECT status, attempts, lease_id, leased_at, next_attempt_at, now() \
              FROM notifications WHERE id = $1 FOR UPDATE",
         )
         .bind(id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut *self.0)
         .await?;
-        let Some((status, attempts, lease_id, leased_at, next_attempt_at, read_at)) = state else {
-            return Ok(Retry::NotFound);
-        };
-        let lease = Lease::stored(lease_id, leased_at, next_attempt_at);
-        let decided = retry(status, attempts, lease, delivering, now, read_at);
-        let row = match decided {
-            Ok(retried) => {
-                // An event's delivery comes back with its event's type and body.
-                sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
-                    "UPDATE notifications SET status = $2, series_start = $3, \
-                         next_attempt_at = $4, completed_at = NULL, needs_index = false, \
-                         lease_id = NULL, leased_at = NULL, updated_at = now() \
-                     WHERE id = $1 RETURNING {}",
-                    super::notifications::columns_with_body()
-                )))
-                .bind(id)
-                .bind(retried.status)
-                .bind(retried.series_start)
-                .bind(retried.next_attempt_at)
-                .fetch_one(&mut *tx)
-                .await?
-            }
-            Err(_) => {
-                sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM notifications WHERE id = $1",
-                    super::notifications::columns_with_body()
-                )))
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await?
-            }
-        };
-        tx.commit().await?;
-        Ok(match decided {
-            Ok(_) => Retry::Retried(row),
-            Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
-            Err(RetryRefused::InFlight) => Retry::InFlight(row),
-            Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
-        })
+        Ok(state.map(
+            |(status, attempts, lease_id, leased_at, next_attempt_at, read_at)| RetryRead {
+                status,
+                attempts,
+                lease: Lease::stored(lease_id, leased_at, next_attempt_at),
+                read_at,
+            },
+        ))
+    }
+
+    async fn write(
+        &mut self,
+        id: Uuid,
+        retried: &Retried,
+        _read_at: DateTime<Utc>,
+    ) -> Result<Notification, StoreError> {
+        // An event's delivery comes back with its event's type and body.
+        Ok(
+            sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
+                "UPDATE notifications SET status = $2, series_start = $3, \
+                 next_attempt_at = $4, completed_at = NULL, needs_index = false, \
+                 lease_id = NULL, leased_at = NULL, updated_at = now() \
+             WHERE id = $1 RETURNING {}",
+                super::notifications::columns_with_body()
+            )))
+            .bind(id)
+            .bind(retried.status)
+            .bind(retried.series_start)
+            .bind(retried.next_attempt_at)
+            .fetch_one(&mut *self.0)
+            .await?,
+        )
+    }
+
+    async fn row(&mut self, id: Uuid) -> Result<Notification, StoreError> {
+        Ok(
+            sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
+                "SELECT {} FROM notifications WHERE id = $1",
+                super::notifications::columns_with_body()
+            )))
+            .bind(id)
+            .fetch_one(&mut *self.0)
+            .await?,
+        )
+    }
+
+    async fn commit(self) -> Result<(), StoreError> {
+        Ok(self.0.commit().await?)
     }
 }
+
 /// What a retry is decided on: status, attempts, the lease (id, leased at,
 /// next attempt at) and the transaction's clock.
 type RetryState = (

@@ -293,46 +293,18 @@ impl PgStore {
     /// once the walk is done). Events kept (a delivery still pending, say
     /// for a disabled endpoint) are passed over once per walk, not once per
     /// batch, as `purge_completed` does. The walk's end is
-    /// `domain::retention::events_end`; `NOT EXISTS` a delivery is not a
-    /// choice but a reference kept (a delivery's body is its event's), and
-    /// is tested where it is deleted so a delivery cannot be orphaned.
+    /// `domain::retention::events_end`; the walk is
+    /// `store::housekeeping::purge_events`. `NOT EXISTS` a delivery in the
+    /// delete is not a choice but a reference kept (a delivery's body is
+    /// its event's), tested where it is deleted so a delivery cannot be
+    /// orphaned.
     pub async fn purge_events(
         &self,
         before: DateTime<Utc>,
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        // Read, decided by `domain::retention::event_expired`, then
-        // deleted fenced by the same test (no delivery is ever added to an
-        // event later, so the fence only guards a hand-made row).
-        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
-            "SELECT e.id, EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
-             FROM events e WHERE e.id > $3 AND e.id < $1 ORDER BY e.id LIMIT $2",
-        )
-        .bind(crate::domain::retention::events_end(before))
-        .bind(limit)
-        .bind(after.unwrap_or(Uuid::nil()))
-        .fetch_all(&self.pool)
-        .await?;
-        let expired = crate::store::housekeeping::expired_events(&scanned);
-        let deleted = if expired.is_empty() {
-            0
-        } else {
-            sqlx::query(
-                "DELETE FROM events e WHERE e.id = ANY($1) \
-                 AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id)",
-            )
-            .bind(&expired)
-            .execute(&self.pool)
-            .await?
-            .rows_affected()
-        };
-        let step = (
-            deleted as i64,
-            scanned.len() as i64,
-            scanned.last().map(|(id, _)| *id),
-        );
-        Ok(crate::store::housekeeping::walked(step, limit))
+        crate::store::housekeeping::purge_events(self, before, after, limit).await
     }
 
     /// Where a bounded page stops reading (`list_queries::events_frontier`).
@@ -350,5 +322,36 @@ impl PgStore {
             .build_query_as::<Event>()
             .fetch_all(&self.pool)
             .await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::store::housekeeping::EventRetention for PgStore {
+    async fn event_page(
+        &self,
+        after: Uuid,
+        end: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, bool)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT e.id, EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
+             FROM events e WHERE e.id > $3 AND e.id < $1 ORDER BY e.id LIMIT $2",
+        )
+        .bind(end)
+        .bind(limit)
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn delete_unused_events(&self, ids: &[Uuid]) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "DELETE FROM events e WHERE e.id = ANY($1) \
+             AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id)",
+        )
+        .bind(ids)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
     }
 }

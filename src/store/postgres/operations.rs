@@ -303,23 +303,31 @@ impl OperationStore for PgStore {
     }
 
     async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        // Candidates through `operations_finished`; `operation_expired`
-        // chooses; the delete is fenced by the state read (never one that
-        // runs again meanwhile).
-        let candidates: Vec<(Uuid, String, Option<DateTime<Utc>>)> = sqlx::query_as(
+        crate::store::operations::purge_operations(self, before, limit).await
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::store::operations::OperationRetention for PgStore {
+    /// Through `operations_finished`.
+    async fn finished_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, String, Option<DateTime<Utc>>)>, StoreError> {
+        Ok(sqlx::query_as(
             "SELECT id, status, finished_at FROM operations \
              WHERE finished_at < $1 AND finished_at IS NOT NULL LIMIT $2",
         )
         .bind(before)
         .bind(limit)
         .fetch_all(&self.pool)
-        .await?;
-        let expired = crate::store::operations::expired(candidates, before);
-        if expired.is_empty() {
-            return Ok(0);
-        }
+        .await?)
+    }
+
+    async fn delete_finished(&self, ids: &[Uuid]) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM operations WHERE id = ANY($1) AND status <> 'running'")
-            .bind(&expired)
+            .bind(ids)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected())

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::columns::{self, id_list, micros, IN_ID_LIST};
 use super::recording::report;
 use super::{store_error, SqliteStore};
-use crate::domain::breaker::{Circuit, State};
+use crate::domain::breaker::{write, Circuit, State, Write};
 use crate::domain::minute_stats::Counted;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::status::Status;
@@ -91,6 +91,8 @@ impl SqliteStore {
             .map_err(store_error)
     }
 
+    /// Writes as `domain::breaker::write` says, each a compare-and-set on
+    /// `seen`.
     pub async fn set_circuit(
         &self,
         endpoint: Uuid,
@@ -101,7 +103,8 @@ impl SqliteStore {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let s = values(seen);
         let n = values(new);
-        let done = if seen.is_clean() {
+        let write = write(seen, new);
+        let done = if write == Write::Insert {
             sqlx::query(
                 "INSERT INTO endpoint_circuits (endpoint_id, failures, state, opened_at, \
                      next_probe_at, probe_until, release_passes, release_at, open_ms) \
@@ -119,7 +122,7 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
         } else {
-            let sql = if new.is_clean() {
+            let sql = if write == Write::Delete {
                 format!("DELETE FROM endpoint_circuits WHERE {STILL_SEEN}")
             } else {
                 format!(
@@ -138,7 +141,7 @@ impl SqliteStore {
                 .bind(s.4)
                 .bind(s.5)
                 .bind(s.6);
-            let query = if new.is_clean() {
+            let query = if write == Write::Delete {
                 query
             } else {
                 query

@@ -16,9 +16,9 @@ use super::columns::{self, micros, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::Lease;
 use crate::domain::pull::Delivery;
-use crate::domain::transition::{cancel, retry, RetryRefused};
+use crate::domain::transition::{cancel, Retried};
 use crate::store::cancel::{Cancel, Pending};
-use crate::store::delivery::Retry;
+use crate::store::delivery::{retry_notification, Retry, RetryRead, RetryStep};
 use crate::store::events::Subscriber;
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
@@ -175,10 +175,11 @@ impl SqliteStore {
     }
 
     /// Starts a new attempt series now for a failed or pending
-    /// notification, as `domain::transition::retry` decides on the row read
-    /// in the writer's transaction, with this operation's clock (whether a
-    /// consumer's lease still runs); `delivering`: the due index holds a
-    /// lease on it. A refusal comes back with the row as it is.
+    /// notification, as `store::delivery::retry_notification` decides on
+    /// the row read in the writer's transaction, with this operation's
+    /// clock (whether a consumer's lease still runs); `delivering`: the due
+    /// index holds a lease on it. A refusal comes back with the row as it
+    /// is.
     pub async fn retry_notification(
         &self,
         id: Uuid,
@@ -186,48 +187,13 @@ impl SqliteStore {
         delivering: bool,
     ) -> Result<Retry, StoreError> {
         let read_at = Utc::now();
-        let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let Some(row) = row_of(&mut tx, id, read_at).await? else {
-            return Ok(Retry::NotFound);
+        let tx = self.writer.begin().await.map_err(store_error)?;
+        let step = SqliteRetry {
+            tx,
+            read_at,
+            row: None,
         };
-        let (lease_id, leased_at): (Option<Uuid>, Option<i64>) =
-            sqlx::query_as("SELECT lease_id, leased_at FROM notifications WHERE id = ?")
-                .bind(id)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(store_error)?;
-        let leased_at = leased_at
-            .map(|us| columns::time_of("leased_at", us))
-            .transpose()
-            .map_err(store_error)?;
-        let lease = Lease::stored(lease_id, leased_at, row.next_attempt_at);
-        let decided = retry(row.status, row.attempts, lease, delivering, now, read_at);
-        let row = match decided {
-            Ok(retried) => {
-                sqlx::query(
-                    "UPDATE notifications SET status = ?2, series_start = ?3, \
-                         next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
-                         lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
-                )
-                .bind(id)
-                .bind(retried.status.as_str())
-                .bind(retried.series_start)
-                .bind(micros(retried.next_attempt_at))
-                .bind(micros(read_at))
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
-                row_of(&mut tx, id, read_at).await?.unwrap_or(row)
-            }
-            Err(_) => row,
-        };
-        tx.commit().await.map_err(store_error)?;
-        Ok(match decided {
-            Ok(_) => Retry::Retried(row),
-            Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
-            Err(RetryRefused::InFlight) => Retry::InFlight(row),
-            Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
-        })
+        retry_notification(step, id, now, delivering).await
     }
 
     /// The live, enabled endpoints of these owners: fan-out candidates.
@@ -270,5 +236,76 @@ impl SqliteStore {
         .fetch_all(&self.reader)
         .await
         .map_err(store_error)
+    }
+}
+
+/// A retry's read and write in the writer's transaction, at `read_at`;
+/// `row`: the row as read.
+struct SqliteRetry {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    read_at: DateTime<Utc>,
+    row: Option<Notification>,
+}
+
+#[async_trait::async_trait]
+impl RetryStep for SqliteRetry {
+    async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, StoreError> {
+        let Some(row) = row_of(&mut self.tx, id, self.read_at).await? else {
+            return Ok(None);
+        };
+        let (lease_id, leased_at): (Option<Uuid>, Option<i64>) =
+            sqlx::query_as("SELECT lease_id, leased_at FROM notifications WHERE id = ?")
+                .bind(id)
+                .fetch_one(&mut *self.tx)
+                .await
+                .map_err(store_error)?;
+        let leased_at = leased_at
+            .map(|us| columns::time_of("leased_at", us))
+            .transpose()
+            .map_err(store_error)?;
+        let read = RetryRead {
+            status: row.status,
+            attempts: row.attempts,
+            lease: Lease::stored(lease_id, leased_at, row.next_attempt_at),
+            read_at: self.read_at,
+        };
+        self.row = Some(row);
+        Ok(Some(read))
+    }
+
+    async fn write(
+        &mut self,
+        id: Uuid,
+        retried: &Retried,
+        read_at: DateTime<Utc>,
+    ) -> Result<Notification, StoreError> {
+        sqlx::query(
+            "UPDATE notifications SET status = ?2, series_start = ?3, \
+                 next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
+                 lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(retried.status.as_str())
+        .bind(retried.series_start)
+        .bind(micros(retried.next_attempt_at))
+        .bind(micros(read_at))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(store_error)?;
+        match row_of(&mut self.tx, id, read_at).await? {
+            Some(row) => Ok(row),
+            None => self.row(id).await,
+        }
+    }
+
+    async fn row(&mut self, _id: Uuid) -> Result<Notification, StoreError> {
+        Ok(self
+            .row
+            .take()
+            .expect("a retry writes or refuses the row it read"))
+    }
+
+    async fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit().await.map_err(store_error)
     }
 }

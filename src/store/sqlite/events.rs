@@ -15,7 +15,6 @@ use super::{store_error, SqliteStore};
 use crate::domain::json_value::same_payload;
 use crate::domain::status::Status;
 use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
-use crate::store::housekeeping::walked;
 use crate::store::notifications::MAX_EXAMINED;
 use crate::store::StoreError;
 
@@ -262,31 +261,44 @@ impl SqliteStore {
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
-        let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let scanned: Vec<(Uuid, bool)> = sqlx::query_as(
+        crate::store::housekeeping::purge_events(self, before, after, limit).await
+    }
+}
+
+/// On the writer, as every delete: a page read there sees the deletes of
+/// the notification walk before it.
+#[async_trait::async_trait]
+impl crate::store::housekeeping::EventRetention for SqliteStore {
+    async fn event_page(
+        &self,
+        after: Uuid,
+        end: Uuid,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, bool)>, StoreError> {
+        sqlx::query_as(
             "SELECT e.id, EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = e.id) \
              FROM events e WHERE e.id > ? AND e.id < ? ORDER BY e.id LIMIT ?",
         )
-        .bind(after.unwrap_or(Uuid::nil()))
-        .bind(crate::domain::retention::events_end(before))
+        .bind(after)
+        .bind(end)
         .bind(limit)
-        .fetch_all(&mut *tx)
+        .fetch_all(&self.writer)
         .await
-        .map_err(store_error)?;
-        let unused = crate::store::housekeeping::expired_events(&scanned);
-        let mut deleted = 0;
-        if !unused.is_empty() {
-            let sql = format!("DELETE FROM events WHERE id IN {}", columns::IN_ID_LIST);
-            deleted = sqlx::query(AssertSqlSafe(sql))
-                .bind(columns::id_list(&unused))
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?
-                .rows_affected();
-        }
-        tx.commit().await.map_err(store_error)?;
-        let last = scanned.last().map(|(id, _)| *id);
-        Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
+        .map_err(store_error)
+    }
+
+    async fn delete_unused_events(&self, ids: &[Uuid]) -> Result<u64, StoreError> {
+        let sql = format!(
+            "DELETE FROM events WHERE id IN {} \
+             AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = events.id)",
+            columns::IN_ID_LIST
+        );
+        Ok(sqlx::query(AssertSqlSafe(sql))
+            .bind(columns::id_list(ids))
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?
+            .rows_affected())
     }
 }
 

@@ -293,9 +293,18 @@ impl OperationStore for SqliteStore {
     }
 
     async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError> {
-        // As PostgreSQL's: candidates by `finished_at`, `operation_expired`
-        // chooses, the delete fenced by the state read.
-        let candidates: Vec<(Uuid, String, Option<DateTime<Utc>>)> = sqlx::query(
+        crate::store::operations::purge_operations(self, before, limit).await
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::store::operations::OperationRetention for SqliteStore {
+    async fn finished_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, String, Option<DateTime<Utc>>)>, StoreError> {
+        sqlx::query(
             "SELECT id, status, finished_at FROM operations \
              WHERE finished_at < ?1 AND finished_at IS NOT NULL LIMIT ?2",
         )
@@ -313,17 +322,16 @@ impl OperationStore for SqliteStore {
         })
         .fetch_all(&self.writer)
         .await
-        .map_err(store_error)?;
-        let expired = crate::store::operations::expired(candidates, before);
-        if expired.is_empty() {
-            return Ok(0);
-        }
+        .map_err(store_error)
+    }
+
+    async fn delete_finished(&self, ids: &[Uuid]) -> Result<u64, StoreError> {
         let sql = format!(
             "DELETE FROM operations WHERE id IN {} AND status <> 'running'",
             columns::IN_ID_LIST
         );
         let done = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(columns::id_list(&expired))
+            .bind(columns::id_list(ids))
             .execute(&self.writer)
             .await
             .map_err(store_error)?;
