@@ -223,6 +223,7 @@ impl App {
             store: reads,
             breaker: Arc::new(store.clone()),
             due,
+            limiter: limiter.clone(),
             auth: Arc::new(crate::api::auth::Auth::new(&settings.api)),
             settings,
             readiness: Default::default(),

@@ -44,6 +44,9 @@ pub struct AppState {
     pub service: Service,
     pub store: SharedReads,
     pub due: SharedIndex,
+    /// The rate limiter beside the index: its slots tell why a
+    /// notification waits.
+    pub limiter: crate::limiter::SharedLimiter,
     /// Endpoints' circuits, shown with them.
     pub breaker: crate::store::seams::SharedBreaker,
     pub settings: Arc<Settings>,

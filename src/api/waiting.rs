@@ -62,7 +62,7 @@ impl Holds {
                 Ok(leases) => holds.leases = leases.into_iter().collect(),
                 Err(error) => tracing::warn!(%error, "cannot read leases"),
             }
-            match state.due.limiter().slots(&pushed, holds.now).await {
+            match state.limiter.slots(&pushed, holds.now).await {
                 Ok(slots) => holds.slots = slots.into_iter().collect(),
                 Err(error) => tracing::warn!(%error, "cannot read rate-limit slots"),
             }
