@@ -118,13 +118,13 @@ impl PgStore {
     /// Cancels pending notifications whose endpoint was deleted (a create that
     /// raced the delete).
     pub async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        cancel_pending(&self.pool, Pending::Ids(ids)).await?;
+        cancel_pending(&self.pool, Pending::Ids(ids), self.clock.now()).await?;
         Ok(())
     }
 
     /// Starts a new attempt series now for a failed or pending notification,
     /// as `domain::transition::retry` decides on the row read under its
-    /// lock with the transaction's clock (whether a consumer's lease still
+    /// lock with the store's clock (whether a consumer's lease still
     /// runs); `delivering`: the due index holds a lease on it. A refusal
     /// comes back with the row as it is. Retries are rare: a read and a
     /// write in one transaction, and no statement that decides.
@@ -134,15 +134,16 @@ impl PgStore {
         now: DateTime<Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
+        let read_at = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let state: Option<RetryState> = sqlx::query_as(
-            "SELECT status, attempts, lease_id, leased_at, next_attempt_at, now() \
+            "SELECT status, attempts, lease_id, leased_at, next_attempt_at \
              FROM notifications WHERE id = $1 FOR UPDATE",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((status, attempts, lease_id, leased_at, next_attempt_at, read_at)) = state else {
+        let Some((status, attempts, lease_id, leased_at, next_attempt_at)) = state else {
             return Ok(Retry::NotFound);
         };
         let lease = Lease::stored(lease_id, leased_at, next_attempt_at);
@@ -153,7 +154,7 @@ impl PgStore {
                 sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
                     "UPDATE notifications SET status = $2, series_start = $3, \
                          next_attempt_at = $4, completed_at = NULL, needs_index = false, \
-                         lease_id = NULL, leased_at = NULL, updated_at = now() \
+                         lease_id = NULL, leased_at = NULL, updated_at = $5 \
                      WHERE id = $1 RETURNING {}",
                     super::notifications::columns_with_body()
                 )))
@@ -161,6 +162,7 @@ impl PgStore {
                 .bind(retried.status)
                 .bind(retried.series_start)
                 .bind(retried.next_attempt_at)
+                .bind(read_at)
                 .fetch_one(&mut *tx)
                 .await?
             }
@@ -184,12 +186,11 @@ impl PgStore {
     }
 }
 /// What a retry is decided on: status, attempts, the lease (id, leased at,
-/// next attempt at) and the transaction's clock.
+/// next attempt at).
 type RetryState = (
     Status,
     i32,
     Option<Uuid>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
-    DateTime<Utc>,
 );

@@ -74,7 +74,7 @@ async fn read(
 /// On `notifications_failed_by_endpoint`, it reads the page's rows and no
 /// more (`plan_tests`).
 pub(super) const RECOVER_PAGE: &str =
-    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull, now() \
+    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull \
      FROM notifications \
      WHERE endpoint_id = $1 AND status = 'failed' \
        AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
@@ -90,7 +90,6 @@ type FailedRow = (
     Option<DateTime<Utc>>,
     DateTime<Utc>,
     bool,
-    DateTime<Utc>,
 );
 
 #[async_trait::async_trait]
@@ -210,9 +209,11 @@ impl OperationStore for PgStore {
         let mut series = Vec::with_capacity(rows.len());
         let mut due = Vec::with_capacity(rows.len());
         let mut restarted = Vec::with_capacity(rows.len());
-        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull, read_at) in &rows {
+        // `now` is the caller's, from the one clock (`crate::clock`): the
+        // rows are read as of it too.
+        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull) in &rows {
             let lease = Lease::stored(lease_id, leased_at, next_at);
-            if let Some(retried) = restart(status, attempts, lease, now, read_at) {
+            if let Some(retried) = restart(status, attempts, lease, now, now) {
                 ids.push(row_id);
                 statuses.push(retried.status);
                 series.push(retried.series_start);
@@ -224,7 +225,7 @@ impl OperationStore for PgStore {
             sqlx::query(
                 "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
                      next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
-                     lease_id = NULL, leased_at = NULL, updated_at = now() \
+                     lease_id = NULL, leased_at = NULL, updated_at = $5 \
                  FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
                      AS u(id, status, series_start, due) \
                  WHERE n.id = u.id",
@@ -233,6 +234,7 @@ impl OperationStore for PgStore {
             .bind(&statuses)
             .bind(&series)
             .bind(&due)
+            .bind(now)
             .execute(&mut *tx)
             .await?;
         }

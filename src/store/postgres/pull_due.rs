@@ -5,7 +5,8 @@
 //! ran out) and when one was never pulled are decided in `domain::lease`
 //! (`at_pull`, `not_pulled`, through the caller's decision). The SQL that
 //! remains is persistence:
-//! - `next_attempt_at <= now()` (and `<= now() - max_wait`) selects
+//! - `next_attempt_at <= $now` (and `<= $now - max_wait`, the store's
+//!   clock bound in: `crate::clock`) selects
 //!   candidates through `notifications_pull_due`: rows free and due, and
 //!   rows whose lease ran out (its end is their `next_attempt_at`). The
 //!   domain decides each; one it leaves is skipped (`seen`).
@@ -18,9 +19,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::pull::LEASED;
+use super::pull::{as_of, LEASED};
 use super::recording::record_attempts_on;
 use super::PgStore;
+use crate::domain::lease::{lease_end, window_start};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
 use crate::store::pull::Taken;
@@ -47,6 +49,8 @@ impl PgStore {
         lease: Duration,
         mut decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
+        let now = self.clock.now();
+        let lease_until = lease_end(now, lease);
         let mut tx = self.pool.begin().await?;
         let mut taken: Vec<Taken> = Vec::new();
         let mut seen: Vec<Uuid> = Vec::new();
@@ -55,7 +59,7 @@ impl PgStore {
             let sql = format!(
                 "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                  WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-                   AND n.next_attempt_at <= now() AND NOT (n.id = ANY($3)) \
+                   AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) \
                    AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
                  ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
             );
@@ -63,8 +67,10 @@ impl PgStore {
                 .bind(endpoint_id)
                 .bind(want)
                 .bind(&seen)
+                .bind(now)
                 .fetch_all(&mut *tx)
                 .await?;
+            let rows = as_of(rows, now);
             seen.extend(rows.iter().map(|r| r.id));
             let mut records = Vec::new();
             let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
@@ -76,14 +82,14 @@ impl PgStore {
                     wanted.push((row.id, due_at, recorded));
                 }
             }
-            let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
+            let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
             let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = wanted
                 .into_iter()
                 .filter(|(id, _, recorded)| !recorded || moved.contains(id))
                 .map(|(id, due_at, _)| (id, due_at))
                 .unzip();
             if !ids.is_empty() {
-                taken.extend(lease_rows(&mut tx, &ids, &due_ats, lease).await?);
+                taken.extend(lease_rows(&mut tx, &ids, &due_ats, now, lease_until).await?);
             }
             if rows.len() < want as usize || taken.len() as i64 >= max {
                 break;
@@ -109,6 +115,7 @@ impl PgStore {
         limit: i64,
         mut decide: LeaseDecision<'_>,
     ) -> Result<Vec<Uuid>, StoreError> {
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let sql = format!(
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
@@ -116,7 +123,7 @@ impl PgStore {
                  SELECT o.id FROM endpoints ep CROSS JOIN LATERAL ( \
                      SELECT id FROM notifications \
                      WHERE endpoint_id = ep.id AND status = 'pending' AND pull \
-                       AND next_attempt_at <= now() - make_interval(secs => $1) \
+                       AND next_attempt_at <= $1 \
                      ORDER BY next_attempt_at, id LIMIT $2 \
                  ) o \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND NOT ep.disabled LIMIT $2 \
@@ -124,24 +131,26 @@ impl PgStore {
              FOR UPDATE OF n SKIP LOCKED"
         );
         let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
-            .bind(max_wait.as_secs_f64())
+            .bind(window_start(now, max_wait))
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
+        let rows = as_of(rows, now);
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
+        let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
     }
 }
 
-/// Leases these free rows (the caller holds them) until `lease` from the
-/// transaction's start, each due since its `due_ats`.
+/// Leases these free rows (the caller holds them) from `now` until `until`
+/// (`domain::lease::lease_end`), each due since its `due_ats`.
 async fn lease_rows(
     conn: &mut sqlx::PgConnection,
     ids: &[Uuid],
     due_ats: &[DateTime<Utc>],
-    lease: Duration,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
 ) -> Result<Vec<Taken>, StoreError> {
     // Lease ids are made in Rust, like every id hookd makes: a backend only
     // stores them.
@@ -153,8 +162,8 @@ async fn lease_rows(
         "WITH picked AS ( \
              SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $4::uuid[]) AS p(id, due_at, lease) \
          ), taken AS ( \
-             UPDATE notifications n SET lease_id = p.lease, leased_at = now(), \
-                 next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
+             UPDATE notifications n SET lease_id = p.lease, leased_at = $3, \
+                 next_attempt_at = $5, updated_at = $3 \
              FROM picked p \
              WHERE n.id = p.id AND (n.status = 'pending') IS TRUE AND n.lease_id IS NULL \
              RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
@@ -169,8 +178,9 @@ async fn lease_rows(
     )
     .bind(ids)
     .bind(due_ats)
-    .bind(lease.as_secs_f64())
+    .bind(now)
     .bind(&leases)
+    .bind(until)
     .fetch_all(conn)
     .await?)
 }

@@ -177,7 +177,8 @@ impl OperationStore for SqliteStore {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Option<RecoverPage>, StoreError> {
-        let read_at = Utc::now();
+        // The caller's `now` is the one clock (`crate::clock`).
+        let read_at = now;
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let Some(op) = read(&mut *tx, id).await? else {
             return Ok(None);

@@ -17,8 +17,9 @@ use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, id_list, micros};
-use super::pull::{clock, leased_rows, LEASED_FROM};
+use super::pull::{leased_rows, LEASED_FROM};
 use super::{store_error, SqliteStore};
+use crate::domain::lease::{lease_end, window_start};
 use crate::store::pull::{LeaseDecision, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::AttemptRecord;
@@ -42,9 +43,8 @@ impl SqliteStore {
         lease: Duration,
         mut decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
-        let now = clock();
-        let lease_until =
-            now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::days(36_500));
+        let now = self.clock.now();
+        let lease_until = lease_end(now, lease);
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let mut taken: Vec<Taken> = Vec::new();
         let mut seen: Vec<Uuid> = Vec::new();
@@ -115,9 +115,8 @@ impl SqliteStore {
         limit: i64,
         mut decide: LeaseDecision<'_>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        let now = clock();
-        let since =
-            now - chrono::Duration::from_std(max_wait).unwrap_or(chrono::Duration::days(36_500));
+        let now = self.clock.now();
+        let since = window_start(now, max_wait);
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let sql = format!(
             "{LEASED_FROM} WHERE n.id IN ( \

@@ -7,6 +7,7 @@
 
 mod breaker;
 mod cancel_retry;
+mod clock;
 mod delivery;
 mod endpoints;
 mod events;
@@ -17,19 +18,53 @@ mod notifications;
 mod pull;
 mod pull_mode;
 
+use hookd::clock::Clock;
+use hookd::store::postgres::PgStore;
+use hookd::store::sealing::Sealing;
 use hookd::store::seams::{
     BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore,
 };
+use hookd::store::sqlite::SqliteStore;
 
 /// Everything a backend implements: the cases take any of these.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore + Clocked
 {
 }
 
 impl<T> Backend for T where
-    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+    T: WriteStore
+        + ReadStore
+        + DeliveryStore
+        + HousekeepingStore
+        + PullStore
+        + BreakerStore
+        + Clocked
 {
+}
+
+/// The clock a backend's rules read (`hookd::clock`): each case's store
+/// is given a movable one, which the clock cases move.
+pub trait Clocked {
+    fn clock(&self) -> &Clock;
+}
+
+impl Clocked for PgStore {
+    fn clock(&self) -> &Clock {
+        PgStore::clock(self)
+    }
+}
+
+impl Clocked for SqliteStore {
+    fn clock(&self) -> &Clock {
+        SqliteStore::clock(self)
+    }
+}
+
+impl<S: Clocked> Clocked for Sealing<S> {
+    fn clock(&self) -> &Clock {
+        self.inner().clock()
+    }
 }
 
 /// Stamps out, in a module named `$backend`, one test per case, each
@@ -109,6 +144,12 @@ macro_rules! conformance {
                 pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_when_asked,
                 a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_held_at,
             }
+            clock {
+                a_lease_runs_until_the_clock_passes_its_end_and_is_then_taken_back,
+                a_ran_out_lease_is_swept_only_once_the_clock_passes_its_end,
+                a_pull_nobody_takes_ends_once_the_clock_passes_its_wait,
+                strays_and_orphans_are_looked_for_within_the_window_the_clock_says,
+            }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
@@ -135,12 +176,13 @@ macro_rules! conformance {
     };
 }
 
-// PostgreSQL: a fresh database per test (`#[sqlx::test]`), the store over it.
+// PostgreSQL: a fresh database per test (`#[sqlx::test]`), the store over
+// it; each store on a clock of its own, which the clock cases move.
 conformance!(
     postgres,
     #[sqlx::test],
     (pool: sqlx::PgPool),
-    ((), hookd::store::postgres::PgStore::new(pool))
+    ((), crate::conformance::postgres_store(pool))
 );
 
 // SQLite: a fresh file per test in a temporary directory, migrated.
@@ -148,8 +190,17 @@ conformance!(
     sqlite,
     #[tokio::test],
     (),
-    crate::sqlite_writes::store().await
+    crate::conformance::sqlite_store().await
 );
+
+fn postgres_store(pool: sqlx::PgPool) -> PgStore {
+    PgStore::new(pool).with_clock(Clock::movable())
+}
+
+async fn sqlite_store() -> (tempfile::TempDir, SqliteStore) {
+    let (kept, store) = crate::sqlite_writes::store().await;
+    (kept, store.with_clock(Clock::movable()))
+}
 
 /// The key the sealed backends seal under.
 fn keys() -> hookd::domain::sealed::Keyring {
@@ -170,14 +221,14 @@ conformance!(
     (
         (),
         hookd::store::sealing::Sealing::new(
-            hookd::store::postgres::PgStore::new(pool),
+            crate::conformance::postgres_store(pool),
             crate::conformance::keys()
         )
     )
 );
 
 conformance!(sealed_sqlite, #[tokio::test], (), {
-    let (kept, store) = crate::sqlite_writes::store().await;
+    let (kept, store) = crate::conformance::sqlite_store().await;
     (
         kept,
         hookd::store::sealing::Sealing::new(store, crate::conformance::keys()),
