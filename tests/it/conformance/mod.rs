@@ -20,51 +20,22 @@ mod pull_mode;
 
 use hookd::clock::Clock;
 use hookd::store::postgres::PgStore;
-use hookd::store::sealing::Sealing;
 use hookd::store::seams::{
     BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore,
 };
 use hookd::store::sqlite::SqliteStore;
 
 /// Everything a backend implements: the cases take any of these.
+/// Each is `Clocked` too: every case's store runs on a movable clock of
+/// its own (`postgres_store`, `sqlite_store`), which the clock cases move.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore + Clocked
+    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
 {
 }
 
 impl<T> Backend for T where
-    T: WriteStore
-        + ReadStore
-        + DeliveryStore
-        + HousekeepingStore
-        + PullStore
-        + BreakerStore
-        + Clocked
+    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
 {
-}
-
-/// The clock a backend's rules read (`hookd::clock`): each case's store
-/// is given a movable one, which the clock cases move.
-pub trait Clocked {
-    fn clock(&self) -> &Clock;
-}
-
-impl Clocked for PgStore {
-    fn clock(&self) -> &Clock {
-        PgStore::clock(self)
-    }
-}
-
-impl Clocked for SqliteStore {
-    fn clock(&self) -> &Clock {
-        SqliteStore::clock(self)
-    }
-}
-
-impl<S: Clocked> Clocked for Sealing<S> {
-    fn clock(&self) -> &Clock {
-        self.inner().clock()
-    }
 }
 
 /// Stamps out, in a module named `$backend`, one test per case, each
