@@ -26,9 +26,15 @@
 //! lease still running elsewhere (a consumer's ack then comes too late
 //! and the notification is delivered twice), and one behind sees leases
 //! that ran out as running for that much longer (a stalled notification
-//! waits longer before it is taken back). Nothing is lost either way:
-//! every write is a compare-and-set on what was read, and a delivery is
-//! at least once. Embedded mode has one process, so one clock.
+//! waits longer before it is taken back). Rows are stamped by the clock
+//! of the process that wrote them, so reads of what changed since a time
+//! (consumer tokens: `service::pull::tokens`, with its overlap) can miss
+//! a change stamped by a host behind by more than that overlap until the
+//! next full read. Nothing is lost otherwise: every write is a
+//! compare-and-set on what was read, and a delivery is at least once.
+//! Before, PostgreSQL's one clock decided these in server mode; the price
+//! of one rule for both modes (and of tests that move time) is this
+//! requirement on the hosts. Embedded mode has one process, so one clock.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

@@ -12,11 +12,9 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{
-    after_page, leasable, restart, OperationKind, OperationStatus, Window,
-};
+use crate::domain::operation::{after_page, restart, OperationKind, OperationStatus, Window};
 use crate::domain::status::Status;
-use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::operations::{lease_first, Operation, RecoverPage, Started, LEASE_CANDIDATES};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
@@ -148,15 +146,13 @@ impl OperationStore for PgStore {
         // Few rows: only running operations, oldest first.
         let running = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM operations WHERE status = 'running' \
-             ORDER BY created_at, id LIMIT 100"
+             ORDER BY created_at, id LIMIT $1"
         )))
+        .bind(LEASE_CANDIDATES)
         .try_map(|row: PgRow| operation(&row))
         .fetch_all(&self.pool)
         .await?;
-        for candidate in running {
-            if !leasable(candidate.status, candidate.lease_until, now) {
-                continue;
-            }
+        lease_first(running, now, |candidate| async move {
             let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE operations SET lease_holder = $2, lease_until = $3 \
                  WHERE id = $1 AND status = 'running' \
@@ -172,11 +168,9 @@ impl OperationStore for PgStore {
             .try_map(|row: PgRow| operation(&row))
             .fetch_optional(&self.pool)
             .await?;
-            if taken.is_some() {
-                return Ok(taken);
-            }
-        }
-        Ok(None)
+            Ok::<_, StoreError>(taken)
+        })
+        .await
     }
 
     async fn recover_page(

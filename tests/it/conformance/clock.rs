@@ -8,12 +8,15 @@
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
-use hookd::domain::lease::not_pulled;
+use hookd::domain::id::new_id;
+use hookd::domain::lease::{lease_end, not_pulled};
+use hookd::domain::operation::Window;
 use hookd::domain::pull::{Delivery, Failure};
 use hookd::domain::status::Status;
 use hookd::store::endpoints::EndpointRef;
+use hookd::store::operations::Operation;
 use hookd::store::pull::Leases;
-use hookd::store::seams::{PullStore, WriteStore};
+use hookd::store::seams::{OperationStore, PullStore, WriteStore};
 
 use super::fixtures::{commit_new, create, due_at, get, pending, pull_endpoint};
 use super::leases::{at_once, failed, receipt, take, MINUTE};
@@ -125,4 +128,31 @@ pub async fn strays_and_orphans_are_looked_for_within_the_window_the_clock_says<
     );
     assert!(get(&store, stray).await.pull);
     assert_eq!(get(&store, orphan).await.status, Status::Pending);
+}
+
+pub async fn an_operation_lease_is_taken_over_only_once_the_clock_passes_its_end<S: Backend>(
+    store: S,
+) {
+    let clock = store.clock().clone();
+    let endpoint = create(&store, pull_endpoint()).await;
+    let now = clock.now();
+    let window = Window {
+        since: now - Duration::hours(1),
+        until: now,
+    };
+    let operation = Operation::recover(endpoint.id, window, now);
+    OperationStore::start_operation(&store, &operation)
+        .await
+        .unwrap();
+    let (first, second) = (new_id(), new_id());
+    let lease = |holder| {
+        let now = clock.now();
+        OperationStore::lease_operation(&store, holder, now, lease_end(now, MINUTE))
+    };
+    let held = lease(first).await.unwrap().expect("free to take");
+    assert_eq!(held.lease_holder, Some(first));
+    assert!(lease(second).await.unwrap().is_none(), "held until its end");
+    clock.advance(StdDuration::from_secs(61));
+    let taken = lease(second).await.unwrap().expect("its lease ran out");
+    assert_eq!((taken.id, taken.lease_holder), (operation.id, Some(second)));
 }

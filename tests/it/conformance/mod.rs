@@ -21,7 +21,8 @@ mod pull_mode;
 use hookd::clock::Clock;
 use hookd::store::postgres::PgStore;
 use hookd::store::seams::{
-    BreakerStore, DeliveryStore, HousekeepingStore, PullStore, ReadStore, WriteStore,
+    BreakerStore, DeliveryStore, HousekeepingStore, OperationStore, PullStore, ReadStore,
+    WriteStore,
 };
 use hookd::store::sqlite::SqliteStore;
 
@@ -29,12 +30,24 @@ use hookd::store::sqlite::SqliteStore;
 /// Each is `Clocked` too: every case's store runs on a movable clock of
 /// its own (`postgres_store`, `sqlite_store`), which the clock cases move.
 pub trait Backend:
-    WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+    WriteStore
+    + ReadStore
+    + DeliveryStore
+    + HousekeepingStore
+    + PullStore
+    + BreakerStore
+    + OperationStore
 {
 }
 
 impl<T> Backend for T where
-    T: WriteStore + ReadStore + DeliveryStore + HousekeepingStore + PullStore + BreakerStore
+    T: WriteStore
+        + ReadStore
+        + DeliveryStore
+        + HousekeepingStore
+        + PullStore
+        + BreakerStore
+        + OperationStore
 {
 }
 
@@ -120,6 +133,7 @@ macro_rules! conformance {
                 a_ran_out_lease_is_swept_only_once_the_clock_passes_its_end,
                 a_pull_nobody_takes_ends_once_the_clock_passes_its_wait,
                 strays_and_orphans_are_looked_for_within_the_window_the_clock_says,
+                an_operation_lease_is_taken_over_only_once_the_clock_passes_its_end,
             }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
