@@ -50,8 +50,9 @@ impl PgStore {
                 let schedule = Schedule::default();
                 // Another process may create it first: its row is as good.
                 sqlx::query(
-                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
-                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
+                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed, \
+                         created_at, updated_at) \
+                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true, $6, $6) \
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(OPERATOR_ENDPOINT_ID)
@@ -59,6 +60,7 @@ impl PgStore {
                 .bind(target.secret.as_ref())
                 .bind(schedule.delays_ms())
                 .bind(schedule.name())
+                .bind(now)
                 .execute(&mut *tx)
                 .await?;
             }

@@ -325,9 +325,10 @@ impl PgStore {
         digest: &[u8; 32],
     ) -> Result<bool, StoreError> {
         let stored = sqlx::query(
-            "INSERT INTO consumer_tokens (endpoint_id, digest) \
-             SELECT id, $2 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
-             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, created_at = $3",
+            "INSERT INTO consumer_tokens (endpoint_id, digest, created_at) \
+             SELECT id, $2, $3 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
+             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, \
+                 created_at = EXCLUDED.created_at",
         )
         .bind(endpoint_id)
         .bind(&digest[..])
