@@ -26,77 +26,33 @@ use crate::domain::lease::{lease_end, window_start};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
 use crate::store::pull::Taken;
-use crate::store::pull_due::PickDecision;
+use crate::store::pull_due::{take_rounds, PickDecision, TakeSteps};
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
 
-/// Rounds of reading a pull makes before it answers with fewer than it
-/// was asked for. A round that takes fewer than it read recorded leases
-/// that ran out and are not due again yet; those leave the due rows, so
-/// the next round reads others.
-const TAKE_ROUNDS: usize = 4;
 impl PgStore {
     /// Takes up to `max` due notifications of a pull endpoint, earliest due
     /// first, leasing each for `lease`; none while the endpoint is disabled
     /// (it holds them, also from a pull that was waiting as it was
     /// disabled). Rows whose lease ran out unrecorded
     /// are read too (they are at the lease's end in the endpoint's due
-    /// order); `decide` says what to record of each and whether to take it.
+    /// order); `decide` says what to record of each and whether to take it
+    /// (the loop: `store::pull_due::take_rounds`).
     pub async fn take(
         &self,
         endpoint_id: Uuid,
         max: i64,
         lease: Duration,
-        mut decide: PickDecision<'_>,
+        decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
         let now = self.clock.now();
-        let lease_until = lease_end(now, lease);
-        let mut tx = self.pool.begin().await?;
-        let mut taken: Vec<Taken> = Vec::new();
-        let mut seen: Vec<Uuid> = Vec::new();
-        for _ in 0..TAKE_ROUNDS {
-            let want = max - taken.len() as i64;
-            let sql = format!(
-                "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                 WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-                   AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) \
-                   AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
-                 ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
-            );
-            let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
-                .bind(endpoint_id)
-                .bind(want)
-                .bind(&seen)
-                .bind(now)
-                .fetch_all(&mut *tx)
-                .await?;
-            let rows = as_of(rows, now);
-            seen.extend(rows.iter().map(|r| r.id));
-            let mut records = Vec::new();
-            let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
-            for row in &rows {
-                let pick = decide(row);
-                let recorded = pick.record.is_some();
-                records.extend(pick.record);
-                if let Some(due_at) = pick.take {
-                    wanted.push((row.id, due_at, recorded));
-                }
-            }
-            let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
-            let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = wanted
-                .into_iter()
-                .filter(|(id, _, recorded)| !recorded || moved.contains(id))
-                .map(|(id, due_at, _)| (id, due_at))
-                .unzip();
-            if !ids.is_empty() {
-                taken.extend(lease_rows(&mut tx, &ids, &due_ats, now, lease_until).await?);
-            }
-            if rows.len() < want as usize || taken.len() as i64 >= max {
-                break;
-            }
-        }
-        tx.commit().await?;
-        taken.sort_by_key(|t| (t.due_at, t.id));
+        let mut steps = Steps {
+            tx: self.pool.begin().await?,
+            endpoint_id,
+            count_minutes: self.count_minutes,
+        };
+        let taken = take_rounds(&mut steps, max, now, lease_end(now, lease), decide).await?;
+        steps.tx.commit().await?;
         Ok(taken)
     }
 
@@ -140,6 +96,58 @@ impl PgStore {
         let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
+    }
+}
+
+/// A take's steps in PostgreSQL, in one transaction: the rows read are
+/// held (`FOR UPDATE ... SKIP LOCKED`) until it ends.
+struct Steps {
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    endpoint_id: Uuid,
+    count_minutes: bool,
+}
+
+#[async_trait::async_trait]
+impl TakeSteps for Steps {
+    async fn due_rows(
+        &mut self,
+        want: i64,
+        seen: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let sql = format!(
+            "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
+               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) \
+               AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
+             ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+        );
+        let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+            .bind(self.endpoint_id)
+            .bind(want)
+            .bind(seen)
+            .bind(now)
+            .fetch_all(&mut *self.tx)
+            .await?;
+        Ok(as_of(rows, now))
+    }
+
+    async fn record(
+        &mut self,
+        records: &[AttemptRecord],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes).await
+    }
+
+    async fn lease(
+        &mut self,
+        rows: &[(Uuid, DateTime<Utc>)],
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = rows.iter().copied().unzip();
+        lease_rows(&mut self.tx, &ids, &due_ats, now, until).await
     }
 }
 
