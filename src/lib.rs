@@ -27,6 +27,7 @@
 //!   `startup` (`limiter` knows `due`, not the other way round).
 //! - `dispatcher`: claim, screen, deliver, record, and housekeeping;
 //!   `sender`: one attempt over HTTP.
+//! - `clock`: the one clock every rule reads, in both modes.
 //! - `startup`: composes the parts for a mode and a role; `config`,
 //!   `server`, `telemetry`, `copy` (`hookd copy`).
 //!
@@ -34,6 +35,8 @@
 #![forbid(unsafe_code)]
 
 // In the order a notification flows through them.
+// The one clock every rule reads (both stores, the dispatcher, the API).
+pub mod clock;
 pub mod config;
 pub mod domain;
 

@@ -309,7 +309,7 @@ impl App {
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let dispatcher = if dispatching {
-            let sender = Sender::new(&settings.sender)?;
+            let sender = Sender::new(&settings.sender)?.with_clock(self.delivery.clock().clone());
             let dispatcher = Dispatcher::new(
                 self.delivery.clone(),
                 self.housekeeping.clone(),

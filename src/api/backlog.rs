@@ -7,7 +7,6 @@
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use chrono::Utc;
 use serde::Serialize;
 
 use super::error::ApiError;
@@ -64,7 +63,7 @@ pub async fn read(
         .ok_or(ApiError::NotFound("endpoint"))?;
     let backlog = state
         .store
-        .endpoint_backlog(endpoint.id, Utc::now())
+        .endpoint_backlog(endpoint.id, state.service.now())
         .await?;
     Ok(Json(backlog.into()))
 }

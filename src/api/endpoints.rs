@@ -182,7 +182,7 @@ impl CircuitView {
                 return;
             }
         };
-        let now = Utc::now();
+        let now = state.service.now();
         for (id, circuit) in circuits {
             let Some(view) = views.iter_mut().find(|v| v.id == id) else {
                 continue;
@@ -388,7 +388,7 @@ pub async fn read_secret(
             error,
         }));
     }
-    Ok(Json(SecretView::of(&endpoint, Utc::now())))
+    Ok(Json(SecretView::of(&endpoint, state.service.now())))
 }
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
@@ -418,5 +418,5 @@ pub async fn end_overlap(
         .service
         .end_overlap(&EndpointRef::parse(&endpoint))
         .await?;
-    Ok(Json(SecretView::of(&ended, Utc::now())))
+    Ok(Json(SecretView::of(&ended, state.service.now())))
 }

@@ -11,7 +11,6 @@
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use chrono::Utc;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -183,7 +182,7 @@ pub async fn answer(
     query: &StatsQuery,
     caller: SeesSecrets,
 ) -> Result<StatsView, ApiError> {
-    let now = Utc::now();
+    let now = state.service.now();
     let window = query.window;
     let since = window.since(now);
     // A uid names its endpoint now; an id names one even after it was

@@ -90,7 +90,7 @@ impl Holds {
             }
         };
         Self {
-            now: Utc::now(),
+            now: state.service.now(),
             disabled,
             ..Self::default()
         }

@@ -112,14 +112,14 @@ struct View {
     unrecorded: HashMap<Uuid, i32>,
 }
 
-/// Now, to the microsecond both stores keep: a time written and read back
-/// compares equal in a compare-and-set.
-fn now() -> DateTime<Utc> {
-    let now = Utc::now();
-    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
-}
-
 impl Breaker {
+    /// Now, by the store's clock (`crate::clock`), to the microsecond both
+    /// stores keep: a time written and read back compares equal in a
+    /// compare-and-set.
+    fn now(&self) -> DateTime<Utc> {
+        self.store.clock().now()
+    }
+
     pub(super) fn new(
         store: SharedBreaker,
         delivery: SharedDelivery,
@@ -261,7 +261,7 @@ impl Breaker {
                     last_status_code: None,
                     last_error: Some(&last_error),
                 };
-                OperatorEvent::notification_failed(&failed, Utc::now())
+                OperatorEvent::notification_failed(&failed, self.now())
             })
             .collect();
         let failed = match self.store.fail_held(&held, &last_error, &events).await {
@@ -278,7 +278,7 @@ impl Breaker {
         }
         // Those the compare-and-set left alone changed meanwhile (retried,
         // attempted elsewhere): due now, the next claim looks at them again.
-        let now = Utc::now();
+        let now = self.now();
         let changed: Vec<(Uuid, DateTime<Utc>)> = rows
             .iter()
             .filter(|row| !failed.contains(&row.id))
@@ -375,7 +375,7 @@ impl Breaker {
                     return;
                 }
             };
-            let now = now();
+            let now = self.now();
             let mut done = Vec::new();
             for (endpoint, counted) in &by_endpoint {
                 let seen = stored.get(endpoint).copied().unwrap_or_default();
@@ -415,7 +415,7 @@ impl Breaker {
             return;
         };
         for (endpoint, seen) in stored {
-            if let Some((new, change)) = seen.turned_off(now()) {
+            if let Some((new, change)) = seen.turned_off(self.now()) {
                 self.set(endpoint, &seen, &new, change).await;
             }
         }
@@ -444,7 +444,7 @@ impl Breaker {
                     opened_at: c.opened_at?,
                     next_probe_at: new.next_probe_at,
                 },
-                Utc::now(),
+                self.now(),
             ))
         });
         match self

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{now, Breaker, View, REFRESH, RELEASE_PAGE};
+use super::{Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 use crate::domain::receiver_url::tells_of_endpoint;
 use crate::store::breaker::PendingOf;
@@ -45,7 +45,7 @@ impl Breaker {
         shutdown: CancellationToken,
     ) {
         loop {
-            let wait = next_turn_in(self.turn(&wake).await, Utc::now());
+            let wait = next_turn_in(self.turn(&wake).await, self.now());
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
@@ -95,7 +95,7 @@ impl Breaker {
                 };
             }
         }
-        let now = now();
+        let now = self.now();
         let mut next: Option<DateTime<Utc>> = None;
         for (endpoint, circuit) in circuits {
             if circuit.probe_due(now) {

@@ -124,7 +124,7 @@ pub async fn attempt(
     });
     let result = match unreadable {
         Some(error) => AttemptResult {
-            started_at: Utc::now(),
+            started_at: sender.now(),
             duration: Duration::ZERO,
             answer: None,
             error: Some(error),
@@ -195,7 +195,7 @@ pub async fn attempt(
             last_status_code: status_code,
             last_error: next.last_error.as_deref(),
         };
-        OperatorEvent::notification_failed(&failed, Utc::now())
+        OperatorEvent::notification_failed(&failed, sender.now())
     } else {
         None
     };

@@ -4,8 +4,6 @@
 //! (`domain::heal`) and calls this at a tick when some are owed and past
 //! their wait.
 
-use chrono::Utc;
-
 use crate::due::Recovery;
 use crate::store::seams::HousekeepingStore;
 
@@ -34,7 +32,7 @@ pub(super) async fn heal_recent(
 ) -> anyhow::Result<Healed> {
     let parts = due.parts();
     let part = |n: usize| -> &dyn Recovery { parts.get(n).copied().unwrap_or(due) };
-    let since = (Utc::now() - RECENT).timestamp_millis();
+    let since = (store.clock().now() - RECENT).timestamp_millis();
     let mut after = crate::domain::id::first_of_ms(since);
     let mut healing: Vec<usize> = owed.to_vec();
     let mut healed = Healed {

@@ -100,7 +100,7 @@ pub async fn run(
         }
         let hours = settings.dispatcher.disable_failing_endpoints_after_hours;
         if hours > 0 {
-            let before = Utc::now() - chrono::Duration::hours(i64::from(hours));
+            let before = store.clock().now() - chrono::Duration::hours(i64::from(hours));
             match disable_failing(&*store, before, settings.operator.enabled()).await {
                 Ok(ids) => {
                     disable_check_failing = false;
@@ -211,7 +211,7 @@ pub async fn run(
         }
         // The overview's backlog: the first process to sample a minute
         // keeps its sample.
-        let minute = crate::domain::minute_stats::minute_of(Utc::now());
+        let minute = crate::domain::minute_stats::minute_of(store.clock().now());
         if sampled != Some(minute) {
             match store.sample_pending(minute).await {
                 Ok(()) => sampled = Some(minute),
@@ -220,7 +220,7 @@ pub async fn run(
         }
         if last_minutes_purge.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL) {
             last_minutes_purge = Some(Instant::now());
-            let before = crate::domain::retention::minutes_before(Utc::now());
+            let before = crate::domain::retention::minutes_before(store.clock().now());
             if let Err(error) = purge_minutes(&*store, before, &shutdown).await {
                 tracing::warn!(%error, "retention of the per-minute counts failed; retrying later");
             }
@@ -236,7 +236,8 @@ pub async fn run(
             && last_retention.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL)
         {
             last_retention = Some(Instant::now());
-            let before = Utc::now() - chrono::Duration::days(i64::from(settings.retention.days));
+            let before =
+                store.clock().now() - chrono::Duration::days(i64::from(settings.retention.days));
             match purge(&*store, before, &shutdown).await {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "retention removed old notifications"),
@@ -261,7 +262,7 @@ async fn disable_failing(
     if failing.is_empty() {
         return Ok(Vec::new());
     }
-    let now = Utc::now();
+    let now = store.clock().now();
     let report = |e: &FailingEndpoint| {
         // The alert's payload is readable with a `read` token: the URL's
         // query values and credential-like path segments (tokens, often)
@@ -334,7 +335,7 @@ async fn sweep(
     whole: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<usize> {
-    let now = Utc::now();
+    let now = store.clock().now();
     let before = now - SWEEP_OVERDUE;
     let mut total = 0;
     let window = (now - SWEEP_FRESH, uuid::Uuid::nil());
@@ -451,7 +452,7 @@ async fn purge_minutes(
 /// holds rows (an id outside every day's partition: nothing is refused,
 /// but those rows are only purged row by row).
 async fn maintain_partitions(store: &dyn HousekeepingStore, retention_days: u32) {
-    let now = Utc::now();
+    let now = store.clock().now();
     let before =
         (retention_days > 0).then(|| now - chrono::Duration::days(i64::from(retention_days)));
     match store

@@ -77,6 +77,8 @@ struct Shared {
     unrecorded: Arc<recorder::Unrecorded>,
     breaker: Arc<breaker::Breaker>,
     throttled: screen::Hint,
+    /// The one clock (`crate::clock`): the store's.
+    clock: crate::clock::Clock,
 }
 
 impl Dispatcher {
@@ -146,6 +148,7 @@ impl Dispatcher {
             unrecorded,
             breaker,
             throttled: screen::Hint::default(),
+            clock: self.store.clock().clone(),
         });
         let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();
@@ -235,8 +238,8 @@ impl Dispatcher {
     ) -> Turn {
         let settings = &self.settings;
         let free = shared.permits.available_permits();
-        let now = Utc::now();
-        let lease_until = now + chrono::Duration::from_std(settings.lease()).unwrap_or_default();
+        let now = shared.clock.now();
+        let lease_until = crate::domain::lease::lease_end(now, settings.lease());
         // Claimed `claim_ahead_ms` before due, a delivery waits in memory
         // and goes out when due, not a claim and a load later. The
         // dispatcher wakes half that before the next due time, so one
@@ -308,7 +311,7 @@ impl Dispatcher {
         outcomes: &mpsc::Sender<Finished>,
         tasks: &mut JoinSet<()>,
     ) -> bool {
-        let now = Utc::now();
+        let now = shared.clock.now();
         let due_by =
             now + chrono::Duration::milliseconds(self.settings.dispatcher.claim_ahead_ms as i64);
         let ids: Vec<Uuid> = handed.iter().map(|row| row.id).collect();

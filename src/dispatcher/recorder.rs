@@ -315,7 +315,7 @@ async fn record(
             _ = tokio::time::sleep_until(extend_at) => {
                 extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
                 let ids = unrecorded.ids();
-                let until = chrono::Utc::now() + chrono::Duration::from_std(lease).unwrap_or_default();
+                let until = crate::domain::lease::lease_end(store.clock().now(), lease);
                 match due.extend(&ids, until).await {
                     Ok(()) => {
                         metrics::counter!("hookd_leases_extended_total").increment(ids.len() as u64);

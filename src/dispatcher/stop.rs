@@ -35,7 +35,7 @@ pub(super) async fn stop(
     let untaken: Vec<(Uuid, DateTime<Utc>)> = handoff
         .close()
         .iter()
-        .map(|row| (row.id, Utc::now()))
+        .map(|row| (row.id, shared.clock.now()))
         .collect();
     if !untaken.is_empty() {
         if let Err(error) = due.reschedule(&untaken).await {
@@ -56,7 +56,11 @@ pub(super) async fn stop(
         running.tasks.abort_all();
         let unfinished: Vec<(Uuid, DateTime<Utc>)> = {
             let in_flight = shared.in_flight.lock().expect("in-flight lock");
-            in_flight.ids.iter().map(|id| (*id, Utc::now())).collect()
+            in_flight
+                .ids
+                .iter()
+                .map(|id| (*id, shared.clock.now()))
+                .collect()
         };
         metrics::gauge!("hookd_deliveries_in_flight").set(0.0);
         tracing::warn!(

@@ -40,7 +40,7 @@ impl Shared {
     /// (`domain::record_hold`): a throttled endpoint's success waits for
     /// the end of its group of slots; anything else, `None`, at once.
     fn write_by(&self, record: &AttemptRecord, slot: DateTime<Utc>) -> Option<Instant> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let throttled = self.throttled.limit_of(record.endpoint_id, now);
         let sent = Sent {
             succeeded: record.outcome == Outcome::Succeeded,
@@ -86,7 +86,7 @@ pub(super) async fn deliver(
     permit: OwnedSemaphorePermit,
     outcomes: mpsc::Sender<Finished>,
 ) {
-    let waited = until(due_at).await;
+    let waited = until(due_at, &shared.clock).await;
     let attempted = if waited && !still_leased(&shared, row.id).await {
         // Cancelled (or handed to pull) while it waited: the claim is gone
         // from the index, and nothing is sent after a cancel.
@@ -94,7 +94,7 @@ pub(super) async fn deliver(
     } else if waited && shared.breaker.stops(row.endpoint_id, row.id) {
         // Its circuit opened while it waited: back to the index, for the
         // next claim to hold, no attempt made.
-        if let Err(error) = shared.due.reschedule(&[(row.id, Utc::now())]).await {
+        if let Err(error) = shared.due.reschedule(&[(row.id, shared.clock.now())]).await {
             tracing::warn!(%error, "cannot give a held claim back; its lease will expire");
         }
         None
@@ -132,11 +132,11 @@ pub(super) async fn deliver(
     shared.slot_freed.notify_one();
 }
 
-/// Returns at `due_at`, never before (a claim may come up to
+/// Returns at `due_at` by `clock`, never before (a claim may come up to
 /// `dispatcher.claim_ahead_ms` early), and whether it had to wait.
-async fn until(due_at: DateTime<Utc>) -> bool {
+async fn until(due_at: DateTime<Utc>, clock: &crate::clock::Clock) -> bool {
     let mut waited = false;
-    while let Ok(left) = (due_at - Utc::now()).to_std() {
+    while let Ok(left) = (due_at - clock.now()).to_std() {
         if left.is_zero() {
             break;
         }
@@ -150,5 +150,9 @@ async fn until(due_at: DateTime<Utc>) -> bool {
 /// cancel (or a switch to pull) while it waited removed it from the index.
 /// If Redis cannot say, the claim stands, as it would have without the wait.
 async fn still_leased(shared: &Shared, id: Uuid) -> bool {
-    shared.due.leased(id, Utc::now()).await.unwrap_or(true)
+    shared
+        .due
+        .leased(id, shared.clock.now())
+        .await
+        .unwrap_or(true)
 }

@@ -3,7 +3,8 @@
 //! started and ended (a lease that ran out ended with it, however late
 //! hookd notices), and when a notification no consumer takes gives up
 //! (`pull.max_wait`). No I/O: the store reads the rows and the clock
-//! (PostgreSQL's), these decide, the store writes.
+//! (`clock::Clock`, the same in both backends), these decide, the store
+//! writes.
 
 use std::time::Duration;
 
@@ -50,11 +51,29 @@ impl Lease {
     /// Where an extension by `by` at `now` moves the lease's end. The
     /// store writes it only over the end it was decided on (`self.until`).
     pub fn extended(&self, by: Duration, now: DateTime<Utc>) -> DateTime<Utc> {
-        chrono::Duration::from_std(by)
-            .ok()
-            .and_then(|by| now.checked_add_signed(by))
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        lease_end(now, by)
     }
+}
+
+/// The longest a lease or a window is taken to run: a length past it (or
+/// past what a time can hold) counts as this. Both backends store any
+/// time up to it.
+pub const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Where a lease of `length` taken (or extended) at `now` ends, bounded by
+/// `LONGEST`: the one rule for a lease's end, in every backend.
+pub fn lease_end(now: DateTime<Utc>, length: Duration) -> DateTime<Utc> {
+    now + bounded(length)
+}
+
+/// The start of the window of `length` that ends at `now` (the stray and
+/// orphan windows, `pull.max_wait`), bounded by `LONGEST` as a lease is.
+pub fn window_start(now: DateTime<Utc>, length: Duration) -> DateTime<Utc> {
+    now - bounded(length)
+}
+
+fn bounded(length: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(length.min(LONGEST)).expect("LONGEST fits a chrono::Duration")
 }
 
 /// Whether a row with this lease (if any) is under one that still runs at
@@ -245,6 +264,12 @@ mod tests {
             lease(0, 30).extended(Duration::from_secs(60), at(20)),
             at(80)
         );
+        assert_eq!(lease_end(at(0), Duration::MAX), at(0) + bounded(LONGEST));
+        assert_eq!(
+            lease_end(at(0), Duration::from_millis(1500)),
+            at(0) + chrono::Duration::milliseconds(1500)
+        );
+        assert_eq!(window_start(at(0), Duration::MAX), at(0) - bounded(LONGEST));
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub const STRAY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The oldest endpoint change or delete that `STRAY_WINDOW` looks at, as
 /// of `now`.
 pub fn strays_since(now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
-    now - chrono::TimeDelta::from_std(STRAY_WINDOW).unwrap_or(chrono::TimeDelta::MAX)
+    super::lease::window_start(now, STRAY_WINDOW)
 }
 
 /// A pull, within its bounds.

@@ -134,6 +134,9 @@ pub struct Sender {
     routes: route::Routes,
     max_response_bytes: usize,
     https_only: bool,
+    /// When an attempt starts, and what a `Retry-After` date is from
+    /// (`crate::clock`; the system clock unless `with_clock`).
+    clock: crate::clock::Clock,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,12 +162,23 @@ impl Sender {
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
+            clock: crate::clock::Clock::system(),
         })
+    }
+
+    /// This sender, reading `clock` (the store's: `startup`).
+    pub fn with_clock(self, clock: crate::clock::Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The time now by this sender's clock.
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        self.clock.now()
     }
 
     /// Makes one attempt. Never fails: every problem is an `AttemptError`.
     pub async fn send(&self, delivery: Delivery<'_>) -> AttemptResult {
-        let started_at = Utc::now();
+        let started_at = self.now();
         let clock = Instant::now();
         let (answer, error) = match self.exchange(&delivery, started_at).await {
             Ok((answer, error)) => (Some(answer), error),
@@ -291,7 +305,7 @@ impl Sender {
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, Utc::now()));
+            .and_then(|v| parse_retry_after(v, self.now()));
         let mut answer = Answer {
             status,
             body: Vec::new(),

@@ -319,8 +319,8 @@ impl EndpointFields {
     }
 }
 
-pub(super) fn default_endpoint() -> Endpoint {
-    let now = Utc::now();
+/// An endpoint of the defaults, made at `now`.
+pub(super) fn default_endpoint(now: chrono::DateTime<Utc>) -> Endpoint {
     let schedule = Schedule::default();
     Endpoint {
         id: crate::domain::id::new_id(),

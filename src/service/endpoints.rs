@@ -6,7 +6,6 @@ pub use super::breaker_fields::BreakerFields;
 pub(super) use super::endpoint_fields::default_endpoint;
 pub use super::endpoint_fields::EndpointFields;
 use super::{Service, ServiceError};
-use chrono::Utc;
 use serde::Deserialize;
 
 use crate::config::Settings;
@@ -61,7 +60,7 @@ fn uid_conflict(error: StoreError) -> ServiceError {
 
 impl Service {
     pub async fn create_endpoint(&self, fields: EndpointFields) -> Result<Endpoint, ServiceError> {
-        let mut endpoint = default_endpoint();
+        let mut endpoint = default_endpoint(self.now());
         fields.apply(&mut endpoint, &self.settings)?;
         let created = self
             .store
@@ -135,12 +134,13 @@ impl Service {
                 .map_err(|e| Problem::invalid(ErrorCode::InvalidSecret, "secret", e.to_string()))?,
             None => SigningSecret::generate(),
         };
+        let now = self.now();
         let rotated = self
             .store
             .modify_endpoint(
                 by,
                 Box::new(|e| {
-                    e.rotate_secret(new_secret.as_str().to_string(), Utc::now(), overlap);
+                    e.rotate_secret(new_secret.as_str().to_string(), now, overlap);
                     Ok(())
                 }),
             )

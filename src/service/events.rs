@@ -140,7 +140,7 @@ impl Service {
             .map(String::as_str)
             .collect();
         let named = self.resolve_endpoints(names).await?;
-        let now = Utc::now();
+        let now = self.now();
         let prepared: Vec<Result<Prepared, Problem>> = inputs
             .into_iter()
             .map(|input| self.prepare_event(input, &named, now))

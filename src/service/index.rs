@@ -32,7 +32,7 @@ impl Service {
         };
         match result {
             Ok(()) => {
-                let soon = Utc::now()
+                let soon = self.now()
                     + chrono::Duration::milliseconds(self.settings.dispatcher.max_idle_ms as i64);
                 if due.iter().any(|(_, at)| *at <= soon) {
                     self.wake.notify_one();
@@ -57,7 +57,7 @@ impl Service {
         if rows == 0 || rows > self.handoff.room() {
             return None;
         }
-        let due_by = Utc::now()
+        let due_by = self.now()
             + chrono::Duration::milliseconds(self.settings.dispatcher.claim_ahead_ms as i64);
         let singles = writes
             .notifications
@@ -123,7 +123,7 @@ impl Service {
             due.into_iter().partition(|(id, _)| handed_ids.contains(id));
         self.index_due(&rest).await;
         let lease_until =
-            Utc::now() + chrono::Duration::from_std(self.settings.lease()).unwrap_or_default();
+            self.now() + chrono::Duration::from_std(self.settings.lease()).unwrap_or_default();
         let result = if self.index_gate() {
             self.observed(self.due.add_leased(&ids, lease_until).await)
         } else {
@@ -134,7 +134,7 @@ impl Service {
                 if let Err(rows) = self.handoff.push(handed) {
                     // The dispatcher stopped meanwhile: the leases go back
                     // as due now, for whichever dispatcher claims next.
-                    let back: Vec<_> = rows.iter().map(|row| (row.id, Utc::now())).collect();
+                    let back: Vec<_> = rows.iter().map(|row| (row.id, self.now())).collect();
                     if let Err(error) = self.due.reschedule(&back).await {
                         tracing::warn!(%error, "could not give back notifications a stopped dispatcher did not take; their leases will expire");
                     }
@@ -174,7 +174,7 @@ impl Service {
         if !self.index_gate() {
             return Err(ServiceError::IndexUnavailable(None));
         }
-        self.observed(self.due.leased(id, Utc::now()).await)
+        self.observed(self.due.leased(id, self.now()).await)
             .map_err(ServiceError::IndexUnavailable)
     }
 

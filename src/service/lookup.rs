@@ -231,7 +231,7 @@ mod tests {
     #[tokio::test]
     async fn requests_that_miss_one_endpoint_together_read_it_once() {
         let cache = EndpointCache::default();
-        let endpoint = super::super::endpoints::default_endpoint();
+        let endpoint = super::super::endpoints::default_endpoint(chrono::Utc::now());
         let wanted = EndpointRef::Id(endpoint.id);
         let reads = AtomicUsize::new(0);
         let found = futures::future::join_all(

@@ -107,6 +107,12 @@ impl std::ops::Deref for Service {
 }
 
 impl Service {
+    /// The time now by the one clock (`crate::clock`): the store's, which
+    /// its rules read too.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.store.clock().now()
+    }
+
     /// The service and its committers (`COMMITTERS` tasks, which run as long
     /// as the runtime does). Call it inside a Tokio runtime.
     pub fn start(

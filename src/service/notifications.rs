@@ -104,7 +104,7 @@ impl Service {
         let endpoints = self
             .resolve_endpoints(inputs.iter().map(|i| i.endpoint.as_str()))
             .await?;
-        let now = Utc::now();
+        let now = self.now();
         let prepared: Vec<Result<NewNotification, Problem>> = inputs
             .into_iter()
             .map(|input| self.prepare(input, &endpoints, now))
@@ -292,14 +292,14 @@ impl Service {
     /// being released.
     pub async fn retry_notification(&self, id: Uuid) -> Result<Notification, ServiceError> {
         let delivering = self.leased(id).await?;
-        let mut now = Utc::now();
+        let mut now = self.now();
         let mut retry = self.store.retry_notification(id, now, delivering).await?;
         // A consumer's lease ran out a moment ago, and the sweep has not yet
         // recorded the attempt it ended: that attempt is recorded first (it
         // was one, DESIGN §10), then the new series starts after it.
         if matches!(retry, Retry::LeaseRanOut(_)) {
             self.expire_leases_of(&[id]).await?;
-            now = Utc::now();
+            now = self.now();
             retry = self.store.retry_notification(id, now, delivering).await?;
         }
         match retry {

@@ -45,6 +45,12 @@ struct Inner {
 }
 
 impl Recovery {
+    /// The time now by the one clock (`crate::clock`): the store's, which
+    /// decides an operation's lease with the time given here.
+    fn now(&self) -> chrono::DateTime<Utc> {
+        self.0.store.clock().now()
+    }
+
     pub fn new(store: SharedOperations, service: Service) -> Self {
         Self(Arc::new(Inner {
             store,
@@ -61,7 +67,7 @@ impl Recovery {
         since: Option<&str>,
         until: Option<&str>,
     ) -> Result<Started, ServiceError> {
-        let now = Utc::now();
+        let now = self.now();
         let window = Window::asked(since, until, now)?;
         let found = self
             .0
@@ -97,7 +103,7 @@ impl Recovery {
         let holder = crate::domain::id::new_id();
         let mut purged: Option<Instant> = None;
         while !shutdown.is_cancelled() {
-            let now = Utc::now();
+            let now = self.now();
             // Any lease another runner took ends within `LEASE` of now.
             let free_at = if sole { lease_until(now) } else { now };
             match self
@@ -137,7 +143,7 @@ impl Recovery {
                 }
                 return;
             }
-            let now = Utc::now();
+            let now = self.now();
             let page = self
                 .0
                 .store
@@ -174,7 +180,7 @@ impl Recovery {
                     if let Err(error) = self
                         .0
                         .store
-                        .fail_operation(id, holder, said, Utc::now())
+                        .fail_operation(id, holder, said, self.now())
                         .await
                     {
                         tracing::warn!(operation_id = %id, %error, "cannot mark the operation failed");
@@ -211,7 +217,7 @@ impl Recovery {
         if days == 0 {
             return;
         }
-        let before = Utc::now() - chrono::Duration::days(i64::from(days));
+        let before = self.now() - chrono::Duration::days(i64::from(days));
         loop {
             match self.0.store.purge_operations(before, PURGE_BATCH).await {
                 Ok(deleted) if deleted as i64 == PURGE_BATCH => continue,

@@ -25,7 +25,7 @@ pub enum PendingOf {
 /// each endpoint's circuit, compare-and-set, and the pending rows a probe
 /// sends and a release moves. The rule is `domain::breaker`'s.
 #[async_trait::async_trait]
-pub trait BreakerStore: Send + Sync + 'static {
+pub trait BreakerStore: crate::store::seams::Clocked + Send + Sync + 'static {
     /// Every circuit that is not clean (a clean one has no row).
     async fn circuits(&self) -> Result<Vec<(Uuid, Circuit)>, StoreError>;
     /// The circuits of `endpoints` that are not clean.

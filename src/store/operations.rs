@@ -123,3 +123,32 @@ fn expired(
         .map(|(id, ..)| id)
         .collect()
 }
+
+/// How many running operations a lease looks at, oldest first: few run.
+pub(crate) const LEASE_CANDIDATES: i64 = 100;
+
+/// The operation lease loop, written once for both backends: among the
+/// running operations (`running`, as read, oldest first), the first
+/// `domain::operation::leasable` at `now` that the backend's
+/// compare-and-set (`take`: written only over the holder and lease end it
+/// was read with) gives to the caller. `now` is the store's clock
+/// (`crate::clock`), never the database's.
+pub(crate) async fn lease_first<F, Fut, E>(
+    running: Vec<Operation>,
+    now: DateTime<Utc>,
+    mut take: F,
+) -> Result<Option<Operation>, E>
+where
+    F: FnMut(Operation) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<Operation>, E>>,
+{
+    for candidate in running {
+        if !crate::domain::operation::leasable(candidate.status, candidate.lease_until, now) {
+            continue;
+        }
+        if let Some(taken) = take(candidate).await? {
+            return Ok(Some(taken));
+        }
+    }
+    Ok(None)
+}

@@ -17,6 +17,10 @@
 //!
 //! - `OperationStore`: recover operations and their leases.
 //!
+//! Each of those that decides by time (all but `ReadStore`, `StatsStore`
+//! and `ResealRows`) is also `Clocked`: the part that uses it reads the
+//! store's clock (`crate::clock`) for its own rules, so a process has one.
+//!
 //! Wrappers implement them over any store: `sealing::Sealing` seals at
 //! rest what crosses them (every trait but `ResealRows`: the reseal walk
 //! runs over the backend's own); `replica::ReplicaReads` serves
@@ -27,6 +31,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use crate::clock::Clock;
 
 use uuid::Uuid;
 
@@ -85,9 +91,15 @@ impl<'a> OperatorTarget<'a> {
     }
 }
 
+/// The clock a store's rules read (`crate::clock`): its users read it too,
+/// so that every rule of a process reads one clock.
+pub trait Clocked {
+    fn clock(&self) -> &Clock;
+}
+
 /// What the write path needs.
 #[async_trait::async_trait]
-pub trait WriteStore: Send + Sync + 'static {
+pub trait WriteStore: Clocked + Send + Sync + 'static {
     /// Commits notifications and events (with their deliveries) at once.
     async fn commit(&self, writes: Writes) -> Result<Committed, StoreError>;
     async fn find_endpoints(
@@ -203,7 +215,7 @@ pub trait PendingRows: Send + Sync {
 
 /// What the dispatcher needs.
 #[async_trait::async_trait]
-pub trait DeliveryStore: Send + Sync + 'static {
+pub trait DeliveryStore: Clocked + Send + Sync + 'static {
     /// The claimed notifications and, once each, those of their endpoints
     /// for which `current(id, version)` is false.
     async fn load_claimed(
@@ -239,7 +251,7 @@ pub trait DeliveryStore: Send + Sync + 'static {
 
 /// What housekeeping needs.
 #[async_trait::async_trait]
-pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
+pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 'static {
     /// Rows whose indexing is owed, with their due time while pending.
     async fn needing_index(
         &self,
@@ -304,7 +316,7 @@ pub trait HousekeepingStore: PendingRows + StatsStore + Send + Sync + 'static {
 /// What pull consumption needs (docs/design.md §10): leases held in the store,
 /// and a signal between processes when an endpoint has something new.
 #[async_trait::async_trait]
-pub trait PullStore: Send + Sync + 'static {
+pub trait PullStore: Clocked + Send + Sync + 'static {
     async fn take(
         &self,
         endpoint_id: Uuid,
@@ -434,7 +446,7 @@ pub type SharedReads = Arc<dyn ReadStore>;
 /// page's restarts and the operation's cursor and counts in one
 /// transaction.
 #[async_trait::async_trait]
-pub trait OperationStore: Send + Sync + 'static {
+pub trait OperationStore: Clocked + Send + Sync + 'static {
     /// Stores `operation` unless one of its kind already runs for its
     /// endpoint; then returns that one.
     async fn start_operation(

@@ -14,7 +14,6 @@ use axum::http::{Method, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::Utc;
 use uuid::Uuid;
 
 use crate::api::audit::{bounded, Refusals};
@@ -72,7 +71,7 @@ pub(in crate::api) async fn admit(
         .settings
         .portal
         .key()
-        .and_then(|key| verify(key, token, Utc::now()).ok());
+        .and_then(|key| verify(key, token, state.service.now()).ok());
     let Some(claims) = claims else {
         refusals.refused(Some(token), method, route, request.uri().path());
         return Err(ApiError::Unauthorized);

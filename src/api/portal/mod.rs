@@ -190,7 +190,7 @@ fn link(
         Some(origin) => origin,
         None => request_origin(state, headers, uri)?,
     };
-    let expires_at = DateTime::from_timestamp(Utc::now().timestamp() + lifetime, 0)
+    let expires_at = DateTime::from_timestamp(state.service.now().timestamp() + lifetime, 0)
         .ok_or(ApiError::Internal(None))?;
     let token = sign(
         key,

@@ -110,6 +110,8 @@ impl RedisIndex {
     pub async fn mark_indexed(&self) -> Result<(), DueError> {
         let key = self.marker_key();
         let keys = self.keys().clone();
+        // The host's clock, not the rule clock: the marker only says when
+        // the index was built, for an operator to read.
         let value = format!("{INDEX_FORMAT}{}", Utc::now().timestamp_millis());
         self.run::<()>(|p| {
             p.atomic();

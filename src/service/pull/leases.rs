@@ -130,7 +130,7 @@ impl Service {
         for done in results.iter().flatten() {
             metrics::counter!("hookd_pull_ended_total", "how" => how_label).increment(1);
             if let Some(leased_at) = rows.get(&done.id).and_then(|r| r.leased_at) {
-                let held = (Utc::now() - leased_at).num_microseconds().unwrap_or(0);
+                let held = (self.now() - leased_at).num_microseconds().unwrap_or(0);
                 metrics::histogram!("hookd_pull_ack_seconds").record(held.max(0) as f64 / 1e6);
             }
         }

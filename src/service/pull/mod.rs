@@ -194,7 +194,7 @@ impl Service {
                 .await;
             drop(joined);
             if let Some(taken) = step? {
-                record_taken(&taken);
+                record_taken(&taken, self.now());
                 return Ok((endpoint.id, taken));
             }
         }
@@ -240,14 +240,14 @@ impl Service {
             // looked at again shortly, then less and less often while
             // that lasts. A lease that ran out is no reason: the take
             // recorded it, and it is due again later.
-            Some(due) if due <= Utc::now() => {
+            Some(due) if due <= self.now() => {
                 let wait = behind_held(*behind);
                 *behind = Some(wait);
                 Instant::now() + wait
             }
             Some(due) => {
                 *behind = None;
-                Instant::now() + (due - Utc::now()).to_std().unwrap_or_default()
+                Instant::now() + (due - self.now()).to_std().unwrap_or_default()
             }
             None => {
                 *behind = None;
@@ -427,12 +427,11 @@ pub(super) fn not_yours() -> Problem {
     Problem::forbidden("this consumer token belongs to another endpoint")
 }
 
-fn record_taken(taken: &[Taken]) {
+fn record_taken(taken: &[Taken], now: chrono::DateTime<Utc>) {
     if taken.is_empty() {
         return;
     }
     metrics::counter!("hookd_pulled_total").increment(taken.len() as u64);
-    let now = Utc::now();
     for row in taken {
         let late = (now - row.due_at).num_microseconds().unwrap_or(0).max(0);
         metrics::histogram!("hookd_pull_lateness_seconds").record(late as f64 / 1e6);

@@ -120,7 +120,8 @@ impl PgStore {
         let done = done.rows_affected() == 1;
         if done {
             if let Some(event) = event {
-                insert_events(&mut tx, &[event.subject], std::slice::from_ref(event)).await?;
+                let now = self.clock.now();
+                insert_events(&mut tx, &[event.subject], std::slice::from_ref(event), now).await?;
             }
         }
         tx.commit().await?;
@@ -178,10 +179,11 @@ impl PgStore {
         let series: Vec<i32> = held.iter().map(|h| h.2).collect();
         // `held_too_long` of a pending row: the rows selected are pending.
         let ended = held_too_long(Status::Pending).expect("a pending notification ends");
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let failed: Vec<(Uuid, Uuid)> = sqlx::query_as(
             "UPDATE notifications n SET status = $5, next_attempt_at = $6, \
-                 last_error = $4, completed_at = now(), updated_at = now(), \
+                 last_error = $4, completed_at = $7, updated_at = $7, \
                  lease_id = NULL, leased_at = NULL \
              FROM UNNEST($1::uuid[], $2::int[], $3::int[]) AS h(id, attempts, series_start) \
              WHERE n.id = h.id AND (n.status = 'pending') IS TRUE AND n.attempts = h.attempts \
@@ -194,10 +196,10 @@ impl PgStore {
         .bind(last_error)
         .bind(ended.status)
         .bind(ended.next_attempt_at)
+        .bind(now)
         .fetch_all(&mut *tx)
         .await?;
         // Failures without an attempt count in the per-minute counts too.
-        let now = chrono::Utc::now();
         let sums = crate::domain::minute_stats::sum(
             failed
                 .iter()
@@ -207,7 +209,7 @@ impl PgStore {
             super::stats::add_minute_sums(&mut tx, &sums).await?;
         }
         let failed: Vec<Uuid> = failed.into_iter().map(|(id, _)| id).collect();
-        insert_events(&mut tx, &failed, events).await?;
+        insert_events(&mut tx, &failed, events, now).await?;
         tx.commit().await?;
         Ok(failed)
     }
@@ -229,12 +231,13 @@ fn seen_binds<'q>(
         .bind(seen.release_at)
 }
 
-/// Inserts the events whose subject is among `changed`, in the caller's
-/// transaction.
+/// Inserts the events whose subject is among `changed`, due at `now`, in
+/// the caller's transaction.
 async fn insert_events(
     tx: &mut sqlx::PgConnection,
     changed: &[Uuid],
     events: &[OperatorEvent],
+    now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     if events.is_empty() || changed.is_empty() {
         return Ok(());
@@ -242,7 +245,7 @@ async fn insert_events(
     let binds: EventBinds<'_> = events.iter().collect();
     sqlx::query(concat!(
         "WITH changed AS (SELECT unnest($7::uuid[]) AS id), ",
-        insert_operator_events!("changed", "$6", "$1", "$2", "$3", "$4", "$5"),
+        insert_operator_events!("changed", "$6", "$1", "$2", "$3", "$4", "$5", "$8"),
         " SELECT 1"
     ))
     .bind(&binds.subjects)
@@ -252,6 +255,7 @@ async fn insert_events(
     .bind(OPERATOR_ENDPOINT_ID)
     .bind(&binds.ids)
     .bind(changed)
+    .bind(now)
     .execute(tx)
     .await?;
     Ok(())

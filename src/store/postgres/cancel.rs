@@ -47,7 +47,7 @@ impl PgStore {
             Ok(cancelled) => {
                 let sql = format!(
                     "UPDATE notifications SET status = $2, next_attempt_at = $3, \
-                         completed_at = now(), updated_at = now(), needs_index = false, \
+                         completed_at = $4, updated_at = $4, needs_index = false, \
                          lease_id = NULL, leased_at = NULL \
                      WHERE id = $1 RETURNING {}",
                     columns_with_body()
@@ -56,6 +56,7 @@ impl PgStore {
                     .bind(id)
                     .bind(cancelled.status)
                     .bind(cancelled.next_attempt_at)
+                    .bind(self.clock.now())
                     .fetch_one(&mut *tx)
                     .await?
             }
@@ -83,6 +84,7 @@ impl PgStore {
                 endpoint_id,
                 spare,
             },
+            self.clock.now(),
         )
         .await
     }
@@ -90,16 +92,23 @@ impl PgStore {
 /// The one cancel every path uses (by id, by key, a deleted endpoint's, a
 /// dispatcher's orphans): the notification becomes final, nothing is due,
 /// nothing is left to index. Only pending ones change; returns their ids.
-/// Runs on the pool or inside the caller's transaction.
+/// Runs on the pool or inside the caller's transaction; stamps the rows
+/// at `now` (the store's clock).
 pub(super) async fn cancel_pending<'c>(
     executor: impl sqlx::PgExecutor<'c>,
     which: Pending<'_>,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<Uuid>, StoreError> {
+    // `$now` is the parameter after the selector's.
     macro_rules! cancel_where {
-        ($filter:literal) => {
+        ($now:literal, $filter:literal) => {
             concat!(
                 "UPDATE notifications SET status = 'cancelled', next_attempt_at = NULL, \
-                     completed_at = now(), updated_at = now(), needs_index = false, \
+                     completed_at = ",
+                $now,
+                ", updated_at = ",
+                $now,
+                ", needs_index = false, \
                      lease_id = NULL, leased_at = NULL \
                  WHERE status = 'pending' AND ",
                 $filter,
@@ -113,27 +122,34 @@ pub(super) async fn cancel_pending<'c>(
     let query = match which {
         Pending::Ids(ids) => {
             let (low, high) = id_span(ids);
-            sqlx::query_scalar(cancel_where!("id = ANY($1) AND id BETWEEN $2 AND $3"))
+            sqlx::query_scalar(cancel_where!("$4", "id = ANY($1) AND id BETWEEN $2 AND $3"))
                 .bind(ids)
                 .bind(low)
                 .bind(high)
+                .bind(now)
         }
         Pending::Key {
             key,
             endpoint_id,
             spare,
         } => sqlx::query_scalar(cancel_where!(
+            "$4",
             "id IN (SELECT k.id FROM notification_keys k WHERE k.key = $1 \
                  AND ($2::uuid IS NULL OR k.endpoint_id = $2) AND k.endpoint_id IS DISTINCT FROM $3)"
         ))
         .bind(key)
         .bind(endpoint_id)
-        .bind(spare),
+        .bind(spare)
+        .bind(now),
         Pending::Endpoint(endpoint_id) => {
-            sqlx::query_scalar(cancel_where!("endpoint_id = $1")).bind(endpoint_id)
+            sqlx::query_scalar(cancel_where!("$2", "endpoint_id = $1"))
+                .bind(endpoint_id)
+                .bind(now)
         }
         Pending::Event(event_id) => {
-            sqlx::query_scalar(cancel_where!("event_id = $1")).bind(event_id)
+            sqlx::query_scalar(cancel_where!("$2", "event_id = $1"))
+                .bind(event_id)
+                .bind(now)
         }
     };
     Ok(query.fetch_all(executor).await?)

@@ -1,5 +1,5 @@
 //! Consumer tokens in PostgreSQL: the full read and the read of what changed
-//! since, by the database's clock.
+//! since, by the store's clock (`crate::clock`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -10,19 +10,17 @@ use crate::store::consumer_tokens::ConsumerTokenRow;
 use crate::store::consumer_tokens::ConsumerTokenRows;
 use crate::store::StoreError;
 
-/// A row as PostgreSQL returns it: the clock always, the rest `NULL` when
-/// nothing changed (one row either way, so the clock comes in the same
-/// statement).
+/// A row as PostgreSQL returns it: all `NULL` when nothing changed (one
+/// row either way; the clock it was read at is the store's, taken before).
 #[derive(sqlx::FromRow)]
 struct Read {
-    read_at: DateTime<Utc>,
     endpoint_id: Option<Uuid>,
     digest: Option<Vec<u8>>,
     deleted: Option<bool>,
     delivery: Option<Delivery>,
 }
 /// Every consumer token, with its endpoint.
-const ALL: &str = "SELECT now() AS read_at, c.endpoint_id, c.digest, c.deleted, c.delivery \
+const ALL: &str = "SELECT c.endpoint_id, c.digest, c.deleted, c.delivery \
      FROM (VALUES (1)) AS one (x) LEFT JOIN ( \
          SELECT t.endpoint_id, t.digest, e.deleted_at IS NOT NULL AS deleted, e.delivery \
          FROM consumer_tokens t JOIN endpoints e ON e.id = t.endpoint_id \
@@ -32,8 +30,7 @@ const ALL: &str = "SELECT now() AS read_at, c.endpoint_id, c.digest, c.deleted, 
 /// Both bounds are always given: a generic plan takes a range with two
 /// parameters for a small slice of its index (`consumer_tokens_issued`,
 /// `endpoints_changed`), where `> $1` alone reads as a third of the table.
-pub(crate) const CHANGED: &str =
-    "SELECT now() AS read_at, c.endpoint_id, c.digest, c.deleted, c.delivery \
+pub(crate) const CHANGED: &str = "SELECT c.endpoint_id, c.digest, c.deleted, c.delivery \
      FROM (VALUES (1)) AS one (x) LEFT JOIN ( \
          SELECT e.id AS endpoint_id, t.digest, e.deleted_at IS NOT NULL AS deleted, e.delivery \
          FROM endpoints e LEFT JOIN consumer_tokens t ON t.endpoint_id = e.id \
@@ -49,6 +46,9 @@ impl PgStore {
         &self,
         since: Option<DateTime<Utc>>,
     ) -> Result<ConsumerTokenRows, StoreError> {
+        // Before the read: a change it misses is after this, and the next
+        // read finds it.
+        let read_at = self.clock.now();
         let read: Vec<Read> = match since {
             None => sqlx::query_as(ALL).fetch_all(&self.pool).await?,
             Some(since) => {
@@ -59,7 +59,6 @@ impl PgStore {
                     .await?
             }
         };
-        let read_at = read.first().map_or_else(Utc::now, |r| r.read_at);
         let rows = read
             .into_iter()
             .filter_map(|r| {

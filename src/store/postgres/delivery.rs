@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::cancel::cancel_pending;
 use super::partitions::id_span;
 use super::PgStore;
+use crate::clock::Clock;
 use crate::domain::lease::Lease;
 use crate::domain::status::Status;
 use crate::domain::transition::Retried;
@@ -119,16 +120,16 @@ impl PgStore {
     /// Cancels pending notifications whose endpoint was deleted (a create that
     /// raced the delete).
     pub async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        cancel_pending(&self.pool, Pending::Ids(ids)).await?;
+        cancel_pending(&self.pool, Pending::Ids(ids), self.clock.now()).await?;
         Ok(())
     }
 
     /// Starts a new attempt series now for a failed or pending notification,
     /// as `store::delivery::retry_notification` decides on the row read
-    /// under its lock with the transaction's clock (whether a consumer's
-    /// lease still runs); `delivering`: the due index holds a lease on it.
-    /// A refusal comes back with the row as it is. Retries are rare: a
-    /// read and a write in one transaction, and no statement that decides.
+    /// under its lock with the store's clock (whether a consumer's lease
+    /// still runs); `delivering`: the due index holds a lease on it. A
+    /// refusal comes back with the row as it is. Retries are rare: a read
+    /// and a write in one transaction, and no statement that decides.
     pub async fn retry_notification(
         &self,
         id: Uuid,
@@ -136,26 +137,31 @@ impl PgStore {
         delivering: bool,
     ) -> Result<Retry, StoreError> {
         let tx = self.pool.begin().await?;
-        retry_notification(PgRetry(tx), id, now, delivering).await
+        let clock = self.clock.clone();
+        retry_notification(PgRetry { tx, clock }, id, now, delivering).await
     }
 }
 
-/// A retry's read (the row locked `FOR UPDATE`) and write, in one
-/// transaction.
-struct PgRetry(sqlx::Transaction<'static, sqlx::Postgres>);
+/// A retry's read (the row locked `FOR UPDATE`, then the store's clock
+/// read) and write, in one transaction.
+struct PgRetry {
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    clock: Clock,
+}
 
 #[async_trait::async_trait]
 impl RetryStep for PgRetry {
     async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, StoreError> {
         let state: Option<RetryState> = sqlx::query_as(
-            "SELECT status, attempts, lease_id, leased_at, next_attempt_at, now() \
+            "SELECT status, attempts, lease_id, leased_at, next_attempt_at \
              FROM notifications WHERE id = $1 FOR UPDATE",
         )
         .bind(id)
-        .fetch_optional(&mut *self.0)
+        .fetch_optional(&mut *self.tx)
         .await?;
+        let read_at = self.clock.now();
         Ok(state.map(
-            |(status, attempts, lease_id, leased_at, next_attempt_at, read_at)| RetryRead {
+            |(status, attempts, lease_id, leased_at, next_attempt_at)| RetryRead {
                 status,
                 attempts,
                 lease: Lease::stored(lease_id, leased_at, next_attempt_at),
@@ -168,14 +174,14 @@ impl RetryStep for PgRetry {
         &mut self,
         id: Uuid,
         retried: &Retried,
-        _read_at: DateTime<Utc>,
+        read_at: DateTime<Utc>,
     ) -> Result<Notification, StoreError> {
         // An event's delivery comes back with its event's type and body.
         Ok(
             sqlx::query_as::<_, Notification>(sqlx::AssertSqlSafe(format!(
                 "UPDATE notifications SET status = $2, series_start = $3, \
                  next_attempt_at = $4, completed_at = NULL, needs_index = false, \
-                 lease_id = NULL, leased_at = NULL, updated_at = now() \
+                 lease_id = NULL, leased_at = NULL, updated_at = $5 \
              WHERE id = $1 RETURNING {}",
                 super::notifications::columns_with_body()
             )))
@@ -183,7 +189,8 @@ impl RetryStep for PgRetry {
             .bind(retried.status)
             .bind(retried.series_start)
             .bind(retried.next_attempt_at)
-            .fetch_one(&mut *self.0)
+            .bind(read_at)
+            .fetch_one(&mut *self.tx)
             .await?,
         )
     }
@@ -195,23 +202,22 @@ impl RetryStep for PgRetry {
                 super::notifications::columns_with_body()
             )))
             .bind(id)
-            .fetch_one(&mut *self.0)
+            .fetch_one(&mut *self.tx)
             .await?,
         )
     }
 
     async fn commit(self) -> Result<(), StoreError> {
-        Ok(self.0.commit().await?)
+        Ok(self.tx.commit().await?)
     }
 }
 
 /// What a retry is decided on: status, attempts, the lease (id, leased at,
-/// next attempt at) and the transaction's clock.
+/// next attempt at).
 type RetryState = (
     Status,
     i32,
     Option<Uuid>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
-    DateTime<Utc>,
 );

@@ -22,8 +22,8 @@ impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, now(), now(), $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
-                 CASE WHEN $14 THEN now() END) \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
+                 CASE WHEN $14 THEN $27 END) \
              RETURNING {COLUMNS}"
         );
         sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -53,6 +53,7 @@ impl PgStore {
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
             .bind(endpoint.portal_generation)
+            .bind(self.clock.now())
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -173,18 +174,19 @@ impl PgStore {
             endpoint.disabled,
             endpoint.url.is_some(),
         );
+        let now = self.clock.now();
         if was_disabled && !endpoint.disabled {
-            release_held(&mut tx, endpoint.id).await?;
+            release_held(&mut tx, endpoint.id, now).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
              event_types = $7, schedule_ms = $8, schedule_name = $9, \
              success_body = $10, permanent_statuses = $11, headers = $12, timeout_ms = $13, \
-             max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = now(), \
+             max_in_flight = $14, disabled = $15, owner = $16, delivery = $17, updated_at = $28, \
              version = version + 1, \
              disabled_at = CASE WHEN NOT $15 THEN NULL \
-                 WHEN disabled THEN COALESCE(disabled_at, now()) ELSE now() END, \
+                 WHEN disabled THEN COALESCE(disabled_at, $28) ELSE $28 END, \
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
              breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27 \
@@ -218,6 +220,7 @@ impl PgStore {
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
+            .bind(now)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -232,21 +235,23 @@ impl PgStore {
         if !by.is_possible() {
             return Ok(None);
         }
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();
         let deleted: Option<Uuid> = sqlx::query_scalar(
-            "UPDATE endpoints SET deleted_at = now(), updated_at = now(), version = version + 1 \
+            "UPDATE endpoints SET deleted_at = $3, updated_at = $3, version = version + 1 \
              WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed RETURNING id",
         )
         .bind(id)
         .bind(uid)
+        .bind(now)
         .fetch_optional(&mut *tx)
         .await?;
         let Some(endpoint_id) = deleted else {
             return Ok(None);
         };
         let cancelled =
-            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id)).await?;
+            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id), now).await?;
         // Its circuit goes with it: nothing is left to probe or hold.
         sqlx::query("DELETE FROM endpoint_circuits WHERE endpoint_id = $1")
             .bind(endpoint_id)
@@ -270,25 +275,31 @@ impl PgStore {
 ///   next look, and a crash after this commit loses none of that.
 ///
 /// The caller holds the endpoint's row, whose `disabled_at` says when the
-/// span started; the transaction's clock is the enabling's.
-async fn release_held(conn: &mut sqlx::PgConnection, endpoint_id: Uuid) -> Result<(), StoreError> {
+/// span started; `now` (the store's clock) is the enabling.
+async fn release_held(
+    conn: &mut sqlx::PgConnection,
+    endpoint_id: Uuid,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE notifications n \
-         SET next_attempt_at = n.next_attempt_at + (now() - GREATEST(e.disabled_at, n.next_attempt_at)), \
-             updated_at = now() \
+         SET next_attempt_at = n.next_attempt_at + ($2 - GREATEST(e.disabled_at, n.next_attempt_at)), \
+             updated_at = $2 \
          FROM endpoints e \
          WHERE e.id = $1 AND e.disabled_at IS NOT NULL \
            AND n.endpoint_id = $1 AND n.status = 'pending' AND n.pull AND n.lease_id IS NULL \
-           AND n.next_attempt_at < now()",
+           AND n.next_attempt_at < $2",
     )
     .bind(endpoint_id)
+    .bind(now)
     .execute(&mut *conn)
     .await?;
     sqlx::query(
         "UPDATE notifications SET needs_index = true \
-         WHERE endpoint_id = $1 AND status = 'pending' AND NOT pull AND next_attempt_at <= now()",
+         WHERE endpoint_id = $1 AND status = 'pending' AND NOT pull AND next_attempt_at <= $2",
     )
     .bind(endpoint_id)
+    .bind(now)
     .execute(&mut *conn)
     .await?;
     Ok(())

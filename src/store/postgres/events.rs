@@ -282,8 +282,12 @@ impl PgStore {
             return Ok(None);
         }
         Ok(Some(
-            super::cancel::cancel_pending(&self.pool, crate::store::cancel::Pending::Event(id))
-                .await?,
+            super::cancel::cancel_pending(
+                &self.pool,
+                crate::store::cancel::Pending::Event(id),
+                self.clock.now(),
+            )
+            .await?,
         ))
     }
 

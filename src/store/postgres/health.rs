@@ -61,11 +61,11 @@ impl PgStore {
                    AND NOT e.disabled AND e.deleted_at IS NULL \
                  ORDER BY e.id FOR NO KEY UPDATE OF e \
              ), disabled AS ( \
-                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = now(), \
-                     disabled_at = now(), version = e.version + 1 \
+                 UPDATE endpoints e SET disabled = true, disabled_reason = $4, updated_at = $11, \
+                     disabled_at = $11, version = e.version + 1 \
                  FROM locked l WHERE e.id = l.id RETURNING e.id \
              ), ",
-            insert_operator_events!("disabled", "$10", "$5", "$6", "$7", "$8", "$9"),
+            insert_operator_events!("disabled", "$10", "$5", "$6", "$7", "$8", "$9", "$11"),
             " SELECT id FROM disabled"
         ))
         .bind(&ids)
@@ -78,6 +78,7 @@ impl PgStore {
         .bind(&events.bodies)
         .bind(OPERATOR_ENDPOINT_ID)
         .bind(&events.ids)
+        .bind(self.clock.now())
         .fetch_all(&self.pool)
         .await?)
     }

@@ -41,6 +41,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 use super::StoreError;
+use crate::clock::Clock;
 use crate::config::DatabaseSettings;
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -85,6 +86,9 @@ pub struct PgStore {
     /// Whether recorded attempts add to the per-minute counts
     /// (`stats.count_minutes`).
     count_minutes: bool,
+    /// The clock every rule reads: its time is bound into the statements,
+    /// and PostgreSQL's own `now()` decides nothing (`crate::clock`).
+    clock: Clock,
 }
 
 impl PgStore {
@@ -92,7 +96,19 @@ impl PgStore {
         Self {
             pool,
             count_minutes: true,
+            clock: Clock::system(),
         }
+    }
+
+    /// This store, reading `clock` for every rule (the system clock by
+    /// default).
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The clock this store's rules read.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// This store, adding recorded attempts to the per-minute counts or

@@ -27,6 +27,12 @@ use crate::store::StoreError;
 /// row is `leased` is not decided here: its lease and the transaction's
 /// clock (`read_at`) are read, and `domain::lease::held` decides as the
 /// row is decoded (`rows.rs`).
+///
+/// `now() AS read_at` is the one use of PostgreSQL's clock left: it
+/// decides no write, only what a read shows (`leased`, which the API
+/// reports), and these columns are spliced into statements of every
+/// shape (a parameter would need a number per statement). A host's clock
+/// off by a second shows a lease as held a second more or less.
 const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
      last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \

@@ -12,11 +12,9 @@ use uuid::Uuid;
 
 use super::PgStore;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{
-    after_page, leasable, restart, OperationKind, OperationStatus, Window,
-};
+use crate::domain::operation::{after_page, restart, OperationKind, OperationStatus, Window};
 use crate::domain::status::Status;
-use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::operations::{lease_first, Operation, RecoverPage, Started, LEASE_CANDIDATES};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
@@ -74,7 +72,7 @@ async fn read(
 /// On `notifications_failed_by_endpoint`, it reads the page's rows and no
 /// more (`plan_tests`).
 pub(super) const RECOVER_PAGE: &str =
-    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull, now() \
+    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull \
      FROM notifications \
      WHERE endpoint_id = $1 AND status = 'failed' \
        AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
@@ -90,7 +88,6 @@ type FailedRow = (
     Option<DateTime<Utc>>,
     DateTime<Utc>,
     bool,
-    DateTime<Utc>,
 );
 
 #[async_trait::async_trait]
@@ -149,15 +146,13 @@ impl OperationStore for PgStore {
         // Few rows: only running operations, oldest first.
         let running = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM operations WHERE status = 'running' \
-             ORDER BY created_at, id LIMIT 100"
+             ORDER BY created_at, id LIMIT $1"
         )))
+        .bind(LEASE_CANDIDATES)
         .try_map(|row: PgRow| operation(&row))
         .fetch_all(&self.pool)
         .await?;
-        for candidate in running {
-            if !leasable(candidate.status, candidate.lease_until, now) {
-                continue;
-            }
+        lease_first(running, now, |candidate| async move {
             let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE operations SET lease_holder = $2, lease_until = $3 \
                  WHERE id = $1 AND status = 'running' \
@@ -173,11 +168,9 @@ impl OperationStore for PgStore {
             .try_map(|row: PgRow| operation(&row))
             .fetch_optional(&self.pool)
             .await?;
-            if taken.is_some() {
-                return Ok(taken);
-            }
-        }
-        Ok(None)
+            Ok::<_, StoreError>(taken)
+        })
+        .await
     }
 
     async fn recover_page(
@@ -210,9 +203,11 @@ impl OperationStore for PgStore {
         let mut series = Vec::with_capacity(rows.len());
         let mut due = Vec::with_capacity(rows.len());
         let mut restarted = Vec::with_capacity(rows.len());
-        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull, read_at) in &rows {
+        // `now` is the caller's, from the one clock (`crate::clock`): the
+        // rows are read as of it too.
+        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull) in &rows {
             let lease = Lease::stored(lease_id, leased_at, next_at);
-            if let Some(retried) = restart(status, attempts, lease, now, read_at) {
+            if let Some(retried) = restart(status, attempts, lease, now, now) {
                 ids.push(row_id);
                 statuses.push(retried.status);
                 series.push(retried.series_start);
@@ -224,7 +219,7 @@ impl OperationStore for PgStore {
             sqlx::query(
                 "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
                      next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
-                     lease_id = NULL, leased_at = NULL, updated_at = now() \
+                     lease_id = NULL, leased_at = NULL, updated_at = $5 \
                  FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
                      AS u(id, status, series_start, due) \
                  WHERE n.id = u.id",
@@ -233,6 +228,7 @@ impl OperationStore for PgStore {
             .bind(&statuses)
             .bind(&series)
             .bind(&due)
+            .bind(now)
             .execute(&mut *tx)
             .await?;
         }

@@ -23,12 +23,14 @@ impl PgStore {
         &self,
         target: Option<OperatorTarget<'_>>,
     ) -> Result<(), StoreError> {
+        let now = self.clock.now();
         let Some(target) = target else {
             sqlx::query(
-                "UPDATE endpoints SET deleted_at = now(), updated_at = now(), version = version + 1 \
+                "UPDATE endpoints SET deleted_at = $2, updated_at = $2, version = version + 1 \
                  WHERE id = $1 AND deleted_at IS NULL",
             )
             .bind(OPERATOR_ENDPOINT_ID)
+            .bind(now)
             .execute(&self.pool)
             .await?;
             return Ok(());
@@ -48,8 +50,9 @@ impl PgStore {
                 let schedule = Schedule::default();
                 // Another process may create it first: its row is as good.
                 sqlx::query(
-                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed) \
-                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true) \
+                    "INSERT INTO endpoints (id, url, description, secret, schedule_ms, schedule_name, managed, \
+                         created_at, updated_at) \
+                     VALUES ($1, $2, 'hookd operator events (operator.url)', $3, $4, $5, true, $6, $6) \
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(OPERATOR_ENDPOINT_ID)
@@ -57,6 +60,7 @@ impl PgStore {
                 .bind(target.secret.as_ref())
                 .bind(schedule.delays_ms())
                 .bind(schedule.name())
+                .bind(now)
                 .execute(&mut *tx)
                 .await?;
             }
@@ -64,11 +68,12 @@ impl PgStore {
                 if !(target.unchanged)(&stored_url, &stored_secret) || deleted || disabled {
                     sqlx::query(
                         "UPDATE endpoints SET url = $2, secret = $3, deleted_at = NULL, disabled = false, disabled_at = NULL, \
-                             updated_at = now(), version = version + 1 WHERE id = $1",
+                             updated_at = $4, version = version + 1 WHERE id = $1",
                     )
                     .bind(OPERATOR_ENDPOINT_ID)
                     .bind(target.url.as_ref())
                     .bind(target.secret.as_ref())
+                    .bind(now)
                     .execute(&mut *tx)
                     .await?;
                 }
@@ -84,7 +89,8 @@ impl PgStore {
 /// them as the arrays `$ids`, `$subjects` (uuid[]), `$types`, `$keys`
 /// (text[]) and `$bodies` (bytea[]) (see `EventBinds`: the ids are made in
 /// Rust, as every id hookd makes) and the operator endpoint's id as
-/// `$operator`, and whose CTE `$changed` returns the `id` of each row it
+/// `$operator`, the store's clock as `$now` (when the events are due),
+/// and whose CTE `$changed` returns the `id` of each row it
 /// changed. An event is inserted only if its subject's change was, and only
 /// while the operator endpoint exists; its key (a row of
 /// `notification_keys`, as every key is) makes a second recording of the
@@ -103,7 +109,7 @@ impl PgStore {
 /// `DISTINCT ON` keeps one event a key, as `DO NOTHING` did: an upsert may
 /// not touch a row twice in one statement.
 macro_rules! insert_operator_events {
-    ($changed:literal, $ids:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal) => {
+    ($changed:literal, $ids:literal, $subjects:literal, $types:literal, $keys:literal, $bodies:literal, $operator:literal, $now:literal) => {
         concat!(
             "reported_keys AS ( \
                  INSERT INTO notification_keys AS k (key, endpoint_id, id) \
@@ -131,7 +137,11 @@ macro_rules! insert_operator_events {
                  INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
                      schedule_ms, schedule_name, deliver_at, next_attempt_at, needs_index) \
                  SELECT ev.id, op.id, ev.key, ev.event_type, 'application/json', ev.body, \
-                     op.schedule_ms, op.schedule_name, now(), now(), true \
+                     op.schedule_ms, op.schedule_name, ",
+            $now,
+            "::timestamptz, ",
+            $now,
+            "::timestamptz, true \
                  FROM UNNEST(",
             $ids,
             "::uuid[], ",

@@ -2,11 +2,12 @@
 //! mode switches, and the signal between processes (LISTEN/NOTIFY).
 //!
 //! Whether a lease still runs is decided in `domain::lease`, never here:
-//! rows are read with the transaction's clock (`now() AS now`), the domain
-//! decides, and each write is fenced by a compare-and-set on what it
+//! rows are read as of the store's clock (`crate::clock`, bound into the
+//! statement as `$now`; PostgreSQL's own `now()` decides nothing), the
+//! domain decides, and each write is fenced by a compare-and-set on what it
 //! decided on. The predicates on leases that remain are of two kinds:
 //! - candidate filters of set-based reads (`end_leases`' ran-out sweep:
-//!   `lease_id IS NOT NULL AND next_attempt_at <= now()`), which only
+//!   `lease_id IS NOT NULL AND next_attempt_at <= $now`), which only
 //!   choose, through an index, rows worth reading; the domain then decides
 //!   each (`LeaseDecision`), and a row the filter let through that the
 //!   domain finds still running is left alone;
@@ -26,7 +27,7 @@ use uuid::Uuid;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::lease::{released, Lease};
-use crate::domain::pull::{Delivery, Receipt, STRAY_WINDOW};
+use crate::domain::pull::{strays_since, Delivery, Receipt};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
 use crate::store::pull::Leases;
@@ -36,12 +37,22 @@ use crate::store::StoreError;
 
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
 /// The endpoint's jitter by its primary key: no join to widen every
-/// statement that reads these.
+/// statement that reads these. Its `now` is the store's clock, set by
+/// `as_of`.
 pub(super) const LEASED: &str = "n.id, n.endpoint_id, n.pull, n.status, n.key, \
      COALESCE(n.event_type, e.event_type) AS event_type, n.attempts, n.series_start, \
-     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, now() AS now, \
+     n.schedule_ms, n.schedule_name, n.lease_id, n.leased_at, n.next_attempt_at, \
      COALESCE((SELECT j.schedule_jitter FROM endpoints j WHERE j.id = n.endpoint_id), 0) \
      AS schedule_jitter";
+/// Rows read with `LEASED`, as of `now` (the store's clock, which the
+/// statement that read them was given).
+pub(super) fn as_of(mut rows: Vec<Leased>, now: DateTime<Utc>) -> Vec<Leased> {
+    for row in &mut rows {
+        row.now = now;
+    }
+    rows
+}
+
 impl PgStore {
     /// When the endpoint next needs a consumer: the earliest due time of
     /// its pending pull notifications, leased ones at their lease's end;
@@ -70,12 +81,13 @@ impl PgStore {
     /// written only if its row still has the lease it was decided on
     /// (`AttemptRecord::expected`), so a lease lost meanwhile is left alone.
     /// The ran-out selectors' `lease_id IS NOT NULL AND next_attempt_at <=
-    /// now()` only picks candidates cheaply; `decide` says which ran out.
+    /// $now` only picks candidates cheaply; `decide` says which ran out.
     pub async fn end_leases(
         &self,
         which: Leases<'_>,
         mut decide: LeaseDecision<'_>,
     ) -> Result<LeasesEnded, StoreError> {
+        let now = self.clock.now();
         let mut conn = self.pool.acquire().await?;
         let rows = match which {
             Leases::Receipts(receipts) => {
@@ -95,13 +107,14 @@ impl PgStore {
             Leases::Expired { endpoint, limit } => {
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                     WHERE n.lease_id IS NOT NULL AND n.next_attempt_at <= now() \
+                     WHERE n.lease_id IS NOT NULL AND n.next_attempt_at <= $3 \
                        AND ($1::uuid IS NULL OR n.endpoint_id = $1) \
                      ORDER BY n.next_attempt_at LIMIT $2"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(endpoint)
                     .bind(limit)
+                    .bind(now)
                     .fetch_all(&mut *conn)
                     .await?
             }
@@ -110,20 +123,22 @@ impl PgStore {
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                      WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
-                       AND n.lease_id IS NOT NULL AND n.next_attempt_at <= now()"
+                       AND n.lease_id IS NOT NULL AND n.next_attempt_at <= $4"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(ids)
                     .bind(low)
                     .bind(high)
+                    .bind(now)
                     .fetch_all(&mut *conn)
                     .await?
             }
         };
+        let rows = as_of(rows, now);
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let moved =
-            super::recording::record_attempts_on(&mut tx, &records, &[], self.count_minutes)
+            super::recording::record_attempts_on(&mut tx, &records, &[], now, self.count_minutes)
                 .await?;
         tx.commit().await?;
         Ok(LeasesEnded { rows, moved })
@@ -136,7 +151,7 @@ impl PgStore {
     /// lease ran out between the caller's read and this write; the caller
     /// reads it again to say why. The lease id is fresh per lease and
     /// cleared by every transition out of it, so matching it says the row
-    /// is still pending under it. `next_attempt_at > now()` fences the gap
+    /// is still pending under it. `next_attempt_at > $now` fences the gap
     /// between the read and this write: a lease that has run out is never
     /// extended (docs/design.md §10), however late the request that found it
     /// running is written.
@@ -147,15 +162,16 @@ impl PgStore {
         to: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>, StoreError> {
         Ok(sqlx::query_scalar(
-            "UPDATE notifications SET next_attempt_at = $4, updated_at = now() \
+            "UPDATE notifications SET next_attempt_at = $4, updated_at = $5 \
              WHERE id = $1 AND lease_id = $2 AND next_attempt_at = $3 \
-               AND next_attempt_at > now() \
+               AND next_attempt_at > $5 \
              RETURNING next_attempt_at",
         )
         .bind(receipt.notification)
         .bind(receipt.lease)
         .bind(until)
         .bind(to)
+        .bind(self.clock.now())
         .fetch_optional(&self.pool)
         .await?)
     }
@@ -167,10 +183,12 @@ impl PgStore {
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
              WHERE n.id = $1"
         );
-        Ok(sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+        let now = self.clock.now();
+        let row = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        Ok(row.map(|row| Leased { now, ..row }))
     }
 
     /// Makes every pending notification of the endpoint follow its mode:
@@ -189,9 +207,10 @@ impl PgStore {
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let pull = delivery == Delivery::Pull;
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let rows: Vec<LeaseRow> = sqlx::query_as(
-            "SELECT id, lease_id, leased_at, next_attempt_at, now() FROM notifications \
+            "SELECT id, lease_id, leased_at, next_attempt_at FROM notifications \
              WHERE endpoint_id = $1 AND status = 'pending' AND pull <> $2 \
              ORDER BY id FOR UPDATE",
         )
@@ -199,7 +218,7 @@ impl PgStore {
         .bind(pull)
         .fetch_all(&mut *tx)
         .await?;
-        let moved = switch_rows(&mut tx, &rows, pull).await?;
+        let moved = switch_rows(&mut tx, &rows, pull, now).await?;
         tx.commit().await?;
         Ok(moved)
     }
@@ -218,24 +237,25 @@ impl PgStore {
     /// not their endpoint's: the rule that a notification follows its
     /// endpoint's mode, rendered as a join for the indexes.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let rows: Vec<LeaseRow> = sqlx::query_as(
-            "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at, now() FROM notifications n \
+            "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at FROM notifications n \
              WHERE n.id IN ( \
                  SELECT s.id FROM endpoints e CROSS JOIN LATERAL ( \
                      SELECT id FROM notifications \
                      WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
                  ) s \
-                 WHERE e.updated_at > now() - make_interval(secs => $2) \
+                 WHERE e.updated_at > $2 \
                    AND e.delivery = 'push' AND e.deleted_at IS NULL LIMIT $1 \
              ) AND n.status = 'pending' AND n.pull \
              FOR UPDATE OF n SKIP LOCKED",
         )
         .bind(limit)
-        .bind(STRAY_WINDOW.as_secs_f64())
+        .bind(strays_since(now))
         .fetch_all(&mut *tx)
         .await?;
-        let moved = switch_rows(&mut tx, &rows, false).await?;
+        let moved = switch_rows(&mut tx, &rows, false, now).await?;
         tx.commit().await?;
         Ok(moved)
     }
@@ -247,25 +267,25 @@ impl PgStore {
     /// ones.) Endpoints come from `endpoints_deleted`. At most `limit`;
     /// returns how many.
     pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+        let now = self.clock.now();
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT o.id FROM endpoints e CROSS JOIN LATERAL ( \
                  SELECT id FROM notifications \
                  WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
              ) o \
-             WHERE e.deleted_at > now() - make_interval(secs => $2) LIMIT $1",
+             WHERE e.deleted_at > $2 LIMIT $1",
         )
         .bind(limit)
-        .bind(STRAY_WINDOW.as_secs_f64())
+        .bind(strays_since(now))
         .fetch_all(&self.pool)
         .await?;
         if ids.is_empty() {
             return Ok(0);
         }
-        Ok(
-            super::cancel::cancel_pending(&self.pool, crate::store::cancel::Pending::Ids(&ids))
-                .await?
-                .len(),
-        )
+        let pending = crate::store::cancel::Pending::Ids(&ids);
+        Ok(super::cancel::cancel_pending(&self.pool, pending, now)
+            .await?
+            .len())
     }
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher
@@ -279,7 +299,7 @@ impl PgStore {
         let (low, high) = id_span(ids);
         sqlx::query(
             "WITH moved AS ( \
-                 UPDATE notifications n SET pull = true, updated_at = now() FROM endpoints e \
+                 UPDATE notifications n SET pull = true, updated_at = $4 FROM endpoints e \
                  WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
                    AND e.id = n.endpoint_id AND e.delivery = 'pull' \
                    AND n.status = 'pending' AND NOT n.pull \
@@ -291,6 +311,7 @@ impl PgStore {
         .bind(ids)
         .bind(low)
         .bind(high)
+        .bind(self.clock.now())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -304,12 +325,14 @@ impl PgStore {
         digest: &[u8; 32],
     ) -> Result<bool, StoreError> {
         let stored = sqlx::query(
-            "INSERT INTO consumer_tokens (endpoint_id, digest) \
-             SELECT id, $2 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
-             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, created_at = now()",
+            "INSERT INTO consumer_tokens (endpoint_id, digest, created_at) \
+             SELECT id, $2, $3 FROM endpoints WHERE id = $1 AND deleted_at IS NULL \
+             ON CONFLICT (endpoint_id) DO UPDATE SET digest = EXCLUDED.digest, \
+                 created_at = EXCLUDED.created_at",
         )
         .bind(endpoint_id)
         .bind(&digest[..])
+        .bind(self.clock.now())
         .execute(&self.pool)
         .await?;
         Ok(stored.rows_affected() == 1)
@@ -376,41 +399,42 @@ impl PgStore {
     }
 }
 /// A pending row's lease, as `follow_delivery` reads it: id, lease id,
-/// leased at, next attempt at, and the transaction's clock.
+/// leased at, next attempt at.
 type LeaseRow = (
     Uuid,
     Option<Uuid>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
-    DateTime<Utc>,
 );
 /// Writes rows the caller holds into mode `pull`, each lease ended with no
-/// attempt and the row due as `domain::lease::released` decides. Returns
-/// the ids with their due times.
+/// attempt and the row due as `domain::lease::released` decides at `now`.
+/// Returns the ids with their due times.
 async fn switch_rows(
     conn: &mut sqlx::PgConnection,
     rows: &[LeaseRow],
     pull: bool,
+    now: DateTime<Utc>,
 ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     let (ids, due_ats): (Vec<Uuid>, Vec<Option<DateTime<Utc>>>) = rows
         .iter()
-        .map(|&(id, lease_id, leased_at, next_attempt_at, now)| {
+        .map(|&(id, lease_id, leased_at, next_attempt_at)| {
             let lease = Lease::stored(lease_id, leased_at, next_attempt_at);
             (id, released(lease, next_attempt_at, now))
         })
         .unzip();
     Ok(sqlx::query_as(
         "UPDATE notifications n SET pull = $3, next_attempt_at = r.due_at, \
-             lease_id = NULL, leased_at = NULL, updated_at = now() \
+             lease_id = NULL, leased_at = NULL, updated_at = $4 \
          FROM UNNEST($1::uuid[], $2::timestamptz[]) AS r(id, due_at) \
          WHERE n.id = r.id RETURNING n.id, n.next_attempt_at",
     )
     .bind(&ids)
     .bind(&due_ats)
     .bind(pull)
+    .bind(now)
     .fetch_all(conn)
     .await?)
 }

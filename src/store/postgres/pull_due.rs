@@ -5,7 +5,8 @@
 //! ran out) and when one was never pulled are decided in `domain::lease`
 //! (`at_pull`, `not_pulled`, through the caller's decision). The SQL that
 //! remains is persistence:
-//! - `next_attempt_at <= now()` (and `<= now() - max_wait`) selects
+//! - `next_attempt_at <= $now` (and `<= $now - max_wait`, the store's
+//!   clock bound in: `crate::clock`) selects
 //!   candidates through `notifications_pull_due`: rows free and due, and
 //!   rows whose lease ran out (its end is their `next_attempt_at`). The
 //!   domain decides each; one it leaves is skipped (`seen`).
@@ -18,79 +19,40 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::pull::LEASED;
+use super::pull::{as_of, LEASED};
 use super::recording::record_attempts_on;
 use super::PgStore;
+use crate::domain::lease::{lease_end, window_start};
 use crate::store::pull::LeaseDecision;
 use crate::store::pull::Leased;
 use crate::store::pull::Taken;
-use crate::store::pull_due::PickDecision;
+use crate::store::pull_due::{take_rounds, PickDecision, TakeSteps};
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
 
-/// Rounds of reading a pull makes before it answers with fewer than it
-/// was asked for. A round that takes fewer than it read recorded leases
-/// that ran out and are not due again yet; those leave the due rows, so
-/// the next round reads others.
-const TAKE_ROUNDS: usize = 4;
 impl PgStore {
     /// Takes up to `max` due notifications of a pull endpoint, earliest due
     /// first, leasing each for `lease`; none while the endpoint is disabled
     /// (it holds them, also from a pull that was waiting as it was
     /// disabled). Rows whose lease ran out unrecorded
     /// are read too (they are at the lease's end in the endpoint's due
-    /// order); `decide` says what to record of each and whether to take it.
+    /// order); `decide` says what to record of each and whether to take it
+    /// (the loop: `store::pull_due::take_rounds`).
     pub async fn take(
         &self,
         endpoint_id: Uuid,
         max: i64,
         lease: Duration,
-        mut decide: PickDecision<'_>,
+        decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let mut taken: Vec<Taken> = Vec::new();
-        let mut seen: Vec<Uuid> = Vec::new();
-        for _ in 0..TAKE_ROUNDS {
-            let want = max - taken.len() as i64;
-            let sql = format!(
-                "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
-                 WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-                   AND n.next_attempt_at <= now() AND NOT (n.id = ANY($3)) \
-                   AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
-                 ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
-            );
-            let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
-                .bind(endpoint_id)
-                .bind(want)
-                .bind(&seen)
-                .fetch_all(&mut *tx)
-                .await?;
-            seen.extend(rows.iter().map(|r| r.id));
-            let mut records = Vec::new();
-            let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
-            for row in &rows {
-                let pick = decide(row);
-                let recorded = pick.record.is_some();
-                records.extend(pick.record);
-                if let Some(due_at) = pick.take {
-                    wanted.push((row.id, due_at, recorded));
-                }
-            }
-            let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
-            let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = wanted
-                .into_iter()
-                .filter(|(id, _, recorded)| !recorded || moved.contains(id))
-                .map(|(id, due_at, _)| (id, due_at))
-                .unzip();
-            if !ids.is_empty() {
-                taken.extend(lease_rows(&mut tx, &ids, &due_ats, lease).await?);
-            }
-            if rows.len() < want as usize || taken.len() as i64 >= max {
-                break;
-            }
-        }
-        tx.commit().await?;
-        taken.sort_by_key(|t| (t.due_at, t.id));
+        let now = self.clock.now();
+        let mut steps = Steps {
+            tx: self.pool.begin().await?,
+            endpoint_id,
+            count_minutes: self.count_minutes,
+        };
+        let taken = take_rounds(&mut steps, max, now, lease_end(now, lease), decide).await?;
+        steps.tx.commit().await?;
         Ok(taken)
     }
 
@@ -109,6 +71,7 @@ impl PgStore {
         limit: i64,
         mut decide: LeaseDecision<'_>,
     ) -> Result<Vec<Uuid>, StoreError> {
+        let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let sql = format!(
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
@@ -116,7 +79,7 @@ impl PgStore {
                  SELECT o.id FROM endpoints ep CROSS JOIN LATERAL ( \
                      SELECT id FROM notifications \
                      WHERE endpoint_id = ep.id AND status = 'pending' AND pull \
-                       AND next_attempt_at <= now() - make_interval(secs => $1) \
+                       AND next_attempt_at <= $1 \
                      ORDER BY next_attempt_at, id LIMIT $2 \
                  ) o \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND NOT ep.disabled LIMIT $2 \
@@ -124,24 +87,78 @@ impl PgStore {
              FOR UPDATE OF n SKIP LOCKED"
         );
         let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
-            .bind(max_wait.as_secs_f64())
+            .bind(window_start(now, max_wait))
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
+        let rows = as_of(rows, now);
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = record_attempts_on(&mut tx, &records, &[], self.count_minutes).await?;
+        let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
     }
 }
 
-/// Leases these free rows (the caller holds them) until `lease` from the
-/// transaction's start, each due since its `due_ats`.
+/// A take's steps in PostgreSQL, in one transaction: the rows read are
+/// held (`FOR UPDATE ... SKIP LOCKED`) until it ends.
+struct Steps {
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    endpoint_id: Uuid,
+    count_minutes: bool,
+}
+
+#[async_trait::async_trait]
+impl TakeSteps for Steps {
+    async fn due_rows(
+        &mut self,
+        want: i64,
+        seen: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let sql = format!(
+            "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+             WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
+               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) \
+               AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
+             ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+        );
+        let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+            .bind(self.endpoint_id)
+            .bind(want)
+            .bind(seen)
+            .bind(now)
+            .fetch_all(&mut *self.tx)
+            .await?;
+        Ok(as_of(rows, now))
+    }
+
+    async fn record(
+        &mut self,
+        records: &[AttemptRecord],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes).await
+    }
+
+    async fn lease(
+        &mut self,
+        rows: &[(Uuid, DateTime<Utc>)],
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let (ids, due_ats): (Vec<Uuid>, Vec<DateTime<Utc>>) = rows.iter().copied().unzip();
+        lease_rows(&mut self.tx, &ids, &due_ats, now, until).await
+    }
+}
+
+/// Leases these free rows (the caller holds them) from `now` until `until`
+/// (`domain::lease::lease_end`), each due since its `due_ats`.
 async fn lease_rows(
     conn: &mut sqlx::PgConnection,
     ids: &[Uuid],
     due_ats: &[DateTime<Utc>],
-    lease: Duration,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
 ) -> Result<Vec<Taken>, StoreError> {
     // Lease ids are made in Rust, like every id hookd makes: a backend only
     // stores them.
@@ -153,8 +170,8 @@ async fn lease_rows(
         "WITH picked AS ( \
              SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $4::uuid[]) AS p(id, due_at, lease) \
          ), taken AS ( \
-             UPDATE notifications n SET lease_id = p.lease, leased_at = now(), \
-                 next_attempt_at = now() + make_interval(secs => $3), updated_at = now() \
+             UPDATE notifications n SET lease_id = p.lease, leased_at = $3, \
+                 next_attempt_at = $5, updated_at = $3 \
              FROM picked p \
              WHERE n.id = p.id AND (n.status = 'pending') IS TRUE AND n.lease_id IS NULL \
              RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
@@ -169,8 +186,9 @@ async fn lease_rows(
     )
     .bind(ids)
     .bind(due_ats)
-    .bind(lease.as_secs_f64())
+    .bind(now)
     .bind(&leases)
+    .bind(until)
     .fetch_all(conn)
     .await?)
 }

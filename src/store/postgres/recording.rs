@@ -86,7 +86,8 @@ impl PgStore {
         // A transaction, for the per-minute counts written after the
         // statement (`record_attempts_on`).
         let mut tx = self.pool.begin().await?;
-        let moved = record_attempts_on(&mut tx, records, health, self.count_minutes).await?;
+        let now = self.clock.now();
+        let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
     }
@@ -126,9 +127,9 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                                      ELSE n.first_attempt_ms END, \
              first_attempt_body = CASE WHEN i.inline THEN i.response_body \
                                        ELSE n.first_attempt_body END, \
-             completed_at = CASE WHEN i.completed THEN now() END, \
+             completed_at = CASE WHEN i.completed THEN $29::timestamptz END, \
              lease_id = NULL, leased_at = NULL, \
-             updated_at = now() \
+             updated_at = $29 \
          FROM input i \
          WHERE n.id = i.id \
            AND (n.status = 'pending') IS TRUE AND n.attempts = i.attempts \
@@ -147,7 +148,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                             AND (n.first_attempt_ms IS NULL OR i.number <> 1))) \
          ON CONFLICT (notification_id, number) DO NOTHING \
      ), ",
-    insert_operator_events!("moved", "$28", "$15", "$16", "$17", "$18", "$19"),
+    insert_operator_events!("moved", "$28", "$15", "$16", "$17", "$18", "$19", "$29"),
     ", health AS ( \
          SELECT * FROM UNNEST($20::uuid[], $21::timestamptz[], $22::bool[]) \
          AS h(id, failing_since, if_failing) \
@@ -172,11 +173,12 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
 /// are added to the per-minute counts (`stats::add_minute_sums`, one
 /// statement; unless `count_minutes` is off), committing with them or not
 /// at all: a batch the recorder writes again after an error is counted
-/// once.
+/// once. Rows are stamped at `now` (the store's clock).
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
+    now: DateTime<Utc>,
     count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     if records.is_empty() {
@@ -267,6 +269,7 @@ pub(super) async fn record_attempts_on(
         .bind(&inline)
         .bind(&kept_if_refused)
         .bind(&events.ids)
+        .bind(now)
         .fetch_all(&mut *conn)
         .await?;
     if count_minutes {

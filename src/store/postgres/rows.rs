@@ -297,6 +297,7 @@ from_row!(Leased {
     lease_id,
     leased_at,
     next_attempt_at,
-    now,
+    // The store's clock, set by the reader (`pull::as_of`).
+    now: skip,
     schedule_jitter,
 });

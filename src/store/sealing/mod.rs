@@ -24,7 +24,9 @@ mod writes;
 
 use std::sync::Arc;
 
+use crate::clock::Clock;
 use crate::domain::sealed::Keyring;
+use crate::store::seams::Clocked;
 
 /// A store whose secrets and custom header values are sealed at rest.
 /// Cheap to clone when `S` is; clones share the keys (and whether
@@ -33,6 +35,12 @@ use crate::domain::sealed::Keyring;
 pub struct Sealing<S> {
     inner: S,
     keys: Arc<Keyring>,
+}
+
+impl<S: Clocked> Clocked for Sealing<S> {
+    fn clock(&self) -> &Clock {
+        self.inner.clock()
+    }
 }
 
 impl<S> Sealing<S> {

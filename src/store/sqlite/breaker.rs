@@ -160,7 +160,7 @@ impl SqliteStore {
         let done = done.rows_affected() == 1;
         if done {
             if let Some(event) = event {
-                report(&mut tx, event, micros(Utc::now())).await?;
+                report(&mut tx, event, micros(self.clock.now())).await?;
             }
         }
         tx.commit().await.map_err(store_error)?;
@@ -217,7 +217,7 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let at = Utc::now();
+        let at = self.clock.now();
         let now = micros(at);
         // `held_too_long` of a pending row: the rows selected are pending.
         let ended = held_too_long(Status::Pending).expect("a pending notification ends");

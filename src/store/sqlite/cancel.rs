@@ -105,7 +105,7 @@ impl SqliteStore {
         id: Uuid,
         spare: Option<Uuid>,
     ) -> Result<Cancel, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let Some(row) = row_of(&mut tx, id, now).await? else {
             return Ok(Cancel::NotFound);
@@ -151,7 +151,7 @@ impl SqliteStore {
                 endpoint_id,
                 spare,
             },
-            micros(Utc::now()),
+            micros(self.clock.now()),
         )
         .await
     }
@@ -169,7 +169,7 @@ impl SqliteStore {
         }
         // Deliveries a fan-out still has to write are cancelled too.
         super::fanout::finish_plans_in(&mut tx).await?;
-        let ids = cancel_pending(&mut *tx, Pending::Event(id), micros(Utc::now())).await?;
+        let ids = cancel_pending(&mut *tx, Pending::Event(id), micros(self.clock.now())).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Some(ids))
     }
@@ -186,7 +186,7 @@ impl SqliteStore {
         now: DateTime<Utc>,
         delivering: bool,
     ) -> Result<Retry, StoreError> {
-        let read_at = Utc::now();
+        let read_at = self.clock.now();
         let tx = self.writer.begin().await.map_err(store_error)?;
         let step = SqliteRetry {
             tx,

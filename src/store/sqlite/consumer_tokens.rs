@@ -11,7 +11,6 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::columns::micros;
-use super::pull::clock;
 use super::{store_error, SqliteStore};
 use crate::domain::pull::Delivery;
 use crate::store::consumer_tokens::{ConsumerTokenRow, ConsumerTokenRows};
@@ -54,7 +53,7 @@ impl SqliteStore {
         )
         .bind(endpoint_id)
         .bind(&digest[..])
-        .bind(micros(clock()))
+        .bind(micros(self.clock.now()))
         .execute(&mut *conn)
         .await
         .map_err(store_error)?;
@@ -70,7 +69,7 @@ impl SqliteStore {
         let mut conn = self.writer.acquire().await.map_err(store_error)?;
         // Taken with the connection held: a write stamped before it has
         // committed, since none can run beside this read.
-        let read_at = clock();
+        let read_at = self.clock.now();
         let read = match since {
             None => sqlx::query(ALL).fetch_all(&mut *conn).await,
             Some(since) => {

@@ -2,7 +2,6 @@
 //! their endpoints, cancels of a gone endpoint's rows and the hand-over to
 //! pull. Recording attempts is `recording`.
 
-use chrono::Utc;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 use uuid::Uuid;
@@ -171,7 +170,8 @@ impl SqliteStore {
         if ids.is_empty() {
             return Ok(());
         }
-        super::cancel::cancel_pending(&self.writer, Pending::Ids(ids), micros(Utc::now())).await?;
+        super::cancel::cancel_pending(&self.writer, Pending::Ids(ids), micros(self.clock.now()))
+            .await?;
         Ok(())
     }
 
@@ -190,7 +190,7 @@ impl SqliteStore {
              RETURNING endpoint_id",
         )
         .bind(columns::id_list(ids))
-        .bind(micros(Utc::now()))
+        .bind(micros(self.clock.now()))
         .fetch_all(&self.writer)
         .await
         .map_err(store_error)?;

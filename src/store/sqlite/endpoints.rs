@@ -7,7 +7,7 @@
 //! wrapper of any store (issue #34). Inherent methods for now, until the
 //! seam traits are reshaped.
 
-use chrono::Utc;
+use crate::clock::Clock;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
@@ -70,15 +70,15 @@ fn decoded(row: SqliteRow) -> Result<Endpoint, StoreError> {
 /// (`consumer_tokens`, which takes its own with the writer held) misses
 /// none. Taken before the writer, a change waiting for it could commit a
 /// time older than a read that ran meanwhile.
-fn stamp() -> i64 {
-    micros(Utc::now())
+fn stamp(clock: &Clock) -> i64 {
+    micros(clock.now())
 }
 
 impl SqliteStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         // Stamped with the writer held, as every change here (`stamp`).
         let mut conn = self.writer.acquire().await.map_err(store_error)?;
-        let now = stamp();
+        let now = stamp(&self.clock);
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
@@ -233,7 +233,7 @@ impl SqliteStore {
             endpoint.disabled,
             endpoint.url.is_some(),
         );
-        let now = stamp();
+        let now = stamp(&self.clock);
         if before.disabled && !endpoint.disabled {
             release_held(&mut tx, endpoint.id, now).await?;
         }
@@ -329,7 +329,7 @@ impl SqliteStore {
             return Ok(None);
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let now = stamp();
+        let now = stamp(&self.clock);
         let sql = format!(
             "UPDATE endpoints SET deleted_at = ?2, updated_at = ?2, version = version + 1 \
              WHERE {} RETURNING id",

@@ -61,7 +61,7 @@ impl SqliteStore {
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         // With the writer held, as `endpoints.rs` stamps every change.
-        let now = micros(Utc::now());
+        let now = micros(self.clock.now());
         let mut disabled = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
             let done = sqlx::query(

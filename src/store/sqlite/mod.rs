@@ -52,6 +52,7 @@ pub use files::FileError;
 pub use lock::{lock_path, LockError};
 
 use super::StoreError;
+use crate::clock::Clock;
 pub(crate) use lock::FileLock;
 
 use errors::cause;
@@ -156,11 +157,24 @@ pub struct SqliteStore {
     /// Whether recorded attempts add to the per-minute counts
     /// (`stats.count_minutes`).
     count_minutes: bool,
+    /// The clock every rule reads (`crate::clock`), as in PostgreSQL.
+    clock: Clock,
     // Declared last, so dropped after the pools.
     _lock: Arc<FileLock>,
 }
 
 impl SqliteStore {
+    /// This store, reading `clock` for every rule (the system clock by
+    /// default).
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The clock this store's rules read.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// This store, adding recorded attempts to the per-minute counts or
     /// not (`stats.count_minutes`; on by default).
     pub fn counting_minutes(self, on: bool) -> Self {
@@ -216,6 +230,7 @@ impl SqliteStore {
             path: path.to_path_buf(),
             pull_signals: signal::PullSignals::new(),
             count_minutes: true,
+            clock: Clock::system(),
             _lock: Arc::new(lock),
         };
         // SQLite made its -wal and -shm by now: checked too, and the files

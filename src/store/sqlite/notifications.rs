@@ -1,7 +1,6 @@
 //! The API's reads of notifications on SQLite: one, a filtered page, the
 //! URL it names, its attempts.
 
-use chrono::Utc;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
@@ -17,7 +16,7 @@ impl SqliteStore {
         let sql = format!(
             "SELECT {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} FROM notifications WHERE id = ?"
         );
-        let read_at = Utc::now();
+        let read_at = self.clock.now();
         sqlx::query(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.reader)
@@ -32,7 +31,7 @@ impl SqliteStore {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
-        let read_at = Utc::now();
+        let read_at = self.clock.now();
         let rows = list_query(filter)
             .build()
             .fetch_all(&self.reader)

@@ -11,10 +11,8 @@ use uuid::Uuid;
 use super::columns::{self, micros};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::Lease;
-use crate::domain::operation::{
-    after_page, leasable, restart, OperationKind, OperationStatus, Window,
-};
-use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::domain::operation::{after_page, restart, OperationKind, OperationStatus, Window};
+use crate::store::operations::{lease_first, Operation, RecoverPage, Started, LEASE_CANDIDATES};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
@@ -138,16 +136,14 @@ impl OperationStore for SqliteStore {
         // them) costs the writer nothing; the write compares and sets.
         let running = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM operations WHERE status = 'running' \
-             ORDER BY created_at, id LIMIT 100"
+             ORDER BY created_at, id LIMIT ?1"
         )))
+        .bind(LEASE_CANDIDATES)
         .try_map(|row: SqliteRow| operation(&row))
         .fetch_all(&self.reader)
         .await
         .map_err(store_error)?;
-        for candidate in running {
-            if !leasable(candidate.status, candidate.lease_until, now) {
-                continue;
-            }
+        lease_first(running, now, |candidate| async move {
             let taken = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE operations SET lease_holder = ?2, lease_until = ?3 \
                  WHERE id = ?1 AND status = 'running' AND lease_until IS ?4 AND lease_holder IS ?5 \
@@ -162,11 +158,9 @@ impl OperationStore for SqliteStore {
             .fetch_optional(&self.writer)
             .await
             .map_err(store_error)?;
-            if taken.is_some() {
-                return Ok(taken);
-            }
-        }
-        Ok(None)
+            Ok::<_, StoreError>(taken)
+        })
+        .await
     }
 
     async fn recover_page(
@@ -177,7 +171,8 @@ impl OperationStore for SqliteStore {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Option<RecoverPage>, StoreError> {
-        let read_at = Utc::now();
+        // The caller's `now` is the one clock (`crate::clock`).
+        let read_at = now;
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let Some(op) = read(&mut *tx, id).await? else {
             return Ok(None);

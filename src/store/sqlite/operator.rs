@@ -1,8 +1,6 @@
 //! The managed operator endpoint on SQLite, kept in step with
 //! `operator.url` (values stored as given: a sealing wrapper seals them).
 
-use chrono::Utc;
-
 use super::columns::{json_text, micros};
 use super::{store_error, SqliteStore};
 use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
@@ -19,7 +17,7 @@ impl SqliteStore {
         &self,
         target: Option<OperatorTarget<'_>>,
     ) -> Result<(), StoreError> {
-        let now = micros(Utc::now());
+        let now = micros(self.clock.now());
         let Some(target) = target else {
             sqlx::query(
                 "UPDATE endpoints SET deleted_at = ?2, updated_at = ?2, version = version + 1 \

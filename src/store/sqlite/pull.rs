@@ -2,8 +2,8 @@
 //! delivery mode switches.
 //!
 //! As in PostgreSQL (`postgres/pull.rs`), whether a lease still runs is
-//! decided in `domain::lease`, never here: rows are read with one clock
-//! taken in Rust per operation (`clock`), the domain or the caller's
+//! decided in `domain::lease`, never here: rows are read with one time
+//! of the store's clock per operation (`crate::clock`), the domain or the caller's
 //! decision decides, and each write is a compare-and-set on what was
 //! decided. Where PostgreSQL locks the rows it reads (`FOR UPDATE`), the
 //! read, the decision and the write here run in one transaction on the
@@ -30,12 +30,6 @@ pub(super) const LEASED_FROM: &str = "SELECT n.id, n.endpoint_id, n.pull, n.stat
      COALESCE((SELECT j.schedule_jitter FROM endpoints j WHERE j.id = n.endpoint_id), 0.0) \
      AS schedule_jitter \
      FROM notifications n LEFT JOIN events e ON e.id = n.event_id";
-
-/// The operation's clock, at the microsecond precision the file keeps, so
-/// a time decided on compares equal to the one stored from it.
-pub(super) fn clock() -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap_or_else(Utc::now)
-}
 
 /// A row read with `LEASED_FROM`, as of `now`.
 pub(super) fn leased(row: &SqliteRow, now: DateTime<Utc>) -> Result<Leased, sqlx::Error> {
@@ -104,7 +98,7 @@ impl SqliteStore {
         which: Leases<'_>,
         mut decide: LeaseDecision<'_>,
     ) -> Result<LeasesEnded, StoreError> {
-        let now = clock();
+        let now = self.clock.now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let read = match which {
             Leases::Receipts(receipts) => {
@@ -170,7 +164,7 @@ impl SqliteStore {
         .bind(receipt.lease)
         .bind(micros(until))
         .bind(micros(to))
-        .bind(micros(clock()))
+        .bind(micros(self.clock.now()))
         .fetch_optional(&self.writer)
         .await
         .map_err(store_error)?;
@@ -182,7 +176,7 @@ impl SqliteStore {
 
     /// The lease state of one notification: why a receipt was refused.
     pub async fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError> {
-        let now = clock();
+        let now = self.clock.now();
         let sql = format!("{LEASED_FROM} WHERE n.id = ?");
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(id)
@@ -205,7 +199,7 @@ impl SqliteStore {
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let pull = delivery == Delivery::Pull;
-        let now = clock();
+        let now = self.clock.now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let rows = sqlx::query(
             "SELECT id, lease_id, leased_at, next_attempt_at FROM notifications \
@@ -225,7 +219,7 @@ impl SqliteStore {
     /// day (written by a process whose endpoint cache had not yet seen a
     /// switch), moved to push as `follow_delivery` does; at most `limit`.
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        let now = clock();
+        let now = self.clock.now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let rows = sqlx::query(
             "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at \
@@ -248,7 +242,7 @@ impl SqliteStore {
     /// day (made by a process whose cache had not seen the delete), as
     /// `store::cancel::cancel_pending` does; at most `limit`.
     pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
-        let now = clock();
+        let now = self.clock.now();
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
              WHERE e.deleted_at > ?1 AND n.status = 'pending' AND n.pull = 1 LIMIT ?2",

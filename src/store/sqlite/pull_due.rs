@@ -17,90 +17,36 @@ use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, id_list, micros};
-use super::pull::{clock, leased_rows, LEASED_FROM};
+use super::pull::{leased_rows, LEASED_FROM};
 use super::{store_error, SqliteStore};
+use crate::domain::lease::{lease_end, window_start};
+use crate::store::pull::Leased;
 use crate::store::pull::{LeaseDecision, Taken};
-use crate::store::pull_due::PickDecision;
+use crate::store::pull_due::{take_rounds, PickDecision, TakeSteps};
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
-
-/// Rounds of reading a pull makes before it answers with fewer than it
-/// was asked for, as in PostgreSQL: a round that takes fewer than it read
-/// recorded leases that ran out and are not due again yet.
-const TAKE_ROUNDS: usize = 4;
 
 impl SqliteStore {
     /// Takes up to `max` due notifications of a pull endpoint, earliest due
     /// first, leasing each for `lease`; none while the endpoint is disabled,
     /// as in PostgreSQL. Rows whose lease ran out unrecorded
     /// are read too; `decide` says what to record of each and whether to
-    /// take it.
+    /// take it (the loop: `store::pull_due::take_rounds`).
     pub async fn take(
         &self,
         endpoint_id: Uuid,
         max: i64,
         lease: Duration,
-        mut decide: PickDecision<'_>,
+        decide: PickDecision<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
-        let now = clock();
-        let lease_until =
-            now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::days(36_500));
-        let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let mut taken: Vec<Taken> = Vec::new();
-        let mut seen: Vec<Uuid> = Vec::new();
-        for _ in 0..TAKE_ROUNDS {
-            let want = max - taken.len() as i64;
-            if want <= 0 {
-                break;
-            }
-            let sql = format!(
-                "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
-                   AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
-                   AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
-                 ORDER BY n.next_attempt_at, n.id LIMIT ?4"
-            );
-            let read = sqlx::query(AssertSqlSafe(sql))
-                .bind(endpoint_id)
-                .bind(micros(now))
-                .bind(id_list(&seen))
-                .bind(want)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(store_error)?;
-            let rows = leased_rows(&read, now)?;
-            seen.extend(rows.iter().map(|r| r.id));
-            let mut records = Vec::new();
-            let mut wanted: Vec<(Uuid, DateTime<Utc>, bool)> = Vec::new();
-            for row in &rows {
-                let pick = decide(row);
-                let recorded = pick.record.is_some();
-                records.extend(pick.record);
-                if let Some(due_at) = pick.take {
-                    wanted.push((row.id, due_at, recorded));
-                }
-            }
-            let moved = super::recording::record_attempts_on(
-                &mut tx,
-                &records,
-                &[],
-                now,
-                self.count_minutes,
-            )
-            .await?;
-            for (id, due_at, recorded) in wanted {
-                if recorded && !moved.contains(&id) {
-                    continue;
-                }
-                if let Some(one) = lease_row(&mut tx, id, due_at, now, lease_until).await? {
-                    taken.push(one);
-                }
-            }
-            if rows.len() < want as usize || taken.len() as i64 >= max {
-                break;
-            }
-        }
-        tx.commit().await.map_err(store_error)?;
-        taken.sort_by_key(|t| (t.due_at, t.id));
+        let now = self.clock.now();
+        let mut steps = Steps {
+            tx: self.writer.begin().await.map_err(store_error)?,
+            endpoint_id,
+            count_minutes: self.count_minutes,
+        };
+        let taken = take_rounds(&mut steps, max, now, lease_end(now, lease), decide).await?;
+        steps.tx.commit().await.map_err(store_error)?;
         Ok(taken)
     }
 
@@ -115,9 +61,8 @@ impl SqliteStore {
         limit: i64,
         mut decide: LeaseDecision<'_>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        let now = clock();
-        let since =
-            now - chrono::Duration::from_std(max_wait).unwrap_or(chrono::Duration::days(36_500));
+        let now = self.clock.now();
+        let since = window_start(now, max_wait);
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let sql = format!(
             "{LEASED_FROM} WHERE n.id IN ( \
@@ -139,6 +84,62 @@ impl SqliteStore {
                 .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
+    }
+}
+
+/// A take's steps on SQLite, in one transaction on the single writer
+/// connection: no other consumer can take a row between them.
+struct Steps {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    endpoint_id: Uuid,
+    count_minutes: bool,
+}
+
+#[async_trait::async_trait]
+impl TakeSteps for Steps {
+    async fn due_rows(
+        &mut self,
+        want: i64,
+        seen: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Leased>, StoreError> {
+        let sql = format!(
+            "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
+               AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
+               AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
+             ORDER BY n.next_attempt_at, n.id LIMIT ?4"
+        );
+        let read = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.endpoint_id)
+            .bind(micros(now))
+            .bind(id_list(seen))
+            .bind(want)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(store_error)?;
+        leased_rows(&read, now)
+    }
+
+    async fn record(
+        &mut self,
+        records: &[AttemptRecord],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        super::recording::record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes)
+            .await
+    }
+
+    async fn lease(
+        &mut self,
+        rows: &[(Uuid, DateTime<Utc>)],
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<Taken>, StoreError> {
+        let mut taken = Vec::with_capacity(rows.len());
+        for &(id, due_at) in rows {
+            taken.extend(lease_row(&mut self.tx, id, due_at, now, until).await?);
+        }
+        Ok(taken)
     }
 }
 

@@ -88,8 +88,14 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let moved =
-            record_attempts_on(&mut tx, records, health, Utc::now(), self.count_minutes).await?;
+        let moved = record_attempts_on(
+            &mut tx,
+            records,
+            health,
+            self.clock.now(),
+            self.count_minutes,
+        )
+        .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }

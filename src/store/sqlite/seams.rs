@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::SqliteStore;
+use crate::clock::Clock;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
@@ -25,11 +26,17 @@ use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::AttemptRecord;
 use crate::store::seams::{
-    DeliveryStore, EndpointChange, HousekeepingStore, OperatorTarget, PendingRows, PullStore,
-    ReadStore, ResealEndpoint, ResealHeaders, ResealPage, ResealRows, WriteStore,
+    Clocked, DeliveryStore, EndpointChange, HousekeepingStore, OperatorTarget, PendingRows,
+    PullStore, ReadStore, ResealEndpoint, ResealHeaders, ResealPage, ResealRows, WriteStore,
 };
 use crate::store::writes::{Committed, Writes};
 use crate::store::{StoreError, StoreKind};
+
+impl Clocked for SqliteStore {
+    fn clock(&self) -> &Clock {
+        SqliteStore::clock(self)
+    }
+}
 
 #[async_trait::async_trait]
 impl WriteStore for SqliteStore {

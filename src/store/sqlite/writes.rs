@@ -68,7 +68,7 @@ impl SqliteStore {
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
         // PostgreSQL's precision, so that the rows returned are the rows
         // stored.
-        let now = columns::time_of("now", micros(Utc::now())).map_err(store_error)?;
+        let now = columns::time_of("now", micros(self.clock.now())).map_err(store_error)?;
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let (notifications, mut endpoint_versions) =
             insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions, now)

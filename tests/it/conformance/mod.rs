@@ -7,6 +7,7 @@
 
 mod breaker;
 mod cancel_retry;
+mod clock;
 mod delivery;
 mod endpoints;
 mod events;
@@ -21,6 +22,7 @@ mod replica;
 mod reseal;
 mod stats;
 
+use hookd::clock::Clock;
 use hookd::store::postgres::PgStore;
 use hookd::store::sealing::Sealing;
 use hookd::store::seams::{
@@ -31,6 +33,8 @@ use hookd::store::sqlite::SqliteStore;
 
 /// Everything a backend implements (`StatsStore` comes with `ReadStore`,
 /// `PendingRows` with `HousekeepingStore`): the cases take any of these.
+/// Each is `Clocked` too: every case's store runs on a movable clock of
+/// its own (`postgres_store`, `sqlite_store`), which the clock cases move.
 pub trait Backend:
     WriteStore
     + ReadStore
@@ -151,6 +155,13 @@ macro_rules! conformance {
                 a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_held_at,
                 a_circuit_change_commits_its_operator_event_only_with_the_change,
             }
+            clock {
+                a_lease_runs_until_the_clock_passes_its_end_and_is_then_taken_back,
+                a_ran_out_lease_is_swept_only_once_the_clock_passes_its_end,
+                a_pull_nobody_takes_ends_once_the_clock_passes_its_wait,
+                strays_and_orphans_are_looked_for_within_the_window_the_clock_says,
+                an_operation_lease_is_taken_over_only_once_the_clock_passes_its_end,
+            }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
@@ -192,12 +203,13 @@ macro_rules! conformance {
     };
 }
 
-// PostgreSQL: a fresh database per test (`#[sqlx::test]`), the store over it.
+// PostgreSQL: a fresh database per test (`#[sqlx::test]`), the store over
+// it; each store on a clock of its own, which the clock cases move.
 conformance!(
     postgres,
     #[sqlx::test],
     (pool: sqlx::PgPool),
-    ((), hookd::store::postgres::PgStore::new(pool))
+    ((), crate::conformance::postgres_store(pool))
 );
 
 // SQLite: a fresh file per test in a temporary directory, migrated.
@@ -205,8 +217,17 @@ conformance!(
     sqlite,
     #[tokio::test],
     (),
-    crate::sqlite_writes::store().await
+    crate::conformance::sqlite_store().await
 );
+
+fn postgres_store(pool: sqlx::PgPool) -> PgStore {
+    PgStore::new(pool).with_clock(Clock::movable())
+}
+
+async fn sqlite_store() -> (tempfile::TempDir, SqliteStore) {
+    let (kept, store) = crate::sqlite_writes::store().await;
+    (kept, store.with_clock(Clock::movable()))
+}
 
 /// The key the sealed backends seal under.
 fn keys() -> hookd::domain::sealed::Keyring {
@@ -227,14 +248,14 @@ conformance!(
     (
         (),
         hookd::store::sealing::Sealing::new(
-            hookd::store::postgres::PgStore::new(pool),
+            crate::conformance::postgres_store(pool),
             crate::conformance::keys()
         )
     )
 );
 
 conformance!(sealed_sqlite, #[tokio::test], (), {
-    let (kept, store) = crate::sqlite_writes::store().await;
+    let (kept, store) = crate::conformance::sqlite_store().await;
     (
         kept,
         hookd::store::sealing::Sealing::new(store, crate::conformance::keys()),

@@ -95,7 +95,7 @@ fn sorted(mut ids: Vec<Uuid>) -> Vec<Uuid> {
     ids
 }
 
-async fn switch<S: Backend>(store: &S, id: Uuid, delivery: Delivery) {
+pub(super) async fn switch<S: Backend>(store: &S, id: Uuid, delivery: Delivery) {
     WriteStore::modify_endpoint(
         store,
         &EndpointRef::Id(id),

@@ -121,12 +121,21 @@ pub async fn replicated(pool: PgPool) -> (PgPool, Replicated) {
         .await
         .expect("the replica has the test database");
     let keys = || super::keys();
-    let primary = Sealing::new(PgStore::new(writes), keys());
+    // One movable clock for both sides, as one process has one clock.
+    let clock = hookd::clock::Clock::movable();
+    let primary = Sealing::new(PgStore::new(writes).with_clock(clock.clone()), keys());
+    let reads = Sealing::new(PgStore::new(reads).with_clock(clock), keys());
     let store = Replicated {
-        reads: ReplicaReads::new(Sealing::new(PgStore::new(reads), keys()), primary.clone()),
+        reads: ReplicaReads::new(reads, primary.clone()),
         primary,
     };
     (pool, store)
+}
+
+impl hookd::store::seams::Clocked for Replicated {
+    fn clock(&self) -> &hookd::clock::Clock {
+        self.primary.clock()
+    }
 }
 
 impl Backend for Replicated {
