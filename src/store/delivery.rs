@@ -169,6 +169,27 @@ pub struct Claimed {
     pub endpoints: Vec<DeliveryEndpoint>,
 }
 
+/// The endpoints of `notifications` whose copy at the caller `current`
+/// says is not of the version a notification came with, each once, in
+/// order: what a claim loads beside its rows (usually none). A row whose
+/// endpoint is gone entirely (no version) asks for none.
+pub fn stale_endpoints(
+    notifications: &[DueNotification],
+    current: &(dyn Fn(Uuid, i64) -> bool + Sync),
+) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = notifications
+        .iter()
+        .filter(|n| {
+            n.endpoint_version
+                .is_some_and(|version| !current(n.endpoint_id, version))
+        })
+        .map(|n| n.endpoint_id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 /// What a claim needs of a notification to tell, before its body is read,
 /// that it goes back to the index (its endpoint is throttled or its
 /// circuit holds): a row without its body, headers or schedule.

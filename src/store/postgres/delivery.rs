@@ -15,12 +15,10 @@ use crate::domain::lease::Lease;
 use crate::domain::status::Status;
 use crate::domain::transition::Retried;
 use crate::store::cancel::Pending;
-use crate::store::delivery::Claimed;
-use crate::store::delivery::DeliveryEndpoint;
-use crate::store::delivery::DueNotification;
-use crate::store::delivery::Head;
-use crate::store::delivery::Retry;
-use crate::store::delivery::{retry_notification, RetryRead, RetryStep};
+use crate::store::delivery::{
+    retry_notification, stale_endpoints, Claimed, DeliveryEndpoint, DueNotification, Head, Retry,
+    RetryRead, RetryStep,
+};
 use crate::store::notifications::Notification;
 use crate::store::StoreError;
 
@@ -86,16 +84,7 @@ impl PgStore {
         notifications: Vec<DueNotification>,
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
-        let mut endpoint_ids: Vec<Uuid> = notifications
-            .iter()
-            .filter(|n| {
-                n.endpoint_version
-                    .is_some_and(|version| !current(n.endpoint_id, version))
-            })
-            .map(|n| n.endpoint_id)
-            .collect();
-        endpoint_ids.sort_unstable();
-        endpoint_ids.dedup();
+        let endpoint_ids = stale_endpoints(&notifications, current);
         let endpoints = if endpoint_ids.is_empty() {
             Vec::new()
         } else {

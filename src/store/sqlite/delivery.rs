@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::columns::{self, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::store::cancel::Pending;
-use crate::store::delivery::{Claimed, DeliveryEndpoint, DueNotification, Head};
+use crate::store::delivery::{stale_endpoints, Claimed, DeliveryEndpoint, DueNotification, Head};
 use crate::store::StoreError;
 
 /// A claimed notification's columns; an event's delivery has its event's
@@ -131,16 +131,7 @@ impl SqliteStore {
         notifications: Vec<DueNotification>,
         current: &(dyn Fn(Uuid, i64) -> bool + Sync),
     ) -> Result<Claimed, StoreError> {
-        let mut endpoint_ids: Vec<Uuid> = notifications
-            .iter()
-            .filter(|n| {
-                n.endpoint_version
-                    .is_some_and(|version| !current(n.endpoint_id, version))
-            })
-            .map(|n| n.endpoint_id)
-            .collect();
-        endpoint_ids.sort_unstable();
-        endpoint_ids.dedup();
+        let endpoint_ids = stale_endpoints(&notifications, current);
         let endpoints = if endpoint_ids.is_empty() {
             Vec::new()
         } else {
