@@ -77,6 +77,7 @@ pub async fn run(
     let mut last_retention: Option<Instant> = None;
     let mut last_minutes_purge: Option<Instant> = None;
     let mut last_partitions: Option<Instant> = None;
+    let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
     let mut sampled: Option<chrono::DateTime<Utc>> = None;
     let mut operator_synced = false;
     // The disabling check runs every tick: one warning per run of failures.
@@ -183,6 +184,10 @@ pub async fn run(
                     }
                 }
             }
+        }
+        if last_skew.is_none_or(|t| t.elapsed() >= super::clock_skew::INTERVAL) {
+            last_skew = Some(Instant::now());
+            skew_past = super::clock_skew::check(&*store, skew_past).await;
         }
         // Sampled here, once a second, not computed per scrape.
         if let Ok((due_count, leased)) = due.depth().await {

@@ -9,6 +9,7 @@
 //! (`handoff`). `refill` fills an index from the store.
 
 mod breaker;
+mod clock_skew;
 mod delivery;
 pub mod handoff;
 mod heal;

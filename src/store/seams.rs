@@ -295,6 +295,13 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         let _ = (today, before);
         Ok(Default::default())
     }
+    /// How far the database's clock is ahead of this process's
+    /// (`crate::clock`: the hosts of server-mode processes must agree on
+    /// the time); `None` for a store in this process (SQLite), which has
+    /// no clock of its own.
+    async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
+        Ok(None)
+    }
     /// Makes the managed operator endpoint match `target`: created or
     /// updated when set, deleted when not.
     async fn sync_operator_endpoint(

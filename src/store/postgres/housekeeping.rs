@@ -22,6 +22,19 @@ pub(super) const STILL_PENDING: &str = "SELECT id, next_attempt_at FROM notifica
        AND status = 'pending' AND NOT pull AND next_attempt_at IS NOT NULL";
 
 impl PgStore {
+    /// How far PostgreSQL's clock is ahead of the store's (`crate::clock`),
+    /// read against the middle of the round trip: the hosts of server-mode
+    /// processes must agree on the time, and a database host that agrees
+    /// with each of them is the one witness they share.
+    pub async fn clock_skew(&self) -> Result<chrono::Duration, StoreError> {
+        let before = self.clock.now();
+        let theirs: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+            .fetch_one(&self.pool)
+            .await?;
+        let after = self.clock.now();
+        Ok(theirs - (before + (after - before) / 2))
+    }
+
     /// Notifications marked `needs_index`, with their due time while they
     /// are pending (`None` once final: nothing to index, only the mark to
     /// clear).

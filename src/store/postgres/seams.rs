@@ -258,6 +258,9 @@ impl HousekeepingStore for PgStore {
     ) -> Result<crate::store::partitions::PartitionUpkeep, StoreError> {
         PgStore::maintain_partitions(self, today, before).await
     }
+    async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
+        PgStore::clock_skew(self).await.map(Some)
+    }
     async fn sync_operator_endpoint(
         &self,
         target: Option<OperatorTarget<'_>>,

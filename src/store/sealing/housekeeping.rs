@@ -79,6 +79,9 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
     ) -> Result<crate::store::partitions::PartitionUpkeep, StoreError> {
         self.inner.maintain_partitions(today, before).await
     }
+    async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
+        self.inner.clock_skew().await
+    }
     /// The target goes in sealed; what is stored is opened before the
     /// target compares it, since a value sealed again never reads the same.
     async fn sync_operator_endpoint(

@@ -17,6 +17,7 @@ use hookd::store::endpoints::EndpointRef;
 use hookd::store::operations::Operation;
 use hookd::store::pull::Leases;
 use hookd::store::seams::{OperationStore, PullStore, WriteStore};
+use hookd::store::StoreKind;
 
 use super::fixtures::{commit_new, create, due_at, get, pending, pull_endpoint};
 use super::leases::{at_once, failed, receipt, take, MINUTE};
@@ -155,4 +156,28 @@ pub async fn an_operation_lease_is_taken_over_only_once_the_clock_passes_its_end
     clock.advance(StdDuration::from_secs(61));
     let taken = lease(second).await.unwrap().expect("its lease ran out");
     assert_eq!((taken.id, taken.lease_holder), (operation.id, Some(second)));
+}
+
+pub async fn a_database_with_a_clock_of_its_own_reports_how_far_the_process_clock_moved_from_it<
+    S: Backend,
+>(
+    store: S,
+) {
+    let ahead = Duration::hours(1);
+    store
+        .clock()
+        .advance(ahead.to_std().expect("an hour is positive"));
+    let skew = store.clock_skew().await.expect("the clock is read");
+    match store.kind() {
+        // The database's clock is the host's, an hour behind the moved one.
+        StoreKind::Postgres => {
+            let skew = skew.expect("PostgreSQL has a clock of its own");
+            assert!(
+                (skew + ahead).abs() < Duration::seconds(5),
+                "skew {skew} is the hour the clock moved, behind"
+            );
+        }
+        // The file is read by this process's clock only.
+        StoreKind::Sqlite => assert_eq!(skew, None),
+    }
 }

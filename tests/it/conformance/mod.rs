@@ -161,6 +161,7 @@ macro_rules! conformance {
                 a_pull_nobody_takes_ends_once_the_clock_passes_its_wait,
                 strays_and_orphans_are_looked_for_within_the_window_the_clock_says,
                 an_operation_lease_is_taken_over_only_once_the_clock_passes_its_end,
+                a_database_with_a_clock_of_its_own_reports_how_far_the_process_clock_moved_from_it,
             }
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,

@@ -241,6 +241,7 @@ through!(HousekeepingStore => primary {
     fn sync_operator_endpoint(&self, target: Option<OperatorTarget<'_>>) -> Result<(), StoreError>;
     fn failing_endpoints(&self, failing_before: DateTime<Utc>) -> Result<Vec<FailingEndpoint>, StoreError>;
     fn disable_endpoints(&self, endpoints: &[FailingEndpoint], reason: &str, events: &[OperatorEvent]) -> Result<Vec<Uuid>, StoreError>;
+    fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError>;
 });
 
 through!(PullStore => primary {
