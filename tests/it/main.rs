@@ -12,6 +12,7 @@ mod api_notifications;
 mod breaker_own_url;
 mod circuit_breaker;
 mod cli;
+mod clock_skew;
 mod conformance;
 mod console;
 mod copy;
