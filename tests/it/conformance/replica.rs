@@ -104,7 +104,13 @@ pub async fn replicated(pool: PgPool) -> (PgPool, Replicated) {
         .to_string();
     let writes = PgPoolOptions::new()
         .max_connections(5)
-        .connect_with(on_primary.options([("synchronous_commit", "remote_apply")]))
+        // A replica that dies mid-run must fail the case, not hang it: the
+        // commit's wait for the replica is cancelled after 30 s (it
+        // commits on the primary with a warning, and the read then misses).
+        .connect_with(on_primary.options([
+            ("synchronous_commit", "remote_apply"),
+            ("statement_timeout", "30s"),
+        ]))
         .await
         .expect("the primary answers");
     // The database and its schema were made without waiting for the
