@@ -67,6 +67,7 @@ pub async fn run(
     store: SharedHousekeeping,
     due: SharedIndex,
     settings: std::sync::Arc<Settings>,
+    operator_synced: bool,
     shutdown: CancellationToken,
 ) {
     let mut sweep_cursor: Option<PendingCursor> = None;
@@ -79,7 +80,9 @@ pub async fn run(
     let mut last_partitions: Option<Instant> = None;
     let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
     let mut sampled: Option<chrono::DateTime<Utc>> = None;
-    let mut operator_synced = false;
+    // The dispatcher set it up before its first claim (`sync_operator`);
+    // retried here until that succeeds.
+    let mut operator_synced = operator_synced;
     // The disabling check runs every tick: one warning per run of failures.
     let mut disable_check_failing = false;
     // An in-process index needs none of it: it is filled at start and
@@ -88,16 +91,7 @@ pub async fn run(
     let mut healing = Healing::new(recovery.map_or(0, |recovery| recovery.epoch()));
     loop {
         if !operator_synced {
-            let operator = &settings.operator;
-            let target = operator
-                .enabled()
-                .then(|| OperatorTarget::plain(operator.url.expose(), operator.secret.expose()));
-            match store.sync_operator_endpoint(target).await {
-                Ok(()) => operator_synced = true,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot set up the operator endpoint; retrying")
-                }
-            }
+            operator_synced = sync_operator(&*store, &settings).await;
         }
         let hours = settings.dispatcher.disable_failing_endpoints_after_hours;
         if hours > 0 {
@@ -252,6 +246,25 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(TICK) => {}
+        }
+    }
+}
+
+/// Makes the operator endpoint match `operator.url` (created, updated or
+/// deleted); whether that worked. The dispatcher does it once before its
+/// first claim, so that a failure recorded in a process's first moments
+/// finds the endpoint its alert goes to (an alert is written only while
+/// that endpoint exists).
+pub async fn sync_operator(store: &dyn HousekeepingStore, settings: &Settings) -> bool {
+    let operator = &settings.operator;
+    let target = operator
+        .enabled()
+        .then(|| OperatorTarget::plain(operator.url.expose(), operator.secret.expose()));
+    match store.sync_operator_endpoint(target).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, "cannot set up the operator endpoint; retrying");
+            false
         }
     }
 }

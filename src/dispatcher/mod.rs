@@ -132,10 +132,12 @@ impl Dispatcher {
             outcomes_rx,
             breaker.clone(),
         ));
+        let operator_synced = housekeeping::sync_operator(&*self.housekeeping, &settings).await;
         let housekeeper = tokio::spawn(housekeeping::run(
             self.housekeeping.clone(),
             self.due.clone(),
             settings.clone(),
+            operator_synced,
             shutdown.clone(),
         ));
         let shared = Arc::new(Shared {
