@@ -14,7 +14,8 @@ use crate::store::StoreError;
 /// Of each kind, the oldest `DUE_SCAN` push rows due by a time, walked in
 /// due order on `notifications_pending_due` (its term `status =
 /// 'pending'` written as the index has it), grouped by endpoint.
-const DUE_BACKLOG: &str = "SELECT endpoint_id, attempted, min(next_attempt_at), count(*) FROM ( \
+pub(super) const DUE_BACKLOG: &str =
+    "SELECT endpoint_id, attempted, min(next_attempt_at), count(*) FROM ( \
        SELECT * FROM (SELECT endpoint_id, 0 AS attempted, next_attempt_at FROM notifications \
         WHERE status = 'pending' AND pull = 0 AND next_attempt_at <= ?1 AND attempts = 0 \
         ORDER BY next_attempt_at LIMIT ?2) \
