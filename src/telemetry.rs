@@ -75,6 +75,15 @@ fn describe() {
         "Notifications in the Redis due index (sampled each second)"
     );
     describe_gauge!(
+        "hookd_oldest_due_seconds",
+        Unit::Seconds,
+        "How long the oldest due push notification has waited, for the 10 endpoints of each kind (attempted before or not) that waited longest; read once a minute, the same in every process"
+    );
+    describe_gauge!(
+        "hookd_due_backlog",
+        "Push notifications due and not yet sent, by whether attempted before (counted up to 10000; read once a minute, the same in every process)"
+    );
+    describe_gauge!(
         "hookd_leased_notifications",
         "Notifications leased for delivery across all processes (sampled)"
     );

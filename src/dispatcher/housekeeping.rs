@@ -17,7 +17,8 @@
 //! and whatever the index:
 //! - retention deletes final notifications older than `retention.days`,
 //!   and the overview's per-minute counts after two days;
-//! - the pending backlog is sampled once a minute for the overview;
+//! - the pending backlog is sampled once a minute for the overview, and
+//!   how long its oldest due rows waited for the gauges (`due_age`);
 //! - the operator endpoint is made to match `operator.url`, and endpoints
 //!   failing for `dispatcher.disable_failing_endpoints_after_hours` are
 //!   disabled.
@@ -79,6 +80,7 @@ pub async fn run(
     let mut last_minutes_purge: Option<Instant> = None;
     let mut last_partitions: Option<Instant> = None;
     let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
+    let (mut last_due_age, mut due_age_exported) = (None::<Instant>, Default::default());
     let mut sampled: Option<chrono::DateTime<Utc>> = None;
     // The dispatcher set it up before its first claim (`sync_operator`);
     // retried here until that succeeds.
@@ -182,6 +184,10 @@ pub async fn run(
         if last_skew.is_none_or(|t| t.elapsed() >= super::clock_skew::INTERVAL) {
             last_skew = Some(Instant::now());
             skew_past = super::clock_skew::check(&*store, skew_past).await;
+        }
+        if last_due_age.is_none_or(|t| t.elapsed() >= super::due_age::INTERVAL) {
+            last_due_age = Some(Instant::now());
+            super::due_age::sample(&*store, &mut due_age_exported).await;
         }
         // Sampled here, once a second, not computed per scrape.
         if let Ok((due_count, leased)) = due.depth().await {

@@ -11,6 +11,7 @@
 mod breaker;
 mod clock_skew;
 mod delivery;
+mod due_age;
 pub mod handoff;
 mod heal;
 pub mod housekeeping;

@@ -71,3 +71,66 @@ pub(crate) fn walked(
     let next = if scanned < limit { None } else { last };
     (deleted as u64, next)
 }
+
+/// How many of the oldest due rows of each kind `due_backlog` reads: it
+/// runs once a minute, so it stays a bounded walk of an index however
+/// large the backlog. An endpoint whose oldest due row lies past them is
+/// younger than every one read, so the oldest endpoints are exact; the
+/// counts stop at this.
+pub const DUE_SCAN: i64 = 10_000;
+
+/// One endpoint's oldest due push notification of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OldestDue {
+    pub endpoint_id: Uuid,
+    /// Whether it was attempted before (a retry); never attempted is what
+    /// the fresh lane will carry (docs/design.md §17).
+    pub attempted: bool,
+    /// The earliest due time among that endpoint's due rows of this kind.
+    pub due_since: DateTime<Utc>,
+}
+
+/// What is due and not yet sent, by whether it was attempted before: the
+/// figure an operator alerts on when fresh callbacks are late.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DueBacklog {
+    /// Per kind, the endpoints whose oldest due row is oldest (at most the
+    /// limit asked of each kind): never attempted first, then attempted,
+    /// each oldest first.
+    pub oldest: Vec<OldestDue>,
+    /// How many never-attempted rows are due (counted up to `DUE_SCAN`).
+    pub fresh: i64,
+    /// How many attempted rows are due (counted up to `DUE_SCAN`).
+    pub retrying: i64,
+}
+
+impl DueBacklog {
+    /// Builds the figure from a backend's groups of the rows read, each
+    /// (endpoint, attempted, earliest due, how many), keeping `limit`
+    /// endpoints of each kind.
+    pub(crate) fn from_groups(
+        mut groups: Vec<(Uuid, bool, DateTime<Utc>, i64)>,
+        limit: usize,
+    ) -> Self {
+        groups.sort_by_key(|&(endpoint, attempted, due, _)| (attempted, due, endpoint));
+        let mut backlog = DueBacklog::default();
+        let (mut fresh, mut retrying) = (0, 0);
+        for (endpoint_id, attempted, due_since, count) in groups {
+            let (total, kept) = if attempted {
+                (&mut backlog.retrying, &mut retrying)
+            } else {
+                (&mut backlog.fresh, &mut fresh)
+            };
+            *total += count;
+            if *kept < limit {
+                *kept += 1;
+                backlog.oldest.push(OldestDue {
+                    endpoint_id,
+                    attempted,
+                    due_since,
+                });
+            }
+        }
+        backlog
+    }
+}

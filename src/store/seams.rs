@@ -48,7 +48,7 @@ use super::delivery::{Claimed, DueNotification, Head, Retry};
 use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
-use super::housekeeping::PendingCursor;
+use super::housekeeping::{DueBacklog, PendingCursor};
 use super::notifications::{Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
@@ -302,6 +302,12 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
         Ok(None)
     }
+    /// The push notifications due by `now` and not yet sent, by whether
+    /// they were attempted before: the `limit` endpoints of each kind with
+    /// the oldest due row, and how many of each kind (a bounded read:
+    /// `housekeeping::DUE_SCAN`).
+    async fn due_backlog(&self, now: DateTime<Utc>, limit: usize)
+        -> Result<DueBacklog, StoreError>;
     /// Makes the managed operator endpoint match `target`: created or
     /// updated when set, deleted when not.
     async fn sync_operator_endpoint(

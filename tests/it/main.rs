@@ -36,6 +36,7 @@ mod list_filters;
 mod list_load;
 mod logs;
 mod masked_urls;
+mod oldest_due;
 mod operator;
 mod partition_keys;
 mod partitioning;

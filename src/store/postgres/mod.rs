@@ -11,6 +11,7 @@ mod breaker;
 mod cancel;
 mod consumer_tokens;
 mod delivery;
+mod due_age;
 mod endpoints;
 mod events;
 mod health;

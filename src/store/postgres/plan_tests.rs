@@ -176,3 +176,52 @@ async fn a_recover_page_reads_the_failed_index_from_its_cursor(pool: PgPool) {
         "in the index's order, without sorting the window:\n{text}"
     );
 }
+
+// Issue #48: housekeeping reads it once a minute in every process.
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn the_due_backlog_walks_the_pending_index_in_due_order_up_to_its_bound(pool: PgPool) {
+    // 100,000 pending rows over 100 endpoints, half of them attempted, a
+    // third due.
+    sqlx::raw_sql(
+        "INSERT INTO endpoints (id, url, secret, schedule_ms) \
+         SELECT hookd_uuid_v7(), 'http://receiver.test/', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', \
+             '{0}' FROM generate_series(1, 100); \
+         INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at) \
+         SELECT hookd_uuid_v7(), e.id, 'application/json', '\\x7b7d', '{0,60000}', 'pending', \
+             g % 2, now(), now() + make_interval(secs => g - 333) \
+         FROM generate_series(1, 1000) g, endpoints e; \
+         ANALYZE endpoints, notifications, attempts",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let plan = generic_plan(&pool, super::due_age::DUE_BACKLOG, 2).await;
+    let text = plan.join("\n");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("notifications_pending_due")),
+        "each kind walks the pending rows' index:\n{text}"
+    );
+    assert!(
+        !plan.iter().any(|line| line
+            .trim_start()
+            .trim_start_matches("->  ")
+            .starts_with("Sort  (")),
+        "in the index's order, without sorting what is due:\n{text}"
+    );
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Index Cond: (next_attempt_at <= $1)")),
+        "from the oldest due row, not past what is due:\n{text}"
+    );
+    assert_eq!(
+        plan.iter().filter(|line| line.contains("Limit")).count(),
+        2,
+        "each walk stops at its bound:\n{text}"
+    );
+    assert!(
+        !plan.iter().any(|line| line.contains("Seq Scan")),
+        "no table is read in full:\n{text}"
+    );
+}

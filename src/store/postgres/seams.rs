@@ -20,7 +20,7 @@ use crate::store::delivery::{Claimed, DueNotification, Head, Retry};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
-use crate::store::housekeeping::PendingCursor;
+use crate::store::housekeeping::{DueBacklog, PendingCursor};
 use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
@@ -266,6 +266,13 @@ impl HousekeepingStore for PgStore {
         target: Option<OperatorTarget<'_>>,
     ) -> Result<(), StoreError> {
         PgStore::sync_operator_endpoint(self, target).await
+    }
+    async fn due_backlog(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<DueBacklog, StoreError> {
+        PgStore::due_backlog(self, now, limit).await
     }
     async fn failing_endpoints(
         &self,

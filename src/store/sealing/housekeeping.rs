@@ -10,7 +10,7 @@ use super::Sealing;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::sealed::context;
 use crate::store::health::FailingEndpoint;
-use crate::store::housekeeping::PendingCursor;
+use crate::store::housekeeping::{DueBacklog, PendingCursor};
 use crate::store::seams::{HousekeepingStore, OperatorTarget, PendingRows};
 use crate::store::StoreError;
 
@@ -115,6 +115,13 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
             }),
         };
         self.inner.sync_operator_endpoint(Some(sealed)).await
+    }
+    async fn due_backlog(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<DueBacklog, StoreError> {
+        self.inner.due_backlog(now, limit).await
     }
     async fn failing_endpoints(
         &self,

@@ -17,6 +17,7 @@ mod cancel;
 mod columns;
 mod consumer_tokens;
 mod delivery;
+mod due_age;
 mod endpoints;
 mod errors;
 mod events;

@@ -176,3 +176,21 @@ async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
         }
     }
 }
+
+#[tokio::test]
+async fn the_due_backlog_walks_the_pending_index_in_due_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    let plan = plan(&store, super::due_age::DUE_BACKLOG).await;
+    assert_eq!(
+        plan.matches("INDEX notifications_pending_due").count(),
+        2,
+        "each kind walks the pending rows' index:\n{plan}"
+    );
+    assert!(
+        !plan.contains("TEMP B-TREE FOR ORDER BY"),
+        "in the index's order, without sorting what is due:\n{plan}"
+    );
+}

@@ -9,6 +9,7 @@ mod breaker;
 mod cancel_retry;
 mod clock;
 mod delivery;
+mod due_age;
 mod endpoints;
 mod events;
 pub(crate) mod fixtures;
@@ -138,6 +139,9 @@ macro_rules! conformance {
                 retention_deletes_events_only_once_their_deliveries_are_gone,
                 a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
                 re_enabling_a_disabled_endpoint_forgets_its_failures,
+            }
+            due_age {
+                the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,
             }
             pull {
                 a_take_leases_due_pull_rows_earliest_first_up_to_its_max,

@@ -59,7 +59,7 @@ use hookd::store::delivery::{Claimed, DueNotification, Head, Retry};
 use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::events::{Event, EventFilter, Subscriber};
 use hookd::store::health::FailingEndpoint;
-use hookd::store::housekeeping::PendingCursor;
+use hookd::store::housekeeping::{DueBacklog, PendingCursor};
 use hookd::store::notifications::{Notification, NotificationFilter};
 use hookd::store::operations::{Operation, RecoverPage, Started};
 use hookd::store::partitions::PartitionUpkeep;
@@ -248,6 +248,7 @@ through!(HousekeepingStore => primary {
     fn failing_endpoints(&self, failing_before: DateTime<Utc>) -> Result<Vec<FailingEndpoint>, StoreError>;
     fn disable_endpoints(&self, endpoints: &[FailingEndpoint], reason: &str, events: &[OperatorEvent]) -> Result<Vec<Uuid>, StoreError>;
     fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError>;
+    fn due_backlog(&self, now: DateTime<Utc>, limit: usize) -> Result<DueBacklog, StoreError>;
 });
 
 through!(PullStore => primary {
