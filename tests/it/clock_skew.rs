@@ -6,27 +6,13 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::helpers::{
-    database_url, eventually, free_port, http_client, metric, new_prefix, redis_url,
-    scrape_metrics, HookdProcess,
-};
+use crate::helpers::{eventually, http_client, metric, scrape_metrics, HookdProcess};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
 #[sqlx::test]
 async fn a_server_mode_process_exports_how_far_postgresqls_clock_is_from_its_own(pool: PgPool) {
-    let listen = format!("127.0.0.1:{}", free_port());
-    let log = std::env::temp_dir().join(format!("hookd-skew-{}.log", new_prefix()));
-    let mut hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
-        &[],
-        &listen,
-        &log,
-    );
-    let base = format!("http://{listen}");
-    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let (mut hookd, base, log) = HookdProcess::start_ready(&pool, "skew", DEADLINE).await;
     let client = http_client();
     let text = eventually(DEADLINE, "the skew gauge to be exported", || async {
         let text = scrape_metrics(&client, &base).await;

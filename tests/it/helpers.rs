@@ -550,6 +550,29 @@ impl HookdProcess {
         Self::spawn(command)
     }
 
+    /// A server-mode process (all roles) over `pool`, on a free port, its
+    /// output in a log named after `tag`, ready: the process, its base
+    /// URL and the log (for the caller to remove).
+    pub async fn start_ready(
+        pool: &PgPool,
+        tag: &str,
+        deadline: Duration,
+    ) -> (Self, String, std::path::PathBuf) {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let log = std::env::temp_dir().join(format!("hookd-{tag}-{}.log", new_prefix()));
+        let hookd = Self::start_logged(
+            &database_url(pool),
+            &redis_url(),
+            &new_prefix(),
+            &[],
+            &listen,
+            &log,
+        );
+        let base = format!("http://{listen}");
+        Self::wait_ready(&base, deadline).await;
+        (hookd, base, log)
+    }
+
     /// API and dispatcher on `listen`, stdout and stderr written to `log`.
     pub fn start_logged(
         database_url: &str,

@@ -11,10 +11,7 @@ use sqlx::PgPool;
 use tokio::net::TcpListener;
 
 use crate::conformance::fixtures::{commit_new, create, due_at, endpoint};
-use crate::helpers::{
-    database_url, eventually, free_port, http_client, metric, new_prefix, redis_url,
-    scrape_metrics, HookdProcess,
-};
+use crate::helpers::{eventually, http_client, metric, scrape_metrics, HookdProcess};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -53,18 +50,7 @@ async fn a_process_exports_how_long_an_endpoints_oldest_never_attempted_notifica
     )
     .await;
 
-    let listen = format!("127.0.0.1:{}", free_port());
-    let log = std::env::temp_dir().join(format!("hookd-oldest-due-{}.log", new_prefix()));
-    let hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis_url(),
-        &new_prefix(),
-        &[],
-        &listen,
-        &log,
-    );
-    let base = format!("http://{listen}");
-    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let (hookd, base, log) = HookdProcess::start_ready(&pool, "oldest-due", DEADLINE).await;
     let client = http_client();
     let endpoint_label = format!("endpoint=\"{}\"", shop.id);
     let fresh = |line: &&str| {
