@@ -114,13 +114,11 @@ impl Service {
         ids: impl IntoIterator<Item = Uuid>,
         keep: impl Fn(&Endpoint) -> bool,
     ) -> Result<HashSet<Uuid>, ServiceError> {
-        let names: Vec<String> = ids.into_iter().map(|id| id.to_string()).collect();
-        if names.is_empty() {
+        let wanted: Vec<EndpointRef> = ids.into_iter().map(EndpointRef::Id).collect();
+        if wanted.is_empty() {
             return Ok(HashSet::new());
         }
-        let found = self
-            .resolve_endpoints(names.iter().map(String::as_str))
-            .await?;
+        let found = self.resolve_refs(wanted).await?;
         Ok(found.values().filter(|e| keep(e)).map(|e| e.id).collect())
     }
 
@@ -133,6 +131,12 @@ impl Service {
     ) -> Result<Resolved, ServiceError> {
         // Parsed before any wait: the names borrow from the request.
         let wanted: Vec<EndpointRef> = names.into_iter().map(EndpointRef::parse).collect();
+        self.resolve_refs(wanted).await
+    }
+
+    /// `resolve_endpoints` for references already parsed (ids the caller
+    /// holds: no string to write and parse back).
+    async fn resolve_refs(&self, wanted: Vec<EndpointRef>) -> Result<Resolved, ServiceError> {
         let mut found = HashMap::new();
         let mut missing = HashSet::new();
         for wanted in wanted {
