@@ -9,7 +9,9 @@
 //!    pull consumer's lease), until that lease ends: whatever else holds
 //!    the endpoint, this attempt goes on. A claim of a notification that
 //!    holds a rate-limit slot still to come is the dispatcher keeping it
-//!    until that slot (`dispatcher::throttle`), not an attempt;
+//!    until that slot (`dispatcher::throttle`), not an attempt; nor is a
+//!    claim of a disabled push endpoint's notification, which the
+//!    dispatcher gives back unsent;
 //! 3. `endpoint_disabled`: the endpoint holds everything while disabled,
 //!    push or pull, with no end known;
 //! 4. `circuit_open`: a push endpoint's circuit holds (open or probing),
@@ -145,7 +147,16 @@ pub fn waiting(facts: &Facts<'_>, now: DateTime<Utc>) -> Option<Waiting> {
     // A dispatcher holds a notification whose rate-limit slot is still to
     // come under a lease until then: that lease is no attempt.
     let slot = facts.slot.filter(|s| *s > now);
-    let attempt = facts.leased_until.filter(|u| *u > now && slot.is_none());
+    // Nor is a dispatcher's claim of a disabled push endpoint's
+    // notification: the dispatcher sends nothing to a disabled endpoint and
+    // gives such a claim back at once, for later. (An attempt begun before
+    // the endpoint was disabled reads `endpoint_disabled` too, which is
+    // what holds it once that attempt ends.) A pull consumer's lease is
+    // its own, and goes on whatever its endpoint.
+    let claimed_while_disabled = facts.disabled && !facts.pull;
+    let attempt = facts
+        .leased_until
+        .filter(|u| *u > now && slot.is_none() && !claimed_while_disabled);
     let (reason, until) = if let Some(until) = attempt {
         (Reason::InFlight, Some(until))
     } else if facts.disabled {
@@ -241,18 +252,36 @@ mod tests {
     #[test]
     fn an_attempt_under_way_comes_before_every_hold() {
         let circuit = open(at(40));
-        let facts = Facts {
+        let pushed = Facts {
             leased_until: Some(at(20)),
-            disabled: true,
             circuit: Some(&circuit),
             ..due()
         };
-        assert_eq!(reason(facts), (Reason::InFlight, Some(at(20))));
+        assert_eq!(reason(pushed), (Reason::InFlight, Some(at(20))));
+        let consumed = Facts {
+            leased_until: Some(at(20)),
+            pull: true,
+            disabled: true,
+            ..due()
+        };
+        assert_eq!(reason(consumed), (Reason::InFlight, Some(at(20))));
         let lapsed = Facts {
             leased_until: Some(at(5)),
             ..due()
         };
         assert_eq!(reason(lapsed), (Reason::Due, None));
+    }
+
+    #[test]
+    fn a_dispatchers_claim_of_a_disabled_push_endpoints_notification_is_no_attempt() {
+        // Between its claim and its giving back, the dispatcher holds it
+        // under a lease; what holds it is still the endpoint.
+        let facts = Facts {
+            leased_until: Some(at(70)),
+            disabled: true,
+            ..due()
+        };
+        assert_eq!(reason(facts), (Reason::EndpointDisabled, None));
     }
 
     #[test]
