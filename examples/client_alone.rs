@@ -102,6 +102,7 @@ async fn sender_run(
                         headers: &headers,
                         event_id: None,
                         url: None,
+                        sequence: None,
                     })
                     .await;
                 let status = result.answer.map(|answer| answer.status);

@@ -234,6 +234,7 @@ async fn claim(
                         headers: &BTreeMap::new(),
                         event_id: None,
                         url: None,
+                        sequence: None,
                     })
                     .await;
                 let status = result.answer.map(|answer| answer.status);

@@ -20,6 +20,7 @@ use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
+use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::service::endpoints::{BreakerFields, EndpointFields, RotateSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
@@ -76,6 +77,12 @@ pub struct EndpointView {
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
+    /// `key`: the notifications of one `order_key` go one at a time, in
+    /// creation order; `none`: each on its own.
+    pub ordering: KeyOrdering,
+    /// When a notification of an ordered key ends failed or cancelled:
+    /// `continue` releases the next, `hold` keeps the later ones waiting.
+    pub ordering_on_failure: OnFailure,
     pub disabled: bool,
     /// The whole path of `url` is a credential: callers without the
     /// `secrets` scope see only its origin.
@@ -115,6 +122,8 @@ impl EndpointView {
             headers: masked(endpoint.headers),
             timeout_ms: endpoint.timeout_ms,
             max_in_flight: endpoint.max_in_flight,
+            ordering: endpoint.ordering,
+            ordering_on_failure: endpoint.ordering_on_failure,
             disabled: endpoint.disabled,
             url_secret: endpoint.url_secret,
             disabled_reason: endpoint.disabled_reason,

@@ -39,6 +39,9 @@ pub struct EventView {
     pub event_type: String,
     pub owner: Option<String>,
     pub key: Option<String>,
+    /// The business object it is about: its deliveries carry it, and on
+    /// endpoints ordered by key go one at a time per key.
+    pub order_key: Option<String>,
     /// Notifications its fan-out created, one per subscribed endpoint.
     pub deliveries: i32,
     pub content_type: String,
@@ -72,6 +75,7 @@ impl EventView {
             event_type: event.event_type,
             owner: event.owner,
             key: event.key,
+            order_key: event.order_key,
             deliveries: event.deliveries,
             content_type: event.content_type,
             deliver_at: event.deliver_at,

@@ -34,6 +34,12 @@ pub struct NotificationView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     pub key: Option<String>,
+    /// The business object it is about; on an endpoint ordered by key,
+    /// notifications of one `order_key` go one at a time.
+    pub order_key: Option<String>,
+    /// Its place in its key's order (1, 2, 3 …), sent as
+    /// `webhook-sequence`; `null` unless its endpoint orders by key.
+    pub sequence: Option<i64>,
     pub event_type: Option<String>,
     pub status: Status,
     /// Attempts made so far, over every series.
@@ -63,9 +69,9 @@ pub struct NotificationView {
     pub body: Option<String>,
     /// Why it waits while pending (`domain::waiting`); `null` once final.
     /// `reason` is one of `scheduled`, `due`, `in_flight`, `rate_limit`,
-    /// `circuit_open`, `ordering` (given once ordered delivery per key
-    /// lands), `endpoint_disabled`, `pull`; `until` when that ends, if
-    /// known; `behind` the notification it waits behind (`ordering`).
+    /// `circuit_open`, `ordering`, `endpoint_disabled`, `pull`; `until`
+    /// when that ends, if known; `behind` the earlier notification of its
+    /// key it waits for (`ordering`).
     pub waiting: Option<Waiting>,
 }
 
@@ -86,6 +92,8 @@ impl NotificationView {
                 error: n.last_error.clone(),
             }),
             key: n.key,
+            order_key: n.order_key,
+            sequence: n.sequence,
             event_type: n.event_type,
             attempts: n.attempts,
             next_attempt_at: n.next_attempt_at,

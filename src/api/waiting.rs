@@ -112,6 +112,7 @@ impl Holds {
             disabled: self.disabled.contains(&n.endpoint_id),
             circuit: self.circuits.get(&n.endpoint_id),
             slot: self.slots.get(&n.id).copied(),
+            behind: n.behind,
         };
         waiting(&facts, self.now)
     }

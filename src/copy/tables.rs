@@ -129,6 +129,8 @@ const ENDPOINTS: Table = Table {
         col("schedule_jitter", Real),
         col("url_secret", Flag),
         col("portal_generation", Int),
+        col("ordering", Text),
+        col("ordering_on_failure", Text),
         col("rate_limit_per_second", Real),
         col("rate_limit_burst", Int),
         col("breaker_off", Flag),
@@ -153,6 +155,19 @@ const ENDPOINTS: Table = Table {
 };
 
 /// A consumer's `hkc_` token keeps working: only its digest is stored.
+/// Each ordered key's last sequence and what holds it (`store::ordering`),
+/// so that the server numbers a key's next notification on from there.
+const ORDER_KEYS: Table = Table {
+    name: "order_keys",
+    key: &["endpoint_id", "order_key"],
+    columns: &[
+        col("endpoint_id", Id),
+        col("order_key", Text),
+        col("last_sequence", BigInt),
+        col("held_by", Id),
+    ],
+};
+
 const CONSUMER_TOKENS: Table = Table {
     name: "consumer_tokens",
     key: &["endpoint_id"],
@@ -176,6 +191,7 @@ const EVENTS: Table = Table {
         col("deliver_at", Time),
         col("deliveries", Int),
         col("created_at", Time),
+        col("order_key", Text),
     ],
 };
 
@@ -226,9 +242,12 @@ const NOTIFICATIONS: Table = Table {
         Column {
             name: "needs_index",
             kind: Flag,
-            from: Some("(status = 'pending' AND pull = 0)"),
+            from: Some("(status = 'pending' AND pull = 0 AND behind IS NULL)"),
         },
         col("pull", Flag),
+        col("order_key", Text),
+        col("sequence", BigInt),
+        col("behind", Id),
         col("lease_id", Id),
         col("leased_at", Time),
         col("last_attempt_at", Time),
@@ -243,7 +262,14 @@ const NOTIFICATIONS: Table = Table {
 };
 
 /// Every table copied, in the order copied.
-pub(crate) const TABLES: [Table; 5] = [ENDPOINTS, CONSUMER_TOKENS, EVENTS, ATTEMPTS, NOTIFICATIONS];
+pub(crate) const TABLES: [Table; 6] = [
+    ENDPOINTS,
+    ORDER_KEYS,
+    CONSUMER_TOKENS,
+    EVENTS,
+    ATTEMPTS,
+    NOTIFICATIONS,
+];
 
 #[cfg(test)]
 mod tests {
@@ -265,7 +291,7 @@ mod tests {
     fn a_computed_column_is_read_under_its_own_name() {
         let list = NOTIFICATIONS.select_list();
         assert!(
-            list.contains("(status = 'pending' AND pull = 0) AS needs_index"),
+            list.contains("(status = 'pending' AND pull = 0 AND behind IS NULL) AS needs_index"),
             "{list}"
         );
         assert!(list.starts_with("id, endpoint_id, event_id"), "{list}");

@@ -115,6 +115,7 @@ pub async fn attempt(
         attempt: number as u32,
         headers: &row.headers,
         event_id: row.event_id,
+        sequence: row.sequence,
         url: row.url.as_deref(),
     };
     let unreadable = plan.unreadable.clone().or_else(|| {
@@ -218,6 +219,7 @@ pub async fn attempt(
         tells_of_endpoint,
         next,
         event,
+        ordered: row.sequence.is_some(),
     }
 }
 

@@ -108,6 +108,7 @@ mod tests {
             url: None,
             endpoint_version: Some(1),
             unreadable: None,
+            sequence: None,
         }
     }
 

@@ -327,6 +327,7 @@ async fn record(
         }
     };
     unrecorded.remove(batch.iter().map(|r| r.notification_id));
+    index_released(store, due, batch, &moved).await;
     owed.done.extend(batch.iter().map(|r| r.notification_id));
     owed.next.extend(
         batch
@@ -337,6 +338,36 @@ async fn record(
                 _ => None,
             }),
     );
+}
+
+/// Indexes at once the next notification of each key whose notification
+/// this batch ended (`store::ordering`): a key's notifications then follow
+/// each other within a claim's wait, not the housekeeper's second. What
+/// fails here, the housekeeper or the overdue sweep indexes.
+async fn index_released(
+    store: &dyn DeliveryStore,
+    due: &SharedIndex,
+    batch: &[AttemptRecord],
+    moved: &HashSet<Uuid>,
+) {
+    let ended: Vec<Uuid> = batch
+        .iter()
+        .filter(|r| r.ordered && r.next.completed && moved.contains(&r.notification_id))
+        .map(|r| r.notification_id)
+        .collect();
+    if ended.is_empty() {
+        return;
+    }
+    let released = match store.released(&ended).await {
+        Ok(released) => released,
+        Err(error) => {
+            tracing::warn!(%error, count = ended.len(), "cannot read the notifications their keys' ends released; the housekeeper indexes them");
+            return;
+        }
+    };
+    if let Err(error) = due.add(&released).await {
+        tracing::warn!(%error, count = released.len(), "cannot index the notifications their keys' ends released; the overdue sweep will");
+    }
 }
 
 /// Writes one batch, retrying until PostgreSQL commits it; returns the ids

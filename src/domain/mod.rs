@@ -24,6 +24,7 @@ pub mod lease;
 pub mod minute_stats;
 pub mod operation;
 pub mod operator_event;
+pub mod ordering;
 pub mod outcome;
 pub mod partition;
 pub mod portal;

@@ -18,7 +18,7 @@
 //!    until the probe may run (or the probing claim lapses), unless the
 //!    notification is scheduled past that anyway;
 //! 5. `ordering`: behind an earlier notification of its `order_key`
-//!    (named in `behind`): not produced until ordering per key lands;
+//!    (named in `behind`), until that one ends;
 //! 6. `scheduled`: its next attempt is due later, until then;
 //! 7. `pull`: due, and waiting for a consumer of its pull endpoint;
 //! 8. `rate_limit`: due, and the due index holds it for a later slot its
@@ -49,8 +49,7 @@ pub enum Reason {
     RateLimit,
     /// Its endpoint's circuit is open; a probe may run at `until`.
     CircuitOpen,
-    /// Behind an earlier notification of its `order_key` (`behind`). Given
-    /// once ordered delivery per key lands; never today.
+    /// Behind an earlier notification of its `order_key` (`behind`).
     Ordering,
     /// Its endpoint is disabled: held until it is enabled again.
     EndpointDisabled,
@@ -136,6 +135,8 @@ pub struct Facts<'a> {
     /// The later slot its endpoint's rate limit gave it, if the due index
     /// holds it past its stored due time.
     pub slot: Option<DateTime<Utc>>,
+    /// The earlier notification of its key it waits for.
+    pub behind: Option<Uuid>,
 }
 
 /// Why the notification of `facts` waits at `now`; `None` once final.
@@ -163,6 +164,8 @@ pub fn waiting(facts: &Facts<'_>, now: DateTime<Utc>) -> Option<Waiting> {
         (Reason::EndpointDisabled, None)
     } else if let Some(until) = circuit_holds(facts, now) {
         (Reason::CircuitOpen, until)
+    } else if facts.behind.is_some() {
+        (Reason::Ordering, None)
     } else if let Some(at) = due_at.filter(|at| *at > now) {
         (Reason::Scheduled, Some(at))
     } else if facts.pull {
@@ -172,10 +175,11 @@ pub fn waiting(facts: &Facts<'_>, now: DateTime<Utc>) -> Option<Waiting> {
     } else {
         (Reason::Due, None)
     };
+    let behind = facts.behind.filter(|_| reason == Reason::Ordering);
     Some(Waiting {
         reason,
         until,
-        behind: None,
+        behind,
     })
 }
 
@@ -213,6 +217,7 @@ mod tests {
             disabled: false,
             circuit: None,
             slot: None,
+            behind: None,
         }
     }
 
@@ -270,6 +275,28 @@ mod tests {
             ..due()
         };
         assert_eq!(reason(lapsed), (Reason::Due, None));
+    }
+
+    #[test]
+    fn a_notification_behind_an_earlier_one_of_its_key_names_it_after_its_endpoints_holds() {
+        let earlier = Uuid::now_v7();
+        let behind = Facts {
+            behind: Some(earlier),
+            next_attempt_at: Some(at(60)),
+            ..due()
+        };
+        let waits = waiting(&behind, at(10)).expect("pending");
+        assert_eq!((waits.reason, waits.until), (Reason::Ordering, None));
+        assert_eq!(waits.behind, Some(earlier));
+        let disabled = Facts {
+            disabled: true,
+            ..behind
+        };
+        let waits = waiting(&disabled, at(10)).expect("pending");
+        assert_eq!(
+            (waits.reason, waits.behind),
+            (Reason::EndpointDisabled, None)
+        );
     }
 
     #[test]

@@ -87,6 +87,9 @@ pub struct Delivery<'a> {
     /// Where to send it instead of the target's URL (a per-notification
     /// URL), with the target's secrets and policy.
     pub url: Option<&'a str>,
+    /// Its place in its key's order, on an ordered endpoint: sent as
+    /// `webhook-sequence`.
+    pub sequence: Option<i64>,
 }
 
 impl std::fmt::Debug for Delivery<'_> {
@@ -280,6 +283,12 @@ impl Sender {
                 headers.insert(HeaderName::from_static("hookd-event-type"), value);
             }
         }
+        if let Some(sequence) = delivery.sequence {
+            headers.insert(
+                HeaderName::from_static(crate::domain::ordering::SEQUENCE_HEADER),
+                HeaderValue::from(sequence),
+            );
+        }
         if let Some(event_id) = delivery.event_id {
             let mut buffer = Uuid::encode_buffer();
             let event_id: &str = event_id.hyphenated().encode_lower(&mut buffer);
@@ -346,8 +355,8 @@ impl Sender {
 
 /// Headers hookd sets on every attempt: content-type, user-agent,
 /// webhook-id, -timestamp and -signature, hookd-attempt, hookd-event-type
-/// and hookd-event-id.
-const OWN_HEADERS: usize = 8;
+/// and hookd-event-id, and webhook-sequence on an ordered endpoint.
+const OWN_HEADERS: usize = 9;
 
 /// The content type's header value; JSON, nearly every notification's,
 /// without an allocation.
@@ -472,6 +481,7 @@ mod tests {
             headers: &own,
             event_id: None,
             url: Some("https://x.example/hook/n?token=hunter2"),
+            sequence: None,
         };
         let shown = format!("{delivery:?}");
         assert!(

@@ -15,6 +15,7 @@ use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::breaker::Override;
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
+use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::{Schedule, ScheduleJson};
@@ -111,6 +112,19 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<u32>)]
     max_in_flight: Option<Option<u32>>,
+    /// `key`: the notifications of one `order_key` are attempted one at a
+    /// time, in creation order, each carrying `webhook-sequence`. Default
+    /// (and `null`) `none`. Switching to `none` releases every one waiting.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<KeyOrdering>)]
+    ordering: Option<Option<KeyOrdering>>,
+    /// When a notification of an ordered key ends `failed` or `cancelled`:
+    /// `continue` (default, and `null`) releases the next one; `hold`
+    /// keeps the later ones waiting until it is retried to success, or
+    /// they are cancelled. Switching to `continue` releases the held keys.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<OnFailure>)]
+    ordering_on_failure: Option<Option<OnFailure>>,
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<bool>)]
     pub(super) disabled: Option<Option<bool>>,
@@ -177,6 +191,12 @@ impl EndpointFields {
                 "url",
                 "url is required for a push endpoint",
             ));
+        }
+        if let Some(ordering) = self.ordering {
+            endpoint.ordering = ordering.unwrap_or_default();
+        }
+        if let Some(on_failure) = self.ordering_on_failure {
+            endpoint.ordering_on_failure = on_failure.unwrap_or_default();
         }
         if let Some(description) = self.description {
             let description = description.unwrap_or_default();
@@ -345,6 +365,8 @@ pub(super) fn default_endpoint(now: chrono::DateTime<Utc>) -> Endpoint {
         headers: BTreeMap::new(),
         timeout_ms: None,
         max_in_flight: None,
+        ordering: Default::default(),
+        ordering_on_failure: Default::default(),
         disabled: false,
         disabled_reason: None,
         failing_since: None,

@@ -17,11 +17,12 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::lookup::Resolved;
-use super::notifications::{invalid_key, Accepted};
+use super::notifications::{invalid_key, invalid_order_key, Accepted};
 use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::fields::{valid_key, valid_uid, MAX_HEADERS};
+use crate::domain::ordering::{valid_order_key, KeyOrdering};
 use crate::domain::problem::{shown, ErrorCode, Kind, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -72,6 +73,11 @@ pub struct EventInput {
     /// Only these endpoints (id or uid) of the owner, if still subscribed.
     #[schema(value_type = Option<Vec<String>>, max_items = 1000)]
     pub endpoints: Option<Bounded<String, MAX_NAMED_ENDPOINTS>>,
+    /// The business object it is about (`order-123`): its deliveries carry
+    /// it, and on endpoints with `"ordering": "key"` they go one at a time
+    /// per key, in creation order. 1 to 256 bytes.
+    #[schema(min_length = 1, max_length = 256)]
+    pub order_key: Option<String>,
 }
 
 impl std::fmt::Debug for EventInput {
@@ -241,6 +247,13 @@ impl Service {
                 return Err(invalid_key());
             }
         }
+        if input
+            .order_key
+            .as_deref()
+            .is_some_and(|k| !valid_order_key(k))
+        {
+            return Err(invalid_order_key());
+        }
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
         let headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
@@ -290,6 +303,7 @@ impl Service {
                 body: content.body,
                 deliver_at,
                 headers,
+                order_key: input.order_key,
                 deliveries: Vec::new(),
             },
             named,
@@ -362,7 +376,7 @@ fn matching<'a>(
     prepared: &'a Prepared,
     subscribers: &'a HashMap<Option<String>, Arc<Vec<Subscriber>>>,
     named: &'a Named<'a>,
-) -> Box<dyn Iterator<Item = (Uuid, Schedule, Delivery)> + 'a> {
+) -> Box<dyn Iterator<Item = (Uuid, Schedule, Delivery, KeyOrdering)> + 'a> {
     let event = &prepared.event;
     match &prepared.named {
         Some(ids) => Box::new(
@@ -371,7 +385,7 @@ fn matching<'a>(
                 .filter(|e| {
                     !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
                 })
-                .map(|e| (e.id, e.schedule(), e.delivery)),
+                .map(|e| (e.id, e.schedule(), e.delivery, e.ordering)),
         ),
         None => Box::new(
             subscribers
@@ -379,7 +393,7 @@ fn matching<'a>(
                 .into_iter()
                 .flat_map(|list| list.iter())
                 .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
-                .map(|s| (s.id, s.schedule(), s.delivery)),
+                .map(|s| (s.id, s.schedule(), s.delivery, s.ordering)),
         ),
     }
 }
@@ -392,8 +406,9 @@ fn fan_out(
     now: DateTime<Utc>,
 ) -> Vec<NewDelivery> {
     let start = prepared.event.deliver_at.max(now);
+    let keyed = prepared.event.order_key.is_some();
     matching(prepared, subscribers, named)
-        .map(|(endpoint_id, schedule, mode)| NewDelivery {
+        .map(|(endpoint_id, schedule, mode, ordering)| NewDelivery {
             id: crate::domain::id::new_id(),
             endpoint_id,
             next_attempt_at: start
@@ -401,6 +416,8 @@ fn fan_out(
             schedule,
             pull: mode == Delivery::Pull,
             headers: None,
+            ordered: keyed && ordering == KeyOrdering::Key,
+            place: Default::default(),
         })
         .collect()
 }

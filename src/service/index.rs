@@ -87,7 +87,9 @@ impl Service {
             .iter()
             .filter_map(|inserted| match inserted {
                 Inserted::Created(n)
-                    if !n.pull && n.next_attempt_at.is_some_and(|at| at <= due_by) =>
+                    if !n.pull
+                        && n.behind.is_none()
+                        && n.next_attempt_at.is_some_and(|at| at <= due_by) =>
                 {
                     Some(DueNotification::created(n, version(n.id)?))
                 }
@@ -101,7 +103,7 @@ impl Service {
                 ..
             } => push
                 .iter()
-                .filter(|d| d.next_attempt_at <= due_by)
+                .filter(|d| d.place.behind.is_none() && d.next_attempt_at <= due_by)
                 .filter_map(|d| {
                     Some(DueNotification::delivering(
                         event,

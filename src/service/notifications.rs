@@ -12,6 +12,7 @@ use super::{Service, ServiceError};
 use crate::domain::bounded::BoundedMap;
 use crate::domain::fields::{valid_event_type, valid_key, MAX_HEADERS};
 use crate::domain::operator_event::spared_from;
+use crate::domain::ordering::{valid_order_key, KeyOrdering};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::receiver_url::mask_url;
@@ -64,6 +65,11 @@ pub struct NotificationInput {
     /// and sent on its schedule and policy. The address guard applies.
     #[schema(pattern = "^https?://", max_length = 2048)]
     pub url: Option<String>,
+    /// The business object it is about (`order-123`): on an endpoint with
+    /// `"ordering": "key"`, notifications of one key are attempted one at
+    /// a time, in creation order. 1 to 256 bytes.
+    #[schema(min_length = 1, max_length = 256)]
+    pub order_key: Option<String>,
 }
 
 impl std::fmt::Debug for NotificationInput {
@@ -74,6 +80,7 @@ impl std::fmt::Debug for NotificationInput {
             .field("event_type", &self.event_type)
             .field("headers", &self.headers)
             .field("url", &self.url.as_deref().map(mask_url))
+            .field("order_key", &self.order_key)
             .finish_non_exhaustive()
     }
 }
@@ -177,6 +184,13 @@ impl Service {
                 return Err(invalid_key());
             }
         }
+        if input
+            .order_key
+            .as_deref()
+            .is_some_and(|k| !valid_order_key(k))
+        {
+            return Err(invalid_order_key());
+        }
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
         let schedule = match &input.schedule {
             Some(value) => parse_schedule(&value.0, "schedule")?,
@@ -211,6 +225,8 @@ impl Service {
             next_attempt_at: due,
             url,
             pull,
+            order_key: input.order_key,
+            ordered: endpoint.ordering == KeyOrdering::Key,
         })
     }
 
@@ -303,6 +319,8 @@ impl Service {
             retry = self.store.retry_notification(id, now, delivering).await?;
         }
         match retry {
+            // Behind an earlier one of its key: that one's end releases it.
+            Retry::Retried(n) if n.behind.is_some() => Ok(n),
             Retry::Retried(n) if n.pull => {
                 self.signal_pull(&[n.endpoint_id]).await;
                 Ok(n)
@@ -337,6 +355,14 @@ impl Service {
             Retry::NotFound => Err(Problem::not_found("notification").into()),
         }
     }
+}
+
+pub(crate) fn invalid_order_key() -> Problem {
+    Problem::invalid(
+        ErrorCode::InvalidValue,
+        "order_key",
+        "order_key is 1 to 256 bytes without control characters",
+    )
 }
 
 pub(crate) fn invalid_key() -> Problem {

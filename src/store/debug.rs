@@ -107,6 +107,8 @@ mod tests {
             next_attempt_at: chrono::Utc::now(),
             url: Some("https://x.example/hook?token=hunter2".into()),
             pull: false,
+            order_key: None,
+            ordered: false,
         };
         let event = NewEvent {
             id: uuid::Uuid::nil(),
@@ -117,6 +119,7 @@ mod tests {
             body: Vec::new(),
             deliver_at: chrono::Utc::now(),
             headers,
+            order_key: None,
             deliveries: Vec::new(),
         };
         for shown in [format!("{new:?}"), format!("{event:?}")] {

@@ -41,6 +41,9 @@ pub struct DueNotification {
     pub endpoint_version: Option<i64>,
     /// A custom header value that did not open: the attempt fails with it.
     pub unreadable: Option<SealError>,
+    /// Its place in its key's order, on an ordered endpoint
+    /// (`webhook-sequence`).
+    pub sequence: Option<i64>,
 }
 
 impl std::fmt::Debug for DueNotification {
@@ -77,6 +80,7 @@ impl DueNotification {
             url: row.url.clone(),
             endpoint_version: Some(endpoint_version),
             unreadable: None,
+            sequence: row.sequence,
         }
     }
 
@@ -107,6 +111,7 @@ impl DueNotification {
             url: None,
             endpoint_version: Some(endpoint_version),
             unreadable: None,
+            sequence: delivery.place.sequence,
         }
     }
 
@@ -245,6 +250,9 @@ pub(crate) trait RetryStep: Send {
     ) -> Result<Notification, super::StoreError>;
     /// The row as it is: what a refusal comes back with.
     async fn row(&mut self, id: Uuid) -> Result<Notification, super::StoreError>;
+    /// Puts a final notification of an ordered key that is pending again
+    /// back in its key's order (`store::ordering`): what it waits for now.
+    async fn requeue(&mut self, row: &Notification) -> Result<Option<Uuid>, super::StoreError>;
     async fn commit(self) -> Result<(), super::StoreError>;
 }
 
@@ -271,7 +279,13 @@ pub(crate) async fn retry_notification(
         read.read_at,
     );
     let row = match &decided {
-        Ok(retried) => step.write(id, retried, read.read_at).await?,
+        Ok(retried) => {
+            let mut row = step.write(id, retried, read.read_at).await?;
+            if read.status != Status::Pending && row.sequence.is_some() {
+                row.behind = step.requeue(&row).await?;
+            }
+            row
+        }
         Err(_) => step.row(id).await?,
     };
     step.commit().await?;

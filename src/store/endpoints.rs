@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 
@@ -82,6 +83,12 @@ pub struct Endpoint {
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
     pub max_in_flight: Option<i32>,
+    /// Whether it attempts the notifications of one `order_key` one at a
+    /// time, in creation order (`domain::ordering`).
+    pub ordering: KeyOrdering,
+    /// What a failed or cancelled notification of a key does to the later
+    /// ones, when ordered.
+    pub ordering_on_failure: OnFailure,
     pub disabled: bool,
     /// `failing` when hookd disabled it; `None` when enabled or disabled by hand.
     pub disabled_reason: Option<String>,
@@ -219,6 +226,8 @@ mod tests {
             headers: BTreeMap::new(),
             timeout_ms: None,
             max_in_flight: None,
+            ordering: Default::default(),
+            ordering_on_failure: Default::default(),
             disabled: false,
             disabled_reason: None,
             failing_since: None,

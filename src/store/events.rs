@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::notifications::Ordered;
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 
@@ -23,6 +24,8 @@ pub struct Event {
     /// Notifications the fan-out created.
     pub deliveries: i32,
     pub created_at: DateTime<Utc>,
+    /// The business object it is about (`NewEvent::order_key`).
+    pub order_key: Option<String>,
 }
 
 /// An event to be created, with the deliveries its fan-out chose.
@@ -37,6 +40,9 @@ pub struct NewEvent {
     pub deliver_at: DateTime<Utc>,
     /// Custom headers every delivery carries (unless it has its own).
     pub headers: BTreeMap<String, String>,
+    /// The business object it is about: its deliveries carry it, and those
+    /// to endpoints ordered by key are ordered by it.
+    pub order_key: Option<String>,
     pub deliveries: Vec<NewDelivery>,
 }
 
@@ -53,6 +59,11 @@ pub struct NewDelivery {
     /// wrapper that stores them per delivery (sealed, bound to the
     /// delivery's id); `None`: the event's.
     pub headers: Option<BTreeMap<String, String>>,
+    /// Its endpoint orders by key and its event has one: the store gives it
+    /// a place in its key's order (`store::ordering`).
+    pub ordered: bool,
+    /// The place the store gave it, once created.
+    pub place: Ordered,
 }
 
 /// What became of one event of a commit.
@@ -80,6 +91,8 @@ pub struct Subscriber {
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
     pub delivery: Delivery,
+    /// Whether its deliveries of an event with an `order_key` are ordered.
+    pub ordering: crate::domain::ordering::KeyOrdering,
 }
 
 impl Subscriber {
@@ -143,6 +156,7 @@ impl NewEvent {
             deliver_at: self.deliver_at,
             deliveries: deliveries as i32,
             created_at,
+            order_key: self.order_key,
         }
     }
 }

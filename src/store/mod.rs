@@ -20,6 +20,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod notifications;
 pub mod operations;
+pub mod ordering;
 pub mod partitions;
 pub mod postgres;
 pub mod pull;

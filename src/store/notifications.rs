@@ -43,6 +43,15 @@ pub struct Notification {
     /// A consumer holds it under a lease that has not run out (read where
     /// it matters: status, lists, retry).
     pub leased: bool,
+    /// Its order key, as the producer gave it.
+    pub order_key: Option<String>,
+    /// Its place in its key's order (1, 2, 3 …), when its endpoint orders
+    /// by key: `webhook-sequence`.
+    pub sequence: Option<i64>,
+    /// The earlier notification of its key it waits for, while one is
+    /// pending (or holds the key, under `ordering_on_failure = "hold"`):
+    /// no dispatcher or consumer takes it meanwhile.
+    pub behind: Option<Uuid>,
 }
 
 impl Notification {
@@ -78,6 +87,11 @@ pub struct NewNotification {
     pub url: Option<String>,
     /// For a pull endpoint: consumers take it; it is not in the due index.
     pub pull: bool,
+    /// Its order key (≤ 256 bytes).
+    pub order_key: Option<String>,
+    /// Its endpoint orders by key: the store gives it its key's next
+    /// sequence, and `behind` while an earlier one is pending.
+    pub ordered: bool,
 }
 
 /// What became of one notification of an insert.
@@ -145,7 +159,9 @@ impl NotificationFilter {
 }
 
 impl NewNotification {
-    pub(crate) fn into_row(self, created_at: DateTime<Utc>) -> Notification {
+    /// The row the store created, with the place in its key's order the
+    /// store gave it (`Ordered::default()` for one not ordered).
+    pub(crate) fn into_row(self, created_at: DateTime<Utc>, place: Ordered) -> Notification {
         Notification {
             id: self.id,
             endpoint_id: self.endpoint_id,
@@ -171,6 +187,16 @@ impl NewNotification {
             url: self.url,
             pull: self.pull,
             leased: false,
+            order_key: self.order_key,
+            sequence: place.sequence,
+            behind: place.behind,
         }
     }
+}
+
+/// The place a create gave a notification in its key's order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ordered {
+    pub sequence: Option<i64>,
+    pub behind: Option<Uuid>,
 }

@@ -43,4 +43,7 @@ pub struct AttemptRecord {
     /// The `notification.failed` event, when `next` ends it failed and
     /// operator events are on.
     pub event: Option<OperatorEvent>,
+    /// It has a place in its key's order: its end may release the next
+    /// one of its key (`store::ordering`), which the recorder then indexes.
+    pub ordered: bool,
 }

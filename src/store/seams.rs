@@ -243,6 +243,11 @@ pub trait DeliveryStore: Clocked + Send + Sync + 'static {
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
     ) -> Result<Vec<Uuid>, StoreError>;
+    /// The push notifications that the end of the ordered `ended` released
+    /// (`store::ordering`), with their due times: taken off the
+    /// housekeeper's list (`needs_index`) for the caller to index at once.
+    /// Should the caller fail to, the overdue sweep finds them.
+    async fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     /// Cancels pending notifications whose endpoint is gone.
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     /// Makes claimed rows of endpoints that are pull now pull rows.

@@ -78,10 +78,13 @@ impl Writes {
 
 impl Committed {
     /// Every push notification the commit created, with when it is due:
-    /// what the due index gets.
+    /// what the due index gets. One behind an earlier one of its key is
+    /// not indexed until that one ends (`store::ordering`).
     pub fn due(&self) -> Vec<(Uuid, DateTime<Utc>)> {
         let singles = self.notifications.iter().filter_map(|r| match r {
-            Inserted::Created(n) if !n.pull => n.next_attempt_at.map(|at| (n.id, at)),
+            Inserted::Created(n) if !n.pull && n.behind.is_none() => {
+                n.next_attempt_at.map(|at| (n.id, at))
+            }
             _ => None,
         });
         let deliveries = self.events.iter().flat_map(|r| match r {
@@ -89,7 +92,11 @@ impl Committed {
             _ => &[],
         });
         singles
-            .chain(deliveries.map(|d| (d.id, d.next_attempt_at)))
+            .chain(
+                deliveries
+                    .filter(|d| d.place.behind.is_none())
+                    .map(|d| (d.id, d.next_attempt_at)),
+            )
             .collect()
     }
 

@@ -38,6 +38,7 @@ mod logs;
 mod masked_urls;
 mod oldest_due;
 mod operator;
+mod ordering;
 mod partition_keys;
 mod partitioning;
 mod portal;

@@ -138,6 +138,13 @@ async fn credential_like_path_segments_are_masked_for_callers_without_the_secret
             DEADLINE,
         )
         .await;
+    // Received is not recorded yet: the attempt's page is read once it is.
+    let attempts_path = format!("/v1/notifications/{id}/attempts");
+    eventually(DEADLINE, "the attempt to be recorded", || async {
+        let (status, page) = app.get(&attempts_path).await;
+        (status == StatusCode::OK && page["data"][0]["status_code"] == json!(200)).then_some(())
+    })
+    .await;
 
     let views = [
         format!("/v1/endpoints/{endpoint_id}"),

@@ -87,6 +87,8 @@ fn endpoint(uid: &str) -> Endpoint {
         headers: BTreeMap::from([("Authorization".into(), ENDPOINT_TOKEN.into())]),
         timeout_ms: None,
         max_in_flight: None,
+        ordering: Default::default(),
+        ordering_on_failure: Default::default(),
         disabled: false,
         disabled_reason: None,
         failing_since: None,
@@ -111,6 +113,8 @@ fn notification(endpoint_id: Uuid) -> NewNotification {
         next_attempt_at: now,
         url: None,
         pull: false,
+        order_key: None,
+        ordered: false,
     }
 }
 
@@ -124,6 +128,8 @@ fn event(endpoint_id: Uuid) -> NewEvent {
         next_attempt_at: now,
         pull: false,
         headers: None,
+        ordered: false,
+        place: Default::default(),
     };
     NewEvent {
         id: hookd::domain::id::new_id(),
@@ -134,6 +140,7 @@ fn event(endpoint_id: Uuid) -> NewEvent {
         body: b"{}".to_vec(),
         deliver_at: now,
         headers: BTreeMap::from([("Authorization".into(), EVENT_TOKEN.into())]),
+        order_key: None,
         deliveries: vec![delivery(), delivery()],
     }
 }

@@ -53,6 +53,8 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]),
         timeout_ms: Some(3_000),
         max_in_flight: None,
+        ordering: Default::default(),
+        ordering_on_failure: Default::default(),
         disabled: false,
         disabled_reason: None,
         failing_since: None,

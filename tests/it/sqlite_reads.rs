@@ -329,10 +329,13 @@ async fn an_event_is_purged_once_its_deliveries_are_gone() {
             body: b"e".to_vec(),
             deliver_at: at,
             headers: Default::default(),
+            order_key: None,
             deliveries: (0..deliveries)
                 .map(|_| hookd::store::events::NewDelivery {
                     id: Uuid::now_v7(),
                     headers: None,
+                    ordered: false,
+                    place: Default::default(),
                     endpoint_id,
                     schedule: Default::default(),
                     next_attempt_at: at,

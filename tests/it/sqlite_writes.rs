@@ -64,6 +64,8 @@ pub(crate) fn new_notification(
         next_attempt_at: at,
         url: None,
         pull: false,
+        order_key: None,
+        ordered: false,
     }
 }
 
@@ -234,11 +236,14 @@ fn new_event(owner: Option<&str>, key: Option<&str>, endpoints: &[(Uuid, bool)])
         body: br#"{"invoice":42}"#.to_vec(),
         deliver_at: at,
         headers: BTreeMap::from([("x-source".into(), "billing".into())]),
+        order_key: None,
         deliveries: endpoints
             .iter()
             .map(|&(endpoint_id, pull)| NewDelivery {
                 id: Uuid::now_v7(),
                 headers: None,
+                ordered: false,
+                place: Default::default(),
                 endpoint_id,
                 schedule: Schedule::from_stored(Some("custom".into()), &[5, 10]),
                 next_attempt_at: at + Duration::seconds(1),

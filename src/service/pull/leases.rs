@@ -457,6 +457,8 @@ fn attempt_with(
         tells_of_endpoint: true,
         next,
         event,
+        // A pull consumer takes the next of its key: nothing to index.
+        ordered: false,
     }
 }
 

@@ -29,10 +29,10 @@ pub(super) const LOAD_CLAIMED: &str = "SELECT n.id, n.endpoint_id, n.key, n.cont
          CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
          CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
          n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-         n.next_attempt_at, n.event_id, n.url, ep.version AS endpoint_version \
+         n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version \
      FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
          LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
-     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3";
+     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.behind IS NULL";
 
 impl PgStore {
     /// Loads claimed notifications, each with its endpoint row's version,
@@ -194,6 +194,10 @@ impl RetryStep for PgRetry {
             .fetch_one(&mut *self.tx)
             .await?,
         )
+    }
+
+    async fn requeue(&mut self, row: &Notification) -> Result<Option<Uuid>, StoreError> {
+        super::ordering::requeue(&mut self.tx, row).await
     }
 
     async fn commit(self) -> Result<(), StoreError> {

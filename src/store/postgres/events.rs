@@ -17,10 +17,11 @@ use crate::store::events::EventFilter;
 use crate::store::events::EventInserted;
 use crate::store::events::NewEvent;
 use crate::store::events::Subscriber;
+use crate::store::ordering;
 use crate::store::StoreError;
 
 const SUMMARY_COLUMNS: &str =
-    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at";
+    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at, order_key";
 /// The insert of a group commit's events and their deliveries, returning
 /// each created event's id and `created_at`; `$fanned_returning` and
 /// `$more` may add rows of (delivery id, NULL, its endpoint's version).
@@ -28,20 +29,21 @@ macro_rules! insert_events_sql {
     ($fanned_returning:literal, $more:literal) => {
         concat!(
             "WITH stored AS ( \
-                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
+                 INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, \
+                     deliveries, order_key) \
                  SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                     $6::bytea[], $7::timestamptz[], $8::int[]) \
+                     $6::bytea[], $7::timestamptz[], $8::int[], $18::text[]) \
                  ON CONFLICT (key, owner) WHERE key IS NOT NULL DO NOTHING \
-                 RETURNING id, created_at, content_type, deliver_at \
+                 RETURNING id, created_at, content_type, deliver_at, order_key \
              ), schedules AS MATERIALIZED ( \
                  SELECT position, literal::bigint[] AS delays, name \
                  FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
              ), fanned AS ( \
                  INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
-                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull) \
+                     headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull, order_key) \
                  SELECT d.id, d.endpoint_id, d.event_id, s.content_type, ''::bytea, \
                      COALESCE(d.headers, '{}'::jsonb), sc.delays, sc.name, s.deliver_at, d.next_attempt_at, \
-                     d.pull \
+                     d.pull, s.order_key \
                  FROM UNNEST($9::uuid[], $10::uuid[], $11::uuid[], $12::jsonb[], $15::int[], \
                      $16::timestamptz[], $17::bool[]) \
                      AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
@@ -72,6 +74,7 @@ impl PgStore {
         let (mut ids, mut owners, mut types, mut keys) = (vec![], vec![], vec![], vec![]);
         let (mut content_types, mut bodies, mut deliver_ats, mut counts) =
             (vec![], vec![], vec![], vec![]);
+        let mut order_keys = Vec::with_capacity(events.len());
         let mut d_ids = Vec::with_capacity(rows);
         let mut d_endpoints = Vec::with_capacity(rows);
         let mut d_events = Vec::with_capacity(rows);
@@ -102,6 +105,7 @@ impl PgStore {
             bodies.push(event.body.as_slice());
             deliver_ats.push(event.deliver_at);
             counts.push(event.deliveries.len() as i32);
+            order_keys.push(event.order_key.as_deref());
             for delivery in &event.deliveries {
                 d_ids.push(delivery.id);
                 d_endpoints.push(delivery.endpoint_id);
@@ -153,6 +157,7 @@ impl PgStore {
             .bind(&d_schedules)
             .bind(&d_next)
             .bind(&d_pull)
+            .bind(&order_keys)
             .fetch_all(&mut *conn)
             .await?;
         let mut created = HashMap::new();
@@ -182,7 +187,7 @@ impl PgStore {
                 conflicting.iter().map(|e| e.owner.as_deref()).collect();
             let rows = sqlx::query_as::<_, Event>(
                 "SELECT e.id, e.owner, e.event_type, e.key, e.content_type, e.body, e.deliver_at, \
-                     e.deliveries, e.created_at \
+                     e.deliveries, e.created_at, e.order_key \
                  FROM events e JOIN UNNEST($1::text[], $2::text[]) AS t(key, owner) \
                  ON e.key = t.key AND e.owner IS NOT DISTINCT FROM t.owner",
             )
@@ -196,10 +201,21 @@ impl PgStore {
             }
         }
 
+        // The ordered deliveries of the events stored, in commit order.
+        let in_order = ordering::ordered_deliveries(
+            events
+                .iter()
+                .filter(|event| created.contains_key(&event.id)),
+        );
+        let mut places = super::ordering::place_in_order(conn, &in_order).await?;
+
         let mut results = Vec::with_capacity(events.len());
         for mut event in events {
             if let Some(created_at) = created.get(&event.id) {
-                let deliveries = std::mem::take(&mut event.deliveries);
+                let mut deliveries = std::mem::take(&mut event.deliveries);
+                for delivery in deliveries.iter_mut().filter(|d| d.ordered) {
+                    delivery.place = places.remove(&delivery.id).unwrap_or_default();
+                }
                 let headers = std::mem::take(&mut event.headers);
                 let count = deliveries.len();
                 let (pull, push): (Vec<_>, Vec<_>) = deliveries.into_iter().partition(|d| d.pull);
@@ -240,7 +256,8 @@ impl PgStore {
         let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
         let unowned = owners.iter().any(Option::is_none);
         Ok(sqlx::query_as(
-            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery FROM endpoints \
+            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery, ordering \
+             FROM endpoints \
              WHERE (owner = ANY($1) OR ($2 AND owner IS NULL)) \
                AND deleted_at IS NULL AND NOT disabled AND NOT managed \
              ORDER BY owner, id",

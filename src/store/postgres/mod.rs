@@ -22,6 +22,7 @@ mod list_queries;
 mod notifications;
 mod operations;
 mod operator;
+mod ordering;
 #[cfg(test)]
 mod partition_plan_tests;
 mod partitions;

@@ -9,12 +9,14 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 pub(super) use super::list_queries::{frontier_query, list_query};
+use super::ordering as ordering_pg;
 use super::partitions::id_span;
 use super::{pg_array_literal, PgStore};
 use crate::store::notifications::Inserted;
 use crate::store::notifications::NewNotification;
 use crate::store::notifications::Notification;
 use crate::store::notifications::NotificationFilter;
+use crate::store::ordering;
 use crate::store::StoreError;
 
 /// Everything but the body, which listings leave out. Spliced into queries
@@ -36,7 +38,7 @@ use crate::store::StoreError;
 const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
      last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
-     lease_id, now() AS read_at, \
+     order_key, sequence, behind, lease_id, now() AS read_at, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END AS event_type";
 /// With the body; a delivery of an event has its event's.
@@ -62,16 +64,16 @@ macro_rules! insert_notifications_sql {
             "WITH t AS MATERIALIZED ( \
                  SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
                      $6::bytea[], $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], \
-                     $11::timestamptz[], $12::text[], $13::bool[]) \
+                     $11::timestamptz[], $12::text[], $13::bool[], $14::text[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at, url, pull) \
+                      schedule_name, deliver_at, next_attempt_at, url, pull, order_key) \
              ), keyed AS (",
             $keyed,
             ") \
              INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull) \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, order_key) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull, order_key \
              FROM t WHERE key IS NULL OR id IN (SELECT id FROM keyed) \
              RETURNING id, created_at, ",
             $endpoint_version
@@ -89,7 +91,7 @@ macro_rules! new_keys {
 }
 /// A key row whose notification is gone is taken over (a crash between
 /// retention's drop and its deletion of the day's key rows, or a purge by
-/// an older hookd, leaves one): `$14` holds, per row, the id the key row
+/// an older hookd, leaves one): `$15` holds, per row, the id the key row
 /// was read pointing to, whose notification a later statement no longer
 /// found. The update happens only while the key row still points there.
 /// Not `ON CONFLICT … DO UPDATE … WHERE NOT EXISTS (notification)` in the
@@ -102,7 +104,7 @@ macro_rules! new_keys {
 macro_rules! stale_keys {
     () => {
         "UPDATE notification_keys k SET id = s.id \
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $14::uuid[]) \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $15::uuid[]) \
              AS s(id, endpoint_id, key, stale) \
          WHERE k.key = s.key AND k.endpoint_id = s.endpoint_id AND k.id = s.stale \
          RETURNING s.id"
@@ -185,10 +187,17 @@ impl PgStore {
             existing.extend(existing_rows(conn, &left).await?);
         }
 
+        let in_order: Vec<ordering::Item> = ordering::ordered(&items)
+            .into_iter()
+            .filter(|i| created.contains_key(&i.id))
+            .collect();
+        let mut places = ordering_pg::place_in_order(conn, &in_order).await?;
+
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             if let Some(created_at) = created.get(&item.id) {
-                results.push(Inserted::Created(item.into_row(*created_at)));
+                let place = places.remove(&item.id).unwrap_or_default();
+                results.push(Inserted::Created(item.into_row(*created_at, place)));
                 continue;
             }
             let found = item
@@ -308,6 +317,7 @@ async fn insert_rows(
     let mut next_attempt_ats = Vec::with_capacity(items.len());
     let mut urls = Vec::with_capacity(items.len());
     let mut pulls = Vec::with_capacity(items.len());
+    let mut order_keys = Vec::with_capacity(items.len());
     for item in items {
         ids.push(item.id);
         endpoint_ids.push(item.endpoint_id);
@@ -324,6 +334,7 @@ async fn insert_rows(
         next_attempt_ats.push(item.next_attempt_at);
         urls.push(item.url.as_deref());
         pulls.push(item.pull);
+        order_keys.push(item.order_key.as_deref());
     }
     let statement: &'static str = match (stale.is_some(), endpoint_versions) {
         (false, true) => insert_notifications_sql!(new_keys!(), endpoint_version!()),
@@ -344,7 +355,8 @@ async fn insert_rows(
         .bind(&deliver_ats)
         .bind(&next_attempt_ats)
         .bind(&urls)
-        .bind(&pulls);
+        .bind(&pulls)
+        .bind(&order_keys);
     if let Some(stale) = stale {
         query = query.bind(stale);
     }

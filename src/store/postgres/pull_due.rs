@@ -79,7 +79,7 @@ impl PgStore {
                  SELECT o.id FROM endpoints ep CROSS JOIN LATERAL ( \
                      SELECT id FROM notifications \
                      WHERE endpoint_id = ep.id AND status = 'pending' AND pull \
-                       AND next_attempt_at <= $1 \
+                       AND next_attempt_at <= $1 AND behind IS NULL \
                      ORDER BY next_attempt_at, id LIMIT $2 \
                  ) o \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND NOT ep.disabled LIMIT $2 \
@@ -118,7 +118,7 @@ impl TakeSteps for Steps {
         let sql = format!(
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
              WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) \
+               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) AND n.behind IS NULL \
                AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
              ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
         );

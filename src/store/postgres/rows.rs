@@ -8,6 +8,7 @@ use sqlx::postgres::{PgArgumentBuffer, PgHasArrayType, PgRow, PgTypeInfo, PgValu
 use sqlx::types::Json;
 use sqlx::{Decode, Encode, FromRow, Postgres, Row, Type};
 
+use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::outcome::OutcomeKind;
 use crate::domain::pull::Delivery;
 use crate::domain::status::Status;
@@ -62,6 +63,8 @@ text_enum!(
     ]
 );
 text_enum!(Delivery, [Delivery::Push, Delivery::Pull]);
+text_enum!(KeyOrdering, KeyOrdering::ALL);
+text_enum!(OnFailure, OnFailure::ALL);
 
 /// One column into one field: `json` for a `jsonb` column, `skip` for a
 /// field no column holds, `optional` for a column some queries leave out,
@@ -147,6 +150,7 @@ from_row!(DueNotification {
     url,
     endpoint_version,
     unreadable: skip,
+    sequence,
 });
 
 from_row!(Head {
@@ -201,6 +205,8 @@ from_row!(Endpoint {
     headers: json,
     timeout_ms,
     max_in_flight,
+    ordering,
+    ordering_on_failure,
     disabled,
     disabled_reason,
     failing_since,
@@ -219,6 +225,7 @@ from_row!(Event {
     deliver_at,
     deliveries,
     created_at,
+    order_key,
 });
 
 from_row!(Subscriber {
@@ -228,6 +235,7 @@ from_row!(Subscriber {
     schedule_ms,
     schedule_name,
     delivery,
+    ordering,
 });
 
 from_row!(FailingEndpoint {
@@ -264,6 +272,9 @@ from_row!(Notification {
     url,
     pull,
     leased: held,
+    order_key,
+    sequence,
+    behind,
 });
 
 from_row!(Taken {

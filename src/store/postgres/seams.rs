@@ -198,6 +198,9 @@ impl DeliveryStore for PgStore {
     ) -> Result<Vec<Uuid>, StoreError> {
         PgStore::record_attempts(self, records, health).await
     }
+    async fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        super::ordering::released(self, ended).await
+    }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         PgStore::cancel_notifications(self, ids).await
     }

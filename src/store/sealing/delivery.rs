@@ -62,6 +62,12 @@ impl<S: DeliveryStore> DeliveryStore for Sealing<S> {
     ) -> Result<Vec<Uuid>, StoreError> {
         self.inner.record_attempts(records, health).await
     }
+    async fn released(
+        &self,
+        ended: &[Uuid],
+    ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+        self.inner.released(ended).await
+    }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         self.inner.cancel_notifications(ids).await
     }

@@ -45,6 +45,8 @@ fn endpoint(id: Uuid) -> Endpoint {
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),
         timeout_ms: None,
         max_in_flight: None,
+        ordering: Default::default(),
+        ordering_on_failure: Default::default(),
         disabled: false,
         disabled_reason: None,
         failing_since: None,

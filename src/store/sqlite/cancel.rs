@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::columns::{self, micros, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::Lease;
+use crate::domain::ordering::KeyOrdering;
 use crate::domain::pull::Delivery;
 use crate::domain::transition::{cancel, Retried};
 use crate::store::cancel::{Cancel, Pending};
@@ -204,7 +205,8 @@ impl SqliteStore {
         let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
         let unowned = owners.iter().any(Option::is_none);
         sqlx::query(
-            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery FROM endpoints \
+            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery, ordering \
+             FROM endpoints \
              WHERE (owner IN (SELECT value FROM json_each(?1)) OR (?2 AND owner IS NULL)) \
                AND deleted_at IS NULL AND disabled = 0 AND managed = 0 \
              ORDER BY owner, id",
@@ -230,6 +232,11 @@ impl SqliteStore {
                     Delivery::Pull
                 } else {
                     Delivery::Push
+                },
+                ordering: if row.try_get::<String, _>("ordering")? == "key" {
+                    KeyOrdering::Key
+                } else {
+                    KeyOrdering::None
                 },
             })
         })
@@ -303,6 +310,10 @@ impl RetryStep for SqliteRetry {
             .row
             .take()
             .expect("a retry writes or refuses the row it read"))
+    }
+
+    async fn requeue(&mut self, row: &Notification) -> Result<Option<Uuid>, StoreError> {
+        super::ordering::requeue(&mut self.tx, row).await
     }
 
     async fn commit(self) -> Result<(), StoreError> {

@@ -97,7 +97,7 @@ fn outcome(row: &SqliteRow, column: &str) -> Result<OutcomeKind, sqlx::Error> {
 pub(crate) const NOTIFICATION_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, \
      schedule_ms, schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, \
      last_attempt_at, last_status_code, last_error, created_at, updated_at, completed_at, \
-     event_id, url, pull, lease_id, \
+     event_id, url, pull, order_key, sequence, behind, lease_id, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = notifications.event_id) END \
          AS event_type";
@@ -139,12 +139,15 @@ pub(crate) fn notification(
         url: row.try_get("url")?,
         pull: flag(row, "pull")?,
         leased: read_at.is_some_and(|now| lease::held(lease, now)),
+        order_key: row.try_get("order_key")?,
+        sequence: row.try_get("sequence")?,
+        behind: row.try_get("behind")?,
     })
 }
 
 /// Every column of an event but its body.
 pub(crate) const EVENT_COLUMNS: &str =
-    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at";
+    "id, owner, event_type, key, content_type, deliver_at, deliveries, created_at, order_key";
 
 pub(crate) fn event(row: &SqliteRow) -> Result<Event, sqlx::Error> {
     Ok(Event {
@@ -157,6 +160,7 @@ pub(crate) fn event(row: &SqliteRow) -> Result<Event, sqlx::Error> {
         deliver_at: time(row, "deliver_at")?,
         deliveries: row.try_get("deliveries")?,
         created_at: time(row, "created_at")?,
+        order_key: row.try_get("order_key")?,
     })
 }
 

@@ -19,7 +19,7 @@ const DUE_COLUMNS: &str = "n.id, n.endpoint_id, n.key, n.content_type, \
      CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
      CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
      n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-     n.next_attempt_at, n.event_id, n.url, ep.version AS endpoint_version";
+     n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version";
 
 fn due(row: &SqliteRow) -> Result<DueNotification, sqlx::Error> {
     Ok(DueNotification {
@@ -40,6 +40,7 @@ fn due(row: &SqliteRow) -> Result<DueNotification, sqlx::Error> {
         url: row.try_get("url")?,
         endpoint_version: row.try_get("endpoint_version")?,
         unreadable: None,
+        sequence: row.try_get("sequence")?,
     })
 }
 
@@ -82,7 +83,7 @@ impl SqliteStore {
             "SELECT {DUE_COLUMNS} FROM notifications n \
                  LEFT JOIN events e ON e.id = n.event_id \
                  LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
-             WHERE n.id IN {IN_ID_LIST}"
+             WHERE n.id IN {IN_ID_LIST} AND n.behind IS NULL"
         );
         let notifications = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(columns::id_list(ids))

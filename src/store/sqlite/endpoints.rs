@@ -16,6 +16,7 @@ use super::errors::cause;
 use super::rows::{self, micros, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::health;
+use crate::domain::ordering;
 use crate::store::cancel::Pending;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
@@ -82,7 +83,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, \
                      CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -114,6 +115,8 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
             .bind(endpoint.portal_generation)
+            .bind(endpoint.ordering.as_str())
+            .bind(endpoint.ordering_on_failure.as_str())
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -237,6 +240,10 @@ impl SqliteStore {
         if before.disabled && !endpoint.disabled {
             release_held(&mut tx, endpoint.id, now).await?;
         }
+        let ordered = |e: &Endpoint| (e.ordering, e.ordering_on_failure);
+        if let Some(release) = ordering::released_by(ordered(&before), ordered(&endpoint)) {
+            super::ordering::release(&mut tx, endpoint.id, release, now).await?;
+        }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = ?2, url = ?3, description = ?4, secret = ?5, \
@@ -248,7 +255,7 @@ impl SqliteStore {
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
              breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
-             version = version + 1 \
+             ordering = ?30, ordering_on_failure = ?31, version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
         let updated = sqlx::query(AssertSqlSafe(sql))
@@ -281,6 +288,8 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
+            .bind(endpoint.ordering.as_str())
+            .bind(endpoint.ordering_on_failure.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -42,6 +42,10 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
     ),
     ("endpoint_circuits.endpoint_id", "endpoint_circuits_pkey"),
     (
+        "order_keys.endpoint_id, order_keys.order_key",
+        "order_keys_pkey",
+    ),
+    (
         "minute_stats.endpoint_id, minute_stats.minute",
         "minute_stats_pkey",
     ),

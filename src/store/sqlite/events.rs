@@ -22,7 +22,8 @@ use crate::store::StoreError;
 /// for its owner (or came earlier in the batch) writes nothing, not even a
 /// delivery, and comes back as `Existing` or `KeyConflict`. With
 /// `versions`, also each delivery's endpoint version, by delivery id.
-/// Deliveries past the first `PER_TRANSACTION` are planned, not written:
+/// Deliveries past the first `PER_TRANSACTION` (ordered ones excepted:
+/// those are all written here) are planned, not written:
 /// they come back last, for the caller to write after the commit
 /// (`fanout::write_out`).
 pub(super) async fn insert_events(
@@ -39,7 +40,7 @@ pub(super) async fn insert_events(
     for run in runs(&events, ROWS_PER_INSERT) {
         let mut query = QueryBuilder::<Sqlite>::new(
             "INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, \
-                 deliveries, created_at) ",
+                 deliveries, created_at, order_key) ",
         );
         query.push_values(run, |mut row, event| {
             row.push_bind(event.id)
@@ -50,7 +51,8 @@ pub(super) async fn insert_events(
                 .push_bind(event.body.clone())
                 .push_bind(micros(event.deliver_at))
                 .push_bind(event.deliveries.len() as i64)
-                .push_bind(created_at);
+                .push_bind(created_at)
+                .push_bind(event.order_key.clone());
         });
         // The target is `events_key` as the schema writes it (NULL owners
         // share one namespace).
@@ -69,17 +71,26 @@ pub(super) async fn insert_events(
     // content type and due time; the payload stays on the event. Past
     // `PER_TRANSACTION`, the rest is planned here and written after this
     // transaction (`fanout`).
-    let deliveries: Vec<(&NewEvent, &NewDelivery)> = events
+    // Ordered deliveries are all written here, with their events, whatever
+    // their number: each takes its place in its key's order in this
+    // transaction, before any later notification of its key can.
+    let (mut deliveries, unordered): (Vec<(&NewEvent, &NewDelivery)>, Vec<_>) = events
         .iter()
         .filter(|e| created.contains(&e.id))
         .flat_map(|e| e.deliveries.iter().map(move |d| (e, d)))
-        .collect();
-    let (first, rest) = deliveries.split_at(deliveries.len().min(PER_TRANSACTION));
+        .partition(|(e, d)| d.ordered && e.order_key.is_some());
+    let in_first = PER_TRANSACTION.max(deliveries.len());
+    deliveries.extend(unordered);
+    let (first, rest) = deliveries.split_at(deliveries.len().min(in_first));
     let rows: Vec<DeliveryRow> = first
         .iter()
         .map(|(event, delivery)| DeliveryRow::of(event, delivery, created_at))
         .collect();
     insert_rows(conn, &rows, false, false).await?;
+    let in_order = crate::store::ordering::ordered_deliveries(
+        events.iter().filter(|e| created.contains(&e.id)),
+    );
+    let mut places = super::ordering::place_in_order(conn, &in_order).await?;
     store_plans(conn, rest, created_at).await?;
     let rest: Vec<DeliveryRow> = rest
         .iter()
@@ -125,7 +136,10 @@ pub(super) async fn insert_events(
     let mut results = Vec::with_capacity(events.len());
     for mut event in events {
         if created.contains(&event.id) {
-            let deliveries = std::mem::take(&mut event.deliveries);
+            let mut deliveries = std::mem::take(&mut event.deliveries);
+            for delivery in deliveries.iter_mut().filter(|d| d.ordered) {
+                delivery.place = places.remove(&delivery.id).unwrap_or_default();
+            }
             let headers = std::mem::take(&mut event.headers);
             let count = deliveries.len();
             let (pull, push): (Vec<_>, Vec<_>) = deliveries.into_iter().partition(|d| d.pull);

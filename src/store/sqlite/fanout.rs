@@ -74,6 +74,8 @@ pub(super) struct DeliveryRow {
     pub next_attempt_at: i64,
     pub pull: bool,
     pub created_at: i64,
+    /// Its event's order key.
+    pub order_key: Option<String>,
 }
 
 impl DeliveryRow {
@@ -92,6 +94,7 @@ impl DeliveryRow {
             next_attempt_at: micros(delivery.next_attempt_at),
             pull: delivery.pull,
             created_at,
+            order_key: event.order_key.clone(),
         }
     }
 }
@@ -109,6 +112,10 @@ struct Plan {
     schedules: Vec<(String, Option<String>)>,
     /// (id, endpoint, own headers, schedule, next attempt, pull).
     rows: Vec<(Uuid, Uuid, Option<String>, usize, i64, bool)>,
+    /// The event's order key (a plan holds no ordered delivery: those are
+    /// written with their event, `events::insert_events`).
+    #[serde(default)]
+    order_key: Option<String>,
 }
 
 impl Plan {
@@ -145,6 +152,7 @@ impl Plan {
             headers: columns::json_text(&event.headers),
             schedules,
             rows,
+            order_key: event.order_key.clone(),
         }
     }
 
@@ -156,6 +164,7 @@ impl Plan {
             headers,
             schedules,
             rows,
+            order_key,
         } = self;
         rows.into_iter()
             .map(|(id, endpoint_id, own, schedule, next_attempt_at, pull)| {
@@ -173,6 +182,7 @@ impl Plan {
                     next_attempt_at,
                     pull,
                     created_at,
+                    order_key: order_key.clone(),
                 }
             })
             .collect()
@@ -212,12 +222,12 @@ pub(super) async fn insert_rows(
     planned: bool,
     needs_index: bool,
 ) -> Result<(), StoreError> {
-    // 14 values a row: 64 rows stay under SQLite's oldest limit of 999.
+    // 15 values a row: 64 rows stay under SQLite's oldest limit of 999.
     for run in runs(rows, ROWS_PER_INSERT) {
         let mut query = QueryBuilder::<Sqlite>::new(
             "INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, headers, \
                  schedule_ms, schedule_name, deliver_at, next_attempt_at, pull, needs_index, \
-                 created_at, updated_at) ",
+                 created_at, updated_at, order_key) ",
         );
         query.push_values(run, |mut bound, row| {
             bound
@@ -234,7 +244,8 @@ pub(super) async fn insert_rows(
                 .push_bind(row.pull)
                 .push_bind(needs_index && !row.pull)
                 .push_bind(row.created_at)
-                .push_bind(row.created_at);
+                .push_bind(row.created_at)
+                .push_bind(row.order_key.as_deref());
         });
         if planned {
             query.push(" ON CONFLICT (id) DO NOTHING");

@@ -29,6 +29,7 @@ mod lock;
 mod notifications;
 mod operations;
 mod operator;
+mod ordering;
 #[cfg(test)]
 mod plans;
 mod pull;

@@ -69,6 +69,7 @@ impl SqliteStore {
                  SELECT o.id FROM endpoints ep JOIN notifications o ON o.endpoint_id = ep.id \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND ep.disabled = 0 \
                    AND o.status = 'pending' AND o.pull = 1 AND o.next_attempt_at <= ?1 \
+                   AND o.behind IS NULL \
                  ORDER BY o.next_attempt_at, o.id LIMIT ?2)"
         );
         let read = sqlx::query(AssertSqlSafe(sql))
@@ -106,6 +107,7 @@ impl TakeSteps for Steps {
         let sql = format!(
             "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
                AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
+               AND n.behind IS NULL \
                AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
              ORDER BY n.next_attempt_at, n.id LIMIT ?4"
         );

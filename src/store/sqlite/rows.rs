@@ -9,6 +9,7 @@ use serde::Serialize;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
+use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::store::endpoints::Endpoint;
 
@@ -59,6 +60,20 @@ fn optional_json<T: DeserializeOwned>(
         .transpose()
 }
 
+/// One of `all`, by the name `name_of` gives it, from a TEXT column.
+fn named<T: Copy>(
+    row: &SqliteRow,
+    column: &str,
+    all: &[T],
+    name_of: impl Fn(T) -> &'static str,
+) -> Result<T, sqlx::Error> {
+    let text: String = row.try_get(column)?;
+    all.iter()
+        .copied()
+        .find(|v| name_of(*v) == text)
+        .ok_or_else(|| decode_error(column, format!("unknown {column} {text:?}")))
+}
+
 fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
     let text: String = row.try_get("delivery")?;
     match text.as_str() {
@@ -75,7 +90,8 @@ fn delivery(row: &SqliteRow) -> Result<Delivery, sqlx::Error> {
 pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
+     ordering, ordering_on_failure";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -101,6 +117,8 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         headers: json(row, "headers")?,
         timeout_ms: row.try_get("timeout_ms")?,
         max_in_flight: row.try_get("max_in_flight")?,
+        ordering: named(row, "ordering", &KeyOrdering::ALL, |o| o.as_str())?,
+        ordering_on_failure: named(row, "ordering_on_failure", &OnFailure::ALL, |o| o.as_str())?,
         disabled: row.try_get("disabled")?,
         disabled_reason: row.try_get("disabled_reason")?,
         failing_since: optional_time(row, "failing_since")?,

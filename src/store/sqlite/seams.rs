@@ -204,6 +204,9 @@ impl DeliveryStore for SqliteStore {
     ) -> Result<Vec<Uuid>, StoreError> {
         SqliteStore::record_attempts(self, records, health).await
     }
+    async fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+        super::ordering::released(self, ended).await
+    }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         SqliteStore::cancel_notifications(self, ids).await
     }

@@ -138,7 +138,7 @@ async fn insert_notifications(
         let mut query = QueryBuilder::<Sqlite>::new(
             "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
                  headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, \
-                 created_at, updated_at) ",
+                 order_key, created_at, updated_at) ",
         );
         query.push_values(run, |mut row, item| {
             row.push_bind(item.id)
@@ -154,6 +154,7 @@ async fn insert_notifications(
                 .push_bind(micros(item.next_attempt_at))
                 .push_bind(item.url.clone())
                 .push_bind(item.pull)
+                .push_bind(item.order_key.clone())
                 .push_bind(created_at)
                 .push_bind(created_at);
         });
@@ -211,10 +212,17 @@ async fn insert_notifications(
         }
     }
 
+    let in_order: Vec<crate::store::ordering::Item> = crate::store::ordering::ordered(&items)
+        .into_iter()
+        .filter(|i| created.contains(&i.id))
+        .collect();
+    let mut places = super::ordering::place_in_order(conn, &in_order).await?;
+
     let mut results = Vec::with_capacity(items.len());
     for item in items {
         if created.contains(&item.id) {
-            results.push(Inserted::Created(item.into_row(now)));
+            let place = places.remove(&item.id).unwrap_or_default();
+            results.push(Inserted::Created(item.into_row(now, place)));
             continue;
         }
         let row = item

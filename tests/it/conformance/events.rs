@@ -34,11 +34,14 @@ fn new_event(
         body: body.as_bytes().to_vec(),
         deliver_at: at,
         headers: BTreeMap::new(),
+        order_key: None,
         deliveries: to
             .iter()
             .map(|e| NewDelivery {
                 id: new_id(),
                 headers: None,
+                ordered: false,
+                place: Default::default(),
                 endpoint_id: e.id,
                 schedule: Schedule::default(),
                 next_attempt_at: at,

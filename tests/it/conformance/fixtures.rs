@@ -59,6 +59,8 @@ pub fn endpoint() -> Endpoint {
         headers: BTreeMap::new(),
         timeout_ms: None,
         max_in_flight: None,
+        ordering: Default::default(),
+        ordering_on_failure: Default::default(),
         disabled: false,
         disabled_reason: None,
         failing_since: None,
@@ -103,6 +105,8 @@ pub fn due_at(endpoint: &Endpoint, at: DateTime<Utc>) -> NewNotification {
         next_attempt_at: at,
         url: None,
         pull: endpoint.delivery == Delivery::Pull,
+        order_key: None,
+        ordered: false,
     }
 }
 
@@ -148,6 +152,8 @@ pub async fn event<S: Backend>(
         .map(|endpoint| NewDelivery {
             id: new_id(),
             headers: None,
+            ordered: false,
+            place: Default::default(),
             endpoint_id: endpoint.id,
             schedule: Schedule::default(),
             next_attempt_at: now,
@@ -167,6 +173,7 @@ pub async fn event<S: Backend>(
                 body: br#"{"event":true}"#.to_vec(),
                 deliver_at: now,
                 headers: BTreeMap::new(),
+                order_key: None,
                 deliveries,
             }],
             ..Writes::default()
@@ -222,6 +229,7 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
         tells_of_endpoint: true,
         next,
         event,
+        ordered: false,
     }
 }
 

@@ -103,6 +103,7 @@ pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
         tells_of_endpoint: true,
         next: after_attempt(&Outcome::Succeeded, None),
         event: None,
+        ordered: false,
     }
 }
 

@@ -231,6 +231,7 @@ through!(DeliveryStore => primary {
     fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError>;
     fn with_endpoints(&self, notifications: Vec<DueNotification>, current: &(dyn Fn(Uuid, i64) -> bool + Sync)) -> Result<Claimed, StoreError>;
     fn record_attempts(&self, records: &[AttemptRecord], health: &[(Uuid, Health)]) -> Result<Vec<Uuid>, StoreError>;
+    fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError>;
 });

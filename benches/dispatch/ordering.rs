@@ -1,0 +1,139 @@
+//! `BENCH_ONLY=ordering`: what ordered delivery per key costs (#48,
+//! docs/design.md §17), in each mode.
+//!
+//! One endpoint, a receiver that answers at once. `KEYS` keys of `PER_KEY`
+//! notifications each, posted in batches with the keys interleaved (the
+//! n-th notification of every key before the (n+1)-th of any), on an
+//! endpoint without ordering and on one with `"ordering": "key"`,
+//! alternated `PAIRS` times. Each round is timed from the first post to
+//! the last arrival; the figure is the ordered drain's rate over the
+//! unordered one's (target ≥ 0.8), per pair and their median. The receiver
+//! also checks each key's arrivals: a notification of a key received while
+//! its predecessor had not been (an order violation) is counted, and must
+//! be 0 on the ordered endpoint.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use serde_json::{json, Value};
+
+use super::{batch_bodies, embedded, post_batches, rate_limit::Bench, receiver_listener, Hookd};
+
+const KEYS: usize = 1_000;
+const PER_KEY: usize = 20;
+const PAIRS: usize = 3;
+
+/// What the receiver saw in one round.
+#[derive(Default)]
+struct Receiver {
+    received: AtomicU64,
+    /// Per key, the highest `n` received.
+    last: Mutex<HashMap<u64, u64>>,
+    violations: AtomicU64,
+}
+
+async fn answer(State(receiver): State<Arc<Receiver>>, body: Bytes) -> &'static str {
+    if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+        if let (Some(key), Some(n)) = (value["k"].as_u64(), value["n"].as_u64()) {
+            let mut last = receiver.last.lock().unwrap();
+            let seen = last.entry(key).or_insert(0);
+            // n counts from 1; a retry of one already seen is no violation.
+            if n > *seen + 1 {
+                receiver.violations.fetch_add(1, Ordering::SeqCst);
+            }
+            *seen = (*seen).max(n);
+        }
+    }
+    receiver.received.fetch_add(1, Ordering::SeqCst);
+    "success"
+}
+
+/// One round: `KEYS × PER_KEY` notifications to a new endpoint (ordered
+/// or not); the time from the first post to the last arrival.
+async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) -> Duration {
+    let client = reqwest::Client::new();
+    receiver.received.store(0, Ordering::SeqCst);
+    receiver.violations.store(0, Ordering::SeqCst);
+    receiver.last.lock().unwrap().clear();
+    let ordering = if ordered { "key" } else { "none" };
+    let endpoint: Value = client
+        .post(format!("{}/v1/endpoints", api.base))
+        .json(&json!({"url": url, "ordering": ordering, "schedule": ["0s", "1s"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let endpoint = endpoint["id"].as_str().unwrap().to_string();
+    let total = KEYS * PER_KEY;
+    let bodies = batch_bodies(total, |i| {
+        let (n, key) = (i / KEYS + 1, i % KEYS);
+        json!({"endpoint": endpoint, "order_key": format!("k{key}"), "payload": {"k": key, "n": n}})
+    });
+    // Batches go in creation order, one at a time: the order keys carry.
+    let started = Instant::now();
+    for body in bodies {
+        post_batches(&client, &api.base, vec![body], 1).await;
+    }
+    let deadline = Duration::from_secs(600);
+    while receiver.received.load(Ordering::SeqCst) < total as u64 {
+        assert!(started.elapsed() < deadline, "ordering: the round drained");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
+}
+
+pub async fn scenario(bench: &Bench<'_>, server: bool, embedded: bool) {
+    let receiver = Arc::new(Receiver::default());
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(receiver.clone());
+    let listener = receiver_listener("127.0.0.1:0".parse().unwrap());
+    let url = format!("http://{}/ordering", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let total = (KEYS * PER_KEY) as f64;
+    for (mode, on) in [("server", server), ("embedded", embedded)] {
+        if !on {
+            continue;
+        }
+        let mut ratios = Vec::new();
+        for pair in 0..PAIRS {
+            let mut rates = [0.0; 2];
+            let mut violations = [0; 2];
+            for (i, ordered) in [false, true].into_iter().enumerate() {
+                let data = embedded::DataDir::new();
+                let hookd = if mode == "server" {
+                    super::reset(bench.pool).await;
+                    let prefix = format!("bench-ordering-{pair}-{i}");
+                    Hookd::start(bench.database_url, bench.redis_url, &prefix, "all").await
+                } else {
+                    embedded::start(&data, &[]).await
+                };
+                let took = round(&hookd, &url, &receiver, ordered).await;
+                hookd.stop();
+                rates[i] = total / took.as_secs_f64();
+                violations[i] = receiver.violations.load(Ordering::SeqCst);
+            }
+            let ratio = rates[1] / rates[0];
+            ratios.push(ratio);
+            println!(
+                "ordering ({mode}), pair {}: {KEYS} keys × {PER_KEY}: unordered {:.0}/s ({} out of order), ordered {:.0}/s ({} out of order): ordered ÷ unordered {ratio:.2}",
+                pair + 1,
+                rates[0],
+                violations[0],
+                rates[1],
+                violations[1],
+            );
+        }
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "ordering ({mode}): ordered ÷ unordered, median of {PAIRS}: {:.2} (target ≥ 0.8)",
+            ratios[ratios.len() / 2]
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! A created notification's place in its key's order (docs/design.md §17):
+//! its key's next sequence, and the notification it waits for. Decided
+//! here once; each backend reads and writes what it needs
+//! (`postgres::ordering`, `sqlite::ordering`) in the create's transaction:
+//!
+//! 1. each key's row in `order_keys` is written, in (endpoint, key) order:
+//!    its `last_sequence` grows by the key's new notifications, and the
+//!    row stays locked until the commit (PostgreSQL), which the release
+//!    of a finished notification of the key (a trigger) waits for too;
+//! 2. each key's tail is read *after* that lock is held: the latest
+//!    pending notification of the key, or else the one that holds it
+//!    (`held_by`, under `ordering_on_failure = "hold"`);
+//! 3. `places` numbers the new ones and chains them: the first waits for
+//!    the tail, each next one for the one before it.
+//!
+//! The release is the other half: when a notification of a key becomes
+//! final, its successor waits for what it waited for, and one that waits
+//! for nothing is owed to the due index. A trigger does it in both
+//! backends (`migrations/*ordering.sql`), so that no path that ends a
+//! notification can forget it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use uuid::Uuid;
+
+use super::events::NewEvent;
+use super::notifications::{NewNotification, Ordered};
+
+/// One key's new notifications in a create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRun {
+    pub endpoint_id: Uuid,
+    pub order_key: String,
+    pub count: i64,
+}
+
+/// What a create read of a key once its row was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyState {
+    /// The key's last sequence, the new notifications' included.
+    pub last_sequence: i64,
+    /// What the key's first new notification waits for: the latest pending
+    /// one of the key, or the one holding it.
+    pub tail: Option<Uuid>,
+}
+
+/// A new notification that has a place to get: created on an endpoint
+/// that orders by key, with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item<'a> {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub order_key: &'a str,
+}
+
+/// The ordered ones among `items` (those whose endpoint orders by key and
+/// that have a key), in the order given.
+pub fn ordered<'a>(items: impl IntoIterator<Item = &'a NewNotification>) -> Vec<Item<'a>> {
+    items
+        .into_iter()
+        .filter(|item| item.ordered)
+        .filter_map(|item| {
+            Some(Item {
+                id: item.id,
+                endpoint_id: item.endpoint_id,
+                order_key: item.order_key.as_deref()?,
+            })
+        })
+        .collect()
+}
+
+/// The ordered deliveries of `events` (in commit order, each event's in
+/// its order): each carries its event's key.
+pub fn ordered_deliveries<'a>(events: impl IntoIterator<Item = &'a NewEvent>) -> Vec<Item<'a>> {
+    events
+        .into_iter()
+        .filter_map(|event| Some((event.order_key.as_deref()?, event)))
+        .flat_map(|(key, event)| {
+            event
+                .deliveries
+                .iter()
+                .filter(|d| d.ordered)
+                .map(move |d| Item {
+                    id: d.id,
+                    endpoint_id: d.endpoint_id,
+                    order_key: key,
+                })
+        })
+        .collect()
+}
+
+/// The keys of `items` and how many new notifications each has, in
+/// (endpoint, key) order: the order every create locks key rows in, so
+/// that two creates never wait for each other in a cycle.
+pub fn runs(items: &[Item<'_>]) -> Vec<KeyRun> {
+    let mut counts: BTreeMap<(Uuid, &str), i64> = BTreeMap::new();
+    for item in items {
+        *counts
+            .entry((item.endpoint_id, item.order_key))
+            .or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|((endpoint_id, order_key), count)| KeyRun {
+            endpoint_id,
+            order_key: order_key.to_string(),
+            count,
+        })
+        .collect()
+}
+
+/// The place of each of `items` (in creation order) given its key's state:
+/// sequences up to the key's last, each waiting for the one before it.
+pub fn places(
+    items: &[Item<'_>],
+    states: &HashMap<(Uuid, String), KeyState>,
+) -> HashMap<Uuid, Ordered> {
+    let runs: HashMap<(Uuid, String), i64> = runs(items)
+        .into_iter()
+        .map(|run| ((run.endpoint_id, run.order_key), run.count))
+        .collect();
+    // Per key: the next sequence to give and what the next one waits for.
+    let mut next: HashMap<(Uuid, String), (i64, Option<Uuid>)> = HashMap::new();
+    let mut placed = HashMap::with_capacity(items.len());
+    for item in items {
+        let at = (item.endpoint_id, item.order_key.to_string());
+        let Some(state) = states.get(&at) else {
+            continue;
+        };
+        let (sequence, behind) = next
+            .entry(at.clone())
+            .or_insert_with(|| (state.last_sequence - runs[&at] + 1, state.tail));
+        placed.insert(
+            item.id,
+            Ordered {
+                sequence: Some(*sequence),
+                behind: *behind,
+            },
+        );
+        *sequence += 1;
+        *behind = Some(item.id);
+    }
+    placed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(endpoint: Uuid, key: &str) -> NewNotification {
+        NewNotification {
+            id: Uuid::now_v7(),
+            endpoint_id: endpoint,
+            key: None,
+            event_type: None,
+            content_type: "application/json".into(),
+            body: Vec::new(),
+            headers: Default::default(),
+            schedule: Default::default(),
+            deliver_at: chrono::Utc::now(),
+            next_attempt_at: chrono::Utc::now(),
+            url: None,
+            pull: false,
+            order_key: Some(key.to_string()),
+            ordered: true,
+        }
+    }
+
+    #[test]
+    fn new_notifications_of_a_key_follow_its_tail_in_creation_order() {
+        let endpoint = Uuid::now_v7();
+        let tail = Uuid::now_v7();
+        let (a1, b1, a2) = (
+            item(endpoint, "a"),
+            item(endpoint, "b"),
+            item(endpoint, "a"),
+        );
+        let items = ordered([&a1, &b1, &a2]);
+        assert_eq!(
+            runs(&items),
+            [
+                KeyRun {
+                    endpoint_id: endpoint,
+                    order_key: "a".into(),
+                    count: 2
+                },
+                KeyRun {
+                    endpoint_id: endpoint,
+                    order_key: "b".into(),
+                    count: 1
+                },
+            ]
+        );
+        let states = HashMap::from([
+            (
+                (endpoint, "a".to_string()),
+                KeyState {
+                    last_sequence: 7,
+                    tail: Some(tail),
+                },
+            ),
+            (
+                (endpoint, "b".to_string()),
+                KeyState {
+                    last_sequence: 1,
+                    tail: None,
+                },
+            ),
+        ]);
+        let placed = places(&items, &states);
+        let place = |sequence, behind| Ordered {
+            sequence: Some(sequence),
+            behind,
+        };
+        assert_eq!(placed[&a1.id], place(6, Some(tail)));
+        assert_eq!(placed[&a2.id], place(7, Some(a1.id)));
+        assert_eq!(placed[&b1.id], place(1, None));
+    }
+
+    #[test]
+    fn a_notification_without_a_key_or_of_an_unordered_endpoint_has_no_place() {
+        let endpoint = Uuid::now_v7();
+        let mut unordered = item(endpoint, "a");
+        unordered.ordered = false;
+        let mut keyless = item(endpoint, "a");
+        keyless.order_key = None;
+        assert!(ordered([&unordered, &keyless]).is_empty());
+    }
+}

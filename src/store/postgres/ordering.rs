@@ -1,0 +1,225 @@
+//! The place of created notifications in their keys' order, in PostgreSQL
+//! (`store::ordering` decides; this reads and writes in the create's
+//! transaction).
+
+use std::collections::HashMap;
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::partitions::id_span;
+use crate::domain::ordering::Release;
+use crate::store::notifications::Ordered;
+use crate::store::ordering::{places, runs, Item, KeyState};
+use crate::store::StoreError;
+
+/// A key's tail (`store::ordering`): its pending notification that no
+/// pending one waits for, the latest by sequence (there is one, unless a
+/// retry is being put back in line: `except`, which is left out).
+macro_rules! tail {
+    ($endpoint:expr, $key:expr, $except:expr) => {
+        concat!(
+            "SELECT n.id FROM notifications n \
+             WHERE n.endpoint_id = ",
+            $endpoint,
+            " AND n.order_key = ",
+            $key,
+            " \
+               AND n.sequence IS NOT NULL AND n.status = 'pending' \
+               AND n.id IS DISTINCT FROM ",
+            $except,
+            " \
+               AND NOT EXISTS (SELECT 1 FROM notifications s \
+                   WHERE s.behind = n.id AND s.status = 'pending' \
+                     AND s.id IS DISTINCT FROM ",
+            $except,
+            ") \
+             ORDER BY n.sequence DESC LIMIT 1"
+        )
+    };
+}
+
+/// Gives each of `items` (created, in creation order, all ordered) its
+/// place, and writes it on its row.
+pub(super) async fn place_in_order(
+    conn: &mut PgConnection,
+    items: &[Item<'_>],
+) -> Result<HashMap<Uuid, Ordered>, StoreError> {
+    if items.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let runs = runs(items);
+    let endpoints: Vec<Uuid> = runs.iter().map(|r| r.endpoint_id).collect();
+    let keys: Vec<&str> = runs.iter().map(|r| r.order_key.as_str()).collect();
+    let counts: Vec<i64> = runs.iter().map(|r| r.count).collect();
+    // The key rows, locked until the commit, in (endpoint, key) order.
+    let written: Vec<(Uuid, String, i64, Option<Uuid>)> = sqlx::query_as(
+        "INSERT INTO order_keys AS k (endpoint_id, order_key, last_sequence) \
+         SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::bigint[]) \
+         ORDER BY 1, 2 \
+         ON CONFLICT (endpoint_id, order_key) \
+             DO UPDATE SET last_sequence = k.last_sequence + EXCLUDED.last_sequence \
+         RETURNING endpoint_id, order_key, last_sequence, held_by",
+    )
+    .bind(&endpoints)
+    .bind(&keys)
+    .bind(&counts)
+    .fetch_all(&mut *conn)
+    .await?;
+    // Read in a statement of its own, whose snapshot is taken once the key
+    // rows are held: a predecessor whose end committed meanwhile is seen
+    // as final.
+    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(concat!(
+        "SELECT t.endpoint_id, t.order_key, (",
+        tail!("t.endpoint_id", "t.order_key", "NULL::uuid"),
+        ") FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)"
+    ))
+    .bind(&endpoints)
+    .bind(&keys)
+    .fetch_all(&mut *conn)
+    .await?;
+    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
+        .into_iter()
+        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
+        .collect();
+    let states: HashMap<(Uuid, String), KeyState> = written
+        .into_iter()
+        .map(|(endpoint, key, last_sequence, held_by)| {
+            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
+            let state = KeyState {
+                last_sequence,
+                tail: tail.or(held_by),
+            };
+            ((endpoint, key), state)
+        })
+        .collect();
+    let placed = places(items, &states);
+
+    let ids: Vec<Uuid> = placed.keys().copied().collect();
+    let sequences: Vec<Option<i64>> = ids.iter().map(|id| placed[id].sequence).collect();
+    let behind: Vec<Option<Uuid>> = ids.iter().map(|id| placed[id].behind).collect();
+    let (low, high) = id_span(&ids);
+    sqlx::query(
+        "UPDATE notifications n SET sequence = t.sequence, behind = t.behind \
+         FROM UNNEST($1::uuid[], $2::bigint[], $3::uuid[]) AS t(id, sequence, behind) \
+         WHERE n.id = t.id AND n.id BETWEEN $4 AND $5",
+    )
+    .bind(&ids)
+    .bind(&sequences)
+    .bind(&behind)
+    .bind(low)
+    .bind(high)
+    .execute(&mut *conn)
+    .await?;
+    Ok(placed)
+}
+
+/// Releases what a change of `endpoint`'s ordering lets go (`release`), in
+/// the change's transaction. The key rows are taken first, as a create
+/// and a release take them: every held key (`Held`), or every key of the
+/// endpoint (`All`). A released push notification is owed to the due
+/// index; a pull one's wait for a consumer starts `now`.
+pub(super) async fn release(
+    conn: &mut PgConnection,
+    endpoint: Uuid,
+    release: Release,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StoreError> {
+    let held: Vec<(String, Option<Uuid>)> = sqlx::query_as(
+        "WITH taken AS ( \
+             SELECT order_key, held_by FROM order_keys \
+             WHERE endpoint_id = $1 AND ($2 OR held_by IS NOT NULL) \
+             ORDER BY order_key FOR UPDATE \
+         ), cleared AS ( \
+             UPDATE order_keys k SET held_by = NULL FROM taken \
+             WHERE k.endpoint_id = $1 AND k.order_key = taken.order_key \
+               AND k.held_by IS NOT NULL \
+         ) SELECT order_key, held_by FROM taken",
+    )
+    .bind(endpoint)
+    .bind(release == Release::All)
+    .fetch_all(&mut *conn)
+    .await?;
+    let holders: Vec<Uuid> = held.iter().filter_map(|(_, by)| *by).collect();
+    // All: every row waiting. Held: those waiting for a holder that is not
+    // pending again (a holder retried is its key's head once more).
+    sqlx::query(
+        "UPDATE notifications n SET behind = NULL, \
+             needs_index = n.needs_index OR NOT n.pull, \
+             next_attempt_at = CASE WHEN n.pull THEN GREATEST(n.next_attempt_at, $3) \
+                 ELSE n.next_attempt_at END \
+         WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.sequence IS NOT NULL \
+           AND n.behind IS NOT NULL \
+           AND ($2 OR (n.behind = ANY($4) AND NOT EXISTS ( \
+               SELECT 1 FROM notifications h WHERE h.id = n.behind AND h.status = 'pending')))",
+    )
+    .bind(endpoint)
+    .bind(release == Release::All)
+    .bind(now)
+    .bind(&holders)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// `DeliveryStore::released` in PostgreSQL: through each ended one's key,
+/// on `notifications_order`.
+pub(super) async fn released(
+    store: &super::PgStore,
+    ended: &[Uuid],
+) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    if ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (low, high) = id_span(ended);
+    Ok(sqlx::query_as(
+        "UPDATE notifications n SET needs_index = false \
+         FROM (SELECT DISTINCT endpoint_id, order_key FROM notifications \
+               WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND sequence IS NOT NULL) k \
+         WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+           AND n.sequence IS NOT NULL AND n.needs_index AND n.status = 'pending' \
+           AND n.behind IS NULL AND NOT n.pull \
+         RETURNING n.id, n.next_attempt_at",
+    )
+    .bind(ended)
+    .bind(low)
+    .bind(high)
+    .fetch_all(&store.pool)
+    .await?)
+}
+
+/// `RetryStep::requeue` in PostgreSQL: under the key's row, `row` goes
+/// behind its key's tail, unless it holds the key (it is its head again,
+/// with its successors still behind it).
+pub(super) async fn requeue(
+    conn: &mut PgConnection,
+    row: &crate::store::notifications::Notification,
+) -> Result<Option<Uuid>, StoreError> {
+    let Some(key) = row.order_key.as_deref() else {
+        return Ok(None);
+    };
+    let held_by: Option<Option<Uuid>> = sqlx::query_scalar(
+        "SELECT held_by FROM order_keys WHERE endpoint_id = $1 AND order_key = $2 FOR UPDATE",
+    )
+    .bind(row.endpoint_id)
+    .bind(key)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let held_by = held_by.flatten();
+    if held_by == Some(row.id) {
+        return Ok(None);
+    }
+    let tail: Option<Uuid> = sqlx::query_scalar(tail!("$1", "$2", "$3::uuid"))
+        .bind(row.endpoint_id)
+        .bind(key)
+        .bind(row.id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let behind = tail.or(held_by);
+    sqlx::query("UPDATE notifications SET behind = $2, needs_index = false WHERE id = $1")
+        .bind(row.id)
+        .bind(behind)
+        .execute(&mut *conn)
+        .await?;
+    Ok(behind)
+}

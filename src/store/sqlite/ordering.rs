@@ -1,0 +1,178 @@
+//! The place of created notifications in their keys' order, in SQLite
+//! (`store::ordering` decides; this reads and writes in the create's
+//! transaction, whose writer is the only one: no key row needs a lock).
+
+use std::collections::HashMap;
+
+use sqlx::SqliteConnection;
+use uuid::Uuid;
+
+use super::columns::IN_ID_LIST;
+use super::errors::store_error;
+use crate::domain::ordering::Release;
+use crate::store::notifications::Ordered;
+use crate::store::ordering::{places, runs, Item, KeyState};
+use crate::store::StoreError;
+
+/// Gives each of `items` (created, in creation order, all ordered) its
+/// place, and writes it on its row.
+pub(super) async fn place_in_order(
+    conn: &mut SqliteConnection,
+    items: &[Item<'_>],
+) -> Result<HashMap<Uuid, Ordered>, StoreError> {
+    let mut states = HashMap::new();
+    for run in runs(items) {
+        let (last_sequence, held_by): (i64, Option<Uuid>) = sqlx::query_as(
+            "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) VALUES (?, ?, ?) \
+             ON CONFLICT (endpoint_id, order_key) \
+                 DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence \
+             RETURNING last_sequence, held_by",
+        )
+        .bind(run.endpoint_id)
+        .bind(&run.order_key)
+        .bind(run.count)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(store_error)?;
+        let tail = tail(conn, run.endpoint_id, &run.order_key, None).await?;
+        let state = KeyState {
+            last_sequence,
+            tail: tail.or(held_by),
+        };
+        states.insert((run.endpoint_id, run.order_key), state);
+    }
+    let placed = places(items, &states);
+    for (id, place) in &placed {
+        sqlx::query("UPDATE notifications SET sequence = ?, behind = ? WHERE id = ?")
+            .bind(place.sequence)
+            .bind(place.behind)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(placed)
+}
+
+/// Releases what a change of `endpoint`'s ordering lets go, in the
+/// change's transaction, as `postgres::ordering::release` (`now` in the
+/// schema's microseconds).
+pub(super) async fn release(
+    conn: &mut SqliteConnection,
+    endpoint: Uuid,
+    release: Release,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE notifications SET behind = NULL, \
+             needs_index = CASE WHEN pull = 0 THEN 1 ELSE needs_index END, \
+             next_attempt_at = CASE WHEN pull = 1 THEN max(next_attempt_at, ?3) \
+                 ELSE next_attempt_at END \
+         WHERE endpoint_id = ?1 AND status = 'pending' AND sequence IS NOT NULL \
+           AND behind IS NOT NULL \
+           AND (?2 OR (behind IN (SELECT held_by FROM order_keys \
+                                  WHERE endpoint_id = ?1 AND held_by IS NOT NULL) \
+                       AND NOT EXISTS (SELECT 1 FROM notifications h \
+                                       WHERE h.id = notifications.behind AND h.status = 'pending')))",
+    )
+    .bind(endpoint)
+    .bind(release == Release::All)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    sqlx::query(
+        "UPDATE order_keys SET held_by = NULL WHERE endpoint_id = ? AND held_by IS NOT NULL",
+    )
+    .bind(endpoint)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
+/// `DeliveryStore::released` in SQLite, as `postgres::ordering::released`.
+pub(super) async fn released(
+    store: &super::SqliteStore,
+    ended: &[Uuid],
+) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    if ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "UPDATE notifications AS n SET needs_index = 0 \
+         FROM (SELECT DISTINCT endpoint_id, order_key FROM notifications \
+               WHERE id IN {IN_ID_LIST} AND sequence IS NOT NULL) AS k \
+         WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+           AND n.sequence IS NOT NULL AND n.needs_index = 1 AND n.status = 'pending' \
+           AND n.behind IS NULL AND n.pull = 0 \
+         RETURNING n.id, n.next_attempt_at"
+    );
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(super::columns::id_list(ended))
+        .fetch_all(&store.writer)
+        .await
+        .map_err(store_error)?;
+    rows.into_iter()
+        .map(|(id, at)| {
+            let at = super::columns::time_of("next_attempt_at", at).map_err(store_error)?;
+            Ok((id, at))
+        })
+        .collect()
+}
+
+/// A key's tail, as `postgres::ordering`'s `tail!` says, leaving out
+/// `except`.
+async fn tail(
+    conn: &mut SqliteConnection,
+    endpoint: Uuid,
+    key: &str,
+    except: Option<Uuid>,
+) -> Result<Option<Uuid>, StoreError> {
+    sqlx::query_scalar(
+        "SELECT n.id FROM notifications n \
+         WHERE n.endpoint_id = ?1 AND n.order_key = ?2 AND n.sequence IS NOT NULL \
+           AND n.status = 'pending' AND n.id IS NOT ?3 \
+           AND NOT EXISTS (SELECT 1 FROM notifications s \
+               WHERE s.behind = n.id AND s.status = 'pending' AND s.id IS NOT ?3) \
+         ORDER BY n.sequence DESC LIMIT 1",
+    )
+    .bind(endpoint)
+    .bind(key)
+    .bind(except)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error)
+}
+
+/// `RetryStep::requeue` in SQLite, as `postgres::ordering::requeue`.
+pub(super) async fn requeue(
+    conn: &mut SqliteConnection,
+    row: &crate::store::notifications::Notification,
+) -> Result<Option<Uuid>, StoreError> {
+    let Some(key) = row.order_key.as_deref() else {
+        return Ok(None);
+    };
+    let held_by: Option<Option<Uuid>> = sqlx::query_scalar(
+        "SELECT held_by FROM order_keys WHERE endpoint_id = ? AND order_key = ?",
+    )
+    .bind(row.endpoint_id)
+    .bind(key)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let held_by = held_by.flatten();
+    if held_by == Some(row.id) {
+        return Ok(None);
+    }
+    let behind = tail(conn, row.endpoint_id, key, Some(row.id))
+        .await?
+        .or(held_by);
+    sqlx::query("UPDATE notifications SET behind = ?2, needs_index = 0 WHERE id = ?1")
+        .bind(row.id)
+        .bind(behind)
+        .execute(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    Ok(behind)
+}

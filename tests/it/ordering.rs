@@ -1,0 +1,395 @@
+//! Ordered delivery per key (docs/design.md §17): on an endpoint with
+//! `"ordering": "key"`, the notifications of one `order_key` are attempted
+//! one at a time in creation order, each with `webhook-sequence`, across
+//! processes; a notification without a key beside them is not held;
+//! `hold` keeps a failed head's successors waiting; a retried notification
+//! goes back in line; a pull consumer is offered only each key's head; and
+//! turning ordering off releases every one waiting. On each backend.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
+use crate::pull::{pull, pull_endpoint};
+use crate::rate_limit::instances;
+use crate::receiver::{Received, Receiver, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+const RETRIES: &str = r#"["0s", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms", "200ms"]"#;
+
+fn retries() -> Value {
+    serde_json::from_str(RETRIES).unwrap()
+}
+
+async fn read(app: &TestApp, id: &str) -> Value {
+    let (status, read) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    read
+}
+
+async fn wait_status(app: &TestApp, id: &str, status: &str) -> Value {
+    eventually(DEADLINE, &format!("{id} {status}"), || async {
+        let read = read(app, id).await;
+        (read["status"] == status).then_some(read)
+    })
+    .await
+}
+
+/// The `webhook-sequence` of each request, in arrival order.
+fn sequences(got: &[Received]) -> Vec<i64> {
+    got.iter()
+        .map(|r| {
+            r.header("webhook-sequence")
+                .expect("sequenced")
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+async fn notify_keyed(app: &TestApp, endpoint: &str, key: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let body = json!({"endpoint": endpoint, "payload": {"i": i}, "order_key": key});
+        ids.push(app.notify(body).await);
+    }
+    ids
+}
+
+async fn notifications_of_a_key_go_one_at_a_time_in_creation_order_across_processes(
+    backend: Backend,
+) {
+    let apps = instances(&backend, "").await;
+    let app = &apps[0];
+    let receiver = Receiver::start().await;
+    // The head fails until the test says otherwise.
+    receiver.reply("/ordered", vec![Reply::status(500)]);
+    let endpoint = app
+        .endpoint(
+            json!({"url": receiver.url("/ordered"), "ordering": "key", "schedule": retries()}),
+        )
+        .await;
+    assert_eq!(endpoint["ordering"], "key");
+    assert_eq!(endpoint["ordering_on_failure"], "continue");
+    let endpoint = endpoint["id"].as_str().unwrap();
+    // Created through both processes, in order.
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let by = &apps[i % apps.len()];
+        let body = json!({"endpoint": endpoint, "payload": {"i": i}, "order_key": "order-1"});
+        ids.push(by.notify(body).await);
+    }
+    let free = app
+        .notify(json!({"endpoint": endpoint, "payload": {}, "url": receiver.url("/ordered/free")}))
+        .await;
+    let other_key = notify_keyed(app, endpoint, "order-2", 1).await;
+
+    // Each successor waits for the one before it, and says so.
+    for (n, id) in ids.iter().enumerate() {
+        let read = read(app, id).await;
+        assert_eq!(read["order_key"], "order-1", "{read}");
+        assert_eq!(read["sequence"], json!(n + 1), "{read}");
+        if n > 0 {
+            assert_eq!(read["waiting"]["reason"], "ordering", "{read}");
+            assert_eq!(read["waiting"]["behind"], json!(ids[n - 1]), "{read}");
+            let (status, refused) = app
+                .post(&format!("/v1/notifications/{id}/retry"), json!({}))
+                .await;
+            assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+            assert_eq!(refused["error"]["code"], "ordering", "{refused}");
+        }
+    }
+    // Neither a notification without a key nor another key is held.
+    wait_status(app, &free, "succeeded").await;
+    assert_eq!(read(app, &free).await["sequence"], Value::Null);
+    let of_key = |got: Vec<Received>| -> Vec<Received> {
+        got.into_iter()
+            .filter(|r| r.header("webhook-id") != Some(other_key[0].as_str()))
+            .collect()
+    };
+    let failing = eventually(DEADLINE, "three attempts of the head", || async {
+        let got = of_key(receiver.received("/ordered"));
+        (got.len() >= 3).then_some(got)
+    })
+    .await;
+    let heads: std::collections::HashSet<&str> = failing
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap())
+        .collect();
+    assert_eq!(heads.len(), 1, "only the head of order-1 is attempted");
+    assert!(heads.contains(ids[0].as_str()));
+    assert!(sequences(&failing).iter().all(|s| *s == 1));
+
+    receiver.reply("/ordered", vec![Reply::status(200)]);
+    for id in &ids {
+        wait_status(app, id, "succeeded").await;
+    }
+    let order = sequences(&of_key(receiver.received("/ordered")));
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "no successor before its predecessor's success: {order:?}"
+    );
+    let mut seen = order.clone();
+    seen.dedup();
+    assert_eq!(seen, [1, 2, 3, 4, 5], "{order:?}");
+    // After the head's success, each went once.
+    assert_eq!(order.iter().filter(|s| **s > 1).count(), 4, "{order:?}");
+}
+both!(notifications_of_a_key_go_one_at_a_time_in_creation_order_across_processes);
+
+async fn under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_success(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/held", vec![Reply::status(500)]);
+    let endpoint = app
+        .endpoint(json!({
+            "url": receiver.url("/held"), "ordering": "key",
+            "ordering_on_failure": "hold", "schedule": ["0s"],
+        }))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, endpoint, "order-7", 3).await;
+    wait_status(&app, &ids[0], "failed").await;
+    // A late one waits too: the key is held.
+    let late = notify_keyed(&app, endpoint, "order-7", 1).await.remove(0);
+    for (waiter, ahead) in [(&ids[1], &ids[0]), (&ids[2], &ids[1]), (&late, &ids[2])] {
+        let read = read(&app, waiter).await;
+        assert_eq!(read["status"], "pending", "{read}");
+        assert_eq!(read["waiting"]["behind"], json!(ahead), "{read}");
+    }
+    // A cancelled successor leaves the line; the next waits for the head.
+    let (status, _) = app
+        .post(&format!("/v1/notifications/{}/cancel", ids[1]), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        read(&app, &ids[2]).await["waiting"]["behind"],
+        json!(ids[0])
+    );
+    assert_eq!(
+        receiver.received("/held").len(),
+        1,
+        "nothing went after the head"
+    );
+
+    receiver.reply("/held", vec![Reply::status(200)]);
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{}/retry", ids[0]), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(
+        retried["waiting"]["behind"],
+        Value::Null,
+        "the holder is its key's head"
+    );
+    wait_status(&app, &ids[2], "succeeded").await;
+    wait_status(&app, &late, "succeeded").await;
+    assert_eq!(sequences(&receiver.received("/held")), [1, 1, 3, 4]);
+}
+both!(under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_success);
+
+async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_in_line(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/next", vec![Reply::status(500)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/next"), "ordering": "key", "schedule": ["0s"]}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, endpoint, "order-9", 2).await;
+    wait_status(&app, &ids[0], "failed").await;
+    // The second was released, and fails too; a third waits behind it.
+    receiver.reply("/next", vec![Reply::Hang]);
+    let third = notify_keyed(&app, endpoint, "order-9", 1).await.remove(0);
+    eventually(DEADLINE, "the second attempted", || async {
+        let got = receiver.received("/next");
+        (sequences(&got).contains(&2)).then_some(())
+    })
+    .await;
+    assert_eq!(read(&app, &third).await["waiting"]["behind"], json!(ids[1]));
+    // The failed head, retried, goes behind the third, not beside it.
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{}/retry", ids[0]), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["waiting"]["reason"], "ordering", "{retried}");
+    assert_eq!(retried["waiting"]["behind"], json!(third), "{retried}");
+}
+both!(under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_in_line);
+
+async fn a_pull_consumer_is_offered_only_each_keys_head(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = pull_endpoint(&app, json!({"ordering": "key"})).await;
+    let a = notify_keyed(&app, &endpoint, "a", 2).await;
+    let b = notify_keyed(&app, &endpoint, "b", 1).await;
+    let taken = pull(&app, &endpoint, json!({"max": 10})).await;
+    let mut offered: Vec<&str> = taken.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    offered.sort();
+    let mut heads = vec![a[0].as_str(), b[0].as_str()];
+    heads.sort();
+    assert_eq!(offered, heads);
+    let head = taken.iter().find(|t| t["id"] == json!(a[0])).unwrap();
+    let (status, acked) = app
+        .post(
+            &format!("/v1/notifications/{}/ack", a[0]),
+            json!({"receipt": head["receipt"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{acked}");
+    let next = eventually(DEADLINE, "the next of a offered", || async {
+        let taken = pull(&app, &endpoint, json!({"max": 10})).await;
+        (!taken.is_empty()).then_some(taken)
+    })
+    .await;
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0]["id"], json!(a[1]));
+}
+both!(a_pull_consumer_is_offered_only_each_keys_head);
+
+async fn turning_ordering_off_releases_every_notification_waiting(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/off", vec![Reply::Hang]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/off"), "ordering": "key", "timeout_ms": 50000}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, endpoint, "k", 3).await;
+    receiver.wait_for("/off", 1, DEADLINE).await;
+    let (status, patched) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/endpoints/{endpoint}"),
+            Some(json!({"ordering": "none"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    assert_eq!(patched["ordering"], "none");
+    let got = receiver.wait_for("/off", 3, DEADLINE).await;
+    let mut sent: Vec<&str> = got
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap())
+        .collect();
+    sent.sort();
+    let mut all: Vec<&str> = ids.iter().map(String::as_str).collect();
+    all.sort();
+    assert_eq!(sent, all, "the two waiting went beside the hanging head");
+}
+both!(turning_ordering_off_releases_every_notification_waiting);
+
+async fn an_order_key_or_an_ordering_out_of_bounds_is_refused_naming_the_field(backend: Backend) {
+    let app = backend.spawn_with("[dispatcher]\nenabled = false\n").await;
+    let endpoint = app.endpoint(json!({})).await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    for key in [
+        json!(""),
+        json!("k".repeat(257)),
+        json!("a\u{0}b"),
+        json!(7),
+    ] {
+        let (status, refused) = app
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": endpoint, "payload": {}, "order_key": key}),
+            )
+            .await;
+        // 422 for a value out of bounds, 400 for one of another type.
+        assert!(
+            matches!(
+                status,
+                StatusCode::UNPROCESSABLE_ENTITY | StatusCode::BAD_REQUEST
+            ),
+            "{key}: {status} {refused}"
+        );
+        assert!(refused.to_string().contains("order_key"), "{refused}");
+    }
+    for fields in [
+        json!({"ordering": "sideways"}),
+        json!({"ordering_on_failure": "retry"}),
+    ] {
+        let (status, refused) = app
+            .call(
+                Method::PATCH,
+                &format!("/v1/endpoints/{endpoint}"),
+                Some(fields.clone()),
+            )
+            .await;
+        assert!(
+            matches!(
+                status,
+                StatusCode::UNPROCESSABLE_ENTITY | StatusCode::BAD_REQUEST
+            ),
+            "{fields}: {status} {refused}"
+        );
+        let field = fields.as_object().unwrap().keys().next().unwrap().clone();
+        assert!(refused.to_string().contains(&field), "{refused}");
+    }
+    // A key of 256 bytes is one.
+    let id = app
+        .notify(json!({"endpoint": endpoint, "payload": {}, "order_key": "é".repeat(128)}))
+        .await;
+    assert_eq!(read(&app, &id).await["order_key"], json!("é".repeat(128)));
+}
+both!(an_order_key_or_an_ordering_out_of_bounds_is_refused_naming_the_field);
+
+async fn an_events_deliveries_to_an_ordered_endpoint_follow_its_order_key(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/erp", vec![Reply::status(500), Reply::status(200)]);
+    let owner = "merchant-5";
+    let ordered = app
+        .endpoint(json!({
+            "url": receiver.url("/erp"), "owner": owner, "ordering": "key",
+            "schedule": ["0s", "300ms"],
+        }))
+        .await;
+    app.endpoint(json!({"url": receiver.url("/plain"), "owner": owner}))
+        .await;
+    let mut events = Vec::new();
+    for status in ["paid", "refunded"] {
+        let (code, event) = app
+            .post(
+                "/v1/events",
+                json!({"event_type": format!("order.{status}"), "owner": owner,
+                    "order_key": "order-5", "payload": {"status": status}}),
+            )
+            .await;
+        assert_eq!(code, StatusCode::CREATED, "{event}");
+        assert_eq!(event["order_key"], "order-5", "{event}");
+        events.push(event["id"].as_str().unwrap().to_string());
+    }
+    let erp = receiver.wait_for("/erp", 3, DEADLINE).await;
+    let bodies: Vec<Value> = erp
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            json!({"status": "paid"}),
+            json!({"status": "paid"}),
+            json!({"status": "refunded"})
+        ],
+        "the refund waited for the payment's retry"
+    );
+    assert_eq!(sequences(&erp), [1, 1, 2]);
+    let plain = receiver.wait_for("/plain", 2, DEADLINE).await;
+    assert!(plain.iter().all(|r| r.header("webhook-sequence").is_none()));
+    let (_, deliveries) = app
+        .get(&format!(
+            "/v1/notifications?endpoint={}",
+            ordered["id"].as_str().unwrap()
+        ))
+        .await;
+    for delivery in deliveries["data"].as_array().unwrap() {
+        assert_eq!(delivery["order_key"], "order-5", "{delivery}");
+    }
+}
+both!(an_events_deliveries_to_an_ordered_endpoint_follow_its_order_key);
