@@ -21,6 +21,8 @@
 
 use std::time::Duration;
 
+use super::lane::Lane;
+
 /// Bounds of `per_second` and `burst`. The smallest rate, one request in
 /// 1,000 s, keeps every time the rule computes (burst × interval) far
 /// inside the range of an i64 of microseconds, and exact in Lua.
@@ -214,6 +216,118 @@ pub fn decide(
     (bucket, decisions)
 }
 
+/// The smallest part of the rate a lane keeps, whatever the share: with
+/// `fresh_share = 1` the backlog still drains, at a thousandth of the
+/// rate (and whatever fresh leaves idle). A thousandth of the slowest rate
+/// keeps the lane's times exact in Lua (`MIN_PER_SECOND`).
+pub const LANE_FLOOR: f64 = 0.001;
+
+impl RateLimit {
+    /// The limits of the fresh and backlog lanes under `share` (fresh's
+    /// part, 0 to 1): `share × per_second` and the rest, each at least
+    /// `LANE_FLOOR` of the rate; the burst split the same way, each at
+    /// least 1. Each lane's interval is rounded up, so the two together
+    /// never pass `per_second`. None when `share` is 0 (or not a number):
+    /// lanes are off.
+    pub fn lanes(self, share: f64) -> Option<[RateLimit; 2]> {
+        if share.is_nan() || share <= 0.0 {
+            return None;
+        }
+        let share = share.clamp(LANE_FLOOR, 1.0 - LANE_FLOOR);
+        let fresh_burst = ((f64::from(self.burst) * share).round() as u32).max(1);
+        let backlog_burst = self.burst.saturating_sub(fresh_burst).max(1);
+        Some([
+            RateLimit {
+                per_second: self.per_second * share,
+                burst: fresh_burst,
+            },
+            RateLimit {
+                per_second: self.per_second * (1.0 - share),
+                burst: backlog_burst,
+            },
+        ])
+    }
+}
+
+/// A bucket under `limit`: the one kept, or a new one from `now_us`.
+fn kept(bucket: Option<Bucket>, limit: RateLimit, now_us: i64) -> Bucket {
+    let tag = limit.tag();
+    match bucket {
+        Some(bucket) if bucket.tag == tag => bucket,
+        _ => Bucket {
+            tat_us: now_us,
+            epoch_us: now_us,
+            tag,
+        },
+    }
+}
+
+/// `decide` with lanes (`domain::lane`): `limits` are the lanes' (fresh
+/// first, `RateLimit::lanes`), `buckets` their buckets, `held[i]` the lane
+/// of the i-th notification and the reservation it holds in that lane's
+/// bucket. A notification keeps or takes a slot in its own lane's bucket;
+/// when that slot is not now, it may take one free now in the other
+/// lane's bucket (lending: the other lane is idle), never a later one, so
+/// no lane books the other's future. Each bucket keeps its own rate, so
+/// the two never pass the endpoint's. Returns the buckets to keep (fresh
+/// first) and a decision per notification: a `Reserve` is held in the
+/// notification's own lane.
+pub fn decide_lanes(
+    buckets: [Option<Bucket>; 2],
+    limits: [RateLimit; 2],
+    (now_us, due_by_us): (i64, i64),
+    room: usize,
+    held: &[(Lane, Option<Reservation>)],
+) -> ([Bucket; 2], Vec<Decision>) {
+    let [fresh, backlog] = buckets;
+    let mut buckets = [
+        kept(fresh, limits[0], now_us),
+        kept(backlog, limits[1], now_us),
+    ];
+    let mut sent = 0;
+    let decisions = held
+        .iter()
+        .map(|(lane, held)| {
+            let (own, other) = (lane.index(), lane.other().index());
+            let (interval, tolerance) = (limits[own].interval_us(), limits[own].tolerance_us());
+            if let Some(reservation) = held.filter(|r| {
+                r.epoch_us == buckets[own].epoch_us
+                    && r.at_us >= now_us - tolerance - interval - STALE_AFTER_US
+            }) {
+                return if reservation.at_us <= due_by_us && sent < room {
+                    sent += 1;
+                    Decision::Send {
+                        at_us: reservation.at_us.max(now_us),
+                    }
+                } else {
+                    Decision::Wait {
+                        at_us: reservation.at_us,
+                    }
+                };
+            }
+            let base = buckets[own].tat_us.max(now_us);
+            let slot = now_us.max(base - tolerance);
+            if slot > now_us && sent < room {
+                let lender = &mut buckets[other];
+                let lent = lender.tat_us.max(now_us);
+                if lent - limits[other].tolerance_us() <= now_us {
+                    lender.tat_us = lent + limits[other].interval_us();
+                    sent += 1;
+                    return Decision::Send { at_us: now_us };
+                }
+            }
+            buckets[own].tat_us = base + interval;
+            if slot <= due_by_us && sent < room {
+                sent += 1;
+                Decision::Send { at_us: slot }
+            } else {
+                Decision::Reserve { at_us: slot }
+            }
+        })
+        .collect();
+    (buckets, decisions)
+}
+
 /// The longest span of an endpoint's slots that one claim takes together
 /// (µs), and how many slots a span holds at most (`group_us`).
 pub const GROUP_US: i64 = 1_000_000;
@@ -266,3 +380,7 @@ pub fn grace_us() -> i64 {
 #[cfg(test)]
 #[path = "rate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "rate_lanes_tests.rs"]
+mod lanes_tests;
