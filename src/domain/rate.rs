@@ -90,9 +90,11 @@ impl RateLimit {
         (1_000_000.0 / self.per_second).ceil() as i64
     }
 
-    /// How far ahead of TAT a request may go: `(burst − 1)·T`.
+    /// How far ahead of TAT a request may go: `(burst − 1)·T`. A lane's
+    /// burst may be 0 (`lanes`): `−T`, nothing at once, a first slot one
+    /// interval on.
     pub fn tolerance_us(self) -> i64 {
-        i64::from(self.burst - 1) * self.interval_us()
+        (i64::from(self.burst) - 1) * self.interval_us()
     }
 
     /// Names the limit in a bucket: a bucket kept under another tag is
@@ -225,17 +227,18 @@ pub const LANE_FLOOR: f64 = 0.001;
 impl RateLimit {
     /// The limits of the fresh and backlog lanes under `share` (fresh's
     /// part, 0 to 1): `share × per_second` and the rest, each at least
-    /// `LANE_FLOOR` of the rate; the burst split the same way, each at
-    /// least 1. Each lane's interval is rounded up, so the two together
-    /// never pass `per_second`. None when `share` is 0 (or not a number):
+    /// `LANE_FLOOR` of the rate; the burst split the same way, fresh's at
+    /// least 1 and the two adding up to the burst (so backlog's may be 0:
+    /// nothing at once). Each lane's interval is rounded up, so the two
+    /// together never pass `per_second`, nor their bursts `burst`. None when `share` is 0 (or not a number):
     /// lanes are off.
     pub fn lanes(self, share: f64) -> Option<[RateLimit; 2]> {
         if share.is_nan() || share <= 0.0 {
             return None;
         }
         let share = share.clamp(LANE_FLOOR, 1.0 - LANE_FLOOR);
-        let fresh_burst = ((f64::from(self.burst) * share).round() as u32).max(1);
-        let backlog_burst = self.burst.saturating_sub(fresh_burst).max(1);
+        let fresh_burst = ((f64::from(self.burst) * share).round() as u32).clamp(1, self.burst);
+        let backlog_burst = self.burst - fresh_burst;
         Some([
             RateLimit {
                 per_second: self.per_second * share,

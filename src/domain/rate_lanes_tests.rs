@@ -30,7 +30,7 @@ fn share_0_turns_lanes_off_and_leaves_todays_rule() {
 }
 
 #[test]
-fn a_share_splits_the_rate_and_the_burst_each_lane_keeping_at_least_one() {
+fn a_share_splits_the_rate_and_the_burst_fresh_keeping_at_least_one_of_it() {
     let [fresh, backlog] = lanes(20.0, 20, 0.5);
     assert_eq!((fresh.burst, backlog.burst), (10, 10));
     assert_eq!(
@@ -38,7 +38,7 @@ fn a_share_splits_the_rate_and_the_burst_each_lane_keeping_at_least_one() {
         (S / 10, S / 10)
     );
     let [fresh, backlog] = lanes(20.0, 1, 0.25);
-    assert_eq!((fresh.burst, backlog.burst), (1, 1));
+    assert_eq!((fresh.burst, backlog.burst), (1, 0));
     assert_eq!(
         (fresh.interval_us(), backlog.interval_us()),
         (S / 5, 66_667)
@@ -173,4 +173,12 @@ fn a_borrowed_slot_counts_against_the_room() {
         &asked(Lane::Backlog, 30),
     );
     assert_eq!(sent_now(&decisions), 12);
+}
+
+#[test]
+fn a_burst_of_one_stays_one_across_both_lanes() {
+    let limits = lanes(20.0, 1, 0.5);
+    let held = [asked(Lane::Backlog, 2), asked(Lane::Fresh, 2)].concat();
+    let (_, decisions) = decide_lanes([None, None], limits, (NOW, NOW), usize::MAX, &held);
+    assert_eq!(sent_now(&decisions), 1, "{decisions:?}");
 }

@@ -1,5 +1,6 @@
 //! The rate limiter of one process (embedded mode): buckets and
-//! reservations in maps, pruned of what has expired now and then.
+//! reservations in maps, pruned of what has expired now and then. With
+//! lanes on (`Ask::share`), an endpoint has a bucket per lane.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -8,8 +9,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Ask, Limiter, LimiterError};
+use crate::domain::lane::Lane;
 use crate::domain::rate::{
-    bucket_ttl_us, decide, reservation_ttl_us, Bucket, Decision, Reservation,
+    bucket_ttl_us, decide, decide_lanes, reservation_ttl_us, Bucket, Decision, Reservation,
 };
 
 /// How often expired buckets and reservations are dropped (µs).
@@ -22,8 +24,9 @@ pub struct MemoryLimiter {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Endpoint → its bucket, and when it expires (µs).
-    buckets: HashMap<Uuid, (Bucket, i64)>,
+    /// Endpoint (and lane, when lanes are on) → its bucket, and when it
+    /// expires (µs).
+    buckets: HashMap<(Uuid, Option<Lane>), (Bucket, i64)>,
     /// Notification → the slot it holds, and when that expires (µs).
     reservations: HashMap<Uuid, (Reservation, i64)>,
     next_prune_us: i64,
@@ -41,6 +44,15 @@ impl MemoryLimiter {
 }
 
 impl State {
+    /// The bucket kept under `key`, taken out (put back once decided), if
+    /// not expired.
+    fn bucket(&mut self, key: (Uuid, Option<Lane>), now_us: i64) -> Option<Bucket> {
+        self.buckets
+            .remove(&key)
+            .filter(|(_, expires)| *expires > now_us)
+            .map(|(bucket, _)| bucket)
+    }
+
     fn prune(&mut self, now_us: i64) {
         if now_us < self.next_prune_us {
             return;
@@ -84,42 +96,61 @@ impl Limiter for MemoryLimiter {
         state.prune(now_us);
         let mut out = Vec::with_capacity(asks.iter().map(|a| a.notifications.len()).sum());
         for ask in asks {
-            let bucket = state
-                .buckets
-                .remove(&ask.endpoint)
-                .filter(|(_, expires)| *expires > now_us)
-                .map(|(bucket, _)| bucket);
-            let held: Vec<Option<Reservation>> = ask
+            let held: Vec<(Lane, Option<Reservation>)> = ask
                 .notifications
                 .iter()
-                .map(|id| {
-                    state
+                .map(|(id, lane)| {
+                    let reservation = state
                         .reservations
                         .get(id)
                         .filter(|(_, expires)| *expires > now_us)
-                        .map(|(reservation, _)| *reservation)
+                        .map(|(reservation, _)| *reservation);
+                    (*lane, reservation)
                 })
                 .collect();
-            let (bucket, decisions) =
-                decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
-            for (id, decision) in ask.notifications.iter().zip(&decisions) {
+            let (buckets, decisions) = match ask.limit.lanes(ask.share) {
+                None => {
+                    let held: Vec<_> = held.iter().map(|(_, r)| *r).collect();
+                    let bucket = state.bucket((ask.endpoint, None), now_us);
+                    let (bucket, decisions) =
+                        decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
+                    (vec![(None, bucket)], decisions)
+                }
+                Some(limits) => {
+                    let lanes = [Lane::Fresh, Lane::Backlog];
+                    let kept = lanes.map(|lane| state.bucket((ask.endpoint, Some(lane)), now_us));
+                    let (buckets, decisions) =
+                        decide_lanes(kept, limits, (now_us, due_by_us), ask.room, &held);
+                    (
+                        lanes.map(Some).into_iter().zip(buckets).collect(),
+                        decisions,
+                    )
+                }
+            };
+            for ((id, lane), decision) in ask.notifications.iter().zip(&decisions) {
                 match *decision {
                     Decision::Send { .. } => {
                         state.reservations.remove(id);
                     }
                     Decision::Reserve { at_us } => {
-                        let reservation = Reservation {
-                            at_us,
-                            epoch_us: bucket.epoch_us,
-                        };
+                        // In its own lane's bucket, or the one bucket.
+                        let epoch_us = buckets
+                            .iter()
+                            .find(|(kept, _)| kept.is_none_or(|kept| kept == *lane))
+                            .map_or(now_us, |(_, bucket)| bucket.epoch_us);
+                        let reservation = Reservation { at_us, epoch_us };
                         let expires = now_us + reservation_ttl_us(at_us, now_us);
                         state.reservations.insert(*id, (reservation, expires));
                     }
                     Decision::Wait { .. } => {}
                 }
             }
-            let expires = now_us + bucket_ttl_us(&bucket, now_us);
-            state.buckets.insert(ask.endpoint, (bucket, expires));
+            for (lane, bucket) in buckets {
+                let expires = now_us + bucket_ttl_us(&bucket, now_us);
+                state
+                    .buckets
+                    .insert((ask.endpoint, lane), (bucket, expires));
+            }
             out.extend(decisions);
         }
         Ok(out)

@@ -199,6 +199,8 @@ pub struct Head {
     pub endpoint_id: Uuid,
     pub status: Status,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Attempts made, in all its series: its lane (`domain::lane`).
+    pub attempts: i32,
     /// The version of the endpoint's row (`None` if the row is gone).
     pub endpoint_version: Option<i64>,
 }

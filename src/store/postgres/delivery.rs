@@ -64,7 +64,7 @@ impl PgStore {
     pub async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
         let (low, high) = id_span(ids);
         Ok(sqlx::query_as::<_, Head>(
-            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
                  ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3",

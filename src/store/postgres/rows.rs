@@ -154,6 +154,7 @@ from_row!(Head {
     endpoint_id,
     status,
     next_attempt_at,
+    attempts,
     endpoint_version,
 });
 

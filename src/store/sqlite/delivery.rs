@@ -100,7 +100,7 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
                  ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id IN {IN_ID_LIST}"
@@ -113,6 +113,7 @@ impl SqliteStore {
                     endpoint_id: row.try_get("endpoint_id")?,
                     status: columns::status(&row, "status")?,
                     next_attempt_at: columns::optional_time(&row, "next_attempt_at")?,
+                    attempts: row.try_get("attempts")?,
                     endpoint_version: row.try_get("endpoint_version")?,
                 })
             })
