@@ -11,7 +11,8 @@ use uuid::Uuid;
 use super::{Ask, Limiter, LimiterError};
 use crate::domain::lane::Lane;
 use crate::domain::rate::{
-    bucket_ttl_us, decide, decide_lanes, reservation_ttl_us, Bucket, Decision, Reservation,
+    bucket_ttl_us, decide, decide_lanes, reservation_ttl_us, Bucket, Decision, LaneDecision,
+    Reservation,
 };
 
 /// How often expired buckets and reservations are dropped (µs).
@@ -108,41 +109,45 @@ impl Limiter for MemoryLimiter {
                     (*lane, reservation)
                 })
                 .collect();
-            let (buckets, decisions) = match ask.limit.lanes(ask.share) {
+            // Each decision, and the reservation to keep for a `Reserve`.
+            let (buckets, decided): (Vec<_>, Vec<LaneDecision>) = match ask.limit.lanes(ask.share) {
                 None => {
                     let held: Vec<_> = held.iter().map(|(_, r)| *r).collect();
                     let bucket = state.bucket((ask.endpoint, None), now_us);
                     let (bucket, decisions) =
                         decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
-                    (vec![(None, bucket)], decisions)
+                    let epoch_us = bucket.epoch_us;
+                    let decided = decisions
+                        .into_iter()
+                        .map(|decision| {
+                            let reservation = Reservation {
+                                at_us: decision.at_us(),
+                                epoch_us,
+                                lent: None,
+                            };
+                            (decision, Some(reservation))
+                        })
+                        .collect();
+                    (vec![(None, bucket)], decided)
                 }
                 Some(limits) => {
                     let lanes = [Lane::Fresh, Lane::Backlog];
                     let kept = lanes.map(|lane| state.bucket((ask.endpoint, Some(lane)), now_us));
-                    let (buckets, decisions) =
+                    let (buckets, decided) =
                         decide_lanes(kept, limits, (now_us, due_by_us), ask.room, &held);
-                    (
-                        lanes.map(Some).into_iter().zip(buckets).collect(),
-                        decisions,
-                    )
+                    (lanes.map(Some).into_iter().zip(buckets).collect(), decided)
                 }
             };
-            for ((id, lane), decision) in ask.notifications.iter().zip(&decisions) {
-                match *decision {
-                    Decision::Send { .. } => {
+            for ((id, _), (decision, reservation)) in ask.notifications.iter().zip(&decided) {
+                match (*decision, reservation) {
+                    (Decision::Send { .. }, _) => {
                         state.reservations.remove(id);
                     }
-                    Decision::Reserve { at_us } => {
-                        // In its own lane's bucket, or the one bucket.
-                        let epoch_us = buckets
-                            .iter()
-                            .find(|(kept, _)| kept.is_none_or(|kept| kept == *lane))
-                            .map_or(now_us, |(_, bucket)| bucket.epoch_us);
-                        let reservation = Reservation { at_us, epoch_us };
+                    (Decision::Reserve { at_us }, Some(reservation)) => {
                         let expires = now_us + reservation_ttl_us(at_us, now_us);
-                        state.reservations.insert(*id, (reservation, expires));
+                        state.reservations.insert(*id, (*reservation, expires));
                     }
-                    Decision::Wait { .. } => {}
+                    _ => {}
                 }
             }
             for (lane, bucket) in buckets {
@@ -151,8 +156,62 @@ impl Limiter for MemoryLimiter {
                     .buckets
                     .insert((ask.endpoint, lane), (bucket, expires));
             }
-            out.extend(decisions);
+            out.extend(decided.into_iter().map(|(decision, _)| decision));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::rate::RateLimit;
+
+    #[tokio::test]
+    async fn with_a_share_of_0_both_lanes_share_the_single_bucket_rule() {
+        let limiter = MemoryLimiter::new();
+        let limit = RateLimit::new(10.0, 3).unwrap();
+        let endpoint = Uuid::now_v7();
+        let ids: Vec<(Uuid, Lane)> = (0..12).map(|n| (Uuid::now_v7(), Lane::of(n % 2))).collect();
+        let t0 = Utc::now();
+        // The rule alone, over a bucket and reservations of its own.
+        let (mut bucket, mut held) = (None, HashMap::<Uuid, Reservation>::new());
+        let mut waiting = ids.clone();
+        for step in 0..20 {
+            let now = t0 + chrono::Duration::milliseconds(100 * step);
+            let ask = Ask {
+                endpoint,
+                limit,
+                share: 0.0,
+                room: 2,
+                notifications: waiting.clone(),
+            };
+            let by_limiter = limiter.admit(now, now, &[ask]).await.unwrap();
+            let reservations: Vec<_> = waiting
+                .iter()
+                .map(|(id, _)| held.get(id).copied())
+                .collect();
+            let now_us = now.timestamp_micros();
+            let (kept, by_rule) = decide(bucket, limit, (now_us, now_us), 2, &reservations);
+            assert_eq!(by_limiter, by_rule, "step {step}");
+            for ((id, _), decision) in waiting.iter().zip(&by_rule) {
+                if let Decision::Reserve { at_us } = *decision {
+                    let reservation = Reservation {
+                        at_us,
+                        epoch_us: kept.epoch_us,
+                        lent: None,
+                    };
+                    held.insert(*id, reservation);
+                }
+            }
+            let sent: Vec<bool> = by_rule
+                .iter()
+                .map(|d| matches!(d, Decision::Send { .. }))
+                .collect();
+            let mut sent = sent.into_iter();
+            waiting.retain(|_| !sent.next().unwrap_or(false));
+            bucket = Some(kept);
+        }
+        assert!(waiting.is_empty(), "{} never sent", waiting.len());
     }
 }

@@ -356,20 +356,26 @@ async fn the_redis_script_decides_exactly_as_the_rule() {
         (450, 450, vec![ask(a, limit(10.0, 3), 2, 10, 12)]),
         // A changed limit voids b's reservations.
         (500, 500, vec![ask(b, limit(5.0, 2), 100, 7, 9)]),
-        // Lanes: a backlog takes its own burst and fresh's, then books
-        // its own lane only; fresh books one fresh interval on.
+        // Lanes: a backlog takes both lanes' bursts, then books its own
+        // slots and fresh's in turn; fresh takes its future back and
+        // books one fresh interval on.
         (0, 0, vec![lanes(0.5, 100, 0, 8, 8)]),
         (10, 10, vec![lanes(0.5, 100, 8, 10, 8)]),
-        // Back on their slots, each in its lane; the cap's room counts
-        // what was lent.
+        // Back on their slots: own ones hold, those fresh took back
+        // decide again; the cap's room counts what was lent.
         (200, 210, vec![lanes(0.5, 100, 4, 10, 8)]),
         (400, 400, vec![lanes(0.5, 1, 4, 12, 8)]),
-        // Fresh idle a while: its now-slots lent to the backlog.
-        (3_000, 3_000, vec![lanes(0.5, 100, 4, 8, 8)]),
+        (600, 800, vec![lanes(0.5, 3, 2, 12, 8)]),
+        // Fresh idle a while: the backlog borrows its slots, now and
+        // ahead; a borrowed one is sent, then fresh takes the rest back.
+        (3_000, 3_000, vec![lanes(0.5, 100, 0, 8, 8)]),
+        (3_190, 3_400, vec![lanes(0.5, 100, 0, 8, 8)]),
+        (3_200, 3_200, vec![lanes(0.5, 100, 9, 12, 8)]),
+        (3_400, 3_600, vec![lanes(0.5, 100, 0, 12, 8)]),
         // Another share starts both lanes' buckets again.
-        (3_100, 3_100, vec![lanes(0.25, 100, 0, 12, 6)]),
+        (3_700, 3_700, vec![lanes(0.25, 100, 0, 12, 6)]),
         // Lanes off: the one bucket, as before.
-        (3_200, 3_200, vec![lanes(0.0, 100, 0, 12, 6)]),
+        (3_800, 3_800, vec![lanes(0.0, 100, 0, 12, 6)]),
     ];
     for (now, due_by, asks) in steps {
         let (now, due_by) = (at(now), at(due_by));
