@@ -21,6 +21,15 @@ fn decisions(decided: &[LaneDecision]) -> Vec<Decision> {
     decided.iter().map(|(decision, _)| *decision).collect()
 }
 
+/// `decide_lanes` at 20/s, a burst of 20, half for fresh, at `now`.
+fn twenty_half_fresh(
+    buckets: [Option<Bucket>; 2],
+    now: i64,
+    held: &[(Lane, Option<Reservation>)],
+) -> ([Bucket; 2], Vec<LaneDecision>) {
+    decide_lanes(buckets, lanes(20.0, 20, 0.5), (now, now), usize::MAX, held)
+}
+
 fn sent_now(decided: &[LaneDecision]) -> usize {
     decided
         .iter()
@@ -162,32 +171,30 @@ fn a_share_splits_the_rate_and_the_burst_fresh_keeping_at_least_one_of_it() {
     assert!((fresh.per_second + backlog.per_second - 20.0).abs() < 1e-9);
 }
 
-#[test]
-fn a_backlog_alone_drains_at_the_whole_rate_whatever_the_share() {
-    for share in [0.25, 0.5, 0.9] {
+/// `lane` alone, `arrive(tick)` of it a tick, under several shares: 10 s
+/// at 20/s and the burst of 2 is 202, give or take a slot.
+fn alone_it_gets_the_whole_rate(lane: Lane, arrive: impl Fn(i64) -> usize) {
+    for share in [0.1, 0.5, 0.9] {
         let mut sim = Sim::new(lanes(20.0, 2, share));
-        sim.run(0..1_000, 0, all, |tick| {
-            vec![Lane::Backlog; if tick == 0 { 400 } else { 0 }]
-        });
-        // 10 s at 20/s and the burst of 2: 202, give or take a slot.
-        let sent = sim.sent(Some(Lane::Backlog), (0, 10));
-        assert!(sent >= 199, "share {share}: {sent} sent in 10 s");
+        sim.run(0..1_000, 0, all, |tick| vec![lane; arrive(tick)]);
+        let sent = sim.sent(Some(lane), (0, 10));
+        assert!(
+            sent >= 199,
+            "{lane:?} at share {share}: {sent} sent in 10 s"
+        );
         sim.never_past(20.0, 2);
     }
 }
 
 #[test]
+fn a_backlog_alone_drains_at_the_whole_rate_whatever_the_share() {
+    alone_it_gets_the_whole_rate(Lane::Backlog, |tick| if tick == 0 { 400 } else { 0 });
+}
+
+#[test]
 fn fresh_alone_goes_out_at_the_whole_rate_whatever_the_share() {
-    for share in [0.1, 0.5, 0.75] {
-        let mut sim = Sim::new(lanes(20.0, 2, share));
-        // 33 a second arriving, more than the rate.
-        sim.run(0..1_000, 0, all, |tick| {
-            vec![Lane::Fresh; usize::from(tick % 3 == 0)]
-        });
-        let sent = sim.sent(Some(Lane::Fresh), (0, 10));
-        assert!(sent >= 199, "share {share}: {sent} sent in 10 s");
-        sim.never_past(20.0, 2);
-    }
+    // 33 a second arriving, more than the rate.
+    alone_it_gets_the_whole_rate(Lane::Fresh, |tick| usize::from(tick % 3 == 0));
 }
 
 #[test]
@@ -259,14 +266,7 @@ fn whatever_the_interleaving_the_two_lanes_never_pass_the_rate() {
 
 #[test]
 fn a_backlog_booked_far_ahead_gives_fresh_its_future_back() {
-    let limits = lanes(20.0, 20, 0.5);
-    let (buckets, decided) = decide_lanes(
-        [None, None],
-        limits,
-        (NOW, NOW),
-        usize::MAX,
-        &asked(Lane::Backlog, 1_000),
-    );
+    let (buckets, decided) = twenty_half_fresh([None, None], NOW, &asked(Lane::Backlog, 1_000));
     // Both bursts now, then its own slots and fresh's in turn, at 20/s.
     assert_eq!(sent_now(&decided), 20);
     assert_eq!(
@@ -279,13 +279,7 @@ fn a_backlog_booked_far_ahead_gives_fresh_its_future_back() {
         .iter()
         .find_map(|(_, r)| r.filter(|r| r.lent.is_some()))
         .unwrap();
-    let (buckets, decided) = decide_lanes(
-        buckets.map(Some),
-        limits,
-        (NOW, NOW),
-        usize::MAX,
-        &asked(Lane::Fresh, 1),
-    );
+    let (buckets, decided) = twenty_half_fresh(buckets.map(Some), NOW, &asked(Lane::Fresh, 1));
     // Fresh's next slot is one fresh interval after the burst lent, not
     // after the backlog.
     assert_eq!(
@@ -297,44 +291,20 @@ fn a_backlog_booked_far_ahead_gives_fresh_its_future_back() {
     // What the backlog borrowed ahead is void: back at its slot, it takes
     // another.
     let at = borrowed.at_us;
-    let (_, decided) = decide_lanes(
-        buckets.map(Some),
-        limits,
-        (at, at),
-        usize::MAX,
-        &[(Lane::Backlog, Some(borrowed))],
-    );
+    let (_, decided) = twenty_half_fresh(buckets.map(Some), at, &[(Lane::Backlog, Some(borrowed))]);
     assert!(matches!(decided[0].0, Decision::Reserve { at_us } if at_us > at));
 }
 
 #[test]
 fn an_own_reservation_outlives_the_other_lane_taking_its_future_back() {
-    let limits = lanes(20.0, 20, 0.5);
-    let (buckets, decided) = decide_lanes(
-        [None, None],
-        limits,
-        (NOW, NOW),
-        usize::MAX,
-        &asked(Lane::Backlog, 40),
-    );
+    let (buckets, decided) = twenty_half_fresh([None, None], NOW, &asked(Lane::Backlog, 40));
     let own = decided
         .iter()
         .find_map(|(_, r)| r.filter(|r| r.lent.is_none()))
         .unwrap();
-    let (buckets, _) = decide_lanes(
-        buckets.map(Some),
-        limits,
-        (NOW, NOW),
-        usize::MAX,
-        &asked(Lane::Fresh, 5),
-    );
-    let (_, decided) = decide_lanes(
-        buckets.map(Some),
-        limits,
-        (own.at_us, own.at_us),
-        usize::MAX,
-        &[(Lane::Backlog, Some(own))],
-    );
+    let (buckets, _) = twenty_half_fresh(buckets.map(Some), NOW, &asked(Lane::Fresh, 5));
+    let (_, decided) =
+        twenty_half_fresh(buckets.map(Some), own.at_us, &[(Lane::Backlog, Some(own))]);
     assert_eq!(
         decisions(&decided),
         vec![Decision::Send { at_us: own.at_us }]
