@@ -131,6 +131,7 @@ const ENDPOINTS: Table = Table {
         col("portal_generation", Int),
         col("rate_limit_per_second", Real),
         col("rate_limit_burst", Int),
+        col("fresh_share", Real),
         col("breaker_off", Flag),
         col("breaker_failures", Int),
         col("breaker_open_ms", BigInt),

@@ -169,7 +169,9 @@ impl Dispatcher {
                     Ask {
                         endpoint: head.endpoint_id,
                         limit,
-                        share: self.settings.dispatcher.fresh_share,
+                        share: plan
+                            .fresh_share
+                            .unwrap_or(self.settings.dispatcher.fresh_share),
                         room: 0,
                         notifications: Vec::new(),
                     },

@@ -86,7 +86,7 @@ impl Throttle {
             self.asks.push(Ask {
                 endpoint,
                 limit,
-                share: self.share,
+                share: start.1.fresh_share.unwrap_or(self.share),
                 room: 0,
                 notifications: Vec::new(),
             });

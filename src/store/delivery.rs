@@ -137,6 +137,8 @@ pub struct DeliveryEndpoint {
     /// The endpoint's own rate limit, both or neither.
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<i32>,
+    /// The endpoint's own `fresh_share`, if it sets one.
+    pub fresh_share: Option<f64>,
     /// The endpoint's circuit breaker settings (`domain::breaker`).
     pub breaker: crate::domain::breaker::Override,
     pub headers: BTreeMap<String, String>,

@@ -184,7 +184,7 @@ async fn a_throttled_notification_stays_pending_with_no_attempt_until_sent(backe
 }
 both!(a_throttled_notification_stays_pending_with_no_attempt_until_sent);
 
-async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
+pub(crate) async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
     app.call(Method::PATCH, &format!("/v1/endpoints/{uid}"), Some(body))
         .await
 }

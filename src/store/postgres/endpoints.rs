@@ -17,12 +17,12 @@ use crate::store::StoreError;
 const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
-     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation";
+     rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, fresh_share";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $28, \
                  CASE WHEN $14 THEN $27 END) \
              RETURNING {COLUMNS}"
         );
@@ -54,6 +54,7 @@ impl PgStore {
             .bind(endpoint.url_secret)
             .bind(endpoint.portal_generation)
             .bind(self.clock.now())
+            .bind(endpoint.fresh_share)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -189,7 +190,8 @@ impl PgStore {
                  WHEN disabled THEN COALESCE(disabled_at, $28) ELSE $28 END, \
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
-             breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27 \
+             breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27, \
+             fresh_share = $29 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -221,6 +223,7 @@ impl PgStore {
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
             .bind(now)
+            .bind(endpoint.fresh_share)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -55,6 +55,7 @@ fn delivery_endpoint(row: &SqliteRow) -> Result<DeliveryEndpoint, sqlx::Error> {
         schedule_jitter: row.try_get("schedule_jitter")?,
         rate_limit_per_second: row.try_get("rate_limit_per_second")?,
         rate_limit_burst: row.try_get("rate_limit_burst")?,
+        fresh_share: row.try_get("fresh_share")?,
         breaker: super::rows::breaker_override(row)?,
         headers: columns::json(row, "headers")?,
         timeout_ms: row.try_get("timeout_ms")?,
@@ -139,7 +140,7 @@ impl SqliteStore {
             let sql = format!(
                 "SELECT id, version, COALESCE(url, '') AS url, secret, previous_secrets, \
                      success_body, permanent_statuses, headers, timeout_ms, max_in_flight, \
-                     schedule_jitter, rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
+                     schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      disabled, (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id IN {IN_ID_LIST}"
             );

@@ -82,7 +82,7 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, \
                      CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -114,6 +114,7 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
             .bind(endpoint.portal_generation)
+            .bind(endpoint.fresh_share)
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -248,7 +249,7 @@ impl SqliteStore {
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
              breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
-             version = version + 1 \
+             fresh_share = ?30, version = version + 1 \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
         let updated = sqlx::query(AssertSqlSafe(sql))
@@ -281,6 +282,7 @@ impl SqliteStore {
             .bind(endpoint.breaker.columns().2)
             .bind(endpoint.breaker.columns().3)
             .bind(endpoint.url_secret)
+            .bind(endpoint.fresh_share)
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;
