@@ -54,6 +54,40 @@ impl State {
             .map(|(bucket, _)| bucket)
     }
 
+    /// The rule for `ask` over its endpoint's buckets (taken out: the
+    /// caller puts back those returned, each under its lane when lanes are
+    /// on): each decision, and the reservation to keep for a `Reserve`.
+    fn decide(
+        &mut self,
+        ask: &Ask,
+        (now_us, due_by_us): (i64, i64),
+        held: &[(Lane, Option<Reservation>)],
+    ) -> (Vec<(Option<Lane>, Bucket)>, Vec<LaneDecision>) {
+        let Some(limits) = ask.limit.lanes(ask.share) else {
+            let held: Vec<_> = held.iter().map(|(_, r)| *r).collect();
+            let bucket = self.bucket((ask.endpoint, None), now_us);
+            let (bucket, decisions) =
+                decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
+            let epoch_us = bucket.epoch_us;
+            let decided = decisions
+                .into_iter()
+                .map(|decision| {
+                    let reservation = Reservation {
+                        at_us: decision.at_us(),
+                        epoch_us,
+                        lent: None,
+                    };
+                    (decision, Some(reservation))
+                })
+                .collect();
+            return (vec![(None, bucket)], decided);
+        };
+        let lanes = [Lane::Fresh, Lane::Backlog];
+        let kept = lanes.map(|lane| self.bucket((ask.endpoint, Some(lane)), now_us));
+        let (buckets, decided) = decide_lanes(kept, limits, (now_us, due_by_us), ask.room, held);
+        (lanes.map(Some).into_iter().zip(buckets).collect(), decided)
+    }
+
     fn prune(&mut self, now_us: i64) {
         if now_us < self.next_prune_us {
             return;
@@ -109,35 +143,7 @@ impl Limiter for MemoryLimiter {
                     (*lane, reservation)
                 })
                 .collect();
-            // Each decision, and the reservation to keep for a `Reserve`.
-            let (buckets, decided): (Vec<_>, Vec<LaneDecision>) = match ask.limit.lanes(ask.share) {
-                None => {
-                    let held: Vec<_> = held.iter().map(|(_, r)| *r).collect();
-                    let bucket = state.bucket((ask.endpoint, None), now_us);
-                    let (bucket, decisions) =
-                        decide(bucket, ask.limit, (now_us, due_by_us), ask.room, &held);
-                    let epoch_us = bucket.epoch_us;
-                    let decided = decisions
-                        .into_iter()
-                        .map(|decision| {
-                            let reservation = Reservation {
-                                at_us: decision.at_us(),
-                                epoch_us,
-                                lent: None,
-                            };
-                            (decision, Some(reservation))
-                        })
-                        .collect();
-                    (vec![(None, bucket)], decided)
-                }
-                Some(limits) => {
-                    let lanes = [Lane::Fresh, Lane::Backlog];
-                    let kept = lanes.map(|lane| state.bucket((ask.endpoint, Some(lane)), now_us));
-                    let (buckets, decided) =
-                        decide_lanes(kept, limits, (now_us, due_by_us), ask.room, &held);
-                    (lanes.map(Some).into_iter().zip(buckets).collect(), decided)
-                }
-            };
+            let (buckets, decided) = state.decide(ask, (now_us, due_by_us), &held);
             for ((id, _), (decision, reservation)) in ask.notifications.iter().zip(&decided) {
                 match (*decision, reservation) {
                     (Decision::Send { .. }, _) => {
