@@ -66,6 +66,10 @@ pub struct EndpointView {
     /// The endpoint's own rate limit; `null`: none of its own
     /// (`dispatcher.default_rate_limit` applies, if set).
     pub rate_limit: Option<crate::domain::rate::RateLimit>,
+    /// Fresh notifications' part of the rate limit while retries are due
+    /// beside them (lanes); `null`: `dispatcher.fresh_share` applies.
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub fresh_share: Option<f64>,
     /// The circuit breaker's settings over `[dispatcher.breaker]` (absent
     /// ones are the defaults); null: no breaker.
     pub breaker: Option<BreakerFields>,
@@ -115,6 +119,7 @@ impl EndpointView {
                 endpoint.rate_limit_per_second,
                 endpoint.rate_limit_burst,
             ),
+            fresh_share: endpoint.fresh_share,
             breaker: BreakerFields::of(endpoint.breaker),
             circuit: CircuitView::default(),
             success_body: endpoint.success_body,

@@ -258,6 +258,9 @@ pub struct DispatcherSettings {
     /// default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_rate_limit: Option<RateLimitSettings>,
+    /// Fresh notifications' part of a limited endpoint's rate, 0 to 1
+    /// (`domain::lane`); 0: lanes off.
+    pub fresh_share: f64,
     /// Defaults of every endpoint's circuit breaker (`domain::breaker`).
     pub breaker: BreakerSettings,
 }

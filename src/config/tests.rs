@@ -120,6 +120,9 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[dispatcher.default_rate_limit]\nper_second = 10\nburst = 0\n",
             "dispatcher.default_rate_limit.burst",
         ),
+        ("[dispatcher]\nfresh_share = 1.5\n", "dispatcher.fresh_share"),
+        ("[dispatcher]\nfresh_share = -0.1\n", "dispatcher.fresh_share"),
+        ("[dispatcher]\nfresh_share = nan\n", "dispatcher.fresh_share"),
         (
             "[dispatcher]\ndisable_failing_endpoints_after_hours = 9999\n",
             "dispatcher.disable_failing_endpoints_after_hours",

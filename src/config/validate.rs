@@ -290,6 +290,12 @@ impl Settings {
                 Ok(_) => {}
             }
         }
+        if !(0.0..=1.0).contains(&self.dispatcher.fresh_share) {
+            return Err(invalid(
+                "dispatcher.fresh_share",
+                "must be a number from 0 to 1",
+            ));
+        }
         if self.dispatcher.lease_ms > 24 * 3600 * 1000 {
             return Err(invalid(
                 "dispatcher.lease_ms",

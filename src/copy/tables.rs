@@ -133,6 +133,7 @@ const ENDPOINTS: Table = Table {
         col("ordering_on_failure", Text),
         col("rate_limit_per_second", Real),
         col("rate_limit_burst", Int),
+        col("fresh_share", Real),
         col("breaker_off", Flag),
         col("breaker_failures", Int),
         col("breaker_open_ms", BigInt),

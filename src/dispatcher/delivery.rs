@@ -32,6 +32,9 @@ pub struct Plan {
     pub max_in_flight: Option<u32>,
     /// The endpoint's own rate limit, if it sets one (`throttle`).
     pub rate_limit: Option<crate::domain::rate::RateLimit>,
+    /// The endpoint's own `fresh_share` (lanes of its rate limit), if it
+    /// sets one.
+    pub fresh_share: Option<f64>,
     pub disabled: bool,
     pub deleted: bool,
     /// The endpoint is pull: nothing is POSTed; its consumers take them.
@@ -76,6 +79,7 @@ impl Plan {
                 endpoint.rate_limit_per_second,
                 endpoint.rate_limit_burst,
             ),
+            fresh_share: endpoint.fresh_share,
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
             pull: endpoint.pull,

@@ -361,7 +361,13 @@ impl Dispatcher {
         let mut waiting: HashMap<Uuid, u32> = HashMap::new();
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         let default_limit = self.settings.dispatcher.default_rate_limit;
-        let mut throttle = throttle::Throttle::new(default_limit.and_then(|d| d.limit()), admitted);
+        let mut throttle = throttle::Throttle::new(
+            (
+                default_limit.and_then(|d| d.limit()),
+                self.settings.dispatcher.fresh_share,
+            ),
+            admitted,
+        );
         // Those this process is delivering, or holds the outcome of
         // unwritten: a claim that found them again (a lease ran out under a
         // stall, or a rebuild re-added them) leaves them to that attempt,

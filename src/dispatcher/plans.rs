@@ -165,6 +165,7 @@ mod tests {
             schedule_jitter: 0.0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
+            fresh_share: None,
             breaker: Default::default(),
             headers: BTreeMap::new(),
             timeout_ms: None,

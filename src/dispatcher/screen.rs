@@ -28,6 +28,7 @@ use super::breaker::Admit;
 use super::plans::Plans;
 use super::throttle::{horizon, put_back};
 use super::{Dispatcher, Shared};
+use crate::domain::lane::Lane;
 use crate::domain::rate::{Decision, RateLimit};
 use crate::domain::status::Status;
 use crate::limiter::Ask;
@@ -168,6 +169,9 @@ impl Dispatcher {
                     Ask {
                         endpoint: head.endpoint_id,
                         limit,
+                        share: plan
+                            .fresh_share
+                            .unwrap_or(self.settings.dispatcher.fresh_share),
                         room: 0,
                         notifications: Vec::new(),
                     },
@@ -175,7 +179,10 @@ impl Dispatcher {
                 ));
                 asks.len() - 1
             });
-            asks[place].0.notifications.push(head.id);
+            asks[place]
+                .0
+                .notifications
+                .push((head.id, Lane::of(head.attempts)));
             asked.insert(head.id);
         }
         let mut admitted = HashMap::new();
@@ -225,7 +232,7 @@ impl Dispatcher {
                         .unwrap_or_default();
                 later.extend(
                     asks.iter()
-                        .flat_map(|a| a.notifications.iter().map(|id| (*id, back))),
+                        .flat_map(|a| a.notifications.iter().map(|(id, _)| (*id, back))),
                 );
                 return;
             }
@@ -235,7 +242,7 @@ impl Dispatcher {
         let in_flight = shared.in_flight.lock().expect("in-flight lock");
         for (ask, cap) in asks.iter().zip(caps) {
             let mut place = 0;
-            for id in &ask.notifications {
+            for (id, _) in &ask.notifications {
                 let decision = decisions.next().unwrap_or(Decision::Wait {
                     at_us: now.timestamp_micros(),
                 });

@@ -24,6 +24,7 @@ use uuid::Uuid;
 use super::delivery::Plan;
 use super::in_flight::InFlight;
 use super::Shared;
+use crate::domain::lane::Lane;
 use crate::domain::rate::{horizon_us, park_us, Decision, RateLimit};
 use crate::limiter::{Ask, Limiter};
 use crate::store::delivery::DueNotification;
@@ -45,6 +46,8 @@ pub(super) type Start = (
 /// The limited deliveries of one batch, per endpoint, in batch order.
 pub(super) struct Throttle {
     default: Option<RateLimit>,
+    /// `dispatcher.fresh_share`: for endpoints without their own.
+    share: f64,
     /// Let go by the limiter before their rows were read (`screen`), each
     /// at its slot: not asked again.
     admitted: HashMap<Uuid, DateTime<Utc>>,
@@ -55,9 +58,13 @@ pub(super) struct Throttle {
 }
 
 impl Throttle {
-    pub(super) fn new(default: Option<RateLimit>, admitted: HashMap<Uuid, DateTime<Utc>>) -> Self {
+    pub(super) fn new(
+        (default, share): (Option<RateLimit>, f64),
+        admitted: HashMap<Uuid, DateTime<Utc>>,
+    ) -> Self {
         Self {
             default,
+            share,
             admitted,
             asks: Vec::new(),
             held: Vec::new(),
@@ -79,13 +86,16 @@ impl Throttle {
             self.asks.push(Ask {
                 endpoint,
                 limit,
+                share: start.1.fresh_share.unwrap_or(self.share),
                 room: 0,
                 notifications: Vec::new(),
             });
             self.held.push((cap, Vec::new()));
             self.asks.len() - 1
         });
-        self.asks[place].notifications.push(start.0.id);
+        self.asks[place]
+            .notifications
+            .push((start.0.id, Lane::of(start.0.attempts)));
         self.held[place].1.push(start);
         None
     }

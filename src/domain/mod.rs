@@ -19,6 +19,7 @@ pub mod health;
 pub mod id;
 pub mod jitter;
 pub mod json_value;
+pub mod lane;
 pub mod lateness;
 pub mod lease;
 pub mod minute_stats;

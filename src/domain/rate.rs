@@ -14,12 +14,18 @@
 //! the reservations made under the old one (each takes a slot under the
 //! new limit when it comes back).
 //!
+//! With lanes (`domain::lane`, `decide_lanes`) an endpoint has a bucket
+//! per lane, each at its share of the rate; a lane borrows the other's
+//! slots when they come first, and takes its own back when it needs them.
+//!
 //! Times are integer microseconds since the epoch, so that the Redis
 //! script (`limiter/redis/gcra.lua`, a line-by-line transcription of
 //! `decide`) computes exactly what this does: Lua's numbers hold them
 //! exactly.
 
 use std::time::Duration;
+
+use super::lane::Lane;
 
 /// Bounds of `per_second` and `burst`. The smallest rate, one request in
 /// 1,000 s, keeps every time the rule computes (burst × interval) far
@@ -88,9 +94,11 @@ impl RateLimit {
         (1_000_000.0 / self.per_second).ceil() as i64
     }
 
-    /// How far ahead of TAT a request may go: `(burst − 1)·T`.
+    /// How far ahead of TAT a request may go: `(burst − 1)·T`. A lane's
+    /// burst may be 0 (`lanes`): `−T`, nothing at once, a first slot one
+    /// interval on.
     pub fn tolerance_us(self) -> i64 {
-        i64::from(self.burst - 1) * self.interval_us()
+        (i64::from(self.burst) - 1) * self.interval_us()
     }
 
     /// Names the limit in a bucket: a bucket kept under another tag is
@@ -117,6 +125,15 @@ pub struct Bucket {
     pub epoch_us: i64,
     /// The limit it was kept under (`RateLimit::tag`).
     pub tag: String,
+    /// Lanes only (`decide_lanes`): the TAT just after the last slot it
+    /// handed as a send, or reserved for its own lane. Past it, a TAT
+    /// further on is the lane's future lent to the other lane, which the
+    /// lane may take back.
+    pub committed_tat_us: i64,
+    /// Lanes only: how many times the lane took its lent future back. A
+    /// reservation borrowed from this bucket names it, and is void once
+    /// it moved on.
+    pub lent_generation: i64,
 }
 
 /// A slot a notification holds in its endpoint's bucket.
@@ -125,6 +142,10 @@ pub struct Reservation {
     pub at_us: i64,
     /// The epoch of the bucket it was taken in.
     pub epoch_us: i64,
+    /// Lanes only: borrowed from the other lane's bucket, under that
+    /// bucket's `lent_generation`; none when held in the notification's
+    /// own lane's bucket (or the one bucket of lanes off).
+    pub lent: Option<i64>,
 }
 
 /// What the rule says of one notification.
@@ -152,6 +173,35 @@ impl Decision {
     }
 }
 
+/// A bucket under `limit`: the one kept, or a new one from `now_us`.
+fn kept(bucket: Option<Bucket>, limit: RateLimit, now_us: i64) -> Bucket {
+    let tag = limit.tag();
+    match bucket {
+        Some(bucket) if bucket.tag == tag => bucket,
+        _ => Bucket {
+            tat_us: now_us,
+            epoch_us: now_us,
+            tag,
+            committed_tat_us: now_us,
+            lent_generation: 0,
+        },
+    }
+}
+
+impl Reservation {
+    /// Whether it still holds its slot in `bucket` (kept under `limit`):
+    /// taken in this bucket's epoch, not taken back by its lane if
+    /// borrowed, and not so long past that honouring it would be a burst
+    /// (`STALE_AFTER_US`).
+    fn holds(&self, bucket: &Bucket, limit: RateLimit, now_us: i64) -> bool {
+        self.epoch_us == bucket.epoch_us
+            && self
+                .lent
+                .is_none_or(|generation| generation == bucket.lent_generation)
+            && self.at_us >= now_us - limit.tolerance_us() - limit.interval_us() - STALE_AFTER_US
+    }
+}
+
 /// Decides, in order, for the notifications of one endpoint a batch would
 /// start: `held[i]` is the reservation the i-th holds, if any. `bucket` is
 /// the endpoint's bucket (none: never used, or expired). Those whose slot
@@ -169,24 +219,13 @@ pub fn decide(
     room: usize,
     held: &[Option<Reservation>],
 ) -> (Bucket, Vec<Decision>) {
-    let tag = limit.tag();
     let (interval, tolerance) = (limit.interval_us(), limit.tolerance_us());
-    let mut bucket = match bucket {
-        Some(bucket) if bucket.tag == tag => bucket,
-        _ => Bucket {
-            tat_us: now_us,
-            epoch_us: now_us,
-            tag,
-        },
-    };
+    let mut bucket = kept(bucket, limit, now_us);
     let mut sent = 0;
     let decisions = held
         .iter()
         .map(|held| match held {
-            Some(reservation)
-                if reservation.epoch_us == bucket.epoch_us
-                    && reservation.at_us >= now_us - tolerance - interval - STALE_AFTER_US =>
-            {
+            Some(reservation) if reservation.holds(&bucket, limit, now_us) => {
                 if reservation.at_us <= due_by_us && sent < room {
                     sent += 1;
                     Decision::Send {
@@ -212,6 +251,140 @@ pub fn decide(
         })
         .collect();
     (bucket, decisions)
+}
+
+/// The smallest part of the rate a lane keeps, whatever the share: with
+/// `fresh_share = 1` the backlog still drains, at a thousandth of the
+/// rate (and whatever fresh leaves idle). A thousandth of the slowest rate
+/// keeps the lane's times exact in Lua (`MIN_PER_SECOND`).
+pub const LANE_FLOOR: f64 = 0.001;
+
+impl RateLimit {
+    /// The limits of the fresh and backlog lanes under `share` (fresh's
+    /// part, 0 to 1): `share × per_second` and the rest, each at least
+    /// `LANE_FLOOR` of the rate; the burst split the same way, fresh's at
+    /// least 1 and the two adding up to the burst (so backlog's may be 0:
+    /// nothing at once). Each lane's interval is rounded up, so the two
+    /// together never pass `per_second`, nor their bursts `burst`. None
+    /// when `share` is 0 (or not a number): lanes are off.
+    pub fn lanes(self, share: f64) -> Option<[RateLimit; 2]> {
+        if share.is_nan() || share <= 0.0 {
+            return None;
+        }
+        let share = share.clamp(LANE_FLOOR, 1.0 - LANE_FLOOR);
+        let fresh_burst = ((f64::from(self.burst) * share).round() as u32).clamp(1, self.burst);
+        let backlog_burst = self.burst - fresh_burst;
+        Some([
+            RateLimit {
+                per_second: self.per_second * share,
+                burst: fresh_burst,
+            },
+            RateLimit {
+                per_second: self.per_second * (1.0 - share),
+                burst: backlog_burst,
+            },
+        ])
+    }
+}
+
+/// A decision under lanes, and for a `Reserve` the reservation to keep.
+pub type LaneDecision = (Decision, Option<Reservation>);
+
+/// `decide` with lanes (`domain::lane`): `limits` are the lanes' (fresh
+/// first, `RateLimit::lanes`), `buckets` their buckets, `held[i]` the lane
+/// of the i-th notification and the reservation it holds.
+///
+/// A notification without a slot takes the earlier of its own lane's next
+/// slot and the other lane's (*borrowing*: ties go to its own), now or
+/// ahead, and moves that bucket's TAT on. So a lane alone gets the whole
+/// rate, its own slots interleaved with borrowed ones, and the two
+/// together never pass it: each bucket's slots stay spaced by its own
+/// interval. A lane takes its lent future back when it next needs a slot
+/// (`reclaim`): the reservations borrowed from it are void then, and
+/// their notifications decide again when they come back, so a lane busy
+/// again gets its share at once however far ahead the other booked. A
+/// send is never taken back: `committed_tat_us` covers every slot sent.
+///
+/// Returns the buckets to keep (fresh first) and a decision per
+/// notification, with the reservation to keep for each `Reserve`.
+pub fn decide_lanes(
+    buckets: [Option<Bucket>; 2],
+    limits: [RateLimit; 2],
+    (now_us, due_by_us): (i64, i64),
+    room: usize,
+    held: &[(Lane, Option<Reservation>)],
+) -> ([Bucket; 2], Vec<LaneDecision>) {
+    let [fresh, backlog] = buckets;
+    let mut buckets = [
+        kept(fresh, limits[0], now_us),
+        kept(backlog, limits[1], now_us),
+    ];
+    let mut sent = 0;
+    let decisions = held
+        .iter()
+        .map(|(lane, held)| {
+            let (own, other) = (lane.index(), lane.other().index());
+            let holding = held.filter(|r| {
+                let place = if r.lent.is_some() { other } else { own };
+                r.holds(&buckets[place], limits[place], now_us)
+            });
+            if let Some(reservation) = holding {
+                if reservation.at_us > due_by_us || sent >= room {
+                    let at_us = reservation.at_us;
+                    return (Decision::Wait { at_us }, None);
+                }
+                sent += 1;
+                if reservation.lent.is_some() {
+                    // Sent: the lender may no longer take it back. Its TAT
+                    // just after this slot was `at + tolerance + interval`
+                    // (a slot ahead is `TAT − tolerance`; a slot now, held
+                    // for want of room, at most that).
+                    let (lender, limit) = (&mut buckets[other], limits[other]);
+                    lender.committed_tat_us = lender
+                        .committed_tat_us
+                        .max(reservation.at_us + limit.tolerance_us() + limit.interval_us());
+                }
+                let at_us = reservation.at_us.max(now_us);
+                return (Decision::Send { at_us }, None);
+            }
+            reclaim(&mut buckets[own], now_us);
+            let next = |place: usize| {
+                let base = buckets[place].tat_us.max(now_us);
+                now_us.max(base - limits[place].tolerance_us())
+            };
+            let place = if next(other) < next(own) { other } else { own };
+            let at_us = next(place);
+            let bucket = &mut buckets[place];
+            bucket.tat_us = bucket.tat_us.max(now_us) + limits[place].interval_us();
+            let send = at_us <= due_by_us && sent < room;
+            if send || place == own {
+                bucket.committed_tat_us = bucket.tat_us;
+            }
+            if send {
+                sent += 1;
+                return (Decision::Send { at_us }, None);
+            }
+            let reservation = Reservation {
+                at_us,
+                epoch_us: bucket.epoch_us,
+                lent: (place == other).then_some(bucket.lent_generation),
+            };
+            (Decision::Reserve { at_us }, Some(reservation))
+        })
+        .collect();
+    (buckets, decisions)
+}
+
+/// A lane that needs a slot takes back the future it lent (a TAT past
+/// what it committed, and past now): the reservations borrowed from it
+/// are void from here (a new `lent_generation`), and its next slot is
+/// the one after its own reservations and every send.
+fn reclaim(bucket: &mut Bucket, now_us: i64) {
+    let committed = bucket.committed_tat_us.max(now_us);
+    if bucket.tat_us > committed {
+        bucket.lent_generation += 1;
+        bucket.tat_us = committed;
+    }
 }
 
 /// The longest span of an endpoint's slots that one claim takes together
@@ -266,3 +439,7 @@ pub fn grace_us() -> i64 {
 #[cfg(test)]
 #[path = "rate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "rate_lanes_tests.rs"]
+mod lanes_tests;

@@ -107,6 +107,7 @@ fn a_reservation_coming_back_at_its_slot_is_sent_without_taking_another() {
     let held = Reservation {
         at_us,
         epoch_us: bucket.epoch_us,
+        lent: None,
     };
     let (bucket, decisions) = decide(
         Some(bucket),
@@ -130,6 +131,7 @@ fn a_reservation_coming_back_long_after_its_slot_takes_a_new_one() {
     let held = Reservation {
         at_us,
         epoch_us: bucket.epoch_us,
+        lent: None,
     };
     let later = at_us + 3600 * S;
     let (_, decisions) = decide(
@@ -158,6 +160,7 @@ fn a_reservation_coming_back_early_waits_for_its_slot() {
     let held = Reservation {
         at_us,
         epoch_us: bucket.epoch_us,
+        lent: None,
     };
     let (_, decisions) = decide(
         Some(bucket),
@@ -218,6 +221,7 @@ fn a_changed_limit_starts_the_bucket_again_and_voids_old_reservations() {
     let held = Reservation {
         at_us: decisions[2].at_us(),
         epoch_us: bucket.epoch_us,
+        lent: None,
     };
     let later = NOW + 10;
     let (bucket, decisions) = decide(
@@ -238,6 +242,7 @@ fn a_void_reservation_of_a_busy_bucket_takes_a_new_slot() {
     let stale = Reservation {
         at_us: NOW,
         epoch_us: NOW - 1,
+        lent: None,
     };
     let (_, decisions) = decide(
         Some(bucket),
@@ -278,6 +283,8 @@ fn keeping_times_cover_the_last_slot_and_the_grace() {
         tat_us: NOW + 5 * S,
         epoch_us: NOW,
         tag: String::new(),
+        committed_tat_us: NOW,
+        lent_generation: 0,
     };
     assert_eq!(bucket_ttl_us(&bucket, NOW), 5 * S + grace_us());
     assert_eq!(bucket_ttl_us(&bucket, NOW + 10 * S), grace_us());
@@ -300,6 +307,7 @@ fn past_the_room_the_cap_leaves_a_sendable_one_holds_its_slot_without_a_second_t
     let held = Some(Reservation {
         at_us: NOW,
         epoch_us: bucket.epoch_us,
+        lent: None,
     });
     let later = NOW + 1_000;
     let (bucket, decisions) = decide(Some(bucket), l, (later, later), 0, &[held]);
@@ -339,6 +347,7 @@ fn a_claim_sends_the_slots_of_its_group_each_at_its_own_time_and_no_further() {
             Some(Reservation {
                 at_us,
                 epoch_us: bucket.epoch_us,
+                lent: None,
             })
         })
         .collect();

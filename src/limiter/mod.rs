@@ -14,6 +14,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::domain::lane::Lane;
 use crate::domain::rate::{Decision, RateLimit};
 use crate::due::DueError;
 
@@ -23,9 +24,13 @@ use crate::due::DueError;
 pub struct Ask {
     pub endpoint: Uuid,
     pub limit: RateLimit,
+    /// Fresh notifications' part of the limit (`RateLimit::lanes`): 0
+    /// turns lanes off, one bucket for all.
+    pub share: f64,
     /// How many may start now: what the endpoint's concurrency cap leaves.
     pub room: usize,
-    pub notifications: Vec<Uuid>,
+    /// Each with its lane (`domain::lane`).
+    pub notifications: Vec<(Uuid, Lane)>,
 }
 
 /// Why the limiter could not decide.

@@ -83,6 +83,13 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<crate::domain::rate::RateLimit>)]
     rate_limit: Option<Option<serde_json::Value>>,
+    /// The part of the rate limit kept for fresh notifications (first
+    /// attempts) while retries are due beside them; either lane lends
+    /// what it leaves idle to the other. 0 to 1; 0: one budget in due
+    /// order. `null`: `dispatcher.fresh_share` (0.5 by default).
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<f64>, minimum = 0.0, maximum = 1.0)]
+    fresh_share: Option<Option<f64>>,
     /// The circuit breaker: after `failures` consecutive failed attempts
     /// (timeouts, connection and TLS errors, 5xx, 429) nothing is sent for
     /// `open_ms` (±20 %, doubled after each failed probe up to
@@ -264,6 +271,16 @@ impl EndpointFields {
             endpoint.rate_limit_per_second = limit.map(|l| l.per_second);
             endpoint.rate_limit_burst = limit.map(|l| l.burst as i32);
         }
+        if let Some(share) = self.fresh_share {
+            if share.is_some_and(|s| !(0.0..=1.0).contains(&s)) {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "fresh_share",
+                    "fresh_share is a number from 0 to 1, or null for dispatcher.fresh_share",
+                ));
+            }
+            endpoint.fresh_share = share;
+        }
         if let Some(breaker) = self.breaker {
             endpoint.breaker = match breaker {
                 None => Override {
@@ -359,6 +376,7 @@ pub(super) fn default_endpoint(now: chrono::DateTime<Utc>) -> Endpoint {
         portal_generation: 0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        fresh_share: None,
         breaker: Override::default(),
         success_body: None,
         permanent_statuses: vec![410],

@@ -142,6 +142,8 @@ pub struct DeliveryEndpoint {
     /// The endpoint's own rate limit, both or neither.
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<i32>,
+    /// The endpoint's own `fresh_share`, if it sets one.
+    pub fresh_share: Option<f64>,
     /// The endpoint's circuit breaker settings (`domain::breaker`).
     pub breaker: crate::domain::breaker::Override,
     pub headers: BTreeMap<String, String>,
@@ -204,6 +206,8 @@ pub struct Head {
     pub endpoint_id: Uuid,
     pub status: Status,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Attempts made, in all its series: its lane (`domain::lane`).
+    pub attempts: i32,
     /// The version of the endpoint's row (`None` if the row is gone).
     pub endpoint_version: Option<i64>,
 }

@@ -75,6 +75,9 @@ pub struct Endpoint {
     /// `dispatcher.default_rate_limit`, if set.
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<i32>,
+    /// Fresh notifications' part of its rate limit, 0 to 1
+    /// (`domain::lane`); none: `dispatcher.fresh_share`.
+    pub fresh_share: Option<f64>,
     /// The endpoint's circuit breaker settings over `[dispatcher.breaker]`,
     /// or off (`domain::breaker`).
     pub breaker: crate::domain::breaker::Override,
@@ -220,6 +223,7 @@ mod tests {
             portal_generation: 0,
             rate_limit_per_second: None,
             rate_limit_burst: None,
+            fresh_share: None,
             breaker: Default::default(),
             success_body: None,
             permanent_statuses: Vec::new(),

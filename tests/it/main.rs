@@ -31,6 +31,7 @@ mod guard;
 mod handoff;
 mod hostile_input;
 mod jitter;
+mod lanes;
 mod list_bounds;
 mod list_filters;
 mod list_load;

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use hookd::domain::lane::Lane;
 use hookd::domain::rate::{Decision, RateLimit};
 use hookd::due::memory::MemoryIndex;
 use hookd::due::redis::RedisIndex;
@@ -183,7 +184,7 @@ async fn a_throttled_notification_stays_pending_with_no_attempt_until_sent(backe
 }
 both!(a_throttled_notification_stays_pending_with_no_attempt_until_sent);
 
-async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
+pub(crate) async fn patch(app: &TestApp, uid: &str, body: Value) -> (StatusCode, Value) {
     app.call(Method::PATCH, &format!("/v1/endpoints/{uid}"), Some(body))
         .await
 }
@@ -314,8 +315,28 @@ async fn the_redis_script_decides_exactly_as_the_rule() {
     let ask = |endpoint, l, room, from: usize, to: usize| Ask {
         endpoint,
         limit: l,
+        share: 0.0,
         room,
-        notifications: ids[from..to].to_vec(),
+        notifications: ids[from..to].iter().map(|id| (*id, Lane::Fresh)).collect(),
+    };
+    // Lanes: `c`'s notifications, the first `backlog` of them retries.
+    let c = Uuid::now_v7();
+    let laned: Vec<Uuid> = (0..12).map(|_| Uuid::now_v7()).collect();
+    let lanes = |share, room, from: usize, to: usize, backlog: usize| Ask {
+        endpoint: c,
+        limit: limit(10.0, 4),
+        share,
+        room,
+        notifications: (from..to)
+            .map(|n| {
+                let lane = if n < backlog {
+                    Lane::Backlog
+                } else {
+                    Lane::Fresh
+                };
+                (laned[n], lane)
+            })
+            .collect(),
     };
     let steps: Vec<(i64, i64, Vec<Ask>)> = vec![
         // A burst of 3 and reservations, two endpoints in one call.
@@ -335,6 +356,26 @@ async fn the_redis_script_decides_exactly_as_the_rule() {
         (450, 450, vec![ask(a, limit(10.0, 3), 2, 10, 12)]),
         // A changed limit voids b's reservations.
         (500, 500, vec![ask(b, limit(5.0, 2), 100, 7, 9)]),
+        // Lanes: a backlog takes both lanes' bursts, then books its own
+        // slots and fresh's in turn; fresh takes its future back and
+        // books one fresh interval on.
+        (0, 0, vec![lanes(0.5, 100, 0, 8, 8)]),
+        (10, 10, vec![lanes(0.5, 100, 8, 10, 8)]),
+        // Back on their slots: own ones hold, those fresh took back
+        // decide again; the cap's room counts what was lent.
+        (200, 210, vec![lanes(0.5, 100, 4, 10, 8)]),
+        (400, 400, vec![lanes(0.5, 1, 4, 12, 8)]),
+        (600, 800, vec![lanes(0.5, 3, 2, 12, 8)]),
+        // Fresh idle a while: the backlog borrows its slots, now and
+        // ahead; a borrowed one is sent, then fresh takes the rest back.
+        (3_000, 3_000, vec![lanes(0.5, 100, 0, 8, 8)]),
+        (3_190, 3_400, vec![lanes(0.5, 100, 0, 8, 8)]),
+        (3_200, 3_200, vec![lanes(0.5, 100, 9, 12, 8)]),
+        (3_400, 3_600, vec![lanes(0.5, 100, 0, 12, 8)]),
+        // Another share starts both lanes' buckets again.
+        (3_700, 3_700, vec![lanes(0.25, 100, 0, 12, 6)]),
+        // Lanes off: the one bucket, as before.
+        (3_800, 3_800, vec![lanes(0.0, 100, 0, 12, 6)]),
     ];
     for (now, due_by, asks) in steps {
         let (now, due_by) = (at(now), at(due_by));

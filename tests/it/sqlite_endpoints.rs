@@ -47,6 +47,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         portal_generation: 0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        fresh_share: None,
         breaker: Default::default(),
         success_body: Some("ok".into()),
         permanent_statuses: vec![410, 404],

@@ -3,6 +3,16 @@
 //! decides a whole batch; the keys live beside the due index's, under its
 //! prefix and hash tag, and expire by themselves (a bucket once its last
 //! slot and the grace have passed, a reservation the grace after its slot).
+//!
+//! With lanes on (`Ask::share` above 0) an endpoint's buckets are
+//! `<endpoint>:fresh` and `<endpoint>:backlog` beside the single
+//! `<endpoint>` of lanes off. Turning lanes on (this version's default)
+//! leaves the single bucket to expire by itself; the reservations made in
+//! it name its epoch, so each takes a new slot in its lane when it comes
+//! back (sooner or later than it held, once). While processes of the
+//! previous version (one bucket) run beside this one, the two keep
+//! separate buckets: an endpoint may get up to twice its rate until the
+//! rollout ends.
 
 use std::sync::LazyLock;
 
@@ -81,15 +91,24 @@ impl Limiter for RedisLimiter {
             .arg(due_by.timestamp_micros())
             .arg(grace_us());
         for ask in asks {
+            let limits = match ask.limit.lanes(ask.share) {
+                Some(lanes) => lanes.to_vec(),
+                None => vec![ask.limit],
+            };
             invocation
                 .arg(ask.endpoint.simple().to_string())
-                .arg(ask.limit.tag())
-                .arg(ask.limit.interval_us())
-                .arg(ask.limit.tolerance_us())
                 .arg(ask.room)
-                .arg(ask.notifications.len());
-            for id in &ask.notifications {
-                invocation.arg(id.simple().to_string());
+                .arg(ask.notifications.len())
+                .arg(limits.len());
+            for limit in &limits {
+                invocation
+                    .arg(limit.tag())
+                    .arg(limit.interval_us())
+                    .arg(limit.tolerance_us());
+            }
+            for (id, lane) in &ask.notifications {
+                let place = if limits.len() == 2 { lane.index() } else { 0 };
+                invocation.arg(id.simple().to_string()).arg(place + 1);
             }
         }
         let mut conn = self.index.conn().await?;

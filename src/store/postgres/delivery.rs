@@ -64,7 +64,7 @@ impl PgStore {
     pub async fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError> {
         let (low, high) = id_span(ids);
         Ok(sqlx::query_as::<_, Head>(
-            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
                  ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3",
@@ -91,7 +91,7 @@ impl PgStore {
             sqlx::query_as::<_, DeliveryEndpoint>(
                 "SELECT id, version, COALESCE(url, '') AS url, secret, \
                      previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
-                     max_in_flight, disabled, schedule_jitter, rate_limit_per_second, rate_limit_burst, \
+                     max_in_flight, disabled, schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, \
                      breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id = ANY($1)",

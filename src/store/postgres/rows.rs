@@ -158,6 +158,7 @@ from_row!(Head {
     endpoint_id,
     status,
     next_attempt_at,
+    attempts,
     endpoint_version,
 });
 
@@ -172,6 +173,7 @@ from_row!(DeliveryEndpoint {
     schedule_jitter,
     rate_limit_per_second,
     rate_limit_burst,
+    fresh_share,
     breaker: breaker,
     headers: json,
     timeout_ms,
@@ -199,6 +201,7 @@ from_row!(Endpoint {
     portal_generation,
     rate_limit_per_second,
     rate_limit_burst,
+    fresh_share,
     breaker: breaker,
     success_body,
     permanent_statuses,

@@ -39,6 +39,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         portal_generation: 0,
         rate_limit_per_second: None,
         rate_limit_burst: None,
+        fresh_share: None,
         breaker: Default::default(),
         success_body: None,
         permanent_statuses: Vec::new(),

@@ -56,6 +56,7 @@ fn delivery_endpoint(row: &SqliteRow) -> Result<DeliveryEndpoint, sqlx::Error> {
         schedule_jitter: row.try_get("schedule_jitter")?,
         rate_limit_per_second: row.try_get("rate_limit_per_second")?,
         rate_limit_burst: row.try_get("rate_limit_burst")?,
+        fresh_share: row.try_get("fresh_share")?,
         breaker: super::rows::breaker_override(row)?,
         headers: columns::json(row, "headers")?,
         timeout_ms: row.try_get("timeout_ms")?,
@@ -101,7 +102,7 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, \
+            "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
                  ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id IN {IN_ID_LIST}"
@@ -114,6 +115,7 @@ impl SqliteStore {
                     endpoint_id: row.try_get("endpoint_id")?,
                     status: columns::status(&row, "status")?,
                     next_attempt_at: columns::optional_time(&row, "next_attempt_at")?,
+                    attempts: row.try_get("attempts")?,
                     endpoint_version: row.try_get("endpoint_version")?,
                 })
             })
@@ -139,7 +141,7 @@ impl SqliteStore {
             let sql = format!(
                 "SELECT id, version, COALESCE(url, '') AS url, secret, previous_secrets, \
                      success_body, permanent_statuses, headers, timeout_ms, max_in_flight, \
-                     schedule_jitter, rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
+                     schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      disabled, (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id IN {IN_ID_LIST}"
             );

@@ -90,6 +90,7 @@ pub async fn embedded(base: &str) -> Embedded {
             schedule_jitter: 0.25,
             rate_limit_per_second: Some(12.5),
             rate_limit_burst: Some(7),
+            fresh_share: Some(0.3),
             ..fixtures::endpoint()
         },
     )
