@@ -199,7 +199,7 @@ impl Recovery {
         let due: Vec<_> = page
             .restarted
             .iter()
-            .filter(|(_, pull)| !pull)
+            .filter(|(id, pull)| !pull && !page.waiting.contains(id))
             .map(|(id, _)| (*id, at))
             .collect();
         metrics::counter!("hookd_recover_restarted_total").increment(page.restarted.len() as u64);

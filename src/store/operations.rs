@@ -67,6 +67,9 @@ pub struct RecoverPage {
     /// The notifications restarted (pending, due `at`), and whether each is
     /// a pull endpoint's (its consumers take it: nothing to index).
     pub restarted: Vec<(Uuid, bool)>,
+    /// Those of `restarted` back in their key's line behind an earlier one
+    /// (`store::ordering`): its end releases them; nothing to index.
+    pub waiting: Vec<Uuid>,
     /// When they are due.
     pub at: Option<DateTime<Utc>>,
     /// The operation after the page (its counts, its cursor, its status).

@@ -143,6 +143,62 @@ pub fn places(
     placed
 }
 
+/// A notification of an ordered key pending again, to put back in line.
+#[derive(Debug, Clone, Copy)]
+pub struct Requeued<'a> {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub order_key: &'a str,
+    pub sequence: i64,
+}
+
+impl<'a> Requeued<'a> {
+    /// `row`, if it has a place in its key's order.
+    pub fn of(row: &'a super::notifications::Notification) -> Option<Self> {
+        Some(Self {
+            id: row.id,
+            endpoint_id: row.endpoint_id,
+            order_key: row.order_key.as_deref()?,
+            sequence: row.sequence?,
+        })
+    }
+}
+
+/// The first of a key's pending notifications in line: the one that waits
+/// for no pending one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineHead {
+    pub id: Uuid,
+    /// What it waits for: `None` once released (it may be in flight now),
+    /// else the failed or cancelled one holding the key.
+    pub behind: Option<Uuid>,
+}
+
+/// What a notification of a key that is pending again (a retry, a
+/// recover) waits for, so that its key's line stays in creation order as
+/// far as nothing under way is overtaken: behind `before`, the latest
+/// pending one of its key created before it; failing that, at the front,
+/// which is behind the line's head once that may be in flight, or behind
+/// the one holding the key; with no line, behind the key's holder, if
+/// any. The one whose place it takes (that waited for the same) waits for
+/// it then. The holder itself is its key's head again: `None`.
+pub fn requeued_behind(
+    id: Uuid,
+    before: Option<Uuid>,
+    head: Option<LineHead>,
+    held_by: Option<Uuid>,
+) -> Option<Uuid> {
+    if held_by == Some(id) {
+        return None;
+    }
+    match (before, head) {
+        (Some(before), _) => Some(before),
+        (None, Some(LineHead { id, behind: None })) => Some(id),
+        (None, Some(LineHead { behind, .. })) => behind,
+        (None, None) => held_by,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +271,42 @@ mod tests {
         assert_eq!(placed[&a1.id], place(6, Some(tail)));
         assert_eq!(placed[&a2.id], place(7, Some(a1.id)));
         assert_eq!(placed[&b1.id], place(1, None));
+    }
+
+    #[test]
+    fn a_notification_back_in_line_goes_at_its_place_but_never_before_one_under_way() {
+        let (me, before, head, holder) = (
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+        );
+        let released = LineHead {
+            id: head,
+            behind: None,
+        };
+        let waiting = LineHead {
+            id: head,
+            behind: Some(holder),
+        };
+        assert_eq!(
+            requeued_behind(me, Some(before), Some(released), None),
+            Some(before)
+        );
+        // The oldest of its key: second, behind a head that may be in flight,
+        assert_eq!(requeued_behind(me, None, Some(released), None), Some(head));
+        // or first, behind the holder, when the head has not been released.
+        assert_eq!(
+            requeued_behind(me, None, Some(waiting), Some(holder)),
+            Some(holder)
+        );
+        assert_eq!(requeued_behind(me, None, None, Some(holder)), Some(holder));
+        assert_eq!(requeued_behind(me, None, None, None), None);
+        // The holder, retried, is its key's head again.
+        assert_eq!(
+            requeued_behind(holder, Some(before), Some(waiting), Some(holder)),
+            None
+        );
     }
 
     #[test]

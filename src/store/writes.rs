@@ -70,6 +70,19 @@ impl Writes {
             || self.events.iter().any(|e| e.key.is_some())
     }
 
+    /// Whether a row takes a place in its key's order: its commit then
+    /// holds its key's row from the place's read to its write
+    /// (`store::ordering`), which takes a transaction.
+    pub(crate) fn ordered(&self) -> bool {
+        self.notifications
+            .iter()
+            .any(|n| n.ordered && n.order_key.is_some())
+            || self
+                .events
+                .iter()
+                .any(|e| e.order_key.is_some() && e.deliveries.iter().any(|d| d.ordered))
+    }
+
     pub fn append(&mut self, other: Writes) {
         self.notifications.extend(other.notifications);
         self.events.extend(other.events);

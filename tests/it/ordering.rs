@@ -193,7 +193,7 @@ async fn under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_su
 }
 both!(under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_success);
 
-async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_in_line(
+async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_at_its_place(
     backend: Backend,
 ) {
     let app = backend.spawn().await;
@@ -214,15 +214,18 @@ async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_b
     })
     .await;
     assert_eq!(read(&app, &third).await["waiting"]["behind"], json!(ids[1]));
-    // The failed head, retried, goes behind the third, not beside it.
+    // The failed first, retried, goes back at its place as far as nothing
+    // under way is overtaken: behind the second (in flight), before the
+    // third.
     let (status, retried) = app
         .post(&format!("/v1/notifications/{}/retry", ids[0]), json!({}))
         .await;
     assert_eq!(status, StatusCode::OK, "{retried}");
     assert_eq!(retried["waiting"]["reason"], "ordering", "{retried}");
-    assert_eq!(retried["waiting"]["behind"], json!(third), "{retried}");
+    assert_eq!(retried["waiting"]["behind"], json!(ids[1]), "{retried}");
+    assert_eq!(read(&app, &third).await["waiting"]["behind"], json!(ids[0]));
 }
-both!(under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_in_line);
+both!(under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_at_its_place);
 
 async fn a_pull_consumer_is_offered_only_each_keys_head(backend: Backend) {
     let app = backend.spawn().await;
@@ -393,3 +396,52 @@ async fn an_events_deliveries_to_an_ordered_endpoint_follow_its_order_key(backen
     }
 }
 both!(an_events_deliveries_to_an_ordered_endpoint_follow_its_order_key);
+
+async fn a_recovered_series_goes_back_in_its_keys_line_in_creation_order(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let path = |n: usize| format!("/recovered/{n}");
+    for n in 1..=3 {
+        receiver.reply(&path(n), vec![Reply::status(500)]);
+    }
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/recovered"), "ordering": "key", "schedule": ["0s"]}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let since = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let body = json!({"endpoint": endpoint, "payload": {}, "order_key": "order-3",
+            "url": receiver.url(&path(n))});
+        ids.push(app.notify(body).await);
+    }
+    for id in &ids {
+        wait_status(&app, id, "failed").await;
+    }
+    // The first answers after a pause: without order, the others would
+    // arrive meanwhile.
+    const PAUSE: Duration = Duration::from_millis(500);
+    receiver.reply(&path(1), vec![Reply::Slow(PAUSE)]);
+    for n in 2..=3 {
+        receiver.reply(&path(n), vec![Reply::status(200)]);
+    }
+    let (status, operation) = app
+        .post(
+            &format!("/v1/endpoints/{endpoint}/recover"),
+            json!({"since": since.to_rfc3339()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{operation}");
+    for id in &ids {
+        wait_status(&app, id, "succeeded").await;
+    }
+    // Each path's second request is its recovered attempt.
+    let recovered: Vec<chrono::DateTime<chrono::Utc>> =
+        (1..=3).map(|n| receiver.received(&path(n))[1].at).collect();
+    assert!(
+        recovered[1] - recovered[0] >= chrono::Duration::from_std(PAUSE).unwrap(),
+        "the second went once the first was answered: {recovered:?}"
+    );
+    assert!(recovered[2] > recovered[1], "{recovered:?}");
+}
+both!(a_recovered_series_goes_back_in_its_keys_line_in_creation_order);

@@ -197,7 +197,10 @@ impl RetryStep for PgRetry {
     }
 
     async fn requeue(&mut self, row: &Notification) -> Result<Option<Uuid>, StoreError> {
-        super::ordering::requeue(&mut self.tx, row).await
+        match crate::store::ordering::Requeued::of(row) {
+            Some(again) => super::ordering::requeue(&mut self.tx, again, &[]).await,
+            None => Ok(None),
+        }
     }
 
     async fn commit(self) -> Result<(), StoreError> {

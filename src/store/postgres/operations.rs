@@ -232,6 +232,7 @@ impl OperationStore for PgStore {
             .execute(&mut *tx)
             .await?;
         }
+        let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
         let last = rows.last().map(|row| (row.6, row.0));
         let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
         let status = if paged.done {
@@ -260,6 +261,7 @@ impl OperationStore for PgStore {
         tx.commit().await?;
         Ok(Some(RecoverPage {
             restarted,
+            waiting,
             at: Some(now),
             operation: Some(after),
         }))

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::partitions::id_span;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
-use crate::store::ordering::{places, runs, Item, KeyState};
+use crate::store::ordering::{places, requeued_behind, runs, Item, KeyState, LineHead, Requeued};
 use crate::store::StoreError;
 
 /// A key's tail (`store::ordering`): its pending notification that no
@@ -188,38 +188,110 @@ pub(super) async fn released(
     .await?)
 }
 
-/// `RetryStep::requeue` in PostgreSQL: under the key's row, `row` goes
-/// behind its key's tail, unless it holds the key (it is its head again,
-/// with its successors still behind it).
+/// Puts a notification of an ordered key that is pending again (a retry,
+/// a recover) back in its key's line, at the place
+/// `store::ordering::requeued_behind` gives it, under the key's row; the
+/// one that waited for the same now waits for it. What it waits for.
+///
+/// `unplaced`: others pending again in the same transaction and not put
+/// back yet (a recover's page), which are not in line meanwhile.
 pub(super) async fn requeue(
     conn: &mut PgConnection,
-    row: &crate::store::notifications::Notification,
+    again: Requeued<'_>,
+    unplaced: &[Uuid],
 ) -> Result<Option<Uuid>, StoreError> {
-    let Some(key) = row.order_key.as_deref() else {
-        return Ok(None);
-    };
     let held_by: Option<Option<Uuid>> = sqlx::query_scalar(
         "SELECT held_by FROM order_keys WHERE endpoint_id = $1 AND order_key = $2 FOR UPDATE",
     )
-    .bind(row.endpoint_id)
-    .bind(key)
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
     .fetch_optional(&mut *conn)
     .await?;
-    let held_by = held_by.flatten();
-    if held_by == Some(row.id) {
-        return Ok(None);
-    }
-    let tail: Option<Uuid> = sqlx::query_scalar(tail!("$1", "$2", "$3::uuid"))
-        .bind(row.endpoint_id)
-        .bind(key)
-        .bind(row.id)
-        .fetch_optional(&mut *conn)
+    let before: Option<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM notifications \
+         WHERE endpoint_id = $1 AND order_key = $2 AND sequence IS NOT NULL \
+           AND status = 'pending' AND id <> $3 AND sequence < $4 AND NOT (id = ANY($5)) \
+         ORDER BY sequence DESC LIMIT 1",
+    )
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
+    .bind(again.id)
+    .bind(again.sequence)
+    .bind(unplaced)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
+        "SELECT n.id, n.behind FROM notifications n \
+         WHERE n.endpoint_id = $1 AND n.order_key = $2 AND n.sequence IS NOT NULL \
+           AND n.status = 'pending' AND n.id <> $3 AND NOT (n.id = ANY($4)) \
+           AND (n.behind IS NULL OR NOT EXISTS (SELECT 1 FROM notifications p \
+               WHERE p.id = n.behind AND p.status = 'pending')) \
+         ORDER BY n.sequence LIMIT 1",
+    )
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
+    .bind(again.id)
+    .bind(unplaced)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let head = head.map(|(id, behind)| LineHead { id, behind });
+    let behind = requeued_behind(again.id, before, head, held_by.flatten());
+    if let Some(behind) = behind {
+        sqlx::query(
+            "UPDATE notifications SET behind = $3 \
+             WHERE endpoint_id = $1 AND order_key = $2 AND sequence IS NOT NULL \
+               AND behind = $4 AND status = 'pending' AND id <> $3 AND NOT (id = ANY($5))",
+        )
+        .bind(again.endpoint_id)
+        .bind(again.order_key)
+        .bind(again.id)
+        .bind(behind)
+        .bind(unplaced)
+        .execute(&mut *conn)
         .await?;
-    let behind = tail.or(held_by);
+    }
     sqlx::query("UPDATE notifications SET behind = $2, needs_index = false WHERE id = $1")
-        .bind(row.id)
+        .bind(again.id)
         .bind(behind)
         .execute(&mut *conn)
         .await?;
     Ok(behind)
+}
+
+/// Puts the ordered ones among `ids` (notifications of `endpoint` pending
+/// again) back in line, oldest of each key first; those now waiting.
+pub(super) async fn requeue_all(
+    conn: &mut PgConnection,
+    endpoint: Uuid,
+    ids: &[Uuid],
+) -> Result<Vec<Uuid>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (low, high) = id_span(ids);
+    let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(
+        "SELECT id, order_key, sequence FROM notifications \
+         WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND sequence IS NOT NULL \
+           AND order_key IS NOT NULL \
+         ORDER BY order_key, sequence",
+    )
+    .bind(ids)
+    .bind(low)
+    .bind(high)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut waiting = Vec::new();
+    for (n, (id, order_key, sequence)) in rows.iter().enumerate() {
+        let again = Requeued {
+            id: *id,
+            endpoint_id: endpoint,
+            order_key,
+            sequence: *sequence,
+        };
+        let unplaced: Vec<Uuid> = rows[n + 1..].iter().map(|(id, ..)| *id).collect();
+        if requeue(conn, again, &unplaced).await?.is_some() {
+            waiting.push(*id);
+        }
+    }
+    Ok(waiting)
 }

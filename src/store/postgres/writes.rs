@@ -14,9 +14,15 @@ impl PgStore {
     /// reads; that read is in the insert's transaction, so when it fails
     /// nothing of the commit is stored and the error every caller gets is
     /// true (a producer sending again would otherwise duplicate the rows
-    /// without keys that were committed beside it).
+    /// without keys that were committed beside it). An ordered row takes
+    /// its place in its key's order in statements after the insert, under
+    /// its key's row lock (`store::ordering`): a transaction too, or a
+    /// predecessor ending between them would never release it.
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
-        if !writes.keyed() && (writes.events.is_empty() || writes.notifications.is_empty()) {
+        if !writes.keyed()
+            && !writes.ordered()
+            && (writes.events.is_empty() || writes.notifications.is_empty())
+        {
             let mut conn = self.pool.acquire().await?;
             let (notifications, mut endpoint_versions) = self
                 .insert_notifications(&mut conn, writes.notifications, writes.endpoint_versions)

@@ -218,6 +218,8 @@ impl OperationStore for SqliteStore {
             .map_err(store_error)?;
             restarted.push((row.id, row.pull));
         }
+        let ids: Vec<Uuid> = restarted.iter().map(|(id, _)| *id).collect();
+        let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
         let last = rows.last().map(|row| (row.completed_at, row.id));
         let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
         let status = if paged.done {
@@ -247,6 +249,7 @@ impl OperationStore for SqliteStore {
         tx.commit().await.map_err(store_error)?;
         Ok(Some(RecoverPage {
             restarted,
+            waiting,
             at: Some(now),
             operation: Some(after),
         }))

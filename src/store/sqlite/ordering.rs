@@ -11,7 +11,7 @@ use super::columns::IN_ID_LIST;
 use super::errors::store_error;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
-use crate::store::ordering::{places, runs, Item, KeyState};
+use crate::store::ordering::{places, requeued_behind, runs, Item, KeyState, LineHead, Requeued};
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
@@ -145,34 +145,110 @@ async fn tail(
     .map_err(store_error)
 }
 
-/// `RetryStep::requeue` in SQLite, as `postgres::ordering::requeue`.
+/// `postgres::ordering::requeue` in SQLite (one writer: no lock).
 pub(super) async fn requeue(
     conn: &mut SqliteConnection,
-    row: &crate::store::notifications::Notification,
+    again: Requeued<'_>,
+    unplaced: &[Uuid],
 ) -> Result<Option<Uuid>, StoreError> {
-    let Some(key) = row.order_key.as_deref() else {
-        return Ok(None);
-    };
+    let unplaced = super::columns::id_list(unplaced);
     let held_by: Option<Option<Uuid>> = sqlx::query_scalar(
         "SELECT held_by FROM order_keys WHERE endpoint_id = ? AND order_key = ?",
     )
-    .bind(row.endpoint_id)
-    .bind(key)
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
     .fetch_optional(&mut *conn)
     .await
     .map_err(store_error)?;
-    let held_by = held_by.flatten();
-    if held_by == Some(row.id) {
-        return Ok(None);
+    let before: Option<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM notifications \
+         WHERE endpoint_id = ?1 AND order_key = ?2 AND sequence IS NOT NULL \
+           AND status = 'pending' AND id <> ?3 AND sequence < ?4 \
+           AND id NOT IN (SELECT unhex(value) FROM json_each(?5)) \
+         ORDER BY sequence DESC LIMIT 1",
+    )
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
+    .bind(again.id)
+    .bind(again.sequence)
+    .bind(&unplaced)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
+        "SELECT n.id, n.behind FROM notifications n \
+         WHERE n.endpoint_id = ?1 AND n.order_key = ?2 AND n.sequence IS NOT NULL \
+           AND n.status = 'pending' AND n.id <> ?3 \
+           AND n.id NOT IN (SELECT unhex(value) FROM json_each(?4)) \
+           AND (n.behind IS NULL OR NOT EXISTS (SELECT 1 FROM notifications p \
+               WHERE p.id = n.behind AND p.status = 'pending')) \
+         ORDER BY n.sequence LIMIT 1",
+    )
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
+    .bind(again.id)
+    .bind(&unplaced)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let head = head.map(|(id, behind)| LineHead { id, behind });
+    let behind = requeued_behind(again.id, before, head, held_by.flatten());
+    if let Some(behind) = behind {
+        sqlx::query(
+            "UPDATE notifications SET behind = ?3 \
+             WHERE endpoint_id = ?1 AND order_key = ?2 AND sequence IS NOT NULL \
+               AND behind = ?4 AND status = 'pending' AND id <> ?3 \
+               AND id NOT IN (SELECT unhex(value) FROM json_each(?5))",
+        )
+        .bind(again.endpoint_id)
+        .bind(again.order_key)
+        .bind(again.id)
+        .bind(behind)
+        .bind(&unplaced)
+        .execute(&mut *conn)
+        .await
+        .map_err(store_error)?;
     }
-    let behind = tail(conn, row.endpoint_id, key, Some(row.id))
-        .await?
-        .or(held_by);
     sqlx::query("UPDATE notifications SET behind = ?2, needs_index = 0 WHERE id = ?1")
-        .bind(row.id)
+        .bind(again.id)
         .bind(behind)
         .execute(&mut *conn)
         .await
         .map_err(store_error)?;
     Ok(behind)
+}
+
+/// `postgres::ordering::requeue_all` in SQLite.
+pub(super) async fn requeue_all(
+    conn: &mut SqliteConnection,
+    endpoint: Uuid,
+    ids: &[Uuid],
+) -> Result<Vec<Uuid>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id, order_key, sequence FROM notifications \
+         WHERE id IN {IN_ID_LIST} AND sequence IS NOT NULL AND order_key IS NOT NULL \
+         ORDER BY order_key, sequence"
+    );
+    let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(super::columns::id_list(ids))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    let mut waiting = Vec::new();
+    for (n, (id, order_key, sequence)) in rows.iter().enumerate() {
+        let again = Requeued {
+            id: *id,
+            endpoint_id: endpoint,
+            order_key,
+            sequence: *sequence,
+        };
+        let unplaced: Vec<Uuid> = rows[n + 1..].iter().map(|(id, ..)| *id).collect();
+        if requeue(conn, again, &unplaced).await?.is_some() {
+            waiting.push(*id);
+        }
+    }
+    Ok(waiting)
 }
