@@ -12,7 +12,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::backends::Backend;
-use crate::helpers::{eventually, TestApp};
+use crate::helpers::{
+    database_url, eventually, new_prefix, redis_url, spawn_app_settings, test_settings_with_prefix,
+    HookdProcess, TestApp,
+};
 use crate::pull::{pull, pull_endpoint};
 use crate::rate_limit::instances;
 use crate::receiver::{Received, Receiver, Reply};
@@ -445,3 +448,47 @@ async fn a_recovered_series_goes_back_in_its_keys_line_in_creation_order(backend
     assert!(recovered[2] > recovered[1], "{recovered:?}");
 }
 both!(a_recovered_series_goes_back_in_its_keys_line_in_creation_order);
+
+/// Server mode: a process killed while its key's head is in flight. The
+/// successor goes only once the head's lease has run out, the head been
+/// sent again by another process and acknowledged.
+#[sqlx::test]
+async fn a_kill_9_while_a_keys_head_is_in_flight_keeps_its_successor_waiting(pool: sqlx::PgPool) {
+    let prefix = new_prefix();
+    let app = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &prefix, "[dispatcher]\nenabled = false\n"),
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    // The first request hangs until its process dies; the rest succeed.
+    receiver.reply("/k9", vec![Reply::Hang, Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/k9"), "ordering": "key"}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, endpoint, "order-9", 2).await;
+    // A lease just past the 2 s timeout and its margin: the head's runs out
+    // about 7 s after the kill.
+    let env = [
+        ("HOOKD_SENDER__TIMEOUT_MS", "2000"),
+        ("HOOKD_DISPATCHER__LEASE_MS", "7001"),
+    ];
+    let db = database_url(&pool);
+    let mut first = HookdProcess::start(&db, &redis_url(), &prefix, &env);
+    receiver.wait_for("/k9", 1, DEADLINE).await;
+    first.signal("KILL");
+    first.wait(DEADLINE).await;
+    assert_eq!(receiver.received("/k9").len(), 1, "only the head went");
+    let _second = HookdProcess::start(&db, &redis_url(), &prefix, &env);
+    for id in &ids {
+        wait_status(&app, id, "succeeded").await;
+    }
+    let got = receiver.received("/k9");
+    let sent: Vec<&str> = got
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap())
+        .collect();
+    assert_eq!(sent, [ids[0].as_str(), ids[0].as_str(), ids[1].as_str()]);
+    assert_eq!(sequences(&got), [1, 1, 2]);
+}
