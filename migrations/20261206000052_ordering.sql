@@ -9,12 +9,15 @@
 -- no consumer can take it, in any process.
 --
 -- `order_keys` holds each key's last sequence. Its row is locked by the
--- transaction that creates a notification of the key and by the one that
--- makes a notification of the key final, so the two never interleave:
--- under READ COMMITTED a create racing its predecessor's end could
--- otherwise read the predecessor as pending and wait behind it forever.
--- `held_by` is the failed (or cancelled) head that holds the key under
--- `ordering_on_failure = 'hold'`.
+-- transactions that create notifications of the key (each in (endpoint,
+-- key) order), so two creates never take the same tail. The release (the
+-- trigger below) takes no lock on it: a batch of outcomes ends
+-- notifications of many keys in no order of its own, and would deadlock
+-- with a create. A create racing its predecessor's end may therefore read
+-- the predecessor as pending and wait behind it after its release ran;
+-- housekeeping releases such a notification within a second
+-- (`release_stranded`). `held_by` is the failed (or cancelled) head that
+-- holds the key under `ordering_on_failure = 'hold'`.
 ALTER TABLE endpoints
     ADD COLUMN ordering text NOT NULL DEFAULT 'none'
         CONSTRAINT endpoints_ordering_values CHECK (ordering IN ('none', 'key')),
@@ -58,8 +61,6 @@ CREATE INDEX notifications_behind ON notifications (behind) WHERE behind IS NOT 
 -- waiting until it is retried to success (they may be cancelled).
 CREATE FUNCTION hookd_release_order() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM 1 FROM order_keys
-        WHERE endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key FOR UPDATE;
     IF NEW.status = 'succeeded' THEN
         UPDATE order_keys SET held_by = NULL
             WHERE endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key

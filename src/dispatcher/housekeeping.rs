@@ -313,6 +313,15 @@ async fn disable_failing(
 
 /// Indexes rows marked when Redis was unreachable at their creation.
 async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow::Result<()> {
+    // Those a race left behind one already final are owed too.
+    let released = store.release_stranded(1000).await?;
+    if released > 0 {
+        metrics::counter!("hookd_ordering_stranded_released_total").increment(released);
+        tracing::info!(
+            count = released,
+            "released notifications left behind one already final"
+        );
+    }
     loop {
         let rows = store.needing_index(1000).await?;
         if rows.is_empty() {

@@ -5,10 +5,10 @@
 //!
 //! 1. each key's row in `order_keys` is written, in (endpoint, key) order:
 //!    its `last_sequence` grows by the key's new notifications, and the
-//!    row stays locked until the commit (PostgreSQL), which the release
-//!    of a finished notification of the key (a trigger) waits for too;
-//! 2. each key's tail is read *after* that lock is held: the latest
-//!    pending notification of the key, or else the one that holds it
+//!    row stays locked until the commit (PostgreSQL), so two creates of
+//!    one key never take the same tail;
+//! 2. each key's tail is read *after* that lock is held: its pending
+//!    notification that none waits for, or else the one that holds it
 //!    (`held_by`, under `ordering_on_failure = "hold"`);
 //! 3. `places` numbers the new ones and chains them: the first waits for
 //!    the tail, each next one for the one before it.
@@ -17,7 +17,13 @@
 //! final, its successor waits for what it waited for, and one that waits
 //! for nothing is owed to the due index. A trigger does it in both
 //! backends (`migrations/*ordering.sql`), so that no path that ends a
-//! notification can forget it.
+//! notification can forget it. It takes no key lock (a batch of outcomes
+//! would deadlock with a create), so a create whose tail ends between its
+//! read and its commit waits for a notification already final, which no
+//! trigger will release: housekeeping's `release_stranded` does, within a
+//! second, as the trigger would have (`stranded` is the rule). Nothing
+//! waiting is ever released early: only one whose predecessor is final
+//! and does not hold its key.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -164,6 +170,30 @@ impl<'a> Requeued<'a> {
     }
 }
 
+/// The order in which a page of notifications pending again (`rows`:
+/// id, key, sequence, of `endpoint`) go back in line: each key's oldest
+/// first, each with those after it, which are not in line meanwhile.
+pub fn back_in_line(
+    endpoint: Uuid,
+    rows: &[(Uuid, String, i64)],
+) -> Vec<(Requeued<'_>, Vec<Uuid>)> {
+    let mut sorted: Vec<&(Uuid, String, i64)> = rows.iter().collect();
+    sorted.sort_by(|a, b| (&a.1, a.2).cmp(&(&b.1, b.2)));
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(n, (id, order_key, sequence))| {
+            let again = Requeued {
+                id: *id,
+                endpoint_id: endpoint,
+                order_key,
+                sequence: *sequence,
+            };
+            (again, sorted[n + 1..].iter().map(|(id, ..)| *id).collect())
+        })
+        .collect()
+}
+
 /// The first of a key's pending notifications in line: the one that waits
 /// for no pending one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,6 +337,22 @@ mod tests {
             requeued_behind(holder, Some(before), Some(waiting), Some(holder)),
             None
         );
+    }
+
+    #[test]
+    fn a_page_goes_back_in_line_oldest_first_the_rest_not_in_line_meanwhile() {
+        let endpoint = Uuid::now_v7();
+        let (a2, a1, b1) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let rows = [
+            (a2, "a".to_string(), 2),
+            (b1, "b".to_string(), 1),
+            (a1, "a".to_string(), 1),
+        ];
+        let order: Vec<(Uuid, Vec<Uuid>)> = back_in_line(endpoint, &rows)
+            .into_iter()
+            .map(|(again, unplaced)| (again.id, unplaced))
+            .collect();
+        assert_eq!(order, [(a1, vec![a2, b1]), (a2, vec![b1]), (b1, vec![])]);
     }
 
     #[test]

@@ -263,6 +263,11 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         limit: i64,
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError>;
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
+    /// Releases up to `limit` notifications stranded behind one already
+    /// final (`store::ordering`) as its end would have: each waits for
+    /// what that one waited for, and one waiting for nothing is owed to
+    /// the index (`needs_index`). How many it moved.
+    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError>;
     async fn pending_due_before(
         &self,
         after: Option<PendingCursor>,

@@ -492,3 +492,43 @@ async fn a_kill_9_while_a_keys_head_is_in_flight_keeps_its_successor_waiting(poo
     assert_eq!(sent, [ids[0].as_str(), ids[0].as_str(), ids[1].as_str()]);
     assert_eq!(sequences(&got), [1, 1, 2]);
 }
+
+/// A notification left waiting for one already final (a create racing its
+/// predecessor's end: here, the release trigger turned off while the
+/// predecessor is cancelled) is released by housekeeping as the end would
+/// have released it.
+#[sqlx::test]
+async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
+    pool: sqlx::PgPool,
+) {
+    let app = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/stranded", vec![Reply::Hang, Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/stranded"), "ordering": "key"}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, endpoint, "order-s", 2).await;
+    receiver.wait_for("/stranded", 1, DEADLINE).await;
+    let trigger = |on: bool| {
+        let verb = if on { "ENABLE" } else { "DISABLE" };
+        format!("ALTER TABLE notifications {verb} TRIGGER notifications_release_order")
+    };
+    sqlx::query(sqlx::AssertSqlSafe(trigger(false)))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (status, _) = app
+        .post(&format!("/v1/notifications/{}/cancel", ids[0]), json!({}))
+        .await;
+    sqlx::query(sqlx::AssertSqlSafe(trigger(true)))
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    wait_status(&app, &ids[1], "succeeded").await;
+}

@@ -10,7 +10,9 @@ use uuid::Uuid;
 use super::partitions::id_span;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
-use crate::store::ordering::{places, requeued_behind, runs, Item, KeyState, LineHead, Requeued};
+use crate::store::ordering::{
+    back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
+};
 use crate::store::StoreError;
 
 /// A key's tail (`store::ordering`): its pending notification that no
@@ -281,17 +283,38 @@ pub(super) async fn requeue_all(
     .fetch_all(&mut *conn)
     .await?;
     let mut waiting = Vec::new();
-    for (n, (id, order_key, sequence)) in rows.iter().enumerate() {
-        let again = Requeued {
-            id: *id,
-            endpoint_id: endpoint,
-            order_key,
-            sequence: *sequence,
-        };
-        let unplaced: Vec<Uuid> = rows[n + 1..].iter().map(|(id, ..)| *id).collect();
+    for (again, unplaced) in back_in_line(endpoint, &rows) {
         if requeue(conn, again, &unplaced).await?.is_some() {
-            waiting.push(*id);
+            waiting.push(again.id);
         }
     }
     Ok(waiting)
+}
+
+/// `HousekeepingStore::release_stranded` in PostgreSQL: through
+/// `notifications_behind`, at the store's clock.
+pub(super) async fn release_stranded(
+    store: &super::PgStore,
+    limit: i64,
+) -> Result<u64, StoreError> {
+    let now = store.clock.now();
+    let moved = sqlx::query(
+        "UPDATE notifications n SET behind = s.next, \
+             needs_index = n.needs_index OR (s.next IS NULL AND NOT n.pull), \
+             next_attempt_at = CASE WHEN s.next IS NULL AND n.pull \
+                 THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
+         FROM (SELECT w.id, p.behind AS next FROM notifications w \
+               JOIN notifications p ON p.id = w.behind \
+               WHERE w.behind IS NOT NULL AND w.status = 'pending' AND p.status <> 'pending' \
+                 AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                     WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                       AND k.held_by = p.id) \
+               LIMIT $1) s \
+         WHERE n.id = s.id AND n.status = 'pending'",
+    )
+    .bind(limit)
+    .bind(now)
+    .execute(&store.pool)
+    .await?;
+    Ok(moved.rows_affected())
 }

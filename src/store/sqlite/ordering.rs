@@ -11,7 +11,9 @@ use super::columns::IN_ID_LIST;
 use super::errors::store_error;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
-use crate::store::ordering::{places, requeued_behind, runs, Item, KeyState, LineHead, Requeued};
+use crate::store::ordering::{
+    back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
+};
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
@@ -238,17 +240,39 @@ pub(super) async fn requeue_all(
         .await
         .map_err(store_error)?;
     let mut waiting = Vec::new();
-    for (n, (id, order_key, sequence)) in rows.iter().enumerate() {
-        let again = Requeued {
-            id: *id,
-            endpoint_id: endpoint,
-            order_key,
-            sequence: *sequence,
-        };
-        let unplaced: Vec<Uuid> = rows[n + 1..].iter().map(|(id, ..)| *id).collect();
+    for (again, unplaced) in back_in_line(endpoint, &rows) {
         if requeue(conn, again, &unplaced).await?.is_some() {
-            waiting.push(*id);
+            waiting.push(again.id);
         }
     }
     Ok(waiting)
+}
+
+/// `HousekeepingStore::release_stranded` in SQLite (one writer: only a
+/// change of ordering racing nothing leaves one; kept for one rule).
+pub(super) async fn release_stranded(
+    store: &super::SqliteStore,
+    limit: i64,
+) -> Result<u64, StoreError> {
+    let now = super::columns::micros(store.clock.now());
+    let moved = sqlx::query(
+        "UPDATE notifications AS n SET behind = s.next, \
+             needs_index = CASE WHEN s.next IS NULL AND n.pull = 0 THEN 1 ELSE n.needs_index END, \
+             next_attempt_at = CASE WHEN s.next IS NULL AND n.pull = 1 \
+                 THEN max(n.next_attempt_at, ?2) ELSE n.next_attempt_at END \
+         FROM (SELECT w.id, p.behind AS next FROM notifications w \
+               JOIN notifications p ON p.id = w.behind \
+               WHERE w.behind IS NOT NULL AND w.status = 'pending' AND p.status <> 'pending' \
+                 AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                     WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                       AND k.held_by = p.id) \
+               LIMIT ?1) AS s \
+         WHERE n.id = s.id AND n.status = 'pending'",
+    )
+    .bind(limit)
+    .bind(now)
+    .execute(&store.writer)
+    .await
+    .map_err(store_error)?;
+    Ok(moved.rows_affected())
 }

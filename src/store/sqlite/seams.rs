@@ -223,6 +223,9 @@ impl HousekeepingStore for SqliteStore {
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
         SqliteStore::needing_index(self, limit).await
     }
+    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError> {
+        super::ordering::release_stranded(self, limit).await
+    }
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         SqliteStore::clear_needs_index(self, ids).await
     }
