@@ -6,7 +6,9 @@
 //! milliseconds and holds it until due, and wakes early when this process
 //! enqueues something due sooner, or when the index says so. What this
 //! process's committers create due now comes without a claim or a load
-//! (`handoff`). `refill` fills an index from the store.
+//! (`handoff`). An endpoint's cap is split by lane: a fresh notification
+//! over it waits here for the next slot (`lanes`). `refill` fills an index
+//! from the store.
 
 mod breaker;
 mod clock_skew;
