@@ -178,6 +178,17 @@ pub(super) enum Slot {
 }
 
 impl Shared {
+    /// Whether fresh ones wait for a slot: a freed slot should wake the
+    /// dispatcher then.
+    pub(super) fn fresh_waiting(&self) -> bool {
+        !self
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .fresh
+            .is_empty()
+    }
+
     /// Takes a slot of its endpoint's `cap` (split by `share`) for `start`,
     /// or puts a fresh one in line here, or says when to look again: the
     /// endpoint's attempt duration times its place among those of its
@@ -262,5 +273,78 @@ impl Dispatcher {
     pub(super) fn wait_until(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         let wait = MAX_WAIT.min(self.settings.lease() / 4);
         now + chrono::Duration::from_std(wait).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(endpoint: Uuid, until: DateTime<Utc>) -> Waiting {
+        let plan = Plan::new(
+            super::super::plans::tests::endpoint(endpoint, 1, None),
+            until,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        Waiting {
+            row: DueNotification {
+                id: Uuid::now_v7(),
+                endpoint_id: endpoint,
+                key: None,
+                event_type: None,
+                content_type: "application/json".into(),
+                body: b"{}".to_vec(),
+                headers: Default::default(),
+                schedule_ms: vec![0],
+                schedule_name: None,
+                status: crate::domain::status::Status::Pending,
+                attempts: 0,
+                series_start: 0,
+                next_attempt_at: Some(until),
+                event_id: None,
+                url: None,
+                endpoint_version: Some(1),
+                unreadable: None,
+                sequence: None,
+            },
+            plan: Arc::new(plan),
+            due_at: until,
+            cap: 2,
+            until,
+        }
+    }
+
+    #[test]
+    fn a_waiting_fresh_one_takes_the_next_free_slot_in_line_and_backlog_keeps_to_its_share_meanwhile(
+    ) {
+        let (endpoint, now) = (Uuid::now_v7(), Utc::now());
+        let later = now + chrono::Duration::seconds(5);
+        let permits = Arc::new(Semaphore::new(10));
+        let mut in_flight = InFlight::default();
+        let busy: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
+        for id in &busy {
+            assert!(in_flight.try_start(endpoint, (*id, Lane::Backlog), (2, 0.5)));
+        }
+        let (first, second) = (waiting(endpoint, later), waiting(endpoint, later));
+        let line = [first.row.id, second.row.id];
+        assert!(in_flight.fresh.push(first));
+        assert!(in_flight.fresh.push(second));
+        let (starting, _) = in_flight.start_waiting(&permits, now);
+        assert!(starting.is_empty(), "the cap is full");
+        in_flight.finish(endpoint, busy[0]);
+        // One of 2 is the backlog's share: the freed slot is fresh's.
+        assert!(!in_flight.try_start(endpoint, (Uuid::now_v7(), Lane::Backlog), (2, 0.5)));
+        let (starting, expired) = in_flight.start_waiting(&permits, now);
+        let started: Vec<Uuid> = starting.iter().map(|(row, ..)| row.id).collect();
+        assert_eq!(started, [line[0]], "the head of the line");
+        assert!(expired.is_empty());
+        let (starting, expired) = in_flight.start_waiting(&permits, later);
+        assert!(starting.is_empty());
+        assert_eq!(expired, [line[1]], "waited past its time");
+        assert!(in_flight.fresh.is_empty());
+        // None waits: the backlog may take the whole cap again.
+        in_flight.finish(endpoint, line[0]);
+        assert!(in_flight.try_start(endpoint, (Uuid::now_v7(), Lane::Backlog), (2, 0.5)));
     }
 }

@@ -206,12 +206,7 @@ impl Dispatcher {
                     }
                 }
             }
-            let fresh_waiting = !shared
-                .in_flight
-                .lock()
-                .expect("in-flight lock")
-                .fresh
-                .is_empty();
+            let fresh_waiting = shared.fresh_waiting();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = shared.slot_freed.notified(), if fresh_waiting => {}
