@@ -1,11 +1,16 @@
-//! What this dispatcher process is delivering now, per endpoint, against
-//! each endpoint's in-flight cap; and how long each endpoint's attempts
-//! take, which says how long one over the cap should wait.
+//! What this dispatcher process is delivering now, per endpoint and lane,
+//! against each endpoint's in-flight cap, split by lane (`domain::lane`,
+//! design §17); the fresh notifications waiting here for a slot
+//! (`lanes`); and how long each endpoint's attempts take, which says how
+//! long one over the cap should wait.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use uuid::Uuid;
+
+use super::lanes::FreshWaiting;
+use crate::domain::lane::{self, Lane};
 
 /// A notification over its endpoint's in-flight cap is given back (not an
 /// attempt) until about when a slot should free: the endpoint's average
@@ -20,11 +25,13 @@ const FIRST_GUESS_MS: f64 = 50.0;
 /// forgotten.
 const MAX_TRACKED_ENDPOINTS: usize = 4096;
 
-/// What this process is delivering now: per endpoint, and which ids; and
-/// how long each endpoint's attempts have been taking.
+/// What this process is delivering now: per endpoint (fresh, backlog),
+/// and which ids in which lane; the fresh ones waiting for a slot; and how
+/// long each endpoint's attempts have been taking.
 pub(super) struct InFlight {
-    by_endpoint: HashMap<Uuid, u32>,
-    pub(super) ids: HashSet<Uuid>,
+    by_endpoint: HashMap<Uuid, [u32; 2]>,
+    pub(super) ids: HashMap<Uuid, Lane>,
+    pub(super) fresh: FreshWaiting,
     latency_ms: HashMap<Uuid, f64>,
     /// `hookd_deliveries_in_flight`, looked up in the metrics registry once
     /// rather than twice per delivery (0.6 % of the dispatcher's CPU in the
@@ -36,7 +43,8 @@ impl Default for InFlight {
     fn default() -> Self {
         Self {
             by_endpoint: HashMap::new(),
-            ids: HashSet::new(),
+            ids: HashMap::new(),
+            fresh: FreshWaiting::default(),
             latency_ms: HashMap::new(),
             gauge: metrics::gauge!("hookd_deliveries_in_flight"),
         }
@@ -44,13 +52,21 @@ impl Default for InFlight {
 }
 
 impl InFlight {
-    pub(super) fn try_start(&mut self, endpoint: Uuid, id: Uuid, cap: u32) -> bool {
-        let count = self.by_endpoint.entry(endpoint).or_default();
-        if *count >= cap {
+    /// Takes a slot of `endpoint`'s `cap` for `id` of `lane`, if the cap,
+    /// split by `share` while fresh work waits here, has room for it.
+    pub(super) fn try_start(
+        &mut self,
+        endpoint: Uuid,
+        (id, lane): (Uuid, Lane),
+        (cap, share): (u32, f64),
+    ) -> bool {
+        let waiting = self.fresh.waits(endpoint);
+        let counts = self.by_endpoint.entry(endpoint).or_default();
+        if !lane::has_room(lane, *counts, cap, share, waiting) {
             return false;
         }
-        *count += 1;
-        self.ids.insert(id);
+        counts[lane.index()] += 1;
+        self.ids.insert(id, lane);
         self.gauge.set(self.ids.len() as f64);
         true
     }
@@ -83,17 +99,21 @@ impl InFlight {
 
     /// Deliveries to `endpoint` in flight now.
     pub(super) fn count(&self, endpoint: Uuid) -> u32 {
-        self.by_endpoint.get(&endpoint).copied().unwrap_or(0)
+        self.by_endpoint
+            .get(&endpoint)
+            .map_or(0, |[fresh, backlog]| fresh + backlog)
     }
 
     pub(super) fn finish(&mut self, endpoint: Uuid, id: Uuid) {
-        if let Some(count) = self.by_endpoint.get_mut(&endpoint) {
-            *count -= 1;
-            if *count == 0 {
+        let Some(lane) = self.ids.remove(&id) else {
+            return;
+        };
+        if let Some(counts) = self.by_endpoint.get_mut(&endpoint) {
+            counts[lane.index()] = counts[lane.index()].saturating_sub(1);
+            if *counts == [0, 0] {
                 self.by_endpoint.remove(&endpoint);
             }
         }
-        self.ids.remove(&id);
         self.gauge.set(self.ids.len() as f64);
     }
 }
@@ -105,12 +125,13 @@ mod tests {
     use uuid::Uuid;
 
     use super::{InFlight, MAX_TRACKED_ENDPOINTS};
+    use crate::domain::lane::Lane;
 
     #[test]
     fn attempt_durations_are_kept_for_a_bounded_number_of_endpoints() {
         let mut in_flight = InFlight::default();
         let busy = Uuid::now_v7();
-        assert!(in_flight.try_start(busy, Uuid::now_v7(), 8));
+        assert!(in_flight.try_start(busy, (Uuid::now_v7(), Lane::Fresh), (8, 0.5)));
         for _ in 0..3 * MAX_TRACKED_ENDPOINTS {
             in_flight.observe(Uuid::now_v7(), Duration::from_millis(5));
         }

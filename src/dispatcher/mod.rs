@@ -6,7 +6,9 @@
 //! milliseconds and holds it until due, and wakes early when this process
 //! enqueues something due sooner, or when the index says so. What this
 //! process's committers create due now comes without a claim or a load
-//! (`handoff`). `refill` fills an index from the store.
+//! (`handoff`). An endpoint's cap is split by lane: a fresh notification
+//! over it waits here for the next slot (`lanes`). `refill` fills an index
+//! from the store.
 
 mod breaker;
 mod clock_skew;
@@ -16,6 +18,7 @@ pub mod handoff;
 mod heal;
 pub mod housekeeping;
 mod in_flight;
+mod lanes;
 mod plans;
 mod recorder;
 pub mod refill;
@@ -172,6 +175,8 @@ impl Dispatcher {
         let mut idle_until = tokio::time::Instant::now();
         while !shutdown.is_cancelled() {
             while tasks.try_join_next().is_some() {}
+            // Fresh ones waiting for a slot first: a freed slot is theirs.
+            self.start_waiting(&shared, &outcomes, &mut tasks).await;
             if shared.permits.available_permits() == 0 {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
@@ -201,8 +206,10 @@ impl Dispatcher {
                     }
                 }
             }
+            let fresh_waiting = shared.fresh_waiting();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
+                _ = shared.slot_freed.notified(), if fresh_waiting => {}
                 _ = self.wake.notified() => claim_now = true,
                 _ = woken_by(index_wakeups.as_deref()) => claim_now = true,
                 _ = self.handoff.handed() => {}
@@ -358,7 +365,8 @@ impl Dispatcher {
         let mut orphans = Vec::new();
         let mut handed = Vec::new();
         let mut later = Vec::new();
-        let mut waiting: HashMap<Uuid, u32> = HashMap::new();
+        let mut places = HashMap::new();
+        let wait_until = self.wait_until(now);
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         let default_limit = self.settings.dispatcher.default_rate_limit;
         let mut throttle = throttle::Throttle::new(
@@ -441,21 +449,15 @@ impl Dispatcher {
                 };
                 start
             };
-            let (row, plan, due_at, permit) = start;
-            {
-                let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
-                if !in_flight.try_start(row.endpoint_id, row.id, cap) {
-                    let place = waiting.entry(row.endpoint_id).or_default();
-                    *place += 1;
-                    let wait = in_flight.deferral(row.endpoint_id, *place, cap);
-                    later.push((
-                        *id,
-                        now + chrono::Duration::from_std(wait).unwrap_or_default(),
-                    ));
-                    continue;
-                }
+            let share = start
+                .1
+                .fresh_share
+                .unwrap_or(self.settings.dispatcher.fresh_share);
+            match shared.take_slot(start, (cap, share), (now, wait_until), &mut places) {
+                lanes::Slot::Start(start) => task::start(shared, outcomes, tasks, start),
+                lanes::Slot::Waits => {}
+                lanes::Slot::Later(at) => later.push((*id, at)),
             }
-            task::start(shared, outcomes, tasks, (row, plan, due_at, permit));
         }
         let limited = throttle
             .settle(&*self.limiter, shared, (now, due_by), &mut later)

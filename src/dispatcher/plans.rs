@@ -139,7 +139,7 @@ impl Plans {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
@@ -147,7 +147,11 @@ mod tests {
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-    fn endpoint(id: Uuid, version: i64, previous_until: Option<DateTime<Utc>>) -> DeliveryEndpoint {
+    pub(in crate::dispatcher) fn endpoint(
+        id: Uuid,
+        version: i64,
+        previous_until: Option<DateTime<Utc>>,
+    ) -> DeliveryEndpoint {
         DeliveryEndpoint {
             id,
             version,

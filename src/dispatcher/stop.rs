@@ -31,11 +31,20 @@ pub(super) async fn stop(
     mut running: Running,
     settings: &Settings,
 ) {
-    // What was handed over and not started goes back to the index.
+    // What was handed over and not started, and the fresh ones waiting for
+    // a slot (`lanes`), go back to the index.
+    let waiting = shared
+        .in_flight
+        .lock()
+        .expect("in-flight lock")
+        .fresh
+        .drain();
     let untaken: Vec<(Uuid, DateTime<Utc>)> = handoff
         .close()
         .iter()
-        .map(|row| (row.id, shared.clock.now()))
+        .map(|row| row.id)
+        .chain(waiting)
+        .map(|id| (id, shared.clock.now()))
         .collect();
     if !untaken.is_empty() {
         if let Err(error) = due.reschedule(&untaken).await {
@@ -58,7 +67,7 @@ pub(super) async fn stop(
             let in_flight = shared.in_flight.lock().expect("in-flight lock");
             in_flight
                 .ids
-                .iter()
+                .keys()
                 .map(|id| (*id, shared.clock.now()))
                 .collect()
         };

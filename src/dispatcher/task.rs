@@ -28,7 +28,7 @@ impl Shared {
         let mut busy: HashSet<Uuid> = {
             let in_flight = self.in_flight.lock().expect("in-flight lock");
             ids.iter()
-                .filter(|id| in_flight.ids.contains(id))
+                .filter(|id| in_flight.ids.contains_key(id) || in_flight.fresh.contains(id))
                 .copied()
                 .collect()
         };
@@ -60,7 +60,28 @@ pub(super) fn start(
     shared: &Arc<Shared>,
     outcomes: &mpsc::Sender<Finished>,
     tasks: &mut JoinSet<()>,
+    start: super::throttle::Start,
+) {
+    spawn(shared, outcomes, tasks, start, false);
+}
+
+/// Starts the task of a delivery that waited for a slot (`lanes`): as one
+/// that waited for its due time, it looks at its lease and circuit first.
+pub(super) fn start_waited(
+    shared: &Arc<Shared>,
+    outcomes: &mpsc::Sender<Finished>,
+    tasks: &mut JoinSet<()>,
+    start: super::throttle::Start,
+) {
+    spawn(shared, outcomes, tasks, start, true);
+}
+
+fn spawn(
+    shared: &Arc<Shared>,
+    outcomes: &mpsc::Sender<Finished>,
+    tasks: &mut JoinSet<()>,
     (row, plan, due_at, permit): super::throttle::Start,
+    waited: bool,
 ) {
     let shared = shared.clone();
     let outcomes = outcomes.clone();
@@ -73,20 +94,22 @@ pub(super) fn start(
         status_code = tracing::field::Empty,
         duration_ms = tracing::field::Empty,
     );
-    tasks.spawn(deliver(shared, plan, row, due_at, permit, outcomes).instrument(span));
+    tasks.spawn(deliver(shared, plan, row, (due_at, waited), permit, outcomes).instrument(span));
 }
 
 /// Delivers `row` at `due_at` with `plan`, holding `permit` (a slot of
-/// `sender.max_in_flight`) until the recorder has its outcome.
+/// `sender.max_in_flight`) until the recorder has its outcome. One that
+/// `waited` already (for a slot) is looked at as one that waits for its
+/// due time.
 pub(super) async fn deliver(
     shared: Arc<Shared>,
     plan: Arc<Plan>,
     mut row: DueNotification,
-    due_at: DateTime<Utc>,
+    (due_at, waited): (DateTime<Utc>, bool),
     permit: OwnedSemaphorePermit,
     outcomes: mpsc::Sender<Finished>,
 ) {
-    let waited = until(due_at, &shared.clock).await;
+    let waited = until(due_at, &shared.clock).await || waited;
     let attempted = if waited && !still_leased(&shared, row.id).await {
         // Cancelled (or handed to pull) while it waited: the claim is gone
         // from the index, and nothing is sent after a cancel.

@@ -137,6 +137,7 @@ impl Throttle {
         let mut starting = Vec::new();
         let mut throttled = 0u64;
         let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+        let default_share = self.share;
         for ((cap, starts), ask) in self.held.into_iter().zip(&self.asks) {
             let mut place = 0;
             for (row, plan, due_at, permit) in starts {
@@ -144,8 +145,12 @@ impl Throttle {
                     at_us: now.timestamp_micros(),
                 });
                 let at = time(decision.at_us());
+                let slot = (row.id, Lane::of(row.attempts));
+                let share = plan.fresh_share.unwrap_or(default_share);
                 match decision {
-                    Decision::Send { .. } if in_flight.try_start(row.endpoint_id, row.id, cap) => {
+                    Decision::Send { .. }
+                        if in_flight.try_start(row.endpoint_id, slot, (cap, share)) =>
+                    {
                         starting.push((row, plan, due_at.max(at), permit));
                     }
                     _ => {

@@ -10,6 +10,12 @@
 //! it never was (a retry of a pending row never attempted, which is its
 //! first attempt still). So `attempts == 0` is the whole rule.
 //!
+//! The concurrency cap is split the same way, per endpoint and process
+//! (`backlog_room`): while fresh work waits for a slot, backlog may hold
+//! at most `⌈(1 − share) × cap⌉` of the cap, so the slots it frees go to
+//! fresh; with none waiting, backlog may use the whole cap (the unused
+//! share is lent). A fresh one only needs a free slot of the cap.
+//!
 //! A notification held by an open circuit and released when it closes is
 //! not recorded as such on its row (the breaker holds it in memory and in
 //! the due index): one never attempted counts as fresh until a lane column
@@ -58,9 +64,59 @@ impl Lane {
     }
 }
 
+/// The slots of `cap` that backlog may hold while fresh work of the
+/// endpoint waits for one: `⌈(1 − share) × cap⌉`, the whole cap when
+/// `share` is 0 (lanes off).
+pub fn backlog_slots(cap: u32, share: f64) -> u32 {
+    let share = share.clamp(0.0, 1.0);
+    ((1.0 - share) * f64::from(cap)).ceil() as u32
+}
+
+/// Whether a notification of `lane` may take a slot of `cap` now, with
+/// `in_flight` (fresh, backlog) of the endpoint in flight, and whether
+/// fresh work of the endpoint is waiting for a slot.
+pub fn has_room(
+    lane: Lane,
+    in_flight: [u32; 2],
+    cap: u32,
+    share: f64,
+    fresh_waiting: bool,
+) -> bool {
+    let [fresh, backlog] = in_flight;
+    if fresh + backlog >= cap {
+        return false;
+    }
+    match lane {
+        Lane::Fresh => true,
+        Lane::Backlog => !fresh_waiting || backlog < backlog_slots(cap, share),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backlog_keeps_its_share_of_the_cap_rounded_up_and_all_of_it_with_lanes_off() {
+        assert_eq!(backlog_slots(32, 0.5), 16);
+        assert_eq!(backlog_slots(5, 0.5), 3);
+        assert_eq!(backlog_slots(32, 0.0), 32);
+        assert_eq!(backlog_slots(32, 1.0), 0);
+        assert_eq!(backlog_slots(1, 0.5), 1);
+    }
+
+    #[test]
+    fn backlog_leaves_the_fresh_share_free_only_while_fresh_work_waits() {
+        // 20 backlog in flight of 32: past its 16 while fresh waits.
+        assert!(!has_room(Lane::Backlog, [0, 20], 32, 0.5, true));
+        assert!(has_room(Lane::Backlog, [0, 20], 32, 0.5, false));
+        assert!(has_room(Lane::Backlog, [10, 15], 32, 0.5, true));
+        assert!(has_room(Lane::Fresh, [0, 31], 32, 0.5, true));
+        assert!(!has_room(Lane::Fresh, [0, 32], 32, 0.5, true));
+        assert!(!has_room(Lane::Backlog, [16, 16], 32, 0.5, false));
+        // Lanes off: the cap alone, as before lanes.
+        assert!(has_room(Lane::Backlog, [0, 31], 32, 0.0, true));
+    }
     use crate::domain::status::Status;
     use crate::domain::transition::retry;
 
