@@ -80,11 +80,18 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
     for body in bodies {
         post_batches(&client, &api.base, vec![body], 1).await;
     }
+    let posted = started.elapsed();
     let deadline = Duration::from_secs(600);
     while receiver.received.load(Ordering::SeqCst) < total as u64 {
         assert!(started.elapsed() < deadline, "ordering: the round drained");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    println!(
+        "ordering: {} {total} posted in {:.2} s, drained {:.2} s after the first post",
+        if ordered { "ordered" } else { "unordered" },
+        posted.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
     started.elapsed()
 }
 

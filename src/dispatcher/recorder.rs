@@ -174,7 +174,7 @@ pub(super) async fn run(
         }
         let room = MAX_BATCH.saturating_sub(pending.len());
         let writing = (&batch[..], room, &mut outcomes);
-        record(
+        let released = record(
             &*store,
             &due,
             lease,
@@ -184,7 +184,7 @@ pub(super) async fn run(
             &mut owed,
         )
         .await;
-        if owed.settle(&due).await {
+        if owed.settle(&due).await || released {
             wake.notify_one();
         }
         // After the leases: a circuit that opens holds what comes next.
@@ -289,7 +289,7 @@ async fn record(
     (batch, room, outcomes): (&[AttemptRecord], usize, &mut mpsc::Receiver<Finished>),
     pending: &mut Pending,
     owed: &mut Owed,
-) {
+) -> bool {
     // Only attempts to the endpoint's own receiver tell of its health.
     let health = health::observe(
         batch
@@ -327,7 +327,7 @@ async fn record(
         }
     };
     unrecorded.remove(batch.iter().map(|r| r.notification_id));
-    index_released(store, due, batch, &moved).await;
+    let released = index_released(store, due, batch, &moved).await;
     owed.done.extend(batch.iter().map(|r| r.notification_id));
     owed.next.extend(
         batch
@@ -338,35 +338,44 @@ async fn record(
                 _ => None,
             }),
     );
+    released
 }
 
 /// Indexes at once the next notification of each key whose notification
 /// this batch ended (`store::ordering`): a key's notifications then follow
 /// each other within a claim's wait, not the housekeeper's second. What
-/// fails here, the housekeeper or the overdue sweep indexes.
+/// fails here, the housekeeper or the overdue sweep indexes. Whether it
+/// indexed any: this process's dispatcher is woken for them.
 async fn index_released(
     store: &dyn DeliveryStore,
     due: &SharedIndex,
     batch: &[AttemptRecord],
     moved: &HashSet<Uuid>,
-) {
+) -> bool {
     let ended: Vec<Uuid> = batch
         .iter()
         .filter(|r| r.ordered && r.next.completed && moved.contains(&r.notification_id))
         .map(|r| r.notification_id)
         .collect();
     if ended.is_empty() {
-        return;
+        return false;
     }
     let released = match store.released(&ended).await {
         Ok(released) => released,
         Err(error) => {
             tracing::warn!(%error, count = ended.len(), "cannot read the notifications their keys' ends released; the housekeeper indexes them");
-            return;
+            return false;
         }
     };
-    if let Err(error) = due.add(&released).await {
-        tracing::warn!(%error, count = released.len(), "cannot index the notifications their keys' ends released; the overdue sweep will");
+    if released.is_empty() {
+        return false;
+    }
+    match due.add(&released).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, count = released.len(), "cannot index the notifications their keys' ends released; the overdue sweep will");
+            false
+        }
     }
 }
 
