@@ -95,7 +95,7 @@ pub(super) async fn place_in_order(
             ((endpoint, key), state)
         })
         .collect();
-    let placed = places(items, &states);
+    let mut placed = places(items, &states);
 
     let ids: Vec<Uuid> = placed.keys().copied().collect();
     let sequences: Vec<Option<i64>> = ids.iter().map(|id| placed[id].sequence).collect();
@@ -113,7 +113,34 @@ pub(super) async fn place_in_order(
     .bind(high)
     .execute(&mut *conn)
     .await?;
-    Ok(placed)
+    // A tail that ended since it was read (its release ran before this
+    // commit, and saw none of these) is passed over now, as its release
+    // would have: in a fresh snapshot, as late as this transaction can.
+    // What ends later still, housekeeping's `release_stranded` catches.
+    loop {
+        let passed: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(
+            "UPDATE notifications n SET behind = p.behind FROM notifications p \
+             WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+               AND p.id = n.behind AND p.status <> 'pending' \
+               AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                   WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                     AND k.held_by = p.id) \
+             RETURNING n.id, n.behind",
+        )
+        .bind(&ids)
+        .bind(low)
+        .bind(high)
+        .fetch_all(&mut *conn)
+        .await?;
+        if passed.is_empty() {
+            return Ok(placed);
+        }
+        for (id, behind) in passed {
+            if let Some(place) = placed.get_mut(&id) {
+                place.behind = behind;
+            }
+        }
+    }
 }
 
 /// Releases what a change of `endpoint`'s ordering lets go (`release`), in

@@ -93,7 +93,8 @@ pub(super) async fn release(
     Ok(())
 }
 
-/// `DeliveryStore::released` in SQLite, as `postgres::ordering::released`.
+/// `DeliveryStore::released` in SQLite, as `postgres::ordering::released`
+/// (SQLite's RETURNING names the updated table's columns unqualified).
 pub(super) async fn released(
     store: &super::SqliteStore,
     ended: &[Uuid],
@@ -108,7 +109,7 @@ pub(super) async fn released(
          WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
            AND n.sequence IS NOT NULL AND n.needs_index = 1 AND n.status = 'pending' \
            AND n.behind IS NULL AND n.pull = 0 \
-         RETURNING n.id, n.next_attempt_at"
+         RETURNING id, next_attempt_at"
     );
     let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(super::columns::id_list(ended))
