@@ -345,36 +345,3 @@ pub(super) async fn release_stranded(
     .await?;
     Ok(moved.rows_affected())
 }
-
-/// Takes the keys of the ordered notifications a batch of outcomes may end,
-/// in (endpoint, key) order as creates take them, before its release runs
-/// (the trigger takes none): a create of one of those keys then waits for
-/// the outcomes' commit and reads its tail after it, instead of racing it
-/// into `release_stranded`. Nothing when the batch holds no ordered one.
-pub(super) async fn lock_keys_of(
-    conn: &mut PgConnection,
-    records: &[crate::store::recording::AttemptRecord],
-) -> Result<(), StoreError> {
-    let ended: Vec<Uuid> = records
-        .iter()
-        .filter(|r| r.ordered && r.next.completed)
-        .map(|r| r.notification_id)
-        .collect();
-    if ended.is_empty() {
-        return Ok(());
-    }
-    let (low, high) = id_span(&ended);
-    sqlx::query(
-        "SELECT 1 FROM order_keys k \
-         WHERE (k.endpoint_id, k.order_key) IN ( \
-             SELECT endpoint_id, order_key FROM notifications \
-             WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND order_key IS NOT NULL) \
-         ORDER BY k.endpoint_id, k.order_key FOR UPDATE OF k",
-    )
-    .bind(&ended)
-    .bind(low)
-    .bind(high)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}

@@ -87,7 +87,6 @@ impl PgStore {
         // statement (`record_attempts_on`).
         let mut tx = self.pool.begin().await?;
         let now = self.clock.now();
-        super::ordering::lock_keys_of(&mut tx, records).await?;
         let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
         tx.commit().await?;
         Ok(moved)
