@@ -201,15 +201,15 @@ async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_b
 ) {
     let app = backend.spawn().await;
     let receiver = Receiver::start().await;
-    receiver.reply("/next", vec![Reply::status(500)]);
+    // The first fails; the second, released by it, hangs.
+    receiver.reply("/next", vec![Reply::status(500), Reply::Hang]);
     let endpoint = app
         .endpoint(json!({"url": receiver.url("/next"), "ordering": "key", "schedule": ["0s"]}))
         .await;
     let endpoint = endpoint["id"].as_str().unwrap();
     let ids = notify_keyed(&app, endpoint, "order-9", 2).await;
     wait_status(&app, &ids[0], "failed").await;
-    // The second was released, and fails too; a third waits behind it.
-    receiver.reply("/next", vec![Reply::Hang]);
+    // A third waits behind the second.
     let third = notify_keyed(&app, endpoint, "order-9", 1).await.remove(0);
     eventually(DEADLINE, "the second attempted", || async {
         let got = receiver.received("/next");
