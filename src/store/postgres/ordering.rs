@@ -15,31 +15,17 @@ use crate::store::ordering::{
 };
 use crate::store::StoreError;
 
-/// A key's tail (`store::ordering`): its pending notification that no
-/// pending one waits for, the latest by sequence (there is one, unless a
-/// retry is being put back in line: `except`, which is left out).
-macro_rules! tail {
-    ($endpoint:expr, $key:expr, $except:expr) => {
-        concat!(
-            "SELECT n.id FROM notifications n \
-             WHERE n.endpoint_id = ",
-            $endpoint,
-            " AND n.order_key = ",
-            $key,
-            " \
-               AND n.sequence IS NOT NULL AND n.status = 'pending' \
-               AND n.id IS DISTINCT FROM ",
-            $except,
-            " \
-               AND NOT EXISTS (SELECT 1 FROM notifications s \
-                   WHERE s.behind = n.id AND s.status = 'pending' \
-                     AND s.id IS DISTINCT FROM ",
-            $except,
-            ") \
-             ORDER BY n.sequence DESC LIMIT 1"
-        )
-    };
-}
+/// Each key's tail (`store::ordering`), keys in `$1`/`$2`: its pending
+/// notification that no pending one waits for (the latest by sequence,
+/// should a race have left two).
+const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
+         SELECT n.id FROM notifications n \
+         WHERE n.endpoint_id = t.endpoint_id AND n.order_key = t.order_key \
+           AND n.sequence IS NOT NULL AND n.status = 'pending' \
+           AND NOT EXISTS (SELECT 1 FROM notifications s \
+               WHERE s.behind = n.id AND s.status = 'pending') \
+         ORDER BY n.sequence DESC LIMIT 1) \
+     FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)";
 
 /// Gives each of `items` (created, in creation order, all ordered) its
 /// place, and writes it on its row.
@@ -71,15 +57,11 @@ pub(super) async fn place_in_order(
     // Read in a statement of its own, whose snapshot is taken once the key
     // rows are held: a predecessor whose end committed meanwhile is seen
     // as final.
-    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(concat!(
-        "SELECT t.endpoint_id, t.order_key, (",
-        tail!("t.endpoint_id", "t.order_key", "NULL::uuid"),
-        ") FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)"
-    ))
-    .bind(&endpoints)
-    .bind(&keys)
-    .fetch_all(&mut *conn)
-    .await?;
+    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(TAILS)
+        .bind(&endpoints)
+        .bind(&keys)
+        .fetch_all(&mut *conn)
+        .await?;
     let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
         .into_iter()
         .map(|(endpoint, key, tail)| ((endpoint, key), tail))
