@@ -20,10 +20,13 @@
 //! notification can forget it. It takes no key lock (a batch of outcomes
 //! would deadlock with a create), so a create whose tail ends between its
 //! read and its commit waits for a notification already final, which no
-//! trigger will release: housekeeping's `release_stranded` does, within a
-//! second, as the trigger would have (`stranded` is the rule). Nothing
-//! waiting is ever released early: only one whose predecessor is final
-//! and does not hold its key.
+//! trigger will release. In SQLite that cannot happen (one writer). In
+//! PostgreSQL the create passes over such a tail itself, once it has
+//! committed, waiting for the end's row lock if it must
+//! (`postgres::ordering::settle`); what that cannot do (an error, a lock
+//! held for seconds), housekeeping's `release_stranded` does within a
+//! second, as the trigger would have. Nothing waiting is ever released
+//! early: only one whose predecessor is final and does not hold its key.
 
 use std::collections::{BTreeMap, HashMap};
 

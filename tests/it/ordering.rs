@@ -532,3 +532,64 @@ async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
     assert_eq!(status, StatusCode::OK);
     wait_status(&app, &ids[1], "succeeded").await;
 }
+
+/// A create that reads its tail as pending while the tail's end is being
+/// committed (its release already ran, before the new one existed) waits
+/// for that end and passes over it before it answers: the new one is its
+/// key's head at once, not a second later by housekeeping.
+#[sqlx::test]
+async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool: sqlx::PgPool) {
+    let app = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/race", vec![Reply::Hang, Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/race"), "ordering": "key"}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    receiver.wait_for("/race", 1, DEADLINE).await;
+    // The tail's end, its release run and its row held, not committed.
+    let mut ending = pool.begin().await.unwrap();
+    sqlx::query(
+        "UPDATE notifications SET status = 'cancelled', completed_at = now(), updated_at = now() \
+         WHERE id = $1::uuid",
+    )
+    .bind(&tail)
+    .execute(&mut *ending)
+    .await
+    .unwrap();
+    let body = json!({"endpoint": endpoint, "payload": {"i": 1}, "order_key": "order-r"});
+    let create = app.notify(body);
+    let end = async {
+        eventually(
+            DEADLINE,
+            "the create waiting for the tail's row",
+            || async {
+                let waiting: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity \
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE'",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                (waiting > 0).then_some(())
+            },
+        )
+        .await;
+        ending.commit().await.unwrap();
+    };
+    let (next, ()) = tokio::join!(create, end);
+    let behind: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT behind FROM notifications WHERE id = $1::uuid")
+            .bind(&next)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(behind, None, "the new one waits for nothing");
+    assert_ne!(read(&app, &next).await["waiting"]["reason"], "ordering");
+    wait_status(&app, &next, "succeeded").await;
+}

@@ -27,6 +27,17 @@ const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
          ORDER BY n.sequence DESC LIMIT 1) \
      FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)";
 
+/// Passes each of `$1` (pending, ordered, ids from `$2` to `$3`) over
+/// the one it waits for if that one is final and does not hold its key,
+/// as the release would have: what each passed one now waits for.
+const PASS_ENDED: &str = "UPDATE notifications n SET behind = p.behind FROM notifications p \
+     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.status = 'pending' \
+       AND p.id = n.behind AND p.status <> 'pending' \
+       AND NOT EXISTS (SELECT 1 FROM order_keys k \
+           WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+             AND k.held_by = p.id) \
+     RETURNING n.id, n.behind";
+
 /// Gives each of `items` (created, in creation order, all ordered) its
 /// place, and writes it on its row.
 pub(super) async fn place_in_order(
@@ -100,20 +111,12 @@ pub(super) async fn place_in_order(
     // would have: in a fresh snapshot, as late as this transaction can.
     // What ends later still, housekeeping's `release_stranded` catches.
     loop {
-        let passed: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(
-            "UPDATE notifications n SET behind = p.behind FROM notifications p \
-             WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
-               AND p.id = n.behind AND p.status <> 'pending' \
-               AND NOT EXISTS (SELECT 1 FROM order_keys k \
-                   WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
-                     AND k.held_by = p.id) \
-             RETURNING n.id, n.behind",
-        )
-        .bind(&ids)
-        .bind(low)
-        .bind(high)
-        .fetch_all(&mut *conn)
-        .await?;
+        let passed: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(PASS_ENDED)
+            .bind(&ids)
+            .bind(low)
+            .bind(high)
+            .fetch_all(&mut *conn)
+            .await?;
         if passed.is_empty() {
             return Ok(placed);
         }
@@ -326,4 +329,79 @@ pub(super) async fn release_stranded(
     .execute(&store.pool)
     .await?;
     Ok(moved.rows_affected())
+}
+
+/// After an ordered create's commit: passes over the tails its new
+/// notifications (`ids`) wait for that ended too late for the create to
+/// see and too early for their release to see them. Such an end ran its
+/// trigger before the create committed: either it has committed since,
+/// and this pass's fresh snapshot sees it, or it still holds its tail's
+/// row lock, which this waits for (one row at a time, holding no other
+/// lock, so that it is never part of a deadlock) before it looks. An end
+/// that starts after the commit sees the new ones itself. What this
+/// cannot do (a lock held past `LOCK_WAIT`, an error) housekeeping's
+/// `release_stranded` does within a second. Each of `ids` whose place
+/// changed, with what it now waits for.
+pub(super) async fn settle(
+    store: &super::PgStore,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Option<Uuid>>, StoreError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let (low, high) = id_span(ids);
+    // The tails outside the create, and whether a transaction holds one.
+    let tails: Vec<(Uuid, bool)> = sqlx::query_as(
+        "WITH tails AS ( \
+             SELECT DISTINCT n.behind AS id FROM notifications n \
+             WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+               AND n.behind IS NOT NULL AND NOT (n.behind = ANY($1)) \
+         ), free AS ( \
+             SELECT p.id FROM notifications p WHERE p.id IN (SELECT id FROM tails) \
+             FOR SHARE SKIP LOCKED \
+         ) SELECT t.id, NOT EXISTS (SELECT 1 FROM free WHERE free.id = t.id) FROM tails t",
+    )
+    .bind(ids)
+    .bind(low)
+    .bind(high)
+    .fetch_all(&store.pool)
+    .await?;
+    if tails.is_empty() {
+        return Ok(HashMap::new());
+    }
+    for (tail, _) in tails.iter().filter(|(_, locked)| *locked) {
+        wait_for_lock(store, *tail).await?;
+    }
+    let mut moved: HashMap<Uuid, Option<Uuid>> = HashMap::new();
+    loop {
+        let passed: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(PASS_ENDED)
+            .bind(ids)
+            .bind(low)
+            .bind(high)
+            .fetch_all(&store.pool)
+            .await?;
+        if passed.is_empty() {
+            return Ok(moved);
+        }
+        moved.extend(passed);
+    }
+}
+
+/// How long `settle` waits for a tail's row lock: an end's transaction is
+/// a few statements; one that takes longer is left to housekeeping.
+const LOCK_WAIT: &str = "SET LOCAL lock_timeout = '2s'";
+
+/// Waits until no transaction holds `id`'s row (or `LOCK_WAIT` passed).
+async fn wait_for_lock(store: &super::PgStore, id: Uuid) -> Result<(), StoreError> {
+    let mut tx = store.pool.begin().await?;
+    sqlx::query(LOCK_WAIT).execute(&mut *tx).await?;
+    let locked = sqlx::query("SELECT 1 FROM notifications WHERE id = $1 FOR SHARE")
+        .bind(id)
+        .execute(&mut *tx)
+        .await;
+    match locked.map_err(StoreError::from) {
+        Ok(_) => Ok(tx.commit().await?),
+        Err(error) if super::partitions::lock_timed_out(&error) => Ok(()),
+        Err(error) => Err(error),
+    }
 }
