@@ -143,6 +143,65 @@ async fn notifications_of_a_key_go_one_at_a_time_in_creation_order_across_proces
 }
 both!(notifications_of_a_key_go_one_at_a_time_in_creation_order_across_processes);
 
+async fn a_batch_places_its_items_of_each_key_behind_the_keys_tail_in_item_order(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    // Key a's head, created alone, fails once.
+    receiver.reply("/batch", vec![Reply::status(500), Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/batch"), "ordering": "key", "schedule": retries()}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let head = notify_keyed(&app, endpoint, "a", 1).await.remove(0);
+    let item = |key: Option<&str>, i: i64| json!({"endpoint": endpoint, "payload": {"i": i}, "order_key": key});
+    let (status, body) = app
+        .post(
+            "/v1/notifications/batch",
+            json!({"notifications": [
+                item(Some("a"), 1), item(Some("b"), 2), item(Some("a"), 3),
+                item(Some("b"), 4), item(Some("a"), 5), item(None, 6),
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let created: Vec<&Value> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["notification"])
+        .collect();
+    let sequences_given: Vec<&Value> = created.iter().map(|n| &n["sequence"]).collect();
+    assert_eq!(
+        sequences_given,
+        [
+            &json!(2),
+            &json!(1),
+            &json!(3),
+            &json!(2),
+            &json!(4),
+            &Value::Null
+        ]
+    );
+    let ids: Vec<String> = created
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(created[0]["waiting"]["behind"], json!(head));
+    assert_eq!(created[2]["waiting"]["behind"], json!(ids[0]));
+    for id in ids.iter().chain([&head]) {
+        wait_status(&app, id, "succeeded").await;
+    }
+    let sent: Vec<String> = receiver
+        .received("/batch")
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap().to_string())
+        .collect();
+    let at = |id: &str| sent.iter().rposition(|s| s == id).unwrap();
+    assert!(at(&head) < at(&ids[0]) && at(&ids[0]) < at(&ids[2]) && at(&ids[2]) < at(&ids[4]));
+    assert!(at(&ids[1]) < at(&ids[3]), "{sent:?}");
+}
+both!(a_batch_places_its_items_of_each_key_behind_the_keys_tail_in_item_order);
+
 async fn under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_success(
     backend: Backend,
 ) {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::IN_ID_LIST;
+use super::columns::{json_text, IN_ID_LIST};
 use super::errors::store_error;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
@@ -17,42 +17,84 @@ use crate::store::ordering::{
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
-/// place, and writes it on its row.
+/// place, and writes it on its row: three statements whatever the
+/// number of keys (the writer's commit holds many).
 pub(super) async fn place_in_order(
     conn: &mut SqliteConnection,
     items: &[Item<'_>],
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
-    let mut states = HashMap::new();
-    for run in runs(items) {
-        let (last_sequence, held_by): (i64, Option<Uuid>) = sqlx::query_as(
-            "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) VALUES (?, ?, ?) \
-             ON CONFLICT (endpoint_id, order_key) \
-                 DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence \
-             RETURNING last_sequence, held_by",
-        )
-        .bind(run.endpoint_id)
-        .bind(&run.order_key)
-        .bind(run.count)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(store_error)?;
-        let tail = tail(conn, run.endpoint_id, &run.order_key, None).await?;
-        let state = KeyState {
-            last_sequence,
-            tail: tail.or(held_by),
-        };
-        states.insert((run.endpoint_id, run.order_key), state);
+    if items.is_empty() {
+        return Ok(HashMap::new());
     }
+    let keys = runs(items);
+    let runs: Vec<(String, &str, i64)> = keys
+        .iter()
+        .map(|run| {
+            (
+                run.endpoint_id.simple().to_string(),
+                run.order_key.as_str(),
+                run.count,
+            )
+        })
+        .collect();
+    let runs = json_text(&runs);
+    // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
+    let written: Vec<(Uuid, String, i64, Option<Uuid>)> = sqlx::query_as(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
+         SELECT unhex(value ->> 0), value ->> 1, value ->> 2 FROM json_each(?) WHERE true \
+         ON CONFLICT (endpoint_id, order_key) \
+             DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence \
+         RETURNING endpoint_id, order_key, last_sequence, held_by",
+    )
+    .bind(&runs)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(
+        "SELECT unhex(k.value ->> 0), k.value ->> 1, ( \
+             SELECT n.id FROM notifications n \
+             WHERE n.endpoint_id = unhex(k.value ->> 0) AND n.order_key = k.value ->> 1 \
+               AND n.sequence IS NOT NULL AND n.status = 'pending' \
+               AND NOT EXISTS (SELECT 1 FROM notifications s \
+                   WHERE s.behind = n.id AND s.status = 'pending') \
+             ORDER BY n.sequence DESC LIMIT 1) \
+         FROM json_each(?) k",
+    )
+    .bind(&runs)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
+        .into_iter()
+        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
+        .collect();
+    let states: HashMap<(Uuid, String), KeyState> = written
+        .into_iter()
+        .map(|(endpoint, key, last_sequence, held_by)| {
+            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
+            let state = KeyState {
+                last_sequence,
+                tail: tail.or(held_by),
+            };
+            ((endpoint, key), state)
+        })
+        .collect();
     let placed = places(items, &states);
-    for (id, place) in &placed {
-        sqlx::query("UPDATE notifications SET sequence = ?, behind = ? WHERE id = ?")
-            .bind(place.sequence)
-            .bind(place.behind)
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
+    let rows: Vec<(String, Option<i64>, Option<String>)> = placed
+        .iter()
+        .map(|(id, place)| {
+            let behind = place.behind.map(|b| b.simple().to_string());
+            (id.simple().to_string(), place.sequence, behind)
+        })
+        .collect();
+    sqlx::query(
+        "UPDATE notifications AS n SET sequence = p.value ->> 1, behind = unhex(p.value ->> 2) \
+         FROM json_each(?) AS p WHERE n.id = unhex(p.value ->> 0)",
+    )
+    .bind(json_text(&rows))
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
     Ok(placed)
 }
 
@@ -122,30 +164,6 @@ pub(super) async fn released(
             Ok((id, at))
         })
         .collect()
-}
-
-/// A key's tail, as `postgres::ordering`'s `tail!` says, leaving out
-/// `except`.
-async fn tail(
-    conn: &mut SqliteConnection,
-    endpoint: Uuid,
-    key: &str,
-    except: Option<Uuid>,
-) -> Result<Option<Uuid>, StoreError> {
-    sqlx::query_scalar(
-        "SELECT n.id FROM notifications n \
-         WHERE n.endpoint_id = ?1 AND n.order_key = ?2 AND n.sequence IS NOT NULL \
-           AND n.status = 'pending' AND n.id IS NOT ?3 \
-           AND NOT EXISTS (SELECT 1 FROM notifications s \
-               WHERE s.behind = n.id AND s.status = 'pending' AND s.id IS NOT ?3) \
-         ORDER BY n.sequence DESC LIMIT 1",
-    )
-    .bind(endpoint)
-    .bind(key)
-    .bind(except)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(store_error)
 }
 
 /// `postgres::ordering::requeue` in SQLite (one writer: no lock).
