@@ -594,8 +594,9 @@ async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
 
 /// A create that reads its tail as pending while the tail's end is being
 /// committed (its release already ran, before the new one existed) waits
-/// for that end and passes over it before it answers: the new one is its
-/// key's head at once, not a second later by housekeeping.
+/// for that end after its own commit, and passes over it before it
+/// answers: the new one is its key's head at once, not a second later by
+/// housekeeping.
 #[sqlx::test]
 async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool: sqlx::PgPool) {
     let app = spawn_app_settings(
@@ -624,20 +625,17 @@ async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool:
     let body = json!({"endpoint": endpoint, "payload": {"i": 1}, "order_key": "order-r"});
     let create = app.notify(body);
     let end = async {
-        eventually(
-            DEADLINE,
-            "the create waiting for the tail's row",
-            || async {
-                let waiting: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity \
-                 WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE'",
-                )
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-                (waiting > 0).then_some(())
-            },
-        )
+        // Once the create has committed (the new one waits for the tail),
+        // the end commits, while the create still answers.
+        eventually(DEADLINE, "the create committed", || async {
+            let waiting: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM notifications WHERE behind = $1::uuid")
+                    .bind(&tail)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            (waiting > 0).then_some(())
+        })
         .await;
         ending.commit().await.unwrap();
     };

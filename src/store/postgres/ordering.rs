@@ -2,7 +2,8 @@
 //! (`store::ordering` decides; this reads and writes in the create's
 //! transaction).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -335,13 +336,14 @@ pub(super) async fn release_stranded(
 /// notifications (`ids`) wait for that ended too late for the create to
 /// see and too early for their release to see them. Such an end ran its
 /// trigger before the create committed: either it has committed since,
-/// and this pass's fresh snapshot sees it, or it still holds its tail's
-/// row lock, which this waits for (one row at a time, holding no other
-/// lock, so that it is never part of a deadlock) before it looks. An end
-/// that starts after the commit sees the new ones itself. What this
-/// cannot do (a lock held past `LOCK_WAIT`, an error) housekeeping's
-/// `release_stranded` does within a second. Each of `ids` whose place
-/// changed, with what it now waits for.
+/// and this pass's fresh snapshot sees it, or its transaction still holds
+/// its tail's row, which this waits to see free (`LOCK_WAIT` at most)
+/// before it looks. It looks with `SKIP LOCKED` and holds no lock while
+/// it waits, so it never waits in a cycle with a recorder. An end that
+/// starts after the commit sees the new ones itself. What this cannot do
+/// (a row held for seconds, an error) housekeeping's `release_stranded`
+/// does within a second. Each of `ids` whose place changed, with what it
+/// now waits for.
 pub(super) async fn settle(
     store: &super::PgStore,
     ids: &[Uuid],
@@ -369,9 +371,11 @@ pub(super) async fn settle(
     if tails.is_empty() {
         return Ok(HashMap::new());
     }
-    for (tail, _) in tails.iter().filter(|(_, locked)| *locked) {
-        wait_for_lock(store, *tail).await?;
-    }
+    let held: Vec<Uuid> = tails
+        .into_iter()
+        .filter_map(|(tail, held)| held.then_some(tail))
+        .collect();
+    until_free(store, held).await?;
     let mut moved: HashMap<Uuid, Option<Uuid>> = HashMap::new();
     loop {
         let passed: Vec<(Uuid, Option<Uuid>)> = sqlx::query_as(PASS_ENDED)
@@ -387,21 +391,33 @@ pub(super) async fn settle(
     }
 }
 
-/// How long `settle` waits for a tail's row lock: an end's transaction is
-/// a few statements; one that takes longer is left to housekeeping.
-const LOCK_WAIT: &str = "SET LOCAL lock_timeout = '2s'";
+/// How long `settle` waits for a tail's row to be free: an end's
+/// transaction is a few statements; one that takes longer is left to
+/// housekeeping.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// Waits until no transaction holds `id`'s row (or `LOCK_WAIT` passed).
-async fn wait_for_lock(store: &super::PgStore, id: Uuid) -> Result<(), StoreError> {
-    let mut tx = store.pool.begin().await?;
-    sqlx::query(LOCK_WAIT).execute(&mut *tx).await?;
-    let locked = sqlx::query("SELECT 1 FROM notifications WHERE id = $1 FOR SHARE")
-        .bind(id)
-        .execute(&mut *tx)
-        .await;
-    match locked.map_err(StoreError::from) {
-        Ok(_) => Ok(tx.commit().await?),
-        Err(error) if super::partitions::lock_timed_out(&error) => Ok(()),
-        Err(error) => Err(error),
+/// Waits until each of `held` has been seen free of any transaction's
+/// lock once (or `LOCK_WAIT` passed), looking again after a pause that
+/// doubles from a millisecond.
+async fn until_free(store: &super::PgStore, mut held: Vec<Uuid>) -> Result<(), StoreError> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut pause = Duration::from_millis(1);
+    while !held.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+        let (low, high) = id_span(&held);
+        let free: HashSet<Uuid> = sqlx::query_scalar(
+            "SELECT id FROM notifications WHERE id = ANY($1) AND id BETWEEN $2 AND $3 \
+             FOR SHARE SKIP LOCKED",
+        )
+        .bind(&held)
+        .bind(low)
+        .bind(high)
+        .fetch_all(&store.pool)
+        .await?
+        .into_iter()
+        .collect();
+        held.retain(|id| !free.contains(id));
     }
+    Ok(())
 }

@@ -250,7 +250,7 @@ async fn with_retries<T>(
     Ok(None)
 }
 
-pub(super) fn lock_timed_out(error: &StoreError) -> bool {
+fn lock_timed_out(error: &StoreError) -> bool {
     // 55P03 lock_not_available: `lock_timeout` ran out.
     let StoreError::Database(cause) = error else {
         return false;
