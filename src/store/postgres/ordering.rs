@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::partitions::id_span;
 use crate::domain::ordering::Release;
+use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
     back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
@@ -326,4 +327,78 @@ pub(super) async fn release_stranded(
     .execute(&store.pool)
     .await?;
     Ok(moved.rows_affected())
+}
+
+/// The ordering keys' retention walk in PostgreSQL
+/// (`store::housekeeping::purge_order_keys` decides).
+#[async_trait::async_trait]
+impl KeyRetention for super::PgStore {
+    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(
+            "SELECT k.endpoint_id, k.order_key, \
+                 EXISTS (SELECT 1 FROM notifications n \
+                     WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+                       AND n.sequence IS NOT NULL), \
+                 k.held_by IS NOT NULL \
+             FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
+             ORDER BY k.endpoint_id, k.order_key LIMIT $3",
+        )
+        .bind(after.0)
+        .bind(&after.1)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(KeyRow::from).collect())
+    }
+
+    /// In a transaction of two statements, because a create writes its
+    /// notification *before* it upserts the key's row (and holds that row
+    /// until its commit). One `DELETE … WHERE NOT EXISTS (…)` would be
+    /// wrong under READ COMMITTED: waiting for a create's lock on the row,
+    /// it re-checks the row (EvalPlanQual) but evaluates `NOT EXISTS` in
+    /// its old snapshot, which lacks the create's notification, and would
+    /// delete a key that just got one: the next create would start its
+    /// sequence at 1 again beside it. So the rows are locked first,
+    /// passing over those a create holds (`SKIP LOCKED`: this never waits,
+    /// so never deadlocks with a create or a release), and the delete that
+    /// follows takes a fresh snapshot, which sees every create that
+    /// committed before the lock. A create that comes later waits for the
+    /// lock, and once the row is gone inserts it anew: its notifications
+    /// are then the key's only ones, from 1.
+    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
+        let endpoints: Vec<Uuid> = keys.iter().map(|(endpoint, _)| *endpoint).collect();
+        let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
+        let mut tx = self.pool.begin().await?;
+        let locked: Vec<(Uuid, String)> = sqlx::query_as(
+            "SELECT k.endpoint_id, k.order_key FROM order_keys k \
+             JOIN UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+               ON k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
+             LIMIT $3 FOR UPDATE OF k SKIP LOCKED",
+        )
+        .bind(&endpoints)
+        .bind(&names)
+        .bind(keys.len() as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+        if locked.is_empty() {
+            return Ok(0);
+        }
+        let (endpoints, names): (Vec<Uuid>, Vec<String>) = locked.into_iter().unzip();
+        let deleted = sqlx::query(
+            "DELETE FROM order_keys k \
+             USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+             WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
+               AND k.held_by IS NULL \
+               AND NOT EXISTS (SELECT 1 FROM notifications n \
+                   WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+                     AND n.sequence IS NOT NULL)",
+        )
+        .bind(&endpoints)
+        .bind(&names)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(deleted)
+    }
 }
