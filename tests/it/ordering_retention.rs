@@ -1,8 +1,10 @@
 //! Retention of ordering keys (docs/design.md §17, #48): a key's row goes
 //! once retention removed all its notifications and nothing holds it, and
 //! a later notification of the key starts again at sequence 1; a key with
-//! a notification left, or held, keeps its row and its sequence. The test
-//! drives retention itself (the app's own is off), on each backend.
+//! a notification left, or held, keeps its row and its sequence; in
+//! PostgreSQL, a key a create holds is passed over without waiting. The
+//! tests drive retention themselves (the app's own is off), on each
+//! backend.
 
 use std::time::Duration;
 
@@ -148,3 +150,33 @@ async fn a_held_key_keeps_its_row_when_retention_removed_its_notifications(backe
     assert_eq!(read(&app, &next).await["sequence"], 2);
 }
 both!(a_held_key_keeps_its_row_when_retention_removed_its_notifications);
+
+/// Server mode: a create of a key holds the key's row until it commits
+/// (it writes its notification first). Retention passes over a row so held
+/// at once, never waiting for the create nor deleting under it, and takes
+/// the key at a later pass if the create left it without history.
+#[sqlx::test]
+async fn a_key_a_create_holds_is_passed_over_without_waiting(pool: sqlx::PgPool) {
+    use hookd::store::seams::HousekeepingStore;
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
+    let endpoint = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) VALUES ($1, 'order-1', 3)",
+    )
+    .bind(endpoint)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut create = pool.begin().await.unwrap();
+    sqlx::query("UPDATE order_keys SET last_sequence = last_sequence + 1 WHERE endpoint_id = $1")
+        .bind(endpoint)
+        .execute(&mut *create)
+        .await
+        .unwrap();
+    let pass = tokio::time::timeout(DEADLINE, store.purge_order_keys(None, 100))
+        .await
+        .expect("the pass does not wait for the create");
+    assert_eq!(pass.unwrap(), (0, None), "the held row is passed over");
+    create.rollback().await.unwrap();
+    assert_eq!(store.purge_order_keys(None, 100).await.unwrap(), (1, None));
+}
