@@ -329,33 +329,50 @@ pub(super) async fn release_stranded(
     Ok(moved.rows_affected())
 }
 
+/// A page of the ordering keys' retention walk: the keys after `$1`/`$2`
+/// in the primary key's order, each with whether a notification of it is
+/// left and whether it is held. Whether one is left is a scalar subquery
+/// with `LIMIT 1`, a probe of each partition's `notifications_order` per
+/// key: PostgreSQL may run an `EXISTS` in a select list as one hash of
+/// every ordered notification, read in full at each page.
+pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
+         (SELECT true FROM notifications n \
+          WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+            AND n.sequence IS NOT NULL LIMIT 1) IS NOT NULL, \
+         k.held_by IS NOT NULL \
+     FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
+     ORDER BY k.endpoint_id, k.order_key LIMIT $3";
+
+/// The delete of `delete_unused_keys`, of the locked keys `$1`/`$2`:
+/// those still without a notification (probed as in `KEY_PAGE`) and
+/// without a holder.
+pub(super) const DELETE_UNUSED_KEYS: &str = "DELETE FROM order_keys k \
+     USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+     WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
+       AND k.held_by IS NULL \
+       AND (SELECT true FROM notifications n \
+            WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+              AND n.sequence IS NOT NULL LIMIT 1) IS NULL";
+
 /// The ordering keys' retention walk in PostgreSQL
 /// (`store::housekeeping::purge_order_keys` decides).
 #[async_trait::async_trait]
 impl KeyRetention for super::PgStore {
     async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
-        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(
-            "SELECT k.endpoint_id, k.order_key, \
-                 EXISTS (SELECT 1 FROM notifications n \
-                     WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-                       AND n.sequence IS NOT NULL), \
-                 k.held_by IS NOT NULL \
-             FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
-             ORDER BY k.endpoint_id, k.order_key LIMIT $3",
-        )
-        .bind(after.0)
-        .bind(&after.1)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(KEY_PAGE)
+            .bind(after.0)
+            .bind(&after.1)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         Ok(rows.into_iter().map(KeyRow::from).collect())
     }
 
     /// In a transaction of two statements, because a create writes its
     /// notification *before* it upserts the key's row (and holds that row
-    /// until its commit). One `DELETE … WHERE NOT EXISTS (…)` would be
+    /// until its commit). One `DELETE … WHERE` no notification is left would be
     /// wrong under READ COMMITTED: waiting for a create's lock on the row,
-    /// it re-checks the row (EvalPlanQual) but evaluates `NOT EXISTS` in
+    /// it re-checks the row (EvalPlanQual) but evaluates that subquery in
     /// its old snapshot, which lacks the create's notification, and would
     /// delete a key that just got one: the next create would start its
     /// sequence at 1 again beside it. So the rows are locked first,
@@ -384,20 +401,12 @@ impl KeyRetention for super::PgStore {
             return Ok(0);
         }
         let (endpoints, names): (Vec<Uuid>, Vec<String>) = locked.into_iter().unzip();
-        let deleted = sqlx::query(
-            "DELETE FROM order_keys k \
-             USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
-             WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-               AND k.held_by IS NULL \
-               AND NOT EXISTS (SELECT 1 FROM notifications n \
-                   WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-                     AND n.sequence IS NOT NULL)",
-        )
-        .bind(&endpoints)
-        .bind(&names)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let deleted = sqlx::query(DELETE_UNUSED_KEYS)
+            .bind(&endpoints)
+            .bind(&names)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         tx.commit().await?;
         Ok(deleted)
     }
