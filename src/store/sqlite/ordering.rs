@@ -279,27 +279,30 @@ pub(super) async fn release_stranded(
     Ok(moved.rows_affected())
 }
 
+/// A page of the ordering keys' retention walk, as
+/// `postgres::ordering::KEY_PAGE` (SQLite runs a correlated `EXISTS` as a
+/// probe of `notifications_order` per key).
+pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
+         EXISTS (SELECT 1 FROM notifications n \
+             WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+               AND n.sequence IS NOT NULL), \
+         k.held_by IS NOT NULL \
+     FROM order_keys k WHERE (k.endpoint_id, k.order_key) > (?1, ?2) \
+     ORDER BY k.endpoint_id, k.order_key LIMIT ?3";
+
 /// The ordering keys' retention walk in SQLite
 /// (`store::housekeeping::purge_order_keys` decides), on the writer, as
 /// every delete: a page read there sees the notifications' walk before it.
 #[async_trait::async_trait]
 impl KeyRetention for super::SqliteStore {
     async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
-        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(
-            "SELECT k.endpoint_id, k.order_key, \
-                 EXISTS (SELECT 1 FROM notifications n \
-                     WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-                       AND n.sequence IS NOT NULL), \
-                 k.held_by IS NOT NULL \
-             FROM order_keys k WHERE (k.endpoint_id, k.order_key) > (?1, ?2) \
-             ORDER BY k.endpoint_id, k.order_key LIMIT ?3",
-        )
-        .bind(after.0)
-        .bind(&after.1)
-        .bind(limit)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(store_error)?;
+        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(KEY_PAGE)
+            .bind(after.0)
+            .bind(&after.1)
+            .bind(limit)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(store_error)?;
         Ok(rows.into_iter().map(KeyRow::from).collect())
     }
 
