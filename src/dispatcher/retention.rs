@@ -1,7 +1,7 @@
 //! Housekeeping's retention, in passes every ten minutes: notifications
 //! final for longer than `retention.days` (server mode's daily partitions
 //! dropped first, then row by row), their events once no delivery is left,
-//! the ordering keys whose history that removed, and the overview's
+//! then the ordering keys left without history, and the overview's
 //! per-minute counts after two days. Small batches with a breath between:
 //! retention never hogs a table.
 

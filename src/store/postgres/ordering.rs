@@ -370,18 +370,20 @@ impl KeyRetention for super::PgStore {
 
     /// In a transaction of two statements, because a create writes its
     /// notification *before* it upserts the key's row (and holds that row
-    /// until its commit). One `DELETE … WHERE` no notification is left would be
-    /// wrong under READ COMMITTED: waiting for a create's lock on the row,
-    /// it re-checks the row (EvalPlanQual) but evaluates that subquery in
-    /// its old snapshot, which lacks the create's notification, and would
-    /// delete a key that just got one: the next create would start its
-    /// sequence at 1 again beside it. So the rows are locked first,
-    /// passing over those a create holds (`SKIP LOCKED`: this never waits,
-    /// so never deadlocks with a create or a release), and the delete that
-    /// follows takes a fresh snapshot, which sees every create that
-    /// committed before the lock. A create that comes later waits for the
-    /// lock, and once the row is gone inserts it anew: its notifications
-    /// are then the key's only ones, from 1.
+    /// until its commit). A single `DELETE … WHERE` no notification is
+    /// left would be wrong under READ COMMITTED: when it waits for a
+    /// create's lock on the row, it re-checks the row once the create
+    /// commits (EvalPlanQual) but evaluates the subquery in its own, older
+    /// snapshot, which lacks the create's notification; it would delete
+    /// the row of a key with a pending notification N, and the key's next
+    /// create would start again at 1 beside it. So the rows are locked
+    /// first, passing over those a create holds (`SKIP LOCKED`: this never
+    /// waits, so it never deadlocks with a create, a release or a change
+    /// of ordering), and the delete that follows takes a fresh snapshot,
+    /// which sees every create that committed before the lock. A create
+    /// that comes later waits for the lock, and once the row is gone
+    /// inserts it anew: its notifications are then the key's only ones,
+    /// from 1.
     async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
         let endpoints: Vec<Uuid> = keys.iter().map(|(endpoint, _)| *endpoint).collect();
         let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
