@@ -37,8 +37,9 @@ pub struct NotificationView {
     /// The business object it is about; on an endpoint ordered by key,
     /// notifications of one `order_key` go one at a time.
     pub order_key: Option<String>,
-    /// Its place in its key's order (1, 2, 3 …), sent as
-    /// `webhook-sequence`; `null` unless its endpoint orders by key.
+    /// Its place in its key's order (1, 2, 3 …, and 1 again once retention
+    /// removed every notification of the key), sent as `webhook-sequence`;
+    /// `null` unless its endpoint orders by key.
     pub sequence: Option<i64>,
     pub event_type: Option<String>,
     pub status: Status,

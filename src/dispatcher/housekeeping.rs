@@ -15,8 +15,9 @@
 //!   (at once after a master change, and while it finds some);
 //!
 //! and whatever the index:
-//! - retention deletes final notifications older than `retention.days`,
-//!   and the overview's per-minute counts after two days;
+//! - retention (`retention`) deletes final notifications older than
+//!   `retention.days`, then the ordering keys none of whose notifications
+//!   is left, and the overview's per-minute counts after two days;
 //! - the pending backlog is sampled once a minute for the overview, and
 //!   how long its oldest due rows waited for the gauges (`due_age`);
 //! - the operator endpoint is made to match `operator.url`, and endpoints
@@ -36,6 +37,8 @@ use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
 use crate::store::seams::{HousekeepingStore, OperatorTarget, SharedHousekeeping};
+
+use super::retention;
 
 const TICK: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
@@ -62,7 +65,6 @@ const SWEEP_FRESH_PAGES: usize = 2;
 const SWEEP_WHOLE_PAGES: usize = 20;
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
-const PURGE_BATCH: i64 = 1000;
 
 pub async fn run(
     store: SharedHousekeeping,
@@ -77,6 +79,8 @@ pub async fn run(
     let mut sweep_whole = false;
     let mut last_sweep = Instant::now();
     let mut last_retention: Option<Instant> = None;
+    // Where the ordering keys' walk goes on at the next retention pass.
+    let mut key_cursor = None;
     let mut last_minutes_purge: Option<Instant> = None;
     let mut last_partitions: Option<Instant> = None;
     let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
@@ -226,7 +230,7 @@ pub async fn run(
         if last_minutes_purge.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL) {
             last_minutes_purge = Some(Instant::now());
             let before = crate::domain::retention::minutes_before(store.clock().now());
-            if let Err(error) = purge_minutes(&*store, before, &shutdown).await {
+            if let Err(error) = retention::purge_minutes(&*store, before, &shutdown).await {
                 tracing::warn!(%error, "retention of the per-minute counts failed; retrying later");
             }
         }
@@ -235,7 +239,7 @@ pub async fn run(
         // purge walks what is left.
         if last_partitions.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL) {
             last_partitions = Some(Instant::now());
-            maintain_partitions(&*store, settings.retention.days).await;
+            retention::maintain_partitions(&*store, settings.retention.days).await;
         }
         if settings.retention.days > 0
             && last_retention.is_none_or(|t| t.elapsed() >= RETENTION_INTERVAL)
@@ -243,10 +247,25 @@ pub async fn run(
             last_retention = Some(Instant::now());
             let before =
                 store.clock().now() - chrono::Duration::days(i64::from(settings.retention.days));
-            match purge(&*store, before, &shutdown).await {
+            match retention::purge(&*store, before, &shutdown).await {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "retention removed old notifications"),
                 Err(error) => tracing::warn!(%error, "retention failed; retrying later"),
+            }
+            // Once their history is gone (partitions dropped, rows
+            // purged), keys go too: a later notification of one starts
+            // its sequence again at 1.
+            match retention::purge_order_keys(&*store, &mut key_cursor, &shutdown).await {
+                Ok(0) => {}
+                Ok(deleted) => {
+                    tracing::info!(
+                        deleted,
+                        "retention removed ordering keys left without history"
+                    )
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "retention of ordering keys failed; retrying later")
+                }
             }
         }
         tokio::select! {
@@ -429,82 +448,4 @@ async fn reindex_missing(
         .filter(|(id, at)| read.get(id) == Some(at))
         .collect();
     Ok(due.add_missing(&still).await?)
-}
-
-async fn purge(
-    store: &dyn HousekeepingStore,
-    before: chrono::DateTime<Utc>,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<u64> {
-    let mut total = 0;
-    let mut cursor = None;
-    loop {
-        let (deleted, next) = store.purge_completed(before, cursor, PURGE_BATCH).await?;
-        total += deleted;
-        cursor = match next {
-            Some(id) if !shutdown.is_cancelled() => Some(id),
-            _ => break,
-        };
-        if deleted > 0 {
-            // Small batches with a breath between: retention never hogs the table.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    // Events go once none of their deliveries is left.
-    let mut cursor = None;
-    loop {
-        let (deleted, next) = store.purge_events(before, cursor, PURGE_BATCH).await?;
-        cursor = match next {
-            Some(id) if !shutdown.is_cancelled() => Some(id),
-            _ => return Ok(total),
-        };
-        if deleted > 0 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-/// Deletes the per-minute counts of minutes before `before`, in small
-/// batches with a breath between.
-async fn purge_minutes(
-    store: &dyn HousekeepingStore,
-    before: chrono::DateTime<Utc>,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<()> {
-    while !shutdown.is_cancelled() {
-        if store.purge_minutes(before, PURGE_BATCH).await? == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
-}
-
-/// One pass of partition upkeep (`HousekeepingStore::maintain_partitions`),
-/// reported: what it dropped, and a warning while a DEFAULT partition
-/// holds rows (an id outside every day's partition: nothing is refused,
-/// but those rows are only purged row by row).
-async fn maintain_partitions(store: &dyn HousekeepingStore, retention_days: u32) {
-    let now = store.clock().now();
-    let before =
-        (retention_days > 0).then(|| now - chrono::Duration::days(i64::from(retention_days)));
-    match store
-        .maintain_partitions(crate::domain::partition::day_of(now), before)
-        .await
-    {
-        Ok(upkeep) if upkeep.skipped => {}
-        Ok(upkeep) => {
-            metrics::gauge!("hookd_default_partition_rows")
-                .set(f64::from(u8::from(upkeep.default_rows)));
-            if upkeep.default_rows {
-                tracing::warn!("a DEFAULT partition holds rows (docs/partitioning.md)");
-            }
-            if !upkeep.dropped.is_empty() {
-                metrics::counter!("hookd_partitions_dropped_total")
-                    .increment(upkeep.dropped.len() as u64);
-                tracing::info!(dropped = ?upkeep.dropped, "retention dropped partitions");
-            }
-        }
-        Err(error) => tracing::warn!(%error, "partition upkeep failed; retrying later"),
-    }
 }

@@ -22,6 +22,7 @@ mod lanes;
 mod plans;
 mod recorder;
 pub mod refill;
+mod retention;
 mod screen;
 pub(crate) mod stop;
 mod task;

@@ -1,6 +1,6 @@
 //! Retention's choice (`retention.days`): which notifications are old
 //! enough and final to delete, where a walk for them by id can stop, and
-//! which events go. No I/O: the store walks its rows and reads each one's
+//! which events and ordering keys go. No I/O: the store walks its rows and reads each one's
 //! state, this decides, and the store deletes exactly those, fenced by the
 //! state it read (a retry in between brings one back).
 
@@ -38,6 +38,17 @@ pub fn events_end(before: DateTime<Utc>) -> Uuid {
 /// them (they are made with it, never later, so none can come back).
 pub fn event_expired(deliveries_left: bool) -> bool {
     !deliveries_left
+}
+
+/// Whether a key's row in `order_keys` (its last sequence, and what holds
+/// it: docs/design.md §17) is deleted: once no notification of the key is
+/// left (retention deleted them all) and nothing holds it. The key's
+/// sequence then starts again at 1: a sequence counts a key's
+/// notifications while it has history, and none is left to compare with.
+/// A held key is kept whatever is left of it, so that its later ones keep
+/// waiting until it is released.
+pub fn order_key_expired(history_left: bool, held: bool) -> bool {
+    !history_left && !held
 }
 
 /// Whether an operation is deleted by a purge of what finished before
@@ -112,6 +123,14 @@ mod tests {
         assert!(made(at(101)) > notifications_end(before));
         assert!(made(at(99)) < events_end(before));
         assert!(made(before) >= events_end(before), "made at the cutoff");
+    }
+
+    #[test]
+    fn a_key_goes_only_once_none_of_its_notifications_is_left_and_nothing_holds_it() {
+        assert!(order_key_expired(false, false));
+        assert!(!order_key_expired(true, false), "a notification left");
+        assert!(!order_key_expired(false, true), "held");
+        assert!(!order_key_expired(true, true));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Housekeeping's side of the store: what keeps the due index whole (rows
 //! marked `needs_index`, pending rows for a rebuild, a sweep or a heal after
-//! a Redis failover) and the history bounded (retention).
+//! a Redis failover) and the history bounded (retention, and the ordering
+//! keys whose history it removed).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -61,13 +62,90 @@ fn expired_events(scanned: &[(Uuid, bool)]) -> Vec<Uuid> {
         .collect()
 }
 
-/// A retention walk's step, from its (deleted, scanned, last id scanned):
+/// Keyset position in the ordering keys (`order_keys`): (endpoint, key).
+pub type KeyCursor = (Uuid, String);
+
+/// One key of a page of the ordering keys' walk, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyRow {
+    pub endpoint_id: Uuid,
+    pub order_key: String,
+    /// A notification of the key (with a sequence) is left.
+    pub history_left: bool,
+    /// A failed or cancelled head holds the key (`held_by`).
+    pub held: bool,
+}
+
+/// As a page reads it: (endpoint, key, history left, held).
+impl From<(Uuid, String, bool, bool)> for KeyRow {
+    fn from((endpoint_id, order_key, history_left, held): (Uuid, String, bool, bool)) -> Self {
+        Self {
+            endpoint_id,
+            order_key,
+            history_left,
+            held,
+        }
+    }
+}
+
+/// A backend's side of the ordering keys' retention walk
+/// (`purge_order_keys`): a page read and a delete fenced by what decided
+/// it.
+#[async_trait::async_trait]
+pub(crate) trait KeyRetention: Sync {
+    /// The next `limit` keys after `after`, in (endpoint, key) order, each
+    /// with whether a notification of it is left (through
+    /// `notifications_order`: one probe per key) and whether it is held.
+    async fn key_page(
+        &self,
+        after: &KeyCursor,
+        limit: i64,
+    ) -> Result<Vec<KeyRow>, super::StoreError>;
+    /// Deletes those of `keys` that still have no notification and no
+    /// holder; how many. A create of the key may be under way meanwhile:
+    /// it must either be seen by the fence or find no row and start the
+    /// key again (each backend says how).
+    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, super::StoreError>;
+}
+
+/// One step of the ordering keys' retention walk, for both backends: among
+/// the next `limit` keys after `after`, those that
+/// `domain::retention::order_key_expired` lets go (no notification left,
+/// nothing holding them) go, and their sequence starts again at 1. Returns
+/// how many went and where to go on from (`None` once the walk is done).
+/// It runs after the notifications' walk, which removes their history.
+pub(crate) async fn purge_order_keys(
+    store: &impl KeyRetention,
+    after: Option<KeyCursor>,
+    limit: i64,
+) -> Result<(u64, Option<KeyCursor>), super::StoreError> {
+    // No key is empty (`domain::ordering::valid_order_key`): every one
+    // comes after the nil endpoint's empty key.
+    let after = after.unwrap_or((Uuid::nil(), String::new()));
+    let scanned = store.key_page(&after, limit).await?;
+    let expired: Vec<KeyCursor> = scanned
+        .iter()
+        .filter(|key| crate::domain::retention::order_key_expired(key.history_left, key.held))
+        .map(|key| (key.endpoint_id, key.order_key.clone()))
+        .collect();
+    let deleted = if expired.is_empty() {
+        0
+    } else {
+        store.delete_unused_keys(&expired).await?
+    };
+    let last = scanned
+        .last()
+        .map(|key| (key.endpoint_id, key.order_key.clone()));
+    Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
+}
+
+/// A retention walk's step, from its (deleted, scanned, last row scanned):
 /// how many it deleted, and where the next step starts (`None` once a step
 /// scanned fewer than `limit`, the end of the walk). Both backends walk so.
-pub(crate) fn walked(
-    (deleted, scanned, last): (i64, i64, Option<Uuid>),
+pub(crate) fn walked<C>(
+    (deleted, scanned, last): (i64, i64, Option<C>),
     limit: i64,
-) -> (u64, Option<Uuid>) {
+) -> (u64, Option<C>) {
     let next = if scanned < limit { None } else { last };
     (deleted as u64, next)
 }

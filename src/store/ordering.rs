@@ -22,11 +22,19 @@
 //! read and its commit waits for a notification already final, which no
 //! trigger will release. In SQLite that cannot happen (one writer). In
 //! PostgreSQL the create passes over such a tail itself, once it has
-//! committed, waiting for the end's row lock if it must
+//! committed, waiting for the end's transaction if it must
 //! (`postgres::ordering::settle`); what that cannot do (an error, a lock
 //! held for seconds), housekeeping's `release_stranded` does within a
 //! second, as the trigger would have. Nothing waiting is ever released
 //! early: only one whose predecessor is final and does not hold its key.
+//!
+//! A key's row lasts while the key has history: once retention removed
+//! every notification of it, and nothing holds it, retention deletes the
+//! row too (`domain::retention::order_key_expired` decides, the walk is
+//! `store::housekeeping::purge_order_keys`), and the key's next create
+//! inserts it anew, from sequence 1. In PostgreSQL that delete must not
+//! race a create of the key, which writes its notification before it
+//! takes the row: `postgres::ordering`'s `delete_unused_keys` says how.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -48,7 +48,7 @@ use super::delivery::{Claimed, DueNotification, Head, Retry};
 use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
-use super::housekeeping::{DueBacklog, PendingCursor};
+use super::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use super::notifications::{Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
@@ -292,6 +292,16 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
+    /// Deletes the ordering keys (`order_keys`) none of whose notifications
+    /// is left and that nothing holds, among the next `limit` keys after
+    /// `after` (`store::housekeeping::purge_order_keys`): a later
+    /// notification of one starts its sequence again at 1. How many it
+    /// deleted and where to go on from (`None` once the walk is done).
+    async fn purge_order_keys(
+        &self,
+        after: Option<KeyCursor>,
+        limit: i64,
+    ) -> Result<(u64, Option<KeyCursor>), StoreError>;
     /// Server mode's daily partitions (docs/design.md §13): makes those of
     /// `today` and the days ahead, drops those retention lets go
     /// (`before`: its cutoff, `None` while retention is off), and reports

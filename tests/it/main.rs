@@ -40,6 +40,7 @@ mod masked_urls;
 mod oldest_due;
 mod operator;
 mod ordering;
+mod ordering_retention;
 mod partition_keys;
 mod partitioning;
 mod portal;

@@ -225,3 +225,50 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order_up_to_its_bound(po
         "no table is read in full:\n{text}"
     );
 }
+
+// Issue #48: retention walks every ordering key, a page at a time.
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(pool: PgPool) {
+    live_table(&pool, 1).await;
+    // 20,000 keys of one endpoint, each with five notifications.
+    sqlx::raw_sql(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
+         SELECT '00000000-0000-7000-8000-000000000001', 'order-' || g, 5 \
+         FROM generate_series(1, 20000) g; \
+         INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at, order_key, sequence) \
+         SELECT hookd_uuid_v7(), endpoint_id, 'application/json', '\\x7b7d', '{0}', 'pending', \
+             0, now(), now(), order_key, s \
+         FROM order_keys, generate_series(1, 5) s; \
+         ANALYZE order_keys, notifications",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let page = generic_plan(&pool, super::ordering::KEY_PAGE, 3).await;
+    let text = page.join("\n");
+    assert!(
+        page.iter().any(|line| line.contains("Index Cond:")
+            && line.contains("ROW(endpoint_id, order_key) > ROW($1, $2)")),
+        "the page starts at its cursor in order_keys' primary key:\n{text}"
+    );
+    let delete = generic_plan(&pool, super::ordering::DELETE_UNUSED_KEYS, 2).await;
+    for plan in [page, delete] {
+        let text = plan.join("\n");
+        assert!(
+            plan.iter().any(
+                |line| line.contains("Index Cond:") && line.contains("order_key = k.order_key")
+            ),
+            "a key's notifications are probed through notifications_order:\n{text}"
+        );
+        // Only an empty partition (a day to come) is scanned: at no cost.
+        let full = |line: &String| {
+            (line.contains("Seq Scan on notifications") && !line.contains("..0.00 rows"))
+                || line.contains("Hash")
+        };
+        assert!(
+            !plan.iter().any(full),
+            "the notifications are not read in full:\n{text}"
+        );
+    }
+}

@@ -10,7 +10,7 @@ use super::Sealing;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::sealed::context;
 use crate::store::health::FailingEndpoint;
-use crate::store::housekeeping::{DueBacklog, PendingCursor};
+use crate::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use crate::store::seams::{HousekeepingStore, OperatorTarget, PendingRows};
 use crate::store::StoreError;
 
@@ -74,6 +74,13 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         self.inner.purge_events(before, after, limit).await
+    }
+    async fn purge_order_keys(
+        &self,
+        after: Option<KeyCursor>,
+        limit: i64,
+    ) -> Result<(u64, Option<KeyCursor>), StoreError> {
+        self.inner.purge_order_keys(after, limit).await
     }
     async fn maintain_partitions(
         &self,

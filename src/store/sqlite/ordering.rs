@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::columns::{json_text, IN_ID_LIST};
 use super::errors::store_error;
 use crate::domain::ordering::Release;
+use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
     back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
@@ -294,4 +295,56 @@ pub(super) async fn release_stranded(
     .await
     .map_err(store_error)?;
     Ok(moved.rows_affected())
+}
+
+/// A page of the ordering keys' retention walk, as
+/// `postgres::ordering::KEY_PAGE` (SQLite runs a correlated `EXISTS` as a
+/// probe of `notifications_order` per key).
+pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
+         EXISTS (SELECT 1 FROM notifications n \
+             WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+               AND n.sequence IS NOT NULL), \
+         k.held_by IS NOT NULL \
+     FROM order_keys k WHERE (k.endpoint_id, k.order_key) > (?1, ?2) \
+     ORDER BY k.endpoint_id, k.order_key LIMIT ?3";
+
+/// The ordering keys' retention walk in SQLite
+/// (`store::housekeeping::purge_order_keys` decides), on the writer, as
+/// every delete: a page read there sees the notifications' walk before it.
+#[async_trait::async_trait]
+impl KeyRetention for super::SqliteStore {
+    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(KEY_PAGE)
+            .bind(after.0)
+            .bind(&after.1)
+            .bind(limit)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(store_error)?;
+        Ok(rows.into_iter().map(KeyRow::from).collect())
+    }
+
+    /// One statement: with one writer, no create runs between its check
+    /// and its delete (`postgres::ordering` needs two).
+    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
+        let pairs: Vec<(String, &str)> = keys
+            .iter()
+            .map(|(endpoint, key)| (endpoint.simple().to_string(), key.as_str()))
+            .collect();
+        let pairs = serde_json::to_string(&pairs).expect("strings serialise");
+        Ok(sqlx::query(
+            "DELETE FROM order_keys AS k \
+             WHERE (k.endpoint_id, k.order_key) IN ( \
+                   SELECT unhex(value ->> 0), value ->> 1 FROM json_each(?1)) \
+               AND k.held_by IS NULL \
+               AND NOT EXISTS (SELECT 1 FROM notifications n \
+                   WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
+                     AND n.sequence IS NOT NULL)",
+        )
+        .bind(pairs)
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?
+        .rows_affected())
+    }
 }

@@ -194,3 +194,15 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order() {
         "in the index's order, without sorting what is due:\n{plan}"
     );
 }
+
+// Issue #48: retention walks every ordering key, a page at a time.
+#[tokio::test]
+async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    let page = plan(&store, super::ordering::KEY_PAGE).await;
+    assert_uses(&page, "sqlite_autoindex_order_keys_1");
+    assert!(page.contains("INDEX notifications_order"), "{page}");
+}

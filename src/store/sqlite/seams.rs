@@ -20,7 +20,7 @@ use crate::store::delivery::{Claimed, DueNotification, Head, Retry};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
-use crate::store::housekeeping::{DueBacklog, PendingCursor};
+use crate::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
@@ -262,6 +262,13 @@ impl HousekeepingStore for SqliteStore {
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError> {
         SqliteStore::purge_events(self, before, after, limit).await
+    }
+    async fn purge_order_keys(
+        &self,
+        after: Option<KeyCursor>,
+        limit: i64,
+    ) -> Result<(u64, Option<KeyCursor>), StoreError> {
+        crate::store::housekeeping::purge_order_keys(self, after, limit).await
     }
     async fn sync_operator_endpoint(
         &self,

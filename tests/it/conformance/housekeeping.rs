@@ -5,18 +5,19 @@ use chrono::{DateTime, Duration, Utc};
 use hookd::domain::health::DISABLED_FAILING;
 use hookd::domain::id::new_id;
 use hookd::domain::operator_event::{DisabledEndpoint, OperatorEvent, OPERATOR_ENDPOINT_ID};
+use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::housekeeping::PendingCursor;
-use hookd::store::notifications::NotificationFilter;
+use hookd::store::notifications::{NewNotification, NotificationFilter};
 use hookd::store::recording::AttemptRecord;
 use hookd::store::seams::{HousekeepingStore, PendingRows, ReadStore, WriteStore};
 use uuid::Uuid;
 
 use super::fixtures::{
-    attempt, commit_new, create, due_at, endpoint, event, micros, operator_on, pending,
-    pull_endpoint, record, retry_in, FAILED,
+    attempt, commit_new, create, due_at, endpoint, event, get, micros, notification, operator_on,
+    pending, pull_endpoint, record, retry_in, FAILED,
 };
 use super::Backend;
 
@@ -250,6 +251,90 @@ pub async fn retention_deletes_events_only_once_their_deliveries_are_gone<S: Bac
         .unwrap();
     assert_eq!(deleted, 1);
     assert!(ReadStore::get_event(&store, id).await.unwrap().is_none());
+}
+
+/// A notification of `key` to `endpoint`, which orders by key.
+fn keyed(endpoint: &Endpoint, key: &str) -> NewNotification {
+    NewNotification {
+        order_key: Some(key.into()),
+        ordered: true,
+        ..notification(endpoint)
+    }
+}
+
+pub async fn retention_forgets_a_key_once_none_of_its_notifications_is_left_and_nothing_holds_it<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(
+        &store,
+        Endpoint {
+            ordering: KeyOrdering::Key,
+            ordering_on_failure: OnFailure::Hold,
+            ..endpoint()
+        },
+    )
+    .await;
+    // "gone" delivered, "held" failed (holding its key), "kept" pending.
+    let gone = commit_new(&store, keyed(&shop, "gone")).await;
+    let held = commit_new(&store, keyed(&shop, "held")).await;
+    commit_new(&store, keyed(&shop, "kept")).await;
+    record(
+        &store,
+        &[
+            attempt(gone, shop.id, 1, Outcome::Succeeded),
+            attempt(held, shop.id, 1, FAILED),
+        ],
+    )
+    .await;
+    let bound = Utc::now() + Duration::milliseconds(1);
+    let (purged, _) = HousekeepingStore::purge_completed(&store, bound, None, 100)
+        .await
+        .unwrap();
+    assert_eq!(purged, 2, "the history of gone and held");
+
+    // A key a page, in (endpoint, key) order: only "gone" goes.
+    let key = |name: &str| Some((shop.id, name.to_string()));
+    let mut steps = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (deleted, next) = HousekeepingStore::purge_order_keys(&store, cursor, 1)
+            .await
+            .unwrap();
+        steps.push((deleted, next.clone()));
+        cursor = next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        steps,
+        [
+            (1, key("gone")),
+            (0, key("held")),
+            (0, key("kept")),
+            (0, None)
+        ]
+    );
+    assert_eq!(
+        HousekeepingStore::purge_order_keys(&store, None, 100)
+            .await
+            .unwrap(),
+        (0, None)
+    );
+
+    // A key without history starts again at 1; the others go on.
+    let again = get(&store, commit_new(&store, keyed(&shop, "gone")).await).await;
+    assert_eq!((again.sequence, again.behind), (Some(1), None));
+    let later = get(&store, commit_new(&store, keyed(&shop, "kept")).await).await;
+    assert_eq!(later.sequence, Some(2));
+    let waiting = get(&store, commit_new(&store, keyed(&shop, "held")).await).await;
+    assert_eq!(
+        (waiting.sequence, waiting.behind),
+        (Some(2), Some(held)),
+        "still behind its holder"
+    );
 }
 
 fn disabled_events(read: &[FailingEndpoint]) -> Vec<OperatorEvent> {

@@ -59,7 +59,7 @@ use hookd::store::delivery::{Claimed, DueNotification, Head, Retry};
 use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::events::{Event, EventFilter, Subscriber};
 use hookd::store::health::FailingEndpoint;
-use hookd::store::housekeeping::{DueBacklog, PendingCursor};
+use hookd::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use hookd::store::notifications::{Notification, NotificationFilter};
 use hookd::store::operations::{Operation, RecoverPage, Started};
 use hookd::store::partitions::PartitionUpkeep;
@@ -245,6 +245,7 @@ through!(HousekeepingStore => primary {
     fn pending_created_after(&self, after: Uuid, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn purge_completed(&self, before: DateTime<Utc>, after: Option<Uuid>, limit: i64) -> Result<(u64, Option<Uuid>), StoreError>;
     fn purge_events(&self, before: DateTime<Utc>, after: Option<Uuid>, limit: i64) -> Result<(u64, Option<Uuid>), StoreError>;
+    fn purge_order_keys(&self, after: Option<KeyCursor>, limit: i64) -> Result<(u64, Option<KeyCursor>), StoreError>;
     fn maintain_partitions(&self, today: chrono::NaiveDate, before: Option<DateTime<Utc>>) -> Result<PartitionUpkeep, StoreError>;
     fn sync_operator_endpoint(&self, target: Option<OperatorTarget<'_>>) -> Result<(), StoreError>;
     fn failing_endpoints(&self, failing_before: DateTime<Utc>) -> Result<Vec<FailingEndpoint>, StoreError>;

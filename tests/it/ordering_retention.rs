@@ -1,0 +1,182 @@
+//! Retention of ordering keys (docs/design.md §17, #48): a key's row goes
+//! once retention removed all its notifications and nothing holds it, and
+//! a later notification of the key starts again at sequence 1; a key with
+//! a notification left, or held, keeps its row and its sequence; in
+//! PostgreSQL, a key a create holds is passed over without waiting. The
+//! tests drive retention themselves (the app's own is off), on each
+//! backend.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::backends::Backend;
+use crate::helpers::{eventually, TestApp};
+use crate::receiver::{Receiver, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+const KEYS: &str = "SELECT count(*) FROM order_keys";
+
+async fn read(app: &TestApp, id: &str) -> Value {
+    let (status, read) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    read
+}
+
+async fn wait_status(app: &TestApp, id: &str, status: &str) {
+    eventually(DEADLINE, &format!("{id} {status}"), || async {
+        (read(app, id).await["status"] == status).then_some(())
+    })
+    .await
+}
+
+async fn notify_keyed(app: &TestApp, endpoint: &str, key: &str, extra: Value) -> String {
+    let mut body = json!({"endpoint": endpoint, "payload": {}, "order_key": key});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    app.notify(body).await
+}
+
+/// An endpoint ordering by key (`on_failure` under a failure), to
+/// `receiver`'s `path`.
+async fn ordered(app: &TestApp, receiver: &Receiver, path: &str, on_failure: &str) -> String {
+    let endpoint = app
+        .endpoint(json!({
+            "url": receiver.url(path), "ordering": "key",
+            "ordering_on_failure": on_failure, "schedule": ["0s"],
+        }))
+        .await;
+    endpoint["id"].as_str().unwrap().to_string()
+}
+
+/// Retention of the notifications completed before `before`, then a walk
+/// of every ordering key: how many keys went.
+async fn retention(backend: &Backend, before: chrono::DateTime<Utc>) -> u64 {
+    let store = backend.housekeeping();
+    let mut after = None;
+    loop {
+        let (_, next) = store.purge_completed(before, after, 100).await.unwrap();
+        after = match next {
+            Some(next) => Some(next),
+            None => break,
+        };
+    }
+    let (mut deleted, mut after) = (0, None);
+    loop {
+        let (gone, next) = store.purge_order_keys(after, 100).await.unwrap();
+        deleted += gone;
+        after = match next {
+            Some(next) => Some(next),
+            None => return deleted,
+        };
+    }
+}
+
+async fn a_key_whose_notifications_retention_removed_starts_again_at_sequence_one(
+    backend: Backend,
+) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    let endpoint = ordered(&app, &receiver, "/done", "continue").await;
+    for _ in 0..2 {
+        let id = notify_keyed(&app, &endpoint, "order-1", json!({})).await;
+        wait_status(&app, &id, "succeeded").await;
+    }
+    assert_eq!(backend.count(KEYS).await, 1);
+
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 1);
+    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+
+    let again = notify_keyed(&app, &endpoint, "order-1", json!({})).await;
+    assert_eq!(read(&app, &again).await["sequence"], 1);
+    wait_status(&app, &again, "succeeded").await;
+    let sent: Vec<String> = receiver
+        .received("/done")
+        .iter()
+        .filter_map(|r| r.header("webhook-sequence").map(str::to_owned))
+        .collect();
+    assert_eq!(sent, ["1", "2", "1"]);
+}
+both!(a_key_whose_notifications_retention_removed_starts_again_at_sequence_one);
+
+async fn a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on(backend: Backend) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    let endpoint = ordered(&app, &receiver, "/left", "continue").await;
+    // "pending": its first delivered and purged, its second waits an hour.
+    let first = notify_keyed(&app, &endpoint, "pending", json!({})).await;
+    wait_status(&app, &first, "succeeded").await;
+    notify_keyed(&app, &endpoint, "pending", json!({"delay": "1h"})).await;
+    let bound = Utc::now() + chrono::Duration::milliseconds(1);
+    // "final": delivered after the bound, so retention keeps it.
+    eventually(DEADLINE, "past the bound", || async {
+        (Utc::now() > bound).then_some(())
+    })
+    .await;
+    let kept = notify_keyed(&app, &endpoint, "final", json!({})).await;
+    wait_status(&app, &kept, "succeeded").await;
+
+    assert_eq!(retention(&backend, bound).await, 0);
+    assert_eq!(backend.count(KEYS).await, 2);
+    let (status, _) = app.get(&format!("/v1/notifications/{first}")).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the pending key's first was purged"
+    );
+    let next = notify_keyed(&app, &endpoint, "pending", json!({})).await;
+    assert_eq!(read(&app, &next).await["sequence"], 3);
+    let next = notify_keyed(&app, &endpoint, "final", json!({})).await;
+    assert_eq!(read(&app, &next).await["sequence"], 2);
+}
+both!(a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on);
+
+async fn a_held_key_keeps_its_row_when_retention_removed_its_notifications(backend: Backend) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/held", vec![Reply::status(500)]);
+    let endpoint = ordered(&app, &receiver, "/held", "hold").await;
+    let head = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
+    wait_status(&app, &head, "failed").await;
+
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 0);
+    assert_eq!(backend.count(KEYS).await, 1, "the held key's row is kept");
+    let next = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
+    assert_eq!(read(&app, &next).await["sequence"], 2);
+}
+both!(a_held_key_keeps_its_row_when_retention_removed_its_notifications);
+
+/// Server mode: a create of a key holds the key's row until it commits
+/// (it writes its notification first). Retention passes over a row so held
+/// at once, never waiting for the create nor deleting under it, and takes
+/// the key at a later pass if the create left it without history.
+#[sqlx::test]
+async fn a_key_a_create_holds_is_passed_over_without_waiting(pool: sqlx::PgPool) {
+    use hookd::store::seams::HousekeepingStore;
+    let store = hookd::store::postgres::PgStore::new(pool.clone());
+    let endpoint = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) VALUES ($1, 'order-1', 3)",
+    )
+    .bind(endpoint)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut create = pool.begin().await.unwrap();
+    sqlx::query("UPDATE order_keys SET last_sequence = last_sequence + 1 WHERE endpoint_id = $1")
+        .bind(endpoint)
+        .execute(&mut *create)
+        .await
+        .unwrap();
+    let pass = tokio::time::timeout(DEADLINE, store.purge_order_keys(None, 100))
+        .await
+        .expect("the pass does not wait for the create");
+    assert_eq!(pass.unwrap(), (0, None), "the held row is passed over");
+    create.rollback().await.unwrap();
+    assert_eq!(store.purge_order_keys(None, 100).await.unwrap(), (1, None));
+}
