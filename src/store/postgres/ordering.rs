@@ -1,6 +1,14 @@
 //! The place of created notifications in their keys' order, in PostgreSQL
 //! (`store::ordering` decides; this reads and writes in the create's
 //! transaction).
+//!
+//! A statement here that finds rows by key or by `behind` tests a pending
+//! row as `(status = 'pending') IS TRUE`: no partial index on pending rows
+//! can serve that filter, so the generic plan (hookd plans each statement
+//! once) keeps to `notifications_order` or `notifications_behind` even
+//! when the statistics have seen few pending rows; it once read every
+//! pending notification of the endpoint instead, for each key
+//! (`migrations/20261207000053_release_through_behind.sql`).
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -23,9 +31,9 @@ use crate::store::StoreError;
 const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
          SELECT n.id FROM notifications n \
          WHERE n.endpoint_id = t.endpoint_id AND n.order_key = t.order_key \
-           AND n.sequence IS NOT NULL AND n.status = 'pending' \
+           AND n.sequence IS NOT NULL AND (n.status = 'pending') IS TRUE \
            AND NOT EXISTS (SELECT 1 FROM notifications s \
-               WHERE s.behind = n.id AND s.status = 'pending') \
+               WHERE s.behind = n.id AND (s.status = 'pending') IS TRUE) \
          ORDER BY n.sequence DESC LIMIT 1) \
      FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)";
 
@@ -193,7 +201,7 @@ pub(super) async fn released(
          FROM (SELECT DISTINCT endpoint_id, order_key FROM notifications \
                WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND sequence IS NOT NULL) k \
          WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-           AND n.sequence IS NOT NULL AND n.needs_index AND n.status = 'pending' \
+           AND n.sequence IS NOT NULL AND n.needs_index AND (n.status = 'pending') IS TRUE \
            AND n.behind IS NULL AND NOT n.pull \
          RETURNING n.id, n.next_attempt_at",
     )
@@ -226,7 +234,7 @@ pub(super) async fn requeue(
     let before: Option<Uuid> = sqlx::query_scalar(
         "SELECT id FROM notifications \
          WHERE endpoint_id = $1 AND order_key = $2 AND sequence IS NOT NULL \
-           AND status = 'pending' AND id <> $3 AND sequence < $4 AND NOT (id = ANY($5)) \
+           AND (status = 'pending') IS TRUE AND id <> $3 AND sequence < $4 AND NOT (id = ANY($5)) \
          ORDER BY sequence DESC LIMIT 1",
     )
     .bind(again.endpoint_id)
@@ -239,7 +247,7 @@ pub(super) async fn requeue(
     let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
         "SELECT n.id, n.behind FROM notifications n \
          WHERE n.endpoint_id = $1 AND n.order_key = $2 AND n.sequence IS NOT NULL \
-           AND n.status = 'pending' AND n.id <> $3 AND NOT (n.id = ANY($4)) \
+           AND (n.status = 'pending') IS TRUE AND n.id <> $3 AND NOT (n.id = ANY($4)) \
            AND (n.behind IS NULL OR NOT EXISTS (SELECT 1 FROM notifications p \
                WHERE p.id = n.behind AND p.status = 'pending')) \
          ORDER BY n.sequence LIMIT 1",
@@ -256,7 +264,7 @@ pub(super) async fn requeue(
         sqlx::query(
             "UPDATE notifications SET behind = $3 \
              WHERE endpoint_id = $1 AND order_key = $2 AND sequence IS NOT NULL \
-               AND behind = $4 AND status = 'pending' AND id <> $3 AND NOT (id = ANY($5))",
+               AND behind = $4 AND (status = 'pending') IS TRUE AND id <> $3 AND NOT (id = ANY($5))",
         )
         .bind(again.endpoint_id)
         .bind(again.order_key)
@@ -319,7 +327,7 @@ pub(super) async fn release_stranded(
                  THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
          FROM (SELECT w.id, p.behind AS next FROM notifications w \
                JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind IS NOT NULL AND w.status = 'pending' AND p.status <> 'pending' \
+               WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE AND p.status <> 'pending' \
                  AND NOT EXISTS (SELECT 1 FROM order_keys k \
                      WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
                        AND k.held_by = p.id) \
