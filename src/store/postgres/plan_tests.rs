@@ -245,14 +245,14 @@ async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(
     .execute(&pool)
     .await
     .unwrap();
-    let page = generic_plan(&pool, super::ordering::KEY_PAGE, 3).await;
+    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 3).await;
     let text = page.join("\n");
     assert!(
         page.iter().any(|line| line.contains("Index Cond:")
             && line.contains("ROW(endpoint_id, order_key) > ROW($1, $2)")),
         "the page starts at its cursor in order_keys' primary key:\n{text}"
     );
-    let delete = generic_plan(&pool, super::ordering::DELETE_UNUSED_KEYS, 2).await;
+    let delete = generic_plan(&pool, super::ordering_retention::DELETE_UNUSED_KEYS, 2).await;
     for plan in [page, delete] {
         let text = plan.join("\n");
         assert!(

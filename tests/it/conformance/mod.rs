@@ -137,7 +137,7 @@ macro_rules! conformance {
                 retention_deletes_final_rows_completed_before_the_bound_with_their_attempts,
                 retention_walks_the_rows_in_pages_by_cursor,
                 retention_deletes_events_only_once_their_deliveries_are_gone,
-                retention_forgets_a_key_once_none_of_its_notifications_is_left_and_nothing_holds_it,
+                retention_forgets_a_key_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it,
                 a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
                 re_enabling_a_disabled_endpoint_forgets_its_failures,
             }
