@@ -3,6 +3,8 @@
 //! waits for a notification retention removed (`store::ordering` and
 //! `store::housekeeping` decide; this reads and writes).
 
+use std::collections::BTreeSet;
+
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -13,14 +15,17 @@ use crate::store::StoreError;
 
 /// The keys of up to `$1` pending notifications that wait for one no
 /// longer stored, through `notifications_behind` (a probe of the primary
-/// key each, as `release_stranded`'s join), their rows locked in
-/// (endpoint, key) order, passing over those another transaction holds.
-const ORPHANED_KEYS: &str = "SELECT k.endpoint_id, k.order_key FROM order_keys k \
-     WHERE (k.endpoint_id, k.order_key) IN ( \
-         SELECT w.endpoint_id, w.order_key FROM notifications w \
-         WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
-           AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
-         LIMIT $1) \
+/// key each, as `release_stranded`'s join).
+pub(super) const ORPHANED: &str = "SELECT w.endpoint_id, w.order_key FROM notifications w \
+     WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
+       AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
+     LIMIT $1";
+
+/// Locks the rows of the keys `$1`/`$2` in (endpoint, key) order, passing
+/// over those another transaction holds.
+pub(super) const LOCK_KEYS: &str = "SELECT k.endpoint_id, k.order_key FROM order_keys k \
+     JOIN UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+       ON k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
      ORDER BY k.endpoint_id, k.order_key \
      FOR UPDATE OF k SKIP LOCKED";
 
@@ -28,7 +33,7 @@ const ORPHANED_KEYS: &str = "SELECT k.endpoint_id, k.order_key FROM order_keys k
 /// with the latest pending one of its key before it (`notifications_order`)
 /// and its key's holder if still stored; each locked, passing over one
 /// another transaction holds (its own end, under way).
-const ORPHANS: &str = "SELECT w.id, w.behind, \
+pub(super) const ORPHANS: &str = "SELECT w.id, w.behind, \
          (SELECT q.id FROM notifications q \
           WHERE q.endpoint_id = w.endpoint_id AND q.order_key = w.order_key \
             AND q.sequence IS NOT NULL AND q.sequence < w.sequence AND q.status = 'pending' \
@@ -76,8 +81,19 @@ const MOVE_ORPHANS: &str = "UPDATE notifications n SET behind = m.next, \
 pub(super) async fn release_orphans(store: &super::PgStore, limit: i64) -> Result<u64, StoreError> {
     let now = store.clock.now();
     let mut tx = store.pool.begin().await?;
-    let keys: Vec<(Uuid, String)> = sqlx::query_as(ORPHANED_KEYS)
+    let orphaned: BTreeSet<(Uuid, String)> = sqlx::query_as(ORPHANED)
         .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .collect();
+    if orphaned.is_empty() {
+        return Ok(0);
+    }
+    let (endpoints, names): (Vec<Uuid>, Vec<String>) = orphaned.into_iter().unzip();
+    let keys: Vec<(Uuid, String)> = sqlx::query_as(LOCK_KEYS)
+        .bind(&endpoints)
+        .bind(&names)
         .fetch_all(&mut *tx)
         .await?;
     if keys.is_empty() {
