@@ -17,6 +17,7 @@ mod housekeeping;
 pub(crate) mod leases;
 mod notifications;
 mod operations;
+mod ordering;
 mod pull;
 mod pull_mode;
 mod replica;
@@ -140,6 +141,9 @@ macro_rules! conformance {
                 retention_forgets_a_key_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it,
                 a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
                 re_enabling_a_disabled_endpoint_forgets_its_failures,
+            }
+            ordering {
+                a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,
             }
             due_age {
                 the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,
