@@ -298,6 +298,23 @@ pub(super) async fn release_stranded(
     Ok(moved.rows_affected() + release_orphans(store, limit, now).await?)
 }
 
+/// Up to `?1` pending notifications waiting for one no longer stored
+/// (`store::ordering::Orphan`), through `notifications_behind`, each with
+/// the latest pending one of its key before it (`notifications_order`)
+/// and its key's holder if still stored.
+pub(super) const ORPHANS: &str = "SELECT w.id, w.behind, \
+         (SELECT q.id FROM notifications q \
+          WHERE q.endpoint_id = w.endpoint_id AND q.order_key = w.order_key \
+            AND q.sequence IS NOT NULL AND q.sequence < w.sequence \
+            AND q.status = 'pending' \
+          ORDER BY q.sequence DESC LIMIT 1), \
+         (SELECT h.id FROM order_keys k JOIN notifications h ON h.id = k.held_by \
+          WHERE k.endpoint_id = w.endpoint_id AND k.order_key = w.order_key) \
+     FROM notifications w \
+     WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
+       AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
+     LIMIT ?1";
+
 /// Part of `release_stranded`: gives up to `limit` notifications waiting
 /// for one retention removed their place again
 /// (`store::ordering::orphan_behind`), read and written in one transaction
@@ -308,24 +325,11 @@ async fn release_orphans(
     now: i64,
 ) -> Result<u64, StoreError> {
     let mut tx = store.writer.begin().await.map_err(store_error)?;
-    let rows: Vec<(Uuid, Uuid, Option<Uuid>, Option<Uuid>)> = sqlx::query_as(
-        "SELECT w.id, w.behind, \
-             (SELECT q.id FROM notifications q \
-              WHERE q.endpoint_id = w.endpoint_id AND q.order_key = w.order_key \
-                AND q.sequence IS NOT NULL AND q.sequence < w.sequence \
-                AND q.status = 'pending' \
-              ORDER BY q.sequence DESC LIMIT 1), \
-             (SELECT h.id FROM order_keys k JOIN notifications h ON h.id = k.held_by \
-              WHERE k.endpoint_id = w.endpoint_id AND k.order_key = w.order_key) \
-         FROM notifications w \
-         WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
-           AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
-         LIMIT ?1",
-    )
-    .bind(limit)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(store_error)?;
+    let rows: Vec<(Uuid, Uuid, Option<Uuid>, Option<Uuid>)> = sqlx::query_as(ORPHANS)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(store_error)?;
     let orphans: Vec<Orphan> = rows
         .into_iter()
         .map(|(id, gone, before, holder)| Orphan {
