@@ -140,13 +140,21 @@ fn sequences(receiver: &Receiver, path: &str) -> Vec<String> {
         .collect()
 }
 
+/// Under `hold`, to `receiver`'s `/held` (which fails once, then
+/// succeeds): an endpoint whose key "order-7" its failed head holds; the
+/// endpoint and the head.
+async fn held_key(app: &TestApp, receiver: &Receiver) -> (String, String) {
+    receiver.reply("/held", vec![Reply::status(500), Reply::status(200)]);
+    let endpoint = ordered(app, receiver, "/held", "hold").await;
+    let head = notify_keyed(app, &endpoint, "order-7", json!({})).await;
+    wait_status(app, &head, "failed").await;
+    (endpoint, head)
+}
+
 async fn a_key_whose_failed_holder_retention_removed_is_no_longer_held(backend: Backend) {
     let app = backend.spawn_with("[retention]\ndays = 0\n").await;
     let receiver = Receiver::start().await;
-    receiver.reply("/held", vec![Reply::status(500), Reply::status(200)]);
-    let endpoint = ordered(&app, &receiver, "/held", "hold").await;
-    let head = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
-    wait_status(&app, &head, "failed").await;
+    let (endpoint, head) = held_key(&app, &receiver).await;
     let second = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
     let third = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
     assert_eq!(read(&app, &second).await["status"], "pending", "held");
@@ -174,10 +182,7 @@ both!(a_key_whose_failed_holder_retention_removed_is_no_longer_held);
 async fn a_key_whose_holder_retention_removed_starts_again_at_sequence_one(backend: Backend) {
     let app = backend.spawn_with("[retention]\ndays = 0\n").await;
     let receiver = Receiver::start().await;
-    receiver.reply("/held", vec![Reply::status(500), Reply::status(200)]);
-    let endpoint = ordered(&app, &receiver, "/held", "hold").await;
-    let head = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
-    wait_status(&app, &head, "failed").await;
+    let (endpoint, _) = held_key(&app, &receiver).await;
 
     let later = Utc::now() + chrono::Duration::minutes(1);
     assert_eq!(retention(&backend, later).await, 1, "nothing holds the key");

@@ -10,14 +10,14 @@ use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::housekeeping::PendingCursor;
-use hookd::store::notifications::{NewNotification, NotificationFilter};
+use hookd::store::notifications::NotificationFilter;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::seams::{HousekeepingStore, PendingRows, ReadStore, WriteStore};
 use uuid::Uuid;
 
 use super::fixtures::{
-    attempt, commit_new, create, due_at, endpoint, event, get, micros, notification, operator_on,
-    pending, pull_endpoint, record, retry_in, FAILED,
+    attempt, commit_new, create, due_at, endpoint, event, get, keyed, micros, operator_on, pending,
+    pull_endpoint, record, retry_in, FAILED,
 };
 use super::Backend;
 
@@ -251,15 +251,6 @@ pub async fn retention_deletes_events_only_once_their_deliveries_are_gone<S: Bac
         .unwrap();
     assert_eq!(deleted, 1);
     assert!(ReadStore::get_event(&store, id).await.unwrap().is_none());
-}
-
-/// A notification of `key` to `endpoint`, which orders by key.
-fn keyed(endpoint: &Endpoint, key: &str) -> NewNotification {
-    NewNotification {
-        order_key: Some(key.into()),
-        ordered: true,
-        ..notification(endpoint)
-    }
 }
 
 pub async fn retention_forgets_a_key_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it<

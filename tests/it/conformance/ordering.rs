@@ -4,21 +4,11 @@
 use chrono::{Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::store::endpoints::Endpoint;
-use hookd::store::notifications::NewNotification;
 use hookd::store::seams::HousekeepingStore;
 use uuid::Uuid;
 
-use super::fixtures::{attempt, commit_new, create, endpoint, get, notification, record, FAILED};
+use super::fixtures::{attempt, commit_new, create, endpoint, get, keyed, record, FAILED};
 use super::Backend;
-
-/// A notification of `key` to `endpoint`, which orders by key.
-fn keyed(endpoint: &Endpoint, key: &str) -> NewNotification {
-    NewNotification {
-        order_key: Some(key.into()),
-        ordered: true,
-        ..notification(endpoint)
-    }
-}
 
 pub async fn a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again<
     S: Backend,
