@@ -98,7 +98,8 @@ pub(super) async fn maintain_partitions(store: &dyn HousekeepingStore, retention
 }
 
 /// Deletes the ordering keys none of whose notifications is left and that
-/// nothing holds (`HousekeepingStore::purge_order_keys`), after the
+/// no stored one holds (a holder retention removed is cleared from its
+/// key: `HousekeepingStore::purge_order_keys`), after the
 /// notifications' purge: up to `KEY_PAGES` pages from `cursor`, which it
 /// leaves where the next pass goes on (`None`: from the first key; a page
 /// that fails is read again). How many it deleted.

@@ -40,15 +40,30 @@ pub fn event_expired(deliveries_left: bool) -> bool {
     !deliveries_left
 }
 
+/// What holds an ordering key (`order_keys.held_by`, docs/design.md §17),
+/// as a retention walk finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHolder {
+    /// Nothing: its line goes on.
+    None,
+    /// A failed or cancelled notification of the key, still stored: its
+    /// later ones wait until it is retried to success, or cancelled.
+    Stored,
+    /// One that retention has since removed. It can never be retried, so
+    /// it holds nothing: its later ones go (housekeeping's
+    /// `release_stranded` releases them, the oldest first), and the walk
+    /// clears `held_by`.
+    Gone,
+}
+
 /// Whether a key's row in `order_keys` (its last sequence, and what holds
 /// it: docs/design.md §17) is deleted: once no notification of the key is
-/// left (retention deleted them all) and nothing holds it. The key's
-/// sequence then starts again at 1: a sequence counts a key's
-/// notifications while it has history, and none is left to compare with.
-/// A held key is kept whatever is left of it, so that its later ones keep
-/// waiting until it is released.
-pub fn order_key_expired(history_left: bool, held: bool) -> bool {
-    !history_left && !held
+/// left (retention deleted them all) and no stored one holds it (a holder
+/// retention removed holds nothing). The key's sequence then starts again
+/// at 1: a sequence counts a key's notifications while it has history, and
+/// none is left to compare with.
+pub fn order_key_expired(history_left: bool, holder: KeyHolder) -> bool {
+    !history_left && holder != KeyHolder::Stored
 }
 
 /// Whether an operation is deleted by a purge of what finished before
@@ -126,11 +141,14 @@ mod tests {
     }
 
     #[test]
-    fn a_key_goes_only_once_none_of_its_notifications_is_left_and_nothing_holds_it() {
-        assert!(order_key_expired(false, false));
-        assert!(!order_key_expired(true, false), "a notification left");
-        assert!(!order_key_expired(false, true), "held");
-        assert!(!order_key_expired(true, true));
+    fn a_key_goes_only_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it() {
+        use KeyHolder::{Gone, None as Free, Stored};
+        assert!(order_key_expired(false, Free));
+        assert!(!order_key_expired(true, Free), "a notification left");
+        assert!(!order_key_expired(false, Stored), "held");
+        assert!(!order_key_expired(true, Stored));
+        assert!(order_key_expired(false, Gone), "its holder is gone");
+        assert!(!order_key_expired(true, Gone), "a notification left");
     }
 
     #[test]

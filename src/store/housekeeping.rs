@@ -6,6 +6,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::domain::retention::{order_key_expired, KeyHolder};
+
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
 
@@ -72,18 +74,41 @@ pub(crate) struct KeyRow {
     pub order_key: String,
     /// A notification of the key (with a sequence) is left.
     pub history_left: bool,
-    /// A failed or cancelled head holds the key (`held_by`).
-    pub held: bool,
+    /// What holds the key (`held_by`).
+    pub held_by: Option<Uuid>,
+    /// Whether the notification `held_by` names is still stored.
+    pub holder_stored: bool,
 }
 
-/// As a page reads it: (endpoint, key, history left, held).
-impl From<(Uuid, String, bool, bool)> for KeyRow {
-    fn from((endpoint_id, order_key, history_left, held): (Uuid, String, bool, bool)) -> Self {
+impl KeyRow {
+    /// What holds the key, for `domain::retention::order_key_expired`.
+    fn holder(&self) -> KeyHolder {
+        match (self.held_by, self.holder_stored) {
+            (None, _) => KeyHolder::None,
+            (Some(_), true) => KeyHolder::Stored,
+            (Some(_), false) => KeyHolder::Gone,
+        }
+    }
+}
+
+/// As a page reads it: (endpoint, key, history left, held by, holder
+/// stored).
+impl From<(Uuid, String, bool, Option<Uuid>, bool)> for KeyRow {
+    fn from(
+        (endpoint_id, order_key, history_left, held_by, holder_stored): (
+            Uuid,
+            String,
+            bool,
+            Option<Uuid>,
+            bool,
+        ),
+    ) -> Self {
         Self {
             endpoint_id,
             order_key,
             history_left,
-            held,
+            held_by,
+            holder_stored,
         }
     }
 }
@@ -106,14 +131,22 @@ pub(crate) trait KeyRetention: Sync {
     /// it must either be seen by the fence or find no row and start the
     /// key again (each backend says how).
     async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, super::StoreError>;
+    /// Clears the `held_by` of each of `holders` (a key and the holder
+    /// read on its row) that still names it, that holder being gone.
+    async fn clear_gone_holders(
+        &self,
+        holders: &[(KeyCursor, Uuid)],
+    ) -> Result<(), super::StoreError>;
 }
 
 /// One step of the ordering keys' retention walk, for both backends: among
-/// the next `limit` keys after `after`, those that
-/// `domain::retention::order_key_expired` lets go (no notification left,
-/// nothing holding them) go, and their sequence starts again at 1. Returns
-/// how many went and where to go on from (`None` once the walk is done).
-/// It runs after the notifications' walk, which removes their history.
+/// the next `limit` keys after `after`, a holder retention removed is
+/// cleared from its key (it holds nothing: `KeyHolder::Gone`), and those
+/// that `domain::retention::order_key_expired` lets go (no notification
+/// left, no stored one holding them) go, and their sequence starts again
+/// at 1. Returns how many went and where to go on from (`None` once the
+/// walk is done). It runs after the notifications' walk, which removes
+/// their history.
 pub(crate) async fn purge_order_keys(
     store: &impl KeyRetention,
     after: Option<KeyCursor>,
@@ -123,19 +156,26 @@ pub(crate) async fn purge_order_keys(
     // comes after the nil endpoint's empty key.
     let after = after.unwrap_or((Uuid::nil(), String::new()));
     let scanned = store.key_page(&after, limit).await?;
+    let cursor = |key: &KeyRow| (key.endpoint_id, key.order_key.clone());
+    let gone: Vec<(KeyCursor, Uuid)> = scanned
+        .iter()
+        .filter(|key| key.holder() == KeyHolder::Gone)
+        .filter_map(|key| Some((cursor(key), key.held_by?)))
+        .collect();
+    if !gone.is_empty() {
+        store.clear_gone_holders(&gone).await?;
+    }
     let expired: Vec<KeyCursor> = scanned
         .iter()
-        .filter(|key| crate::domain::retention::order_key_expired(key.history_left, key.held))
-        .map(|key| (key.endpoint_id, key.order_key.clone()))
+        .filter(|key| order_key_expired(key.history_left, key.holder()))
+        .map(cursor)
         .collect();
     let deleted = if expired.is_empty() {
         0
     } else {
         store.delete_unused_keys(&expired).await?
     };
-    let last = scanned
-        .last()
-        .map(|key| (key.endpoint_id, key.order_key.clone()));
+    let last = scanned.last().map(cursor);
     Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
 }
 

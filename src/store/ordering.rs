@@ -28,8 +28,15 @@
 //! second, as the trigger would have. Nothing waiting is ever released
 //! early: only one whose predecessor is final and does not hold its key.
 //!
+//! A notification retention removed can never end again: what waited for
+//! it (under `hold`, the failed head holding the key; elsewhere one a race
+//! stranded) would wait for ever. Housekeeping's `release_stranded` gives
+//! it its place again (`orphan_behind`): behind the latest pending one of
+//! its key before it, or the stored holder, or else at the head; the walk
+//! of the key rows clears a `held_by` naming a gone one.
+//!
 //! A key's row lasts while the key has history: once retention removed
-//! every notification of it, and nothing holds it, retention deletes the
+//! every notification of it, and no stored one holds it, retention deletes the
 //! row too (`domain::retention::order_key_expired` decides, the walk is
 //! `store::housekeeping::purge_order_keys`), and the key's next create
 //! inserts it anew, from sequence 1. In PostgreSQL that delete must not
@@ -240,6 +247,40 @@ pub fn requeued_behind(
     }
 }
 
+/// A pending notification of a key that waits for one no longer stored:
+/// retention removed it once final (under `hold`, the failed head that
+/// held the key, which can never be retried now), as read under its key's
+/// row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Orphan {
+    pub id: Uuid,
+    /// What it waited for, gone.
+    pub gone: Uuid,
+    /// The latest pending notification of its key before it, by sequence.
+    pub before: Option<Uuid>,
+    /// The stored notification holding its key (`held_by`), if any: a
+    /// holder retention removed holds nothing.
+    pub holder: Option<Uuid>,
+}
+
+/// What an orphan waits for now: the latest pending one of its key before
+/// it, or else the stored holder of its key; with neither, nothing: it is
+/// its key's head, as under `continue`. What waits for it stays behind it.
+pub fn orphan_behind(orphan: &Orphan) -> Option<Uuid> {
+    orphan
+        .before
+        .or(orphan.holder.filter(|holder| *holder != orphan.id))
+}
+
+/// The moves of `orphans`: each one's (id, what it waited for, what it
+/// waits for now), written only where it still waits for what it did.
+pub fn orphan_moves(orphans: &[Orphan]) -> Vec<(Uuid, Uuid, Option<Uuid>)> {
+    orphans
+        .iter()
+        .map(|orphan| (orphan.id, orphan.gone, orphan_behind(orphan)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +388,34 @@ mod tests {
         assert_eq!(
             requeued_behind(holder, Some(before), Some(waiting), Some(holder)),
             None
+        );
+    }
+
+    #[test]
+    fn one_waiting_for_a_gone_notification_goes_behind_the_one_before_it_or_its_holder_or_first() {
+        let (me, gone, before, holder) = (
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+        );
+        let orphan = |before, holder| Orphan {
+            id: me,
+            gone,
+            before,
+            holder,
+        };
+        assert_eq!(
+            orphan_behind(&orphan(Some(before), Some(holder))),
+            Some(before)
+        );
+        assert_eq!(orphan_behind(&orphan(None, Some(holder))), Some(holder));
+        assert_eq!(orphan_behind(&orphan(None, None)), None, "the key's head");
+        assert_eq!(orphan_behind(&orphan(None, Some(me))), None);
+        assert_eq!(
+            orphan_moves(&[orphan(None, None)]),
+            [(me, gone, None)],
+            "written only while it waits for the gone one"
         );
     }
 

@@ -266,7 +266,9 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     /// Releases up to `limit` notifications stranded behind one already
     /// final (`store::ordering`) as its end would have: each waits for
     /// what that one waited for, and one waiting for nothing is owed to
-    /// the index (`needs_index`). How many it moved.
+    /// the index (`needs_index`); and up to `limit` waiting for one that
+    /// retention removed, which take their place again
+    /// (`store::ordering::orphan_behind`). How many it moved.
     async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError>;
     async fn pending_due_before(
         &self,
@@ -293,7 +295,8 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
     /// Deletes the ordering keys (`order_keys`) none of whose notifications
-    /// is left and that nothing holds, among the next `limit` keys after
+    /// is left and that no stored one holds (clearing a holder retention
+    /// removed), among the next `limit` keys after
     /// `after` (`store::housekeeping::purge_order_keys`): a later
     /// notification of one starts its sequence again at 1. How many it
     /// deleted and where to go on from (`None` once the walk is done).

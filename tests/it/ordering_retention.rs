@@ -1,7 +1,8 @@
 //! Retention of ordering keys (docs/design.md §17, #48): a key's row goes
 //! once retention removed all its notifications and nothing holds it, and
 //! a later notification of the key starts again at sequence 1; a key with
-//! a notification left, or held, keeps its row and its sequence; in
+//! a notification left keeps its row and its sequence; a holder retention
+//! removed holds nothing, its successors go in order; in
 //! PostgreSQL, a key a create holds is passed over without waiting. The
 //! tests drive retention themselves (the app's own is off), on each
 //! backend.
@@ -94,12 +95,7 @@ async fn a_key_whose_notifications_retention_removed_starts_again_at_sequence_on
     let again = notify_keyed(&app, &endpoint, "order-1", json!({})).await;
     assert_eq!(read(&app, &again).await["sequence"], 1);
     wait_status(&app, &again, "succeeded").await;
-    let sent: Vec<String> = receiver
-        .received("/done")
-        .iter()
-        .filter_map(|r| r.header("webhook-sequence").map(str::to_owned))
-        .collect();
-    assert_eq!(sent, ["1", "2", "1"]);
+    assert_eq!(sequences(&receiver, "/done"), ["1", "2", "1"]);
 }
 both!(a_key_whose_notifications_retention_removed_starts_again_at_sequence_one);
 
@@ -135,21 +131,67 @@ async fn a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on(b
 }
 both!(a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on);
 
-async fn a_held_key_keeps_its_row_when_retention_removed_its_notifications(backend: Backend) {
+/// The `webhook-sequence` of each request `receiver` got at `path`.
+fn sequences(receiver: &Receiver, path: &str) -> Vec<String> {
+    receiver
+        .received(path)
+        .iter()
+        .filter_map(|r| r.header("webhook-sequence").map(str::to_owned))
+        .collect()
+}
+
+/// Under `hold`, to `receiver`'s `/held` (which fails once, then
+/// succeeds): an endpoint whose key "order-7" its failed head holds; the
+/// endpoint and the head.
+async fn held_key(app: &TestApp, receiver: &Receiver) -> (String, String) {
+    receiver.reply("/held", vec![Reply::status(500), Reply::status(200)]);
+    let endpoint = ordered(app, receiver, "/held", "hold").await;
+    let head = notify_keyed(app, &endpoint, "order-7", json!({})).await;
+    wait_status(app, &head, "failed").await;
+    (endpoint, head)
+}
+
+async fn a_key_whose_failed_holder_retention_removed_is_no_longer_held(backend: Backend) {
     let app = backend.spawn_with("[retention]\ndays = 0\n").await;
     let receiver = Receiver::start().await;
-    receiver.reply("/held", vec![Reply::status(500)]);
-    let endpoint = ordered(&app, &receiver, "/held", "hold").await;
-    let head = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
-    wait_status(&app, &head, "failed").await;
+    let (endpoint, head) = held_key(&app, &receiver).await;
+    let second = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
+    let third = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
+    assert_eq!(read(&app, &second).await["status"], "pending", "held");
+
+    // Retention removes the holder, which can never be retried now: its
+    // successors go, in order, and the key is no longer held.
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 0, "the key has history");
+    let (status, _) = app.get(&format!("/v1/notifications/{head}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the holder was purged");
+    wait_status(&app, &second, "succeeded").await;
+    wait_status(&app, &third, "succeeded").await;
+    let next = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
+    assert_eq!(read(&app, &next).await["sequence"], 4);
+    wait_status(&app, &next, "succeeded").await;
+    assert_eq!(sequences(&receiver, "/held"), ["1", "2", "3", "4"]);
+
+    // With its history gone too, the key's row follows the normal rule.
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 1);
+    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+}
+both!(a_key_whose_failed_holder_retention_removed_is_no_longer_held);
+
+async fn a_key_whose_holder_retention_removed_starts_again_at_sequence_one(backend: Backend) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    let (endpoint, _) = held_key(&app, &receiver).await;
 
     let later = Utc::now() + chrono::Duration::minutes(1);
-    assert_eq!(retention(&backend, later).await, 0);
-    assert_eq!(backend.count(KEYS).await, 1, "the held key's row is kept");
+    assert_eq!(retention(&backend, later).await, 1, "nothing holds the key");
+    assert_eq!(backend.count(KEYS).await, 0);
     let next = notify_keyed(&app, &endpoint, "order-7", json!({})).await;
-    assert_eq!(read(&app, &next).await["sequence"], 2);
+    assert_eq!(read(&app, &next).await["sequence"], 1);
+    wait_status(&app, &next, "succeeded").await;
 }
-both!(a_held_key_keeps_its_row_when_retention_removed_its_notifications);
+both!(a_key_whose_holder_retention_removed_starts_again_at_sequence_one);
 
 /// Server mode: a create of a key holds the key's row until it commits
 /// (it writes its notification first). Retention passes over a row so held

@@ -23,6 +23,7 @@ mod notifications;
 mod operations;
 mod operator;
 mod ordering;
+mod ordering_retention;
 #[cfg(test)]
 mod partition_plan_tests;
 mod partitions;

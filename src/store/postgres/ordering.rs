@@ -18,7 +18,6 @@ use uuid::Uuid;
 
 use super::partitions::id_span;
 use crate::domain::ordering::Release;
-use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
     back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
@@ -338,7 +337,8 @@ pub(super) async fn release_stranded(
     .bind(now)
     .execute(&store.pool)
     .await?;
-    Ok(moved.rows_affected())
+    let orphans = super::ordering_retention::release_orphans(store, limit).await?;
+    Ok(moved.rows_affected() + orphans)
 }
 
 /// After an ordered create's commit: passes over the tails its new
@@ -429,89 +429,4 @@ async fn until_free(store: &super::PgStore, mut held: Vec<Uuid>) -> Result<(), S
         held.retain(|id| !free.contains(id));
     }
     Ok(())
-}
-
-/// A page of the ordering keys' retention walk: the keys after `$1`/`$2`
-/// in the primary key's order, each with whether a notification of it is
-/// left and whether it is held. Whether one is left is a scalar subquery
-/// with `LIMIT 1`, a probe of each partition's `notifications_order` per
-/// key: PostgreSQL may run an `EXISTS` in a select list as one hash of
-/// every ordered notification, read in full at each page.
-pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
-         (SELECT true FROM notifications n \
-          WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-            AND n.sequence IS NOT NULL LIMIT 1) IS NOT NULL, \
-         k.held_by IS NOT NULL \
-     FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
-     ORDER BY k.endpoint_id, k.order_key LIMIT $3";
-
-/// The delete of `delete_unused_keys`, of the locked keys `$1`/`$2`:
-/// those still without a notification (probed as in `KEY_PAGE`) and
-/// without a holder.
-pub(super) const DELETE_UNUSED_KEYS: &str = "DELETE FROM order_keys k \
-     USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
-     WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-       AND k.held_by IS NULL \
-       AND (SELECT true FROM notifications n \
-            WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-              AND n.sequence IS NOT NULL LIMIT 1) IS NULL";
-
-/// The ordering keys' retention walk in PostgreSQL
-/// (`store::housekeeping::purge_order_keys` decides).
-#[async_trait::async_trait]
-impl KeyRetention for super::PgStore {
-    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
-        let rows: Vec<(Uuid, String, bool, bool)> = sqlx::query_as(KEY_PAGE)
-            .bind(after.0)
-            .bind(&after.1)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.into_iter().map(KeyRow::from).collect())
-    }
-
-    /// In a transaction of two statements, because a create writes its
-    /// notification *before* it upserts the key's row (and holds that row
-    /// until its commit). A single `DELETE … WHERE` no notification is
-    /// left would be wrong under READ COMMITTED: when it waits for a
-    /// create's lock on the row, it re-checks the row once the create
-    /// commits (EvalPlanQual) but evaluates the subquery in its own, older
-    /// snapshot, which lacks the create's notification; it would delete
-    /// the row of a key with a pending notification N, and the key's next
-    /// create would start again at 1 beside it. So the rows are locked
-    /// first, passing over those a create holds (`SKIP LOCKED`: this never
-    /// waits, so it never deadlocks with a create, a release or a change
-    /// of ordering), and the delete that follows takes a fresh snapshot,
-    /// which sees every create that committed before the lock. A create
-    /// that comes later waits for the lock, and once the row is gone
-    /// inserts it anew: its notifications are then the key's only ones,
-    /// from 1.
-    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
-        let endpoints: Vec<Uuid> = keys.iter().map(|(endpoint, _)| *endpoint).collect();
-        let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
-        let mut tx = self.pool.begin().await?;
-        let locked: Vec<(Uuid, String)> = sqlx::query_as(
-            "SELECT k.endpoint_id, k.order_key FROM order_keys k \
-             JOIN UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
-               ON k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-             LIMIT $3 FOR UPDATE OF k SKIP LOCKED",
-        )
-        .bind(&endpoints)
-        .bind(&names)
-        .bind(keys.len() as i64)
-        .fetch_all(&mut *tx)
-        .await?;
-        if locked.is_empty() {
-            return Ok(0);
-        }
-        let (endpoints, names): (Vec<Uuid>, Vec<String>) = locked.into_iter().unzip();
-        let deleted = sqlx::query(DELETE_UNUSED_KEYS)
-            .bind(&endpoints)
-            .bind(&names)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        tx.commit().await?;
-        Ok(deleted)
-    }
 }

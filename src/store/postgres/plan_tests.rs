@@ -245,14 +245,14 @@ async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(
     .execute(&pool)
     .await
     .unwrap();
-    let page = generic_plan(&pool, super::ordering::KEY_PAGE, 3).await;
+    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 3).await;
     let text = page.join("\n");
     assert!(
         page.iter().any(|line| line.contains("Index Cond:")
             && line.contains("ROW(endpoint_id, order_key) > ROW($1, $2)")),
         "the page starts at its cursor in order_keys' primary key:\n{text}"
     );
-    let delete = generic_plan(&pool, super::ordering::DELETE_UNUSED_KEYS, 2).await;
+    let delete = generic_plan(&pool, super::ordering_retention::DELETE_UNUSED_KEYS, 2).await;
     for plan in [page, delete] {
         let text = plan.join("\n");
         assert!(
@@ -271,4 +271,48 @@ async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(
             "the notifications are not read in full:\n{text}"
         );
     }
+}
+
+// Issue #48: housekeeping looks every second for what waits for a
+// notification retention removed.
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index(pool: PgPool) {
+    live_table(&pool, 1).await;
+    // 20,000 keys of one endpoint, each with five notifications; those of
+    // one key in a hundred wait.
+    sqlx::raw_sql(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
+         SELECT '00000000-0000-7000-8000-000000000001', 'order-' || g, 5 \
+         FROM generate_series(1, 20000) g; \
+         INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, status, \
+             attempts, deliver_at, next_attempt_at, order_key, sequence, behind) \
+         SELECT hookd_uuid_v7(), endpoint_id, 'application/json', '\\x7b7d', '{0}', 'pending', \
+             0, now(), now(), order_key, s, \
+             CASE WHEN s > 1 AND order_key LIKE '%00' THEN hookd_uuid_v7() END \
+         FROM order_keys, generate_series(1, 5) s; \
+         ANALYZE order_keys, notifications",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let orphaned = generic_plan(&pool, super::ordering_retention::ORPHANED, 1).await;
+    let locked = generic_plan(&pool, super::ordering_retention::LOCK_KEYS, 2).await;
+    let orphans = generic_plan(&pool, super::ordering_retention::ORPHANS, 2).await;
+    for plan in [&orphaned, &orphans] {
+        let text = plan.join("\n");
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("Index Scan using") && line.contains("behind")),
+            "the waiting rows are read through notifications_behind:\n{text}"
+        );
+    }
+    // Only an empty partition (a day to come) is scanned: at no cost; the
+    // keys' rows are probed by their primary key.
+    let full = |line: &String| line.contains("Seq Scan") && !line.contains("..0.00 rows");
+    for plan in [&orphaned, &locked, &orphans] {
+        let text = plan.join("\n");
+        assert!(!plan.iter().any(full), "no table is read in full:\n{text}");
+    }
+    let text = locked.join("\n");
+    assert!(!locked.iter().any(|line| line.contains("Hash")), "{text}");
 }

@@ -206,3 +206,17 @@ async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
     assert_uses(&page, "sqlite_autoindex_order_keys_1");
     assert!(page.contains("INDEX notifications_order"), "{page}");
 }
+
+// Issue #48: housekeeping looks every second for what waits for a
+// notification retention removed.
+#[tokio::test]
+async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    let orphans = plan(&store, super::ordering::ORPHANS).await;
+    assert!(orphans.contains("INDEX notifications_behind"), "{orphans}");
+    assert!(orphans.contains("INDEX notifications_order"), "{orphans}");
+    assert!(!orphans.contains("SCAN notifications"), "{orphans}");
+}

@@ -289,3 +289,12 @@ pub async fn operator_event_keys<S: Backend>(store: &S) -> Vec<Option<String>> {
 pub fn micros(at: DateTime<Utc>) -> i64 {
     at.timestamp_micros()
 }
+
+/// A notification of `key` to `endpoint`, which orders by key.
+pub fn keyed(endpoint: &Endpoint, key: &str) -> NewNotification {
+    NewNotification {
+        order_key: Some(key.into()),
+        ordered: true,
+        ..notification(endpoint)
+    }
+}

@@ -17,6 +17,7 @@ mod housekeeping;
 pub(crate) mod leases;
 mod notifications;
 mod operations;
+mod ordering;
 mod pull;
 mod pull_mode;
 mod replica;
@@ -137,9 +138,12 @@ macro_rules! conformance {
                 retention_deletes_final_rows_completed_before_the_bound_with_their_attempts,
                 retention_walks_the_rows_in_pages_by_cursor,
                 retention_deletes_events_only_once_their_deliveries_are_gone,
-                retention_forgets_a_key_once_none_of_its_notifications_is_left_and_nothing_holds_it,
+                retention_forgets_a_key_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it,
                 a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
                 re_enabling_a_disabled_endpoint_forgets_its_failures,
+            }
+            ordering {
+                a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,
             }
             due_age {
                 the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,
