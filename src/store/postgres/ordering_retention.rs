@@ -15,9 +15,11 @@ use crate::store::StoreError;
 
 /// The keys of up to `$1` pending notifications that wait for one no
 /// longer stored, through `notifications_behind` (a probe of the primary
-/// key each, as `release_stranded`'s join).
+/// key each, as `release_stranded`'s join; the pending test as
+/// `postgres::ordering` writes it, so that no index on pending rows is
+/// taken instead).
 pub(super) const ORPHANED: &str = "SELECT w.endpoint_id, w.order_key FROM notifications w \
-     WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
+     WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE AND w.sequence IS NOT NULL \
        AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
      LIMIT $1";
 
@@ -36,13 +38,14 @@ pub(super) const LOCK_KEYS: &str = "SELECT k.endpoint_id, k.order_key FROM order
 pub(super) const ORPHANS: &str = "SELECT w.id, w.behind, \
          (SELECT q.id FROM notifications q \
           WHERE q.endpoint_id = w.endpoint_id AND q.order_key = w.order_key \
-            AND q.sequence IS NOT NULL AND q.sequence < w.sequence AND q.status = 'pending' \
+            AND q.sequence IS NOT NULL AND q.sequence < w.sequence \
+            AND (q.status = 'pending') IS TRUE \
           ORDER BY q.sequence DESC LIMIT 1), \
          (SELECT h.id FROM order_keys k JOIN notifications h ON h.id = k.held_by \
           WHERE k.endpoint_id = w.endpoint_id AND k.order_key = w.order_key) \
      FROM UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
      JOIN notifications w ON w.endpoint_id = c.endpoint_id AND w.order_key = c.order_key \
-     WHERE w.sequence IS NOT NULL AND w.behind IS NOT NULL AND w.status = 'pending' \
+     WHERE w.sequence IS NOT NULL AND w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE \
        AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
      FOR UPDATE OF w SKIP LOCKED";
 
