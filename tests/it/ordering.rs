@@ -8,10 +8,14 @@
 
 use std::time::Duration;
 
+use hookd::store::seams::HousekeepingStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::backends::Backend;
+use crate::conformance::fixtures::{
+    attempt, commit_new, create, endpoint, get, keyed, record, FAILED,
+};
 use crate::helpers::{
     database_url, eventually, new_prefix, redis_url, spawn_app_settings, test_settings_with_prefix,
     HookdProcess, TestApp,
@@ -649,4 +653,56 @@ async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool:
     assert_eq!(behind, None, "the new one waits for nothing");
     assert_ne!(read(&app, &next).await["waiting"]["reason"], "ordering");
     wait_status(&app, &next, "succeeded").await;
+}
+
+/// Housekeeping's release of a notification stranded behind a final one
+/// passes over that one only while it stays final: while a retry of it
+/// is under way (its row held, pending again once it commits), the
+/// stranded one keeps waiting for it.
+#[sqlx::test]
+async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(pool: sqlx::PgPool) {
+    let store = crate::conformance::postgres_store(pool.clone());
+    let shop = create(
+        &store,
+        hookd::store::endpoints::Endpoint {
+            ordering: hookd::domain::ordering::KeyOrdering::Key,
+            ..endpoint()
+        },
+    )
+    .await;
+    let first = commit_new(&store, keyed(&shop, "order-r")).await;
+    let second = commit_new(&store, keyed(&shop, "order-r")).await;
+    assert_eq!(get(&store, second).await.behind, Some(first));
+    // The first fails with its release turned off: the second is stranded.
+    let trigger = |on: bool| {
+        let verb = if on { "ENABLE" } else { "DISABLE" };
+        format!("ALTER TABLE notifications {verb} TRIGGER notifications_release_order")
+    };
+    sqlx::query(sqlx::AssertSqlSafe(trigger(false)))
+        .execute(&pool)
+        .await
+        .unwrap();
+    record(&store, &[attempt(first, shop.id, 1, FAILED)]).await;
+    sqlx::query(sqlx::AssertSqlSafe(trigger(true)))
+        .execute(&pool)
+        .await
+        .unwrap();
+    // A retry of the first, under way.
+    let mut retry = pool.begin().await.unwrap();
+    sqlx::query("UPDATE notifications SET status = 'pending', completed_at = NULL WHERE id = $1")
+        .bind(first)
+        .execute(&mut *retry)
+        .await
+        .unwrap();
+    let released = HousekeepingStore::release_stranded(&store, 100).await;
+    assert_eq!(released.unwrap(), 0);
+    assert_eq!(
+        get(&store, second).await.behind,
+        Some(first),
+        "still waiting"
+    );
+    retry.commit().await.unwrap();
+    let released = HousekeepingStore::release_stranded(&store, 100).await;
+    assert_eq!(released.unwrap(), 0, "its predecessor is pending again");
+    assert_eq!(get(&store, second).await.behind, Some(first));
 }

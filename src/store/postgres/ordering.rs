@@ -38,13 +38,23 @@ const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
 
 /// Passes each of `$1` (pending, ordered, ids from `$2` to `$3`) over
 /// the one it waits for if that one is final and does not hold its key,
-/// as the release would have: what each passed one now waits for.
-const PASS_ENDED: &str = "UPDATE notifications n SET behind = p.behind FROM notifications p \
+/// as the release would have: what each passed one now waits for. The
+/// final one is read `FOR SHARE`: a retry of it that committed meanwhile
+/// is seen (pending again, it is not passed over), and one under way is
+/// passed by (`SKIP LOCKED`: never a wait, so never in a cycle with a
+/// retry that waits for the create's key row); what this leaves waiting
+/// for a final one, `settle` or `release_stranded` passes over later.
+const PASS_ENDED: &str = "UPDATE notifications n SET behind = f.next \
+     FROM (SELECT p.id, p.behind AS next FROM notifications p \
+           WHERE p.id IN (SELECT w.behind FROM notifications w \
+                          WHERE w.id = ANY($1) AND w.id BETWEEN $2 AND $3) \
+             AND p.status <> 'pending' \
+             AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                 WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                   AND k.held_by = p.id) \
+           FOR SHARE OF p SKIP LOCKED) f \
      WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.status = 'pending' \
-       AND p.id = n.behind AND p.status <> 'pending' \
-       AND NOT EXISTS (SELECT 1 FROM order_keys k \
-           WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
-             AND k.held_by = p.id) \
+       AND n.behind = f.id \
      RETURNING n.id, n.behind";
 
 /// Gives each of `items` (created, in creation order, all ordered) its
@@ -313,7 +323,11 @@ pub(super) async fn requeue_all(
 }
 
 /// `HousekeepingStore::release_stranded` in PostgreSQL: through
-/// `notifications_behind`, at the store's clock.
+/// `notifications_behind`, at the store's clock. The final one is read
+/// `FOR SHARE SKIP LOCKED` and the waiting one must still wait for it, as
+/// in `PASS_ENDED`: a retry of the final one that commits meanwhile (it is
+/// pending again, and its successor must keep waiting) is seen, or the
+/// pair is left for the next second.
 pub(super) async fn release_stranded(
     store: &super::PgStore,
     limit: i64,
@@ -324,14 +338,14 @@ pub(super) async fn release_stranded(
              needs_index = n.needs_index OR (s.next IS NULL AND NOT n.pull), \
              next_attempt_at = CASE WHEN s.next IS NULL AND n.pull \
                  THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
-         FROM (SELECT w.id, p.behind AS next FROM notifications w \
+         FROM (SELECT w.id, w.behind AS was, p.behind AS next FROM notifications w \
                JOIN notifications p ON p.id = w.behind \
                WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE AND p.status <> 'pending' \
                  AND NOT EXISTS (SELECT 1 FROM order_keys k \
                      WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
                        AND k.held_by = p.id) \
-               LIMIT $1) s \
-         WHERE n.id = s.id AND n.status = 'pending'",
+               LIMIT $1 FOR SHARE OF p SKIP LOCKED) s \
+         WHERE n.id = s.id AND n.status = 'pending' AND n.behind = s.was",
     )
     .bind(limit)
     .bind(now)

@@ -230,7 +230,7 @@ conformance!(
     crate::conformance::sqlite_store().await
 );
 
-fn postgres_store(pool: sqlx::PgPool) -> PgStore {
+pub(crate) fn postgres_store(pool: sqlx::PgPool) -> PgStore {
     PgStore::new(pool).with_clock(Clock::movable())
 }
 
