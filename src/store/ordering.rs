@@ -133,6 +133,36 @@ pub fn runs(items: &[Item<'_>]) -> Vec<KeyRun> {
         .collect()
 }
 
+/// A key's row as a create wrote it: endpoint, key, last sequence (the new
+/// notifications' included) and the notification holding it.
+pub type WrittenKey = (Uuid, String, i64, Option<Uuid>);
+
+/// A key's tail as a create read it, once its row was written.
+pub type ReadTail = (Uuid, String, Option<Uuid>);
+
+/// Each key's state from its written row and its tail: what its first new
+/// notification waits for is the tail, or else the one holding the key.
+pub fn key_states(
+    written: Vec<WrittenKey>,
+    tails: Vec<ReadTail>,
+) -> HashMap<(Uuid, String), KeyState> {
+    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
+        .into_iter()
+        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
+        .collect();
+    written
+        .into_iter()
+        .map(|(endpoint, key, last_sequence, held_by)| {
+            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
+            let state = KeyState {
+                last_sequence,
+                tail: tail.or(held_by),
+            };
+            ((endpoint, key), state)
+        })
+        .collect()
+}
+
 /// The place of each of `items` (in creation order) given its key's state:
 /// sequences up to the key's last, each waiting for the one before it.
 pub fn places(

@@ -57,6 +57,17 @@ fn sequences(got: &[Received]) -> Vec<i64> {
         .collect()
 }
 
+/// Turns the release trigger on or off (PostgreSQL): what a create racing
+/// its predecessor's end would see, made to happen.
+async fn release_trigger(pool: &sqlx::PgPool, on: bool) {
+    let verb = if on { "ENABLE" } else { "DISABLE" };
+    let sql = format!("ALTER TABLE notifications {verb} TRIGGER notifications_release_order");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 async fn notify_keyed(app: &TestApp, endpoint: &str, key: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
     for i in 0..n {
@@ -577,21 +588,11 @@ async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
     let endpoint = endpoint["id"].as_str().unwrap();
     let ids = notify_keyed(&app, endpoint, "order-s", 2).await;
     receiver.wait_for("/stranded", 1, DEADLINE).await;
-    let trigger = |on: bool| {
-        let verb = if on { "ENABLE" } else { "DISABLE" };
-        format!("ALTER TABLE notifications {verb} TRIGGER notifications_release_order")
-    };
-    sqlx::query(sqlx::AssertSqlSafe(trigger(false)))
-        .execute(&pool)
-        .await
-        .unwrap();
+    release_trigger(&pool, false).await;
     let (status, _) = app
         .post(&format!("/v1/notifications/{}/cancel", ids[0]), json!({}))
         .await;
-    sqlx::query(sqlx::AssertSqlSafe(trigger(true)))
-        .execute(&pool)
-        .await
-        .unwrap();
+    release_trigger(&pool, true).await;
     assert_eq!(status, StatusCode::OK);
     wait_status(&app, &ids[1], "succeeded").await;
 }
@@ -674,19 +675,9 @@ async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(p
     let second = commit_new(&store, keyed(&shop, "order-r")).await;
     assert_eq!(get(&store, second).await.behind, Some(first));
     // The first fails with its release turned off: the second is stranded.
-    let trigger = |on: bool| {
-        let verb = if on { "ENABLE" } else { "DISABLE" };
-        format!("ALTER TABLE notifications {verb} TRIGGER notifications_release_order")
-    };
-    sqlx::query(sqlx::AssertSqlSafe(trigger(false)))
-        .execute(&pool)
-        .await
-        .unwrap();
+    release_trigger(&pool, false).await;
     record(&store, &[attempt(first, shop.id, 1, FAILED)]).await;
-    sqlx::query(sqlx::AssertSqlSafe(trigger(true)))
-        .execute(&pool)
-        .await
-        .unwrap();
+    release_trigger(&pool, true).await;
     // A retry of the first, under way.
     let mut retry = pool.begin().await.unwrap();
     sqlx::query("UPDATE notifications SET status = 'pending', completed_at = NULL WHERE id = $1")

@@ -20,7 +20,8 @@ use super::partitions::id_span;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
-    back_in_line, places, requeued_behind, runs, Item, KeyState, LineHead, Requeued,
+    back_in_line, key_states, places, requeued_behind, runs, Item, LineHead, ReadTail, Requeued,
+    WrittenKey,
 };
 use crate::store::StoreError;
 
@@ -71,7 +72,7 @@ pub(super) async fn place_in_order(
     let keys: Vec<&str> = runs.iter().map(|r| r.order_key.as_str()).collect();
     let counts: Vec<i64> = runs.iter().map(|r| r.count).collect();
     // The key rows, locked until the commit, in (endpoint, key) order.
-    let written: Vec<(Uuid, String, i64, Option<Uuid>)> = sqlx::query_as(
+    let written: Vec<WrittenKey> = sqlx::query_as(
         "INSERT INTO order_keys AS k (endpoint_id, order_key, last_sequence) \
          SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::bigint[]) \
          ORDER BY 1, 2 \
@@ -87,26 +88,12 @@ pub(super) async fn place_in_order(
     // Read in a statement of its own, whose snapshot is taken once the key
     // rows are held: a predecessor whose end committed meanwhile is seen
     // as final.
-    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(TAILS)
+    let tails: Vec<ReadTail> = sqlx::query_as(TAILS)
         .bind(&endpoints)
         .bind(&keys)
         .fetch_all(&mut *conn)
         .await?;
-    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
-        .into_iter()
-        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
-        .collect();
-    let states: HashMap<(Uuid, String), KeyState> = written
-        .into_iter()
-        .map(|(endpoint, key, last_sequence, held_by)| {
-            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
-            let state = KeyState {
-                last_sequence,
-                tail: tail.or(held_by),
-            };
-            ((endpoint, key), state)
-        })
-        .collect();
+    let states = key_states(written, tails);
     let mut placed = places(items, &states);
 
     let ids: Vec<Uuid> = placed.keys().copied().collect();

@@ -13,8 +13,8 @@ use crate::domain::ordering::Release;
 use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
-    back_in_line, orphan_moves, places, requeued_behind, runs, Item, KeyState, LineHead, Orphan,
-    Requeued,
+    back_in_line, key_states, orphan_moves, places, requeued_behind, runs, Item, LineHead, Orphan,
+    ReadTail, Requeued, WrittenKey,
 };
 use crate::store::StoreError;
 
@@ -41,7 +41,7 @@ pub(super) async fn place_in_order(
         .collect();
     let runs = json_text(&runs);
     // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
-    let written: Vec<(Uuid, String, i64, Option<Uuid>)> = sqlx::query_as(
+    let written: Vec<WrittenKey> = sqlx::query_as(
         "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
          SELECT unhex(value ->> 0), value ->> 1, value ->> 2 FROM json_each(?) WHERE true \
          ON CONFLICT (endpoint_id, order_key) \
@@ -52,7 +52,7 @@ pub(super) async fn place_in_order(
     .fetch_all(&mut *conn)
     .await
     .map_err(store_error)?;
-    let tails: Vec<(Uuid, String, Option<Uuid>)> = sqlx::query_as(
+    let tails: Vec<ReadTail> = sqlx::query_as(
         "SELECT unhex(k.value ->> 0), k.value ->> 1, ( \
              SELECT n.id FROM notifications n \
              WHERE n.endpoint_id = unhex(k.value ->> 0) AND n.order_key = k.value ->> 1 \
@@ -66,21 +66,7 @@ pub(super) async fn place_in_order(
     .fetch_all(&mut *conn)
     .await
     .map_err(store_error)?;
-    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
-        .into_iter()
-        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
-        .collect();
-    let states: HashMap<(Uuid, String), KeyState> = written
-        .into_iter()
-        .map(|(endpoint, key, last_sequence, held_by)| {
-            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
-            let state = KeyState {
-                last_sequence,
-                tail: tail.or(held_by),
-            };
-            ((endpoint, key), state)
-        })
-        .collect();
+    let states = key_states(written, tails);
     let placed = places(items, &states);
     let rows: Vec<(String, Option<i64>, Option<String>)> = placed
         .iter()
