@@ -86,10 +86,11 @@ impl Handoff {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn row() -> DueNotification {
+    /// A pending row due now, of an endpoint of its own.
+    pub(in crate::dispatcher) fn row() -> DueNotification {
         DueNotification {
             id: uuid::Uuid::now_v7(),
             endpoint_id: uuid::Uuid::now_v7(),

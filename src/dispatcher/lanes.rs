@@ -289,24 +289,9 @@ mod tests {
         );
         Waiting {
             row: DueNotification {
-                id: Uuid::now_v7(),
                 endpoint_id: endpoint,
-                key: None,
-                event_type: None,
-                content_type: "application/json".into(),
-                body: b"{}".to_vec(),
-                headers: Default::default(),
-                schedule_ms: vec![0],
-                schedule_name: None,
-                status: crate::domain::status::Status::Pending,
-                attempts: 0,
-                series_start: 0,
                 next_attempt_at: Some(until),
-                event_id: None,
-                url: None,
-                endpoint_version: Some(1),
-                unreadable: None,
-                sequence: None,
+                ..super::super::handoff::tests::row()
             },
             plan: Arc::new(plan),
             due_at: until,
