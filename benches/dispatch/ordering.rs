@@ -87,13 +87,14 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
         post_batches(&client, &api.base, vec![body], 1).await;
     }
     let posted = started.elapsed();
+    let received_when_posted = receiver.received.load(Ordering::SeqCst);
     let deadline = Duration::from_secs(600);
     while receiver.received.load(Ordering::SeqCst) < total as u64 {
         assert!(started.elapsed() < deadline, "ordering: the round drained");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     println!(
-        "ordering: {} {total} posted in {:.2} s, drained {:.2} s after the first post",
+        "ordering: {} {total} posted in {:.2} s ({received_when_posted} received by then), drained {:.2} s after the first post",
         if ordered { "ordered" } else { "unordered" },
         posted.as_secs_f64(),
         started.elapsed().as_secs_f64()
