@@ -29,7 +29,7 @@ use super::{batch_bodies, embedded, post_batches, rate_limit::Bench, receiver_li
 
 const KEYS: usize = 1_000;
 const PER_KEY: usize = 20;
-const PAIRS: usize = 3;
+const PAIRS: usize = 5;
 /// Settled notifications stored before each server round (`settled_history`).
 const HISTORY: i64 = 20_000;
 

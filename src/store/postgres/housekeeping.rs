@@ -56,20 +56,28 @@ impl PgStore {
         .await?)
     }
 
+    /// Clears the marks of `ids` (`CLEAR_NEEDS_INDEX`).
     pub async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         let (low, high) = id_span(ids);
-        sqlx::query(
-            "UPDATE notifications SET needs_index = false \
-             WHERE id = ANY($1) AND id BETWEEN $2 AND $3",
-        )
-        .bind(ids)
-        .bind(low)
-        .bind(high)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query(CLEAR_NEEDS_INDEX)
+            .bind(ids)
+            .bind(low)
+            .bind(high)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }
+/// Clears the marks of `$1` (ids from `$2` to `$3`), locking the rows in
+/// id order, as `ordering::RELEASED` does: the two clear the marks of a
+/// key's new head at the same time, and in opposite orders they
+/// deadlocked. By primary key only: `needs_index IS TRUE` keeps the
+/// partial index of marked rows out of it.
+pub(super) const CLEAR_NEEDS_INDEX: &str = "UPDATE notifications n SET needs_index = false \
+     FROM (SELECT id FROM notifications \
+           WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND needs_index IS TRUE \
+           ORDER BY id FOR UPDATE) s \
+     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.id = s.id AND n.needs_index IS TRUE";
 /// One page of pending rows in due order after a cursor and before a time.
 /// Both bounds are always given (see `FIRST` and `NO_END`): an optional
 /// bound written `$1 IS NULL OR …` is no index condition in a generic plan,

@@ -23,6 +23,8 @@ mod notifications;
 mod operations;
 mod operator;
 mod ordering;
+#[cfg(test)]
+mod ordering_plan_tests;
 mod ordering_retention;
 #[cfg(test)]
 mod partition_plan_tests;

@@ -45,17 +45,32 @@ const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
 /// passed by (`SKIP LOCKED`: never a wait, so never in a cycle with a
 /// retry that waits for the create's key row); what this leaves waiting
 /// for a final one, `settle` or `release_stranded` passes over later.
-const PASS_ENDED: &str = "UPDATE notifications n SET behind = f.next \
-     FROM (SELECT p.id, p.behind AS next FROM notifications p \
-           WHERE p.id IN (SELECT w.behind FROM notifications w \
-                          WHERE w.id = ANY($1) AND w.id BETWEEN $2 AND $3) \
+///
+/// Each row is reached by its primary key from the ids, whatever the
+/// statistics say. Hookd plans each statement once, and a generic plan on
+/// statistics from before the ordered rows (`notifications_behind` a few
+/// hundred rows) read that index whole for each row and filtered it by
+/// id, 0.1-1.9 s a statement once 20,000 were pending (`auto_explain`,
+/// the ordering bench's slow rounds). So nothing here proves `behind IS
+/// NOT NULL`, the partial index's predicate: the final one is found by
+/// `COALESCE(w.behind, w.id)` (a row with no predecessor finds itself,
+/// pending, and is left), and the waiting one's `behind` is rechecked
+/// with `IS NOT DISTINCT FROM`. The waiting one is probed by its id from
+/// each pair, not read by `$1` and matched with the pairs in a join
+/// filter: on the plan's guess of a row a side, that compared each of a
+/// batch of 1,000 with every other (30 ms). `ordering_plan_tests` keeps
+/// these shapes.
+pub(super) const PASS_ENDED: &str = "UPDATE notifications n SET behind = f.next \
+     FROM (SELECT w.id AS waiting, p.id, p.behind AS next FROM notifications w \
+           JOIN notifications p ON p.id = COALESCE(w.behind, w.id) \
+           WHERE w.id = ANY($1) AND w.id BETWEEN $2 AND $3 \
              AND p.status <> 'pending' \
              AND NOT EXISTS (SELECT 1 FROM order_keys k \
                  WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
                    AND k.held_by = p.id) \
            FOR SHARE OF p SKIP LOCKED) f \
-     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.status = 'pending' \
-       AND n.behind = f.id \
+     WHERE n.id = f.waiting \
+       AND (n.status = 'pending') IS TRUE AND n.behind IS NOT DISTINCT FROM f.id \
      RETURNING n.id, n.behind";
 
 /// Gives each of `items` (created, in creation order, all ordered) its
@@ -182,8 +197,40 @@ pub(super) async fn release(
     Ok(())
 }
 
+/// `released`: the heads of the keys of `$1` (ids from `$2` to `$3`)
+/// marked for the index, their marks cleared.
+///
+/// Every read here goes by a key or an id, whatever the statistics say.
+/// Hookd plans each statement once per connection, and on statistics
+/// taken before any ordered row existed the planner takes the partial
+/// indexes of ordered and of marked rows for nearly empty: it read
+/// `notifications_order` whole (and by it the ended ones, filtered by
+/// id) and hashed, 30 ms to 1 s a call in the ordering bench
+/// (`auto_explain`). So the ended ones are read without `sequence IS NOT
+/// NULL` (their primary key is the only path), each key's head is probed
+/// in a lateral read that `OFFSET 0` keeps from being flattened into a
+/// join, and the mark is tested as `needs_index IS TRUE`, which the
+/// partial index of marked rows does not serve. The heads are locked in
+/// id order, as `clear_needs_index` locks: the committer clears the mark
+/// of a key's new head while this may clear it too, and taking two rows
+/// in opposite orders deadlocked (a second each, `deadlock_timeout`).
+pub(super) const RELEASED: &str = "UPDATE notifications n SET needs_index = false \
+     FROM (SELECT c.id FROM notifications c \
+           WHERE c.id IN (SELECT h.id \
+               FROM (SELECT DISTINCT e.endpoint_id, e.order_key \
+                     FROM notifications e WHERE e.id = ANY($1) AND e.id BETWEEN $2 AND $3) k \
+               CROSS JOIN LATERAL (SELECT x.id FROM notifications x \
+                   WHERE x.endpoint_id = k.endpoint_id AND x.order_key = k.order_key \
+                     AND x.sequence IS NOT NULL AND x.needs_index IS TRUE \
+                     AND (x.status = 'pending') IS TRUE AND x.behind IS NULL \
+                     AND NOT x.pull OFFSET 0) h) \
+           ORDER BY c.id FOR UPDATE OF c) s \
+     WHERE n.id = s.id AND n.needs_index IS TRUE AND (n.status = 'pending') IS TRUE \
+       AND n.behind IS NULL AND NOT n.pull \
+     RETURNING n.id, n.next_attempt_at";
+
 /// `DeliveryStore::released` in PostgreSQL: through each ended one's key,
-/// on `notifications_order`.
+/// on `notifications_order` (`RELEASED`).
 pub(super) async fn released(
     store: &super::PgStore,
     ended: &[Uuid],
@@ -192,20 +239,12 @@ pub(super) async fn released(
         return Ok(Vec::new());
     }
     let (low, high) = id_span(ended);
-    Ok(sqlx::query_as(
-        "UPDATE notifications n SET needs_index = false \
-         FROM (SELECT DISTINCT endpoint_id, order_key FROM notifications \
-               WHERE id = ANY($1) AND id BETWEEN $2 AND $3 AND sequence IS NOT NULL) k \
-         WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-           AND n.sequence IS NOT NULL AND n.needs_index AND (n.status = 'pending') IS TRUE \
-           AND n.behind IS NULL AND NOT n.pull \
-         RETURNING n.id, n.next_attempt_at",
-    )
-    .bind(ended)
-    .bind(low)
-    .bind(high)
-    .fetch_all(&store.pool)
-    .await?)
+    Ok(sqlx::query_as(RELEASED)
+        .bind(ended)
+        .bind(low)
+        .bind(high)
+        .fetch_all(&store.pool)
+        .await?)
 }
 
 /// Puts a notification of an ordered key that is pending again (a retry,

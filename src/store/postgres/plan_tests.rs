@@ -46,7 +46,7 @@ pub(super) async fn generic_plan(pool: &PgPool, sql: &str, parameters: usize) ->
 
 /// Pending notifications of one endpoint, analyzed, as autovacuum leaves a
 /// live table.
-async fn live_table(pool: &PgPool, count: i64) {
+pub(super) async fn live_table(pool: &PgPool, count: i64) {
     sqlx::raw_sql(
         "INSERT INTO endpoints (id, url, secret, schedule_ms) \
          VALUES ('00000000-0000-7000-8000-000000000001', 'http://receiver.test/', \
