@@ -22,6 +22,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -29,7 +30,7 @@ use uuid::Uuid;
 use crate::domain::health;
 use crate::domain::outcome::Outcome;
 use crate::due::SharedIndex;
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{AttemptRecord, Recorded};
 use crate::store::seams::{DeliveryStore, SharedDelivery};
 
 /// Most outcomes written in one statement.
@@ -302,9 +303,9 @@ async fn record(
     let mut extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
     let writing = write(store, batch, &health);
     tokio::pin!(writing);
-    let moved: HashSet<Uuid> = loop {
+    let recorded = loop {
         tokio::select! {
-            moved = &mut writing => break moved,
+            recorded = &mut writing => break recorded,
             next = outcomes.recv(), if !closed && taken < room => match next {
                 Some(finished) => {
                     taken += 1;
@@ -327,7 +328,8 @@ async fn record(
         }
     };
     unrecorded.remove(batch.iter().map(|r| r.notification_id));
-    let released = index_released(store, due, batch, &moved).await;
+    let released = index_released(due, &recorded.released).await;
+    let moved: HashSet<Uuid> = recorded.moved.into_iter().collect();
     owed.done.extend(batch.iter().map(|r| r.notification_id));
     owed.next.extend(
         batch
@@ -342,35 +344,16 @@ async fn record(
 }
 
 /// Indexes at once the next notification of each key whose notification
-/// this batch ended (`store::ordering`): a key's notifications then follow
+/// a batch ended (`store::ordering`), which its recording released and
+/// took off the housekeeper's list: a key's notifications then follow
 /// each other within a claim's wait, not the housekeeper's second. What
-/// fails here, the housekeeper or the overdue sweep indexes. Whether it
-/// indexed any: this process's dispatcher is woken for them.
-async fn index_released(
-    store: &dyn DeliveryStore,
-    due: &SharedIndex,
-    batch: &[AttemptRecord],
-    moved: &HashSet<Uuid>,
-) -> bool {
-    let ended: Vec<Uuid> = batch
-        .iter()
-        .filter(|r| r.ordered && r.next.completed && moved.contains(&r.notification_id))
-        .map(|r| r.notification_id)
-        .collect();
-    if ended.is_empty() {
-        return false;
-    }
-    let released = match store.released(&ended).await {
-        Ok(released) => released,
-        Err(error) => {
-            tracing::warn!(%error, count = ended.len(), "cannot read the notifications their keys' ends released; the housekeeper indexes them");
-            return false;
-        }
-    };
+/// fails here, the overdue sweep indexes. Whether it indexed any: this
+/// process's dispatcher is woken for them.
+async fn index_released(due: &SharedIndex, released: &[(Uuid, DateTime<Utc>)]) -> bool {
     if released.is_empty() {
         return false;
     }
-    match due.add(&released).await {
+    match due.add(released).await {
         Ok(()) => true,
         Err(error) => {
             tracing::warn!(%error, count = released.len(), "cannot index the notifications their keys' ends released; the overdue sweep will");
@@ -379,17 +362,17 @@ async fn index_released(
     }
 }
 
-/// Writes one batch, retrying until PostgreSQL commits it; returns the ids
-/// whose state moved.
+/// Writes one batch, retrying until the store commits it; returns what
+/// it did (`Recorded`).
 async fn write(
     store: &dyn DeliveryStore,
     batch: &[AttemptRecord],
     health: &[(Uuid, health::Health)],
-) -> HashSet<Uuid> {
+) -> Recorded {
     let mut backoff = Duration::from_millis(100);
     loop {
         match store.record_attempts(batch, health).await {
-            Ok(moved) => return moved.into_iter().collect(),
+            Ok(recorded) => return recorded,
             Err(error) => {
                 tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");
                 tokio::time::sleep(backoff).await;

@@ -10,6 +10,32 @@ use crate::domain::operator_event::OperatorEvent;
 use crate::domain::outcome::Outcome;
 use crate::domain::status::{AfterAttempt, Expected, Keeping};
 
+/// What recording a batch did, in its one transaction.
+#[derive(Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// The ids whose state moved (the others' rows were no longer as their
+    /// records expected).
+    pub moved: Vec<Uuid>,
+    /// The push notifications the batch's ordered ends released (each
+    /// ended key's next, `store::ordering`), with their due times: taken
+    /// off the housekeeper's list (`needs_index`) for the caller to index
+    /// at once. Should the caller fail to, the overdue sweep finds them.
+    /// Read in the recording's transaction: a second one per batch, on
+    /// SQLite's one writer, made each step of a key wait for two (`BENCHMARKS.md`).
+    pub released: Vec<(Uuid, DateTime<Utc>)>,
+}
+
+/// The notifications of `records` that ended ordered, of those that moved:
+/// the ones whose end may release their key's next.
+pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
+    let moved: std::collections::HashSet<&Uuid> = moved.iter().collect();
+    records
+        .iter()
+        .filter(|r| r.ordered && r.next.completed && moved.contains(&r.notification_id))
+        .map(|r| r.notification_id)
+        .collect()
+}
+
 /// One finished attempt, to be recorded, with what it decided.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {

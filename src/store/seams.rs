@@ -52,7 +52,7 @@ use super::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use super::notifications::{Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
-use super::recording::AttemptRecord;
+use super::recording::{AttemptRecord, Recorded};
 pub use super::stats::{SharedStats, StatsStore};
 use super::writes::{Committed, Writes};
 use super::{StoreError, StoreKind};
@@ -237,17 +237,13 @@ pub trait DeliveryStore: Clocked + Send + Sync + 'static {
     ) -> Result<Claimed, StoreError>;
     /// Records a batch of attempts with the state each decided, the
     /// operator events they raise and the endpoints' health, at once;
-    /// returns the ids whose state moved.
+    /// returns the ids whose state moved and what their ordered ends
+    /// released (`Recorded`).
     async fn record_attempts(
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
-    ) -> Result<Vec<Uuid>, StoreError>;
-    /// The push notifications that the end of the ordered `ended` released
-    /// (`store::ordering`), with their due times: taken off the
-    /// housekeeper's list (`needs_index`) for the caller to index at once.
-    /// Should the caller fail to, the overdue sweep finds them.
-    async fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    ) -> Result<Recorded, StoreError>;
     /// Cancels pending notifications whose endpoint is gone.
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     /// Makes claimed rows of endpoints that are pull now pull rows.

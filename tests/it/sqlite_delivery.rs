@@ -28,7 +28,11 @@ async fn a_first_success_is_kept_in_its_notification_row_and_a_late_duplicate_ad
         ..attempt(id, shop, 1, Outcome::Succeeded)
     };
     assert_eq!(
-        store.record_attempts(&[delivered], &[]).await.unwrap(),
+        store
+            .record_attempts(&[delivered], &[])
+            .await
+            .unwrap()
+            .moved,
         [id]
     );
     let kept: (Option<i32>, Option<String>) = sqlx::query_as(
@@ -54,6 +58,7 @@ async fn a_first_success_is_kept_in_its_notification_row_and_a_late_duplicate_ad
         .record_attempts(&[late], &[])
         .await
         .unwrap()
+        .moved
         .is_empty());
     assert_eq!(rows().await, 0);
     let listed = store.list_attempts(id, 0, 10).await.unwrap();

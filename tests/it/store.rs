@@ -104,7 +104,10 @@ pub(crate) async fn record(
             .iter()
             .map(|r| (r.endpoint_id, r.outcome == Outcome::Succeeded, r.started_at)),
     );
-    store.record_attempts(batch, &health).await
+    store
+        .record_attempts(batch, &health)
+        .await
+        .map(|recorded| recorded.moved)
 }
 
 /// (status, attempts count, attempts listed, operator events about it).

@@ -229,10 +229,11 @@ pub(super) const RELEASED: &str = "UPDATE notifications n SET needs_index = fals
        AND n.behind IS NULL AND NOT n.pull \
      RETURNING n.id, n.next_attempt_at";
 
-/// `DeliveryStore::released` in PostgreSQL: through each ended one's key,
-/// on `notifications_order` (`RELEASED`).
+/// What the end of the ordered `ended` released, in the recording's
+/// transaction (`Recorded::released`): through each ended one's key, on
+/// `notifications_order` (`RELEASED`).
 pub(super) async fn released(
-    store: &super::PgStore,
+    conn: &mut PgConnection,
     ended: &[Uuid],
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
     if ended.is_empty() {
@@ -243,7 +244,7 @@ pub(super) async fn released(
         .bind(ended)
         .bind(low)
         .bind(high)
-        .fetch_all(&store.pool)
+        .fetch_all(conn)
         .await?)
 }
 

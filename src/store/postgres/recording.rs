@@ -32,7 +32,7 @@ use super::operator::{insert_operator_events, EventBinds};
 use super::PgStore;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{ended, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
 impl PgStore {
@@ -79,17 +79,18 @@ impl PgStore {
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
-    ) -> Result<Vec<Uuid>, StoreError> {
+    ) -> Result<Recorded, StoreError> {
         if records.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Recorded::default());
         }
         // A transaction, for the per-minute counts written after the
-        // statement (`record_attempts_on`).
+        // statement (`record_attempts_on`) and what the ends released.
         let mut tx = self.pool.begin().await?;
         let now = self.clock.now();
         let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
+        let released = super::ordering::released(&mut tx, &ended(records, &moved)).await?;
         tx.commit().await?;
-        Ok(moved)
+        Ok(Recorded { moved, released })
     }
 }
 /// The recording statement (`record_attempts_on`).

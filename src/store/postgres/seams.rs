@@ -24,7 +24,7 @@ use crate::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{AttemptRecord, Recorded};
 use crate::store::seams::{
     Clocked, DeliveryStore, EndpointChange, HousekeepingStore, OperatorTarget, PullStore,
     ReadStore, WriteStore,
@@ -195,11 +195,8 @@ impl DeliveryStore for PgStore {
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
-    ) -> Result<Vec<Uuid>, StoreError> {
+    ) -> Result<Recorded, StoreError> {
         PgStore::record_attempts(self, records, health).await
-    }
-    async fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        super::ordering::released(self, ended).await
     }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         PgStore::cancel_notifications(self, ids).await

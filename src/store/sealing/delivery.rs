@@ -14,7 +14,7 @@ use crate::store::consumer_tokens::ConsumerTokenRows;
 use crate::store::delivery::{Claimed, DueNotification, Head};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{AttemptRecord, Recorded};
 use crate::store::seams::{DeliveryStore, PullStore};
 use crate::store::StoreError;
 
@@ -59,14 +59,8 @@ impl<S: DeliveryStore> DeliveryStore for Sealing<S> {
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
-    ) -> Result<Vec<Uuid>, StoreError> {
+    ) -> Result<Recorded, StoreError> {
         self.inner.record_attempts(records, health).await
-    }
-    async fn released(
-        &self,
-        ended: &[Uuid],
-    ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
-        self.inner.released(ended).await
     }
     async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         self.inner.cancel_notifications(ids).await

@@ -123,10 +123,11 @@ pub(super) async fn release(
     Ok(())
 }
 
-/// `DeliveryStore::released` in SQLite, as `postgres::ordering::released`
-/// (SQLite's RETURNING names the updated table's columns unqualified).
+/// `postgres::ordering::released` in SQLite, in the recording's
+/// transaction (SQLite's RETURNING names the updated table's columns
+/// unqualified).
 pub(super) async fn released(
-    store: &super::SqliteStore,
+    conn: &mut SqliteConnection,
     ended: &[Uuid],
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
     if ended.is_empty() {
@@ -143,7 +144,7 @@ pub(super) async fn released(
     );
     let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(super::columns::id_list(ended))
-        .fetch_all(&store.writer)
+        .fetch_all(&mut *conn)
         .await
         .map_err(store_error)?;
     rows.into_iter()

@@ -38,7 +38,7 @@ use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{ended, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
 /// The decided state, written over a row still as expected.
@@ -78,14 +78,15 @@ impl SqliteStore {
     /// Records many attempts in one transaction (one commit): writes each
     /// notification's decided next state where the row is still as its
     /// record expects, the attempts' rows, the operator events of the rows
-    /// that moved and the endpoints' health. Returns the ids that moved.
+    /// that moved and the endpoints' health; then reads what the ordered
+    /// ends released (`Recorded`).
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
         health: &[(Uuid, Health)],
-    ) -> Result<Vec<Uuid>, StoreError> {
+    ) -> Result<Recorded, StoreError> {
         if records.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Recorded::default());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let moved = record_attempts_on(
@@ -96,8 +97,9 @@ impl SqliteStore {
             self.count_minutes,
         )
         .await?;
+        let released = super::ordering::released(&mut tx, &ended(records, &moved)).await?;
         tx.commit().await.map_err(store_error)?;
-        Ok(moved)
+        Ok(Recorded { moved, released })
     }
 }
 

@@ -245,6 +245,7 @@ pub async fn record<S: Backend>(store: &S, batch: &[AttemptRecord]) -> Vec<Uuid>
     DeliveryStore::record_attempts(store, batch, &health)
         .await
         .unwrap()
+        .moved
 }
 
 pub async fn get<S: Backend>(store: &S, id: Uuid) -> Notification {

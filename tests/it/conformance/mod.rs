@@ -144,6 +144,7 @@ macro_rules! conformance {
             }
             ordering {
                 a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,
+                recording_the_end_of_a_keys_head_names_the_next_one_it_released,
             }
             due_age {
                 the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,

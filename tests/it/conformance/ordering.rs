@@ -1,13 +1,16 @@
-//! Ordering's side of housekeeping (docs/design.md §17): what waits for a
-//! notification that retention removed.
+//! Ordering's side of the stores (docs/design.md §17): what a recorded end
+//! releases, and what waits for a notification that retention removed.
 
 use chrono::{Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
+use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::Endpoint;
-use hookd::store::seams::HousekeepingStore;
+use hookd::store::seams::{DeliveryStore, HousekeepingStore};
 use uuid::Uuid;
 
-use super::fixtures::{attempt, commit_new, create, endpoint, get, keyed, record, FAILED};
+use super::fixtures::{
+    attempt, commit_new, create, endpoint, get, keyed, record, retry_in, FAILED,
+};
 use super::Backend;
 
 pub async fn a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again<
@@ -50,4 +53,76 @@ pub async fn a_notification_waiting_for_a_holder_retention_removed_is_its_keys_h
     assert!(owed.contains(&second), "owed to the due index: {owed:?}");
     let released = HousekeepingStore::release_stranded(&store, 100).await;
     assert_eq!(released.unwrap(), 0, "once");
+}
+
+/// What the housekeeper still owes to the due index.
+async fn owed<S: Backend>(store: &S) -> Vec<Uuid> {
+    HousekeepingStore::needing_index(store, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Recording the end of a key's head names the notification it released
+/// (its key's next, with its due time), taken off the housekeeper's list
+/// in the same transaction; a retry of the head releases nothing, nor does
+/// an end recorded as not ordered.
+pub async fn recording_the_end_of_a_keys_head_names_the_next_one_it_released<S: Backend>(store: S) {
+    let shop = create(
+        &store,
+        Endpoint {
+            ordering: KeyOrdering::Key,
+            ..endpoint()
+        },
+    )
+    .await;
+    let head = commit_new(&store, keyed(&shop, "order-8")).await;
+    let next = commit_new(&store, keyed(&shop, "order-8")).await;
+    let ordered = |number, outcome| {
+        let mut record = attempt(head, shop.id, number, outcome);
+        record.ordered = true;
+        record
+    };
+
+    let retried = DeliveryStore::record_attempts(&store, &[ordered(1, retry_in(60))], &[])
+        .await
+        .unwrap();
+    assert_eq!(retried.moved, [head]);
+    assert_eq!(retried.released, [], "a retry ends nothing");
+    assert_eq!(get(&store, next).await.behind, Some(head));
+
+    let ended = DeliveryStore::record_attempts(&store, &[ordered(2, Outcome::Succeeded)], &[])
+        .await
+        .unwrap();
+    assert_eq!(ended.moved, [head]);
+    let released: Vec<Uuid> = ended.released.iter().map(|(id, _)| *id).collect();
+    assert_eq!(released, [next], "its key's next");
+    let due = get(&store, next).await.next_attempt_at.unwrap();
+    assert_eq!(
+        ended.released[0].1.timestamp_micros(),
+        due.timestamp_micros(),
+        "with its due time"
+    );
+    assert!(
+        !owed(&store).await.contains(&next),
+        "taken off the housekeeper's list"
+    );
+
+    let other = commit_new(&store, keyed(&shop, "order-9")).await;
+    let after = commit_new(&store, keyed(&shop, "order-9")).await;
+    let unordered = DeliveryStore::record_attempts(
+        &store,
+        &[attempt(other, shop.id, 1, Outcome::Succeeded)],
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(unordered.moved, [other]);
+    assert_eq!(unordered.released, [], "not recorded as ordered");
+    assert!(
+        owed(&store).await.contains(&after),
+        "left to the housekeeper"
+    );
 }

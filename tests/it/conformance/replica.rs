@@ -66,7 +66,7 @@ use hookd::store::partitions::PartitionUpkeep;
 use hookd::store::postgres::PgStore;
 use hookd::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use hookd::store::pull_due::PickDecision;
-use hookd::store::recording::AttemptRecord;
+use hookd::store::recording::{AttemptRecord, Recorded};
 use hookd::store::replica::ReplicaReads;
 use hookd::store::sealing::Sealing;
 use hookd::store::seams::{
@@ -230,8 +230,7 @@ through!(DeliveryStore => primary {
     fn load_claimed(&self, ids: &[Uuid], current: &(dyn Fn(Uuid, i64) -> bool + Sync)) -> Result<Claimed, StoreError>;
     fn load_heads(&self, ids: &[Uuid]) -> Result<Vec<Head>, StoreError>;
     fn with_endpoints(&self, notifications: Vec<DueNotification>, current: &(dyn Fn(Uuid, i64) -> bool + Sync)) -> Result<Claimed, StoreError>;
-    fn record_attempts(&self, records: &[AttemptRecord], health: &[(Uuid, Health)]) -> Result<Vec<Uuid>, StoreError>;
-    fn released(&self, ended: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    fn record_attempts(&self, records: &[AttemptRecord], health: &[(Uuid, Health)]) -> Result<Recorded, StoreError>;
     fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     fn hand_to_pull(&self, ids: &[Uuid]) -> Result<(), StoreError>;
 });
