@@ -28,6 +28,9 @@ pub struct Recorded {
 /// The notifications of `records` that ended ordered, of those that moved:
 /// the ones whose end may release their key's next.
 pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
+    if !records.iter().any(|r| r.ordered) {
+        return Vec::new();
+    }
     let moved: std::collections::HashSet<&Uuid> = moved.iter().collect();
     records
         .iter()
