@@ -11,7 +11,7 @@ use crate::domain::outcome::Outcome;
 use crate::domain::status::{AfterAttempt, Expected, Keeping};
 
 /// What recording a batch did, in its one transaction.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Recorded {
     /// The ids whose state moved (the others' rows were no longer as their
     /// records expected).
@@ -20,8 +20,9 @@ pub struct Recorded {
     /// ended key's next, `store::ordering`), with their due times: taken
     /// off the housekeeper's list (`needs_index`) for the caller to index
     /// at once. Should the caller fail to, the overdue sweep finds them.
-    /// Read in the recording's transaction: a second one per batch, on
-    /// SQLite's one writer, made each step of a key wait for two (`BENCHMARKS.md`).
+    /// Read in the recording's transaction: as a second transaction, on
+    /// SQLite's one writer, it made each step of a key wait for the writer
+    /// twice (`BENCHMARKS.md`).
     pub released: Vec<(Uuid, DateTime<Utc>)>,
 }
 
