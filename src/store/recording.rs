@@ -26,18 +26,22 @@ pub struct Recorded {
     pub released: Vec<(Uuid, DateTime<Utc>)>,
 }
 
-/// The notifications of `records` that ended ordered, of those that moved:
+/// The notifications of `records` that end ordered should they move:
 /// the ones whose end may release their key's next.
+pub fn ending(records: &[AttemptRecord]) -> impl Iterator<Item = Uuid> + '_ {
+    records
+        .iter()
+        .filter(|r| r.ordered && r.next.completed)
+        .map(|r| r.notification_id)
+}
+
+/// The notifications of `records` that ended ordered, of those that moved.
 pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
     if !records.iter().any(|r| r.ordered) {
         return Vec::new();
     }
     let moved: std::collections::HashSet<&Uuid> = moved.iter().collect();
-    records
-        .iter()
-        .filter(|r| r.ordered && r.next.completed && moved.contains(&r.notification_id))
-        .map(|r| r.notification_id)
-        .collect()
+    ending(records).filter(|id| moved.contains(id)).collect()
 }
 
 /// One finished attempt, to be recorded, with what it decided.

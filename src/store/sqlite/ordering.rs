@@ -3,6 +3,7 @@
 //! transaction, whose writer is the only one: no key row needs a lock).
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use sqlx::SqliteConnection;
 use uuid::Uuid;
@@ -123,27 +124,58 @@ pub(super) async fn release(
     Ok(())
 }
 
-/// `postgres::ordering::released` in SQLite, in the recording's
-/// transaction (SQLite's RETURNING names the updated table's columns
-/// unqualified).
-pub(super) async fn released(
+/// The pushed notifications waiting behind any of a list of ids.
+pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT id FROM notifications \
+         WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
+    )
+});
+
+/// Of a list of ids, the ones released and marked for the index, unmarked.
+pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET needs_index = 0 \
+         WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
+           AND behind IS NULL AND pull = 0 \
+         RETURNING id, next_attempt_at"
+    )
+});
+
+/// The successors waiting behind `ending` (pushed notifications whose
+/// records end them, should they move): read before the recording moves
+/// them, as the release trigger then clears `behind`. One probe of
+/// `notifications_behind` per end.
+pub(super) async fn successors(
     conn: &mut SqliteConnection,
-    ended: &[Uuid],
-) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
-    if ended.is_empty() {
+    ending: &[Uuid],
+) -> Result<Vec<Uuid>, StoreError> {
+    if ending.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!(
-        "UPDATE notifications AS n SET needs_index = 0 \
-         FROM (SELECT DISTINCT endpoint_id, order_key FROM notifications \
-               WHERE id IN {IN_ID_LIST} AND sequence IS NOT NULL) AS k \
-         WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-           AND n.sequence IS NOT NULL AND n.needs_index = 1 AND n.status = 'pending' \
-           AND n.behind IS NULL AND n.pull = 0 \
-         RETURNING id, next_attempt_at"
-    );
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(super::columns::id_list(ended))
+    sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
+        .bind(super::columns::id_list(ending))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)
+}
+
+/// `postgres::ordering::released` in SQLite, in the recording's
+/// transaction: of the `successors` read before it, the ones the recorded
+/// ends released (the trigger cleared their `behind` and marked them),
+/// unmarked and returned with their due times. Each is probed by its id:
+/// reading each ended key's notifications instead walked all of the
+/// key's, ended ones included (SQLite's RETURNING names the updated
+/// table's columns unqualified).
+pub(super) async fn released(
+    conn: &mut SqliteConnection,
+    successors: &[Uuid],
+) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    if successors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(RELEASED.as_str()))
+        .bind(super::columns::id_list(successors))
         .fetch_all(&mut *conn)
         .await
         .map_err(store_error)?;

@@ -220,3 +220,48 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
     assert!(orphans.contains("INDEX notifications_order"), "{orphans}");
     assert!(!orphans.contains("SCAN notifications"), "{orphans}");
 }
+
+// Issue #48: recording a batch, and what its ordered ends release, reach
+// each row by its id or through `behind`; none reads a key's notifications
+// (20 per key in the ordering bench, any number for a long-lived key).
+#[tokio::test]
+async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    for (sql, index) in [
+        (super::recording::MOVE, "sqlite_autoindex_notifications_1"),
+        (super::recording::KEEP, "sqlite_autoindex_notifications_1"),
+        (super::ordering::SUCCESSORS.as_str(), "notifications_behind"),
+        (
+            super::ordering::RELEASED.as_str(),
+            "sqlite_autoindex_notifications_1",
+        ),
+    ] {
+        let plan = plan(&store, sql).await;
+        assert!(plan.contains(&format!("INDEX {index}")), "{sql}\n{plan}");
+        assert!(!plan.contains("SCAN n"), "{sql}\n{plan}");
+        assert!(!plan.contains("notifications_order"), "{sql}\n{plan}");
+    }
+    // The trigger's successor update, as installed, with its row's values
+    // as parameters (EXPLAIN QUERY PLAN does not descend into triggers).
+    let trigger: String = sqlx::query_scalar(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' \
+         AND name = 'notifications_release_order'",
+    )
+    .fetch_one(store.reader())
+    .await
+    .unwrap();
+    let start = trigger.rfind("UPDATE notifications SET").unwrap();
+    let end = start + trigger[start..].find(';').unwrap();
+    let update = regex::Regex::new(r"NEW\.\w+")
+        .unwrap()
+        .replace_all(&trigger[start..end], "?");
+    let plan = plan(&store, &update).await;
+    assert!(
+        plan.contains("INDEX notifications_behind"),
+        "{update}\n{plan}"
+    );
+    assert!(!plan.contains("notifications_order"), "{update}\n{plan}");
+}

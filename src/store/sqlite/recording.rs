@@ -1,8 +1,7 @@
 //! Recording attempts on SQLite: a batch in one transaction on the writer.
 //!
 //! Nothing is decided here, as in PostgreSQL's one statement
-//! (`postgres/recording.rs`, whose semantics this follows record by
-//! record): each record comes with its next state, the row state it was
+//! (`postgres/recording.rs`, whose semantics this follows): each record comes with its next state, the row state it was
 //! decided on (`status::Expected`), where its attempt is kept
 //! (`status::keeping`), its operator event, and the batch's health
 //! (`health::observe`). What is compared is persistence only:
@@ -23,42 +22,56 @@
 //! same code, inside their own transaction (`record_attempts_on`).
 //!
 //! One writer connection: the transaction reads and writes with nothing
-//! between, as PostgreSQL's row locks would have it. Each statement is a
-//! constant string, prepared once on the connection and reused per record
-//! (SQLite is in-process: a statement per record costs no round trip).
+//! between, as PostgreSQL's row locks would have it. The moves and the
+//! attempts' rows go in one statement each for the whole batch, their
+//! records as a JSON array (`json_each`), as `ordering.rs` places many
+//! creates: SQLite is in-process, but each statement still crosses to
+//! the connection's worker thread and back, and per record that was
+//! about half of a batch's time on the one writer (45 against 18 µs a
+//! record, `BENCHMARKS.md`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::micros;
+use super::columns::{json_text, micros};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
-use crate::store::recording::{ended, AttemptRecord, Recorded};
+use crate::store::recording::{ending, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
-/// The decided state, written over a row still as expected.
-const MOVE: &str = "UPDATE notifications SET \
-         attempts = ?2, status = ?3, next_attempt_at = ?4, last_attempt_at = ?5, \
-         last_status_code = ?6, last_error = ?7, \
-         first_attempt_ms = CASE WHEN ?8 THEN ?9 ELSE first_attempt_ms END, \
-         first_attempt_body = CASE WHEN ?8 THEN ?10 ELSE first_attempt_body END, \
-         completed_at = CASE WHEN ?11 THEN ?12 END, \
-         lease_id = NULL, leased_at = NULL, updated_at = ?12 \
-     WHERE id = ?1 AND status = 'pending' AND attempts = ?13 AND series_start = ?14 \
-       AND (?15 IS NULL OR (lease_id = ?15 AND (?16 IS NULL OR next_attempt_at = ?16))) \
-     RETURNING endpoint_id";
+/// The decided states, each written over a row still as expected: one
+/// JSON array per record (`move_all`), `now` as `?1`. A row moves once
+/// whatever matches it, as in PostgreSQL's `UPDATE … FROM`.
+pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
+         attempts = r.value ->> 1, status = r.value ->> 2, \
+         next_attempt_at = r.value ->> 3, last_attempt_at = r.value ->> 4, \
+         last_status_code = r.value ->> 5, last_error = r.value ->> 6, \
+         first_attempt_ms = CASE WHEN r.value ->> 7 THEN r.value ->> 8 ELSE first_attempt_ms END, \
+         first_attempt_body = CASE WHEN r.value ->> 7 THEN r.value ->> 9 \
+             ELSE first_attempt_body END, \
+         completed_at = CASE WHEN r.value ->> 10 THEN ?1 END, \
+         lease_id = NULL, leased_at = NULL, updated_at = ?1 \
+     FROM json_each(?2) AS r \
+     WHERE n.id = unhex(r.value ->> 0) AND n.status = 'pending' \
+       AND n.attempts = r.value ->> 11 AND n.series_start = r.value ->> 12 \
+       AND (r.value ->> 13 IS NULL OR (n.lease_id = unhex(r.value ->> 13) \
+            AND (r.value ->> 14 IS NULL OR n.next_attempt_at = r.value ->> 14))) \
+     RETURNING id, endpoint_id";
 
-/// The attempt's row, for a notification that exists and holds no inline
-/// attempt of that number.
-const KEEP: &str = "INSERT OR IGNORE INTO attempts (notification_id, number, started_at, \
+/// The attempts' rows (one JSON array each), for notifications that exist
+/// and hold no inline attempt of that number.
+pub(super) const KEEP: &str =
+    "INSERT OR IGNORE INTO attempts (notification_id, number, started_at, \
          duration_ms, status_code, response_body, error_code, error_message, outcome) \
-     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM notifications n \
-     WHERE n.id = ?1 AND (n.first_attempt_ms IS NULL OR ?2 <> 1)";
+     SELECT n.id, a.value ->> 1, a.value ->> 2, a.value ->> 3, a.value ->> 4, a.value ->> 5, \
+         a.value ->> 6, a.value ->> 7, a.value ->> 8 \
+     FROM json_each(?) AS a JOIN notifications n ON n.id = unhex(a.value ->> 0) \
+     WHERE n.first_attempt_ms IS NULL OR a.value ->> 1 <> 1";
 
 /// An operator event, due at once, owed to the due index; only while the
 /// operator endpoint exists, and once per key.
@@ -79,7 +92,8 @@ impl SqliteStore {
     /// notification's decided next state where the row is still as its
     /// record expects, the attempts' rows, the operator events of the rows
     /// that moved and the endpoints' health; then reads what the ordered
-    /// ends released (`Recorded`).
+    /// ends released (`Recorded`): of the successors of the records that
+    /// end ordered, read before the move, the ones it released.
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
@@ -89,6 +103,8 @@ impl SqliteStore {
             return Ok(Recorded::default());
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let ending: Vec<Uuid> = ending(records).collect();
+        let successors = super::ordering::successors(&mut tx, &ending).await?;
         let moved = record_attempts_on(
             &mut tx,
             records,
@@ -97,7 +113,7 @@ impl SqliteStore {
             self.count_minutes,
         )
         .await?;
-        let released = super::ordering::released(&mut tx, &ended(records, &moved)).await?;
+        let released = super::ordering::released(&mut tx, &successors).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Recorded { moved, released })
     }
@@ -116,61 +132,52 @@ pub(super) async fn record_attempts_on(
     count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     let now = micros(now);
+    // As PostgreSQL stores them (its text holds no NUL), so that both
+    // backends return the same body.
+    let bodies: Vec<Option<String>> = records
+        .iter()
+        .map(|r| {
+            r.response_body
+                .as_ref()
+                .map(|b| b.replace('\0', "\u{FFFD}"))
+        })
+        .collect();
+    // Each record's endpoint where its notification moved.
+    let moves = move_all(conn, records, &bodies, now).await?;
     let mut moved = Vec::with_capacity(records.len());
     let mut moved_endpoints = BTreeSet::new();
     let mut events: Vec<&OperatorEvent> = Vec::new();
-    for r in records {
-        // As PostgreSQL stores it (its text holds no NUL), so that both
-        // backends return the same body.
-        let body = r
-            .response_body
-            .as_ref()
-            .map(|b| b.replace('\0', "\u{FFFD}"));
-        let lease = r.expected.lease;
-        let endpoint: Option<Uuid> = sqlx::query_scalar(MOVE)
-            .bind(r.notification_id)
-            .bind(r.number)
-            .bind(r.next.status.as_str())
-            .bind(r.next.next_attempt_at.map(micros))
-            .bind(micros(r.started_at))
-            .bind(r.status_code)
-            .bind(r.next.last_error.as_deref())
-            .bind(r.keep.inline)
-            .bind(r.duration_ms)
-            .bind(body.as_deref())
-            .bind(r.next.completed)
-            .bind(now)
-            .bind(r.expected.attempts)
-            .bind(r.expected.series_start)
-            .bind(lease.map(|l| l.id))
-            .bind(lease.and_then(|l| l.ran_out_at).map(micros))
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(store_error)?;
+    let mut kept = Vec::new();
+    for ((r, body), endpoint) in records.iter().zip(&bodies).zip(&moves) {
         let keep = match endpoint {
             Some(endpoint) => {
                 moved.push(r.notification_id);
-                moved_endpoints.insert(endpoint);
+                moved_endpoints.insert(*endpoint);
                 events.extend(&r.event);
                 !r.keep.inline
             }
             None => r.keep.when_refused,
         };
         if keep {
-            sqlx::query(KEEP)
-                .bind(r.notification_id)
-                .bind(r.number)
-                .bind(micros(r.started_at))
-                .bind(r.duration_ms)
-                .bind(r.status_code)
-                .bind(body.as_deref())
-                .bind(r.error_code.as_deref())
-                .bind(r.error_message.as_deref())
-                .bind(r.outcome.as_str())
-                .execute(&mut *conn)
-                .await
-                .map_err(store_error)?;
+            kept.push((
+                r.notification_id.simple().to_string(),
+                r.number,
+                micros(r.started_at),
+                r.duration_ms,
+                r.status_code,
+                body.as_deref(),
+                r.error_code.as_deref(),
+                r.error_message.as_deref(),
+                r.outcome.as_str(),
+            ));
         }
+    }
+    if !kept.is_empty() {
+        sqlx::query(KEEP)
+            .bind(json_text(&kept))
+            .execute(&mut *conn)
+            .await
+            .map_err(store_error)?;
     }
     for event in events {
         report(conn, event, now).await?;
@@ -195,6 +202,52 @@ pub(super) async fn record_attempts_on(
         super::stats::add_minute_sums(conn, &sums).await?;
     }
     Ok(moved)
+}
+
+/// `MOVE`: every record in one statement; each record's endpoint where
+/// its notification moved.
+async fn move_all(
+    conn: &mut SqliteConnection,
+    records: &[AttemptRecord],
+    bodies: &[Option<String>],
+    now: i64,
+) -> Result<Vec<Option<Uuid>>, StoreError> {
+    let rows: Vec<_> = records
+        .iter()
+        .zip(bodies)
+        .map(|(r, body)| {
+            let lease = r.expected.lease;
+            (
+                r.notification_id.simple().to_string(),
+                r.number,
+                r.next.status.as_str(),
+                r.next.next_attempt_at.map(micros),
+                micros(r.started_at),
+                r.status_code,
+                r.next.last_error.as_deref(),
+                r.keep.inline,
+                r.duration_ms,
+                body.as_deref(),
+                r.next.completed,
+                r.expected.attempts,
+                r.expected.series_start,
+                lease.map(|l| l.id.simple().to_string()),
+                lease.and_then(|l| l.ran_out_at).map(micros),
+            )
+        })
+        .collect();
+    let moved: HashMap<Uuid, Uuid> = sqlx::query_as(MOVE)
+        .bind(now)
+        .bind(json_text(&rows))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .collect();
+    Ok(records
+        .iter()
+        .map(|r| moved.get(&r.notification_id).copied())
+        .collect())
 }
 
 /// Writes `event` as a notification to the operator endpoint (`REPORT`),
