@@ -21,6 +21,15 @@ async fn plan(store: &SqliteStore, sql: &str) -> String {
         .join("\n")
 }
 
+/// A store on the migrated schema, in a directory of its own.
+async fn migrated() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
+        .await
+        .unwrap();
+    (dir, store)
+}
+
 fn assert_uses(plan: &str, index: &str) {
     assert!(
         plan.contains(&format!("INDEX {index}")),
@@ -31,10 +40,7 @@ fn assert_uses(plan: &str, index: &str) {
 
 #[tokio::test]
 async fn the_hot_statements_read_their_indexes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-        .await
-        .unwrap();
+    let (_dir, store) = migrated().await;
     assert_uses(
         &plan(&store, PENDING_PAGE).await,
         "notifications_pending_due",
@@ -179,10 +185,7 @@ async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
 
 #[tokio::test]
 async fn the_due_backlog_walks_the_pending_index_in_due_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-        .await
-        .unwrap();
+    let (_dir, store) = migrated().await;
     let plan = plan(&store, super::due_age::DUE_BACKLOG).await;
     assert_eq!(
         plan.matches("INDEX notifications_pending_due").count(),
@@ -198,10 +201,7 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order() {
 // Issue #48: retention walks every ordering key, a page at a time.
 #[tokio::test]
 async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-        .await
-        .unwrap();
+    let (_dir, store) = migrated().await;
     let page = plan(&store, super::ordering::KEY_PAGE).await;
     assert_uses(&page, "sqlite_autoindex_order_keys_1");
     assert!(page.contains("INDEX notifications_order"), "{page}");
@@ -211,10 +211,7 @@ async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
 // notification retention removed.
 #[tokio::test]
 async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-        .await
-        .unwrap();
+    let (_dir, store) = migrated().await;
     let orphans = plan(&store, super::ordering::ORPHANS).await;
     assert!(orphans.contains("INDEX notifications_behind"), "{orphans}");
     assert!(orphans.contains("INDEX notifications_order"), "{orphans}");
@@ -226,10 +223,7 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
 // (20 per key in the ordering bench, any number for a long-lived key).
 #[tokio::test]
 async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-        .await
-        .unwrap();
+    let (_dir, store) = migrated().await;
     for (sql, index) in [
         (super::recording::MOVE, "sqlite_autoindex_notifications_1"),
         (super::recording::KEEP, "sqlite_autoindex_notifications_1"),

@@ -1,10 +1,11 @@
 //! Recording attempts on SQLite: a batch in one transaction on the writer.
 //!
 //! Nothing is decided here, as in PostgreSQL's one statement
-//! (`postgres/recording.rs`, whose semantics this follows): each record comes with its next state, the row state it was
-//! decided on (`status::Expected`), where its attempt is kept
-//! (`status::keeping`), its operator event, and the batch's health
-//! (`health::observe`). What is compared is persistence only:
+//! (`postgres/recording.rs`, whose semantics this follows): each record
+//! comes with its next state, the row state it was decided on
+//! (`status::Expected`), where its attempt is kept (`status::keeping`),
+//! its operator event, and the batch's health (`health::observe`). What is
+//! compared is persistence only:
 //! - the notification moves only while it is still as `Expected` says
 //!   (pending, that many attempts, that series, that pull lease and, for a
 //!   lease that ran out, that end);
