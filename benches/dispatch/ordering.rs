@@ -1,7 +1,12 @@
 //! `BENCH_ONLY=ordering`: what ordered delivery per key costs (#48,
 //! docs/design.md §17), in each mode.
 //!
-//! One endpoint, a receiver that answers at once. `KEYS` keys of `PER_KEY`
+//! One endpoint, a receiver that answers at once, its in-flight cap the
+//! sender's (as the drain's): at the default cap of 32 the unordered
+//! round's backlog outgrew the cap and the dispatcher churned it through
+//! the index (claimed, loaded and put back every few milliseconds, half
+//! the deliveries the receiver took; `BENCHMARKS.md`), which measured that
+//! churn, not ordering. `KEYS` keys of `PER_KEY`
 //! notifications each, posted in batches with the keys interleaved (the
 //! n-th notification of every key before the (n+1)-th of any), on an
 //! endpoint without ordering and on one with `"ordering": "key"`,
@@ -68,7 +73,12 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
     let ordering = if ordered { "key" } else { "none" };
     let endpoint: Value = client
         .post(format!("{}/v1/endpoints", api.base))
-        .json(&json!({"url": url, "ordering": ordering, "schedule": ["0s", "1s"]}))
+        .json(&json!({
+            "url": url,
+            "ordering": ordering,
+            "max_in_flight": super::SENDER_IN_FLIGHT,
+            "schedule": ["0s", "1s"],
+        }))
         .send()
         .await
         .unwrap()
