@@ -59,6 +59,10 @@ struct Receiver {
     /// wants none).
     failed_again: AtomicU64,
     succeeded: AtomicU64,
+    /// Retries (not fresh) answered with success, and when the last of
+    /// the backlog was.
+    backlog_succeeded: AtomicU64,
+    backlog_drained: Mutex<Option<Instant>>,
     /// Fresh: number → (ms late, received when).
     fresh: Mutex<HashMap<u64, (i64, Instant)>>,
 }
@@ -89,6 +93,8 @@ async fn answer(
                 fresh.entry(n).or_insert((late, Instant::now()));
             }
         }
+    } else if receiver.backlog_succeeded.fetch_add(1, Ordering::SeqCst) + 1 == BACKLOG as u64 {
+        *receiver.backlog_drained.lock().unwrap() = Some(Instant::now());
     }
     receiver.succeeded.fetch_add(1, Ordering::SeqCst);
     StatusCode::OK
@@ -107,6 +113,9 @@ struct Round {
     /// end: the lane's rate once it runs, without the first one's wait for
     /// the group of slots already given out (at most a second).
     steady_per_second: f64,
+    /// From the first retry's arrival to the last one's: the backlog's
+    /// drain at the endpoint's cap (none if it outlasted the round).
+    drained_in: Option<Duration>,
 }
 
 async fn poll(limit: Duration, what: &str, done: impl Fn() -> bool) {
@@ -130,6 +139,8 @@ async fn round(
     receiver.failed.lock().unwrap().clear();
     receiver.failed_again.store(0, Ordering::SeqCst);
     receiver.succeeded.store(0, Ordering::SeqCst);
+    receiver.backlog_succeeded.store(0, Ordering::SeqCst);
+    *receiver.backlog_drained.lock().unwrap() = None;
     receiver.fresh.lock().unwrap().clear();
     let endpoint: Value = client
         .post(format!("{}/v1/endpoints", api.base))
@@ -216,6 +227,11 @@ async fn round(
         late_ms,
         in_window,
         steady_per_second,
+        drained_in: receiver
+            .backlog_drained
+            .lock()
+            .unwrap()
+            .map(|at| at.saturating_duration_since(window)),
     }
 }
 
@@ -236,6 +252,21 @@ fn describe(mode: &str, (limit, share): (Option<u32>, Option<f64>), round: &Roun
         println!(
             "lanes ({mode}): the outage outlasted the retry wait: {} failures of a notification that had failed before (the figure below is off)",
             round.failed_again
+        );
+    }
+    if let (None, Some(drained)) = (limit, round.drained_in) {
+        // The default cap, `dispatcher.endpoint_max_in_flight`.
+        let cap = hookd::config::Settings::from_toml_layers(&[])
+            .unwrap()
+            .dispatcher
+            .endpoint_max_in_flight;
+        let ideal = f64::from(cap) / LATENCY.as_secs_f64();
+        let rate = BACKLOG as f64 / drained.as_secs_f64();
+        println!(
+            "lanes ({mode}, {lanes}): the backlog of {BACKLOG} drained in {:.1} s at the default cap: {rate:.0}/s, {:.2} of the {ideal:.0}/s the cap of {cap} allows a receiver taking {} ms",
+            drained.as_secs_f64(),
+            rate / ideal,
+            LATENCY.as_millis(),
         );
     }
     match limit {
