@@ -7,9 +7,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::lanes::FreshWaiting;
+use super::lanes::Queue;
 use crate::domain::lane::{self, Lane};
 
 /// A notification over its endpoint's in-flight cap is given back (not an
@@ -31,8 +32,13 @@ const MAX_TRACKED_ENDPOINTS: usize = 4096;
 pub(super) struct InFlight {
     by_endpoint: HashMap<Uuid, [u32; 2]>,
     pub(super) ids: HashMap<Uuid, Lane>,
-    pub(super) fresh: FreshWaiting,
+    /// Fresh ones, and backlog ones, waiting here for a slot (`lanes`).
+    pub(super) fresh: Queue,
+    pub(super) backlog: Queue,
     latency_ms: HashMap<Uuid, f64>,
+    /// Per endpoint and line, when the last one given back to the index
+    /// was told to come back (`defer`).
+    lines: HashMap<(Uuid, Lane), DateTime<Utc>>,
     /// `hookd_deliveries_in_flight`, looked up in the metrics registry once
     /// rather than twice per delivery (0.6 % of the dispatcher's CPU in the
     /// drain's profile, session 14). Made after the recorder is installed.
@@ -44,8 +50,10 @@ impl Default for InFlight {
         Self {
             by_endpoint: HashMap::new(),
             ids: HashMap::new(),
-            fresh: FreshWaiting::default(),
+            fresh: Queue::default(),
+            backlog: Queue::default(),
             latency_ms: HashMap::new(),
+            lines: HashMap::new(),
             gauge: metrics::gauge!("hookd_deliveries_in_flight"),
         }
     }
@@ -71,6 +79,13 @@ impl InFlight {
         true
     }
 
+    /// Whether `endpoint`'s `cap` (split by `share` while fresh work waits
+    /// here) has room for one of `lane`.
+    pub(super) fn has_room(&self, endpoint: Uuid, lane: Lane, (cap, share): (u32, f64)) -> bool {
+        let counts = self.by_endpoint.get(&endpoint).copied().unwrap_or_default();
+        lane::has_room(lane, counts, cap, share, self.fresh.waits(endpoint))
+    }
+
     /// When the `place`-th notification waiting for `endpoint` (cap `cap`)
     /// should be looked at again.
     pub(super) fn deferral(&self, endpoint: Uuid, place: u32, cap: u32) -> Duration {
@@ -81,6 +96,45 @@ impl InFlight {
             .unwrap_or(FIRST_GUESS_MS);
         let wait = typical * (1.0 + f64::from(place) / f64::from(cap.max(1)));
         Duration::from_secs_f64(wait / 1000.0).clamp(MIN_CAP_DEFERRAL, MAX_CAP_DEFERRAL)
+    }
+
+    /// When one found over `endpoint`'s cap in `line` (`slots` of it, with
+    /// `ahead` waiting here before it) should be looked at again: a slot's
+    /// worth of the endpoint's attempt duration after the last one this
+    /// line deferred, whichever claim found that one, and no sooner than
+    /// its place behind `ahead` says. Counted per claim instead, each claim
+    /// of a backlog over the cap sent its deferred ones back at the times
+    /// of the claim before it: the dispatcher claimed, loaded and put back
+    /// the whole backlog every few milliseconds, and a receiver capped at
+    /// 32 got half the deliveries it could take (`BENCHMARKS.md`).
+    pub(super) fn defer(
+        &mut self,
+        (endpoint, line): (Uuid, Lane),
+        ahead: u32,
+        slots: u32,
+        now: DateTime<Utc>,
+    ) -> DateTime<Utc> {
+        let typical = self
+            .latency_ms
+            .get(&endpoint)
+            .copied()
+            .unwrap_or(FIRST_GUESS_MS);
+        let step = typical / f64::from(slots.max(1));
+        let own_place = typical + step * f64::from(ahead + 1);
+        let after_last = self
+            .lines
+            .get(&(endpoint, line))
+            .and_then(|at| (*at - now).num_microseconds())
+            .filter(|us| *us > 0)
+            .map(|us| us as f64 / 1000.0 + step);
+        let ms = after_last.map_or(own_place, |after| after.max(own_place));
+        let wait = Duration::from_secs_f64(ms / 1000.0).clamp(MIN_CAP_DEFERRAL, MAX_CAP_DEFERRAL);
+        let at = now + chrono::Duration::from_std(wait).unwrap_or_default();
+        if self.lines.len() >= MAX_TRACKED_ENDPOINTS {
+            self.lines.retain(|_, at| *at > now);
+        }
+        self.lines.insert((endpoint, line), at);
+        at
     }
 
     pub(super) fn observe(&mut self, endpoint: Uuid, took: Duration) {
@@ -138,5 +192,33 @@ mod tests {
         in_flight.observe(busy, Duration::from_millis(5));
         assert!(in_flight.latency_ms.len() <= MAX_TRACKED_ENDPOINTS + 1);
         assert!(in_flight.latency_ms.contains_key(&busy));
+    }
+
+    #[test]
+    fn those_over_the_cap_come_back_a_slot_apart_across_claims_not_at_the_same_times() {
+        let mut in_flight = InFlight::default();
+        let endpoint = Uuid::now_v7();
+        in_flight.observe(endpoint, Duration::from_millis(32));
+        let now = chrono::Utc::now();
+        // Cap 32, 32 ms an attempt: a slot frees every millisecond.
+        let first_claim: Vec<_> = (0..100)
+            .map(|_| in_flight.defer((endpoint, Lane::Backlog), 0, 32, now))
+            .collect();
+        let second_claim: Vec<_> = (0..100)
+            .map(|_| in_flight.defer((endpoint, Lane::Backlog), 0, 32, now))
+            .collect();
+        let ms = |at: chrono::DateTime<chrono::Utc>| (at - now).num_microseconds().unwrap() / 1000;
+        assert_eq!(ms(first_claim[0]), 33, "one attempt, then its place");
+        assert_eq!(ms(first_claim[99]), 132);
+        assert_eq!(ms(second_claim[0]), 133, "after the first claim's last");
+        assert_eq!(ms(second_claim[99]), 232);
+        // Another lane, or another endpoint, has a line of its own; one
+        // with a waiting line here starts behind it.
+        let fresh = in_flight.defer((endpoint, Lane::Fresh), 10, 32, now);
+        assert_eq!(ms(fresh), 43);
+        // Once the last one's time has passed, a line starts over.
+        let later = now + chrono::Duration::seconds(1);
+        let again = in_flight.defer((endpoint, Lane::Backlog), 0, 32, later);
+        assert_eq!((again - later).num_milliseconds(), 33);
     }
 }

@@ -176,7 +176,7 @@ impl Dispatcher {
         let mut idle_until = tokio::time::Instant::now();
         while !shutdown.is_cancelled() {
             while tasks.try_join_next().is_some() {}
-            // Fresh ones waiting for a slot first: a freed slot is theirs.
+            // Those waiting for a slot first: a freed slot is theirs.
             self.start_waiting(&shared, &outcomes, &mut tasks).await;
             if shared.permits.available_permits() == 0 {
                 tokio::select! {
@@ -207,10 +207,10 @@ impl Dispatcher {
                     }
                 }
             }
-            let fresh_waiting = shared.fresh_waiting();
+            let waiting = shared.any_waiting();
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = shared.slot_freed.notified(), if fresh_waiting => {}
+                _ = shared.slot_freed.notified(), if waiting => {}
                 _ = self.wake.notified() => claim_now = true,
                 _ = woken_by(index_wakeups.as_deref()) => claim_now = true,
                 _ = self.handoff.handed() => {}
@@ -366,7 +366,6 @@ impl Dispatcher {
         let mut orphans = Vec::new();
         let mut handed = Vec::new();
         let mut later = Vec::new();
-        let mut places = HashMap::new();
         let wait_until = self.wait_until(now);
         let default_cap = self.settings.dispatcher.endpoint_max_in_flight;
         let default_limit = self.settings.dispatcher.default_rate_limit;
@@ -454,7 +453,7 @@ impl Dispatcher {
                 .1
                 .fresh_share
                 .unwrap_or(self.settings.dispatcher.fresh_share);
-            match shared.take_slot(start, (cap, share), (now, wait_until), &mut places) {
+            match shared.take_slot(start, (cap, share), (now, wait_until)) {
                 lanes::Slot::Start(start) => task::start(shared, outcomes, tasks, start),
                 lanes::Slot::Waits => {}
                 lanes::Slot::Later(at) => later.push((*id, at)),

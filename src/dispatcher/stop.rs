@@ -31,14 +31,14 @@ pub(super) async fn stop(
     mut running: Running,
     settings: &Settings,
 ) {
-    // What was handed over and not started, and the fresh ones waiting for
+    // What was handed over and not started, and those waiting for
     // a slot (`lanes`), go back to the index.
-    let waiting = shared
-        .in_flight
-        .lock()
-        .expect("in-flight lock")
-        .fresh
-        .drain();
+    let waiting = {
+        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
+        let mut waiting = in_flight.fresh.drain();
+        waiting.extend(in_flight.backlog.drain());
+        waiting
+    };
     let untaken: Vec<(Uuid, DateTime<Utc>)> = handoff
         .close()
         .iter()

@@ -28,7 +28,7 @@ impl Shared {
         let mut busy: HashSet<Uuid> = {
             let in_flight = self.in_flight.lock().expect("in-flight lock");
             ids.iter()
-                .filter(|id| in_flight.ids.contains_key(id) || in_flight.fresh.contains(id))
+                .filter(|id| in_flight.ids.contains_key(id) || in_flight.waiting(id))
                 .copied()
                 .collect()
         };
