@@ -1,6 +1,6 @@
 //! What this dispatcher process is delivering now, per endpoint and lane,
 //! against each endpoint's in-flight cap, split by lane (`domain::lane`,
-//! design §17); the fresh notifications waiting here for a slot
+//! design §17); the notifications waiting here for a slot
 //! (`lanes`); and how long each endpoint's attempts take, which says how
 //! long one over the cap should wait.
 

@@ -1,8 +1,9 @@
-//! Fresh notifications waiting in this process for a slot of their
-//! endpoint's cap (design §17, "Lanes"; issue #48).
+//! Notifications waiting in this process for a slot of their endpoint's
+//! cap, fresh ones in a line apart from the backlog (design §17, "Lanes";
+//! issue #48).
 //!
-//! Without lanes, a notification over its endpoint's cap goes back to the
-//! due index until about when a slot should free (`InFlight::deferral`).
+//! Without lanes, a notification over its endpoint's cap went back to the
+//! due index until about when a slot should free.
 //! Behind a backlog of retries that is wrong twice for a fresh one: its
 //! place in line counts the whole claimed backlog, and back in the index
 //! it sorts behind every retry that became due before it, so it is
@@ -319,7 +320,7 @@ impl Shared {
 }
 
 impl Dispatcher {
-    /// Starts the waiting fresh ones that have a slot now, and gives back
+    /// Starts the waiting ones that have a slot now, and gives back
     /// to the index those that waited past their time.
     pub(super) async fn start_waiting(
         &self,
