@@ -380,17 +380,24 @@ mod tests {
         }
     }
 
+    /// `endpoint` at its cap of 2 (fresh share 0.5), both slots taken by
+    /// backlog: the state and the two in flight.
+    fn cap_of_2_full_of_backlog(endpoint: Uuid) -> (InFlight, Vec<Uuid>) {
+        let mut in_flight = InFlight::default();
+        let busy: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
+        for id in &busy {
+            assert!(in_flight.try_start(endpoint, (*id, Lane::Backlog), (2, 0.5)));
+        }
+        (in_flight, busy)
+    }
+
     #[test]
     fn a_waiting_fresh_one_takes_the_next_free_slot_in_line_and_backlog_keeps_to_its_share_meanwhile(
     ) {
         let (endpoint, now) = (Uuid::now_v7(), Utc::now());
         let later = now + chrono::Duration::seconds(5);
         let permits = Arc::new(Semaphore::new(10));
-        let mut in_flight = InFlight::default();
-        let busy: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
-        for id in &busy {
-            assert!(in_flight.try_start(endpoint, (*id, Lane::Backlog), (2, 0.5)));
-        }
+        let (mut in_flight, busy) = cap_of_2_full_of_backlog(endpoint);
         let (first, second) = (waiting(endpoint, later), waiting(endpoint, later));
         let line = [first.row.id, second.row.id];
         assert!(in_flight.fresh.push(first, MAX_WAITING));
@@ -419,11 +426,7 @@ mod tests {
         let (endpoint, now) = (Uuid::now_v7(), Utc::now());
         let later = now + chrono::Duration::seconds(5);
         let permits = Arc::new(Semaphore::new(10));
-        let mut in_flight = InFlight::default();
-        let busy: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
-        for id in &busy {
-            assert!(in_flight.try_start(endpoint, (*id, Lane::Backlog), (2, 0.5)));
-        }
+        let (mut in_flight, busy) = cap_of_2_full_of_backlog(endpoint);
         let retries: Vec<Waiting> = (0..3)
             .map(|_| {
                 let mut retry = waiting(endpoint, later);
