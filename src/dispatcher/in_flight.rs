@@ -79,13 +79,6 @@ impl InFlight {
         true
     }
 
-    /// Whether `endpoint`'s `cap` (split by `share` while fresh work waits
-    /// here) has room for one of `lane`.
-    pub(super) fn has_room(&self, endpoint: Uuid, lane: Lane, (cap, share): (u32, f64)) -> bool {
-        let counts = self.by_endpoint.get(&endpoint).copied().unwrap_or_default();
-        lane::has_room(lane, counts, cap, share, self.fresh.waits(endpoint))
-    }
-
     /// When the `place`-th notification waiting for `endpoint` (cap `cap`)
     /// should be looked at again.
     pub(super) fn deferral(&self, endpoint: Uuid, place: u32, cap: u32) -> Duration {

@@ -120,20 +120,17 @@ impl Queue {
     /// Queues `waiting` behind its endpoint's; refuses it (`false`) when
     /// that endpoint has `most` waiting.
     pub(super) fn push(&mut self, waiting: Waiting, most: usize) -> bool {
-        let queue = self.by_endpoint.entry(waiting.row.endpoint_id).or_default();
-        if queue.len() >= most {
-            if queue.is_empty() {
-                self.by_endpoint.remove(&waiting.row.endpoint_id);
-            }
+        if self.len(waiting.row.endpoint_id) >= most {
             return false;
         }
+        let queue = self.by_endpoint.entry(waiting.row.endpoint_id).or_default();
         self.ids.insert(waiting.row.id);
         queue.push_back(waiting);
         true
     }
 
     /// Everything waiting, emptied (at shutdown).
-    pub(super) fn drain(&mut self) -> Vec<Uuid> {
+    fn drain(&mut self) -> Vec<Uuid> {
         self.by_endpoint.clear();
         self.ids.drain().collect()
     }
@@ -160,6 +157,13 @@ impl InFlight {
     /// Whether `id` waits here for a slot.
     pub(super) fn waiting(&self, id: &Uuid) -> bool {
         self.fresh.contains(id) || self.backlog.contains(id)
+    }
+
+    /// Everything waiting here, emptied (at shutdown).
+    pub(super) fn drain_waiting(&mut self) -> Vec<Uuid> {
+        let mut waiting = self.fresh.drain();
+        waiting.extend(self.backlog.drain());
+        waiting
     }
 
     /// Takes the waiting ones that have a slot now (and a permit of
@@ -209,22 +213,18 @@ impl InFlight {
             }
             // A fresh one needs only a free slot: the share is moot. A
             // backlog one keeps to its part while fresh ones wait.
-            let (cap, share) = match lane {
-                Lane::Fresh => (head.cap, 1.0),
-                Lane::Backlog => (head.cap, head.share),
-            };
-            let lane_of_row = Lane::of(head.row.attempts);
-            if !self.has_room(endpoint, lane_of_row, (cap, share)) {
-                return true;
-            }
+            let share = if lane == Lane::Fresh { 1.0 } else { head.share };
+            let slot = (head.row.id, Lane::of(head.row.attempts));
+            let cap = head.cap;
             let Ok(permit) = permits.clone().try_acquire_owned() else {
                 return false;
             };
+            if !self.try_start(endpoint, slot, (cap, share)) {
+                return true;
+            }
             let Waiting {
                 row, plan, due_at, ..
             } = self.queue_mut(lane).pop(endpoint).expect("a head");
-            let started = self.try_start(endpoint, (row.id, lane_of_row), (cap, share));
-            debug_assert!(started, "a slot was free");
             starting.push((row, plan, due_at, permit));
         }
         true

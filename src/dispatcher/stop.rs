@@ -33,12 +33,11 @@ pub(super) async fn stop(
 ) {
     // What was handed over and not started, and those waiting for
     // a slot (`lanes`), go back to the index.
-    let waiting = {
-        let mut in_flight = shared.in_flight.lock().expect("in-flight lock");
-        let mut waiting = in_flight.fresh.drain();
-        waiting.extend(in_flight.backlog.drain());
-        waiting
-    };
+    let waiting = shared
+        .in_flight
+        .lock()
+        .expect("in-flight lock")
+        .drain_waiting();
     let untaken: Vec<(Uuid, DateTime<Utc>)> = handoff
         .close()
         .iter()
