@@ -69,9 +69,9 @@ impl PgStore {
     }
 }
 /// Clears the marks of `$1` (ids from `$2` to `$3`), locking the rows in
-/// id order, as `ordering::RELEASED` does: the two clear the marks of a
-/// key's new head at the same time, and in opposite orders they
-/// deadlocked. By primary key only: `needs_index IS TRUE` keeps the
+/// id order, as `ordering::RELEASE_ENDED` locks the successors it
+/// writes: the two may take a key's new head at the same time, and in
+/// opposite orders they deadlocked. By primary key only: `needs_index IS TRUE` keeps the
 /// partial index of marked rows out of it.
 pub(super) const CLEAR_NEEDS_INDEX: &str = "UPDATE notifications n SET needs_index = false \
      FROM (SELECT id FROM notifications \

@@ -28,12 +28,21 @@ use crate::store::StoreError;
 /// Each key's tail (`store::ordering`), keys in `$1`/`$2`: its pending
 /// notification that no pending one waits for (the latest by sequence,
 /// should a race have left two).
-const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
+///
+/// `OFFSET 0` keeps "does a pending one wait for this candidate?" a probe
+/// of `notifications_behind` per candidate. Without it the planner
+/// flattened the `NOT EXISTS` into an anti-join whose generic plan read
+/// every waiting notification once, kept them, and compared each key's
+/// candidate with all of them (`Join Filter: (s.behind = n.id)`): a batch
+/// of 1,000 keys beside the previous batch's 1,000 waiting made a million
+/// comparisons, 94 ms a statement (`auto_explain`, the ordering bench).
+/// `ordering_plan_tests` keeps the probe.
+pub(super) const TAILS: &str = "SELECT t.endpoint_id, t.order_key, ( \
          SELECT n.id FROM notifications n \
          WHERE n.endpoint_id = t.endpoint_id AND n.order_key = t.order_key \
            AND n.sequence IS NOT NULL AND (n.status = 'pending') IS TRUE \
            AND NOT EXISTS (SELECT 1 FROM notifications s \
-               WHERE s.behind = n.id AND (s.status = 'pending') IS TRUE) \
+               WHERE s.behind = n.id AND (s.status = 'pending') IS TRUE OFFSET 0) \
          ORDER BY n.sequence DESC LIMIT 1) \
      FROM UNNEST($1::uuid[], $2::text[]) AS t(endpoint_id, order_key)";
 
@@ -197,42 +206,80 @@ pub(super) async fn release(
     Ok(())
 }
 
-/// `released`: the heads of the keys of `$1` (ids from `$2` to `$3`)
-/// marked for the index, their marks cleared.
-///
-/// Every read here goes by a key or an id, whatever the statistics say.
-/// Hookd plans each statement once per connection, and on statistics
-/// taken before any ordered row existed the planner takes the partial
-/// indexes of ordered and of marked rows for nearly empty: it read
-/// `notifications_order` whole (and by it the ended ones, filtered by
-/// id) and hashed, 30 ms to 1 s a call in the ordering bench
-/// (`auto_explain`). So the ended ones are read without `sequence IS NOT
-/// NULL` (their primary key is the only path), each key's head is probed
-/// in a lateral read that `OFFSET 0` keeps from being flattened into a
-/// join, and the mark is tested as `needs_index IS TRUE`, which the
-/// partial index of marked rows does not serve. The heads are locked in
-/// id order, as `clear_needs_index` locks: the committer clears the mark
-/// of a key's new head while this may clear it too, and taking two rows
-/// in opposite orders deadlocked (a second each, `deadlock_timeout`).
-pub(super) const RELEASED: &str = "UPDATE notifications n SET needs_index = false \
-     FROM (SELECT c.id FROM notifications c \
-           WHERE c.id IN (SELECT h.id \
-               FROM (SELECT DISTINCT e.endpoint_id, e.order_key \
-                     FROM notifications e WHERE e.id = ANY($1) AND e.id BETWEEN $2 AND $3) k \
-               CROSS JOIN LATERAL (SELECT x.id FROM notifications x \
-                   WHERE x.endpoint_id = k.endpoint_id AND x.order_key = k.order_key \
-                     AND x.sequence IS NOT NULL AND x.needs_index IS TRUE \
-                     AND (x.status = 'pending') IS TRUE AND x.behind IS NULL \
-                     AND NOT x.pull OFFSET 0) h) \
-           ORDER BY c.id FOR UPDATE OF c) s \
-     WHERE n.id = s.id AND n.needs_index IS TRUE AND (n.status = 'pending') IS TRUE \
-       AND n.behind IS NULL AND NOT n.pull \
-     RETURNING n.id, n.next_attempt_at";
+/// Says that this transaction releases the successors of the ordered
+/// notifications it ends itself (`release_ended`), so that the release
+/// trigger stands aside for it (migration `20261208000054`).
+const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true)";
 
-/// What the end of the ordered `ended` released, in the recording's
-/// transaction (`Recorded::released`): through each ended one's key, on
-/// `notifications_order` (`RELEASED`).
-pub(super) async fn released(
+/// `release_ended`: the release trigger's rule (`hookd_release_order`,
+/// migration `20261206000052`) for every notification of `$1` (ids from
+/// `$2` to `$3`) that ended ordered, in one statement:
+/// - one that succeeded frees its key if it held it;
+/// - a head that ended otherwise on an endpoint that holds its keys
+///   (`ordering_on_failure = 'hold'`) holds its key, and its successor
+///   keeps waiting;
+/// - else its successor now waits for what it waited for. A push
+///   successor that waits for nothing more is returned for the caller to
+///   index (its mark for the housekeeper is left clear: the caller indexes
+///   it after the commit, and the overdue sweep if that fails); a pull
+///   successor's wait for a consumer starts then.
+///
+/// Each ended one is reached by its primary key (not through
+/// `sequence IS NOT NULL`, which offers `notifications_order` to a
+/// generic plan: the caller passes only ordered ones), its key's row by
+/// its key (a lateral read that `OFFSET 0` keeps from becoming a join
+/// over every key: only the rare key to free or to hold is written), and
+/// each successor through `notifications_behind` (`ordering_plan_tests`).
+/// The successors are locked in id order before
+/// any is written, as `clear_needs_index` locks the rows it clears: two
+/// transactions taking the same rows in opposite orders deadlocked.
+pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
+         SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
+             n.status = 'succeeded' AS succeeded, \
+             (n.status <> 'succeeded' AND n.behind IS NULL \
+              AND e.ordering_on_failure = 'hold') AS holds \
+         FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+         WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+           AND n.order_key IS NOT NULL AND n.status <> 'pending' \
+     ), held AS MATERIALIZED ( \
+         SELECT k.ctid AS row, x.endpoint_id, x.order_key, \
+             CASE WHEN x.holds THEN x.id END AS held_by \
+         FROM ended x CROSS JOIN LATERAL (SELECT k.ctid FROM order_keys k \
+             WHERE k.endpoint_id = x.endpoint_id AND k.order_key = x.order_key \
+               AND (x.holds OR k.held_by = x.id) FOR UPDATE OFFSET 0) k \
+         WHERE x.holds OR x.succeeded \
+     ), keys AS ( \
+         UPDATE order_keys k SET held_by = (SELECT h.held_by FROM held h WHERE h.row = k.ctid) \
+         WHERE k.endpoint_id = ANY(ARRAY(SELECT h.endpoint_id FROM held h)) \
+           AND k.order_key = ANY(ARRAY(SELECT h.order_key FROM held h)) \
+           AND k.ctid = ANY(ARRAY(SELECT h.row FROM held h)) \
+     ), waiting AS ( \
+         SELECT s.id, x.behind, x.updated_at FROM ended x \
+         JOIN notifications s ON s.behind = x.id \
+         WHERE NOT x.holds AND (s.status = 'pending') IS TRUE \
+         ORDER BY s.id FOR UPDATE OF s \
+     ), passed AS ( \
+         UPDATE notifications s SET \
+             behind = w.behind, \
+             next_attempt_at = CASE WHEN w.behind IS NULL AND s.pull \
+                 THEN GREATEST(s.next_attempt_at, w.updated_at) ELSE s.next_attempt_at END \
+         FROM waiting w WHERE s.id = w.id \
+         RETURNING s.id, s.next_attempt_at, w.behind IS NULL AND NOT s.pull AS released \
+     ) \
+     SELECT id, next_attempt_at FROM passed WHERE released";
+
+/// Readies a recording transaction to release the successors of what it
+/// ends (`release_ended`) instead of the trigger doing it row by row.
+pub(super) async fn release_in_batch(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query(RELEASE_IN_BATCH).execute(conn).await?;
+    Ok(())
+}
+
+/// Releases the successors of those of `ended` (notifications this
+/// transaction ended) that were ordered, after `release_in_batch`
+/// (`RELEASE_ENDED`); returns the heads it released, to be indexed
+/// (`Recorded::released`).
+pub(super) async fn release_ended(
     conn: &mut PgConnection,
     ended: &[Uuid],
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
@@ -240,7 +287,7 @@ pub(super) async fn released(
         return Ok(Vec::new());
     }
     let (low, high) = id_span(ended);
-    Ok(sqlx::query_as(RELEASED)
+    Ok(sqlx::query_as(RELEASE_ENDED)
         .bind(ended)
         .bind(low)
         .bind(high)

@@ -69,31 +69,58 @@ async fn passing_over_ended_predecessors_reads_each_row_by_its_primary_key(pool:
 }
 
 #[sqlx::test(migrator = "super::MIGRATOR")]
-async fn the_released_heads_are_found_by_probing_each_key(pool: PgPool) {
+async fn releasing_a_batchs_ends_probes_each_ended_one_and_its_successors(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    let plan = generic_plan(&pool, super::ordering::RELEASED, 3).await;
+    let plan = generic_plan(&pool, super::ordering::RELEASE_ENDED, 3).await;
     let text = plan.join("\n");
-    assert_eq!(
-        unbounded(&plan),
-        Vec::<&String>::new(),
-        "no index of marked or pending rows, nor a span of ids, is walked:\n{text}"
-    );
+    for probe in [
+        "(id = ANY ($1))",
+        "(behind = x",
+        "(endpoint_id = x.endpoint_id)",
+    ] {
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("Index Cond:") && line.contains(probe)),
+            "{probe} is an index probe:\n{text}"
+        );
+    }
+    for walk in [
+        "order_key_sequence",
+        "notifications_order",
+        "Seq Scan on order_keys",
+    ] {
+        assert!(
+            !plan.iter().any(|line| line.contains(walk)),
+            "nothing reads {walk}:\n{text}"
+        );
+    }
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_keys_tail_is_found_by_probing_whether_one_waits_for_each_candidate(pool: PgPool) {
+    live_table(&pool, 5_000).await;
+    let plan = generic_plan(&pool, super::ordering::TAILS, 2).await;
+    let text = plan.join("\n");
     assert!(
-        plan.iter().any(|line| line.contains("Index Cond:")
-            && line.contains("endpoint_id = k.endpoint_id")
-            && line.contains("order_key = k.order_key")),
-        "each key's head is probed by its key:\n{text}"
+        !plan.iter().any(|line| line.contains("Anti Join")),
+        "the waiting ones are not read whole and joined with the candidates:\n{text}"
     );
     assert!(
         !plan
             .iter()
-            .any(|line| line.trim() == "Index Cond: (sequence IS NOT NULL)"),
-        "the index of ordered rows is not read whole:\n{text}"
+            .any(|line| line.contains("Join Filter:") && line.contains("behind")),
+        "no join compares each candidate with every waiting one:\n{text}"
     );
     assert!(
         plan.iter()
-            .any(|line| line.contains("Index Cond:") && line.contains("(id = ANY ($1))")),
-        "the ended ones are read by their primary key:\n{text}"
+            .any(|line| line.contains("Index Cond:") && line.contains("(behind = n")),
+        "whether one waits is a probe by the candidate's id:\n{text}"
+    );
+    assert!(
+        plan.iter().any(|line| line.contains("Index Cond:")
+            && line.contains("endpoint_id = t.endpoint_id")
+            && line.contains("order_key = t.order_key")),
+        "each key's candidates are probed by its key:\n{text}"
     );
 }
 

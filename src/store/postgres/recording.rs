@@ -87,8 +87,16 @@ impl PgStore {
         // statement (`record_attempts_on`) and what the ends released.
         let mut tx = self.pool.begin().await?;
         let now = self.clock.now();
+        let ordered = records.iter().any(|r| r.ordered);
+        if ordered {
+            super::ordering::release_in_batch(&mut tx).await?;
+        }
         let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
-        let released = super::ordering::released(&mut tx, &ended(records, &moved)).await?;
+        let released = if ordered {
+            super::ordering::release_ended(&mut tx, &ended(records, &moved)).await?
+        } else {
+            Vec::new()
+        };
         tx.commit().await?;
         Ok(Recorded { moved, released })
     }
