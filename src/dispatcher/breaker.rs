@@ -51,6 +51,10 @@ use crate::store::seams::{SharedBreaker, SharedDelivery};
 #[path = "breaker_timer.rs"]
 mod timer;
 
+#[cfg(test)]
+#[path = "breaker_tests.rs"]
+mod tests;
+
 /// The longest the view goes unread.
 const REFRESH: Duration = Duration::from_secs(1);
 /// Notifications moved per page of a release.
@@ -110,6 +114,31 @@ struct View {
     /// Per endpoint, the counting failures this process's deliveries had
     /// since their last answer and the recorder has not counted yet.
     unrecorded: HashMap<Uuid, i32>,
+}
+
+impl View {
+    /// Whether the failures in the recorder's queue would open `endpoint`'s
+    /// circuit (`stored`, closed or clean): it opens after `failures`
+    /// attempts, not after those plus however many went out while they
+    /// were written.
+    fn foresees_opening(&self, endpoint: Uuid, stored: Option<Circuit>, policy: &Policy) -> bool {
+        let counted = stored.map_or(0, |c| c.failures);
+        let unrecorded = self.unrecorded.get(&endpoint).copied().unwrap_or(0);
+        counted + unrecorded >= policy.failures as i32
+    }
+
+    /// `Breaker::stops`.
+    fn stops(&self, endpoint: Uuid, id: Uuid) -> bool {
+        if self.probes.contains(&id) {
+            return false;
+        }
+        let stored = self.circuits.get(&endpoint).copied();
+        stored.is_some_and(|c| c.holds())
+            || self
+                .policies
+                .get(&endpoint)
+                .is_some_and(|policy| self.foresees_opening(endpoint, stored, policy))
+    }
 }
 
 impl Breaker {
@@ -201,18 +230,10 @@ impl Breaker {
                 }
                 Hold::Fail => Admit::Fail,
             },
-            _ => {
-                // The failures in the recorder's queue would open it: the
-                // circuit opens after `failures` attempts, not after those
-                // plus however many went out while they were written.
-                let counted = stored.map_or(0, |c| c.failures);
-                let unrecorded = view.unrecorded.get(&endpoint).copied();
-                if counted + unrecorded.unwrap_or(0) >= policy.failures as i32 {
-                    Admit::Defer(now + UNTIL_COUNTED)
-                } else {
-                    Admit::Send
-                }
+            _ if view.foresees_opening(endpoint, stored, &policy) => {
+                Admit::Defer(now + UNTIL_COUNTED)
             }
+            _ => Admit::Send,
         }
     }
 
@@ -296,12 +317,15 @@ impl Breaker {
         self.view.lock().expect("breaker lock").probes.contains(&id)
     }
 
-    /// Whether notification `id`, started before its time and waiting for
-    /// it (a rate limit's slot later in its group), is not to be sent now:
-    /// its endpoint's circuit held meanwhile, and it is no probe.
+    /// Whether notification `id`, admitted before it waited (for its time,
+    /// a rate limit's slot later in its group, or a slot at its endpoint's
+    /// cap), is not to be sent now: it is no probe, and its endpoint's
+    /// circuit held meanwhile, or the failures not yet counted would open
+    /// it (as `admit` foresees them). With a cap of 1, the one waiting for
+    /// the slot started as each failure came back, and a receiver that was
+    /// down got up to twice its `failures` before the circuit opened.
     pub(super) fn stops(&self, endpoint: Uuid, id: Uuid) -> bool {
-        let view = self.view.lock().expect("breaker lock");
-        !view.probes.contains(&id) && view.circuits.get(&endpoint).is_some_and(Circuit::holds)
+        self.view.lock().expect("breaker lock").stops(endpoint, id)
     }
 
     /// Probes won by this process, for its dispatcher to send.
