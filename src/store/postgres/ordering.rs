@@ -226,13 +226,17 @@ const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true
 ///
 /// Each ended one is reached by its primary key (not through
 /// `sequence IS NOT NULL`, which offers `notifications_order` to a
-/// generic plan: the caller passes only ordered ones), its key's row by
-/// its key (a lateral read that `OFFSET 0` keeps from becoming a join
-/// over every key: only the rare key to free or to hold is written), and
-/// each successor through `notifications_behind` (`ordering_plan_tests`).
-/// The successors are locked in id order before
-/// any is written, as `clear_needs_index` locks the rows it clears: two
-/// transactions taking the same rows in opposite orders deadlocked.
+/// generic plan: the caller passes only ordered ones); its key's row by
+/// its key, in a lateral read that `OFFSET 0` keeps from becoming a join
+/// over every key, and locked there; the rare key to free or to hold is
+/// written by its key, the `ANY` lists keeping that update on the primary
+/// key whatever the plan guesses of `order_keys` (a create may have
+/// changed the row since this statement's snapshot: matched by key, not
+/// by where the row was, the update finds its latest version); each
+/// successor through `notifications_behind` (`ordering_plan_tests`). The
+/// successors are locked in id order before any is written, as
+/// `clear_needs_index` locks the rows it clears: two transactions taking
+/// the same rows in opposite orders deadlocked.
 pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
          SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
              n.status = 'succeeded' AS succeeded, \
@@ -242,17 +246,16 @@ pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
          WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
            AND n.order_key IS NOT NULL AND n.status <> 'pending' \
      ), held AS MATERIALIZED ( \
-         SELECT k.ctid AS row, x.endpoint_id, x.order_key, \
-             CASE WHEN x.holds THEN x.id END AS held_by \
-         FROM ended x CROSS JOIN LATERAL (SELECT k.ctid FROM order_keys k \
+         SELECT x.endpoint_id, x.order_key, CASE WHEN x.holds THEN x.id END AS held_by \
+         FROM ended x CROSS JOIN LATERAL (SELECT 1 FROM order_keys k \
              WHERE k.endpoint_id = x.endpoint_id AND k.order_key = x.order_key \
                AND (x.holds OR k.held_by = x.id) FOR UPDATE OFFSET 0) k \
          WHERE x.holds OR x.succeeded \
      ), keys AS ( \
-         UPDATE order_keys k SET held_by = (SELECT h.held_by FROM held h WHERE h.row = k.ctid) \
-         WHERE k.endpoint_id = ANY(ARRAY(SELECT h.endpoint_id FROM held h)) \
+         UPDATE order_keys k SET held_by = h.held_by FROM held h \
+         WHERE k.endpoint_id = h.endpoint_id AND k.order_key = h.order_key \
+           AND k.endpoint_id = ANY(ARRAY(SELECT h.endpoint_id FROM held h)) \
            AND k.order_key = ANY(ARRAY(SELECT h.order_key FROM held h)) \
-           AND k.ctid = ANY(ARRAY(SELECT h.row FROM held h)) \
      ), waiting AS ( \
          SELECT s.id, x.behind, x.updated_at FROM ended x \
          JOIN notifications s ON s.behind = x.id \
