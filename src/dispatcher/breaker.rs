@@ -29,7 +29,7 @@
 //!   are lost anyway, a held row comes due at its hold deadline and is
 //!   sent then: late, never lost.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -50,6 +50,10 @@ use crate::store::seams::{SharedBreaker, SharedDelivery};
 
 #[path = "breaker_timer.rs"]
 mod timer;
+
+#[path = "breaker_view.rs"]
+mod view;
+use view::View;
 
 #[cfg(test)]
 #[path = "breaker_tests.rs"]
@@ -93,52 +97,6 @@ pub(super) struct Breaker {
     /// Claimed and held too long, for `fail_held`.
     failing: Mutex<Vec<DueNotification>>,
     probed: Notify,
-}
-
-#[derive(Default)]
-struct View {
-    /// Circuits that are not clean, as last read or written here.
-    circuits: HashMap<Uuid, Circuit>,
-    /// The policy of each endpoint with a breaker this process delivered to.
-    policies: HashMap<Uuid, Policy>,
-    /// Notifications this process sends as probes.
-    probes: HashSet<Uuid>,
-    /// Counts this process's own writes; `written` is the count at each
-    /// endpoint's last one. A read of the table that began before a write
-    /// does not undo it in the view (the write is newer than what it read).
-    writes: u64,
-    written: HashMap<Uuid, u64>,
-    /// Endpoints whose breaker is off now while their circuit holds: the
-    /// recorder closes it.
-    turned_off: HashSet<Uuid>,
-    /// Per endpoint, the counting failures this process's deliveries had
-    /// since their last answer and the recorder has not counted yet.
-    unrecorded: HashMap<Uuid, i32>,
-}
-
-impl View {
-    /// Whether the failures in the recorder's queue would open `endpoint`'s
-    /// circuit (`stored`, closed or clean): it opens after `failures`
-    /// attempts, not after those plus however many went out while they
-    /// were written.
-    fn foresees_opening(&self, endpoint: Uuid, stored: Option<Circuit>, policy: &Policy) -> bool {
-        let counted = stored.map_or(0, |c| c.failures);
-        let unrecorded = self.unrecorded.get(&endpoint).copied().unwrap_or(0);
-        counted + unrecorded >= policy.failures as i32
-    }
-
-    /// `Breaker::stops`.
-    fn stops(&self, endpoint: Uuid, id: Uuid) -> bool {
-        if self.probes.contains(&id) {
-            return false;
-        }
-        let stored = self.circuits.get(&endpoint).copied();
-        stored.is_some_and(|c| c.holds())
-            || self
-                .policies
-                .get(&endpoint)
-                .is_some_and(|policy| self.foresees_opening(endpoint, stored, policy))
-    }
 }
 
 impl Breaker {

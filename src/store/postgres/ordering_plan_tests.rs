@@ -33,6 +33,18 @@ fn compared_joins(plan: &[String]) -> Vec<&String> {
         .collect()
 }
 
+/// Asserts that each of `probes` is an index condition of `plan`.
+fn assert_probes(plan: &[String], probes: &[&str]) {
+    for probe in probes {
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("Index Cond:") && line.contains(probe)),
+            "{probe} is an index probe:\n{}",
+            plan.join("\n")
+        );
+    }
+}
+
 /// The plan's lines that read an index of waiting, marked or pending rows.
 fn partial_index_reads(plan: &[String]) -> Vec<&String> {
     plan.iter()
@@ -55,35 +67,29 @@ async fn passing_over_ended_predecessors_reads_each_row_by_its_primary_key(pool:
         Vec::<&String>::new(),
         "no index of waiting or pending rows, nor a span of ids, is walked:\n{text}"
     );
-    for probe in [
-        "(id = ANY ($1))",
-        "(id = COALESCE(w.behind, w.id))",
-        "(id = f.waiting)",
-    ] {
-        assert!(
-            plan.iter()
-                .any(|line| line.contains("Index Cond:") && line.contains(probe)),
-            "{probe} is a primary-key probe:\n{text}"
-        );
-    }
+    assert_probes(
+        &plan,
+        &[
+            "(id = ANY ($1))",
+            "(id = COALESCE(w.behind, w.id))",
+            "(id = f.waiting)",
+        ],
+    );
 }
 
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn releasing_a_batchs_ends_probes_each_ended_one_and_its_successors(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    let plan = generic_plan(&pool, super::ordering::RELEASE_ENDED, 3).await;
+    let plan = generic_plan(&pool, super::recording::RELEASE_ENDED, 3).await;
     let text = plan.join("\n");
-    for probe in [
-        "(id = ANY ($1))",
-        "(behind = x",
-        "(endpoint_id = x.endpoint_id)",
-    ] {
-        assert!(
-            plan.iter()
-                .any(|line| line.contains("Index Cond:") && line.contains(probe)),
-            "{probe} is an index probe:\n{text}"
-        );
-    }
+    assert_probes(
+        &plan,
+        &[
+            "(id = ANY ($1))",
+            "(behind = x",
+            "(endpoint_id = x.endpoint_id)",
+        ],
+    );
     for walk in [
         "order_key_sequence",
         "notifications_order",

@@ -1,4 +1,5 @@
-//! Recording attempts in PostgreSQL: one statement per batch.
+//! Recording attempts in PostgreSQL: one statement per batch, and one
+//! more that releases what its ordered ends let go (`RELEASE_ENDED`).
 //!
 //! Nothing is decided here. Each record comes with its decisions made in
 //! `domain/`: the notification's next state (`status::after_attempt`), the
@@ -26,9 +27,11 @@
 //!   health is observed), and one of whose notifications moved.
 
 use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
@@ -89,11 +92,11 @@ impl PgStore {
         let now = self.clock.now();
         let ordered = records.iter().any(|r| r.ordered);
         if ordered {
-            super::ordering::release_in_batch(&mut tx).await?;
+            release_in_batch(&mut tx).await?;
         }
         let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
         let released = if ordered {
-            super::ordering::release_ended(&mut tx, &ended(records, &moved)).await?
+            release_ended(&mut tx, &ended(records, &moved)).await?
         } else {
             Vec::new()
         };
@@ -286,4 +289,96 @@ pub(super) async fn record_attempts_on(
         super::stats::add_minute_sums(conn, &sums).await?;
     }
     Ok(moved)
+}
+
+/// Says that this transaction releases the successors of the ordered
+/// notifications it ends itself (`release_ended`), so that the release
+/// trigger stands aside for it (migration `20261208000054`).
+const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true)";
+
+/// `release_ended`: the release trigger's rule (`hookd_release_order`,
+/// migration `20261206000052`) for every notification of `$1` (ids from
+/// `$2` to `$3`) that ended ordered, in one statement:
+/// - one that succeeded frees its key if it held it;
+/// - a head that ended otherwise on an endpoint that holds its keys
+///   (`ordering_on_failure = 'hold'`) holds its key, and its successor
+///   keeps waiting;
+/// - else its successor now waits for what it waited for. A push
+///   successor that waits for nothing more is returned for the caller to
+///   index (its mark for the housekeeper is left clear: the caller indexes
+///   it after the commit, and the overdue sweep if that fails); a pull
+///   successor's wait for a consumer starts then.
+///
+/// Each ended one is reached by its primary key (not through
+/// `sequence IS NOT NULL`, which offers `notifications_order` to a
+/// generic plan: the caller passes only ordered ones); its key's row by
+/// its key, in a lateral read that `OFFSET 0` keeps from becoming a join
+/// over every key, and locked there; the rare key to free or to hold is
+/// written by its key, the `ANY` lists keeping that update on the primary
+/// key whatever the plan guesses of `order_keys` (a create may have
+/// changed the row since this statement's snapshot: matched by key, not
+/// by where the row was, the update finds its latest version); each
+/// successor through `notifications_behind` (`ordering_plan_tests`). The
+/// successors are locked in id order before any is written, as
+/// `clear_needs_index` locks the rows it clears: two transactions taking
+/// the same rows in opposite orders deadlocked.
+pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
+         SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
+             n.status = 'succeeded' AS succeeded, \
+             (n.status <> 'succeeded' AND n.behind IS NULL \
+              AND e.ordering_on_failure = 'hold') AS holds \
+         FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+         WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+           AND n.order_key IS NOT NULL AND n.status <> 'pending' \
+     ), held AS MATERIALIZED ( \
+         SELECT x.endpoint_id, x.order_key, CASE WHEN x.holds THEN x.id END AS held_by \
+         FROM ended x CROSS JOIN LATERAL (SELECT 1 FROM order_keys k \
+             WHERE k.endpoint_id = x.endpoint_id AND k.order_key = x.order_key \
+               AND (x.holds OR k.held_by = x.id) FOR UPDATE OFFSET 0) k \
+         WHERE x.holds OR x.succeeded \
+     ), keys AS ( \
+         UPDATE order_keys k SET held_by = h.held_by FROM held h \
+         WHERE k.endpoint_id = h.endpoint_id AND k.order_key = h.order_key \
+           AND k.endpoint_id = ANY(ARRAY(SELECT h.endpoint_id FROM held h)) \
+           AND k.order_key = ANY(ARRAY(SELECT h.order_key FROM held h)) \
+     ), waiting AS ( \
+         SELECT s.id, x.behind, x.updated_at FROM ended x \
+         JOIN notifications s ON s.behind = x.id \
+         WHERE NOT x.holds AND (s.status = 'pending') IS TRUE \
+         ORDER BY s.id FOR UPDATE OF s \
+     ), passed AS ( \
+         UPDATE notifications s SET \
+             behind = w.behind, \
+             next_attempt_at = CASE WHEN w.behind IS NULL AND s.pull \
+                 THEN GREATEST(s.next_attempt_at, w.updated_at) ELSE s.next_attempt_at END \
+         FROM waiting w WHERE s.id = w.id \
+         RETURNING s.id, s.next_attempt_at, w.behind IS NULL AND NOT s.pull AS released \
+     ) \
+     SELECT id, next_attempt_at FROM passed WHERE released";
+
+/// Readies a recording transaction to release the successors of what it
+/// ends (`release_ended`) instead of the trigger doing it row by row.
+async fn release_in_batch(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query(RELEASE_IN_BATCH).execute(conn).await?;
+    Ok(())
+}
+
+/// Releases the successors of those of `ended` (notifications this
+/// transaction ended) that were ordered, after `release_in_batch`
+/// (`RELEASE_ENDED`); returns the heads it released, to be indexed
+/// (`Recorded::released`).
+async fn release_ended(
+    conn: &mut PgConnection,
+    ended: &[Uuid],
+) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
+    if ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (low, high) = id_span(ended);
+    Ok(sqlx::query_as(RELEASE_ENDED)
+        .bind(ended)
+        .bind(low)
+        .bind(high)
+        .fetch_all(conn)
+        .await?)
 }

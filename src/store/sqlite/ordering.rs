@@ -161,7 +161,7 @@ pub(super) async fn successors(
 }
 
 /// What a recording released, in SQLite (PostgreSQL releases them in the
-/// recording's statement, `postgres::ordering::release_ended`), in its
+/// recording's statement, `postgres::recording::release_ended`), in its
 /// transaction: of the `successors` read before it, the ones the recorded
 /// ends released (the trigger cleared their `behind` and marked them),
 /// unmarked and returned with their due times. Each is probed by its id:
