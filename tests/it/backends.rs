@@ -18,7 +18,7 @@ use sqlx::PgPool;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
-use crate::helpers::{http_client, redis_url, test_settings, TestApp};
+use crate::helpers::{http_client, redis_url, test_settings, test_settings_with_prefix, TestApp};
 
 /// The store (and, with it, the due index) a test runs against.
 pub enum Backend {
@@ -78,6 +78,16 @@ impl Backend {
 
     pub async fn spawn_with(&self, overrides: &str) -> TestApp {
         self.spawn_settings(test_settings(&redis_url(), overrides))
+            .await
+    }
+
+    /// A second process beside `first`, as a deployment runs one: on the
+    /// same store and, in server mode, the same Redis index (its prefix).
+    /// Two processes on one database with indexes of their own would each
+    /// refill theirs with every pending row, and deliver each twice.
+    pub async fn spawn_beside(&self, first: &TestApp, overrides: &str) -> TestApp {
+        let prefix = &first.state.settings.redis.prefix;
+        self.spawn_settings(test_settings_with_prefix(&redis_url(), prefix, overrides))
             .await
     }
 

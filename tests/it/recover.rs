@@ -91,7 +91,7 @@ async fn a_recover_restarts_exactly_what_failed_in_its_window_each_delivered_onc
     // for the same operation, and the lease lets one work it.
     let _second = match backend.is_embedded() {
         true => None,
-        false => Some(backend.spawn().await),
+        false => Some(backend.spawn_beside(&app, "").await),
     };
     let receiver = Receiver::start().await;
     endpoint_down(&app, &receiver, "shop").await;

@@ -564,8 +564,8 @@ async fn two_processes_starting_together_encrypt_every_row_exactly_once(backend:
     drop(plain);
 
     let overrides = keys(&[("k", KEY_NEW)]);
-    let _first = backend.spawn_with(&overrides).await;
-    let _second = backend.spawn_with(&overrides).await;
+    let first = backend.spawn_with(&overrides).await;
+    let _second = backend.spawn_beside(&first, &overrides).await;
     eventually(DEADLINE, "every header value to be sealed", || async {
         let plaintext = backend
             .count(
