@@ -156,8 +156,9 @@ const ENDPOINTS: Table = Table {
 };
 
 /// A consumer's `hkc_` token keeps working: only its digest is stored.
-/// Each ordered key's last sequence and what holds it (`store::ordering`),
-/// so that the server numbers a key's next notification on from there.
+/// Each ordered key's last sequence, what holds it and its tail
+/// (`store::ordering`), so that the server numbers a key's next
+/// notification on from there, behind the one before it.
 const ORDER_KEYS: Table = Table {
     name: "order_keys",
     key: &["endpoint_id", "order_key"],
@@ -166,6 +167,7 @@ const ORDER_KEYS: Table = Table {
         col("order_key", Text),
         col("last_sequence", BigInt),
         col("held_by", Id),
+        col("tail", Id),
     ],
 };
 

@@ -6,27 +6,40 @@
 //! 1. each key's row in `order_keys` is written, in (endpoint, key) order:
 //!    its `last_sequence` grows by the key's new notifications, and the
 //!    row stays locked until the commit (PostgreSQL), so two creates of
-//!    one key never take the same tail;
-//! 2. each key's tail is read *after* that lock is held: its pending
-//!    notification that none waits for, or else the one that holds it
-//!    (`held_by`, under `ordering_on_failure = "hold"`);
-//! 3. `places` numbers the new ones and chains them: the first waits for
-//!    the tail, each next one for the one before it.
+//!    one key never take the same tail. The write returns the row's
+//!    `tail`, the key's pending notification that none waits for, as the
+//!    last transaction that wrote the row left it, or else the one that
+//!    holds the key (`held_by`, under `ordering_on_failure = "hold"`);
+//! 2. `places` numbers the new ones and chains them: the first waits for
+//!    the tail, each next one for the one before it;
+//! 3. the key's row gets its new tail (`new_tails`), the last new one.
 //!
 //! The release is the other half: when a notification of a key becomes
 //! final, its successor waits for what it waited for, and one that waits
 //! for nothing is owed to the due index. A trigger does it in both
-//! backends (`migrations/*ordering.sql`), so that no path that ends a
-//! notification can forget it. It takes no key lock (a batch of outcomes
-//! would deadlock with a create), so a create whose tail ends between its
-//! read and its commit waits for a notification already final, which no
-//! trigger will release. In SQLite that cannot happen (one writer). In
-//! PostgreSQL the create passes over such a tail itself, once it has
-//! committed, waiting for the end's transaction if it must
-//! (`postgres::ordering::settle`); what that cannot do (an error, a lock
-//! held for seconds), housekeeping's `release_stranded` does within a
-//! second, as the trigger would have. Nothing waiting is ever released
-//! early: only one whose predecessor is final and does not hold its key.
+//! backends (`migrations/*ordering.sql`, `*key_tails.sql`), so that no
+//! path that ends a notification can forget it; the recorder of a batch
+//! of outcomes does the same in two statements of its own in PostgreSQL
+//! (`postgres::recording`). An end of the key's tail gives the key its
+//! predecessor as tail, and one that comes to hold the key names itself
+//! on the row: both write the key's row *before* they look for what waits
+//! for the notification, and look in a snapshot taken after that write.
+//! So the two halves meet on the row's lock. In PostgreSQL a create that
+//! holds the row commits before the end's look, which sees what it placed
+//! behind the tail; an end that holds the row commits before the create
+//! reads `tail`, which then names the tail's predecessor. In SQLite one
+//! writer does one at a time. Nothing waiting is ever released early:
+//! only one whose predecessor is final and does not hold its key.
+//! Housekeeping's `release_stranded` stays, for what no end released
+//! (an error, a row written by hand).
+//!
+//! An end of many notifications in one statement (a cancel, the breaker's
+//! fail of held ones) writes their key rows in the order its rows come,
+//! not in the creates' (endpoint, key) order. Two such statements, or one
+//! and a create of several of its keys, can wait for each other; PostgreSQL
+//! finds the cycle within `deadlock_timeout` and fails one, which is
+//! retried (a create's caller sees an error and sends again; its business
+//! key makes that safe). The recorder takes its keys in order.
 //!
 //! A notification retention removed can never end again: what waited for
 //! it (under `hold`, the failed head holding the key; elsewhere one a race
@@ -134,32 +147,36 @@ pub fn runs(items: &[Item<'_>]) -> Vec<KeyRun> {
 }
 
 /// A key's row as a create wrote it: endpoint, key, last sequence (the new
-/// notifications' included) and the notification holding it.
-pub type WrittenKey = (Uuid, String, i64, Option<Uuid>);
+/// notifications' included), the notification holding it, and its tail
+/// (the latest pending one of the key that none waits for) as the last
+/// transaction that wrote the row left it.
+pub type WrittenKey = (Uuid, String, i64, Option<Uuid>, Option<Uuid>);
 
-/// A key's tail as a create read it, once its row was written.
-pub type ReadTail = (Uuid, String, Option<Uuid>);
-
-/// Each key's state from its written row and its tail: what its first new
-/// notification waits for is the tail, or else the one holding the key.
-pub fn key_states(
-    written: Vec<WrittenKey>,
-    tails: Vec<ReadTail>,
-) -> HashMap<(Uuid, String), KeyState> {
-    let tails: HashMap<(Uuid, String), Option<Uuid>> = tails
-        .into_iter()
-        .map(|(endpoint, key, tail)| ((endpoint, key), tail))
-        .collect();
+/// Each key's state from its written row: what its first new notification
+/// waits for is the tail, or else the one holding the key.
+pub fn key_states(written: Vec<WrittenKey>) -> HashMap<(Uuid, String), KeyState> {
     written
         .into_iter()
-        .map(|(endpoint, key, last_sequence, held_by)| {
-            let tail = tails.get(&(endpoint, key.clone())).copied().flatten();
+        .map(|(endpoint, key, last_sequence, held_by, tail)| {
             let state = KeyState {
                 last_sequence,
                 tail: tail.or(held_by),
             };
             ((endpoint, key), state)
         })
+        .collect()
+}
+
+/// Each key's tail once `items` (in creation order) are placed: its last
+/// new notification. The create writes it on the key's row before it
+/// commits.
+pub fn new_tails(items: &[Item<'_>]) -> Vec<(Uuid, String, Uuid)> {
+    let mut last: BTreeMap<(Uuid, &str), Uuid> = BTreeMap::new();
+    for item in items {
+        last.insert((item.endpoint_id, item.order_key), item.id);
+    }
+    last.into_iter()
+        .map(|((endpoint, key), id)| (endpoint, key.to_string(), id))
         .collect()
 }
 

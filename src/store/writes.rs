@@ -83,17 +83,6 @@ impl Writes {
                 .any(|e| e.order_key.is_some() && e.deliveries.iter().any(|d| d.ordered))
     }
 
-    /// The ids of the rows that take a place in their key's order.
-    pub(crate) fn ordered_ids(&self) -> Vec<Uuid> {
-        let singles = super::ordering::ordered(&self.notifications);
-        let deliveries = super::ordering::ordered_deliveries(&self.events);
-        singles
-            .iter()
-            .chain(&deliveries)
-            .map(|item| item.id)
-            .collect()
-    }
-
     pub fn append(&mut self, other: Writes) {
         self.notifications.extend(other.notifications);
         self.events.extend(other.events);
@@ -122,28 +111,6 @@ impl Committed {
                     .map(|d| (d.id, d.next_attempt_at)),
             )
             .collect()
-    }
-
-    /// Gives the created rows among `moved` what each now waits for (a
-    /// place changed after the commit, `store::ordering`): one that waits
-    /// for nothing is then owed to the due index as any other.
-    pub fn moved_in_line(&mut self, moved: &HashMap<Uuid, Option<Uuid>>) {
-        for inserted in &mut self.notifications {
-            if let Inserted::Created(n) = inserted {
-                if let Some(behind) = moved.get(&n.id) {
-                    n.behind = *behind;
-                }
-            }
-        }
-        for inserted in &mut self.events {
-            if let EventInserted::Created { push, .. } = inserted {
-                for d in push.iter_mut() {
-                    if let Some(behind) = moved.get(&d.id) {
-                        d.place.behind = *behind;
-                    }
-                }
-            }
-        }
     }
 
     /// The pull endpoints the commit gave new notifications to: their

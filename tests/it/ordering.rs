@@ -597,13 +597,36 @@ async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
     wait_status(&app, &ids[1], "succeeded").await;
 }
 
-/// A create that reads its tail as pending while the tail's end is being
-/// committed (its release already ran, before the new one existed) waits
-/// for that end after its own commit, and passes over it before it
-/// answers: the new one is its key's head at once, not a second later by
-/// housekeeping.
+/// Polls until a session of this test's database waits for a row lock:
+/// the one that must wait for the other half of a race, seen waiting.
+async fn a_session_waits_for_a_lock(pool: &sqlx::PgPool) {
+    eventually(DEADLINE, "a session waiting for a row lock", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        (waiting > 0).then_some(())
+    })
+    .await;
+}
+
+async fn behind_of(pool: &sqlx::PgPool, id: &str) -> Option<uuid::Uuid> {
+    sqlx::query_scalar("SELECT behind FROM notifications WHERE id = $1::uuid")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A create of a key whose tail is ending (the end's transaction has
+/// written the key's row and not committed) waits for that end, and
+/// then reads the tail's predecessor on the row: the new one is its
+/// key's head as it answers, not a second later by housekeeping.
 #[sqlx::test]
-async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool: sqlx::PgPool) {
+async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: sqlx::PgPool) {
     let app = spawn_app_settings(
         pool.clone(),
         test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
@@ -617,7 +640,7 @@ async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool:
     let endpoint = endpoint["id"].as_str().unwrap();
     let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
     receiver.wait_for("/race", 1, DEADLINE).await;
-    // The tail's end, its release run and its row held, not committed.
+    // The tail's end, its release run, not committed.
     let mut ending = pool.begin().await.unwrap();
     sqlx::query(
         "UPDATE notifications SET status = 'cancelled', completed_at = now(), updated_at = now() \
@@ -630,30 +653,70 @@ async fn a_create_racing_its_tails_end_passes_over_it_once_the_end_commits(pool:
     let body = json!({"endpoint": endpoint, "payload": {"i": 1}, "order_key": "order-r"});
     let create = app.notify(body);
     let end = async {
-        // Once the create has committed (the new one waits for the tail),
-        // the end commits, while the create still answers.
-        eventually(DEADLINE, "the create committed", || async {
-            let waiting: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM notifications WHERE behind = $1::uuid")
-                    .bind(&tail)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            (waiting > 0).then_some(())
-        })
-        .await;
+        a_session_waits_for_a_lock(&pool).await;
         ending.commit().await.unwrap();
     };
     let (next, ()) = tokio::join!(create, end);
-    let behind: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT behind FROM notifications WHERE id = $1::uuid")
-            .bind(&next)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(behind, None, "the new one waits for nothing");
+    assert_eq!(behind_of(&pool, &next).await, None, "it waits for nothing");
     assert_ne!(read(&app, &next).await["waiting"]["reason"], "ordering");
     wait_status(&app, &next, "succeeded").await;
+}
+
+/// The other way round: the tail ends while a create of its key holds
+/// the key's row (here a transaction that does by hand what a create
+/// does: takes the row, makes a notification wait for the tail, and
+/// names it the tail). The end waits for it and passes that one over as
+/// it commits, not a second later by housekeeping.
+#[sqlx::test]
+async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(pool: sqlx::PgPool) {
+    let app = spawn_app_settings(
+        pool.clone(),
+        test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/race", vec![Reply::Hang, Reply::status(200)]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/race"), "ordering": "key"}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    receiver.wait_for("/race", 1, DEADLINE).await;
+    // Not due for an hour, of a key of its own: placed by hand below.
+    let body = json!({"endpoint": endpoint, "payload": {}, "order_key": "order-n", "delay": "1h"});
+    let next = app.notify(body).await;
+    let mut creating = pool.begin().await.unwrap();
+    sqlx::query(
+        "UPDATE order_keys SET last_sequence = last_sequence + 1, tail = $2::uuid \
+         WHERE endpoint_id = $1::uuid AND order_key = 'order-r'",
+    )
+    .bind(endpoint)
+    .bind(&next)
+    .execute(&mut *creating)
+    .await
+    .unwrap();
+    let path = format!("/v1/notifications/{tail}/cancel");
+    let cancel = app.post(&path, json!({}));
+    let create = async {
+        a_session_waits_for_a_lock(&pool).await;
+        sqlx::query(
+            "UPDATE notifications SET order_key = 'order-r', sequence = 2, behind = $2::uuid \
+             WHERE id = $1::uuid",
+        )
+        .bind(&next)
+        .bind(&tail)
+        .execute(&mut *creating)
+        .await
+        .unwrap();
+        creating.commit().await.unwrap();
+    };
+    let ((status, cancelled), ()) = tokio::join!(cancel, create);
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(
+        behind_of(&pool, &next).await,
+        None,
+        "passed over by the end"
+    );
 }
 
 /// Housekeeping's release of a notification stranded behind a final one

@@ -296,52 +296,78 @@ pub(super) async fn record_attempts_on(
 /// trigger stands aside for it (migration `20261208000054`).
 const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true)";
 
-/// `release_ended`: the release trigger's rule (`hookd_release_order`,
-/// migration `20261206000052`) for every notification of `$1` (ids from
-/// `$2` to `$3`) that ended ordered, in one statement:
+/// The ordered ones of `$1` (ids from `$2` to `$3`) that ended, each
+/// reached by its primary key (not through `sequence IS NOT NULL`, which
+/// offers `notifications_order` to a generic plan: the caller passes only
+/// ordered ones), with what its end does to its key: `holds` for a head
+/// that ended otherwise than succeeded on an endpoint that holds its keys
+/// (`ordering_on_failure = 'hold'`). In (endpoint, key) order, the order
+/// a create takes key rows in.
+macro_rules! ended_ordered {
+    () => {
+        "WITH ended AS MATERIALIZED ( \
+             SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
+                 n.status = 'succeeded' AS succeeded, \
+                 (n.status <> 'succeeded' AND n.behind IS NULL \
+                  AND e.ordering_on_failure = 'hold') AS holds \
+             FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+             WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+               AND n.order_key IS NOT NULL AND n.status <> 'pending' \
+             ORDER BY n.endpoint_id, n.order_key \
+         )"
+    };
+}
+
+/// `release_ended`'s first statement, the release trigger's rule
+/// (`hookd_release_order`, migration `20261209000055`) for the key rows
+/// of every notification of `$1` that ended ordered:
+/// - the key's tail, ended, leaves the key its predecessor as tail (none
+///   if it holds the key);
 /// - one that succeeded frees its key if it held it;
-/// - a head that ended otherwise on an endpoint that holds its keys
-///   (`ordering_on_failure = 'hold'`) holds its key, and its successor
-///   keeps waiting;
-/// - else its successor now waits for what it waited for. A push
-///   successor that waits for nothing more is returned for the caller to
-///   index (its mark for the housekeeper is left clear: the caller indexes
-///   it after the commit, and the overdue sweep if that fails); a pull
-///   successor's wait for a consumer starts then.
+/// - one that `holds` names itself on its key's row.
 ///
-/// Each ended one is reached by its primary key (not through
-/// `sequence IS NOT NULL`, which offers `notifications_order` to a
-/// generic plan: the caller passes only ordered ones); its key's row by
-/// its key, in a lateral read that `OFFSET 0` keeps from becoming a join
-/// over every key, and locked there; the rare key to free or to hold is
-/// written by its key, the `ANY` lists keeping that update on the primary
-/// key whatever the plan guesses of `order_keys` (a create may have
-/// changed the row since this statement's snapshot: matched by key, not
-/// by where the row was, the update finds its latest version); each
-/// successor through `notifications_behind` (`ordering_plan_tests`). The
-/// successors are locked in id order before any is written, as
-/// `clear_needs_index` locks the rows it clears: two transactions taking
-/// the same rows in opposite orders deadlocked.
-pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
-         SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
-             n.status = 'succeeded' AS succeeded, \
-             (n.status <> 'succeeded' AND n.behind IS NULL \
-              AND e.ordering_on_failure = 'hold') AS holds \
-         FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
-         WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
-           AND n.order_key IS NOT NULL AND n.status <> 'pending' \
-     ), held AS MATERIALIZED ( \
-         SELECT x.endpoint_id, x.order_key, CASE WHEN x.holds THEN x.id END AS held_by \
+/// Each key's row is read by its key in a lateral read that `OFFSET 0`
+/// keeps from becoming a join over every key, and locked there, in the
+/// ended ones' (endpoint, key) order; a row a create holds is waited for,
+/// and read again as the create left it (its tail moved on: the row is
+/// left alone). The update finds each row by its key, the `ANY` lists
+/// keeping it on the primary key whatever the plan guesses of
+/// `order_keys` (`ordering_plan_tests`).
+pub(super) const ENDED_KEYS: &str = concat!(
+    ended_ordered!(),
+    ", keyed AS MATERIALIZED ( \
+         SELECT x.endpoint_id, x.order_key, x.id, x.behind, x.succeeded, x.holds \
          FROM ended x CROSS JOIN LATERAL (SELECT 1 FROM order_keys k \
              WHERE k.endpoint_id = x.endpoint_id AND k.order_key = x.order_key \
-               AND (x.holds OR k.held_by = x.id) FOR UPDATE OFFSET 0) k \
-         WHERE x.holds OR x.succeeded \
-     ), keys AS ( \
-         UPDATE order_keys k SET held_by = h.held_by FROM held h \
-         WHERE k.endpoint_id = h.endpoint_id AND k.order_key = h.order_key \
-           AND k.endpoint_id = ANY(ARRAY(SELECT h.endpoint_id FROM held h)) \
-           AND k.order_key = ANY(ARRAY(SELECT h.order_key FROM held h)) \
-     ), waiting AS ( \
+               AND (x.holds OR k.tail = x.id OR (x.succeeded AND k.held_by = x.id)) \
+             FOR UPDATE OFFSET 0) k \
+     ) UPDATE order_keys k SET \
+         held_by = CASE WHEN y.holds THEN y.id \
+             WHEN y.succeeded AND k.held_by = y.id THEN NULL ELSE k.held_by END, \
+         tail = CASE WHEN k.tail = y.id THEN CASE WHEN y.holds THEN NULL ELSE y.behind END \
+             ELSE k.tail END \
+     FROM keyed y \
+     WHERE k.endpoint_id = y.endpoint_id AND k.order_key = y.order_key \
+       AND k.endpoint_id = ANY(ARRAY(SELECT y.endpoint_id FROM keyed y)) \
+       AND k.order_key = ANY(ARRAY(SELECT y.order_key FROM keyed y))"
+);
+
+/// `release_ended`'s second statement, in a snapshot taken once the key
+/// rows are written (`ENDED_KEYS`): each of `$1` that ended ordered and
+/// does not hold its key passes its successor over, which now waits for
+/// what it waited for. A push successor that waits for nothing more is
+/// returned for the caller to index (its mark for the housekeeper is left
+/// clear: the caller indexes it after the commit, and the overdue sweep
+/// if that fails); a pull successor's wait for a consumer starts then.
+///
+/// Each successor is found through `notifications_behind`
+/// (`ordering_plan_tests`), and the successors are locked in id order
+/// before any is written, as `clear_needs_index` locks the rows it
+/// clears: two transactions taking the same rows in opposite orders
+/// deadlocked.
+pub(super) const RELEASE_ENDED: &str = concat!(
+    ended_ordered!(),
+    ", waiting AS ( \
          SELECT s.id, x.behind, x.updated_at FROM ended x \
          JOIN notifications s ON s.behind = x.id \
          WHERE NOT x.holds AND (s.status = 'pending') IS TRUE \
@@ -354,7 +380,8 @@ pub(super) const RELEASE_ENDED: &str = "WITH ended AS MATERIALIZED ( \
          FROM waiting w WHERE s.id = w.id \
          RETURNING s.id, s.next_attempt_at, w.behind IS NULL AND NOT s.pull AS released \
      ) \
-     SELECT id, next_attempt_at FROM passed WHERE released";
+     SELECT id, next_attempt_at FROM passed WHERE released"
+);
 
 /// Readies a recording transaction to release the successors of what it
 /// ends (`release_ended`) instead of the trigger doing it row by row.
@@ -375,6 +402,14 @@ async fn release_ended(
         return Ok(Vec::new());
     }
     let (low, high) = id_span(ended);
+    // Two statements: the second's snapshot sees every create that held
+    // a key row the first waited for (`store::ordering`).
+    sqlx::query(ENDED_KEYS)
+        .bind(ended)
+        .bind(low)
+        .bind(high)
+        .execute(&mut *conn)
+        .await?;
     Ok(sqlx::query_as(RELEASE_ENDED)
         .bind(ended)
         .bind(low)

@@ -17,9 +17,7 @@ impl PgStore {
     /// without keys that were committed beside it). An ordered row takes
     /// its place in its key's order in statements after the insert, under
     /// its key's row lock (`store::ordering`): a transaction too, or a
-    /// predecessor ending between them would never release it. A
-    /// predecessor that ended as it committed is passed over after it
-    /// (`ordering::settle`).
+    /// predecessor ending between them would never release it.
     pub async fn commit(&self, writes: Writes) -> Result<Committed, StoreError> {
         if !writes.keyed()
             && !writes.ordered()
@@ -44,7 +42,6 @@ impl PgStore {
                 endpoint_versions,
             });
         }
-        let ordered = writes.ordered_ids();
         let mut tx = self.pool.begin().await?;
         let (notifications, mut endpoint_versions) = self
             .insert_notifications(&mut tx, writes.notifications, writes.endpoint_versions)
@@ -54,19 +51,10 @@ impl PgStore {
             .await?;
         endpoint_versions.extend(versions);
         tx.commit().await?;
-        let mut committed = Committed {
+        Ok(Committed {
             notifications,
             events,
             endpoint_versions,
-        };
-        // The commit stands whatever this does: what it leaves undone,
-        // housekeeping does.
-        match super::ordering::settle(self, &ordered).await {
-            Ok(moved) => committed.moved_in_line(&moved),
-            Err(error) => {
-                tracing::warn!(%error, "cannot settle an ordered create's places; housekeeping will")
-            }
-        }
-        Ok(committed)
+        })
     }
 }

@@ -14,14 +14,15 @@ use crate::domain::ordering::Release;
 use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
-    back_in_line, key_states, orphan_moves, places, requeued_behind, runs, Item, LineHead, Orphan,
-    ReadTail, Requeued, WrittenKey,
+    back_in_line, key_states, new_tails, orphan_moves, places, requeued_behind, runs, Item,
+    LineHead, Orphan, Requeued, WrittenKey,
 };
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
-/// place, and writes it on its row: three statements whatever the
-/// number of keys (the writer's commit holds many).
+/// place, and writes it on its row and each key's new tail on the key's
+/// row: three statements whatever the number of keys (the writer's commit
+/// holds many).
 pub(super) async fn place_in_order(
     conn: &mut SqliteConnection,
     items: &[Item<'_>],
@@ -47,28 +48,13 @@ pub(super) async fn place_in_order(
          SELECT unhex(value ->> 0), value ->> 1, value ->> 2 FROM json_each(?) WHERE true \
          ON CONFLICT (endpoint_id, order_key) \
              DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence \
-         RETURNING endpoint_id, order_key, last_sequence, held_by",
+         RETURNING endpoint_id, order_key, last_sequence, held_by, tail",
     )
     .bind(&runs)
     .fetch_all(&mut *conn)
     .await
     .map_err(store_error)?;
-    let tails: Vec<ReadTail> = sqlx::query_as(
-        "SELECT unhex(k.value ->> 0), k.value ->> 1, ( \
-             SELECT n.id FROM notifications n \
-             WHERE n.endpoint_id = unhex(k.value ->> 0) AND n.order_key = k.value ->> 1 \
-               AND n.sequence IS NOT NULL AND n.status = 'pending' \
-               AND NOT EXISTS (SELECT 1 FROM notifications s \
-                   WHERE s.behind = n.id AND s.status = 'pending') \
-             ORDER BY n.sequence DESC LIMIT 1) \
-         FROM json_each(?) k",
-    )
-    .bind(&runs)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(store_error)?;
-    let states = key_states(written, tails);
-    let placed = places(items, &states);
+    let placed = places(items, &key_states(written));
     let rows: Vec<(String, Option<i64>, Option<String>)> = placed
         .iter()
         .map(|(id, place)| {
@@ -81,6 +67,24 @@ pub(super) async fn place_in_order(
          FROM json_each(?) AS p WHERE n.id = unhex(p.value ->> 0)",
     )
     .bind(json_text(&rows))
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    let tails: Vec<(String, String, String)> = new_tails(items)
+        .into_iter()
+        .map(|(endpoint, key, tail)| {
+            (
+                endpoint.simple().to_string(),
+                key,
+                tail.simple().to_string(),
+            )
+        })
+        .collect();
+    sqlx::query(
+        "UPDATE order_keys AS k SET tail = unhex(t.value ->> 2) FROM json_each(?) AS t \
+         WHERE k.endpoint_id = unhex(t.value ->> 0) AND k.order_key = t.value ->> 1",
+    )
+    .bind(json_text(&tails))
     .execute(&mut *conn)
     .await
     .map_err(store_error)?;
@@ -114,10 +118,14 @@ pub(super) async fn release(
     .execute(&mut *conn)
     .await
     .map_err(store_error)?;
+    // All: what was in line is not any more, and the next create of a
+    // key starts a line of its own.
     sqlx::query(
-        "UPDATE order_keys SET held_by = NULL WHERE endpoint_id = ? AND held_by IS NOT NULL",
+        "UPDATE order_keys SET held_by = NULL, tail = CASE WHEN ?2 THEN NULL ELSE tail END \
+         WHERE endpoint_id = ?1 AND (?2 OR held_by IS NOT NULL)",
     )
     .bind(endpoint)
+    .bind(release == Release::All)
     .execute(&mut *conn)
     .await
     .map_err(store_error)?;
@@ -258,6 +266,25 @@ pub(super) async fn requeue(
         .execute(&mut *conn)
         .await
         .map_err(store_error)?;
+    // The tail, as `postgres::ordering::KEY_TAIL` sets it.
+    sqlx::query(
+        "UPDATE order_keys SET tail = ( \
+             SELECT n.id FROM notifications n \
+             WHERE n.endpoint_id = ?1 AND n.order_key = ?2 \
+               AND n.sequence IS NOT NULL AND n.status = 'pending' \
+               AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
+               AND NOT EXISTS (SELECT 1 FROM notifications s \
+                   WHERE s.behind = n.id AND s.status = 'pending' \
+                     AND s.id NOT IN (SELECT unhex(value) FROM json_each(?3))) \
+             ORDER BY n.sequence DESC LIMIT 1) \
+         WHERE endpoint_id = ?1 AND order_key = ?2",
+    )
+    .bind(again.endpoint_id)
+    .bind(again.order_key)
+    .bind(&unplaced)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
     Ok(behind)
 }
 
