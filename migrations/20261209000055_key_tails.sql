@@ -10,10 +10,11 @@
 -- that was 70 of the 140 ms an ordered batch of 1,000 took to create.
 --
 -- Now the row says it, and the two halves meet on the row's lock:
--- - a create writes the row first (its `last_sequence`, as before), and
---   reads `tail` from that write: the row as the last transaction that
---   wrote it left it; it sets `tail` to its own last notification of the
---   key before it commits;
+-- - a create writes the row first (its `last_sequence`, as before, and
+--   `tail`: its own last notification of the key), and reads the tail
+--   before from that write, as the last transaction that wrote the row
+--   left it (`previous_tail`, which only that write sets and returns:
+--   PostgreSQL before 18 has no `RETURNING OLD`);
 -- - an end of the key's tail (or of its holder, or of one that comes to
 --   hold it) writes the row too, before it looks for what waits for the
 --   notification, and looks in a snapshot taken after that write: a
@@ -23,7 +24,7 @@
 -- PostgreSQL's READ COMMITTED rechecks `tail = NEW.id` on the row's
 -- latest version when the write waited, so an end whose notification
 -- stopped being the tail meanwhile leaves the row alone.
-ALTER TABLE order_keys ADD COLUMN tail uuid;
+ALTER TABLE order_keys ADD COLUMN tail uuid, ADD COLUMN previous_tail uuid;
 
 UPDATE order_keys k SET tail = (
     SELECT n.id FROM notifications n

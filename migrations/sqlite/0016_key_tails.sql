@@ -3,6 +3,7 @@
 -- of searching the key's pending notifications. One writer at a time:
 -- the end's write of the row needs no lock, only to keep the tail.
 ALTER TABLE order_keys ADD COLUMN tail BLOB;
+ALTER TABLE order_keys ADD COLUMN previous_tail BLOB;
 
 UPDATE order_keys SET tail = (
     SELECT n.id FROM notifications n

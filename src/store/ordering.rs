@@ -4,15 +4,15 @@
 //! (`postgres::ordering`, `sqlite::ordering`) in the create's transaction:
 //!
 //! 1. each key's row in `order_keys` is written, in (endpoint, key) order:
-//!    its `last_sequence` grows by the key's new notifications, and the
-//!    row stays locked until the commit (PostgreSQL), so two creates of
-//!    one key never take the same tail. The write returns the row's
-//!    `tail`, the key's pending notification that none waits for, as the
-//!    last transaction that wrote the row left it, or else the one that
-//!    holds the key (`held_by`, under `ordering_on_failure = "hold"`);
+//!    its `last_sequence` grows by the key's new notifications, its
+//!    `tail` becomes the last of them, and the row stays locked until the
+//!    commit (PostgreSQL), so two creates of one key never take the same
+//!    tail. The write returns the tail before it (`previous_tail`: the
+//!    key's pending notification that none waited for, as the last
+//!    transaction that wrote the row left it), or else the one that holds
+//!    the key (`held_by`, under `ordering_on_failure = "hold"`);
 //! 2. `places` numbers the new ones and chains them: the first waits for
-//!    the tail, each next one for the one before it;
-//! 3. the key's row gets its new tail (`new_tails`), the last new one.
+//!    that tail, each next one for the one before it.
 //!
 //! The release is the other half: when a notification of a key becomes
 //! final, its successor waits for what it waited for, and one that waits
@@ -63,12 +63,14 @@ use uuid::Uuid;
 use super::events::NewEvent;
 use super::notifications::{NewNotification, Ordered};
 
-/// One key's new notifications in a create.
+/// One key's new notifications in a create: how many, and the last of
+/// them, the key's tail once they are placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRun {
     pub endpoint_id: Uuid,
     pub order_key: String,
     pub count: i64,
+    pub last: Uuid,
 }
 
 /// What a create read of a key once its row was written.
@@ -126,34 +128,37 @@ pub fn ordered_deliveries<'a>(events: impl IntoIterator<Item = &'a NewEvent>) ->
         .collect()
 }
 
-/// The keys of `items` and how many new notifications each has, in
-/// (endpoint, key) order: the order every create locks key rows in, so
-/// that two creates never wait for each other in a cycle.
+/// The keys of `items` (in creation order), how many new notifications
+/// each has and its last, in (endpoint, key) order: the order every
+/// create locks key rows in, so that two creates never wait for each
+/// other in a cycle.
 pub fn runs(items: &[Item<'_>]) -> Vec<KeyRun> {
-    let mut counts: BTreeMap<(Uuid, &str), i64> = BTreeMap::new();
+    let mut runs: BTreeMap<(Uuid, &str), (i64, Uuid)> = BTreeMap::new();
     for item in items {
-        *counts
+        let run = runs
             .entry((item.endpoint_id, item.order_key))
-            .or_default() += 1;
+            .or_insert((0, item.id));
+        *run = (run.0 + 1, item.id);
     }
-    counts
-        .into_iter()
-        .map(|((endpoint_id, order_key), count)| KeyRun {
+    runs.into_iter()
+        .map(|((endpoint_id, order_key), (count, last))| KeyRun {
             endpoint_id,
             order_key: order_key.to_string(),
             count,
+            last,
         })
         .collect()
 }
 
 /// A key's row as a create wrote it: endpoint, key, last sequence (the new
-/// notifications' included), the notification holding it, and its tail
-/// (the latest pending one of the key that none waits for) as the last
-/// transaction that wrote the row left it.
+/// notifications' included), the notification holding it, and the key's
+/// tail before the create (the latest pending one of the key that none
+/// waits for) as the last transaction that wrote the row left it.
 pub type WrittenKey = (Uuid, String, i64, Option<Uuid>, Option<Uuid>);
 
 /// Each key's state from its written row: what its first new notification
-/// waits for is the tail, or else the one holding the key.
+/// waits for is the tail before the create, or else the one holding the
+/// key.
 pub fn key_states(written: Vec<WrittenKey>) -> HashMap<(Uuid, String), KeyState> {
     written
         .into_iter()
@@ -164,19 +169,6 @@ pub fn key_states(written: Vec<WrittenKey>) -> HashMap<(Uuid, String), KeyState>
             };
             ((endpoint, key), state)
         })
-        .collect()
-}
-
-/// Each key's tail once `items` (in creation order) are placed: its last
-/// new notification. The create writes it on the key's row before it
-/// commits.
-pub fn new_tails(items: &[Item<'_>]) -> Vec<(Uuid, String, Uuid)> {
-    let mut last: BTreeMap<(Uuid, &str), Uuid> = BTreeMap::new();
-    for item in items {
-        last.insert((item.endpoint_id, item.order_key), item.id);
-    }
-    last.into_iter()
-        .map(|((endpoint, key), id)| (endpoint, key.to_string(), id))
         .collect()
 }
 
@@ -367,12 +359,14 @@ mod tests {
                 KeyRun {
                     endpoint_id: endpoint,
                     order_key: "a".into(),
-                    count: 2
+                    count: 2,
+                    last: a2.id,
                 },
                 KeyRun {
                     endpoint_id: endpoint,
                     order_key: "b".into(),
-                    count: 1
+                    count: 1,
+                    last: b1.id,
                 },
             ]
         );

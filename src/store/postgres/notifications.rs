@@ -16,6 +16,7 @@ use crate::store::notifications::Inserted;
 use crate::store::notifications::NewNotification;
 use crate::store::notifications::Notification;
 use crate::store::notifications::NotificationFilter;
+use crate::store::notifications::Ordered;
 use crate::store::ordering;
 use crate::store::StoreError;
 
@@ -64,16 +65,20 @@ macro_rules! insert_notifications_sql {
             "WITH t AS MATERIALIZED ( \
                  SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
                      $6::bytea[], $7::jsonb[], $8::text[], $9::text[], $10::timestamptz[], \
-                     $11::timestamptz[], $12::text[], $13::bool[], $14::text[]) \
+                     $11::timestamptz[], $12::text[], $13::bool[], $14::text[], $15::bigint[], \
+                     $16::uuid[]) \
                  AS t(id, endpoint_id, key, event_type, content_type, body, headers, schedule, \
-                      schedule_name, deliver_at, next_attempt_at, url, pull, order_key) \
+                      schedule_name, deliver_at, next_attempt_at, url, pull, order_key, sequence, \
+                      behind) \
              ), keyed AS (",
             $keyed,
             ") \
              INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, order_key) \
+                 schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, order_key, \
+                 sequence, behind) \
              SELECT id, endpoint_id, key, event_type, content_type, body, headers, \
-                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull, order_key \
+                 schedule::bigint[], schedule_name, deliver_at, next_attempt_at, url, pull, order_key, \
+                 sequence, behind \
              FROM t WHERE key IS NULL OR id IN (SELECT id FROM keyed) \
              RETURNING id, created_at, ",
             $endpoint_version
@@ -91,7 +96,7 @@ macro_rules! new_keys {
 }
 /// A key row whose notification is gone is taken over (a crash between
 /// retention's drop and its deletion of the day's key rows, or a purge by
-/// an older hookd, leaves one): `$15` holds, per row, the id the key row
+/// an older hookd, leaves one): `$17` holds, per row, the id the key row
 /// was read pointing to, whose notification a later statement no longer
 /// found. The update happens only while the key row still points there.
 /// Not `ON CONFLICT … DO UPDATE … WHERE NOT EXISTS (notification)` in the
@@ -104,7 +109,7 @@ macro_rules! new_keys {
 macro_rules! stale_keys {
     () => {
         "UPDATE notification_keys k SET id = s.id \
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $15::uuid[]) \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $17::uuid[]) \
              AS s(id, endpoint_id, key, stale) \
          WHERE k.key = s.key AND k.endpoint_id = s.endpoint_id AND k.id = s.stale \
          RETURNING s.id"
@@ -145,7 +150,18 @@ impl PgStore {
                 (a.endpoint_id, a.key.as_deref()).cmp(&(b.endpoint_id, b.key.as_deref()))
             });
         }
-        let returned = insert_rows(conn, &ordered, None, endpoint_versions).await?;
+        // Without business keys every row is created: the ordered ones
+        // are placed first (their key rows written), and the insert
+        // writes each one's place with it. With keys, the insert decides
+        // which are created, and those are placed after it.
+        let early = !items.iter().any(|item| item.key.is_some());
+        let mut places = if early {
+            let in_order = ordering::ordered(&items);
+            ordering_pg::places_of(conn, &in_order).await?
+        } else {
+            HashMap::new()
+        };
+        let returned = insert_rows(conn, &ordered, None, endpoint_versions, &places).await?;
         let mut versions = HashMap::new();
         let mut created = HashMap::with_capacity(returned.len());
         record(&mut created, &mut versions, returned);
@@ -176,7 +192,8 @@ impl PgStore {
                 .collect();
             if !takers.is_empty() {
                 let returned =
-                    insert_rows(conn, &takers, Some(&stale_ids), endpoint_versions).await?;
+                    insert_rows(conn, &takers, Some(&stale_ids), endpoint_versions, &places)
+                        .await?;
                 record(&mut created, &mut versions, returned);
             }
             let left: Vec<&NewNotification> = missing
@@ -187,11 +204,13 @@ impl PgStore {
             existing.extend(existing_rows(conn, &left).await?);
         }
 
-        let in_order: Vec<ordering::Item> = ordering::ordered(&items)
-            .into_iter()
-            .filter(|i| created.contains_key(&i.id))
-            .collect();
-        let mut places = ordering_pg::place_in_order(conn, &in_order).await?;
+        if !early {
+            let in_order: Vec<ordering::Item> = ordering::ordered(&items)
+                .into_iter()
+                .filter(|i| created.contains_key(&i.id))
+                .collect();
+            places = ordering_pg::place_in_order(conn, &in_order).await?;
+        }
 
         let mut results = Vec::with_capacity(items.len());
         for item in items {
@@ -297,12 +316,14 @@ fn record(
 }
 
 /// Runs the insert for `items` (ordered as `insert_notifications` orders
-/// them): new keys, or with `stale` (one id per item) keys taken over.
+/// them): new keys, or with `stale` (one id per item) keys taken over;
+/// each with its place in its key's order if `places` has it.
 async fn insert_rows(
     conn: &mut sqlx::PgConnection,
     items: &[&NewNotification],
     stale: Option<&[Uuid]>,
     endpoint_versions: bool,
+    places: &HashMap<Uuid, Ordered>,
 ) -> Result<Vec<(Uuid, DateTime<Utc>, Option<i64>)>, StoreError> {
     let mut ids = Vec::with_capacity(items.len());
     let mut endpoint_ids = Vec::with_capacity(items.len());
@@ -318,6 +339,8 @@ async fn insert_rows(
     let mut urls = Vec::with_capacity(items.len());
     let mut pulls = Vec::with_capacity(items.len());
     let mut order_keys = Vec::with_capacity(items.len());
+    let mut sequences = Vec::with_capacity(items.len());
+    let mut behind = Vec::with_capacity(items.len());
     for item in items {
         ids.push(item.id);
         endpoint_ids.push(item.endpoint_id);
@@ -335,6 +358,9 @@ async fn insert_rows(
         urls.push(item.url.as_deref());
         pulls.push(item.pull);
         order_keys.push(item.order_key.as_deref());
+        let place = places.get(&item.id);
+        sequences.push(place.and_then(|p| p.sequence));
+        behind.push(place.and_then(|p| p.behind));
     }
     let statement: &'static str = match (stale.is_some(), endpoint_versions) {
         (false, true) => insert_notifications_sql!(new_keys!(), endpoint_version!()),
@@ -356,7 +382,9 @@ async fn insert_rows(
         .bind(&next_attempt_ats)
         .bind(&urls)
         .bind(&pulls)
-        .bind(&order_keys);
+        .bind(&order_keys)
+        .bind(&sequences)
+        .bind(&behind);
     if let Some(stale) = stale {
         query = query.bind(stale);
     }

@@ -19,15 +19,44 @@ use super::partitions::id_span;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
-    back_in_line, key_states, new_tails, places, requeued_behind, runs, Item, LineHead, Requeued,
-    WrittenKey,
+    back_in_line, key_states, places, requeued_behind, runs, Item, LineHead, Requeued, WrittenKey,
 };
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
-/// place, and writes it on its row and each key's new tail on the key's
-/// row: two statements.
+/// place, and writes it on its row: two statements, the key rows' (which
+/// also gives each key its new tail, `places_of`) and the notifications'.
 pub(super) async fn place_in_order(
+    conn: &mut PgConnection,
+    items: &[Item<'_>],
+) -> Result<HashMap<Uuid, Ordered>, StoreError> {
+    if items.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let placed = places_of(conn, items).await?;
+    let ids: Vec<Uuid> = placed.keys().copied().collect();
+    let sequences: Vec<Option<i64>> = ids.iter().map(|id| placed[id].sequence).collect();
+    let behind: Vec<Option<Uuid>> = ids.iter().map(|id| placed[id].behind).collect();
+    let (low, high) = id_span(&ids);
+    sqlx::query(
+        "UPDATE notifications n SET sequence = t.sequence, behind = t.behind \
+         FROM UNNEST($1::uuid[], $2::bigint[], $3::uuid[]) AS t(id, sequence, behind) \
+         WHERE n.id = t.id AND n.id BETWEEN $4 AND $5",
+    )
+    .bind(&ids)
+    .bind(&sequences)
+    .bind(&behind)
+    .bind(low)
+    .bind(high)
+    .execute(&mut *conn)
+    .await?;
+    Ok(placed)
+}
+
+/// The place of each of `items` (in creation order, all ordered, all to
+/// be created in this transaction), its key rows written (`WRITE_KEYS`):
+/// for an insert that writes the places itself.
+pub(super) async fn places_of(
     conn: &mut PgConnection,
     items: &[Item<'_>],
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
@@ -38,56 +67,33 @@ pub(super) async fn place_in_order(
     let endpoints: Vec<Uuid> = runs.iter().map(|r| r.endpoint_id).collect();
     let keys: Vec<&str> = runs.iter().map(|r| r.order_key.as_str()).collect();
     let counts: Vec<i64> = runs.iter().map(|r| r.count).collect();
-    // The key rows, locked until the commit, in (endpoint, key) order. A
-    // row this waited for is read as its writer committed it: its tail
-    // is the key's tail now (`store::ordering`).
-    let written: Vec<WrittenKey> = sqlx::query_as(
-        "INSERT INTO order_keys AS k (endpoint_id, order_key, last_sequence) \
-         SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::bigint[]) \
-         ORDER BY 1, 2 \
-         ON CONFLICT (endpoint_id, order_key) \
-             DO UPDATE SET last_sequence = k.last_sequence + EXCLUDED.last_sequence \
-         RETURNING endpoint_id, order_key, last_sequence, held_by, tail",
-    )
-    .bind(&endpoints)
-    .bind(&keys)
-    .bind(&counts)
-    .fetch_all(&mut *conn)
-    .await?;
-    let placed = places(items, &key_states(written));
-
-    let ids: Vec<Uuid> = placed.keys().copied().collect();
-    let sequences: Vec<Option<i64>> = ids.iter().map(|id| placed[id].sequence).collect();
-    let behind: Vec<Option<Uuid>> = ids.iter().map(|id| placed[id].behind).collect();
-    let (low, high) = id_span(&ids);
-    let tails = new_tails(items);
-    let tail_endpoints: Vec<Uuid> = tails.iter().map(|t| t.0).collect();
-    let tail_keys: Vec<&str> = tails.iter().map(|t| t.1.as_str()).collect();
-    let tail_ids: Vec<Uuid> = tails.iter().map(|t| t.2).collect();
-    sqlx::query(PLACE)
-        .bind(&ids)
-        .bind(&sequences)
-        .bind(&behind)
-        .bind(low)
-        .bind(high)
-        .bind(&tail_endpoints)
-        .bind(&tail_keys)
-        .bind(&tail_ids)
-        .execute(&mut *conn)
+    let tails: Vec<Uuid> = runs.iter().map(|r| r.last).collect();
+    let written: Vec<WrittenKey> = sqlx::query_as(WRITE_KEYS)
+        .bind(&endpoints)
+        .bind(&keys)
+        .bind(&counts)
+        .bind(&tails)
+        .fetch_all(&mut *conn)
         .await?;
-    Ok(placed)
+    Ok(places(items, &key_states(written)))
 }
 
-/// Writes each new notification's sequence and predecessor (`$1`-`$3`,
-/// ids from `$4` to `$5`) and each key's new tail (`$6`-`$8`), on rows
-/// the create wrote (its notifications) or holds (its key rows).
-pub(super) const PLACE: &str = "WITH keys AS ( \
-         UPDATE order_keys k SET tail = t.tail \
-         FROM UNNEST($6::uuid[], $7::text[], $8::uuid[]) AS t(endpoint_id, order_key, tail) \
-         WHERE k.endpoint_id = t.endpoint_id AND k.order_key = t.order_key \
-     ) UPDATE notifications n SET sequence = t.sequence, behind = t.behind \
-     FROM UNNEST($1::uuid[], $2::bigint[], $3::uuid[]) AS t(id, sequence, behind) \
-     WHERE n.id = t.id AND n.id BETWEEN $4 AND $5";
+/// A create's write of its key rows (`$1`/`$2`), locked until the commit,
+/// in (endpoint, key) order: each key's last sequence grows by its new
+/// notifications (`$3`), its tail becomes the last of them (`$4`), and
+/// the tail before is returned (`previous_tail`, a column only this
+/// writes and reads: PostgreSQL before 18 has no `RETURNING OLD`). A row
+/// this waited for is read as its writer committed it (an end of the
+/// key's tail, or another create): the tail before is the key's tail at
+/// that moment (`store::ordering`).
+pub(super) const WRITE_KEYS: &str = "INSERT INTO order_keys AS k \
+         (endpoint_id, order_key, last_sequence, tail) \
+     SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::uuid[]) \
+     ORDER BY 1, 2 \
+     ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+         last_sequence = k.last_sequence + EXCLUDED.last_sequence, \
+         previous_tail = k.tail, tail = EXCLUDED.tail \
+     RETURNING endpoint_id, order_key, last_sequence, held_by, previous_tail";
 
 /// Releases what a change of `endpoint`'s ordering lets go (`release`), in
 /// the change's transaction. The key rows are taken first, as a create

@@ -14,15 +14,15 @@ use crate::domain::ordering::Release;
 use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::notifications::Ordered;
 use crate::store::ordering::{
-    back_in_line, key_states, new_tails, orphan_moves, places, requeued_behind, runs, Item,
-    LineHead, Orphan, Requeued, WrittenKey,
+    back_in_line, key_states, orphan_moves, places, requeued_behind, runs, Item, LineHead, Orphan,
+    Requeued, WrittenKey,
 };
 use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
-/// place, and writes it on its row and each key's new tail on the key's
-/// row: three statements whatever the number of keys (the writer's commit
-/// holds many).
+/// place, and writes it on its row: two statements whatever the number
+/// of keys (the writer's commit holds many), the key rows' (which also
+/// gives each key its new tail, `places_of`) and the notifications'.
 pub(super) async fn place_in_order(
     conn: &mut SqliteConnection,
     items: &[Item<'_>],
@@ -30,31 +30,7 @@ pub(super) async fn place_in_order(
     if items.is_empty() {
         return Ok(HashMap::new());
     }
-    let keys = runs(items);
-    let runs: Vec<(String, &str, i64)> = keys
-        .iter()
-        .map(|run| {
-            (
-                run.endpoint_id.simple().to_string(),
-                run.order_key.as_str(),
-                run.count,
-            )
-        })
-        .collect();
-    let runs = json_text(&runs);
-    // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
-    let written: Vec<WrittenKey> = sqlx::query_as(
-        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
-         SELECT unhex(value ->> 0), value ->> 1, value ->> 2 FROM json_each(?) WHERE true \
-         ON CONFLICT (endpoint_id, order_key) \
-             DO UPDATE SET last_sequence = last_sequence + excluded.last_sequence \
-         RETURNING endpoint_id, order_key, last_sequence, held_by, tail",
-    )
-    .bind(&runs)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(store_error)?;
-    let placed = places(items, &key_states(written));
+    let placed = places_of(conn, items).await?;
     let rows: Vec<(String, Option<i64>, Option<String>)> = placed
         .iter()
         .map(|(id, place)| {
@@ -70,25 +46,47 @@ pub(super) async fn place_in_order(
     .execute(&mut *conn)
     .await
     .map_err(store_error)?;
-    let tails: Vec<(String, String, String)> = new_tails(items)
-        .into_iter()
-        .map(|(endpoint, key, tail)| {
+    Ok(placed)
+}
+
+/// The place of each of `items` (in creation order, all ordered, all to
+/// be created in this transaction), its key rows written as
+/// `postgres::ordering::WRITE_KEYS` writes them: for an insert that
+/// writes the places itself.
+pub(super) async fn places_of(
+    conn: &mut SqliteConnection,
+    items: &[Item<'_>],
+) -> Result<HashMap<Uuid, Ordered>, StoreError> {
+    if items.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let keys = runs(items);
+    let runs: Vec<(String, &str, i64, String)> = keys
+        .iter()
+        .map(|run| {
             (
-                endpoint.simple().to_string(),
-                key,
-                tail.simple().to_string(),
+                run.endpoint_id.simple().to_string(),
+                run.order_key.as_str(),
+                run.count,
+                run.last.simple().to_string(),
             )
         })
         .collect();
-    sqlx::query(
-        "UPDATE order_keys AS k SET tail = unhex(t.value ->> 2) FROM json_each(?) AS t \
-         WHERE k.endpoint_id = unhex(t.value ->> 0) AND k.order_key = t.value ->> 1",
+    // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
+    let written: Vec<WrittenKey> = sqlx::query_as(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail) \
+         SELECT unhex(value ->> 0), value ->> 1, value ->> 2, unhex(value ->> 3) \
+         FROM json_each(?) WHERE true \
+         ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+             last_sequence = last_sequence + excluded.last_sequence, \
+             previous_tail = tail, tail = excluded.tail \
+         RETURNING endpoint_id, order_key, last_sequence, held_by, previous_tail",
     )
-    .bind(json_text(&tails))
-    .execute(&mut *conn)
+    .bind(json_text(&runs))
+    .fetch_all(&mut *conn)
     .await
     .map_err(store_error)?;
-    Ok(placed)
+    Ok(places(items, &key_states(written)))
 }
 
 /// Releases what a change of `endpoint`'s ordering lets go, in the

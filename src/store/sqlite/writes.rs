@@ -134,13 +134,23 @@ async fn insert_notifications(
     let created_at = micros(now);
     let mut created: std::collections::HashSet<Uuid> =
         std::collections::HashSet::with_capacity(items.len());
+    // Without business keys every row is created: the ordered ones are
+    // placed first, and the insert writes each one's place with it (as in
+    // PostgreSQL, `postgres::notifications`).
+    let early = !items.iter().any(|item| item.key.is_some());
+    let mut places = if early {
+        super::ordering::places_of(conn, &crate::store::ordering::ordered(&items)).await?
+    } else {
+        HashMap::new()
+    };
     for run in runs(&items, ROWS_PER_INSERT) {
         let mut query = QueryBuilder::<Sqlite>::new(
             "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
                  headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, \
-                 order_key, created_at, updated_at) ",
+                 order_key, sequence, behind, created_at, updated_at) ",
         );
         query.push_values(run, |mut row, item| {
+            let place = places.get(&item.id);
             row.push_bind(item.id)
                 .push_bind(item.endpoint_id)
                 .push_bind(item.key.clone())
@@ -155,6 +165,8 @@ async fn insert_notifications(
                 .push_bind(item.url.clone())
                 .push_bind(item.pull)
                 .push_bind(item.order_key.clone())
+                .push_bind(place.and_then(|p| p.sequence))
+                .push_bind(place.and_then(|p| p.behind))
                 .push_bind(created_at)
                 .push_bind(created_at);
         });
@@ -212,11 +224,13 @@ async fn insert_notifications(
         }
     }
 
-    let in_order: Vec<crate::store::ordering::Item> = crate::store::ordering::ordered(&items)
-        .into_iter()
-        .filter(|i| created.contains(&i.id))
-        .collect();
-    let mut places = super::ordering::place_in_order(conn, &in_order).await?;
+    if !early {
+        let in_order: Vec<crate::store::ordering::Item> = crate::store::ordering::ordered(&items)
+            .into_iter()
+            .filter(|i| created.contains(&i.id))
+            .collect();
+        places = super::ordering::place_in_order(conn, &in_order).await?;
+    }
 
     let mut results = Vec::with_capacity(items.len());
     for item in items {
