@@ -98,7 +98,8 @@ pub(super) const WRITE_KEYS: &str = "INSERT INTO order_keys AS k \
 /// Releases what a change of `endpoint`'s ordering lets go (`release`), in
 /// the change's transaction. The key rows are taken first, as a create
 /// and a release take them: every held key (`Held`), or every key of the
-/// endpoint (`All`). A released push notification is owed to the due
+/// endpoint (`All`, which also forgets each key's tail: what was in line
+/// is not any more). A released push notification is owed to the due
 /// index; a pull one's wait for a consumer starts `now`.
 pub(super) async fn release(
     conn: &mut PgConnection,
