@@ -155,10 +155,10 @@ const ENDPOINTS: Table = Table {
     ],
 };
 
-/// A consumer's `hkc_` token keeps working: only its digest is stored.
 /// Each ordered key's last sequence, what holds it and its tail
 /// (`store::ordering`), so that the server numbers a key's next
-/// notification on from there, behind the one before it.
+/// notification on from there, behind the one before it
+/// (`previous_tail` only serves a create's write, and goes as it is).
 const ORDER_KEYS: Table = Table {
     name: "order_keys",
     key: &["endpoint_id", "order_key"],
@@ -168,9 +168,11 @@ const ORDER_KEYS: Table = Table {
         col("last_sequence", BigInt),
         col("held_by", Id),
         col("tail", Id),
+        col("previous_tail", Id),
     ],
 };
 
+/// A consumer's `hkc_` token keeps working: only its digest is stored.
 const CONSUMER_TOKENS: Table = Table {
     name: "consumer_tokens",
     key: &["endpoint_id"],

@@ -37,9 +37,10 @@
 //! fail of held ones) writes their key rows in the order its rows come,
 //! not in the creates' (endpoint, key) order. Two such statements, or one
 //! and a create of several of its keys, can wait for each other; PostgreSQL
-//! finds the cycle within `deadlock_timeout` and fails one, which is
-//! retried (a create's caller sees an error and sends again; its business
-//! key makes that safe). The recorder takes its keys in order.
+//! finds the cycle within `deadlock_timeout` and fails one, which stored
+//! nothing (a create's caller gets an error and sends again). The
+//! recorder takes its keys in order; taking them in order in
+//! `cancel_pending` and `fail_held` too would close this.
 //!
 //! A notification retention removed can never end again: what waited for
 //! it (under `hold`, the failed head holding the key; elsewhere one a race

@@ -270,6 +270,39 @@ async fn under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_su
 }
 both!(under_hold_a_failed_head_keeps_its_successors_until_it_is_retried_to_success);
 
+/// A retry puts a failed one back in line: alone in its key, it is the
+/// key's tail again, and the next one created waits for it (the key's
+/// row names it: `store::ordering`).
+async fn a_retried_notification_alone_in_its_key_is_its_tail_and_the_next_waits_for_it(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    // It fails; its retry hangs.
+    receiver.reply("/again", vec![Reply::status(500), Reply::Hang]);
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/again"), "ordering": "key", "schedule": ["0s"]}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let first = notify_keyed(&app, endpoint, "order-t", 1).await.remove(0);
+    wait_status(&app, &first, "failed").await;
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{first}/retry"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    receiver.wait_for("/again", 2, DEADLINE).await;
+    let next = notify_keyed(&app, endpoint, "order-t", 1).await.remove(0);
+    let read = read(&app, &next).await;
+    assert_eq!(read["waiting"]["reason"], "ordering", "{read}");
+    assert_eq!(read["waiting"]["behind"], json!(first), "{read}");
+    assert_eq!(
+        receiver.received("/again").len(),
+        2,
+        "nothing went after it"
+    );
+}
+both!(a_retried_notification_alone_in_its_key_is_its_tail_and_the_next_waits_for_it);
+
 async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_at_its_place(
     backend: Backend,
 ) {

@@ -17,7 +17,8 @@ use crate::store::writes::{Committed, Writes};
 use crate::store::StoreError;
 
 /// Most rows one multi-row INSERT writes (a power of two; see `runs`): 64
-/// notifications bind 960 values, under SQLite's oldest limit of 999.
+/// notifications bind 1,152 values (18 a row), well under the 32,766 of
+/// the SQLite hookd bundles (3.32 and later).
 pub(super) const ROWS_PER_INSERT: usize = 64;
 
 /// `items` in runs of `max`, then of the powers of two below it that the
