@@ -654,12 +654,10 @@ async fn behind_of(pool: &sqlx::PgPool, id: &str) -> Option<uuid::Uuid> {
         .unwrap()
 }
 
-/// A create of a key whose tail is ending (the end's transaction has
-/// written the key's row and not committed) waits for that end, and
-/// then reads the tail's predecessor on the row: the new one is its
-/// key's head as it answers, not a second later by housekeeping.
-#[sqlx::test]
-async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: sqlx::PgPool) {
+/// A race's start: an app on `pool`, an ordered endpoint, and the tail of
+/// its key `order-r` in flight (its receiver hangs on it); with the
+/// endpoint's id and the tail's.
+async fn racing_tail(pool: &sqlx::PgPool) -> (TestApp, Receiver, String, String) {
     let app = spawn_app_settings(
         pool.clone(),
         test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
@@ -670,9 +668,20 @@ async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: s
     let endpoint = app
         .endpoint(json!({"url": receiver.url("/race"), "ordering": "key"}))
         .await;
-    let endpoint = endpoint["id"].as_str().unwrap();
-    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    let endpoint = endpoint["id"].as_str().unwrap().to_string();
+    let tail = notify_keyed(&app, &endpoint, "order-r", 1).await.remove(0);
     receiver.wait_for("/race", 1, DEADLINE).await;
+    (app, receiver, endpoint, tail)
+}
+
+/// A create of a key whose tail is ending (the end's transaction has
+/// written the key's row and not committed) waits for that end, and
+/// then reads the tail's predecessor on the row: the new one is its
+/// key's head as it answers, not a second later by housekeeping.
+#[sqlx::test]
+async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: sqlx::PgPool) {
+    let (app, _receiver, endpoint, tail) = racing_tail(&pool).await;
+    let endpoint = endpoint.as_str();
     // The tail's end, its release run, not committed.
     let mut ending = pool.begin().await.unwrap();
     sqlx::query(
@@ -702,19 +711,8 @@ async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: s
 /// it commits, not a second later by housekeeping.
 #[sqlx::test]
 async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(pool: sqlx::PgPool) {
-    let app = spawn_app_settings(
-        pool.clone(),
-        test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
-    )
-    .await;
-    let receiver = Receiver::start().await;
-    receiver.reply("/race", vec![Reply::Hang, Reply::status(200)]);
-    let endpoint = app
-        .endpoint(json!({"url": receiver.url("/race"), "ordering": "key"}))
-        .await;
-    let endpoint = endpoint["id"].as_str().unwrap();
-    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
-    receiver.wait_for("/race", 1, DEADLINE).await;
+    let (app, _receiver, endpoint, tail) = racing_tail(&pool).await;
+    let endpoint = endpoint.as_str();
     // Not due for an hour, of a key of its own: placed by hand below.
     let body = json!({"endpoint": endpoint, "payload": {}, "order_key": "order-n", "delay": "1h"});
     let next = app.notify(body).await;
