@@ -20,7 +20,13 @@
 //! backends (`migrations/*ordering.sql`, `*key_tails.sql`), so that no
 //! path that ends a notification can forget it; the recorder of a batch
 //! of outcomes does the same in two statements of its own in PostgreSQL
-//! (`postgres::recording`). An end of the key's tail gives the key its
+//! (`postgres::recording`). There a success writes nothing on its
+//! successors: a pending notification waits while its `behind` names one
+//! that has not succeeded (`postgres::ordering::released`, migration
+//! `20261210000056`), and succeeded is final, so the success's own write
+//! releases them; the recorder only reads them, to index them. A failure
+//! or a cancel still passes its successors over, which `hold`, retention
+//! and a requeue rely on. An end of the key's tail gives the key its
 //! predecessor as tail, and one that comes to hold the key names itself
 //! on the row: both write the key's row *before* they look for what waits
 //! for the notification, and look in a snapshot taken after that write.

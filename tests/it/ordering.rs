@@ -303,6 +303,62 @@ async fn a_retried_notification_alone_in_its_key_is_its_tail_and_the_next_waits_
 }
 both!(a_retried_notification_alone_in_its_key_is_its_tail_and_the_next_waits_for_it);
 
+/// One released by its predecessor's success is its key's head in every
+/// respect, though PostgreSQL leaves it unwritten (it still names the
+/// success: migration `20261210000056`): read, it waits for none of its
+/// key; under `hold`, its failure (recorded by the dispatcher) and its
+/// cancel (by the API) each hold the key as a head's would.
+async fn a_notification_a_success_released_holds_its_key_when_it_fails_or_is_cancelled(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/failing", vec![Reply::status(200), Reply::status(500)]);
+    let hold = |path: &str| {
+        json!({
+            "url": receiver.url(path), "ordering": "key",
+            "ordering_on_failure": "hold", "schedule": ["0s"],
+        })
+    };
+    let failing = app.endpoint(hold("/failing")).await;
+    let failing = failing["id"].as_str().unwrap();
+    let ids = notify_keyed(&app, failing, "order-f", 3).await;
+    wait_status(&app, &ids[1], "failed").await;
+    let third = read(&app, &ids[2]).await;
+    assert_eq!(third["status"], "pending", "{third}");
+    assert_eq!(third["waiting"]["behind"], json!(ids[1]), "{third}");
+    assert_eq!(
+        receiver.received("/failing").len(),
+        2,
+        "nothing went after the failed one"
+    );
+
+    // The first goes in a second; the next is not due for an hour.
+    let calm = app.endpoint(hold("/calm")).await;
+    let calm = calm["id"].as_str().unwrap();
+    let body = |delay: &str| json!({"endpoint": calm, "payload": {}, "order_key": "order-c", "delay": delay});
+    let first = app.notify(body("1s")).await;
+    let next = app.notify(body("1h")).await;
+    assert_eq!(read(&app, &next).await["waiting"]["behind"], json!(first));
+    wait_status(&app, &first, "succeeded").await;
+    let released = read(&app, &next).await;
+    assert_eq!(released["waiting"]["reason"], "scheduled", "{released}");
+    assert_eq!(released["waiting"]["behind"], Value::Null, "{released}");
+    let (status, cancelled) = app
+        .post(&format!("/v1/notifications/{next}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    let late = app.notify(body("0s")).await;
+    let late = read(&app, &late).await;
+    assert_eq!(late["waiting"]["reason"], "ordering", "{late}");
+    assert_eq!(
+        late["waiting"]["behind"],
+        json!(next),
+        "the cancelled one holds the key"
+    );
+}
+both!(a_notification_a_success_released_holds_its_key_when_it_fails_or_is_cancelled);
+
 async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_at_its_place(
     backend: Backend,
 ) {

@@ -193,6 +193,52 @@ async fn a_key_whose_holder_retention_removed_starts_again_at_sequence_one(backe
 }
 both!(a_key_whose_holder_retention_removed_starts_again_at_sequence_one);
 
+/// A success releases its successor without writing it in PostgreSQL (the
+/// successor still names it: migration `20261210000056`), so retention
+/// removing the success must not leave the successor waiting for a
+/// removed one: housekeeping would give it a place again behind the
+/// latest pending one of its key before it, here a retried one that
+/// waits for it, and each would wait for the other for ever.
+async fn a_pending_notification_whose_releasing_success_retention_removed_is_still_its_keys_head(
+    backend: Backend,
+) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/cycle", vec![Reply::status(500), Reply::status(200)]);
+    let endpoint = ordered(&app, &receiver, "/cycle", "continue").await;
+    let failed = notify_keyed(&app, &endpoint, "order-c", json!({})).await;
+    wait_status(&app, &failed, "failed").await;
+    // The second goes in a second and releases the third, due in an hour.
+    let second = notify_keyed(&app, &endpoint, "order-c", json!({"delay": "1s"})).await;
+    let third = notify_keyed(&app, &endpoint, "order-c", json!({"delay": "1h"})).await;
+    wait_status(&app, &second, "succeeded").await;
+    // The failed one, retried, goes back in line behind the third (the
+    // key's head, which may be in flight).
+    let (status, retried) = app
+        .post(&format!("/v1/notifications/{failed}/retry"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["waiting"]["behind"], json!(third), "{retried}");
+
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 0, "the key has history");
+    let (status, _) = app.get(&format!("/v1/notifications/{second}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "the success was purged");
+    backend.housekeeping().release_stranded(100).await.unwrap();
+    let head = read(&app, &third).await;
+    assert_eq!(head["waiting"]["reason"], "scheduled", "{head}");
+    assert_eq!(head["waiting"]["behind"], Value::Null, "{head}");
+    assert_eq!(read(&app, &failed).await["waiting"]["behind"], json!(third));
+
+    // The line still moves: the third cancelled, the retried one goes.
+    let (status, _) = app
+        .post(&format!("/v1/notifications/{third}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    wait_status(&app, &failed, "succeeded").await;
+}
+both!(a_pending_notification_whose_releasing_success_retention_removed_is_still_its_keys_head);
+
 /// Server mode: a create of a key holds the key's row until it commits
 /// (it writes its notification first). Retention passes over a row so held
 /// at once, never waiting for the create nor deleting under it, and takes

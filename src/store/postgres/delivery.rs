@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::cancel::cancel_pending;
+use super::ordering::released;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::clock::Clock;
@@ -24,15 +25,19 @@ use crate::store::StoreError;
 
 /// A claim's rows by id, with their events' bodies and their endpoints'
 /// versions; `$2` and `$3` are the ids' span (`id_span`), for the days to
-/// read.
-pub(super) const LOAD_CLAIMED: &str = "SELECT n.id, n.endpoint_id, n.key, n.content_type, \
+/// read. One that waits for an earlier one of its key is not loaded
+/// (`ordering::released`).
+pub(super) const LOAD_CLAIMED: &str = concat!(
+    "SELECT n.id, n.endpoint_id, n.key, n.content_type, \
          CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
          CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
          n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
          n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version \
      FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
          LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
-     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND n.behind IS NULL";
+     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND ",
+    released!("n")
+);
 
 impl PgStore {
     /// Loads claimed notifications, each with its endpoint row's version,

@@ -166,6 +166,10 @@ impl PgStore {
     /// completion are read, `domain::retention::expired` chooses, and the
     /// delete compares them with what was read: a row changed meanwhile (a
     /// retry taking it back to pending) is left for a later walk to judge.
+    /// A pending notification that a deleted success released (it still
+    /// names it in `behind`: `postgres::ordering::released`) is cleared in
+    /// the same statement: a `behind` naming a removed notification would
+    /// read as waiting for a removed holder.
     pub async fn purge_completed(
         &self,
         before: DateTime<Utc>,
@@ -202,7 +206,12 @@ impl PgStore {
                          AS r(id, status, completed_at) \
                      WHERE n.id = r.id AND n.status = r.status \
                        AND n.completed_at = r.completed_at \
-                     RETURNING n.id \
+                     RETURNING n.id, n.status \
+                 ), successors_released AS ( \
+                     UPDATE notifications s SET behind = NULL \
+                     FROM deleted d \
+                     WHERE s.behind = d.id AND d.status = 'succeeded' \
+                       AND (s.status = 'pending') IS TRUE \
                  ), attempts_deleted AS ( \
                      DELETE FROM attempts WHERE notification_id IN (SELECT id FROM deleted) \
                  ), keys_deleted AS ( \

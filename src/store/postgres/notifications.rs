@@ -26,7 +26,9 @@ use crate::store::StoreError;
 /// event's type: the fan-out leaves it off the delivery rows (stored once,
 /// on the event), which spares each delivery an index entry in
 /// `notifications_event_type_newest`. The columns stay unqualified: inside
-/// the subquery, `event_id` can only be the notification's. Whether the
+/// the subquery, `event_id` can only be the notification's; `behind` is
+/// what the notification waits for (`hookd_waits_for`: not one that
+/// succeeded, which a success leaves unwritten). Whether the
 /// row is `leased` is not decided here: its lease and the transaction's
 /// clock (`read_at`) are read, and `domain::lease::held` decides as the
 /// row is decoded (`rows.rs`).
@@ -39,7 +41,7 @@ use crate::store::StoreError;
 const SUMMARY_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, schedule_ms, \
      schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, last_attempt_at, \
      last_status_code, last_error, created_at, updated_at, completed_at, event_id, url, pull, \
-     order_key, sequence, behind, lease_id, now() AS read_at, \
+     order_key, sequence, hookd_waits_for(behind) AS behind, lease_id, now() AS read_at, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = event_id) END AS event_type";
 /// With the body; a delivery of an event has its event's.

@@ -12,6 +12,26 @@
 
 use std::collections::HashMap;
 
+/// Whether the notification aliased `$n` waits for nothing: its `behind`
+/// is NULL or names one that succeeded (migration `20261210000056`; reads
+/// that splice columns without an alias call `hookd_waits_for`, the same
+/// rule). `behind IS NULL` comes first, so an unordered row costs nothing
+/// more; the probe's `OFFSET 0` keeps PostgreSQL from hashing every
+/// success instead of probing the one named.
+macro_rules! released {
+    ($n:literal) => {
+        concat!(
+            "(",
+            $n,
+            ".behind IS NULL OR EXISTS (SELECT 1 FROM notifications pred \
+             WHERE pred.id = ",
+            $n,
+            ".behind AND pred.status = 'succeeded' OFFSET 0))"
+        )
+    };
+}
+pub(super) use released;
+
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -124,8 +144,9 @@ pub(super) async fn release(
     .fetch_all(&mut *conn)
     .await?;
     let holders: Vec<Uuid> = held.iter().filter_map(|(_, by)| *by).collect();
-    // All: every row waiting. Held: those waiting for a holder that is not
-    // pending again (a holder retried is its key's head once more).
+    // All: every row waiting (not one a success released: it may be in
+    // flight). Held: those waiting for a holder that is not pending again
+    // (a holder retried is its key's head once more).
     sqlx::query(
         "UPDATE notifications n SET behind = NULL, \
              needs_index = n.needs_index OR NOT n.pull, \
@@ -133,6 +154,8 @@ pub(super) async fn release(
                  ELSE n.next_attempt_at END \
          WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.sequence IS NOT NULL \
            AND n.behind IS NOT NULL \
+           AND NOT EXISTS (SELECT 1 FROM notifications p \
+               WHERE p.id = n.behind AND p.status = 'succeeded') \
            AND ($2 OR (n.behind = ANY($4) AND NOT EXISTS ( \
                SELECT 1 FROM notifications h WHERE h.id = n.behind AND h.status = 'pending')))",
     )
@@ -178,7 +201,7 @@ pub(super) async fn requeue(
     .fetch_optional(&mut *conn)
     .await?;
     let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
-        "SELECT n.id, n.behind FROM notifications n \
+        "SELECT n.id, hookd_waits_for(n.behind) FROM notifications n \
          WHERE n.endpoint_id = $1 AND n.order_key = $2 AND n.sequence IS NOT NULL \
            AND (n.status = 'pending') IS TRUE AND n.id <> $3 AND NOT (n.id = ANY($4)) \
            AND (n.behind IS NULL OR NOT EXISTS (SELECT 1 FROM notifications p \
@@ -269,11 +292,12 @@ pub(super) async fn requeue_all(
 }
 
 /// `HousekeepingStore::release_stranded` in PostgreSQL: through
-/// `notifications_behind`, at the store's clock. The final one is read
-/// `FOR SHARE SKIP LOCKED` and the waiting one must still wait for it, as
-/// in `PASS_ENDED`: a retry of the final one that commits meanwhile (it is
-/// pending again, and its successor must keep waiting) is seen, or the
-/// pair is left for the next second.
+/// `notifications_behind`, at the store's clock. Stranded is behind one
+/// that failed or was cancelled and does not hold its key (one behind a
+/// success waits for nothing already). That one is read `FOR SHARE SKIP
+/// LOCKED` and the waiting one must still wait for it: a retry of it that
+/// commits meanwhile (it is pending again, and its successor must keep
+/// waiting) is seen, or the pair is left for the next second.
 pub(super) async fn release_stranded(
     store: &super::PgStore,
     limit: i64,
@@ -286,7 +310,8 @@ pub(super) async fn release_stranded(
                  THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
          FROM (SELECT w.id, w.behind AS was, p.behind AS next FROM notifications w \
                JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE AND p.status <> 'pending' \
+               WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE \
+                 AND p.status NOT IN ('pending', 'succeeded') \
                  AND NOT EXISTS (SELECT 1 FROM order_keys k \
                      WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
                        AND k.held_by = p.id) \

@@ -106,7 +106,14 @@ async fn a_claim_s_rows_loaded_by_a_list_of_ids_are_read_from_their_days_only(po
     let values = [format!("'{{{first},{last}}}'"), literal(low), literal(high)];
     for sql in [LOAD_CLAIMED, STILL_PENDING] {
         let plan = plan_with(&pool, sql, &values).await;
-        assert_reads(&plan, &[day(5), day(6)], &[day(4), day(7)]);
+        // What an ordered row waits for may be of any day: the load's probe
+        // of it (`pred`, `ordering::released`) is one primary key lookup
+        // per ordered row, pruned as it runs; the claim's own rows are not.
+        let rows: Vec<&str> = plan.lines().filter(|l| !l.contains(" pred")).collect();
+        assert_reads(&rows.join("\n"), &[day(5), day(6)], &[day(4), day(7)]);
+        if sql == LOAD_CLAIMED {
+            assert!(plan.contains("Index Cond: (id = n_1.behind)"), "{plan}");
+        }
     }
     // Without the span, `= ANY($1)` alone is not pruned: every day is read.
     let unbounded = "SELECT id FROM notifications WHERE id = ANY($1)";

@@ -338,6 +338,16 @@ async fn drop_if_expired(
             if !partition::droppable(end, &now, before) {
                 return Ok(None);
             }
+            // What a success of the day released still names it in
+            // `behind` (`postgres::ordering::released`): cleared, so that
+            // it does not read as waiting for a removed holder.
+            sqlx::query(AssertSqlSafe(format!(
+                "UPDATE notifications s SET behind = NULL FROM {name} p \
+                 WHERE p.id = s.behind AND p.status = 'succeeded' \
+                   AND (s.status = 'pending') IS TRUE"
+            )))
+            .execute(&mut *tx)
+            .await?;
             let has_attempts: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
                 .bind(&attempts)
                 .fetch_one(&mut *tx)

@@ -19,6 +19,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::ordering::released;
 use super::pull::{as_of, LEASED};
 use super::recording::record_attempts_on;
 use super::PgStore;
@@ -77,14 +78,15 @@ impl PgStore {
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
              WHERE n.id IN ( \
                  SELECT o.id FROM endpoints ep CROSS JOIN LATERAL ( \
-                     SELECT id FROM notifications \
-                     WHERE endpoint_id = ep.id AND status = 'pending' AND pull \
-                       AND next_attempt_at <= $1 AND behind IS NULL \
-                     ORDER BY next_attempt_at, id LIMIT $2 \
+                     SELECT w.id FROM notifications w \
+                     WHERE w.endpoint_id = ep.id AND w.status = 'pending' AND w.pull \
+                       AND w.next_attempt_at <= $1 AND {released} \
+                     ORDER BY w.next_attempt_at, w.id LIMIT $2 \
                  ) o \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND NOT ep.disabled LIMIT $2 \
              ) AND n.status = 'pending' AND n.pull \
-             FOR UPDATE OF n SKIP LOCKED"
+             FOR UPDATE OF n SKIP LOCKED",
+            released = released!("w")
         );
         let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
             .bind(window_start(now, max_wait))
@@ -118,9 +120,10 @@ impl TakeSteps for Steps {
         let sql = format!(
             "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
              WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) AND n.behind IS NULL \
+               AND n.next_attempt_at <= $4 AND NOT (n.id = ANY($3)) AND {released} \
                AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = $1 AND d.disabled) \
-             ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED"
+             ORDER BY n.next_attempt_at, n.id LIMIT $2 FOR UPDATE OF n SKIP LOCKED",
+            released = released!("n")
         );
         let rows = sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
             .bind(self.endpoint_id)

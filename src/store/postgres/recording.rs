@@ -31,6 +31,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::ordering::released;
 use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::health::Health;
@@ -140,6 +141,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
              first_attempt_body = CASE WHEN i.inline THEN i.response_body \
                                        ELSE n.first_attempt_body END, \
              completed_at = CASE WHEN i.completed THEN $29::timestamptz END, \
+             behind = CASE WHEN i.status = 'succeeded' THEN NULL ELSE n.behind END, \
              lease_id = NULL, leased_at = NULL, \
              updated_at = $29 \
          FROM input i \
@@ -305,16 +307,22 @@ const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true
 /// a create takes key rows in.
 macro_rules! ended_ordered {
     () => {
-        "WITH ended AS MATERIALIZED ( \
-             SELECT n.id, n.endpoint_id, n.order_key, n.behind, n.updated_at, \
-                 n.status = 'succeeded' AS succeeded, \
-                 (n.status <> 'succeeded' AND n.behind IS NULL \
-                  AND e.ordering_on_failure = 'hold') AS holds \
-             FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
-             WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
-               AND n.order_key IS NOT NULL AND n.status <> 'pending' \
-             ORDER BY n.endpoint_id, n.order_key \
-         )"
+        concat!(
+            "WITH ended AS MATERIALIZED ( \
+                 SELECT n.id, n.endpoint_id, n.order_key, n.updated_at, \
+                     n.status = 'succeeded' AS succeeded, \
+                     CASE WHEN NOT ",
+            released!("n"),
+            " THEN n.behind END AS behind, \
+                     (n.status <> 'succeeded' AND ",
+            released!("n"),
+            " AND e.ordering_on_failure = 'hold') AS holds \
+                 FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+                 WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+                   AND n.order_key IS NOT NULL AND n.status <> 'pending' \
+                 ORDER BY n.endpoint_id, n.order_key \
+             )"
+        )
     };
 }
 
@@ -353,34 +361,44 @@ pub(super) const ENDED_KEYS: &str = concat!(
 );
 
 /// `release_ended`'s second statement, in a snapshot taken once the key
-/// rows are written (`ENDED_KEYS`): each of `$1` that ended ordered and
-/// does not hold its key passes its successor over, which now waits for
-/// what it waited for. A push successor that waits for nothing more is
-/// returned for the caller to index (its mark for the housekeeper is left
-/// clear: the caller indexes it after the commit, and the overdue sweep
-/// if that fails); a pull successor's wait for a consumer starts then.
+/// rows are written (`ENDED_KEYS`): the successors of each of `$1` that
+/// ended ordered and does not hold its key.
+/// - A success's push successors wait for nothing now, by the rule
+///   (migration `20261210000056`), and are only read: each is returned
+///   for the caller to index (its mark for the housekeeper is left clear:
+///   the caller indexes it after the commit, and the overdue sweep if that
+///   fails). Nothing is written on them.
+/// - Every other successor is passed over, as the release trigger does: it
+///   now waits for what the ended one waited for, and a pull one that waits
+///   for nothing starts its wait for a consumer then. Those are locked in
+///   id order before any is written, as `clear_needs_index` locks the rows
+///   it clears: two transactions taking the same rows in opposite orders
+///   deadlocked.
 ///
 /// Each successor is found through `notifications_behind`
-/// (`ordering_plan_tests`), and the successors are locked in id order
-/// before any is written, as `clear_needs_index` locks the rows it
-/// clears: two transactions taking the same rows in opposite orders
-/// deadlocked.
+/// (`ordering_plan_tests`).
 pub(super) const RELEASE_ENDED: &str = concat!(
     ended_ordered!(),
-    ", waiting AS ( \
-         SELECT s.id, x.behind, x.updated_at FROM ended x \
-         JOIN notifications s ON s.behind = x.id \
+    ", waiting AS MATERIALIZED ( \
+         SELECT s.id, s.pull, s.next_attempt_at, x.succeeded, x.behind, x.updated_at \
+         FROM ended x JOIN notifications s ON s.behind = x.id \
          WHERE NOT x.holds AND (s.status = 'pending') IS TRUE \
+     ), locked AS ( \
+         SELECT s.id, w.behind, w.updated_at FROM waiting w \
+         JOIN notifications s ON s.id = w.id \
+         WHERE NOT (w.succeeded AND NOT w.pull) \
          ORDER BY s.id FOR UPDATE OF s \
      ), passed AS ( \
          UPDATE notifications s SET \
              behind = w.behind, \
              next_attempt_at = CASE WHEN w.behind IS NULL AND s.pull \
                  THEN GREATEST(s.next_attempt_at, w.updated_at) ELSE s.next_attempt_at END \
-         FROM waiting w WHERE s.id = w.id \
+         FROM locked w WHERE s.id = w.id \
          RETURNING s.id, s.next_attempt_at, w.behind IS NULL AND NOT s.pull AS released \
      ) \
-     SELECT id, next_attempt_at FROM passed WHERE released"
+     SELECT id, next_attempt_at FROM passed WHERE released \
+     UNION ALL \
+     SELECT id, next_attempt_at FROM waiting WHERE succeeded AND NOT pull"
 );
 
 /// Readies a recording transaction to release the successors of what it
