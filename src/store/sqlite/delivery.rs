@@ -7,6 +7,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
+use super::ordering::released;
 use super::{store_error, SqliteStore};
 use crate::store::cancel::Pending;
 use crate::store::delivery::{stale_endpoints, Claimed, DeliveryEndpoint, DueNotification, Head};
@@ -84,7 +85,8 @@ impl SqliteStore {
             "SELECT {DUE_COLUMNS} FROM notifications n \
                  LEFT JOIN events e ON e.id = n.event_id \
                  LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
-             WHERE n.id IN {IN_ID_LIST} AND n.behind IS NULL"
+             WHERE n.id IN {IN_ID_LIST} AND {released}",
+            released = released!("n")
         );
         let notifications = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(columns::id_list(ids))

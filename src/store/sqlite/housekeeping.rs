@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::columns::{self, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::domain::retention;
+use crate::domain::status::Status;
 use crate::store::housekeeping::{walked, PendingCursor};
 use crate::store::StoreError;
 
@@ -194,6 +195,7 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, sqlx::Error>>()
             .map_err(store_error)?;
         let mut gone = Vec::new();
+        let mut successes = Vec::new();
         for (id, status, completed_at) in &scanned {
             if !retention::expired(*status, *completed_at, before) {
                 continue;
@@ -208,7 +210,24 @@ impl SqliteStore {
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;
+            if deleted.is_some() && *status == Status::Succeeded {
+                successes.push(*id);
+            }
             gone.extend(deleted);
+        }
+        if !successes.is_empty() {
+            // What a removed success released still names it in `behind`
+            // (`ordering::released`): cleared, so that it does not read
+            // as waiting for a removed holder.
+            let sql = format!(
+                "UPDATE notifications SET behind = NULL \
+                 WHERE behind IN {IN_ID_LIST} AND status = 'pending'"
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(columns::id_list(&successes))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
         }
         if !gone.is_empty() {
             let sql = format!("DELETE FROM attempts WHERE notification_id IN {IN_ID_LIST}");

@@ -105,6 +105,8 @@ pub(super) async fn release(
                  ELSE next_attempt_at END \
          WHERE endpoint_id = ?1 AND status = 'pending' AND sequence IS NOT NULL \
            AND behind IS NOT NULL \
+           AND NOT EXISTS (SELECT 1 FROM notifications p \
+                           WHERE p.id = notifications.behind AND p.status = 'succeeded') \
            AND (?2 OR (behind IN (SELECT held_by FROM order_keys \
                                   WHERE endpoint_id = ?1 AND held_by IS NOT NULL) \
                        AND NOT EXISTS (SELECT 1 FROM notifications h \
@@ -148,6 +150,25 @@ pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Whether the notification aliased `$n` waits for nothing: its `behind`
+/// is NULL or names one that succeeded (migration
+/// `0017_released_by_success.sql`; `postgres::ordering::released`). The
+/// trigger writes every successor here, so a `behind` naming a success is
+/// rare in SQLite; the reads keep PostgreSQL's rule all the same.
+macro_rules! released {
+    ($n:literal) => {
+        concat!(
+            "(",
+            $n,
+            ".behind IS NULL OR EXISTS (SELECT 1 FROM notifications pred \
+             WHERE pred.id = ",
+            $n,
+            ".behind AND pred.status = 'succeeded'))"
+        )
+    };
+}
+pub(super) use released;
+
 /// The successors waiting behind `ending` (pushed notifications whose
 /// records end them, should they move): read before the recording moves
 /// them, as the release trigger then clears `behind`. One probe of
@@ -174,7 +195,7 @@ pub(super) async fn successors(
 /// reading each ended key's notifications instead walked all of the
 /// key's, ended ones included (SQLite's RETURNING names the updated
 /// table's columns unqualified).
-pub(super) async fn released(
+pub(super) async fn released_of(
     conn: &mut SqliteConnection,
     successors: &[Uuid],
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
@@ -225,7 +246,9 @@ pub(super) async fn requeue(
     .await
     .map_err(store_error)?;
     let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
-        "SELECT n.id, n.behind FROM notifications n \
+        "SELECT n.id, CASE WHEN NOT (n.behind IS NULL OR EXISTS (SELECT 1 FROM notifications d \
+             WHERE d.id = n.behind AND d.status = 'succeeded')) THEN n.behind END \
+         FROM notifications n \
          WHERE n.endpoint_id = ?1 AND n.order_key = ?2 AND n.sequence IS NOT NULL \
            AND n.status = 'pending' AND n.id <> ?3 \
            AND n.id NOT IN (SELECT unhex(value) FROM json_each(?4)) \
@@ -328,7 +351,8 @@ pub(super) async fn release_stranded(
                  THEN max(n.next_attempt_at, ?2) ELSE n.next_attempt_at END \
          FROM (SELECT w.id, p.behind AS next FROM notifications w \
                JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind IS NOT NULL AND w.status = 'pending' AND p.status <> 'pending' \
+               WHERE w.behind IS NOT NULL AND w.status = 'pending' \
+                 AND p.status NOT IN ('pending', 'succeeded') \
                  AND NOT EXISTS (SELECT 1 FROM order_keys k \
                      WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
                        AND k.held_by = p.id) \

@@ -17,6 +17,7 @@ use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, id_list, micros};
+use super::ordering::released;
 use super::pull::{leased_rows, LEASED_FROM};
 use super::{store_error, SqliteStore};
 use crate::domain::lease::{lease_end, window_start};
@@ -69,8 +70,9 @@ impl SqliteStore {
                  SELECT o.id FROM endpoints ep JOIN notifications o ON o.endpoint_id = ep.id \
                  WHERE ep.delivery = 'pull' AND ep.deleted_at IS NULL AND ep.disabled = 0 \
                    AND o.status = 'pending' AND o.pull = 1 AND o.next_attempt_at <= ?1 \
-                   AND o.behind IS NULL \
-                 ORDER BY o.next_attempt_at, o.id LIMIT ?2)"
+                   AND {released} \
+                 ORDER BY o.next_attempt_at, o.id LIMIT ?2)",
+            released = released!("o")
         );
         let read = sqlx::query(AssertSqlSafe(sql))
             .bind(micros(since))
@@ -107,9 +109,10 @@ impl TakeSteps for Steps {
         let sql = format!(
             "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
                AND n.next_attempt_at <= ?2 AND n.id NOT IN (SELECT unhex(value) FROM json_each(?3)) \
-               AND n.behind IS NULL \
+               AND {released} \
                AND NOT EXISTS (SELECT 1 FROM endpoints d WHERE d.id = ?1 AND d.disabled = 1) \
-             ORDER BY n.next_attempt_at, n.id LIMIT ?4"
+             ORDER BY n.next_attempt_at, n.id LIMIT ?4",
+            released = released!("n")
         );
         let read = sqlx::query(AssertSqlSafe(sql))
             .bind(self.endpoint_id)

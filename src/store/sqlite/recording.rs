@@ -56,6 +56,7 @@ pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
          first_attempt_body = CASE WHEN r.value ->> 7 THEN r.value ->> 9 \
              ELSE first_attempt_body END, \
          completed_at = CASE WHEN r.value ->> 10 THEN ?1 END, \
+         behind = CASE WHEN r.value ->> 2 = 'succeeded' THEN NULL ELSE n.behind END, \
          lease_id = NULL, leased_at = NULL, updated_at = ?1 \
      FROM json_each(?2) AS r \
      WHERE n.id = unhex(r.value ->> 0) AND n.status = 'pending' \
@@ -114,7 +115,7 @@ impl SqliteStore {
             self.count_minutes,
         )
         .await?;
-        let released = super::ordering::released(&mut tx, &successors).await?;
+        let released = super::ordering::released_of(&mut tx, &successors).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Recorded { moved, released })
     }
