@@ -12,6 +12,17 @@
 
 use std::collections::HashMap;
 
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::partitions::id_span;
+use crate::domain::ordering::Release;
+use crate::store::notifications::Ordered;
+use crate::store::ordering::{
+    back_in_line, key_states, places, requeued_behind, runs, Item, LineHead, Requeued, WrittenKey,
+};
+use crate::store::StoreError;
+
 /// Whether the notification aliased `$n` waits for nothing: its `behind`
 /// is NULL or names one that succeeded (migration `20261210000056`; reads
 /// that splice columns without an alias call `hookd_waits_for`, the same
@@ -31,17 +42,6 @@ macro_rules! released {
     };
 }
 pub(super) use released;
-
-use sqlx::PgConnection;
-use uuid::Uuid;
-
-use super::partitions::id_span;
-use crate::domain::ordering::Release;
-use crate::store::notifications::Ordered;
-use crate::store::ordering::{
-    back_in_line, key_states, places, requeued_behind, runs, Item, LineHead, Requeued, WrittenKey,
-};
-use crate::store::StoreError;
 
 /// Gives each of `items` (created, in creation order, all ordered) its
 /// place, and writes it on its row: two statements, the key rows' (which

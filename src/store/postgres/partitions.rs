@@ -317,6 +317,21 @@ async fn drop_if_expired(
     if !partition::droppable(part.end, &first, before) {
         return Ok(false);
     }
+    // What a success of the day released still names it in `behind`
+    // (`postgres::ordering::released`): cleared first, so that it does not
+    // read as waiting for a removed holder. Before the detach and in a
+    // statement of its own, not in the detach's transaction, which locks
+    // the whole table: a droppable day has no pending notification, so no
+    // success of it comes meanwhile, and nothing is placed behind a success.
+    sqlx::query(
+        "UPDATE notifications s SET behind = NULL FROM notifications p \
+         WHERE s.behind >= $1 AND s.behind < $2 AND (s.status = 'pending') IS TRUE \
+           AND p.id = s.behind AND p.status = 'succeeded'",
+    )
+    .bind(part.low.unwrap_or(Uuid::nil()))
+    .bind(part.end)
+    .execute(&mut *conn)
+    .await?;
     let attempts = part.name.replacen("notifications", "attempts", 1);
     let detach_notifications = format!("ALTER TABLE notifications DETACH PARTITION {name}");
     let detach_attempts = format!("ALTER TABLE attempts DETACH PARTITION {}", quote(&attempts));
@@ -338,16 +353,6 @@ async fn drop_if_expired(
             if !partition::droppable(end, &now, before) {
                 return Ok(None);
             }
-            // What a success of the day released still names it in
-            // `behind` (`postgres::ordering::released`): cleared, so that
-            // it does not read as waiting for a removed holder.
-            sqlx::query(AssertSqlSafe(format!(
-                "UPDATE notifications s SET behind = NULL FROM {name} p \
-                 WHERE p.id = s.behind AND p.status = 'succeeded' \
-                   AND (s.status = 'pending') IS TRUE"
-            )))
-            .execute(&mut *tx)
-            .await?;
             let has_attempts: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
                 .bind(&attempts)
                 .fetch_one(&mut *tx)

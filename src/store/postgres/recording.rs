@@ -301,10 +301,11 @@ const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true
 /// The ordered ones of `$1` (ids from `$2` to `$3`) that ended, each
 /// reached by its primary key (not through `sequence IS NOT NULL`, which
 /// offers `notifications_order` to a generic plan: the caller passes only
-/// ordered ones), with what its end does to its key: `holds` for a head
-/// that ended otherwise than succeeded on an endpoint that holds its keys
-/// (`ordering_on_failure = 'hold'`). In (endpoint, key) order, the order
-/// a create takes key rows in.
+/// ordered ones), with what it waited for by the rule (`behind`, NULL for
+/// its key's head: `ordering::released`) and what its end does to its key:
+/// `holds` for a head that ended otherwise than succeeded on an endpoint
+/// that holds its keys (`ordering_on_failure = 'hold'`). In (endpoint,
+/// key) order, the order a create takes key rows in.
 macro_rules! ended_ordered {
     () => {
         concat!(
