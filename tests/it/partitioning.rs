@@ -413,6 +413,57 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
     .await;
 }
 
+/// A pending notification a success released still names it in `behind`
+/// (a success leaves its successors unwritten: migration
+/// `20261210000056`). Dropping the success's day clears that first: a
+/// `behind` naming a removed notification reads as waiting for a removed
+/// holder, and housekeeping would give it a place again.
+#[sqlx::test]
+async fn dropping_a_day_clears_the_behind_of_what_its_successes_released(pool: PgPool) {
+    sqlx::raw_sql(
+        "ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
+         ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
+         DROP TABLE notifications_legacy, attempts_legacy",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let store = PgStore::new(pool.clone());
+    let now = Utc::now();
+    let today = day_of(now);
+    let old = now - chrono::Duration::days(40);
+    store.maintain_partitions(day_of(old), None).await.unwrap();
+    store.maintain_partitions(today, None).await.unwrap();
+    let ep = new_id();
+    endpoint(&pool, ep, "http://127.0.0.1:9/never").await;
+    let success = notification(&pool, ep, old, None, true, 0).await;
+    let released = notification(&pool, ep, now, None, false, 0).await;
+    let place = "UPDATE notifications SET order_key = 'order-d', sequence = $2, behind = $3 \
+                 WHERE id = $1";
+    for (id, sequence, behind) in [(success, 1, None), (released, 2, Some(success))] {
+        sqlx::query(place)
+            .bind(id)
+            .bind(sequence)
+            .bind(behind)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+
+    let upkeep = store
+        .maintain_partitions(today, Some(now - chrono::Duration::days(30)))
+        .await
+        .unwrap();
+    let gone = partition_name("notifications", day_of(old));
+    assert!(upkeep.dropped.contains(&gone), "{upkeep:?}");
+    let behind: Option<Uuid> = sqlx::query_scalar("SELECT behind FROM notifications WHERE id = $1")
+        .bind(released)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(behind, None, "it waits for nothing");
+}
+
 #[sqlx::test]
 async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(pool: PgPool) {
     let store = PgStore::new(pool.clone());
