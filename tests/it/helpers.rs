@@ -149,6 +149,19 @@ impl TestApp {
         assert_eq!(status, StatusCode::CREATED, "{created}");
         created["id"].as_str().unwrap().to_string()
     }
+
+    /// Creates `items` in one batch (one transaction); their ids, in order.
+    pub async fn notify_batch(&self, items: Vec<Value>) -> Vec<String> {
+        let body = serde_json::json!({ "notifications": items });
+        let (status, batch) = self.post("/v1/notifications/batch", body).await;
+        assert_eq!(status, StatusCode::OK, "{batch}");
+        batch["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["notification"]["id"].as_str().unwrap().to_string())
+            .collect()
+    }
 }
 
 impl Drop for TestApp {

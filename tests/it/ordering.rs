@@ -338,19 +338,8 @@ async fn a_notification_a_success_released_holds_its_key_when_it_fails_or_is_can
     let calm = app.endpoint(hold("/calm")).await;
     let calm = calm["id"].as_str().unwrap();
     let body = |delay: &str| json!({"endpoint": calm, "payload": {}, "order_key": "order-c", "delay": delay});
-    let (status, batch) = app
-        .post(
-            "/v1/notifications/batch",
-            json!({"notifications": [body("1s"), body("1h")]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{batch}");
-    let [first, next] = [0, 1].map(|i| {
-        batch["data"][i]["notification"]["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    });
+    let ids = app.notify_batch(vec![body("1s"), body("1h")]).await;
+    let [first, next]: [String; 2] = ids.try_into().unwrap();
     assert_eq!(read(&app, &next).await["waiting"]["behind"], json!(first));
     wait_status(&app, &first, "succeeded").await;
     let released = read(&app, &next).await;

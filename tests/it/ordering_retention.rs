@@ -211,19 +211,8 @@ async fn a_pending_notification_whose_releasing_success_retention_removed_is_sti
     // The second goes in a second and releases the third, placed behind it
     // in the same batch and due in an hour.
     let item = |delay: &str| json!({"endpoint": endpoint, "payload": {}, "order_key": "order-c", "delay": delay});
-    let (status, batch) = app
-        .post(
-            "/v1/notifications/batch",
-            json!({"notifications": [item("1s"), item("1h")]}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{batch}");
-    let [second, third] = [0, 1].map(|i| {
-        batch["data"][i]["notification"]["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    });
+    let ids = app.notify_batch(vec![item("1s"), item("1h")]).await;
+    let [second, third]: [String; 2] = ids.try_into().unwrap();
     assert_eq!(read(&app, &third).await["waiting"]["behind"], json!(second));
     wait_status(&app, &second, "succeeded").await;
     // The failed one, retried, goes back in line behind the third (the

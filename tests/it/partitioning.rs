@@ -50,6 +50,18 @@ async fn endpoint(pool: &PgPool, id: Uuid, url: &str) {
     .unwrap();
 }
 
+/// A deployment migrated long ago: its legacy partition went.
+async fn without_legacy(pool: &PgPool) {
+    sqlx::raw_sql(
+        "ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
+         ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
+         DROP TABLE notifications_legacy, attempts_legacy",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 /// A notification made at `at`: pending and due now, or delivered at its
 /// first try a day later (`done`), with `attempts` failed attempts rows
 /// before; a business key when given.
@@ -261,14 +273,7 @@ async fn partitions_ahead_are_made_at_start_up(pool: PgPool) {
 async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgPool) {
     // A deployment migrated long ago: its legacy partition went, days
     // have partitions of their own, back to 45 days ago.
-    sqlx::raw_sql(
-        "ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
-         ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
-         DROP TABLE notifications_legacy, attempts_legacy",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    without_legacy(&pool).await;
     let store = PgStore::new(pool.clone());
     let now = Utc::now();
     let today = day_of(now);
@@ -420,14 +425,7 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
 /// holder, and housekeeping would give it a place again.
 #[sqlx::test]
 async fn dropping_a_day_clears_the_behind_of_what_its_successes_released(pool: PgPool) {
-    sqlx::raw_sql(
-        "ALTER TABLE notifications DETACH PARTITION notifications_legacy; \
-         ALTER TABLE attempts DETACH PARTITION attempts_legacy; \
-         DROP TABLE notifications_legacy, attempts_legacy",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    without_legacy(&pool).await;
     let store = PgStore::new(pool.clone());
     let now = Utc::now();
     let today = day_of(now);

@@ -3,7 +3,6 @@
 //! transaction, whose writer is the only one: no key row needs a lock).
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use sqlx::SqliteConnection;
 use uuid::Uuid;
@@ -132,24 +131,6 @@ pub(super) async fn release(
     Ok(())
 }
 
-/// The pushed notifications waiting behind any of a list of ids.
-pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT id FROM notifications \
-         WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
-    )
-});
-
-/// Of a list of ids, the ones released and marked for the index, unmarked.
-pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "UPDATE notifications SET needs_index = 0 \
-         WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
-           AND behind IS NULL AND pull = 0 \
-         RETURNING id, next_attempt_at"
-    )
-});
-
 /// Whether the notification aliased `$n` waits for nothing: its `behind`
 /// is NULL or names one that succeeded (migration
 /// `0017_released_by_success.sql`; `postgres::ordering::released`). The
@@ -168,52 +149,6 @@ macro_rules! released {
     };
 }
 pub(super) use released;
-
-/// The successors waiting behind `ending` (pushed notifications whose
-/// records end them, should they move): read before the recording moves
-/// them, as the release trigger then clears `behind`. One probe of
-/// `notifications_behind` per end.
-pub(super) async fn successors(
-    conn: &mut SqliteConnection,
-    ending: &[Uuid],
-) -> Result<Vec<Uuid>, StoreError> {
-    if ending.is_empty() {
-        return Ok(Vec::new());
-    }
-    sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
-        .bind(super::columns::id_list(ending))
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(store_error)
-}
-
-/// What a recording released, in SQLite (PostgreSQL releases them in the
-/// recording's statement, `postgres::recording::release_ended`), in its
-/// transaction: of the `successors` read before it, the ones the recorded
-/// ends released (the trigger cleared their `behind` and marked them),
-/// unmarked and returned with their due times. Each is probed by its id:
-/// reading each ended key's notifications instead walked all of the
-/// key's, ended ones included (SQLite's RETURNING names the updated
-/// table's columns unqualified).
-pub(super) async fn released_of(
-    conn: &mut SqliteConnection,
-    successors: &[Uuid],
-) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
-    if successors.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(RELEASED.as_str()))
-        .bind(super::columns::id_list(successors))
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(store_error)?;
-    rows.into_iter()
-        .map(|(id, at)| {
-            let at = super::columns::time_of("next_attempt_at", at).map_err(store_error)?;
-            Ok((id, at))
-        })
-        .collect()
-}
 
 /// `postgres::ordering::requeue` in SQLite (one writer: no lock).
 pub(super) async fn requeue(

@@ -227,9 +227,12 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
     for (sql, index) in [
         (super::recording::MOVE, "sqlite_autoindex_notifications_1"),
         (super::recording::KEEP, "sqlite_autoindex_notifications_1"),
-        (super::ordering::SUCCESSORS.as_str(), "notifications_behind"),
         (
-            super::ordering::RELEASED.as_str(),
+            super::recording::SUCCESSORS.as_str(),
+            "notifications_behind",
+        ),
+        (
+            super::recording::RELEASED.as_str(),
             "sqlite_autoindex_notifications_1",
         ),
     ] {

@@ -33,11 +33,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::{json_text, micros};
+use super::columns::{json_text, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
@@ -106,7 +108,7 @@ impl SqliteStore {
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let ending: Vec<Uuid> = ending(records).collect();
-        let successors = super::ordering::successors(&mut tx, &ending).await?;
+        let successors = successors(&mut tx, &ending).await?;
         let moved = record_attempts_on(
             &mut tx,
             records,
@@ -115,7 +117,7 @@ impl SqliteStore {
             self.count_minutes,
         )
         .await?;
-        let released = super::ordering::released_of(&mut tx, &successors).await?;
+        let released = released(&mut tx, &successors).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(Recorded { moved, released })
     }
@@ -270,4 +272,65 @@ pub(super) async fn report(
         .await
         .map_err(store_error)?;
     Ok(())
+}
+
+/// The pushed notifications waiting behind any of a list of ids.
+pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT id FROM notifications \
+         WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
+    )
+});
+
+/// Of a list of ids, the ones released and marked for the index, unmarked.
+pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET needs_index = 0 \
+         WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
+           AND behind IS NULL AND pull = 0 \
+         RETURNING id, next_attempt_at"
+    )
+});
+
+/// The successors waiting behind `ending` (pushed notifications whose
+/// records end them, should they move): read before the recording moves
+/// them, as the release trigger then clears `behind`. One probe of
+/// `notifications_behind` per end.
+async fn successors(conn: &mut SqliteConnection, ending: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
+    if ending.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
+        .bind(super::columns::id_list(ending))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)
+}
+
+/// What a recording released, in SQLite (PostgreSQL releases them in the
+/// recording's statement, `postgres::recording::release_ended`), in its
+/// transaction: of the `successors` read before it, the ones the recorded
+/// ends released (the trigger cleared their `behind` and marked them),
+/// unmarked and returned with their due times. Each is probed by its id:
+/// reading each ended key's notifications instead walked all of the
+/// key's, ended ones included (SQLite's RETURNING names the updated
+/// table's columns unqualified).
+async fn released(
+    conn: &mut SqliteConnection,
+    successors: &[Uuid],
+) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+    if successors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(RELEASED.as_str()))
+        .bind(super::columns::id_list(successors))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    rows.into_iter()
+        .map(|(id, at)| {
+            let at = super::columns::time_of("next_attempt_at", at).map_err(store_error)?;
+            Ok((id, at))
+        })
+        .collect()
 }
