@@ -3,11 +3,12 @@
 //! transaction, whose writer is the only one: no key row needs a lock).
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::{json_text, IN_ID_LIST};
+use super::columns::{self, json_text, IN_ID_LIST};
 use super::errors::store_error;
 use crate::domain::ordering::Release;
 use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
@@ -48,6 +49,17 @@ pub(super) async fn place_in_order(
     Ok(placed)
 }
 
+/// The key rows a create's upsert wrote (its runs, `json_each(?)`), as
+/// `WrittenKey`s.
+pub(super) static WRITTEN_KEYS: LazyLock<String> = LazyLock::new(|| {
+    columns::json_rows(
+        "hex(k.endpoint_id), k.order_key, k.last_sequence, \
+         nullif(hex(k.held_by), ''), nullif(hex(k.previous_tail), '')",
+        "FROM json_each(?) AS r JOIN order_keys AS k \
+         ON k.endpoint_id = unhex(r.value ->> 0) AND k.order_key = r.value ->> 1",
+    )
+});
+
 /// The place of each of `items` (in creation order, all ordered, all to
 /// be created in this transaction), its key rows written as
 /// `postgres::ordering::WRITE_KEYS` writes them: for an insert that
@@ -71,20 +83,29 @@ pub(super) async fn places_of(
             )
         })
         .collect();
+    let runs = json_text(&runs);
     // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
-    let written: Vec<WrittenKey> = sqlx::query_as(
+    sqlx::query(
         "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail) \
          SELECT unhex(value ->> 0), value ->> 1, value ->> 2, unhex(value ->> 3) \
          FROM json_each(?) WHERE true \
          ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
              last_sequence = last_sequence + excluded.last_sequence, \
-             previous_tail = tail, tail = excluded.tail \
-         RETURNING endpoint_id, order_key, last_sequence, held_by, previous_tail",
+             previous_tail = tail, tail = excluded.tail",
     )
-    .bind(json_text(&runs))
-    .fetch_all(&mut *conn)
+    .bind(&runs)
+    .execute(&mut *conn)
     .await
     .map_err(store_error)?;
+    // The rows as written, read as one (`columns::json_rows`), not
+    // returned a row at a time: 2.8 + 2.1 ms a batch of 1,000 keys
+    // against 12.7 ms.
+    let written: String = sqlx::query_scalar(sqlx::AssertSqlSafe(WRITTEN_KEYS.as_str()))
+        .bind(&runs)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    let written: Vec<WrittenKey> = columns::rows_of(&written).map_err(store_error)?;
     Ok(places(items, &key_states(written)))
 }
 

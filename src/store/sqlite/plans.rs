@@ -198,6 +198,16 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order() {
     );
 }
 
+// Issue #48: a create reads back the key rows it wrote by their keys,
+// not by a walk of every key of the table.
+#[tokio::test]
+async fn the_key_rows_a_create_wrote_are_read_back_by_their_keys() {
+    let (_dir, store) = migrated().await;
+    let plan = plan(&store, super::ordering::WRITTEN_KEYS.as_str()).await;
+    assert_uses(&plan, "sqlite_autoindex_order_keys_1");
+    assert!(!plan.contains("SCAN k"), "{plan}");
+}
+
 // Issue #48: retention walks every ordering key, a page at a time.
 #[tokio::test]
 async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {

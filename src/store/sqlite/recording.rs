@@ -31,7 +31,7 @@
 //! about half of a batch's time on the one writer (45 against 18 µs a
 //! record, `BENCHMARKS.md`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use std::sync::LazyLock;
 
@@ -39,11 +39,12 @@ use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::{json_text, micros, IN_ID_LIST};
+use super::columns::{self, json_text, micros, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
+use crate::domain::status::Status;
 use crate::store::recording::{ending, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
@@ -109,6 +110,9 @@ impl SqliteStore {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let ending: Vec<Uuid> = ending(records).collect();
         let successors = successors(&mut tx, &ending).await?;
+        if !ending.is_empty() {
+            release_by_recorder(&mut tx, true).await?;
+        }
         let moved = record_attempts_on(
             &mut tx,
             records,
@@ -117,7 +121,10 @@ impl SqliteStore {
             self.count_minutes,
         )
         .await?;
-        let released = released(&mut tx, &successors).await?;
+        let released = released(&mut tx, records, &moved, successors).await?;
+        if !ending.is_empty() {
+            release_by_recorder(&mut tx, false).await?;
+        }
         tx.commit().await.map_err(store_error)?;
         Ok(Recorded { moved, released })
     }
@@ -274,60 +281,122 @@ pub(super) async fn report(
     Ok(())
 }
 
-/// The pushed notifications waiting behind any of a list of ids.
+/// The pushed notifications waiting behind any of a list of ids, with
+/// what they wait for and their due times, read as one
+/// (`columns::json_rows`).
 pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT id FROM notifications \
-         WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
+    columns::json_rows(
+        "hex(id), hex(behind), next_attempt_at",
+        &format!(
+            "FROM notifications \
+             WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
+        ),
     )
 });
 
-/// Of a list of ids, the ones released and marked for the index, unmarked.
+/// Of a list of ids, the ones released and marked for the index, with
+/// their due times, read as one (`columns::json_rows`); `UNMARK` then
+/// takes their marks.
 pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "UPDATE notifications SET needs_index = 0 \
-         WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
-           AND behind IS NULL AND pull = 0 \
-         RETURNING id, next_attempt_at"
+    columns::json_rows(
+        "hex(id), next_attempt_at",
+        &format!(
+            "FROM notifications \
+             WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
+               AND behind IS NULL AND pull = 0"
+        ),
     )
 });
+
+static UNMARK: LazyLock<String> =
+    LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
+
+/// Says whether the recording transaction releases what its successes
+/// release itself (`released`): the release trigger then leaves their
+/// pushed successors unwritten (migration
+/// `0018_success_releases_unwritten.sql`). Set before the recording and
+/// cleared before the commit; a transaction that fails rolls it back.
+async fn release_by_recorder(conn: &mut SqliteConnection, on: bool) -> Result<(), StoreError> {
+    sqlx::query("UPDATE release_by SET recorder = ?")
+        .bind(on)
+        .execute(conn)
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}
+
+/// A pushed notification waiting behind one a batch may end: its id,
+/// what it waits for, its due time.
+type Successor = (Uuid, Uuid, i64);
 
 /// The successors waiting behind `ending` (pushed notifications whose
 /// records end them, should they move): read before the recording moves
-/// them, as the release trigger then clears `behind`. One probe of
-/// `notifications_behind` per end.
-async fn successors(conn: &mut SqliteConnection, ending: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
+/// them, as the release trigger then clears the `behind` of those a
+/// failure or a cancel passes over. One probe of `notifications_behind`
+/// per end.
+async fn successors(
+    conn: &mut SqliteConnection,
+    ending: &[Uuid],
+) -> Result<Vec<Successor>, StoreError> {
     if ending.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
+    let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
         .bind(super::columns::id_list(ending))
-        .fetch_all(&mut *conn)
+        .fetch_one(&mut *conn)
         .await
-        .map_err(store_error)
+        .map_err(store_error)?;
+    columns::rows_of(&text).map_err(store_error)
 }
 
 /// What a recording released, in SQLite (PostgreSQL releases them in the
 /// recording's statement, `postgres::recording::release_ended`), in its
-/// transaction: of the `successors` read before it, the ones the recorded
-/// ends released (the trigger cleared their `behind` and marked them),
-/// unmarked and returned with their due times. Each is probed by its id:
-/// reading each ended key's notifications instead walked all of the
-/// key's, ended ones included (SQLite's RETURNING names the updated
-/// table's columns unqualified).
+/// transaction, of the `successors` read before it, with their due times:
+/// - those behind a success it recorded, as they were (the success
+///   released them; migration `0018_success_releases_unwritten.sql`);
+/// - of the rest, those an end it recorded passed over and released (the
+///   trigger cleared their `behind` and marked them): read by their ids
+///   and unmarked.
 async fn released(
     conn: &mut SqliteConnection,
-    successors: &[Uuid],
+    records: &[AttemptRecord],
+    moved: &[Uuid],
+    successors: Vec<Successor>,
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
     if successors.is_empty() {
         return Ok(Vec::new());
     }
-    let rows: Vec<(Uuid, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(RELEASED.as_str()))
-        .bind(super::columns::id_list(successors))
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(store_error)?;
-    rows.into_iter()
+    let moved: HashSet<&Uuid> = moved.iter().collect();
+    let succeeded: HashSet<Uuid> = records
+        .iter()
+        .filter(|r| r.next.status == Status::Succeeded && moved.contains(&r.notification_id))
+        .map(|r| r.notification_id)
+        .collect();
+    let (by_success, others): (Vec<Successor>, Vec<Successor>) = successors
+        .into_iter()
+        .partition(|(_, behind, _)| succeeded.contains(behind));
+    let mut released: Vec<(Uuid, i64)> =
+        by_success.into_iter().map(|(id, _, at)| (id, at)).collect();
+    if !others.is_empty() {
+        let others: Vec<Uuid> = others.iter().map(|(id, _, _)| *id).collect();
+        let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(RELEASED.as_str()))
+            .bind(super::columns::id_list(&others))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        let passed: Vec<(Uuid, i64)> = columns::rows_of(&text).map_err(store_error)?;
+        if !passed.is_empty() {
+            let ids: Vec<Uuid> = passed.iter().map(|(id, _)| *id).collect();
+            sqlx::query(sqlx::AssertSqlSafe(UNMARK.as_str()))
+                .bind(super::columns::id_list(&ids))
+                .execute(&mut *conn)
+                .await
+                .map_err(store_error)?;
+        }
+        released.extend(passed);
+    }
+    released
+        .into_iter()
         .map(|(id, at)| {
             let at = super::columns::time_of("next_attempt_at", at).map_err(store_error)?;
             Ok((id, at))
