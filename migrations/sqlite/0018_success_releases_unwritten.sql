@@ -15,6 +15,10 @@
 -- and `needs_index` and the recorder's unmarking after were a fifth of an
 -- ordered round's time on the one writer (`BENCHMARKS.md`).
 --
+-- The trigger also writes each ended notification's key row in one
+-- update instead of three (PostgreSQL's `hookd_release_order` writes it
+-- once too): each of the three found the row again.
+--
 -- SQLite's triggers have no variables: the rule is written out where it
 -- is used. NEW waits for nothing when
 --   NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
@@ -29,24 +33,33 @@ CREATE TRIGGER notifications_release_order
     FOR EACH ROW
     WHEN OLD.status = 'pending' AND NEW.status <> 'pending' AND NEW.sequence IS NOT NULL
 BEGIN
-    -- The key's tail, ended, leaves what it waited for as the tail (none
-    -- if it holds the key). Before the holder is written: `held_by` below
-    -- names what holds.
-    UPDATE order_keys SET tail = CASE
-            WHEN NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
-                WHERE p.id = NEW.behind AND p.status = 'succeeded')
-            THEN NULL ELSE NEW.behind END
-        WHERE endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key AND tail = NEW.id;
-    UPDATE order_keys SET held_by = NULL
-        WHERE NEW.status = 'succeeded'
-          AND endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key
-          AND held_by = NEW.id;
-    UPDATE order_keys SET held_by = NEW.id
-        WHERE NEW.status <> 'succeeded'
-          AND (NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
-              WHERE p.id = NEW.behind AND p.status = 'succeeded'))
-          AND endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key
-          AND (SELECT ordering_on_failure FROM endpoints WHERE id = NEW.endpoint_id) = 'hold';
+    -- The key's row, in one write (three before: each found the row
+    -- again): its tail, ended, leaves what it waited for as the tail (none
+    -- if it holds the key); a success frees the key if it held it; one
+    -- that holds (ended otherwise, waiting for nothing, on an endpoint
+    -- that holds its keys) names itself. `held_by` is then what the
+    -- successors' update below reads.
+    UPDATE order_keys SET
+        tail = CASE WHEN tail = NEW.id THEN
+                CASE WHEN (NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
+                WHERE p.id = NEW.behind AND p.status = 'succeeded'))
+                THEN NULL ELSE NEW.behind END
+            ELSE tail END,
+        held_by = CASE
+            WHEN NEW.status <> 'succeeded'
+                AND (NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
+                WHERE p.id = NEW.behind AND p.status = 'succeeded'))
+                AND (SELECT ordering_on_failure FROM endpoints WHERE id = NEW.endpoint_id) = 'hold'
+            THEN NEW.id
+            WHEN NEW.status = 'succeeded' AND held_by = NEW.id THEN NULL
+            ELSE held_by END
+        WHERE endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key
+          AND (tail = NEW.id OR (NEW.status = 'succeeded' AND held_by = NEW.id)
+               OR (NEW.status <> 'succeeded'
+                   AND (NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
+                WHERE p.id = NEW.behind AND p.status = 'succeeded'))
+                   AND (SELECT ordering_on_failure FROM endpoints
+                        WHERE id = NEW.endpoint_id) = 'hold'));
     -- Its successors wait for what it waited for, by the rule, unless it
     -- holds its key now (they stay). A success the recorder records
     -- leaves its pushed successors as they are: the rule releases them,
