@@ -17,9 +17,11 @@ pub struct Recorded {
     /// records expected).
     pub moved: Vec<Uuid>,
     /// The push notifications the batch's ordered ends released (each
-    /// ended key's next, `store::ordering`), with their due times: taken
-    /// off the housekeeper's list (`needs_index`) for the caller to index
-    /// at once. Should the caller fail to, the overdue sweep finds them.
+    /// ended key's next, `store::ordering`), with their due times, for the
+    /// caller to index at once: a success's are never put on the
+    /// housekeeper's list (`needs_index`), and those another end passed
+    /// over are taken off it. Should the caller fail to, the overdue sweep
+    /// finds them.
     /// Read in the recording's transaction: as a second transaction, on
     /// SQLite's one writer, it made each step of a key wait for the writer
     /// twice (`BENCHMARKS.md`).
