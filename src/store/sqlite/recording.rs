@@ -308,6 +308,7 @@ pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Takes the marks of a list of ids (`RELEASED`'s).
 static UNMARK: LazyLock<String> =
     LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
 
