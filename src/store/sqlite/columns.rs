@@ -109,16 +109,18 @@ fn outcome(row: &SqliteRow, column: &str) -> Result<OutcomeKind, sqlx::Error> {
 /// type, kept on the event row only (as in PostgreSQL). Whether the row is
 /// `leased` is not decided here: its `lease_id` is read, and
 /// `domain::lease::held` decides as the row is decoded (`notification`).
-pub(crate) const NOTIFICATION_COLUMNS: &str = "id, endpoint_id, key, content_type, headers, \
+pub(crate) const NOTIFICATION_COLUMNS: &str = concat!(
+    "id, endpoint_id, key, content_type, headers, \
      schedule_ms, schedule_name, status, attempts, series_start, deliver_at, next_attempt_at, \
      last_attempt_at, last_status_code, last_error, created_at, updated_at, completed_at, \
      event_id, url, pull, order_key, sequence, \
-     CASE WHEN behind IS NULL OR EXISTS (SELECT 1 FROM notifications pred \
-         WHERE pred.id = notifications.behind AND pred.status = 'succeeded') \
-         THEN NULL ELSE behind END AS behind, lease_id, \
+     CASE WHEN ",
+    super::ordering::released!("notifications"),
+    " THEN NULL ELSE behind END AS behind, lease_id, \
      CASE WHEN event_id IS NULL THEN event_type \
          ELSE (SELECT e.event_type FROM events e WHERE e.id = notifications.event_id) END \
-         AS event_type";
+         AS event_type"
+);
 /// A notification's body; a delivery of an event has its event's.
 pub(crate) const NOTIFICATION_BODY: &str = "CASE WHEN event_id IS NULL THEN body \
      ELSE (SELECT e.body FROM events e WHERE e.id = notifications.event_id) END AS body";

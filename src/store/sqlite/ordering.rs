@@ -153,10 +153,11 @@ pub(super) async fn release(
 }
 
 /// Whether the notification aliased `$n` waits for nothing: its `behind`
-/// is NULL or names one that succeeded (migration
-/// `0017_released_by_success.sql`; `postgres::ordering::released`). The
-/// trigger writes every successor here, so a `behind` naming a success is
-/// rare in SQLite; the reads keep PostgreSQL's rule all the same.
+/// is NULL or names one that succeeded (migrations
+/// `0017_released_by_success.sql`, `0018_success_releases_unwritten.sql`;
+/// `postgres::ordering::released`). A success the recorder records leaves
+/// its pushed successors naming it, so every read of whether one waits
+/// goes through this.
 macro_rules! released {
     ($n:literal) => {
         concat!(
@@ -201,17 +202,18 @@ pub(super) async fn requeue(
     .fetch_optional(&mut *conn)
     .await
     .map_err(store_error)?;
-    let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
-        "SELECT n.id, CASE WHEN NOT (n.behind IS NULL OR EXISTS (SELECT 1 FROM notifications d \
-             WHERE d.id = n.behind AND d.status = 'succeeded')) THEN n.behind END \
+    let head: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(concat!(
+        "SELECT n.id, CASE WHEN NOT ",
+        released!("n"),
+        " THEN n.behind END \
          FROM notifications n \
          WHERE n.endpoint_id = ?1 AND n.order_key = ?2 AND n.sequence IS NOT NULL \
            AND n.status = 'pending' AND n.id <> ?3 \
            AND n.id NOT IN (SELECT unhex(value) FROM json_each(?4)) \
            AND (n.behind IS NULL OR NOT EXISTS (SELECT 1 FROM notifications p \
                WHERE p.id = n.behind AND p.status = 'pending')) \
-         ORDER BY n.sequence LIMIT 1",
-    )
+         ORDER BY n.sequence LIMIT 1"
+    ))
     .bind(again.endpoint_id)
     .bind(again.order_key)
     .bind(again.id)
