@@ -134,3 +134,42 @@ async fn clearing_index_marks_reads_only_the_primary_key(pool: PgPool) {
         "the rows are locked in id order:\n{text}"
     );
 }
+
+/// Asserts that `plan` reads the index of waiting rows only by probes
+/// (`behind = <the ended one>`), never whole: a walk of it is a read of
+/// every waiting notification.
+fn assert_behind_only_probed(plan: &[String]) {
+    let text = plan.join("\n");
+    for (at, line) in plan.iter().enumerate() {
+        if line.contains(" using ") && line.contains("behind") {
+            let probed = plan
+                .get(at + 1)
+                .is_some_and(|next| next.contains("Index Cond: (behind = "));
+            assert!(
+                probed,
+                "the index of waiting rows is probed, not walked:\n{text}"
+            );
+        }
+    }
+}
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn releasing_a_batchs_ends_probes_the_successors_even_when_nothing_waited_at_the_last_analyze(
+    pool: PgPool,
+) {
+    // The ordering bench's table: settled history only, analyzed. The
+    // index of waiting rows looked empty, and a plan that hashed all of it
+    // against the batch looked cheaper than a probe per ended one: once
+    // 8,000 waited, each batch's release read them all to find its 500.
+    live_table(&pool, 5_000).await;
+    sqlx::raw_sql(
+        "UPDATE notifications SET status = 'succeeded', next_attempt_at = NULL, \
+             completed_at = now(), attempts = 1; \
+         ANALYZE notifications",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let plan = generic_plan(&pool, super::recording::RELEASE_ENDED, 3).await;
+    assert_behind_only_probed(&plan);
+}

@@ -376,14 +376,19 @@ pub(super) const ENDED_KEYS: &str = concat!(
 ///   it clears: two transactions taking the same rows in opposite orders
 ///   deadlocked.
 ///
-/// Each successor is found through `notifications_behind`
-/// (`ordering_plan_tests`).
+/// Each successor is found by a probe of `notifications_behind` per ended
+/// one, in a lateral read that `OFFSET 0` keeps from becoming a join: on
+/// statistics taken while nothing waited (the index looks empty), a
+/// generic plan hashed the whole index against the batch instead, and
+/// read every waiting notification per batch (`ordering_plan_tests`).
 pub(super) const RELEASE_ENDED: &str = concat!(
     ended_ordered!(),
     ", waiting AS MATERIALIZED ( \
          SELECT s.id, s.pull, s.next_attempt_at, x.succeeded, x.behind, x.updated_at \
-         FROM ended x JOIN notifications s ON s.behind = x.id \
-         WHERE NOT x.holds AND (s.status = 'pending') IS TRUE \
+         FROM ended x CROSS JOIN LATERAL (SELECT s.id, s.pull, s.next_attempt_at \
+             FROM notifications s WHERE s.behind = x.id AND (s.status = 'pending') IS TRUE \
+             OFFSET 0) s \
+         WHERE NOT x.holds \
      ), locked AS ( \
          SELECT s.id, w.behind, w.updated_at FROM waiting w \
          JOIN notifications s ON s.id = w.id \
