@@ -1,0 +1,19 @@
+-- Room on each page of `order_keys` for its rows' next versions (#48).
+--
+-- A create writes every key it names (`last_sequence`, `tail`,
+-- `previous_tail`), and an end of a key's tail writes it again: a key row
+-- is rewritten once per notification of its key. None of those columns is
+-- indexed, so each write can be a HOT update (the new version on the same
+-- page, no new entry in the primary key), but only where the page has room
+-- for it; packed full, as inserts leave pages, every write went to another
+-- page with a new index entry, and the index grew dead entries that each
+-- probe of a key (a create's, an end's) stepped over. In the ordering
+-- bench (1,000 keys × 20 notifications) the create's upsert of its 1,000
+-- key rows took 10.7 ms a batch; on half-full pages most writes are HOT,
+-- and the same upsert took about half as long (6.5-8.4 ms against 11-15 ms
+-- in a side-by-side run of 20 batches, BENCHMARKS.md).
+--
+-- Pages written from now on keep half free; pages already full get room
+-- as their rows move (a full rewrite, `VACUUM FULL order_keys`, would take
+-- a lock this migration does not need).
+ALTER TABLE order_keys SET (fillfactor = 50);
