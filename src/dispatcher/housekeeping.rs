@@ -65,6 +65,15 @@ const SWEEP_FRESH_PAGES: usize = 2;
 const SWEEP_WHOLE_PAGES: usize = 20;
 const RETENTION_INTERVAL: Duration = Duration::from_secs(600);
 const PAGE: i64 = 5000;
+/// The waiting notifications checked each tick for one stranded or
+/// orphaned (`release_stranded`): a page of a walk that goes round them
+/// all, so that a tick costs the same beside 20,000 waiting or 2,000,000.
+/// All of them were read every second before: 50 ms of PostgreSQL's time
+/// a tick beside 20,000 (the ordering bench, BENCHMARKS.md), and it grew
+/// with the backlog. hookd's own paths leave neither (every end releases
+/// in its own transaction); what does (an error, a row written by hand, a
+/// holder retention removed) is found within (waiting ÷ this) seconds.
+const WAITING_PAGE: i64 = 1000;
 
 pub async fn run(
     store: SharedHousekeeping,
@@ -81,6 +90,8 @@ pub async fn run(
     let mut last_retention: Option<Instant> = None;
     // Where the ordering keys' walk goes on at the next retention pass.
     let mut key_cursor = None;
+    // Where the walk over waiting notifications goes on at the next tick.
+    let mut waiting_cursor = None;
     let mut last_minutes_purge: Option<Instant> = None;
     let mut last_partitions: Option<Instant> = None;
     let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
@@ -119,7 +130,7 @@ pub async fn run(
                 }
             }
         }
-        if let Err(error) = index_marked(&*store, &due).await {
+        if let Err(error) = index_marked(&*store, &due, &mut waiting_cursor).await {
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
         if let Some(recovery) = recovery {
@@ -331,9 +342,16 @@ async fn disable_failing(
 }
 
 /// Indexes rows marked when Redis was unreachable at their creation.
-async fn index_marked(store: &dyn HousekeepingStore, due: &SharedIndex) -> anyhow::Result<()> {
+async fn index_marked(
+    store: &dyn HousekeepingStore,
+    due: &SharedIndex,
+    waiting_cursor: &mut Option<uuid::Uuid>,
+) -> anyhow::Result<()> {
     // Those a race left behind one already final are owed too.
-    let released = store.release_stranded(1000).await?;
+    let (released, next) = store
+        .release_stranded(*waiting_cursor, WAITING_PAGE)
+        .await?;
+    *waiting_cursor = next;
     if released > 0 {
         metrics::counter!("hookd_ordering_stranded_released_total").increment(released);
         tracing::info!(

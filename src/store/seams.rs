@@ -259,13 +259,20 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         limit: i64,
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError>;
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
-    /// Releases up to `limit` notifications stranded behind one already
-    /// final (`store::ordering`) as its end would have: each waits for
-    /// what that one waited for, and one waiting for nothing is owed to
-    /// the index (`needs_index`); and up to `limit` waiting for one that
-    /// retention removed, which take their place again
-    /// (`store::ordering::orphan_behind`). How many it moved.
-    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError>;
+    /// One page of a walk over the notifications that wait for another
+    /// (`behind`, in its order: those after `after`, `limit` of them).
+    /// Releases those of them stranded behind one already final
+    /// (`store::ordering`) as its end would have: each waits for what that
+    /// one waited for, and one waiting for nothing is owed to the index
+    /// (`needs_index`); and gives those waiting for one that retention
+    /// removed their place again (`store::ordering::orphan_behind`). How
+    /// many it moved, and where the walk goes on (none: the page reached
+    /// the end, and the next starts again from the first).
+    async fn release_stranded(
+        &self,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError>;
     async fn pending_due_before(
         &self,
         after: Option<PendingCursor>,

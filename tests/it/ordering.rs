@@ -836,15 +836,15 @@ async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(p
         .execute(&mut *retry)
         .await
         .unwrap();
-    let released = HousekeepingStore::release_stranded(&store, 100).await;
-    assert_eq!(released.unwrap(), 0);
+    let released = HousekeepingStore::release_stranded(&store, None, 100).await;
+    assert_eq!(released.unwrap().0, 0);
     assert_eq!(
         get(&store, second).await.behind,
         Some(first),
         "still waiting"
     );
     retry.commit().await.unwrap();
-    let released = HousekeepingStore::release_stranded(&store, 100).await;
-    assert_eq!(released.unwrap(), 0, "its predecessor is pending again");
+    let released = HousekeepingStore::release_stranded(&store, None, 100).await;
+    assert_eq!(released.unwrap().0, 0, "its predecessor is pending again");
     assert_eq!(get(&store, second).await.behind, Some(first));
 }

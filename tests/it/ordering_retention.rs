@@ -227,7 +227,11 @@ async fn a_pending_notification_whose_releasing_success_retention_removed_is_sti
     assert_eq!(retention(&backend, later).await, 0, "the key has history");
     let (status, _) = app.get(&format!("/v1/notifications/{second}")).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "the success was purged");
-    backend.housekeeping().release_stranded(100).await.unwrap();
+    backend
+        .housekeeping()
+        .release_stranded(None, 100)
+        .await
+        .unwrap();
     let head = read(&app, &third).await;
     assert_eq!(head["waiting"]["reason"], "scheduled", "{head}");
     assert_eq!(head["waiting"]["behind"], Value::Null, "{head}");

@@ -291,37 +291,60 @@ pub(super) async fn requeue_all(
     Ok(waiting)
 }
 
+/// Where a page of housekeeping's walk over waiting notifications ends
+/// (`HousekeepingStore::release_stranded`): the `behind` of the `$2`-th
+/// notification after `$1` in `notifications_behind`'s order, or none if
+/// fewer are left.
+pub(super) const WAITING_PAGE_END: &str = "SELECT behind FROM notifications \
+     WHERE behind > $1 ORDER BY behind OFFSET $2 LIMIT 1";
+
+/// The release of `release_stranded`: up to `$1` of the waiting
+/// notifications whose `behind` is after `$3` and at most `$4`, each
+/// waiting for one failed or cancelled that does not hold its key, at
+/// `$2`.
+pub(super) const STRANDED: &str = "UPDATE notifications n SET behind = s.next, \
+         needs_index = n.needs_index OR (s.next IS NULL AND NOT n.pull), \
+         next_attempt_at = CASE WHEN s.next IS NULL AND n.pull \
+             THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
+     FROM (SELECT w.id, w.behind AS was, p.behind AS next FROM notifications w \
+           JOIN notifications p ON p.id = w.behind \
+           WHERE w.behind > $3 AND w.behind <= $4 AND (w.status = 'pending') IS TRUE \
+             AND p.status NOT IN ('pending', 'succeeded') \
+             AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                 WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                   AND k.held_by = p.id) \
+           LIMIT $1 FOR SHARE OF p SKIP LOCKED) s \
+     WHERE n.id = s.id AND n.status = 'pending' AND n.behind = s.was";
+
 /// `HousekeepingStore::release_stranded` in PostgreSQL: through
-/// `notifications_behind`, at the store's clock. Stranded is behind one
-/// that failed or was cancelled and does not hold its key (one behind a
-/// success waits for nothing already). That one is read `FOR SHARE SKIP
-/// LOCKED` and the waiting one must still wait for it: a retry of it that
-/// commits meanwhile (it is pending again, and its successor must keep
-/// waiting) is seen, or the pair is left for the next second.
+/// `notifications_behind`, at the store's clock, over one page of the
+/// waiting notifications (`behind` after `after`, `limit` of them). Stranded
+/// is behind one that failed or was cancelled and does not hold its key
+/// (one behind a success waits for nothing already). That one is read
+/// `FOR SHARE SKIP LOCKED` and the waiting one must still wait for it: a
+/// retry of it that commits meanwhile (it is pending again, and its
+/// successor must keep waiting) is seen, or the pair is left for the
+/// walk's next round.
 pub(super) async fn release_stranded(
     store: &super::PgStore,
+    after: Option<Uuid>,
     limit: i64,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, Option<Uuid>), StoreError> {
     let now = store.clock.now();
-    let moved = sqlx::query(
-        "UPDATE notifications n SET behind = s.next, \
-             needs_index = n.needs_index OR (s.next IS NULL AND NOT n.pull), \
-             next_attempt_at = CASE WHEN s.next IS NULL AND n.pull \
-                 THEN GREATEST(n.next_attempt_at, $2) ELSE n.next_attempt_at END \
-         FROM (SELECT w.id, w.behind AS was, p.behind AS next FROM notifications w \
-               JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE \
-                 AND p.status NOT IN ('pending', 'succeeded') \
-                 AND NOT EXISTS (SELECT 1 FROM order_keys k \
-                     WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
-                       AND k.held_by = p.id) \
-               LIMIT $1 FOR SHARE OF p SKIP LOCKED) s \
-         WHERE n.id = s.id AND n.status = 'pending' AND n.behind = s.was",
-    )
-    .bind(limit)
-    .bind(now)
-    .execute(&store.pool)
-    .await?;
-    let orphans = super::ordering_retention::release_orphans(store, limit).await?;
-    Ok(moved.rows_affected() + orphans)
+    let from = after.unwrap_or_else(Uuid::nil);
+    let end: Option<Uuid> = sqlx::query_scalar(WAITING_PAGE_END)
+        .bind(from)
+        .bind(limit.max(1) - 1)
+        .fetch_optional(&store.pool)
+        .await?;
+    let through = end.unwrap_or_else(Uuid::max);
+    let moved = sqlx::query(STRANDED)
+        .bind(limit)
+        .bind(now)
+        .bind(from)
+        .bind(through)
+        .execute(&store.pool)
+        .await?;
+    let orphans = super::ordering_retention::release_orphans(store, (from, through), limit).await?;
+    Ok((moved.rows_affected() + orphans, end))
 }

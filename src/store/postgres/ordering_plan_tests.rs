@@ -173,3 +173,21 @@ async fn releasing_a_batchs_ends_probes_the_successors_even_when_nothing_waited_
     let plan = generic_plan(&pool, super::recording::RELEASE_ENDED, 3).await;
     assert_behind_only_probed(&plan);
 }
+
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn housekeepings_walk_over_waiting_notifications_reads_one_span_of_them(pool: PgPool) {
+    live_table(&pool, 5_000).await;
+    for (statement, parameters) in [
+        (super::ordering::WAITING_PAGE_END, 2),
+        (super::ordering_retention::ORPHANED, 3),
+        (super::ordering::STRANDED, 4),
+    ] {
+        let plan = generic_plan(&pool, statement, parameters).await;
+        assert!(
+            plan.iter()
+                .any(|line| line.contains("Index Cond:") && line.contains("(behind > $")),
+            "the waiting ones are read from where the walk is:\n{}",
+            plan.join("\n")
+        );
+    }
+}

@@ -14,12 +14,16 @@ use crate::store::ordering::{orphan_moves, Orphan};
 use crate::store::StoreError;
 
 /// The keys of up to `$1` pending notifications that wait for one no
-/// longer stored, through `notifications_behind` (a probe of the primary
-/// key each, as `release_stranded`'s join; the pending test as
-/// `postgres::ordering` writes it, so that no index on pending rows is
-/// taken instead).
+/// longer stored, of those whose `behind` is after `$2` and at most `$3`
+/// (a page of housekeeping's walk), through `notifications_behind` (a
+/// probe of the primary key each, as `release_stranded`'s join; the
+/// pending test as `postgres::ordering` writes it, so that no index on
+/// pending rows is taken instead). Only an ordered notification waits for
+/// another; `sequence IS NOT NULL` is not said again, because it offered
+/// `notifications_order` to a generic plan on statistics taken before any
+/// ordered row existed, a walk of every ordered notification.
 pub(super) const ORPHANED: &str = "SELECT w.endpoint_id, w.order_key FROM notifications w \
-     WHERE w.behind IS NOT NULL AND (w.status = 'pending') IS TRUE AND w.sequence IS NOT NULL \
+     WHERE w.behind > $2 AND w.behind <= $3 AND (w.status = 'pending') IS TRUE \
        AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
      LIMIT $1";
 
@@ -61,7 +65,8 @@ const MOVE_ORPHANS: &str = "UPDATE notifications n SET behind = m.next, \
        AND n.status = 'pending' AND n.behind = m.gone";
 
 /// Part of `HousekeepingStore::release_stranded`: gives up to `limit`
-/// notifications waiting for one retention removed their place again
+/// notifications waiting for one retention removed, of those whose
+/// `behind` is after `after` and at most `through`, their place again
 /// (`store::ordering::orphan_behind`); how many moved.
 ///
 /// Nothing is released early, and no create is left stuck, because the
@@ -81,11 +86,17 @@ const MOVE_ORPHANS: &str = "UPDATE notifications n SET behind = m.next, \
 /// comes back, so an orphan stays one. Every lock is taken with
 /// `SKIP LOCKED`, so this never waits, nor in a cycle with a create, a
 /// release or a recorder: what is busy now is taken next second.
-pub(super) async fn release_orphans(store: &super::PgStore, limit: i64) -> Result<u64, StoreError> {
+pub(super) async fn release_orphans(
+    store: &super::PgStore,
+    (after, through): (Uuid, Uuid),
+    limit: i64,
+) -> Result<u64, StoreError> {
     let now = store.clock.now();
     let mut tx = store.pool.begin().await?;
     let orphaned: BTreeSet<(Uuid, String)> = sqlx::query_as(ORPHANED)
         .bind(limit)
+        .bind(after)
+        .bind(through)
         .fetch_all(&mut *tx)
         .await?
         .into_iter()

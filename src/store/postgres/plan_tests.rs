@@ -273,8 +273,8 @@ async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(
     }
 }
 
-// Issue #48: housekeeping looks every second for what waits for a
-// notification retention removed.
+// Issue #48: housekeeping looks every second, a page at a time, for what
+// waits for a notification retention removed.
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index(pool: PgPool) {
     live_table(&pool, 1).await;
@@ -295,7 +295,7 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
     .execute(&pool)
     .await
     .unwrap();
-    let orphaned = generic_plan(&pool, super::ordering_retention::ORPHANED, 1).await;
+    let orphaned = generic_plan(&pool, super::ordering_retention::ORPHANED, 3).await;
     let locked = generic_plan(&pool, super::ordering_retention::LOCK_KEYS, 2).await;
     let orphans = generic_plan(&pool, super::ordering_retention::ORPHANS, 2).await;
     for plan in [&orphaned, &orphans] {

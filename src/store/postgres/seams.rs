@@ -214,8 +214,12 @@ impl HousekeepingStore for PgStore {
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
         PgStore::needing_index(self, limit).await
     }
-    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError> {
-        super::ordering::release_stranded(self, limit).await
+    async fn release_stranded(
+        &self,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        super::ordering::release_stranded(self, after, limit).await
     }
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         PgStore::clear_needs_index(self, ids).await

@@ -33,8 +33,12 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
         self.inner.needing_index(limit).await
     }
-    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError> {
-        self.inner.release_stranded(limit).await
+    async fn release_stranded(
+        &self,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        self.inner.release_stranded(after, limit).await
     }
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         self.inner.clear_needs_index(ids).await

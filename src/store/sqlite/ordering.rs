@@ -295,13 +295,29 @@ pub(super) async fn requeue_all(
     Ok(waiting)
 }
 
+/// Where a page of housekeeping's walk over waiting notifications ends,
+/// as `postgres::ordering::WAITING_PAGE_END`.
+const WAITING_PAGE_END: &str = "SELECT behind FROM notifications \
+     WHERE behind > ?1 ORDER BY behind LIMIT 1 OFFSET ?2";
+
 /// `HousekeepingStore::release_stranded` in SQLite (one writer: only a
-/// change of ordering racing nothing leaves one; kept for one rule).
+/// change of ordering racing nothing leaves one; kept for one rule), over
+/// one page of the waiting notifications (`behind` after `after`, `limit`
+/// of them).
 pub(super) async fn release_stranded(
     store: &super::SqliteStore,
+    after: Option<Uuid>,
     limit: i64,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, Option<Uuid>), StoreError> {
     let now = super::columns::micros(store.clock.now());
+    let from = after.unwrap_or_else(Uuid::nil);
+    let end: Option<Uuid> = sqlx::query_scalar(WAITING_PAGE_END)
+        .bind(from)
+        .bind(limit.max(1) - 1)
+        .fetch_optional(&store.reader)
+        .await
+        .map_err(store_error)?;
+    let window = (from, end.unwrap_or_else(Uuid::max));
     let moved = sqlx::query(
         "UPDATE notifications AS n SET behind = s.next, \
              needs_index = CASE WHEN s.next IS NULL AND n.pull = 0 THEN 1 ELSE n.needs_index END, \
@@ -309,7 +325,7 @@ pub(super) async fn release_stranded(
                  THEN max(n.next_attempt_at, ?2) ELSE n.next_attempt_at END \
          FROM (SELECT w.id, p.behind AS next FROM notifications w \
                JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind IS NOT NULL AND w.status = 'pending' \
+               WHERE w.behind > ?3 AND w.behind <= ?4 AND w.status = 'pending' \
                  AND p.status NOT IN ('pending', 'succeeded') \
                  AND NOT EXISTS (SELECT 1 FROM order_keys k \
                      WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
@@ -319,14 +335,18 @@ pub(super) async fn release_stranded(
     )
     .bind(limit)
     .bind(now)
+    .bind(window.0)
+    .bind(window.1)
     .execute(&store.writer)
     .await
     .map_err(store_error)?;
-    Ok(moved.rows_affected() + release_orphans(store, limit, now).await?)
+    let orphans = release_orphans(store, window, limit, now).await?;
+    Ok((moved.rows_affected() + orphans, end))
 }
 
 /// Up to `?1` pending notifications waiting for one no longer stored
-/// (`store::ordering::Orphan`), through `notifications_behind`, each with
+/// (`store::ordering::Orphan`), of those whose `behind` is after `?2` and
+/// at most `?3`, through `notifications_behind`, each with
 /// the latest pending one of its key before it (`notifications_order`)
 /// and its key's holder if still stored.
 pub(super) const ORPHANS: &str = "SELECT w.id, w.behind, \
@@ -338,22 +358,27 @@ pub(super) const ORPHANS: &str = "SELECT w.id, w.behind, \
          (SELECT h.id FROM order_keys k JOIN notifications h ON h.id = k.held_by \
           WHERE k.endpoint_id = w.endpoint_id AND k.order_key = w.order_key) \
      FROM notifications w \
-     WHERE w.behind IS NOT NULL AND w.status = 'pending' AND w.sequence IS NOT NULL \
+     WHERE w.behind > ?2 AND w.behind <= ?3 AND w.status = 'pending' \
+       AND w.sequence IS NOT NULL \
        AND NOT EXISTS (SELECT 1 FROM notifications p WHERE p.id = w.behind) \
      LIMIT ?1";
 
 /// Part of `release_stranded`: gives up to `limit` notifications waiting
-/// for one retention removed their place again
+/// for one retention removed, of those whose `behind` is in `window`
+/// (after the first, at most the second), their place again
 /// (`store::ordering::orphan_behind`), read and written in one transaction
 /// of the only writer; how many moved.
 async fn release_orphans(
     store: &super::SqliteStore,
+    (after, through): (Uuid, Uuid),
     limit: i64,
     now: i64,
 ) -> Result<u64, StoreError> {
     let mut tx = store.writer.begin().await.map_err(store_error)?;
     let rows: Vec<(Uuid, Uuid, Option<Uuid>, Option<Uuid>)> = sqlx::query_as(ORPHANS)
         .bind(limit)
+        .bind(after)
+        .bind(through)
         .fetch_all(&mut *tx)
         .await
         .map_err(store_error)?;

@@ -220,8 +220,12 @@ impl HousekeepingStore for SqliteStore {
     ) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError> {
         SqliteStore::needing_index(self, limit).await
     }
-    async fn release_stranded(&self, limit: i64) -> Result<u64, StoreError> {
-        super::ordering::release_stranded(self, limit).await
+    async fn release_stranded(
+        &self,
+        after: Option<Uuid>,
+        limit: i64,
+    ) -> Result<(u64, Option<Uuid>), StoreError> {
+        super::ordering::release_stranded(self, after, limit).await
     }
     async fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError> {
         SqliteStore::clear_needs_index(self, ids).await

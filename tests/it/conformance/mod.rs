@@ -144,6 +144,7 @@ macro_rules! conformance {
             }
             ordering {
                 a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,
+                the_walk_for_orphans_goes_a_page_at_a_time_and_comes_round,
                 recording_the_end_of_a_keys_head_names_the_next_one_it_released,
             }
             due_age {

@@ -238,7 +238,7 @@ through!(DeliveryStore => primary {
 through!(HousekeepingStore => primary {
     fn needing_index(&self, limit: i64) -> Result<Vec<(Uuid, Option<DateTime<Utc>>)>, StoreError>;
     fn clear_needs_index(&self, ids: &[Uuid]) -> Result<(), StoreError>;
-    fn release_stranded(&self, limit: i64) -> Result<u64, StoreError>;
+    fn release_stranded(&self, after: Option<Uuid>, limit: i64) -> Result<(u64, Option<Uuid>), StoreError>;
     fn pending_due_before(&self, after: Option<PendingCursor>, due_before: DateTime<Utc>, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn still_pending(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn pending_created_after(&self, after: Uuid, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
