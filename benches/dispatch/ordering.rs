@@ -15,9 +15,12 @@
 //! unordered one's (target ≥ 0.8), per pair and their median. The receiver
 //! also checks each key's arrivals: a notification of a key received while
 //! its predecessor had not been (an order violation) is counted, and must
-//! be 0 on the ordered endpoint. In server mode each round starts on a
-//! table of `HISTORY` settled notifications with the planner's statistics
-//! of it, as a deployment past its first minute (`settled_history`): on a
+//! be 0 on the ordered endpoint, and the time from each key's arrival to
+//! its next (p50, p90, p99): on the ordered endpoint one step of the key's
+//! line, which bounds an ordered drain at keys ÷ step. In server mode each
+//! round starts on a table of `HISTORY` settled notifications with the
+//! planner's statistics of it, as a deployment past its first minute
+//! (`settled_history`): on a
 //! freshly truncated table nobody analyzed, the first round's records
 //! took seconds each.
 
@@ -42,21 +45,31 @@ const HISTORY: i64 = 20_000;
 #[derive(Default)]
 struct Receiver {
     received: AtomicU64,
-    /// Per key, the highest `n` received.
-    last: Mutex<HashMap<u64, u64>>,
+    /// Per key, the highest `n` received and when.
+    last: Mutex<HashMap<u64, (u64, Instant)>>,
+    /// The time from each key's arrival to its next: on the ordered
+    /// endpoint, one step of the key's line (delivered, recorded, released,
+    /// claimed, sent).
+    gaps: Mutex<Vec<Duration>>,
     violations: AtomicU64,
 }
 
 async fn answer(State(receiver): State<Arc<Receiver>>, body: Bytes) -> &'static str {
     if let Ok(value) = serde_json::from_slice::<Value>(&body) {
         if let (Some(key), Some(n)) = (value["k"].as_u64(), value["n"].as_u64()) {
+            let now = Instant::now();
             let mut last = receiver.last.lock().unwrap();
-            let seen = last.entry(key).or_insert(0);
+            let (seen, at) = last.entry(key).or_insert((0, now));
             // n counts from 1; a retry of one already seen is no violation.
             if n > *seen + 1 {
                 receiver.violations.fetch_add(1, Ordering::SeqCst);
             }
-            *seen = (*seen).max(n);
+            if n == *seen + 1 && n > 1 {
+                receiver.gaps.lock().unwrap().push(now - *at);
+            }
+            if n > *seen {
+                (*seen, *at) = (n, now);
+            }
         }
     }
     receiver.received.fetch_add(1, Ordering::SeqCst);
@@ -70,6 +83,7 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
     receiver.received.store(0, Ordering::SeqCst);
     receiver.violations.store(0, Ordering::SeqCst);
     receiver.last.lock().unwrap().clear();
+    receiver.gaps.lock().unwrap().clear();
     let ordering = if ordered { "key" } else { "none" };
     let endpoint: Value = client
         .post(format!("{}/v1/endpoints", api.base))
@@ -103,11 +117,20 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
         assert!(started.elapsed() < deadline, "ordering: the round drained");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let mut gaps = std::mem::take(&mut *receiver.gaps.lock().unwrap());
+    gaps.sort();
+    let gap = |q: f64| {
+        let at = (gaps.len().saturating_sub(1) as f64 * q) as usize;
+        gaps.get(at).map_or(0.0, |gap| gap.as_secs_f64() * 1e3)
+    };
     println!(
-        "ordering: {} {total} posted in {:.2} s ({received_when_posted} received by then), drained {:.2} s after the first post",
+        "ordering: {} {total} posted in {:.2} s ({received_when_posted} received by then), drained {:.2} s after the first post; from a key's arrival to its next: p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms",
         if ordered { "ordered" } else { "unordered" },
         posted.as_secs_f64(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        gap(0.5),
+        gap(0.9),
+        gap(0.99),
     );
     started.elapsed()
 }
