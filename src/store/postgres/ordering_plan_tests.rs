@@ -176,18 +176,25 @@ async fn releasing_a_batchs_ends_probes_the_successors_even_when_nothing_waited_
 
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn housekeepings_walk_over_waiting_notifications_reads_one_span_of_them(pool: PgPool) {
-    live_table(&pool, 5_000).await;
+    // As the drain bench's table: many pending, none waiting.
+    live_table(&pool, 50_000).await;
     for (statement, parameters) in [
         (super::ordering::WAITING_PAGE_END, 2),
         (super::ordering_retention::ORPHANED, 3),
         (super::ordering::STRANDED, 4),
     ] {
         let plan = generic_plan(&pool, statement, parameters).await;
+        let text = plan.join("\n");
         assert!(
             plan.iter()
                 .any(|line| line.contains("Index Cond:") && line.contains("(behind > $")),
-            "the waiting ones are read from where the walk is:\n{}",
-            plan.join("\n")
+            "the waiting ones are read from where the walk is:\n{text}"
+        );
+        assert!(
+            !plan
+                .iter()
+                .any(|line| line.contains("Seq Scan on notifications_legacy")),
+            "nothing else is read whole:\n{text}"
         );
     }
 }

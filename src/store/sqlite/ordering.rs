@@ -300,6 +300,24 @@ pub(super) async fn requeue_all(
 const WAITING_PAGE_END: &str = "SELECT behind FROM notifications \
      WHERE behind > ?1 ORDER BY behind LIMIT 1 OFFSET ?2";
 
+/// The release of `release_stranded`, as `postgres::ordering::STRANDED`:
+/// up to `?1` of the waiting notifications whose `behind` is after `?3`
+/// and at most `?4`, each waiting for one failed or cancelled that does
+/// not hold its key, at `?2`.
+pub(super) const STRANDED: &str = "UPDATE notifications AS n SET behind = s.next, \
+         needs_index = CASE WHEN s.next IS NULL AND n.pull = 0 THEN 1 ELSE n.needs_index END, \
+         next_attempt_at = CASE WHEN s.next IS NULL AND n.pull = 1 \
+             THEN max(n.next_attempt_at, ?2) ELSE n.next_attempt_at END \
+     FROM (SELECT w.id, p.behind AS next FROM notifications w \
+           JOIN notifications p ON p.id = w.behind \
+           WHERE w.behind > ?3 AND w.behind <= ?4 AND w.status = 'pending' \
+             AND p.status NOT IN ('pending', 'succeeded') \
+             AND NOT EXISTS (SELECT 1 FROM order_keys k \
+                 WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
+                   AND k.held_by = p.id) \
+           LIMIT ?1) AS s \
+     WHERE n.id = s.id AND n.status = 'pending'";
+
 /// `HousekeepingStore::release_stranded` in SQLite (one writer: only a
 /// change of ordering racing nothing leaves one; kept for one rule), over
 /// one page of the waiting notifications (`behind` after `after`, `limit`
@@ -318,28 +336,14 @@ pub(super) async fn release_stranded(
         .await
         .map_err(store_error)?;
     let window = (from, end.unwrap_or_else(Uuid::max));
-    let moved = sqlx::query(
-        "UPDATE notifications AS n SET behind = s.next, \
-             needs_index = CASE WHEN s.next IS NULL AND n.pull = 0 THEN 1 ELSE n.needs_index END, \
-             next_attempt_at = CASE WHEN s.next IS NULL AND n.pull = 1 \
-                 THEN max(n.next_attempt_at, ?2) ELSE n.next_attempt_at END \
-         FROM (SELECT w.id, p.behind AS next FROM notifications w \
-               JOIN notifications p ON p.id = w.behind \
-               WHERE w.behind > ?3 AND w.behind <= ?4 AND w.status = 'pending' \
-                 AND p.status NOT IN ('pending', 'succeeded') \
-                 AND NOT EXISTS (SELECT 1 FROM order_keys k \
-                     WHERE k.endpoint_id = p.endpoint_id AND k.order_key = p.order_key \
-                       AND k.held_by = p.id) \
-               LIMIT ?1) AS s \
-         WHERE n.id = s.id AND n.status = 'pending'",
-    )
-    .bind(limit)
-    .bind(now)
-    .bind(window.0)
-    .bind(window.1)
-    .execute(&store.writer)
-    .await
-    .map_err(store_error)?;
+    let moved = sqlx::query(STRANDED)
+        .bind(limit)
+        .bind(now)
+        .bind(window.0)
+        .bind(window.1)
+        .execute(&store.writer)
+        .await
+        .map_err(store_error)?;
     let orphans = release_orphans(store, window, limit, now).await?;
     Ok((moved.rows_affected() + orphans, end))
 }

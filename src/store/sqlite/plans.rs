@@ -217,8 +217,8 @@ async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
     assert!(page.contains("INDEX notifications_order"), "{page}");
 }
 
-// Issue #48: housekeeping looks every second for what waits for a
-// notification retention removed.
+// Issue #48: housekeeping looks every second, a page at a time, for what
+// waits for a notification retention removed.
 #[tokio::test]
 async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index() {
     let (_dir, store) = migrated().await;
@@ -226,6 +226,14 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
     assert!(orphans.contains("INDEX notifications_behind"), "{orphans}");
     assert!(orphans.contains("INDEX notifications_order"), "{orphans}");
     assert!(!orphans.contains("SCAN notifications"), "{orphans}");
+    // And, a page of the same walk, for what waits behind a failed one.
+    let stranded = plan(&store, super::ordering::STRANDED).await;
+    assert!(
+        stranded.contains("INDEX notifications_behind"),
+        "{stranded}"
+    );
+    assert!(!stranded.contains("SCAN w"), "{stranded}");
+    assert!(!stranded.contains("SCAN p"), "{stranded}");
 }
 
 // Issue #48: recording a batch, and what its ordered ends release, reach
