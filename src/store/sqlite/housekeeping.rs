@@ -8,6 +8,7 @@ use sqlx::{AssertSqlSafe, Row};
 use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
+use super::ordering::released;
 use super::{store_error, SqliteStore};
 use crate::domain::retention;
 use crate::domain::status::Status;
@@ -18,10 +19,13 @@ use crate::store::StoreError;
 /// time, on `notifications_pending_due` (its term `status = 'pending'`
 /// written as the index has it). Both bounds are always bound, so the
 /// statement is one and its range is the index's.
-pub(super) const PENDING_PAGE: &str = "SELECT id, next_attempt_at FROM notifications \
-     WHERE status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL \
-       AND (next_attempt_at, id) > (?, ?) AND next_attempt_at < ? \
-     ORDER BY next_attempt_at, id LIMIT ?";
+pub(super) const PENDING_PAGE: &str = concat!(
+    "SELECT n.id, n.next_attempt_at FROM notifications n \
+     WHERE n.status = 'pending' AND n.pull = 0 AND n.next_attempt_at IS NOT NULL \
+       AND (n.next_attempt_at, n.id) > (?, ?) AND n.next_attempt_at < ? AND ",
+    released!("n"),
+    " ORDER BY n.next_attempt_at, n.id LIMIT ?"
+);
 
 /// A row of (id, due time).
 fn due(row: &SqliteRow) -> Result<(Uuid, DateTime<Utc>), sqlx::Error> {
@@ -127,8 +131,10 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT id, next_attempt_at FROM notifications WHERE id IN {IN_ID_LIST} \
-               AND status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL"
+            "SELECT n.id, n.next_attempt_at FROM notifications n WHERE n.id IN {IN_ID_LIST} \
+               AND n.status = 'pending' AND n.pull = 0 AND n.next_attempt_at IS NOT NULL \
+               AND {}",
+            released!("n")
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(columns::id_list(ids))
@@ -145,11 +151,13 @@ impl SqliteStore {
         after: Uuid,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE id > ? AND status = 'pending' AND pull = 0 AND next_attempt_at IS NOT NULL \
-             ORDER BY id LIMIT ?",
-        )
+        let rows = sqlx::query(concat!(
+            "SELECT n.id, n.next_attempt_at FROM notifications n \
+             WHERE n.id > ? AND n.status = 'pending' AND n.pull = 0 \
+               AND n.next_attempt_at IS NOT NULL AND ",
+            released!("n"),
+            " ORDER BY n.id LIMIT ?"
+        ))
         .bind(after)
         .bind(limit)
         .fetch_all(&self.reader)

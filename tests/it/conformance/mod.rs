@@ -145,6 +145,7 @@ macro_rules! conformance {
             ordering {
                 a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,
                 the_walk_for_orphans_goes_a_page_at_a_time_and_comes_round,
+                the_walks_that_fill_the_index_leave_out_one_waiting_behind_its_key,
                 recording_the_end_of_a_keys_head_names_the_next_one_it_released,
             }
             due_age {

@@ -1,11 +1,11 @@
 //! Ordering's side of the stores (docs/design.md §17): what a recorded end
 //! releases, and what waits for a notification that retention removed.
 
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::Endpoint;
-use hookd::store::seams::{DeliveryStore, HousekeepingStore};
+use hookd::store::seams::{DeliveryStore, HousekeepingStore, PendingRows};
 use uuid::Uuid;
 
 use super::fixtures::{
@@ -93,6 +93,60 @@ pub async fn the_walk_for_orphans_goes_a_page_at_a_time_and_comes_round<S: Backe
     for id in waiting {
         assert_eq!(get(&store, id).await.behind, None, "each its key's head");
     }
+}
+
+/// The walks that fill the due index (a rebuild's pages, the overdue
+/// sweep's pages and its re-read, a heal after a failover) leave out a
+/// notification that waits behind its key: nothing would send it, and a
+/// claim of it read as an attempt under way, which let a retry through.
+/// Once its key releases it, they find it.
+pub async fn the_walks_that_fill_the_index_leave_out_one_waiting_behind_its_key<S: Backend>(
+    store: S,
+) {
+    let shop = create(
+        &store,
+        Endpoint {
+            ordering: KeyOrdering::Key,
+            ..endpoint()
+        },
+    )
+    .await;
+    let head = commit_new(&store, keyed(&shop, "order-9")).await;
+    let second = commit_new(&store, keyed(&shop, "order-9")).await;
+    for (walk, found) in index_walks(&store, &[head, second]).await {
+        assert!(found.contains(&head), "{walk}: the key's head");
+        assert!(!found.contains(&second), "{walk}: not the one behind it");
+    }
+    record(&store, &[attempt(head, shop.id, 1, Outcome::Succeeded)]).await;
+    for (walk, found) in index_walks(&store, &[head, second]).await {
+        assert!(
+            found.contains(&second),
+            "{walk}: released by the head's success"
+        );
+    }
+}
+
+/// What each walk that fills the due index finds among the stored rows
+/// (the re-read among `ids`).
+async fn index_walks<S: Backend>(store: &S, ids: &[Uuid]) -> [(&'static str, Vec<Uuid>); 4] {
+    let found = |rows: Vec<(Uuid, DateTime<Utc>)>| -> Vec<Uuid> {
+        rows.into_iter().map(|(id, _)| id).collect()
+    };
+    let later = Utc::now() + Duration::hours(1);
+    let rebuild = PendingRows::pending_page(store, None, 100).await.unwrap();
+    let sweep = HousekeepingStore::pending_due_before(store, None, later, 100)
+        .await
+        .unwrap();
+    let reread = HousekeepingStore::still_pending(store, ids).await.unwrap();
+    let heal = HousekeepingStore::pending_created_after(store, Uuid::nil(), 100)
+        .await
+        .unwrap();
+    [
+        ("rebuild", found(rebuild)),
+        ("sweep", found(sweep)),
+        ("re-read", found(reread)),
+        ("heal", found(heal)),
+    ]
 }
 
 /// What the housekeeper still owes to the due index.
