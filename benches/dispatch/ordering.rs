@@ -17,7 +17,10 @@
 //! its predecessor had not been (an order violation) is counted, and must
 //! be 0 on the ordered endpoint, and the time from each key's arrival to
 //! its next (p50, p90, p99): on the ordered endpoint one step of the key's
-//! line, which bounds an ordered drain at keys ÷ step. In server mode each
+//! line, which bounds an ordered drain at keys ÷ step. Each round also
+//! prints the CPU its processes used (hookd, PostgreSQL, Redis, the bench)
+//! and their sum a notification: a round whose CPU falls short of its
+//! time × cores waited on its keys' lines, not on CPU. In server mode each
 //! round starts on a table of `HISTORY` settled notifications with the
 //! planner's statistics of it, as a deployment past its first minute
 //! (`settled_history`): on a
@@ -107,6 +110,7 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
     });
     // Batches go in creation order, one at a time: the order keys carry.
     let started = Instant::now();
+    let cpu_before = super::cpu_snapshot();
     for body in bodies {
         post_batches(&client, &api.base, vec![body], 1).await;
     }
@@ -117,6 +121,10 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
         assert!(started.elapsed() < deadline, "ordering: the round drained");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let cpu_after = super::cpu_snapshot();
+    let cpu: Vec<f64> = (0..4)
+        .map(|i| (cpu_after[i] - cpu_before[i]) * 1e3)
+        .collect();
     let mut gaps = std::mem::take(&mut *receiver.gaps.lock().unwrap());
     gaps.sort();
     let gap = |q: f64| {
@@ -124,13 +132,18 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
         gaps.get(at).map_or(0.0, |gap| gap.as_secs_f64() * 1e3)
     };
     println!(
-        "ordering: {} {total} posted in {:.2} s ({received_when_posted} received by then), drained {:.2} s after the first post; from a key's arrival to its next: p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms",
+        "ordering: {} {total} posted in {:.2} s ({received_when_posted} received by then), drained {:.2} s after the first post; from a key's arrival to its next: p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms; CPU hookd {:.0} ms, PostgreSQL {:.0} ms, Redis {:.0} ms, the bench {:.0} ms: {:.0} µs a notification",
         if ordered { "ordered" } else { "unordered" },
         posted.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         gap(0.5),
         gap(0.9),
         gap(0.99),
+        cpu[0],
+        cpu[1],
+        cpu[2],
+        cpu[3],
+        cpu.iter().sum::<f64>() * 1e3 / total as f64,
     );
     started.elapsed()
 }
