@@ -101,11 +101,14 @@ function Page({ route, who }) {
   const [first, second] = route.parts;
   const props = { who, params: route.params };
   if (!first) return html`<${Overview} ...${props} />`;
+  // A page of one notification or endpoint is keyed by its id: another id
+  // is another page, built afresh, so no notice, secret or form state of
+  // one (a rotated secret, "Retry requested") is ever shown on another.
   if (first === 'notifications') {
-    return second ? html`<${NotificationPage} id=${second} ...${props} />` : html`<${NotificationSearch} ...${props} />`;
+    return second ? html`<${NotificationPage} key=${second} id=${second} ...${props} />` : html`<${NotificationSearch} ...${props} />`;
   }
   if (first === 'endpoints') {
-    return second ? html`<${EndpointPage} id=${second} ...${props} />` : html`<${EndpointList} ...${props} />`;
+    return second ? html`<${EndpointPage} key=${second} id=${second} ...${props} />` : html`<${EndpointList} ...${props} />`;
   }
   if (first === 'events') return html`<${EventList} ...${props} />`;
   return html`<p data-test="not-found">No such page. <a href="#/">Overview</a></p>`;

@@ -84,7 +84,10 @@ function parseHeaders(text) {
   return headers;
 }
 
-function PolicyForm({ endpoint, onSaved }) {
+// Rebuilt (keyed by the endpoint's `updated_at`) once a save is read
+// back, so it shows what is stored; the page keeps the save's note
+// (`saved`) across that.
+function PolicyForm({ endpoint, saved, onSaved }) {
   const e = endpoint;
   const initial = {
     schedule: Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule,
@@ -95,7 +98,11 @@ function PolicyForm({ endpoint, onSaved }) {
   };
   const [form, setForm] = useState(initial);
   const [result, setResult] = useState(null);
-  const set = (name) => (ev) => setForm({ ...form, [name]: ev.target.value });
+  const [edited, setEdited] = useState(false);
+  const set = (name) => (ev) => {
+    setEdited(true);
+    setForm({ ...form, [name]: ev.target.value });
+  };
   const submit = async (ev) => {
     ev.preventDefault();
     const change = {};
@@ -128,11 +135,12 @@ function PolicyForm({ endpoint, onSaved }) {
     try {
       await patch(path`/v1/endpoints/${e.id}`, change);
       setResult({ ok: true, text: 'Saved.' });
-      onSaved();
+      onSaved('Saved.');
     } catch (error) {
       setResult({ ok: false, error });
     }
   };
+  const shown = result || (saved && !edited && { ok: true, text: saved });
   return html`<form class="policy" onSubmit=${submit} data-test="policy">
     <div class="field"><label for="p-schedule">Schedule (a preset, or waits: 0s, 30s, 5m)</label>
       <input id="p-schedule" value=${form.schedule} onInput=${set('schedule')} data-test="policy-schedule" /></div>
@@ -145,13 +153,14 @@ function PolicyForm({ endpoint, onSaved }) {
     <div class="field wide"><label for="p-headers">Headers, one "Name: value" a line (values are hidden: editing replaces them all)</label>
       <textarea id="p-headers" rows="3" value=${form.headers} onInput=${set('headers')} data-test="policy-headers"></textarea></div>
     <div class="actions"><button type="submit" data-test="policy-save">Save</button></div>
-    ${result && (result.ok ? html`<p class="notice" role="status" data-test="policy-result">${result.text}</p>` : html`<${ErrorNote} error=${result.error} test="policy-error" />`)}
+    ${shown && (shown.ok ? html`<p class="notice" role="status" data-test="policy-result">${shown.text}</p>` : html`<${ErrorNote} error=${shown.error} test="policy-error" />`)}
   </form>`;
 }
 
 export function EndpointPage({ id, who }) {
   const found = useLoad(() => load(id), id, 5000);
   const [message, setMessage] = useState(null);
+  const [saved, setSaved] = useState(null);
   const act = async (what, run) => {
     setMessage(null);
     try {
@@ -197,16 +206,32 @@ export function EndpointPage({ id, who }) {
       })}>${e.disabled ? 'Enable' : 'Disable'}</button>
       ${can(who, 'secrets') && html`<button type="button" data-test="rotate-secret" onClick=${() => act('rotate', async () => {
         const rotated = await post(path`/v1/endpoints/${e.id}/secret/rotate`);
-        return html`New secret (shown once; the old one signs for 24 h more): <code data-test="new-secret">${rotated.secret}</code>`;
+        // How long the old secret signs beside the new one is the
+        // deployment's setting (or the request's): read it back.
+        const overlap = await get(path`/v1/endpoints/${e.id}/secret`).catch(() => null);
+        const until = overlap && overlap.previous_secret_expires_at;
+        const old = until ? `the old one signs beside it until ${time(until)}` : 'the old one no longer signs';
+        return html`New secret (shown once; ${old}): <code data-test="new-secret">${rotated.secret}</code>`;
       })}>Rotate secret</button>`}
     </div>`}
     ${can(who, 'write') && !who.portal && html`<div class="buttons">
       <button type="button" data-test="send-test" onClick=${() => act('test', async () => {
-        const created = await post('/v1/notifications', { endpoint: e.id, event_type: 'hookd.test', payload: { type: 'hookd.test', sent_at: new Date().toISOString() } });
-        return html`Test notification sent: <a href=${`#/notifications/${created.id}`} data-test="test-link">${created.id}</a>`;
+        // An endpoint that takes only some event types would refuse
+        // `hookd.test`; a test goes to it without an event type (which
+        // every endpoint takes) rather than posing as one of its real
+        // types, and says so in its payload.
+        const typed = !e.event_types;
+        const created = await post('/v1/notifications', {
+          endpoint: e.id,
+          ...(typed ? { event_type: 'hookd.test' } : {}),
+          payload: { type: 'hookd.test', sent_at: new Date().toISOString() },
+        });
+        const how = typed ? '' : ' (without an event type: this endpoint takes only some)';
+        return html`Test notification sent${how}: <a href=${`#/notifications/${created.id}`} data-test="test-link">${created.id}</a>`;
       })}>Send a test notification</button>
     </div>
     <${Recover} endpoint=${e} />`}
-    ${admin && html`<h2>Policy</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} onSaved=${found.reload} />`}
+    ${admin && html`<h2>Policy</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
+      onSaved=${(text) => { setSaved(text); found.reload(); }} />`}
   </section>`;
 }

@@ -200,8 +200,115 @@ async fn a_pull_endpoint_shows_its_leased_and_waiting_notifications(backend: Bac
     browser.close().await;
 }
 
+/// The three things the first console showed wrong (#49): a rotated
+/// secret or a notice kept by a page when only the id in its URL
+/// changed, a test notification refused by an endpoint that takes only
+/// some event types, and "Saved." wiped by the form rebuilt after a save.
+async fn no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so(
+    backend: Backend,
+) {
+    let app = backend
+        .spawn_with("[secrets]\nrotation_overlap_ms = 3600000\n")
+        .await;
+    let receiver = Receiver::start().await;
+    let id = |endpoint: serde_json::Value| endpoint["id"].as_str().unwrap().to_string();
+    let flaky = id(app
+        .endpoint(
+            json!({"uid": "flaky-shop", "url": receiver.url("/flaky"), "event_types": ["order.*"]}),
+        )
+        .await);
+    let slowpay = id(app
+        .endpoint(json!({"uid": "slowpay-notify", "url": receiver.url("/slowpay")}))
+        .await);
+    let later = |n: u32| json!({"endpoint": "slowpay-notify", "delay": "1h", "payload": {"n": n}});
+    let (first, second) = (app.notify(later(1)).await, app.notify(later(2)).await);
+
+    let Some(browser) = Browser::open(&app, &backend, "no-crossing").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{slowpay}")).await;
+    browser
+        .wait_text("endpoint-id", "slowpay-notify's page", |t| {
+            t == "slowpay-notify"
+        })
+        .await;
+    browser.goto(&format!("#/endpoints/{flaky}")).await;
+    browser
+        .wait_text("endpoint-id", "flaky-shop's page", |t| t == "flaky-shop")
+        .await;
+    // An endpoint that takes only order.* takes a test without a type.
+    browser.click("send-test").await;
+    browser.find("test-link").await;
+    let got = receiver
+        .wait_for("/flaky", 1, Duration::from_secs(15))
+        .await;
+    assert!(String::from_utf8_lossy(&got[0].body).contains("hookd.test"));
+    assert_eq!(got[0].header("hookd-event-type"), None);
+
+    browser.click("rotate-secret").await;
+    let secret = browser.text("new-secret").await;
+    // The overlap is the deployment's (an hour here), not a fixed 24 h.
+    let (_, overlap) = app.get(&format!("/v1/endpoints/{flaky}/secret")).await;
+    let until: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(overlap["previous_secret_expires_at"].clone()).unwrap();
+    let rotated = browser.text("endpoint-result").await;
+    assert!(
+        rotated.contains(&until.format("%Y-%m-%d %H:%M:%SZ").to_string())
+            && !rotated.contains("24 h"),
+        "{rotated}"
+    );
+
+    // Back, as the operator pressed it: slowpay-notify's page, and
+    // nothing of flaky-shop's.
+    browser.run("history.back()").await;
+    browser
+        .wait_text("endpoint-id", "slowpay-notify's page again", |t| {
+            t == "slowpay-notify"
+        })
+        .await;
+    let page = browser.run("return document.body.innerText").await;
+    let page = page.as_str().unwrap_or_default();
+    assert!(
+        !page.contains(&secret),
+        "flaky-shop's secret on slowpay-notify's page: {page}"
+    );
+    assert!(browser.all("endpoint-result").await.is_empty(), "{page}");
+    browser.screenshot("back-on-another-endpoint").await;
+
+    browser.type_into("policy-schedule", "0s, 1m").await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-result", "the save said", |t| t == "Saved.")
+        .await;
+    let (_, stored) = app.get(&format!("/v1/endpoints/{slowpay}")).await;
+    assert_eq!(stored["schedule"], json!(["0s", "1m"]));
+    browser.screenshot("saved").await;
+
+    // "Retry requested" belongs to the notification retried only.
+    browser.goto(&format!("#/notifications/{first}")).await;
+    browser
+        .wait_text("notification-id", "the first notification", |t| t == first)
+        .await;
+    browser.click("retry").await;
+    browser
+        .wait_text("action-result", "the retry said", |t| {
+            t.contains("Retry requested")
+        })
+        .await;
+    browser.goto(&format!("#/notifications/{second}")).await;
+    browser
+        .wait_text("notification-id", "the second notification", |t| {
+            t == second
+        })
+        .await;
+    assert!(browser.all("action-result").await.is_empty());
+    browser.close().await;
+}
+
 both!(
     a_pull_endpoint_shows_its_leased_and_waiting_notifications,
+    no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so,
     an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
     failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
     events_lead_to_their_deliveries,
