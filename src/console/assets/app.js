@@ -10,6 +10,7 @@ import { NotificationPage } from './notification.js';
 import { EndpointList } from './endpoints.js';
 import { EndpointPage } from './endpoint.js';
 import { EventList } from './events.js';
+import { EndpointName } from './names.js';
 
 // A portal link carries its token in the fragment, which browsers never
 // send to a server. It is kept for the session and removed from the
@@ -81,7 +82,7 @@ function Nav({ who, onSignOut, parts }) {
   const link = (path, label, test) => html`<a href=${`#/${path}`} data-test=${test}
     aria-current=${here === path ? 'page' : undefined}>${label}</a>`;
   const scope = who.portal
-    ? who.portal.endpoint ? `portal: endpoint ${who.portal.endpoint}` : `portal: owner ${who.portal.owner}`
+    ? who.portal.endpoint ? html`portal: <${EndpointName} id=${who.portal.endpoint} link=${false} />` : `portal: owner ${who.portal.owner}`
     : who.name || 'signed in';
   return html`<header class="top">
     <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>

@@ -3,6 +3,7 @@
 // and retry and cancel. Refreshes while it is pending.
 
 import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative } from './ui.js';
+import { EndpointName } from './names.js';
 import { get, post, path, can } from './api.js';
 
 async function allAttempts(id) {
@@ -109,7 +110,7 @@ export function NotificationPage({ id, who }) {
     ${result && (result.ok ? html`<p class="notice" role="status" data-test="action-result">${result.text}</p>` : html`<${ErrorNote} error=${result.error} test="action-error" />`)}
     <div class="columns">
       <dl class="facts">
-        <${Row} label="Endpoint"><a href=${`#/endpoints/${n.endpoint_id}`}>${n.endpoint_id}</a><//>
+        <${Row} label="Endpoint" test="endpoint-row"><${EndpointName} id=${n.endpoint_id} test="endpoint-name" /><//>
         <${Row} label="Key" test="key">${n.key || '—'}<//>
         <${Row} label="Event type">${n.event_type || '—'}<//>
         ${n.event_id && html`<${Row} label="Event"><a href=${`#/notifications?event=${n.event_id}`}>${n.event_id}</a><//>`}

@@ -3,6 +3,7 @@
 
 import { html, useState, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput } from './ui.js';
 import { get, query } from './api.js';
+import { EndpointName } from './names.js';
 
 const FILTERS = ['key', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before'];
 const STATUSES = ['', 'pending', 'succeeded', 'failed', 'cancelled'];
@@ -67,7 +68,7 @@ export function NotificationTable({ rows, now }) {
       <td><${Status} status=${n.status} /></td>
       <td class="key" data-test="result-key">${n.key || '—'}</td>
       <td>${n.event_type || '—'}</td>
-      <td><a href=${`#/endpoints/${n.endpoint_id}`} title=${n.endpoint_id}>${shortId(n.endpoint_id)}</a></td>
+      <td data-test="result-endpoint"><${EndpointName} id=${n.endpoint_id} /></td>
       <td>${n.attempts}</td>
       <td>${time(n.created_at)}</td>
       <td>${n.next_attempt_at ? relative(n.next_attempt_at, now) : '—'}</td>

@@ -5,6 +5,7 @@
 import uPlot from './vendor/uplot.mjs';
 import { html, useState, useEffect, useRef, useLoad, ErrorNote, Loading, Empty } from './ui.js';
 import { get, query } from './api.js';
+import { EndpointName } from './names.js';
 
 const REFRESH_MS = 5000;
 
@@ -61,7 +62,7 @@ function FailingEndpoints({ rows }) {
   return html`<div class="scroll"><table data-test="failing-endpoints">
     <thead><tr><th scope="col">Endpoint</th><th scope="col">URL</th><th scope="col">Failed attempts</th><th scope="col">Attempts</th></tr></thead>
     <tbody>${rows.map((r) => html`<tr key=${r.endpoint_id}>
-      <td><a href=${`#/endpoints/${r.endpoint_id}`}>${r.endpoint_id}</a></td>
+      <td data-test="failing-endpoint"><${EndpointName} id=${r.endpoint_id} /></td>
       <td class="url">${r.url || '(pull)'}</td>
       <td>${r.failed_attempts}</td><td>${r.attempts}</td></tr>`)}
     </tbody></table></div>`;

@@ -21,8 +21,10 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
         vec![Reply::body(500, "down for maintenance"), Reply::status(200)],
     );
     let endpoint = app
-        .endpoint(json!({"url": receiver.url("/hook"), "schedule": ["0s"]}))
+        .endpoint(json!({"uid": "slowpay-notify", "owner": "merchant-7",
+            "description": "Slowpay's order callbacks", "url": receiver.url("/hook"), "schedule": ["0s"]}))
         .await;
+    let endpoint_id = endpoint["id"].as_str().unwrap();
     let id = app
         .notify(json!({"endpoint": endpoint["id"], "key": "order-123:paid",
             "event_type": "order.paid", "payload": {"order": 123, "amount": "42.00"}}))
@@ -55,6 +57,12 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
         })
         .await;
     assert!(browser.fragment().await.contains("key=order-123"));
+    // The endpoint by its name and owner, not its id.
+    browser
+        .wait_text("result-endpoint", "the endpoint named in the list", |t| {
+            t.contains("slowpay-notify") && t.contains("merchant-7")
+        })
+        .await;
     assert_eq!(
         browser.unlabelled().await,
         json!([]),
@@ -66,6 +74,12 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
     let shown = browser.text("notification-id").await;
     assert_eq!(shown, id);
     assert_eq!(browser.text("status").await, "failed");
+    let named = browser
+        .wait_text("endpoint-row", "the endpoint named on the page", |t| {
+            t.contains("slowpay-notify") && t.contains("Slowpay's order callbacks")
+        })
+        .await;
+    assert!(!named.contains(endpoint_id), "{named}");
     browser.wait_count("attempt", 1).await;
     let first = browser.text("attempt").await;
     assert!(first.contains("HTTP 500"), "{first}");

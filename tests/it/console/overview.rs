@@ -58,7 +58,7 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
         .endpoint(json!({"uid": "shop", "url": receiver.url("/shop")}))
         .await;
     let erp = app
-        .endpoint(json!({"uid": "erp", "url": receiver.url("/erp"), "schedule": ["0s"]}))
+        .endpoint(json!({"uid": "erp", "owner": "merchant-9", "url": receiver.url("/erp"), "schedule": ["0s"]}))
         .await;
     for n in 0..6 {
         app.notify(json!({"endpoint": shop["id"], "key": format!("order-{n}:paid"), "payload": {"order": n}}))
@@ -88,9 +88,15 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
         .wait_text("total-delivered", "6 delivered", |t| t == "6")
         .await;
     assert_eq!(browser.text("total-failed").await, "3");
+    // Named by uid and owner (its id only in the link's title).
+    browser
+        .wait_text("failing-endpoint", "the failing endpoint named", |t| {
+            t.contains("erp") && t.contains("merchant-9")
+        })
+        .await;
     let failing = browser.text("failing-endpoints").await;
-    assert!(failing.contains(erp["id"].as_str().unwrap()), "{failing}");
-    assert!(!failing.contains(shop["id"].as_str().unwrap()), "{failing}");
+    assert_eq!(browser.all("failing-endpoint").await.len(), 1, "{failing}");
+    assert!(!failing.contains(erp["id"].as_str().unwrap()), "{failing}");
     let charts = browser
         .run("return document.querySelectorAll('[data-test^=chart-] .uplot canvas').length")
         .await;

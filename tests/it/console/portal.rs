@@ -27,7 +27,7 @@ async fn a_portal_link_shows_its_endpoints_notifications_only(backend: Backend) 
     let receiver = Receiver::start().await;
     receiver.reply("/mine", vec![Reply::status(500), Reply::status(200)]);
     let mine = app
-        .endpoint(json!({"url": receiver.url("/mine"), "schedule": ["0s"]}))
+        .endpoint(json!({"uid": "acme-shop", "owner": "acme", "url": receiver.url("/mine"), "schedule": ["0s"]}))
         .await;
     let theirs = app.endpoint(json!({"url": receiver.url("/theirs")})).await;
     let failed = app
@@ -68,6 +68,12 @@ async fn a_portal_link_shows_its_endpoints_notifications_only(backend: Backend) 
         1,
         "only its endpoint's notifications"
     );
+    // The header names the endpoint the link is for.
+    browser
+        .wait_text("who", "the portal's endpoint named", |t| {
+            t.contains("acme-shop") && t.contains("acme")
+        })
+        .await;
     let fragment = browser.fragment().await;
     assert!(
         !fragment.contains("portal"),

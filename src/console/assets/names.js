@@ -1,0 +1,43 @@
+// Endpoints by name: wherever a page shows an endpoint it shows its uid,
+// owner and description (docs/design.md §18), never a bare id. The API's
+// notifications, attempts and stats carry the endpoint's id only; each id
+// is read once (`GET /v1/endpoints/{id}`) and kept for a minute, so a list
+// of fifty notifications over eight endpoints costs eight reads.
+
+import { html, useState, useEffect, shortId } from './ui.js';
+import { get, path, session } from './api.js';
+
+const KEPT_MS = 60_000;
+// id → { at, token, read: Promise<endpoint | null> }
+const known = new Map();
+
+function read(id) {
+  const token = session.token();
+  const kept = known.get(id);
+  if (kept && kept.token === token && Date.now() - kept.at < KEPT_MS) return kept.read;
+  // An endpoint this token may not read, or deleted: shown by its id.
+  const reading = get(path`/v1/endpoints/${id}`).catch(() => null);
+  known.set(id, { at: Date.now(), token, read: reading });
+  return reading;
+}
+
+// The endpoint `id` as a link to its page: uid (or a short id), then its
+// owner and description. The full id is the link's title, and what a
+// copy of the link's text gives.
+export function EndpointName({ id, link = true, test }) {
+  const [endpoint, setEndpoint] = useState(() => null);
+  useEffect(() => {
+    let live = true;
+    if (id) read(id).then((found) => live && setEndpoint(found));
+    return () => { live = false; };
+  }, [id]);
+  if (!id) return '—';
+  const name = (endpoint && endpoint.uid) || shortId(id);
+  const about = endpoint && [endpoint.owner, endpoint.description].filter(Boolean).join(' · ');
+  const copyFull = (e) => {
+    e.clipboardData.setData('text/plain', id);
+    e.preventDefault();
+  };
+  const label = html`<span class="endpoint-name" data-test=${test} onCopy=${copyFull}>${name}</span>`;
+  return html`${link ? html`<a href=${`#/endpoints/${id}`} title=${id}>${label}</a>` : html`<span title=${id}>${label}</span>`}${about && html` <span class="muted endpoint-about">${about}</span>`}`;
+}
