@@ -18,7 +18,10 @@ import { EndpointName } from './names.js';
 function takePortalToken() {
   const match = /^#portal=(.+)$/.exec(location.hash);
   if (!match) return null;
-  history.replaceState(null, '', `${location.pathname}${location.search}#/notifications`);
+  // `?portal` stays in the address: a bookmark or a new tab of it (whose
+  // tab has no token) is known for a portal's page, and lands on
+  // `PortalEnded` rather than an API-token sign-in a merchant cannot use.
+  history.replaceState(null, '', `${location.pathname}?portal#/notifications`);
   // replaceState fires no hashchange: the route is told itself.
   window.dispatchEvent(new HashChangeEvent('hashchange'));
   // A link mangled on its way (a broken %-escape) is no link: the
@@ -74,6 +77,25 @@ function SignIn({ onSignedIn, notice }) {
       <button type="submit" disabled=${busy} data-test="sign-in-submit">Sign in</button>
       <${ErrorNote} error=${error} test="sign-in-error" />
     </form>
+  </main>`;
+}
+
+// Whether this address came from a portal link (`takePortalToken`).
+function portalAddress() {
+  return new URLSearchParams(location.search).has('portal');
+}
+
+// What a portal's holder sees without a session: a bookmark, a new tab,
+// after signing out, or a link hookd refused. Never an API-token
+// sign-in: only the sender can give them a new link.
+function PortalEnded({ notice }) {
+  return html`<main class="sign-in" id="main" data-test="portal-ended">
+    <h1>Webhook notifications</h1>
+    ${notice && html`<p class="notice" role="status" data-test="notice">${notice}</p>`}
+    <p>This page opens from a link you were sent. Links last a limited time
+      and work in the tab they were opened in.</p>
+    <p>To see your notifications again, open the link you were sent, or ask
+      the sender for a new one.</p>
   </main>`;
 }
 
@@ -169,6 +191,7 @@ function App() {
   }, []);
 
   if (checking) return html`<main id="main"><p class="muted">Checking the link…</p></main>`;
+  if (!who && portalAddress()) return html`<${PortalEnded} notice=${notice} />`;
   if (!who) {
     return html`<${SignIn} notice=${notice} onSignedIn=${(token, found) => {
       session.signIn(token, found);

@@ -107,10 +107,32 @@ async fn a_portal_link_shows_its_endpoints_notifications_only(backend: Backend) 
     let refused = browser.text("error").await;
     assert!(refused.contains("not found"), "{refused}");
     browser.screenshot("portal-other-notification").await;
+
+    // The same address in a new tab (no session), as a bookmark would
+    // open it: a page that says to ask for a new link, not a sign-in
+    // with an API token.
+    browser.goto_url(link["url"].as_str().unwrap()).await;
+    browser.find("results").await;
+    browser
+        .run("sessionStorage.clear(); location.reload();")
+        .await;
+    let ended = browser.text("portal-ended").await;
+    assert!(ended.contains("ask the sender for a new one"), "{ended}");
+    assert!(browser.all("sign-in").await.is_empty(), "no token sign-in");
+    browser.screenshot("portal-new-tab").await;
+
+    // Signing out of a portal lands there too.
+    browser.goto_url(link["url"].as_str().unwrap()).await;
+    browser.find("results").await;
+    browser.click("sign-out").await;
+    assert_eq!(browser.text("notice").await, "Signed out.");
+    browser.find("portal-ended").await;
+    assert!(browser.all("sign-in").await.is_empty(), "no token sign-in");
     browser.close().await;
 }
 
-/// The console's answer to a link hookd refuses: back to sign-in, saying so.
+/// The console's answer to a link hookd refuses: the portal's own page
+/// (never an API-token sign-in), saying so.
 async fn refused(browser: &Browser, url: &str, page: &str) {
     browser.goto_url(url).await;
     let notice = browser.text("notice").await;
@@ -122,6 +144,11 @@ async fn refused(browser: &Browser, url: &str, page: &str) {
         browser.all("results").await.is_empty(),
         "{page}: nothing shown"
     );
+    assert!(
+        browser.all("sign-in").await.is_empty(),
+        "{page}: no sign-in"
+    );
+    browser.find("portal-ended").await;
     browser.screenshot(page).await;
 }
 
