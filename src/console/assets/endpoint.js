@@ -3,7 +3,7 @@
 // secret, a test notification, recover failed notifications since a
 // time (following the operation), and its policy edited with PATCH.
 
-import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLocalInput, fromLocalInput } from './ui.js';
+import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLocalInput, fromLocalInput, ConfirmButton } from './ui.js';
 import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
 
@@ -51,8 +51,9 @@ function Recover({ endpoint }) {
   const [since, setSince] = useState(toLocalInput(new Date(Date.now() - 3600e3).toISOString()));
   const [operation, setOperation] = useState(null);
   const [error, setError] = useState(null);
-  const submit = async (e) => {
-    e.preventDefault();
+  const [asking, setAsking] = useState(false);
+  const start = async () => {
+    setAsking(false);
     setError(null);
     try {
       const started = await post(path`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
@@ -62,10 +63,21 @@ function Recover({ endpoint }) {
       setError(err);
     }
   };
+  // The submit only asks; the recover starts on the confirm.
+  const submit = (e) => {
+    e.preventDefault();
+    setAsking(true);
+  };
   return html`<form class="inline" onSubmit=${submit} data-test="recover">
     <div class="field"><label for="recover-since">Recover failed since (UTC)</label>
       <input id="recover-since" type="datetime-local" required value=${since} onInput=${(e) => setSince(e.target.value)} data-test="recover-since" /></div>
-    <button type="submit" data-test="recover-submit">Recover</button>
+    ${asking
+      ? html`<span class="confirm" role="group" aria-label="Recover" data-test="recover-submit-question">
+          <span class="question">Send again every notification to ${endpoint.uid || endpoint.id} that failed since ${time(fromLocalInput(since))}?</span>
+          <button type="button" class="danger" data-test="confirm" onClick=${start}>Recover</button>
+          <button type="button" class="secondary" data-test="confirm-not-now" onClick=${() => setAsking(false)}>Not now</button>
+        </span>`
+      : html`<button type="submit" data-test="recover-submit">Recover</button>`}
     <${ErrorNote} error=${error} />
     ${operation && html`<${Operation} id=${operation} />`}
   </form>`;
@@ -200,11 +212,20 @@ export function EndpointPage({ id, who }) {
     </dl>
     ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}
     ${admin && html`<div class="buttons">
-      <button type="button" data-test="toggle-disabled" onClick=${() => act('toggle', async () => {
-        await patch(path`/v1/endpoints/${e.id}`, { disabled: !e.disabled });
-        return e.disabled ? 'Enabled.' : 'Disabled: nothing is sent until it is enabled.';
-      })}>${e.disabled ? 'Enable' : 'Disable'}</button>
-      ${can(who, 'secrets') && html`<button type="button" data-test="rotate-secret" onClick=${() => act('rotate', async () => {
+      ${e.disabled
+        ? html`<button type="button" data-test="toggle-disabled" onClick=${() => act('toggle', async () => {
+            await patch(path`/v1/endpoints/${e.id}`, { disabled: false });
+            return 'Enabled.';
+          })}>Enable</button>`
+        : html`<${ConfirmButton} label="Disable" test="toggle-disabled" danger=${true}
+            question=${`Disable ${e.uid || e.id}? Nothing is sent to it until it is enabled again.`}
+            run=${() => act('toggle', async () => {
+              await patch(path`/v1/endpoints/${e.id}`, { disabled: true });
+              return 'Disabled: nothing is sent until it is enabled.';
+            })} />`}
+      ${can(who, 'secrets') && html`<${ConfirmButton} label="Rotate secret" test="rotate-secret"
+        question=${`Rotate ${e.uid || e.id}'s signing secret? Its receiver must take the new one before the old one stops signing.`}
+        run=${() => act('rotate', async () => {
         const rotated = await post(path`/v1/endpoints/${e.id}/secret/rotate`);
         // How long the old secret signs beside the new one is the
         // deployment's setting (or the request's): read it back.
@@ -212,7 +233,7 @@ export function EndpointPage({ id, who }) {
         const until = overlap && overlap.previous_secret_expires_at;
         const old = until ? `the old one signs beside it until ${time(until)}` : 'the old one no longer signs';
         return html`New secret (shown once; ${old}): <code data-test="new-secret">${rotated.secret}</code>`;
-      })}>Rotate secret</button>`}
+      })} />`}
     </div>`}
     ${can(who, 'write') && !who.portal && html`<div class="buttons">
       <button type="button" data-test="send-test" onClick=${() => act('test', async () => {

@@ -2,7 +2,7 @@
 // HTML), every attempt as a timeline with the next attempt's countdown,
 // and retry and cancel. Refreshes while it is pending.
 
-import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative } from './ui.js';
+import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative, ConfirmButton } from './ui.js';
 import { EndpointName } from './names.js';
 import { get, post, path, can } from './api.js';
 
@@ -105,7 +105,8 @@ export function NotificationPage({ id, who }) {
     <div class="heading"><h1>Notification <code data-test="notification-id">${n.id}</code></h1><${Status} status=${n.status} /></div>
     <div class="buttons">
       ${can(who, 'retry') && html`<button type="button" disabled=${busy || !retryable} onClick=${() => act('retry')} data-test="retry">Retry now</button>`}
-      ${can(who, 'write') && html`<button type="button" class="danger" disabled=${busy || n.status !== 'pending'} onClick=${() => act('cancel')} data-test="cancel">Cancel</button>`}
+      ${can(who, 'write') && html`<${ConfirmButton} label="Cancel" test="cancel" danger=${true} disabled=${busy || n.status !== 'pending'}
+        question="Cancel this notification? It will not be sent again." run=${() => act('cancel')} />`}
     </div>
     ${result && (result.ok ? html`<p class="notice" role="status" data-test="action-result">${result.text}</p>` : html`<${ErrorNote} error=${result.error} test="action-error" />`)}
     <div class="columns">

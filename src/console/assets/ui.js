@@ -125,3 +125,20 @@ export function setRoute(path, params = {}) {
   const text = q.toString();
   location.hash = `#${path}${text ? `?${text}` : ''}`;
 }
+
+// A button for an action that cannot be taken back (rotate a secret,
+// disable, cancel, recover): its first click only asks, saying what the
+// action will touch (`question`); the action runs on a second, explicit
+// click of `data-test="confirm"`, and "Not now" puts the button back.
+export function ConfirmButton({ label, question, run, test, disabled, danger }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return html`<button type="button" class=${danger ? 'danger' : undefined} disabled=${disabled}
+      data-test=${test} onClick=${() => setAsking(true)}>${label}</button>`;
+  }
+  return html`<span class="confirm" role="group" aria-label=${label} data-test=${`${test}-question`}>
+    <span class="question">${question}</span>
+    <button type="button" class="danger" data-test="confirm" onClick=${() => { setAsking(false); run(); }}>${label}</button>
+    <button type="button" class="secondary" data-test="confirm-not-now" onClick=${() => setAsking(false)}>Not now</button>
+  </span>`;
+}

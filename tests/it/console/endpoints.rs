@@ -34,7 +34,13 @@ async fn an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page(backen
     assert_eq!(browser.text("disabled").await, "no");
     browser.screenshot("endpoint").await;
 
+    // Disabling asks first, naming the endpoint; one click changes nothing.
     browser.click("toggle-disabled").await;
+    let question = browser.text("toggle-disabled-question").await;
+    assert!(question.contains("Disable shop?"), "{question}");
+    let (_, stored) = app.get(&format!("/v1/endpoints/{id}")).await;
+    assert_eq!(stored["disabled"], false);
+    browser.click("confirm").await;
     browser
         .wait_text("disabled", "the endpoint shown disabled", |t| t == "yes")
         .await;
@@ -45,7 +51,14 @@ async fn an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page(backen
         .wait_text("disabled", "the endpoint shown enabled", |t| t == "no")
         .await;
 
+    // "Not now" leaves the secret as it was.
     browser.click("rotate-secret").await;
+    browser.click("confirm-not-now").await;
+    browser.find("rotate-secret").await;
+    let (_, secret) = app.get(&format!("/v1/endpoints/{id}/secret")).await;
+    assert_eq!(secret["secret"], endpoint["secret"]);
+    browser.click("rotate-secret").await;
+    browser.click("confirm").await;
     let shown = browser.text("new-secret").await;
     let (_, secret) = app.get(&format!("/v1/endpoints/{id}/secret")).await;
     assert_eq!(secret["secret"], shown.as_str());
@@ -94,6 +107,9 @@ async fn failed_notifications_are_recovered_and_the_policy_edited_from_the_endpo
         "every field has a label"
     );
     browser.click("recover-submit").await;
+    let question = browser.text("recover-submit-question").await;
+    assert!(question.contains("failed since"), "{question}");
+    browser.click("confirm").await;
     browser
         .wait_text("operation", "the recover to finish", |t| {
             t.contains("done") && t.contains("1 of 1")
@@ -247,6 +263,7 @@ async fn no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves
     assert_eq!(got[0].header("hookd-event-type"), None);
 
     browser.click("rotate-secret").await;
+    browser.click("confirm").await;
     let secret = browser.text("new-secret").await;
     // The overlap is the deployment's (an hour here), not a fixed 24 h.
     let (_, overlap) = app.get(&format!("/v1/endpoints/{flaky}/secret")).await;

@@ -124,6 +124,7 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
     browser.screenshot("pending-notification").await;
 
     browser.click("cancel").await;
+    browser.click("confirm").await;
     browser
         .wait_text("status", "the status to show the cancel", |t| {
             t == "cancelled"

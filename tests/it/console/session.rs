@@ -67,6 +67,7 @@ async fn the_open_mode_needs_no_sign_in(backend: Backend) {
     browser.goto(&format!("#/notifications/{id}")).await;
     browser.find("who").await;
     browser.click("cancel").await;
+    browser.click("confirm").await;
     browser
         .wait_text("status", "the cancel to show", |t| t == "cancelled")
         .await;
