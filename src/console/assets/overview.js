@@ -9,7 +9,30 @@ import { EndpointName } from './names.js';
 
 const REFRESH_MS = 5000;
 
-function Chart({ title, test, time, series, unit }) {
+// The time axis's labels: UTC, 24-hour, as the page says ("Times in
+// UTC"), whatever the browser's zone; the date too where the ticks
+// cross midnight. uPlot's default is the browser's local 12-hour time.
+export function utcTicks(ticks) {
+  const days = new Set(ticks.map((t) => new Date(t * 1000).toISOString().slice(0, 10)));
+  return ticks.map((t) => {
+    const iso = new Date(t * 1000).toISOString();
+    return days.size > 1 && iso.slice(11, 16) === '00:00' ? iso.slice(5, 10) : iso.slice(11, 16);
+  });
+}
+
+// A value axis's labels, short enough for the axis: 1200 ms as "1.2 s",
+// 25000 as "25k".
+export function valueTicks(ticks, unit = '') {
+  return ticks.map((v) => {
+    if (unit === 'ms' && Math.abs(v) >= 1000) return `${+(v / 1000).toFixed(1)} s`;
+    if (unit !== '%' && Math.abs(v) >= 10000) return `${+(v / 1000).toFixed(1)}k${unit && ` ${unit}`}`;
+    return `${+v.toFixed(3)}${unit && (unit === '%' ? unit : ` ${unit}`)}`;
+  });
+}
+
+// Each value is drawn as a point too: a value alone between gaps (the
+// current minute's, say) has no line to show it.
+function Chart({ title, test, time, series, unit, empty }) {
   const box = useRef(null);
   const plot = useRef(null);
   const data = [time, ...series.map((s) => s.values)];
@@ -21,8 +44,11 @@ function Chart({ title, test, time, series, unit }) {
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true } },
-      axes: [{}, { values: (u, ticks) => ticks.map((v) => `${v}${unit || ''}`), size: 60 }],
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: false, points: { show: false } }))],
+      axes: [
+        { values: (u, ticks) => utcTicks(ticks) },
+        { values: (u, ticks) => valueTicks(ticks, unit), size: 64 },
+      ],
+      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: false, points: { show: true, size: 4 } }))],
     }, data, box.current);
     const resized = new ResizeObserver(() => {
       if (plot.current && box.current) plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: 180 });
@@ -37,9 +63,12 @@ function Chart({ title, test, time, series, unit }) {
   useEffect(() => {
     if (plot.current) plot.current.setData(data);
   });
+  // Nothing to draw says why, rather than an empty frame.
+  const nothing = series.every((s) => s.values.every((v) => v === null || v === 0));
   return html`<figure class="chart" data-test=${test}>
     <figcaption>${title}</figcaption>
     <div ref=${box} class="plot" role="img" aria-label=${title}></div>
+    ${nothing && html`<p class="muted chart-empty" data-test=${`${test}-empty`}>${empty || 'Nothing in this window.'}</p>`}
   </figure>`;
 }
 
@@ -91,14 +120,17 @@ export function Overview({ params }) {
         <${Chart} title="Success ratio of attempts" test="chart-success" unit="%" time=${s.time} series=${[
           { label: 'success %', values: percent(s.success_ratio), color: '#1a7f37' },
         ]} />
-        <${Chart} title="Failures" test="chart-failures" time=${s.time} series=${[
+        <${Chart} title="Failures" test="chart-failures" time=${s.time}
+          empty="Nothing failed in this window." series=${[
           { label: 'failed notifications', values: s.failed, color: '#b42318' },
           { label: 'failed attempts', values: s.failed_attempts, color: '#dc6803' },
         ]} />
-        <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time} series=${[
+        <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time}
+          empty="No attempt started late in this window." series=${[
           { label: 'p99 ms', values: s.lateness_p99_ms, color: '#6941c6' },
         ]} />
-        <${Chart} title="Pending backlog" test="chart-pending" time=${s.time} series=${[
+        <${Chart} title="Pending backlog" test="chart-pending" time=${s.time}
+          empty="Nothing pending in this window, or not sampled yet (once a minute)." series=${[
           { label: 'pending', values: s.pending, color: '#1f4e79' },
         ]} />
       </div>

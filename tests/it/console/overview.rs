@@ -101,6 +101,26 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
         .run("return document.querySelectorAll('[data-test^=chart-] .uplot canvas').length")
         .await;
     assert_eq!(charts, 5, "five charts drawn");
+    assert!(browser.all("chart-deliveries-empty").await.is_empty());
+    assert!(browser.all("chart-failures-empty").await.is_empty());
+    // The time axis in UTC and 24-hour time, as the page says, with the
+    // date where it crosses midnight; the lateness axis unclipped.
+    let ticks = browser
+        .run(
+            "return import('./assets/overview.js').then((m) => [\
+               m.utcTicks([1764504000, 1764507600]), m.utcTicks([1764543600, 1764547200]),\
+               m.valueTicks([0, 500, 1500, 25000], 'ms'), m.valueTicks([0, 50, 100], '%')])",
+        )
+        .await;
+    assert_eq!(
+        ticks,
+        json!([
+            ["12:00", "13:00"],
+            ["23:00", "12-01"],
+            ["0 ms", "500 ms", "1.5 s", "25 s"],
+            ["0%", "50%", "100%"]
+        ])
+    );
     browser.screenshot("overview-1h").await;
 
     browser.click("window-24h").await;
@@ -133,4 +153,22 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
     browser.close().await;
 }
 
-both!(the_overview_charts_the_traffic_and_names_the_failing_endpoint);
+async fn an_overview_with_nothing_sent_says_so_on_each_chart(backend: Backend) {
+    let app = backend.spawn().await;
+    let Some(browser) = Browser::open(&app, &backend, "overview-empty").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.find("overview").await;
+    for chart in ["deliveries", "success", "failures", "lateness", "pending"] {
+        let said = browser.text(&format!("chart-{chart}-empty")).await;
+        assert!(said.contains("in this window"), "{chart}: {said}");
+    }
+    browser.screenshot("overview-empty").await;
+    browser.close().await;
+}
+
+both!(
+    the_overview_charts_the_traffic_and_names_the_failing_endpoint,
+    an_overview_with_nothing_sent_says_so_on_each_chart,
+);
