@@ -77,6 +77,24 @@ async fn patching_changes_only_the_given_fields_and_null_resets_to_the_default(b
 }
 both!(patching_changes_only_the_given_fields_and_null_resets_to_the_default);
 
+async fn event_types_set_to_null_take_every_type_again(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "typed", "event_types": ["order.*"]}))
+        .await;
+    let (status, patched) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/typed",
+            Some(json!({"event_types": null})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    assert_eq!(patched["event_types"], json!(null));
+    let (_, stored) = app.get("/v1/endpoints/typed").await;
+    assert_eq!(stored["event_types"], json!(null), "{stored}");
+}
+both!(event_types_set_to_null_take_every_type_again);
+
 async fn a_second_endpoint_with_the_same_uid_is_a_conflict(backend: Backend) {
     let app = backend.spawn().await;
     app.endpoint(json!({"uid": "dup"})).await;

@@ -102,6 +102,10 @@ function parseHeaders(text) {
 function PolicyForm({ endpoint, saved, onSaved }) {
   const e = endpoint;
   const initial = {
+    url: e.url || '',
+    description: e.description || '',
+    event_types: e.event_types ? e.event_types.join(', ') : '',
+    timeout_ms: e.timeout_ms === null || e.timeout_ms === undefined ? '' : String(e.timeout_ms),
     schedule: Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule,
     success_body: e.success_body || '',
     per_second: e.rate_limit ? String(e.rate_limit.per_second) : '',
@@ -118,6 +122,13 @@ function PolicyForm({ endpoint, saved, onSaved }) {
   const submit = async (ev) => {
     ev.preventDefault();
     const change = {};
+    if (form.url !== initial.url) change.url = form.url.trim();
+    if (form.description !== initial.description) change.description = form.description;
+    if (form.event_types !== initial.event_types) {
+      const types = form.event_types.split(',').map((t) => t.trim()).filter(Boolean);
+      change.event_types = types.length ? types : null;
+    }
+    if (form.timeout_ms !== initial.timeout_ms) change.timeout_ms = form.timeout_ms === '' ? null : Number(form.timeout_ms);
     if (form.schedule !== initial.schedule) {
       const parts = form.schedule.split(',').map((s) => s.trim()).filter(Boolean);
       change.schedule = parts.length === 1 && !/\d/.test(parts[0]) ? parts[0] : parts;
@@ -153,7 +164,16 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     }
   };
   const shown = result || (saved && !edited && { ok: true, text: saved });
+  const pull = e.delivery === 'pull';
   return html`<form class="policy" onSubmit=${submit} data-test="policy">
+    ${!pull && html`<div class="field wide"><label for="p-url">URL (hookd POSTs each notification here)</label>
+      <input id="p-url" type="url" value=${form.url} onInput=${set('url')} data-test="policy-url" /></div>`}
+    <div class="field wide"><label for="p-description">Description</label>
+      <input id="p-description" value=${form.description} onInput=${set('description')} data-test="policy-description" /></div>
+    <div class="field"><label for="p-types">Event types it takes (order.*, refund.created; empty: all)</label>
+      <input id="p-types" value=${form.event_types} onInput=${set('event_types')} data-test="policy-event-types" /></div>
+    <div class="field"><label for="p-timeout">Timeout, ms (empty: the deployment's)</label>
+      <input id="p-timeout" inputmode="numeric" value=${form.timeout_ms} onInput=${set('timeout_ms')} data-test="policy-timeout" /></div>
     <div class="field"><label for="p-schedule">Schedule (a preset, or waits: 0s, 30s, 5m)</label>
       <input id="p-schedule" value=${form.schedule} onInput=${set('schedule')} data-test="policy-schedule" /></div>
     <div class="field"><label for="p-success">Success body (empty: any 2xx)</label>
@@ -252,7 +272,7 @@ export function EndpointPage({ id, who }) {
       })}>Send a test notification</button>
     </div>
     <${Recover} endpoint=${e} />`}
-    ${admin && html`<h2>Policy</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
+    ${admin && html`<h2>Settings</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
       onSaved=${(text) => { setSaved(text); found.reload(); }} />`}
   </section>`;
 }

@@ -2,7 +2,49 @@
 // failing since), newest first, in pages; filter by owner.
 
 import { html, useState, useLoad, ErrorNote, Loading, Empty, Pager, time, setRoute } from './ui.js';
-import { get, query } from './api.js';
+import { get, post, query, can } from './api.js';
+
+// A new push endpoint: its uid, owner, URL, description and event types;
+// the rest keeps the deployment's defaults and is edited on its page. Its
+// signing secret is shown here once.
+function NewEndpoint({ onCreated }) {
+  const empty = { uid: '', owner: '', url: '', description: '', event_types: '' };
+  const [form, setForm] = useState(empty);
+  const [created, setCreated] = useState(null);
+  const [error, setError] = useState(null);
+  const set = (name) => (ev) => setForm({ ...form, [name]: ev.target.value });
+  const submit = async (ev) => {
+    ev.preventDefault();
+    setError(null);
+    const types = form.event_types.split(',').map((t) => t.trim()).filter(Boolean);
+    const body = { url: form.url.trim(), description: form.description };
+    if (form.uid.trim()) body.uid = form.uid.trim();
+    if (form.owner.trim()) body.owner = form.owner.trim();
+    if (types.length) body.event_types = types;
+    try {
+      const endpoint = await post('/v1/endpoints', body);
+      setCreated(endpoint);
+      setForm(empty);
+      onCreated();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const field = (name, label, type = 'text') => html`<div class="field"><label for=${`n-${name}`}>${label}</label>
+    <input id=${`n-${name}`} type=${type} value=${form[name]} onInput=${set(name)} required=${name === 'url'} data-test=${`new-${name}`} /></div>`;
+  return html`<details class="new-endpoint" data-test="new-endpoint">
+    <summary data-test="new-open">New endpoint</summary>
+    <form class="filters" onSubmit=${submit}>
+      ${field('uid', 'Uid (your name for it)')}${field('owner', 'Owner (the merchant)')}${field('url', 'URL', 'url')}
+      ${field('description', 'Description')}${field('event_types', 'Event types (empty: all)')}
+      <div class="actions"><button type="submit" data-test="new-submit">Create</button></div>
+    </form>
+    <${ErrorNote} error=${error} test="new-error" />
+    ${created && html`<p class="notice" role="status" data-test="new-result">Created
+      <a href=${`#/endpoints/${created.id}`} data-test="new-link">${created.uid || created.id}</a>. Its signing secret (shown once):
+      <code data-test="new-secret">${created.secret}</code></p>`}
+  </details>`;
+}
 
 export function health(e) {
   if (e.disabled) return html`<span class="badge badge-failed" data-test="health">disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}</span>`;
@@ -35,6 +77,7 @@ export function EndpointList({ params, who }) {
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${(next) => setRoute('/endpoints', { owner, cursor: next })} />`;
   return html`<section data-test="endpoints-page">
     <h1>Endpoints</h1>
+    ${!who.portal && can(who, 'admin') && html`<${NewEndpoint} onCreated=${list.reload} />`}
     ${!who.portal && html`<form class="filters" role="search" onSubmit=${(e) => { e.preventDefault(); setRoute('/endpoints', { owner: ownerInput.trim() }); }}>
       <div class="field"><label for="f-owner">Owner</label>
         <input id="f-owner" value=${ownerInput} onInput=${(e) => setOwner(e.target.value)} data-test="filter-owner" /></div>

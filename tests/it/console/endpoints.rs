@@ -323,8 +323,80 @@ async fn no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves
     browser.close().await;
 }
 
+async fn an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let Some(browser) = Browser::open(&app, &backend, "new-endpoint").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.click("nav-endpoints").await;
+    browser.click("new-open").await;
+    browser.type_into("new-uid", "acme-shop").await;
+    browser.type_into("new-owner", "acme").await;
+    browser.type_into("new-url", &receiver.url("/acme")).await;
+    browser
+        .type_into("new-description", "Acme's order callbacks")
+        .await;
+    browser
+        .type_into("new-event_types", "order.*, refund.created")
+        .await;
+    assert_eq!(
+        browser.unlabelled().await,
+        json!([]),
+        "every field has a label"
+    );
+    browser.click("new-submit").await;
+    let secret = browser.text("new-secret").await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let (_, stored) = app.get("/v1/endpoints/acme-shop").await;
+    assert_eq!(stored["owner"], "acme");
+    assert_eq!(stored["url"], receiver.url("/acme"));
+    assert_eq!(stored["description"], "Acme's order callbacks");
+    assert_eq!(stored["event_types"], json!(["order.*", "refund.created"]));
+    browser
+        .wait_text("endpoints", "the new endpoint listed", |t| {
+            t.contains("acme-shop")
+        })
+        .await;
+    browser.screenshot("endpoint-created").await;
+
+    browser.click("new-link").await;
+    browser
+        .wait_text("endpoint-id", "its page", |t| t == "acme-shop")
+        .await;
+    browser
+        .type_into("policy-url", &receiver.url("/acme-v2"))
+        .await;
+    browser
+        .type_into("policy-description", "Acme's callbacks, v2")
+        .await;
+    // Emptied as a person would (WebDriver's clear sends no input event).
+    browser.type_into("policy-event-types", "x").await;
+    browser
+        .find("policy-event-types")
+        .await
+        .send_keys("\u{e003}")
+        .await
+        .unwrap();
+    browser.type_into("policy-timeout", "2500").await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-result", "the save said", |t| t == "Saved.")
+        .await;
+    let (_, stored) = app.get("/v1/endpoints/acme-shop").await;
+    assert_eq!(stored["url"], receiver.url("/acme-v2"));
+    assert_eq!(stored["description"], "Acme's callbacks, v2");
+    assert_eq!(stored["event_types"], json!(null), "all types again");
+    assert_eq!(stored["timeout_ms"], 2500);
+    browser.close().await;
+}
+
 both!(
     a_pull_endpoint_shows_its_leased_and_waiting_notifications,
+    an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console,
     no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so,
     an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
     failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
