@@ -51,9 +51,7 @@ function Recover({ endpoint }) {
   const [since, setSince] = useState(toLocalInput(new Date(Date.now() - 3600e3).toISOString()));
   const [operation, setOperation] = useState(null);
   const [error, setError] = useState(null);
-  const [asking, setAsking] = useState(false);
   const start = async () => {
-    setAsking(false);
     setError(null);
     try {
       const started = await post(path`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
@@ -63,21 +61,12 @@ function Recover({ endpoint }) {
       setError(err);
     }
   };
-  // The submit only asks; the recover starts on the confirm.
-  const submit = (e) => {
-    e.preventDefault();
-    setAsking(true);
-  };
-  return html`<form class="inline" onSubmit=${submit} data-test="recover">
+  // The recover starts on the confirm only, not on Enter.
+  return html`<form class="inline" onSubmit=${(e) => e.preventDefault()} data-test="recover">
     <div class="field"><label for="recover-since">Recover failed since (UTC)</label>
       <input id="recover-since" type="datetime-local" required value=${since} onInput=${(e) => setSince(e.target.value)} data-test="recover-since" /></div>
-    ${asking
-      ? html`<span class="confirm" role="group" aria-label="Recover" data-test="recover-submit-question">
-          <span class="question">Send again every notification to ${endpoint.uid || endpoint.id} that failed since ${time(fromLocalInput(since))}?</span>
-          <button type="button" class="danger" data-test="confirm" onClick=${start}>Recover</button>
-          <button type="button" class="secondary" data-test="confirm-not-now" onClick=${() => setAsking(false)}>Not now</button>
-        </span>`
-      : html`<button type="submit" data-test="recover-submit">Recover</button>`}
+    <${ConfirmButton} label="Recover" test="recover-submit" run=${start}
+      question=${`Send again every notification to ${endpoint.uid || endpoint.id} that failed since ${time(fromLocalInput(since))}?`} />
     <${ErrorNote} error=${error} />
     ${operation && html`<${Operation} id=${operation} />`}
   </form>`;
