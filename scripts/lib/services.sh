@@ -56,11 +56,17 @@ find_redis_server() {
   return 0
 }
 
-# Prints a TCP port on 127.0.0.1 that nothing listens on right now.
+# Prints a TCP port on 127.0.0.1 that nothing listens on right now, below
+# the kernel's ephemeral range: a port in that range can be the local end
+# of an outgoing connection (hookd's to PostgreSQL, say), which nothing
+# listens on but a bind still refuses (the README check's receiver failed
+# so once, "Address already in use").
 free_port() {
-  local p
+  local p low=10000 high
+  high=$(awk '{ print $1 - 1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+  if ! [ "${high:-0}" -gt $((low + 1000)) ] 2>/dev/null; then high=32767; fi
   for _ in $(seq 1 200); do
-    p=$(( (RANDOM % 30000) + 20000 ))
+    p=$(( (RANDOM % (high - low + 1)) + low ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
   done
   log "no free port found"; exit 1
