@@ -27,7 +27,7 @@ function read(id) {
 // owner and description. The full id is the link's title, and what a
 // copy of the link's text gives.
 export function EndpointName({ id, link = true, test }) {
-  const [endpoint, setEndpoint] = useState(() => null);
+  const [endpoint, setEndpoint] = useState(null);
   useEffect(() => {
     let live = true;
     if (id) read(id).then((found) => live && setEndpoint(found));

@@ -30,6 +30,7 @@ mod notifications;
 mod operations;
 mod operator;
 mod ordering;
+mod ordering_retention;
 #[cfg(test)]
 mod plans;
 mod pull;

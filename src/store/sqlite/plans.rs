@@ -212,7 +212,7 @@ async fn the_key_rows_a_create_wrote_are_read_back_by_their_keys() {
 #[tokio::test]
 async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
     let (_dir, store) = migrated().await;
-    let page = plan(&store, super::ordering::KEY_PAGE).await;
+    let page = plan(&store, super::ordering_retention::KEY_PAGE).await;
     assert_uses(&page, "sqlite_autoindex_order_keys_1");
     assert!(page.contains("INDEX notifications_order"), "{page}");
 }
@@ -222,7 +222,7 @@ async fn a_page_of_ordering_keys_walks_their_key_and_probes_the_order_index() {
 #[tokio::test]
 async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index() {
     let (_dir, store) = migrated().await;
-    let orphans = plan(&store, super::ordering::ORPHANS).await;
+    let orphans = plan(&store, super::ordering_retention::ORPHANS).await;
     assert!(orphans.contains("INDEX notifications_behind"), "{orphans}");
     assert!(orphans.contains("INDEX notifications_order"), "{orphans}");
     assert!(!orphans.contains("SCAN notifications"), "{orphans}");

@@ -13,20 +13,25 @@ use super::fixtures::{
 };
 use super::Backend;
 
+/// A stored endpoint ordered by key, with `on_failure`.
+async fn ordered<S: Backend>(store: &S, on_failure: OnFailure) -> Endpoint {
+    create(
+        store,
+        Endpoint {
+            ordering: KeyOrdering::Key,
+            ordering_on_failure: on_failure,
+            ..endpoint()
+        },
+    )
+    .await
+}
+
 pub async fn a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again<
     S: Backend,
 >(
     store: S,
 ) {
-    let shop = create(
-        &store,
-        Endpoint {
-            ordering: KeyOrdering::Key,
-            ordering_on_failure: OnFailure::Hold,
-            ..endpoint()
-        },
-    )
-    .await;
+    let shop = ordered(&store, OnFailure::Hold).await;
     let holder = commit_new(&store, keyed(&shop, "order-7")).await;
     record(&store, &[attempt(holder, shop.id, 1, FAILED)]).await;
     let second = commit_new(&store, keyed(&shop, "order-7")).await;
@@ -60,15 +65,7 @@ pub async fn a_notification_waiting_for_a_holder_retention_removed_is_its_keys_h
 /// what it costs beside a few: each page goes on after the last, and the
 /// one that reaches the end says so, for the walk to start again.
 pub async fn the_walk_for_orphans_goes_a_page_at_a_time_and_comes_round<S: Backend>(store: S) {
-    let shop = create(
-        &store,
-        Endpoint {
-            ordering: KeyOrdering::Key,
-            ordering_on_failure: OnFailure::Hold,
-            ..endpoint()
-        },
-    )
-    .await;
+    let shop = ordered(&store, OnFailure::Hold).await;
     let mut waiting = Vec::new();
     for key in ["order-1", "order-2", "order-3"] {
         let holder = commit_new(&store, keyed(&shop, key)).await;
@@ -103,14 +100,7 @@ pub async fn the_walk_for_orphans_goes_a_page_at_a_time_and_comes_round<S: Backe
 pub async fn the_walks_that_fill_the_index_leave_out_one_waiting_behind_its_key<S: Backend>(
     store: S,
 ) {
-    let shop = create(
-        &store,
-        Endpoint {
-            ordering: KeyOrdering::Key,
-            ..endpoint()
-        },
-    )
-    .await;
+    let shop = ordered(&store, OnFailure::Continue).await;
     let head = commit_new(&store, keyed(&shop, "order-9")).await;
     let second = commit_new(&store, keyed(&shop, "order-9")).await;
     for (walk, found) in index_walks(&store, &[head, second]).await {
@@ -164,14 +154,7 @@ async fn owed<S: Backend>(store: &S) -> Vec<Uuid> {
 /// in the same transaction; a retry of the head releases nothing, nor does
 /// an end recorded as not ordered.
 pub async fn recording_the_end_of_a_keys_head_names_the_next_one_it_released<S: Backend>(store: S) {
-    let shop = create(
-        &store,
-        Endpoint {
-            ordering: KeyOrdering::Key,
-            ..endpoint()
-        },
-    )
-    .await;
+    let shop = ordered(&store, OnFailure::Continue).await;
     let head = commit_new(&store, keyed(&shop, "order-8")).await;
     let next = commit_new(&store, keyed(&shop, "order-8")).await;
     let ordered = |number, outcome| {
