@@ -155,6 +155,7 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         "/v1/notifications"
         | "/v1/notifications/batch"
         | "/v1/notifications/cancel"
+        | "/v1/notifications/retry"
         | "/v1/notifications/{id}/cancel"
         | "/v1/notifications/{id}/retry"
         | "/v1/events"

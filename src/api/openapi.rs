@@ -33,6 +33,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         endpoints::rotate_secret,
         endpoints::end_overlap,
         recover::recover,
+        recover::bulk_retry,
         recover::read,
         notifications::create,
         notifications::create_batch,

@@ -1,7 +1,9 @@
-//! Recover after an outage (docs/design.md §16): `POST
-//! /v1/endpoints/{endpoint}/recover` starts an operation that restarts
-//! the endpoint's notifications that ended `failed` in a window, and
-//! answers 202 at once; `GET /v1/operations/{id}` follows it.
+//! Operations (docs/design.md §16, §18): `POST
+//! /v1/endpoints/{endpoint}/recover` starts one that restarts the
+//! endpoint's notifications that ended `failed` in a window, `POST
+//! /v1/notifications/retry` one that restarts those that failed and match
+//! a filter (or, `dry_run`, counts them); each answers 202 at once, and
+//! `GET /v1/operations/{id}` follows it.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -13,15 +15,18 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::OptionalJsonBody;
+use super::extract::{JsonBody, OptionalJsonBody};
 use super::AppState;
+use crate::domain::bulk::BulkFilter;
 use crate::domain::operation::{OperationKind, OperationStatus};
 use crate::domain::problem::ErrorCode;
+use crate::service::bulk::BulkRetry;
 use crate::store::operations::{Operation, Started};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/endpoints/{endpoint}/recover", post(recover))
+        .route("/v1/notifications/retry", post(bulk_retry))
         .route("/v1/operations/{id}", get(read))
 }
 
@@ -47,12 +52,18 @@ pub struct OperationView {
     pub kind: OperationKind,
     pub endpoint_id: Uuid,
     pub status: OperationStatus,
-    /// Failed notifications of the window found so far.
+    /// Failed notifications of the window (a retry: that its filter holds)
+    /// found so far.
     pub matched: i64,
     /// Of those, restarted as a new attempt series (due now).
     pub started: i64,
+    /// The failures it reads: a recover's window; a retry's, from the
+    /// beginning to when it started.
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
+    /// A retry's filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<BulkFilter>,
     pub created_at: DateTime<Utc>,
     /// When it ended `done` or `failed`; null while it runs.
     pub finished_at: Option<DateTime<Utc>>,
@@ -72,6 +83,7 @@ impl From<Operation> for OperationView {
             started: operation.started,
             since: operation.window.since,
             until: operation.window.until,
+            filter: operation.filter,
             created_at: operation.created_at,
             finished_at: operation.finished_at,
             error: operation.error,
@@ -107,7 +119,13 @@ pub async fn recover(
             request.until.as_deref(),
         )
         .await?;
-    Ok(match started {
+    Ok(answer(started))
+}
+
+/// 202 with the operation started, or 409 with the one of its kind that
+/// runs for the endpoint.
+fn answer(started: Started) -> Response {
+    match started {
         Started::Started(operation) => {
             (StatusCode::ACCEPTED, Json(OperationView::from(operation))).into_response()
         }
@@ -115,7 +133,8 @@ pub async fn recover(
             let error = ApiError::Conflict {
                 code: ErrorCode::OperationRunning,
                 message: format!(
-                    "a recover of this endpoint runs: operation {}; wait until it is done",
+                    "a {} of this endpoint runs: operation {}; wait until it is done",
+                    operation.kind.as_str(),
                     operation.id
                 ),
             };
@@ -125,7 +144,76 @@ pub async fn recover(
             };
             (StatusCode::CONFLICT, Json(body)).into_response()
         }
-    })
+    }
+}
+
+/// Which failed notifications to restart: those of `endpoint` that the
+/// other fields (each as the list's filter of that name) all hold.
+#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkRetryRequest {
+    /// Required: the endpoint's id or uid.
+    pub endpoint: Option<String>,
+    /// Only `failed` (the default): pending notifications are on their way,
+    /// succeeded and cancelled ones are final.
+    pub status: Option<String>,
+    /// The notification's type, or its event's.
+    pub event_type: Option<String>,
+    /// A prefix of the notification's key, or of its event's.
+    pub key_prefix: Option<String>,
+    /// RFC 3339: created at or after.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_after: Option<String>,
+    /// RFC 3339: created before.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_before: Option<String>,
+    /// Count what it would restart, and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// A dry run's answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Matched {
+    /// Failed notifications it would restart now.
+    pub matched: i64,
+}
+
+#[utoipa::path(operation_id = "retry_notifications", post, path = "/v1/notifications/retry", tag = "notifications",
+    request_body = BulkRetryRequest,
+    responses((status = 200, body = Matched, description = "`dry_run`: how many it would restart; nothing changed"),
+        (status = 202, body = OperationView, description = "started: every failed notification of the endpoint that the filter holds (failed until now) is restarted as a new series, due now, in pages; poll `GET /v1/operations/{id}`"),
+        (status = 409, body = RecoverRunning, description = "a retry of this endpoint runs (`operation_running`): it is in `operation`"),
+        (status = 422, body = ErrorBody, description = "`endpoint` missing or unknown, `status` other than `failed`, or a filter no notification can match; `error.field` names it")))]
+pub async fn bulk_retry(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<BulkRetryRequest>,
+) -> Result<Response, ApiError> {
+    let Some(endpoint) = request.endpoint else {
+        return Err(ApiError::invalid(
+            ErrorCode::MissingField,
+            "endpoint",
+            "endpoint is required: the id or uid whose failed notifications are retried",
+        ));
+    };
+    let created = super::filters::created(
+        request.created_after.as_deref(),
+        request.created_before.as_deref(),
+    )?;
+    let filter = BulkFilter::asked(
+        request.status.as_deref(),
+        request.event_type,
+        request.key_prefix,
+        created,
+    )?;
+    match state
+        .recovery
+        .start_retry(&endpoint, filter, request.dry_run)
+        .await?
+    {
+        BulkRetry::Matched(matched) => Ok(Json(Matched { matched }).into_response()),
+        BulkRetry::Started(started) => Ok(answer(*started)),
+    }
 }
 
 #[utoipa::path(operation_id = "read_operation", get, path = "/v1/operations/{id}", tag = "endpoints",

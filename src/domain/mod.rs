@@ -12,6 +12,7 @@
 
 pub mod bounded;
 pub mod breaker;
+pub mod bulk;
 pub mod created;
 pub mod fields;
 pub mod heal;

@@ -1,7 +1,9 @@
-//! Operations (docs/design.md §16): work the API starts and answers at once,
-//! run in the background in pages, resumed after a restart. The one kind
-//! is `recover`: restart, as new series, an endpoint's notifications that
-//! ended `failed` in a window. This decides the window a request asks for,
+//! Operations (docs/design.md §16, §18): work the API starts and answers at
+//! once, run in the background in pages, resumed after a restart. Two
+//! kinds: `recover` restarts, as new series, an endpoint's notifications
+//! that ended `failed` in a window; `retry` restarts those that failed and
+//! match a filter (`domain::bulk`). Both page over the same rows, the
+//! endpoint's failed notifications by the time they failed. This decides the window a request asks for,
 //! which notifications it holds, whether a runner may take an operation
 //! (its lease), and what a page makes of the operation. No I/O: the store
 //! reads and compare-and-sets what is decided here.
@@ -63,17 +65,25 @@ impl OperationStatus {
 pub enum OperationKind {
     /// Restart an endpoint's notifications that failed in a window.
     Recover,
+    /// Restart an endpoint's failed notifications that match a filter
+    /// (`POST /v1/notifications/retry`).
+    Retry,
 }
 
 impl OperationKind {
     pub fn as_str(self) -> &'static str {
         match self {
             OperationKind::Recover => "recover",
+            OperationKind::Retry => "retry",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        (text == "recover").then_some(OperationKind::Recover)
+        match text {
+            "recover" => Some(OperationKind::Recover),
+            "retry" => Some(OperationKind::Retry),
+            _ => None,
+        }
     }
 }
 
@@ -175,9 +185,9 @@ pub fn lease_until(now: DateTime<Utc>) -> DateTime<Utc> {
     now + chrono::Duration::from_std(LEASE).expect("the lease fits a chrono duration")
 }
 
-/// Where a page leaves its operation: the page found `found` rows of at
-/// most `limit`, the last at `last` (its failure time and id), and
-/// restarted `started` of them.
+/// Where a page leaves its operation: the page read `found` rows of at
+/// most `limit`, the last at `last` (its failure time and id), of which
+/// `matched` match the operation's filter and `started` were restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paged {
     pub matched: i64,
@@ -189,18 +199,19 @@ pub struct Paged {
 }
 
 /// What a page of `found` rows (of at most `limit`), the last at `last`,
-/// `started` of them restarted, makes of an operation at `cursor`. A page
-/// shorter than its limit is the last: the window's end has been reached
-/// (rows that fail later end after `until`, never inside the window).
+/// `matched` of them matching and `started` restarted, makes of an
+/// operation at `cursor`. A page shorter than its limit is the last: the
+/// window's end has been reached (rows that fail later end after `until`,
+/// never inside the window).
 pub fn after_page(
     cursor: Option<(DateTime<Utc>, Uuid)>,
-    found: usize,
+    (found, matched): (usize, usize),
     last: Option<(DateTime<Utc>, Uuid)>,
     started: usize,
     limit: i64,
 ) -> Paged {
     Paged {
-        matched: found as i64,
+        matched: matched as i64,
         started: started as i64,
         cursor: last.or(cursor),
         done: (found as i64) < limit,
@@ -302,7 +313,7 @@ mod tests {
     #[test]
     fn a_short_page_is_the_last_and_an_empty_one_keeps_the_cursor() {
         let id = Uuid::now_v7();
-        let full = after_page(None, 500, Some((at(5), id)), 500, 500);
+        let full = after_page(None, (500, 500), Some((at(5), id)), 500, 500);
         assert_eq!(
             full,
             Paged {
@@ -312,9 +323,16 @@ mod tests {
                 done: false
             }
         );
-        let short = after_page(Some((at(5), id)), 3, Some((at(6), id)), 3, 500);
+        let short = after_page(Some((at(5), id)), (3, 3), Some((at(6), id)), 3, 500);
         assert!(short.done);
-        let empty = after_page(Some((at(5), id)), 0, None, 0, 500);
+        let filtered = after_page(None, (500, 2), Some((at(7), id)), 1, 500);
+        assert_eq!((filtered.matched, filtered.started), (2, 1));
+        assert_eq!(filtered.cursor, Some((at(7), id)));
+        assert!(
+            !filtered.done,
+            "a full page read is not the last, whatever matched"
+        );
+        let empty = after_page(Some((at(5), id)), (0, 0), None, 0, 500);
         assert_eq!(empty.cursor, Some((at(5), id)));
         assert!(empty.done);
     }

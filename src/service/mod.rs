@@ -13,6 +13,7 @@
 
 mod breaker;
 mod breaker_fields;
+pub mod bulk;
 mod commit;
 mod endpoint_fields;
 pub mod endpoints;

@@ -47,8 +47,21 @@ struct Inner {
 impl Recovery {
     /// The time now by the one clock (`crate::clock`): the store's, which
     /// decides an operation's lease with the time given here.
-    fn now(&self) -> chrono::DateTime<Utc> {
+    pub(super) fn now(&self) -> chrono::DateTime<Utc> {
         self.0.store.clock().now()
+    }
+
+    pub(super) fn service(&self) -> &Service {
+        &self.0.service
+    }
+
+    pub(super) fn store(&self) -> &SharedOperations {
+        &self.0.store
+    }
+
+    /// An operation started in this process: look now, not at the next tick.
+    pub(super) fn wake(&self) {
+        self.0.wake.notify_one();
     }
 
     pub fn new(store: SharedOperations, service: Service) -> Self {
@@ -159,8 +172,8 @@ impl Recovery {
                         .operation
                         .filter(|o| o.status != OperationStatus::Running)
                     {
-                        tracing::info!(operation_id = %id, %endpoint_id, matched = after.matched,
-                            started = after.started, "recover done");
+                        tracing::info!(operation_id = %id, %endpoint_id, kind = after.kind.as_str(),
+                            matched = after.matched, started = after.started, "operation done");
                         return;
                     }
                 }

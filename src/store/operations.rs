@@ -1,11 +1,16 @@
 //! Operations as the store keeps them (`operations` table): a recover's
-//! window, its counts, where its next page starts, and who works it until
-//! when. What each is for is decided in `domain::operation`.
+//! window or a bulk retry's filter, its counts, where its next page
+//! starts, and who works it until when. What each is for is decided in
+//! `domain::operation` and `domain::bulk`.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::domain::operation::{OperationKind, OperationStatus, Window};
+use crate::domain::bulk::{BulkFilter, Candidate};
+use crate::domain::lease::Lease;
+use crate::domain::operation::{restart, OperationKind, OperationStatus, Window};
+use crate::domain::status::Status;
+use crate::domain::transition::Retried;
 
 /// An operation, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,7 +19,11 @@ pub struct Operation {
     pub kind: OperationKind,
     pub endpoint_id: Uuid,
     pub status: OperationStatus,
+    /// The failures a page reads: a recover's window; a bulk retry's from
+    /// the beginning to when it started.
     pub window: Window,
+    /// What a bulk retry restarts of those (`None` for a recover: all).
+    pub filter: Option<BulkFilter>,
     /// Failed notifications of the window found so far.
     pub matched: i64,
     /// Of those, restarted as a new series.
@@ -39,6 +48,7 @@ impl Operation {
             endpoint_id,
             status: OperationStatus::Running,
             window,
+            filter: None,
             matched: 0,
             started: 0,
             cursor: None,
@@ -50,6 +60,78 @@ impl Operation {
             finished_at: None,
         }
     }
+
+    /// A bulk retry of `endpoint_id`'s failed notifications that `filter`
+    /// holds, made at `now`: over every failure until `now` (those that
+    /// fail again after it, restarted by this one or not, are left).
+    pub fn retry(endpoint_id: Uuid, filter: BulkFilter, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: OperationKind::Retry,
+            filter: Some(filter),
+            ..Self::recover(endpoint_id, bulk_window(now), now)
+        }
+    }
+
+    /// Whether a failed notification a page read is one this restarts.
+    pub fn holds(&self, row: &FailedRow) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|filter| filter.holds(row.candidate()))
+    }
+}
+
+/// A bulk retry's failures: every one until `now`.
+pub fn bulk_window(now: DateTime<Utc>) -> Window {
+    Window {
+        since: DateTime::UNIX_EPOCH,
+        until: now,
+    }
+}
+
+/// A failed notification as a page reads it: what the restart rule and
+/// a bulk retry's filter need.
+#[derive(Debug, Clone)]
+pub struct FailedRow {
+    pub id: Uuid,
+    pub status: Status,
+    pub attempts: i32,
+    pub lease: Option<Lease>,
+    pub completed_at: DateTime<Utc>,
+    pub pull: bool,
+    pub created_at: DateTime<Utc>,
+    /// Its own, or its event's.
+    pub event_type: Option<String>,
+    /// Its own, or its event's.
+    pub key: Option<String>,
+}
+
+impl FailedRow {
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            created_at: self.created_at,
+            event_type: self.event_type.as_deref(),
+            key: self.key.as_deref(),
+        }
+    }
+}
+
+/// What a page makes of the failed rows it read (`rows`, in failure
+/// order) for `operation` at `now`: how many match it, and those it
+/// restarts with what each becomes (the single retry's rule, `restart`).
+/// Both backends' pages, and the dry run's count, decide here.
+pub(crate) fn restarts<'a>(
+    operation: &Operation,
+    rows: &'a [FailedRow],
+    now: DateTime<Utc>,
+) -> (usize, Vec<(&'a FailedRow, Retried)>) {
+    let matching: Vec<&FailedRow> = rows.iter().filter(|row| operation.holds(row)).collect();
+    let restarted = matching
+        .iter()
+        .filter_map(|row| {
+            restart(row.status, row.attempts, row.lease, now, now).map(|retried| (*row, retried))
+        })
+        .collect();
+    (matching.len(), restarted)
 }
 
 /// What starting an operation did.

@@ -518,6 +518,17 @@ pub trait OperationStore: Clocked + Send + Sync + 'static {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Option<super::operations::RecoverPage>, StoreError>;
+    /// Up to `limit` of `endpoint`'s notifications that ended failed after
+    /// `after` (failure time, id) and by `until`, in failure order, as a
+    /// page reads them but under no lock and changing nothing: a bulk
+    /// retry's dry run counts what it would restart.
+    async fn failed_page(
+        &self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<super::operations::FailedRow>, StoreError>;
     /// Ends operation `id`, held by `holder`, `failed` with `error`.
     async fn fail_operation(
         &self,

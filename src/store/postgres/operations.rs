@@ -11,14 +11,16 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::PgStore;
+use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, restart, OperationKind, OperationStatus, Window};
-use crate::domain::status::Status;
-use crate::store::operations::{lease_first, Operation, RecoverPage, Started, LEASE_CANDIDATES};
+use crate::domain::operation::{after_page, OperationKind, OperationStatus, Window};
+use crate::store::operations::{
+    lease_first, restarts, FailedRow, Operation, RecoverPage, Started, LEASE_CANDIDATES,
+};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
-const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, matched, started, \
+const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, filter, matched, started, \
     cursor_at, cursor_id, lease_holder, lease_until, error, created_at, updated_at, finished_at";
 
 fn operation(row: &PgRow) -> Result<Operation, sqlx::Error> {
@@ -30,6 +32,11 @@ fn operation(row: &PgRow) -> Result<Operation, sqlx::Error> {
     let status: String = row.try_get("status")?;
     let cursor_at: Option<DateTime<Utc>> = row.try_get("cursor_at")?;
     let cursor_id: Option<Uuid> = row.try_get("cursor_id")?;
+    let filter: Option<String> = row.try_get("filter")?;
+    let filter = filter
+        .map(|text| serde_json::from_str::<BulkFilter>(&text))
+        .transpose()
+        .map_err(|_| decode("filter", "filter"))?;
     Ok(Operation {
         id: row.try_get("id")?,
         kind: OperationKind::parse(&kind).ok_or_else(|| decode("kind", "kind"))?,
@@ -39,6 +46,7 @@ fn operation(row: &PgRow) -> Result<Operation, sqlx::Error> {
             since: row.try_get("since")?,
             until: row.try_get("until")?,
         },
+        filter,
         matched: row.try_get("matched")?,
         started: row.try_get("started")?,
         cursor: cursor_at.zip(cursor_id),
@@ -67,38 +75,77 @@ async fn read(
         .await?)
 }
 
-/// A recover's page: the endpoint's failed notifications after the
-/// cursor, to the window's end, oldest failure first, under their lock.
-/// On `notifications_failed_by_endpoint`, it reads the page's rows and no
-/// more (`plan_tests`).
-pub(super) const RECOVER_PAGE: &str =
-    "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull \
-     FROM notifications \
-     WHERE endpoint_id = $1 AND status = 'failed' \
-       AND (completed_at, id) > ($2, $3) AND completed_at <= $4 \
-     ORDER BY completed_at, id LIMIT $5 FOR UPDATE";
+/// A page of an operation: the endpoint's failed notifications after the
+/// cursor, to the window's end, oldest failure first, each with its
+/// creation time and its type and key (its own, or else its event's) for a
+/// bulk retry's filter; `FOR UPDATE OF n` when it restarts them. On
+/// `notifications_failed_by_endpoint`, it reads the page's rows and no
+/// more, whatever the filter (`plan_tests`).
+pub(super) const FAILED_PAGE: &str =
+    "SELECT n.id, n.status, n.attempts, n.lease_id, n.leased_at, n.next_attempt_at, \
+         n.completed_at, n.pull, n.created_at, COALESCE(n.event_type, e.event_type) AS event_type, \
+         COALESCE(n.key, e.key) AS key \
+     FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+     WHERE n.endpoint_id = $1 AND n.status = 'failed' \
+       AND (n.completed_at, n.id) > ($2, $3) AND n.completed_at <= $4 \
+     ORDER BY n.completed_at, n.id LIMIT $5";
 
-/// A failed notification of a page, as the restart rule reads it.
-type FailedRow = (
-    Uuid,
-    Status,
-    i32,
-    Option<Uuid>,
-    Option<DateTime<Utc>>,
-    Option<DateTime<Utc>>,
-    DateTime<Utc>,
-    bool,
-);
+fn failed_row(row: &PgRow) -> Result<FailedRow, sqlx::Error> {
+    Ok(FailedRow {
+        id: row.try_get("id")?,
+        status: row.try_get("status")?,
+        attempts: row.try_get("attempts")?,
+        lease: Lease::stored(
+            row.try_get("lease_id")?,
+            row.try_get("leased_at")?,
+            row.try_get("next_attempt_at")?,
+        ),
+        completed_at: row.try_get("completed_at")?,
+        pull: row.try_get("pull")?,
+        created_at: row.try_get("created_at")?,
+        event_type: row.try_get("event_type")?,
+        key: row.try_get("key")?,
+    })
+}
+
+async fn failed_page(
+    executor: impl sqlx::PgExecutor<'_>,
+    endpoint: Uuid,
+    after: (DateTime<Utc>, Uuid),
+    until: DateTime<Utc>,
+    limit: i64,
+    lock: bool,
+) -> Result<Vec<FailedRow>, StoreError> {
+    let sql = if lock {
+        sqlx::AssertSqlSafe(format!("{FAILED_PAGE} FOR UPDATE OF n"))
+    } else {
+        sqlx::AssertSqlSafe(FAILED_PAGE.to_string())
+    };
+    Ok(sqlx::query(sql)
+        .bind(endpoint)
+        .bind(after.0)
+        .bind(after.1)
+        .bind(until)
+        .bind(limit)
+        .try_map(|row: PgRow| failed_row(&row))
+        .fetch_all(executor)
+        .await?)
+}
 
 #[async_trait::async_trait]
 impl OperationStore for PgStore {
     async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError> {
+        let filter = operation
+            .filter
+            .as_ref()
+            .map(|filter| serde_json::to_string(filter).expect("a filter is JSON"));
         // The running one may end between a conflict and the read: then
         // the insert is tried again.
         for _ in 0..3 {
             let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "INSERT INTO operations (id, kind, endpoint_id, status, since, until, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                "INSERT INTO operations (id, kind, endpoint_id, status, since, until, filter, \
+                     created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $8, $7, $7) \
                  ON CONFLICT (endpoint_id, kind) WHERE status = 'running' DO NOTHING \
                  RETURNING {COLUMNS}"
             )))
@@ -109,6 +156,7 @@ impl OperationStore for PgStore {
             .bind(operation.window.since)
             .bind(operation.window.until)
             .bind(operation.created_at)
+            .bind(filter.as_deref())
             .try_map(|row: PgRow| self::operation(&row))
             .fetch_optional(&self.pool)
             .await?;
@@ -190,30 +238,29 @@ impl OperationStore for PgStore {
         }
         // The first page starts at `since` (every id is above the nil one).
         let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-        let rows: Vec<FailedRow> = sqlx::query_as(RECOVER_PAGE)
-            .bind(op.endpoint_id)
-            .bind(after_at)
-            .bind(after_id)
-            .bind(op.window.until)
-            .bind(limit)
-            .fetch_all(&mut *tx)
-            .await?;
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut statuses = Vec::with_capacity(rows.len());
-        let mut series = Vec::with_capacity(rows.len());
-        let mut due = Vec::with_capacity(rows.len());
-        let mut restarted = Vec::with_capacity(rows.len());
+        let rows = failed_page(
+            &mut *tx,
+            op.endpoint_id,
+            (after_at, after_id),
+            op.window.until,
+            limit,
+            true,
+        )
+        .await?;
         // `now` is the caller's, from the one clock (`crate::clock`): the
         // rows are read as of it too.
-        for &(row_id, status, attempts, lease_id, leased_at, next_at, _, pull) in &rows {
-            let lease = Lease::stored(lease_id, leased_at, next_at);
-            if let Some(retried) = restart(status, attempts, lease, now, now) {
-                ids.push(row_id);
-                statuses.push(retried.status);
-                series.push(retried.series_start);
-                due.push(retried.next_attempt_at);
-                restarted.push((row_id, pull));
-            }
+        let (matched, restarting) = restarts(&op, &rows, now);
+        let mut ids = Vec::with_capacity(restarting.len());
+        let mut statuses = Vec::with_capacity(restarting.len());
+        let mut series = Vec::with_capacity(restarting.len());
+        let mut due = Vec::with_capacity(restarting.len());
+        let mut restarted = Vec::with_capacity(restarting.len());
+        for (row, retried) in restarting {
+            ids.push(row.id);
+            statuses.push(retried.status);
+            series.push(retried.series_start);
+            due.push(retried.next_attempt_at);
+            restarted.push((row.id, row.pull));
         }
         if !ids.is_empty() {
             sqlx::query(
@@ -233,8 +280,14 @@ impl OperationStore for PgStore {
             .await?;
         }
         let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
-        let last = rows.last().map(|row| (row.6, row.0));
-        let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
+        let last = rows.last().map(|row| (row.completed_at, row.id));
+        let paged = after_page(
+            op.cursor,
+            (rows.len(), matched),
+            last,
+            restarted.len(),
+            limit,
+        );
         let status = if paged.done {
             OperationStatus::Done
         } else {
@@ -265,6 +318,16 @@ impl OperationStore for PgStore {
             at: Some(now),
             operation: Some(after),
         }))
+    }
+
+    async fn failed_page(
+        &self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        failed_page(&self.pool, endpoint, after, until, limit, false).await
     }
 
     async fn fail_operation(

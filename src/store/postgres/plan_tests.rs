@@ -159,7 +159,8 @@ async fn a_recover_page_reads_the_failed_index_from_its_cursor(pool: PgPool) {
     .execute(&pool)
     .await
     .unwrap();
-    let plan = generic_plan(&pool, super::operations::RECOVER_PAGE, 5).await;
+    let page = format!("{} FOR UPDATE OF n", super::operations::FAILED_PAGE);
+    let plan = generic_plan(&pool, &page, 5).await;
     let text = plan.join("\n");
     assert!(
         plan.iter()

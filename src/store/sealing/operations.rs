@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Sealing;
-use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::operations::{FailedRow, Operation, RecoverPage, Started};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
@@ -33,6 +33,15 @@ impl<S: OperationStore> OperationStore for Sealing<S> {
         until: DateTime<Utc>,
     ) -> Result<Option<RecoverPage>, StoreError> {
         self.inner.recover_page(id, holder, limit, now, until).await
+    }
+    async fn failed_page(
+        &self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        self.inner.failed_page(endpoint, after, until, limit).await
     }
     async fn fail_operation(
         &self,

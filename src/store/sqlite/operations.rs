@@ -10,13 +10,16 @@ use uuid::Uuid;
 
 use super::columns::{self, micros};
 use super::{store_error, SqliteStore};
+use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, restart, OperationKind, OperationStatus, Window};
-use crate::store::operations::{lease_first, Operation, RecoverPage, Started, LEASE_CANDIDATES};
+use crate::domain::operation::{after_page, OperationKind, OperationStatus, Window};
+use crate::store::operations::{
+    lease_first, restarts, FailedRow, Operation, RecoverPage, Started, LEASE_CANDIDATES,
+};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
-const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, matched, started, \
+const COLUMNS: &str = "id, kind, endpoint_id, status, since, until, filter, matched, started, \
     cursor_at, cursor_id, lease_holder, lease_until, error, created_at, updated_at, finished_at";
 
 fn operation(row: &SqliteRow) -> Result<Operation, sqlx::Error> {
@@ -28,6 +31,11 @@ fn operation(row: &SqliteRow) -> Result<Operation, sqlx::Error> {
     let status: String = row.try_get("status")?;
     let cursor_at = columns::optional_time(row, "cursor_at")?;
     let cursor_id: Option<Uuid> = row.try_get("cursor_id")?;
+    let filter: Option<String> = row.try_get("filter")?;
+    let filter = filter
+        .map(|text| serde_json::from_str::<BulkFilter>(&text))
+        .transpose()
+        .map_err(|_| decode("filter"))?;
     Ok(Operation {
         id: row.try_get("id")?,
         kind: OperationKind::parse(&kind).ok_or_else(|| decode("kind"))?,
@@ -37,6 +45,7 @@ fn operation(row: &SqliteRow) -> Result<Operation, sqlx::Error> {
             since: columns::time(row, "since")?,
             until: columns::time(row, "until")?,
         },
+        filter,
         matched: row.try_get("matched")?,
         started: row.try_get("started")?,
         cursor: cursor_at.zip(cursor_id),
@@ -63,16 +72,6 @@ async fn read(
     .map_err(store_error)
 }
 
-/// A failed notification of a page, as the restart rule reads it.
-struct FailedRow {
-    id: Uuid,
-    status: crate::domain::status::Status,
-    attempts: i32,
-    lease: Option<Lease>,
-    completed_at: DateTime<Utc>,
-    pull: bool,
-}
-
 fn failed_row(row: &SqliteRow) -> Result<FailedRow, sqlx::Error> {
     let leased_at = columns::optional_time(row, "leased_at")?;
     let next_at = columns::optional_time(row, "next_attempt_at")?;
@@ -83,7 +82,41 @@ fn failed_row(row: &SqliteRow) -> Result<FailedRow, sqlx::Error> {
         lease: Lease::stored(row.try_get("lease_id")?, leased_at, next_at),
         completed_at: columns::time(row, "completed_at")?,
         pull: row.try_get::<i64, _>("pull")? != 0,
+        created_at: columns::time(row, "created_at")?,
+        event_type: row.try_get("event_type")?,
+        key: row.try_get("key")?,
     })
+}
+
+/// A page of an operation, as PostgreSQL's `FAILED_PAGE`: the endpoint's
+/// failed notifications after the cursor, to the window's end, oldest
+/// failure first, each with its creation time, type and key (its own, or
+/// else its event's), over `notifications_failed_by_endpoint`.
+async fn failed_page(
+    executor: impl sqlx::SqliteExecutor<'_>,
+    endpoint: Uuid,
+    after: (DateTime<Utc>, Uuid),
+    until: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<FailedRow>, StoreError> {
+    sqlx::query(
+        "SELECT n.id, n.status, n.attempts, n.lease_id, n.leased_at, n.next_attempt_at, \
+             n.completed_at, n.pull, n.created_at, \
+             coalesce(n.event_type, e.event_type) AS event_type, coalesce(n.key, e.key) AS key \
+         FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+         WHERE n.endpoint_id = ?1 AND n.status = 'failed' \
+           AND (n.completed_at, n.id) > (?2, ?3) AND n.completed_at <= ?4 \
+         ORDER BY n.completed_at, n.id LIMIT ?5",
+    )
+    .bind(endpoint)
+    .bind(micros(after.0))
+    .bind(after.1)
+    .bind(micros(until))
+    .bind(limit)
+    .try_map(|row: SqliteRow| failed_row(&row))
+    .fetch_all(executor)
+    .await
+    .map_err(store_error)
 }
 
 #[async_trait::async_trait]
@@ -104,8 +137,9 @@ impl OperationStore for SqliteStore {
             return Ok(Started::Running(running));
         }
         let started = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO operations (id, kind, endpoint_id, status, since, until, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING {COLUMNS}"
+            "INSERT INTO operations (id, kind, endpoint_id, status, since, until, filter, \
+                 created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7, ?7) RETURNING {COLUMNS}"
         )))
         .bind(operation.id)
         .bind(operation.kind.as_str())
@@ -114,6 +148,12 @@ impl OperationStore for SqliteStore {
         .bind(micros(operation.window.since))
         .bind(micros(operation.window.until))
         .bind(micros(operation.created_at))
+        .bind(
+            operation
+                .filter
+                .as_ref()
+                .map(|filter| serde_json::to_string(filter).expect("a filter is JSON")),
+        )
         .try_map(|row: SqliteRow| self::operation(&row))
         .fetch_one(&mut *tx)
         .await
@@ -182,27 +222,17 @@ impl OperationStore for SqliteStore {
         }
         // The first page starts at `since` (every id is above the nil one).
         let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-        let rows = sqlx::query(
-            "SELECT id, status, attempts, lease_id, leased_at, next_attempt_at, completed_at, pull \
-             FROM notifications \
-             WHERE endpoint_id = ?1 AND status = 'failed' \
-               AND (completed_at, id) > (?2, ?3) AND completed_at <= ?4 \
-             ORDER BY completed_at, id LIMIT ?5",
+        let rows = failed_page(
+            &mut *tx,
+            op.endpoint_id,
+            (after_at, after_id),
+            op.window.until,
+            limit,
         )
-        .bind(op.endpoint_id)
-        .bind(micros(after_at))
-        .bind(after_id)
-        .bind(micros(op.window.until))
-        .bind(limit)
-        .try_map(|row: SqliteRow| failed_row(&row))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        let mut restarted = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let Some(retried) = restart(row.status, row.attempts, row.lease, now, read_at) else {
-                continue;
-            };
+        .await?;
+        let (matched, restarting) = restarts(&op, &rows, read_at);
+        let mut restarted = Vec::with_capacity(restarting.len());
+        for (row, retried) in restarting {
             sqlx::query(
                 "UPDATE notifications SET status = ?2, series_start = ?3, \
                      next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
@@ -221,7 +251,13 @@ impl OperationStore for SqliteStore {
         let ids: Vec<Uuid> = restarted.iter().map(|(id, _)| *id).collect();
         let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
         let last = rows.last().map(|row| (row.completed_at, row.id));
-        let paged = after_page(op.cursor, rows.len(), last, restarted.len(), limit);
+        let paged = after_page(
+            op.cursor,
+            (rows.len(), matched),
+            last,
+            restarted.len(),
+            limit,
+        );
         let status = if paged.done {
             OperationStatus::Done
         } else {
@@ -253,6 +289,16 @@ impl OperationStore for SqliteStore {
             at: Some(now),
             operation: Some(after),
         }))
+    }
+
+    async fn failed_page(
+        &self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        failed_page(&self.reader, endpoint, after, until, limit).await
     }
 
     async fn fail_operation(

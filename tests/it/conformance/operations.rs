@@ -1,18 +1,22 @@
 //! Operations (`seams::OperationStore`, docs/design.md §16): one running
 //! per endpoint and kind, a lease that one holder has until it runs out or
 //! is given back, a recover that pages through the failed rows of its
-//! window only for its holder, and retention that takes only finished
-//! operations. Every time a rule compares is passed in, so the cases move
+//! window only for its holder, a bulk retry that restarts only what its
+//! filter holds (an event's delivery by its event's type), and retention
+//! that takes only finished operations. Every time a rule compares is passed in, so the cases move
 //! time forward by passing a later `now`.
 
 use chrono::{DateTime, Duration, Utc};
+use hookd::domain::bulk::BulkFilter;
 use hookd::domain::id::new_id;
 use hookd::domain::operation::{OperationStatus, Window};
 use hookd::domain::status::Status;
 use hookd::store::operations::{Operation, Started};
 use uuid::Uuid;
 
-use super::fixtures::{attempt, create, endpoint, get, pending, record, FAILED};
+use super::fixtures::{
+    attempt, commit_new, create, endpoint, event, get, notification, pending, record, FAILED,
+};
 use super::Backend;
 
 /// Now, at the microsecond every backend keeps.
@@ -241,6 +245,89 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
     for id in [ended[0].0, ended[4].0, elsewhere] {
         assert_eq!(get(&store, id).await.status, Status::Failed, "{id}");
     }
+    assert_eq!(get(&store, still_pending).await.attempts, 0);
+}
+
+/// Ends `id` failed; when.
+async fn fail<S: Backend>(store: &S, endpoint: Uuid, id: Uuid) -> DateTime<Utc> {
+    assert_eq!(
+        record(store, &[attempt(id, endpoint, 1, FAILED)]).await,
+        [id]
+    );
+    get(store, id).await.completed_at.expect("ended")
+}
+
+/// Leases `operation` (the only one running) and works one page of 10.
+async fn one_page<S: Backend>(
+    store: &S,
+    operation: &Operation,
+    at: DateTime<Utc>,
+) -> hookd::store::operations::RecoverPage {
+    let (holder, until) = (new_id(), at + Duration::seconds(30));
+    let leased = store.lease_operation(holder, at, until).await.unwrap();
+    assert_eq!(leased.map(|o| o.id), Some(operation.id));
+    store
+        .recover_page(operation.id, holder, 10, at, until)
+        .await
+        .unwrap()
+        .expect("the holder pages")
+}
+
+pub async fn a_bulk_retry_restarts_only_the_failed_rows_its_filter_holds<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let keyed = |key: &str| {
+        let mut item = notification(&shop);
+        item.key = Some(key.to_string());
+        item
+    };
+    let first = commit_new(&store, keyed("order-1")).await;
+    let second = commit_new(&store, keyed("order-2")).await;
+    let other_key = commit_new(&store, keyed("invoice-1")).await;
+    let (_, deliveries) = event(&store, None, "order.refunded", &[&shop]).await;
+    let delivery = deliveries[0];
+    for id in [first, second, other_key, delivery] {
+        fail(&store, shop.id, id).await;
+    }
+    let still_pending = pending(&store, &shop).await;
+    let at = now();
+
+    // A page as a dry run reads it: every failure, the delivery with its
+    // event's type.
+    let read = store
+        .failed_page(shop.id, (DateTime::UNIX_EPOCH, Uuid::nil()), at, 10)
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = read.iter().map(|row| row.id).collect();
+    assert_eq!(ids, [first, second, other_key, delivery]);
+    assert_eq!(read[3].event_type.as_deref(), Some("order.refunded"));
+    assert_eq!(read[0].key.as_deref(), Some("order-1"));
+
+    let by_key = BulkFilter {
+        key_prefix: Some("order-".into()),
+        ..BulkFilter::default()
+    };
+    let operation = started(&store, &Operation::retry(shop.id, by_key.clone(), at)).await;
+    assert_eq!(operation.filter, Some(by_key));
+    let page = one_page(&store, &operation, at).await;
+    assert_eq!(page.restarted, [(first, false), (second, false)]);
+    let done = page.operation.unwrap();
+    assert_eq!(
+        (done.matched, done.started, done.status),
+        (2, 2, OperationStatus::Done)
+    );
+    for id in [other_key, delivery] {
+        assert_eq!(get(&store, id).await.status, Status::Failed);
+    }
+
+    // By the event's type: the delivery only.
+    let refunds = BulkFilter {
+        event_type: Some("order.refunded".into()),
+        ..BulkFilter::default()
+    };
+    let operation = started(&store, &Operation::retry(shop.id, refunds, at)).await;
+    let page = one_page(&store, &operation, at).await;
+    assert_eq!(page.restarted, [(delivery, false)]);
+    assert_eq!(get(&store, other_key).await.status, Status::Failed);
     assert_eq!(get(&store, still_pending).await.attempts, 0);
 }
 

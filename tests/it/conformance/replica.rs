@@ -61,7 +61,7 @@ use hookd::store::events::{Event, EventFilter, Subscriber};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use hookd::store::notifications::{Notification, NotificationFilter};
-use hookd::store::operations::{Operation, RecoverPage, Started};
+use hookd::store::operations::{FailedRow, Operation, RecoverPage, Started};
 use hookd::store::partitions::PartitionUpkeep;
 use hookd::store::postgres::PgStore;
 use hookd::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
@@ -291,6 +291,7 @@ through!(OperationStore => primary {
     fn get_operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError>;
     fn lease_operation(&self, holder: Uuid, now: DateTime<Utc>, until: DateTime<Utc>) -> Result<Option<Operation>, StoreError>;
     fn recover_page(&self, id: Uuid, holder: Uuid, limit: i64, now: DateTime<Utc>, until: DateTime<Utc>) -> Result<Option<RecoverPage>, StoreError>;
+    fn failed_page(&self, endpoint: Uuid, after: (DateTime<Utc>, Uuid), until: DateTime<Utc>, limit: i64) -> Result<Vec<FailedRow>, StoreError>;
     fn fail_operation(&self, id: Uuid, holder: Uuid, error: &str, now: DateTime<Utc>) -> Result<(), StoreError>;
     fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError>;
     fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;

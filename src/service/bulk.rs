@@ -1,0 +1,80 @@
+//! Bulk retry by filter (docs/design.md §18): `POST /v1/notifications/retry`
+//! starts an operation of kind `retry` that `Recovery` runs as it runs a
+//! recover (one page of the endpoint's failed notifications at a time,
+//! each page's restarts and the operation's progress in one transaction,
+//! resumed by whichever process holds its lease), restarting those its
+//! filter holds (`domain::bulk`). A dry run counts them with the same
+//! pages and the same rule, under no lock, and changes nothing.
+
+use super::recover::Recovery;
+use super::ServiceError;
+use crate::domain::bulk::BulkFilter;
+use crate::domain::operation::PAGE;
+use crate::domain::problem::{shown, ErrorCode, Problem};
+use crate::store::endpoints::EndpointRef;
+use crate::store::operations::{bulk_window, restarts, Operation, Started};
+
+/// What a bulk retry request did.
+#[derive(Debug)]
+pub enum BulkRetry {
+    /// A dry run: how many failed notifications it would restart now.
+    Matched(i64),
+    Started(Box<Started>),
+}
+
+impl Recovery {
+    /// A bulk retry of endpoint `endpoint`'s (id or uid) failed
+    /// notifications that `filter` holds: started, unless one runs for the
+    /// endpoint; or, `dry_run`, counted.
+    pub async fn start_retry(
+        &self,
+        endpoint: &str,
+        filter: BulkFilter,
+        dry_run: bool,
+    ) -> Result<BulkRetry, ServiceError> {
+        let now = self.now();
+        let found = self
+            .service()
+            .store
+            .find_endpoint(&EndpointRef::parse(endpoint))
+            .await?
+            .ok_or_else(|| {
+                Problem::invalid(
+                    ErrorCode::UnknownEndpoint,
+                    "endpoint",
+                    format!("no endpoint has id or uid `{}`", shown(endpoint)),
+                )
+            })?;
+        let operation = Operation::retry(found.id, filter, now);
+        if dry_run {
+            return Ok(BulkRetry::Matched(self.count(&operation).await?));
+        }
+        let started = self.store().start_operation(&operation).await?;
+        if let Started::Started(operation) = &started {
+            tracing::info!(operation_id = %operation.id, endpoint_id = %found.id,
+                filter = ?operation.filter, "bulk retry started");
+            self.wake();
+        }
+        Ok(BulkRetry::Started(Box::new(started)))
+    }
+
+    /// How many of `operation`'s failed notifications it would restart
+    /// now: every page it would read, each decided as a page decides it.
+    async fn count(&self, operation: &Operation) -> Result<i64, ServiceError> {
+        let window = bulk_window(operation.created_at);
+        let mut after = (window.since, uuid::Uuid::nil());
+        let mut total = 0;
+        loop {
+            let rows = self
+                .store()
+                .failed_page(operation.endpoint_id, after, window.until, PAGE)
+                .await?;
+            let (_, restarting) = restarts(operation, &rows, operation.created_at);
+            total += restarting.len() as i64;
+            match rows.last() {
+                Some(last) if rows.len() as i64 == PAGE => after = (last.completed_at, last.id),
+                _ => return Ok(total),
+            }
+        }
+    }
+}
