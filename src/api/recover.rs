@@ -20,7 +20,7 @@ use super::AppState;
 use crate::domain::bulk::BulkFilter;
 use crate::domain::operation::{OperationKind, OperationStatus};
 use crate::domain::problem::ErrorCode;
-use crate::service::bulk::BulkRetry;
+use crate::service::bulk::Asked;
 use crate::store::operations::{Operation, Started};
 
 pub fn router() -> Router<AppState> {
@@ -42,6 +42,9 @@ pub struct RecoverRequest {
     /// RFC 3339, not before `since`, not in the future; default: now.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub until: Option<String>,
+    /// Count what it would restart, and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// An operation: work hookd does in the background, in pages, resumed
@@ -102,7 +105,8 @@ pub struct RecoverRunning {
 #[utoipa::path(operation_id = "recover_endpoint", post, path = "/v1/endpoints/{endpoint}/recover", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
     request_body = RecoverRequest,
-    responses((status = 202, body = OperationView, description = "started: every notification of the endpoint that ended `failed` in the window is restarted as a new series, due now, in pages; poll `GET /v1/operations/{id}`"),
+    responses((status = 200, body = Matched, description = "`dry_run`: how many it would restart; nothing changed"),
+        (status = 202, body = OperationView, description = "started: every notification of the endpoint that ended `failed` in the window is restarted as a new series, due now, in pages; poll `GET /v1/operations/{id}`"),
         (status = 404, body = ErrorBody, description = "no such endpoint (or it was deleted)"),
         (status = 409, body = RecoverRunning, description = "a recover of this endpoint runs (`operation_running`): it is in `operation`"),
         (status = 422, body = ErrorBody, description = "`since` missing or not RFC 3339, a time in the future, or `until` before `since`; `error.field` names it")))]
@@ -111,15 +115,23 @@ pub async fn recover(
     Path(endpoint): Path<String>,
     OptionalJsonBody(request): OptionalJsonBody<RecoverRequest>,
 ) -> Result<Response, ApiError> {
-    let started = state
+    let asked = state
         .recovery
         .start(
             &endpoint,
             request.since.as_deref(),
             request.until.as_deref(),
+            request.dry_run,
         )
         .await?;
-    Ok(answer(started))
+    Ok(answered(asked))
+}
+
+fn answered(asked: Asked) -> Response {
+    match asked {
+        Asked::Matched(matched) => Json(Matched { matched }).into_response(),
+        Asked::Started(started) => answer(*started),
+    }
 }
 
 /// 202 with the operation started, or 409 with the one of its kind that
@@ -206,14 +218,11 @@ pub async fn bulk_retry(
         request.key_prefix,
         created,
     )?;
-    match state
+    let asked = state
         .recovery
         .start_retry(&endpoint, filter, request.dry_run)
-        .await?
-    {
-        BulkRetry::Matched(matched) => Ok(Json(Matched { matched }).into_response()),
-        BulkRetry::Started(started) => Ok(answer(*started)),
-    }
+        .await?;
+    Ok(answered(asked))
 }
 
 #[utoipa::path(operation_id = "read_operation", get, path = "/v1/operations/{id}", tag = "endpoints",

@@ -42,6 +42,10 @@ const FILES: &[(&str, &[u8])] = &[
     ("assets/endpoint.js", include_bytes!("assets/endpoint.js")),
     ("assets/events.js", include_bytes!("assets/events.js")),
     ("assets/names.js", include_bytes!("assets/names.js")),
+    (
+        "assets/operations.js",
+        include_bytes!("assets/operations.js"),
+    ),
     ("assets/favicon.svg", include_bytes!("assets/favicon.svg")),
     (
         "assets/vendor/preact.mjs",

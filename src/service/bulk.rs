@@ -3,8 +3,9 @@
 //! recover (one page of the endpoint's failed notifications at a time,
 //! each page's restarts and the operation's progress in one transaction,
 //! resumed by whichever process holds its lease), restarting those its
-//! filter holds (`domain::bulk`). A dry run counts them with the same
-//! pages and the same rule, under no lock, and changes nothing.
+//! filter holds (`domain::bulk`). A dry run (of a bulk retry, or of a
+//! recover) counts them with the same pages and the same rule, under no
+//! lock, and changes nothing.
 
 use super::recover::Recovery;
 use super::ServiceError;
@@ -12,11 +13,11 @@ use crate::domain::bulk::BulkFilter;
 use crate::domain::operation::PAGE;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::store::endpoints::EndpointRef;
-use crate::store::operations::{bulk_window, restarts, Operation, Started};
+use crate::store::operations::{restarts, Operation, Started};
 
-/// What a bulk retry request did.
+/// What a request for an operation (a recover, a bulk retry) did.
 #[derive(Debug)]
-pub enum BulkRetry {
+pub enum Asked {
     /// A dry run: how many failed notifications it would restart now.
     Matched(i64),
     Started(Box<Started>),
@@ -31,7 +32,7 @@ impl Recovery {
         endpoint: &str,
         filter: BulkFilter,
         dry_run: bool,
-    ) -> Result<BulkRetry, ServiceError> {
+    ) -> Result<Asked, ServiceError> {
         let now = self.now();
         let found = self
             .service()
@@ -45,23 +46,34 @@ impl Recovery {
                     format!("no endpoint has id or uid `{}`", shown(endpoint)),
                 )
             })?;
-        let operation = Operation::retry(found.id, filter, now);
+        self.ask(Operation::retry(found.id, filter, now), dry_run)
+            .await
+    }
+
+    /// Starts `operation` (unless one of its kind runs for its endpoint),
+    /// or, `dry_run`, counts what it would restart.
+    pub(super) async fn ask(
+        &self,
+        operation: Operation,
+        dry_run: bool,
+    ) -> Result<Asked, ServiceError> {
         if dry_run {
-            return Ok(BulkRetry::Matched(self.count(&operation).await?));
+            return Ok(Asked::Matched(self.count(&operation).await?));
         }
         let started = self.store().start_operation(&operation).await?;
         if let Started::Started(operation) = &started {
-            tracing::info!(operation_id = %operation.id, endpoint_id = %found.id,
-                filter = ?operation.filter, "bulk retry started");
+            tracing::info!(operation_id = %operation.id, endpoint_id = %operation.endpoint_id,
+                kind = operation.kind.as_str(), since = %operation.window.since,
+                until = %operation.window.until, filter = ?operation.filter, "operation started");
             self.wake();
         }
-        Ok(BulkRetry::Started(Box::new(started)))
+        Ok(Asked::Started(Box::new(started)))
     }
 
     /// How many of `operation`'s failed notifications it would restart
     /// now: every page it would read, each decided as a page decides it.
     async fn count(&self, operation: &Operation) -> Result<i64, ServiceError> {
-        let window = bulk_window(operation.created_at);
+        let window = operation.window;
         let mut after = (window.since, uuid::Uuid::nil());
         let mut total = 0;
         loop {

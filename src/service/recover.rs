@@ -17,11 +17,12 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::bulk::Asked;
 use super::{Service, ServiceError};
 use crate::domain::operation::{lease_until, OperationStatus, Window, PAGE};
 use crate::domain::problem::Problem;
 use crate::store::endpoints::EndpointRef;
-use crate::store::operations::{Operation, RecoverPage, Started};
+use crate::store::operations::{Operation, RecoverPage};
 use crate::store::seams::SharedOperations;
 use crate::store::StoreError;
 
@@ -73,13 +74,15 @@ impl Recovery {
     }
 
     /// Starts a recover of endpoint `endpoint` (id or uid) over the window
-    /// `since`..`until` asks for, unless one already runs for it.
+    /// `since`..`until` asks for, unless one already runs for it; or,
+    /// `dry_run`, counts what it would restart.
     pub async fn start(
         &self,
         endpoint: &str,
         since: Option<&str>,
         until: Option<&str>,
-    ) -> Result<Started, ServiceError> {
+        dry_run: bool,
+    ) -> Result<Asked, ServiceError> {
         let now = self.now();
         let window = Window::asked(since, until, now)?;
         let found = self
@@ -89,17 +92,8 @@ impl Recovery {
             .find_endpoint(&EndpointRef::parse(endpoint))
             .await?
             .ok_or_else(|| Problem::not_found("endpoint"))?;
-        let started = self
-            .0
-            .store
-            .start_operation(&Operation::recover(found.id, window, now))
-            .await?;
-        if let Started::Started(operation) = &started {
-            tracing::info!(operation_id = %operation.id, endpoint_id = %found.id,
-                since = %window.since, until = %window.until, "recover started");
-            self.0.wake.notify_one();
-        }
-        Ok(started)
+        self.ask(Operation::recover(found.id, window, now), dry_run)
+            .await
     }
 
     pub async fn get(&self, id: Uuid) -> Result<Option<Operation>, StoreError> {

@@ -1,6 +1,6 @@
 //! Recover after an outage (docs/design.md §16) on each backend: a recover over
-//! part of an hour of failures restarts exactly those, each delivered
-//! once; one at a time per endpoint; an operation a stopped process left
+//! part of an hour of failures counts (`dry_run`), then restarts, exactly
+//! those, each delivered once; one at a time per endpoint; an operation a stopped process left
 //! half done is finished by the next, nothing restarted twice; bad input
 //! and scopes. kill -9 with the real binary: recover_crash.rs.
 
@@ -116,6 +116,20 @@ async fn a_recover_restarts_exactly_what_failed_in_its_window_each_delivered_onc
         .collect();
     assert!((200..300).contains(&inside.len()), "{}", inside.len());
     back(&app, &receiver, "shop").await;
+
+    // A dry run counts what it would restart, and restarts nothing.
+    let (status, counted) = app
+        .post(
+            "/v1/endpoints/shop/recover",
+            json!({"since": since.to_rfc3339(), "dry_run": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{counted}");
+    assert_eq!(counted, json!({"matched": inside.len()}));
+    let failed_now = backend
+        .count("SELECT count(*) FROM notifications WHERE status = 'failed'")
+        .await;
+    assert_eq!(failed_now, 500, "a dry run restarts nothing");
 
     let (status, started) = app
         .post(

@@ -6,6 +6,7 @@
 import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLocalInput, fromLocalInput, ConfirmButton } from './ui.js';
 import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
+import { Operation, counted } from './operations.js';
 
 async function successRatio(id, window) {
   try {
@@ -35,38 +36,37 @@ async function load(id) {
   return { endpoint, hour, day, waits };
 }
 
-function Operation({ id, onDone }) {
-  const op = useLoad(() => get(path`/v1/operations/${id}`), id, 1000);
-  const o = op.data;
-  useEffect(() => {
-    if (o && o.status !== 'running' && onDone) onDone();
-  }, [o && o.status]);
-  if (!o) return op.error ? html`<${ErrorNote} error=${op.error} />` : null;
-  return html`<p class="notice" role="status" data-test="operation">
-    Recover ${o.status}: ${o.started} of ${o.matched} failed notifications restarted
-    (${time(o.since)} to ${time(o.until)})${o.error ? `; ${o.error}` : ''}.</p>`;
-}
-
 function Recover({ endpoint }) {
   const [since, setSince] = useState(toLocalInput(new Date(Date.now() - 3600e3).toISOString()));
+  const [until, setUntil] = useState('');
   const [operation, setOperation] = useState(null);
   const [error, setError] = useState(null);
+  const url = path`/v1/endpoints/${endpoint.id}/recover`;
+  // `until` left empty is now.
+  const window = () => ({ since: fromLocalInput(since), until: fromLocalInput(until) || undefined });
+  const name = endpoint.uid || endpoint.id;
   const start = async () => {
     setError(null);
     try {
-      const started = await post(path`/v1/endpoints/${endpoint.id}/recover`, { since: fromLocalInput(since) });
+      const started = await post(url, window());
       setOperation(started.id);
     } catch (err) {
       if (err.body && err.body.operation) setOperation(err.body.operation.id);
       setError(err);
     }
   };
+  const ask = () => {
+    const w = window();
+    const to = w.until ? `and ${time(w.until)}` : 'and now';
+    return counted(url, w, (n) => `Send again the ${n} notification${n === 1 ? '' : 's'} to ${name} that failed between ${time(w.since)} ${to}?`);
+  };
   // The recover starts on the confirm only, not on Enter.
   return html`<form class="inline" onSubmit=${(e) => e.preventDefault()} data-test="recover">
     <div class="field"><label for="recover-since">Recover failed since (UTC)</label>
       <input id="recover-since" type="datetime-local" required value=${since} onInput=${(e) => setSince(e.target.value)} data-test="recover-since" /></div>
-    <${ConfirmButton} label="Recover" test="recover-submit" run=${start}
-      question=${`Send again every notification to ${endpoint.uid || endpoint.id} that failed since ${time(fromLocalInput(since))}?`} />
+    <div class="field"><label for="recover-until">until (UTC; empty: now)</label>
+      <input id="recover-until" type="datetime-local" value=${until} onInput=${(e) => setUntil(e.target.value)} data-test="recover-until" /></div>
+    <${ConfirmButton} label="Recover" test="recover-submit" run=${start} ask=${ask} />
     <${ErrorNote} error=${error} />
     ${operation && html`<${Operation} id=${operation} />`}
   </form>`;

@@ -1,9 +1,12 @@
 // Notification search: by id (opens it), key, event type, event,
-// endpoint, owner, status and creation time, newest first, in pages.
+// endpoint, owner, status and creation time, newest first, in pages; rows
+// selected and retried or cancelled, or every failed one that matches
+// retried by filter (an operation, counted before it is confirmed).
 
-import { html, useState, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput } from './ui.js';
-import { get, query } from './api.js';
+import { html, useState, useEffect, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput, ConfirmButton } from './ui.js';
+import { get, post, path, query, can } from './api.js';
 import { EndpointName } from './names.js';
+import { Operation, counted } from './operations.js';
 
 const FILTERS = ['key', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before'];
 const STATUSES = ['', 'pending', 'succeeded', 'failed', 'cancelled'];
@@ -59,11 +62,22 @@ function SearchForm({ params, portal }) {
   </form>`;
 }
 
-export function NotificationTable({ rows, now }) {
+// With `selected` (a Set of ids) and `toggle`, each row and the page
+// have a checkbox.
+export function NotificationTable({ rows, now, selected, toggle }) {
+  const picking = !!selected;
+  const all = picking && rows.length > 0 && rows.every((n) => selected.has(n.id));
   return html`<div class="scroll"><table data-test="results">
-    <thead><tr><th scope="col">Notification</th><th scope="col">Status</th><th scope="col">Key</th><th scope="col">Event type</th>
+    <thead><tr>
+      ${picking && html`<th scope="col"><label class="pick"><input type="checkbox" checked=${all}
+        onChange=${() => toggle(rows.map((n) => n.id), !all)} data-test="select-page" />
+        <span class="unseen">Select every notification of this page</span></label></th>`}
+      <th scope="col">Notification</th><th scope="col">Status</th><th scope="col">Key</th><th scope="col">Event type</th>
       <th scope="col">Endpoint</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">Next attempt</th></tr></thead>
     <tbody>${rows.map((n) => html`<tr key=${n.id} data-test="result">
+      ${picking && html`<td><label class="pick"><input type="checkbox" checked=${selected.has(n.id)}
+        onChange=${() => toggle([n.id], !selected.has(n.id))} data-test="select" />
+        <span class="unseen">Select ${n.id}</span></label></td>`}
       <td><a href=${`#/notifications/${n.id}`} data-test="result-link" title=${n.id}>${shortId(n.id)}</a></td>
       <td><${Status} status=${n.status} /></td>
       <td class="key" data-test="result-key">${n.key || '—'}</td>
@@ -75,6 +89,79 @@ export function NotificationTable({ rows, now }) {
     </tr>`)}</tbody></table></div>`;
 }
 
+const plural = (n, one) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+// Runs `action` (`retry` or `cancel`) on each of `ids`, one after another;
+// what became of them, by the error code of those refused.
+async function each(ids, action) {
+  let done = 0;
+  const refused = {};
+  for (const id of ids) {
+    try {
+      await post(path`/v1/notifications/${id}/${action}`);
+      done += 1;
+    } catch (err) {
+      const code = err.code || 'error';
+      refused[code] = (refused[code] || 0) + 1;
+    }
+  }
+  const verb = action === 'retry' ? 'Retried' : 'Cancelled';
+  const why = Object.entries(refused).map(([code, n]) => `${n} ${code}`).join(', ');
+  return `${verb} ${done} of ${ids.length}${why ? `; refused: ${why}` : ''}.`;
+}
+
+// The actions on the selected rows, and the retry of every failed one
+// that matches the search (one endpoint's: an operation per endpoint).
+function BulkActions({ selected, filters, who, onDone }) {
+  const [result, setResult] = useState(null);
+  const [operation, setOperation] = useState(null);
+  const [error, setError] = useState(null);
+  const ids = [...selected];
+  const run = (action) => async () => {
+    setResult(null);
+    setResult(await each(ids, action));
+    onDone();
+  };
+  const body = {
+    endpoint: filters.endpoint,
+    event_type: filters.event_type || undefined,
+    created_after: filters.created_after || undefined,
+    created_before: filters.created_before || undefined,
+  };
+  // What the retry by filter takes: one endpoint, failed ones, and no
+  // filter it has no field for; otherwise, what the search lacks.
+  const lacks = !filters.endpoint ? 'search one endpoint\'s'
+    : filters.status && filters.status !== 'failed' ? 'search failed ones (only those are sent again)'
+    : filters.key || filters.event || filters.owner ? 'search without a key, event or owner'
+    : null;
+  const writes = !who.portal && can(who, 'write');
+  const byFilter = writes && !lacks;
+  const retryAll = async () => {
+    setError(null);
+    try {
+      setOperation((await post('/v1/notifications/retry', body)).id);
+    } catch (err) {
+      if (err.body && err.body.operation) setOperation(err.body.operation.id);
+      setError(err);
+    }
+  };
+  const ask = () => counted('/v1/notifications/retry', body,
+    (n) => `Send again the ${plural(n, 'failed notification')} of ${filters.endpoint} that match this search (every page, not only this one)?`);
+  return html`<div class="buttons" data-test="bulk">
+    ${can(who, 'retry') && html`<${ConfirmButton} label=${`Retry selected (${ids.length})`} test="retry-selected"
+      disabled=${!ids.length} run=${run('retry')}
+      question=${`Retry the ${plural(ids.length, 'selected notification')}? Failed and pending ones go again now.`} />`}
+    ${writes && html`<${ConfirmButton} label=${`Cancel selected (${ids.length})`} test="cancel-selected"
+      danger=${true} disabled=${!ids.length} run=${run('cancel')}
+      question=${`Cancel the ${plural(ids.length, 'selected notification')}? Pending ones are never sent; the others stay as they are.`} />`}
+    ${byFilter && html`<${ConfirmButton} label="Retry all failed that match" test="retry-matching" run=${retryAll} ask=${ask} />`}
+    ${writes && lacks && html`<span class="hint" data-test="retry-matching-hint">To retry every failed notification that matches, ${lacks}.</span>`}
+    ${result && html`<p class="notice" role="status" data-test="bulk-result">${result}</p>`}
+    <${ErrorNote} error=${error} />
+    ${operation && html`<${Operation} id=${operation} onDone=${onDone} />`}
+  </div>`;
+}
+
 export function NotificationSearch({ params, who }) {
   const now = useNow(5000);
   const filters = {};
@@ -82,6 +169,15 @@ export function NotificationSearch({ params, who }) {
   const cursor = params.get('cursor');
   const key = params.toString();
   const list = useLoad(() => get(`/v1/notifications${query({ ...filters, cursor, limit: 25 })}`), key, 10000);
+  const [selected, setSelected] = useState(() => new Set());
+  // A selection belongs to one search and page.
+  useEffect(() => setSelected(new Set()), [key]);
+  const toggle = (ids, on) => {
+    const next = new Set(selected);
+    for (const id of ids) on ? next.add(id) : next.delete(id);
+    setSelected(next);
+  };
+  const picking = can(who, 'retry') ? selected : undefined;
   const go = (next) => setRoute('/notifications', { ...filters, cursor: next });
   let body;
   if (list.loading && !list.data) body = html`<${Loading} what="notifications" />`;
@@ -91,11 +187,13 @@ export function NotificationSearch({ params, who }) {
   // with a cursor says only that none matched there; older ones may.
   else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; older ones are on the next page.<//>
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
-  else body = html`<${NotificationTable} rows=${list.data.data} now=${now} />
+  else body = html`<${NotificationTable} rows=${list.data.data} now=${now} selected=${picking} toggle=${toggle} />
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
   return html`<section data-test="notifications">
     <h1>Notifications</h1>
     <${SearchForm} key=${key} params=${params} portal=${!!who.portal} />
+    ${can(who, 'retry') && html`<${BulkActions} key=${key} selected=${selected} filters=${filters} who=${who}
+      onDone=${() => { setSelected(new Set()); list.reload(); }} />`}
     ${list.data && list.error && html`<${ErrorNote} error=${list.error} />`}
     ${body}
   </section>`;

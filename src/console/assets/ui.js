@@ -127,18 +127,36 @@ export function setRoute(path, params = {}) {
 }
 
 // A button for an action that cannot be taken back (rotate a secret,
-// disable, cancel, recover): its first click only asks, saying what the
-// action will touch (`question`); the action runs on a second, explicit
-// click of `data-test="confirm"`, and "Not now" puts the button back.
-export function ConfirmButton({ label, question, run, test, disabled, danger }) {
+// disable, cancel, recover, retry in bulk): its first click only asks,
+// saying what the action will touch (`question`, or what `ask` answers:
+// an async function giving `{ text, nothing }`, a count read first, with
+// the confirm held back while it reads or when there is nothing to do);
+// the action runs on a second, explicit click of `data-test="confirm"`,
+// and "Not now" puts the button back.
+export function ConfirmButton({ label, question, ask, run, test, disabled, danger }) {
   const [asking, setAsking] = useState(false);
+  const [asked, setAsked] = useState(null);
+  const open = async () => {
+    setAsking(true);
+    setAsked(null);
+    if (!ask) return;
+    try {
+      setAsked(await ask());
+    } catch (error) {
+      setAsked({ error });
+    }
+  };
   if (!asking) {
     return html`<button type="button" class=${danger ? 'danger' : undefined} disabled=${disabled}
-      data-test=${test} onClick=${() => setAsking(true)}>${label}</button>`;
+      data-test=${test} onClick=${open}>${label}</button>`;
   }
+  const ready = !ask || (asked && !asked.error && !asked.nothing);
+  const text = !ask ? question : !asked ? 'Counting…' : asked.error ? '' : asked.text;
   return html`<span class="confirm" role="group" aria-label=${label} data-test=${`${test}-question`}>
-    <span class="question">${question}</span>
-    <button type="button" class="danger" data-test="confirm" onClick=${() => { setAsking(false); run(); }}>${label}</button>
+    <span class="question" role="status">${text}</span>
+    ${asked && asked.error && html`<${ErrorNote} error=${asked.error} />`}
+    <button type="button" class="danger" data-test="confirm" disabled=${!ready}
+      onClick=${() => { setAsking(false); run(); }}>${label}</button>
     <button type="button" class="secondary" data-test="confirm-not-now" onClick=${() => setAsking(false)}>Not now</button>
   </span>`;
 }

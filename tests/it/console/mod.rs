@@ -6,6 +6,7 @@
 //! `target/screenshots/`).
 
 mod browser;
+mod bulk;
 mod endpoints;
 mod files;
 mod notifications;
