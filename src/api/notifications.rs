@@ -377,13 +377,45 @@ pub async fn cancel(
     ))
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
+/// Cancel by key (at once), or by filter (an operation): `key`, or
+/// `endpoint` with the list's filters, not both.
+#[derive(Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CancelByKey {
+pub struct CancelRequest {
+    /// Cancel at once every pending notification with this business key.
     #[schema(min_length = 1, max_length = 255)]
-    pub key: String,
-    /// Only this endpoint's (id or uid); all endpoints when absent.
+    pub key: Option<String>,
+    /// With `key`: only this endpoint's (id or uid), all endpoints when
+    /// absent. Without: required, the endpoint whose pending notifications
+    /// the filters below pick (an operation).
     pub endpoint: Option<String>,
+    /// By filter: only `pending` (the default).
+    pub status: Option<String>,
+    /// By filter: the notification's type, or its event's.
+    pub event_type: Option<String>,
+    /// By filter: a prefix of the notification's key, or of its event's.
+    pub key_prefix: Option<String>,
+    /// By filter, RFC 3339: created at or after.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_after: Option<String>,
+    /// By filter, RFC 3339: created before.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub created_before: Option<String>,
+    /// By filter: count what it would cancel, and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl CancelRequest {
+    /// Whether it names any filter field (which a cancel by key takes none of).
+    fn filtered(&self) -> bool {
+        self.status.is_some()
+            || self.event_type.is_some()
+            || self.key_prefix.is_some()
+            || self.created_after.is_some()
+            || self.created_before.is_some()
+            || self.dry_run
+    }
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -392,27 +424,47 @@ pub struct Cancelled {
     pub ids: Vec<Uuid>,
 }
 
-#[utoipa::path(operation_id = "cancel_notifications_by_key", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelByKey,
-    responses((status = 200, body = Cancelled, description = "the pending notifications with this key that were cancelled (operator alerts only with an `admin` token)"),
+/// What a cancel answers 200: by key, what it cancelled; a dry run by
+/// filter, how many it would.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum CancelAnswer {
+    Cancelled(Cancelled),
+    Matched(super::recover::Matched),
+}
+
+#[utoipa::path(operation_id = "cancel_notifications", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelRequest,
+    responses((status = 200, body = CancelAnswer, description = "by `key`: the pending notifications with this key that were cancelled (operator alerts only with an `admin` token); a `dry_run` by filter: how many it would cancel, nothing changed"),
+        (status = 202, body = super::recover::OperationView, description = "by filter: started; every pending notification of the endpoint created until now that the filter holds is cancelled, in pages; poll `GET /v1/operations/{id}`"),
         (status = 403, body = super::error::ErrorBody, description = "the operator endpoint named, and the token is not `admin`"),
-        (status = 422, body = super::error::ErrorBody)))]
+        (status = 409, body = super::recover::RecoverRunning, description = "by filter: a cancel of this endpoint runs (`operation_running`): it is in `operation`"),
+        (status = 422, body = super::error::ErrorBody, description = "neither `key` nor `endpoint`, `key` with a filter, `status` other than `pending`, an unknown endpoint, or a filter no notification can match; `error.field` names it")))]
 pub async fn cancel_by_key(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    JsonBody(request): JsonBody<CancelByKey>,
-) -> Result<Json<Cancelled>, ApiError> {
+    JsonBody(request): JsonBody<CancelRequest>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let admin = caller.scopes.allow(Scope::Admin);
+    let Some(key) = request.key.as_deref() else {
+        return super::recover::cancel_by_filter(&state, request, admin).await;
+    };
+    if request.filtered() {
+        return Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "key",
+            "key cancels at once and takes no filter; to cancel by filter, leave key out and name the endpoint",
+        ));
+    }
     let ids = state
         .service
-        .cancel_by_key(
-            &request.key,
-            request.endpoint.as_deref(),
-            caller.scopes.allow(Scope::Admin),
-        )
+        .cancel_by_key(key, request.endpoint.as_deref(), admin)
         .await?;
-    Ok(Json(Cancelled {
+    Ok(Json(CancelAnswer::Cancelled(Cancelled {
         cancelled: ids.len(),
         ids,
     }))
+    .into_response())
 }
 
 #[utoipa::path(operation_id = "retry_notification", post, path = "/v1/notifications/{id}/retry", tag = "notifications",

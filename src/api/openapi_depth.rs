@@ -121,7 +121,9 @@ fn rules() -> Vec<(Place, Rule)> {
     let keys: &[Place] = &[
         ("CreateNotification", &["key"]),
         ("CreateEvent", &["key"]),
-        ("CancelByKey", &["key"]),
+        ("CancelRequest", &["key"]),
+        ("CancelRequest", &["key_prefix"]),
+        ("BulkRetryRequest", &["key_prefix"]),
     ];
     let receipts: &[Place] = &[
         ("AckRequest", &["receipt"]),
@@ -135,7 +137,11 @@ fn rules() -> Vec<(Place, Rule)> {
         ("EndpointFields", &["owner"]),
         ("CreateEvent", &["owner"]),
     ];
-    let event_types: &[Place] = &[("CreateNotification", &["event_type"])];
+    let event_types: &[Place] = &[
+        ("CreateNotification", &["event_type"]),
+        ("CancelRequest", &["event_type"]),
+        ("BulkRetryRequest", &["event_type"]),
+    ];
     let subscriptions: Place = ("EndpointFields", &["event_types", "[]"]);
     let mut rules = Vec::new();
     rules.extend(uids.iter().map(|&place| (place, Pattern(UID_PATTERN))));

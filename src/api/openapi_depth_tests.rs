@@ -39,7 +39,7 @@ fn every_rule_lands_on_a_field_of_the_document() {
         1000
     );
     assert_eq!(
-        schemas["CancelByKey"]["properties"]["key"]["pattern"],
+        schemas["CancelRequest"]["properties"]["key"]["pattern"],
         KEY_PATTERN
     );
     assert_eq!(

@@ -20,6 +20,7 @@ use super::AppState;
 use crate::domain::bulk::BulkFilter;
 use crate::domain::operation::{OperationKind, OperationStatus};
 use crate::domain::problem::ErrorCode;
+use crate::domain::status::Status;
 use crate::service::bulk::Asked;
 use crate::store::operations::{Operation, Started};
 
@@ -55,16 +56,17 @@ pub struct OperationView {
     pub kind: OperationKind,
     pub endpoint_id: Uuid,
     pub status: OperationStatus,
-    /// Failed notifications of the window (a retry: that its filter holds)
-    /// found so far.
+    /// Failed notifications of the window (a retry: that its filter holds;
+    /// a cancel: pending ones its filter holds) found so far.
     pub matched: i64,
-    /// Of those, restarted as a new attempt series (due now).
+    /// Of those, restarted as a new attempt series (due now); a cancel's,
+    /// cancelled.
     pub started: i64,
     /// The failures it reads: a recover's window; a retry's, from the
     /// beginning to when it started.
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
-    /// A retry's filter.
+    /// A retry's or a cancel's filter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<BulkFilter>,
     pub created_at: DateTime<Utc>,
@@ -159,6 +161,39 @@ fn answer(started: Started) -> Response {
     }
 }
 
+/// A cancel by filter (`POST /v1/notifications/cancel` without `key`):
+/// the endpoint's pending notifications that the filter holds, as an
+/// operation, or counted.
+pub(super) async fn cancel_by_filter(
+    state: &AppState,
+    request: super::notifications::CancelRequest,
+    admin: bool,
+) -> Result<Response, ApiError> {
+    let Some(endpoint) = request.endpoint else {
+        return Err(ApiError::invalid(
+            ErrorCode::MissingField,
+            "key",
+            "key is required to cancel by key; to cancel by filter, name the endpoint",
+        ));
+    };
+    let created = super::filters::created(
+        request.created_after.as_deref(),
+        request.created_before.as_deref(),
+    )?;
+    let filter = BulkFilter::asked(
+        Status::Pending,
+        request.status.as_deref(),
+        request.event_type,
+        request.key_prefix,
+        created,
+    )?;
+    let asked = state
+        .recovery
+        .start_cancel(&endpoint, filter, request.dry_run, admin)
+        .await?;
+    Ok(answered(asked))
+}
+
 /// Which failed notifications to restart: those of `endpoint` that the
 /// other fields (each as the list's filter of that name) all hold.
 #[derive(Default, Deserialize, utoipa::ToSchema)]
@@ -213,6 +248,7 @@ pub async fn bulk_retry(
         request.created_before.as_deref(),
     )?;
     let filter = BulkFilter::asked(
+        Status::Failed,
         request.status.as_deref(),
         request.event_type,
         request.key_prefix,

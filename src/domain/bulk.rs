@@ -1,22 +1,24 @@
-//! Bulk retry by filter (docs/design.md §18): `POST /v1/notifications/retry`
-//! restarts, as an operation like recover, every notification of an
-//! endpoint that ended `failed` and matches the list filters it names
-//! (event type, key prefix, created window). This decides what a request
-//! asks for and whether a failed notification matches; the store reads an
-//! endpoint's failed notifications a page at a time (oldest failure first,
-//! as a recover reads them) and restarts those this says match, by the
-//! retry rule. No I/O.
+//! Bulk actions by filter (docs/design.md §18): `POST
+//! /v1/notifications/retry` restarts, as an operation like recover, every
+//! notification of an endpoint that ended `failed` and matches the list
+//! filters it names (event type, key prefix, created window);
+//! `POST /v1/notifications/cancel` with the same filters cancels every
+//! `pending` one. This decides what a request asks for and whether a
+//! notification matches; the store reads an endpoint's notifications a
+//! page at a time and changes those this says match. No I/O.
 //!
-//! Only failed notifications are restarted: a pending one is already on
+//! A retry restarts failed notifications only: a pending one is already on
 //! its way (or held by its endpoint or its key, which a retry does not
-//! change), and succeeded and cancelled ones are final. So a `status`
-//! other than `failed` is refused rather than matched and left alone.
+//! change), and succeeded and cancelled ones are final. A cancel cancels
+//! pending ones only: the others have ended. So a `status` other than the
+//! one an action changes is refused rather than matched and left alone.
 
 use chrono::{DateTime, Utc};
 
 use super::created::CreatedWindow;
 use super::fields::{valid_event_type, valid_key};
 use super::problem::{shown, ErrorCode, Problem};
+use super::status::Status;
 
 /// What a bulk retry restarts, beside its endpoint and `failed`.
 #[derive(
@@ -49,22 +51,27 @@ pub struct Candidate<'a> {
 
 impl BulkFilter {
     /// The filter a request asks for; each field checked as the lists
-    /// check it, `status` only `failed`.
+    /// check it, `status` only the one the action changes (`changes`:
+    /// failed for a retry, pending for a cancel).
     pub fn asked(
+        changes: Status,
         status: Option<&str>,
         event_type: Option<String>,
         key_prefix: Option<String>,
         created: CreatedWindow,
     ) -> Result<Self, Problem> {
-        if let Some(status) = status.filter(|status| *status != "failed") {
+        if let Some(status) = status.filter(|status| *status != changes.as_str()) {
+            let why = match changes {
+                Status::Pending => "a bulk cancel cancels pending notifications only (the others have ended)",
+                _ => "a bulk retry restarts failed notifications only (pending ones are on their way, succeeded and cancelled ones are final)",
+            };
             return Err(Problem::invalid(
                 ErrorCode::InvalidValue,
                 "status",
                 format!(
-                    "status `{}`: a bulk retry restarts failed notifications only (pending ones \
-                     are on their way, succeeded and cancelled ones are final); leave it out or \
-                     say `failed`",
-                    shown(status)
+                    "status `{}`: {why}; leave it out or say `{}`",
+                    shown(status),
+                    changes.as_str()
                 ),
             ));
         }
@@ -166,7 +173,7 @@ mod tests {
     }
 
     #[test]
-    fn a_status_other_than_failed_a_bad_field_or_an_empty_window_is_refused_by_name() {
+    fn a_status_other_than_the_one_changed_a_bad_field_or_an_empty_window_is_refused_by_name() {
         let none = CreatedWindow::default();
         let cases = [
             (Some("pending"), None, None, none, "status"),
@@ -191,12 +198,18 @@ mod tests {
             ),
         ];
         for (status, event_type, key_prefix, created, field) in cases {
-            let refused = BulkFilter::asked(status, event_type, key_prefix, created).unwrap_err();
+            let refused =
+                BulkFilter::asked(Status::Failed, status, event_type, key_prefix, created)
+                    .unwrap_err();
             assert_eq!(refused.field.as_deref(), Some(field));
             assert_eq!(refused.code, ErrorCode::InvalidValue);
         }
-        let failed = BulkFilter::asked(Some("failed"), None, None, none).unwrap();
+        let failed = BulkFilter::asked(Status::Failed, Some("failed"), None, None, none).unwrap();
         assert_eq!(failed, BulkFilter::default());
+        let pending = BulkFilter::asked(Status::Pending, Some("pending"), None, None, none);
+        assert_eq!(pending.unwrap(), BulkFilter::default());
+        let refused = BulkFilter::asked(Status::Pending, Some("failed"), None, None, none);
+        assert_eq!(refused.unwrap_err().field.as_deref(), Some("status"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Operations (docs/design.md §16, §18): work the API starts and answers at
-//! once, run in the background in pages, resumed after a restart. Two
+//! once, run in the background in pages, resumed after a restart. Three
 //! kinds: `recover` restarts, as new series, an endpoint's notifications
 //! that ended `failed` in a window; `retry` restarts those that failed and
-//! match a filter (`domain::bulk`). Both page over the same rows, the
-//! endpoint's failed notifications by the time they failed. This decides the window a request asks for,
+//! match a filter (`domain::bulk`); both page over the endpoint's failed
+//! notifications by the time they failed. `cancel` cancels the pending
+//! ones that match a filter, paging over the endpoint's notifications
+//! newest first. This decides the window a request asks for,
 //! which notifications it holds, whether a runner may take an operation
 //! (its lease), and what a page makes of the operation. No I/O: the store
 //! reads and compare-and-sets what is decided here.
@@ -68,6 +70,9 @@ pub enum OperationKind {
     /// Restart an endpoint's failed notifications that match a filter
     /// (`POST /v1/notifications/retry`).
     Retry,
+    /// Cancel an endpoint's pending notifications that match a filter
+    /// (`POST /v1/notifications/cancel`).
+    Cancel,
 }
 
 impl OperationKind {
@@ -75,6 +80,7 @@ impl OperationKind {
         match self {
             OperationKind::Recover => "recover",
             OperationKind::Retry => "retry",
+            OperationKind::Cancel => "cancel",
         }
     }
 
@@ -82,6 +88,7 @@ impl OperationKind {
         match text {
             "recover" => Some(OperationKind::Recover),
             "retry" => Some(OperationKind::Retry),
+            "cancel" => Some(OperationKind::Cancel),
             _ => None,
         }
     }

@@ -1,19 +1,25 @@
-//! Bulk retry by filter (docs/design.md §18): `POST /v1/notifications/retry`
-//! starts an operation of kind `retry` that `Recovery` runs as it runs a
-//! recover (one page of the endpoint's failed notifications at a time,
-//! each page's restarts and the operation's progress in one transaction,
-//! resumed by whichever process holds its lease), restarting those its
-//! filter holds (`domain::bulk`). A dry run (of a bulk retry, or of a
-//! recover) counts them with the same pages and the same rule, under no
-//! lock, and changes nothing.
+//! Bulk actions by filter (docs/design.md §18): `POST
+//! /v1/notifications/retry` starts an operation of kind `retry` that
+//! `Recovery` runs as it runs a recover (one page of the endpoint's failed
+//! notifications at a time, each page's restarts and the operation's
+//! progress in one transaction, resumed by whichever process holds its
+//! lease), restarting those its filter holds (`domain::bulk`); `POST
+//! /v1/notifications/cancel` with a filter starts one of kind `cancel`,
+//! which pages over the endpoint's notifications newest first and cancels
+//! the pending ones its filter holds. A dry run (of either, or of a
+//! recover) counts them with the same pages and the same rule, changing
+//! nothing.
+
+use uuid::Uuid;
 
 use super::recover::Recovery;
 use super::ServiceError;
 use crate::domain::bulk::BulkFilter;
-use crate::domain::operation::PAGE;
+use crate::domain::operation::{OperationKind, PAGE};
+use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::store::endpoints::EndpointRef;
-use crate::store::operations::{restarts, Operation, Started};
+use crate::store::operations::{cancels, restarts, Operation, Started};
 
 /// What a request for an operation (a recover, a bulk retry) did.
 #[derive(Debug)]
@@ -33,7 +39,36 @@ impl Recovery {
         filter: BulkFilter,
         dry_run: bool,
     ) -> Result<Asked, ServiceError> {
+        let found = self.endpoint(endpoint).await?;
         let now = self.now();
+        self.ask(Operation::retry(found, filter, now), dry_run)
+            .await
+    }
+
+    /// A bulk cancel of endpoint `endpoint`'s pending notifications that
+    /// `filter` holds, as `start_retry`. The operator endpoint's only with
+    /// `admin`, as a cancel by key.
+    pub async fn start_cancel(
+        &self,
+        endpoint: &str,
+        filter: BulkFilter,
+        dry_run: bool,
+        admin: bool,
+    ) -> Result<Asked, ServiceError> {
+        let found = self.endpoint(endpoint).await?;
+        if spared_from(admin) == Some(found) {
+            return Err(Problem::forbidden(
+                "operator alerts are cancelled with an admin token only",
+            )
+            .into());
+        }
+        let now = self.now();
+        self.ask(Operation::cancel(found, filter, now), dry_run)
+            .await
+    }
+
+    /// The id of the endpoint a request names in its body.
+    async fn endpoint(&self, endpoint: &str) -> Result<Uuid, ServiceError> {
         let found = self
             .service()
             .store
@@ -46,8 +81,7 @@ impl Recovery {
                     format!("no endpoint has id or uid `{}`", shown(endpoint)),
                 )
             })?;
-        self.ask(Operation::retry(found.id, filter, now), dry_run)
-            .await
+        Ok(found.id)
     }
 
     /// Starts `operation` (unless one of its kind runs for its endpoint),
@@ -70,22 +104,42 @@ impl Recovery {
         Ok(Asked::Started(Box::new(started)))
     }
 
-    /// How many of `operation`'s failed notifications it would restart
-    /// now: every page it would read, each decided as a page decides it.
+    /// How many notifications `operation` would change now: every page it
+    /// would read, each decided as a page decides it.
     async fn count(&self, operation: &Operation) -> Result<i64, ServiceError> {
-        let window = operation.window;
-        let mut after = (window.since, uuid::Uuid::nil());
         let mut total = 0;
-        loop {
-            let rows = self
-                .store()
-                .failed_page(operation.endpoint_id, after, window.until, PAGE)
-                .await?;
-            let (_, restarting) = restarts(operation, &rows, operation.created_at);
-            total += restarting.len() as i64;
-            match rows.last() {
-                Some(last) if rows.len() as i64 == PAGE => after = (last.completed_at, last.id),
-                _ => return Ok(total),
+        match operation.kind {
+            OperationKind::Cancel => {
+                let mut before = Uuid::max();
+                loop {
+                    let rows = self
+                        .store()
+                        .endpoint_page(operation.endpoint_id, before, PAGE)
+                        .await?;
+                    total += cancels(operation, &rows).len() as i64;
+                    match rows.last() {
+                        Some(last) if rows.len() as i64 == PAGE => before = last.id,
+                        _ => return Ok(total),
+                    }
+                }
+            }
+            OperationKind::Recover | OperationKind::Retry => {
+                let window = operation.window;
+                let mut after = (window.since, Uuid::nil());
+                loop {
+                    let rows = self
+                        .store()
+                        .failed_page(operation.endpoint_id, after, window.until, PAGE)
+                        .await?;
+                    let (_, restarting) = restarts(operation, &rows, operation.created_at);
+                    total += restarting.len() as i64;
+                    match rows.last() {
+                        Some(last) if rows.len() as i64 == PAGE => {
+                            after = (last.completed_at, last.id)
+                        }
+                        _ => return Ok(total),
+                    }
+                }
             }
         }
     }

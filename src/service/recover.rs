@@ -22,7 +22,7 @@ use super::{Service, ServiceError};
 use crate::domain::operation::{lease_until, OperationStatus, Window, PAGE};
 use crate::domain::problem::Problem;
 use crate::store::endpoints::EndpointRef;
-use crate::store::operations::{Operation, RecoverPage};
+use crate::store::operations::{Operation, OperationPage};
 use crate::store::seams::SharedOperations;
 use crate::store::StoreError;
 
@@ -154,7 +154,7 @@ impl Recovery {
             let page = self
                 .0
                 .store
-                .recover_page(id, holder, PAGE, now, lease_until(now))
+                .operation_page(id, holder, PAGE, now, lease_until(now))
                 .await;
             match page {
                 // Another process holds it now, or it ended.
@@ -200,8 +200,13 @@ impl Recovery {
 
     /// Makes what a page restarted reach its receivers: push ones indexed
     /// due (the index's own failure is owed and healed by housekeeping),
-    /// pull ones signalled to the endpoint's consumers.
-    async fn release(&self, endpoint_id: Uuid, page: &RecoverPage) {
+    /// pull ones signalled to the endpoint's consumers; takes what it
+    /// cancelled out of the due index.
+    async fn release(&self, endpoint_id: Uuid, page: &OperationPage) {
+        if !page.cancelled.is_empty() {
+            metrics::counter!("hookd_bulk_cancelled_total").increment(page.cancelled.len() as u64);
+            self.0.service.unindex(&page.cancelled).await;
+        }
         let Some(at) = page.at else { return };
         let due: Vec<_> = page
             .restarted

@@ -72,6 +72,17 @@ impl Operation {
         }
     }
 
+    /// A bulk cancel of `endpoint_id`'s pending notifications that
+    /// `filter` holds, made at `now`: those created until `now` (later
+    /// ones are left).
+    pub fn cancel(endpoint_id: Uuid, filter: BulkFilter, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: OperationKind::Cancel,
+            filter: Some(filter),
+            ..Self::recover(endpoint_id, bulk_window(now), now)
+        }
+    }
+
     /// Whether a failed notification a page read is one this restarts.
     pub fn holds(&self, row: &FailedRow) -> bool {
         self.filter
@@ -115,6 +126,38 @@ impl FailedRow {
     }
 }
 
+/// A notification of an endpoint as a cancel's page reads it (newest
+/// first): what its filter needs, and whether it is pending.
+#[derive(Debug, Clone)]
+pub struct EndpointRow {
+    pub id: Uuid,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
+    /// Its own, or its event's.
+    pub event_type: Option<String>,
+    /// Its own, or its event's.
+    pub key: Option<String>,
+}
+
+/// Of the rows a cancel's page read, the ids of those it cancels: pending,
+/// created by the time it started, and held by its filter. Both backends'
+/// pages, and the dry run's count, decide here.
+pub(crate) fn cancels(operation: &Operation, rows: &[EndpointRow]) -> Vec<Uuid> {
+    rows.iter()
+        .filter(|row| row.status.cancellable() && row.created_at <= operation.window.until)
+        .filter(|row| {
+            operation.filter.as_ref().is_none_or(|filter| {
+                filter.holds(Candidate {
+                    created_at: row.created_at,
+                    event_type: row.event_type.as_deref(),
+                    key: row.key.as_deref(),
+                })
+            })
+        })
+        .map(|row| row.id)
+        .collect()
+}
+
 /// What a page makes of the failed rows it read (`rows`, in failure
 /// order) for `operation` at `now`: how many match it, and those it
 /// restarts with what each becomes (the single retry's rule, `restart`).
@@ -143,9 +186,11 @@ pub enum Started {
     Running(Operation),
 }
 
-/// What one page of a recover did.
+/// What one page of an operation did.
 #[derive(Debug, Default)]
-pub struct RecoverPage {
+pub struct OperationPage {
+    /// A cancel's: the notifications cancelled (nothing left to index).
+    pub cancelled: Vec<Uuid>,
     /// The notifications restarted (pending, due `at`), and whether each is
     /// a pull endpoint's (its consumers take it: nothing to index).
     pub restarted: Vec<(Uuid, bool)>,

@@ -504,20 +504,21 @@ pub trait OperationStore: Clocked + Send + Sync + 'static {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Option<super::operations::Operation>, StoreError>;
-    /// Restarts the next page (at most `limit`) of recover `id`, which
-    /// `holder` must hold, each notification as `domain::operation::restart`
-    /// decides at `now`; advances the cursor and the counts, renews the
-    /// lease until `until`, and ends the operation `done` after its last
-    /// page, all in one transaction. `None`: `holder` does not hold it (any
-    /// more), or it no longer runs.
-    async fn recover_page(
+    /// Works the next page (at most `limit` rows read) of operation `id`,
+    /// which `holder` must hold: a recover's or a retry's restarts, each
+    /// notification as `store::operations::restarts` decides at `now`; a
+    /// cancel's cancels, as `store::operations::cancels` decides. Advances
+    /// the cursor and the counts, renews the lease until `until`, and ends
+    /// the operation `done` after its last page, all in one transaction.
+    /// `None`: `holder` does not hold it (any more), or it no longer runs.
+    async fn operation_page(
         &self,
         id: Uuid,
         holder: Uuid,
         limit: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-    ) -> Result<Option<super::operations::RecoverPage>, StoreError>;
+    ) -> Result<Option<super::operations::OperationPage>, StoreError>;
     /// Up to `limit` of `endpoint`'s notifications that ended failed after
     /// `after` (failure time, id) and by `until`, in failure order, as a
     /// page reads them but under no lock and changing nothing: a bulk
@@ -529,6 +530,15 @@ pub trait OperationStore: Clocked + Send + Sync + 'static {
         until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<super::operations::FailedRow>, StoreError>;
+    /// Up to `limit` of `endpoint`'s notifications below `before`, newest
+    /// first, as a cancel's page reads them but changing nothing: its dry
+    /// run counts what it would cancel.
+    async fn endpoint_page(
+        &self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<super::operations::EndpointRow>, StoreError>;
     /// Ends operation `id`, held by `holder`, `failed` with `error`.
     async fn fail_operation(
         &self,

@@ -10,7 +10,7 @@ mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
 mod breaker_own_url;
-mod bulk_retry;
+mod bulk;
 mod circuit_breaker;
 mod cli;
 mod clock_skew;

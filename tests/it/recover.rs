@@ -267,7 +267,7 @@ async fn an_operation_a_stopped_process_left_half_done_is_finished_by_the_next_n
         .unwrap()
         .expect("free to take");
     let page = store
-        .recover_page(operation.id, crashed, 10, Utc::now(), Utc::now())
+        .operation_page(operation.id, crashed, 10, Utc::now(), Utc::now())
         .await
         .unwrap()
         .expect("the crashed runner held it");
@@ -307,7 +307,7 @@ async fn an_operation_a_stopped_process_left_half_done_is_finished_by_the_next_n
     assert!(first_page.iter().all(|id| ids.contains(id)));
     // A page run again by a runner that still thinks it holds it: nothing.
     assert!(store
-        .recover_page(operation.id, crashed, 10, Utc::now(), Utc::now())
+        .operation_page(operation.id, crashed, 10, Utc::now(), Utc::now())
         .await
         .unwrap()
         .is_none());

@@ -1,7 +1,8 @@
 // Notification search: by id (opens it), key, event type, event,
 // endpoint, owner, status and creation time, newest first, in pages; rows
-// selected and retried or cancelled, or every failed one that matches
-// retried by filter (an operation, counted before it is confirmed).
+// selected and retried or cancelled, or every failed (pending) one that
+// matches retried (cancelled) by filter: an operation, counted before it
+// is confirmed.
 
 import { html, useState, useEffect, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput, ConfirmButton } from './ui.js';
 import { get, post, path, query, can } from './api.js';
@@ -136,10 +137,13 @@ function BulkActions({ selected, filters, who, onDone }) {
     : null;
   const writes = !who.portal && can(who, 'write');
   const byFilter = writes && !lacks;
-  const retryAll = async () => {
+  // Pending ones of one endpoint, by the same filters: a cancel by filter.
+  const cancelsByFilter = writes && filters.endpoint && filters.status === 'pending'
+    && !filters.key && !filters.event && !filters.owner;
+  const start = (action) => async () => {
     setError(null);
     try {
-      setOperation((await post('/v1/notifications/retry', body)).id);
+      setOperation((await post(`/v1/notifications/${action}`, body)).id);
     } catch (err) {
       if (err.body && err.body.operation) setOperation(err.body.operation.id);
       setError(err);
@@ -147,6 +151,9 @@ function BulkActions({ selected, filters, who, onDone }) {
   };
   const ask = () => counted('/v1/notifications/retry', body,
     (n) => `Send again the ${plural(n, 'failed notification')} of ${filters.endpoint} that match this search (every page, not only this one)?`);
+  const askCancel = () => counted('/v1/notifications/cancel', body,
+    (n) => `Cancel the ${plural(n, 'pending notification')} of ${filters.endpoint} that match this search (every page, not only this one)? They are never sent.`,
+    'No pending notification matches: nothing to cancel.');
   return html`<div class="buttons" data-test="bulk">
     ${can(who, 'retry') && html`<${ConfirmButton} label=${`Retry selected (${ids.length})`} test="retry-selected"
       disabled=${!ids.length} run=${run('retry')}
@@ -154,8 +161,10 @@ function BulkActions({ selected, filters, who, onDone }) {
     ${writes && html`<${ConfirmButton} label=${`Cancel selected (${ids.length})`} test="cancel-selected"
       danger=${true} disabled=${!ids.length} run=${run('cancel')}
       question=${`Cancel the ${plural(ids.length, 'selected notification')}? Pending ones are never sent; the others stay as they are.`} />`}
-    ${byFilter && html`<${ConfirmButton} label="Retry all failed that match" test="retry-matching" run=${retryAll} ask=${ask} />`}
-    ${writes && lacks && html`<span class="hint" data-test="retry-matching-hint">To retry every failed notification that matches, ${lacks}.</span>`}
+    ${byFilter && html`<${ConfirmButton} label="Retry all failed that match" test="retry-matching" run=${start('retry')} ask=${ask} />`}
+    ${cancelsByFilter && html`<${ConfirmButton} label="Cancel all pending that match" test="cancel-matching" danger=${true}
+      run=${start('cancel')} ask=${askCancel} />`}
+    ${writes && lacks && !cancelsByFilter && html`<span class="hint" data-test="retry-matching-hint">To retry every failed notification that matches, ${lacks}.</span>`}
     ${result && html`<p class="notice" role="status" data-test="bulk-result">${result}</p>`}
     <${ErrorNote} error=${error} />
     ${operation && html`<${Operation} id=${operation} onDone=${onDone} />`}

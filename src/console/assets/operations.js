@@ -1,4 +1,4 @@
-// An operation (a recover, a retry by filter) followed to its end, and
+// An operation (a recover, a retry or cancel by filter) followed to its end, and
 // the dry-run count a confirmation asks for before one starts.
 
 import { html, useEffect, useLoad, ErrorNote, time } from './ui.js';
@@ -12,16 +12,17 @@ export function Operation({ id, onDone }) {
     if (o && o.status !== 'running' && onDone) onDone();
   }, [o && o.status]);
   if (!o) return op.error ? html`<${ErrorNote} error=${op.error} />` : null;
-  const what = o.kind === 'retry'
-    ? `Retry ${o.status}: ${o.started} of ${o.matched} matching failed notifications restarted`
-    : `Recover ${o.status}: ${o.started} of ${o.matched} failed notifications restarted (${time(o.since)} to ${time(o.until)})`;
-  return html`<p class="notice" role="status" data-test="operation">${what}${o.error ? `; ${o.error}` : ''}.</p>`;
+  const what = {
+    retry: () => `Retry ${o.status}: ${o.started} of ${o.matched} matching failed notifications restarted`,
+    cancel: () => `Cancel ${o.status}: ${o.started} of ${o.matched} matching pending notifications cancelled`,
+  }[o.kind] || (() => `Recover ${o.status}: ${o.started} of ${o.matched} failed notifications restarted (${time(o.since)} to ${time(o.until)})`);
+  return html`<p class="notice" role="status" data-test="operation">${what()}${o.error ? `; ${o.error}` : ''}.</p>`;
 }
 
 // What a confirmation says before `url` runs with `body`: its dry run's
-// count, in `say(n)`, or that nothing matches.
-export async function counted(url, body, say) {
+// count, in `say(n)`, or `none` when nothing matches.
+export async function counted(url, body, say, none = 'No failed notification matches: nothing to send again.') {
   const { matched } = await post(url, { ...body, dry_run: true });
-  if (!matched) return { text: 'No failed notification matches: nothing to send again.', nothing: true };
+  if (!matched) return { text: none, nothing: true };
   return { text: say(matched) };
 }

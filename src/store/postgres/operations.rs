@@ -13,9 +13,11 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, OperationKind, OperationStatus, Window};
+use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged, Window};
+use crate::store::cancel::Pending;
 use crate::store::operations::{
-    lease_first, restarts, FailedRow, Operation, RecoverPage, Started, LEASE_CANDIDATES,
+    cancels, lease_first, restarts, EndpointRow, FailedRow, Operation, OperationPage, Started,
+    LEASE_CANDIDATES,
 };
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
@@ -132,6 +134,134 @@ async fn failed_page(
         .await?)
 }
 
+/// A recover's or a retry's page: the endpoint's failed notifications
+/// after the cursor (from the window's start), those `restarts` says,
+/// restarted by the retry rule at `now` and put back in their keys' lines.
+async fn restart_page(
+    tx: &mut sqlx::PgConnection,
+    op: &Operation,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<(Paged, OperationPage), StoreError> {
+    // The first page starts at `since` (every id is above the nil one).
+    let after = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
+    let rows = failed_page(
+        &mut *tx,
+        op.endpoint_id,
+        after,
+        op.window.until,
+        limit,
+        true,
+    )
+    .await?;
+    // `now` is the caller's, from the one clock (`crate::clock`): the rows
+    // are read as of it too.
+    let (matched, restarting) = restarts(op, &rows, now);
+    let mut ids = Vec::with_capacity(restarting.len());
+    let mut statuses = Vec::with_capacity(restarting.len());
+    let mut series = Vec::with_capacity(restarting.len());
+    let mut due = Vec::with_capacity(restarting.len());
+    let mut restarted = Vec::with_capacity(restarting.len());
+    for (row, retried) in restarting {
+        ids.push(row.id);
+        statuses.push(retried.status);
+        series.push(retried.series_start);
+        due.push(retried.next_attempt_at);
+        restarted.push((row.id, row.pull));
+    }
+    if !ids.is_empty() {
+        sqlx::query(
+            "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
+                 next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
+                 lease_id = NULL, leased_at = NULL, updated_at = $5 \
+             FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
+                 AS u(id, status, series_start, due) \
+             WHERE n.id = u.id",
+        )
+        .bind(&ids)
+        .bind(&statuses)
+        .bind(&series)
+        .bind(&due)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let waiting = super::ordering::requeue_all(&mut *tx, op.endpoint_id, &ids).await?;
+    let last = rows.last().map(|row| (row.completed_at, row.id));
+    let found = (rows.len(), matched);
+    let paged = after_page(op.cursor, found, last, restarted.len(), limit);
+    let page = OperationPage {
+        restarted,
+        waiting,
+        at: Some(now),
+        ..OperationPage::default()
+    };
+    Ok((paged, page))
+}
+
+/// A cancel's page: the endpoint's notifications before the cursor,
+/// newest first (`notifications_endpoint_newest`), those `cancels` says
+/// cancelled by the statement every cancel uses (which changes only rows
+/// still pending).
+async fn cancel_page(
+    tx: &mut sqlx::PgConnection,
+    op: &Operation,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<(Paged, OperationPage), StoreError> {
+    let before = op.cursor.map_or(Uuid::max(), |(_, id)| id);
+    let rows = endpoint_page(&mut *tx, op.endpoint_id, before, limit).await?;
+    let ids = cancels(op, &rows);
+    let cancelled = if ids.is_empty() {
+        Vec::new()
+    } else {
+        super::cancel::cancel_pending(&mut *tx, Pending::Ids(&ids), now).await?
+    };
+    let last = rows.last().map(|row| (row.created_at, row.id));
+    let paged = after_page(
+        op.cursor,
+        (rows.len(), ids.len()),
+        last,
+        cancelled.len(),
+        limit,
+    );
+    let page = OperationPage {
+        cancelled,
+        ..OperationPage::default()
+    };
+    Ok((paged, page))
+}
+
+/// Up to `limit` of `endpoint`'s notifications below `before`, newest
+/// first, with their type and key (their own, or else their event's).
+async fn endpoint_page(
+    executor: impl sqlx::PgExecutor<'_>,
+    endpoint: Uuid,
+    before: Uuid,
+    limit: i64,
+) -> Result<Vec<EndpointRow>, StoreError> {
+    Ok(sqlx::query(
+        "SELECT n.id, n.status, n.created_at, COALESCE(n.event_type, e.event_type) AS event_type, \
+             COALESCE(n.key, e.key) AS key \
+         FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+         WHERE n.endpoint_id = $1 AND n.id < $2 ORDER BY n.id DESC LIMIT $3",
+    )
+    .bind(endpoint)
+    .bind(before)
+    .bind(limit)
+    .try_map(|row: PgRow| {
+        Ok(EndpointRow {
+            id: row.try_get("id")?,
+            status: row.try_get("status")?,
+            created_at: row.try_get("created_at")?,
+            event_type: row.try_get("event_type")?,
+            key: row.try_get("key")?,
+        })
+    })
+    .fetch_all(executor)
+    .await?)
+}
+
 #[async_trait::async_trait]
 impl OperationStore for PgStore {
     async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError> {
@@ -221,14 +351,14 @@ impl OperationStore for PgStore {
         .await
     }
 
-    async fn recover_page(
+    async fn operation_page(
         &self,
         id: Uuid,
         holder: Uuid,
         limit: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-    ) -> Result<Option<RecoverPage>, StoreError> {
+    ) -> Result<Option<OperationPage>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let Some(op) = read(&mut *tx, id, true).await? else {
             return Ok(None);
@@ -236,58 +366,12 @@ impl OperationStore for PgStore {
         if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
             return Ok(None);
         }
-        // The first page starts at `since` (every id is above the nil one).
-        let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-        let rows = failed_page(
-            &mut *tx,
-            op.endpoint_id,
-            (after_at, after_id),
-            op.window.until,
-            limit,
-            true,
-        )
-        .await?;
-        // `now` is the caller's, from the one clock (`crate::clock`): the
-        // rows are read as of it too.
-        let (matched, restarting) = restarts(&op, &rows, now);
-        let mut ids = Vec::with_capacity(restarting.len());
-        let mut statuses = Vec::with_capacity(restarting.len());
-        let mut series = Vec::with_capacity(restarting.len());
-        let mut due = Vec::with_capacity(restarting.len());
-        let mut restarted = Vec::with_capacity(restarting.len());
-        for (row, retried) in restarting {
-            ids.push(row.id);
-            statuses.push(retried.status);
-            series.push(retried.series_start);
-            due.push(retried.next_attempt_at);
-            restarted.push((row.id, row.pull));
-        }
-        if !ids.is_empty() {
-            sqlx::query(
-                "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
-                     next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
-                     lease_id = NULL, leased_at = NULL, updated_at = $5 \
-                 FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
-                     AS u(id, status, series_start, due) \
-                 WHERE n.id = u.id",
-            )
-            .bind(&ids)
-            .bind(&statuses)
-            .bind(&series)
-            .bind(&due)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
-        let last = rows.last().map(|row| (row.completed_at, row.id));
-        let paged = after_page(
-            op.cursor,
-            (rows.len(), matched),
-            last,
-            restarted.len(),
-            limit,
-        );
+        let (paged, page) = match op.kind {
+            OperationKind::Cancel => cancel_page(&mut tx, &op, limit, now).await?,
+            OperationKind::Recover | OperationKind::Retry => {
+                restart_page(&mut tx, &op, limit, now).await?
+            }
+        };
         let status = if paged.done {
             OperationStatus::Done
         } else {
@@ -312,12 +396,19 @@ impl OperationStore for PgStore {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Some(RecoverPage {
-            restarted,
-            waiting,
-            at: Some(now),
+        Ok(Some(OperationPage {
             operation: Some(after),
+            ..page
         }))
+    }
+
+    async fn endpoint_page(
+        &self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError> {
+        endpoint_page(&self.pool, endpoint, before, limit).await
     }
 
     async fn failed_page(

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Sealing;
-use crate::store::operations::{FailedRow, Operation, RecoverPage, Started};
+use crate::store::operations::{EndpointRow, FailedRow, Operation, OperationPage, Started};
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
 
@@ -24,15 +24,17 @@ impl<S: OperationStore> OperationStore for Sealing<S> {
     ) -> Result<Option<Operation>, StoreError> {
         self.inner.lease_operation(holder, now, until).await
     }
-    async fn recover_page(
+    async fn operation_page(
         &self,
         id: Uuid,
         holder: Uuid,
         limit: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-    ) -> Result<Option<RecoverPage>, StoreError> {
-        self.inner.recover_page(id, holder, limit, now, until).await
+    ) -> Result<Option<OperationPage>, StoreError> {
+        self.inner
+            .operation_page(id, holder, limit, now, until)
+            .await
     }
     async fn failed_page(
         &self,
@@ -42,6 +44,14 @@ impl<S: OperationStore> OperationStore for Sealing<S> {
         limit: i64,
     ) -> Result<Vec<FailedRow>, StoreError> {
         self.inner.failed_page(endpoint, after, until, limit).await
+    }
+    async fn endpoint_page(
+        &self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError> {
+        self.inner.endpoint_page(endpoint, before, limit).await
     }
     async fn fail_operation(
         &self,

@@ -12,9 +12,11 @@ use super::columns::{self, micros};
 use super::{store_error, SqliteStore};
 use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, OperationKind, OperationStatus, Window};
+use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged, Window};
+use crate::store::cancel::Pending;
 use crate::store::operations::{
-    lease_first, restarts, FailedRow, Operation, RecoverPage, Started, LEASE_CANDIDATES,
+    cancels, lease_first, restarts, EndpointRow, FailedRow, Operation, OperationPage, Started,
+    LEASE_CANDIDATES,
 };
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
@@ -119,6 +121,112 @@ async fn failed_page(
     .map_err(store_error)
 }
 
+/// A recover's or a retry's page, as PostgreSQL's `restart_page`.
+async fn restart_page(
+    tx: &mut sqlx::SqliteConnection,
+    op: &Operation,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<(Paged, OperationPage), StoreError> {
+    // The first page starts at `since` (every id is above the nil one).
+    let after = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
+    let rows = failed_page(&mut *tx, op.endpoint_id, after, op.window.until, limit).await?;
+    let (matched, restarting) = restarts(op, &rows, now);
+    let mut restarted = Vec::with_capacity(restarting.len());
+    for (row, retried) in restarting {
+        sqlx::query(
+            "UPDATE notifications SET status = ?2, series_start = ?3, \
+                 next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
+                 lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
+        )
+        .bind(row.id)
+        .bind(retried.status.as_str())
+        .bind(retried.series_start)
+        .bind(micros(retried.next_attempt_at))
+        .bind(micros(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        restarted.push((row.id, row.pull));
+    }
+    let ids: Vec<Uuid> = restarted.iter().map(|(id, _)| *id).collect();
+    let waiting = super::ordering::requeue_all(&mut *tx, op.endpoint_id, &ids).await?;
+    let last = rows.last().map(|row| (row.completed_at, row.id));
+    let found = (rows.len(), matched);
+    let paged = after_page(op.cursor, found, last, restarted.len(), limit);
+    let page = OperationPage {
+        restarted,
+        waiting,
+        at: Some(now),
+        ..OperationPage::default()
+    };
+    Ok((paged, page))
+}
+
+/// A cancel's page, as PostgreSQL's `cancel_page`: the endpoint's
+/// notifications before the cursor, newest first, those `cancels` says
+/// cancelled by the statement every cancel uses.
+async fn cancel_page(
+    tx: &mut sqlx::SqliteConnection,
+    op: &Operation,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<(Paged, OperationPage), StoreError> {
+    let before = op.cursor.map_or(Uuid::max(), |(_, id)| id);
+    let rows = endpoint_page(&mut *tx, op.endpoint_id, before, limit).await?;
+    let ids = cancels(op, &rows);
+    let cancelled = if ids.is_empty() {
+        Vec::new()
+    } else {
+        super::cancel::cancel_pending(&mut *tx, Pending::Ids(&ids), micros(now)).await?
+    };
+    let last = rows.last().map(|row| (row.created_at, row.id));
+    let paged = after_page(
+        op.cursor,
+        (rows.len(), ids.len()),
+        last,
+        cancelled.len(),
+        limit,
+    );
+    let page = OperationPage {
+        cancelled,
+        ..OperationPage::default()
+    };
+    Ok((paged, page))
+}
+
+/// Up to `limit` of `endpoint`'s notifications below `before`, newest
+/// first (`notifications_endpoint_newest`), with their type and key (their
+/// own, or else their event's).
+async fn endpoint_page(
+    executor: impl sqlx::SqliteExecutor<'_>,
+    endpoint: Uuid,
+    before: Uuid,
+    limit: i64,
+) -> Result<Vec<EndpointRow>, StoreError> {
+    sqlx::query(
+        "SELECT n.id, n.status, n.created_at, coalesce(n.event_type, e.event_type) AS event_type, \
+             coalesce(n.key, e.key) AS key \
+         FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+         WHERE n.endpoint_id = ?1 AND n.id < ?2 ORDER BY n.id DESC LIMIT ?3",
+    )
+    .bind(endpoint)
+    .bind(before)
+    .bind(limit)
+    .try_map(|row: SqliteRow| {
+        Ok(EndpointRow {
+            id: row.try_get("id")?,
+            status: columns::status(&row, "status")?,
+            created_at: columns::time(&row, "created_at")?,
+            event_type: row.try_get("event_type")?,
+            key: row.try_get("key")?,
+        })
+    })
+    .fetch_all(executor)
+    .await
+    .map_err(store_error)
+}
+
 #[async_trait::async_trait]
 impl OperationStore for SqliteStore {
     async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError> {
@@ -203,14 +311,14 @@ impl OperationStore for SqliteStore {
         .await
     }
 
-    async fn recover_page(
+    async fn operation_page(
         &self,
         id: Uuid,
         holder: Uuid,
         limit: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-    ) -> Result<Option<RecoverPage>, StoreError> {
+    ) -> Result<Option<OperationPage>, StoreError> {
         // The caller's `now` is the one clock (`crate::clock`).
         let read_at = now;
         let mut tx = self.writer.begin().await.map_err(store_error)?;
@@ -220,44 +328,12 @@ impl OperationStore for SqliteStore {
         if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
             return Ok(None);
         }
-        // The first page starts at `since` (every id is above the nil one).
-        let (after_at, after_id) = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-        let rows = failed_page(
-            &mut *tx,
-            op.endpoint_id,
-            (after_at, after_id),
-            op.window.until,
-            limit,
-        )
-        .await?;
-        let (matched, restarting) = restarts(&op, &rows, read_at);
-        let mut restarted = Vec::with_capacity(restarting.len());
-        for (row, retried) in restarting {
-            sqlx::query(
-                "UPDATE notifications SET status = ?2, series_start = ?3, \
-                     next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
-                     lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
-            )
-            .bind(row.id)
-            .bind(retried.status.as_str())
-            .bind(retried.series_start)
-            .bind(micros(retried.next_attempt_at))
-            .bind(micros(read_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
-            restarted.push((row.id, row.pull));
-        }
-        let ids: Vec<Uuid> = restarted.iter().map(|(id, _)| *id).collect();
-        let waiting = super::ordering::requeue_all(&mut tx, op.endpoint_id, &ids).await?;
-        let last = rows.last().map(|row| (row.completed_at, row.id));
-        let paged = after_page(
-            op.cursor,
-            (rows.len(), matched),
-            last,
-            restarted.len(),
-            limit,
-        );
+        let (paged, page) = match op.kind {
+            OperationKind::Cancel => cancel_page(&mut tx, &op, limit, read_at).await?,
+            OperationKind::Recover | OperationKind::Retry => {
+                restart_page(&mut tx, &op, limit, read_at).await?
+            }
+        };
         let status = if paged.done {
             OperationStatus::Done
         } else {
@@ -283,12 +359,19 @@ impl OperationStore for SqliteStore {
         .await
         .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
-        Ok(Some(RecoverPage {
-            restarted,
-            waiting,
-            at: Some(now),
+        Ok(Some(OperationPage {
             operation: Some(after),
+            ..page
         }))
+    }
+
+    async fn endpoint_page(
+        &self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError> {
+        endpoint_page(&self.reader, endpoint, before, limit).await
     }
 
     async fn failed_page(

@@ -199,14 +199,14 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
         .unwrap();
 
     assert!(store
-        .recover_page(operation.id, stranger, 2, at, until)
+        .operation_page(operation.id, stranger, 2, at, until)
         .await
         .unwrap()
         .is_none());
     let restarted_at = at + Duration::seconds(1);
     let renewed = at + Duration::seconds(31);
     let first = store
-        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .operation_page(operation.id, holder, 2, restarted_at, renewed)
         .await
         .unwrap()
         .expect("the holder pages");
@@ -224,7 +224,7 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
 
     // The last page is shorter than its limit: the operation is done.
     let last = store
-        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .operation_page(operation.id, holder, 2, restarted_at, renewed)
         .await
         .unwrap()
         .unwrap();
@@ -236,7 +236,7 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
     );
     assert!(done.finished_at.is_some());
     assert!(store
-        .recover_page(operation.id, holder, 2, restarted_at, renewed)
+        .operation_page(operation.id, holder, 2, restarted_at, renewed)
         .await
         .unwrap()
         .is_none());
@@ -262,12 +262,12 @@ async fn one_page<S: Backend>(
     store: &S,
     operation: &Operation,
     at: DateTime<Utc>,
-) -> hookd::store::operations::RecoverPage {
+) -> hookd::store::operations::OperationPage {
     let (holder, until) = (new_id(), at + Duration::seconds(30));
     let leased = store.lease_operation(holder, at, until).await.unwrap();
     assert_eq!(leased.map(|o| o.id), Some(operation.id));
     store
-        .recover_page(operation.id, holder, 10, at, until)
+        .operation_page(operation.id, holder, 10, at, until)
         .await
         .unwrap()
         .expect("the holder pages")
@@ -329,6 +329,55 @@ pub async fn a_bulk_retry_restarts_only_the_failed_rows_its_filter_holds<S: Back
     assert_eq!(page.restarted, [(delivery, false)]);
     assert_eq!(get(&store, other_key).await.status, Status::Failed);
     assert_eq!(get(&store, still_pending).await.attempts, 0);
+}
+
+pub async fn a_bulk_cancel_cancels_only_the_pending_rows_its_filter_holds_created_before_it<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let keyed = |key: &str| {
+        let mut item = notification(&shop);
+        item.key = Some(key.to_string());
+        item
+    };
+    let first = commit_new(&store, keyed("order-1")).await;
+    let second = commit_new(&store, keyed("order-2")).await;
+    let invoice = commit_new(&store, keyed("invoice-1")).await;
+    let ended = commit_new(&store, keyed("order-3")).await;
+    fail(&store, shop.id, ended).await;
+    let at = now();
+    let later = commit_new(&store, keyed("order-4")).await;
+
+    let read = store.endpoint_page(shop.id, Uuid::max(), 10).await.unwrap();
+    let ids: Vec<Uuid> = read.iter().map(|row| row.id).collect();
+    assert_eq!(ids, [later, ended, invoice, second, first], "newest first");
+
+    let by_key = BulkFilter {
+        key_prefix: Some("order-".into()),
+        ..BulkFilter::default()
+    };
+    let operation = started(&store, &Operation::cancel(shop.id, by_key, at)).await;
+    let page = one_page(&store, &operation, at).await;
+    let mut cancelled = page.cancelled.clone();
+    cancelled.sort();
+    let mut wanted = vec![first, second];
+    wanted.sort();
+    assert_eq!(cancelled, wanted);
+    let done = page.operation.unwrap();
+    assert_eq!(
+        (done.matched, done.started, done.status),
+        (2, 2, OperationStatus::Done)
+    );
+    assert_eq!(get(&store, first).await.status, Status::Cancelled);
+    assert_eq!(get(&store, invoice).await.status, Status::Pending);
+    assert_eq!(get(&store, ended).await.status, Status::Failed);
+    assert_eq!(
+        get(&store, later).await.status,
+        Status::Pending,
+        "created after the cancel started"
+    );
 }
 
 pub async fn purging_operations_takes_only_finished_ones_before_the_bound_up_to_the_limit<

@@ -1,8 +1,9 @@
 //! Acting on many notifications from the list: the rows selected are
 //! retried or cancelled after a confirmation that says how many; every
-//! failed one that matches a search of one endpoint is retried by filter,
-//! after a confirmation that counts them (a dry run, which restarts
-//! nothing); a search it cannot serve says what it needs.
+//! failed (pending) one that matches a search of one endpoint is retried
+//! (cancelled) by filter, after a confirmation that counts them (a dry
+//! run, which changes nothing); a search it cannot serve says what it
+//! needs.
 
 use std::time::Duration;
 
@@ -51,9 +52,16 @@ async fn selected_rows_and_every_matching_failed_one_are_retried_from_the_list(b
                 .await,
         );
     }
-    let waiting = app
-        .notify(json!({"endpoint": "shop", "key": "order-5", "payload": {}, "delay": "1h"}))
-        .await;
+    let mut waiting = Vec::new();
+    for n in 5..8 {
+        waiting.push(
+            app.notify(
+                json!({"endpoint": "shop", "key": format!("order-{n}"), "payload": {},
+                "delay": "1h"}),
+            )
+            .await,
+        );
+    }
     for id in &failed {
         eventually(DEADLINE, "each to fail", || async {
             (status_of(&app, id).await == "failed").then_some(())
@@ -131,12 +139,12 @@ async fn selected_rows_and_every_matching_failed_one_are_retried_from_the_list(b
     // The list reads again: none of them is failed any more.
     rows(&browser, 0).await;
 
-    // The waiting one, selected and cancelled.
+    // The newest waiting one (the first row), selected and cancelled.
     browser
         .goto("#/notifications?endpoint=shop&status=pending")
         .await;
-    rows(&browser, 1).await;
-    browser.click("select-page").await;
+    rows(&browser, 3).await;
+    browser.click("select").await;
     browser.click("cancel-selected").await;
     let question = browser.text("cancel-selected-question").await;
     assert!(
@@ -149,13 +157,31 @@ async fn selected_rows_and_every_matching_failed_one_are_retried_from_the_list(b
             t == "Cancelled 1 of 1."
         })
         .await;
-    assert_eq!(status_of(&app, &waiting).await, "cancelled");
+    assert_eq!(status_of(&app, &waiting[2]).await, "cancelled");
     // The selection went with the rows it named.
     browser
         .wait_text("cancel-selected", "the selection emptied", |t| {
             t == "Cancel selected (0)"
         })
         .await;
+    rows(&browser, 2).await;
+    // The other two, by filter: counted, then cancelled.
+    browser.click("cancel-matching").await;
+    browser
+        .wait_text("cancel-matching-question", "the count", |t| {
+            t.contains("Cancel the 2 pending notifications of shop that match this search")
+        })
+        .await;
+    browser.click("confirm").await;
+    browser
+        .wait_text("operation", "the cancel to end", |t| {
+            t.contains("Cancel done: 2 of 2")
+        })
+        .await;
+    for id in &waiting[..2] {
+        assert_eq!(status_of(&app, id).await, "cancelled");
+    }
+    rows(&browser, 0).await;
     assert_eq!(
         receiver.received("/hook").len(),
         8,

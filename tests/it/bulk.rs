@@ -1,9 +1,10 @@
-//! Bulk retry by filter (docs/design.md §18) on each backend:
+//! Bulk actions by filter (docs/design.md §18) on each backend:
 //! `POST /v1/notifications/retry` counts (`dry_run`), then restarts, the
 //! failed notifications of one endpoint that its filter holds (type and
 //! key, a notification's own or its event's; created window), each
-//! delivered once, and leaves every other one as it was; bad input is
-//! refused naming its field; it needs `write`.
+//! delivered once; `POST /v1/notifications/cancel` with a filter counts,
+//! then cancels, the pending ones; each leaves every other notification
+//! as it was; bad input is refused naming its field; both need `write`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -271,3 +272,109 @@ async fn a_bulk_retry_needs_write(backend: Backend) {
     assert_eq!(counted, json!({"matched": 0}));
 }
 both!(a_bulk_retry_needs_write);
+
+async fn a_bulk_cancel_counts_then_cancels_only_the_pending_notifications_its_filter_holds(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    for uid in ["shop", "other"] {
+        app.endpoint(json!({"uid": uid, "url": receiver.url("/hook")}))
+            .await;
+    }
+    // Waiting an hour: paid and refunded, keys order-000 to order-029, on
+    // both endpoints.
+    let items = |endpoint: &str| -> Vec<Value> {
+        (0..30)
+            .map(|i| {
+                let event_type = if i % 3 == 0 {
+                    "order.refunded"
+                } else {
+                    "order.paid"
+                };
+                json!({"endpoint": endpoint, "event_type": event_type, "delay": "1h",
+                    "key": format!("order-{i:03}"), "payload": {"i": i}})
+            })
+            .collect()
+    };
+    let shop = created(
+        &app,
+        "/v1/notifications/batch",
+        json!({"notifications": items("shop")}),
+    )
+    .await;
+    let other = created(
+        &app,
+        "/v1/notifications/batch",
+        json!({"notifications": items("other")}),
+    )
+    .await;
+    // Delivered at once: it matches, but has ended.
+    let sent = app
+        .notify(
+            json!({"endpoint": "shop", "event_type": "order.paid", "key": "order-019-sent",
+            "payload": {}}),
+        )
+        .await;
+    eventually(DEADLINE, "the one sent to succeed", || async {
+        let (_, n) = app.get(&format!("/v1/notifications/{sent}")).await;
+        (n["status"] == "succeeded").then_some(())
+    })
+    .await;
+
+    let wanted: BTreeSet<Uuid> = (10..20).filter(|i| i % 3 != 0).map(|i| shop[i]).collect();
+    let filter = json!({"endpoint": "shop", "event_type": "order.paid", "key_prefix": "order-01"});
+    let mut dry = filter.clone();
+    dry["dry_run"] = json!(true);
+    let (status, counted) = app.post("/v1/notifications/cancel", dry).await;
+    assert_eq!(status, StatusCode::OK, "{counted}");
+    assert_eq!(counted, json!({"matched": wanted.len()}));
+    assert_eq!(
+        status_of(&app, shop[10]).await,
+        "pending",
+        "a dry run changes nothing"
+    );
+
+    let (status, started) = app.post("/v1/notifications/cancel", filter).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    assert_eq!(started["kind"], json!("cancel"));
+    let id = started["id"].as_str().unwrap();
+    let operation = eventually(DEADLINE, "the cancel to end", || async {
+        let (_, operation) = app.get(&format!("/v1/operations/{id}")).await;
+        (operation["status"] != json!("running")).then_some(operation)
+    })
+    .await;
+    assert_eq!(operation["status"], json!("done"), "{operation}");
+    assert_eq!(operation["matched"], json!(wanted.len()), "{operation}");
+    assert_eq!(operation["started"], json!(wanted.len()), "{operation}");
+    for id in shop.iter().chain(&other) {
+        let want = if wanted.contains(id) {
+            "cancelled"
+        } else {
+            "pending"
+        };
+        assert_eq!(status_of(&app, *id).await, want, "{id}");
+    }
+    let (_, n) = app.get(&format!("/v1/notifications/{sent}")).await;
+    assert_eq!(n["status"], "succeeded");
+
+    // A cancel by key takes no filter; a cancel by filter changes pending
+    // ones only.
+    for (body, field) in [
+        (
+            json!({"key": "order-001", "event_type": "order.paid"}),
+            "key",
+        ),
+        (json!({"endpoint": "shop", "status": "failed"}), "status"),
+        (json!({"event_type": "order.paid"}), "key"),
+    ] {
+        let (status, refused) = app.post("/v1/notifications/cancel", body.clone()).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {refused}"
+        );
+        assert_eq!(refused["error"]["field"], json!(field), "{body}: {refused}");
+    }
+}
+both!(a_bulk_cancel_counts_then_cancels_only_the_pending_notifications_its_filter_holds);

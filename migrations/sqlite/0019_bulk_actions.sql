@@ -1,9 +1,10 @@
--- Bulk retry by filter, as ../20261212000058_bulk_retry.sql: kind `retry`
--- and the filter's JSON. SQLite cannot change a CHECK, so the table (a few
--- rows: operations are purged with retention) is made again with it.
+-- Bulk actions by filter, as ../20261212000058_bulk_actions.sql: kinds
+-- `retry` and `cancel`, and the filter's JSON. SQLite cannot change a
+-- CHECK, so the table (a few rows: operations are purged with retention)
+-- is made again with it.
 CREATE TABLE operations_new (
     id           BLOB PRIMARY KEY,
-    kind         TEXT NOT NULL CHECK (kind IN ('recover', 'retry')),
+    kind         TEXT NOT NULL CHECK (kind IN ('recover', 'retry', 'cancel')),
     endpoint_id  BLOB NOT NULL,
     status       TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done', 'failed')),
     since        INTEGER NOT NULL,
