@@ -36,7 +36,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/notifications", post(create).get(list))
         .route("/v1/notifications/batch", post(create_batch))
-        .route("/v1/notifications/cancel", post(cancel_by_key))
+        .route("/v1/notifications/cancel", post(cancel_by_key_or_filter))
         .route("/v1/notifications/{id}", get(read))
         .route("/v1/notifications/{id}/attempts", get(attempts))
         .route("/v1/notifications/{id}/cancel", post(cancel))
@@ -439,7 +439,7 @@ pub enum CancelAnswer {
         (status = 403, body = super::error::ErrorBody, description = "the operator endpoint named, and the token is not `admin`"),
         (status = 409, body = super::recover::RecoverRunning, description = "by filter: a cancel of this endpoint runs (`operation_running`): it is in `operation`"),
         (status = 422, body = super::error::ErrorBody, description = "neither `key` nor `endpoint`, `key` with a filter, `status` other than `pending`, an unknown endpoint, or a filter no notification can match; `error.field` names it")))]
-pub async fn cancel_by_key(
+pub async fn cancel_by_key_or_filter(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     JsonBody(request): JsonBody<CancelRequest>,

@@ -41,7 +41,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         notifications::read,
         notifications::attempts,
         notifications::cancel,
-        notifications::cancel_by_key,
+        notifications::cancel_by_key_or_filter,
         notifications::retry,
         events::create,
         events::create_batch,

@@ -2,8 +2,10 @@
 //! /v1/endpoints/{endpoint}/recover` starts one that restarts the
 //! endpoint's notifications that ended `failed` in a window, `POST
 //! /v1/notifications/retry` one that restarts those that failed and match
-//! a filter (or, `dry_run`, counts them); each answers 202 at once, and
-//! `GET /v1/operations/{id}` follows it.
+//! a filter, `POST /v1/notifications/cancel` without a key one that
+//! cancels the pending ones that match (`notifications::cancel_by_key_or_filter`).
+//! Each answers 202 at once (or, `dry_run`, 200 with the count), and `GET
+//! /v1/operations/{id}` follows it.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -161,6 +163,21 @@ fn answer(started: Started) -> Response {
     }
 }
 
+/// The filter a bulk action's body asks for (`changes`: the status it
+/// changes), each field checked as the lists check it.
+fn filter_of(
+    changes: Status,
+    status: Option<&str>,
+    event_type: Option<String>,
+    key_prefix: Option<String>,
+    (created_after, created_before): (Option<&str>, Option<&str>),
+) -> Result<BulkFilter, ApiError> {
+    let created = super::filters::created(created_after, created_before)?;
+    Ok(BulkFilter::asked(
+        changes, status, event_type, key_prefix, created,
+    )?)
+}
+
 /// A cancel by filter (`POST /v1/notifications/cancel` without `key`):
 /// the endpoint's pending notifications that the filter holds, as an
 /// operation, or counted.
@@ -176,16 +193,15 @@ pub(super) async fn cancel_by_filter(
             "key is required to cancel by key; to cancel by filter, name the endpoint",
         ));
     };
-    let created = super::filters::created(
-        request.created_after.as_deref(),
-        request.created_before.as_deref(),
-    )?;
-    let filter = BulkFilter::asked(
+    let filter = filter_of(
         Status::Pending,
         request.status.as_deref(),
         request.event_type,
         request.key_prefix,
-        created,
+        (
+            request.created_after.as_deref(),
+            request.created_before.as_deref(),
+        ),
     )?;
     let asked = state
         .recovery
@@ -222,7 +238,8 @@ pub struct BulkRetryRequest {
 /// A dry run's answer.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Matched {
-    /// Failed notifications it would restart now.
+    /// Notifications it would change now: failed ones restarted, or
+    /// pending ones cancelled.
     pub matched: i64,
 }
 
@@ -243,16 +260,15 @@ pub async fn bulk_retry(
             "endpoint is required: the id or uid whose failed notifications are retried",
         ));
     };
-    let created = super::filters::created(
-        request.created_after.as_deref(),
-        request.created_before.as_deref(),
-    )?;
-    let filter = BulkFilter::asked(
+    let filter = filter_of(
         Status::Failed,
         request.status.as_deref(),
         request.event_type,
         request.key_prefix,
-        created,
+        (
+            request.created_after.as_deref(),
+            request.created_before.as_deref(),
+        ),
     )?;
     let asked = state
         .recovery

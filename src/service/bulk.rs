@@ -21,10 +21,11 @@ use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::store::endpoints::EndpointRef;
 use crate::store::operations::{cancels, restarts, Operation, Started};
 
-/// What a request for an operation (a recover, a bulk retry) did.
+/// What a request for an operation (a recover, a retry or a cancel by
+/// filter) did.
 #[derive(Debug)]
 pub enum Asked {
-    /// A dry run: how many failed notifications it would restart now.
+    /// A dry run: how many notifications it would change now.
     Matched(i64),
     Started(Box<Started>),
 }
@@ -85,7 +86,7 @@ impl Recovery {
     }
 
     /// Starts `operation` (unless one of its kind runs for its endpoint),
-    /// or, `dry_run`, counts what it would restart.
+    /// or, `dry_run`, counts what it would change.
     pub(super) async fn ask(
         &self,
         operation: Operation,

@@ -1,6 +1,7 @@
 //! Operations as the store keeps them (`operations` table): a recover's
-//! window or a bulk retry's filter, its counts, where its next page
-//! starts, and who works it until when. What each is for is decided in
+//! window or a bulk action's filter, its counts, where its next page
+//! starts, and who works it until when; and what a page decides of the
+//! rows it read, for both backends. What each is for is decided in
 //! `domain::operation` and `domain::bulk`.
 
 use chrono::{DateTime, Utc};
@@ -19,14 +20,17 @@ pub struct Operation {
     pub kind: OperationKind,
     pub endpoint_id: Uuid,
     pub status: OperationStatus,
-    /// The failures a page reads: a recover's window; a bulk retry's from
-    /// the beginning to when it started.
+    /// The failures a page reads: a recover's window; a retry's from the
+    /// beginning to when it started. A cancel's `until` is when it started:
+    /// it cancels only notifications created by then.
     pub window: Window,
-    /// What a bulk retry restarts of those (`None` for a recover: all).
+    /// What a retry or a cancel changes of those (`None` for a recover:
+    /// all).
     pub filter: Option<BulkFilter>,
-    /// Failed notifications of the window found so far.
+    /// Notifications found so far that it changes: failed ones of the
+    /// window (and filter), or a cancel's pending ones its filter holds.
     pub matched: i64,
-    /// Of those, restarted as a new series.
+    /// Of those, restarted as a new series (a cancel's: cancelled).
     pub started: i64,
     /// The (failure time, id) of the last notification paged over.
     pub cursor: Option<(DateTime<Utc>, Uuid)>,
@@ -139,6 +143,16 @@ pub struct EndpointRow {
     pub key: Option<String>,
 }
 
+impl EndpointRow {
+    fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            created_at: self.created_at,
+            event_type: self.event_type.as_deref(),
+            key: self.key.as_deref(),
+        }
+    }
+}
+
 /// Of the rows a cancel's page read, the ids of those it cancels: pending,
 /// created by the time it started, and held by its filter. Both backends'
 /// pages, and the dry run's count, decide here.
@@ -146,13 +160,10 @@ pub(crate) fn cancels(operation: &Operation, rows: &[EndpointRow]) -> Vec<Uuid> 
     rows.iter()
         .filter(|row| row.status.cancellable() && row.created_at <= operation.window.until)
         .filter(|row| {
-            operation.filter.as_ref().is_none_or(|filter| {
-                filter.holds(Candidate {
-                    created_at: row.created_at,
-                    event_type: row.event_type.as_deref(),
-                    key: row.key.as_deref(),
-                })
-            })
+            operation
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter.holds(row.candidate()))
         })
         .map(|row| row.id)
         .collect()
