@@ -183,8 +183,8 @@ services_start() {
 }
 
 # pg_replica_start (after services_start): a streaming replica of the test
-# PostgreSQL, made as an operator makes one (`pg_basebackup -R`, then a
-# second postgres on a free port), for the conformance suite's read-replica
+# PostgreSQL, made as an operator makes one (`pg_basebackup -R` through a
+# replication slot, then a second postgres on a free port), for the conformance suite's read-replica
 # backend (tests/it/conformance/replica.rs). It is the primary's synchronous
 # standby, but only for sessions that ask (`synchronous_commit =
 # remote_apply`, whose commits return once the replica shows them): every
@@ -195,8 +195,13 @@ pg_replica_start() {
   mkdir -p "$data"
   chmod 700 "$data"
   [ "$(id -u)" = 0 ] && chown postgres: "$data"
-  as_pg "$PG_BINDIR/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -R -X stream --no-sync \
-    -D "$data" >"$SERVICES_DIR/basebackup.log" 2>&1 \
+  # Through a replication slot (-C -S; -R names it in the replica's
+  # settings): the primary keeps its WAL until the replica has it. Without
+  # one, a replica that fell behind under the suite's load once asked for
+  # a segment the primary had already recycled, never caught up, and every
+  # remote_apply commit waited for it forever.
+  as_pg "$PG_BINDIR/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -R -C -S hookd_test_replica \
+    -X stream --no-sync -D "$data" >"$SERVICES_DIR/basebackup.log" 2>&1 \
     || { cat "$SERVICES_DIR/basebackup.log" >&2; log "pg_basebackup failed"; exit 1; }
   PG_REPLICA_DATA="$data"
   # A hot standby needs at least the primary's max_connections.

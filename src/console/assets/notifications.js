@@ -112,7 +112,8 @@ async function each(ids, action) {
 }
 
 // The actions on the selected rows, and the retry of every failed one
-// that matches the search (one endpoint's: an operation per endpoint).
+// (the cancel of every pending one) that matches the search: one
+// endpoint's, an operation per endpoint.
 function BulkActions({ selected, filters, who, onDone }) {
   const [result, setResult] = useState(null);
   const [operation, setOperation] = useState(null);
