@@ -19,7 +19,7 @@ use crate::domain::operation::{OperationKind, PAGE};
 use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::store::endpoints::EndpointRef;
-use crate::store::operations::{cancels, restarts, Operation, Started};
+use crate::store::operations::{cancels, restarts, CancelWalk, Operation, Started};
 
 /// What a request for an operation (a recover, a retry or a cancel by
 /// filter) did.
@@ -111,7 +111,8 @@ impl Recovery {
         let mut total = 0;
         match operation.kind {
             OperationKind::Cancel => {
-                let mut before = Uuid::max();
+                let walk = CancelWalk::of(operation);
+                let mut before = walk.from;
                 loop {
                     let rows = self
                         .store()
@@ -119,7 +120,7 @@ impl Recovery {
                         .await?;
                     total += cancels(operation, &rows).len() as i64;
                     match rows.last() {
-                        Some(last) if rows.len() as i64 == PAGE => before = last.id,
+                        Some(last) if !walk.ended(&rows, PAGE) => before = last.id,
                         _ => return Ok(total),
                     }
                 }

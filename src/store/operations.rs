@@ -8,8 +8,11 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::bulk::{BulkFilter, Candidate};
+use crate::domain::created::CreatedWindow;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{restart, OperationKind, OperationStatus, Window};
+use crate::domain::operation::{
+    after_page, restart, OperationKind, OperationStatus, Paged, Window,
+};
 use crate::domain::status::Status;
 use crate::domain::transition::Retried;
 
@@ -141,6 +144,68 @@ pub struct EndpointRow {
     pub event_type: Option<String>,
     /// Its own, or its event's.
     pub key: Option<String>,
+}
+
+/// Where a cancel's walk over its endpoint's notifications (newest first,
+/// by id) starts and where it ends, so that it reads only the ids that can
+/// hold what it cancels: those created in its filter's window and by the
+/// time it started (`CreatedWindow::id_range`). Without a created window,
+/// the walk starts at what was created when it started and reads to the
+/// oldest row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CancelWalk {
+    /// The first page reads ids below this.
+    pub from: Uuid,
+    /// Ids below this hold no row it cancels.
+    pub to: Option<Uuid>,
+}
+
+impl CancelWalk {
+    pub(crate) fn of(operation: &Operation) -> Self {
+        let filter = operation.filter.clone().unwrap_or_default();
+        // `created_at <= until`: created before the next microsecond.
+        let started = operation.window.until + chrono::Duration::microseconds(1);
+        let window = CreatedWindow {
+            after: filter.created_after,
+            before: Some(filter.created_before.map_or(started, |b| b.min(started))),
+        };
+        let (to, from) = window.id_range();
+        Self {
+            from: from.unwrap_or(Uuid::max()),
+            to,
+        }
+    }
+
+    /// Where a page starts: after the operation's cursor, or at the walk's start.
+    pub(crate) fn before(&self, cursor: Option<(DateTime<Utc>, Uuid)>) -> Uuid {
+        cursor.map_or(self.from, |(_, id)| id)
+    }
+
+    /// Whether the walk is over after a page of `rows` of at most `limit`:
+    /// a short page, or one that reached ids below the walk's end.
+    pub(crate) fn ended(&self, rows: &[EndpointRow], limit: i64) -> bool {
+        (rows.len() as i64) < limit
+            || rows
+                .last()
+                .zip(self.to)
+                .is_some_and(|(last, to)| last.id < to)
+    }
+
+    /// Where a page of `rows` (of at most `limit`), `matched` of them held
+    /// and `cancelled` cancelled, leaves the operation.
+    pub(crate) fn paged(
+        &self,
+        cursor: Option<(DateTime<Utc>, Uuid)>,
+        rows: &[EndpointRow],
+        (matched, cancelled): (usize, usize),
+        limit: i64,
+    ) -> Paged {
+        let last = rows.last().map(|row| (row.created_at, row.id));
+        Paged {
+            done: self.ended(rows, limit),
+            ..after_page(cursor, (rows.len(), matched), last, cancelled, limit)
+        }
+    }
 }
 
 impl EndpointRow {
@@ -292,4 +357,51 @@ where
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::id::first_of_ms;
+
+    fn row(id: Uuid) -> EndpointRow {
+        EndpointRow {
+            id,
+            status: Status::Pending,
+            created_at: DateTime::UNIX_EPOCH,
+            event_type: None,
+            key: None,
+        }
+    }
+
+    #[test]
+    fn a_cancels_walk_reads_only_the_ids_its_created_window_can_hold() {
+        let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
+        let filter = BulkFilter {
+            created_after: Some(at(1_000_000)),
+            created_before: Some(at(2_000_000)),
+            ..BulkFilter::default()
+        };
+        let walk = CancelWalk::of(&Operation::cancel(Uuid::nil(), filter, at(9_000_000)));
+        let (to, from) = CreatedWindow {
+            after: Some(at(1_000_000)),
+            before: Some(at(2_000_000)),
+        }
+        .id_range();
+        assert_eq!((Some(walk.from), walk.to), (from, to));
+        // A full page that reached below the window's start ends it; one
+        // still inside does not.
+        let inside = vec![row(first_of_ms(1_500_000)); 2];
+        assert!(!walk.ended(&inside, 2));
+        let past = vec![row(first_of_ms(1_500_000)), row(first_of_ms(1))];
+        assert!(walk.ended(&past, 2));
+        // Without a window: from what existed when it started, to the oldest.
+        let open = CancelWalk::of(&Operation::cancel(
+            Uuid::nil(),
+            BulkFilter::default(),
+            at(9_000_000),
+        ));
+        assert!(open.from > first_of_ms(9_000_000) && open.to.is_none());
+        assert!(!open.ended(&past, 2));
+    }
 }

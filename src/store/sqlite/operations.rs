@@ -15,8 +15,8 @@ use crate::domain::lease::Lease;
 use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged, Window};
 use crate::store::cancel::Pending;
 use crate::store::operations::{
-    cancels, lease_first, restarts, EndpointRow, FailedRow, Operation, OperationPage, Started,
-    LEASE_CANDIDATES,
+    cancels, lease_first, restarts, CancelWalk, EndpointRow, FailedRow, Operation, OperationPage,
+    Started, LEASE_CANDIDATES,
 };
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
@@ -172,22 +172,15 @@ async fn cancel_page(
     limit: i64,
     now: DateTime<Utc>,
 ) -> Result<(Paged, OperationPage), StoreError> {
-    let before = op.cursor.map_or(Uuid::max(), |(_, id)| id);
-    let rows = endpoint_page(&mut *tx, op.endpoint_id, before, limit).await?;
+    let walk = CancelWalk::of(op);
+    let rows = endpoint_page(&mut *tx, op.endpoint_id, walk.before(op.cursor), limit).await?;
     let ids = cancels(op, &rows);
     let cancelled = if ids.is_empty() {
         Vec::new()
     } else {
         super::cancel::cancel_pending(&mut *tx, Pending::Ids(&ids), micros(now)).await?
     };
-    let last = rows.last().map(|row| (row.created_at, row.id));
-    let paged = after_page(
-        op.cursor,
-        (rows.len(), ids.len()),
-        last,
-        cancelled.len(),
-        limit,
-    );
+    let paged = walk.paged(op.cursor, &rows, (ids.len(), cancelled.len()), limit);
     let page = OperationPage {
         cancelled,
         ..OperationPage::default()
