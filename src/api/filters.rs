@@ -37,26 +37,48 @@ pub(super) fn event_type(event_type: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
+/// A time parameter, RFC 3339.
+pub(super) fn time(
+    field: &'static str,
+    text: Option<&str>,
+) -> Result<Option<DateTime<Utc>>, ApiError> {
+    text.map(|text| {
+        DateTime::parse_from_rfc3339(text.trim())
+            .map(|at| at.with_timezone(&Utc))
+            .map_err(|_| {
+                ApiError::invalid(
+                    ErrorCode::InvalidValue,
+                    field,
+                    format!("{field} is an RFC 3339 time, such as 2026-11-26T10:00:00Z"),
+                )
+            })
+    })
+    .transpose()
+}
+
+/// A key prefix: what a key may be (`key`), and not beside a key.
+pub(super) fn key_prefix(prefix: Option<&str>, key: Option<&str>) -> Result<(), ApiError> {
+    match prefix {
+        Some(prefix) if !valid_key(prefix) => Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "key_prefix",
+            "key_prefix is 1 to 255 bytes without control characters",
+        )),
+        Some(_) if key.is_some() => Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "key_prefix",
+            "key_prefix and key do not go together: a key is exact, a prefix finds every key that starts with it",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `created_after` / `created_before`: RFC 3339 times, the window
 /// `[after, before)`.
 pub(super) fn created(
     after: Option<&str>,
     before: Option<&str>,
 ) -> Result<CreatedWindow, ApiError> {
-    let time = |field: &'static str, text: Option<&str>| {
-        text.map(|text| {
-            DateTime::parse_from_rfc3339(text.trim())
-                .map(|at| at.with_timezone(&Utc))
-                .map_err(|_| {
-                    ApiError::invalid(
-                        ErrorCode::InvalidValue,
-                        field,
-                        format!("{field} is an RFC 3339 time, such as 2026-11-26T10:00:00Z"),
-                    )
-                })
-        })
-        .transpose()
-    };
     Ok(CreatedWindow {
         after: time("created_after", after)?,
         before: time("created_before", before)?,

@@ -230,6 +230,9 @@ pub struct BulkRetryRequest {
     /// RFC 3339: created before.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub created_before: Option<String>,
+    /// RFC 3339: failed at or after (as a recover's `since`).
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_after: Option<String>,
     /// Count what it would restart, and change nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -270,9 +273,10 @@ pub async fn bulk_retry(
             request.created_before.as_deref(),
         ),
     )?;
+    let failed_since = super::filters::time("completed_after", request.completed_after.as_deref())?;
     let asked = state
         .recovery
-        .start_retry(&endpoint, filter, request.dry_run)
+        .start_retry(&endpoint, filter, failed_since, request.dry_run)
         .await?;
     Ok(answered(asked))
 }

@@ -53,6 +53,24 @@ pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)
 }
 
+/// The least string above every string that starts with `prefix`, in
+/// code point order (which is UTF-8's byte order, SQLite's `BINARY` and
+/// PostgreSQL's `"C"`): `prefix <= key < end` holds exactly the keys that
+/// start with it. `None` when nothing is above them (a prefix of only
+/// U+10FFFF), and the range has no end.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        // The next scalar value: past the surrogates, which are not chars.
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// `valid_uid` for the OpenAPI document (which cannot say "not a UUID").
 pub const UID_PATTERN: &str = r"^[A-Za-z0-9_.:-]{1,128}$";
 
@@ -158,6 +176,21 @@ mod tests {
         assert!(!valid_uid("has space"));
         assert!(!valid_uid(&"x".repeat(129)));
         assert!(!valid_uid("0193a5f2-7c1e-7b3a-9c4d-1e2f3a4b5c6d"));
+    }
+
+    #[test]
+    fn a_prefixs_end_is_above_every_key_that_starts_with_it_and_below_the_rest() {
+        assert_eq!(prefix_end("order-12").as_deref(), Some("order-13"));
+        assert_eq!(prefix_end("a\u{d7ff}").as_deref(), Some("a\u{e000}"));
+        assert_eq!(prefix_end("a\u{10ffff}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10ffff}\u{10ffff}"), None);
+        let end = prefix_end("订单-9").unwrap();
+        for key in ["订单-9", "订单-9z", "订单-9\u{10ffff}x"] {
+            assert!(key >= "订单-9" && key < end.as_str(), "{key}");
+        }
+        for key in ["订单-8z", "订单-:", "订单."] {
+            assert!(!(key >= "订单-9" && key < end.as_str()), "{key}");
+        }
     }
 
     #[test]

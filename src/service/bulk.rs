@@ -10,6 +10,7 @@
 //! recover) counts them with the same pages and the same rule, changing
 //! nothing.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::recover::Recovery;
@@ -38,11 +39,13 @@ impl Recovery {
         &self,
         endpoint: &str,
         filter: BulkFilter,
+        failed_since: Option<DateTime<Utc>>,
         dry_run: bool,
     ) -> Result<Asked, ServiceError> {
         let found = self.endpoint(endpoint).await?;
         let now = self.now();
-        self.ask(Operation::retry(found, filter, now), dry_run)
+        let since = failed_since.unwrap_or(DateTime::UNIX_EPOCH);
+        self.ask(Operation::retry_since(found, filter, since, now), dry_run)
             .await
     }
 

@@ -108,13 +108,24 @@ pub enum Inserted {
 pub struct NotificationFilter {
     pub endpoint_id: Option<Uuid>,
     pub status: Option<Status>,
+    /// The notification's key, or its event's.
     pub key: Option<String>,
+    /// A prefix of the notification's key, or of its event's: through
+    /// `ids` when few rows have one (`SharedReads::key_prefix_ids`), else
+    /// checked on the rows a bounded page reads.
+    pub key_prefix: Option<String>,
+    /// Only these notifications: those a key prefix names, when they are
+    /// at most `MAX_EXAMINED`.
+    pub ids: Option<Vec<Uuid>>,
     pub event_type: Option<String>,
     pub event_id: Option<Uuid>,
     /// Only the notifications of this owner's live endpoints.
     pub owner: Option<String>,
     /// Only those created in this window.
     pub created: crate::domain::created::CreatedWindow,
+    /// Only those that ended (succeeded, failed or were cancelled) at or
+    /// after this time: checked on the rows a bounded page reads.
+    pub completed_after: Option<DateTime<Utc>>,
     /// Keyset cursor: only notifications older than this id.
     pub before: Option<Uuid>,
     /// A bounded page's frontier: only notifications at or after this id
@@ -138,9 +149,23 @@ impl NotificationFilter {
     /// endpoints' rows and sorts them, which a bound keeps small). A `key`
     /// or an `event` names few rows through an index of its own: no bound.
     pub fn bounded(&self) -> bool {
-        let residual = self.status.is_some() || self.event_type.is_some();
-        let indexed = self.key.is_some() || self.event_id.is_some();
-        !indexed && (residual || self.owner.is_some())
+        let indexed = self.key.is_some() || self.event_id.is_some() || self.ids.is_some();
+        !indexed && (self.residual() || self.owner.is_some())
+    }
+
+    /// Whether a term no index of the scope serves is checked on its rows.
+    fn residual(&self) -> bool {
+        self.status.is_some()
+            || self.event_type.is_some()
+            || self.completed_after.is_some()
+            || (self.key_prefix.is_some() && self.ids.is_none())
+    }
+
+    /// The key prefix's range, `[prefix, end)` (`fields::prefix_end`),
+    /// when the rows are checked for it one by one.
+    pub fn prefix_range(&self) -> Option<(&str, Option<String>)> {
+        let prefix = self.key_prefix.as_deref().filter(|_| self.ids.is_none())?;
+        Some((prefix, crate::domain::fields::prefix_end(prefix)))
     }
 
     /// The rows a bounded page reads from each endpoint of a scope of
@@ -148,8 +173,7 @@ impl NotificationFilter {
     /// page each, so that an owner's unfiltered list is always a full
     /// page. (A scope that is one endpoint, or every endpoint, is 1.)
     pub fn examined_per_endpoint(&self, endpoints: i64) -> i64 {
-        let residual = self.status.is_some() || self.event_type.is_some();
-        let share = if residual {
+        let share = if self.residual() {
             MAX_EXAMINED.div_euclid(endpoints.max(1))
         } else {
             0

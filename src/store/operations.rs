@@ -72,10 +72,25 @@ impl Operation {
     /// holds, made at `now`: over every failure until `now` (those that
     /// fail again after it, restarted by this one or not, are left).
     pub fn retry(endpoint_id: Uuid, filter: BulkFilter, now: DateTime<Utc>) -> Self {
+        Self::retry_since(endpoint_id, filter, DateTime::UNIX_EPOCH, now)
+    }
+
+    /// As `retry`, of the notifications that failed at or after `since`
+    /// (a recover's window, with a filter).
+    pub fn retry_since(
+        endpoint_id: Uuid,
+        filter: BulkFilter,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let window = Window {
+            since,
+            ..bulk_window(now)
+        };
         Self {
             kind: OperationKind::Retry,
             filter: Some(filter),
-            ..Self::recover(endpoint_id, bulk_window(now), now)
+            ..Self::recover(endpoint_id, window, now)
         }
     }
 

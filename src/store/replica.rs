@@ -136,6 +136,18 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
+    async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        self.read(
+            self.replica.key_prefix_ids(filter, cap),
+            || self.primary.key_prefix_ids(filter, cap),
+            any,
+        )
+        .await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.read(
             self.replica.notification_url(id),

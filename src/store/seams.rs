@@ -175,6 +175,15 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError>;
+    /// Up to `cap` ids of the notifications whose key, or whose event's
+    /// key, starts with `filter.key_prefix`, in its endpoint and creation
+    /// window, below its cursor, in no order: all of them when fewer than
+    /// `cap` come back (`NotificationFilter::ids`).
+    async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError>;
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     async fn list_attempts(
         &self,

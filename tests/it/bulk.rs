@@ -125,6 +125,28 @@ async fn a_bulk_retry_counts_then_restarts_only_the_failed_notifications_its_fil
             "a dry run changes nothing"
         );
     }
+    // Failed since an hour ago (the console's "failed in the last hour"),
+    // in the list and in the retry's count; since a minute ahead, none.
+    let hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let ahead = (chrono::Utc::now() + chrono::Duration::minutes(1)).to_rfc3339();
+    for (since, count) in [(&hour_ago, wanted.len()), (&ahead, 0)] {
+        let mut dry = filter.clone();
+        dry["dry_run"] = json!(true);
+        dry["completed_after"] = json!(since);
+        let (status, counted) = app.post("/v1/notifications/retry", dry).await;
+        assert_eq!(status, StatusCode::OK, "{counted}");
+        assert_eq!(counted, json!({"matched": count}), "failed since {since}");
+    }
+    let since: String = url::form_urlencoded::byte_serialize(hour_ago.as_bytes()).collect();
+    let path =
+        format!("/v1/notifications?endpoint=shop&status=failed&completed_after={since}&limit=100");
+    let (status, page) = app.get(&path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(
+        page["data"].as_array().unwrap().len(),
+        shop.len() + from_event.len(),
+        "{page}"
+    );
 
     // The receiver is back.
     let (status, body) = app
@@ -213,6 +235,11 @@ async fn a_bulk_retry_with_bad_input_is_refused_naming_the_field(backend: Backen
             json!({"endpoint": "shop", "created_after": "yesterday"}),
             "invalid_value",
             "created_after",
+        ),
+        (
+            json!({"endpoint": "shop", "completed_after": "an hour ago"}),
+            "invalid_value",
+            "completed_after",
         ),
         (
             json!({"endpoint": "shop", "created_after": "2026-11-30T10:00:00Z",

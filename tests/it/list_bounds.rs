@@ -151,7 +151,7 @@ async fn events(db: Db<'_>, owner: &str, n: usize, every: usize) -> HashSet<Uuid
 
 /// Follows `path`'s cursors to the end: every page's ids and the pages
 /// (ids found, rows, cursor) as they came.
-async fn walk(app: &TestApp, path: &str, limit: usize) -> (Vec<Uuid>, Vec<(usize, bool)>) {
+pub async fn walk(app: &TestApp, path: &str, limit: usize) -> (Vec<Uuid>, Vec<(usize, bool)>) {
     let mut ids = Vec::new();
     let mut pages = Vec::new();
     let mut cursor: Option<String> = None;
@@ -180,7 +180,7 @@ async fn walk(app: &TestApp, path: &str, limit: usize) -> (Vec<Uuid>, Vec<(usize
     }
 }
 
-fn exactly_once(found: &[Uuid], expected: &HashSet<Uuid>, what: &str) {
+pub fn exactly_once(found: &[Uuid], expected: &HashSet<Uuid>, what: &str) {
     let distinct: HashSet<Uuid> = found.iter().copied().collect();
     assert_eq!(distinct.len(), found.len(), "{what}: a row came twice");
     assert_eq!(&distinct, expected, "{what}: not every match, or others");

@@ -32,6 +32,7 @@ mod guard;
 mod handoff;
 mod hostile_input;
 mod jitter;
+mod key_search;
 mod lanes;
 mod list_bounds;
 mod list_filters;

@@ -1,5 +1,7 @@
-// Notification search: by id (opens it), key, event type, event,
-// endpoint, owner, status and creation time, newest first, in pages; rows
+// Notification search: by id (opens it), key or key prefix (an event's
+// key finds its deliveries), event type, event, endpoint, owner, status,
+// creation time and end time ("failed in the last hour"), newest first,
+// in pages; rows
 // selected and retried or cancelled, or every failed (pending) one that
 // matches retried (cancelled) by filter: an operation, counted before it
 // is confirmed.
@@ -9,15 +11,15 @@ import { get, post, path, query, can } from './api.js';
 import { EndpointName } from './names.js';
 import { Operation, counted } from './operations.js';
 
-const FILTERS = ['key', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before'];
+const FILTERS = ['key', 'key_prefix', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before', 'completed_after'];
+const TIMES = ['created_after', 'created_before', 'completed_after'];
 const STATUSES = ['', 'pending', 'succeeded', 'failed', 'cancelled'];
 
 function SearchForm({ params, portal }) {
   const [form, setForm] = useState(() => {
     const f = { id: '' };
     for (const name of FILTERS) f[name] = params.get(name) || '';
-    f.created_after = toLocalInput(f.created_after);
-    f.created_before = toLocalInput(f.created_before);
+    for (const name of TIMES) f[name] = toLocalInput(f[name]);
     return f;
   });
   const set = (name) => (e) => setForm({ ...form, [name]: e.target.value });
@@ -29,9 +31,14 @@ function SearchForm({ params, portal }) {
     }
     const next = {};
     for (const name of FILTERS) next[name] = form[name].trim();
-    next.created_after = fromLocalInput(next.created_after);
-    next.created_before = fromLocalInput(next.created_before);
+    for (const name of TIMES) next[name] = fromLocalInput(next[name]);
     setRoute('/notifications', next);
+  };
+  // The failures of the last hour, in the scope searched (endpoint,
+  // owner): what an on-call engineer opens first.
+  const failedLastHour = () => {
+    const since = new Date(Date.now() - 3600 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    setRoute('/notifications', { endpoint: form.endpoint.trim(), owner: form.owner.trim(), status: 'failed', completed_after: since });
   };
   const text = (name, label, hint) => html`<div class="field">
     <label for=${`f-${name}`}>${label}</label>
@@ -40,6 +47,7 @@ function SearchForm({ params, portal }) {
   return html`<form class="filters" onSubmit=${submit} data-test="search" role="search">
     ${text('id', 'Notification id', 'opens it')}
     ${text('key', 'Key', 'order-123:paid')}
+    ${text('key_prefix', 'Key starts with', 'order-12')}
     ${text('event_type', 'Event type', 'order.paid')}
     ${!portal && text('endpoint', 'Endpoint', 'id or uid')}
     ${!portal && text('owner', 'Owner')}
@@ -58,7 +66,12 @@ function SearchForm({ params, portal }) {
       <label for="f-created_before">Created before (UTC)</label>
       <input id="f-created_before" type="datetime-local" value=${form.created_before} onInput=${set('created_before')} data-test="filter-created_before" />
     </div>
+    <div class="field">
+      <label for="f-completed_after">Ended from (UTC)</label>
+      <input id="f-completed_after" type="datetime-local" value=${form.completed_after} onInput=${set('completed_after')} data-test="filter-completed_after" />
+    </div>
     <div class="actions"><button type="submit" data-test="search-submit">Search</button>
+      <button type="button" class="secondary" data-test="failed-last-hour" onClick=${failedLastHour}>Failed in the last hour</button>
       <button type="button" class="secondary" onClick=${() => { setForm({ id: '', ...Object.fromEntries(FILTERS.map((n) => [n, ''])) }); setRoute('/notifications'); }}>Clear</button></div>
   </form>`;
 }
@@ -127,30 +140,34 @@ function BulkActions({ selected, filters, who, onDone }) {
   const body = {
     endpoint: filters.endpoint,
     event_type: filters.event_type || undefined,
+    key_prefix: filters.key_prefix || undefined,
     created_after: filters.created_after || undefined,
     created_before: filters.created_before || undefined,
   };
+  // Failed since a time: a retry takes it (as a recover's since); a
+  // cancel has nothing that ended to cancel.
+  const retryBody = { ...body, completed_after: filters.completed_after || undefined };
   // What the retry by filter takes: one endpoint, failed ones, and no
   // filter it has no field for; otherwise, what the search lacks.
   const lacks = !filters.endpoint ? 'search one endpoint\'s'
     : filters.status && filters.status !== 'failed' ? 'search failed ones (only those are sent again)'
-    : filters.key || filters.event || filters.owner ? 'search without a key, event or owner'
+    : filters.key || filters.event || filters.owner ? 'search without an exact key (a key prefix will do), event or owner'
     : null;
   const writes = !who.portal && can(who, 'write');
   const byFilter = writes && !lacks;
   // Pending ones of one endpoint, by the same filters: a cancel by filter.
   const cancelsByFilter = writes && filters.endpoint && filters.status === 'pending'
-    && !filters.key && !filters.event && !filters.owner;
+    && !filters.key && !filters.event && !filters.owner && !filters.completed_after;
   const start = (action) => async () => {
     setError(null);
     try {
-      setOperation((await post(`/v1/notifications/${action}`, body)).id);
+      setOperation((await post(`/v1/notifications/${action}`, action === 'retry' ? retryBody : body)).id);
     } catch (err) {
       if (err.body && err.body.operation) setOperation(err.body.operation.id);
       setError(err);
     }
   };
-  const ask = () => counted('/v1/notifications/retry', body,
+  const ask = () => counted('/v1/notifications/retry', retryBody,
     (n) => `Send again the ${plural(n, 'failed notification')} of ${filters.endpoint} that match this search (every page, not only this one)?`);
   const askCancel = () => counted('/v1/notifications/cancel', body,
     (n) => `Cancel the ${plural(n, 'pending notification')} of ${filters.endpoint} that match this search (every page, not only this one)? They are never sent.`,

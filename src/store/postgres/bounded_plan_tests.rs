@@ -1,7 +1,8 @@
 //! The plan of every filter of `GET /v1/notifications`, alone and with each
 //! scope a list may be forced to (none, an endpoint by a portal link or a
 //! query, an owner), as generic plans: a filter an index serves reads that
-//! index; any other (`status`, `event_type`) is checked on the scope's rows
+//! index; any other (`status`, `event_type`, `completed_after`, a key
+//! prefix many keys start with) is checked on the scope's rows
 //! between the frontier and the cursor, read on the scope's own index, and
 //! the frontier is found on that index's ids alone (issue #47). Nothing
 //! reads the whole table.
@@ -68,6 +69,29 @@ fn every_filter() -> Vec<(String, NotificationFilter)> {
             "event",
             NotificationFilter {
                 event_id: Some(Uuid::nil()),
+                ..NotificationFilter::default()
+            },
+        ),
+        (
+            "key_prefix that many keys start with",
+            NotificationFilter {
+                key_prefix: Some("order-".into()),
+                ..NotificationFilter::default()
+            },
+        ),
+        (
+            "key_prefix that few keys start with",
+            NotificationFilter {
+                key_prefix: Some("order-".into()),
+                ids: Some(vec![Uuid::nil(), Uuid::max()]),
+                ..NotificationFilter::default()
+            },
+        ),
+        (
+            "failed since",
+            NotificationFilter {
+                status: Some(Status::Failed),
+                completed_after: Some(Utc::now() - Duration::hours(1)),
                 ..NotificationFilter::default()
             },
         ),
@@ -152,7 +176,9 @@ async fn every_list_filter_reads_an_index_of_its_own_or_a_bounded_slice_of_its_s
             // frontier (`id >= $n`), never an index of the filter's.
             for scan in &scans {
                 assert!(
-                    !scan.contains("unsettled") && !scan.contains("event_type"),
+                    !scan.contains("unsettled")
+                        && !scan.contains("event_type")
+                        && !scan.contains("completed"),
                     "{name}: read on the filter's index:\n{plan}"
                 );
             }
@@ -183,7 +209,15 @@ async fn every_list_filter_reads_an_index_of_its_own_or_a_bounded_slice_of_its_s
             );
             assert!(frontier.contains("Limit"), "{name}:\n{frontier}");
         } else if filter.key.is_some() {
+            // The key's notifications, and its events' deliveries.
             assert!(plan.contains("notification_keys"), "{name}:\n{plan}");
+            assert!(plan.contains("events_key"), "{name}:\n{plan}");
+            assert!(plan.contains("notifications_event"), "{name}:\n{plan}");
+        } else if filter.ids.is_some() {
+            assert!(
+                plan.contains("Index Cond: (id = ANY ($"),
+                "{name}: not by id:\n{plan}"
+            );
         } else if filter.event_id.is_some() {
             assert!(plan.contains("notifications_event"), "{name}:\n{plan}");
         } else {

@@ -7,7 +7,7 @@
 use chrono::{Duration, Utc};
 use sqlx::PgPool;
 
-use super::notifications::list_query;
+use super::notifications::{list_query, prefix_ids_query};
 use crate::domain::created::CreatedWindow;
 use crate::store::notifications::NotificationFilter;
 
@@ -92,4 +92,41 @@ async fn an_owners_list_reads_its_endpoints_newest_rows(pool: PgPool) {
         "{plan}"
     );
     assert!(!plan.contains("Seq Scan on notifications"), "{plan}");
+}
+
+/// A key prefix's ids: a range of the keys' byte-order indexes (the
+/// notifications' and the events'), whatever the scope, never a scan of
+/// the keys, the events or the scope's every row.
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn a_key_prefix_reads_a_range_of_the_keys_byte_order_indexes(pool: PgPool) {
+    table(&pool).await;
+    sqlx::raw_sql(
+        "INSERT INTO notification_keys (key, endpoint_id, id) \
+         SELECT 'order-' || row_number() OVER (), endpoint_id, id FROM notifications; \
+         INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, deliveries) \
+         SELECT hookd_uuid_v7(), 'owner-' || (g % 10), 'order.paid', 'event-' || g, \
+             'application/json', '\\x7b7d', now(), 1 \
+         FROM generate_series(1, 20000) g; \
+         ANALYZE notification_keys, events;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    for endpoint_id in [None, Some(uuid::Uuid::nil())] {
+        let filter = NotificationFilter {
+            key_prefix: Some("order-12".into()),
+            endpoint_id,
+            before: Some(uuid::Uuid::max()),
+            ..NotificationFilter::default()
+        };
+        let sql = prefix_ids_query(&filter, "order-12", 5_001).into_string();
+        let parameters = sql.matches('$').count();
+        let plan = super::plan_tests::generic_plan(&pool, &sql, parameters)
+            .await
+            .join("\n");
+        assert!(plan.contains("notification_keys_prefix"), "{plan}");
+        assert!(plan.contains("events_key_prefix"), "{plan}");
+        assert!(!plan.contains("Seq Scan"), "{plan}");
+        assert!(!plan.contains("notifications_endpoint_newest"), "{plan}");
+    }
 }

@@ -62,11 +62,37 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
     }
     if let Some(key) = &filter.key {
         // Through `notification_keys`: `notifications` has no key index
-        // (its uniqueness moved there), and a key names a few rows.
+        // (its uniqueness moved there), and a key names a few rows; an
+        // event's deliveries have their key on the event row only.
         query
             .push(" AND id IN (SELECT k.id FROM notification_keys k WHERE k.key = ")
             .push_bind(key.clone())
+            .push(
+                " UNION ALL SELECT d.id FROM events e JOIN notifications d \
+                 ON d.event_id = e.id WHERE e.key = ",
+            )
+            .push_bind(key.clone())
             .push(")");
+    }
+    if let Some(ids) = &filter.ids {
+        query
+            .push(" AND id = ANY(")
+            .push_bind(ids.clone())
+            .push(")");
+    }
+    if let Some((prefix, _)) = filter.prefix_range() {
+        // On the rows a bounded page reads: a delivery's key is its
+        // event's, looked up by id.
+        query
+            .push(
+                " AND starts_with(coalesce(key, \
+                 (SELECT e.key FROM events e WHERE e.id = event_id)), ",
+            )
+            .push_bind(prefix.to_string())
+            .push(")");
+    }
+    if let Some(after) = filter.completed_after {
+        query.push(" AND completed_at >= ").push_bind(after);
     }
     if let Some(event_type) = &filter.event_type {
         // An event's deliveries have their type on the event row only.
@@ -103,6 +129,69 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
             .push_bind(filter.limit);
     }
     query
+}
+
+/// `key_prefix_ids`' statement: up to `cap` ids of the notifications
+/// whose key, or whose event's key, starts with the filter's prefix, in
+/// its endpoint and creation window, below its cursor. The keys' ranges
+/// are read in byte order (`"C"`), which the prefix indexes
+/// (`notification_keys_prefix`, `events_key_prefix`) hold whatever the
+/// database's collation.
+pub(super) fn prefix_ids_query(
+    filter: &NotificationFilter,
+    prefix: &str,
+    cap: i64,
+) -> QueryBuilder<sqlx::Postgres> {
+    let mut query =
+        QueryBuilder::new("SELECT id FROM (SELECT k.id FROM notification_keys k WHERE true");
+    push_scope(&mut query, "k", filter);
+    push_prefix(&mut query, "k", prefix);
+    // An event's deliveries, read for each event in the range (`LATERAL`,
+    // kept a subquery by its `LIMIT`) through `notifications_event`, never
+    // joined with every delivery.
+    query.push(
+        " UNION ALL SELECT d.id FROM events e CROSS JOIN LATERAL \
+         (SELECT d.id FROM notifications d WHERE d.event_id = e.id",
+    );
+    push_scope(&mut query, "d", filter);
+    query.push(" LIMIT ").push_bind(cap).push(") d WHERE true");
+    push_prefix(&mut query, "e", prefix);
+    query.push(") m LIMIT ").push_bind(cap);
+    query
+}
+
+/// `AND <rows>.…`: the filter's endpoint, its creation window as ids, and
+/// its cursor.
+fn push_scope(query: &mut QueryBuilder<sqlx::Postgres>, rows: &str, filter: &NotificationFilter) {
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query
+            .push(format_args!(" AND {rows}.endpoint_id = "))
+            .push_bind(endpoint_id);
+    }
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query
+            .push(format_args!(" AND {rows}.id >= "))
+            .push_bind(low);
+    }
+    let below = [filter.created.before.and(high), filter.before];
+    for below in below.into_iter().flatten() {
+        query
+            .push(format_args!(" AND {rows}.id < "))
+            .push_bind(below);
+    }
+}
+
+/// `AND <keyed>.key` in the prefix's range, in byte order.
+fn push_prefix(query: &mut QueryBuilder<sqlx::Postgres>, keyed: &str, prefix: &str) {
+    query
+        .push(format_args!(" AND {keyed}.key COLLATE \"C\" >= "))
+        .push_bind(prefix.to_string());
+    if let Some(end) = crate::domain::fields::prefix_end(prefix) {
+        query
+            .push(format_args!(" AND {keyed}.key COLLATE \"C\" < "))
+            .push_bind(end);
+    }
 }
 
 /// `notifications_frontier`'s statement for a scope of `per_endpoint` rows

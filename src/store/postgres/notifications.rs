@@ -8,7 +8,7 @@ use sqlx::AssertSqlSafe;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-pub(super) use super::list_queries::{frontier_query, list_query};
+pub(super) use super::list_queries::{frontier_query, list_query, prefix_ids_query};
 use super::ordering as ordering_pg;
 use super::partitions::id_span;
 use super::{pg_array_literal, PgStore};
@@ -284,6 +284,22 @@ impl PgStore {
             .fetch_optional(&self.pool)
             .await?;
         Ok(found.flatten())
+    }
+
+    /// The notifications a key prefix names (`prefix_ids_query`), up to
+    /// `cap`.
+    pub async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let Some(prefix) = filter.key_prefix.as_deref() else {
+            return Ok(Vec::new());
+        };
+        Ok(prefix_ids_query(filter, prefix, cap)
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Records that these notifications could not be added to the due index:

@@ -129,6 +129,13 @@ impl ReadStore for PgStore {
     ) -> Result<Option<Uuid>, StoreError> {
         PgStore::notifications_frontier(self, filter).await
     }
+    async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        PgStore::key_prefix_ids(self, filter, cap).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         PgStore::notification_url(self, id).await
     }

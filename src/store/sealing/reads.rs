@@ -43,6 +43,13 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     ) -> Result<Option<Uuid>, StoreError> {
         self.inner.notifications_frontier(filter).await
     }
+    async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        self.inner.key_prefix_ids(filter, cap).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.inner.notification_url(id).await
     }

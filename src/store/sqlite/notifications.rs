@@ -43,6 +43,23 @@ impl SqliteStore {
             .map_err(store_error)
     }
 
+    /// The notifications a key prefix names (`prefix_ids_query`), up to
+    /// `cap`.
+    pub async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let Some(prefix) = filter.key_prefix.as_deref() else {
+            return Ok(Vec::new());
+        };
+        prefix_ids_query(filter, prefix, cap)
+            .build_query_scalar()
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)
+    }
+
     /// Where a bounded page stops reading (`frontier_query`).
     pub async fn notifications_frontier(
         &self,
@@ -143,7 +160,40 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
         }
     }
     if let Some(key) = &filter.key {
-        query.push(" AND key = ").push_bind(key.clone());
+        // An event's deliveries have their key on the event row only.
+        query
+            .push(" AND (key = ")
+            .push_bind(key.clone())
+            .push(
+                " OR id IN (SELECT d.id FROM events e JOIN notifications d \
+                 ON d.event_id = e.id WHERE e.key = ",
+            )
+            .push_bind(key.clone())
+            .push("))");
+    }
+    if let Some(ids) = &filter.ids {
+        // `columns::IN_ID_LIST`, its parameter bound here.
+        query
+            .push(" AND id IN (SELECT unhex(value) FROM json_each(")
+            .push_bind(columns::id_list(ids))
+            .push("))");
+    }
+    if let Some((prefix, _)) = filter.prefix_range() {
+        // On the rows a bounded page reads: a delivery's key is its
+        // event's, looked up by id (`coalesce` reads it only then).
+        query
+            .push(
+                " AND substr(coalesce(+key, (SELECT e.key FROM events e \
+                 WHERE e.id = notifications.event_id)), 1, length(",
+            )
+            .push_bind(prefix.to_string())
+            .push(")) = ")
+            .push_bind(prefix.to_string());
+    }
+    if let Some(after) = filter.completed_after {
+        query
+            .push(" AND +completed_at >= ")
+            .push_bind(columns::micros(after));
     }
     if let Some(event_type) = &filter.event_type {
         // An event's deliveries have their type on the event row only.
@@ -186,6 +236,63 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(filter.limit);
     query
+}
+
+/// `key_prefix_ids`' statement: up to `cap` ids of the notifications
+/// whose key, or whose event's key, starts with `prefix` (the range
+/// `[prefix, prefix_end)` of `notifications_key` and `events_key`), in the
+/// filter's endpoint and creation window, below its cursor.
+pub(super) fn prefix_ids_query(
+    filter: &NotificationFilter,
+    prefix: &str,
+    cap: i64,
+) -> QueryBuilder<Sqlite> {
+    let mut query =
+        QueryBuilder::<Sqlite>::new("SELECT id FROM (SELECT n.id FROM notifications n WHERE 1");
+    push_prefix(&mut query, "n", prefix);
+    push_scope(&mut query, "n", filter);
+    query.push(
+        " UNION ALL SELECT d.id FROM events e JOIN notifications d ON d.event_id = e.id WHERE 1",
+    );
+    push_prefix(&mut query, "e", prefix);
+    push_scope(&mut query, "d", filter);
+    query.push(") LIMIT ").push_bind(cap);
+    query
+}
+
+/// `AND <rows>.…`: the filter's endpoint, its creation window as ids, and
+/// its cursor, with a unary `+`: the key's range is what the statement
+/// reads, never an endpoint's every row.
+fn push_scope(query: &mut QueryBuilder<Sqlite>, rows: &str, filter: &NotificationFilter) {
+    if let Some(endpoint_id) = filter.endpoint_id {
+        query
+            .push(format_args!(" AND +{rows}.endpoint_id = "))
+            .push_bind(endpoint_id);
+    }
+    let (low, high) = filter.created.id_range();
+    if let (Some(_), Some(low)) = (filter.created.after, low) {
+        query
+            .push(format_args!(" AND +{rows}.id >= "))
+            .push_bind(low);
+    }
+    let below = [filter.created.before.and(high), filter.before];
+    for below in below.into_iter().flatten() {
+        query
+            .push(format_args!(" AND +{rows}.id < "))
+            .push_bind(below);
+    }
+}
+
+/// `AND <keyed>.key` in the prefix's range (`BINARY`, byte order).
+fn push_prefix(query: &mut QueryBuilder<Sqlite>, keyed: &str, prefix: &str) {
+    query
+        .push(format_args!(" AND {keyed}.key >= "))
+        .push_bind(prefix.to_string());
+    if let Some(end) = crate::domain::fields::prefix_end(prefix) {
+        query
+            .push(format_args!(" AND {keyed}.key < "))
+            .push_bind(end);
+    }
 }
 
 /// `notifications_frontier`'s statement for a scope of `per_endpoint` rows

@@ -3,7 +3,7 @@
 //! terms, which a reworded query silently stops doing).
 
 use super::housekeeping::PENDING_PAGE;
-use super::notifications::{frontier_query, list_query};
+use super::notifications::{frontier_query, list_query, prefix_ids_query};
 use super::{SqliteOptions, SqliteStore};
 use crate::domain::status::Status;
 use crate::store::notifications::NotificationFilter;
@@ -58,9 +58,44 @@ async fn the_hot_statements_read_their_indexes() {
         limit: 10,
         ..NotificationFilter::default()
     };
-    // Few rows share a key: found on the key's index, then sorted.
+    // Few rows share a key: found on the key's index, then sorted; an
+    // event's deliveries through its key's index, then theirs.
     let by_key = plan(&store, &listed(by_key)).await;
     assert!(by_key.contains("INDEX notifications_key"), "{by_key}");
+    assert!(by_key.contains("INDEX events_key"), "{by_key}");
+    assert!(by_key.contains("INDEX notifications_event"), "{by_key}");
+    assert!(!by_key.contains("SCAN"), "{by_key}");
+    let by_ids = NotificationFilter {
+        key_prefix: Some("k".into()),
+        ids: Some(vec![uuid::Uuid::nil()]),
+        limit: 10,
+        ..NotificationFilter::default()
+    };
+    // The few a prefix names: by the primary key.
+    let by_ids = plan(&store, &listed(by_ids)).await;
+    assert!(
+        by_ids.contains("INDEX sqlite_autoindex_notifications_1 (id=?)"),
+        "{by_ids}"
+    );
+    assert!(!by_ids.contains("SCAN notifications"), "{by_ids}");
+    let prefix = NotificationFilter {
+        key_prefix: Some("order-".into()),
+        endpoint_id: Some(uuid::Uuid::nil()),
+        before: Some(uuid::Uuid::max()),
+        ..NotificationFilter::default()
+    };
+    // A prefix's ids: a range of each key's index.
+    let sql = prefix_ids_query(&prefix, "order-", 5_001).into_string();
+    let prefix = plan(&store, &sql).await;
+    assert!(
+        prefix.contains("INDEX notifications_key (key>? AND key<?)"),
+        "{prefix}"
+    );
+    assert!(
+        prefix.contains("INDEX events_key (key>? AND key<?)"),
+        "{prefix}"
+    );
+    assert!(!prefix.contains("SCAN"), "{prefix}");
     let by_event = NotificationFilter {
         event_id: Some(uuid::Uuid::nil()),
         limit: 10,
@@ -106,10 +141,21 @@ async fn the_hot_statements_read_their_indexes() {
 /// the primary key), never an index of the filter's; the frontier on the
 /// ids of that index alone (issue #47).
 async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
-    let mut filters = vec![NotificationFilter {
-        event_type: Some("t".into()),
-        ..NotificationFilter::default()
-    }];
+    let mut filters = vec![
+        NotificationFilter {
+            event_type: Some("t".into()),
+            ..NotificationFilter::default()
+        },
+        NotificationFilter {
+            key_prefix: Some("order-".into()),
+            ..NotificationFilter::default()
+        },
+        NotificationFilter {
+            completed_after: Some(chrono::Utc::now()),
+            status: Some(Status::Failed),
+            ..NotificationFilter::default()
+        },
+    ];
     for status in [
         Status::Pending,
         Status::Succeeded,

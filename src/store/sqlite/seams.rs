@@ -135,6 +135,13 @@ impl ReadStore for SqliteStore {
     ) -> Result<Option<Uuid>, StoreError> {
         SqliteStore::notifications_frontier(self, filter).await
     }
+    async fn key_prefix_ids(
+        &self,
+        filter: &NotificationFilter,
+        cap: i64,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::key_prefix_ids(self, filter, cap).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         SqliteStore::notification_url(self, id).await
     }

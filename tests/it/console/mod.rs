@@ -13,6 +13,7 @@ mod notifications;
 mod overview;
 mod portal;
 mod routes;
+mod search;
 mod session;
 mod timeline;
 
