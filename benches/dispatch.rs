@@ -36,6 +36,8 @@ mod lanes;
 mod list_load;
 #[path = "dispatch/ordering.rs"]
 mod ordering;
+#[path = "dispatch/pages.rs"]
+mod pages;
 #[path = "dispatch/partition.rs"]
 mod partition;
 #[path = "dispatch/pull.rs"]
@@ -754,7 +756,7 @@ async fn main() {
         .build()
         .unwrap();
     // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
-    // picks sections (default: all but `stats`, `stats_drain`, `lanes`, `ordering`, `list_load`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
+    // picks sections (default: all but `stats`, `stats_drain`, `lanes`, `ordering`, `list_load`, `pages`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -1378,6 +1380,16 @@ async fn main() {
             receiver_url: &receiver_url,
         };
         list_load::scenario(&bench, mode.server, mode.embedded).await;
+    }
+    if named("pages") {
+        let bench = rate_limit::Bench {
+            pool: &pool,
+            database_url: &database_url,
+            redis_url: &redis_url,
+            received: &received,
+            receiver_url: &receiver_url,
+        };
+        pages::scenario(&bench, mode.server, mode.embedded).await;
     }
     if named("partition") && mode.server {
         partition::drop_day(&pool).await;

@@ -118,7 +118,10 @@ async fn a_key_or_its_prefix_finds_notifications_and_the_deliveries_of_events_wi
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let since = |at: &str| format!("/v1/notifications?status=cancelled&completed_after={at}");
-    assert_eq!(listed(&app, &since(&before)).await, std::slice::from_ref(&other));
+    assert_eq!(
+        listed(&app, &since(&before)).await,
+        std::slice::from_ref(&other)
+    );
     let later = encoded(&(chrono::Utc::now() + chrono::Duration::minutes(1)).to_rfc3339());
     assert!(listed(&app, &since(&later)).await.is_empty());
 
