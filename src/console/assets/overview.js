@@ -38,6 +38,12 @@ function Chart({ title, test, time, series, unit, empty }) {
   const data = [time, ...series.map((s) => s.values)];
   useEffect(() => {
     const width = Math.max(240, box.current.clientWidth);
+    // Axes and lines in the page's colours (dark mode's too; each
+    // series names its variable), read as drawn.
+    const css = getComputedStyle(document.documentElement);
+    const ink = css.getPropertyValue('--muted').trim();
+    const line = css.getPropertyValue('--line').trim();
+    const axis = { stroke: ink, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 } };
     plot.current = new uPlot({
       width,
       height: 180,
@@ -45,10 +51,10 @@ function Chart({ title, test, time, series, unit, empty }) {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true } },
       axes: [
-        { values: (u, ticks) => utcTicks(ticks) },
-        { values: (u, ticks) => valueTicks(ticks, unit), size: 64 },
+        { ...axis, values: (u, ticks) => utcTicks(ticks) },
+        { ...axis, values: (u, ticks) => valueTicks(ticks, unit), size: 64 },
       ],
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, spanGaps: false, points: { show: true, size: 4 } }))],
+      series: [{}, ...series.map((s) => ({ label: s.label, stroke: css.getPropertyValue(s.color).trim(), width: 2, spanGaps: false, points: { show: true, size: 4 } }))],
     }, data, box.current);
     const resized = new ResizeObserver(() => {
       if (plot.current && box.current) plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: 180 });
@@ -114,24 +120,24 @@ export function Overview({ params }) {
       <${Totals} totals=${s.totals} />
       <div class="charts">
         <${Chart} title="Deliveries per second" test="chart-deliveries" time=${s.time} series=${[
-          { label: 'delivered/s', values: per(s.delivered, step), color: '#1a7f37' },
-          { label: 'attempts/s', values: per(s.attempts, step), color: '#1f4e79' },
+          { label: 'delivered/s', values: per(s.delivered, step), color: '--ok' },
+          { label: 'attempts/s', values: per(s.attempts, step), color: '--accent' },
         ]} />
         <${Chart} title="Success ratio of attempts" test="chart-success" unit="%" time=${s.time} series=${[
-          { label: 'success %', values: percent(s.success_ratio), color: '#1a7f37' },
+          { label: 'success %', values: percent(s.success_ratio), color: '--ok' },
         ]} />
         <${Chart} title="Failures" test="chart-failures" time=${s.time}
           empty="Nothing failed in this window." series=${[
-          { label: 'failed notifications', values: s.failed, color: '#b42318' },
-          { label: 'failed attempts', values: s.failed_attempts, color: '#dc6803' },
+          { label: 'failed notifications', values: s.failed, color: '--bad' },
+          { label: 'failed attempts', values: s.failed_attempts, color: '--warn' },
         ]} />
         <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time}
           empty="No attempt started late in this window." series=${[
-          { label: 'p99 ms', values: s.lateness_p99_ms, color: '#6941c6' },
+          { label: 'p99 ms', values: s.lateness_p99_ms, color: '--wait' },
         ]} />
         <${Chart} title="Pending backlog" test="chart-pending" time=${s.time}
           empty="Nothing pending in this window, or not sampled yet (once a minute)." series=${[
-          { label: 'pending', values: s.pending, color: '#1f4e79' },
+          { label: 'pending', values: s.pending, color: '--accent' },
         ]} />
       </div>
       <h2>Endpoints failing most</h2>

@@ -119,6 +119,20 @@ impl Browser {
         })
     }
 
+    /// Asks Chromium to report `prefers-color-scheme: <scheme>` (`dark`,
+    /// `light`) to the pages, as a system set so would: chromedriver's
+    /// bridge to the DevTools protocol (`Emulation.setEmulatedMedia`).
+    pub async fn prefer_color_scheme(&self, scheme: &str) {
+        let command = Cdp {
+            cmd: "Emulation.setEmulatedMedia",
+            params: json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        };
+        self.client
+            .issue_cmd(command)
+            .await
+            .expect("chromedriver emulates the colour scheme");
+    }
+
     /// Opens `/console/` plus `fragment` (`#/notifications`, `#portal=...`).
     pub async fn goto(&self, fragment: &str) {
         let url = format!("{}/console/{fragment}", self.base);
@@ -276,5 +290,29 @@ impl Browser {
             "the console broke its own policy"
         );
         let _ = self.client.close().await;
+    }
+}
+
+/// A DevTools protocol command through chromedriver
+/// (`POST /session/{id}/goog/cdp/execute`).
+#[derive(Debug)]
+struct Cdp {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        let session = session_id.unwrap_or_default();
+        base_url.join(&format!("session/{session}/goog/cdp/execute"))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({"cmd": self.cmd, "params": self.params});
+        (http::Method::POST, Some(body.to_string()))
     }
 }

@@ -7,6 +7,7 @@
 
 mod browser;
 mod bulk;
+mod dark;
 mod endpoints;
 mod files;
 mod notifications;
