@@ -13,26 +13,12 @@ use sqlx::{PgPool, SqlitePool};
 use uuid::Uuid;
 
 use crate::backends::Backend;
-use crate::helpers::{eventually, TestApp};
+use crate::helpers::eventually;
+use crate::list_filters::{encoded, listed};
 
 /// The most ids a prefix is read through the keys' indexes for
 /// (`store::notifications::MAX_EXAMINED`).
 const FEW: usize = 5_000;
-
-fn encoded(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
-}
-
-async fn listed(app: &TestApp, path: &str) -> Vec<String> {
-    let (status, page) = app.get(path).await;
-    assert_eq!(status, StatusCode::OK, "{path}: {page}");
-    page["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["id"].as_str().unwrap().to_string())
-        .collect()
-}
 
 async fn a_key_or_its_prefix_finds_notifications_and_the_deliveries_of_events_with_it(
     backend: Backend,

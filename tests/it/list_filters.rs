@@ -9,11 +9,11 @@ use serde_json::{json, Value};
 use crate::backends::Backend;
 use crate::helpers::TestApp;
 
-fn encoded(text: &str) -> String {
+pub fn encoded(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-async fn listed(app: &TestApp, path: &str) -> Vec<String> {
+pub async fn listed(app: &TestApp, path: &str) -> Vec<String> {
     let (status, page) = app.get(path).await;
     assert_eq!(status, StatusCode::OK, "{path}: {page}");
     page["data"]
