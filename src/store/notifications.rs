@@ -111,7 +111,7 @@ pub struct NotificationFilter {
     /// The notification's key, or its event's.
     pub key: Option<String>,
     /// A prefix of the notification's key, or of its event's: through
-    /// `ids` when few rows have one (`SharedReads::key_prefix_ids`), else
+    /// `ids` when few rows have one (`ReadStore::key_prefix_ids`), else
     /// checked on the rows a bounded page reads.
     pub key_prefix: Option<String>,
     /// Only these notifications: those a key prefix names, when they are
@@ -161,11 +161,10 @@ impl NotificationFilter {
             || (self.key_prefix.is_some() && self.ids.is_none())
     }
 
-    /// The key prefix's range, `[prefix, end)` (`fields::prefix_end`),
-    /// when the rows are checked for it one by one.
-    pub fn prefix_range(&self) -> Option<(&str, Option<String>)> {
-        let prefix = self.key_prefix.as_deref().filter(|_| self.ids.is_none())?;
-        Some((prefix, crate::domain::fields::prefix_end(prefix)))
+    /// The key prefix, when the rows a bounded page reads are checked
+    /// for it one by one (it names more than `MAX_EXAMINED`).
+    pub fn checked_prefix(&self) -> Option<&str> {
+        self.key_prefix.as_deref().filter(|_| self.ids.is_none())
     }
 
     /// The rows a bounded page reads from each endpoint of a scope of

@@ -80,7 +80,7 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
             .push_bind(ids.clone())
             .push(")");
     }
-    if let Some((prefix, _)) = filter.prefix_range() {
+    if let Some(prefix) = filter.checked_prefix() {
         // On the rows a bounded page reads: a delivery's key is its
         // event's, looked up by id.
         query

@@ -178,7 +178,7 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
             .push_bind(columns::id_list(ids))
             .push("))");
     }
-    if let Some((prefix, _)) = filter.prefix_range() {
+    if let Some(prefix) = filter.checked_prefix() {
         // On the rows a bounded page reads: a delivery's key is its
         // event's, looked up by id (`coalesce` reads it only then).
         query
