@@ -184,11 +184,12 @@ services_start() {
 
 # pg_replica_start (after services_start): a streaming replica of the test
 # PostgreSQL, made as an operator makes one (`pg_basebackup -R` through a
-# replication slot, then a second postgres on a free port), for the conformance suite's read-replica
-# backend (tests/it/conformance/replica.rs). It is the primary's synchronous
-# standby, but only for sessions that ask (`synchronous_commit =
-# remote_apply`, whose commits return once the replica shows them): every
-# other session keeps the primary's `synchronous_commit = off`. Exports
+# replication slot, then a second postgres on a free port), for the
+# conformance suite's read-replica backend (tests/it/conformance/replica.rs).
+# It is the primary's synchronous standby, but only for sessions that ask
+# (`synchronous_commit = remote_apply`, whose commits return once the
+# replica shows them): every other session keeps the primary's
+# `synchronous_commit = off`. Exports
 # HOOKD_TEST_REPLICA_URL; services_stop stops it.
 pg_replica_start() {
   local data="$SERVICES_DIR/pg-replica" port attempt

@@ -13,6 +13,7 @@ pub mod extract;
 mod filters;
 mod headers;
 pub mod health;
+pub mod notification_list;
 pub mod notification_view;
 pub mod notifications;
 pub mod openapi;

@@ -1,5 +1,5 @@
-//! `/v1/notifications`: create (one or a batch), read, list, attempts,
-//! cancel, retry. A notification is committed to PostgreSQL before the API
+//! `/v1/notifications`: create (one or a batch), read, attempts, cancel,
+//! retry; the list is `notification_list`'s. A notification is committed to PostgreSQL before the API
 //! answers 201, then indexed in Redis; if Redis fails at that moment the row
 //! is marked and indexed later, and the answer is still 201.
 
@@ -18,7 +18,6 @@ use super::auth::{Caller, SeesSecrets};
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
-use super::filters;
 use super::notification_view::{secret_paths, NotificationView};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::waiting::Holds;
@@ -26,15 +25,16 @@ use super::AppState;
 use crate::domain::bounded::Bounded;
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
-use crate::domain::status::Status;
 use crate::service::notifications::{Accepted, NotificationInput, MAX_BATCH};
 use crate::store::attempts::Attempt;
-use crate::store::endpoints::EndpointRef;
-use crate::store::notifications::{Notification, NotificationFilter, MAX_EXAMINED};
+use crate::store::notifications::Notification;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/notifications", post(create).get(list))
+        .route(
+            "/v1/notifications",
+            post(create).get(super::notification_list::list),
+        )
         .route("/v1/notifications/batch", post(create_batch))
         .route("/v1/notifications/cancel", post(cancel_by_key_or_filter))
         .route("/v1/notifications/{id}", get(read))
@@ -157,140 +157,6 @@ pub async fn read(
     Ok(Json(
         NotificationView::full(found, &holds).shown_to(&caller, &secret),
     ))
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct ListParams {
-    endpoint: Option<String>,
-    event: Option<String>,
-    status: Option<String>,
-    key: Option<String>,
-    key_prefix: Option<String>,
-    event_type: Option<String>,
-    owner: Option<String>,
-    created_after: Option<String>,
-    created_before: Option<String>,
-    completed_after: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
-#[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
-    params(("endpoint" = Option<String>, Query, description = "id or uid"),
-        ("status" = Option<Status>, Query), ("key" = Option<String>, Query, description = "the notification's key, or its event's (an event's key finds its deliveries)"),
-        ("key_prefix" = Option<String>, Query, description = "a prefix of the notification's key, or of its event's; not with `key`"),
-        ("event_type" = Option<String>, Query), ("event" = Option<Uuid>, Query, description = "only this event's deliveries"),
-        ("owner" = Option<String>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
-        ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
-        ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
-        ("completed_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since"),
-        ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    description = "Newest first. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
-    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads; `next_cursor` is `null` only on the last page"),
-        (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
-        (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` seconds")))]
-pub async fn list(
-    State(state): State<AppState>,
-    caller: SeesSecrets,
-    QueryParams(params): QueryParams<ListParams>,
-) -> Result<Json<Page<NotificationView>>, ApiError> {
-    let paging = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    };
-    let limit = paging.limit()?;
-    let status = params
-        .status
-        .map(|s| {
-            Status::parse(&s).ok_or_else(|| {
-                ApiError::invalid(
-                    ErrorCode::InvalidValue,
-                    "status",
-                    "status is one of pending, succeeded, failed, cancelled",
-                )
-            })
-        })
-        .transpose()?;
-    // A key or type no notification can have is refused, as cancel-by-key
-    // refuses it.
-    filters::key(params.key.as_deref())?;
-    filters::key_prefix(params.key_prefix.as_deref(), params.key.as_deref())?;
-    filters::event_type(params.event_type.as_deref())?;
-    filters::owner(params.owner.as_deref())?;
-    let created = filters::created(
-        params.created_after.as_deref(),
-        params.created_before.as_deref(),
-    )?;
-    let completed_after = filters::time("completed_after", params.completed_after.as_deref())?;
-    // Every parameter is checked before an unknown endpoint ends the search.
-    let event_id = params
-        .event
-        .as_deref()
-        .map(|text| {
-            Uuid::parse_str(text).map_err(|_| {
-                ApiError::invalid(ErrorCode::InvalidValue, "event", "event is an event id")
-            })
-        })
-        .transpose()?;
-    let before = paging.cursor_id()?;
-    let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
-        // An id names its endpoint's notifications even after the endpoint
-        // was deleted: their history stays queryable.
-        Some(EndpointRef::Id(id)) => Some(id),
-        Some(by) => match state.store.find_endpoint(&by).await? {
-            Some(endpoint) => Some(endpoint.id),
-            // An unknown endpoint has no notifications.
-            None => {
-                return Ok(Json(Page {
-                    data: Vec::new(),
-                    next_cursor: None,
-                }))
-            }
-        },
-        None => None,
-    };
-    let mut filter = NotificationFilter {
-        endpoint_id,
-        status,
-        key: params.key,
-        key_prefix: params.key_prefix,
-        ids: None,
-        event_type: params.event_type,
-        event_id,
-        owner: params.owner,
-        created,
-        completed_after,
-        before,
-        from: None,
-        limit: limit + 1,
-    };
-    // A key prefix few notifications have names them through the keys'
-    // indexes; one that many have is checked on a bounded slice.
-    if filter.key_prefix.is_some() {
-        let ids = state
-            .store
-            .key_prefix_ids(&filter, MAX_EXAMINED + 1)
-            .await?;
-        filter.ids = (ids.len() as i64 <= MAX_EXAMINED).then_some(ids);
-    }
-    // A filter no index serves beside the scope reads a bounded slice of
-    // it: a page may come back short, or empty, with a cursor past it.
-    if filter.bounded() {
-        filter.from = state.store.notifications_frontier(&filter).await?;
-    }
-    let rows = state.store.list_notifications(&filter).await?;
-    let secret = secret_paths(&state, &caller, &rows).await;
-    let holds = Holds::read(&state, rows.iter().take(limit as usize)).await;
-    let mut listed = page(
-        rows,
-        limit,
-        |n| encode_cursor(n.id),
-        |n| NotificationView::summary(n, &holds).shown_to(&caller, &secret),
-    );
-    if listed.next_cursor.is_none() {
-        listed.next_cursor = filter.from.map(encode_cursor);
-    }
-    Ok(Json(listed))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -14,7 +14,10 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
-use super::{backlog, endpoints, events, health, notifications, portal, pull, recover, stats};
+use super::{
+    backlog, endpoints, events, health, notification_list, notifications, portal, pull, recover,
+    stats,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -37,7 +40,7 @@ use super::{backlog, endpoints, events, health, notifications, portal, pull, rec
         recover::read,
         notifications::create,
         notifications::create_batch,
-        notifications::list,
+        notification_list::list,
         notifications::read,
         notifications::attempts,
         notifications::cancel,

@@ -44,8 +44,7 @@ impl Recovery {
     ) -> Result<Asked, ServiceError> {
         let found = self.endpoint(endpoint).await?;
         let now = self.now();
-        let since = failed_since.unwrap_or(DateTime::UNIX_EPOCH);
-        self.ask(Operation::retry_since(found, filter, since, now), dry_run)
+        self.ask(Operation::retry(found, filter, failed_since, now), dry_run)
             .await
     }
 

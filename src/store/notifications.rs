@@ -161,6 +161,14 @@ impl NotificationFilter {
             || (self.key_prefix.is_some() && self.ids.is_none())
     }
 
+    /// The ids the filter's rows lie among: at or above the first (its
+    /// creation window's start), below each of the rest (the window's
+    /// end, the cursor).
+    pub fn id_bounds(&self) -> (Option<Uuid>, impl Iterator<Item = Uuid>) {
+        let (low, high) = self.created.id_range();
+        (low, [high, self.before].into_iter().flatten())
+    }
+
     /// The key prefix, when the rows a bounded page reads are checked
     /// for it one by one (it names more than `MAX_EXAMINED`).
     pub fn checked_prefix(&self) -> Option<&str> {

@@ -71,20 +71,16 @@ impl Operation {
     /// A bulk retry of `endpoint_id`'s failed notifications that `filter`
     /// holds, made at `now`: over every failure until `now` (those that
     /// fail again after it, restarted by this one or not, are left).
-    pub fn retry(endpoint_id: Uuid, filter: BulkFilter, now: DateTime<Utc>) -> Self {
-        Self::retry_since(endpoint_id, filter, DateTime::UNIX_EPOCH, now)
-    }
-
-    /// As `retry`, of the notifications that failed at or after `since`
-    /// (a recover's window, with a filter).
-    pub fn retry_since(
+    /// With `failed_since`, only those that failed at or after it (a
+    /// recover's window, with a filter).
+    pub fn retry(
         endpoint_id: Uuid,
         filter: BulkFilter,
-        since: DateTime<Utc>,
+        failed_since: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> Self {
         let window = Window {
-            since,
+            since: failed_since.unwrap_or(DateTime::UNIX_EPOCH),
             ..bulk_window(now)
         };
         Self {

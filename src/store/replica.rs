@@ -138,12 +138,13 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
     }
     async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
         self.read(
-            self.replica.key_prefix_ids(filter, cap),
-            || self.primary.key_prefix_ids(filter, cap),
+            self.replica.key_prefix_ids(prefix, filter, cap),
+            || self.primary.key_prefix_ids(prefix, filter, cap),
             any,
         )
         .await

@@ -176,11 +176,12 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError>;
     /// Up to `cap` ids of the notifications whose key, or whose event's
-    /// key, starts with `filter.key_prefix`, in its endpoint and creation
+    /// key, starts with `prefix`, in `filter`'s endpoint and creation
     /// window, below its cursor, in no order: all of them when fewer than
     /// `cap` come back (`NotificationFilter::ids`).
     async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError>;

@@ -168,14 +168,13 @@ fn push_scope(query: &mut QueryBuilder<sqlx::Postgres>, rows: &str, filter: &Not
             .push(format_args!(" AND {rows}.endpoint_id = "))
             .push_bind(endpoint_id);
     }
-    let (low, high) = filter.created.id_range();
-    if let (Some(_), Some(low)) = (filter.created.after, low) {
+    let (low, below) = filter.id_bounds();
+    if let Some(low) = low {
         query
             .push(format_args!(" AND {rows}.id >= "))
             .push_bind(low);
     }
-    let below = [filter.created.before.and(high), filter.before];
-    for below in below.into_iter().flatten() {
+    for below in below {
         query
             .push(format_args!(" AND {rows}.id < "))
             .push_bind(below);

@@ -290,12 +290,10 @@ impl PgStore {
     /// `cap`.
     pub async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
-        let Some(prefix) = filter.key_prefix.as_deref() else {
-            return Ok(Vec::new());
-        };
         Ok(prefix_ids_query(filter, prefix, cap)
             .build_query_scalar()
             .fetch_all(&self.pool)

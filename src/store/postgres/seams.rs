@@ -131,10 +131,11 @@ impl ReadStore for PgStore {
     }
     async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
-        PgStore::key_prefix_ids(self, filter, cap).await
+        PgStore::key_prefix_ids(self, prefix, filter, cap).await
     }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         PgStore::notification_url(self, id).await

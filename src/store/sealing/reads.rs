@@ -45,10 +45,11 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     }
     async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
-        self.inner.key_prefix_ids(filter, cap).await
+        self.inner.key_prefix_ids(prefix, filter, cap).await
     }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.inner.notification_url(id).await

@@ -47,12 +47,10 @@ impl SqliteStore {
     /// `cap`.
     pub async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
-        let Some(prefix) = filter.key_prefix.as_deref() else {
-            return Ok(Vec::new());
-        };
         prefix_ids_query(filter, prefix, cap)
             .build_query_scalar()
             .fetch_all(&self.reader)
@@ -269,14 +267,13 @@ fn push_scope(query: &mut QueryBuilder<Sqlite>, rows: &str, filter: &Notificatio
             .push(format_args!(" AND +{rows}.endpoint_id = "))
             .push_bind(endpoint_id);
     }
-    let (low, high) = filter.created.id_range();
-    if let (Some(_), Some(low)) = (filter.created.after, low) {
+    let (low, below) = filter.id_bounds();
+    if let Some(low) = low {
         query
             .push(format_args!(" AND +{rows}.id >= "))
             .push_bind(low);
     }
-    let below = [filter.created.before.and(high), filter.before];
-    for below in below.into_iter().flatten() {
+    for below in below {
         query
             .push(format_args!(" AND +{rows}.id < "))
             .push_bind(below);

@@ -137,10 +137,11 @@ impl ReadStore for SqliteStore {
     }
     async fn key_prefix_ids(
         &self,
+        prefix: &str,
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError> {
-        SqliteStore::key_prefix_ids(self, filter, cap).await
+        SqliteStore::key_prefix_ids(self, prefix, filter, cap).await
     }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         SqliteStore::notification_url(self, id).await

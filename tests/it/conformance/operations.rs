@@ -306,7 +306,7 @@ pub async fn a_bulk_retry_restarts_only_the_failed_rows_its_filter_holds<S: Back
         key_prefix: Some("order-".into()),
         ..BulkFilter::default()
     };
-    let operation = started(&store, &Operation::retry(shop.id, by_key.clone(), at)).await;
+    let operation = started(&store, &Operation::retry(shop.id, by_key.clone(), None, at)).await;
     assert_eq!(operation.filter, Some(by_key));
     let page = one_page(&store, &operation, at).await;
     assert_eq!(page.restarted, [(first, false), (second, false)]);
@@ -324,7 +324,7 @@ pub async fn a_bulk_retry_restarts_only_the_failed_rows_its_filter_holds<S: Back
         event_type: Some("order.refunded".into()),
         ..BulkFilter::default()
     };
-    let operation = started(&store, &Operation::retry(shop.id, refunds, at)).await;
+    let operation = started(&store, &Operation::retry(shop.id, refunds, None, at)).await;
     let page = one_page(&store, &operation, at).await;
     assert_eq!(page.restarted, [(delivery, false)]);
     assert_eq!(get(&store, other_key).await.status, Status::Failed);

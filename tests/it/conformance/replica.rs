@@ -196,7 +196,7 @@ through!(ReadStore => reads {
     fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError>;
     fn list_notifications(&self, filter: &NotificationFilter) -> Result<Vec<Notification>, StoreError>;
     fn notifications_frontier(&self, filter: &NotificationFilter) -> Result<Option<Uuid>, StoreError>;
-    fn key_prefix_ids(&self, filter: &NotificationFilter, cap: i64) -> Result<Vec<Uuid>, StoreError>;
+    fn key_prefix_ids(&self, prefix: &str, filter: &NotificationFilter, cap: i64) -> Result<Vec<Uuid>, StoreError>;
     fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     fn list_attempts(&self, notification_id: Uuid, after: i32, limit: i64) -> Result<Vec<Attempt>, StoreError>;
     fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError>;
