@@ -10,7 +10,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::embedded::{none_recorded_came_twice, twice_only_before_the_kill, SUCCEEDED};
+use crate::embedded::{none_recorded_came_twice, twice_only_from_the_killed_process, SUCCEEDED};
 use crate::helpers::{
     database_url, eventually, new_prefix, redis_url, spawn_app_settings, spawn_app_with,
     test_settings_with_prefix, HookdProcess, PgServer, RedisServer, TestApp,
@@ -216,7 +216,6 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
     first.signal("KILL");
     first.wait(DEADLINE).await;
     let killed_at = Instant::now();
-    let killed = chrono::Utc::now();
     let before = receiver.distinct("/hook").0;
     let recorded: HashSet<Uuid> = sqlx::query_scalar(SUCCEEDED)
         .fetch_all(&pool)
@@ -224,6 +223,7 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
         .unwrap()
         .into_iter()
         .collect();
+    let restarted = chrono::Utc::now();
     let _second = HookdProcess::start(&db, &redis_url(), &prefix, &env);
     let (distinct, total) = receiver.wait_distinct("/hook", 1000, DEADLINE).await;
     println!(
@@ -237,7 +237,7 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
     // Only what was in flight, or answered and not yet written, may come
     // twice. How many that is depends on how fast PostgreSQL takes the
     // recorder's batches (a loaded machine queues more); which ones does not.
-    twice_only_before_the_kill(&receiver, "/hook", killed);
+    twice_only_from_the_killed_process(&receiver, "/hook", restarted);
     none_recorded_came_twice(&receiver, "/hook", &recorded);
 }
 
