@@ -161,7 +161,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         | "/v1/events"
         | "/v1/events/batch"
         | "/v1/events/{id}/cancel"
-        | "/v1/endpoints/{endpoint}/recover" => Scope::Write,
+        | "/v1/endpoints/{endpoint}/recover"
+        | "/v1/endpoints/{endpoint}/test" => Scope::Write,
         route if super::pull::consumer_route(route) => Scope::Pull,
         // Issuing a consumer token (DESIGN §14: `admin`) hands out a
         // credential that reads payloads, which `secrets` alone may not.

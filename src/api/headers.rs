@@ -15,6 +15,20 @@ pub const CONSOLE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 
 img-src 'self' data:; connect-src 'self'; font-src 'self'; frame-ancestors 'none'; \
 base-uri 'none'; form-action 'self'";
 
+/// The console's policy for this deployment: `CONSOLE_CSP`, its images
+/// also from `portal.logo_url`'s origin when one is set (an origin is
+/// scheme, host and port: nothing a policy could misread).
+pub fn console_csp(logo_origin: Option<&str>) -> HeaderValue {
+    let policy = match logo_origin {
+        Some(origin) => CONSOLE_CSP.replace(
+            "img-src 'self' data:",
+            &format!("img-src 'self' data: {origin}"),
+        ),
+        None => CONSOLE_CSP.to_string(),
+    };
+    HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static(CONSOLE_CSP))
+}
+
 /// Which headers a response gets, by its request's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -43,7 +57,7 @@ impl Kind {
 
     /// Sets the headers, over any a handler set: these are not a handler's
     /// to loosen.
-    pub(super) fn apply(self, headers: &mut HeaderMap) {
+    pub(super) fn apply(self, headers: &mut HeaderMap, console_csp: &HeaderValue) {
         headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
         headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
         headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
@@ -52,10 +66,7 @@ impl Kind {
                 headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
             }
             Kind::Console => {
-                headers.insert(
-                    CONTENT_SECURITY_POLICY,
-                    HeaderValue::from_static(CONSOLE_CSP),
-                );
+                headers.insert(CONTENT_SECURITY_POLICY, console_csp.clone());
             }
             Kind::Other => {}
         }
@@ -81,15 +92,28 @@ mod tests {
         ] {
             assert_eq!(Kind::of(path), kind, "{path}");
         }
+        let csp = console_csp(None);
         let mut headers = HeaderMap::new();
-        Kind::Console.apply(&mut headers);
+        Kind::Console.apply(&mut headers, &csp);
         assert_eq!(headers[CONTENT_SECURITY_POLICY], CONSOLE_CSP);
         assert!(headers.get(CACHE_CONTROL).is_none());
         let mut headers = HeaderMap::new();
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("max-age=60"));
-        Kind::Api.apply(&mut headers);
+        Kind::Api.apply(&mut headers, &csp);
         assert_eq!(headers[CACHE_CONTROL], "no-store");
         assert_eq!(headers[X_FRAME_OPTIONS], "DENY");
         assert!(headers.get(CONTENT_SECURITY_POLICY).is_none());
+    }
+
+    #[test]
+    fn a_logo_origin_is_admitted_for_images_alone() {
+        let csp = console_csp(Some("https://cdn.acme.example"));
+        let policy = csp.to_str().unwrap();
+        assert!(
+            policy.contains("img-src 'self' data: https://cdn.acme.example;"),
+            "{policy}"
+        );
+        assert_eq!(policy.matches("cdn.acme.example").count(), 1, "{policy}");
+        assert_eq!(console_csp(None), CONSOLE_CSP);
     }
 }

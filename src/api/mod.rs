@@ -115,7 +115,10 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
             axum::response::IntoResponse::into_response(ApiError::Internal(None))
         }))
         .layer(axum::middleware::from_fn_with_state(
-            Duration::from_millis(state.settings.server.request_timeout_ms),
+            Outermost {
+                limit: Duration::from_millis(state.settings.server.request_timeout_ms),
+                console_csp: headers::console_csp(state.settings.portal.logo_origin().as_deref()),
+            },
             count_and_limit,
         ))
         .with_state(state)
@@ -135,7 +138,7 @@ pub fn operations_router() -> Router<AppState> {
 /// two: each `from_fn` layer boxes and clones the services under it for
 /// every request.
 async fn count_and_limit(
-    axum::extract::State(limit): axum::extract::State<Duration>,
+    axum::extract::State(outermost): axum::extract::State<Outermost>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -145,7 +148,7 @@ async fn count_and_limit(
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = method_label(request.method());
     let headers = headers::Kind::of(request.uri().path());
-    let mut response = match tokio::time::timeout(limit, next.run(request)).await {
+    let mut response = match tokio::time::timeout(outermost.limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
     };
@@ -157,8 +160,16 @@ async fn count_and_limit(
     )
     .increment(1);
     // Here, outermost, so errors of every layer get them too.
-    headers.apply(response.headers_mut());
+    headers.apply(response.headers_mut(), &outermost.console_csp);
     response
+}
+
+/// What `count_and_limit` needs: the request timeout, and the console's
+/// Content-Security-Policy, made once from the settings.
+#[derive(Clone)]
+struct Outermost {
+    limit: Duration,
+    console_csp: axum::http::HeaderValue,
 }
 
 /// The method as a label: the standard ones by name, any other as `other`,

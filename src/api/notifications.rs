@@ -41,6 +41,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/notifications/{id}/attempts", get(attempts))
         .route("/v1/notifications/{id}/cancel", post(cancel))
         .route("/v1/notifications/{id}/retry", post(retry))
+        .route("/v1/endpoints/{endpoint}/test", post(send_test))
 }
 
 fn accepted_notification(accepted: &Accepted<Notification>) -> &Notification {
@@ -78,6 +79,63 @@ pub async fn create(
     let holds = Holds::endpoints(&state, [accepted_notification(&created)]).await;
     let (status, view) = created_or_existing(created, &caller, (&secret, &holds));
     Ok((status, Json(view)))
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendTest {
+    /// The test's event type: one the endpoint takes. Absent: `hookd.test`
+    /// for an endpoint that takes every type, and none (which every
+    /// endpoint takes) for one that takes only some.
+    pub event_type: Option<String>,
+}
+
+/// The event type a test goes with: the chosen one, or `hookd.test` where
+/// the endpoint takes every type.
+fn test_event_type(
+    chosen: Option<String>,
+    endpoint: &crate::store::endpoints::Endpoint,
+) -> Option<String> {
+    chosen.or_else(|| {
+        endpoint
+            .event_types
+            .is_none()
+            .then(|| TEST_EVENT_TYPE.to_string())
+    })
+}
+
+/// The event type of a test nobody chose a type for.
+const TEST_EVENT_TYPE: &str = "hookd.test";
+
+#[utoipa::path(operation_id = "send_test_notification", post, path = "/v1/endpoints/{endpoint}/test", tag = "endpoints", request_body = Option<SendTest>,
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses(
+        (status = 201, body = NotificationView, description = "a test notification, created and committed like any other; its payload is `{\"type\": \"hookd.test\", \"event_type\": …, \"sent_at\": …}`"),
+        (status = 404, body = super::error::ErrorBody),
+        (status = 422, body = super::error::ErrorBody, description = "the endpoint does not take that event type")))]
+pub async fn send_test(
+    State(state): State<AppState>,
+    caller: SeesSecrets,
+    Path(endpoint): Path<String>,
+    super::extract::OptionalJsonBody(request): super::extract::OptionalJsonBody<SendTest>,
+) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
+    let found = state
+        .store
+        .find_endpoint(&crate::store::endpoints::EndpointRef::parse(&endpoint))
+        .await?
+        .ok_or(ApiError::NotFound("endpoint"))?;
+    let event_type = test_event_type(request.event_type, &found);
+    let payload = serde_json::json!({
+        "type": TEST_EVENT_TYPE,
+        "event_type": event_type,
+        "sent_at": state.service.now(),
+    });
+    let input = NotificationInput::test(
+        found.id.to_string(),
+        RawValue::from_string(payload.to_string()).map_err(ApiError::internal)?,
+        event_type,
+    );
+    create(State(state), caller, JsonBody(input)).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -40,6 +40,7 @@ use super::{
         recover::read,
         notifications::create,
         notifications::create_batch,
+        notifications::send_test,
         notification_list::list,
         notifications::read,
         notifications::attempts,

@@ -1,6 +1,7 @@
-//! `[portal]`: the key that signs portal links (docs/design.md §11) and the
-//! origin the links point at. Rotating the key revokes every link issued
-//! under the old one.
+//! `[portal]`: the key that signs portal links (docs/design.md §11), the
+//! origin the links point at, and how the portal presents the deployment
+//! to a link's holder (§18: a name, a logo, an accent colour). Rotating
+//! the key revokes every link issued under the old one.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +20,19 @@ pub struct PortalSettings {
     /// `scheme://host[:port]` the links point at, for hookd behind a proxy;
     /// empty: the origin the issuing request was addressed to.
     pub base_url: String,
+    /// The deployment's name in the portal's header; empty: "Webhooks".
+    pub name: String,
+    /// An http(s) image shown beside the name; empty: none. The console's
+    /// Content-Security-Policy admits images from its origin alone.
+    pub logo_url: String,
+    /// The portal's accent colour, `#rgb` or `#rrggbb`; empty: hookd's.
+    pub accent: String,
 }
+
+/// The longest `portal.name`.
+const MAX_NAME_CHARS: usize = 64;
+/// The longest `portal.logo_url`.
+const MAX_LOGO_URL_BYTES: usize = 2048;
 
 impl PortalSettings {
     /// The key, once set.
@@ -47,8 +60,46 @@ impl PortalSettings {
                 "must be an http or https origin: scheme://host[:port], without path, query or userinfo",
             ));
         }
+        if self.name.chars().count() > MAX_NAME_CHARS || self.name.chars().any(char::is_control) {
+            return Err(invalid(
+                "portal.name",
+                "must be at most 64 characters, none of them control characters",
+            ));
+        }
+        if !self.logo_url.is_empty() && self.logo_origin().is_none() {
+            return Err(invalid(
+                "portal.logo_url",
+                "must be an http or https URL of at most 2048 bytes, without userinfo",
+            ));
+        }
+        if !self.accent.is_empty() && !accent(&self.accent) {
+            return Err(invalid(
+                "portal.accent",
+                "must be a colour as #rgb or #rrggbb (e.g. \"#0a7d5a\")",
+            ));
+        }
         Ok(())
     }
+
+    /// The origin `portal.logo_url` is served from, when it is a usable
+    /// logo URL: the console's CSP admits images from it.
+    pub fn logo_origin(&self) -> Option<String> {
+        if self.logo_url.len() > MAX_LOGO_URL_BYTES {
+            return None;
+        }
+        let url = url::Url::parse(&self.logo_url).ok()?;
+        let plain = matches!(url.scheme(), "http" | "https")
+            && url.host_str().is_some()
+            && url.username().is_empty()
+            && url.password().is_none();
+        plain.then(|| url.origin().ascii_serialization())
+    }
+}
+
+/// Whether `text` is `#rgb` or `#rrggbb`.
+fn accent(text: &str) -> bool {
+    text.strip_prefix('#')
+        .is_some_and(|hex| matches!(hex.len(), 3 | 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `text` as an origin (`https://hooks.example.com`), if it is one: a
@@ -80,6 +131,48 @@ mod tests {
         PortalSettings {
             key: Secret::new(key),
             base_url: base_url.to_string(),
+            name: String::new(),
+            logo_url: String::new(),
+            accent: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_brand_is_a_short_name_an_http_logo_and_a_hex_colour() {
+        let brand = |name: &str, logo_url: &str, accent: &str| PortalSettings {
+            name: name.to_string(),
+            logo_url: logo_url.to_string(),
+            accent: accent.to_string(),
+            ..settings("", "")
+        };
+        let good = brand(
+            "Acme Payments",
+            "https://cdn.acme.example/logo.svg?v=2",
+            "#0a7d5a",
+        );
+        assert!(good.validate().is_ok());
+        assert_eq!(
+            good.logo_origin().as_deref(),
+            Some("https://cdn.acme.example")
+        );
+        assert!(brand("", "", "").validate().is_ok());
+        assert!(brand("", "", "#FFF").validate().is_ok());
+        for bad in [
+            brand(&"n".repeat(65), "", ""),
+            brand("Acme\nPayments", "", ""),
+            brand("", "javascript:alert(1)", ""),
+            brand("", "data:image/svg+xml,<svg/>", ""),
+            brand("", "https://user:pw@cdn.acme.example/logo.svg", ""),
+            brand(
+                "",
+                &format!("https://cdn.acme.example/{}", "a".repeat(2048)),
+                "",
+            ),
+            brand("", "", "red"),
+            brand("", "", "#12345"),
+            brand("", "", "#0a7d5a; background: url(x)"),
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
         }
     }
 

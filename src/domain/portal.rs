@@ -1,11 +1,18 @@
-//! Portal links (docs/design.md §11): a token that lets whoever holds it see one
-//! endpoint's or one owner's notifications, and retry them, until it
-//! expires. Signed, not stored: rotating `portal.key` revokes every link.
+//! Portal links (docs/design.md §11, §18): a token that lets whoever holds
+//! it see one endpoint's or one owner's notifications, and, as its
+//! permissions say, retry them and manage the endpoints (URL, event types,
+//! secret, a test), until it expires. Signed, not stored: rotating
+//! `portal.key` revokes every link.
 //!
 //! `hookd_portal_` + base64url(payload) + `.` + base64url(HMAC-SHA256(key,
 //! "hookd-portal-v1." + base64url(payload))), base64 without padding. The
-//! payload is `e.<expiry>.<endpoint id>` or `o.<expiry>.<owner uid>`, the
-//! expiry in unix seconds; an endpoint's link issued after a revocation
+//! payload is `<kind>.<expiry>.<endpoint id>` or `<kind>.<expiry>.<owner
+//! uid>`, the expiry in unix seconds. The kind is `e` (an endpoint) or `o`
+//! (an owner), alone for the default permissions (read and retry, all a
+//! link could do before permissions existed, so earlier links keep
+//! working) or followed by the permissions' letters in this order: `r`
+//! read (always), `t` retry, `m` manage (`ertm`, `or`). An endpoint's link
+//! issued after a revocation
 //! adds `.<generation>` (`e.<expiry>.<endpoint id>.<generation>`), the
 //! endpoint's `portal_generation` then: a link of another generation than
 //! its endpoint's current one is refused. The MAC covers the payload as sent, so nothing
@@ -44,10 +51,96 @@ pub enum PortalScope {
     Owner(String),
 }
 
+/// What a link's holder may do beyond reading (which every link may):
+/// retry its notifications, and manage its endpoints (§18: change the URL
+/// and event types, see and rotate the signing secret, send a test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortalPermissions {
+    pub retry: bool,
+    pub manage: bool,
+}
+
+impl Default for PortalPermissions {
+    /// `["read", "retry"]`, as DESIGN §18 says.
+    fn default() -> Self {
+        Self {
+            retry: true,
+            manage: false,
+        }
+    }
+}
+
+impl PortalPermissions {
+    /// Every permission's name, in the order `names` gives them.
+    pub const NAMES: [&'static str; 3] = ["read", "retry", "manage"];
+
+    /// The permissions `names` grant: each one of `NAMES`, `read` among
+    /// them, none twice. `None` for anything else.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Option<Self> {
+        let mut seen = [false; 3];
+        for name in names {
+            let at = Self::NAMES.iter().position(|n| *n == name.as_ref())?;
+            if std::mem::replace(&mut seen[at], true) {
+                return None;
+            }
+        }
+        seen[0].then_some(Self {
+            retry: seen[1],
+            manage: seen[2],
+        })
+    }
+
+    /// What `from_names` takes back.
+    pub fn names(self) -> Vec<&'static str> {
+        let held = [true, self.retry, self.manage];
+        Self::NAMES
+            .into_iter()
+            .zip(held)
+            .filter_map(|(name, held)| held.then_some(name))
+            .collect()
+    }
+
+    /// The letters after a token's kind: none for the default.
+    fn letters(self) -> String {
+        if self == Self::default() {
+            return String::new();
+        }
+        let mut letters = String::from("r");
+        if self.retry {
+            letters.push('t');
+        }
+        if self.manage {
+            letters.push('m');
+        }
+        letters
+    }
+
+    /// What `letters` wrote: exactly one of its spellings.
+    fn from_letters(letters: &str) -> Option<Self> {
+        if letters.is_empty() {
+            return Some(Self::default());
+        }
+        let rest = letters.strip_prefix('r')?;
+        let (retry, rest) = match rest.strip_prefix('t') {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let manage = match rest {
+            "" => false,
+            "m" => true,
+            _ => return None,
+        };
+        let permissions = Self { retry, manage };
+        // The default has one spelling, the bare kind.
+        (permissions != Self::default()).then_some(permissions)
+    }
+}
+
 /// What a valid token says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortalClaims {
     pub scope: PortalScope,
+    pub permissions: PortalPermissions,
     pub expires_at: DateTime<Utc>,
     /// The endpoint's `portal_generation` when the link was issued (0 for
     /// an owner's link, and for links issued before any revocation).
@@ -78,14 +171,14 @@ pub fn valid_lifetime(seconds: i64) -> bool {
 /// The token for `claims`, signed with `key`. Expiries are whole seconds:
 /// a sub-second part is dropped.
 pub fn sign(key: &[u8], claims: &PortalClaims) -> String {
+    let letters = claims.permissions.letters();
+    let expiry = claims.expires_at.timestamp();
     let payload = match &claims.scope {
-        PortalScope::Endpoint(id) if claims.generation > 0 => format!(
-            "e.{}.{id}.{}",
-            claims.expires_at.timestamp(),
-            claims.generation
-        ),
-        PortalScope::Endpoint(id) => format!("e.{}.{id}", claims.expires_at.timestamp()),
-        PortalScope::Owner(uid) => format!("o.{}.{uid}", claims.expires_at.timestamp()),
+        PortalScope::Endpoint(id) if claims.generation > 0 => {
+            format!("e{letters}.{expiry}.{id}.{}", claims.generation)
+        }
+        PortalScope::Endpoint(id) => format!("e{letters}.{expiry}.{id}"),
+        PortalScope::Owner(uid) => format!("o{letters}.{expiry}.{uid}"),
     };
     let payload = URL_SAFE_NO_PAD.encode(payload);
     let signature = URL_SAFE_NO_PAD.encode(mac(key, &payload).finalize().into_bytes());
@@ -131,6 +224,8 @@ fn parse(payload: &str) -> Option<PortalClaims> {
     let mut parts = text.splitn(3, '.');
     let (kind, expiry, subject) = (parts.next()?, parts.next()?, parts.next()?);
     let expires_at = DateTime::from_timestamp(expiry.parse().ok()?, 0)?;
+    let (kind, letters) = kind.split_at_checked(1)?;
+    let permissions = PortalPermissions::from_letters(letters)?;
     let (scope, generation) = match kind {
         "e" => {
             let (id, generation) = match subject.split_once('.') {
@@ -144,6 +239,7 @@ fn parse(payload: &str) -> Option<PortalClaims> {
     };
     Some(PortalClaims {
         scope,
+        permissions,
         expires_at,
         generation,
     })

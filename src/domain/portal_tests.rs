@@ -11,6 +11,7 @@ fn now() -> DateTime<Utc> {
 
 fn endpoint_claims() -> PortalClaims {
     PortalClaims {
+        permissions: Default::default(),
         scope: PortalScope::Endpoint(
             Uuid::parse_str("01a2018b-9ae4-7000-85bb-4e0096803faa").unwrap(),
         ),
@@ -42,6 +43,7 @@ fn a_signed_token_verifies_to_its_claims() {
     for claims in [
         endpoint_claims(),
         PortalClaims {
+            permissions: Default::default(),
             scope: PortalScope::Owner("merchant-42".into()),
             expires_at: now() + Duration::days(7),
             generation: 0,
@@ -164,6 +166,7 @@ fn an_oversize_token_is_refused_before_any_work() {
     let longest = sign(
         KEY,
         &PortalClaims {
+            permissions: Default::default(),
             scope: PortalScope::Owner("o".repeat(128)),
             expires_at: now() + Duration::days(7),
             generation: 0,
@@ -206,4 +209,83 @@ fn an_endpoint_link_carries_the_generation_it_was_issued_in() {
     assert_eq!(verify(KEY, &token, now()), Ok(claims));
     // Generation 0 is written as links were before revocation existed.
     assert!(!parts(&sign(KEY, &endpoint_claims())).0.ends_with(".0"));
+}
+
+#[test]
+fn a_link_carries_its_permissions_and_the_default_is_written_as_before() {
+    let read_only = PortalPermissions {
+        retry: false,
+        manage: false,
+    };
+    let manage = PortalPermissions {
+        retry: true,
+        manage: true,
+    };
+    for (permissions, kind) in [
+        (PortalPermissions::default(), "e."),
+        (read_only, "er."),
+        (manage, "ertm."),
+    ] {
+        let claims = PortalClaims {
+            permissions,
+            ..endpoint_claims()
+        };
+        let token = sign(KEY, &claims);
+        assert!(parts(&token).0.starts_with(kind), "{}", parts(&token).0);
+        assert_eq!(verify(KEY, &token, now()), Ok(claims));
+    }
+    let owner = PortalClaims {
+        scope: PortalScope::Owner("merchant-42".into()),
+        permissions: manage,
+        expires_at: now() + Duration::hours(1),
+        generation: 0,
+    };
+    let token = sign(KEY, &owner);
+    assert!(parts(&token).0.starts_with("ortm."));
+    assert_eq!(verify(KEY, &token, now()), Ok(owner));
+}
+
+#[test]
+fn a_kind_with_letters_out_of_order_twice_or_unknown_is_malformed() {
+    let expiry = (now() + Duration::hours(1)).timestamp();
+    let id = "01a2018b-9ae4-7000-85bb-4e0096803faa";
+    // `ert` is the default's second spelling: only the bare kind is it.
+    for kind in [
+        "ert", "etm", "emr", "ertt", "erx", "em", "x", "\u{e9}", "er\u{e9}",
+    ] {
+        let payload = URL_SAFE_NO_PAD.encode(format!("{kind}.{expiry}.{id}"));
+        let signature = mac(KEY, &payload).finalize().into_bytes();
+        let token = format!(
+            "{PORTAL_TOKEN_PREFIX}{payload}.{}",
+            URL_SAFE_NO_PAD.encode(signature)
+        );
+        assert_eq!(
+            verify(KEY, &token, now()),
+            Err(TokenError::Malformed),
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn permissions_are_named_as_the_api_takes_them() {
+    assert_eq!(
+        PortalPermissions::from_names(&["read", "retry"]),
+        Some(PortalPermissions::default())
+    );
+    let all = PortalPermissions::from_names(&["manage", "read", "retry"]).unwrap();
+    assert_eq!(all.names(), ["read", "retry", "manage"]);
+    assert_eq!(
+        PortalPermissions::from_names(&["read"]).unwrap().names(),
+        ["read"]
+    );
+    for bad in [
+        &[][..],
+        &["retry"][..],
+        &["read", "read"][..],
+        &["read", "admin"][..],
+        &["READ"][..],
+    ] {
+        assert_eq!(PortalPermissions::from_names(bad), None, "{bad:?}");
+    }
 }

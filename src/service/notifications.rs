@@ -72,6 +72,27 @@ pub struct NotificationInput {
     pub order_key: Option<String>,
 }
 
+impl NotificationInput {
+    /// A test for `endpoint` (`POST /v1/endpoints/{endpoint}/test`): this
+    /// payload and event type, the endpoint's schedule, nothing else.
+    pub fn test(endpoint: String, payload: Box<RawValue>, event_type: Option<String>) -> Self {
+        Self {
+            endpoint,
+            payload: Some(payload),
+            body: None,
+            content_type: None,
+            event_type,
+            key: None,
+            deliver_at: None,
+            delay: None,
+            schedule: None,
+            headers: None,
+            url: None,
+            order_key: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for NotificationInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotificationInput")

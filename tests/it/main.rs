@@ -47,6 +47,7 @@ mod partition_keys;
 mod partitioning;
 mod portal;
 mod portal_lifetime;
+mod portal_manage;
 mod private_networks;
 mod pull;
 mod pull_expiry;

@@ -249,6 +249,12 @@ async fn a_link_may_call_no_other_route(backend: Backend) {
         ),
         (Method::GET, "/v1/endpoints/mine/secret".into(), None),
         (
+            Method::PATCH,
+            "/v1/endpoints/mine".into(),
+            Some(json!({"url": "http://127.0.0.1:9/elsewhere"})),
+        ),
+        (Method::POST, "/v1/endpoints/mine/test".into(), None),
+        (
             Method::POST,
             "/v1/endpoints/mine/secret/rotate".into(),
             Some(json!({})),
@@ -316,6 +322,7 @@ async fn tampered_expired_and_revoked_links_are_refused(backend: Backend) {
     let expired = sign(
         KEY.as_bytes(),
         &PortalClaims {
+            permissions: Default::default(),
             scope: PortalScope::Endpoint(mine_id.parse().unwrap()),
             expires_at: Utc::now() - Duration::seconds(1),
             generation: 0,
@@ -460,7 +467,8 @@ async fn whoami_names_every_kind_of_caller(backend: Backend) {
     let (_, me) = get(&app, READ_TOKEN, "/v1/whoami").await;
     assert_eq!(
         me,
-        json!({"name": "dashboard", "scopes": ["read"], "portal": null, "expires_at": null})
+        json!({"name": "dashboard", "scopes": ["read"], "portal": null, "expires_at": null,
+            "permissions": null, "brand": null})
     );
 
     let (token, link) = issue(&app, "/v1/endpoints/mine/portal", json!({})).await;

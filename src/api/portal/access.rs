@@ -1,6 +1,9 @@
 //! What a portal link may do, decided on every request by the server: read
-//! and retry its endpoint's (or owner's) notifications, read those
-//! endpoints, its stats, and `whoami`. Lists are forced to its scope (a
+//! its endpoint's (or owner's) notifications, those endpoints, its stats,
+//! and `whoami`; with its `retry` permission, retry those notifications;
+//! with `manage` (§18), change an endpoint's URL and event types, read and
+//! rotate its signing secret, and send it a test, each request's body
+//! naming only what the link may change. Lists are forced to its scope (a
 //! query naming another endpoint or owner is refused); a single
 //! notification or endpoint outside it is answered 404, as one that does
 //! not exist, so a link cannot probe what else is there; any other route is
@@ -16,8 +19,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use uuid::Uuid;
 
-use crate::api::audit::{bounded, Refusals};
-use crate::api::auth::Caller;
+use crate::api::audit::{audit, bounded, Refusals};
+use crate::api::auth::{Audited, Caller};
 use crate::api::error::ApiError;
 use crate::api::AppState;
 use crate::domain::portal::{verify, PortalClaims, PortalScope};
@@ -36,9 +39,22 @@ enum Access {
     Endpoints,
     /// A notification named by `{id}`: in scope, or 404.
     Notification,
+    /// A retry of a notification: in scope, and the link may retry.
+    Retry,
     /// An endpoint named by `{endpoint}`: in scope, or 404.
     Endpoint,
+    /// A change to an endpoint in scope, for a link that may manage: its
+    /// JSON body (if any) names no field but these.
+    Manage(&'static [&'static str]),
 }
+
+/// The fields a `manage` link may change on its endpoints.
+const MANAGED_FIELDS: &[&str] = &["url", "event_types"];
+/// The fields a `manage` link's test may name.
+const TEST_FIELDS: &[&str] = &["event_type"];
+/// The largest body a `manage` request may carry: a URL and up to 100
+/// event types fit many times over.
+const MAX_MANAGE_BODY: usize = 64 * 1024;
 
 fn access(method: &Method, route: &str) -> Option<Access> {
     let read = matches!(*method, Method::GET | Method::HEAD);
@@ -49,9 +65,15 @@ fn access(method: &Method, route: &str) -> Option<Access> {
         "/v1/notifications/{id}" | "/v1/notifications/{id}/attempts" if read => {
             Access::Notification
         }
-        "/v1/notifications/{id}/retry" if *method == Method::POST => Access::Notification,
+        "/v1/notifications/{id}/retry" if *method == Method::POST => Access::Retry,
         // What waits for its endpoint is the receiver's own business too.
         "/v1/endpoints/{endpoint}" | "/v1/endpoints/{endpoint}/backlog" if read => Access::Endpoint,
+        "/v1/endpoints/{endpoint}" if *method == Method::PATCH => Access::Manage(MANAGED_FIELDS),
+        "/v1/endpoints/{endpoint}/secret" if read => Access::Manage(&[]),
+        // A generated secret, with the deployment's overlap: the body
+        // names nothing.
+        "/v1/endpoints/{endpoint}/secret/rotate" if *method == Method::POST => Access::Manage(&[]),
+        "/v1/endpoints/{endpoint}/test" if *method == Method::POST => Access::Manage(TEST_FIELDS),
         _ => return None,
     })
 }
@@ -96,9 +118,22 @@ pub(in crate::api) async fn admit(
         let path = bounded(request.uri().path());
         refusals.consumer_denied(&caller, method, route, &path);
         return Err(ApiError::Forbidden(
-            "a portal link may only list and read its notifications, their attempts, its endpoints, their backlog and overview, and retry them".into(),
+            "a portal link may only list and read its notifications, their attempts, its endpoints, their backlog and overview, retry them and, if it may manage, change its endpoints' URL and event types, read and rotate their secret and send them a test".into(),
         ));
     };
+    let permissions = claims.permissions;
+    let refused = match access {
+        Access::Retry if !permissions.retry => Some("retry"),
+        Access::Manage(_) if !permissions.manage => Some("manage"),
+        _ => None,
+    };
+    if let Some(permission) = refused {
+        let path = bounded(request.uri().path());
+        refusals.consumer_denied(&caller, method, route, &path);
+        return Err(ApiError::Forbidden(format!(
+            "this portal link has no `{permission}` permission: ask its sender for one that has"
+        )));
+    }
     let scope = &claims.scope;
     match access {
         Access::Whoami => {}
@@ -111,22 +146,81 @@ pub(in crate::api) async fn admit(
             }
             PortalScope::Owner(_) => force(state, scope, &mut request).await?,
         },
-        Access::Notification => {
+        Access::Notification | Access::Retry => {
             let id = param(&mut request, "id").await;
             if !notification_in_scope(state, &claims, id.as_deref()).await? {
                 return Err(ApiError::NotFound("notification"));
             }
         }
-        Access::Endpoint => {
-            let by = param(&mut request, "endpoint").await.unwrap_or_default();
-            let found = state.store.find_endpoint(&EndpointRef::parse(&by)).await?;
-            if !found.is_some_and(|e| in_scope(scope, &e)) {
-                return Err(ApiError::NotFound("endpoint"));
-            }
+        Access::Endpoint => endpoint_in_scope(state, scope, &mut request).await?,
+        Access::Manage(fields) => {
+            endpoint_in_scope(state, scope, &mut request).await?;
+            only_fields(&mut request, fields).await?;
         }
     }
-    request.extensions_mut().insert(caller);
-    Ok(next.run(request).await)
+    // What a `manage` link changes is audited as an admin's change is.
+    let audited = matches!(access, Access::Manage(_)).then(|| bounded(request.uri().path()));
+    request.extensions_mut().insert(caller.clone());
+    let response = next.run(request).await;
+    if let Some(path) = &audited {
+        let outcome = if response.status().is_success() {
+            "done"
+        } else {
+            "failed"
+        };
+        let id = response.extensions().get::<Audited>().map(|a| a.0);
+        audit(&caller, method, route, path, outcome, id);
+    }
+    Ok(response)
+}
+
+/// The request's `{endpoint}` is in scope, or 404 as if it did not exist.
+async fn endpoint_in_scope(
+    state: &AppState,
+    scope: &PortalScope,
+    request: &mut Request,
+) -> Result<(), ApiError> {
+    let by = param(request, "endpoint").await.unwrap_or_default();
+    let found = state.store.find_endpoint(&EndpointRef::parse(&by)).await?;
+    if !found.is_some_and(|e| in_scope(scope, &e)) {
+        return Err(ApiError::NotFound("endpoint"));
+    }
+    Ok(())
+}
+
+/// The request's body (read here, at most `MAX_MANAGE_BODY`, and put back
+/// for the handler) is empty or a JSON object naming none but `fields`.
+/// Anything else is left to the handler's own errors, so a malformed body
+/// gets the answer it gets from any caller.
+async fn only_fields(request: &mut Request, fields: &[&str]) -> Result<(), ApiError> {
+    let (parts, body) = std::mem::take(request).into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_MANAGE_BODY)
+        .await
+        .map_err(|_| ApiError::TooLarge {
+            message: format!("a portal link's request body is at most {MAX_MANAGE_BODY} bytes"),
+            field: None,
+        })?;
+    let named: Option<Vec<String>> =
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes)
+            .ok()
+            .map(|object| object.into_iter().map(|(name, _)| name).collect());
+    if let Some(other) = named
+        .iter()
+        .flatten()
+        .find(|name| !fields.contains(&name.as_str()))
+    {
+        let may = if fields.is_empty() {
+            "nothing".to_string()
+        } else {
+            fields.join(" and ")
+        };
+        return Err(ApiError::Forbidden(format!(
+            "a portal link may change {may} here, not `{}`",
+            bounded(other)
+        )));
+    }
+    *request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    Ok(())
 }
 
 /// Whether what `claims` show still exists: the endpoint live (through
@@ -285,16 +379,32 @@ mod tests {
                 "/v1/notifications/{id}/attempts",
                 Access::Notification,
             ),
-            (
-                Method::POST,
-                "/v1/notifications/{id}/retry",
-                Access::Notification,
-            ),
+            (Method::POST, "/v1/notifications/{id}/retry", Access::Retry),
             (Method::GET, "/v1/endpoints/{endpoint}", Access::Endpoint),
             (
                 Method::GET,
                 "/v1/endpoints/{endpoint}/backlog",
                 Access::Endpoint,
+            ),
+            (
+                Method::PATCH,
+                "/v1/endpoints/{endpoint}",
+                Access::Manage(MANAGED_FIELDS),
+            ),
+            (
+                Method::GET,
+                "/v1/endpoints/{endpoint}/secret",
+                Access::Manage(&[]),
+            ),
+            (
+                Method::POST,
+                "/v1/endpoints/{endpoint}/secret/rotate",
+                Access::Manage(&[]),
+            ),
+            (
+                Method::POST,
+                "/v1/endpoints/{endpoint}/test",
+                Access::Manage(TEST_FIELDS),
             ),
         ];
         for (method, route, expected) in allowed {
@@ -306,11 +416,10 @@ mod tests {
             (Method::POST, "/v1/notifications/cancel"),
             (Method::POST, "/v1/notifications/{id}/cancel"),
             (Method::GET, "/v1/notifications/{id}/retry"),
-            (Method::PATCH, "/v1/endpoints/{endpoint}"),
+            (Method::PUT, "/v1/endpoints/{endpoint}"),
             (Method::DELETE, "/v1/endpoints/{endpoint}"),
             (Method::POST, "/v1/endpoints"),
-            (Method::GET, "/v1/endpoints/{endpoint}/secret"),
-            (Method::POST, "/v1/endpoints/{endpoint}/secret/rotate"),
+            (Method::DELETE, "/v1/endpoints/{endpoint}/secret/previous"),
             (Method::POST, "/v1/endpoints/{endpoint}/recover"),
             (Method::POST, "/v1/endpoints/{endpoint}/portal"),
             (Method::POST, "/v1/endpoints/{endpoint}/portal/revoke"),

@@ -23,7 +23,7 @@ use super::extract::OptionalJsonBody;
 use super::AppState;
 use crate::domain::fields::valid_uid;
 use crate::domain::portal::{
-    sign, valid_lifetime, PortalClaims, PortalScope, DEFAULT_LIFETIME_SECONDS,
+    sign, valid_lifetime, PortalClaims, PortalPermissions, PortalScope, DEFAULT_LIFETIME_SECONDS,
 };
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
@@ -47,6 +47,12 @@ pub struct IssueLink {
     /// 86400 (a day).
     #[schema(minimum = 1, maximum = 604800)]
     pub expires_in_seconds: Option<i64>,
+    /// What the holder may do: `read` (always named), `retry` (its
+    /// notifications) and `manage` (change its endpoints' URL and event
+    /// types, read and rotate their signing secret, send a test), each at
+    /// most once. Default `["read", "retry"]`.
+    #[schema(value_type = Option<Vec<String>>, max_items = 3, example = json!(["read", "retry", "manage"]))]
+    pub permissions: Option<crate::domain::bounded::Bounded<String, 3>>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -72,6 +78,7 @@ pub async fn for_endpoint(
 ) -> Result<(StatusCode, Extension<Audited>, Json<PortalLink>), ApiError> {
     let key = portal_key(&state)?;
     let lifetime = lifetime(&request)?;
+    let permissions = permissions(&request)?;
     let endpoint = state
         .store
         .find_endpoint(&EndpointRef::parse(&endpoint))
@@ -86,7 +93,7 @@ pub async fn for_endpoint(
             PortalScope::Endpoint(endpoint.id),
             endpoint.portal_generation.max(0) as u32,
         ),
-        lifetime,
+        (permissions, lifetime),
     )?;
     Ok((
         StatusCode::CREATED,
@@ -109,6 +116,7 @@ pub async fn for_owner(
 ) -> Result<(StatusCode, Json<PortalLink>), ApiError> {
     let key = portal_key(&state)?;
     let lifetime = lifetime(&request)?;
+    let permissions = permissions(&request)?;
     if !valid_uid(&owner) {
         return Err(crate::service::events::invalid_owner().into());
     }
@@ -118,7 +126,7 @@ pub async fn for_owner(
         &uri,
         &key,
         (PortalScope::Owner(owner), 0),
-        lifetime,
+        (permissions, lifetime),
     )?;
     Ok((StatusCode::CREATED, Json(link)))
 }
@@ -178,13 +186,26 @@ fn lifetime(request: &IssueLink) -> Result<i64, ApiError> {
     Ok(seconds)
 }
 
+fn permissions(request: &IssueLink) -> Result<PortalPermissions, ApiError> {
+    let Some(names) = &request.permissions else {
+        return Ok(PortalPermissions::default());
+    };
+    PortalPermissions::from_names(names).ok_or_else(|| {
+        ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "permissions",
+            "permissions lists \"read\" and any of \"retry\" and \"manage\", each once",
+        )
+    })
+}
+
 fn link(
     state: &AppState,
     headers: &HeaderMap,
     uri: &Uri,
     key: &[u8],
     (scope, generation): (PortalScope, u32),
-    lifetime: i64,
+    (permissions, lifetime): (PortalPermissions, i64),
 ) -> Result<PortalLink, ApiError> {
     let origin = match state.settings.portal.base_origin() {
         Some(origin) => origin,
@@ -195,6 +216,7 @@ fn link(
     let token = sign(
         key,
         &PortalClaims {
+            permissions,
             scope,
             expires_at,
             generation,
@@ -257,6 +279,24 @@ pub struct WhoAmI {
     pub portal: Option<PortalView>,
     /// When a portal link stops working.
     pub expires_at: Option<DateTime<Utc>>,
+    /// For a portal link, what its holder may do: `read`, and any of
+    /// `retry` and `manage`.
+    #[schema(value_type = Option<Vec<String>>)]
+    pub permissions: Option<Vec<&'static str>>,
+    /// For a portal link, the deployment's branding (`[portal]` `name`,
+    /// `logo_url`, `accent`), for the page to show its holder.
+    pub brand: Option<Brand>,
+}
+
+/// How the portal presents the deployment to a link's holder.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Brand {
+    /// `portal.name`; empty: the page says "Webhooks".
+    pub name: String,
+    /// `portal.logo_url`, or null.
+    pub logo_url: Option<String>,
+    /// `portal.accent` (`#rrggbb`), or null.
+    pub accent: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -268,7 +308,10 @@ pub enum PortalView {
 
 #[utoipa::path(operation_id = "whoami", get, path = "/v1/whoami", tag = "portal",
     responses((status = 200, body = WhoAmI, description = "the caller: any valid token, portal link or consumer token, or the open mode")))]
-pub async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
+pub async fn whoami(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Json<WhoAmI> {
     let scopes = [
         Scope::Admin,
         Scope::Write,
@@ -294,5 +337,15 @@ pub async fn whoami(Extension(caller): Extension<Caller>) -> Json<WhoAmI> {
             PortalScope::Owner(uid) => PortalView::Owner(uid.clone()),
         }),
         expires_at: portal.map(|claims| claims.expires_at),
+        permissions: portal.map(|claims| claims.permissions.names()),
+        brand: portal.map(|_| {
+            let settings = &state.settings.portal;
+            let set = |text: &str| (!text.is_empty()).then(|| text.to_string());
+            Brand {
+                name: settings.name.clone(),
+                logo_url: set(&settings.logo_url),
+                accent: set(&settings.accent),
+            }
+        }),
     })
 }

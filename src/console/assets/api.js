@@ -116,11 +116,18 @@ export async function whoami(token) {
   }
 }
 
-// Whether the caller may do what needs `scope`. A portal caller reads
-// and retries only; unknown scopes show everything.
+// Whether the caller may do what needs `scope`. A portal caller reads,
+// and retries and manages its endpoints as its link's permissions say (a
+// hookd that names none: read and retry); an operator never `manage`s
+// (that is a portal's word: an admin edits the whole policy). Unknown
+// scopes show everything.
 export function can(who, scope) {
   if (!who) return false;
-  if (who.portal) return scope === 'read' || scope === 'retry';
+  if (who.portal) {
+    const held = who.permissions || ['read', 'retry'];
+    return held.includes(scope);
+  }
+  if (scope === 'manage') return false;
   if (scope === 'retry') scope = 'write';
   if (!who.scopes) return true;
   return who.scopes.includes('admin') || who.scopes.includes(scope);

@@ -99,6 +99,33 @@ function PortalEnded({ notice }) {
   </main>`;
 }
 
+// The deployment's name and logo (`[portal]` `name`, `logo_url`) before a
+// portal's holder; "hookd" before an operator.
+function Brand({ who }) {
+  const brand = who.portal && who.brand;
+  if (!who.portal) return html`<span class="brand">hookd</span>`;
+  const name = (brand && brand.name) || 'Webhooks';
+  return html`<span class="brand" data-test="brand">${brand && brand.logo_url
+    && html`<img class="logo" src=${brand.logo_url} alt="" data-test="brand-logo" />`}${name}</span>`;
+}
+
+// A portal's accent colour (`portal.accent`) on the header and buttons,
+// set through the CSS object model (the policy admits no inline style),
+// and taken off again when the session ends.
+function useAccent(who) {
+  const accent = who && who.portal && who.brand && who.brand.accent;
+  useEffect(() => {
+    if (!accent) return undefined;
+    const root = document.documentElement.style;
+    root.setProperty('--top', accent);
+    root.setProperty('--button', accent);
+    return () => {
+      root.removeProperty('--top');
+      root.removeProperty('--button');
+    };
+  }, [accent]);
+}
+
 function Nav({ who, onSignOut, parts }) {
   const here = parts[0] || '';
   const link = (path, label, test) => html`<a href=${`#/${path}`} data-test=${test}
@@ -108,7 +135,7 @@ function Nav({ who, onSignOut, parts }) {
     : who.name || 'signed in';
   return html`<header class="top">
     <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
-    <span class="brand">hookd</span>
+    <${Brand} who=${who} />
     <nav aria-label="Console">
       ${link('', 'Overview', 'nav-overview')}
       ${link('notifications', 'Notifications', 'nav-notifications')}
@@ -190,6 +217,7 @@ function App() {
     return () => window.removeEventListener('hookd:unauthorized', expired);
   }, []);
 
+  useAccent(who);
   if (checking) return html`<main id="main"><p class="muted">Checking the link…</p></main>`;
   if (!who && portalAddress()) return html`<${PortalEnded} notice=${notice} />`;
   if (!who) {

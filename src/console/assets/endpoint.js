@@ -7,6 +7,7 @@ import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLo
 import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
 import { Operation, counted } from './operations.js';
+import { Manage } from './manage.js';
 
 async function successRatio(id, window) {
   try {
@@ -247,20 +248,16 @@ export function EndpointPage({ id, who }) {
     ${can(who, 'write') && !who.portal && html`<div class="buttons">
       <button type="button" data-test="send-test" onClick=${() => act('test', async () => {
         // An endpoint that takes only some event types would refuse
-        // `hookd.test`; a test goes to it without an event type (which
-        // every endpoint takes) rather than posing as one of its real
-        // types, and says so in its payload.
-        const typed = !e.event_types;
-        const created = await post('/v1/notifications', {
-          endpoint: e.id,
-          ...(typed ? { event_type: 'hookd.test' } : {}),
-          payload: { type: 'hookd.test', sent_at: new Date().toISOString() },
-        });
-        const how = typed ? '' : ' (without an event type: this endpoint takes only some)';
+        // `hookd.test`: the server sends it a test without an event type
+        // (which every endpoint takes) rather than posing as one of its
+        // real types, and says so in its payload.
+        const created = await post(path`/v1/endpoints/${e.id}/test`);
+        const how = e.event_types ? ' (without an event type: this endpoint takes only some)' : '';
         return html`Test notification sent${how}: <a href=${`#/notifications/${created.id}`} data-test="test-link">${created.id}</a>`;
       })}>Send a test notification</button>
     </div>
     <${Recover} endpoint=${e} />`}
+    ${can(who, 'manage') && html`<${Manage} endpoint=${e} onSaved=${() => found.reload()} />`}
     ${admin && html`<h2>Settings</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
       onSaved=${(text) => { setSaved(text); found.reload(); }} />`}
   </section>`;

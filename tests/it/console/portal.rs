@@ -197,6 +197,7 @@ async fn a_tampered_expired_or_foreign_portal_link_is_refused(backend: Backend) 
     let expired = sign(
         KEY.as_bytes(),
         &PortalClaims {
+            permissions: Default::default(),
             scope: PortalScope::Endpoint(mine["id"].as_str().unwrap().parse().unwrap()),
             expires_at: Utc::now() - chrono::Duration::seconds(60),
             generation: 0,
@@ -268,7 +269,114 @@ async fn an_owners_portal_link_shows_that_owners_endpoints_and_nothing_else(back
     browser.close().await;
 }
 
+/// A logo as a deployment would serve it.
+const LOGO: &str = "<svg xmlns='http://www.w3.org/2000/svg' width='28' height='28'>\
+<circle cx='14' cy='14' r='12' fill='white'/></svg>";
+
+/// A merchant holding a `manage` link (§18), under the deployment's
+/// brand: it moves its URL, reads and rotates its secret, and sends
+/// itself a test of one of its event types, from its endpoint's page.
+async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send_a_test(
+    backend: Backend,
+) {
+    let receiver = Receiver::start().await;
+    receiver.reply(
+        "/logo.svg",
+        vec![Reply::With(
+            200,
+            LOGO,
+            vec![("content-type", "image/svg+xml")],
+        )],
+    );
+    // As the README's [portal] example writes it.
+    let settings = format!(
+        "{}name = \"Acme Payments\"\nlogo_url = \"{}\"\naccent = \"#0a7d5a\"\n",
+        portal_settings(),
+        receiver.url("/logo.svg")
+    );
+    let app = backend.spawn_with(&settings).await;
+    let shop = app
+        .endpoint(
+            json!({"uid": "acme-shop", "owner": "acme", "description": "Acme's orders",
+            "url": receiver.url("/old"), "event_types": ["order.paid", "order.refunded"]}),
+        )
+        .await;
+    let id = shop["id"].as_str().unwrap();
+    let (status, link) = app
+        .post(
+            "/v1/endpoints/acme-shop/portal",
+            json!({"permissions": ["read", "retry", "manage"]}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{link}");
+
+    let Some(browser) = Browser::open(&app, &backend, "portal-manage").await else {
+        return;
+    };
+    browser.goto_url(link["url"].as_str().unwrap()).await;
+    browser.find("notifications").await;
+    let brand = browser.text("brand").await;
+    assert_eq!(brand, "Acme Payments");
+    let logo_loaded = browser
+        .run("const l = document.querySelector('[data-test=brand-logo]'); return l.complete && l.naturalWidth > 0;")
+        .await;
+    assert_eq!(logo_loaded, json!(true), "the logo loads under the policy");
+    let header = browser
+        .run("return getComputedStyle(document.querySelector('header.top')).backgroundColor;")
+        .await;
+    assert_eq!(
+        header,
+        json!("rgb(10, 125, 90)"),
+        "the accent colours the header"
+    );
+
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser.find("manage").await;
+    assert!(
+        browser.all("policy").await.is_empty(),
+        "no operator's policy form"
+    );
+    browser.type_into("manage-url", &receiver.url("/new")).await;
+    browser.click("manage-save").await;
+    browser
+        .wait_text("manage-saved", "the save", |t| t == "Saved.")
+        .await;
+    let (_, stored) = app.get("/v1/endpoints/acme-shop").await;
+    assert_eq!(stored["url"], json!(receiver.url("/new")));
+
+    browser.click("manage-show-secret").await;
+    let (_, secret) = app.get("/v1/endpoints/acme-shop/secret").await;
+    let shown = browser.text("manage-secret").await;
+    assert_eq!(json!(shown), secret["secret"]);
+    browser.click("manage-rotate").await;
+    browser.click("confirm").await;
+    let rotated = browser
+        .wait_text("manage-secret", "the new secret", |t| {
+            t != shown && t.starts_with("whsec_")
+        })
+        .await;
+    let (_, secret) = app.get("/v1/endpoints/acme-shop/secret").await;
+    assert_eq!(json!(rotated), secret["secret"]);
+    browser.screenshot("portal-manage").await;
+
+    browser
+        .run("const s = document.querySelector('[data-test=manage-test-type]'); s.value = 'order.refunded'; s.dispatchEvent(new Event('change', { bubbles: true }));")
+        .await;
+    browser.click("manage-send-test").await;
+    browser
+        .wait_text("manage-test-result", "the test sent", |t| {
+            t.contains("order.refunded")
+        })
+        .await;
+    let got = receiver.wait_for("/new", 1, Duration::from_secs(15)).await;
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(body["event_type"], "order.refunded");
+    assert_eq!(body["type"], "hookd.test");
+    browser.close().await;
+}
+
 both!(
+    a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send_a_test,
     a_portal_link_shows_its_endpoints_notifications_only,
     a_tampered_expired_or_foreign_portal_link_is_refused,
     an_owners_portal_link_shows_that_owners_endpoints_and_nothing_else,

@@ -1,0 +1,128 @@
+// What a portal link with the `manage` permission lets a merchant do on
+// its endpoint (docs/design.md §18): change where notifications go and
+// which event types it takes, see and rotate its signing secret, and send
+// itself a test. The server holds the link to exactly these fields.
+
+import { html, useState, ErrorNote, time, ConfirmButton } from './ui.js';
+import { get, post, patch, path } from './api.js';
+
+function Result({ result, test }) {
+  if (!result) return null;
+  return result.ok
+    ? html`<p class="notice" role="status" data-test=${test}>${result.text}</p>`
+    : html`<${ErrorNote} error=${result.error} test=${`${test}-error`} />`;
+}
+
+// Runs `action`, showing what it answers or its error.
+function useAction() {
+  const [result, setResult] = useState(null);
+  const run = async (action) => {
+    setResult(null);
+    try {
+      setResult({ ok: true, text: await action() });
+    } catch (error) {
+      setResult({ ok: false, error });
+    }
+  };
+  return [result, run];
+}
+
+// Built once per page (the page is keyed by the endpoint's id): the
+// page's reloads every few seconds neither wipe what is being typed nor
+// the note of a save. What was saved is the baseline of the next change.
+function Destination({ endpoint, onSaved }) {
+  const e = endpoint;
+  const shown = (x) => ({ url: x.url || '', types: x.event_types ? x.event_types.join(', ') : '' });
+  const [initial, setInitial] = useState(shown(e));
+  const [form, setForm] = useState(initial);
+  const [result, run] = useAction();
+  const set = (name) => (ev) => setForm({ ...form, [name]: ev.target.value });
+  const save = (ev) => {
+    ev.preventDefault();
+    run(async () => {
+      const change = {};
+      if (form.url !== initial.url) change.url = form.url.trim();
+      if (form.types !== initial.types) {
+        const types = form.types.split(',').map((t) => t.trim()).filter(Boolean);
+        change.event_types = types.length ? types : null;
+      }
+      if (!Object.keys(change).length) return 'Nothing changed.';
+      const saved = await patch(path`/v1/endpoints/${e.id}`, change);
+      setInitial(shown(saved));
+      setForm(shown(saved));
+      onSaved();
+      return 'Saved.';
+    });
+  };
+  const pull = e.delivery === 'pull';
+  return html`<form class="policy" onSubmit=${save} data-test="manage-destination">
+    ${!pull && html`<div class="field wide"><label for="m-url">Your URL (notifications are POSTed here)</label>
+      <input id="m-url" type="url" required value=${form.url} onInput=${set('url')} data-test="manage-url" /></div>`}
+    <div class="field wide"><label for="m-types">Event types you take (order.*, refund.created; empty: all)</label>
+      <input id="m-types" value=${form.types} onInput=${set('types')} data-test="manage-event-types" /></div>
+    <div class="actions"><button type="submit" data-test="manage-save">Save</button></div>
+    <${Result} result=${result} test="manage-saved" />
+  </form>`;
+}
+
+function Secret({ endpoint }) {
+  const [result, run] = useAction();
+  const name = endpoint.uid || endpoint.id;
+  const show = () => run(async () => {
+    const s = await get(path`/v1/endpoints/${endpoint.id}/secret`);
+    const old = s.previous_secret_expires_at ? ` The previous one signs beside it until ${time(s.previous_secret_expires_at)}.` : '';
+    return html`Signing secret: <code data-test="manage-secret">${s.secret}</code>.${old}`;
+  });
+  const rotate = () => run(async () => {
+    const rotated = await post(path`/v1/endpoints/${endpoint.id}/secret/rotate`);
+    const s = await get(path`/v1/endpoints/${endpoint.id}/secret`).catch(() => null);
+    const until = s && s.previous_secret_expires_at;
+    const old = until ? `the old one signs beside it until ${time(until)}` : 'the old one no longer signs';
+    return html`New signing secret (${old}): <code data-test="manage-secret">${rotated.secret}</code>`;
+  });
+  return html`<div class="buttons" data-test="manage-secret-actions">
+    <button type="button" class="secondary" onClick=${show} data-test="manage-show-secret">Show signing secret</button>
+    <${ConfirmButton} label="Rotate signing secret" test="manage-rotate"
+      question=${`Rotate ${name}'s signing secret? Verify with the new one before the old one stops signing.`}
+      run=${rotate} />
+  </div>
+  <${Result} result=${result} test="manage-secret-result" />`;
+}
+
+function Test({ endpoint }) {
+  const types = endpoint.event_types || [];
+  const [type, setType] = useState(types[0] || 'hookd.test');
+  const [result, run] = useAction();
+  const send = (ev) => {
+    ev.preventDefault();
+    run(async () => {
+      // A pattern (`order.*`) is no event type to send: the endpoint's
+      // own list offers only exact ones.
+      const created = await post(path`/v1/endpoints/${endpoint.id}/test`, { event_type: type.trim() || undefined });
+      return html`Test sent as ${created.event_type || 'no event type'}: <a href=${`#/notifications/${created.id}`} data-test="manage-test-link">${created.id}</a>`;
+    });
+  };
+  const exact = types.filter((t) => !t.includes('*'));
+  return html`<form class="inline" onSubmit=${send} data-test="manage-test">
+    <div class="field"><label for="m-test-type">Event type of the test</label>
+      ${exact.length
+        ? html`<select id="m-test-type" value=${type} onChange=${(e) => setType(e.target.value)} data-test="manage-test-type">
+            ${exact.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
+        : html`<input id="m-test-type" value=${type} onInput=${(e) => setType(e.target.value)} data-test="manage-test-type" />`}
+    </div>
+    <button type="submit" data-test="manage-send-test">Send a test</button>
+    <${Result} result=${result} test="manage-test-result" />
+  </form>`;
+}
+
+// The section a `manage` link shows on its endpoint's page.
+export function Manage({ endpoint, onSaved }) {
+  return html`<section data-test="manage">
+    <h2>Your endpoint</h2>
+    <${Destination} endpoint=${endpoint} onSaved=${onSaved} />
+    <h3>Signing secret</h3>
+    <${Secret} endpoint=${endpoint} />
+    <h3>Test</h3>
+    <${Test} key=${(endpoint.event_types || []).join(',')} endpoint=${endpoint} />
+  </section>`;
+}

@@ -1,0 +1,326 @@
+//! A portal link's permissions (docs/design.md §18), tried as a merchant
+//! holding one would, and as one who wants more: `manage` changes its
+//! endpoint's URL and event types, shows and rotates its secret and sends
+//! it a test, and nothing else; a link without `retry` cannot retry; the
+//! permissions asked for are checked when the link is issued; the portal
+//! shows the deployment's brand.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::backends::Backend;
+use crate::helpers::TestApp;
+use crate::portal::{as_token, get, issue, settings, KEY};
+use crate::receiver::Receiver;
+
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+const MANAGE: [&str; 3] = ["read", "retry", "manage"];
+
+async fn patch(app: &TestApp, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    as_token(app, token, Method::PATCH, path, Some(body)).await
+}
+
+async fn post(app: &TestApp, token: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    as_token(app, token, Method::POST, path, body).await
+}
+
+fn forbidden(status: StatusCode, body: &Value, what: &str) {
+    assert_eq!(status, StatusCode::FORBIDDEN, "{what}: {body}");
+    assert_eq!(body["error"]["code"], "forbidden", "{what}");
+}
+
+async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend: Backend) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    let receiver = Receiver::start().await;
+    let mine = app
+        .endpoint(json!({"uid": "mine", "owner": "merchant-42", "url": receiver.url("/old")}))
+        .await;
+    app.endpoint(json!({"uid": "other", "owner": "merchant-7"}))
+        .await;
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/mine/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+
+    let change =
+        json!({"url": receiver.url("/new"), "event_types": ["order.paid", "order.refunded"]});
+    let (status, changed) = patch(&app, &token, "/v1/endpoints/mine", change).await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    let (_, stored) = app.get("/v1/endpoints/mine").await;
+    assert_eq!(stored["url"], json!(receiver.url("/new")));
+    assert_eq!(
+        stored["event_types"],
+        json!(["order.paid", "order.refunded"])
+    );
+
+    // Anything else of the policy, alone or beside an allowed field, is
+    // refused whole, naming the field; the endpoint stays as it was.
+    for body in [
+        json!({"disabled": true}),
+        json!({"url": receiver.url("/elsewhere"), "schedule": ["0s"]}),
+        json!({"rate_limit": null}),
+        json!({"headers": {"authorization": "x"}}),
+        json!({"owner": "merchant-7"}),
+    ] {
+        let (status, answer) = patch(&app, &token, "/v1/endpoints/mine", body.clone()).await;
+        forbidden(status, &answer, &body.to_string());
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("url and event_types"), "{message}");
+    }
+    let (_, after) = app.get("/v1/endpoints/mine").await;
+    assert_eq!(after["updated_at"], stored["updated_at"]);
+    assert_eq!(after["disabled"], false);
+    // A malformed body gets the answer any caller gets; a huge one is cut off.
+    let (status, _) = patch(&app, &token, "/v1/endpoints/mine", json!({"url": 7})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let huge = json!({"url": format!("https://example.com/{}", "a".repeat(70_000))});
+    let (status, answer) = patch(&app, &token, "/v1/endpoints/mine", huge).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{answer}");
+    // Another merchant's endpoint is not there at all.
+    let (status, _) = patch(
+        &app,
+        &token,
+        "/v1/endpoints/other",
+        json!({"url": receiver.url("/x")}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = get(&app, &token, "/v1/endpoints/other/secret").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(mine["owner"], "merchant-42");
+}
+both!(a_manage_link_changes_its_url_and_event_types_and_nothing_else);
+
+async fn a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test(backend: Backend) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    let receiver = Receiver::start().await;
+    app.endpoint(json!({"uid": "mine", "url": receiver.url("/hook"), "event_types": ["order.*"]}))
+        .await;
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/mine/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+
+    let (status, shown) = get(&app, &token, "/v1/endpoints/mine/secret").await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    let (_, stored) = app.get("/v1/endpoints/mine/secret").await;
+    assert_eq!(shown["secret"], stored["secret"]);
+    // A generated secret with the deployment's overlap: the link chooses
+    // neither.
+    for body in [
+        json!({"secret": format!("whsec_{}", "A".repeat(32))}),
+        json!({"overlap": "7d"}),
+    ] {
+        let (status, answer) =
+            post(&app, &token, "/v1/endpoints/mine/secret/rotate", Some(body)).await;
+        forbidden(status, &answer, "a chosen secret or overlap");
+    }
+    let (status, rotated) = post(&app, &token, "/v1/endpoints/mine/secret/rotate", None).await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    let new = rotated["secret"].as_str().unwrap();
+    assert_ne!(json!(new), shown["secret"]);
+    let (_, stored) = app.get("/v1/endpoints/mine/secret").await;
+    assert_eq!(stored["secret"], json!(new));
+
+    // A test of a type the endpoint takes arrives, signed and marked.
+    let (status, test) = post(
+        &app,
+        &token,
+        "/v1/endpoints/mine/test",
+        Some(json!({"event_type": "order.paid"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{test}");
+    assert_eq!(test["event_type"], "order.paid");
+    let got = receiver.wait_for("/hook", 1, DEADLINE).await;
+    let body: Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(body["type"], "hookd.test");
+    assert_eq!(body["event_type"], "order.paid");
+    assert!(got[0].header("webhook-signature").is_some());
+    // One it does not take is refused as any create of it would be.
+    let (status, answer) = post(
+        &app,
+        &token,
+        "/v1/endpoints/mine/test",
+        Some(json!({"event_type": "refund.created"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    // Without a type: none, which every endpoint takes.
+    let (status, untyped) = post(&app, &token, "/v1/endpoints/mine/test", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{untyped}");
+    assert_eq!(untyped["event_type"], Value::Null);
+    // A test names its event type and nothing else.
+    let (status, answer) = post(
+        &app,
+        &token,
+        "/v1/endpoints/mine/test",
+        Some(json!({"event_type": "order.paid", "payload": {"amount": 1}})),
+    )
+    .await;
+    forbidden(status, &answer, "a test with a payload");
+}
+both!(a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test);
+
+async fn a_link_does_only_what_its_permissions_say(backend: Backend) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    app.endpoint(json!({"uid": "mine", "owner": "merchant-42"}))
+        .await;
+    app.endpoint(json!({"uid": "sibling", "owner": "merchant-42"}))
+        .await;
+    app.endpoint(json!({"uid": "stranger", "owner": "merchant-7"}))
+        .await;
+    let id = app
+        .notify(json!({"endpoint": "mine", "payload": {}, "delay": "1h"}))
+        .await;
+    let retry = format!("/v1/notifications/{id}/retry");
+
+    let (read_only, _) = issue(
+        &app,
+        "/v1/endpoints/mine/portal",
+        json!({"permissions": ["read"]}),
+    )
+    .await;
+    let (status, who) = get(&app, &read_only, "/v1/whoami").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(who["permissions"], json!(["read"]));
+    assert_eq!(
+        get(&app, &read_only, &format!("/v1/notifications/{id}"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let (status, answer) = post(&app, &read_only, &retry, None).await;
+    forbidden(status, &answer, "a read-only link's retry");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`retry`"));
+
+    // The default, as before permissions existed: read and retry, not manage.
+    let (default, _) = issue(&app, "/v1/endpoints/mine/portal", json!({})).await;
+    let (_, who) = get(&app, &default, "/v1/whoami").await;
+    assert_eq!(who["permissions"], json!(["read", "retry"]));
+    assert_eq!(post(&app, &default, &retry, None).await.0, StatusCode::OK);
+    for (method, path, body) in [
+        (
+            Method::PATCH,
+            "/v1/endpoints/mine",
+            Some(json!({"url": "http://127.0.0.1:9/x"})),
+        ),
+        (Method::GET, "/v1/endpoints/mine/secret", None),
+        (Method::POST, "/v1/endpoints/mine/secret/rotate", None),
+        (Method::POST, "/v1/endpoints/mine/test", None),
+    ] {
+        let (status, answer) = as_token(&app, &default, method.clone(), path, body).await;
+        forbidden(status, &answer, &format!("{method} {path} without manage"));
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`manage`"));
+    }
+
+    // An owner's manage link manages each of the owner's endpoints, and
+    // only those.
+    let (owner, _) = issue(
+        &app,
+        "/v1/owners/merchant-42/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+    for uid in ["mine", "sibling"] {
+        let path = format!("/v1/endpoints/{uid}");
+        let (status, answer) =
+            patch(&app, &owner, &path, json!({"event_types": ["order.paid"]})).await;
+        assert_eq!(status, StatusCode::OK, "{uid}: {answer}");
+    }
+    let (status, _) = patch(
+        &app,
+        &owner,
+        "/v1/endpoints/stranger",
+        json!({"event_types": ["x"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, stranger) = app.get("/v1/endpoints/stranger").await;
+    assert_eq!(stranger["event_types"], Value::Null);
+}
+both!(a_link_does_only_what_its_permissions_say);
+
+async fn permissions_are_checked_when_a_link_is_issued(backend: Backend) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    app.endpoint(json!({"uid": "mine"})).await;
+    for permissions in [
+        json!([]),
+        json!(["retry"]),
+        json!(["read", "read"]),
+        json!(["read", "admin"]),
+        json!(["Read"]),
+        json!(["read", "retry", "manage", "read"]),
+    ] {
+        let body = json!({"permissions": permissions});
+        let (status, answer) = app.post("/v1/endpoints/mine/portal", body.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+        let (status, answer) = app
+            .post("/v1/owners/merchant-42/portal", body.clone())
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+    }
+    let (status, answer) = app
+        .post(
+            "/v1/endpoints/mine/portal",
+            json!({"permissions": ["read", "admin"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer["error"]["field"], "permissions", "{answer}");
+    let (status, answer) = app
+        .post(
+            "/v1/endpoints/mine/portal",
+            json!({"permissions": "manage"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+}
+both!(permissions_are_checked_when_a_link_is_issued);
+
+async fn the_portal_shows_the_deployments_brand(backend: Backend) {
+    // `settings` ends in `[portal]`: the brand goes on in it, as the
+    // README's example writes it.
+    let config = format!(
+        "{}name = \"Acme Payments\"\nlogo_url = \"https://cdn.acme.example/logo.svg\"\naccent = \"#0a7d5a\"\n",
+        settings(KEY)
+    );
+    let app = backend.spawn_with(&config).await;
+    app.endpoint(json!({"uid": "mine"})).await;
+    let (token, _) = issue(&app, "/v1/endpoints/mine/portal", json!({})).await;
+    let (_, who) = get(&app, &token, "/v1/whoami").await;
+    assert_eq!(
+        who["brand"],
+        json!({"name": "Acme Payments", "logo_url": "https://cdn.acme.example/logo.svg", "accent": "#0a7d5a"})
+    );
+    // An operator is shown no brand.
+    let (_, operator) = app.get("/v1/whoami").await;
+    assert_eq!(operator["brand"], Value::Null);
+    // The console admits the logo's origin for images, nothing more.
+    let page = app
+        .client
+        .get(format!("{}/console/", app.base))
+        .send()
+        .await
+        .unwrap();
+    let policy = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        policy.contains("img-src 'self' data: https://cdn.acme.example;"),
+        "{policy}"
+    );
+    assert!(policy.contains("script-src 'self';"), "{policy}");
+}
+both!(the_portal_shows_the_deployments_brand);
