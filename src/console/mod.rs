@@ -41,6 +41,7 @@ const FILES: &[(&str, &[u8])] = &[
     ("assets/endpoints.js", include_bytes!("assets/endpoints.js")),
     ("assets/endpoint.js", include_bytes!("assets/endpoint.js")),
     ("assets/manage.js", include_bytes!("assets/manage.js")),
+    ("assets/links.js", include_bytes!("assets/links.js")),
     ("assets/events.js", include_bytes!("assets/events.js")),
     ("assets/names.js", include_bytes!("assets/names.js")),
     (

@@ -8,6 +8,7 @@ import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
 import { Operation, counted } from './operations.js';
 import { Manage } from './manage.js';
+import { PortalLink, ConsumerToken } from './links.js';
 
 async function successRatio(id, window) {
   try {
@@ -258,6 +259,7 @@ export function EndpointPage({ id, who }) {
     </div>
     <${Recover} endpoint=${e} />`}
     ${can(who, 'manage') && html`<${Manage} endpoint=${e} onSaved=${() => found.reload()} />`}
+    ${admin && html`<h2>Links and tokens</h2><${PortalLink} endpoint=${e} />${pull && html`<${ConsumerToken} endpoint=${e} />`}`}
     ${admin && html`<h2>Settings</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
       onSaved=${(text) => { setSaved(text); found.reload(); }} />`}
   </section>`;

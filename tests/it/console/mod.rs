@@ -10,6 +10,7 @@ mod bulk;
 mod dark;
 mod endpoints;
 mod files;
+mod links;
 mod notifications;
 mod overview;
 mod portal;
