@@ -8,6 +8,7 @@ mod body;
 pub mod concurrency;
 pub mod endpoints;
 pub mod error;
+pub mod event_types;
 pub mod events;
 pub mod extract;
 mod filters;
@@ -69,6 +70,7 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let resources = Router::new()
         .merge(endpoints::router())
         .merge(backlog::router())
+        .merge(event_types::router())
         .merge(notifications::router())
         .merge(events::router())
         .merge(pull::router())

@@ -15,8 +15,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::openapi_depth::{Links, Patterns};
 use super::{
-    backlog, endpoints, events, health, notification_list, notifications, portal, pull, recover,
-    stats,
+    backlog, endpoints, event_types, events, health, notification_list, notifications, portal,
+    pull, recover, stats,
 };
 
 #[derive(OpenApi)]
@@ -30,6 +30,7 @@ use super::{
         endpoints::list,
         endpoints::read,
         backlog::read,
+        event_types::read,
         endpoints::update,
         endpoints::remove,
         endpoints::read_secret,

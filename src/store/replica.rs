@@ -149,6 +149,24 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
+    async fn recent_event_types(
+        &self,
+        endpoint_id: Uuid,
+        owner: Option<&str>,
+        since: Uuid,
+        per_source: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        self.read(
+            self.replica
+                .recent_event_types(endpoint_id, owner, since, per_source),
+            || {
+                self.primary
+                    .recent_event_types(endpoint_id, owner, since, per_source)
+            },
+            any,
+        )
+        .await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.read(
             self.replica.notification_url(id),

@@ -185,6 +185,18 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         filter: &NotificationFilter,
         cap: i64,
     ) -> Result<Vec<Uuid>, StoreError>;
+    /// The event types an endpoint was sent lately (§18: what a merchant
+    /// chooses among): those of the newest `per_source` events of its
+    /// `owner` and of its own newest `per_source` notifications, both with
+    /// ids above `since` (a time's first id), distinct, in no order.
+    /// Bounded by `per_source` rows of each index, whatever the history.
+    async fn recent_event_types(
+        &self,
+        endpoint_id: Uuid,
+        owner: Option<&str>,
+        since: Uuid,
+        per_source: i64,
+    ) -> Result<Vec<String>, StoreError>;
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     async fn list_attempts(
         &self,

@@ -12,6 +12,7 @@ fn routed() -> BTreeSet<(String, String)> {
     let sources = [
         include_str!("../../src/api/endpoints.rs"),
         include_str!("../../src/api/backlog.rs"),
+        include_str!("../../src/api/event_types.rs"),
         include_str!("../../src/api/notifications.rs"),
         include_str!("../../src/api/events.rs"),
         include_str!("../../src/api/pull/mod.rs"),

@@ -67,7 +67,13 @@ fn access(method: &Method, route: &str) -> Option<Access> {
         }
         "/v1/notifications/{id}/retry" if *method == Method::POST => Access::Retry,
         // What waits for its endpoint is the receiver's own business too.
-        "/v1/endpoints/{endpoint}" | "/v1/endpoints/{endpoint}/backlog" if read => Access::Endpoint,
+        "/v1/endpoints/{endpoint}"
+        | "/v1/endpoints/{endpoint}/backlog"
+        | "/v1/endpoints/{endpoint}/event-types"
+            if read =>
+        {
+            Access::Endpoint
+        }
         "/v1/endpoints/{endpoint}" if *method == Method::PATCH => Access::Manage(MANAGED_FIELDS),
         "/v1/endpoints/{endpoint}/secret" if read => Access::Manage(&[]),
         // A generated secret, with the deployment's overlap: the body
@@ -384,6 +390,11 @@ mod tests {
             (
                 Method::GET,
                 "/v1/endpoints/{endpoint}/backlog",
+                Access::Endpoint,
+            ),
+            (
+                Method::GET,
+                "/v1/endpoints/{endpoint}/event-types",
                 Access::Endpoint,
             ),
             (

@@ -3,7 +3,7 @@
 // which event types it takes, see and rotate its signing secret, and send
 // itself a test. The server holds the link to exactly these fields.
 
-import { html, useState, ErrorNote, time, ConfirmButton } from './ui.js';
+import { html, useState, useEffect, ErrorNote, time, ConfirmButton } from './ui.js';
 import { get, post, patch, path } from './api.js';
 
 function Result({ result, test }) {
@@ -55,14 +55,40 @@ function Destination({ endpoint, onSaved }) {
     });
   };
   const pull = e.delivery === 'pull';
+  const listed = form.types.split(',').map((t) => t.trim()).filter(Boolean);
+  const toggle = (type) => {
+    const next = listed.includes(type) ? listed.filter((t) => t !== type) : [...listed, type];
+    setForm({ ...form, types: next.join(', ') });
+  };
   return html`<form class="policy" onSubmit=${save} data-test="manage-destination">
     ${!pull && html`<div class="field wide"><label for="m-url">Your URL (notifications are POSTed here)</label>
       <input id="m-url" type="url" required value=${form.url} onInput=${set('url')} data-test="manage-url" /></div>`}
     <div class="field wide"><label for="m-types">Event types you take (order.*, refund.created; empty: all)</label>
       <input id="m-types" value=${form.types} onInput=${set('types')} data-test="manage-event-types" /></div>
+    <${RecentTypes} endpoint=${e} listed=${listed} toggle=${toggle} />
     <div class="actions"><button type="submit" data-test="manage-save">Save</button></div>
     <${Result} result=${result} test="manage-saved" />
   </form>`;
+}
+
+// The event types sent lately to the endpoint or its owner, each a
+// checkbox that adds it to (or takes it from) the list above.
+function RecentTypes({ endpoint, listed, toggle }) {
+  const [recent, setRecent] = useState(null);
+  useEffect(() => {
+    let live = true;
+    get(path`/v1/endpoints/${endpoint.id}/event-types`)
+      .then((found) => live && setRecent(found.data))
+      .catch(() => live && setRecent([]));
+    return () => { live = false; };
+  }, [endpoint.id]);
+  if (!recent) return null;
+  if (!recent.length) return html`<p class="hint wide" data-test="manage-recent-types">No event types sent in the last 30 days.</p>`;
+  return html`<fieldset class="wide choices" data-test="manage-recent-types">
+    <legend>Sent in the last 30 days</legend>
+    ${recent.map((type) => html`<label class="check"><input type="checkbox" checked=${listed.includes(type)}
+      onChange=${() => toggle(type)} data-test="manage-recent-type" value=${type} /> ${type}</label>`)}
+  </fieldset>`;
 }
 
 function Secret({ endpoint }) {

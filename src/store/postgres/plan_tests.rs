@@ -317,3 +317,21 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
     let text = locked.join("\n");
     assert!(!locked.iter().any(|line| line.contains("Hash")), "{text}");
 }
+
+// Issue #49: a portal's event types, read on each visit of its endpoint.
+#[sqlx::test(migrator = "super::MIGRATOR")]
+async fn the_recent_event_types_read_each_source_newest_first_on_its_index(pool: PgPool) {
+    live_table(&pool, 5_000).await;
+    for statement in super::notifications::RECENT_EVENT_TYPES {
+        let plan = generic_plan(&pool, statement, 4).await;
+        let text = plan.join("\n");
+        assert!(text.contains("events_owner_newest"), "{text}");
+        assert!(text.contains("endpoint"), "{text}");
+        assert!(!text.contains("Seq Scan"), "{text}");
+        // One sort, the DISTINCT's, over at most twice the limit: each
+        // source is read newest first on its index, its limit applied there.
+        assert_eq!(text.matches("Sort  (").count(), 1, "{text}");
+        assert!(text.find("Sort  (") < text.find("Append"), "{text}");
+        assert!(text.contains("Merge Append"), "{text}");
+    }
+}

@@ -51,6 +51,17 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
     ) -> Result<Vec<Uuid>, StoreError> {
         self.inner.key_prefix_ids(prefix, filter, cap).await
     }
+    async fn recent_event_types(
+        &self,
+        endpoint_id: Uuid,
+        owner: Option<&str>,
+        since: Uuid,
+        per_source: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner
+            .recent_event_types(endpoint_id, owner, since, per_source)
+            .await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         self.inner.notification_url(id).await
     }

@@ -12,6 +12,24 @@ use crate::store::notifications::{Notification, NotificationFilter};
 use crate::store::StoreError;
 
 impl SqliteStore {
+    /// `ReadStore::recent_event_types`, as PostgreSQL's.
+    pub async fn recent_event_types(
+        &self,
+        endpoint_id: Uuid,
+        owner: Option<&str>,
+        since: Uuid,
+        per_source: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(RECENT_EVENT_TYPES)
+            .bind(endpoint_id)
+            .bind(owner)
+            .bind(since)
+            .bind(per_source)
+            .fetch_all(&self.reader)
+            .await
+            .map_err(store_error)
+    }
+
     pub async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
         let sql = format!(
             "SELECT {NOTIFICATION_COLUMNS}, {NOTIFICATION_BODY} FROM notifications WHERE id = ?"
@@ -355,3 +373,12 @@ pub(super) fn push_created(
         query.push(" AND id < ").push_bind(high);
     }
 }
+
+/// `recent_event_types`: `IS` matches a NULL owner too.
+pub(super) const RECENT_EVENT_TYPES: &str = "SELECT DISTINCT t FROM ( \
+     SELECT * FROM (SELECT event_type AS t FROM events \
+      WHERE owner IS ?2 AND id > ?3 ORDER BY id DESC LIMIT ?4) \
+     UNION ALL \
+     SELECT * FROM (SELECT event_type FROM notifications \
+      WHERE endpoint_id = ?1 AND id > ?3 ORDER BY id DESC LIMIT ?4)) \
+     WHERE t IS NOT NULL";

@@ -230,6 +230,19 @@ async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
 }
 
 #[tokio::test]
+async fn the_recent_event_types_read_each_source_newest_first_on_its_index() {
+    let (_dir, store) = migrated().await;
+    let plan = plan(&store, super::notifications::RECENT_EVENT_TYPES).await;
+    assert!(plan.contains("INDEX events_owner_newest"), "{plan}");
+    assert!(
+        plan.contains("INDEX notifications_endpoint_newest"),
+        "{plan}"
+    );
+    assert!(!plan.contains("SCAN events"), "{plan}");
+    assert!(!plan.contains("SCAN notifications"), "{plan}");
+}
+
+#[tokio::test]
 async fn the_due_backlog_walks_the_pending_index_in_due_order() {
     let (_dir, store) = migrated().await;
     let plan = plan(&store, super::due_age::DUE_BACKLOG).await;

@@ -143,6 +143,15 @@ impl ReadStore for SqliteStore {
     ) -> Result<Vec<Uuid>, StoreError> {
         SqliteStore::key_prefix_ids(self, prefix, filter, cap).await
     }
+    async fn recent_event_types(
+        &self,
+        endpoint_id: Uuid,
+        owner: Option<&str>,
+        since: Uuid,
+        per_source: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        SqliteStore::recent_event_types(self, endpoint_id, owner, since, per_source).await
+    }
     async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
         SqliteStore::notification_url(self, id).await
     }

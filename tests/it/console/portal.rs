@@ -302,6 +302,14 @@ async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send
         )
         .await;
     let id = shop["id"].as_str().unwrap();
+    // A type sent to the owner that the endpoint does not take yet.
+    let (status, event) = app
+        .post(
+            "/v1/events",
+            json!({"owner": "acme", "event_type": "order.shipped", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{event}");
     let (status, link) = app
         .post(
             "/v1/endpoints/acme-shop/portal",
@@ -337,12 +345,26 @@ async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send
         "no operator's policy form"
     );
     browser.type_into("manage-url", &receiver.url("/new")).await;
+    // The types sent lately are offered: the one it does not take yet is
+    // added by its checkbox.
+    browser
+        .wait_text("manage-recent-types", "the recent types", |t| {
+            t.contains("order.shipped")
+        })
+        .await;
+    browser
+        .run("document.querySelector('[data-test=manage-recent-type][value=\"order.shipped\"]').click();")
+        .await;
     browser.click("manage-save").await;
     browser
         .wait_text("manage-saved", "the save", |t| t == "Saved.")
         .await;
     let (_, stored) = app.get("/v1/endpoints/acme-shop").await;
     assert_eq!(stored["url"], json!(receiver.url("/new")));
+    assert_eq!(
+        stored["event_types"],
+        json!(["order.paid", "order.refunded", "order.shipped"])
+    );
 
     browser.click("manage-show-secret").await;
     let (_, secret) = app.get("/v1/endpoints/acme-shop/secret").await;
