@@ -143,6 +143,27 @@ pub fn audit(
     );
 }
 
+/// The audit event of a request a caller made, by how it was answered:
+/// `done` for a success, else `failed`, with the id the handler named.
+pub fn audit_answered(
+    caller: &Caller,
+    method: &Method,
+    route: &str,
+    path: &str,
+    response: &axum::response::Response,
+) {
+    let outcome = if response.status().is_success() {
+        "done"
+    } else {
+        "failed"
+    };
+    let id = response
+        .extensions()
+        .get::<super::auth::Audited>()
+        .map(|a| a.0);
+    audit(caller, method, route, path, outcome, id);
+}
+
 /// A path as logged: at most 256 bytes of it, so a client cannot make the
 /// log carry its megabytes.
 pub fn bounded(path: &str) -> String {

@@ -240,13 +240,7 @@ pub async fn authorize(
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     if let Some(path) = &path {
-        let outcome = if response.status().is_success() {
-            "done"
-        } else {
-            "failed"
-        };
-        let id = response.extensions().get::<Audited>().map(|a| a.0);
-        audit(&caller, &method, &route, path, outcome, id);
+        super::audit::audit_answered(&caller, &method, &route, path, &response);
     }
     Ok(response)
 }

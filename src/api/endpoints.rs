@@ -314,6 +314,7 @@ pub async fn read(
     responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(endpoint): Path<String>,
     JsonBody(fields): JsonBody<EndpointFields>,
 ) -> Result<Json<EndpointView>, ApiError> {
@@ -321,7 +322,9 @@ pub async fn update(
         .service
         .update_endpoint(&EndpointRef::parse(&endpoint), fields)
         .await?;
-    let mut view = [EndpointView::of(updated)];
+    // As a read shows it: a portal link that may manage the endpoint sees
+    // a `url_secret` URL masked here too.
+    let mut view = [EndpointView::of(updated).shown_to(&caller)];
     CircuitView::fill(&state, &mut view).await;
     let [view] = view;
     Ok(Json(view))
@@ -410,6 +413,7 @@ pub async fn read_secret(
     responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(endpoint): Path<String>,
     // The body is optional: an empty one asks for a generated secret.
     OptionalJsonBody(request): OptionalJsonBody<RotateSecret>,
@@ -418,7 +422,7 @@ pub async fn rotate_secret(
         .service
         .rotate_secret(&EndpointRef::parse(&endpoint), request)
         .await?;
-    Ok(Json(EndpointView::with_secret(rotated)))
+    Ok(Json(EndpointView::with_secret(rotated).shown_to(&caller)))
 }
 
 #[utoipa::path(operation_id = "end_endpoint_secret_overlap", delete, path = "/v1/endpoints/{endpoint}/secret/previous", tag = "endpoints",

@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use uuid::Uuid;
 
-use crate::api::audit::{audit, bounded, Refusals};
-use crate::api::auth::{Audited, Caller};
+use crate::api::audit::{audit_answered, bounded, Refusals};
+use crate::api::auth::Caller;
 use crate::api::error::ApiError;
 use crate::api::AppState;
 use crate::domain::portal::{verify, PortalClaims, PortalScope};
@@ -169,13 +169,7 @@ pub(in crate::api) async fn admit(
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     if let Some(path) = &audited {
-        let outcome = if response.status().is_success() {
-            "done"
-        } else {
-            "failed"
-        };
-        let id = response.extensions().get::<Audited>().map(|a| a.0);
-        audit(&caller, method, route, path, outcome, id);
+        audit_answered(&caller, method, route, path, &response);
     }
     Ok(response)
 }
