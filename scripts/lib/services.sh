@@ -226,7 +226,7 @@ pg_replica_start() {
 # Debian's headless Chromium through chromedriver. Installs chromium and
 # chromium-driver when missing, starts chromedriver on a free loopback port
 # and exports HOOKD_WEBDRIVER_URL; services_stop stops it and any browser a
-# failed test left open.
+# failed test left open. Installs curl too, which a browser test runs.
 webdriver_start() {
   local driver chromium port
   driver=$(command -v chromedriver || true)
@@ -237,6 +237,8 @@ webdriver_start() {
     chromium=$(command -v chromium || true)
   fi
   [ -n "$driver" ] && [ -n "$chromium" ] || { log "could not find chromedriver or chromium"; exit 1; }
+  # The console's "copy as curl" is run as copied (tests/it/console).
+  command -v curl >/dev/null || apt_install curl
   for _ in 1 2 3; do
     port=$(free_port)
     # A process group of its own (setsid), so services_stop ends the

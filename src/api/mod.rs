@@ -1,5 +1,6 @@
 //! The REST API (axum): one file per resource, each with its `router()`.
 
+mod attempt_view;
 mod audit;
 pub mod auth;
 pub mod backlog;

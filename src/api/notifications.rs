@@ -9,11 +9,11 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use super::attempt_view::AttemptView;
 use super::auth::{Caller, SeesSecrets};
 use super::batch::{in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
@@ -26,7 +26,6 @@ use crate::domain::bounded::Bounded;
 use crate::domain::problem::ErrorCode;
 use crate::domain::scope::Scope;
 use crate::service::notifications::{Accepted, NotificationInput, MAX_BATCH};
-use crate::store::attempts::Attempt;
 use crate::store::notifications::Notification;
 
 pub fn router() -> Router<AppState> {
@@ -217,48 +216,6 @@ pub async fn read(
     ))
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct AttemptView {
-    /// 1-based, over every series.
-    pub number: i32,
-    pub started_at: DateTime<Utc>,
-    pub duration_ms: i32,
-    pub status_code: Option<i32>,
-    /// The first 4 KiB of the response body.
-    pub response_body: Option<String>,
-    /// Why no acceptable response came: `timeout`, `connect`, `blocked_address`...
-    pub error: Option<AttemptError>,
-    /// `succeeded`, `retry` (another attempt follows) or `failed` (final).
-    pub outcome: String,
-    /// Where the attempt went, when the notification names its own URL.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct AttemptError {
-    pub code: String,
-    pub message: String,
-}
-
-impl From<Attempt> for AttemptView {
-    fn from(a: Attempt) -> Self {
-        Self {
-            number: a.number,
-            started_at: a.started_at,
-            duration_ms: a.duration_ms,
-            status_code: a.status_code,
-            response_body: a.response_body,
-            error: a.error_code.map(|code| AttemptError {
-                code,
-                message: a.error_message.unwrap_or_default(),
-            }),
-            outcome: a.outcome.to_string(),
-            url: None,
-        }
-    }
-}
-
 #[utoipa::path(operation_id = "list_notification_attempts", get, path = "/v1/notifications/{id}/attempts", tag = "notifications",
     params(("id" = Uuid, Path), ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<AttemptView>, description = "in attempt order"), (status = 404, body = super::error::ErrorBody)))]
@@ -271,21 +228,20 @@ pub async fn attempts(
     let id = parse_id(&id)?;
     let limit = params.limit()?;
     let after = params.cursor_number()?.unwrap_or(0);
-    let url = state
+    // Its attempts' requests' headers follow from it (`AttemptView::of`).
+    let notification = state
         .store
-        .notification_url(id)
+        .get_notification(id)
         .await?
         .ok_or(ApiError::NotFound("notification"))?;
     // Whether its endpoint keeps its whole path secret: only for a URL of
     // its own, shown to a caller who may not see it whole.
-    let whole_path = match &url {
-        Some(_) if !caller.sees() => match state.store.get_notification(id).await? {
-            Some(n) => !secret_paths(&state, &caller, [&n]).await.is_empty(),
-            None => true,
-        },
-        _ => false,
-    };
-    let url = url.map(|url| caller.url(url, whole_path));
+    let whole_path = notification.url.is_some()
+        && !caller.sees()
+        && !secret_paths(&state, &caller, [&notification])
+            .await
+            .is_empty();
+    let url = (notification.url.clone()).map(|url| caller.url(url, whole_path));
     let rows = state.store.list_attempts(id, after, limit + 1).await?;
     Ok(Json(page(
         rows,
@@ -293,7 +249,7 @@ pub async fn attempts(
         |a| encode_cursor(a.number),
         |a| AttemptView {
             url: url.clone(),
-            ..AttemptView::from(a)
+            ..AttemptView::of(a, &notification)
         },
     )))
 }

@@ -213,6 +213,9 @@ const ATTEMPTS: Table = Table {
         col("error_code", Text),
         col("error_message", Text),
         col("outcome", Text),
+        col("sent_headers", Text),
+        col("response_headers", Text),
+        col("retried", Flag),
     ],
 };
 
@@ -260,6 +263,8 @@ const NOTIFICATIONS: Table = Table {
         col("last_error", Text),
         col("first_attempt_ms", Int),
         col("first_attempt_body", Text),
+        col("first_attempt_sent", Text),
+        col("first_attempt_headers", Text),
         col("created_at", Time),
         col("updated_at", Time),
         col("completed_at", Time),

@@ -133,6 +133,7 @@ pub async fn attempt(
             duration: Duration::ZERO,
             answer: None,
             error: Some(error),
+            sent: None,
         },
         None => sender.send(delivery).await,
     };
@@ -217,6 +218,8 @@ pub async fn attempt(
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
         status_code,
         response_body: result.stored_body(),
+        response_headers: result.answer.as_ref().and_then(|a| a.headers.clone()),
+        sent_headers: result.sent,
         error_code: result.error.as_ref().map(|e| e.code.to_string()),
         error_message: result.error.as_ref().map(|e| e.message.clone()),
         outcome,

@@ -8,8 +8,9 @@
 //! value, the transitions a caller asks (retry, cancel), retention's
 //! choice, the signed tokens of portal links, how long a throttled
 //! endpoint's successes wait to be recorded together, and why a pending
-//! notification waits.
+//! notification waits, and what an attempt's row keeps of its headers.
 
+pub mod attempt_headers;
 pub mod bounded;
 pub mod breaker;
 pub mod bulk;

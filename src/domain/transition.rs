@@ -29,6 +29,14 @@ pub struct Retried {
     pub next_attempt_at: DateTime<Utc>,
 }
 
+/// Whether attempt `number` of the series from `series_start` opens a
+/// series a retry started (a caller's, a bulk retry's or a recover's),
+/// as the attempt timeline marks it. A retry of a notification never
+/// attempted starts its series at 0, as its first: not told apart.
+pub fn opens_retried_series(number: i32, series_start: i32) -> bool {
+    series_start > 0 && number == series_start + 1
+}
+
 /// Why a retry is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryRefused {
@@ -132,6 +140,14 @@ mod tests {
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn only_the_first_attempt_after_a_retry_opens_a_retried_series() {
+        assert!(!opens_retried_series(1, 0), "a first attempt");
+        assert!(!opens_retried_series(3, 0), "the schedule's third");
+        assert!(opens_retried_series(9, 8), "the first after 8 attempts");
+        assert!(!opens_retried_series(10, 8), "the retried series' second");
     }
 
     #[test]

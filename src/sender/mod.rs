@@ -23,6 +23,7 @@ use crate::config::SenderSettings;
 // Config owns the limit (it checks `max_response_bytes` against it); the
 // sender applies it and keeps the path it always had.
 pub use crate::config::STORED_BODY_BYTES;
+use crate::domain::attempt_headers;
 use crate::domain::fields::MaskedHeaders;
 use crate::domain::outcome::{parse_retry_after, Answer};
 use crate::domain::receiver_url::{lies_under, mask_url};
@@ -120,6 +121,9 @@ pub struct AttemptResult {
     /// `None` when no response came.
     pub answer: Option<Answer>,
     pub error: Option<AttemptError>,
+    /// What the row keeps of the request's headers
+    /// (`attempt_headers::encode_sent`); `None` when no request was made.
+    pub sent: Option<String>,
 }
 
 impl AttemptResult {
@@ -183,7 +187,8 @@ impl Sender {
     pub async fn send(&self, delivery: Delivery<'_>) -> AttemptResult {
         let started_at = self.now();
         let clock = Instant::now();
-        let (answer, error) = match self.exchange(&delivery, started_at).await {
+        let mut sent = None;
+        let (answer, error) = match self.exchange(&delivery, started_at, &mut sent).await {
             Ok((answer, error)) => (Some(answer), error),
             Err(error) => (None, Some(error)),
         };
@@ -192,6 +197,7 @@ impl Sender {
             duration: clock.elapsed(),
             answer,
             error,
+            sent,
         }
     }
 
@@ -199,6 +205,7 @@ impl Sender {
         &self,
         delivery: &Delivery<'_>,
         started_at: DateTime<Utc>,
+        sent: &mut Option<String>,
     ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
         let target = delivery.target;
         let url = match delivery.url {
@@ -251,51 +258,27 @@ impl Sender {
         // `accept`), so the map is not regrown while it is filled.
         headers.reserve(delivery.headers.len() + OWN_HEADERS + 1);
         let mut headers = header_map(delivery.headers, headers);
-        // hookd's own headers last: custom ones cannot override them.
+        // hookd's own headers last: custom ones cannot override them. The
+        // row keeps the signature and the custom headers' names; the rest
+        // follows from the notification (`own_headers`).
         let signature = target.signer.header(id, timestamp, &delivery.body);
-        let own = [
-            (CONTENT_TYPE, content_type_value(delivery.content_type)),
-            (USER_AGENT, Ok(HeaderValue::from_static(USER_AGENT_VALUE))),
-            (
-                HeaderName::from_static("webhook-id"),
-                HeaderValue::from_str(id),
-            ),
-            (
-                HeaderName::from_static("webhook-timestamp"),
-                Ok(HeaderValue::from(timestamp)),
-            ),
-            (
-                HeaderName::from_static("webhook-signature"),
-                HeaderValue::from_maybe_shared(Bytes::from(signature)),
-            ),
-            (
-                HeaderName::from_static("hookd-attempt"),
-                Ok(HeaderValue::from(delivery.attempt)),
-            ),
-        ];
-        for (name, value) in own {
-            if let Ok(value) = value {
-                headers.insert(name, value);
-            }
-        }
-        if let Some(event_type) = delivery.event_type {
-            if let Ok(value) = HeaderValue::from_str(event_type) {
-                headers.insert(HeaderName::from_static("hookd-event-type"), value);
-            }
-        }
-        if let Some(sequence) = delivery.sequence {
-            headers.insert(
-                HeaderName::from_static(crate::domain::ordering::SEQUENCE_HEADER),
-                HeaderValue::from(sequence),
-            );
-        }
-        if let Some(event_id) = delivery.event_id {
-            let mut buffer = Uuid::encode_buffer();
-            let event_id: &str = event_id.hyphenated().encode_lower(&mut buffer);
-            if let Ok(value) = HeaderValue::from_str(event_id) {
-                headers.insert(HeaderName::from_static("hookd-event-id"), value);
-            }
-        }
+        *sent = Some(attempt_headers::encode_sent(
+            &signature,
+            headers.keys().map(HeaderName::as_str),
+        ));
+        let own = Own {
+            id,
+            timestamp,
+            signature: HeaderValue::from_maybe_shared(Bytes::from(signature)).ok(),
+            attempt: delivery.attempt,
+            content_type: delivery.content_type,
+            event_type: delivery.event_type,
+            sequence: delivery.sequence,
+            event_id: delivery.event_id,
+        };
+        own_headers(&own, |name, value| {
+            headers.insert(name, value);
+        });
         // The request is built whole rather than through a RequestBuilder,
         // whose `headers()` re-inserts every header into a new map.
         let mut request = reqwest::Request::new(reqwest::Method::POST, url);
@@ -305,6 +288,12 @@ impl Sender {
         let mut response = route.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();
+        let kept_headers = attempt_headers::encode_response(
+            response
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_bytes())),
+        );
         let abort = response
             .headers()
             .get("webhook-delivery")
@@ -317,6 +306,7 @@ impl Sender {
             .and_then(|v| parse_retry_after(v, self.now()));
         let mut answer = Answer {
             status,
+            headers: kept_headers,
             body: Vec::new(),
             body_complete: true,
             abort,
@@ -356,7 +346,71 @@ impl Sender {
 /// Headers hookd sets on every attempt: content-type, user-agent,
 /// webhook-id, -timestamp and -signature, hookd-attempt, hookd-event-type
 /// and hookd-event-id, and webhook-sequence on an ordered endpoint.
-const OWN_HEADERS: usize = 9;
+pub const OWN_HEADERS: usize = 9;
+
+/// What hookd's own headers on an attempt are made of: the attempt and
+/// its notification.
+#[derive(Debug, Clone)]
+pub struct Own<'a> {
+    /// The notification's id, as `webhook-id`.
+    pub id: &'a str,
+    /// When the attempt started, in Unix seconds.
+    pub timestamp: i64,
+    /// The `webhook-signature` value, if it is a valid one.
+    pub signature: Option<HeaderValue>,
+    /// 1-based, over every series.
+    pub attempt: u32,
+    pub content_type: &'a str,
+    pub event_type: Option<&'a str>,
+    pub sequence: Option<i64>,
+    pub event_id: Option<Uuid>,
+}
+
+/// hookd's own headers (`OWN_HEADERS`), each handed to `put` in the order
+/// the sender sets them, after the custom ones, which they override. The
+/// one rule: the sender sends by it, and an attempt's view shows by it
+/// what was sent.
+pub fn own_headers(own: &Own<'_>, mut put: impl FnMut(HeaderName, HeaderValue)) {
+    if let Ok(value) = content_type_value(own.content_type) {
+        put(CONTENT_TYPE, value);
+    }
+    put(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    if let Ok(value) = HeaderValue::from_str(own.id) {
+        put(HeaderName::from_static("webhook-id"), value);
+    }
+    put(
+        HeaderName::from_static("webhook-timestamp"),
+        HeaderValue::from(own.timestamp),
+    );
+    if let Some(signature) = &own.signature {
+        put(
+            HeaderName::from_static("webhook-signature"),
+            signature.clone(),
+        );
+    }
+    put(
+        HeaderName::from_static("hookd-attempt"),
+        HeaderValue::from(own.attempt),
+    );
+    if let Some(event_type) = own.event_type {
+        if let Ok(value) = HeaderValue::from_str(event_type) {
+            put(HeaderName::from_static("hookd-event-type"), value);
+        }
+    }
+    if let Some(sequence) = own.sequence {
+        put(
+            HeaderName::from_static(crate::domain::ordering::SEQUENCE_HEADER),
+            HeaderValue::from(sequence),
+        );
+    }
+    if let Some(event_id) = own.event_id {
+        let mut buffer = Uuid::encode_buffer();
+        let event_id: &str = event_id.hyphenated().encode_lower(&mut buffer);
+        if let Ok(value) = HeaderValue::from_str(event_id) {
+            put(HeaderName::from_static("hookd-event-id"), value);
+        }
+    }
+}
 
 /// The content type's header value; JSON, nearly every notification's,
 /// without an allocation.

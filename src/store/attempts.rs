@@ -15,6 +15,12 @@ pub struct Attempt {
     pub duration_ms: i32,
     pub status_code: Option<i32>,
     pub response_body: Option<String>,
+    /// The response's headers as kept (`domain::attempt_headers`).
+    pub response_headers: Option<String>,
+    /// What is kept of the request's headers (`domain::attempt_headers`).
+    pub sent_headers: Option<String>,
+    /// It opens a series a retry started.
+    pub retried: bool,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub outcome: OutcomeKind,

@@ -46,6 +46,14 @@ pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
     ending(records).filter(|id| moved.contains(id)).collect()
 }
 
+impl AttemptRecord {
+    /// It opens a series a retry started: the timeline marks it
+    /// (`transition::opens_retried_series`).
+    pub fn retried(&self) -> bool {
+        crate::domain::transition::opens_retried_series(self.number, self.expected.series_start)
+    }
+}
+
 /// One finished attempt, to be recorded, with what it decided.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
@@ -67,6 +75,11 @@ pub struct AttemptRecord {
     pub duration_ms: i32,
     pub status_code: Option<i32>,
     pub response_body: Option<String>,
+    /// The response's headers as kept (`domain::attempt_headers`).
+    pub response_headers: Option<String>,
+    /// What is kept of the request's headers (`domain::attempt_headers`);
+    /// `None` for pull, or when no request was made.
+    pub sent_headers: Option<String>,
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     pub outcome: Outcome,

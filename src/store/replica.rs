@@ -167,14 +167,6 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         )
         .await
     }
-    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        self.read(
-            self.replica.notification_url(id),
-            || self.primary.notification_url(id),
-            Option::is_some,
-        )
-        .await
-    }
     async fn list_attempts(
         &self,
         notification_id: Uuid,

@@ -197,7 +197,6 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         since: Uuid,
         per_source: i64,
     ) -> Result<Vec<String>, StoreError>;
-    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     async fn list_attempts(
         &self,
         notification_id: Uuid,

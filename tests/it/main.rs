@@ -9,6 +9,7 @@ mod receiver;
 mod api_bad_input;
 mod api_endpoints;
 mod api_notifications;
+mod attempt_headers;
 mod breaker_own_url;
 mod bulk;
 mod circuit_breaker;

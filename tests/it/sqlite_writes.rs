@@ -153,12 +153,6 @@ async fn a_committed_batch_reads_back_field_for_field() {
     assert_eq!(read.body, [0, 159, 146, 150, 255]);
     assert_eq!(read.schedule(), full.schedule);
     assert_eq!(read.status(), Status::Pending);
-    assert_eq!(
-        store.notification_url(full.id).await.unwrap(),
-        Some(full.url.clone())
-    );
-    assert_eq!(store.notification_url(plain.id).await.unwrap(), Some(None));
-    assert_eq!(store.notification_url(Uuid::now_v7()).await.unwrap(), None);
     assert!(store
         .get_notification(Uuid::now_v7())
         .await

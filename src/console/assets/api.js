@@ -37,6 +37,14 @@ export class ApiError extends Error {
 }
 
 export async function api(method, path, body, token = session.token()) {
+  return (await call(method, path, body, token)).data;
+}
+
+// A GET's parsed answer and its text, whose exact spelling of a stored
+// payload (`rawMember`) parsing would lose.
+export const getWithText = (path) => call('GET', path, undefined, session.token());
+
+async function call(method, path, body, token) {
   const headers = { Accept: 'application/json' };
   if (token) headers.Authorization = `Bearer ${token}`;
   const init = { method, headers, credentials: 'omit', cache: 'no-store' };
@@ -64,7 +72,68 @@ export async function api(method, path, body, token = session.token()) {
     }
     throw new ApiError(response.status, data);
   }
-  return data;
+  return { data, text };
+}
+
+// The exact text of member `name` of the object that JSON `text` is, or
+// null: a stored payload as hookd sent it, which JSON.parse would re-spell
+// (numbers past 2^53, spacing, key order of duplicates).
+export function rawMember(text, name) {
+  let i = 0;
+  const space = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++; };
+  const string = () => {
+    const start = i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  // One value, from its first character to just past its last.
+  const value = () => {
+    const start = i;
+    let depth = 0;
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) throw new Error('the text ends inside a value');
+      if (c === '"') {
+        string();
+        if (depth === 0) break;
+      } else if (c === '{' || c === '[') {
+        depth++;
+        i++;
+      } else if (c === '}' || c === ']') {
+        if (depth === 0) break;
+        depth--;
+        i++;
+        if (depth === 0) break;
+      } else if (c === ',' && depth === 0) {
+        break;
+      } else {
+        i++;
+      }
+    }
+    return text.slice(start, i).trim();
+  };
+  try {
+    space();
+    if (text[i] !== '{') return null;
+    i++;
+    for (;;) {
+      space();
+      if (text[i] !== '"') return null;
+      const key = string();
+      space();
+      if (text[i] !== ':') return null;
+      i++;
+      space();
+      const found = value();
+      if (key === name) return found;
+      space();
+      if (text[i] !== ',') return null;
+      i++;
+    }
+  } catch {
+    return null;
+  }
 }
 
 // An API path whose every interpolated value is one path segment,

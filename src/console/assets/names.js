@@ -11,7 +11,7 @@ const KEPT_MS = 60_000;
 // id → { at, token, read: Promise<endpoint | null> }
 const known = new Map();
 
-function read(id) {
+export function read(id) {
   const token = session.token();
   const kept = known.get(id);
   if (kept && kept.token === token && Date.now() - kept.at < KEPT_MS) return kept.read;

@@ -1,10 +1,12 @@
 // One notification: where it stands, its payload (as text, never as
 // HTML), every attempt as a timeline with the next attempt's countdown,
-// and retry and cancel. Refreshes while it is pending.
+// and retry and cancel. Refreshes while it is pending. An attempt shows
+// the request's headers as sent, the response's as answered, and the
+// request as a curl command; an attempt a retry started is marked.
 
 import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative, ConfirmButton } from './ui.js';
-import { EndpointName } from './names.js';
-import { get, post, path, can } from './api.js';
+import { EndpointName, read as readEndpoint } from './names.js';
+import { get, getWithText, rawMember, post, path, can } from './api.js';
 
 async function allAttempts(id) {
   const rows = [];
@@ -21,8 +23,55 @@ async function allAttempts(id) {
 }
 
 async function load(id) {
-  const [notification, attempts] = await Promise.all([get(path`/v1/notifications/${id}`), allAttempts(id)]);
-  return { notification, attempts };
+  const [found, attempts] = await Promise.all([getWithText(path`/v1/notifications/${id}`), allAttempts(id)]);
+  const notification = found.data;
+  const endpoint = await readEndpoint(notification.endpoint_id);
+  // The body as sent: a JSON payload as stored (parsing re-spells it).
+  const sentBody = notification.payload !== undefined && notification.payload !== null
+    ? rawMember(found.text, 'payload') ?? JSON.stringify(notification.payload)
+    : notification.body ?? '';
+  return { notification, attempts, sentBody, endpointUrl: endpoint && endpoint.url };
+}
+
+// A word for the shell, quoted as is.
+const shellWord = (text) => `'${String(text).replaceAll("'", "'\\''")}'`;
+
+// Attempt `a` as a curl command: its URL, the request's headers as sent
+// (a custom header's value is not kept: a placeholder says so) and the
+// body. Its timestamp is the attempt's, so a receiver that checks the
+// timestamp's age refuses it after its tolerance (5 minutes for the
+// Standard Webhooks libraries).
+export function curlOf(a, url, body) {
+  const words = [`curl -X POST ${shellWord(url || '<the endpoint URL>')}`];
+  for (const h of a.request_headers || []) {
+    words.push(`-H ${shellWord(`${h.name}: ${h.value === null ? '<value not kept>' : h.value}`)}`);
+  }
+  words.push(`--data-binary ${shellWord(body)}`);
+  return words.join(' \\\n  ');
+}
+
+function Headers({ lines, test, label }) {
+  return html`<table class="headers" data-test=${test} aria-label=${label}><tbody>
+    ${lines.map((h) => html`<tr><th scope="row">${h.name}</th><td>${h.value === null ? html`<span class="muted">value not kept</span>` : h.value}</td></tr>`)}
+  </tbody></table>`;
+}
+
+function CopyCurl({ text }) {
+  const [copied, setCopied] = useState(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied('Copied.');
+    } catch {
+      setCopied('Select the command and copy it: this page may not write to the clipboard.');
+    }
+  };
+  return html`<details data-test="attempt-curl-details"><summary>Copy as curl</summary>
+    <pre data-test="attempt-curl">${text}</pre>
+    <button type="button" onClick=${copy} data-test="copy-curl">Copy</button>
+    ${copied && html` <span role="status">${copied}</span>`}
+    <p class="muted">The request as sent, its timestamp and signature included: a receiver that checks the timestamp's age refuses it once that is past its tolerance.</p>
+  </details>`;
 }
 
 // The payload pretty-printed. It is only ever a text node's content.
@@ -32,7 +81,7 @@ function payloadText(n) {
   return '(no body)';
 }
 
-function Attempt({ a }) {
+function Attempt({ a, url, body }) {
   const code = a.status_code === null ? 'no response' : `HTTP ${a.status_code}`;
   return html`<li class=${`attempt outcome-${a.outcome}`} data-test="attempt">
     <div class="attempt-head">
@@ -41,9 +90,14 @@ function Attempt({ a }) {
       <span data-test="attempt-status">${code}</span>
       <span>${a.duration_ms} ms</span>
       <span class=${`badge badge-${a.outcome}`} data-test="attempt-outcome">${a.outcome}</span>
+      ${a.retried && html`<span class="badge badge-retried" data-test="attempt-retried"
+        title="A retry started this series: a caller's, a bulk retry's or a recover's">manual retry</span>`}
     </div>
     ${a.error && html`<p class="error-text" data-test="attempt-error">${a.error.code}: ${a.error.message}</p>`}
     ${a.response_body && html`<details open=${a.response_body.length <= 400}><summary>Response body</summary><pre data-test="attempt-body">${a.response_body}</pre></details>`}
+    ${a.response_headers && html`<details><summary>Response headers</summary><${Headers} lines=${a.response_headers} test="response-headers" label="Response headers" /></details>`}
+    ${a.request_headers && html`<details><summary>Request headers</summary><${Headers} lines=${a.request_headers} test="request-headers" label="Request headers" /></details>`}
+    ${a.request_headers && html`<${CopyCurl} text=${curlOf(a, a.url || url, body)} />`}
   </li>`;
 }
 
@@ -64,10 +118,10 @@ function Waiting({ waiting, now }) {
   return html`<span data-test="waiting" data-reason=${waiting.reason}>${WAITS[waiting.reason] || waiting.reason}${waiting.until && html` <time datetime=${waiting.until}>${relative(waiting.until, now)}</time>`}${waiting.behind && html` <a href=${`#/notifications/${waiting.behind}`}>${waiting.behind}</a>`}</span>`;
 }
 
-function Timeline({ attempts, notification, now }) {
+function Timeline({ attempts, notification, now, url, body }) {
   const n = notification;
   return html`<ol class="timeline" data-test="timeline" aria-label="Attempts">
-    ${attempts.map((a) => html`<${Attempt} key=${a.number} a=${a} />`)}
+    ${attempts.map((a) => html`<${Attempt} key=${a.number} a=${a} url=${url} body=${body} />`)}
     ${n.next_attempt_at && html`<li class="attempt next" data-test="next-attempt">
       <div class="attempt-head"><span class="num">next</span>
       <time datetime=${n.next_attempt_at}>${time(n.next_attempt_at)}</time>
@@ -98,7 +152,7 @@ export function NotificationPage({ id, who }) {
   if (!found.data) {
     return found.error ? html`<section><h1>Notification</h1><${ErrorNote} error=${found.error} /></section>` : html`<${Loading} what="the notification" />`;
   }
-  const { notification: n, attempts } = found.data;
+  const { notification: n, attempts, sentBody, endpointUrl } = found.data;
   const retryable = (n.status === 'failed' || n.status === 'pending') && !n.leased;
   return html`<section data-test="notification">
     <p><a href="#/notifications">← Notifications</a></p>
@@ -131,7 +185,7 @@ export function NotificationPage({ id, who }) {
       </div>
     </div>
     <h2>Attempts</h2>
-    <${Timeline} attempts=${attempts} notification=${n} now=${now} />
+    <${Timeline} attempts=${attempts} notification=${n} now=${now} url=${n.url || endpointUrl} body=${sentBody} />
     ${found.error && html`<${ErrorNote} error=${found.error} />`}
   </section>`;
 }

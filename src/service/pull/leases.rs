@@ -450,6 +450,8 @@ fn attempt_with(
         duration_ms: duration,
         status_code: None,
         response_body: None,
+        response_headers: None,
+        sent_headers: None,
         error_code: error.as_ref().map(|(c, _)| c.to_string()),
         error_message: error.map(|(_, m)| m),
         outcome,

@@ -22,16 +22,17 @@ impl PgStore {
     ) -> Result<Vec<Attempt>, StoreError> {
         Ok(sqlx::query_as::<_, Attempt>(
             "WITH kept AS ( \
-                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body \
+                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
+                     first_attempt_sent, first_attempt_headers \
                  FROM notifications WHERE id = $1 AND first_attempt_ms IS NOT NULL \
              ) \
              SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
-                 error_code, error_message, outcome \
+                 error_code, error_message, outcome, sent_headers, response_headers, retried \
              FROM attempts WHERE notification_id = $1 AND number > $2 \
                AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
              UNION ALL \
              SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
-                 NULL, NULL, 'succeeded' \
+                 NULL, NULL, 'succeeded', first_attempt_sent, first_attempt_headers, false \
              FROM kept WHERE $2 < 1 \
              ORDER BY number LIMIT $3",
         )
@@ -40,20 +41,5 @@ impl PgStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?)
-    }
-
-    /// Where the notification's attempts go when it names its own URL:
-    /// `None` when there is no such notification, `Some(None)` when it goes
-    /// to its endpoint's URL.
-    pub async fn notification_url(
-        &self,
-        notification_id: Uuid,
-    ) -> Result<Option<Option<String>>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT url FROM notifications WHERE id = $1")
-                .bind(notification_id)
-                .fetch_optional(&self.pool)
-                .await?,
-        )
     }
 }

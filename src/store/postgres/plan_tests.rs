@@ -74,7 +74,7 @@ pub(super) async fn live_table(pool: &PgPool, count: i64) {
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn the_recording_statement_probes_the_primary_key_per_attempt(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    let plan = generic_plan(&pool, RECORD_ATTEMPTS, 29).await;
+    let plan = generic_plan(&pool, RECORD_ATTEMPTS, 32).await;
     let text = plan.join("\n");
     assert!(
         plan.iter()

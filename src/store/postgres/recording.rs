@@ -124,10 +124,11 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
          SELECT * FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], \
              $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::text[], \
              $12::timestamptz[], $13::bool[], $14::text[], $23::uuid[], $24::timestamptz[], \
-             $25::int[], $26::bool[], $27::bool[]) \
+             $25::int[], $26::bool[], $27::bool[], $30::text[], $31::text[], $32::bool[]) \
          AS t(id, number, started_at, duration_ms, status_code, response_body, error_code, \
               error_message, outcome, series_start, status, next_at, completed, last_error, \
-              lease, lease_ran_out_at, attempts, inline, kept_if_refused) \
+              lease, lease_ran_out_at, attempts, inline, kept_if_refused, sent_headers, \
+              response_headers, retried) \
      ), moved AS ( \
          UPDATE notifications n SET \
              attempts = i.number, \
@@ -140,6 +141,10 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                                      ELSE n.first_attempt_ms END, \
              first_attempt_body = CASE WHEN i.inline THEN i.response_body \
                                        ELSE n.first_attempt_body END, \
+             first_attempt_sent = CASE WHEN i.inline THEN i.sent_headers \
+                                       ELSE n.first_attempt_sent END, \
+             first_attempt_headers = CASE WHEN i.inline THEN i.response_headers \
+                                          ELSE n.first_attempt_headers END, \
              completed_at = CASE WHEN i.completed THEN $29::timestamptz END, \
              behind = CASE WHEN i.status = 'succeeded' THEN NULL ELSE n.behind END, \
              lease_id = NULL, leased_at = NULL, \
@@ -153,9 +158,10 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
          RETURNING n.id, n.endpoint_id, i.inline \
      ), recorded AS ( \
          INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
-             response_body, error_code, error_message, outcome) \
+             response_body, error_code, error_message, outcome, sent_headers, response_headers, \
+             retried) \
          SELECT id, number, started_at, duration_ms, status_code, response_body, error_code, \
-             error_message, outcome FROM input i \
+             error_message, outcome, sent_headers, response_headers, retried FROM input i \
          WHERE i.id IN (SELECT id FROM moved WHERE NOT inline) \
             OR (i.kept_if_refused AND i.id NOT IN (SELECT id FROM moved) \
                 AND EXISTS (SELECT 1 FROM notifications n WHERE n.id = i.id \
@@ -217,6 +223,9 @@ pub(super) async fn record_attempts_on(
     let mut attempts = Vec::with_capacity(records.len());
     let mut inline = Vec::with_capacity(records.len());
     let mut kept_if_refused = Vec::with_capacity(records.len());
+    let mut sent = Vec::with_capacity(records.len());
+    let mut response_headers = Vec::with_capacity(records.len());
+    let mut retried = Vec::with_capacity(records.len());
     let mut events = EventBinds::default();
     for r in records {
         ids.push(r.notification_id);
@@ -234,6 +243,9 @@ pub(super) async fn record_attempts_on(
                 .as_ref()
                 .map(|b| b.replace('\0', "\u{FFFD}")),
         );
+        sent.push(r.sent_headers.as_deref());
+        response_headers.push(r.response_headers.as_deref());
+        retried.push(r.retried());
         error_codes.push(r.error_code.as_deref());
         error_messages.push(r.error_message.as_deref());
         outcomes.push(r.outcome.kind());
@@ -284,6 +296,9 @@ pub(super) async fn record_attempts_on(
         .bind(&kept_if_refused)
         .bind(&events.ids)
         .bind(now)
+        .bind(&sent)
+        .bind(&response_headers)
+        .bind(&retried)
         .fetch_all(&mut *conn)
         .await?;
     if count_minutes {

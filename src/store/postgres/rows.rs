@@ -130,6 +130,9 @@ from_row!(Attempt {
     error_code,
     error_message,
     outcome,
+    response_headers,
+    sent_headers,
+    retried,
 });
 
 from_row!(DueNotification {

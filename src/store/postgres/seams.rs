@@ -146,9 +146,6 @@ impl ReadStore for PgStore {
     ) -> Result<Vec<String>, StoreError> {
         PgStore::recent_event_types(self, endpoint_id, owner, since, per_source).await
     }
-    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        PgStore::notification_url(self, id).await
-    }
     async fn list_attempts(
         &self,
         notification_id: Uuid,

@@ -62,9 +62,6 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
             .recent_event_types(endpoint_id, owner, since, per_source)
             .await
     }
-    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        self.inner.notification_url(id).await
-    }
     async fn list_attempts(
         &self,
         notification_id: Uuid,

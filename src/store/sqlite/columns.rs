@@ -195,5 +195,8 @@ pub(crate) fn attempt(row: &SqliteRow) -> Result<Attempt, sqlx::Error> {
         error_code: row.try_get("error_code")?,
         error_message: row.try_get("error_message")?,
         outcome: outcome(row, "outcome")?,
+        response_headers: row.try_get("response_headers")?,
+        sent_headers: row.try_get("sent_headers")?,
+        retried: row.try_get("retried")?,
     })
 }

@@ -101,17 +101,6 @@ impl SqliteStore {
         Ok(found.flatten())
     }
 
-    /// Where the notification's attempts go when it names its own URL:
-    /// `None` when there is no such notification, `Some(None)` when it goes
-    /// to its endpoint's URL.
-    pub async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        sqlx::query_scalar("SELECT url FROM notifications WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(store_error)
-    }
-
     /// A notification's attempts in order, after attempt number `after`:
     /// its rows of `attempts` and, when it was delivered at its first
     /// attempt, that attempt, kept in the notification's own row (listed
@@ -125,16 +114,18 @@ impl SqliteStore {
         let rows = sqlx::query(
             "WITH kept AS ( \
                  SELECT id, last_attempt_at, first_attempt_ms, last_status_code, \
-                     first_attempt_body \
+                     first_attempt_body, first_attempt_sent, first_attempt_headers \
                  FROM notifications WHERE id = ?1 AND first_attempt_ms IS NOT NULL \
              ) \
              SELECT notification_id, number, started_at, duration_ms, status_code, \
-                 response_body, error_code, error_message, outcome \
+                 response_body, error_code, error_message, outcome, sent_headers, \
+                 response_headers, retried \
              FROM attempts WHERE notification_id = ?1 AND number > ?2 \
                AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
              UNION ALL \
              SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, \
-                 first_attempt_body, NULL, NULL, 'succeeded' \
+                 first_attempt_body, NULL, NULL, 'succeeded', first_attempt_sent, \
+                 first_attempt_headers, 0 \
              FROM kept WHERE ?2 < 1 \
              ORDER BY number LIMIT ?3",
         )

@@ -58,6 +58,10 @@ pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
          first_attempt_ms = CASE WHEN r.value ->> 7 THEN r.value ->> 8 ELSE first_attempt_ms END, \
          first_attempt_body = CASE WHEN r.value ->> 7 THEN r.value ->> 9 \
              ELSE first_attempt_body END, \
+         first_attempt_sent = CASE WHEN r.value ->> 7 THEN r.value ->> '$[15][0]' \
+             ELSE first_attempt_sent END, \
+         first_attempt_headers = CASE WHEN r.value ->> 7 THEN r.value ->> '$[15][1]' \
+             ELSE first_attempt_headers END, \
          completed_at = CASE WHEN r.value ->> 10 THEN ?1 END, \
          behind = CASE WHEN r.value ->> 2 = 'succeeded' THEN NULL ELSE n.behind END, \
          lease_id = NULL, leased_at = NULL, updated_at = ?1 \
@@ -72,9 +76,11 @@ pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
 /// and hold no inline attempt of that number.
 pub(super) const KEEP: &str =
     "INSERT OR IGNORE INTO attempts (notification_id, number, started_at, \
-         duration_ms, status_code, response_body, error_code, error_message, outcome) \
+         duration_ms, status_code, response_body, error_code, error_message, outcome, \
+         sent_headers, response_headers, retried) \
      SELECT n.id, a.value ->> 1, a.value ->> 2, a.value ->> 3, a.value ->> 4, a.value ->> 5, \
-         a.value ->> 6, a.value ->> 7, a.value ->> 8 \
+         a.value ->> 6, a.value ->> 7, a.value ->> 8, a.value ->> 9, a.value ->> 10, \
+         a.value ->> 11 \
      FROM json_each(?) AS a JOIN notifications n ON n.id = unhex(a.value ->> 0) \
      WHERE n.first_attempt_ms IS NULL OR a.value ->> 1 <> 1";
 
@@ -180,6 +186,9 @@ pub(super) async fn record_attempts_on(
                 r.error_code.as_deref(),
                 r.error_message.as_deref(),
                 r.outcome.as_str(),
+                r.sent_headers.as_deref(),
+                r.response_headers.as_deref(),
+                r.retried(),
             ));
         }
     }
@@ -244,6 +253,8 @@ async fn move_all(
                 r.expected.series_start,
                 lease.map(|l| l.id.simple().to_string()),
                 lease.and_then(|l| l.ran_out_at).map(micros),
+                // Read only for an attempt kept inline.
+                (r.sent_headers.as_deref(), r.response_headers.as_deref()),
             )
         })
         .collect();

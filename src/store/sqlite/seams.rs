@@ -152,9 +152,6 @@ impl ReadStore for SqliteStore {
     ) -> Result<Vec<String>, StoreError> {
         SqliteStore::recent_event_types(self, endpoint_id, owner, since, per_source).await
     }
-    async fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError> {
-        SqliteStore::notification_url(self, id).await
-    }
     async fn list_attempts(
         &self,
         notification_id: Uuid,

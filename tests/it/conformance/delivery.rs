@@ -435,6 +435,84 @@ pub async fn attempts_list_in_number_order_by_pages<S: Backend>(store: S) {
         .is_empty());
 }
 
+pub async fn an_attempts_headers_and_retry_mark_are_kept_in_its_row_and_inline<S: Backend>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let with_headers = |record: AttemptRecord, n: i32| AttemptRecord {
+        sent_headers: Some(format!("v1,sig{n}\nx-api-key")),
+        response_headers: Some(format!("content-type: text/plain\nx-attempt: {n}\n")),
+        ..record
+    };
+    let id = pending(&store, &shop).await;
+    record(&store, &[with_headers(attempt(id, shop.id, 1, FAILED), 1)]).await;
+    HousekeepingStore::clear_needs_index(&store, &[id])
+        .await
+        .unwrap();
+    assert!(matches!(
+        WriteStore::retry_notification(&store, id, Utc::now(), true)
+            .await
+            .unwrap(),
+        Retry::Retried(_)
+    ));
+    let mut retried = with_headers(attempt(id, shop.id, 2, retry_in(-1)), 2);
+    retried.expected.series_start = 1;
+    assert_eq!(record(&store, &[retried]).await, [id]);
+    let listed = ReadStore::list_attempts(&store, id, 0, 10).await.unwrap();
+    let kept: Vec<_> = listed
+        .iter()
+        .map(|a| {
+            (
+                a.number,
+                a.retried,
+                a.sent_headers.as_deref(),
+                a.response_headers.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (
+                1,
+                false,
+                Some("v1,sig1\nx-api-key"),
+                Some("content-type: text/plain\nx-attempt: 1\n")
+            ),
+            (
+                2,
+                true,
+                Some("v1,sig2\nx-api-key"),
+                Some("content-type: text/plain\nx-attempt: 2\n")
+            ),
+        ]
+    );
+    // A first attempt that succeeded is kept in its notification's row,
+    // headers and all.
+    let inline = pending(&store, &shop).await;
+    let delivered = with_headers(attempt(inline, shop.id, 1, Outcome::Succeeded), 9);
+    assert!(delivered.keep.inline, "{:?}", delivered.keep);
+    assert_eq!(record(&store, &[delivered]).await, [inline]);
+    let listed = ReadStore::list_attempts(&store, inline, 0, 10)
+        .await
+        .unwrap();
+    let [kept] = listed.as_slice() else {
+        panic!("{listed:?}")
+    };
+    assert_eq!(
+        (
+            kept.retried,
+            kept.sent_headers.as_deref(),
+            kept.response_headers.as_deref()
+        ),
+        (
+            false,
+            Some("v1,sig9\nx-api-key"),
+            Some("content-type: text/plain\nx-attempt: 9\n")
+        )
+    );
+}
+
 pub async fn claimed_rows_of_an_endpoint_now_pull_are_handed_to_its_consumers<S: Backend>(
     store: S,
 ) {

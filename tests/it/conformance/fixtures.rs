@@ -224,6 +224,8 @@ pub fn attempt(id: Uuid, endpoint_id: Uuid, number: i32, outcome: Outcome) -> At
         duration_ms: 1,
         status_code: None,
         response_body: None,
+        response_headers: None,
+        sent_headers: None,
         error_code: error.map(|(code, _)| code.to_string()),
         error_message: error.map(|(_, message)| message.to_string()),
         outcome,

@@ -97,6 +97,8 @@ pub fn ack(row: &Leased, lease: Uuid) -> AttemptRecord {
         duration_ms: 1,
         status_code: None,
         response_body: None,
+        response_headers: None,
+        sent_headers: None,
         error_code: None,
         error_message: None,
         outcome: Outcome::Succeeded,

@@ -98,7 +98,6 @@ macro_rules! conformance {
                 the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict,
                 a_key_is_unique_per_endpoint_only,
                 notifications_list_newest_first_filtered_without_payloads,
-                notification_url_tells_unknown_from_none,
                 marks_for_indexing_are_kept_for_pending_rows_until_cleared,
             }
             events {
@@ -128,6 +127,7 @@ macro_rules! conformance {
                 a_failure_commits_with_its_operator_event_once,
                 endpoint_health_is_set_by_a_first_failure_and_cleared_by_a_success,
                 attempts_list_in_number_order_by_pages,
+                an_attempts_headers_and_retry_mark_are_kept_in_its_row_and_inline,
                 claimed_rows_of_an_endpoint_now_pull_are_handed_to_its_consumers,
             }
             housekeeping {

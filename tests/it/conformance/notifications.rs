@@ -200,30 +200,6 @@ pub async fn notifications_list_newest_first_filtered_without_payloads<S: Backen
     assert_eq!(list(by_event).await, deliveries);
 }
 
-pub async fn notification_url_tells_unknown_from_none<S: Backend>(store: S) {
-    let shop = create(&store, endpoint()).await;
-    let plain = pending(&store, &shop).await;
-    let own = commit_new(
-        &store,
-        NewNotification {
-            url: Some("http://127.0.0.1:1/hook/x".into()),
-            ..notification(&shop)
-        },
-    )
-    .await;
-    assert_eq!(
-        ReadStore::notification_url(&store, plain).await.unwrap(),
-        Some(None)
-    );
-    assert_eq!(
-        ReadStore::notification_url(&store, own).await.unwrap(),
-        Some(Some("http://127.0.0.1:1/hook/x".into()))
-    );
-    assert_eq!(
-        ReadStore::notification_url(&store, new_id()).await.unwrap(),
-        None
-    );
-}
 pub async fn marks_for_indexing_are_kept_for_pending_rows_until_cleared<S: Backend>(store: S) {
     let shop = create(&store, endpoint()).await;
     let (a, b, done) = (

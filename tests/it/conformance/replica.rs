@@ -198,7 +198,6 @@ through!(ReadStore => reads {
     fn notifications_frontier(&self, filter: &NotificationFilter) -> Result<Option<Uuid>, StoreError>;
     fn key_prefix_ids(&self, prefix: &str, filter: &NotificationFilter, cap: i64) -> Result<Vec<Uuid>, StoreError>;
     fn recent_event_types(&self, endpoint_id: Uuid, owner: Option<&str>, since: Uuid, per_source: i64) -> Result<Vec<String>, StoreError>;
-    fn notification_url(&self, id: Uuid) -> Result<Option<Option<String>>, StoreError>;
     fn list_attempts(&self, notification_id: Uuid, after: i32, limit: i64) -> Result<Vec<Attempt>, StoreError>;
     fn find_endpoint(&self, by: &EndpointRef) -> Result<Option<Endpoint>, StoreError>;
     fn list_endpoints(&self, before: Option<Uuid>, limit: i64, owner: Option<&str>) -> Result<Vec<Endpoint>, StoreError>;

@@ -96,6 +96,39 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
         .await;
     let outcomes = browser.all("attempt-status").await;
     assert_eq!(outcomes[1].text().await.unwrap(), "HTTP 200");
+    // The attempt the retry started is marked, the first is not.
+    assert_eq!(browser.wait_count("attempt-retried", 1).await, 1);
+    let marked = browser.run(
+        "return [...document.querySelectorAll('[data-test=attempt]')].map(a => !!a.querySelector('[data-test=attempt-retried]'))",
+    ).await;
+    assert_eq!(marked, json!([false, true]));
+    // Its request's headers as sent, and the request as a curl command
+    // that, run as copied, sends what hookd sent: the signature verifies.
+    browser.wait_count("request-headers", 2).await;
+    let curl = browser
+        .run("return document.querySelectorAll('[data-test=attempt-curl]')[1].textContent")
+        .await;
+    let curl = curl.as_str().unwrap().to_string();
+    assert!(curl.starts_with("curl -X POST"), "{curl}");
+    let before = receiver.received("/hook").len();
+    let run = tokio::process::Command::new("bash")
+        .args(["-c", &format!("{curl} --silent --show-error --fail")])
+        .output()
+        .await
+        .unwrap();
+    assert!(run.status.success(), "{curl}: {run:?}");
+    let replayed = receiver
+        .wait_for("/hook", before + 1, Duration::from_secs(15))
+        .await;
+    let (sent, again) = (&replayed[1], &replayed[before]);
+    assert_eq!(again.body, sent.body, "the body as sent");
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        assert_eq!(again.header(name), sent.header(name), "{name}");
+    }
+    standardwebhooks::Webhook::new(endpoint["secret"].as_str().unwrap())
+        .unwrap()
+        .verify(&again.body, &again.headers)
+        .expect("the copied request's signature verifies");
     browser.screenshot("retried-notification").await;
     browser.close().await;
 }

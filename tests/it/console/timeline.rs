@@ -1,5 +1,6 @@
 //! A notification that took three attempts, as its page shows them: each
-//! attempt's time, status, duration, response body and error, in order.
+//! attempt's time, status, duration, response body and error, in order,
+//! and the request and response headers of each.
 //! Its screenshot is the README's.
 
 use std::time::Duration;
@@ -67,6 +68,25 @@ async fn every_attempt_of_a_notification_is_on_its_timeline(backend: Backend) {
         "{shown:?}"
     );
     assert_eq!(browser.text("status").await, "succeeded");
+    // The success's request headers as sent and its response's, open.
+    browser.wait_count("request-headers", 3).await;
+    let opened = browser
+        .run(
+            "const last = [...document.querySelectorAll('[data-test=attempt]')][2];
+             const open = [...last.querySelectorAll('details')].filter(d => d.querySelector('[data-test=request-headers], [data-test=response-headers]'));
+             open.forEach(d => { d.open = true; });
+             return last.querySelector('[data-test=request-headers]').textContent",
+        )
+        .await;
+    let opened = opened.as_str().unwrap_or_default();
+    for name in [
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+        "hookd-attempt3",
+    ] {
+        assert!(opened.contains(name), "{name} in {opened}");
+    }
     browser.screenshot("notification-timeline").await;
     browser.close().await;
 }
