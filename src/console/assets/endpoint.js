@@ -1,5 +1,5 @@
 // One endpoint: its health (success over 1 h and 24 h, failing since,
-// disabled and why, circuit, held, rate limit), enable/disable, rotate
+// disabled and why, circuit, held, rate limit), its charts, enable/disable, rotate
 // secret, a test notification, recover failed notifications since a
 // time (following the operation), and its policy edited with PATCH.
 
@@ -9,6 +9,7 @@ import { health } from './endpoints.js';
 import { Operation, counted } from './operations.js';
 import { Manage } from './manage.js';
 import { PortalLink, ConsumerToken } from './links.js';
+import { EndpointCharts } from './overview.js';
 
 async function successRatio(id, window) {
   try {
@@ -87,6 +88,9 @@ function parseHeaders(text) {
   return headers;
 }
 
+// A stored number as the form's text; null (the deployment's) as empty.
+const numberText = (value) => (value === null || value === undefined ? '' : String(value));
+
 // Rebuilt (keyed by the endpoint's `updated_at`) once a save is read
 // back, so it shows what is stored; the page keeps the save's note
 // (`saved`) across that.
@@ -102,6 +106,15 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     per_second: e.rate_limit ? String(e.rate_limit.per_second) : '',
     burst: e.rate_limit ? String(e.rate_limit.burst) : '',
     headers: headerLines(e.headers),
+    jitter: numberText(e.schedule_jitter),
+    max_in_flight: numberText(e.max_in_flight),
+    fresh_share: numberText(e.fresh_share),
+    breaker: e.breaker ? 'on' : 'off',
+    breaker_failures: numberText(e.breaker && e.breaker.failures),
+    breaker_open_ms: numberText(e.breaker && e.breaker.open_ms),
+    breaker_max_open_ms: numberText(e.breaker && e.breaker.max_open_ms),
+    ordering: e.ordering || 'none',
+    on_failure: e.ordering_on_failure || 'continue',
   };
   const [form, setForm] = useState(initial);
   const [result, setResult] = useState(null);
@@ -125,6 +138,21 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       change.schedule = parts.length === 1 && !/\d/.test(parts[0]) ? parts[0] : parts;
     }
     if (form.success_body !== initial.success_body) change.success_body = form.success_body || null;
+    // A number left empty is the deployment's default (null).
+    const number = (text) => (text.trim() === '' ? null : Number(text));
+    if (form.jitter !== initial.jitter) change.schedule_jitter = number(form.jitter);
+    if (form.max_in_flight !== initial.max_in_flight) change.max_in_flight = number(form.max_in_flight);
+    if (form.fresh_share !== initial.fresh_share) change.fresh_share = number(form.fresh_share);
+    const breakerFields = ['breaker', 'breaker_failures', 'breaker_open_ms', 'breaker_max_open_ms'];
+    if (breakerFields.some((name) => form[name] !== initial[name])) {
+      change.breaker = form.breaker === 'off' ? null : {
+        failures: number(form.breaker_failures),
+        open_ms: number(form.breaker_open_ms),
+        max_open_ms: number(form.breaker_max_open_ms),
+      };
+    }
+    if (form.ordering !== initial.ordering) change.ordering = form.ordering;
+    if (form.on_failure !== initial.on_failure) change.ordering_on_failure = form.on_failure;
     if (form.per_second !== initial.per_second || form.burst !== initial.burst) {
       change.rate_limit = form.per_second === '' && form.burst === ''
         ? null : { per_second: Number(form.per_second), burst: Number(form.burst) };
@@ -173,6 +201,31 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       <input id="p-rate" inputmode="decimal" value=${form.per_second} onInput=${set('per_second')} data-test="policy-per-second" /></div>
     <div class="field"><label for="p-burst">Burst</label>
       <input id="p-burst" inputmode="numeric" value=${form.burst} onInput=${set('burst')} data-test="policy-burst" /></div>
+    <div class="field"><label for="p-jitter">Schedule jitter, 0 to 0.5 (empty: none)</label>
+      <input id="p-jitter" inputmode="decimal" value=${form.jitter} onInput=${set('jitter')} data-test="policy-jitter" /></div>
+    ${!pull && html`<div class="field"><label for="p-in-flight">At most in flight (empty: the deployment's)</label>
+      <input id="p-in-flight" inputmode="numeric" value=${form.max_in_flight} onInput=${set('max_in_flight')} data-test="policy-max-in-flight" /></div>
+    <div class="field"><label for="p-fresh">Fresh share of the rate, 0 to 1 (empty: the deployment's)</label>
+      <input id="p-fresh" inputmode="decimal" value=${form.fresh_share} onInput=${set('fresh_share')} data-test="policy-fresh-share" /></div>
+    <fieldset class="field wide group"><legend>Circuit breaker</legend>
+      <div class="field"><label for="p-breaker">Breaker (off: its notifications are never held)</label>
+        <select id="p-breaker" value=${form.breaker} onChange=${set('breaker')} data-test="policy-breaker">
+          <option value="on">on</option><option value="off">off</option></select></div>
+      <div class="field"><label for="p-breaker-failures">Failures in a row that open it (empty: the deployment's)</label>
+        <input id="p-breaker-failures" inputmode="numeric" disabled=${form.breaker === 'off'} value=${form.breaker_failures} onInput=${set('breaker_failures')} data-test="policy-breaker-failures" /></div>
+      <div class="field"><label for="p-breaker-open">Open for, ms (empty: the deployment's)</label>
+        <input id="p-breaker-open" inputmode="numeric" disabled=${form.breaker === 'off'} value=${form.breaker_open_ms} onInput=${set('breaker_open_ms')} data-test="policy-breaker-open-ms" /></div>
+      <div class="field"><label for="p-breaker-max">Longest open, ms (empty: the deployment's)</label>
+        <input id="p-breaker-max" inputmode="numeric" disabled=${form.breaker === 'off'} value=${form.breaker_max_open_ms} onInput=${set('breaker_max_open_ms')} data-test="policy-breaker-max-open-ms" /></div>
+    </fieldset>`}
+    <fieldset class="field wide group"><legend>Order per key</legend>
+      <div class="field"><label for="p-ordering">Ordering (key: one at a time per order_key)</label>
+        <select id="p-ordering" value=${form.ordering} onChange=${set('ordering')} data-test="policy-ordering">
+          <option value="none">none</option><option value="key">key</option></select></div>
+      <div class="field"><label for="p-on-failure">When one fails or is cancelled (hold: the rest wait until it succeeds)</label>
+        <select id="p-on-failure" value=${form.on_failure} onChange=${set('on_failure')} disabled=${form.ordering !== 'key'} data-test="policy-on-failure">
+          <option value="continue">continue</option><option value="hold">hold</option></select></div>
+    </fieldset>
     <div class="field wide"><label for="p-headers">Headers, one "Name: value" a line (values are hidden: editing replaces them all)</label>
       <textarea id="p-headers" rows="3" value=${form.headers} onInput=${set('headers')} data-test="policy-headers"></textarea></div>
     <div class="actions"><button type="submit" data-test="policy-save">Save</button></div>
@@ -221,6 +274,7 @@ export function EndpointPage({ id, who }) {
       ${waits && pull && html`<${Row} label="Pull" test="pull">${waits.leased} leased, ${waits.due} waiting<//>`}
       <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a><//>
     </dl>
+    <${EndpointCharts} id=${e.id} />
     ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}
     ${admin && html`<div class="buttons">
       ${e.disabled

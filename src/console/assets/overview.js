@@ -32,7 +32,7 @@ export function valueTicks(ticks, unit = '') {
 
 // Each value is drawn as a point too: a value alone between gaps (the
 // current minute's, say) has no line to show it.
-function Chart({ title, test, time, series, unit, empty }) {
+function Chart({ title, test, time, series, unit, empty, zeroIsValue = false }) {
   const box = useRef(null);
   const plot = useRef(null);
   const data = [time, ...series.map((s) => s.values)];
@@ -49,7 +49,8 @@ function Chart({ title, test, time, series, unit, empty }) {
       height: 180,
       legend: { show: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      // A share is drawn from 0 to 100 %, not to a rounded 200 %.
+      scales: unit === '%' ? { x: { time: true }, y: { range: [0, 100] } } : { x: { time: true } },
       axes: [
         { ...axis, values: (u, ticks) => utcTicks(ticks) },
         { ...axis, values: (u, ticks) => valueTicks(ticks, unit), size: 64 },
@@ -70,7 +71,8 @@ function Chart({ title, test, time, series, unit, empty }) {
     if (plot.current) plot.current.setData(data);
   });
   // Nothing to draw says why, rather than an empty frame.
-  const nothing = series.every((s) => s.values.every((v) => v === null || v === 0));
+  // (A share of 0 % is something: every attempt failed.)
+  const nothing = series.every((s) => s.values.every((v) => v === null || (v === 0 && !zeroIsValue)));
   return html`<figure class="chart" data-test=${test}>
     <figcaption>${title}</figcaption>
     <div ref=${box} class="plot" role="img" aria-label=${title}></div>
@@ -80,6 +82,36 @@ function Chart({ title, test, time, series, unit, empty }) {
 
 const per = (values, seconds) => values.map((v) => (v === null ? null : Math.round((v / seconds) * 1000) / 1000));
 const percent = (values) => values.map((v) => (v === null ? null : Math.round(v * 1000) / 10));
+
+// The window's charts. The pending backlog is sampled for the whole
+// deployment only: a view of one endpoint (`filtered`) leaves it out.
+function Charts({ s, filtered = false }) {
+  const step = s.step_seconds;
+  return html`
+      <div class="charts">
+        <${Chart} title="Deliveries per second" test="chart-deliveries" time=${s.time} series=${[
+          { label: 'delivered/s', values: per(s.delivered, step), color: '--ok' },
+          { label: 'attempts/s', values: per(s.attempts, step), color: '--accent' },
+        ]} />
+        <${Chart} title="Success ratio of attempts" test="chart-success" unit="%" zeroIsValue=${true} time=${s.time}
+          empty="No attempt in this window." series=${[
+          { label: 'success %', values: percent(s.success_ratio), color: '--ok' },
+        ]} />
+        <${Chart} title="Failures" test="chart-failures" time=${s.time}
+          empty="Nothing failed in this window." series=${[
+          { label: 'failed notifications', values: s.failed, color: '--bad' },
+          { label: 'failed attempts', values: s.failed_attempts, color: '--warn' },
+        ]} />
+        <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time}
+          empty="No attempt started late in this window." series=${[
+          { label: 'p99 ms', values: s.lateness_p99_ms, color: '--wait' },
+        ]} />
+        ${s.pending.some((v) => v !== null) || !filtered ? html`<${Chart} title="Pending backlog" test="chart-pending" time=${s.time}
+          empty="Nothing pending in this window, or not sampled yet (once a minute)." series=${[
+          { label: 'pending', values: s.pending, color: '--accent' },
+        ]} />` : null}
+      </div>`;
+}
 
 function Totals({ totals }) {
   const ratio = totals.success_ratio === null ? '—' : `${(totals.success_ratio * 100).toFixed(1)} %`;
@@ -103,11 +135,29 @@ function FailingEndpoints({ rows }) {
     </tbody></table></div>`;
 }
 
+// One endpoint's totals and charts over the last hour or 24 hours, on its
+// page (docs/design.md §18), from the same per-minute counts.
+export function EndpointCharts({ id }) {
+  const [window, setWindow] = useState('1h');
+  const stats = useLoad(() => get(`/v1/stats${query({ window, endpoint: id })}`), `${id} ${window}`, REFRESH_MS);
+  const s = stats.data;
+  return html`<section data-test="endpoint-charts" aria-label="Deliveries">
+    <div class="heading"><h2>Deliveries</h2><${WindowToggle} window=${window} choose=${setWindow} /></div>
+    <p class="muted">Times in UTC.</p>
+    ${s ? html`<${Totals} totals=${s.totals} /><${Charts} s=${s} filtered=${true} />`
+      : stats.error ? html`<${ErrorNote} error=${stats.error} />` : html`<${Loading} what="its statistics" />`}
+  </section>`;
+}
+
+function WindowToggle({ window, choose }) {
+  const button = (w) => html`<button type="button" aria-pressed=${window === w} data-test=${`window-${w}`}
+    onClick=${() => choose(w)}>${w === '1h' ? 'Last hour' : 'Last 24 hours'}</button>`;
+  return html`<div class="toggle" role="group" aria-label="Window">${button('1h')}${button('24h')}</div>`;
+}
+
 export function Overview({ params }) {
   const [window, setWindow] = useState(params.get('window') === '24h' ? '24h' : '1h');
   const stats = useLoad(() => get(`/v1/stats${query({ window })}`), window, REFRESH_MS);
-  const choose = (w) => html`<button type="button" aria-pressed=${window === w} data-test=${`window-${w}`}
-    onClick=${() => setWindow(w)}>${w === '1h' ? 'Last hour' : 'Last 24 hours'}</button>`;
   const s = stats.data;
   let body;
   if (!s && stats.error && stats.error.status === 404) {
@@ -115,38 +165,16 @@ export function Overview({ params }) {
   } else if (!s) {
     body = stats.error ? html`<${ErrorNote} error=${stats.error} />` : html`<${Loading} what="statistics" />`;
   } else {
-    const step = s.step_seconds;
     body = html`
       <${Totals} totals=${s.totals} />
-      <div class="charts">
-        <${Chart} title="Deliveries per second" test="chart-deliveries" time=${s.time} series=${[
-          { label: 'delivered/s', values: per(s.delivered, step), color: '--ok' },
-          { label: 'attempts/s', values: per(s.attempts, step), color: '--accent' },
-        ]} />
-        <${Chart} title="Success ratio of attempts" test="chart-success" unit="%" time=${s.time} series=${[
-          { label: 'success %', values: percent(s.success_ratio), color: '--ok' },
-        ]} />
-        <${Chart} title="Failures" test="chart-failures" time=${s.time}
-          empty="Nothing failed in this window." series=${[
-          { label: 'failed notifications', values: s.failed, color: '--bad' },
-          { label: 'failed attempts', values: s.failed_attempts, color: '--warn' },
-        ]} />
-        <${Chart} title="Retry lateness p99" test="chart-lateness" unit="ms" time=${s.time}
-          empty="No attempt started late in this window." series=${[
-          { label: 'p99 ms', values: s.lateness_p99_ms, color: '--wait' },
-        ]} />
-        <${Chart} title="Pending backlog" test="chart-pending" time=${s.time}
-          empty="Nothing pending in this window, or not sampled yet (once a minute)." series=${[
-          { label: 'pending', values: s.pending, color: '--accent' },
-        ]} />
-      </div>
+      <${Charts} s=${s} />
       <h2>Endpoints failing most</h2>
       <${FailingEndpoints} rows=${s.failing_endpoints} />
       ${stats.error && html`<${ErrorNote} error=${stats.error} />`}`;
   }
   return html`<section data-test="overview">
     <div class="heading"><h1>Overview</h1>
-      <div class="toggle" role="group" aria-label="Window">${choose('1h')}${choose('24h')}</div></div>
+      <${WindowToggle} window=${window} choose=${setWindow} /></div>
     <p class="muted">Refreshes every ${REFRESH_MS / 1000} seconds. Times in UTC.</p>
     ${body}
   </section>`;

@@ -142,6 +142,55 @@ async fn failed_notifications_are_recovered_and_the_policy_edited_from_the_endpo
     );
     assert_eq!(stored["success_body"], "success");
 
+    // Jitter, the cap, the fresh lane's share, the breaker and ordering.
+    let choose = |test: &str, value: &str| {
+        format!(
+            "const s = document.querySelector('[data-test={test}]'); s.value = '{value}'; \
+             s.dispatchEvent(new Event('change', {{ bubbles: true }}));"
+        )
+    };
+    browser.find("policy-jitter").await;
+    browser.type_into("policy-jitter", "0.1").await;
+    browser.type_into("policy-max-in-flight", "4").await;
+    browser.type_into("policy-fresh-share", "0.8").await;
+    browser.type_into("policy-breaker-failures", "3").await;
+    browser.type_into("policy-breaker-open-ms", "60000").await;
+    browser.run(&choose("policy-ordering", "key")).await;
+    browser.run(&choose("policy-on-failure", "hold")).await;
+    browser.click("policy-save").await;
+    let stored = eventually(Duration::from_secs(15), "the policy saved", || async {
+        let (_, stored) = app.get(&format!("/v1/endpoints/{id}")).await;
+        (stored["ordering"] == "key").then_some(stored)
+    })
+    .await;
+    assert_eq!(stored["schedule_jitter"], json!(0.1));
+    assert_eq!(stored["max_in_flight"], json!(4));
+    assert_eq!(stored["fresh_share"], json!(0.8));
+    assert_eq!(
+        stored["breaker"],
+        json!({"failures": 3, "open_ms": 60000, "max_open_ms": null})
+    );
+    assert_eq!(stored["ordering_on_failure"], "hold");
+    // The form is rebuilt from what is stored, and says so.
+    browser
+        .wait_text("policy-result", "the save's note", |t| t == "Saved.")
+        .await;
+    assert_eq!(
+        browser
+            .run("return document.querySelector('[data-test=policy-breaker-failures]').value")
+            .await,
+        json!("3")
+    );
+    // Off turns the breaker off; the rest stays.
+    browser.run(&choose("policy-breaker", "off")).await;
+    browser.click("policy-save").await;
+    eventually(Duration::from_secs(15), "the breaker off", || async {
+        let (_, stored) = app.get(&format!("/v1/endpoints/{id}")).await;
+        (stored["breaker"].is_null() && stored["ordering"] == "key").then_some(())
+    })
+    .await;
+    browser.screenshot("policy-saved").await;
+
     // A value hookd refuses is named, and nothing changes.
     browser.type_into("policy-burst", "0").await;
     browser.click("policy-save").await;
@@ -400,8 +449,68 @@ async fn an_endpoint_is_created_and_its_url_description_types_and_timeout_edited
     browser.close().await;
 }
 
+async fn an_endpoints_page_charts_its_own_deliveries_only(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/down", vec![Reply::status(503)]);
+    let shop = app
+        .endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    let other = app
+        .endpoint(json!({"uid": "other", "url": receiver.url("/down"), "schedule": ["0s"]}))
+        .await;
+    for i in 0..3 {
+        app.notify(json!({"endpoint": "shop", "payload": {"i": i}}))
+            .await;
+    }
+    for i in 0..2 {
+        app.notify(json!({"endpoint": "other", "payload": {"i": i}}))
+            .await;
+    }
+    eventually(Duration::from_secs(15), "every attempt", || async {
+        (receiver.total() == 5).then_some(())
+    })
+    .await;
+    let Some(browser) = Browser::open(&app, &backend, "endpoint-charts").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser
+        .goto(&format!("#/endpoints/{}", shop["id"].as_str().unwrap()))
+        .await;
+    browser.find("endpoint-charts").await;
+    browser
+        .wait_text("total-delivered", "shop's three deliveries", |t| t == "3")
+        .await;
+    assert_eq!(browser.text("total-failed").await, "0");
+    for chart in [
+        "chart-deliveries",
+        "chart-success",
+        "chart-failures",
+        "chart-lateness",
+    ] {
+        browser.find(chart).await;
+    }
+    // The pending backlog is sampled for the whole deployment only.
+    assert!(browser.all("chart-pending").await.is_empty());
+    // Nothing failed here: the failures chart says so.
+    browser.find("chart-failures-empty").await;
+    browser.screenshot("endpoint-charts").await;
+    browser
+        .goto(&format!("#/endpoints/{}", other["id"].as_str().unwrap()))
+        .await;
+    browser
+        .wait_text("total-failed", "other's two failures", |t| t == "2")
+        .await;
+    assert_eq!(browser.text("total-delivered").await, "0");
+    // Every attempt failed: a success ratio of 0 % is drawn, not "nothing".
+    assert!(browser.all("chart-success-empty").await.is_empty());
+    browser.close().await;
+}
+
 both!(
     a_pull_endpoint_shows_its_leased_and_waiting_notifications,
+    an_endpoints_page_charts_its_own_deliveries_only,
     an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console,
     no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so,
     an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
