@@ -2,5 +2,3 @@
 ALTER TABLE attempts ADD COLUMN sent_headers TEXT;
 ALTER TABLE attempts ADD COLUMN response_headers TEXT;
 ALTER TABLE attempts ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE notifications ADD COLUMN first_attempt_sent TEXT;
-ALTER TABLE notifications ADD COLUMN first_attempt_headers TEXT;

@@ -30,9 +30,12 @@ pub struct AttemptView {
     /// `webhook-timestamp`, `webhook-signature`, ...), then each custom
     /// header by name, its value `null` (never kept: credentials, often).
     /// `null` when no request was made (a pull consumer's attempt, one
-    /// refused before sending) or it was recorded before hookd kept them.
+    /// refused before sending), for a delivery at its first attempt (kept
+    /// in its notification's row, without headers), or for an attempt
+    /// recorded before hookd kept them.
     pub request_headers: Option<Vec<HeaderLine>>,
-    /// The response's headers, whole ones within their first 4 KiB.
+    /// The response's headers, whole ones within their first 4 KiB; `null`
+    /// as `request_headers` is.
     pub response_headers: Option<Vec<HeaderLine>>,
     /// It opens an attempt series a retry started (a caller's, a bulk
     /// retry's or a recover's).

@@ -263,8 +263,6 @@ const NOTIFICATIONS: Table = Table {
         col("last_error", Text),
         col("first_attempt_ms", Int),
         col("first_attempt_body", Text),
-        col("first_attempt_sent", Text),
-        col("first_attempt_headers", Text),
         col("created_at", Time),
         col("updated_at", Time),
         col("completed_at", Time),

@@ -127,7 +127,7 @@ pub async fn attempt(
             .as_ref()
             .map(|error| sealed_error("the notification's custom headers", error))
     });
-    let result = match unreadable {
+    let mut result = match unreadable {
         Some(error) => AttemptResult {
             started_at: sender.now(),
             duration: Duration::ZERO,
@@ -207,6 +207,7 @@ pub async fn attempt(
     };
     let expected = expected(row.attempts, row.series_start, None, false);
     let keep = keeping(number, &outcome, result.error.is_some(), &expected);
+    let response_headers = result.answer.as_mut().and_then(|a| a.headers.take());
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
@@ -218,7 +219,7 @@ pub async fn attempt(
         duration_ms: result.duration.as_millis().min(i32::MAX as u128) as i32,
         status_code,
         response_body: result.stored_body(),
-        response_headers: result.answer.as_ref().and_then(|a| a.headers.clone()),
+        response_headers,
         sent_headers: result.sent,
         error_code: result.error.as_ref().map(|e| e.code.to_string()),
         error_message: result.error.as_ref().map(|e| e.message.clone()),

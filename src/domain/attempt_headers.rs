@@ -12,6 +12,10 @@
 //!   `RESPONSE_HEADER_BYTES`, as the response body is kept to its first
 //!   4 KiB.
 //!
+//! An attempt kept in its notification's row (a delivery at its first
+//! attempt, `status::keeping`) keeps neither: that is the write most
+//! deliveries make, and its 140 bytes more cost the drain 10 to 20 %.
+//!
 //! Neither text holds a NUL (PostgreSQL's text cannot) or a line break
 //! inside an entry: a signature and a header name never do, and a value's
 //! control characters are replaced.
@@ -63,13 +67,14 @@ pub fn encode_response<'a>(
         }
         text.push_str(name);
         text.push_str(": ");
-        text.extend(value.chars().map(|c| {
-            if c.is_control() && c != '\t' {
-                '\u{FFFD}'
-            } else {
-                c
-            }
-        }));
+        // A parsed response's values hold no control character but tab
+        // (the HTTP parser refuses them): most are pushed as they are.
+        let odd = |c: char| c.is_control() && c != '\t';
+        if value.contains(odd) {
+            text.extend(value.chars().map(|c| if odd(c) { '\u{FFFD}' } else { c }));
+        } else {
+            text.push_str(&value);
+        }
         text.push('\n');
     }
     (!text.is_empty()).then_some(text)

@@ -126,6 +126,19 @@ function useAccent(who) {
   }, [accent]);
 }
 
+// The tab's title: the deployment's name before a portal's holder (a
+// merchant's tab says whose webhooks they are), "hookd console" before an
+// operator; back to the page's own when the session ends.
+function useTitle(who) {
+  const name = who && who.portal && ((who.brand && who.brand.name) || 'Webhooks');
+  useEffect(() => {
+    if (!name) return undefined;
+    const before = document.title;
+    document.title = name;
+    return () => { document.title = before; };
+  }, [name]);
+}
+
 function Nav({ who, onSignOut, parts }) {
   const here = parts[0] || '';
   const link = (path, label, test) => html`<a href=${`#/${path}`} data-test=${test}
@@ -218,6 +231,7 @@ function App() {
   }, []);
 
   useAccent(who);
+  useTitle(who);
   if (checking) return html`<main id="main"><p class="muted">Checking the link…</p></main>`;
   if (!who && portalAddress()) return html`<${PortalEnded} notice=${notice} />`;
   if (!who) {

@@ -22,8 +22,7 @@ impl PgStore {
     ) -> Result<Vec<Attempt>, StoreError> {
         Ok(sqlx::query_as::<_, Attempt>(
             "WITH kept AS ( \
-                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
-                     first_attempt_sent, first_attempt_headers \
+                 SELECT id, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body \
                  FROM notifications WHERE id = $1 AND first_attempt_ms IS NOT NULL \
              ) \
              SELECT notification_id, number, started_at, duration_ms, status_code, response_body, \
@@ -32,7 +31,7 @@ impl PgStore {
                AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
              UNION ALL \
              SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, first_attempt_body, \
-                 NULL, NULL, 'succeeded', first_attempt_sent, first_attempt_headers, false \
+                 NULL, NULL, 'succeeded', NULL, NULL, false \
              FROM kept WHERE $2 < 1 \
              ORDER BY number LIMIT $3",
         )

@@ -141,10 +141,6 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
                                      ELSE n.first_attempt_ms END, \
              first_attempt_body = CASE WHEN i.inline THEN i.response_body \
                                        ELSE n.first_attempt_body END, \
-             first_attempt_sent = CASE WHEN i.inline THEN i.sent_headers \
-                                       ELSE n.first_attempt_sent END, \
-             first_attempt_headers = CASE WHEN i.inline THEN i.response_headers \
-                                          ELSE n.first_attempt_headers END, \
              completed_at = CASE WHEN i.completed THEN $29::timestamptz END, \
              behind = CASE WHEN i.status = 'succeeded' THEN NULL ELSE n.behind END, \
              lease_id = NULL, leased_at = NULL, \

@@ -114,7 +114,7 @@ impl SqliteStore {
         let rows = sqlx::query(
             "WITH kept AS ( \
                  SELECT id, last_attempt_at, first_attempt_ms, last_status_code, \
-                     first_attempt_body, first_attempt_sent, first_attempt_headers \
+                     first_attempt_body \
                  FROM notifications WHERE id = ?1 AND first_attempt_ms IS NOT NULL \
              ) \
              SELECT notification_id, number, started_at, duration_ms, status_code, \
@@ -124,8 +124,7 @@ impl SqliteStore {
                AND NOT (number = 1 AND EXISTS (SELECT 1 FROM kept)) \
              UNION ALL \
              SELECT id, 1, last_attempt_at, first_attempt_ms, last_status_code, \
-                 first_attempt_body, NULL, NULL, 'succeeded', first_attempt_sent, \
-                 first_attempt_headers, 0 \
+                 first_attempt_body, NULL, NULL, 'succeeded', NULL, NULL, 0 \
              FROM kept WHERE ?2 < 1 \
              ORDER BY number LIMIT ?3",
         )

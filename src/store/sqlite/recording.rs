@@ -58,10 +58,6 @@ pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
          first_attempt_ms = CASE WHEN r.value ->> 7 THEN r.value ->> 8 ELSE first_attempt_ms END, \
          first_attempt_body = CASE WHEN r.value ->> 7 THEN r.value ->> 9 \
              ELSE first_attempt_body END, \
-         first_attempt_sent = CASE WHEN r.value ->> 7 THEN r.value ->> '$[15][0]' \
-             ELSE first_attempt_sent END, \
-         first_attempt_headers = CASE WHEN r.value ->> 7 THEN r.value ->> '$[15][1]' \
-             ELSE first_attempt_headers END, \
          completed_at = CASE WHEN r.value ->> 10 THEN ?1 END, \
          behind = CASE WHEN r.value ->> 2 = 'succeeded' THEN NULL ELSE n.behind END, \
          lease_id = NULL, leased_at = NULL, updated_at = ?1 \
@@ -253,8 +249,6 @@ async fn move_all(
                 r.expected.series_start,
                 lease.map(|l| l.id.simple().to_string()),
                 lease.and_then(|l| l.ran_out_at).map(micros),
-                // Read only for an attempt kept inline.
-                (r.sent_headers.as_deref(), r.response_headers.as_deref()),
             )
         })
         .collect();

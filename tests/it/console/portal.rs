@@ -325,6 +325,11 @@ async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send
     browser.find("notifications").await;
     let brand = browser.text("brand").await;
     assert_eq!(brand, "Acme Payments");
+    assert_eq!(
+        browser.run("return document.title").await,
+        json!("Acme Payments"),
+        "the tab is the deployment's, not hookd's"
+    );
     let logo_loaded = browser
         .run("const l = document.querySelector('[data-test=brand-logo]'); return l.complete && l.naturalWidth > 0;")
         .await;
