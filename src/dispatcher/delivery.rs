@@ -133,7 +133,7 @@ pub async fn attempt(
             duration: Duration::ZERO,
             answer: None,
             error: Some(error),
-            sent: None,
+            kept: Default::default(),
         },
         None => sender.send(delivery).await,
     };
@@ -207,7 +207,14 @@ pub async fn attempt(
     };
     let expected = expected(row.attempts, row.series_start, None, false);
     let keep = keeping(number, &outcome, result.error.is_some(), &expected);
-    let response_headers = result.answer.as_mut().and_then(|a| a.headers.take());
+    // Headers are kept in a row of attempts only: a delivery at its first
+    // attempt, kept in its notification's row, keeps none (nor does its
+    // duplicate, in the rare case one is refused and gets a row).
+    let (sent_headers, response_headers) = if keep.inline {
+        (None, None)
+    } else {
+        std::mem::take(&mut result.kept).encode()
+    };
     AttemptRecord {
         notification_id: row.id,
         endpoint_id: row.endpoint_id,
@@ -220,7 +227,7 @@ pub async fn attempt(
         status_code,
         response_body: result.stored_body(),
         response_headers,
-        sent_headers: result.sent,
+        sent_headers,
         error_code: result.error.as_ref().map(|e| e.code.to_string()),
         error_message: result.error.as_ref().map(|e| e.message.clone()),
         outcome,

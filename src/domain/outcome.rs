@@ -76,9 +76,6 @@ impl std::fmt::Display for OutcomeKind {
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
     pub status: u16,
-    /// The headers as an attempt's row keeps them
-    /// (`attempt_headers::encode_response`).
-    pub headers: Option<String>,
     /// The body, possibly truncated; `body_complete` says whether it was.
     pub body: Vec<u8>,
     pub body_complete: bool,

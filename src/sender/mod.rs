@@ -121,9 +121,42 @@ pub struct AttemptResult {
     /// `None` when no response came.
     pub answer: Option<Answer>,
     pub error: Option<AttemptError>,
-    /// What the row keeps of the request's headers
-    /// (`attempt_headers::encode_sent`); `None` when no request was made.
-    pub sent: Option<String>,
+    /// The headers sent and answered, for the attempt's row (`Kept`).
+    pub kept: Kept,
+}
+
+/// An attempt's headers as the sender saw them, turned into the text its
+/// row keeps (`encode`) only for an attempt that gets a row of `attempts`:
+/// the delivery at its first attempt, the one most deliveries make, keeps
+/// none, and pays only for moving these.
+#[derive(Debug, Clone, Default)]
+pub struct Kept {
+    /// The `webhook-signature` value sent, and the custom headers' names;
+    /// `None` when no request was made.
+    pub sent: Option<(HeaderValue, Vec<HeaderName>)>,
+    /// The response's headers; `None` when no response came.
+    pub answered: Option<HeaderMap>,
+}
+
+impl Kept {
+    /// `(sent_headers, response_headers)` as an attempt's row keeps them
+    /// (`domain::attempt_headers`).
+    pub fn encode(self) -> (Option<String>, Option<String>) {
+        let sent = self.sent.map(|(signature, custom)| {
+            attempt_headers::encode_sent(
+                signature.to_str().unwrap_or_default(),
+                custom.iter().map(HeaderName::as_str),
+            )
+        });
+        let answered = self.answered.and_then(|headers| {
+            attempt_headers::encode_response(
+                headers
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_bytes())),
+            )
+        });
+        (sent, answered)
+    }
 }
 
 impl AttemptResult {
@@ -187,8 +220,8 @@ impl Sender {
     pub async fn send(&self, delivery: Delivery<'_>) -> AttemptResult {
         let started_at = self.now();
         let clock = Instant::now();
-        let mut sent = None;
-        let (answer, error) = match self.exchange(&delivery, started_at, &mut sent).await {
+        let mut kept = Kept::default();
+        let (answer, error) = match self.exchange(&delivery, started_at, &mut kept).await {
             Ok((answer, error)) => (Some(answer), error),
             Err(error) => (None, Some(error)),
         };
@@ -197,7 +230,7 @@ impl Sender {
             duration: clock.elapsed(),
             answer,
             error,
-            sent,
+            kept,
         }
     }
 
@@ -205,7 +238,7 @@ impl Sender {
         &self,
         delivery: &Delivery<'_>,
         started_at: DateTime<Utc>,
-        sent: &mut Option<String>,
+        kept: &mut Kept,
     ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
         let target = delivery.target;
         let url = match delivery.url {
@@ -261,15 +294,21 @@ impl Sender {
         // hookd's own headers last: custom ones cannot override them. The
         // row keeps the signature and the custom headers' names; the rest
         // follows from the notification (`own_headers`).
-        let signature = target.signer.header(id, timestamp, &delivery.body);
-        *sent = Some(attempt_headers::encode_sent(
-            &signature,
-            headers.keys().map(HeaderName::as_str),
-        ));
+        let signature = HeaderValue::from_maybe_shared(Bytes::from(target.signer.header(
+            id,
+            timestamp,
+            &delivery.body,
+        )))
+        .ok();
+        if let Some(signature) = &signature {
+            // A clone shares the value's bytes; no custom header, no
+            // allocation.
+            kept.sent = Some((signature.clone(), headers.keys().cloned().collect()));
+        }
         let own = Own {
             id,
             timestamp,
-            signature: HeaderValue::from_maybe_shared(Bytes::from(signature)).ok(),
+            signature,
             attempt: delivery.attempt,
             content_type: delivery.content_type,
             event_type: delivery.event_type,
@@ -288,12 +327,6 @@ impl Sender {
         let mut response = route.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();
-        let kept_headers = attempt_headers::encode_response(
-            response
-                .headers()
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_bytes())),
-        );
         let abort = response
             .headers()
             .get("webhook-delivery")
@@ -306,12 +339,13 @@ impl Sender {
             .and_then(|v| parse_retry_after(v, self.now()));
         let mut answer = Answer {
             status,
-            headers: kept_headers,
             body: Vec::new(),
             body_complete: true,
             abort,
             retry_after,
         };
+        // Read above; the map itself moves, nothing copied.
+        kept.answered = Some(std::mem::take(response.headers_mut()));
         let mut error = None;
         loop {
             match response.chunk().await {
