@@ -241,7 +241,10 @@ pub async fn attempts(
         && !secret_paths(&state, &caller, [&notification])
             .await
             .is_empty();
-    let url = (notification.url.clone()).map(|url| caller.url(url, whole_path));
+    let url = notification
+        .url
+        .clone()
+        .map(|url| caller.url(url, whole_path));
     let rows = state.store.list_attempts(id, after, limit + 1).await?;
     Ok(Json(page(
         rows,
