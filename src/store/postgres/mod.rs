@@ -33,6 +33,7 @@ mod partitions;
 mod plan_tests;
 mod pull;
 mod pull_due;
+mod recent_types;
 mod recording;
 mod reseal;
 mod rows;

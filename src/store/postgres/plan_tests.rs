@@ -322,7 +322,7 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn the_recent_event_types_read_each_source_newest_first_on_its_index(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    for statement in super::notifications::RECENT_EVENT_TYPES {
+    for statement in super::recent_types::RECENT_EVENT_TYPES {
         let plan = generic_plan(&pool, statement, 4).await;
         let text = plan.join("\n");
         assert!(text.contains("events_owner_newest"), "{text}");
