@@ -119,6 +119,7 @@ function PolicyForm({ endpoint, saved, onSaved }) {
   const [form, setForm] = useState(initial);
   const [result, setResult] = useState(null);
   const [edited, setEdited] = useState(false);
+  const [busy, setBusy] = useState(false);
   const set = (name) => (ev) => {
     setEdited(true);
     setForm({ ...form, [name]: ev.target.value });
@@ -174,12 +175,16 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       setResult({ ok: true, text: 'Nothing changed.' });
       return;
     }
+    // Saved, the form is rebuilt from what is stored (its key is the
+    // endpoint's updated_at) and that form says "Saved.": the note never
+    // stands beside fields that are about to be replaced.
+    setBusy(true);
     try {
       await patch(path`/v1/endpoints/${e.id}`, change);
-      setResult({ ok: true, text: 'Saved.' });
-      onSaved('Saved.');
+      await onSaved('Saved.');
     } catch (error) {
       setResult({ ok: false, error });
+      setBusy(false);
     }
   };
   const shown = result || (saved && !edited && { ok: true, text: saved });
@@ -228,7 +233,7 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     </fieldset>
     <div class="field wide"><label for="p-headers">Headers, one "Name: value" a line (values are hidden: editing replaces them all)</label>
       <textarea id="p-headers" rows="3" value=${form.headers} onInput=${set('headers')} data-test="policy-headers"></textarea></div>
-    <div class="actions"><button type="submit" data-test="policy-save">Save</button></div>
+    <div class="actions"><button type="submit" disabled=${busy} data-test="policy-save">${busy ? 'Saving…' : 'Save'}</button></div>
     ${shown && (shown.ok ? html`<p class="notice" role="status" data-test="policy-result">${shown.text}</p>` : html`<${ErrorNote} error=${shown.error} test="policy-error" />`)}
   </form>`;
 }
@@ -315,6 +320,6 @@ export function EndpointPage({ id, who }) {
     ${can(who, 'manage') && html`<${Manage} endpoint=${e} onSaved=${() => found.reload()} />`}
     ${admin && html`<h2>Links and tokens</h2><${PortalLink} endpoint=${e} />${pull && html`<${ConsumerToken} endpoint=${e} />`}`}
     ${admin && html`<h2>Settings</h2><${PolicyForm} key=${e.updated_at} endpoint=${e} saved=${saved}
-      onSaved=${(text) => { setSaved(text); found.reload(); }} />`}
+      onSaved=${async (text) => { setSaved(text); await found.reload(); }} />`}
   </section>`;
 }

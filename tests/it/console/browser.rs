@@ -173,14 +173,20 @@ impl Browser {
         field.send_keys(text).await.expect("the field takes keys");
     }
 
+    /// Clicks `data-test="{test}"`, found again for each try: a page that
+    /// rebuilds a form (after a save, say) replaces the element a first
+    /// find returned, and a replaced element never takes a click.
     pub async fn click(&self, test: &str) {
-        let element = self.find(test).await;
+        let selector = format!("[data-test=\"{test}\"]");
         eventually(
             PATIENCE,
             &format!("[data-test={test}] to take a click"),
             || {
-                let element = element.clone();
-                async move { element.click().await.ok() }
+                let selector = selector.clone();
+                async move {
+                    let element = self.client.find(Locator::Css(&selector)).await.ok()?;
+                    element.click().await.ok()
+                }
             },
         )
         .await;
