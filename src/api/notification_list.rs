@@ -1,4 +1,5 @@
-//! `GET /v1/notifications`: the search, newest first, in pages. A filter
+//! `GET /v1/notifications`: the search, newest first (or oldest first), in
+//! pages. A filter
 //! an index serves (a key, an event, a key prefix few keys start with)
 //! reads it; any other is checked on a bounded slice of the list's scope
 //! (`NotificationFilter::bounded`).
@@ -19,7 +20,7 @@ use super::AppState;
 use crate::domain::problem::ErrorCode;
 use crate::domain::status::Status;
 use crate::store::endpoints::EndpointRef;
-use crate::store::notifications::{NotificationFilter, MAX_EXAMINED};
+use crate::store::notifications::{ListOrder, NotificationFilter, MAX_EXAMINED};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ListParams {
@@ -33,6 +34,7 @@ pub struct ListParams {
     created_after: Option<String>,
     created_before: Option<String>,
     completed_after: Option<String>,
+    order: Option<String>,
     limit: Option<String>,
     cursor: Option<String>,
 }
@@ -46,9 +48,10 @@ pub struct ListParams {
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("completed_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since"),
+        ("order" = Option<String>, Query, description = "`newest` (the default) or `oldest`: by creation, newest or oldest first"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    description = "Newest first. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
-    responses((status = 200, body = Page<NotificationView>, description = "newest first, without payloads; `next_cursor` is `null` only on the last page"),
+    description = "Newest first, or oldest first with `order=oldest`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
+    responses((status = 200, body = Page<NotificationView>, description = "in `order`, without payloads; `next_cursor` is `null` only on the last page"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
         (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` seconds")))]
 pub async fn list(
@@ -84,6 +87,17 @@ pub async fn list(
         params.created_before.as_deref(),
     )?;
     let completed_after = filters::time("completed_after", params.completed_after.as_deref())?;
+    let order = match params.order.as_deref() {
+        None | Some("newest") => ListOrder::NewestFirst,
+        Some("oldest") => ListOrder::OldestFirst,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                ErrorCode::InvalidValue,
+                "order",
+                "order is newest or oldest",
+            ))
+        }
+    };
     // Every parameter is checked before an unknown endpoint ends the search.
     let event_id = params
         .event
@@ -94,7 +108,7 @@ pub async fn list(
             })
         })
         .transpose()?;
-    let before = paging.cursor_id()?;
+    let cursor = paging.cursor_id()?;
     let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
         // An id names its endpoint's notifications even after the endpoint
         // was deleted: their history stays queryable.
@@ -122,7 +136,8 @@ pub async fn list(
         owner: params.owner,
         created,
         completed_after,
-        before,
+        order,
+        cursor,
         from: None,
         limit: limit + 1,
     };

@@ -126,12 +126,50 @@ pub struct NotificationFilter {
     /// Only those that ended (succeeded, failed or were cancelled) at or
     /// after this time: checked on the rows a bounded page reads.
     pub completed_after: Option<DateTime<Utc>>,
-    /// Keyset cursor: only notifications older than this id.
-    pub before: Option<Uuid>,
-    /// A bounded page's frontier: only notifications at or after this id
-    /// (`SharedReads::notifications_frontier`).
+    /// Newest first, or oldest first.
+    pub order: ListOrder,
+    /// Keyset cursor: only notifications past this id in `order`.
+    pub cursor: Option<Uuid>,
+    /// A bounded page's frontier: only notifications up to this id in
+    /// `order`, itself included (`SharedReads::notifications_frontier`).
     pub from: Option<Uuid>,
     pub limit: i64,
+}
+
+/// The order of a list of notifications: by creation, which is by id
+/// (UUIDv7), so every path of the list is a keyset walk of an id index in
+/// one direction or the other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    #[default]
+    NewestFirst,
+    OldestFirst,
+}
+
+impl ListOrder {
+    /// `ORDER BY id …`.
+    pub fn direction(self) -> &'static str {
+        match self {
+            Self::NewestFirst => "DESC",
+            Self::OldestFirst => "ASC",
+        }
+    }
+
+    /// `id … cursor`: the ids past a cursor.
+    pub fn past(self) -> &'static str {
+        match self {
+            Self::NewestFirst => "<",
+            Self::OldestFirst => ">",
+        }
+    }
+
+    /// `id … frontier`: the ids up to a bounded page's frontier.
+    pub fn up_to(self) -> &'static str {
+        match self {
+            Self::NewestFirst => ">=",
+            Self::OldestFirst => "<=",
+        }
+    }
 }
 
 /// The most rows a filtered page of notifications examines (issue #47): a
@@ -161,12 +199,17 @@ impl NotificationFilter {
             || (self.key_prefix.is_some() && self.ids.is_none())
     }
 
-    /// The ids the filter's rows lie among: at or above the first (its
-    /// creation window's start), below each of the rest (the window's
-    /// end, the cursor).
-    pub fn id_bounds(&self) -> (Option<Uuid>, impl Iterator<Item = Uuid>) {
+    /// The ids the filter's rows lie among, as `id <op> <bound>` terms:
+    /// its creation window's start and end, and its cursor.
+    pub fn id_terms(&self) -> impl Iterator<Item = (&'static str, Uuid)> {
         let (low, high) = self.created.id_range();
-        (low, [high, self.before].into_iter().flatten())
+        [
+            low.map(|low| (">=", low)),
+            high.map(|high| ("<", high)),
+            self.cursor.map(|cursor| (self.order.past(), cursor)),
+        ]
+        .into_iter()
+        .flatten()
     }
 
     /// The key prefix, when the rows a bounded page reads are checked

@@ -73,6 +73,17 @@ async fn a_key_or_its_prefix_finds_notifications_and_the_deliveries_of_events_wi
     );
     let (ids, _) = crate::list_bounds::walk(&app, "/v1/notifications?key_prefix=order-", 2).await;
     assert_eq!(ids.len(), 5, "each once, over pages of 2");
+    // Oldest first: the same, the other way round, over pages too.
+    let mut oldest = expected.clone();
+    oldest.reverse();
+    assert_eq!(
+        listed(&app, "/v1/notifications?key_prefix=order-12&order=oldest").await,
+        oldest
+    );
+    let (ids, _) =
+        crate::list_bounds::walk(&app, "/v1/notifications?key_prefix=order-&order=oldest", 2).await;
+    assert_eq!(ids.len(), 5, "each once, over pages of 2");
+    assert!(ids.is_sorted(), "oldest first: {ids:?}");
     let shop_b = listed(
         &app,
         "/v1/notifications?key_prefix=order-12&endpoint=shop-b",
@@ -116,6 +127,8 @@ async fn a_key_or_its_prefix_finds_notifications_and_the_deliveries_of_events_wi
         ("key_prefix=%00", "key_prefix"),
         ("key_prefix=", "key_prefix"),
         ("completed_after=an%20hour%20ago", "completed_after"),
+        ("order=attempts", "order"),
+        ("order=NEWEST", "order"),
     ] {
         let (status, body) = app.get(&format!("/v1/notifications?{query}")).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {body}");
@@ -224,6 +237,20 @@ async fn a_prefix_many_keys_start_with_is_searched_in_bounded_slices_and_finds_e
         pages.iter().map(|&(rows, _)| rows).collect::<Vec<_>>(),
         [500, 500, 111]
     );
+    // Oldest first, through the keys' indexes and in bounded slices alike.
+    for path in [
+        "/v1/notifications?key_prefix=order-1&order=oldest",
+        "/v1/notifications?endpoint=busy&key_prefix=order-&order=oldest",
+    ] {
+        let (ids, _) = crate::list_bounds::walk(&app, path, 500).await;
+        let expected = if path.contains("order-1&") {
+            &ones
+        } else {
+            &all
+        };
+        crate::list_bounds::exactly_once(&ids, expected, path);
+        assert!(ids.is_sorted(), "{path}: oldest first");
+    }
     let newest = listed(&app, "/v1/notifications?key_prefix=order-1&limit=1").await;
     assert_eq!(
         newest,

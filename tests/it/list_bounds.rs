@@ -242,6 +242,29 @@ async fn a_filtered_page_reads_a_bounded_slice_and_its_cursors_find_every_match_
     exactly_once(&ids, &all, "every failed");
     assert!(pages.len() >= 3, "{pages:?}");
 
+    // Oldest first, on each path: the same matches, in creation order.
+    for (path, expected) in [
+        ("endpoint=busy&status=failed", &failed_busy),
+        ("owner=shop-7&status=failed", &shop),
+        ("status=failed", &all),
+    ] {
+        let path = format!("/v1/notifications?order=oldest&{path}");
+        let (ids, _) = walk(&app, &path, 7).await;
+        exactly_once(&ids, expected, &path);
+        assert!(ids.is_sorted(), "{path}: oldest first");
+    }
+    let (_, page) = app
+        .get("/v1/notifications?owner=shop-7&order=oldest&limit=50")
+        .await;
+    let first: Vec<Uuid> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(first.len(), 50, "{page}");
+    assert!(first.is_sorted(), "{first:?}");
+
     // Events by type, an owner's and everyone's alike.
     let refunded = events(db(), "shop-7", 2 * EXAMINED + 2_000, 1_000).await;
     let other = events(db(), "shop-8", 1_000, 100).await;

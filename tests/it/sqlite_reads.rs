@@ -129,7 +129,7 @@ async fn notifications_list_newest_first_by_every_filter_in_pages() {
     assert_eq!(list(page).await, [ids[3], ids[2], ids[1]]);
     let next = NotificationFilter {
         limit: 3,
-        before: Some(ids[1]),
+        cursor: Some(ids[1]),
         ..all
     };
     assert_eq!(list(next).await, [ids[0]]);

@@ -1,17 +1,16 @@
 // Notification search: by id (opens it), key or key prefix (an event's
 // key finds its deliveries), event type, event, endpoint, owner, status,
-// creation time and end time ("failed in the last hour"), newest first,
-// in pages; rows
-// selected and retried or cancelled, or every failed (pending) one that
-// matches retried (cancelled) by filter: an operation, counted before it
-// is confirmed.
+// creation time and end time ("failed in the last hour"), newest or oldest
+// first, in pages; rows selected and retried or cancelled, or every failed
+// (pending) one that matches retried (cancelled) by filter: an operation,
+// counted before it is confirmed.
 
 import { html, useState, useEffect, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput, ConfirmButton } from './ui.js';
 import { get, post, path, query, can } from './api.js';
 import { EndpointName } from './names.js';
 import { Operation, counted } from './operations.js';
 
-const FILTERS = ['key', 'key_prefix', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before', 'completed_after'];
+const FILTERS = ['key', 'key_prefix', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before', 'completed_after', 'order'];
 const TIMES = ['created_after', 'created_before', 'completed_after'];
 const STATUSES = ['', 'pending', 'succeeded', 'failed', 'cancelled'];
 
@@ -69,6 +68,12 @@ function SearchForm({ params, portal }) {
     <div class="field">
       <label for="f-completed_after">Ended from (UTC)</label>
       <input id="f-completed_after" type="datetime-local" value=${form.completed_after} onInput=${set('completed_after')} data-test="filter-completed_after" />
+    </div>
+    <div class="field">
+      <label for="f-order">Order</label>
+      <select id="f-order" value=${form.order} onChange=${set('order')} data-test="filter-order">
+        <option value="">newest first</option><option value="oldest">oldest first</option>
+      </select>
     </div>
     <div class="actions"><button type="submit" data-test="search-submit">Search</button>
       <button type="button" class="secondary" data-test="failed-last-hour" onClick=${failedLastHour}>Failed in the last hour</button>
@@ -212,7 +217,7 @@ export function NotificationSearch({ params, who }) {
   else if (!list.data.data.length && !list.data.next_cursor) body = html`<${Empty}>No notification matches.<//>`;
   // A filtered page searches a bounded slice of the history: an empty one
   // with a cursor says only that none matched there; older ones may.
-  else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; older ones are on the next page.<//>
+  else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; ${filters.order === 'oldest' ? 'newer' : 'older'} ones are on the next page.<//>
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
   else body = html`<${NotificationTable} rows=${list.data.data} now=${now} selected=${picking} toggle=${toggle} />
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;

@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::notifications::{frontier_query, list_query};
 use crate::domain::created::CreatedWindow;
 use crate::domain::status::Status;
-use crate::store::notifications::NotificationFilter;
+use crate::store::notifications::{ListOrder, NotificationFilter};
 
 async fn generic_plan(pool: &PgPool, sql: &str) -> String {
     let parameters = sql.matches('$').count();
@@ -137,14 +137,20 @@ fn every_filter() -> Vec<(String, NotificationFilter)> {
             ),
         ];
         for (scope, endpoint_id, owner) in scopes {
-            let mut filter = NotificationFilter {
-                endpoint_id,
-                owner,
-                limit: 51,
-                ..filter.clone()
-            };
-            filter.from = filter.bounded().then(Uuid::nil);
-            all.push((format!("{name}{scope}"), filter));
+            for (way, order) in [
+                ("", ListOrder::NewestFirst),
+                (", oldest first", ListOrder::OldestFirst),
+            ] {
+                let mut filter = NotificationFilter {
+                    endpoint_id,
+                    owner: owner.clone(),
+                    order,
+                    limit: 51,
+                    ..filter.clone()
+                };
+                filter.from = filter.bounded().then(Uuid::nil);
+                all.push((format!("{name}{scope}{way}"), filter));
+            }
         }
     }
     all
@@ -173,7 +179,8 @@ async fn every_list_filter_reads_an_index_of_its_own_or_a_bounded_slice_of_its_s
             // by reading every event of the type.
             assert!(!plan.contains("Seq Scan on events"), "{name}:\n{plan}");
             // The scope's rows from the frontier on: its index, from the
-            // frontier (`id >= $n`), never an index of the filter's.
+            // frontier (`id >= $n`, oldest first `id <= $n`), never an
+            // index of the filter's.
             for scan in &scans {
                 assert!(
                     !scan.contains("unsettled")
@@ -189,9 +196,10 @@ async fn every_list_filter_reads_an_index_of_its_own_or_a_bounded_slice_of_its_s
             } else {
                 "Index Cond: "
             };
+            let from = format!("(id {} $", filter.order.up_to());
             assert!(
                 plan.lines()
-                    .any(|line| line.contains(scope) && line.contains("(id >= $")),
+                    .any(|line| line.contains(scope) && line.contains(&from)),
                 "{name}: not on its scope's index from the frontier:\n{plan}"
             );
             // The frontier: the scope's index, its ids alone, a row at

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use super::notifications::{list_query, prefix_ids_query};
 use crate::domain::created::CreatedWindow;
-use crate::store::notifications::NotificationFilter;
+use crate::store::notifications::{ListOrder, NotificationFilter};
 
 async fn generic_plan(pool: &PgPool, filter: &NotificationFilter) -> String {
     let sql = list_query(filter).into_string();
@@ -73,14 +73,21 @@ async fn a_creation_window_starts_at_its_end_in_an_id_index(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "super::MIGRATOR")]
-async fn an_owners_list_reads_its_endpoints_newest_rows(pool: PgPool) {
+async fn an_owners_list_reads_its_endpoints_newest_or_oldest_rows(pool: PgPool) {
     table(&pool).await;
+    for order in [ListOrder::NewestFirst, ListOrder::OldestFirst] {
+        an_owners_list_reads_its_endpoints_rows_in(&pool, order).await;
+    }
+}
+
+async fn an_owners_list_reads_its_endpoints_rows_in(pool: &PgPool, order: ListOrder) {
     let filter = NotificationFilter {
         owner: Some("owner-3".into()),
+        order,
         limit: 51,
         ..NotificationFilter::default()
     };
-    let plan = generic_plan(&pool, &filter).await;
+    let plan = generic_plan(pool, &filter).await;
     assert!(
         plan.lines()
             .any(|line| line.contains("using notifications_endpoint_newest")),
@@ -116,7 +123,7 @@ async fn a_key_prefix_reads_a_range_of_the_keys_byte_order_indexes(pool: PgPool)
         let filter = NotificationFilter {
             key_prefix: Some("order-12".into()),
             endpoint_id,
-            before: Some(uuid::Uuid::max()),
+            cursor: Some(uuid::Uuid::max()),
             ..NotificationFilter::default()
         };
         let sql = prefix_ids_query(&filter, "order-12", 5_001).into_string();

@@ -39,18 +39,23 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
         query.push(" AND endpoint_id = ").push_bind(endpoint_id);
     }
     push_created(&mut query, &filter.created);
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before);
+    let order = filter.order;
+    if let Some(cursor) = filter.cursor {
+        query
+            .push(format_args!(" AND id {} ", order.past()))
+            .push_bind(cursor);
     }
     if let Some(from) = filter.from {
-        query.push(" AND id >= ").push_bind(from);
+        query
+            .push(format_args!(" AND id {} ", order.up_to()))
+            .push_bind(from);
     }
     if bounded {
         // Never fewer than the rows from the frontier on (an endpoint has
         // at most `examined_per_endpoint` there): the limit only keeps
         // the conditions below out, and the scan in the index's order.
         query
-            .push(" ORDER BY id DESC LIMIT ")
+            .push(format_args!(" ORDER BY id {} LIMIT ", order.direction()))
             .push_bind(MAX_EXAMINED.max(filter.limit))
             .push(") notifications WHERE true");
     }
@@ -119,13 +124,16 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
         query.push(" AND event_id = ").push_bind(event_id);
     }
     query
-        .push(" ORDER BY id DESC LIMIT ")
+        .push(format_args!(" ORDER BY id {} LIMIT ", order.direction()))
         .push_bind(filter.limit);
     if let Some(owner) = &filter.owner {
         query
             .push(") n WHERE o.owner = ")
             .push_bind(owner.clone())
-            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY n.id DESC LIMIT ")
+            .push(format_args!(
+                " AND o.deleted_at IS NULL AND NOT o.managed ORDER BY n.id {} LIMIT ",
+                order.direction()
+            ))
             .push_bind(filter.limit);
     }
     query
@@ -133,7 +141,7 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<sqlx::Post
 
 /// `key_prefix_ids`' statement: up to `cap` ids of the notifications
 /// whose key, or whose event's key, starts with the filter's prefix, in
-/// its endpoint and creation window, below its cursor. The keys' ranges
+/// its endpoint and creation window, past its cursor. The keys' ranges
 /// are read in byte order (`"C"`), which the prefix indexes
 /// (`notification_keys_prefix`, `events_key_prefix`) hold whatever the
 /// database's collation.
@@ -168,16 +176,10 @@ fn push_scope(query: &mut QueryBuilder<sqlx::Postgres>, rows: &str, filter: &Not
             .push(format_args!(" AND {rows}.endpoint_id = "))
             .push_bind(endpoint_id);
     }
-    let (low, below) = filter.id_bounds();
-    if let Some(low) = low {
+    for (op, bound) in filter.id_terms() {
         query
-            .push(format_args!(" AND {rows}.id >= "))
-            .push_bind(low);
-    }
-    for below in below {
-        query
-            .push(format_args!(" AND {rows}.id < "))
-            .push_bind(below);
+            .push(format_args!(" AND {rows}.id {op} "))
+            .push_bind(bound);
     }
 }
 
@@ -194,10 +196,11 @@ fn push_prefix(query: &mut QueryBuilder<sqlx::Postgres>, keyed: &str, prefix: &s
 }
 
 /// `notifications_frontier`'s statement for a scope of `per_endpoint` rows
-/// an endpoint: the lowest id of the scope's newest rows below the cursor
-/// (in the creation window), read on the ids of its index alone; for an
-/// owner, the highest such id of its endpoints (every owner row above it
-/// is among those read). No row there when the scope has fewer.
+/// an endpoint: the last id of the scope's first rows past the cursor in
+/// the list's order (newest first: the lowest of the newest), in the
+/// creation window, read on the ids of its index alone; for an owner, the
+/// first such id of its endpoints in that order (every owner row before
+/// it is among those read). No row there when the scope has fewer.
 pub(super) fn frontier_query(
     filter: &NotificationFilter,
     per_endpoint: i64,
@@ -223,19 +226,26 @@ pub(super) fn frontier_query(
     if let (Some(_), Some(high)) = (filter.created.before, high) {
         query.push(" AND id < ").push_bind(high);
     }
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before);
+    let order = filter.order;
+    if let Some(cursor) = filter.cursor {
+        query
+            .push(format_args!(" AND id {} ", order.past()))
+            .push_bind(cursor);
     }
     query
-        .push(" ORDER BY id DESC OFFSET ")
+        .push(format_args!(" ORDER BY id {} OFFSET ", order.direction()))
         .push_bind(per_endpoint - 1)
         .push(" LIMIT 1");
     if let Some(owner) = owner {
         query
             .push(") f WHERE o.owner = ")
             .push_bind(owner.clone())
-            // The highest (PostgreSQL has no `max` of a uuid).
-            .push(" AND o.deleted_at IS NULL AND NOT o.managed ORDER BY f.id DESC LIMIT 1");
+            // The first in the list's order (PostgreSQL has no `max` or
+            // `min` of a uuid).
+            .push(format_args!(
+                " AND o.deleted_at IS NULL AND NOT o.managed ORDER BY f.id {} LIMIT 1",
+                order.direction()
+            ));
     }
     query
 }

@@ -8,7 +8,7 @@ use super::columns::{self, NOTIFICATION_BODY, NOTIFICATION_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::status::Status;
 use crate::store::attempts::Attempt;
-use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::notifications::{ListOrder, Notification, NotificationFilter};
 use crate::store::StoreError;
 
 impl SqliteStore {
@@ -232,14 +232,19 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
             .push(" AND e.deleted_at IS NULL AND e.managed = 0)");
     }
     push_created(&mut query, &filter.created);
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before);
+    let order = filter.order;
+    if let Some(cursor) = filter.cursor {
+        query
+            .push(format_args!(" AND id {} ", order.past()))
+            .push_bind(cursor);
     }
     if let Some(from) = filter.from {
-        query.push(" AND id >= ").push_bind(from);
+        query
+            .push(format_args!(" AND id {} ", order.up_to()))
+            .push_bind(from);
     }
     query
-        .push(" ORDER BY id DESC LIMIT ")
+        .push(format_args!(" ORDER BY id {} LIMIT ", order.direction()))
         .push_bind(filter.limit);
     query
 }
@@ -247,7 +252,7 @@ pub(super) fn list_query(filter: &NotificationFilter) -> QueryBuilder<Sqlite> {
 /// `key_prefix_ids`' statement: up to `cap` ids of the notifications
 /// whose key, or whose event's key, starts with `prefix` (the range
 /// `[prefix, prefix_end)` of `notifications_key` and `events_key`), in the
-/// filter's endpoint and creation window, below its cursor.
+/// filter's endpoint and creation window, past its cursor.
 pub(super) fn prefix_ids_query(
     filter: &NotificationFilter,
     prefix: &str,
@@ -275,16 +280,10 @@ fn push_scope(query: &mut QueryBuilder<Sqlite>, rows: &str, filter: &Notificatio
             .push(format_args!(" AND +{rows}.endpoint_id = "))
             .push_bind(endpoint_id);
     }
-    let (low, below) = filter.id_bounds();
-    if let Some(low) = low {
+    for (op, bound) in filter.id_terms() {
         query
-            .push(format_args!(" AND +{rows}.id >= "))
-            .push_bind(low);
-    }
-    for below in below {
-        query
-            .push(format_args!(" AND +{rows}.id < "))
-            .push_bind(below);
+            .push(format_args!(" AND +{rows}.id {op} "))
+            .push_bind(bound);
     }
 }
 
@@ -301,10 +300,11 @@ fn push_prefix(query: &mut QueryBuilder<Sqlite>, keyed: &str, prefix: &str) {
 }
 
 /// `notifications_frontier`'s statement for a scope of `per_endpoint` rows
-/// an endpoint: the lowest id of the scope's newest rows below the cursor
-/// (in the creation window), read on the ids of its index alone; for an
-/// owner, the highest such id of its endpoints (every owner row above it
-/// is among those read). NULL, or no row, when the scope has fewer.
+/// an endpoint: the last id of the scope's first rows past the cursor in
+/// the list's order (newest first: the lowest of the newest), in the
+/// creation window, read on the ids of its index alone; for an owner, the
+/// first such id of its endpoints in that order (every owner row before
+/// it is among those read). NULL, or no row, when the scope has fewer.
 pub(super) fn frontier_query(
     filter: &NotificationFilter,
     per_endpoint: i64,
@@ -313,9 +313,16 @@ pub(super) fn frontier_query(
         .owner
         .as_ref()
         .filter(|_| filter.endpoint_id.is_none());
+    let order = filter.order;
+    let first = match order {
+        ListOrder::NewestFirst => "max",
+        ListOrder::OldestFirst => "min",
+    };
     let mut query = QueryBuilder::<Sqlite>::new(match owner {
-        Some(_) => "SELECT max((SELECT n.id FROM notifications n WHERE n.endpoint_id = o.id",
-        None => "SELECT id FROM notifications n WHERE 1",
+        Some(_) => {
+            format!("SELECT {first}((SELECT n.id FROM notifications n WHERE n.endpoint_id = o.id")
+        }
+        None => "SELECT id FROM notifications n WHERE 1".to_string(),
     });
     if let Some(endpoint_id) = filter.endpoint_id {
         query.push(" AND n.endpoint_id = ").push_bind(endpoint_id);
@@ -327,11 +334,16 @@ pub(super) fn frontier_query(
     if let (Some(_), Some(high)) = (filter.created.before, high) {
         query.push(" AND n.id < ").push_bind(high);
     }
-    if let Some(before) = filter.before {
-        query.push(" AND n.id < ").push_bind(before);
+    if let Some(cursor) = filter.cursor {
+        query
+            .push(format_args!(" AND n.id {} ", order.past()))
+            .push_bind(cursor);
     }
     query
-        .push(" ORDER BY n.id DESC LIMIT 1 OFFSET ")
+        .push(format_args!(
+            " ORDER BY n.id {} LIMIT 1 OFFSET ",
+            order.direction()
+        ))
         .push_bind(per_endpoint - 1);
     if let Some(owner) = owner {
         query

@@ -6,7 +6,7 @@ use super::housekeeping::PENDING_PAGE;
 use super::notifications::{frontier_query, list_query, prefix_ids_query};
 use super::{SqliteOptions, SqliteStore};
 use crate::domain::status::Status;
-use crate::store::notifications::NotificationFilter;
+use crate::store::notifications::{ListOrder, NotificationFilter};
 
 async fn plan(store: &SqliteStore, sql: &str) -> String {
     // Parameters left unbound are NULL: the plan does not depend on them.
@@ -81,7 +81,7 @@ async fn the_hot_statements_read_their_indexes() {
     let prefix = NotificationFilter {
         key_prefix: Some("order-".into()),
         endpoint_id: Some(uuid::Uuid::nil()),
-        before: Some(uuid::Uuid::max()),
+        cursor: Some(uuid::Uuid::max()),
         ..NotificationFilter::default()
     };
     // A prefix's ids: a range of each key's index.
@@ -168,17 +168,23 @@ async fn bounded_lists_read_their_scope_from_the_frontier(store: &SqliteStore) {
         });
     }
     filters.push(NotificationFilter::default());
+    let scopes = [
+        (None, None),
+        (Some(uuid::Uuid::nil()), None),
+        (None, Some("o".to_string())),
+    ];
+    let orders = [ListOrder::NewestFirst, ListOrder::OldestFirst];
     for filter in filters {
-        for (endpoint_id, owner) in [
-            (None, None),
-            (Some(uuid::Uuid::nil()), None),
-            (None, Some("o".to_string())),
-        ] {
+        for ((endpoint_id, owner), order) in scopes
+            .iter()
+            .flat_map(|scope| orders.map(|order| (scope.clone(), order)))
+        {
             let filter = NotificationFilter {
                 endpoint_id,
                 owner,
+                order,
                 from: Some(uuid::Uuid::nil()),
-                before: Some(uuid::Uuid::max()),
+                cursor: Some(uuid::Uuid::max()),
                 limit: 10,
                 ..filter.clone()
             };

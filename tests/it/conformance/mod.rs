@@ -97,7 +97,7 @@ macro_rules! conformance {
                 a_committed_notification_reads_back_as_given,
                 the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict,
                 a_key_is_unique_per_endpoint_only,
-                notifications_list_newest_first_filtered_without_payloads,
+                notifications_list_newest_or_oldest_first_filtered_without_payloads,
                 marks_for_indexing_are_kept_for_pending_rows_until_cleared,
             }
             events {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use hookd::domain::id::new_id;
 use hookd::domain::status::Status;
-use hookd::store::notifications::{Inserted, NewNotification, NotificationFilter};
+use hookd::store::notifications::{Inserted, ListOrder, NewNotification, NotificationFilter};
 use hookd::store::seams::{HousekeepingStore, ReadStore, WriteStore};
 use uuid::Uuid;
 
@@ -127,7 +127,9 @@ pub async fn a_key_is_unique_per_endpoint_only<S: Backend>(store: S) {
     ));
 }
 
-pub async fn notifications_list_newest_first_filtered_without_payloads<S: Backend>(store: S) {
+pub async fn notifications_list_newest_or_oldest_first_filtered_without_payloads<S: Backend>(
+    store: S,
+) {
     let (a, b) = (
         create(&store, endpoint()).await,
         create(&store, endpoint()).await,
@@ -168,10 +170,21 @@ pub async fn notifications_list_newest_first_filtered_without_payloads<S: Backen
     };
     assert_eq!(list(page.clone()).await, [deliveries[0], third]);
     let next = NotificationFilter {
-        before: Some(third),
-        ..page
+        cursor: Some(third),
+        ..page.clone()
     };
     assert_eq!(list(next).await, [second, first]);
+    // Oldest first: the same rows the other way, a cursor past them.
+    let oldest = NotificationFilter {
+        order: ListOrder::OldestFirst,
+        ..page
+    };
+    assert_eq!(list(oldest.clone()).await, [first, second]);
+    let next = NotificationFilter {
+        cursor: Some(second),
+        ..oldest
+    };
+    assert_eq!(list(next).await, [third, deliveries[0]]);
     let of_a = NotificationFilter {
         endpoint_id: Some(a.id),
         ..all.clone()

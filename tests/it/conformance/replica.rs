@@ -32,7 +32,7 @@
 //! `a_lease_that_ran_out_is_recorded_at_the_next_take_and_its_receipt_goes_stale`,
 //! `the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict`,
 //! `an_event_key_is_idempotent_per_owner`,
-//! `notifications_list_newest_first_filtered_without_payloads`,
+//! `notifications_list_newest_or_oldest_first_filtered_without_payloads`,
 //! `events_read_with_their_body_and_list_newest_first_filtered`,
 //! `a_failure_commits_with_its_operator_event_once`,
 //! `a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed`,

@@ -70,6 +70,26 @@ async fn a_key_prefix_an_events_key_and_the_last_hours_failures_are_found_from_t
     rows(&browser, 3).await;
     assert!(browser.fragment().await.contains("key_prefix=order-12"));
     browser.screenshot("search-by-key-prefix").await;
+    // Oldest first: order-12:paid, the first created, leads.
+    let first_title = || async {
+        let link = browser.find("result-link").await;
+        // A page rebuilt meanwhile detaches the link: read as no title.
+        link.attr("title").await.ok().flatten().unwrap_or_default()
+    };
+    assert_ne!(first_title().await, failing[0], "newest first by default");
+    browser
+        .run(
+            "const s = document.querySelector('[data-test=filter-order]'); s.value = 'oldest'; \
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+        )
+        .await;
+    browser.click("search-submit").await;
+    eventually(DEADLINE, "the oldest first", || async {
+        (browser.fragment().await.contains("order=oldest") && first_title().await == failing[0])
+            .then_some(())
+    })
+    .await;
+    rows(&browser, 3).await;
 
     browser.goto("#/notifications?key=order-129").await;
     rows(&browser, 1).await;
