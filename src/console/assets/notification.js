@@ -98,7 +98,16 @@ function Attempt({ a, url, body }) {
     ${a.response_headers && html`<details><summary>Response headers</summary><${Headers} lines=${a.response_headers} test="response-headers" label="Response headers" /></details>`}
     ${a.request_headers && html`<details><summary>Request headers</summary><${Headers} lines=${a.request_headers} test="request-headers" label="Request headers" /></details>`}
     ${a.request_headers && html`<${CopyCurl} text=${curlOf(a, a.url || url, body)} />`}
+    ${!a.request_headers && html`<p class="muted" data-test="attempt-headers-absent">${headersAbsent(a)}</p>`}
   </li>`;
+}
+
+// Why an attempt shows no headers (`request_headers` is null).
+function headersAbsent(a) {
+  if (a.number === 1 && a.outcome === 'succeeded') {
+    return 'No headers: hookd keeps none for a delivery its receiver accepted at the first attempt.';
+  }
+  return 'No headers: no request was sent, or the attempt was recorded before hookd kept them.';
 }
 
 // Why a pending notification waits (its `waiting`), in words.

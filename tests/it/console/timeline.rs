@@ -88,6 +88,28 @@ async fn every_attempt_of_a_notification_is_on_its_timeline(backend: Backend) {
         assert!(opened.contains(name), "{name} in {opened}");
     }
     browser.screenshot("notification-timeline").await;
+
+    // A delivery its receiver accepted at the first attempt keeps no
+    // headers, and its attempt says so rather than show nothing.
+    let first_time = app
+        .notify(json!({"endpoint": endpoint["id"], "key": "order-124:paid", "payload": {}}))
+        .await;
+    eventually(
+        Duration::from_secs(30),
+        "the first attempt to succeed",
+        || async {
+            let (_, n) = app.get(&format!("/v1/notifications/{first_time}")).await;
+            (n["status"] == "succeeded").then_some(())
+        },
+    )
+    .await;
+    browser.goto(&format!("#/notifications/{first_time}")).await;
+    browser
+        .wait_text("attempt-headers-absent", "why no headers", |t| {
+            t.contains("accepted at the first attempt")
+        })
+        .await;
+    assert!(browser.all("request-headers").await.is_empty());
     browser.close().await;
 }
 
