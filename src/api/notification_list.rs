@@ -1,5 +1,6 @@
 //! `GET /v1/notifications`: the search, newest first (or oldest first), in
-//! pages. A filter
+//! pages; or one endpoint's notifications attempted more than once, most
+//! attempts first (`order=attempts`). A filter
 //! an index serves (a key, an event, a key prefix few keys start with)
 //! reads it; any other is checked on a bounded slice of the list's scope
 //! (`NotificationFilter::bounded`).
@@ -20,7 +21,7 @@ use super::AppState;
 use crate::domain::problem::ErrorCode;
 use crate::domain::status::Status;
 use crate::store::endpoints::EndpointRef;
-use crate::store::notifications::{ListOrder, NotificationFilter, MAX_EXAMINED};
+use crate::store::notifications::{ListOrder, MostAttempted, NotificationFilter, MAX_EXAMINED};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ListParams {
@@ -48,9 +49,9 @@ pub struct ListParams {
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("completed_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since"),
-        ("order" = Option<String>, Query, description = "`newest` (the default) or `oldest`: by creation, newest or oldest first"),
+        ("order" = Option<String>, Query, description = "`newest` (the default) or `oldest`: by creation, newest or oldest first; `attempts`: one endpoint's notifications attempted more than once, most attempts first, then newest (with `endpoint`, and `status` at most; a status is checked on at most 5,000 rows a page)"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
-    description = "Newest first, or oldest first with `order=oldest`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
+    description = "Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with `order=attempts`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.",
     responses((status = 200, body = Page<NotificationView>, description = "in `order`, without payloads; `next_cursor` is `null` only on the last page"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
         (status = 429, body = super::error::ErrorBody, description = "`too_many_requests`: this credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` seconds")))]
@@ -88,13 +89,14 @@ pub async fn list(
     )?;
     let completed_after = filters::time("completed_after", params.completed_after.as_deref())?;
     let order = match params.order.as_deref() {
-        None | Some("newest") => ListOrder::NewestFirst,
-        Some("oldest") => ListOrder::OldestFirst,
+        None | Some("newest") => Some(ListOrder::NewestFirst),
+        Some("oldest") => Some(ListOrder::OldestFirst),
+        Some("attempts") => None,
         Some(_) => {
             return Err(ApiError::invalid(
                 ErrorCode::InvalidValue,
                 "order",
-                "order is newest or oldest",
+                "order is newest, oldest or attempts",
             ))
         }
     };
@@ -108,6 +110,30 @@ pub async fn list(
             })
         })
         .transpose()?;
+    let Some(order) = order else {
+        // Most attempts first: one endpoint's, by status at most.
+        let other = [
+            ("key", params.key.is_some()),
+            ("key_prefix", params.key_prefix.is_some()),
+            ("event_type", params.event_type.is_some()),
+            ("event", params.event.is_some()),
+            ("owner", params.owner.is_some()),
+            ("created_after", params.created_after.is_some()),
+            ("created_before", params.created_before.is_some()),
+            ("completed_after", params.completed_after.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name));
+        if let Some(name) = other {
+            return Err(ApiError::invalid(
+                ErrorCode::InvalidValue,
+                name,
+                format!("order=attempts takes endpoint and status only, not {name}"),
+            ));
+        }
+        let cursor = paging.cursor_attempts()?;
+        return most_attempted(&state, &caller, params.endpoint, status, cursor, limit).await;
+    };
     let cursor = paging.cursor_id()?;
     let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
         // An id names its endpoint's notifications even after the endpoint
@@ -166,6 +192,63 @@ pub async fn list(
     );
     if listed.next_cursor.is_none() {
         listed.next_cursor = filter.from.map(encode_cursor);
+    }
+    Ok(Json(listed))
+}
+
+/// `GET /v1/notifications?order=attempts&endpoint=…`: the endpoint's
+/// notifications attempted more than once, most attempts first, then
+/// newest; a status is checked on a bounded slice of them, as a filtered
+/// list's is.
+async fn most_attempted(
+    state: &AppState,
+    caller: &SeesSecrets,
+    endpoint: Option<String>,
+    status: Option<Status>,
+    cursor: Option<(i32, Uuid)>,
+    limit: i64,
+) -> Result<Json<Page<NotificationView>>, ApiError> {
+    let Some(endpoint) = endpoint else {
+        return Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "order",
+            "order=attempts lists one endpoint's notifications: give endpoint",
+        ));
+    };
+    let endpoint_id = match EndpointRef::parse(&endpoint) {
+        EndpointRef::Id(id) => id,
+        by => match state.store.find_endpoint(&by).await? {
+            Some(endpoint) => endpoint.id,
+            None => {
+                return Ok(Json(Page {
+                    data: Vec::new(),
+                    next_cursor: None,
+                }))
+            }
+        },
+    };
+    let mut filter = MostAttempted {
+        endpoint_id,
+        status,
+        cursor,
+        from: None,
+        limit: limit + 1,
+    };
+    if status.is_some() {
+        filter.from = state.store.most_attempted_frontier(&filter).await?;
+    }
+    let rows = state.store.most_attempted(&filter).await?;
+    let secret = secret_paths(state, caller, &rows).await;
+    let holds = Holds::read(state, rows.iter().take(limit as usize)).await;
+    let key = |attempts: i32, id: Uuid| encode_cursor(format_args!("{attempts}/{id}"));
+    let mut listed = page(
+        rows,
+        limit,
+        |n| key(n.attempts, n.id),
+        |n| NotificationView::summary(n, &holds).shown_to(caller, &secret),
+    );
+    if listed.next_cursor.is_none() {
+        listed.next_cursor = filter.from.map(|(attempts, id)| key(attempts, id));
     }
     Ok(Json(listed))
 }

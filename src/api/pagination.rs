@@ -63,6 +63,17 @@ impl PageParams {
             .transpose()
     }
 
+    /// A cursor of `(attempts, id)` (`encode_cursor` of `"{attempts}/{id}"`).
+    pub fn cursor_attempts(&self) -> Result<Option<(i32, Uuid)>, ApiError> {
+        self.cursor_text()?
+            .map(|text| {
+                let (attempts, id) = text.split_once('/').ok_or_else(bad_cursor)?;
+                let attempts = attempts.parse::<i32>().map_err(|_| bad_cursor())?;
+                Ok((attempts, Uuid::parse_str(id).map_err(|_| bad_cursor())?))
+            })
+            .transpose()
+    }
+
     fn cursor_text(&self) -> Result<Option<String>, ApiError> {
         let Some(cursor) = &self.cursor else {
             return Ok(None);

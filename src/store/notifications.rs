@@ -136,6 +136,25 @@ pub struct NotificationFilter {
     pub limit: i64,
 }
 
+/// One endpoint's notifications attempted more than once, most attempts
+/// first, then newest (`GET /v1/notifications?order=attempts`): the
+/// chronic failures and the longest retries, read on an index of those
+/// rows alone (`notifications_endpoint_most_attempts`, `attempts > 1`), so
+/// the deliveries that succeed at once never pay for it.
+#[derive(Debug, Default, Clone)]
+pub struct MostAttempted {
+    pub endpoint_id: Uuid,
+    /// Checked on the rows a page reads, at most `MAX_EXAMINED` of them
+    /// (`SharedReads::most_attempted_frontier`).
+    pub status: Option<Status>,
+    /// Keyset cursor: only those after this `(attempts, id)` in the order.
+    pub cursor: Option<(i32, Uuid)>,
+    /// A status's slice: only those up to this `(attempts, id)`, itself
+    /// included.
+    pub from: Option<(i32, Uuid)>,
+    pub limit: i64,
+}
+
 /// The order of a list of notifications: by creation, which is by id
 /// (UUIDv7), so every path of the list is a keyset walk of an id index in
 /// one direction or the other.

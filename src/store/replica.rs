@@ -22,7 +22,7 @@ use crate::store::attempts::Attempt;
 use crate::store::backlog::Backlog;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
-use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::notifications::{MostAttempted, Notification, NotificationFilter};
 use crate::store::seams::ReadStore;
 use crate::store::stats::{FailingCount, MinuteRow, StatsScope, StatsStore};
 use crate::store::{StoreError, StoreKind};
@@ -132,6 +132,28 @@ impl<R: ReadStore, P: ReadStore> ReadStore for ReplicaReads<R, P> {
         self.read(
             self.replica.notifications_frontier(filter),
             || self.primary.notifications_frontier(filter),
+            Option::is_some,
+        )
+        .await
+    }
+    async fn most_attempted(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Vec<Notification>, StoreError> {
+        self.read(
+            self.replica.most_attempted(filter),
+            || self.primary.most_attempted(filter),
+            any,
+        )
+        .await
+    }
+    async fn most_attempted_frontier(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Option<(i32, Uuid)>, StoreError> {
+        self.read(
+            self.replica.most_attempted_frontier(filter),
+            || self.primary.most_attempted_frontier(filter),
             Option::is_some,
         )
         .await

@@ -49,7 +49,7 @@ use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
-use super::notifications::{Notification, NotificationFilter};
+use super::notifications::{MostAttempted, Notification, NotificationFilter};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
 use super::recording::{AttemptRecord, Recorded};
@@ -169,15 +169,25 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError>;
     /// Where a bounded list's page stops examining rows
-    /// (`NotificationFilter::examined_per_endpoint`): the lowest id it
-    /// reads, `None` when it reads every row its scope has.
+    /// (`NotificationFilter::examined_per_endpoint`): the last id it reads
+    /// in the list's order, `None` when it reads every row its scope has.
     async fn notifications_frontier(
         &self,
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError>;
+    /// One endpoint's notifications attempted more than once, most
+    /// attempts first, then newest; payloads left out.
+    async fn most_attempted(&self, filter: &MostAttempted)
+        -> Result<Vec<Notification>, StoreError>;
+    /// Where a page of `most_attempted` with a status stops examining
+    /// rows: the `MAX_EXAMINED`th past its cursor, `None` when fewer are.
+    async fn most_attempted_frontier(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Option<(i32, Uuid)>, StoreError>;
     /// Up to `cap` ids of the notifications whose key, or whose event's
     /// key, starts with `prefix`, in `filter`'s endpoint and creation
-    /// window, below its cursor, in no order: all of them when fewer than
+    /// window, past its cursor, in no order: all of them when fewer than
     /// `cap` come back (`NotificationFilter::ids`).
     async fn key_prefix_ids(
         &self,

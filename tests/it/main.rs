@@ -40,6 +40,7 @@ mod list_filters;
 mod list_load;
 mod logs;
 mod masked_urls;
+mod most_attempts;
 mod oldest_due;
 mod operator;
 mod ordering;

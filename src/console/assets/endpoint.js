@@ -277,7 +277,8 @@ export function EndpointPage({ id, who }) {
       <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
       ${waits && html`<${Row} label="Backlog" test="backlog">${waits.pending} pending, ${waits.due} due and not sent yet<//>`}
       ${waits && pull && html`<${Row} label="Pull" test="pull">${waits.leased} leased, ${waits.due} waiting<//>`}
-      <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a><//>
+      <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a>
+        · <a href=${`#/notifications?endpoint=${e.id}&order=attempts`} data-test="endpoint-most-attempted">Most attempted first</a><//>
     </dl>
     <${EndpointCharts} id=${e.id} />
     ${message && (message.ok ? html`<p class="notice" role="status" data-test="endpoint-result">${message.text}</p>` : html`<${ErrorNote} error=${message.error} test="endpoint-error" />`)}

@@ -13,6 +13,8 @@ import { Operation, counted } from './operations.js';
 const FILTERS = ['key', 'key_prefix', 'event_type', 'event', 'endpoint', 'owner', 'status', 'created_after', 'created_before', 'completed_after', 'order'];
 const TIMES = ['created_after', 'created_before', 'completed_after'];
 const STATUSES = ['', 'pending', 'succeeded', 'failed', 'cancelled'];
+// What the next page of an order holds.
+const NEXT = { newest: 'older ones', oldest: 'newer ones', attempts: 'those with as many attempts or fewer' };
 
 function SearchForm({ params, portal }) {
   const [form, setForm] = useState(() => {
@@ -73,6 +75,7 @@ function SearchForm({ params, portal }) {
       <label for="f-order">Order</label>
       <select id="f-order" value=${form.order} onChange=${set('order')} data-test="filter-order">
         <option value="">newest first</option><option value="oldest">oldest first</option>
+        <option value="attempts">most attempts (one endpoint)</option>
       </select>
     </div>
     <div class="actions"><button type="submit" data-test="search-submit">Search</button>
@@ -157,12 +160,14 @@ function BulkActions({ selected, filters, who, onDone }) {
   const lacks = !filters.endpoint ? 'search one endpoint\'s'
     : filters.status && filters.status !== 'failed' ? 'search failed ones (only those are sent again)'
     : filters.key || filters.event || filters.owner ? 'search without an exact key (a key prefix will do), event or owner'
+    : filters.order === 'attempts' ? 'sort by creation (most attempts lists only those attempted more than once)'
     : null;
   const writes = !who.portal && can(who, 'write');
   const byFilter = writes && !lacks;
   // Pending ones of one endpoint, by the same filters: a cancel by filter.
   const cancelsByFilter = writes && filters.endpoint && filters.status === 'pending'
-    && !filters.key && !filters.event && !filters.owner && !filters.completed_after;
+    && !filters.key && !filters.event && !filters.owner && !filters.completed_after
+    && filters.order !== 'attempts';
   const start = (action) => async () => {
     setError(null);
     try {
@@ -217,7 +222,7 @@ export function NotificationSearch({ params, who }) {
   else if (!list.data.data.length && !list.data.next_cursor) body = html`<${Empty}>No notification matches.<//>`;
   // A filtered page searches a bounded slice of the history: an empty one
   // with a cursor says only that none matched there; older ones may.
-  else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; ${filters.order === 'oldest' ? 'newer' : 'older'} ones are on the next page.<//>
+  else if (!list.data.data.length) body = html`<${Empty}>None matches among the notifications searched so far; ${NEXT[filters.order || 'newest']} are on the next page.<//>
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;
   else body = html`<${NotificationTable} rows=${list.data.data} now=${now} selected=${picking} toggle=${toggle} />
     <${Pager} next=${list.data.next_cursor} cursor=${cursor} go=${go} />`;

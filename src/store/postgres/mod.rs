@@ -19,6 +19,7 @@ mod housekeeping;
 #[cfg(test)]
 mod list_plan_tests;
 mod list_queries;
+mod most_attempted;
 mod notifications;
 mod operations;
 mod operator;

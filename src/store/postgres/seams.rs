@@ -21,7 +21,7 @@ use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
-use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::notifications::{MostAttempted, Notification, NotificationFilter};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::{AttemptRecord, Recorded};
@@ -128,6 +128,18 @@ impl ReadStore for PgStore {
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError> {
         PgStore::notifications_frontier(self, filter).await
+    }
+    async fn most_attempted(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Vec<Notification>, StoreError> {
+        PgStore::most_attempted(self, filter).await
+    }
+    async fn most_attempted_frontier(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Option<(i32, Uuid)>, StoreError> {
+        PgStore::most_attempted_frontier(self, filter).await
     }
     async fn key_prefix_ids(
         &self,

@@ -10,7 +10,7 @@ use crate::store::attempts::Attempt;
 use crate::store::backlog::Backlog;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter};
-use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::notifications::{MostAttempted, Notification, NotificationFilter};
 use crate::store::seams::ReadStore;
 use crate::store::{StoreError, StoreKind};
 
@@ -42,6 +42,19 @@ impl<S: ReadStore> ReadStore for Sealing<S> {
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError> {
         self.inner.notifications_frontier(filter).await
+    }
+    async fn most_attempted(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Vec<Notification>, StoreError> {
+        let rows = self.inner.most_attempted(filter).await?;
+        Ok(self.open_notifications(rows))
+    }
+    async fn most_attempted_frontier(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Option<(i32, Uuid)>, StoreError> {
+        self.inner.most_attempted_frontier(filter).await
     }
     async fn key_prefix_ids(
         &self,

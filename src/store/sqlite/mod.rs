@@ -26,6 +26,7 @@ mod files;
 mod health;
 mod housekeeping;
 mod lock;
+mod most_attempted;
 mod notifications;
 mod operations;
 mod operator;

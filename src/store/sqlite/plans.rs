@@ -8,7 +8,7 @@ use super::{SqliteOptions, SqliteStore};
 use crate::domain::status::Status;
 use crate::store::notifications::{ListOrder, NotificationFilter};
 
-async fn plan(store: &SqliteStore, sql: &str) -> String {
+pub(super) async fn plan(store: &SqliteStore, sql: &str) -> String {
     // Parameters left unbound are NULL: the plan does not depend on them.
     let rows: Vec<(i64, i64, i64, String)> =
         sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
@@ -22,7 +22,7 @@ async fn plan(store: &SqliteStore, sql: &str) -> String {
 }
 
 /// A store on the migrated schema, in a directory of its own.
-async fn migrated() -> (tempfile::TempDir, SqliteStore) {
+pub(super) async fn migrated() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
         .await

@@ -21,7 +21,7 @@ use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::events::{Event, EventFilter, Subscriber};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
-use crate::store::notifications::{Notification, NotificationFilter};
+use crate::store::notifications::{MostAttempted, Notification, NotificationFilter};
 use crate::store::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use crate::store::pull_due::PickDecision;
 use crate::store::recording::{AttemptRecord, Recorded};
@@ -134,6 +134,18 @@ impl ReadStore for SqliteStore {
         filter: &NotificationFilter,
     ) -> Result<Option<Uuid>, StoreError> {
         SqliteStore::notifications_frontier(self, filter).await
+    }
+    async fn most_attempted(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Vec<Notification>, StoreError> {
+        SqliteStore::most_attempted(self, filter).await
+    }
+    async fn most_attempted_frontier(
+        &self,
+        filter: &MostAttempted,
+    ) -> Result<Option<(i32, Uuid)>, StoreError> {
+        SqliteStore::most_attempted_frontier(self, filter).await
     }
     async fn key_prefix_ids(
         &self,

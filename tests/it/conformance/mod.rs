@@ -98,6 +98,7 @@ macro_rules! conformance {
                 the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict,
                 a_key_is_unique_per_endpoint_only,
                 notifications_list_newest_or_oldest_first_filtered_without_payloads,
+                the_most_attempted_come_first_and_those_attempted_once_not_at_all,
                 marks_for_indexing_are_kept_for_pending_rows_until_cleared,
             }
             events {

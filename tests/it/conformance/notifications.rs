@@ -6,13 +6,15 @@ use std::collections::BTreeMap;
 
 use hookd::domain::id::new_id;
 use hookd::domain::status::Status;
-use hookd::store::notifications::{Inserted, ListOrder, NewNotification, NotificationFilter};
+use hookd::store::notifications::{
+    Inserted, ListOrder, MostAttempted, NewNotification, NotificationFilter,
+};
 use hookd::store::seams::{HousekeepingStore, ReadStore, WriteStore};
 use uuid::Uuid;
 
 use super::fixtures::{
     attempt, commit, commit_new, create, endpoint, event, get, micros, notification, pending,
-    record, FAILED,
+    record, retry_in, FAILED,
 };
 use super::Backend;
 use hookd::domain::outcome::Outcome;
@@ -261,4 +263,90 @@ pub async fn marks_for_indexing_are_kept_for_pending_rows_until_cleared<S: Backe
         .await
         .unwrap()
         .is_empty());
+}
+
+/// One endpoint's notifications attempted more than once, most attempts
+/// first, then newest (`order=attempts`): those attempted once are not in
+/// it, a cursor of `(attempts, id)` goes on past its row, a status is
+/// checked on the rows read, and a slice under `MAX_EXAMINED` has no
+/// frontier.
+pub async fn the_most_attempted_come_first_and_those_attempted_once_not_at_all<S: Backend>(
+    store: S,
+) {
+    let (a, b) = (
+        create(&store, endpoint()).await,
+        create(&store, endpoint()).await,
+    );
+    let once = pending(&store, &a).await;
+    let twice = pending(&store, &a).await;
+    let thrice = pending(&store, &a).await;
+    let also_twice = pending(&store, &a).await;
+    let elsewhere = pending(&store, &b).await;
+    let later = retry_in(60);
+    record(
+        &store,
+        &[once, twice, thrice, also_twice]
+            .map(|id| attempt(id, a.id, 1, later))
+            .into_iter()
+            .chain([attempt(elsewhere, b.id, 1, later)])
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    record(
+        &store,
+        &[
+            attempt(twice, a.id, 2, later),
+            attempt(thrice, a.id, 2, later),
+            attempt(also_twice, a.id, 2, FAILED),
+            attempt(elsewhere, b.id, 2, FAILED),
+        ],
+    )
+    .await;
+    record(&store, &[attempt(thrice, a.id, 3, FAILED)]).await;
+
+    let listed = |filter: MostAttempted| {
+        let store = &store;
+        async move {
+            let rows = ReadStore::most_attempted(store, &filter).await.unwrap();
+            assert!(rows.iter().all(|n| n.body.is_empty()), "no payloads");
+            rows.into_iter()
+                .map(|n| (n.attempts, n.id))
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = MostAttempted {
+        endpoint_id: a.id,
+        limit: 10,
+        ..MostAttempted::default()
+    };
+    assert_eq!(
+        listed(all.clone()).await,
+        [(3, thrice), (2, also_twice), (2, twice)]
+    );
+    let past = MostAttempted {
+        cursor: Some((2, also_twice)),
+        ..all.clone()
+    };
+    assert_eq!(listed(past).await, [(2, twice)]);
+    let failed = MostAttempted {
+        status: Some(Status::Failed),
+        ..all.clone()
+    };
+    assert_eq!(
+        ReadStore::most_attempted_frontier(&store, &failed)
+            .await
+            .unwrap(),
+        None,
+        "fewer than a slice"
+    );
+    assert_eq!(listed(failed).await, [(3, thrice), (2, also_twice)]);
+    let up_to = MostAttempted {
+        from: Some((2, also_twice)),
+        ..all
+    };
+    assert_eq!(
+        listed(up_to).await,
+        [(3, thrice), (2, also_twice)],
+        "up to the frontier, itself included"
+    );
 }

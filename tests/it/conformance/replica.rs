@@ -60,7 +60,7 @@ use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::events::{Event, EventFilter, Subscriber};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
-use hookd::store::notifications::{Notification, NotificationFilter};
+use hookd::store::notifications::{MostAttempted, Notification, NotificationFilter};
 use hookd::store::operations::{EndpointRow, FailedRow, Operation, OperationPage, Started};
 use hookd::store::partitions::PartitionUpkeep;
 use hookd::store::postgres::PgStore;
@@ -196,6 +196,8 @@ through!(ReadStore => reads {
     fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError>;
     fn list_notifications(&self, filter: &NotificationFilter) -> Result<Vec<Notification>, StoreError>;
     fn notifications_frontier(&self, filter: &NotificationFilter) -> Result<Option<Uuid>, StoreError>;
+    fn most_attempted(&self, filter: &MostAttempted) -> Result<Vec<Notification>, StoreError>;
+    fn most_attempted_frontier(&self, filter: &MostAttempted) -> Result<Option<(i32, Uuid)>, StoreError>;
     fn key_prefix_ids(&self, prefix: &str, filter: &NotificationFilter, cap: i64) -> Result<Vec<Uuid>, StoreError>;
     fn recent_event_types(&self, endpoint_id: Uuid, owner: Option<&str>, since: Uuid, per_source: i64) -> Result<Vec<String>, StoreError>;
     fn list_attempts(&self, notification_id: Uuid, after: i32, limit: i64) -> Result<Vec<Attempt>, StoreError>;

@@ -21,7 +21,7 @@ async fn rows(browser: &Browser, count: usize) {
     .await;
 }
 
-async fn a_key_prefix_an_events_key_and_the_last_hours_failures_are_found_from_the_search_form(
+async fn a_key_prefix_an_events_key_the_last_hours_failures_and_each_order_are_found_from_the_search_form(
     backend: Backend,
 ) {
     let app = backend.spawn().await;
@@ -127,7 +127,32 @@ async fn a_key_prefix_an_events_key_and_the_last_hours_failures_are_found_from_t
         })
         .await;
     receiver.wait_distinct("/hook", 2, DEADLINE).await;
+
+    // An endpoint's most attempted first, from its page: only those
+    // attempted more than once.
+    let twice = app
+        .endpoint(json!({"uid": "twice", "url": receiver.url("/hook"), "schedule": ["0s", "0s"]}))
+        .await;
+    let retried = app
+        .notify(json!({"endpoint": "twice", "key": "order-7:paid", "payload": {}}))
+        .await;
+    eventually(DEADLINE, "both attempts to fail", || async {
+        let (_, n) = app.get(&format!("/v1/notifications/{retried}")).await;
+        (n["status"] == "failed" && n["attempts"] == 2).then_some(())
+    })
+    .await;
+    browser
+        .goto(&format!("#/endpoints/{}", twice["id"].as_str().unwrap()))
+        .await;
+    browser.click("endpoint-most-attempted").await;
+    rows(&browser, 1).await;
+    assert!(browser.fragment().await.contains("order=attempts"));
+    let link = browser.find("result-link").await;
+    assert_eq!(
+        link.attr("title").await.ok().flatten().as_deref(),
+        Some(retried.as_str())
+    );
     browser.close().await;
 }
 
-both!(a_key_prefix_an_events_key_and_the_last_hours_failures_are_found_from_the_search_form);
+both!(a_key_prefix_an_events_key_the_last_hours_failures_and_each_order_are_found_from_the_search_form);
