@@ -4,7 +4,8 @@
 //!
 //! 100 endpoints of 10 owners; 1,000,000 notifications over them, written
 //! behind hookd's back as a bulk import would (their volume without the
-//! API's pace): keyed `order-N`, one in 100 failed, one in 10 a refund;
+//! API's pace): keyed `order-N`, one in 100 failed (after 8 attempts, all
+//! of `ep-7`'s), one in 10 a refund;
 //! and 10,000 events keyed `event-N`, each with one delivery among them.
 //! Each request the console makes for a page (a search's first page with
 //! each filter, a notification and its attempts, an endpoint, the
@@ -34,6 +35,8 @@ struct Row {
     endpoint: Uuid,
     key: Option<String>,
     status: &'static str,
+    /// A failed one's whole schedule of 8, a success's first.
+    attempts: i32,
     event_type: Option<&'static str>,
     event: Option<Uuid>,
 }
@@ -97,6 +100,7 @@ async fn measure(client: &reqwest::Client, base: &str, mode: &str, db: Db<'_>) {
                 endpoint: endpoints[i % ENDPOINTS],
                 key: delivery.is_none().then(|| format!("order-{i}")),
                 status: if i % 100 == 7 { "failed" } else { "succeeded" },
+                attempts: if i % 100 == 7 { 8 } else { 1 },
                 event_type: match (delivery, i % 10) {
                     (Some(_), _) => None,
                     (None, 3) => Some("order.refunded"),
@@ -160,6 +164,26 @@ async fn measure(client: &reqwest::Client, base: &str, mode: &str, db: Db<'_>) {
             "a key prefix of 110,000",
             "/v1/notifications?key_prefix=order-1&limit=25".into(),
         ),
+        (
+            "oldest first",
+            "/v1/notifications?order=oldest&limit=25".into(),
+        ),
+        (
+            "an owner's oldest first",
+            format!("/v1/notifications?owner={owner}&order=oldest&limit=25"),
+        ),
+        (
+            "failed, oldest first",
+            "/v1/notifications?status=failed&order=oldest&limit=25".into(),
+        ),
+        (
+            "an endpoint's most attempted",
+            format!("/v1/notifications?endpoint={ep}&order=attempts&limit=25"),
+        ),
+        (
+            "an endpoint's most attempted, pending",
+            format!("/v1/notifications?endpoint={ep}&order=attempts&status=pending&limit=25"),
+        ),
         ("a notification", format!("/v1/notifications/{one}")),
         ("its attempts", format!("/v1/notifications/{one}/attempts")),
         ("endpoints", "/v1/endpoints?limit=25".into()),
@@ -222,13 +246,16 @@ async fn write(db: Db<'_>, events: &[Uuid], rows: &[Row]) {
                 let statuses: Vec<&str> = chunk.iter().map(|r| r.status).collect();
                 let types: Vec<Option<&str>> = chunk.iter().map(|r| r.event_type).collect();
                 let events: Vec<Option<Uuid>> = chunk.iter().map(|r| r.event).collect();
+                let attempts: Vec<i32> = chunk.iter().map(|r| r.attempts).collect();
                 sqlx::query(
                     "WITH n AS (INSERT INTO notifications (id, endpoint_id, key, content_type, \
-                         body, schedule_ms, status, deliver_at, completed_at, event_type, event_id) \
+                         body, schedule_ms, status, deliver_at, completed_at, event_type, event_id, \
+                         attempts) \
                      SELECT u.id, u.endpoint_id, u.key, 'application/json', '\\x7b7d', '{0}', \
-                         u.status, now(), now(), u.event_type, u.event_id \
+                         u.status, now(), now(), u.event_type, u.event_id, u.attempts \
                      FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
-                         $6::uuid[]) AS u(id, endpoint_id, key, status, event_type, event_id) \
+                         $6::uuid[], $7::int[]) \
+                         AS u(id, endpoint_id, key, status, event_type, event_id, attempts) \
                      RETURNING id, endpoint_id, key) \
                      INSERT INTO notification_keys (key, endpoint_id, id) \
                      SELECT key, endpoint_id, id FROM n WHERE key IS NOT NULL",
@@ -239,6 +266,7 @@ async fn write(db: Db<'_>, events: &[Uuid], rows: &[Row]) {
                 .bind(&statuses)
                 .bind(&types)
                 .bind(&events)
+                .bind(&attempts)
                 .execute(pool)
                 .await
                 .unwrap();
@@ -273,7 +301,7 @@ async fn write(db: Db<'_>, events: &[Uuid], rows: &[Row]) {
                 let mut insert = sqlx::QueryBuilder::new(
                     "INSERT INTO notifications (id, endpoint_id, key, content_type, body, \
                      schedule_ms, status, deliver_at, created_at, updated_at, completed_at, \
-                     event_type, event_id) ",
+                     event_type, event_id, attempts) ",
                 );
                 insert.push_values(chunk, |mut row, r| {
                     row.push_bind(r.id)
@@ -286,7 +314,8 @@ async fn write(db: Db<'_>, events: &[Uuid], rows: &[Row]) {
                         .push_bind(now)
                         .push_bind(now)
                         .push_bind(r.event_type)
-                        .push_bind(r.event);
+                        .push_bind(r.event)
+                        .push_bind(r.attempts);
                 });
                 insert.build().execute(&mut *tx).await.unwrap();
             }
