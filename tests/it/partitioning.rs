@@ -180,7 +180,8 @@ async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the
     // The old tables are partitions now, their indexes attached as they
     // were (none built) but the key's, which moved to notification_keys;
     // a later migration's partial indexes of `notifications` are built on
-    // every partition (ordering's two: `notifications_order`, `_behind`).
+    // every partition (ordering's two: `notifications_order`, `_behind`;
+    // and `notifications_endpoint_most_attempts`).
     let attached: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_indexes \
          WHERE tablename IN ('notifications_legacy', 'attempts_legacy')",
@@ -188,7 +189,7 @@ async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the
     .fetch_one(&pool)
     .await
     .unwrap();
-    assert_eq!(attached, legacy_indexes - 1 + 2);
+    assert_eq!(attached, legacy_indexes - 1 + 3);
     let keys: i64 = sqlx::query_scalar("SELECT count(*) FROM notification_keys")
         .fetch_one(&pool)
         .await
