@@ -5,7 +5,7 @@
 use sqlx::{QueryBuilder, Sqlite};
 use uuid::Uuid;
 
-use super::columns::{self, NOTIFICATION_COLUMNS};
+use super::columns::NOTIFICATION_COLUMNS;
 use super::{store_error, SqliteStore};
 use crate::store::notifications::{MostAttempted, Notification, MAX_EXAMINED};
 use crate::store::StoreError;
@@ -15,16 +15,7 @@ impl SqliteStore {
         &self,
         filter: &MostAttempted,
     ) -> Result<Vec<Notification>, StoreError> {
-        let read_at = self.clock.now();
-        let rows = most_attempted_query(filter)
-            .build()
-            .fetch_all(&self.reader)
-            .await
-            .map_err(store_error)?;
-        rows.iter()
-            .map(|row| columns::notification(row, Some(read_at)))
-            .collect::<Result<_, _>>()
-            .map_err(store_error)
+        self.notification_rows(most_attempted_query(filter)).await
     }
 
     pub async fn most_attempted_frontier(

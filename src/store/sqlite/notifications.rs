@@ -49,8 +49,17 @@ impl SqliteStore {
         &self,
         filter: &NotificationFilter,
     ) -> Result<Vec<Notification>, StoreError> {
+        self.notification_rows(list_query(filter)).await
+    }
+
+    /// The notifications `query` reads (`NOTIFICATION_COLUMNS`, a body),
+    /// as of now.
+    pub(super) async fn notification_rows(
+        &self,
+        mut query: QueryBuilder<Sqlite>,
+    ) -> Result<Vec<Notification>, StoreError> {
         let read_at = self.clock.now();
-        let rows = list_query(filter)
+        let rows = query
             .build()
             .fetch_all(&self.reader)
             .await
