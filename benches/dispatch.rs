@@ -755,7 +755,7 @@ async fn main() {
         .pool_max_idle_per_host(1024)
         .build()
         .unwrap();
-    // BENCH_ONLY=ingest,events,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
+    // BENCH_ONLY=ingest,events,filters,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
     // picks sections (default: all but `stats`, `stats_drain`, `lanes`, `ordering`, `list_load`, `pages`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
@@ -867,6 +867,11 @@ async fn main() {
     // 8, 9 and 10: events and their fan-out.
     if want("events") && mode.server {
         fanout::scenarios(&pool, &database_url, &redis_url, &receiver_url, runs).await;
+    }
+
+    // 13: the fan-out with a payload filter on every endpoint.
+    if want("filters") && mode.server {
+        fanout::filters(&pool, &database_url, &redis_url, &receiver_url, runs).await;
     }
 
     // 11 and 12: pull consumption.

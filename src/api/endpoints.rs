@@ -57,6 +57,10 @@ pub struct EndpointView {
     pub delivery: Delivery,
     pub description: String,
     pub event_types: Option<Vec<String>>,
+    /// The predicate an event's payload must satisfy to reach it, as
+    /// written; null: every event of its types.
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<crate::domain::payload_filter::PayloadFilter>,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
     pub schedule: Value,
     /// Each wait of the schedule is scaled by a random factor in
@@ -114,6 +118,7 @@ impl EndpointView {
             delivery: endpoint.delivery,
             description: endpoint.description,
             event_types: endpoint.event_types,
+            filter: endpoint.filter,
             schedule_jitter: endpoint.schedule_jitter,
             rate_limit: crate::domain::rate::RateLimit::stored(
                 endpoint.rate_limit_per_second,

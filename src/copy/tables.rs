@@ -124,6 +124,7 @@ const ENDPOINTS: Table = Table {
         col("secret", Text),
         col("previous_secrets", Json),
         col("event_types", TextList),
+        col("filter", Json),
         col("schedule_ms", BigIntList),
         col("schedule_name", Text),
         col("schedule_jitter", Real),

@@ -30,6 +30,7 @@ pub mod operator_event;
 pub mod ordering;
 pub mod outcome;
 pub mod partition;
+pub mod payload_filter;
 pub mod portal;
 pub mod problem;
 pub mod pull;

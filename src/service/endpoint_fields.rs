@@ -16,6 +16,7 @@ use crate::domain::breaker::Override;
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
+use crate::domain::payload_filter::PayloadFilter;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::{Schedule, ScheduleJson};
@@ -63,6 +64,16 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Vec<String>>)]
     event_types: Option<Option<Bounded<String, MAX_PATTERNS>>>,
+    /// Only events whose JSON payload satisfies this predicate reach the
+    /// endpoint: `{"amount": {"$gte": 100}, "currency": "CNY"}`. Dotted
+    /// paths (`customer.tier`), a scalar for equality or operators `$eq
+    /// $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
+    /// at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
+    /// with a text `body` matches no filter. Absent or null: every event
+    /// of the subscribed types.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Object>)]
+    filter: Option<Option<serde_json::Value>>,
     /// A preset name (`alipay`, `wechat`, `exponential`) or an array of
     /// durations (`["0s", "500ms", "2m"]`). Default `alipay`.
     #[serde(default, deserialize_with = "patch")]
@@ -248,6 +259,14 @@ impl EndpointFields {
             }
             endpoint.event_types = event_types.map(Bounded::into_vec);
         }
+        if let Some(filter) = self.filter {
+            endpoint.filter = filter
+                .map(PayloadFilter::parse)
+                .transpose()
+                .map_err(|problem| {
+                    Problem::invalid(ErrorCode::InvalidFilter, problem.field(), problem.message)
+                })?;
+        }
         if let Some(schedule) = self.schedule {
             let schedule = match schedule {
                 Some(value) => parse_schedule(&value.0, "schedule")?,
@@ -369,6 +388,7 @@ pub(super) fn default_endpoint(now: chrono::DateTime<Utc>) -> Endpoint {
         secret: SigningSecret::generate().as_str().to_string(),
         previous_secrets: Vec::new(),
         event_types: None,
+        filter: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,

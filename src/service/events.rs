@@ -2,13 +2,15 @@
 //! per subscribed endpoint of its owner, in the same statement as the event
 //! itself. The fan-out is decided here, in Rust: the owner's live, enabled
 //! endpoints (cached for `SUBSCRIBERS_TTL`), filtered by their patterns
-//! (`domain::subscription`) and by the event's `endpoints`, if it names any.
+//! (`domain::subscription`), their payload filters (`domain::payload_filter`,
+//! parsed when the endpoint is read, the payload at most once per event)
+//! and by the event's `endpoints`, if it names any.
 //! A request's deliveries, all its events together, are bounded by
 //! `api.max_deliveries_per_request`: past it the request is refused whole
 //! (422) before anything is built or written.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -23,6 +25,7 @@ use super::{Service, ServiceError};
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::fields::{valid_key, valid_uid, MAX_HEADERS};
 use crate::domain::ordering::{valid_order_key, KeyOrdering};
+use crate::domain::payload_filter::{payload_json, PayloadFilter};
 use crate::domain::problem::{shown, ErrorCode, Kind, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -127,6 +130,21 @@ struct Prepared {
     event: NewEvent,
     /// The endpoints it names, when it narrows its fan-out to them.
     named: Option<Vec<Uuid>>,
+    /// Its payload as payload filters read it: parsed once, when the first
+    /// endpoint with a filter asks, and never for an event none asks of.
+    json: OnceLock<Option<serde_json::Value>>,
+}
+
+impl Prepared {
+    /// Whether an endpoint with this filter takes the event.
+    fn passes(&self, filter: Option<&PayloadFilter>) -> bool {
+        filter.is_none_or(|filter| {
+            let json = self
+                .json
+                .get_or_init(|| payload_json(&self.event.content_type, &self.event.body));
+            filter.matches(json.as_ref())
+        })
+    }
 }
 
 impl Service {
@@ -307,6 +325,7 @@ impl Service {
                 deliveries: Vec::new(),
             },
             named,
+            json: OnceLock::new(),
         })
     }
 
@@ -370,7 +389,8 @@ impl Service {
 type Named<'a> = HashMap<Uuid, &'a Arc<crate::store::endpoints::Endpoint>>;
 
 /// The endpoints one event fans out to: its owner's enabled endpoints
-/// whose patterns match its type, narrowed to those it names; each with
+/// whose patterns match its type and whose payload filter (if any) its
+/// payload satisfies, narrowed to those it names; each with
 /// its schedule and delivery mode.
 fn matching<'a>(
     prepared: &'a Prepared,
@@ -383,7 +403,9 @@ fn matching<'a>(
             ids.iter()
                 .filter_map(|id| named.get(id))
                 .filter(|e| {
-                    !e.disabled && subscribed(e.event_types.as_deref(), Some(&event.event_type))
+                    !e.disabled
+                        && subscribed(e.event_types.as_deref(), Some(&event.event_type))
+                        && prepared.passes(e.filter.as_ref())
                 })
                 .map(|e| (e.id, e.schedule(), e.delivery, e.ordering)),
         ),
@@ -392,7 +414,10 @@ fn matching<'a>(
                 .get(&event.owner)
                 .into_iter()
                 .flat_map(|list| list.iter())
-                .filter(|s| subscribed(s.event_types.as_deref(), Some(&event.event_type)))
+                .filter(|s| {
+                    subscribed(s.event_types.as_deref(), Some(&event.event_type))
+                        && prepared.passes(s.filter.as_ref())
+                })
                 .map(|s| (s.id, s.schedule(), s.delivery, s.ordering)),
         ),
     }

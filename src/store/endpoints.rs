@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::ordering::{KeyOrdering, OnFailure};
+use crate::domain::payload_filter::PayloadFilter;
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
 
@@ -59,6 +60,9 @@ pub struct Endpoint {
     /// Rotated-out secrets that still sign until their expiry, newest first.
     pub previous_secrets: Vec<PreviousSecret>,
     pub event_types: Option<Vec<String>>,
+    /// A predicate over an event's payload: the endpoint takes only the
+    /// events that satisfy it (`domain::payload_filter`).
+    pub filter: Option<PayloadFilter>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
     /// Each wait of the schedule is scaled by a random factor in
@@ -216,6 +220,7 @@ mod tests {
             secret: secret.to_string(),
             previous_secrets: Vec::new(),
             event_types: None,
+            filter: None,
             schedule_ms: Vec::new(),
             schedule_name: None,
             schedule_jitter: 0.0,

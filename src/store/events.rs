@@ -88,6 +88,8 @@ pub struct Subscriber {
     pub id: Uuid,
     pub owner: Option<String>,
     pub event_types: Option<Vec<String>>,
+    /// Only events whose payload satisfies it (`domain::payload_filter`).
+    pub filter: Option<crate::domain::payload_filter::PayloadFilter>,
     pub schedule_ms: Vec<i64>,
     pub schedule_name: Option<String>,
     pub delivery: Delivery,
@@ -106,6 +108,7 @@ impl Subscriber {
             .sum();
         96 + self.owner.as_ref().map_or(0, String::len)
             + patterns
+            + self.filter.as_ref().map_or(0, |f| f.approximate_size())
             + self.schedule_ms.len() * 8
             + self.schedule_name.as_ref().map_or(0, String::len)
     }

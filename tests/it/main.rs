@@ -47,6 +47,7 @@ mod ordering;
 mod ordering_retention;
 mod partition_keys;
 mod partitioning;
+mod payload_filters;
 mod portal;
 mod portal_lifetime;
 mod portal_manage;

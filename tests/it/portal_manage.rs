@@ -29,7 +29,7 @@ fn forbidden(status: StatusCode, body: &Value, what: &str) {
     assert_eq!(body["error"]["code"], "forbidden", "{what}");
 }
 
-async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend: Backend) {
+async fn a_manage_link_changes_its_url_event_types_and_filter_and_nothing_else(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
     let receiver = Receiver::start().await;
     let mine = app
@@ -44,8 +44,11 @@ async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend:
     )
     .await;
 
-    let change =
-        json!({"url": receiver.url("/new"), "event_types": ["order.paid", "order.refunded"]});
+    let change = json!({
+        "url": receiver.url("/new"),
+        "event_types": ["order.paid", "order.refunded"],
+        "filter": {"store": "sh-01"}
+    });
     let (status, changed) = patch(&app, &token, "/v1/endpoints/mine", change).await;
     assert_eq!(status, StatusCode::OK, "{changed}");
     let (_, stored) = app.get("/v1/endpoints/mine").await;
@@ -54,6 +57,17 @@ async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend:
         stored["event_types"],
         json!(["order.paid", "order.refunded"])
     );
+    assert_eq!(stored["filter"], json!({"store": "sh-01"}));
+    // A filter the merchant gets wrong is refused as for any caller.
+    let (status, refused) = patch(
+        &app,
+        &token,
+        "/v1/endpoints/mine",
+        json!({"filter": {"store": {"$like": "sh-%"}}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["field"], "filter.store.$like");
 
     // Anything else of the policy, alone or beside an allowed field, is
     // refused whole, naming the field; the endpoint stays as it was.
@@ -67,7 +81,7 @@ async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend:
         let (status, answer) = patch(&app, &token, "/v1/endpoints/mine", body.clone()).await;
         forbidden(status, &answer, &body.to_string());
         let message = answer["error"]["message"].as_str().unwrap();
-        assert!(message.contains("url and event_types"), "{message}");
+        assert!(message.contains("url, event_types and filter"), "{message}");
     }
     let (_, after) = app.get("/v1/endpoints/mine").await;
     assert_eq!(after["updated_at"], stored["updated_at"]);
@@ -91,7 +105,7 @@ async fn a_manage_link_changes_its_url_and_event_types_and_nothing_else(backend:
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(mine["owner"], "merchant-42");
 }
-both!(a_manage_link_changes_its_url_and_event_types_and_nothing_else);
+both!(a_manage_link_changes_its_url_event_types_and_filter_and_nothing_else);
 
 async fn a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;

@@ -74,6 +74,7 @@ fn endpoint(uid: &str) -> Endpoint {
             expires_at: now + chrono::Duration::hours(1),
         }],
         event_types: None,
+        filter: None,
         schedule_ms: vec![0],
         schedule_name: None,
         schedule_jitter: 0.0,

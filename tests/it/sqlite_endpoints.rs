@@ -40,6 +40,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
             expires_at: at_micros(now + Duration::hours(1)),
         }],
         event_types: Some(vec!["order.*".into()]),
+        filter: None,
         schedule_ms: vec![0, 5_000, 60_000],
         schedule_name: None,
         schedule_jitter: 0.0,

@@ -49,7 +49,7 @@ enum Access {
 }
 
 /// The fields a `manage` link may change on its endpoints.
-const MANAGED_FIELDS: &[&str] = &["url", "event_types"];
+const MANAGED_FIELDS: &[&str] = &["url", "event_types", "filter"];
 /// The fields a `manage` link's test may name.
 const TEST_FIELDS: &[&str] = &["event_type"];
 /// The largest body a `manage` request may carry: a URL and up to 100
@@ -209,10 +209,10 @@ async fn only_fields(request: &mut Request, fields: &[&str]) -> Result<(), ApiEr
         .flatten()
         .find(|name| !fields.contains(&name.as_str()))
     {
-        let may = if fields.is_empty() {
-            "nothing".to_string()
-        } else {
-            fields.join(" and ")
+        let may = match fields {
+            [] => "nothing".to_string(),
+            [only] => only.to_string(),
+            [first @ .., last] => format!("{} and {last}", first.join(", ")),
         };
         return Err(ApiError::Forbidden(format!(
             "a portal link may change {may} here, not `{}`",

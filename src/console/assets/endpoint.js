@@ -100,6 +100,7 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     url: e.url || '',
     description: e.description || '',
     event_types: e.event_types ? e.event_types.join(', ') : '',
+    filter: e.filter ? JSON.stringify(e.filter, null, 1) : '',
     timeout_ms: e.timeout_ms === null || e.timeout_ms === undefined ? '' : String(e.timeout_ms),
     schedule: Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule,
     success_body: e.success_body || '',
@@ -132,6 +133,16 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     if (form.event_types !== initial.event_types) {
       const types = form.event_types.split(',').map((t) => t.trim()).filter(Boolean);
       change.event_types = types.length ? types : null;
+    }
+    if (form.filter !== initial.filter) {
+      // Checked here only as JSON; hookd checks the filter itself and
+      // names the path and operator it refuses.
+      try {
+        change.filter = form.filter.trim() === '' ? null : JSON.parse(form.filter);
+      } catch (error) {
+        setResult({ ok: false, error: new Error(`The payload filter is not JSON: ${error.message}`) });
+        return;
+      }
     }
     if (form.timeout_ms !== initial.timeout_ms) change.timeout_ms = form.timeout_ms === '' ? null : Number(form.timeout_ms);
     if (form.schedule !== initial.schedule) {
@@ -231,6 +242,8 @@ function PolicyForm({ endpoint, saved, onSaved }) {
         <select id="p-on-failure" value=${form.on_failure} onChange=${set('on_failure')} disabled=${form.ordering !== 'key'} data-test="policy-on-failure">
           <option value="continue">continue</option><option value="hold">hold</option></select></div>
     </fieldset>
+    <div class="field wide"><label for="p-filter">Payload filter, JSON: only events whose payload matches ({"amount": {"$gte": 100}, "currency": "CNY"}; empty: every event of its types)</label>
+      <textarea id="p-filter" rows="3" value=${form.filter} onInput=${set('filter')} data-test="policy-filter"></textarea></div>
     <div class="field wide"><label for="p-headers">Headers, one "Name: value" a line (values are hidden: editing replaces them all)</label>
       <textarea id="p-headers" rows="3" value=${form.headers} onInput=${set('headers')} data-test="policy-headers"></textarea></div>
     <div class="actions"><button type="submit" disabled=${busy} data-test="policy-save">${busy ? 'Saving…' : 'Save'}</button></div>
@@ -275,6 +288,7 @@ export function EndpointPage({ id, who }) {
       <${Row} label="Schedule">${Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule}${e.schedule_jitter ? ` (jitter ±${e.schedule_jitter * 100} %)` : ''}<//>
       <${Row} label="Success rule">${e.success_body ? `2xx with body "${e.success_body}"` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
       <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
+      <${Row} label="Payload filter" test="payload-filter">${e.filter ? html`<code>${JSON.stringify(e.filter)}</code>` : 'none: every event of its types'}<//>
       ${waits && html`<${Row} label="Backlog" test="backlog">${waits.pending} pending, ${waits.due} due and not sent yet<//>`}
       ${waits && pull && html`<${Row} label="Pull" test="pull">${waits.leased} leased, ${waits.due} waiting<//>`}
       <${Row} label="Notifications"><a href=${`#/notifications?endpoint=${e.id}`} data-test="endpoint-notifications">Search its notifications</a>

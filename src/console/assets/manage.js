@@ -1,6 +1,6 @@
 // What a portal link with the `manage` permission lets a merchant do on
-// its endpoint (docs/design.md §18): change where notifications go and
-// which event types it takes, see and rotate its signing secret, and send
+// its endpoint (docs/design.md §18): change where notifications go,
+// which event types it takes and which payloads (its filter), see and rotate its signing secret, and send
 // itself a test. The server holds the link to exactly these fields.
 
 import { html, useState, useEffect, ErrorNote, time, ConfirmButton } from './ui.js';
@@ -32,7 +32,11 @@ function useAction() {
 // the note of a save. What was saved is the baseline of the next change.
 function Destination({ endpoint, onSaved }) {
   const e = endpoint;
-  const shown = (x) => ({ url: x.url || '', types: x.event_types ? x.event_types.join(', ') : '' });
+  const shown = (x) => ({
+    url: x.url || '',
+    types: x.event_types ? x.event_types.join(', ') : '',
+    filter: x.filter ? JSON.stringify(x.filter, null, 1) : '',
+  });
   const [initial, setInitial] = useState(shown(e));
   const [form, setForm] = useState(initial);
   const [result, run] = useAction();
@@ -45,6 +49,13 @@ function Destination({ endpoint, onSaved }) {
       if (form.types !== initial.types) {
         const types = form.types.split(',').map((t) => t.trim()).filter(Boolean);
         change.event_types = types.length ? types : null;
+      }
+      if (form.filter !== initial.filter) {
+        try {
+          change.filter = form.filter.trim() === '' ? null : JSON.parse(form.filter);
+        } catch (error) {
+          throw new Error(`The payload filter is not JSON: ${error.message}`);
+        }
       }
       if (!Object.keys(change).length) return 'Nothing changed.';
       const saved = await patch(path`/v1/endpoints/${e.id}`, change);
@@ -66,6 +77,8 @@ function Destination({ endpoint, onSaved }) {
     <div class="field wide"><label for="m-types">Event types you take (order.*, refund.created; empty: all)</label>
       <input id="m-types" value=${form.types} onInput=${set('types')} data-test="manage-event-types" /></div>
     <${RecentTypes} endpoint=${e} listed=${listed} toggle=${toggle} />
+    <div class="field wide"><label for="m-filter">Only events whose payload matches, as JSON ({"store": "sh-01"}, {"amount": {"$gte": 100}}; empty: every event of your types)</label>
+      <textarea id="m-filter" rows="3" value=${form.filter} onInput=${set('filter')} data-test="manage-filter"></textarea></div>
     <div class="actions"><button type="submit" data-test="manage-save">Save</button></div>
     <${Result} result=${result} test="manage-saved" />
   </form>`;

@@ -19,12 +19,12 @@ const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
      rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
-     ordering, ordering_on_failure, fresh_share";
+     ordering, ordering_on_failure, fresh_share, filter";
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $28, $29, $30, \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $28, $29, $30, $31, \
                  CASE WHEN $14 THEN $27 END) \
              RETURNING {COLUMNS}"
         );
@@ -59,6 +59,7 @@ impl PgStore {
             .bind(endpoint.ordering)
             .bind(endpoint.ordering_on_failure)
             .bind(endpoint.fresh_share)
+            .bind(endpoint.filter.as_ref().map(Json))
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -200,7 +201,7 @@ impl PgStore {
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
              breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27, \
-             ordering = $29, ordering_on_failure = $30, fresh_share = $31 \
+             ordering = $29, ordering_on_failure = $30, fresh_share = $31, filter = $32 \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -235,6 +236,7 @@ impl PgStore {
             .bind(endpoint.ordering)
             .bind(endpoint.ordering_on_failure)
             .bind(endpoint.fresh_share)
+            .bind(endpoint.filter.as_ref().map(Json))
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -256,7 +256,7 @@ impl PgStore {
         let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
         let unowned = owners.iter().any(Option::is_none);
         Ok(sqlx::query_as(
-            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery, ordering \
+            "SELECT id, owner, event_types, filter, schedule_ms, schedule_name, delivery, ordering \
              FROM endpoints \
              WHERE (owner = ANY($1) OR ($2 AND owner IS NULL)) \
                AND deleted_at IS NULL AND NOT disabled AND NOT managed \

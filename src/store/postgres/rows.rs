@@ -66,7 +66,8 @@ text_enum!(Delivery, [Delivery::Push, Delivery::Pull]);
 text_enum!(KeyOrdering, KeyOrdering::ALL);
 text_enum!(OnFailure, OnFailure::ALL);
 
-/// One column into one field: `json` for a `jsonb` column, `skip` for a
+/// One column into one field: `json` for a `jsonb` column (`json_or_null`
+/// when it may be NULL), `skip` for a
 /// field no column holds, `optional` for a column some queries leave out,
 /// `held` for whether a lease still runs (`domain::lease::held`, on the
 /// row's `lease_id`, `next_attempt_at` and the clock read with it,
@@ -77,6 +78,10 @@ macro_rules! column {
     };
     ($row:ident, $field:ident, json) => {
         $row.try_get::<Json<_>, _>(stringify!($field))?.0
+    };
+    ($row:ident, $field:ident, json_or_null) => {
+        $row.try_get::<Option<Json<_>>, _>(stringify!($field))?
+            .map(|json| json.0)
     };
     ($row:ident, $field:ident, skip) => {
         Default::default()
@@ -197,6 +202,7 @@ from_row!(Endpoint {
     secret,
     previous_secrets: json,
     event_types,
+    filter: json_or_null,
     schedule_ms,
     schedule_name,
     schedule_jitter,
@@ -238,6 +244,7 @@ from_row!(Subscriber {
     id,
     owner,
     event_types,
+    filter: json_or_null,
     schedule_ms,
     schedule_name,
     delivery,

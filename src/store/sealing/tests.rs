@@ -32,6 +32,7 @@ fn endpoint(id: Uuid) -> Endpoint {
             expires_at: now,
         }],
         event_types: None,
+        filter: None,
         schedule_ms: Vec::new(),
         schedule_name: None,
         schedule_jitter: 0.0,

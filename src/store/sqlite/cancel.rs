@@ -205,7 +205,7 @@ impl SqliteStore {
         let named: Vec<&str> = owners.iter().flatten().map(String::as_str).collect();
         let unowned = owners.iter().any(Option::is_none);
         sqlx::query(
-            "SELECT id, owner, event_types, schedule_ms, schedule_name, delivery, ordering \
+            "SELECT id, owner, event_types, filter, schedule_ms, schedule_name, delivery, ordering \
              FROM endpoints \
              WHERE (owner IN (SELECT value FROM json_each(?1)) OR (?2 AND owner IS NULL)) \
                AND deleted_at IS NULL AND disabled = 0 AND managed = 0 \
@@ -226,6 +226,7 @@ impl SqliteStore {
                         index: "event_types".into(),
                         source: e.into(),
                     })?,
+                filter: super::rows::optional_json(&row, "filter")?,
                 schedule_ms: columns::json(&row, "schedule_ms")?,
                 schedule_name: row.try_get("schedule_name")?,
                 delivery: if delivery == "pull" {

@@ -51,7 +51,7 @@ fn json<T: DeserializeOwned>(row: &SqliteRow, column: &str) -> Result<T, sqlx::E
     serde_json::from_str(&text).map_err(|e| decode_error(column, e))
 }
 
-fn optional_json<T: DeserializeOwned>(
+pub(crate) fn optional_json<T: DeserializeOwned>(
     row: &SqliteRow,
     column: &str,
 ) -> Result<Option<T>, sqlx::Error> {
@@ -91,7 +91,7 @@ pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, pr
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
      rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
-     ordering, ordering_on_failure, fresh_share";
+     ordering, ordering_on_failure, fresh_share, filter";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -104,6 +104,7 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         secret: row.try_get("secret")?,
         previous_secrets: json(row, "previous_secrets")?,
         event_types: optional_json(row, "event_types")?,
+        filter: optional_json(row, "filter")?,
         schedule_ms: json(row, "schedule_ms")?,
         schedule_name: row.try_get("schedule_name")?,
         schedule_jitter: row.try_get("schedule_jitter")?,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use hookd::domain::payload_filter::PayloadFilter;
 use hookd::domain::problem::Problem;
 use hookd::domain::pull::Delivery;
 use hookd::domain::status::Status;
@@ -13,6 +14,16 @@ use hookd::store::StoreError;
 use super::fixtures::{attempt, create, endpoint, get, pending, record, FAILED};
 use super::Backend;
 
+/// A filter with each kind of node: paths, operators, `$or`, a large integer.
+fn amount_filter() -> PayloadFilter {
+    PayloadFilter::parse(serde_json::json!({
+        "amount": {"$gte": 100, "$lt": 9_007_199_254_740_993_u64},
+        "currency": "CNY",
+        "$or": [{"customer.tier": {"$in": ["gold", "silver"]}}, {"rush": {"$exists": true}}]
+    }))
+    .unwrap()
+}
+
 fn ids(endpoints: &[Endpoint]) -> Vec<uuid::Uuid> {
     endpoints.iter().map(|e| e.id).collect()
 }
@@ -21,6 +32,7 @@ pub async fn a_created_endpoint_is_found_by_id_and_by_uid_as_it_was_given<S: Bac
     let given = Endpoint {
         owner: Some("acme".into()),
         event_types: Some(vec!["order.*".into()]),
+        filter: Some(amount_filter()),
         success_body: Some("ok".into()),
         permanent_statuses: vec![404, 410],
         headers: BTreeMap::from([("x-team".to_string(), "blue".to_string())]),
@@ -46,6 +58,7 @@ pub async fn a_created_endpoint_is_found_by_id_and_by_uid_as_it_was_given<S: Bac
         assert_eq!(found.delivery, Delivery::Push);
         assert_eq!(found.secret, given.secret);
         assert_eq!(found.event_types, given.event_types);
+        assert_eq!(found.filter, given.filter);
         assert_eq!(found.schedule(), given.schedule());
         assert_eq!(found.success_body.as_deref(), Some("ok"));
         assert_eq!(found.permanent_statuses, [404, 410]);
@@ -161,6 +174,7 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
             e.description = "changed".into();
             e.url = Some("http://127.0.0.1:2/new".into());
             e.owner = Some("acme".into());
+            e.filter = Some(amount_filter());
             Ok(())
         }),
     )
@@ -169,6 +183,7 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
     .expect("found")
     .expect("accepted");
     assert_eq!(changed.description, "changed");
+    assert_eq!(changed.filter, Some(amount_filter()));
     assert!(changed.updated_at >= made.updated_at);
 
     let refused = WriteStore::modify_endpoint(
@@ -190,6 +205,20 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
     assert_eq!(read.description, "changed");
     assert_eq!(read.url.as_deref(), Some("http://127.0.0.1:2/new"));
     assert_eq!(read.owner.as_deref(), Some("acme"));
+    assert_eq!(read.filter, Some(amount_filter()));
+    let cleared = WriteStore::modify_endpoint(
+        &store,
+        &by,
+        Box::new(|e: &mut Endpoint| {
+            e.filter = None;
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap()
+    .expect("found")
+    .expect("accepted");
+    assert_eq!(cleared.filter, None);
 
     let nobody = WriteStore::modify_endpoint(
         &store,
@@ -254,7 +283,14 @@ pub async fn subscribers_are_the_live_enabled_endpoints_of_the_owners_asked<S: B
         owner: owner.map(str::to_string),
         ..endpoint()
     };
-    let acme = create(&store, owned(Some("acme"))).await;
+    let acme = create(
+        &store,
+        Endpoint {
+            filter: Some(amount_filter()),
+            ..owned(Some("acme"))
+        },
+    )
+    .await;
     let unowned = create(&store, owned(None)).await;
     let globex = create(&store, owned(Some("globex"))).await;
     let disabled = create(
@@ -292,4 +328,11 @@ pub async fn subscribers_are_the_live_enabled_endpoints_of_the_owners_asked<S: B
         both
     );
     assert!(!of(vec![Some("acme".into())]).await.contains(&disabled.id));
+    // A fan-out evaluates the filter from the subscriber as stored.
+    let read = WriteStore::subscribers(&store, &[Some("acme".into())])
+        .await
+        .unwrap();
+    assert_eq!(read[0].filter, Some(amount_filter()));
+    let unfiltered = WriteStore::subscribers(&store, &[None]).await.unwrap();
+    assert_eq!(unfiltered[0].filter, None);
 }

@@ -46,6 +46,7 @@ pub fn endpoint() -> Endpoint {
         secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
         previous_secrets: Vec::new(),
         event_types: None,
+        filter: None,
         schedule_ms: schedule.delays_ms(),
         schedule_name: schedule.name().map(str::to_string),
         schedule_jitter: 0.0,

@@ -508,7 +508,75 @@ async fn an_endpoints_page_charts_its_own_deliveries_only(backend: Backend) {
     browser.close().await;
 }
 
+async fn an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_refusal_names_the_path(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let endpoint = app
+        .endpoint(json!({"uid": "cny-only", "filter": {"currency": "CNY"}}))
+        .await;
+    let id = endpoint["id"].as_str().unwrap().to_string();
+    let Some(browser) = Browser::open(&app, &backend, "payload-filter").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser
+        .wait_text("payload-filter", "the stored filter", |t| {
+            t == r#"{"currency":"CNY"}"#
+        })
+        .await;
+
+    // Not JSON: the console says so and sends nothing.
+    browser.type_into("policy-filter", "{currency: CNY}").await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-error", "the console's refusal", |t| {
+            t.contains("not JSON")
+        })
+        .await;
+    // JSON hookd refuses: its message names the path and the operator.
+    browser
+        .type_into("policy-filter", r#"{"amount": {"$gte": true}}"#)
+        .await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-error", "hookd's refusal", |t| {
+            t.contains("filter.amount.$gte") && t.contains("number or a string")
+        })
+        .await;
+    let (_, stored) = app.get("/v1/endpoints/cny-only").await;
+    assert_eq!(
+        stored["filter"],
+        json!({"currency": "CNY"}),
+        "nothing written"
+    );
+
+    browser
+        .type_into(
+            "policy-filter",
+            r#"{"amount": {"$gte": 100}, "currency": {"$in": ["CNY", "HKD"]}}"#,
+        )
+        .await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-result", "the save said", |t| t == "Saved.")
+        .await;
+    browser
+        .wait_text("payload-filter", "the new filter", |t| {
+            t == r#"{"amount":{"$gte":100},"currency":{"$in":["CNY","HKD"]}}"#
+        })
+        .await;
+    let (_, stored) = app.get("/v1/endpoints/cny-only").await;
+    assert_eq!(
+        stored["filter"],
+        json!({"amount": {"$gte": 100}, "currency": {"$in": ["CNY", "HKD"]}})
+    );
+    browser.close().await;
+}
+
 both!(
+    an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_refusal_names_the_path,
     a_pull_endpoint_shows_its_leased_and_waiting_notifications,
     an_endpoints_page_charts_its_own_deliveries_only,
     an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console,

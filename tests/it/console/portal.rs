@@ -360,6 +360,10 @@ async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send
     browser
         .run("document.querySelector('[data-test=manage-recent-type][value=\"order.shipped\"]').click();")
         .await;
+    // And only the payloads of one store, as the merchant writes it.
+    browser
+        .type_into("manage-filter", r#"{"store": "sh-01"}"#)
+        .await;
     browser.click("manage-save").await;
     browser
         .wait_text("manage-saved", "the save", |t| t == "Saved.")
@@ -370,6 +374,7 @@ async fn a_manage_link_lets_its_merchant_move_its_url_rotate_its_secret_and_send
         stored["event_types"],
         json!(["order.paid", "order.refunded", "order.shipped"])
     );
+    assert_eq!(stored["filter"], json!({"store": "sh-01"}));
 
     browser.click("manage-show-secret").await;
     let (_, secret) = app.get("/v1/endpoints/acme-shop/secret").await;
