@@ -21,7 +21,9 @@ use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
+use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::Delivery;
+use crate::domain::secret::{Signing, SigningSecret};
 use crate::service::endpoints::{BreakerFields, EndpointFields, RotateSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
@@ -33,6 +35,7 @@ pub fn router() -> Router<AppState> {
             get(read).patch(update).delete(remove),
         )
         .route("/v1/endpoints/{endpoint}/secret", get(read_secret))
+        .route("/v1/endpoints/{endpoint}/public-key", get(read_public_key))
         .route(
             "/v1/endpoints/{endpoint}/secret/rotate",
             post(rotate_secret),
@@ -57,6 +60,9 @@ pub struct EndpointView {
     pub delivery: Delivery,
     pub description: String,
     pub event_types: Option<Vec<String>>,
+    /// `hmac` (a shared secret signs `v1,`) or `ed25519` (a private key
+    /// signs `v1a,`; receivers verify with `GET .../public-key`).
+    pub signing: Signing,
     /// The predicate an event's payload must satisfy to reach it, as
     /// written; null: every event of its types.
     #[schema(value_type = Option<Object>)]
@@ -118,6 +124,7 @@ impl EndpointView {
             delivery: endpoint.delivery,
             description: endpoint.description,
             event_types: endpoint.event_types,
+            signing: Signing::of(&endpoint.secret),
             filter: endpoint.filter,
             schedule_jitter: endpoint.schedule_jitter,
             rate_limit: crate::domain::rate::RateLimit::stored(
@@ -411,6 +418,66 @@ pub async fn read_secret(
         }));
     }
     Ok(Json(SecretView::of(&endpoint, state.service.now())))
+}
+
+/// What verifies an `ed25519` endpoint's deliveries.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PublicKeyView {
+    /// `whpk_<base64 of the 32 bytes>`: verifies the `v1a,` signatures.
+    pub public_key: String,
+    /// Rotated-out keys that still sign beside it, newest first.
+    pub previous_public_keys: Vec<PreviousPublicKeyView>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PreviousPublicKeyView {
+    pub public_key: String,
+    /// Deliveries stop carrying a signature with this key at this time.
+    pub expires_at: DateTime<Utc>,
+}
+
+#[utoipa::path(operation_id = "get_endpoint_public_key", get, path = "/v1/endpoints/{endpoint}/public-key", tag = "endpoints",
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 endpoint; it is public: any read token, or a portal link, may read it"),
+        (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "the endpoint signs with a shared secret (hmac)")))]
+pub async fn read_public_key(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+) -> Result<Json<PublicKeyView>, ApiError> {
+    let endpoint = state
+        .store
+        .find_endpoint(&EndpointRef::parse(&endpoint))
+        .await?
+        .ok_or(ApiError::NotFound("endpoint"))?;
+    if let Some(error) = endpoint.unreadable.clone() {
+        let what = format!("endpoint {}", endpoint.id);
+        return Err(ApiError::internal(crate::store::StoreError::Sealed {
+            what,
+            error,
+        }));
+    }
+    let public = |text: &str| SigningSecret::parse(text).ok().and_then(|s| s.public_key());
+    let Some(public_key) = public(&endpoint.secret) else {
+        return Err(Problem::conflict(
+            ErrorCode::Conflict,
+            "the endpoint signs with a shared secret (hmac): it has no public key; PATCH {\"signing\": \"ed25519\"} gives it one",
+        )
+        .into());
+    };
+    let now = state.service.now();
+    let previous_public_keys = endpoint
+        .signing_previous(now)
+        .filter_map(|p| {
+            public(&p.secret).map(|public_key| PreviousPublicKeyView {
+                public_key,
+                expires_at: p.expires_at,
+            })
+        })
+        .collect();
+    Ok(Json(PublicKeyView {
+        public_key,
+        previous_public_keys,
+    }))
 }
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,

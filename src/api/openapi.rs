@@ -34,6 +34,7 @@ use super::{
         endpoints::update,
         endpoints::remove,
         endpoints::read_secret,
+        endpoints::read_public_key,
         endpoints::rotate_secret,
         endpoints::end_overlap,
         recover::recover,

@@ -1,38 +1,132 @@
-//! Endpoint signing secrets in the Standard Webhooks form `whsec_<base64>`.
+//! Endpoint signing keys in the Standard Webhooks forms: `whsec_<base64>`,
+//! a shared secret that signs with HMAC-SHA256 (`v1`), or `whsk_<base64>`,
+//! an Ed25519 secret key that signs asymmetrically (`v1a`, docs/design.md
+//! §19), whose public key receivers verify with is `whpk_<base64 of its
+//! 32 bytes>`. An endpoint's kind of signing is its current key's kind.
 
 use std::fmt;
+use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use rand::RngCore;
+use ring::signature::{Ed25519KeyPair, KeyPair};
+use serde::{Deserialize, Serialize};
 
 pub const PREFIX: &str = "whsec_";
+/// An Ed25519 secret key: the base64 of its 32-byte seed, or of the seed
+/// and the public key (64 bytes, libsodium's form, which hookd writes).
+pub const SECRET_KEY_PREFIX: &str = "whsk_";
+/// An Ed25519 public key: the base64 of its 32 bytes.
+pub const PUBLIC_KEY_PREFIX: &str = "whpk_";
 const GENERATED_LEN: usize = 32;
 const MIN_LEN: usize = 24;
 const MAX_LEN: usize = 64;
+const SEED_LEN: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a secret is `whsec_` followed by the base64 of 24 to 64 bytes")]
+#[error("a secret is `whsec_` followed by the base64 of 24 to 64 bytes, or for ed25519 `whsk_` followed by the base64 of a 32-byte seed or a 64-byte secret key")]
 pub struct InvalidSecret;
 
-/// A signing secret: its text form (what producers see) and the HMAC key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SigningSecret {
-    text: String,
-    key: Vec<u8>,
+/// How an endpoint signs its deliveries.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Signing {
+    /// HMAC-SHA256 with a shared secret (`v1,`), the default.
+    #[default]
+    Hmac,
+    /// Ed25519 (`v1a,`): receivers hold only the public key.
+    Ed25519,
 }
 
+impl Signing {
+    /// The kind of a stored key's text.
+    pub fn of(text: &str) -> Self {
+        if text.starts_with(SECRET_KEY_PREFIX) {
+            Signing::Ed25519
+        } else {
+            Signing::Hmac
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signing::Hmac => "hmac",
+            Signing::Ed25519 => "ed25519",
+        }
+    }
+}
+
+/// A signing key: its text form (what producers see, what is stored,
+/// sealed) and what signs: the HMAC key, or the Ed25519 key pair.
+#[derive(Clone)]
+pub struct SigningSecret {
+    text: String,
+    key: Key,
+}
+
+#[derive(Clone)]
+enum Key {
+    Hmac(Vec<u8>),
+    Ed25519(Arc<Ed25519KeyPair>),
+}
+
+impl PartialEq for SigningSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for SigningSecret {}
+
 impl SigningSecret {
+    /// A new shared secret (`whsec_`).
     pub fn generate() -> Self {
         let mut key = vec![0u8; GENERATED_LEN];
         rand::thread_rng().fill_bytes(&mut key);
         Self {
             text: format!("{PREFIX}{}", STANDARD.encode(&key)),
-            key,
+            key: Key::Hmac(key),
+        }
+    }
+
+    /// A new key of this kind.
+    pub fn generate_for(signing: Signing) -> Self {
+        match signing {
+            Signing::Hmac => Self::generate(),
+            Signing::Ed25519 => {
+                let mut seed = [0u8; SEED_LEN];
+                rand::thread_rng().fill_bytes(&mut seed);
+                let pair = Ed25519KeyPair::from_seed_unchecked(&seed)
+                    .expect("any 32 bytes are an Ed25519 seed");
+                let mut secret_key = seed.to_vec();
+                secret_key.extend_from_slice(pair.public_key().as_ref());
+                Self {
+                    text: format!("{SECRET_KEY_PREFIX}{}", STANDARD.encode(&secret_key)),
+                    key: Key::Ed25519(Arc::new(pair)),
+                }
+            }
         }
     }
 
     pub fn parse(text: &str) -> Result<Self, InvalidSecret> {
+        if let Some(encoded) = text.strip_prefix(SECRET_KEY_PREFIX) {
+            let bytes = STANDARD.decode(encoded).map_err(|_| InvalidSecret)?;
+            let pair = match bytes.len() {
+                SEED_LEN => Ed25519KeyPair::from_seed_unchecked(&bytes),
+                64 => {
+                    Ed25519KeyPair::from_seed_and_public_key(&bytes[..SEED_LEN], &bytes[SEED_LEN..])
+                }
+                _ => return Err(InvalidSecret),
+            }
+            .map_err(|_| InvalidSecret)?;
+            return Ok(Self {
+                text: text.to_string(),
+                key: Key::Ed25519(Arc::new(pair)),
+            });
+        }
         let encoded = text.strip_prefix(PREFIX).ok_or(InvalidSecret)?;
         let key = STANDARD.decode(encoded).map_err(|_| InvalidSecret)?;
         if !(MIN_LEN..=MAX_LEN).contains(&key.len()) {
@@ -40,7 +134,7 @@ impl SigningSecret {
         }
         Ok(Self {
             text: text.to_string(),
-            key,
+            key: Key::Hmac(key),
         })
     }
 
@@ -48,8 +142,37 @@ impl SigningSecret {
         &self.text
     }
 
-    pub fn key(&self) -> &[u8] {
-        &self.key
+    pub fn signing(&self) -> Signing {
+        match self.key {
+            Key::Hmac(_) => Signing::Hmac,
+            Key::Ed25519(_) => Signing::Ed25519,
+        }
+    }
+
+    /// The HMAC key of a shared secret.
+    pub fn hmac_key(&self) -> Option<&[u8]> {
+        match &self.key {
+            Key::Hmac(key) => Some(key),
+            Key::Ed25519(_) => None,
+        }
+    }
+
+    /// The key pair of an Ed25519 key.
+    pub fn ed25519(&self) -> Option<&Arc<Ed25519KeyPair>> {
+        match &self.key {
+            Key::Hmac(_) => None,
+            Key::Ed25519(pair) => Some(pair),
+        }
+    }
+
+    /// `whpk_<base64 of the 32 bytes>` for an Ed25519 key.
+    pub fn public_key(&self) -> Option<String> {
+        self.ed25519().map(|pair| {
+            format!(
+                "{PUBLIC_KEY_PREFIX}{}",
+                STANDARD.encode(pair.public_key().as_ref())
+            )
+        })
     }
 }
 
@@ -68,9 +191,53 @@ mod tests {
         let secret = SigningSecret::generate();
         assert!(secret.as_str().starts_with(PREFIX));
         assert_eq!(
-            SigningSecret::parse(secret.as_str()).unwrap().key(),
-            secret.key()
+            SigningSecret::parse(secret.as_str()).unwrap().hmac_key(),
+            secret.hmac_key()
         );
+    }
+
+    #[test]
+    fn a_generated_ed25519_key_parses_back_with_the_same_public_key() {
+        let secret = SigningSecret::generate_for(Signing::Ed25519);
+        assert!(secret.as_str().starts_with(SECRET_KEY_PREFIX));
+        assert_eq!(Signing::of(secret.as_str()), Signing::Ed25519);
+        let public = secret.public_key().unwrap();
+        assert!(public.starts_with(PUBLIC_KEY_PREFIX));
+        assert_eq!(
+            STANDARD
+                .decode(&public[PUBLIC_KEY_PREFIX.len()..])
+                .unwrap()
+                .len(),
+            32
+        );
+        let back = SigningSecret::parse(secret.as_str()).unwrap();
+        assert_eq!(back.public_key(), Some(public.clone()));
+        // The seed alone is the same key.
+        let seed = &STANDARD
+            .decode(&secret.as_str()[SECRET_KEY_PREFIX.len()..])
+            .unwrap()[..32];
+        let from_seed = SigningSecret::parse(&format!("whsk_{}", STANDARD.encode(seed))).unwrap();
+        assert_eq!(from_seed.public_key(), Some(public));
+    }
+
+    #[test]
+    fn an_ed25519_key_whose_halves_disagree_or_of_wrong_length_is_rejected() {
+        let a = STANDARD
+            .decode(&SigningSecret::generate_for(Signing::Ed25519).as_str()[5..])
+            .unwrap();
+        let b = STANDARD
+            .decode(&SigningSecret::generate_for(Signing::Ed25519).as_str()[5..])
+            .unwrap();
+        let mixed = [&a[..32], &b[32..]].concat();
+        assert_eq!(
+            SigningSecret::parse(&format!("whsk_{}", STANDARD.encode(mixed))),
+            Err(InvalidSecret)
+        );
+        assert_eq!(
+            SigningSecret::parse(&format!("whsk_{}", STANDARD.encode([7u8; 31]))),
+            Err(InvalidSecret)
+        );
+        assert_eq!(SigningSecret::parse("whsk_not base64"), Err(InvalidSecret));
     }
 
     #[test]
@@ -92,5 +259,7 @@ mod tests {
     fn debug_output_hides_the_secret() {
         let secret = SigningSecret::generate();
         assert!(!format!("{secret:?}").contains(&secret.as_str()[PREFIX.len()..]));
+        let key = SigningSecret::generate_for(Signing::Ed25519);
+        assert!(!format!("{key:?}").contains(&key.as_str()[SECRET_KEY_PREFIX.len()..]));
     }
 }

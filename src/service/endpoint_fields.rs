@@ -20,7 +20,7 @@ use crate::domain::payload_filter::PayloadFilter;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::{Schedule, ScheduleJson};
-use crate::domain::secret::SigningSecret;
+use crate::domain::secret::{Signing, SigningSecret};
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
 use crate::domain::validate::{check_headers, check_url, parse_schedule};
 use crate::store::endpoints::Endpoint;
@@ -53,11 +53,22 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     description: Option<Option<String>>,
-    /// `whsec_<base64 of 24 to 64 bytes>`; generated when absent. Set on
-    /// create only: change it with `POST .../secret/rotate`.
+    /// `whsec_<base64 of 24 to 64 bytes>` (hmac), or `whsk_<base64 of an
+    /// Ed25519 seed or secret key>` (ed25519); generated when absent, of
+    /// the kind `signing` asks. Set on create only: change it with `POST
+    /// .../secret/rotate`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
+    #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2})$")]
     pub(super) secret: Option<Option<String>>,
+    /// `hmac` (default, and `null`): each delivery is signed `v1,` with
+    /// the shared secret. `ed25519`: signed `v1a,` with a private key
+    /// hookd keeps sealed; receivers verify with the public key of `GET
+    /// /v1/endpoints/{id}/public-key`. A PATCH that switches generates a
+    /// key of the new kind, and the old one signs beside it for
+    /// `secrets.rotation_overlap_ms`.
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Signing>)]
+    signing: Option<Option<Signing>>,
     /// Patterns of the event types this endpoint takes: exact
     /// (`order.paid`), a prefix (`order.*`: one or more segments under
     /// `order`) or `*`; absent or null: all.
@@ -165,7 +176,16 @@ fn patch<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 
 impl EndpointFields {
     /// Applies the fields to `endpoint`, validating each.
-    pub(super) fn apply(self, endpoint: &mut Endpoint, settings: &Settings) -> Result<(), Problem> {
+    ///
+    /// `rotated_at`: when a stored endpoint is changed (a PATCH), the time
+    /// a switch of `signing` rotates its key at; `None` on create, where
+    /// the new key simply replaces the generated one.
+    pub(super) fn apply(
+        self,
+        endpoint: &mut Endpoint,
+        settings: &Settings,
+        rotated_at: Option<chrono::DateTime<Utc>>,
+    ) -> Result<(), Problem> {
         if let Some(uid) = self.uid {
             if let Some(uid) = &uid {
                 if !valid_uid(uid) {
@@ -227,6 +247,7 @@ impl EndpointFields {
             }
             endpoint.description = description;
         }
+        let secret_given = matches!(self.secret, Some(Some(_)));
         if let Some(secret) = self.secret {
             endpoint.secret = match secret {
                 Some(text) => SigningSecret::parse(&text)
@@ -237,6 +258,37 @@ impl EndpointFields {
                     .to_string(),
                 None => SigningSecret::generate().as_str().to_string(),
             };
+        }
+        if let Some(signing) = self.signing {
+            let signing = signing.unwrap_or_default();
+            let current = Signing::of(&endpoint.secret);
+            if current != signing {
+                if secret_given {
+                    return Err(Problem::invalid(
+                        ErrorCode::ConflictingFields,
+                        "secret",
+                        format!(
+                            "the secret is an {} key, and signing is {}: give a `{}` key, or none",
+                            current.as_str(),
+                            signing.as_str(),
+                            if signing == Signing::Ed25519 {
+                                "whsk_"
+                            } else {
+                                "whsec_"
+                            }
+                        ),
+                    ));
+                }
+                let new = SigningSecret::generate_for(signing).as_str().to_string();
+                match rotated_at {
+                    Some(now) => endpoint.rotate_secret(
+                        new,
+                        now,
+                        chrono::Duration::from_std(settings.rotation_overlap()).unwrap_or_default(),
+                    ),
+                    None => endpoint.secret = new,
+                }
+            }
         }
         if let Some(event_types) = self.event_types {
             if let Some(types) = &event_types {

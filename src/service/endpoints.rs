@@ -11,15 +11,17 @@ use serde::Deserialize;
 use crate::config::Settings;
 use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::Delivery;
-use crate::domain::secret::SigningSecret;
+use crate::domain::secret::{Signing, SigningSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
 
 #[derive(Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RotateSecret {
-    /// The new secret, `whsec_<base64 of 24 to 64 bytes>`; generated when absent.
-    #[schema(pattern = "^whsec_[A-Za-z0-9+/]{32,88}={0,2}$")]
+    /// The new secret, of the kind the endpoint signs with: `whsec_<base64
+    /// of 24 to 64 bytes>` (hmac) or `whsk_<base64>` (ed25519); generated
+    /// when absent.
+    #[schema(pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2})$")]
     pub secret: Option<String>,
     /// How long the current secret keeps signing beside the new one, as a
     /// duration (`"24h"`, `"30m"`, `"0s"` for not at all); at most 7 days.
@@ -61,7 +63,7 @@ fn uid_conflict(error: StoreError) -> ServiceError {
 impl Service {
     pub async fn create_endpoint(&self, fields: EndpointFields) -> Result<Endpoint, ServiceError> {
         let mut endpoint = default_endpoint(self.now());
-        fields.apply(&mut endpoint, &self.settings)?;
+        fields.apply(&mut endpoint, &self.settings, None)?;
         let created = self
             .store
             .create_endpoint(&endpoint)
@@ -85,11 +87,12 @@ impl Service {
             .into());
         }
         let settings = self.settings.clone();
+        let now = self.now();
         let switches = fields.delivery.is_some();
         let may_enable = matches!(fields.disabled, Some(Some(false) | None));
         let updated = self
             .store
-            .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings)))
+            .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings, Some(now))))
             .await
             .map_err(uid_conflict)?
             .ok_or_else(|| Problem::not_found("endpoint"))??;
@@ -129,17 +132,36 @@ impl Service {
         request: RotateSecret,
     ) -> Result<Endpoint, ServiceError> {
         let overlap = request.overlap(&self.settings)?;
-        let new_secret = match request.secret {
-            Some(text) => SigningSecret::parse(&text)
-                .map_err(|e| Problem::invalid(ErrorCode::InvalidSecret, "secret", e.to_string()))?,
-            None => SigningSecret::generate(),
+        let given = match request.secret {
+            Some(text) => Some(SigningSecret::parse(&text).map_err(|e| {
+                Problem::invalid(ErrorCode::InvalidSecret, "secret", e.to_string())
+            })?),
+            None => None,
         };
         let now = self.now();
         let rotated = self
             .store
             .modify_endpoint(
                 by,
-                Box::new(|e| {
+                Box::new(move |e| {
+                    // A rotation keeps the endpoint's kind of signing; a
+                    // PATCH of `signing` switches it.
+                    let signing = Signing::of(&e.secret);
+                    let new_secret = match given {
+                        Some(given) if given.signing() != signing => {
+                            return Err(Problem::invalid(
+                                ErrorCode::InvalidSecret,
+                                "secret",
+                                format!(
+                                    "the endpoint signs with {}: its new key is of the same kind (switch kinds with PATCH {{\"signing\": \"{}\"}})",
+                                    signing.as_str(),
+                                    given.signing().as_str()
+                                ),
+                            ))
+                        }
+                        Some(given) => given,
+                        None => SigningSecret::generate_for(signing),
+                    };
                     e.rotate_secret(new_secret.as_str().to_string(), now, overlap);
                     Ok(())
                 }),

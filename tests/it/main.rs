@@ -70,6 +70,7 @@ mod secrets_at_rest;
 mod security;
 mod security_headers;
 mod server_limits;
+mod signing_keys;
 mod sqlite_delivery;
 mod sqlite_endpoints;
 mod sqlite_health;

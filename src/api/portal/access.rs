@@ -70,6 +70,7 @@ fn access(method: &Method, route: &str) -> Option<Access> {
         "/v1/endpoints/{endpoint}"
         | "/v1/endpoints/{endpoint}/backlog"
         | "/v1/endpoints/{endpoint}/event-types"
+        | "/v1/endpoints/{endpoint}/public-key"
             if read =>
         {
             Access::Endpoint

@@ -7,7 +7,7 @@ import { html, useState, useEffect, useLoad, ErrorNote, Loading, Row, time, toLo
 import { get, post, patch, path, query, can } from './api.js';
 import { health } from './endpoints.js';
 import { Operation, counted } from './operations.js';
-import { Manage } from './manage.js';
+import { Manage, PublicKey } from './manage.js';
 import { PortalLink, ConsumerToken } from './links.js';
 import { EndpointCharts } from './overview.js';
 
@@ -288,6 +288,7 @@ export function EndpointPage({ id, who }) {
       <${Row} label="Schedule">${Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule}${e.schedule_jitter ? ` (jitter ±${e.schedule_jitter * 100} %)` : ''}<//>
       <${Row} label="Success rule">${e.success_body ? `2xx with body "${e.success_body}"` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
       <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
+      <${Row} label="Signing"><${PublicKey} endpoint=${e} /><//>
       <${Row} label="Payload filter" test="payload-filter">${e.filter ? html`<code>${JSON.stringify(e.filter)}</code>` : 'none: every event of its types'}<//>
       ${waits && html`<${Row} label="Backlog" test="backlog">${waits.pending} pending, ${waits.due} due and not sent yet<//>`}
       ${waits && pull && html`<${Row} label="Pull" test="pull">${waits.leased} leased, ${waits.due} waiting<//>`}
