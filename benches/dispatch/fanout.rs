@@ -12,6 +12,14 @@ use sqlx::PgPool;
 
 use super::{cpu_snapshot, median, reset, Hookd, CONCURRENCY};
 
+/// The bench's client: enough idle connections for every worker.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()
+        .unwrap()
+}
+
 /// `count` live endpoints of `owner`, written straight to PostgreSQL (the
 /// API's endpoint creation is not what is measured).
 async fn endpoints(pool: &PgPool, owner: &str, count: i32, url: &str) {
@@ -144,10 +152,7 @@ pub async fn filters(
     receiver_url: &str,
     runs: usize,
 ) {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(1024)
-        .build()
-        .unwrap();
+    let client = client();
     sqlx::query("DELETE FROM endpoints WHERE owner = 'hundred'")
         .execute(pool)
         .await
@@ -212,10 +217,7 @@ pub async fn scenarios(
     receiver_url: &str,
     runs: usize,
 ) {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(1024)
-        .build()
-        .unwrap();
+    let client = client();
     sqlx::query("DELETE FROM endpoints WHERE owner IN ('solo', 'hundred', 'wide')")
         .execute(pool)
         .await

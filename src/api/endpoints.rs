@@ -398,16 +398,12 @@ impl SecretView {
     }
 }
 
-#[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
-    params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
-pub async fn read_secret(
-    State(state): State<AppState>,
-    Path(endpoint): Path<String>,
-) -> Result<Json<SecretView>, ApiError> {
+/// The endpoint, with its keys opened: one whose sealed values did not open
+/// (their key is not in `secrets.keys`) is an error, never an empty key.
+async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoint, ApiError> {
     let endpoint = state
         .store
-        .find_endpoint(&EndpointRef::parse(&endpoint))
+        .find_endpoint(&EndpointRef::parse(endpoint))
         .await?
         .ok_or(ApiError::NotFound("endpoint"))?;
     if let Some(error) = endpoint.unreadable.clone() {
@@ -417,6 +413,17 @@ pub async fn read_secret(
             error,
         }));
     }
+    Ok(endpoint)
+}
+
+#[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
+    params(("endpoint" = String, Path, description = "id or uid")),
+    responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
+pub async fn read_secret(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+) -> Result<Json<SecretView>, ApiError> {
+    let endpoint = readable(&state, &endpoint).await?;
     Ok(Json(SecretView::of(&endpoint, state.service.now())))
 }
 
@@ -444,18 +451,7 @@ pub async fn read_public_key(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
 ) -> Result<Json<PublicKeyView>, ApiError> {
-    let endpoint = state
-        .store
-        .find_endpoint(&EndpointRef::parse(&endpoint))
-        .await?
-        .ok_or(ApiError::NotFound("endpoint"))?;
-    if let Some(error) = endpoint.unreadable.clone() {
-        let what = format!("endpoint {}", endpoint.id);
-        return Err(ApiError::internal(crate::store::StoreError::Sealed {
-            what,
-            error,
-        }));
-    }
+    let endpoint = readable(&state, &endpoint).await?;
     let public = |text: &str| SigningSecret::parse(text).ok().and_then(|s| s.public_key());
     let Some(public_key) = public(&endpoint.secret) else {
         return Err(Problem::conflict(

@@ -463,14 +463,9 @@ fn numbers(a: &Number, b: &Number) -> Option<Ordering> {
 
 /// A payload as a filter reads it: its JSON, when it has any.
 pub fn payload_json(content_type: &str, body: &[u8]) -> Option<Value> {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    let json = essence == "application/json" || essence.ends_with("+json");
-    json.then(|| serde_json::from_slice(body).ok()).flatten()
+    super::json_value::is_json_content_type(content_type)
+        .then(|| serde_json::from_slice(body).ok())
+        .flatten()
 }
 
 /// Parses the object form a store keeps (text in SQLite).
