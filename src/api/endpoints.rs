@@ -60,8 +60,9 @@ pub struct EndpointView {
     pub delivery: Delivery,
     pub description: String,
     pub event_types: Option<Vec<String>>,
-    /// `hmac` (a shared secret signs `v1,`) or `ed25519` (a private key
-    /// signs `v1a,`; receivers verify with `GET .../public-key`).
+    /// `hmac` (a shared secret signs `v1,`), `ed25519` (a private key
+    /// signs `v1a,`) or `rsa2` (an RSA key signs a form body's `sign`);
+    /// receivers of the last two verify with `GET .../public-key`.
     pub signing: Signing,
     /// The predicate an event's payload must satisfy to reach it, as
     /// written; null: every event of its types.
@@ -430,7 +431,8 @@ pub async fn read_secret(
 /// What verifies an `ed25519` endpoint's deliveries.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct PublicKeyView {
-    /// `whpk_<base64 of the 32 bytes>`: verifies the `v1a,` signatures.
+    /// `whpk_<base64 of the 32 bytes>` (ed25519): verifies the `v1a,`
+    /// signatures; a PEM SubjectPublicKeyInfo (rsa2): verifies `sign`.
     pub public_key: String,
     /// Rotated-out keys that still sign beside it, newest first.
     pub previous_public_keys: Vec<PreviousPublicKeyView>,
@@ -445,7 +447,7 @@ pub struct PreviousPublicKeyView {
 
 #[utoipa::path(operation_id = "get_endpoint_public_key", get, path = "/v1/endpoints/{endpoint}/public-key", tag = "endpoints",
     params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 endpoint; it is public: any read token, or a portal link, may read it"),
+    responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 or rsa2 endpoint; it is public: any read token, or a portal link, may read it"),
         (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "the endpoint signs with a shared secret (hmac)")))]
 pub async fn read_public_key(
     State(state): State<AppState>,
@@ -453,6 +455,8 @@ pub async fn read_public_key(
 ) -> Result<Json<PublicKeyView>, ApiError> {
     let endpoint = readable(&state, &endpoint).await?;
     let public = |text: &str| SigningSecret::parse(text).ok().and_then(|s| s.public_key());
+    // A form has one `sign`: a rotated-out RSA key no longer signs.
+    let still_signs = |text: &str| Signing::of(text) != Signing::Rsa2;
     let Some(public_key) = public(&endpoint.secret) else {
         return Err(Problem::conflict(
             ErrorCode::Conflict,
@@ -463,6 +467,7 @@ pub async fn read_public_key(
     let now = state.service.now();
     let previous_public_keys = endpoint
         .signing_previous(now)
+        .filter(|p| still_signs(&p.secret))
         .filter_map(|p| {
             public(&p.secret).map(|public_key| PreviousPublicKeyView {
                 public_key,

@@ -262,12 +262,22 @@ impl Sender {
         // hookd's own headers last: custom ones cannot override them. The
         // row keeps the signature and the custom headers' names; the rest
         // follows from the notification (`own_headers`).
-        let signature = HeaderValue::from_maybe_shared(Bytes::from(target.signer.header(
-            id,
-            timestamp,
-            &delivery.body,
-        )))
-        .ok();
+        // An rsa2 endpoint's key signs the form body itself; the others
+        // sign the header, which is then absent.
+        let body = match target.signer.form(delivery.content_type, &delivery.body) {
+            None => delivery.body.clone(),
+            Some(Ok(signed)) => Bytes::from(signed),
+            Some(Err(message)) => {
+                return Err(AttemptError {
+                    code: "unsignable",
+                    message,
+                })
+            }
+        };
+        let header = target.signer.header(id, timestamp, &delivery.body);
+        let signature = (!header.is_empty())
+            .then(|| HeaderValue::from_maybe_shared(Bytes::from(header)).ok())
+            .flatten();
         if let Some(signature) = &signature {
             // A clone shares the value's bytes; no custom header, no
             // allocation.
@@ -291,7 +301,7 @@ impl Sender {
         let mut request = reqwest::Request::new(reqwest::Method::POST, url);
         *request.headers_mut() = headers;
         *request.timeout_mut() = Some(target.timeout);
-        *request.body_mut() = Some(delivery.body.clone().into());
+        *request.body_mut() = Some(body.into());
         let mut response = route.client.execute(request).await.map_err(classify)?;
 
         let status = response.status().as_u16();

@@ -21,6 +21,8 @@ pub struct Signer {
 enum Keyed {
     Hmac(Hmac<Sha256>),
     Ed25519(std::sync::Arc<ring::signature::Ed25519KeyPair>),
+    /// Signs the form body itself (`form`), not the header.
+    Rsa2(std::sync::Arc<ring::signature::RsaKeyPair>),
 }
 
 impl Signer {
@@ -29,19 +31,24 @@ impl Signer {
         Self {
             keyed: secrets
                 .iter()
-                .map(|secret| match (secret.hmac_key(), secret.ed25519()) {
-                    (_, Some(pair)) => Keyed::Ed25519(pair.clone()),
-                    (key, None) => Keyed::Hmac(
-                        Hmac::<Sha256>::new_from_slice(key.unwrap_or_default())
-                            .expect("HMAC takes keys of any length"),
-                    ),
+                .filter_map(|secret| {
+                    if let Some(key) = secret.hmac_key() {
+                        let keyed = Hmac::<Sha256>::new_from_slice(key)
+                            .expect("HMAC takes keys of any length");
+                        return Some(Keyed::Hmac(keyed));
+                    }
+                    if let Some(pair) = secret.ed25519() {
+                        return Some(Keyed::Ed25519(pair.clone()));
+                    }
+                    secret.rsa().map(|pair| Keyed::Rsa2(pair.clone()))
                 })
                 .collect(),
         }
     }
 
-    /// The `webhook-signature` header value: one signature per secret,
-    /// written into one buffer.
+    /// The `webhook-signature` header value: one signature per shared
+    /// secret or Ed25519 key, written into one buffer; empty when only RSA
+    /// keys sign (they sign the body: `form`).
     pub fn header(&self, id: &str, timestamp: i64, body: &[u8]) -> String {
         // The timestamp's digits on the stack: an i64 takes at most 20.
         let mut digits = [0u8; 24];
@@ -55,11 +62,15 @@ impl Signer {
         let mut header = String::with_capacity(self.keyed.len() * 92);
         // Ed25519 signs one contiguous message: built once, if asked.
         let mut message: Option<Vec<u8>> = None;
-        for (i, keyed) in self.keyed.iter().enumerate() {
-            if i > 0 {
+        for keyed in &self.keyed {
+            if matches!(keyed, Keyed::Rsa2(_)) {
+                continue;
+            }
+            if !header.is_empty() {
                 header.push(' ');
             }
             match keyed {
+                Keyed::Rsa2(_) => {}
                 Keyed::Hmac(keyed) => {
                     let mut mac = keyed.clone();
                     mac.update(id.as_bytes());
@@ -87,6 +98,73 @@ impl Signer {
         }
         header
     }
+}
+
+impl Signer {
+    /// The body an `rsa2` endpoint is sent: the form as given, without a
+    /// `sign` or `sign_type` of its own, then `sign_type=RSA2` and `sign`,
+    /// the base64 of SHA256withRSA over its other non-empty parameters,
+    /// URL-decoded, sorted by name, joined as `k=v&…` (how Alipay signs its
+    /// asynchronous notifications). Only the current key signs: a form has
+    /// one `sign`. `None` when the current key is not RSA; an error for a
+    /// body that is no form.
+    pub fn form(&self, content_type: &str, body: &[u8]) -> Option<Result<Vec<u8>, String>> {
+        let Some(Keyed::Rsa2(pair)) = self.keyed.first() else {
+            return None;
+        };
+        Some(rsa2_form(pair, content_type, body))
+    }
+}
+
+fn rsa2_form(
+    pair: &ring::signature::RsaKeyPair,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Vec<u8>, String> {
+    if !crate::domain::secret::is_form(content_type) {
+        return Err(format!(
+            "rsa2 signs form bodies (application/x-www-form-urlencoded), and this one is {content_type}"
+        ));
+    }
+    let signed = |key: &str| key != "sign" && key != "sign_type";
+    let mut params: Vec<(String, String)> = url::form_urlencoded::parse(body)
+        .filter(|(key, value)| signed(key) && !value.is_empty())
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
+        .collect();
+    params.sort();
+    let mut content = String::with_capacity(body.len());
+    for (i, (key, value)) in params.iter().enumerate() {
+        if i > 0 {
+            content.push('&');
+        }
+        content.push_str(key);
+        content.push('=');
+        content.push_str(value);
+    }
+    let mut signature = vec![0u8; pair.public().modulus_len()];
+    pair.sign(
+        &ring::signature::RSA_PKCS1_SHA256,
+        &ring::rand::SystemRandom::new(),
+        content.as_bytes(),
+        &mut signature,
+    )
+    .map_err(|_| "the RSA key did not sign".to_string())?;
+    // The producer's own bytes, each pair as given, but any sign of its own.
+    let mut out = Vec::with_capacity(body.len() + signature.len() * 2);
+    for pair in body.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
+        let key = pair.split(|b| *b == b'=').next().unwrap_or_default();
+        if key == b"sign" || key == b"sign_type" {
+            continue;
+        }
+        out.extend_from_slice(pair);
+        out.push(b'&');
+    }
+    let tail = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("sign_type", "RSA2")
+        .append_pair("sign", &STANDARD.encode(&signature))
+        .finish();
+    out.extend_from_slice(tail.as_bytes());
+    Ok(out)
 }
 
 impl std::fmt::Debug for Signer {
@@ -154,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_switch_of_kind_signs_with_both_during_the_overlap() {
-        let ed = SigningSecret::generate_for(crate::domain::secret::Signing::Ed25519);
+        let ed = SigningSecret::generate_for(crate::domain::secret::Signing::Ed25519).unwrap();
         let shared = SigningSecret::generate();
         let header = Signer::new(&[ed.clone(), shared.clone()]).header("id", 1, b"{}");
         let parts: Vec<&str> = header.split(' ').collect();

@@ -53,19 +53,24 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     description: Option<Option<String>>,
-    /// `whsec_<base64 of 24 to 64 bytes>` (hmac), or `whsk_<base64 of an
-    /// Ed25519 seed or secret key>` (ed25519); generated when absent, of
-    /// the kind `signing` asks. Set on create only: change it with `POST
+    /// `whsec_<base64 of 24 to 64 bytes>` (hmac), `whsk_<base64 of an
+    /// Ed25519 seed or secret key>` (ed25519), or an RSA private key of
+    /// 2048 to 4096 bits in PEM (rsa2, required: hookd makes none);
+    /// generated when absent, of the kind `signing` asks. Set on create only: change it with `POST
     /// .../secret/rotate`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2})$")]
+    #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$")]
     pub(super) secret: Option<Option<String>>,
     /// `hmac` (default, and `null`): each delivery is signed `v1,` with
     /// the shared secret. `ed25519`: signed `v1a,` with a private key
     /// hookd keeps sealed; receivers verify with the public key of `GET
     /// /v1/endpoints/{id}/public-key`. A PATCH that switches generates a
     /// key of the new kind, and the old one signs beside it for
-    /// `secrets.rotation_overlap_ms`.
+    /// `secrets.rotation_overlap_ms`. `rsa2` (create only, with your RSA
+    /// key as `secret`): form bodies get `sign_type=RSA2` and `sign`,
+    /// SHA256withRSA over their other parameters sorted by name, as Alipay
+    /// signs its asynchronous notifications; the public key is a PEM at
+    /// `.../public-key`, and a JSON notification is refused.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Signing>)]
     signing: Option<Option<Signing>>,
@@ -279,7 +284,15 @@ impl EndpointFields {
                         ),
                     ));
                 }
-                let new = SigningSecret::generate_for(signing).as_str().to_string();
+                let Some(new) = SigningSecret::generate_for(signing) else {
+                    // hookd makes no RSA keys: the operator brings one.
+                    return Err(Problem::invalid(
+                        ErrorCode::InvalidValue,
+                        if rotated_at.is_some() { "signing" } else { "secret" },
+                        "rsa2 signs with your own RSA private key: create the endpoint with it as `secret` (PEM, 2048 to 4096 bits: openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048)",
+                    ));
+                };
+                let new = new.as_str().to_string();
                 match rotated_at {
                     Some(now) => endpoint.rotate_secret(
                         new,

@@ -19,9 +19,12 @@ use crate::store::StoreError;
 #[serde(deny_unknown_fields)]
 pub struct RotateSecret {
     /// The new secret, of the kind the endpoint signs with: `whsec_<base64
-    /// of 24 to 64 bytes>` (hmac) or `whsk_<base64>` (ed25519); generated
-    /// when absent.
-    #[schema(pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2})$")]
+    /// of 24 to 64 bytes>` (hmac), `whsk_<base64>` (ed25519), or an RSA
+    /// private key in PEM (rsa2: required, and only the new key signs: a
+    /// form has one `sign`); generated when absent.
+    #[schema(
+        pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$"
+    )]
     pub secret: Option<String>,
     /// How long the current secret keeps signing beside the new one, as a
     /// duration (`"24h"`, `"30m"`, `"0s"` for not at all); at most 7 days.
@@ -160,7 +163,13 @@ impl Service {
                             ))
                         }
                         Some(given) => given,
-                        None => SigningSecret::generate_for(signing),
+                        None => SigningSecret::generate_for(signing).ok_or_else(|| {
+                            Problem::invalid(
+                                ErrorCode::MissingField,
+                                "secret",
+                                "an rsa2 endpoint's new key is your own: give it as `secret` (an RSA private key in PEM)",
+                            )
+                        })?,
                     };
                     e.rotate_secret(new_secret.as_str().to_string(), now, overlap);
                     Ok(())

@@ -193,6 +193,16 @@ impl Service {
                 ));
             }
         }
+        if crate::domain::secret::Signing::of(&endpoint.secret)
+            == crate::domain::secret::Signing::Rsa2
+            && !crate::domain::secret::is_form(&content.content_type)
+        {
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                "content_type",
+                "the endpoint signs with rsa2, which signs form bodies: send a `body` with content_type application/x-www-form-urlencoded",
+            ));
+        }
         if !endpoint.accepts_event_type(input.event_type.as_deref()) {
             return Err(Problem::invalid(
                 ErrorCode::EventTypeNotSubscribed,

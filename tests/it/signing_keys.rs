@@ -273,3 +273,136 @@ async fn keys_of_the_wrong_kind_are_refused_naming_the_field(backend: Backend) {
     assert_eq!(stored["signing"], "ed25519", "nothing changed");
 }
 both!(keys_of_the_wrong_kind_are_refused_naming_the_field);
+
+/// Whether OpenSSL verifies SHA256withRSA `signature` (base64) of
+/// `content` with a PEM public key.
+fn openssl_verifies_rsa(dir: &Path, public_pem: &str, content: &str, signature: &str) -> bool {
+    std::fs::write(dir.join("rsa.pub.pem"), public_pem).unwrap();
+    std::fs::write(dir.join("content"), content).unwrap();
+    std::fs::write(dir.join("rsa.sig"), STANDARD.decode(signature).unwrap()).unwrap();
+    Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(dir.join("rsa.pub.pem"))
+        .arg("-signature")
+        .arg(dir.join("rsa.sig"))
+        .arg(dir.join("content"))
+        .output()
+        .expect("openssl runs")
+        .status
+        .success()
+}
+
+/// What Alipay's notify verification signs: every parameter but `sign` and
+/// `sign_type`, non-empty, decoded, sorted by name, joined `k=v&…`.
+fn alipay_content(params: &[(String, String)]) -> String {
+    let mut kept: Vec<&(String, String)> = params
+        .iter()
+        .filter(|(k, v)| k != "sign" && k != "sign_type" && !v.is_empty())
+        .collect();
+    kept.sort();
+    kept.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+async fn an_rsa2_endpoint_signs_form_bodies_as_alipay_does_and_refuses_json(backend: Backend) {
+    let app = backend.spawn_with(&settings()).await;
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(dir.path().join("key.pem"))
+        .output()
+        .expect("openssl runs");
+    assert!(made.status.success(), "{made:?}");
+    let private = std::fs::read_to_string(dir.path().join("key.pem")).unwrap();
+
+    // hookd makes no RSA key: it asks for the operator's.
+    let (status, refused) = app
+        .post(
+            "/v1/endpoints",
+            json!({"url": receiver.url("/notify"), "signing": "rsa2"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["field"], "secret");
+    let created = app
+        .endpoint(
+            json!({"uid": "alipay", "url": receiver.url("/notify"), "signing": "rsa2",
+            "secret": private, "success_body": "success"}),
+        )
+        .await;
+    assert_eq!(created["signing"], "rsa2");
+    let public_pem = public_keys(&app, "alipay").await["public_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        public_pem.starts_with("-----BEGIN PUBLIC KEY-----\n"),
+        "{public_pem}"
+    );
+
+    let (status, refused) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "alipay", "payload": {"out_trade_no": "1"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["field"], "content_type");
+
+    // A form with a parameter that needs decoding, an empty one, and a
+    // `sign` of the producer's own, which hookd's replaces.
+    let body = "notify_id=n-1&out_trade_no=20261201-0001&subject=%E6%B5%8B%E8%AF%95+order\
+                &total_amount=88.88&trade_status=TRADE_SUCCESS&buyer_memo=&sign=forged";
+    app.notify(json!({"endpoint": "alipay", "body": body,
+        "content_type": "application/x-www-form-urlencoded"}))
+        .await;
+    let got = receiver
+        .wait_for("/notify", 1, Duration::from_secs(20))
+        .await;
+    let request = &got[0];
+    assert!(request.header("webhook-signature").is_none());
+    let params: Vec<(String, String)> = url::form_urlencoded::parse(&request.body)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let value = |name: &str| -> Vec<&str> {
+        params
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    assert_eq!(value("sign_type"), ["RSA2"]);
+    assert_eq!(value("subject"), ["测试 order"]);
+    let [sign] = value("sign")[..] else {
+        panic!("one sign: {params:?}");
+    };
+    let content = alipay_content(&params);
+    assert_eq!(
+        content,
+        "notify_id=n-1&out_trade_no=20261201-0001&subject=测试 order&total_amount=88.88&trade_status=TRADE_SUCCESS"
+    );
+    assert!(openssl_verifies_rsa(
+        dir.path(),
+        &public_pem,
+        &content,
+        sign
+    ));
+    let tampered = content.replace("88.88", "8888.00");
+    assert!(!openssl_verifies_rsa(
+        dir.path(),
+        &public_pem,
+        &tampered,
+        sign
+    ));
+}
+both!(an_rsa2_endpoint_signs_form_bodies_as_alipay_does_and_refuses_json);

@@ -114,7 +114,7 @@ function Secret({ endpoint }) {
   });
   const rotate = () => run(async () => {
     const rotated = await post(path`/v1/endpoints/${endpoint.id}/secret/rotate`);
-    if (endpoint.signing === 'ed25519') {
+    if (endpoint.signing !== 'hmac') {
       const keys = await get(path`/v1/endpoints/${endpoint.id}/public-key`);
       const before = keys.previous_public_keys[0];
       const old = before ? `the old one signs beside it until ${time(before.expires_at)}` : 'the old one no longer signs';
@@ -125,11 +125,11 @@ function Secret({ endpoint }) {
     const old = until ? `the old one signs beside it until ${time(until)}` : 'the old one no longer signs';
     return html`New signing secret (${old}): <code data-test="manage-secret">${rotated.secret}</code>`;
   });
-  // An ed25519 endpoint's private key is hookd's alone: its receiver
+  // An ed25519 or rsa2 endpoint's private key is not the receiver's: it
   // verifies with the public key shown above.
-  const ed25519 = endpoint.signing === 'ed25519';
+  const asymmetric = endpoint.signing !== 'hmac';
   return html`<div class="buttons" data-test="manage-secret-actions">
-    ${!ed25519 && html`<button type="button" class="secondary" onClick=${show} data-test="manage-show-secret">Show signing secret</button>`}
+    ${!asymmetric && html`<button type="button" class="secondary" onClick=${show} data-test="manage-show-secret">Show signing secret</button>`}
     <${ConfirmButton} label="Rotate signing secret" test="manage-rotate"
       question=${`Rotate ${name}'s signing secret? Verify with the new one before the old one stops signing.`}
       run=${rotate} />
@@ -163,34 +163,37 @@ function Test({ endpoint }) {
   </form>`;
 }
 
-// An ed25519 endpoint's public key (and those still signing beside it),
-// which is all its receiver needs to verify a delivery; nothing for hmac.
+// An ed25519 or rsa2 endpoint's public key (and those still signing
+// beside it), which is all its receiver needs to verify a delivery.
 export function PublicKey({ endpoint }) {
   const [keys, setKeys] = useState(null);
+  const asymmetric = endpoint.signing === 'ed25519' || endpoint.signing === 'rsa2';
   useEffect(() => {
     let live = true;
-    if (endpoint.signing === 'ed25519') {
+    if (asymmetric) {
       get(path`/v1/endpoints/${endpoint.id}/public-key`)
         .then((found) => live && setKeys(found))
         .catch(() => live && setKeys(null));
     }
     return () => { live = false; };
   }, [endpoint.id, endpoint.signing, endpoint.updated_at]);
-  if (endpoint.signing !== 'ed25519') return html`<span data-test="signing">hmac: a shared secret signs each delivery (v1)</span>`;
-  if (!keys) return html`<span data-test="signing">ed25519 (v1a)</span>`;
-  return html`<span data-test="signing">ed25519 (v1a): verify with <code data-test="public-key">${keys.public_key}</code>
+  if (!asymmetric) return html`<span data-test="signing">hmac: a shared secret signs each delivery (v1)</span>`;
+  const how = endpoint.signing === 'rsa2' ? 'rsa2 (sign and sign_type=RSA2 in the form)' : 'ed25519 (v1a)';
+  if (!keys) return html`<span data-test="signing">${how}</span>`;
+  return html`<span data-test="signing">${how}: verify with <code class="key" data-test="public-key">${keys.public_key}</code>
     ${keys.previous_public_keys.map((p) => html`; also <code data-test="previous-public-key">${p.public_key}</code> until ${time(p.expires_at)}`)}</span>`;
 }
 
 // The section a `manage` link shows on its endpoint's page.
 export function Manage({ endpoint, onSaved }) {
-  const ed25519 = endpoint.signing === 'ed25519';
+  const asymmetric = endpoint.signing !== 'hmac';
+  // An rsa2 key is the operator's own: hookd makes none to rotate to.
   return html`<section data-test="manage">
     <h2>Your endpoint</h2>
     <${Destination} endpoint=${endpoint} onSaved=${onSaved} />
-    <h3>${ed25519 ? 'Signing key' : 'Signing secret'}</h3>
-    ${ed25519 && html`<p><${PublicKey} endpoint=${endpoint} /></p>`}
-    <${Secret} endpoint=${endpoint} />
+    <h3>${asymmetric ? 'Signing key' : 'Signing secret'}</h3>
+    ${asymmetric && html`<p><${PublicKey} endpoint=${endpoint} /></p>`}
+    ${endpoint.signing !== 'rsa2' && html`<${Secret} endpoint=${endpoint} />`}
     <h3>Test</h3>
     <${Test} key=${(endpoint.event_types || []).join(',')} endpoint=${endpoint} />
   </section>`;

@@ -575,7 +575,39 @@ async fn an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_ref
     browser.close().await;
 }
 
+async fn an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page(backend: Backend) {
+    let app = backend.spawn().await;
+    let shared = app.endpoint(json!({"uid": "shared"})).await;
+    let keyed = app
+        .endpoint(json!({"uid": "keyed", "signing": "ed25519"}))
+        .await;
+    let (_, keys) = app.get("/v1/endpoints/keyed/public-key").await;
+    let Some(browser) = Browser::open(&app, &backend, "signing").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser
+        .goto(&format!("#/endpoints/{}", shared["id"].as_str().unwrap()))
+        .await;
+    browser
+        .wait_text("signing", "the shared secret's kind", |t| {
+            t.starts_with("hmac")
+        })
+        .await;
+    browser
+        .goto(&format!("#/endpoints/{}", keyed["id"].as_str().unwrap()))
+        .await;
+    browser
+        .wait_text("public-key", "the public key", |t| {
+            t == keys["public_key"].as_str().unwrap()
+        })
+        .await;
+    assert!(browser.text("signing").await.starts_with("ed25519 (v1a)"));
+    browser.close().await;
+}
+
 both!(
+    an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page,
     an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_refusal_names_the_path,
     a_pull_endpoint_shows_its_leased_and_waiting_notifications,
     an_endpoints_page_charts_its_own_deliveries_only,
