@@ -56,8 +56,8 @@ pub struct EndpointFields {
     /// `whsec_<base64 of 24 to 64 bytes>` (hmac), `whsk_<base64 of an
     /// Ed25519 seed or secret key>` (ed25519), or an RSA private key of
     /// 2048 to 4096 bits in PEM (rsa2, required: hookd makes none);
-    /// generated when absent, of the kind `signing` asks. Set on create only: change it with `POST
-    /// .../secret/rotate`.
+    /// generated when absent, of the kind `signing` asks. Set on create
+    /// only: change it with `POST .../secret/rotate`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$")]
     pub(super) secret: Option<Option<String>>,
@@ -273,13 +273,13 @@ impl EndpointFields {
                         ErrorCode::ConflictingFields,
                         "secret",
                         format!(
-                            "the secret is an {} key, and signing is {}: give a `{}` key, or none",
+                            "the secret is an {} key, and signing is {}: give {}",
                             current.as_str(),
                             signing.as_str(),
-                            if signing == Signing::Ed25519 {
-                                "whsk_"
-                            } else {
-                                "whsec_"
+                            match signing {
+                                Signing::Hmac => "a `whsec_` secret, or none",
+                                Signing::Ed25519 => "a `whsk_` key, or none",
+                                Signing::Rsa2 => "an RSA private key in PEM",
                             }
                         ),
                     ));
