@@ -264,16 +264,14 @@ impl Sender {
         // follows from the notification (`own_headers`).
         // An rsa2 endpoint's key signs the form body itself; the others
         // sign the header, which is then absent.
-        let body = match target.signer.form(delivery.content_type, &delivery.body) {
-            None => delivery.body.clone(),
-            Some(Ok(signed)) => Bytes::from(signed),
-            Some(Err(message)) => {
-                return Err(AttemptError {
-                    code: "unsignable",
-                    message,
-                })
-            }
-        };
+        let body = target
+            .signer
+            .signed_body(delivery.content_type, &delivery.body)
+            .await
+            .map_err(|message| AttemptError {
+                code: "unsignable",
+                message,
+            })?;
         let header = target.signer.header(id, timestamp, &delivery.body);
         let signature = (!header.is_empty())
             .then(|| HeaderValue::from_maybe_shared(Bytes::from(header)).ok())
