@@ -21,9 +21,8 @@ use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
 use crate::domain::fields::{masked, MASK};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
-use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::Delivery;
-use crate::domain::secret::{Signing, SigningSecret};
+use crate::domain::secret::Signing;
 use crate::service::endpoints::{BreakerFields, EndpointFields, RotateSecret};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
@@ -35,7 +34,10 @@ pub fn router() -> Router<AppState> {
             get(read).patch(update).delete(remove),
         )
         .route("/v1/endpoints/{endpoint}/secret", get(read_secret))
-        .route("/v1/endpoints/{endpoint}/public-key", get(read_public_key))
+        .route(
+            "/v1/endpoints/{endpoint}/public-key",
+            get(super::public_key::read_public_key),
+        )
         .route(
             "/v1/endpoints/{endpoint}/secret/rotate",
             post(rotate_secret),
@@ -401,7 +403,7 @@ impl SecretView {
 
 /// The endpoint, with its keys opened: one whose sealed values did not open
 /// (their key is not in `secrets.keys`) is an error, never an empty key.
-async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoint, ApiError> {
+pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoint, ApiError> {
     let endpoint = state
         .store
         .find_endpoint(&EndpointRef::parse(endpoint))
@@ -426,59 +428,6 @@ pub async fn read_secret(
 ) -> Result<Json<SecretView>, ApiError> {
     let endpoint = readable(&state, &endpoint).await?;
     Ok(Json(SecretView::of(&endpoint, state.service.now())))
-}
-
-/// What verifies an `ed25519` endpoint's deliveries.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct PublicKeyView {
-    /// `whpk_<base64 of the 32 bytes>` (ed25519): verifies the `v1a,`
-    /// signatures; a PEM SubjectPublicKeyInfo (rsa2): verifies `sign`.
-    pub public_key: String,
-    /// Rotated-out keys that still sign beside it, newest first.
-    pub previous_public_keys: Vec<PreviousPublicKeyView>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct PreviousPublicKeyView {
-    pub public_key: String,
-    /// Deliveries stop carrying a signature with this key at this time.
-    pub expires_at: DateTime<Utc>,
-}
-
-#[utoipa::path(operation_id = "get_endpoint_public_key", get, path = "/v1/endpoints/{endpoint}/public-key", tag = "endpoints",
-    params(("endpoint" = String, Path, description = "id or uid")),
-    responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 or rsa2 endpoint; it is public: any read token, or a portal link, may read it"),
-        (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "the endpoint signs with a shared secret (hmac)")))]
-pub async fn read_public_key(
-    State(state): State<AppState>,
-    Path(endpoint): Path<String>,
-) -> Result<Json<PublicKeyView>, ApiError> {
-    let endpoint = readable(&state, &endpoint).await?;
-    let public = |text: &str| SigningSecret::parse(text).ok().and_then(|s| s.public_key());
-    // A form has one `sign`: a rotated-out RSA key no longer signs.
-    let still_signs = |text: &str| Signing::of(text) != Signing::Rsa2;
-    let Some(public_key) = public(&endpoint.secret) else {
-        return Err(Problem::conflict(
-            ErrorCode::Conflict,
-            "the endpoint signs with a shared secret (hmac): it has no public key; PATCH {\"signing\": \"ed25519\"} gives it one",
-        )
-        .into());
-    };
-    let now = state.service.now();
-    let previous_public_keys = endpoint
-        .signing_previous(now)
-        .filter(|p| still_signs(&p.secret))
-        .filter_map(|p| {
-            public(&p.secret).map(|public_key| PreviousPublicKeyView {
-                public_key,
-                expires_at: p.expires_at,
-            })
-        })
-        .collect();
-    Ok(Json(PublicKeyView {
-        public_key,
-        previous_public_keys,
-    }))
 }
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,

@@ -22,6 +22,7 @@ pub mod openapi;
 mod openapi_depth;
 pub mod pagination;
 pub mod portal;
+pub mod public_key;
 pub mod pull;
 pub mod recover;
 pub mod stats;

@@ -16,7 +16,7 @@ use utoipa::{Modify, OpenApi};
 use super::openapi_depth::{Links, Patterns};
 use super::{
     backlog, endpoints, event_types, events, health, notification_list, notifications, portal,
-    pull, recover, stats,
+    public_key, pull, recover, stats,
 };
 
 #[derive(OpenApi)]
@@ -34,7 +34,7 @@ use super::{
         endpoints::update,
         endpoints::remove,
         endpoints::read_secret,
-        endpoints::read_public_key,
+        public_key::read_public_key,
         endpoints::rotate_secret,
         endpoints::end_overlap,
         recover::recover,
