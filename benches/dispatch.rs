@@ -52,6 +52,8 @@ mod redis_down;
 mod speed;
 #[path = "dispatch/stats.rs"]
 mod stats;
+#[path = "dispatch/traces.rs"]
+mod traces;
 
 const CONCURRENCY: usize = 64;
 
@@ -612,6 +614,48 @@ async fn seed_due(
     seeded(pool, redis_url, prefix).await;
 }
 
+/// `bodies` (batch bodies that name their endpoint `{endpoint}`) ingested
+/// as `seed_due` ingests: the backlog a drain starts from. Returns how
+/// many notifications they hold.
+async fn seed_bodies(
+    pool: &PgPool,
+    (database_url, redis_url, prefix): (&str, &str, &str),
+    receiver_url: &str,
+    bodies: Vec<String>,
+) -> usize {
+    let client = reqwest::Client::new();
+    let api = Hookd::start(database_url, redis_url, prefix, "api").await;
+    let endpoint = create_endpoint(&client, &api, receiver_url).await;
+    let count = post_named(&client, &api.base, bodies, &endpoint).await;
+    api.stop();
+    seeded(pool, redis_url, prefix).await;
+    count
+}
+
+/// Posts `bodies` with their `{endpoint}` replaced by `endpoint`; returns
+/// how many notifications they held.
+async fn post_named(
+    client: &reqwest::Client,
+    base: &str,
+    bodies: Vec<String>,
+    endpoint: &str,
+) -> usize {
+    let named: Vec<String> = bodies
+        .iter()
+        .map(|body| body.replace("{endpoint}", endpoint))
+        .collect();
+    let count = named
+        .iter()
+        .map(|body| {
+            serde_json::from_str::<serde_json::Value>(body).unwrap()["notifications"]
+                .as_array()
+                .map_or(0, Vec::len)
+        })
+        .sum();
+    post_batches(client, base, named, 2).await;
+    count
+}
+
 /// The batch bodies of a drain's `count` notifications due now.
 fn payload_bodies(count: usize, endpoint: &str) -> Vec<String> {
     // BENCH_PAYLOAD_BYTES=N pads each payload with N bytes of hex digits
@@ -756,7 +800,7 @@ async fn main() {
         .build()
         .unwrap();
     // BENCH_ONLY=ingest,events,filters,pull,delivery,lateness,e2e,scale,heal,redis_down,embedded_scale,rate_limit,breaker,cluster
-    // picks sections (default: all but `stats`, `stats_drain`, `lanes`, `ordering`, `list_load`, `pages`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
+    // picks sections (default: all but `stats`, `stats_drain`, `traces_drain`, `lanes`, `ordering`, `list_load`, `pages`, `partition`, `partition_drain` and `partition_queries`, which run only when named); BENCH_MODE=server|embedded|both (default) the modes.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
     let mut rss = Vec::new();
@@ -1355,6 +1399,16 @@ async fn main() {
             receiver_url: &receiver_url,
         };
         stats::drains(&bench, runs, mode.server, mode.embedded).await;
+    }
+    if named("traces_drain") {
+        let bench = rate_limit::Bench {
+            pool: &pool,
+            database_url: &database_url,
+            redis_url: &redis_url,
+            received: &received,
+            receiver_url: &receiver_url,
+        };
+        traces::drains(&bench, runs, mode.server, mode.embedded).await;
     }
     if named("lanes") {
         let bench = rate_limit::Bench {

@@ -103,6 +103,7 @@ async fn sender_run(
                         event_id: None,
                         url: None,
                         sequence: None,
+                        traceparent: None,
                     })
                     .await;
                 let status = result.answer.map(|answer| answer.status);

@@ -235,6 +235,7 @@ async fn claim(
                         event_id: None,
                         url: None,
                         sequence: None,
+                        traceparent: None,
                     })
                     .await;
                 let status = result.answer.map(|answer| answer.status);

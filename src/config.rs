@@ -23,8 +23,8 @@ pub use sections::RateLimitSettings;
 pub use sections::{
     ApiSettings, DatabaseSettings, DispatcherSettings, EmbeddedSettings, LogFormat, LogSettings,
     OperatorSettings, PullSettings, RedisSettings, RetentionSettings, Secret, SecretKeySettings,
-    SecretsSettings, SenderSettings, ServerSettings, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT,
-    MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
+    SecretsSettings, SenderSettings, ServerSettings, Settings, TelemetrySettings, LEASE_MARGIN,
+    MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };
 pub use tokens::{digest, Credential, ScopedToken, TokenSpec, MIN_TOKEN_CHARS};
 pub use validate::read_ca_file;

@@ -28,8 +28,10 @@
 //! - `dispatcher`: claim, screen, deliver, record, and housekeeping;
 //!   `sender`: one attempt over HTTP.
 //! - `clock`: the one clock every rule reads, in both modes.
+//! - `telemetry`: logs, Prometheus metrics, and traces (W3C Trace Context
+//!   kept with notifications, spans exported over OTLP/HTTP).
 //! - `startup`: composes the parts for a mode and a role; `config`,
-//!   `server`, `telemetry`, `copy` (`hookd copy`).
+//!   `server`, `copy` (`hookd copy`).
 //!
 //! `docs/architecture.md` draws the layers and both modes on a page.
 #![forbid(unsafe_code)]

@@ -217,6 +217,7 @@ impl App {
             settings.clone(),
         );
         let limiter = crate::limiter::beside(&*due);
+        let spans = crate::telemetry::spans::Spans::start(&settings.telemetry)?;
         let state = AppState {
             recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
             service,
@@ -228,6 +229,7 @@ impl App {
             settings,
             readiness: Default::default(),
             in_flight: Default::default(),
+            spans,
         };
         let resealed = store.clone();
         Ok(Self {
@@ -309,7 +311,9 @@ impl App {
         let dispatching =
             matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let dispatcher = if dispatching {
-            let sender = Sender::new(&settings.sender)?.with_clock(self.delivery.clock().clone());
+            let sender = Sender::new(&settings.sender)?
+                .with_clock(self.delivery.clock().clone())
+                .with_spans(self.state.spans.clone());
             let dispatcher = Dispatcher::new(
                 self.delivery.clone(),
                 self.housekeeping.clone(),

@@ -321,28 +321,39 @@ fn counting_env(counting: bool) -> [(&'static str, &'static str); 1] {
 }
 
 async fn server_drain(bench: &super::rate_limit::Bench<'_>, run: usize, counting: bool) -> f64 {
+    let prefix = format!("bench-stats-drain-{run}-{counting}");
+    let bodies = super::payload_bodies(DRAIN, "{endpoint}");
+    timed_server_drain(bench, &prefix, &counting_env(counting), bodies).await
+}
+
+/// A server-mode drain of `bodies` (batch bodies naming the endpoint as
+/// `{endpoint}`) by a dispatcher started with `env`: deliveries per
+/// second, first to last receipt, once every outcome is written.
+pub async fn timed_server_drain(
+    bench: &super::rate_limit::Bench<'_>,
+    prefix: &str,
+    env: &[(&str, &str)],
+    bodies: Vec<String>,
+) -> f64 {
     let pool = bench.pool;
     reset(pool).await;
-    let prefix = format!("bench-stats-drain-{run}-{counting}");
-    super::seed_due(
+    let count = super::seed_bodies(
         pool,
-        bench.database_url,
-        bench.redis_url,
-        &prefix,
+        (bench.database_url, bench.redis_url, prefix),
         bench.receiver_url,
-        DRAIN,
+        bodies,
     )
     .await;
     bench.received.reset();
     let dispatcher = Hookd::start_with(
         bench.database_url,
         bench.redis_url,
-        &prefix,
+        prefix,
         "dispatcher",
-        &counting_env(counting),
+        env,
     )
     .await;
-    super::wait_count(bench.received, DRAIN as u64, Duration::from_secs(300)).await;
+    super::wait_count(bench.received, count as u64, Duration::from_secs(300)).await;
     // Every outcome written before the next drain starts.
     loop {
         let pending: i64 =
@@ -356,25 +367,30 @@ async fn server_drain(bench: &super::rate_limit::Bench<'_>, run: usize, counting
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     dispatcher.stop();
-    DRAIN as f64 / bench.received.span().as_secs_f64()
+    count as f64 / bench.received.span().as_secs_f64()
 }
 
 async fn embedded_drain(bench: &super::rate_limit::Bench<'_>, counting: bool) -> f64 {
+    let bodies = super::payload_bodies(DRAIN, "{endpoint}");
+    timed_embedded_drain(bench, &counting_env(counting), bodies).await
+}
+
+/// An embedded drain of `bodies` (as `timed_server_drain`'s) by a hookd
+/// started with `env` on the file they were written to.
+pub async fn timed_embedded_drain(
+    bench: &super::rate_limit::Bench<'_>,
+    env: &[(&str, &str)],
+    bodies: Vec<String>,
+) -> f64 {
     let data = DataDir::new();
     let client = reqwest::Client::new();
     let api = embedded::start(&data, &[("HOOKD_DISPATCHER__ENABLED", "false")]).await;
     let endpoint = super::create_endpoint(&client, &api, bench.receiver_url).await;
-    super::post_batches(
-        &client,
-        &api.base,
-        super::payload_bodies(DRAIN, &endpoint),
-        2,
-    )
-    .await;
+    let count = super::post_named(&client, &api.base, bodies, &endpoint).await;
     api.stop();
     bench.received.reset();
-    let dispatcher = embedded::start(&data, &counting_env(counting)).await;
-    super::wait_count(bench.received, DRAIN as u64, Duration::from_secs(300)).await;
+    let dispatcher = embedded::start(&data, env).await;
+    super::wait_count(bench.received, count as u64, Duration::from_secs(300)).await;
     let reader = SqlitePool::connect_with(
         SqliteConnectOptions::new()
             .filename(data.database())
@@ -395,5 +411,5 @@ async fn embedded_drain(bench: &super::rate_limit::Bench<'_>, counting: bool) ->
     }
     reader.close().await;
     dispatcher.stop();
-    DRAIN as f64 / bench.received.span().as_secs_f64()
+    count as f64 / bench.received.span().as_secs_f64()
 }

@@ -17,6 +17,7 @@ use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
+use super::traced::Traced;
 use super::AppState;
 use crate::domain::bounded::Bounded;
 use crate::domain::status::Status;
@@ -95,6 +96,7 @@ fn created_or_existing(accepted: Accepted<Event>) -> (StatusCode, EventView) {
 }
 
 #[utoipa::path(operation_id = "create_event", post, path = "/v1/events", tag = "events", request_body = EventInput,
+    params(super::traced::TraceHeaders),
     responses(
         (status = 201, body = EventView, description = "created and committed with all its deliveries"),
         (status = 200, body = EventView, description = "the existing event with this key and payload"),
@@ -103,12 +105,21 @@ fn created_or_existing(accepted: Accepted<Event>) -> (StatusCode, EventView) {
         (status = 503, body = super::error::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
-    JsonBody(input): JsonBody<EventInput>,
+    traced: Traced,
+    JsonBody(mut input): JsonBody<EventInput>,
 ) -> Result<(StatusCode, Json<EventView>), ApiError> {
-    let mut results = state.service.create_events(vec![input]).await?;
-    let accepted = results.pop().ok_or(ApiError::Internal(None))??;
-    let (status, view) = created_or_existing(accepted);
-    Ok((status, Json(view)))
+    input.trace = traced.kept.clone();
+    let answer = async {
+        let mut results = state.service.create_events(vec![input]).await?;
+        let accepted = results.pop().ok_or(ApiError::Internal(None))??;
+        let (status, view) = created_or_existing(accepted);
+        Ok((status, Json(view)))
+    }
+    .await;
+    traced.end(&state, "POST /v1/events", &answer, |(status, _)| {
+        (*status, usize::from(*status == StatusCode::CREATED))
+    });
+    answer
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -136,14 +147,22 @@ pub struct EventBatchResult {
 }
 
 #[utoipa::path(operation_id = "create_events_batch", post, path = "/v1/events/batch", tag = "events", request_body = CreateEventBatch,
+    params(super::traced::TraceHeaders),
     responses((status = 200, body = EventBatchResult, description = "per-item results, in order"),
         (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create_batch(
     State(state): State<AppState>,
+    traced: Traced,
     JsonBody(batch): JsonBody<CreateEventBatch>,
 ) -> Result<Json<EventBatchResult>, ApiError> {
-    let items = parse_items(&batch.events, "events")?;
-    let data = in_batch(items, |inputs| state.service.create_events(inputs))
+    let answer = async {
+        let items = parse_items(&batch.events, "events")?;
+        let data = in_batch(items, |mut inputs: Vec<EventInput>| {
+            for input in &mut inputs {
+                input.trace = traced.kept.clone();
+            }
+            state.service.create_events(inputs)
+        })
         .await?
         .into_iter()
         .map(|item| {
@@ -155,7 +174,14 @@ pub async fn create_batch(
             }
         })
         .collect();
-    Ok(Json(EventBatchResult { data }))
+        Ok(Json(EventBatchResult { data }))
+    }
+    .await;
+    traced.end(&state, "POST /v1/events/batch", &answer, |result| {
+        let statuses = result.data.iter().map(|item| item.status);
+        (StatusCode::OK, super::notifications::created_in(statuses))
+    });
+    answer
 }
 
 fn parse_id(text: &str) -> Result<Uuid, ApiError> {

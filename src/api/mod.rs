@@ -26,6 +26,7 @@ pub mod public_key;
 pub mod pull;
 pub mod recover;
 pub mod stats;
+mod traced;
 mod waiting;
 
 use std::sync::Arc;
@@ -62,6 +63,8 @@ pub struct AppState {
     pub recovery: crate::service::recover::Recovery,
     /// Reads under way by credential (`concurrency`).
     pub in_flight: Arc<concurrency::InFlight>,
+    /// Where the spans of creates go (`telemetry.otlp_endpoint`).
+    pub spans: crate::telemetry::spans::Spans,
 }
 
 /// The whole API: resources behind bearer auth, operations open. With

@@ -20,6 +20,7 @@ use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::notification_view::{secret_paths, NotificationView};
 use super::pagination::{encode_cursor, page, Page, PageParams};
+use super::traced::Traced;
 use super::waiting::Holds;
 use super::AppState;
 use crate::domain::bounded::Bounded;
@@ -62,6 +63,7 @@ fn created_or_existing(
 }
 
 #[utoipa::path(operation_id = "create_notification", post, path = "/v1/notifications", tag = "notifications", request_body = NotificationInput,
+    params(super::traced::TraceHeaders),
     responses(
         (status = 201, body = NotificationView, description = "created and committed"),
         (status = 200, body = NotificationView, description = "the existing notification with this key and payload"),
@@ -71,12 +73,26 @@ fn created_or_existing(
 pub async fn create(
     State(state): State<AppState>,
     caller: SeesSecrets,
-    JsonBody(request): JsonBody<NotificationInput>,
+    traced: Traced,
+    JsonBody(mut request): JsonBody<NotificationInput>,
+) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
+    request.trace = traced.kept.clone();
+    let answer = create_one(&state, &caller, request).await;
+    traced.end(&state, "POST /v1/notifications", &answer, |(status, _)| {
+        (*status, usize::from(*status == StatusCode::CREATED))
+    });
+    answer
+}
+
+async fn create_one(
+    state: &AppState,
+    caller: &SeesSecrets,
+    request: NotificationInput,
 ) -> Result<(StatusCode, Json<NotificationView>), ApiError> {
     let created = state.service.create_notification(request).await?;
-    let secret = secret_paths(&state, &caller, [accepted_notification(&created)]).await;
-    let holds = Holds::endpoints(&state, [accepted_notification(&created)]).await;
-    let (status, view) = created_or_existing(created, &caller, (&secret, &holds));
+    let secret = secret_paths(state, caller, [accepted_notification(&created)]).await;
+    let holds = Holds::endpoints(state, [accepted_notification(&created)]).await;
+    let (status, view) = created_or_existing(created, caller, (&secret, &holds));
     Ok((status, Json(view)))
 }
 
@@ -134,7 +150,7 @@ pub async fn send_test(
         RawValue::from_string(payload.to_string()).map_err(ApiError::internal)?,
         event_type,
     );
-    create(State(state), caller, JsonBody(input)).await
+    create_one(&state, &caller, input).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -162,25 +178,54 @@ pub struct BatchResult {
 }
 
 #[utoipa::path(operation_id = "create_notifications_batch", post, path = "/v1/notifications/batch", tag = "notifications", request_body = CreateBatch,
+    params(super::traced::TraceHeaders),
     responses((status = 200, body = BatchResult, description = "per-item results, in order"),
         (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn create_batch(
     State(state): State<AppState>,
     caller: SeesSecrets,
+    traced: Traced,
     JsonBody(batch): JsonBody<CreateBatch>,
 ) -> Result<Json<BatchResult>, ApiError> {
+    let answer = create_many(&state, &caller, &traced, batch).await;
+    traced.end(&state, "POST /v1/notifications/batch", &answer, |result| {
+        (
+            StatusCode::OK,
+            created_in(result.data.iter().map(|item| item.status)),
+        )
+    });
+    answer
+}
+
+/// How many of a batch's items were created (201).
+pub fn created_in(statuses: impl Iterator<Item = u16>) -> usize {
+    statuses.filter(|status| *status == 201).count()
+}
+
+async fn create_many(
+    state: &AppState,
+    caller: &SeesSecrets,
+    traced: &Traced,
+    batch: CreateBatch,
+) -> Result<Json<BatchResult>, ApiError> {
     let items = parse_items(&batch.notifications, "notifications")?;
-    let results = in_batch(items, |inputs| state.service.create_notifications(inputs)).await?;
+    let results = in_batch(items, |mut inputs: Vec<NotificationInput>| {
+        for input in &mut inputs {
+            input.trace = traced.kept.clone();
+        }
+        state.service.create_notifications(inputs)
+    })
+    .await?;
     let accepted = results
         .iter()
         .filter_map(|item| item.as_ref().ok())
         .map(accepted_notification);
-    let secret = secret_paths(&state, &caller, accepted.clone()).await;
-    let holds = Holds::endpoints(&state, accepted).await;
+    let secret = secret_paths(state, caller, accepted.clone()).await;
+    let holds = Holds::endpoints(state, accepted).await;
     let data = results
         .into_iter()
         .map(|item| {
-            let shown = |accepted| created_or_existing(accepted, &caller, (&secret, &holds));
+            let shown = |accepted| created_or_existing(accepted, caller, (&secret, &holds));
             let (status, notification, error) = status_of(item.map(shown));
             BatchItem {
                 status,

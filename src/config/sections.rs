@@ -32,6 +32,20 @@ pub struct Settings {
     pub stats: StatsSettings,
     /// Portal links (docs/design.md §11).
     pub portal: super::PortalSettings,
+    pub telemetry: TelemetrySettings,
+}
+
+/// Spans exported over OTLP/HTTP (docs/design.md §19; `telemetry::spans`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The collector's base URL; empty: no spans.
+    pub otlp_endpoint: String,
+    /// Headers on each export (a collector's credentials).
+    pub otlp_headers: std::collections::BTreeMap<String, Secret>,
+    pub service_name: String,
+    pub export_interval_ms: u64,
+    pub queue_size: usize,
 }
 
 /// The per-minute counts behind `GET /v1/stats` (docs/design.md §11).

@@ -328,6 +328,32 @@ impl Settings {
                 "must be from 1 to 31536000000 (a year)",
             ));
         }
+        if !self.telemetry.otlp_endpoint.is_empty() {
+            crate::telemetry::spans::traces_url(&self.telemetry.otlp_endpoint)
+                .map_err(|reason| invalid("telemetry.otlp_endpoint", &reason))?;
+        }
+        for (name, value) in &self.telemetry.otlp_headers {
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+                || reqwest::header::HeaderValue::from_str(value.expose()).is_err()
+            {
+                return Err(invalid(
+                    "telemetry.otlp_headers",
+                    &format!(
+                        "`{}` is not a valid header name and value",
+                        crate::domain::problem::shown(name)
+                    ),
+                ));
+            }
+        }
+        if !(1..=1_000_000).contains(&self.telemetry.queue_size) {
+            return Err(invalid("telemetry.queue_size", "must be 1 to 1000000"));
+        }
+        if !(1..=60_000).contains(&self.telemetry.export_interval_ms) {
+            return Err(invalid(
+                "telemetry.export_interval_ms",
+                "must be 1 to 60000",
+            ));
+        }
         if self.operator.enabled() {
             match url::Url::parse(self.operator.url.expose()) {
                 Ok(u) if self.sender.https_only && u.scheme() == "http" => {

@@ -16,6 +16,8 @@ use crate::domain::success::SuccessRule;
 use crate::sender::{AttemptError, AttemptResult, Delivery, Sender, Target};
 use crate::store::delivery::{DeliveryEndpoint, DueNotification};
 use crate::store::recording::AttemptRecord;
+use crate::telemetry::spans::{Span, SpanKind, Spans};
+use crate::telemetry::trace_context::{new_span_id, TraceContext};
 
 /// An endpoint prepared once per claimed batch and shared by the batch's
 /// deliveries to it.
@@ -35,6 +37,8 @@ pub struct Plan {
     /// The endpoint's own `fresh_share` (lanes of its rate limit), if it
     /// sets one.
     pub fresh_share: Option<f64>,
+    /// The endpoint's uid, if it has one (for attempts' spans).
+    pub uid: Option<String>,
     pub disabled: bool,
     pub deleted: bool,
     /// The endpoint is pull: nothing is POSTed; its consumers take them.
@@ -80,6 +84,7 @@ impl Plan {
                 endpoint.rate_limit_burst,
             ),
             fresh_share: endpoint.fresh_share,
+            uid: endpoint.uid,
             disabled: endpoint.disabled,
             deleted: endpoint.deleted,
             pull: endpoint.pull,
@@ -110,6 +115,12 @@ pub async fn attempt(
 ) -> AttemptRecord {
     let number = row.attempts + 1;
     let tells_of_endpoint = plan.target.tells_of_endpoint(row.url.as_deref());
+    // A sampled trace kept with the notification gets this attempt's span,
+    // which the receiver sees as its parent.
+    let trace = traced(sender.spans(), &row.headers);
+    let traceparent = trace
+        .as_ref()
+        .map(|(kept, span)| kept.child(*span).traceparent());
     let delivery = Delivery {
         id: row.id,
         target: &plan.target,
@@ -121,6 +132,7 @@ pub async fn attempt(
         event_id: row.event_id,
         sequence: row.sequence,
         url: row.url.as_deref(),
+        traceparent: traceparent.as_deref(),
     };
     let unreadable = plan.unreadable.clone().or_else(|| {
         row.unreadable
@@ -156,6 +168,17 @@ pub async fn attempt(
         finished_at,
     );
     let status = result.answer.as_ref().map(|a| a.status);
+    if let Some((kept, span_id)) = &trace {
+        let span = attempt_span(
+            plan,
+            (kept, *span_id),
+            number,
+            &result,
+            (&outcome, finished_at),
+        )
+        .text("hookd.notification.id", row.id.to_string());
+        sender.spans().record(span);
+    }
     metrics::counter!(
         "hookd_deliveries_total",
         "outcome" => outcome.as_str(),
@@ -236,6 +259,81 @@ pub async fn attempt(
         event,
         ordered: row.sequence.is_some(),
     }
+}
+
+/// Records a claim's span for each traced notification among `rows`,
+/// from `start` to `end`: `how` they came, from the due `"index"` or
+/// handed over by this process's committer (`"handoff"`).
+pub fn claim_spans(
+    spans: &Spans,
+    rows: &[DueNotification],
+    how: &'static str,
+    (start, end): (DateTime<Utc>, DateTime<Utc>),
+) {
+    if !spans.on() {
+        return;
+    }
+    for row in rows {
+        let Some((kept, span_id)) = traced(spans, &row.headers) else {
+            continue;
+        };
+        let span = Span::under(&kept, span_id, "claim", SpanKind::Internal, (start, end))
+            .text("hookd.notification.id", row.id.to_string())
+            .text("hookd.claim", how)
+            .int("hookd.attempt", i64::from(row.attempts + 1));
+        spans.record(span);
+    }
+}
+
+/// The trace context a notification keeps, if spans are exported and it
+/// is sampled, and a new span id for this attempt.
+fn traced(
+    spans: &Spans,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Option<(TraceContext, [u8; 8])> {
+    if !spans.on() {
+        return None;
+    }
+    let kept = TraceContext::from_kept(headers).filter(TraceContext::sampled)?;
+    Some((kept, new_span_id()))
+}
+
+/// An attempt's span (OpenTelemetry's HTTP client conventions, and
+/// hookd's own attributes): an error when the attempt did not succeed.
+fn attempt_span(
+    plan: &Plan,
+    (kept, span_id): (&TraceContext, [u8; 8]),
+    number: i32,
+    result: &AttemptResult,
+    (outcome, finished_at): (&crate::domain::outcome::Outcome, DateTime<Utc>),
+) -> Span {
+    let mut span = Span::under(
+        kept,
+        span_id,
+        "POST",
+        SpanKind::Client,
+        (result.started_at, finished_at),
+    )
+    .text("http.request.method", "POST")
+    .text("hookd.outcome", outcome.as_str())
+    .int("hookd.attempt", i64::from(number))
+    .int("hookd.duration_ms", result.duration.as_millis() as i64);
+    if let Some(uid) = &plan.uid {
+        span = span.text("hookd.endpoint.uid", uid.clone());
+    }
+    if let Some(host) = plan.target.host() {
+        span = span.text("server.address", host);
+    }
+    if let Some(answer) = &result.answer {
+        span = span.int("http.response.status_code", i64::from(answer.status));
+    }
+    if let Some(error) = &result.error {
+        span = span.text("error.type", error.code);
+        span.error = Some(error.message.clone());
+    } else if !matches!(outcome, crate::domain::outcome::Outcome::Succeeded) {
+        span.error = Some(format!("not acknowledged: {}", outcome.as_str()));
+    }
+    span
 }
 
 /// The current secret, then every rotated-out one whose overlap lasts.

@@ -306,6 +306,12 @@ impl Dispatcher {
             }
         };
         let loaded = plans.for_claim(claimed, admitted, now);
+        delivery::claim_spans(
+            shared.sender.spans(),
+            &loaded.notifications,
+            "index",
+            (now, shared.clock.now()),
+        );
         self.dispatch(&ids, loaded, (now, due_by), shared, outcomes, tasks)
             .await;
         Turn::Again
@@ -341,6 +347,12 @@ impl Dispatcher {
             }
         };
         let loaded = plans.for_claim(claimed, HashMap::new(), now);
+        delivery::claim_spans(
+            shared.sender.spans(),
+            &loaded.notifications,
+            "handoff",
+            (now, shared.clock.now()),
+        );
         self.dispatch(&ids, loaded, (now, due_by), shared, outcomes, tasks)
             .await
     }

@@ -154,6 +154,7 @@ pub(super) mod tests {
     ) -> DeliveryEndpoint {
         DeliveryEndpoint {
             id,
+            uid: None,
             version,
             url: "http://receiver.test/hook".into(),
             secret: SECRET.into(),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_rustls::rustls;
 use uuid::Uuid;
 
@@ -31,6 +31,13 @@ use crate::domain::secret::SigningSecret;
 use guard::{Guard, Networks, ResolveError};
 use headers::header_map;
 pub use headers::{own_headers, Kept, Own, OWN_HEADERS};
+
+/// The TLS set-up of hookd's other client, the span exporter's
+/// (`telemetry::spans`): the receivers' (ring, the bundled webpki roots),
+/// without `sender.ca_file`, which is for receivers.
+pub fn collector_tls() -> Result<rustls::ClientConfig, SenderError> {
+    route::tls_config("")
+}
 
 pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 
@@ -65,6 +72,11 @@ impl Target {
         }
     }
 
+    /// The host of the endpoint's URL.
+    pub fn host(&self) -> Option<&str> {
+        self.url.as_ref().ok()?.host_str()
+    }
+
     /// Whether an attempt to `url` (a notification's own, or `None`)
     /// counts for the endpoint's circuit and health
     /// (`domain::receiver_url::tells_of_endpoint`).
@@ -93,6 +105,9 @@ pub struct Delivery<'a> {
     /// Its place in its key's order, on an ordered endpoint: sent as
     /// `webhook-sequence`.
     pub sequence: Option<i64>,
+    /// The `traceparent` of this attempt (its span as the parent), over
+    /// the one kept among the notification's headers.
+    pub traceparent: Option<&'a str>,
 }
 
 impl std::fmt::Debug for Delivery<'_> {
@@ -145,6 +160,9 @@ pub struct Sender {
     /// When an attempt starts, and what a `Retry-After` date is from
     /// (`crate::clock`; the system clock unless `with_clock`).
     clock: crate::clock::Clock,
+    /// Where attempts' spans go (`telemetry::spans`; off unless
+    /// `with_spans`).
+    spans: crate::telemetry::spans::Spans,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +189,18 @@ impl Sender {
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
             clock: crate::clock::Clock::system(),
+            spans: Default::default(),
         })
+    }
+
+    /// This sender, recording each traced attempt's span in `spans`.
+    pub fn with_spans(self, spans: crate::telemetry::spans::Spans) -> Self {
+        Self { spans, ..self }
+    }
+
+    /// Where attempts' spans go.
+    pub fn spans(&self) -> &crate::telemetry::spans::Spans {
+        &self.spans
     }
 
     /// This sender, reading `clock` (the store's: `startup`).
@@ -294,6 +323,15 @@ impl Sender {
         own_headers(&own, |name, value| {
             headers.insert(name, value);
         });
+        if let Some(value) = delivery
+            .traceparent
+            .and_then(|t| HeaderValue::from_str(t).ok())
+        {
+            headers.insert(
+                HeaderName::from_static(crate::telemetry::trace_context::TRACEPARENT),
+                value,
+            );
+        }
         // The request is built whole rather than through a RequestBuilder,
         // whose `headers()` re-inserts every header into a new map.
         let mut request = reqwest::Request::new(reqwest::Method::POST, url);
@@ -448,6 +486,7 @@ mod tests {
             event_id: None,
             url: Some("https://x.example/hook/n?token=hunter2"),
             sequence: None,
+            traceparent: None,
         };
         let shown = format!("{delivery:?}");
         assert!(

@@ -81,6 +81,11 @@ pub struct EventInput {
     /// per key, in creation order. 1 to 256 bytes.
     #[schema(min_length = 1, max_length = 256)]
     pub order_key: Option<String>,
+    /// The trace this event belongs to: the create's `traceparent` header,
+    /// kept as two of its headers and so sent on each of its deliveries
+    /// (set by the API, not part of the body).
+    #[serde(skip)]
+    pub trace: Option<crate::telemetry::trace_context::TraceContext>,
 }
 
 impl std::fmt::Debug for EventInput {
@@ -273,8 +278,11 @@ impl Service {
             return Err(invalid_order_key());
         }
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
-        let headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
+        let mut headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
+        if let Some(trace) = &input.trace {
+            trace.keep_in(&mut headers);
+        }
         let named = match input.endpoints {
             None => None,
             Some(names) if names.len() > MAX_NAMED_ENDPOINTS => {

@@ -70,6 +70,11 @@ pub struct NotificationInput {
     /// a time, in creation order. 1 to 256 bytes.
     #[schema(min_length = 1, max_length = 256)]
     pub order_key: Option<String>,
+    /// The trace this notification belongs to: the create's
+    /// `traceparent` header, kept as two of its headers (set by the API,
+    /// not part of the body).
+    #[serde(skip)]
+    pub trace: Option<crate::telemetry::trace_context::TraceContext>,
 }
 
 impl NotificationInput {
@@ -89,6 +94,7 @@ impl NotificationInput {
             headers: None,
             url: None,
             order_key: None,
+            trace: None,
         }
     }
 }
@@ -227,8 +233,11 @@ impl Service {
             Some(value) => parse_schedule(&value.0, "schedule")?,
             None => endpoint.schedule(),
         };
-        let headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
+        let mut headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
+        if let Some(trace) = &input.trace {
+            trace.keep_in(&mut headers);
+        }
         let pull = endpoint.delivery == Delivery::Pull;
         if pull && input.url.is_some() {
             return Err(Problem::invalid(

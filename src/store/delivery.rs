@@ -129,6 +129,8 @@ impl DueNotification {
 #[derive(Clone)]
 pub struct DeliveryEndpoint {
     pub id: Uuid,
+    /// The endpoint's uid, if it has one.
+    pub uid: Option<String>,
     /// The row's `version`, raised by every change of what a delivery uses.
     pub version: i64,
     pub url: String,

@@ -81,5 +81,6 @@ mod stats;
 mod store;
 mod stores_down;
 mod tokens;
+mod traces;
 mod transport;
 mod waiting;

@@ -94,7 +94,7 @@ impl PgStore {
             Vec::new()
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
-                "SELECT id, version, COALESCE(url, '') AS url, secret, \
+                "SELECT id, uid, version, COALESCE(url, '') AS url, secret, \
                      previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
                      max_in_flight, disabled, schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, \
                      breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \

@@ -172,6 +172,7 @@ from_row!(Head {
 
 from_row!(DeliveryEndpoint {
     id,
+    uid,
     version,
     url,
     secret,

@@ -48,6 +48,7 @@ fn due(row: &SqliteRow) -> Result<DueNotification, sqlx::Error> {
 fn delivery_endpoint(row: &SqliteRow) -> Result<DeliveryEndpoint, sqlx::Error> {
     Ok(DeliveryEndpoint {
         id: row.try_get("id")?,
+        uid: row.try_get("uid")?,
         version: row.try_get("version")?,
         url: row.try_get("url")?,
         secret: row.try_get("secret")?,
@@ -141,7 +142,7 @@ impl SqliteStore {
             Vec::new()
         } else {
             let sql = format!(
-                "SELECT id, version, COALESCE(url, '') AS url, secret, previous_secrets, \
+                "SELECT id, uid, version, COALESCE(url, '') AS url, secret, previous_secrets, \
                      success_body, permanent_statuses, headers, timeout_ms, max_in_flight, \
                      schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      disabled, (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \

@@ -2,6 +2,10 @@
 //! Prometheus text format. Metric names start with `hookd_`, carry their
 //! unit, and have bounded labels (no ids, no URLs).
 
+pub mod otlp;
+pub mod spans;
+pub mod trace_context;
+
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -131,6 +135,14 @@ fn describe() {
         "hookd_endpoints_disabled_total",
         "Endpoints disabled because every attempt failed for the configured period"
     );
+    describe_counter!(
+        "hookd_spans_exported_total",
+        "Spans the OTLP collector took (telemetry.otlp_endpoint)"
+    );
+    describe_counter!(
+        "hookd_spans_dropped_total",
+        "Spans not exported, by reason: queue_full (the export queue was full) or export_failed (the collector refused them or did not answer)"
+    );
 }
 
 /// Counters exist from the start at 0, so a dashboard or an alert on
@@ -161,8 +173,12 @@ fn register_at_zero() {
         "hookd_sweep_reindexed_total",
         "hookd_deferred_indexed_total",
         "hookd_endpoints_disabled_total",
+        "hookd_spans_exported_total",
     ] {
         metrics::counter!(name).absolute(0);
+    }
+    for reason in ["queue_full", "export_failed"] {
+        metrics::counter!("hookd_spans_dropped_total", "reason" => reason).absolute(0);
     }
     // By shard of the due index (`due::redis::sharded`); an unsharded one
     // is shard 0.
