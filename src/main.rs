@@ -67,6 +67,8 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print the API's OpenAPI document, as `GET /openapi.json` serves it.
+    Openapi,
     /// Print hookd's version.
     Version,
 }
@@ -96,6 +98,20 @@ fn main() -> ExitCode {
         Command::Version => {
             println!("hookd {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
+        }
+        Command::Openapi => {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            match out
+                .write_all(hookd::api::openapi::document())
+                .and_then(|()| out.write_all(b"\n"))
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("hookd: {error}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Config {
             command: ConfigCommand::Check { config, data_dir },

@@ -224,6 +224,12 @@ impl Served {
     }
 }
 
+/// The document's bytes, as `GET /openapi.json` serves them (`hookd
+/// openapi` prints them, for the clients' generators).
+pub fn document() -> &'static [u8] {
+    &served().bytes
+}
+
 fn served() -> &'static Served {
     static SERVED: OnceLock<Served> = OnceLock::new();
     SERVED.get_or_init(|| {

@@ -32,6 +32,7 @@ fn every_subcommand_has_help_and_the_version_is_printed() {
         &["config", "--help"],
         &["config", "check", "--help"],
         &["version", "--help"],
+        &["openapi", "--help"],
     ] {
         let output = hookd(args, &[]);
         assert_eq!(output.status.code(), Some(0), "{args:?}");
@@ -52,6 +53,24 @@ fn every_subcommand_has_help_and_the_version_is_printed() {
         hookd(&["serve", "--rolee", "api"], &[]).status.code(),
         Some(2)
     );
+}
+
+/// The clients are generated from what `hookd openapi` prints
+/// (`scripts/clients`): the served document, byte for byte.
+#[tokio::test]
+async fn hookd_openapi_prints_the_document_the_api_serves() {
+    let output = hookd(&["openapi"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let app = crate::backends::Backend::sqlite().await.spawn().await;
+    let served = reqwest::get(format!("{}/openapi.json", app.base))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let mut printed = output.stdout;
+    assert_eq!(printed.pop(), Some(b'\n'), "one line, ended");
+    assert!(printed == served.as_ref(), "the served bytes");
 }
 
 #[test]

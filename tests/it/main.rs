@@ -14,6 +14,7 @@ mod breaker_own_url;
 mod bulk;
 mod circuit_breaker;
 mod cli;
+mod clients;
 mod clock_skew;
 mod conformance;
 mod console;

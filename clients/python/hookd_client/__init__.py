@@ -1,0 +1,8 @@
+"""A client library for accessing hookd"""
+
+from .client import AuthenticatedClient, Client
+
+__all__ = (
+    "AuthenticatedClient",
+    "Client",
+)

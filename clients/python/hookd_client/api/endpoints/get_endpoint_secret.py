@@ -1,0 +1,177 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.secret_view import SecretView
+from ...types import Response
+
+
+def _get_kwargs(
+    endpoint: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/endpoints/{endpoint}/secret".format(
+            endpoint=quote(str(endpoint), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | SecretView | None:
+    if response.status_code == 200:
+        response_200 = SecretView.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | SecretView]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[ErrorBody | SecretView]:
+    """
+    Args:
+        endpoint (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | SecretView]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> ErrorBody | SecretView | None:
+    """
+    Args:
+        endpoint (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | SecretView
+    """
+
+    return sync_detailed(
+        endpoint=endpoint,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[ErrorBody | SecretView]:
+    """
+    Args:
+        endpoint (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | SecretView]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> ErrorBody | SecretView | None:
+    """
+    Args:
+        endpoint (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | SecretView
+    """
+
+    return (
+        await asyncio_detailed(
+            endpoint=endpoint,
+            client=client,
+        )
+    ).parsed

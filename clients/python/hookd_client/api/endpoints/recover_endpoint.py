@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.matched import Matched
+from ...models.operation_view import OperationView
+from ...models.recover_request import RecoverRequest
+from ...models.recover_running import RecoverRunning
+from ...types import Response
+
+
+def _get_kwargs(
+    endpoint: str,
+    *,
+    body: RecoverRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/endpoints/{endpoint}/recover".format(
+            endpoint=quote(str(endpoint), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
+    if response.status_code == 200:
+        response_200 = Matched.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 202:
+        response_202 = OperationView.from_dict(response.json())
+
+        return response_202
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = RecoverRunning.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RecoverRequest,
+) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
+    """
+    Args:
+        endpoint (str):
+        body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
+            they failed, their `completed_at`) between `since` and `until`, both
+            included.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Matched | OperationView | RecoverRunning]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RecoverRequest,
+) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
+    """
+    Args:
+        endpoint (str):
+        body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
+            they failed, their `completed_at`) between `since` and `until`, both
+            included.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Matched | OperationView | RecoverRunning
+    """
+
+    return sync_detailed(
+        endpoint=endpoint,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RecoverRequest,
+) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
+    """
+    Args:
+        endpoint (str):
+        body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
+            they failed, their `completed_at`) between `since` and `until`, both
+            included.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Matched | OperationView | RecoverRunning]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RecoverRequest,
+) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
+    """
+    Args:
+        endpoint (str):
+        body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
+            they failed, their `completed_at`) between `since` and `until`, both
+            included.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Matched | OperationView | RecoverRunning
+    """
+
+    return (
+        await asyncio_detailed(
+            endpoint=endpoint,
+            client=client,
+            body=body,
+        )
+    ).parsed

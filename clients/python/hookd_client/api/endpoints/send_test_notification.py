@@ -1,0 +1,206 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.notification_view import NotificationView
+from ...models.send_test import SendTest
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    endpoint: str,
+    *,
+    body: None | SendTest | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/endpoints/{endpoint}/test".format(
+            endpoint=quote(str(endpoint), safe=""),
+        ),
+    }
+
+    if isinstance(body, SendTest):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | NotificationView | None:
+    if response.status_code == 201:
+        response_201 = NotificationView.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | NotificationView]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SendTest | Unset = UNSET,
+) -> Response[ErrorBody | NotificationView]:
+    """
+    Args:
+        endpoint (str):
+        body (None | SendTest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | NotificationView]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SendTest | Unset = UNSET,
+) -> ErrorBody | NotificationView | None:
+    """
+    Args:
+        endpoint (str):
+        body (None | SendTest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | NotificationView
+    """
+
+    return sync_detailed(
+        endpoint=endpoint,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SendTest | Unset = UNSET,
+) -> Response[ErrorBody | NotificationView]:
+    """
+    Args:
+        endpoint (str):
+        body (None | SendTest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | NotificationView]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint=endpoint,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    endpoint: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SendTest | Unset = UNSET,
+) -> ErrorBody | NotificationView | None:
+    """
+    Args:
+        endpoint (str):
+        body (None | SendTest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | NotificationView
+    """
+
+    return (
+        await asyncio_detailed(
+            endpoint=endpoint,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,207 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.stats_view import StatsView
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    window: str | Unset = UNSET,
+    endpoint: str | Unset = UNSET,
+    owner: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["window"] = window
+
+    params["endpoint"] = endpoint
+
+    params["owner"] = owner
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/stats",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | StatsView | None:
+    if response.status_code == 200:
+        response_200 = StatsView.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | StatsView]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    window: str | Unset = UNSET,
+    endpoint: str | Unset = UNSET,
+    owner: str | Unset = UNSET,
+) -> Response[ErrorBody | StatsView]:
+    """
+    Args:
+        window (str | Unset):
+        endpoint (str | Unset):
+        owner (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | StatsView]
+    """
+
+    kwargs = _get_kwargs(
+        window=window,
+        endpoint=endpoint,
+        owner=owner,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    window: str | Unset = UNSET,
+    endpoint: str | Unset = UNSET,
+    owner: str | Unset = UNSET,
+) -> ErrorBody | StatsView | None:
+    """
+    Args:
+        window (str | Unset):
+        endpoint (str | Unset):
+        owner (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | StatsView
+    """
+
+    return sync_detailed(
+        client=client,
+        window=window,
+        endpoint=endpoint,
+        owner=owner,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    window: str | Unset = UNSET,
+    endpoint: str | Unset = UNSET,
+    owner: str | Unset = UNSET,
+) -> Response[ErrorBody | StatsView]:
+    """
+    Args:
+        window (str | Unset):
+        endpoint (str | Unset):
+        owner (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | StatsView]
+    """
+
+    kwargs = _get_kwargs(
+        window=window,
+        endpoint=endpoint,
+        owner=owner,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    window: str | Unset = UNSET,
+    endpoint: str | Unset = UNSET,
+    owner: str | Unset = UNSET,
+) -> ErrorBody | StatsView | None:
+    """
+    Args:
+        window (str | Unset):
+        endpoint (str | Unset):
+        owner (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | StatsView
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            window=window,
+            endpoint=endpoint,
+            owner=owner,
+        )
+    ).parsed
