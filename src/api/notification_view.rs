@@ -56,7 +56,8 @@ pub struct NotificationView {
     pub content_type: String,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
     pub schedule: Value,
-    /// Custom headers by name; their values are never shown (`***`).
+    /// Custom headers by name; their values are never shown (`***`),
+    /// except a trace context's (`traceparent`, `tracestate`).
     pub headers: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

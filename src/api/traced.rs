@@ -19,12 +19,11 @@ use crate::telemetry::trace_context::TraceContext;
 #[into_params(parameter_in = Header)]
 #[allow(dead_code)]
 pub struct TraceHeaders {
-    /// W3C Trace Context: kept with what is created, as one of its
-    /// headers, and sent on each delivery. A malformed one is ignored.
-    #[param(
-        rename = "traceparent",
-        pattern = "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}"
-    )]
+    /// W3C Trace Context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+    /// flags>`): kept with what is created, as one of its headers, and
+    /// sent on each delivery. A malformed one is ignored, as the
+    /// recommendation says, not refused.
+    #[param(rename = "traceparent")]
     traceparent: Option<String>,
     /// Kept and sent with `traceparent` (at most 512 bytes).
     #[param(rename = "tracestate")]

@@ -35,12 +35,25 @@ pub const MAX_PERMANENT_STATUSES: usize = 200;
 /// values (they often carry the receiver's credentials).
 pub const MASK: &str = "***";
 
+/// Custom headers as a response shows them: each value `MASK`, except a
+/// W3C trace context's (`traceparent`, `tracestate`), which is no secret
+/// and says which trace a notification belongs to.
 pub fn masked(
     headers: std::collections::BTreeMap<String, String>,
 ) -> std::collections::BTreeMap<String, String> {
     headers
-        .into_keys()
-        .map(|name| (name, MASK.to_string()))
+        .into_iter()
+        .map(|(name, value)| {
+            // `telemetry::trace_context`'s two headers.
+            let shown = if name.eq_ignore_ascii_case("traceparent")
+                || name.eq_ignore_ascii_case("tracestate")
+            {
+                value
+            } else {
+                MASK.to_string()
+            };
+            (name, shown)
+        })
         .collect()
 }
 

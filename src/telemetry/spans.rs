@@ -180,13 +180,17 @@ impl Spans {
 
     /// The context a create keeps with its notifications, and the create
     /// span's id: a new span under the producer's context (or a new trace
-    /// when it sent none). `None` when export is off: then the producer's
-    /// context, if any, is kept and forwarded as it came.
+    /// when it sent none). When export is off, or the producer's trace is
+    /// not sampled, the producer's context, if any, is kept and forwarded
+    /// as it came.
     pub fn create_context(&self, given: Option<&TraceContext>) -> Option<TraceContext> {
         if !self.on() {
             return given.cloned();
         }
         Some(match given {
+            // A trace the producer does not sample gets no span of hookd's:
+            // forwarded as it came.
+            Some(given) if !given.sampled() => given.clone(),
             Some(given) => given.child(new_span_id()),
             None => TraceContext::root(),
         })
@@ -310,6 +314,27 @@ mod tests {
         }
         assert!(traces_url("grpc://c:4317").is_err());
         assert!(traces_url("not a url").is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unsampled_trace_is_forwarded_as_it_came_with_export_on() {
+        let settings = TelemetrySettings {
+            otlp_endpoint: "http://127.0.0.1:9".into(),
+            otlp_headers: Default::default(),
+            service_name: "hookd".into(),
+            export_interval_ms: 1000,
+            queue_size: 8,
+        };
+        let spans = Spans::start(&settings).unwrap();
+        let unsampled = TraceContext {
+            flags: 0,
+            ..TraceContext::root()
+        };
+        assert_eq!(spans.create_context(Some(&unsampled)), Some(unsampled));
+        let sampled = TraceContext::root();
+        let kept = spans.create_context(Some(&sampled)).unwrap();
+        assert_eq!(kept.trace_id, sampled.trace_id);
+        assert_ne!(kept.span_id, sampled.span_id, "the create's span");
     }
 
     #[test]

@@ -2824,7 +2824,8 @@ next attempt later, never earlier; at most 24h.*/
         pub event_id: ::std::option::Option<::uuid::Uuid>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub event_type: ::std::option::Option<::std::string::String>,
-        ///Custom headers by name; their values are never shown (`***`).
+        /**Custom headers by name; their values are never shown (`***`),
+except a trace context's (`traceparent`, `tracestate`).*/
         pub headers: ::std::collections::HashMap<
             ::std::string::String,
             ::std::string::String,
@@ -3355,7 +3356,8 @@ endpoints ordered by key go one at a time per key.*/
         pub event_id: ::std::option::Option<::uuid::Uuid>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub event_type: ::std::option::Option<::std::string::String>,
-        ///Custom headers by name; their values are never shown (`***`).
+        /**Custom headers by name; their values are never shown (`***`),
+except a trace context's (`traceparent`, `tracestate`).*/
         pub headers: ::std::collections::HashMap<
             ::std::string::String,
             ::std::string::String,

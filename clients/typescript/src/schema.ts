@@ -1383,7 +1383,10 @@ export interface components {
              */
             event_id?: string | null;
             event_type?: string | null;
-            /** @description Custom headers by name; their values are never shown (`***`). */
+            /**
+             * @description Custom headers by name; their values are never shown (`***`),
+             *     except a trace context's (`traceparent`, `tracestate`).
+             */
             headers: {
                 [key: string]: string;
             };
@@ -1674,7 +1677,10 @@ export interface components {
                  */
                 event_id?: string | null;
                 event_type?: string | null;
-                /** @description Custom headers by name; their values are never shown (`***`). */
+                /**
+                 * @description Custom headers by name; their values are never shown (`***`),
+                 *     except a trace context's (`traceparent`, `tracestate`).
+                 */
                 headers: {
                     [key: string]: string;
                 };
@@ -3723,8 +3729,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description W3C Trace Context: kept with what is created, as one of its
-                 *     headers, and sent on each delivery. A malformed one is ignored.
+                 * @description W3C Trace Context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+                 *     flags>`): kept with what is created, as one of its headers, and
+                 *     sent on each delivery. A malformed one is ignored, as the
+                 *     recommendation says, not refused.
                  */
                 traceparent?: string | null;
                 /** @description Kept and sent with `traceparent` (at most 512 bytes). */
@@ -3818,8 +3826,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description W3C Trace Context: kept with what is created, as one of its
-                 *     headers, and sent on each delivery. A malformed one is ignored.
+                 * @description W3C Trace Context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+                 *     flags>`): kept with what is created, as one of its headers, and
+                 *     sent on each delivery. A malformed one is ignored, as the
+                 *     recommendation says, not refused.
                  */
                 traceparent?: string | null;
                 /** @description Kept and sent with `traceparent` (at most 512 bytes). */
@@ -4119,8 +4129,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description W3C Trace Context: kept with what is created, as one of its
-                 *     headers, and sent on each delivery. A malformed one is ignored.
+                 * @description W3C Trace Context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+                 *     flags>`): kept with what is created, as one of its headers, and
+                 *     sent on each delivery. A malformed one is ignored, as the
+                 *     recommendation says, not refused.
                  */
                 traceparent?: string | null;
                 /** @description Kept and sent with `traceparent` (at most 512 bytes). */
@@ -4214,8 +4226,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description W3C Trace Context: kept with what is created, as one of its
-                 *     headers, and sent on each delivery. A malformed one is ignored.
+                 * @description W3C Trace Context (`00-<32 hex trace id>-<16 hex parent id>-<2 hex
+                 *     flags>`): kept with what is created, as one of its headers, and
+                 *     sent on each delivery. A malformed one is ignored, as the
+                 *     recommendation says, not refused.
                  */
                 traceparent?: string | null;
                 /** @description Kept and sent with `traceparent` (at most 512 bytes). */

@@ -30,7 +30,8 @@ class NotificationView:
         created_at (datetime.datetime):
         deliver_at (datetime.datetime):
         endpoint_id (UUID):
-        headers (NotificationViewHeaders): Custom headers by name; their values are never shown (`***`).
+        headers (NotificationViewHeaders): Custom headers by name; their values are never shown (`***`),
+            except a trace context's (`traceparent`, `tracestate`).
         id (UUID):
         leased (bool): A pull consumer holds it under a lease that has not run out: its
             attempt is under way.

@@ -32,7 +32,8 @@ class PageNotificationViewDataItem:
         created_at (datetime.datetime):
         deliver_at (datetime.datetime):
         endpoint_id (UUID):
-        headers (PageNotificationViewDataItemHeaders): Custom headers by name; their values are never shown (`***`).
+        headers (PageNotificationViewDataItemHeaders): Custom headers by name; their values are never shown (`***`),
+            except a trace context's (`traceparent`, `tracestate`).
         id (UUID):
         leased (bool): A pull consumer holds it under a lease that has not run out: its
             attempt is under way.

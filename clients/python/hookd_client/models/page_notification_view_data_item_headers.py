@@ -11,7 +11,10 @@ T = TypeVar("T", bound="PageNotificationViewDataItemHeaders")
 
 @_attrs_define
 class PageNotificationViewDataItemHeaders:
-    """Custom headers by name; their values are never shown (`***`)."""
+    """Custom headers by name; their values are never shown (`***`),
+    except a trace context's (`traceparent`, `tracestate`).
+
+    """
 
     additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
 
