@@ -357,10 +357,16 @@ impl App {
         if let Some(dispatcher) = dispatcher {
             dispatcher.await.context("dispatcher task failed")?;
         }
+        let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
+        // The spans of the last requests and attempts, before they are
+        // lost; a collector that hangs holds shutdown 5 s at most.
+        self.state
+            .spans
+            .flush(grace.min(Duration::from_secs(5)))
+            .await;
         // Each stops at its next step, unless a store keeps that step
         // waiting (a stalled PostgreSQL holds a query for as long as it
         // stalls): shutdown waits for none of them past the grace.
-        let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
         stop_within(grace, "resealing", resealing).await;
         stop_within(grace, "pull", pulling).await;
         stop_within(grace, "recover", recovering).await;

@@ -8,13 +8,14 @@
 //! `MAX_BATCH` spans or `telemetry.export_interval_ms` after its first span,
 //! and drops a batch the collector refuses or does not answer in time,
 //! counted as `export_failed`: a collector that is down costs hookd a
-//! counter, never a delivery. Nothing is retried.
+//! counter (and a warning when exports start failing), never a delivery.
+//! Nothing is retried. At shutdown, what is queued is sent (`flush`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::trace_context::{new_span_id, TraceContext};
 use crate::config::TelemetrySettings;
@@ -94,10 +95,17 @@ fn unix_nanos(at: DateTime<Utc>) -> u64 {
     at.timestamp_nanos_opt().unwrap_or(0).max(0) as u64
 }
 
+/// What the exporter's queue carries: a span, or a request to send what
+/// it holds now and say so.
+enum Queued {
+    Span(Span),
+    Flush(oneshot::Sender<()>),
+}
+
 /// Where spans go: nowhere (export off, the default), or the exporter's
 /// queue. Cheap to clone; every part of a process holds the same one.
 #[derive(Clone, Default)]
-pub struct Spans(Option<Arc<mpsc::Sender<Span>>>);
+pub struct Spans(Option<Arc<mpsc::Sender<Queued>>>);
 
 impl std::fmt::Debug for Spans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -173,8 +181,22 @@ impl Spans {
     /// counted) when the queue is full.
     pub fn record(&self, span: Span) {
         let Some(queue) = &self.0 else { return };
-        if queue.try_send(span).is_err() {
+        if queue.try_send(Queued::Span(span)).is_err() {
             metrics::counter!("hookd_spans_dropped_total", "reason" => "queue_full").increment(1);
+        }
+    }
+
+    /// Sends what is queued now, waiting at most `within` (shutdown calls
+    /// it once deliveries and requests are done).
+    pub async fn flush(&self, within: Duration) {
+        let Some(queue) = &self.0 else { return };
+        let (done, flushed) = oneshot::channel();
+        let asked = tokio::time::timeout(within, async {
+            queue.send(Queued::Flush(done)).await.ok()?;
+            flushed.await.ok()
+        });
+        if asked.await.ok().flatten().is_none() {
+            tracing::warn!("the spans still queued were not all sent before shutdown");
         }
     }
 
@@ -246,52 +268,67 @@ struct Exporter {
 }
 
 impl Exporter {
-    async fn run(self, mut spans: mpsc::Receiver<Span>) {
+    async fn run(self, mut queue: mpsc::Receiver<Queued>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
-        let mut open = true;
-        while open {
-            match spans.recv().await {
-                Some(span) => batch.push(span),
+        // Whether the last export failed: a warning when exports start
+        // failing and a note when they work again, not one per batch.
+        let mut failing = false;
+        let mut flushed = Vec::new();
+        loop {
+            match queue.recv().await {
+                Some(Queued::Span(span)) => batch.push(span),
+                Some(Queued::Flush(done)) => flushed.push(done),
                 None => break,
             }
             let deadline = tokio::time::Instant::now() + self.interval;
-            while batch.len() < MAX_BATCH {
-                match tokio::time::timeout_at(deadline, spans.recv()).await {
-                    Ok(Some(span)) => batch.push(span),
-                    Ok(None) => {
-                        open = false;
-                        break;
-                    }
-                    Err(_) => break,
+            while batch.len() < MAX_BATCH && flushed.is_empty() {
+                match tokio::time::timeout_at(deadline, queue.recv()).await {
+                    Ok(Some(Queued::Span(span))) => batch.push(span),
+                    Ok(Some(Queued::Flush(done))) => flushed.push(done),
+                    Ok(None) | Err(_) => break,
                 }
             }
-            self.send(&batch).await;
-            batch.clear();
+            if !batch.is_empty() {
+                let sent = self.send(&batch).await;
+                if sent == failing {
+                    failing = !sent;
+                    if failing {
+                        tracing::warn!(url = %self.url, "the OTLP collector does not take spans; they are dropped and counted in hookd_spans_dropped_total until it does");
+                    } else {
+                        tracing::info!(url = %self.url, "the OTLP collector takes spans again");
+                    }
+                }
+                batch.clear();
+            }
+            for done in flushed.drain(..) {
+                let _ = done.send(());
+            }
         }
     }
 
-    async fn send(&self, batch: &[Span]) {
+    /// Sends one batch; whether the collector took it.
+    async fn send(&self, batch: &[Span]) -> bool {
         let body = super::otlp::export_request(&self.resource, batch);
         let outcome = self.client.post(self.url.clone()).body(body).send().await;
         let count = batch.len() as u64;
         match outcome {
             Ok(response) if response.status().is_success() => {
                 metrics::counter!("hookd_spans_exported_total").increment(count);
+                return true;
             }
             Ok(response) => {
                 tracing::debug!(
                     status = response.status().as_u16(),
                     "the OTLP collector refused spans"
                 );
-                metrics::counter!("hookd_spans_dropped_total", "reason" => "export_failed")
-                    .increment(count);
             }
             Err(error) => {
                 tracing::debug!(%error, "the OTLP collector did not take spans");
-                metrics::counter!("hookd_spans_dropped_total", "reason" => "export_failed")
-                    .increment(count);
             }
         }
+        metrics::counter!("hookd_spans_dropped_total", "reason" => "export_failed")
+            .increment(count);
+        false
     }
 }
 

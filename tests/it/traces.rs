@@ -396,3 +396,58 @@ async fn a_collector_that_is_down_costs_a_counter_and_no_delivery(backend: Backe
     .await;
 }
 both!(a_collector_that_is_down_costs_a_counter_and_no_delivery);
+
+/// A real process, whose runtime ends with it: on SIGTERM, what the
+/// exporter still holds is sent before the process exits (the shutdown
+/// asks for it, rather than racing the runtime's end with the queue's
+/// closing). Configured by the environment, as the README's
+/// `HOOKD_<SECTION>__<KEY>` says.
+#[tokio::test]
+async fn a_stopped_process_sends_the_spans_it_still_held() {
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = collector.url();
+    let mut hookd = crate::embedded::Embedded::start(
+        dir.path(),
+        &[
+            ("HOOKD_TELEMETRY__OTLP_ENDPOINT", endpoint.as_str()),
+            // Batches would wait a minute: only the shutdown sends them.
+            ("HOOKD_TELEMETRY__EXPORT_INTERVAL_MS", "60000"),
+        ],
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    hookd
+        .endpoint("last", &receiver.url("/last"), json!({}))
+        .await;
+    let response = crate::helpers::http_client()
+        .post(format!("{}/v1/notifications", hookd.base))
+        .bearer_auth(crate::helpers::TOKEN)
+        .header("traceparent", format!("00-{TRACE}-{PRODUCER_SPAN}-01"))
+        .json(&json!({"endpoint": "last", "payload": {"n": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    eventually(
+        Duration::from_secs(20),
+        "the attempt is recorded",
+        || async {
+            let (_, read) = hookd.get(&format!("/v1/notifications/{id}")).await;
+            (read["status"] == "succeeded").then_some(())
+        },
+    )
+    .await;
+    assert!(
+        collector.spans().is_empty(),
+        "nothing sent before the interval"
+    );
+    assert_eq!(hookd.stop().await, Some(0));
+    collector
+        .span(TRACE, "POST", ("hookd.notification.id", json!(id)))
+        .await;
+}
