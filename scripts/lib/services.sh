@@ -36,6 +36,25 @@ apt_install() {
   fi
 }
 
+# python_venv DIR PACKAGE==VERSION...: a venv at DIR holding exactly those
+# pinned packages (made, or completed, when one is missing; Debian's python3
+# needs python3-venv for it). The tests' Python tools live in target/.
+python_venv() {
+  local dir=$1 installed package missing=0
+  shift
+  installed=$("$dir/bin/pip" freeze 2>/dev/null || true)
+  for package in "$@"; do
+    grep -qxi -- "$package" <<<"$installed" || missing=1
+  done
+  [ "$missing" = 0 ] && return
+  mkdir -p "$(dirname "$dir")"
+  if ! python3 -m venv "$dir" >/dev/null 2>&1; then
+    apt_install python3-venv
+    python3 -m venv "$dir"
+  fi
+  "$dir/bin/pip" install -q --disable-pip-version-check "$@"
+}
+
 find_pg_bindir() {
   local d
   if command -v pg_ctl >/dev/null && command -v initdb >/dev/null && command -v postgres >/dev/null; then

@@ -70,3 +70,9 @@ pub fn status_of<V>(
         Err(error) => (error.status().as_u16(), None, Some(error.body().error)),
     }
 }
+
+/// How many of a batch's items were created (201): the count a create's
+/// span reports.
+pub fn created_in(statuses: impl Iterator<Item = u16>) -> usize {
+    statuses.filter(|status| *status == 201).count()
+}

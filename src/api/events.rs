@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::batch::{in_batch, parse_items, status_of};
+use super::batch::{created_in, in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::filters;
@@ -179,7 +179,7 @@ pub async fn create_batch(
     .await;
     traced.end(&state, "POST /v1/events/batch", &answer, |result| {
         let statuses = result.data.iter().map(|item| item.status);
-        (StatusCode::OK, super::notifications::created_in(statuses))
+        (StatusCode::OK, created_in(statuses))
     });
     answer
 }

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::attempt_view::AttemptView;
 use super::auth::{Caller, SeesSecrets};
-use super::batch::{in_batch, parse_items, status_of};
+use super::batch::{created_in, in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
 use super::extract::{JsonBody, QueryParams};
 use super::notification_view::{secret_paths, NotificationView};
@@ -195,11 +195,6 @@ pub async fn create_batch(
         )
     });
     answer
-}
-
-/// How many of a batch's items were created (201).
-pub fn created_in(statuses: impl Iterator<Item = u16>) -> usize {
-    statuses.filter(|status| *status == 201).count()
 }
 
 async fn create_many(

@@ -35,7 +35,8 @@ pub struct Traced {
     given: Option<TraceContext>,
     /// What the created notifications (or events) keep and forward.
     pub kept: Option<TraceContext>,
-    start: DateTime<Utc>,
+    /// When the create began; read only when spans are exported.
+    start: Option<DateTime<Utc>>,
 }
 
 impl FromRequestParts<AppState> for Traced {
@@ -50,7 +51,7 @@ impl FromRequestParts<AppState> for Traced {
         Ok(Self {
             given,
             kept,
-            start: state.service.now(),
+            start: state.spans.on().then(|| state.service.now()),
         })
     }
 }
@@ -66,9 +67,9 @@ impl Traced {
         answer: &Result<T, ApiError>,
         created: impl FnOnce(&T) -> (StatusCode, usize),
     ) {
-        if !state.spans.on() {
+        let Some(start) = self.start else {
             return;
-        }
+        };
         let (status, count) = match answer {
             Ok(answer) => created(answer),
             Err(error) => (error.status(), 0),
@@ -77,7 +78,7 @@ impl Traced {
             self.given.as_ref(),
             self.kept.as_ref(),
             route,
-            (self.start, state.service.now()),
+            (start, state.service.now()),
             (status.as_u16(), count),
         );
     }

@@ -35,6 +35,11 @@ pub const MAX_PERMANENT_STATUSES: usize = 200;
 /// values (they often carry the receiver's credentials).
 pub const MASK: &str = "***";
 
+/// The W3C Trace Context headers a notification may keep among its
+/// custom headers (`telemetry::trace_context`), lower case.
+pub const TRACEPARENT: &str = "traceparent";
+pub const TRACESTATE: &str = "tracestate";
+
 /// Custom headers as a response shows them: each value `MASK`, except a
 /// W3C trace context's (`traceparent`, `tracestate`), which is no secret
 /// and says which trace a notification belongs to.
@@ -44,9 +49,8 @@ pub fn masked(
     headers
         .into_iter()
         .map(|(name, value)| {
-            // `telemetry::trace_context`'s two headers.
-            let shown = if name.eq_ignore_ascii_case("traceparent")
-                || name.eq_ignore_ascii_case("tracestate")
+            let shown = if name.eq_ignore_ascii_case(TRACEPARENT)
+                || name.eq_ignore_ascii_case(TRACESTATE)
             {
                 value
             } else {

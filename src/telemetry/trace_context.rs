@@ -11,8 +11,7 @@ use std::fmt::Write as _;
 
 /// The header names, lower case as HTTP/2 sends them and as hookd keeps
 /// them among a notification's headers.
-pub const TRACEPARENT: &str = "traceparent";
-pub const TRACESTATE: &str = "tracestate";
+pub use crate::domain::fields::{TRACEPARENT, TRACESTATE};
 
 /// Longest `tracestate` kept: the recommendation's 512 bytes. A longer one
 /// is dropped whole (cutting list members would need parsing each).
@@ -71,13 +70,16 @@ impl TraceContext {
     /// From an HTTP request's headers.
     pub fn from_headers(headers: &axum::http::HeaderMap) -> Option<Self> {
         let traceparent = headers.get(TRACEPARENT)?.to_str().ok()?;
-        // Several `tracestate` lines are one list.
+        // Several `tracestate` lines are one list; past the bound it is
+        // dropped without joining what a client may have sent at length.
         let states: Vec<&str> = headers
             .get_all(TRACESTATE)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
-        let state = (!states.is_empty()).then(|| states.join(","));
+        let length = states.iter().map(|s| s.len() + 1).sum::<usize>();
+        let state =
+            (!states.is_empty() && length <= MAX_TRACESTATE_BYTES + 1).then(|| states.join(","));
         Self::parse(traceparent, state.as_deref())
     }
 
@@ -173,7 +175,7 @@ fn hex_array<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
     Some(out)
 }
 
-pub fn push_hex(text: &mut String, bytes: &[u8]) {
+fn push_hex(text: &mut String, bytes: &[u8]) {
     for b in bytes {
         let _ = write!(text, "{b:02x}");
     }
@@ -185,7 +187,7 @@ fn valid_tracestate(text: &str) -> bool {
     text.len() <= MAX_TRACESTATE_BYTES && text.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
-pub fn new_trace_id() -> [u8; 16] {
+fn new_trace_id() -> [u8; 16] {
     loop {
         let id: [u8; 16] = rand::random();
         if id != [0; 16] {
