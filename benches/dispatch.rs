@@ -50,6 +50,8 @@ mod raw_hyper;
 mod redis_down;
 #[path = "dispatch/speed.rs"]
 mod speed;
+#[path = "dispatch/stands.rs"]
+mod stands;
 #[path = "dispatch/stats.rs"]
 mod stats;
 #[path = "dispatch/traces.rs"]
@@ -707,6 +709,46 @@ async fn seeded(pool: &PgPool, redis_url: &str, prefix: &str) {
     settle(pool).await;
 }
 
+/// Figure 2: 50,000 notifications in batches of 1,000 from 4 clients,
+/// through a fresh API-only hookd; notifications per second.
+async fn batch_ingest_run(
+    pool: &PgPool,
+    database_url: &str,
+    redis_url: &str,
+    run: usize,
+    client: &reqwest::Client,
+    receiver_url: &str,
+) -> f64 {
+    reset(pool).await;
+    let api = Hookd::start(
+        database_url,
+        redis_url,
+        &format!("bench-batch-{run}"),
+        "api",
+    )
+    .await;
+    let endpoint = create_endpoint(client, &api, receiver_url).await;
+    let bodies = batch_bodies(
+        50_000,
+        |i| json!({"endpoint": endpoint, "payload": {"i": i}, "delay": "1h"}),
+    );
+    let cpu_before = cpu_snapshot();
+    let started = Instant::now();
+    post_batches(client, &api.base, bodies, 4).await;
+    let wall = started.elapsed().as_secs_f64();
+    let used: Vec<f64> = cpu_snapshot()
+        .iter()
+        .zip(cpu_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    println!(
+        "   CPU while batch-ingesting 50000: hookd {:.2} s, postgres {:.2} s, redis {:.2} s, bench (client) {:.2} s, in {wall:.2} s wall on 2 cores",
+        used[0], used[1], used[2], used[3]
+    );
+    api.stop();
+    50_000.0 / wall
+}
+
 /// Delivers `count` due-now notifications: ingested through an API-only
 /// hookd (`seed_due`), then drained by a dispatcher-only hookd.
 async fn delivery_run(
@@ -807,6 +849,7 @@ async fn main() {
     let mode = Mode::from_env();
     // Embedded ÷ server of #34's figures, measured in this run.
     let mut summary: Vec<(&str, f64, &str)> = Vec::new();
+    let mut stands = stands::Stands::default();
     println!("hookd benchmark: {runs} runs per repeated figure, medians; {CONCURRENCY} API clients, sender.max_in_flight {SENDER_IN_FLIGHT}");
 
     // 1. Ingest: single POSTs from 64 clients; with BENCH_MODE=both each
@@ -868,42 +911,63 @@ async fn main() {
             summary.push(("1. single-POST ingest", ratio, "≥ 0.8"));
         }
 
-        // 2. Batch ingest: 1,000 per request.
-        let mut rates = Vec::new();
-        for run in (0..runs).filter(|_| mode.server) {
-            reset(&pool).await;
-            let api = Hookd::start(
-                &database_url,
-                &redis_url,
-                &format!("bench-batch-{run}"),
-                "api",
-            )
-            .await;
-            let endpoint = create_endpoint(&client, &api, &receiver_url).await;
-            let bodies = batch_bodies(
-                50_000,
-                |i| json!({"endpoint": endpoint, "payload": {"i": i}, "delay": "1h"}),
-            );
-            let cpu_before = cpu_snapshot();
-            let started = Instant::now();
-            post_batches(&client, &api.base, bodies, 4).await;
-            let wall = started.elapsed().as_secs_f64();
-            let used: Vec<f64> = cpu_snapshot()
-                .iter()
-                .zip(cpu_before)
-                .map(|(a, b)| a - b)
-                .collect();
-            println!(
-                "   CPU while batch-ingesting 50000: hookd {:.2} s, postgres {:.2} s, redis {:.2} s, bench (client) {:.2} s, in {wall:.2} s wall on 2 cores",
-                used[0], used[1], used[2], used[3]
-            );
-            rates.push(50_000.0 / wall);
-            api.stop();
+        // 2. Batch ingest: 1,000 per request; with BENCH_MODE=both each run
+        // takes both modes' figures, which goes first alternating as above.
+        let (mut rates, mut embedded_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for run in 0..runs {
+            let (mut server_rate, mut embedded_rate) = (None, None);
+            for server_turn in [run % 2 == 0, run % 2 == 1] {
+                if server_turn && mode.server {
+                    let rate = batch_ingest_run(
+                        &pool,
+                        &database_url,
+                        &redis_url,
+                        run,
+                        &client,
+                        &receiver_url,
+                    )
+                    .await;
+                    rates.push(rate);
+                    server_rate = Some(rate);
+                }
+                if !server_turn && mode.embedded {
+                    let rate = embedded::batch_ingest_run(&client, &receiver_url, 50_000).await;
+                    embedded_rates.push(rate);
+                    embedded_rate = Some(rate);
+                }
+            }
+            if let (Some(server), Some(embedded)) = (server_rate, embedded_rate) {
+                println!(
+                    "   run {}: batch ingest {server:.0}/s server, {embedded:.0}/s embedded: embedded ÷ server {:.2}",
+                    run + 1,
+                    embedded / server
+                );
+                ratios.push(embedded / server);
+            }
         }
         if mode.server {
             println!(
                 "2. batch ingest, 1,000 per request, 50,000: {:.0} notifications/s",
                 median(rates)
+            );
+        }
+        if mode.embedded {
+            println!(
+                "2. batch ingest (embedded), 1,000 per request, 50,000: {:.0} notifications/s",
+                median(embedded_rates)
+            );
+        }
+        if !ratios.is_empty() {
+            let ratio = median(ratios.clone());
+            println!(
+                "   embedded ÷ server, batch ingest: {ratio:.2} (median of the per-run ratios)"
+            );
+            summary.push(("2. batch ingest", ratio, "≥ 1.0"));
+            stands.add(
+                "embedded ÷ server batch ingest (1,000 per request, 50,000)",
+                ratios,
+                stands::Unit::Ratio,
+                "≥ 1.0",
             );
         }
     }
@@ -949,6 +1013,10 @@ async fn main() {
         // run's embedded ÷ server (rate, and work per delivery).
         let mut drains = Vec::new();
         let (mut drain_ratios, mut work_ratios) = (Vec::new(), Vec::new());
+        // Embedded hookd's CPU per delivery ÷ the server mode's three
+        // processes' (hookd, PostgreSQL, Redis), and hookd's sender alone ÷
+        // a bare hyper client, CPU per request: per run.
+        let (mut cpu_ratios, mut sender_ratios) = (Vec::new(), Vec::new());
         for run in 0..runs {
             let mut server_run = None;
             reset(&pool).await;
@@ -989,6 +1057,7 @@ async fn main() {
             );
                 alone_us[0].push(alone[0].cpu_us);
                 alone_us[1].push(alone[1].cpu_us);
+                sender_ratios.push(alone[0].cpu_us / alone[1].cpu_us);
                 let figures = delivery_run(
                     &pool,
                     &database_url,
@@ -1052,7 +1121,11 @@ async fn main() {
                 written.push(all_written);
                 rss.push(peak);
                 shares.push(100.0 * rate / raw);
-                server_run = Some((rate, figures.relative_cost));
+                server_run = Some((
+                    rate,
+                    figures.relative_cost,
+                    figures.cpu_us.iter().sum::<f64>(),
+                ));
             }
             if mode.embedded {
                 let drain = embedded::drain_run(&received, &receiver_url, 50_000).await;
@@ -1066,9 +1139,10 @@ async fn main() {
                     drain.relative_cost,
                     drain.rss,
                 );
-                if let Some((rate, cost)) = server_run {
+                if let Some((rate, cost, server_us)) = server_run {
                     drain_ratios.push(drain.rate / rate);
                     work_ratios.push(drain.relative_cost / cost);
+                    cpu_ratios.push(drain.hookd_us / server_us);
                     println!(
                         "   run {}: drain embedded ÷ server {:.2}; work per delivery embedded ÷ server {:.2}",
                         run + 1,
@@ -1117,6 +1191,30 @@ async fn main() {
                 part(2)
             );
         }
+        stands.add(
+            "embedded ÷ server drain of 50,000 (same binary, same receiver)",
+            drain_ratios.clone(),
+            stands::Unit::Ratio,
+            "≥ 1.0",
+        );
+        stands.add(
+            "embedded CPU per delivery ÷ server's three processes (hookd + PostgreSQL + Redis)",
+            cpu_ratios,
+            stands::Unit::Ratio,
+            "≤ 0.8",
+        );
+        stands.add(
+            "server drain ÷ a bare hyper client into the same receiver",
+            shares_hyper.clone(),
+            stands::Unit::Ratio,
+            "≥ 0.45",
+        );
+        stands.add(
+            "hookd's sender alone ÷ a bare hyper client, CPU per request",
+            sender_ratios,
+            stands::Unit::Times,
+            "≤ 2×",
+        );
         if !drain_ratios.is_empty() {
             let ratio = median(drain_ratios);
             println!(
@@ -1473,6 +1571,7 @@ async fn main() {
             median(rss)
         );
     }
+    stands.write();
     if !summary.is_empty() || server_p99.is_some() || embedded_p99.is_some() {
         println!("#34, embedded beside server in this run:");
         for (figure, ratio, target) in summary {

@@ -148,6 +148,24 @@ pub async fn ingest_run(client: &reqwest::Client, receiver_url: &str, total: u64
     rate
 }
 
+/// Figure 2 embedded: `total` notifications in batches of 1,000 from 4
+/// clients, as the server mode's, to a fresh file with the dispatcher off
+/// (the server mode's API-only process); notifications per second.
+pub async fn batch_ingest_run(client: &reqwest::Client, receiver_url: &str, total: usize) -> f64 {
+    let data = DataDir::new();
+    let api = start(&data, &[("HOOKD_DISPATCHER__ENABLED", "false")]).await;
+    let endpoint = create_endpoint(client, &api, receiver_url).await;
+    let bodies = batch_bodies(
+        total,
+        |i| json!({"endpoint": endpoint, "payload": {"i": i}, "delay": "1h"}),
+    );
+    let started = Instant::now();
+    post_batches(client, &api.base, bodies, 4).await;
+    let rate = total as f64 / started.elapsed().as_secs_f64();
+    api.stop();
+    rate
+}
+
 /// One embedded drain's figures, as `DeliveryFigures` has them.
 pub struct Drain {
     pub rate: f64,
