@@ -20,7 +20,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::conformance::fixtures;
-use crate::helpers::{eventually, spawn_app_with};
+use crate::helpers::{empty_database, eventually, spawn_app_with};
 use crate::receiver::Receiver;
 use compare::{assert_same_rows, marked, source_counts, TABLES};
 use embedded::{embedded, keyring, KEY, SECRET};
@@ -60,6 +60,7 @@ fn counts(summary: &Summary) -> Vec<(u64, u64)> {
 
 #[sqlx::test(migrations = false)]
 async fn a_copy_migrates_the_target_and_carries_every_column_of_every_row(pool: PgPool) {
+    empty_database(&pool).await;
     let source = embedded("http://127.0.0.1:9").await;
     let expected = source_counts(&source.path).await;
     assert!(

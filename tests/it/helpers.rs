@@ -534,6 +534,17 @@ impl Drop for PgServer {
     }
 }
 
+/// Empties a `#[sqlx::test(migrations = false)]` database, for a test that
+/// migrates it itself: scripts/test migrates template1 once, so that every
+/// test database is created with hookd's schema instead of applying each
+/// migration again (run without scripts/test, there is nothing to drop).
+pub async fn empty_database(pool: &PgPool) {
+    sqlx::raw_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        .execute(pool)
+        .await
+        .expect("the test database empties");
+}
+
 /// The URL of the database `#[sqlx::test]` made for this test.
 pub fn database_url(pool: &PgPool) -> String {
     let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{eventually, redis_url, spawn_app, spawn_app_with};
+use crate::helpers::{empty_database, eventually, redis_url, spawn_app, spawn_app_with};
 use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -135,6 +135,7 @@ async fn seen(app: &crate::helpers::TestApp, id: Uuid) -> (String, i64, usize) {
 async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the_same(
     pool: PgPool,
 ) {
+    empty_database(&pool).await;
     MIGRATOR.run_to(BEFORE_PARTITIONING, &pool).await.unwrap();
     let receiver = Receiver::start().await;
     let ep = new_id();

@@ -189,6 +189,14 @@ async fn failed_notifications_are_recovered_and_the_policy_edited_from_the_endpo
         (stored["breaker"].is_null() && stored["ordering"] == "key").then_some(())
     })
     .await;
+    // Stored is not yet shown: the console rebuilds the form once it has
+    // read the endpoint back, and a value typed before that is lost with the
+    // old form. The old form says "Saving…" until then.
+    browser
+        .wait_text("policy-save", "the form rebuilt from what was saved", |t| {
+            t == "Save"
+        })
+        .await;
     browser.screenshot("policy-saved").await;
 
     // A value hookd refuses is named, and nothing changes.
