@@ -1,7 +1,7 @@
 //! The address guard: hookd does not connect to private, loopback,
 //! link-local, CGNAT, multicast or otherwise non-public addresses unless they
 //! lie in `sender.allow_networks`. It checks the addresses a name resolves
-//! to (a reqwest resolver), so DNS cannot smuggle a private address past it,
+//! to (when the sender's client connects), so DNS cannot smuggle a private address past it,
 //! and IP literals in URLs before any connection. Only global unicast is
 //! public: IPv6 outside 2000::/3 and the special ranges inside it are refused;
 //! addresses that carry an IPv4 address (mapped, translated, NAT64, 6to4,
@@ -13,15 +13,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 #[derive(Debug, Clone)]
 pub struct Guard {
     allow: Arc<Vec<IpNet>>,
 }
 
-/// Why a name gave no usable address. Found again in reqwest's error chain
-/// to classify the attempt's error.
+/// Why a name gave no usable address.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     #[error("{0} resolves only to addresses hookd may not connect to")]
@@ -59,6 +57,24 @@ impl Guard {
         networks
     }
 
+    /// The addresses `host` resolves to that this guard permits, with
+    /// `port`: looked up when a connection opens, so a name that changes
+    /// its answer (DNS rebinding) is vetted again each time.
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ResolveError> {
+        let resolved =
+            tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|e| ResolveError::Dns {
+                    host: host.to_string(),
+                    message: e.to_string(),
+                })?;
+        let permitted: Vec<SocketAddr> = resolved.filter(|addr| self.permits(addr.ip())).collect();
+        if permitted.is_empty() {
+            return Err(ResolveError::Blocked(host.to_string()));
+        }
+        Ok(permitted)
+    }
+
     /// A guard that admits public addresses and those of the given entries
     /// only: where a per-notification URL may go, `networks` being the
     /// entries the endpoint's own URL lies in.
@@ -88,30 +104,6 @@ impl Networks {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-impl Resolve for Guard {
-    fn resolve(&self, name: Name) -> Resolving {
-        let guard = self.clone();
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let resolved = tokio::net::lookup_host((host.as_str(), 0))
-                .await
-                .map_err(|e| {
-                    Box::new(ResolveError::Dns {
-                        host: host.clone(),
-                        message: e.to_string(),
-                    }) as Box<dyn std::error::Error + Send + Sync>
-                })?;
-            let permitted: Vec<SocketAddr> =
-                resolved.filter(|addr| guard.permits(addr.ip())).collect();
-            if permitted.is_empty() {
-                return Err(Box::new(ResolveError::Blocked(host))
-                    as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(permitted.into_iter()) as Addrs)
-        })
     }
 }
 

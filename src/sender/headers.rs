@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use uuid::Uuid;
 
 use super::USER_AGENT_VALUE;
@@ -84,7 +84,7 @@ pub fn own_headers(own: &Own<'_>, mut put: impl FnMut(HeaderName, HeaderValue)) 
 /// without an allocation.
 pub(super) fn content_type_value(
     content_type: &str,
-) -> Result<HeaderValue, reqwest::header::InvalidHeaderValue> {
+) -> Result<HeaderValue, hyper::header::InvalidHeaderValue> {
     if content_type == "application/json" {
         return Ok(HeaderValue::from_static("application/json"));
     }

@@ -1,23 +1,26 @@
 //! Delivering one attempt: sign, POST, read a bounded answer, classify what
-//! went wrong. One shared HTTP client with keep-alive; redirects are never
-//! followed (a 3xx is a failed attempt); the address guard vets every
+//! went wrong. One HTTP client on hyper with a pool per receiver
+//! (`client`); redirects are never followed (a 3xx is a failed attempt);
+//! the address guard vets every
 //! address connected to; certificates are always verified, against the
 //! bundled public roots plus `sender.ca_file`; with `sender.https_only`,
 //! nothing is sent in clear.
 
+mod client;
 pub mod guard;
 mod headers;
 mod route;
 pub mod signature;
 
 use std::collections::BTreeMap;
-use std::error::Error as _;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use http_body_util::BodyExt as _;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use tokio_rustls::rustls;
+use url::Url;
 use uuid::Uuid;
 
 use crate::config::SenderSettings;
@@ -28,6 +31,7 @@ use crate::domain::fields::MaskedHeaders;
 use crate::domain::outcome::{parse_retry_after, Answer};
 use crate::domain::receiver_url::{lies_under, mask_url};
 use crate::domain::secret::SigningSecret;
+use client::Failure;
 use guard::{Guard, Networks, ResolveError};
 use headers::header_map;
 pub use headers::{own_headers, Kept, Own, OWN_HEADERS};
@@ -46,7 +50,7 @@ pub const USER_AGENT_VALUE: &str = concat!("hookd/", env!("CARGO_PKG_VERSION"));
 /// signing keys decoded and keyed into their HMAC states.
 #[derive(Debug)]
 pub struct Target {
-    url: Result<reqwest::Url, url::ParseError>,
+    url: Result<Url, url::ParseError>,
     headers: HeaderMap,
     /// The current secret first, then the previous one while it still signs.
     signer: signature::Signer,
@@ -64,7 +68,7 @@ impl Target {
         timeout: Duration,
     ) -> Self {
         Self {
-            url: reqwest::Url::parse(url),
+            url: Url::parse(url),
             headers: header_map(headers, HeaderMap::new()),
             signer: signature::Signer::new(&secrets),
             timeout,
@@ -171,20 +175,18 @@ pub enum SenderError {
     CaFile(String),
     #[error("cannot build the TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
-    #[error("cannot build the HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
 }
 
 impl Sender {
     pub fn new(settings: &SenderSettings) -> Result<Self, SenderError> {
         let guard = Guard::new(settings.allow_networks.clone());
         let build = route::ClientSettings {
-            tls: route::tls_config(&settings.ca_file)?,
+            tls: std::sync::Arc::new(route::tls_config(&settings.ca_file)?),
             connect_timeout: Duration::from_millis(settings.connect_timeout_ms),
             max_idle_per_host: settings.max_in_flight.max(1),
         };
         Ok(Self {
-            routes: route::Routes::new(build, guard)?,
+            routes: route::Routes::new(build, guard),
             // At least STORED_BODY_BYTES: checked when the settings load.
             max_response_bytes: settings.max_response_bytes,
             https_only: settings.https_only,
@@ -239,7 +241,7 @@ impl Sender {
     ) -> Result<(Answer, Option<AttemptError>), AttemptError> {
         let target = delivery.target;
         let url = match delivery.url {
-            Some(url) => reqwest::Url::parse(url),
+            Some(url) => Url::parse(url),
             None => target.url.clone(),
         }
         .map_err(|e| AttemptError {
@@ -255,7 +257,7 @@ impl Sender {
                 message: "sender.https_only refuses a plain http:// receiver URL".into(),
             });
         }
-        let route = self.routes.of(delivery).await?;
+        let route = self.routes.of(delivery).await;
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
             if !route.guard.permits(ip) {
@@ -332,66 +334,89 @@ impl Sender {
                 value,
             );
         }
-        // The request is built whole rather than through a RequestBuilder,
-        // whose `headers()` re-inserts every header into a new map.
-        let mut request = reqwest::Request::new(reqwest::Method::POST, url);
-        *request.headers_mut() = headers;
-        *request.timeout_mut() = Some(target.timeout);
-        *request.body_mut() = Some(body.into());
-        let mut response = route.client.execute(request).await.map_err(classify)?;
+        // The timeout bounds the whole exchange: connecting, the answer's
+        // head and every read of its body.
+        let deadline = tokio::time::Instant::now() + target.timeout;
+        let timed_out = || AttemptError {
+            code: "timeout",
+            message: format!(
+                "no complete answer within {} ms",
+                target.timeout.as_millis()
+            ),
+        };
+        let posted = route.client.post(&url, headers, body);
+        let (response, lease) = tokio::time::timeout_at(deadline, posted)
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(failure)?;
+        let (head, mut incoming) = response.into_parts();
 
-        let status = response.status().as_u16();
-        let abort = response
-            .headers()
+        let abort = head
+            .headers
             .get("webhook-delivery")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("abort"));
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
+        let retry_after = head
+            .headers
+            .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, self.now()));
         let mut answer = Answer {
-            status,
+            status: head.status.as_u16(),
             body: Vec::new(),
             body_complete: true,
             abort,
             retry_after,
         };
         // Read above; the map itself moves, nothing copied.
-        kept.answered = Some(std::mem::take(response.headers_mut()));
+        kept.answered = Some(head.headers);
         let mut error = None;
         loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    let room = self.max_response_bytes - answer.body.len();
-                    if chunk.len() > room {
-                        answer.body.extend_from_slice(&chunk[..room]);
-                        answer.body_complete = false;
-                        error = Some(AttemptError {
-                            code: "body_too_large",
-                            message: format!(
-                                "the response body exceeds {} bytes",
-                                self.max_response_bytes
-                            ),
-                        });
-                        break;
-                    }
-                    answer.body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    answer.body_complete = false;
-                    error = Some(classify(e));
+            let frame = match tokio::time::timeout_at(deadline, incoming.frame()).await {
+                Ok(Some(Ok(frame))) => frame,
+                // Read to its end: the connection carries the next one.
+                Ok(None) => {
+                    lease.release();
                     break;
                 }
+                Ok(Some(Err(e))) => {
+                    answer.body_complete = false;
+                    error = Some(AttemptError {
+                        code: "request",
+                        message: client::error_chain(&e),
+                    });
+                    break;
+                }
+                Err(_) => {
+                    answer.body_complete = false;
+                    error = Some(timed_out());
+                    break;
+                }
+            };
+            // Trailers carry nothing hookd reads.
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            let room = self.max_response_bytes - answer.body.len();
+            if chunk.len() > room {
+                answer.body.extend_from_slice(&chunk[..room]);
+                answer.body_complete = false;
+                error = Some(AttemptError {
+                    code: "body_too_large",
+                    message: format!(
+                        "the response body exceeds {} bytes",
+                        self.max_response_bytes
+                    ),
+                });
+                break;
             }
+            answer.body.extend_from_slice(&chunk);
         }
         Ok((answer, error))
     }
 }
 
-fn literal_ip(url: &reqwest::Url) -> Option<std::net::IpAddr> {
+fn literal_ip(url: &Url) -> Option<std::net::IpAddr> {
     match url.host()? {
         url::Host::Ipv4(ip) => Some(ip.into()),
         url::Host::Ipv6(ip) => Some(ip.into()),
@@ -399,51 +424,20 @@ fn literal_ip(url: &reqwest::Url) -> Option<std::net::IpAddr> {
     }
 }
 
-/// Turns a reqwest error into a short code and a message without URLs.
-fn classify(error: reqwest::Error) -> AttemptError {
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
-            let code = match resolve {
-                ResolveError::Blocked(_) => "blocked_address",
-                ResolveError::Dns { .. } => "dns",
-            };
-            return AttemptError {
-                code,
-                message: resolve.to_string(),
-            };
+/// A request that got no answer, as the attempt's error code and message
+/// (no URL in it: a per-notification URL may carry a token).
+fn failure(failure: Failure) -> AttemptError {
+    let (code, message) = match failure {
+        Failure::Resolve(resolve @ ResolveError::Blocked(_)) => {
+            ("blocked_address", resolve.to_string())
         }
-        source = cause.source();
-    }
-    let (timeout, connect) = (error.is_timeout(), error.is_connect());
-    let chain = error_chain(error.without_url());
-    let code = if timeout {
-        "timeout"
-    } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake")
-    {
-        "tls"
-    } else if connect {
-        "connect"
-    } else {
-        "request"
+        Failure::Resolve(resolve @ ResolveError::Dns { .. }) => ("dns", resolve.to_string()),
+        Failure::Connect(message) => ("connect", message),
+        Failure::Tls(message) => ("tls", message),
+        Failure::ConnectTimeout => ("timeout", "no connection within the connect timeout".into()),
+        Failure::Request(message) => ("request", message),
     };
-    AttemptError {
-        code,
-        message: chain,
-    }
-}
-
-fn error_chain(error: reqwest::Error) -> String {
-    let mut parts = vec![error.to_string()];
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    parts.join(": ")
+    AttemptError { code, message }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! How hookd's HTTP clients are built (TLS, no redirects, no proxy, the
-//! guard as resolver) and which one carries an attempt. The endpoint's own URL goes through a
+//! How the receivers' HTTP clients are built (`client`: TLS, the guard as
+//! resolver, a pool of their own) and which one carries an attempt. The endpoint's own URL goes through a
 //! client whose guard admits every network of `sender.allow_networks`
 //! (endpoints are an admin's to set). A per-notification URL, which any
 //! `write` token names, goes through a client whose guard admits only the
@@ -17,14 +17,15 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 
+use super::client::Client;
 use super::guard::{Guard, Networks};
-use super::{literal_ip, AttemptError, Delivery, SenderError, Target};
+use super::{literal_ip, Delivery, SenderError, Target};
 
 /// A client whose resolver is `guard`, and that guard (for IP literals,
 /// which never reach the resolver).
 #[derive(Clone)]
 pub(super) struct Route {
-    pub client: reqwest::Client,
+    pub client: Client,
     pub guard: Guard,
 }
 
@@ -43,7 +44,7 @@ const MAX_NARROWED: usize = 64;
 
 /// What building a client takes besides its guard.
 pub(super) struct ClientSettings {
-    pub tls: rustls::ClientConfig,
+    pub tls: Arc<rustls::ClientConfig>,
     pub connect_timeout: Duration,
     pub max_idle_per_host: usize,
 }
@@ -51,7 +52,8 @@ pub(super) struct ClientSettings {
 /// How receivers are verified: ring, the bundled webpki roots plus the CAs
 /// of `sender.ca_file`, TLS 1.2 and 1.3, ALPN h2 then http/1.1. Built here
 /// because reqwest 0.13's own rustls set-up means aws-lc-rs and the
-/// platform's trust store, which would make trust depend on the host.
+/// platform's trust store, which would make trust depend on the host
+/// (the span exporter's reqwest client takes it too).
 pub(super) fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -73,34 +75,29 @@ pub(super) fn tls_config(ca_file: &str) -> Result<rustls::ClientConfig, SenderEr
 }
 
 impl ClientSettings {
-    fn client(&self, guard: &Guard) -> Result<reqwest::Client, reqwest::Error> {
-        reqwest::Client::builder()
-            .tls_backend_preconfigured(self.tls.clone())
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the address guard.
-            .no_proxy()
-            .connect_timeout(self.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            // As many idle connections per receiver as deliveries may be in
-            // flight at once: a receiver kept busy never has a connection
-            // closed after its request only to open another (pool churn).
-            .pool_max_idle_per_host(self.max_idle_per_host)
-            .tcp_nodelay(true)
-            .dns_resolver(Arc::new(guard.clone()))
-            .build()
+    fn client(&self, guard: &Guard) -> Client {
+        // As many idle connections per receiver as deliveries may be in
+        // flight at once: a receiver kept busy never has a connection
+        // closed after its request only to open another (pool churn).
+        Client::new(
+            guard.clone(),
+            self.tls.clone(),
+            self.connect_timeout,
+            self.max_idle_per_host,
+        )
     }
 }
 
 impl Routes {
-    pub fn new(build: ClientSettings, guard: Guard) -> Result<Self, reqwest::Error> {
-        Ok(Self {
+    pub fn new(build: ClientSettings, guard: Guard) -> Self {
+        Self {
             wide: Route {
-                client: build.client(&guard)?,
+                client: build.client(&guard),
                 guard,
             },
             narrowed: Default::default(),
             build: Arc::new(build),
-        })
+        }
     }
 
     /// Whether the endpoints' guard admits `ip`.
@@ -109,25 +106,24 @@ impl Routes {
     }
 
     /// The route of a delivery.
-    pub async fn of(&self, delivery: &Delivery<'_>) -> Result<Route, AttemptError> {
+    pub async fn of(&self, delivery: &Delivery<'_>) -> Route {
         if delivery.url.is_none() || !self.wide.guard.allows_networks() {
-            return Ok(self.wide.clone());
+            return self.wide.clone();
         }
         let networks = delivery.target.networks(&self.wide.guard).await;
         let mut narrowed = self.narrowed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = narrowed.get(&networks) {
-            return Ok(found.clone());
+            return found.clone();
         }
         let guard = self.wide.guard.narrowed(&networks);
-        let client = self.build.client(&guard).map_err(|e| AttemptError {
-            code: "request",
-            message: format!("cannot build the HTTP client: {e}"),
-        })?;
-        let found = Route { client, guard };
+        let found = Route {
+            client: self.build.client(&guard),
+            guard,
+        };
         if narrowed.len() < MAX_NARROWED {
             narrowed.insert(networks, found.clone());
         }
-        Ok(found)
+        found
     }
 }
 

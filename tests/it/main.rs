@@ -58,6 +58,7 @@ mod pull_expiry;
 mod pull_leases;
 mod rate_limit;
 mod read_replica;
+mod receiver_connections;
 mod receiver_outage;
 mod record_hold;
 mod recover;

@@ -29,13 +29,13 @@ use crate::receiver::Receiver;
 const DEADLINE: Duration = Duration::from_secs(15);
 
 /// The test CA, and a server certificate it signed for 127.0.0.1, with its key.
-struct TlsFiles {
-    ca: String,
-    cert: String,
-    key: String,
+pub(crate) struct TlsFiles {
+    pub ca: String,
+    pub cert: String,
+    pub key: String,
 }
 
-fn tls_files() -> TlsFiles {
+pub(crate) fn tls_files() -> TlsFiles {
     let var = |name: &str| {
         std::env::var(name)
             .unwrap_or_else(|_| panic!("{name} is set: run the suite with scripts/test"))

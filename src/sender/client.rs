@@ -1,0 +1,427 @@
+//! The receivers' HTTP client, on hyper's connection API: names resolved
+//! through the address guard when a connection opens, TCP without Nagle,
+//! TLS by rustls offering h2 then http/1.1, and a pool per receiver origin
+//! (scheme, host, port): up to `max_idle_per_host` idle HTTP/1.1
+//! connections, one shared HTTP/2 connection, each kept 90 s unused.
+//!
+//! Why not reqwest here (it stays for the span exporter): every request
+//! went through its redirect and retry layers although hookd turns both
+//! off, parsed its URL again, and cloned the pool and connector, which made
+//! a request cost 2.9 bare hyper requests; and hyper-util's pool opened a
+//! second connection whenever a request waited for an idle one
+//! (BENCHMARKS.md, "#51: the sender alone, profiled"). hookd needs none of
+//! its other features: no proxy (it would resolve names past the guard), no
+//! redirects, no cookies, no decompression.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
+use hyper::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, HOST};
+use hyper::{Method, Request, Response, Uri, Version};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::TlsConnector;
+use url::{Host, Url};
+
+use super::guard::{Guard, ResolveError};
+
+/// How long a connection is kept unused before it is closed.
+const IDLE_FOR: Duration = Duration::from_secs(90);
+/// How often the pool drops connections idle too long or closed by their
+/// receiver, for receivers no longer sent to.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+type Body = Full<Bytes>;
+
+/// Why a request got no response (its body's errors are the caller's).
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// The guard refused every address, or the name did not resolve.
+    Resolve(ResolveError),
+    /// No TCP connection to any address.
+    Connect(String),
+    Tls(String),
+    /// The connection (name, TCP and TLS) took longer than the connect
+    /// timeout.
+    ConnectTimeout,
+    /// The connection broke, or the answer was not HTTP.
+    Request(String),
+}
+
+#[derive(Clone)]
+pub(super) struct Client {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    guard: Guard,
+    tls: TlsConnector,
+    connect_timeout: Duration,
+    max_idle_per_host: usize,
+    pool: Mutex<Pool>,
+}
+
+#[derive(Default)]
+struct Pool {
+    http1: HashMap<Origin, Vec<Idle<http1::SendRequest<Body>>>>,
+    http2: HashMap<Origin, Idle<http2::SendRequest<Body>>>,
+    swept: Option<Instant>,
+}
+
+struct Idle<T> {
+    sender: T,
+    since: Instant,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+enum Connection {
+    Http1(http1::SendRequest<Body>),
+    Http2(http2::SendRequest<Body>),
+}
+
+/// An HTTP/1.1 connection lent to one request: back to the pool once its
+/// response is read to the end (`release`), closed if dropped before.
+pub(super) struct Lease {
+    pool: Option<(Client, Origin, http1::SendRequest<Body>)>,
+}
+
+impl Lease {
+    pub fn release(self) {
+        if let Some((client, origin, sender)) = self.pool {
+            client.check_in(origin, sender);
+        }
+    }
+}
+
+impl Client {
+    pub fn new(
+        guard: Guard,
+        tls: Arc<rustls::ClientConfig>,
+        connect_timeout: Duration,
+        max_idle_per_host: usize,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                guard,
+                tls: TlsConnector::from(tls),
+                connect_timeout,
+                max_idle_per_host,
+                pool: Mutex::default(),
+            }),
+        }
+    }
+
+    /// POSTs `body` to `url` (http or https, checked by the caller) with
+    /// `headers`, adding `host` (HTTP/1.1), `accept: */*` and the URL's
+    /// credentials (rows from before they were refused) unless present.
+    /// The deadline is the caller's, around this and the body's reads.
+    pub async fn post(
+        &self,
+        url: &Url,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(Response<Incoming>, Lease), Failure> {
+        let origin = Origin::of(url)?;
+        if !headers.contains_key(ACCEPT) {
+            headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        if !url.username().is_empty() && !headers.contains_key(AUTHORIZATION) {
+            headers.insert(AUTHORIZATION, basic_auth(url));
+        }
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = Method::POST;
+        *request.headers_mut() = headers;
+        // A kept connection the receiver closed just before it was reused
+        // hands the request back unsent: it goes once more, on a new one.
+        let mut fresh = false;
+        loop {
+            let connection = match self.check_out(&origin).await {
+                Some(connection) if !fresh => connection,
+                _ => {
+                    fresh = true;
+                    self.connect(&origin, url).await?
+                }
+            };
+            let sent = match connection {
+                Connection::Http1(mut sender) => {
+                    *request.uri_mut() = origin_form(url)?;
+                    if !request.headers().contains_key(HOST) {
+                        request.headers_mut().insert(HOST, host_header(url)?);
+                    }
+                    match sender.try_send_request(request).await {
+                        Ok(response) => {
+                            let lease = Lease {
+                                pool: Some((self.clone(), origin, sender)),
+                            };
+                            return Ok((response, lease));
+                        }
+                        Err(error) => error,
+                    }
+                }
+                Connection::Http2(mut sender) => {
+                    *request.uri_mut() = absolute_form(url)?;
+                    *request.version_mut() = Version::HTTP_2;
+                    // HTTP/2 names the host in `:authority`; a `host`
+                    // header beside it is a protocol error to some servers.
+                    request.headers_mut().remove(HOST);
+                    match sender.try_send_request(request).await {
+                        Ok(response) => return Ok((response, Lease { pool: None })),
+                        Err(error) => error,
+                    }
+                }
+            };
+            let mut sent = sent;
+            match sent.take_message() {
+                Some(unsent) if !fresh => {
+                    request = unsent;
+                    *request.version_mut() = Version::HTTP_11;
+                    fresh = true;
+                }
+                _ => return Err(Failure::Request(error_chain(&sent.into_error()))),
+            }
+        }
+    }
+
+    /// A kept connection to `origin` that is still open, if any.
+    async fn check_out(&self, origin: &Origin) -> Option<Connection> {
+        loop {
+            let found = {
+                let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(idle) = pool.http2.get_mut(origin) {
+                    if !idle.sender.is_closed() && idle.since.elapsed() < IDLE_FOR {
+                        idle.since = Instant::now();
+                        return Some(Connection::Http2(idle.sender.clone()));
+                    }
+                    pool.http2.remove(origin);
+                }
+                let kept = pool.http1.get_mut(origin)?;
+                // The most recently used first: the one least likely to
+                // have been closed by its receiver.
+                let idle = kept.pop()?;
+                if kept.is_empty() {
+                    pool.http1.remove(origin);
+                }
+                idle
+            };
+            if found.since.elapsed() >= IDLE_FOR || found.sender.is_closed() {
+                continue;
+            }
+            let mut sender = found.sender;
+            // Ready once the previous response's end has been processed.
+            if sender.ready().await.is_ok() {
+                return Some(Connection::Http1(sender));
+            }
+        }
+    }
+
+    fn check_in(&self, origin: Origin, sender: http1::SendRequest<Body>) {
+        let now = Instant::now();
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.swept.is_none_or(|at| now - at >= SWEEP_EVERY) {
+            pool.swept = Some(now);
+            pool.http1.retain(|_, kept| {
+                kept.retain(|idle| now - idle.since < IDLE_FOR && !idle.sender.is_closed());
+                !kept.is_empty()
+            });
+            pool.http2
+                .retain(|_, idle| now - idle.since < IDLE_FOR && !idle.sender.is_closed());
+        }
+        let kept = pool.http1.entry(origin).or_default();
+        if kept.len() < self.shared.max_idle_per_host {
+            kept.push(Idle { sender, since: now });
+        }
+    }
+
+    /// A new connection to `origin`, within the connect timeout: the
+    /// guard's addresses tried in turn, TLS for https, HTTP/2 when the
+    /// receiver chose it.
+    async fn connect(&self, origin: &Origin, url: &Url) -> Result<Connection, Failure> {
+        let shared = &self.shared;
+        let opened = tokio::time::timeout(shared.connect_timeout, async {
+            let host = url
+                .host()
+                .ok_or_else(|| Failure::Request("no host".into()))?;
+            let addresses = match &host {
+                Host::Ipv4(ip) => vec![SocketAddr::new(IpAddr::V4(*ip), origin.port)],
+                Host::Ipv6(ip) => vec![SocketAddr::new(IpAddr::V6(*ip), origin.port)],
+                Host::Domain(name) => shared
+                    .guard
+                    .resolve(name, origin.port)
+                    .await
+                    .map_err(Failure::Resolve)?,
+            };
+            let tcp = connect_any(&addresses).await?;
+            if !origin.https {
+                return handshake(tcp, false).await;
+            }
+            let name = match host {
+                Host::Domain(name) => ServerName::try_from(name.to_string())
+                    .map_err(|e| Failure::Tls(format!("{name}: {e}")))?,
+                Host::Ipv4(ip) => ServerName::IpAddress(IpAddr::V4(ip).into()),
+                Host::Ipv6(ip) => ServerName::IpAddress(IpAddr::V6(ip).into()),
+            };
+            let tls =
+                shared.tls.connect(name, tcp).await.map_err(|e| {
+                    Failure::Tls(format!("TLS handshake with {}: {e}", origin.host))
+                })?;
+            let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            handshake(tls, http2).await
+        });
+        let connection = opened.await.map_err(|_| Failure::ConnectTimeout)??;
+        if let Connection::Http2(sender) = &connection {
+            let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+            let kept = pool.http2.get(origin);
+            if kept.is_none_or(|idle| idle.sender.is_closed()) {
+                let idle = Idle {
+                    sender: sender.clone(),
+                    since: Instant::now(),
+                };
+                pool.http2.insert(origin.clone(), idle);
+            }
+        }
+        Ok(connection)
+    }
+}
+
+impl Origin {
+    fn of(url: &Url) -> Result<Self, Failure> {
+        let https = match url.scheme() {
+            "https" => true,
+            "http" => false,
+            other => return Err(Failure::Request(format!("unsupported scheme {other}"))),
+        };
+        let host = url.host_str().filter(|host| !host.is_empty());
+        let host = host.ok_or_else(|| Failure::Request("the URL names no host".into()))?;
+        Ok(Self {
+            https,
+            host: host.to_string(),
+            port: url.port().unwrap_or(if https { 443 } else { 80 }),
+        })
+    }
+}
+
+async fn connect_any(addresses: &[SocketAddr]) -> Result<TcpStream, Failure> {
+    let mut last = None;
+    for address in addresses {
+        match TcpStream::connect(address).await {
+            Ok(tcp) => {
+                // Small requests go out whole at once, as a client's should.
+                let _ = tcp.set_nodelay(true);
+                return Ok(tcp);
+            }
+            Err(e) => last = Some(format!("cannot connect to {address}: {e}")),
+        }
+    }
+    Err(Failure::Connect(
+        last.unwrap_or_else(|| "no address to connect to".into()),
+    ))
+}
+
+async fn handshake<T>(io: T, http2: bool) -> Result<Connection, Failure>
+where
+    T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let io = TokioIo::new(io);
+    let failed = |e: hyper::Error| Failure::Request(error_chain(&e));
+    if http2 {
+        let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+            .handshake(io)
+            .await
+            .map_err(failed)?;
+        tokio::spawn(connection);
+        Ok(Connection::Http2(sender))
+    } else {
+        let (sender, connection) = http1::handshake(io).await.map_err(failed)?;
+        tokio::spawn(connection);
+        Ok(Connection::Http1(sender))
+    }
+}
+
+/// `/path?query`, what an HTTP/1.1 request line names.
+fn origin_form(url: &Url) -> Result<Uri, Failure> {
+    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    Uri::try_from(path).map_err(|e| Failure::Request(format!("the URL's path: {e}")))
+}
+
+fn absolute_form(url: &Url) -> Result<Uri, Failure> {
+    let whole = &url[..url::Position::AfterQuery];
+    Uri::try_from(whole).map_err(|e| Failure::Request(format!("the URL: {e}")))
+}
+
+/// `host[:port]`, the port only when it is not the scheme's own.
+fn host_header(url: &Url) -> Result<HeaderValue, Failure> {
+    let host = &url[url::Position::BeforeHost..url::Position::AfterPort];
+    HeaderValue::from_str(host).map_err(|e| Failure::Request(format!("the URL's host: {e}")))
+}
+
+/// `Basic` credentials from a URL's `user:password@`, percent-decoded.
+fn basic_auth(url: &Url) -> HeaderValue {
+    use base64::Engine as _;
+    let decode = |part: &str| percent_encoding::percent_decode_str(part).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or_default()));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value =
+        HeaderValue::try_from(format!("Basic {encoded}")).expect("base64 is a valid header value");
+    value.set_sensitive(true);
+    value
+}
+
+/// An error and its causes, each once, joined by `: `.
+pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_names_the_path_and_query_and_the_host_header_a_port_only_when_it_is_not_the_default(
+    ) {
+        let url = Url::parse("https://x.example:8443/hook/a?b=c#frag").unwrap();
+        assert_eq!(origin_form(&url).unwrap(), "/hook/a?b=c");
+        assert_eq!(host_header(&url).unwrap(), "x.example:8443");
+        assert_eq!(
+            absolute_form(&url).unwrap(),
+            "https://x.example:8443/hook/a?b=c"
+        );
+        let url = Url::parse("http://[::1]:80/").unwrap();
+        assert_eq!(host_header(&url).unwrap(), "[::1]");
+        assert_eq!(Origin::of(&url).unwrap().port, 80);
+    }
+
+    #[test]
+    fn credentials_in_a_stored_url_become_basic_authorization_percent_decoded() {
+        let url = Url::parse("https://us%40er:p%3Ass@x.example/").unwrap();
+        let value = basic_auth(&url);
+        assert!(value.is_sensitive());
+        // "us@er:p:ss"
+        assert_eq!(value, "Basic dXNAZXI6cDpzcw==");
+    }
+}
