@@ -1245,7 +1245,7 @@ async fn main() {
         );
             let [sender_us, hyper_us] = alone_us;
             println!(
-            "   clients alone, CPU per request (medians): hookd's sender {:.1} µs (the floor under hookd's CPU per delivery with reqwest), bare hyper {:.1} µs",
+            "   clients alone, CPU per request (medians): hookd's sender {:.1} µs (the floor under hookd's CPU per delivery), bare hyper {:.1} µs",
             median(sender_us),
             median(hyper_us)
         );

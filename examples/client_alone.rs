@@ -11,7 +11,7 @@
 //! - `sender`: hookd's sender (`hookd::sender::Sender`) as the dispatcher
 //!   configures and calls it: one prepared target, one signed `send` per
 //!   delivery of a drain's payload. With mimalloc, as hookd runs. The floor
-//!   under hookd's CPU per delivery while reqwest is its client.
+//!   under hookd's CPU per delivery.
 //! - `hyper`: the bench's bare hyper client (`raw_hyper`): the floor of any
 //!   HTTP/1.1 client on the machine.
 

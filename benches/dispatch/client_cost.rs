@@ -2,8 +2,8 @@
 //! made by the `client_alone` example in a process of its own, so that the
 //! CPU it reports is the client's and not the receiver's (in the
 //! in-process raw runs both share one process and one runtime). Two
-//! clients: hookd's own sender, the floor under hookd's CPU per delivery
-//! while reqwest is its client, and the bare hyper client, the floor of any
+//! clients: hookd's own sender (`src/sender/client.rs`), the floor under
+//! hookd's CPU per delivery, and the bare hyper client, the floor of any
 //! HTTP/1.1 client on this machine (`examples/client_alone.rs`).
 //!
 //! To profile a client alone, run the receiver as a process too:

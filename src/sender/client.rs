@@ -150,9 +150,13 @@ impl Client {
         // hands the request back unsent: it goes once more, on a new one.
         let mut fresh = false;
         loop {
-            let connection = match self.check_out(&origin).await {
-                Some(connection) if !fresh => connection,
-                _ => {
+            let kept = match fresh {
+                false => self.check_out(&origin).await,
+                true => None,
+            };
+            let connection = match kept {
+                Some(connection) => connection,
+                None => {
                     fresh = true;
                     self.connect(&origin, url).await?
                 }
@@ -252,7 +256,8 @@ impl Client {
     /// receiver chose it.
     async fn connect(&self, origin: &Origin, url: &Url) -> Result<Connection, Failure> {
         let shared = &self.shared;
-        let opened = tokio::time::timeout(shared.connect_timeout, async {
+        let deadline = tokio::time::Instant::now() + shared.connect_timeout;
+        let opened = tokio::time::timeout_at(deadline, async {
             let host = url
                 .host()
                 .ok_or_else(|| Failure::Request("no host".into()))?;
@@ -265,7 +270,7 @@ impl Client {
                     .await
                     .map_err(Failure::Resolve)?,
             };
-            let tcp = connect_any(&addresses).await?;
+            let tcp = connect_any(&addresses, deadline).await?;
             if !origin.https {
                 return handshake(tcp, false).await;
             }
@@ -315,16 +320,26 @@ impl Origin {
     }
 }
 
-async fn connect_any(addresses: &[SocketAddr]) -> Result<TcpStream, Failure> {
+/// The first of `addresses` that accepts. Each is given an equal share of
+/// the time left, so an address that drops packets (an IPv6 route that goes
+/// nowhere, often) leaves time for the next, as hyper-util's connector
+/// does.
+async fn connect_any(
+    addresses: &[SocketAddr],
+    deadline: tokio::time::Instant,
+) -> Result<TcpStream, Failure> {
     let mut last = None;
-    for address in addresses {
-        match TcpStream::connect(address).await {
-            Ok(tcp) => {
+    for (tried, address) in addresses.iter().enumerate() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let share = left / (addresses.len() - tried) as u32;
+        match tokio::time::timeout(share, TcpStream::connect(address)).await {
+            Ok(Ok(tcp)) => {
                 // Small requests go out whole at once, as a client's should.
                 let _ = tcp.set_nodelay(true);
                 return Ok(tcp);
             }
-            Err(e) => last = Some(format!("cannot connect to {address}: {e}")),
+            Ok(Err(e)) => last = Some(format!("cannot connect to {address}: {e}")),
+            Err(_) => last = Some(format!("cannot connect to {address}: timed out")),
         }
     }
     Err(Failure::Connect(
@@ -358,8 +373,15 @@ fn origin_form(url: &Url) -> Result<Uri, Failure> {
     Uri::try_from(path).map_err(|e| Failure::Request(format!("the URL's path: {e}")))
 }
 
+/// `scheme://host[:port]/path?query`, what HTTP/2's pseudo-headers are
+/// made of: without the URL's credentials, which go in `authorization`.
 fn absolute_form(url: &Url) -> Result<Uri, Failure> {
-    let whole = &url[..url::Position::AfterQuery];
+    let whole = format!(
+        "{}://{}{}",
+        url.scheme(),
+        &url[url::Position::BeforeHost..url::Position::AfterPort],
+        &url[url::Position::BeforePath..url::Position::AfterQuery]
+    );
     Uri::try_from(whole).map_err(|e| Failure::Request(format!("the URL: {e}")))
 }
 
@@ -411,6 +433,8 @@ mod tests {
             absolute_form(&url).unwrap(),
             "https://x.example:8443/hook/a?b=c"
         );
+        let url = Url::parse("https://user:secret@x.example/h").unwrap();
+        assert_eq!(absolute_form(&url).unwrap(), "https://x.example/h");
         let url = Url::parse("http://[::1]:80/").unwrap();
         assert_eq!(host_header(&url).unwrap(), "[::1]");
         assert_eq!(Origin::of(&url).unwrap().port, 80);
