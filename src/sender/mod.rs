@@ -1,10 +1,9 @@
 //! Delivering one attempt: sign, POST, read a bounded answer, classify what
 //! went wrong. One HTTP client on hyper with a pool per receiver
 //! (`client`); redirects are never followed (a 3xx is a failed attempt);
-//! the address guard vets every
-//! address connected to; certificates are always verified, against the
-//! bundled public roots plus `sender.ca_file`; with `sender.https_only`,
-//! nothing is sent in clear.
+//! the address guard vets every address connected to; certificates are
+//! always verified, against the bundled public roots plus `sender.ca_file`;
+//! with `sender.https_only`, nothing is sent in clear.
 
 mod client;
 pub mod guard;

@@ -94,8 +94,17 @@ async fn an_operator_issues_a_portal_link_and_a_consumer_token_from_the_endpoint
     assert_eq!(status, StatusCode::OK, "{pulled}");
     assert_eq!(pulled["data"].as_array().map(Vec::len), Some(1), "{pulled}");
 
-    // The link opens the portal with what it was issued with.
+    // The link opens the portal with what it was issued with. It arrives
+    // in the open console (only the fragment changes) and signs in once
+    // hookd has checked it: the next address is typed after that, as a
+    // user would, not while the check is under way (a reload then would
+    // keep the operator's session).
     browser.goto_url(&url).await;
+    browser
+        .wait_text("who", "the portal link signed in", |t| {
+            t.starts_with("portal:")
+        })
+        .await;
     browser
         .goto(&format!("#/endpoints/{}", shop["id"].as_str().unwrap()))
         .await;
