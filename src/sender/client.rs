@@ -109,6 +109,12 @@ impl Lease {
 }
 
 impl Client {
+    /// The guard this client resolves names through; IP literals never
+    /// reach it, so the caller checks them against it.
+    pub fn guard(&self) -> &Guard {
+        &self.shared.guard
+    }
+
     pub fn new(
         guard: Guard,
         tls: Arc<rustls::ClientConfig>,

@@ -1,13 +1,14 @@
 //! The address guard: hookd does not connect to private, loopback,
 //! link-local, CGNAT, multicast or otherwise non-public addresses unless they
 //! lie in `sender.allow_networks`. It checks the addresses a name resolves
-//! to (when the sender's client connects), so DNS cannot smuggle a private address past it,
-//! and IP literals in URLs before any connection. Only global unicast is
-//! public: IPv6 outside 2000::/3 and the special ranges inside it are refused;
-//! addresses that carry an IPv4 address (mapped, translated, NAT64, 6to4,
-//! Teredo) are judged by that address. A per-notification URL goes
-//! through a narrowed guard, which allows only the entries of
-//! `sender.allow_networks` that the endpoint's own URL lies in.
+//! to when the sender's client connects, so DNS cannot smuggle a private
+//! address past it, and IP literals in URLs before any connection. Only
+//! global unicast is public: IPv6 outside 2000::/3 and the special ranges
+//! inside it are refused; addresses that carry an IPv4 address (mapped,
+//! translated, NAT64, 6to4, Teredo) are judged by that address. A
+//! per-notification URL goes through a narrowed guard, which allows only
+//! the entries of `sender.allow_networks` that the endpoint's own URL lies
+//! in.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;

@@ -256,10 +256,10 @@ impl Sender {
                 message: "sender.https_only refuses a plain http:// receiver URL".into(),
             });
         }
-        let route = self.routes.of(delivery).await;
+        let client = self.routes.of(delivery).await;
         // The resolver vets names; an IP literal never reaches it.
         if let Some(ip) = literal_ip(&url) {
-            if !route.guard.permits(ip) {
+            if !client.guard().permits(ip) {
                 let message = if self.routes.permits(ip) {
                     format!("{ip} is not a public address and the endpoint's own URL is not in its entry of sender.allow_networks")
                 } else {
@@ -343,7 +343,7 @@ impl Sender {
                 target.timeout.as_millis()
             ),
         };
-        let posted = route.client.post(&url, headers, body);
+        let posted = client.post(&url, headers, body);
         let (response, lease) = tokio::time::timeout_at(deadline, posted)
             .await
             .map_err(|_| timed_out())?

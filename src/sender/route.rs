@@ -1,6 +1,7 @@
 //! How the receivers' HTTP clients are built (`client`: TLS, the guard as
-//! resolver, a pool of their own) and which one carries an attempt. The endpoint's own URL goes through a
-//! client whose guard admits every network of `sender.allow_networks`
+//! resolver, a pool of their own) and which one carries an attempt. The
+//! endpoint's own URL goes through a client whose guard admits every
+//! network of `sender.allow_networks`
 //! (endpoints are an admin's to set). A per-notification URL, which any
 //! `write` token names, goes through a client whose guard admits only the
 //! entries the endpoint's own URL resolves into: its addresses are vetted
@@ -21,19 +22,11 @@ use super::client::Client;
 use super::guard::{Guard, Networks};
 use super::{literal_ip, Delivery, SenderError, Target};
 
-/// A client whose resolver is `guard`, and that guard (for IP literals,
-/// which never reach the resolver).
-#[derive(Clone)]
-pub(super) struct Route {
-    pub client: Client,
-    pub guard: Guard,
-}
-
 #[derive(Clone)]
 pub(super) struct Routes {
-    wide: Route,
-    /// Per-notification URLs' routes, by the entries their guard keeps.
-    narrowed: Arc<Mutex<HashMap<Networks, Route>>>,
+    wide: Client,
+    /// Per-notification URLs' clients, by the entries their guard keeps.
+    narrowed: Arc<Mutex<HashMap<Networks, Client>>>,
     build: Arc<ClientSettings>,
 }
 
@@ -91,10 +84,7 @@ impl ClientSettings {
 impl Routes {
     pub fn new(build: ClientSettings, guard: Guard) -> Self {
         Self {
-            wide: Route {
-                client: build.client(&guard),
-                guard,
-            },
+            wide: build.client(&guard),
             narrowed: Default::default(),
             build: Arc::new(build),
         }
@@ -102,24 +92,20 @@ impl Routes {
 
     /// Whether the endpoints' guard admits `ip`.
     pub fn permits(&self, ip: IpAddr) -> bool {
-        self.wide.guard.permits(ip)
+        self.wide.guard().permits(ip)
     }
 
-    /// The route of a delivery.
-    pub async fn of(&self, delivery: &Delivery<'_>) -> Route {
-        if delivery.url.is_none() || !self.wide.guard.allows_networks() {
+    /// The client of a delivery.
+    pub async fn of(&self, delivery: &Delivery<'_>) -> Client {
+        if delivery.url.is_none() || !self.wide.guard().allows_networks() {
             return self.wide.clone();
         }
-        let networks = delivery.target.networks(&self.wide.guard).await;
+        let networks = delivery.target.networks(self.wide.guard()).await;
         let mut narrowed = self.narrowed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = narrowed.get(&networks) {
             return found.clone();
         }
-        let guard = self.wide.guard.narrowed(&networks);
-        let found = Route {
-            client: self.build.client(&guard),
-            guard,
-        };
+        let found = self.build.client(&self.wide.guard().narrowed(&networks));
         if narrowed.len() < MAX_NARROWED {
             narrowed.insert(networks, found.clone());
         }

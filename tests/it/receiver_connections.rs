@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::backends::Backend;
 use crate::helpers::{eventually, redis_url, test_settings, TestApp};
-use crate::transport::tls_files;
+use crate::transport::{read_request, tls_files};
 
 const DEADLINE: Duration = Duration::from_secs(15);
 
@@ -86,6 +86,19 @@ async fn http2_receiver() -> (String, Arc<Mutex<Vec<Seen>>>) {
     (url, seen)
 }
 
+/// `count` notifications to `endpoint`, each created once the one before
+/// was delivered; the attempts of each.
+async fn one_after_another(app: &TestApp, endpoint: &Value, count: usize) -> Vec<Value> {
+    let mut delivered = Vec::new();
+    for i in 0..count {
+        let id = app
+            .notify(json!({"endpoint": endpoint["id"], "payload": {"i": i}}))
+            .await;
+        delivered.push(succeeded(app, &id).await);
+    }
+    delivered
+}
+
 async fn succeeded(app: &TestApp, id: &str) -> Value {
     eventually(DEADLINE, &format!("{id} delivered"), || async {
         let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
@@ -106,11 +119,7 @@ async fn a_receiver_that_chooses_http2_over_tls_is_sent_its_notifications_over_h
     );
     let app = backend.spawn_settings(settings).await;
     let endpoint = app.endpoint(json!({"url": url, "schedule": ["0s"]})).await;
-    for i in 0..3 {
-        let id = app
-            .notify(json!({"endpoint": endpoint["id"], "payload": {"i": i}}))
-            .await;
-        let attempts = succeeded(&app, &id).await;
+    for attempts in one_after_another(&app, &endpoint, 3).await {
         assert_eq!(attempts.as_array().unwrap().len(), 1, "{attempts}");
     }
     let seen = seen.lock().unwrap().clone();
@@ -143,30 +152,8 @@ async fn http1_receiver(close_after_answer: bool) -> (String, Arc<AtomicUsize>, 
             accepted.fetch_add(1, Ordering::SeqCst);
             let answered = answered.clone();
             tokio::spawn(async move {
-                let mut buffer = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        match tcp.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buffer.len() < end + 4 + length {
-                        match tcp.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                        }
-                        continue;
-                    }
-                    buffer.drain(..end + 4 + length);
+                // One request at a time: the sender waits for each answer.
+                while read_request(&mut tcp).await.is_some() {
                     answered.fetch_add(1, Ordering::SeqCst);
                     let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\nsuccess";
                     if tcp.write_all(answer).await.is_err() {
@@ -187,12 +174,7 @@ async fn notifications_sent_one_after_another_share_one_kept_alive_connection(ba
     let (url, connections, requests) = http1_receiver(false).await;
     let app = backend.spawn().await;
     let endpoint = app.endpoint(json!({"url": url, "schedule": ["0s"]})).await;
-    for i in 0..5 {
-        let id = app
-            .notify(json!({"endpoint": endpoint["id"], "payload": {"i": i}}))
-            .await;
-        succeeded(&app, &id).await;
-    }
+    one_after_another(&app, &endpoint, 5).await;
     assert_eq!(requests.load(Ordering::SeqCst), 5);
     assert_eq!(connections.load(Ordering::SeqCst), 1);
 }
@@ -204,11 +186,7 @@ async fn a_connection_its_receiver_closed_costs_no_notification_an_attempt(backe
     let endpoint = app
         .endpoint(json!({"url": url, "schedule": ["0s", "1h"]}))
         .await;
-    for i in 0..5 {
-        let id = app
-            .notify(json!({"endpoint": endpoint["id"], "payload": {"i": i}}))
-            .await;
-        let attempts = succeeded(&app, &id).await;
+    for attempts in one_after_another(&app, &endpoint, 5).await {
         assert_eq!(attempts.as_array().unwrap().len(), 1, "{attempts}");
     }
     assert_eq!(requests.load(Ordering::SeqCst), 5);

@@ -292,7 +292,7 @@ impl HttpsReceiver {
 }
 
 /// Reads one request's head and its `content-length` body.
-async fn read_request(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<()> {
+pub(crate) async fn read_request(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
