@@ -2,7 +2,11 @@
 //! through the address guard when a connection opens, TCP without Nagle,
 //! TLS by rustls offering h2 then http/1.1, and a pool per receiver origin
 //! (scheme, host, port): up to `max_idle_per_host` idle HTTP/1.1
-//! connections, one shared HTTP/2 connection, each kept 90 s unused.
+//! connections, one shared HTTP/2 connection, each kept 90 s unused. A
+//! connection whose exchange did not end (a timeout, a broken answer) is
+//! given no new request, whichever the protocol: a receiver that went
+//! silent on its shared HTTP/2 connection would otherwise hold every
+//! request to it until TCP gave up, many minutes later.
 //!
 //! Why not reqwest here (it stays for the span exporter): every request
 //! went through its redirect and retry layers although hookd turns both
@@ -15,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +44,14 @@ const IDLE_FOR: Duration = Duration::from_secs(90);
 /// How often the pool drops connections idle too long or closed by their
 /// receiver, for receivers no longer sent to.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// TCP keep-alive as reqwest set it, which the sender used before: a kept
+/// connection idle 15 s is probed every 15 s, and closed after 3 probes
+/// unanswered, so a receiver gone without a word costs no attempt; the
+/// probes also keep middleboxes from forgetting the connection.
+const KEEPALIVE: socket2::TcpKeepalive = socket2::TcpKeepalive::new()
+    .with_time(Duration::from_secs(15))
+    .with_interval(Duration::from_secs(15))
+    .with_retries(3);
 
 type Body = Full<Bytes>;
 
@@ -68,12 +81,14 @@ struct Shared {
     connect_timeout: Duration,
     max_idle_per_host: usize,
     pool: Mutex<Pool>,
+    /// Names each HTTP/2 connection, so that a lease forgets its own.
+    next_http2: AtomicU64,
 }
 
 #[derive(Default)]
 struct Pool {
     http1: HashMap<Origin, Vec<Idle<http1::SendRequest<Body>>>>,
-    http2: HashMap<Origin, Idle<http2::SendRequest<Body>>>,
+    http2: HashMap<Origin, Idle<Http2>>,
     swept: Option<Instant>,
 }
 
@@ -89,21 +104,42 @@ struct Origin {
     port: u16,
 }
 
-enum Connection {
-    Http1(http1::SendRequest<Body>),
-    Http2(http2::SendRequest<Body>),
+/// A shared HTTP/2 connection and its name in this client.
+#[derive(Clone)]
+struct Http2 {
+    id: u64,
+    sender: http2::SendRequest<Body>,
 }
 
-/// An HTTP/1.1 connection lent to one request: back to the pool once its
-/// response is read to the end (`release`), closed if dropped before.
-pub(super) struct Lease {
-    pool: Option<(Client, Origin, http1::SendRequest<Body>)>,
+enum Connection {
+    Http1(http1::SendRequest<Body>),
+    Http2(Http2),
+}
+
+/// The connection one request went on, until its answer is read to the end
+/// (`release`). An HTTP/1.1 connection goes back to the pool then and is
+/// closed if the lease is dropped before; an HTTP/2 connection dropped
+/// before is given no new request (its requests in flight go on).
+pub(super) struct Lease(Option<Leased>);
+
+enum Leased {
+    Http1(Client, Origin, http1::SendRequest<Body>),
+    Http2(Client, Origin, u64),
 }
 
 impl Lease {
-    pub fn release(self) {
-        if let Some((client, origin, sender)) = self.pool {
+    pub fn release(mut self) {
+        // An HTTP/2 connection stays where it is.
+        if let Some(Leased::Http1(client, origin, sender)) = self.0.take() {
             client.check_in(origin, sender);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(Leased::Http2(client, origin, id)) = self.0.take() {
+            client.forget_http2(&origin, id);
         }
     }
 }
@@ -128,6 +164,7 @@ impl Client {
                 connect_timeout,
                 max_idle_per_host,
                 pool: Mutex::default(),
+                next_http2: AtomicU64::new(0),
             }),
         }
     }
@@ -175,22 +212,23 @@ impl Client {
                     }
                     match sender.try_send_request(request).await {
                         Ok(response) => {
-                            let lease = Lease {
-                                pool: Some((self.clone(), origin, sender)),
-                            };
+                            let lease = Lease(Some(Leased::Http1(self.clone(), origin, sender)));
                             return Ok((response, lease));
                         }
                         Err(error) => error,
                     }
                 }
-                Connection::Http2(mut sender) => {
+                Connection::Http2(Http2 { id, mut sender }) => {
                     *request.uri_mut() = absolute_form(url)?;
                     *request.version_mut() = Version::HTTP_2;
                     // HTTP/2 names the host in `:authority`; a `host`
                     // header beside it is a protocol error to some servers.
                     request.headers_mut().remove(HOST);
+                    // Taken before the answer's head: a timeout waiting
+                    // for it drops the lease with this future.
+                    let lease = Lease(Some(Leased::Http2(self.clone(), origin.clone(), id)));
                     match sender.try_send_request(request).await {
-                        Ok(response) => return Ok((response, Lease { pool: None })),
+                        Ok(response) => return Ok((response, lease)),
                         Err(error) => error,
                     }
                 }
@@ -213,7 +251,7 @@ impl Client {
             let found = {
                 let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(idle) = pool.http2.get_mut(origin) {
-                    if !idle.sender.is_closed() && idle.since.elapsed() < IDLE_FOR {
+                    if !idle.sender.sender.is_closed() && idle.since.elapsed() < IDLE_FOR {
                         idle.since = Instant::now();
                         return Some(Connection::Http2(idle.sender.clone()));
                     }
@@ -249,11 +287,23 @@ impl Client {
                 !kept.is_empty()
             });
             pool.http2
-                .retain(|_, idle| now - idle.since < IDLE_FOR && !idle.sender.is_closed());
+                .retain(|_, idle| now - idle.since < IDLE_FOR && !idle.sender.sender.is_closed());
         }
         let kept = pool.http1.entry(origin).or_default();
         if kept.len() < self.shared.max_idle_per_host {
             kept.push(Idle { sender, since: now });
+        }
+    }
+
+    /// Gives HTTP/2 connection `id` to `origin` no new request.
+    fn forget_http2(&self, origin: &Origin, id: u64) {
+        let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool
+            .http2
+            .get(origin)
+            .is_some_and(|idle| idle.sender.id == id)
+        {
+            pool.http2.remove(origin);
         }
     }
 
@@ -278,7 +328,7 @@ impl Client {
             };
             let tcp = connect_any(&addresses, deadline).await?;
             if !origin.https {
-                return handshake(tcp, false).await;
+                return handshake(tcp, None).await;
             }
             let name = match host {
                 Host::Domain(name) => ServerName::try_from(name.to_string())
@@ -291,13 +341,14 @@ impl Client {
                     Failure::Tls(format!("TLS handshake with {}: {e}", origin.host))
                 })?;
             let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            handshake(tls, http2).await
+            let id = http2.then(|| shared.next_http2.fetch_add(1, Ordering::Relaxed));
+            handshake(tls, id).await
         });
         let connection = opened.await.map_err(|_| Failure::ConnectTimeout)??;
         if let Connection::Http2(sender) = &connection {
             let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
             let kept = pool.http2.get(origin);
-            if kept.is_none_or(|idle| idle.sender.is_closed()) {
+            if kept.is_none_or(|idle| idle.sender.sender.is_closed()) {
                 let idle = Idle {
                     sender: sender.clone(),
                     since: Instant::now(),
@@ -342,6 +393,7 @@ async fn connect_any(
             Ok(Ok(tcp)) => {
                 // Small requests go out whole at once, as a client's should.
                 let _ = tcp.set_nodelay(true);
+                let _ = socket2::SockRef::from(&tcp).set_tcp_keepalive(&KEEPALIVE);
                 return Ok(tcp);
             }
             Ok(Err(e)) => last = Some(format!("cannot connect to {address}: {e}")),
@@ -353,19 +405,20 @@ async fn connect_any(
     ))
 }
 
-async fn handshake<T>(io: T, http2: bool) -> Result<Connection, Failure>
+/// HTTP/2 on `io` if given its connection's `http2` id, else HTTP/1.1.
+async fn handshake<T>(io: T, http2: Option<u64>) -> Result<Connection, Failure>
 where
     T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let io = TokioIo::new(io);
     let failed = |e: hyper::Error| Failure::Request(error_chain(&e));
-    if http2 {
+    if let Some(id) = http2 {
         let (sender, connection) = http2::Builder::new(TokioExecutor::new())
             .handshake(io)
             .await
             .map_err(failed)?;
         tokio::spawn(connection);
-        Ok(Connection::Http2(sender))
+        Ok(Connection::Http2(Http2 { id, sender }))
     } else {
         let (sender, connection) = http1::handshake(io).await.map_err(failed)?;
         tokio::spawn(connection);

@@ -1,7 +1,8 @@
 //! The sender's connections to receivers (`src/sender/client.rs`), seen
 //! from receivers of our own: HTTP/2 when a TLS receiver chooses it by
-//! ALPN, kept-alive HTTP/1.1 connections reused, and a connection its
-//! receiver closed never costing a notification an attempt.
+//! ALPN, kept-alive HTTP/1.1 connections reused, a connection its receiver
+//! closed never costing a notification an attempt, and a shared HTTP/2
+//! connection gone silent given no new notification.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,8 +31,11 @@ struct Seen {
 }
 
 /// An HTTPS receiver on 127.0.0.1 that offers only h2 by ALPN, answering
-/// 200 to every request and keeping what it saw.
-async fn http2_receiver() -> (String, Arc<Mutex<Vec<Seen>>>) {
+/// 200 and keeping what it saw, except that its first connection goes
+/// silent after `first_answers` answers: it keeps the connection open but
+/// answers nothing more, as a receiver behind a balancer that lost the
+/// connection's state does. Counts connections accepted.
+async fn http2_receiver(first_answers: usize) -> (String, Arc<Mutex<Vec<Seen>>>, Arc<AtomicUsize>) {
     let files = tls_files();
     let certs = CertificateDer::pem_slice_iter(&std::fs::read(&files.cert).unwrap())
         .collect::<Result<Vec<_>, _>>()
@@ -48,19 +52,27 @@ async fn http2_receiver() -> (String, Arc<Mutex<Vec<Seen>>>) {
         "https://127.0.0.1:{}/hook",
         listener.local_addr().unwrap().port()
     );
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
+    let (seen, connections) = (
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (kept, accepted) = (seen.clone(), connections.clone());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let (acceptor, kept) = (acceptor.clone(), kept.clone());
+            let first = accepted.fetch_add(1, Ordering::SeqCst) == 0;
+            let answered = Arc::new(AtomicUsize::new(0));
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
                 let service = hyper::service::service_fn(
                     move |request: hyper::Request<hyper::body::Incoming>| {
-                        let kept = kept.clone();
+                        let (kept, answered) = (kept.clone(), answered.clone());
                         async move {
+                            if first && answered.fetch_add(1, Ordering::SeqCst) >= first_answers {
+                                std::future::pending::<()>().await;
+                            }
                             let version = request.version();
                             let authority = request.uri().authority().map(|a| a.to_string());
                             let signed = request.headers().contains_key("webhook-signature");
@@ -83,7 +95,7 @@ async fn http2_receiver() -> (String, Arc<Mutex<Vec<Seen>>>) {
             });
         }
     });
-    (url, seen)
+    (url, seen, connections)
 }
 
 /// `count` notifications to `endpoint`, each created once the one before
@@ -112,7 +124,7 @@ async fn succeeded(app: &TestApp, id: &str) -> Value {
 async fn a_receiver_that_chooses_http2_over_tls_is_sent_its_notifications_over_http2(
     backend: Backend,
 ) {
-    let (url, seen) = http2_receiver().await;
+    let (url, seen, _) = http2_receiver(usize::MAX).await;
     let settings = test_settings(
         &redis_url(),
         &format!("[sender]\nca_file = \"{}\"\n", tls_files().ca),
@@ -134,6 +146,36 @@ async fn a_receiver_that_chooses_http2_over_tls_is_sent_its_notifications_over_h
     }
 }
 both!(a_receiver_that_chooses_http2_over_tls_is_sent_its_notifications_over_http2);
+
+async fn a_shared_http2_connection_gone_silent_is_given_no_new_notification(backend: Backend) {
+    let (url, seen, connections) = http2_receiver(1).await;
+    let settings = test_settings(
+        &redis_url(),
+        &format!("[sender]\nca_file = \"{}\"\n", tls_files().ca),
+    );
+    let app = backend.spawn_settings(settings).await;
+    let endpoint = app
+        .endpoint(json!({"url": url, "schedule": ["0s", "1h"], "timeout_ms": 500}))
+        .await;
+    one_after_another(&app, &endpoint, 1).await;
+    let unanswered = app
+        .notify(json!({"endpoint": endpoint["id"], "payload": {"i": "unanswered"}}))
+        .await;
+    eventually(DEADLINE, "the unanswered attempt to time out", || async {
+        let (_, page) = app
+            .get(&format!("/v1/notifications/{unanswered}/attempts"))
+            .await;
+        let first = page["data"].as_array()?.first()?.clone();
+        (first["error"]["code"] == json!("timeout")).then_some(())
+    })
+    .await;
+    // The next goes on a new connection, not after the silent one's.
+    let attempts = one_after_another(&app, &endpoint, 1).await.remove(0);
+    assert_eq!(attempts.as_array().unwrap().len(), 1, "{attempts}");
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+}
+both!(a_shared_http2_connection_gone_silent_is_given_no_new_notification);
 
 /// A plain HTTP/1.1 receiver on 127.0.0.1 that reads whole requests and
 /// answers `success` to each; `close_after_answer` closes each connection
