@@ -18,6 +18,7 @@ pub mod endpoints;
 pub mod events;
 pub mod health;
 pub mod housekeeping;
+mod migrations;
 pub mod notifications;
 pub mod operations;
 pub mod ordering;

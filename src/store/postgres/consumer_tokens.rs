@@ -10,15 +10,15 @@ use crate::store::consumer_tokens::ConsumerTokenRow;
 use crate::store::consumer_tokens::ConsumerTokenRows;
 use crate::store::StoreError;
 
-/// A row as PostgreSQL returns it: all `NULL` when nothing changed (one
-/// row either way; the clock it was read at is the store's, taken before).
-#[derive(sqlx::FromRow)]
-struct Read {
-    endpoint_id: Option<Uuid>,
-    digest: Option<Vec<u8>>,
-    deleted: Option<bool>,
-    delivery: Option<Delivery>,
-}
+/// A row as PostgreSQL returns it (endpoint id, digest, deleted, delivery):
+/// all `NULL` when nothing changed (one row either way; the clock it was
+/// read at is the store's, taken before).
+type Read = (
+    Option<Uuid>,
+    Option<Vec<u8>>,
+    Option<bool>,
+    Option<Delivery>,
+);
 /// Every consumer token, with its endpoint.
 const ALL: &str = "SELECT c.endpoint_id, c.digest, c.deleted, c.delivery \
      FROM (VALUES (1)) AS one (x) LEFT JOIN ( \
@@ -61,13 +61,13 @@ impl PgStore {
         };
         let rows = read
             .into_iter()
-            .filter_map(|r| {
+            .filter_map(|(endpoint_id, digest, deleted, delivery)| {
                 Some(ConsumerTokenRow {
-                    endpoint_id: r.endpoint_id?,
+                    endpoint_id: endpoint_id?,
                     // A digest of another length is no token's.
-                    digest: r.digest.and_then(|d| <[u8; 32]>::try_from(d).ok()),
-                    deleted: r.deleted?,
-                    delivery: r.delivery?,
+                    digest: digest.and_then(|d| <[u8; 32]>::try_from(d).ok()),
+                    deleted: deleted?,
+                    delivery: delivery?,
                 })
             })
             .collect();

@@ -42,8 +42,10 @@ mod seams;
 mod stats;
 mod writes;
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
@@ -51,7 +53,9 @@ use super::StoreError;
 use crate::clock::Clock;
 use crate::config::DatabaseSettings;
 
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The schema's migrations (`./migrations`, embedded by `build.rs`).
+pub static MIGRATOR: LazyLock<Migrator> =
+    LazyLock::new(|| super::migrations::migrator(super::migrations::POSTGRES));
 
 /// A driver error, kept as the neutral error's cause.
 fn cause(error: sqlx::Error) -> super::Cause {

@@ -45,9 +45,10 @@ mod stats;
 mod writes;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
@@ -62,10 +63,12 @@ pub(crate) use lock::FileLock;
 use errors::cause;
 pub use errors::store_error;
 
-/// The embedded schema's migrations; the PostgreSQL ones (`store::MIGRATOR`,
-/// `./migrations`) skip this directory, as sqlx reads only the files of a
-/// migrations directory, not its subdirectories.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+/// The embedded schema's migrations (`./migrations/sqlite`, embedded by
+/// `build.rs`); the PostgreSQL ones (`postgres::MIGRATOR`, `./migrations`)
+/// skip this directory, as sqlx reads only the files of a migrations
+/// directory, not its subdirectories.
+pub static MIGRATOR: LazyLock<Migrator> =
+    LazyLock::new(|| super::migrations::migrator(super::migrations::SQLITE));
 
 /// How the database file is opened.
 #[derive(Debug, Clone)]
