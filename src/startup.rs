@@ -218,7 +218,7 @@ impl App {
         );
         let limiter = crate::limiter::beside(&*due);
         let spans = crate::telemetry::spans::Spans::start(&settings.telemetry)?;
-        let state = AppState {
+        let state = AppState::new(crate::api::Handles {
             recovery: Recovery::new(Arc::new(store.clone()), service.clone()),
             service,
             store: reads,
@@ -230,7 +230,7 @@ impl App {
             readiness: Default::default(),
             in_flight: Default::default(),
             spans,
-        };
+        });
         let resealed = store.clone();
         Ok(Self {
             state,

@@ -42,10 +42,31 @@ use crate::service::Service;
 use crate::store::seams::SharedReads;
 use error::ApiError;
 
-/// What every handler shares: cheap handles only. Writes go through
-/// `service`; reads go to `store` directly.
+/// What every handler shares, behind one `Arc`: axum clones the state for
+/// each middleware and extractor of every request, and cloning the handles
+/// one by one (an atomic increment each, and a decrement each to drop) was
+/// a tenth of a create's CPU (BENCHMARKS.md, "#50: a create's state cloned
+/// whole").
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Handles>);
+
+impl AppState {
+    pub fn new(handles: Handles) -> Self {
+        Self(Arc::new(handles))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Handles;
+
+    fn deref(&self) -> &Handles {
+        &self.0
+    }
+}
+
+/// What `AppState` holds: cheap handles only. Writes go through `service`;
+/// reads go to `store` directly.
+pub struct Handles {
     pub service: Service,
     pub store: SharedReads,
     pub due: SharedIndex,
