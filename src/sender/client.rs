@@ -111,6 +111,12 @@ struct Http2 {
     sender: http2::SendRequest<Body>,
 }
 
+impl Http2 {
+    fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+}
+
 enum Connection {
     Http1(http1::SendRequest<Body>),
     Http2(Http2),
@@ -251,7 +257,7 @@ impl Client {
             let found = {
                 let mut pool = self.shared.pool.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(idle) = pool.http2.get_mut(origin) {
-                    if !idle.sender.sender.is_closed() && idle.since.elapsed() < IDLE_FOR {
+                    if !idle.sender.is_closed() && idle.since.elapsed() < IDLE_FOR {
                         idle.since = Instant::now();
                         return Some(Connection::Http2(idle.sender.clone()));
                     }
@@ -287,7 +293,7 @@ impl Client {
                 !kept.is_empty()
             });
             pool.http2
-                .retain(|_, idle| now - idle.since < IDLE_FOR && !idle.sender.sender.is_closed());
+                .retain(|_, idle| now - idle.since < IDLE_FOR && !idle.sender.is_closed());
         }
         let kept = pool.http1.entry(origin).or_default();
         if kept.len() < self.shared.max_idle_per_host {
@@ -348,7 +354,7 @@ impl Client {
         if let Connection::Http2(sender) = &connection {
             let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
             let kept = pool.http2.get(origin);
-            if kept.is_none_or(|idle| idle.sender.sender.is_closed()) {
+            if kept.is_none_or(|idle| idle.sender.is_closed()) {
                 let idle = Idle {
                     sender: sender.clone(),
                     since: Instant::now(),
