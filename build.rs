@@ -5,9 +5,9 @@
 //! which builds a second copy of sqlx's core, both drivers and SQLite's C
 //! for the compiler: 139 compile units and about 50 s of their time in a
 //! release build from nothing (BENCHMARKS.md, "#51: the first build
-//! without sqlx's macros"). Read as
-//! sqlx reads a migrations directory: `<version>_<description>.sql`, the
-//! files of the directory alone, in version order.
+//! without sqlx's macros"). Read as sqlx reads a migrations directory:
+//! `<version>_<description>.sql`, the files of the directory alone, in
+//! version order.
 
 use std::fmt::Write as _;
 use std::path::Path;
