@@ -264,7 +264,11 @@ macro_rules! both {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
             #[sqlx::test]
-            async fn postgres(pool: sqlx::PgPool) {
+            async fn postgres(
+                _: sqlx::postgres::PgPoolOptions,
+                connect: sqlx::postgres::PgConnectOptions,
+            ) {
+                let (pool, _closes) = crate::helpers::test_pool(connect).await;
                 super::$name(crate::backends::Backend::postgres(pool)).await
             }
 

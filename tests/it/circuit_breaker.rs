@@ -10,6 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use hookd::domain::breaker::STALE_VIEW;
@@ -190,7 +191,8 @@ async fn a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every
 both!(a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every_held_notification_once_back);
 
 #[sqlx::test]
-async fn two_processes_never_probe_at_once(pool: sqlx::PgPool) {
+async fn two_processes_never_probe_at_once(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let backend = Backend::postgres(pool);
     let prefix = new_prefix();
     let settings = || test_settings_with_prefix(&redis_url(), &prefix, BREAKER);

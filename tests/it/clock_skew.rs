@@ -4,14 +4,18 @@
 
 use std::time::Duration;
 
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::helpers::{eventually, http_client, metric, scrape_metrics, HookdProcess};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
 #[sqlx::test]
-async fn a_server_mode_process_exports_how_far_postgresqls_clock_is_from_its_own(pool: PgPool) {
+async fn a_server_mode_process_exports_how_far_postgresqls_clock_is_from_its_own(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (mut hookd, base, log) = HookdProcess::start_ready(&pool, "skew", DEADLINE).await;
     let client = http_client();
     let text = eventually(DEADLINE, "the skew gauge to be exported", || async {

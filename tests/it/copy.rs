@@ -16,6 +16,7 @@ use hookd::domain::operator_event::OPERATOR_ENDPOINT_ID;
 use hookd::store::endpoints::Endpoint;
 use hookd::store::sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -59,7 +60,11 @@ fn counts(summary: &Summary) -> Vec<(u64, u64)> {
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_copy_migrates_the_target_and_carries_every_column_of_every_row(pool: PgPool) {
+async fn a_copy_migrates_the_target_and_carries_every_column_of_every_row(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     empty_database(&pool).await;
     let source = embedded("http://127.0.0.1:9").await;
     let expected = source_counts(&source.path).await;
@@ -99,7 +104,11 @@ async fn a_copy_migrates_the_target_and_carries_every_column_of_every_row(pool: 
 }
 
 #[sqlx::test]
-async fn a_second_run_is_refused_without_merge_and_with_it_copies_nothing(pool: PgPool) {
+async fn a_second_run_is_refused_without_merge_and_with_it_copies_nothing(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let source = embedded("http://127.0.0.1:9").await;
     let first = copy(&source.path, &pool, false).await.unwrap();
 
@@ -121,7 +130,11 @@ async fn a_second_run_is_refused_without_merge_and_with_it_copies_nothing(pool: 
 }
 
 #[sqlx::test]
-async fn a_copy_that_stopped_midway_is_completed_by_running_it_again(pool: PgPool) {
+async fn a_copy_that_stopped_midway_is_completed_by_running_it_again(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let source = embedded("http://127.0.0.1:9").await;
     copy(&source.path, &pool, false).await.unwrap();
     // What a copy stopped in the middle of notifications leaves: its first
@@ -148,7 +161,11 @@ async fn a_copy_that_stopped_midway_is_completed_by_running_it_again(pool: PgPoo
 }
 
 #[sqlx::test]
-async fn a_merge_refuses_a_row_that_clashes_with_another_on_a_unique_index(pool: PgPool) {
+async fn a_merge_refuses_a_row_that_clashes_with_another_on_a_unique_index(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let source = embedded("http://127.0.0.1:9").await;
     // The server already has a live endpoint named as one of the file's.
     let store = hookd::store::postgres::PgStore::new(pool.clone());
@@ -231,7 +248,11 @@ async fn a_missing_file_is_refused_and_not_created() {
 }
 
 #[sqlx::test]
-async fn after_a_copy_server_mode_delivers_each_pending_notification_once(pool: PgPool) {
+async fn after_a_copy_server_mode_delivers_each_pending_notification_once(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let receiver = Receiver::start().await;
     let source = embedded(&receiver.base).await;
     copy(&source.path, &pool, false).await.unwrap();
@@ -312,7 +333,11 @@ async fn after_a_copy_server_mode_delivers_each_pending_notification_once(pool: 
 }
 
 #[sqlx::test]
-async fn a_file_left_by_a_hookd_killed_mid_run_is_copied_with_its_write_ahead_log(pool: PgPool) {
+async fn a_file_left_by_a_hookd_killed_mid_run_is_copied_with_its_write_ahead_log(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // What kill -9 leaves: commits in the WAL not yet checkpointed into
     // the file, and no lock held. Taken here by copying the files of a
     // store still open, with nothing writing (the shared-memory index is
@@ -359,7 +384,11 @@ async fn a_file_left_by_a_hookd_killed_mid_run_is_copied_with_its_write_ahead_lo
 }
 
 #[sqlx::test]
-async fn a_target_holding_only_the_operator_endpoint_its_server_made_counts_as_empty(pool: PgPool) {
+async fn a_target_holding_only_the_operator_endpoint_its_server_made_counts_as_empty(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let source = embedded("http://127.0.0.1:9").await;
     // A server started once with `operator.url` set, and nothing else.
     let server = hookd::store::postgres::PgStore::new(pool.clone());
@@ -376,7 +405,11 @@ async fn a_target_holding_only_the_operator_endpoint_its_server_made_counts_as_e
 }
 
 #[sqlx::test]
-async fn large_payloads_are_copied_in_smaller_pages_whole(pool: PgPool) {
+async fn large_payloads_are_copied_in_smaller_pages_whole(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hookd.db");
     let store = SqliteStore::open(&path, &SqliteOptions::migrating())
@@ -403,7 +436,11 @@ async fn large_payloads_are_copied_in_smaller_pages_whole(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn a_column_the_copy_does_not_know_stops_it_before_anything_is_copied(pool: PgPool) {
+async fn a_column_the_copy_does_not_know_stops_it_before_anything_is_copied(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let source = embedded("http://127.0.0.1:9").await;
     sqlx::query("ALTER TABLE endpoints ADD COLUMN colour text")
         .execute(&pool)

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use sqlx::postgres::PgPoolOptions;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -23,8 +22,10 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 #[sqlx::test]
 async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is_back(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut redis = RedisServer::start().await;
     let port = redis.port;
     let app = spawn_app_with(pool.clone(), &redis.url(), "").await;
@@ -88,7 +89,11 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
 }
 
 #[sqlx::test]
-async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(pool: PgPool) {
+async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app_with(pool.clone(), &redis_url(), "").await;
     app.endpoint(json!({"uid": "shop"})).await;
     let (status, body) = app
@@ -127,7 +132,8 @@ async fn a_commit_whose_existing_key_cannot_be_read_stores_none_of_its_rows(pool
 
 #[sqlx::test]
 async fn a_delivery_whose_outcome_waits_on_a_stalled_postgres_keeps_its_lease_and_arrives_once(
-    _pool: PgPool,
+    _: PgPoolOptions,
+    _: PgConnectOptions,
 ) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new()
@@ -207,7 +213,11 @@ async fn lease_expiry(app: &crate::helpers::TestApp, id: Uuid) -> Option<i64> {
 }
 
 #[sqlx::test]
-async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: PgPool) {
+async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app_with(pool, &redis_url(), "").await;
     let receiver = Receiver::start().await;
     let gate = Arc::new(Notify::new());
@@ -250,8 +260,10 @@ async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(pool: P
 
 #[sqlx::test]
 async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_released(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // The recorder commits an attempt, then ends its lease in Redis: a
     // producer that sees `failed` in between and retries must not be told
     // the notification is being delivered.
@@ -281,7 +293,7 @@ async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_re
 }
 
 #[sqlx::test]
-async fn sigterm_while_postgres_is_stalled_still_exits_0(_pool: PgPool) {
+async fn sigterm_while_postgres_is_stalled_still_exits_0(_: PgPoolOptions, _: PgConnectOptions) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
     hookd::store::postgres::PgStore::new(pool.clone())

@@ -21,6 +21,7 @@ use hookd::due::memory::MemoryIndex;
 use hookd::due::redis::{RedisIndex, ShardedIndex};
 use hookd::due::{score, DueIndex};
 use hookd::store::postgres::PgStore;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -80,7 +81,8 @@ macro_rules! for_each_index {
             )*
             $(
                 #[sqlx::test]
-                async fn $stored(pool: PgPool) {
+                async fn $stored(_: PgPoolOptions, connect: PgConnectOptions) {
+                    let (pool, _closes) = crate::helpers::test_pool(connect).await;
                     super::$stored($make, pool).await
                 }
             )*

@@ -9,7 +9,7 @@ use hookd::store::endpoints::{Endpoint, EndpointRef};
 use hookd::store::health::FailingEndpoint;
 use hookd::store::postgres::PgStore;
 use hookd::store::seams::{ReadStore, WriteStore};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::backends::Backend;
@@ -101,7 +101,11 @@ async fn disabled_once<S: Store>(backend: &Backend, store: &S) {
 // PostgreSQL is the oracle here: keys built before hookd computed them in
 // Rust must still match, so this reads PostgreSQL's own arithmetic.
 #[sqlx::test]
-async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(pool: PgPool) {
+async fn disabled_event_keys_count_seconds_as_postgresql_did_when_it_built_them(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     for text in [
         "2026-11-23 08:00:00.5+00",
         "2026-11-23 08:00:00.499999+00",

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{
@@ -551,7 +551,8 @@ both!(a_per_notification_url_gets_the_endpoint_signature);
 /// process, as it would after losing its connection. Every endpoint then
 /// gets the event exactly once.
 #[sqlx::test]
-async fn a_crash_during_fan_out_loses_no_delivery(pool: PgPool) {
+async fn a_crash_during_fan_out_loses_no_delivery(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     const ENDPOINTS: usize = 10_000;
     let receiver = Receiver::start().await;
     let secret = hookd::domain::secret::SigningSecret::generate();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -121,8 +122,10 @@ fn counter(metrics: &str, name: &str) -> f64 {
 
 #[sqlx::test]
 async fn a_notification_due_now_is_sent_by_the_process_that_created_it_without_a_claim(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let metrics = three_notifications_through_a_process(&pool, &[]).await;
     // The notification and the event's delivery due now were handed over;
     // the one due later went through the index and a claim.
@@ -134,7 +137,11 @@ async fn a_notification_due_now_is_sent_by_the_process_that_created_it_without_a
 }
 
 #[sqlx::test]
-async fn with_the_handoff_off_every_notification_goes_through_a_claim(pool: PgPool) {
+async fn with_the_handoff_off_every_notification_goes_through_a_claim(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let metrics =
         three_notifications_through_a_process(&pool, &[("HOOKD_DISPATCHER__HANDOFF", "false")])
             .await;

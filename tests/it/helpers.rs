@@ -1,6 +1,7 @@
 //! Test harness: hookd on port 0 against the real PostgreSQL (a database per
-//! test, from `#[sqlx::test]`) and the real Redis (a key prefix per test)
-//! that `scripts/test` starts; private servers for tests that stop one.
+//! test, from `#[sqlx::test]`, on a pool of the test's own: `test_pool`) and
+//! the real Redis (a key prefix per test) that `scripts/test` starts;
+//! private servers for tests that stop one.
 
 use std::future::Future;
 use std::net::TcpListener as StdListener;
@@ -543,6 +544,52 @@ pub async fn empty_database(pool: &PgPool) {
         .execute(pool)
         .await
         .expect("the test database empties");
+}
+
+/// A pool of the test's own on the database `#[sqlx::test]` made for it
+/// (its tests take `PgPoolOptions, PgConnectOptions` and call this), and
+/// what closes that pool once the test is over: keep it until the end.
+///
+/// The pool sqlx would hand a test borrows its connections, up to five,
+/// from one pool the whole test process shares (twenty, sqlx's own limit),
+/// which also creates and drops every test's database. Four tests at a time
+/// each holding five left none to drop a finished test's database with:
+/// every running test then waited out that pool's 30 s timeout, about three
+/// times a run (BENCHMARKS.md, "a 30 s stall in the test suite"). This pool
+/// is the test's alone.
+pub async fn test_pool(connect: sqlx::postgres::PgConnectOptions) -> (PgPool, ClosesPool) {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(5)
+        .idle_timeout(Duration::from_secs(1))
+        .connect_with(connect)
+        .await
+        .expect("the test's database accepts connections");
+    (pool.clone(), ClosesPool::new(pool))
+}
+
+/// Closes a test's pool when dropped, at the end of the test. sqlx drops
+/// the test's database right after, and PostgreSQL's DROP DATABASE waits
+/// (up to 5 s) for every connection to it to go: closed, the pool hands
+/// out no more and lets each go as it comes back, where an open one kept
+/// them idle for a second or two (each PostgreSQL test took 2.1 s instead
+/// of 0.4). The close runs on the test's runtime, which sqlx goes on
+/// driving while it drops the database.
+pub struct ClosesPool(PgPool);
+
+impl ClosesPool {
+    /// Closes `pool` (a test's own, beside `test_pool`'s) once dropped.
+    pub fn new(pool: PgPool) -> Self {
+        Self(pool)
+    }
+}
+
+impl Drop for ClosesPool {
+    fn drop(&mut self) {
+        let pool = self.0.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { pool.close().await });
+        }
+    }
 }
 
 /// The URL of the database `#[sqlx::test]` made for this test.

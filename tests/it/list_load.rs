@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::embedded::{call_at, Embedded};
@@ -229,8 +230,10 @@ mod postgres {
 
     #[sqlx::test]
     async fn twenty_four_filtered_list_loops_of_one_portal_link_are_refused_past_the_cap_while_another_callers_creates_are_answered(
-        pool: sqlx::PgPool,
+        _: PgPoolOptions,
+        connect: PgConnectOptions,
     ) {
+        let (pool, _closes) = crate::helpers::test_pool(connect).await;
         let _alone = ONE_AT_A_TIME.lock().await;
         let listen = format!("127.0.0.1:{}", free_port());
         let log = std::env::temp_dir().join(format!("hookd-list-load-{}.log", Uuid::now_v7()));

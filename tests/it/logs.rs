@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::helpers::{database_url, free_port, new_prefix, redis_url, HookdProcess};
 use crate::receiver::{Receiver, Reply};
@@ -18,7 +18,11 @@ const OPERATOR_SECRET: &str = "whsec_c2VjcmV0LW9wZXJhdG9yLWh1bnRlcjItMDAwMw==";
 const DB_PASSWORD: &str = "db-password-hunter2-0004";
 
 #[sqlx::test]
-async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(pool: PgPool) {
+async fn no_secret_or_token_reaches_the_logs_even_at_debug_level(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // The test cluster trusts local connections, so the password is carried
     // (and could leak) but is not needed.
     let mut db = url::Url::parse(&database_url(&pool)).unwrap();

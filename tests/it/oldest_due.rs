@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hookd::store::postgres::PgStore;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::net::TcpListener;
 
 use crate::conformance::fixtures::{commit_new, create, due_at, endpoint};
@@ -31,8 +31,10 @@ async fn silent_receiver() -> String {
 
 #[sqlx::test]
 async fn a_process_exports_how_long_an_endpoints_oldest_never_attempted_notification_is_due(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let shop = create(
         &store,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use hookd::store::seams::HousekeepingStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::conformance::fixtures::{
@@ -630,7 +631,11 @@ both!(a_recovered_series_goes_back_in_its_keys_line_in_creation_order);
 /// successor goes only once the head's lease has run out, the head been
 /// sent again by another process and acknowledged.
 #[sqlx::test]
-async fn a_kill_9_while_a_keys_head_is_in_flight_keeps_its_successor_waiting(pool: sqlx::PgPool) {
+async fn a_kill_9_while_a_keys_head_is_in_flight_keeps_its_successor_waiting(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let prefix = new_prefix();
     let app = spawn_app_settings(
         pool.clone(),
@@ -676,8 +681,10 @@ async fn a_kill_9_while_a_keys_head_is_in_flight_keeps_its_successor_waiting(poo
 /// have released it.
 #[sqlx::test]
 async fn a_notification_stranded_behind_a_final_one_is_released_by_housekeeping(
-    pool: sqlx::PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app_settings(
         pool.clone(),
         test_settings_with_prefix(&redis_url(), &new_prefix(), ""),
@@ -749,7 +756,11 @@ async fn racing_tail(pool: &sqlx::PgPool) -> (TestApp, Receiver, String, String)
 /// then reads the tail's predecessor on the row: the new one is its
 /// key's head as it answers, not a second later by housekeeping.
 #[sqlx::test]
-async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: sqlx::PgPool) {
+async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (app, _receiver, endpoint, tail) = racing_tail(&pool).await;
     let endpoint = endpoint.as_str();
     // The tail's end, its release run, not committed.
@@ -780,7 +791,11 @@ async fn a_create_racing_its_tails_end_waits_for_it_and_is_its_keys_head(pool: s
 /// names it the tail). The end waits for it and passes that one over as
 /// it commits, not a second later by housekeeping.
 #[sqlx::test]
-async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(pool: sqlx::PgPool) {
+async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (app, _receiver, endpoint, tail) = racing_tail(&pool).await;
     let endpoint = endpoint.as_str();
     // Not due for an hour, of a key of its own: placed by hand below.
@@ -825,7 +840,11 @@ async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(po
 /// is under way (its row held, pending again once it commits), the
 /// stranded one keeps waiting for it.
 #[sqlx::test]
-async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(pool: sqlx::PgPool) {
+async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = crate::conformance::postgres_store(pool.clone());
     let shop = create(
         &store,

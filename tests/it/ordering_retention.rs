@@ -12,6 +12,7 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{eventually, TestApp};
@@ -251,7 +252,11 @@ both!(a_pending_notification_whose_releasing_success_retention_removed_is_still_
 /// at once, never waiting for the create nor deleting under it, and takes
 /// the key at a later pass if the create left it without history.
 #[sqlx::test]
-async fn a_key_a_create_holds_is_passed_over_without_waiting(pool: sqlx::PgPool) {
+async fn a_key_a_create_holds_is_passed_over_without_waiting(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     use hookd::store::seams::HousekeepingStore;
     let store = hookd::store::postgres::PgStore::new(pool.clone());
     let endpoint = uuid::Uuid::now_v7();

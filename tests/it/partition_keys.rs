@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::helpers::{eventually, redis_url, spawn_app, spawn_app_with};
@@ -18,7 +18,11 @@ use crate::receiver::{Receiver, Reply};
 const DEADLINE: Duration = Duration::from_secs(15);
 
 #[sqlx::test]
-async fn a_key_whose_notification_is_gone_is_taken_over_without_failing_its_batch(pool: PgPool) {
+async fn a_key_whose_notification_is_gone_is_taken_over_without_failing_its_batch(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app(pool.clone()).await;
     let endpoint = app.endpoint(json!({"uid": "shop"})).await;
     let endpoint_id: Uuid = endpoint["id"].as_str().unwrap().parse().unwrap();
@@ -73,7 +77,11 @@ async fn a_key_whose_notification_is_gone_is_taken_over_without_failing_its_batc
 }
 
 #[sqlx::test]
-async fn an_operator_event_whose_key_row_is_left_without_its_event_is_still_reported(pool: PgPool) {
+async fn an_operator_event_whose_key_row_is_left_without_its_event_is_still_reported(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let operator = Receiver::start().await;
     let receiver = Receiver::start().await;
     receiver.reply("/down", vec![Reply::body(503, "maintenance")]);

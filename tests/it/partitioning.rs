@@ -12,6 +12,7 @@ use hookd::domain::partition::{day_bound, day_of, partition_name};
 use hookd::store::postgres::{PgStore, MIGRATOR};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -133,8 +134,10 @@ async fn seen(app: &crate::helpers::TestApp, id: Uuid) -> (String, i64, usize) {
 
 #[sqlx::test(migrations = false)]
 async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the_same(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     empty_database(&pool).await;
     MIGRATOR.run_to(BEFORE_PARTITIONING, &pool).await.unwrap();
     let receiver = Receiver::start().await;
@@ -234,7 +237,8 @@ async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the
 }
 
 #[sqlx::test]
-async fn partitions_ahead_are_made_at_start_up(pool: PgPool) {
+async fn partitions_ahead_are_made_at_start_up(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let last = day_of(Utc::now()).checked_add_days(Days::new(7)).unwrap();
     // The migration's SQL made the same bounds as `day_bound`.
     let made: String = sqlx::query_scalar(
@@ -272,7 +276,11 @@ async fn partitions_ahead_are_made_at_start_up(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgPool) {
+async fn retention_drops_a_day_while_deliveries_and_status_queries_run(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // A deployment migrated long ago: its legacy partition went, days
     // have partitions of their own, back to 45 days ago.
     without_legacy(&pool).await;
@@ -426,7 +434,11 @@ async fn retention_drops_a_day_while_deliveries_and_status_queries_run(pool: PgP
 /// `behind` naming a removed notification reads as waiting for a removed
 /// holder, and housekeeping would give it a place again.
 #[sqlx::test]
-async fn dropping_a_day_clears_the_behind_of_what_its_successes_released(pool: PgPool) {
+async fn dropping_a_day_clears_the_behind_of_what_its_successes_released(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     without_legacy(&pool).await;
     let store = PgStore::new(pool.clone());
     let now = Utc::now();
@@ -465,7 +477,11 @@ async fn dropping_a_day_clears_the_behind_of_what_its_successes_released(pool: P
 }
 
 #[sqlx::test]
-async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(pool: PgPool) {
+async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let today = day_of(Utc::now());
     let last = today.checked_add_days(Days::new(7)).unwrap();
@@ -498,7 +514,11 @@ async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(pool: Pg
 /// by endpoint with 10 M stored spent 130 ms compiling to run in 1 ms.
 /// hookd's connections plan generically and never JIT.
 #[sqlx::test]
-async fn hookd_s_connections_plan_generically_and_never_compile_with_jit(pool: PgPool) {
+async fn hookd_s_connections_plan_generically_and_never_compile_with_jit(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let settings = crate::helpers::test_settings(&redis_url(), "").database;
     let hookd = hookd::store::postgres::pool_options(&settings)
         .max_connections(1)

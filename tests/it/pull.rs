@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{spawn_app_with, RedisServer, TestApp};
@@ -422,7 +422,8 @@ async fn an_event_fans_out_to_pull_endpoints_too(backend: Backend) {
 both!(an_event_fans_out_to_pull_endpoints_too);
 
 #[sqlx::test]
-async fn pull_notifications_survive_a_flush_of_redis(pool: PgPool) {
+async fn pull_notifications_survive_a_flush_of_redis(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let redis = RedisServer::start().await;
     let app = spawn_app_with(pool, &redis.url(), "").await;
     let endpoint = pull_endpoint(&app, json!({})).await;

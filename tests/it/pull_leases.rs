@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{
@@ -361,7 +361,11 @@ async fn a_notification_created_pull_as_another_process_switches_its_endpoint_to
 both!(a_notification_created_pull_as_another_process_switches_its_endpoint_to_push_is_sent);
 
 #[sqlx::test]
-async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool: PgPool) {
+async fn a_waiting_pull_answers_when_another_process_creates_a_notification(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app(pool.clone()).await;
     let endpoint = pull_endpoint(&app, json!({})).await;
     let port = free_port();
@@ -398,7 +402,8 @@ async fn a_waiting_pull_answers_when_another_process_creates_a_notification(pool
 }
 
 #[sqlx::test]
-async fn leases_outlive_a_crash_of_hookd(pool: PgPool) {
+async fn leases_outlive_a_crash_of_hookd(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let db = database_url(&pool);
     let prefix = new_prefix();
     let start = |name: &str| {

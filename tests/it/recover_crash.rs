@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::embedded::{call_at, log_tail, twice_only_from_the_killed_process, Embedded, DEADLINE};
 use crate::helpers::{
@@ -221,8 +221,10 @@ async fn kill_9_during_an_embedded_recover_then_restart_finishes_it_sending_twic
 
 #[sqlx::test]
 async fn kill_9_during_a_server_mode_recover_then_restart_finishes_it_sending_twice_only_what_was_in_flight(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut hookd = Served::start(database_url(&pool)).await;
     a_recover_survives_kill_9(&mut hookd, TAKEOVER).await;
 }

@@ -25,6 +25,7 @@ use hookd::startup::{App, Role};
 use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -124,7 +125,11 @@ async fn submit(app: &TestApp, count: usize, delay: &str) -> Vec<Uuid> {
 }
 
 #[sqlx::test]
-async fn notifications_spread_over_every_shard_of_the_cluster_are_all_delivered(pool: PgPool) {
+async fn notifications_spread_over_every_shard_of_the_cluster_are_all_delivered(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (app, index) = spawn(pool, &cluster_nodes());
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
@@ -345,7 +350,11 @@ async fn redis_ha_conn(url: &str) -> redis::RedisResult<redis::aio::MultiplexedC
 }
 
 #[sqlx::test]
-async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing(pool: PgPool) {
+async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut cluster = OwnCluster::start().await;
     // A claim whose answer died with the master (or came too late on a busy
     // machine) left its leases behind: they come back when they expire, 12 s

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::helpers::{
     database_url, eventually, free_port, http_client, new_prefix, spawn_app_with, HookdProcess,
@@ -71,7 +71,11 @@ async fn shop(app: &TestApp, receiver: &Receiver) {
 }
 
 #[sqlx::test]
-async fn losing_the_due_set_alone_is_noticed_and_healed(pool: PgPool) {
+async fn losing_the_due_set_alone_is_noticed_and_healed(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let server = RedisServer::start().await;
     let app = spawn_app_with(pool, &server.url(), "").await;
     let receiver = Receiver::start().await;
@@ -91,7 +95,11 @@ async fn losing_the_due_set_alone_is_noticed_and_healed(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(pool: PgPool) {
+async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let server = RedisServer::start_with(free_port(), &["--maxmemory-policy", "noeviction"]).await;
     let app = spawn_app_with(pool, &server.url(), "").await;
     let receiver = Receiver::start().await;
@@ -116,7 +124,11 @@ async fn a_full_redis_refuses_writes_yet_every_create_is_accepted_and_delivered(
 }
 
 #[sqlx::test]
-async fn a_retry_that_a_full_redis_could_not_move_is_sent_once_redis_has_room(pool: PgPool) {
+async fn a_retry_that_a_full_redis_could_not_move_is_sent_once_redis_has_room(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let server = RedisServer::start_with(free_port(), &["--maxmemory-policy", "noeviction"]).await;
     let app = spawn_app_with(pool, &server.url(), "").await;
     let receiver = Receiver::start().await;
@@ -218,7 +230,11 @@ impl Drop for Sentinel {
 }
 
 #[sqlx::test]
-async fn a_sentinel_failover_mid_traffic_loses_nothing(pool: PgPool) {
+async fn a_sentinel_failover_mid_traffic_loses_nothing(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut master = RedisServer::start().await;
     let replica_port = free_port();
     let master_arg = master.port.to_string();
@@ -277,8 +293,10 @@ async fn a_sentinel_failover_mid_traffic_loses_nothing(pool: PgPool) {
 
 #[sqlx::test]
 async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals_left_overdue(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let server = RedisServer::start().await;
     let app = spawn_app_with(pool.clone(), &server.url(), "").await;
     let receiver = Receiver::start().await;
@@ -332,7 +350,11 @@ async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals
 /// 78 ("database.url is set but redis.url is empty"): the mode counted a
 /// cluster as Redis, not sentinels.
 #[sqlx::test]
-async fn the_documented_sentinel_configuration_without_redis_url_starts_server_mode(pool: PgPool) {
+async fn the_documented_sentinel_configuration_without_redis_url_starts_server_mode(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let master = RedisServer::start().await;
     let sentinel = Sentinel::start(master.port).await;
     eventually(DEADLINE, "the sentinel to see the master", || async {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -66,7 +66,11 @@ async fn shop_on_own_redis(pool: PgPool) -> (RedisServer, TestApp, Receiver) {
 }
 
 #[sqlx::test]
-async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(pool: PgPool) {
+async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (redis, app, receiver) = shop_on_own_redis(pool).await;
     submit(&app, "shop", 1000, json!({"delay": "2s"})).await;
     redis_command(&redis.url(), "FLUSHALL").await;
@@ -76,7 +80,8 @@ async fn flushing_redis_while_a_thousand_notifications_wait_loses_none(pool: PgP
 }
 
 #[sqlx::test]
-async fn redis_restarted_empty_loses_nothing(pool: PgPool) {
+async fn redis_restarted_empty_loses_nothing(_: PgPoolOptions, connect: PgConnectOptions) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut redis = RedisServer::start().await;
     let port = redis.port;
     let app = spawn_app_with(pool, &redis.url(), "").await;
@@ -96,16 +101,22 @@ async fn redis_restarted_empty_loses_nothing(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn three_instances_deliver_three_thousand_notifications_once_each(pool: PgPool) {
+async fn three_instances_deliver_three_thousand_notifications_once_each(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let prefix = new_prefix();
     let receiver = Receiver::start().await;
     let mut apps = Vec::new();
+    let mut closes = Vec::new();
     for _ in 0..3 {
         let own_pool = PgPoolOptions::new()
             .max_connections(8)
             .connect_with((*pool.connect_options()).clone())
             .await
             .unwrap();
+        closes.push(crate::helpers::ClosesPool::new(own_pool.clone()));
         apps.push(
             spawn_app_settings(
                 own_pool,
@@ -129,7 +140,11 @@ async fn three_instances_deliver_three_thousand_notifications_once_each(pool: Pg
 }
 
 #[sqlx::test]
-async fn a_hanging_endpoint_does_not_starve_a_healthy_one(pool: PgPool) {
+async fn a_hanging_endpoint_does_not_starve_a_healthy_one(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app_with(
         pool,
         &redis_url(),
@@ -203,7 +218,11 @@ async fn a_thousand_due_for_hookd_processes(pool: &PgPool) -> (TestApp, Receiver
 }
 
 #[sqlx::test]
-async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgPool) {
+async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (_app, receiver, prefix) = a_thousand_due_for_hookd_processes(&pool).await;
     let env = [
         ("HOOKD_SENDER__TIMEOUT_MS", "1000"),
@@ -242,7 +261,11 @@ async fn kill_9_during_a_thousand_deliveries_then_restart_delivers_all(pool: PgP
 }
 
 #[sqlx::test]
-async fn sigterm_during_load_exits_0_and_loses_nothing(pool: PgPool) {
+async fn sigterm_during_load_exits_0_and_loses_nothing(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (_app, receiver, prefix) = a_thousand_due_for_hookd_processes(&pool).await;
     let db = database_url(&pool);
     let env = [("HOOKD_SENDER__MAX_IN_FLIGHT", "64")];
@@ -260,7 +283,10 @@ async fn sigterm_during_load_exits_0_and_loses_nothing(pool: PgPool) {
 }
 
 #[sqlx::test]
-async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepted(_pool: PgPool) {
+async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepted(
+    _: PgPoolOptions,
+    _: PgConnectOptions,
+) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new()
         .max_connections(8)
@@ -369,8 +395,10 @@ async fn old_notification(
 
 #[sqlx::test]
 async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps_the_rest(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // The test walks retention itself: the app's own would race it for the
     // old rows whenever its first pass runs after they are written.
     let app = spawn_app_with(pool.clone(), &redis_url(), "[retention]\ndays = 0\n").await;
@@ -445,8 +473,10 @@ async fn retention_deletes_old_final_notifications_with_their_attempts_and_keeps
 
 #[sqlx::test]
 async fn outcomes_queued_behind_a_write_that_waits_past_their_lease_are_not_sent_again(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let app = spawn_app_with(
         pool.clone(),
         &redis_url(),
@@ -493,8 +523,10 @@ async fn outcomes_queued_behind_a_write_that_waits_past_their_lease_are_not_sent
 
 #[sqlx::test]
 async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_waited_for_it(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // The process's own retention stays off: the test runs it by hand.
     let app = spawn_app_with(pool.clone(), &redis_url(), "[retention]\ndays = 0\n").await;
     let endpoint = app.endpoint(json!({"uid": "shop"})).await;
@@ -551,8 +583,10 @@ async fn retention_keeps_a_notification_that_a_retry_took_back_while_retention_w
 
 #[sqlx::test]
 async fn an_index_left_in_the_previous_format_is_rebuilt_and_every_notification_sent_once(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let (redis, app, receiver) = shop_on_own_redis(pool).await;
     submit(&app, "shop", 200, json!({"delay": "3s"})).await;
     // What the build before buckets leaves behind: one sorted set of every

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{database_url, free_port, new_prefix, redis_url, HookdProcess, TOKEN};
@@ -375,7 +375,11 @@ fn spelling(id: &uuid::Uuid, n: usize) -> String {
 }
 
 #[sqlx::test]
-async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(pool: PgPool) {
+async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     spellings_keep_memory_bounded(|env, listen, log| {
         HookdProcess::start_logged(
             &database_url(&pool),
@@ -485,7 +489,11 @@ async fn spellings_keep_memory_bounded(
 }
 
 #[sqlx::test]
-async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(pool: PgPool) {
+async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     admin_actions_audited(|env, listen, log| {
         HookdProcess::start_logged(
             &database_url(&pool),

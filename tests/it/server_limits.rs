@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -330,8 +330,10 @@ fn accept_queue(port: u16) -> Option<u64> {
 // the embedded start from settings is the lead's to wire (src/startup.rs).
 #[sqlx::test]
 async fn hookd_at_its_cap_keeps_hundreds_of_new_connections_waiting_rather_than_dropping_them(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // A listener made by `TcpListener::bind` holds 128 (129 on Linux):
     // past that the kernel drops the handshake, and the client retries it
     // only a second or more later. hookd's `server.listen_backlog` (1024)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{eventually, new_prefix, redis_url, test_settings_with_prefix, TestApp};
@@ -268,7 +268,11 @@ both!(the_window_is_an_hour_or_a_day_of_aligned_steps_and_bad_parameters_are_ref
 /// index (one deployment) deliver a batch between them, recording into
 /// the same rows at the same time; the counts are the batch, exactly.
 #[sqlx::test]
-async fn two_processes_sharing_one_database_add_up_without_doubling(pool: PgPool) {
+async fn two_processes_sharing_one_database_add_up_without_doubling(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let backend = Backend::postgres(pool.clone());
     let prefix = new_prefix();
     let first = backend

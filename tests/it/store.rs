@@ -12,11 +12,16 @@ use hookd::domain::status::Status;
 use hookd::store::postgres::PgStore;
 use hookd::store::recording::AttemptRecord;
 use hookd::store::StoreError;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 #[sqlx::test]
-async fn every_status_and_outcome_round_trips_through_its_text_column(pool: PgPool) {
+async fn every_status_and_outcome_round_trips_through_its_text_column(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     for status in Status::ALL {
         let (back, text): (Status, String) = sqlx::query_as("SELECT $1::text, $1::text")
             .bind(status)
@@ -49,7 +54,11 @@ async fn every_status_and_outcome_round_trips_through_its_text_column(pool: PgPo
 }
 
 #[sqlx::test]
-async fn a_stored_value_outside_the_enum_is_an_error_not_a_fallback(pool: PgPool) {
+async fn a_stored_value_outside_the_enum_is_an_error_not_a_fallback(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     for text in ["done", "PENDING", ""] {
         let decoded = sqlx::query_scalar::<_, Status>("SELECT $1::text")
             .bind(text)
@@ -149,8 +158,10 @@ pub(crate) const FAILED: Outcome = Outcome::Failed(FailReason::Exhausted);
 
 #[sqlx::test]
 async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_neither(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
     let shop = id::new_id();
@@ -181,7 +192,11 @@ async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_n
 }
 
 #[sqlx::test]
-async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPool) {
+async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     endpoint(&pool, OPERATOR_ENDPOINT_ID).await;
     let shop = id::new_id();
@@ -198,7 +213,11 @@ async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(pool: PgPo
 }
 
 #[sqlx::test]
-async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPool) {
+async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     // `attempts` has no foreign key: the recording statement itself keeps
     // attempt rows to notifications that exist (one deleted by retention
     // while its last delivery was in flight, say).
@@ -234,8 +253,10 @@ async fn an_attempt_whose_notification_is_gone_writes_no_attempt_row(pool: PgPoo
 
 #[sqlx::test]
 async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleared_by_a_success(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let shop = id::new_id();
     endpoint(&pool, shop).await;
@@ -276,8 +297,10 @@ async fn failing_since_is_set_by_the_first_failure_kept_by_later_ones_and_cleare
 
 #[sqlx::test]
 async fn a_notification_delivered_at_its_first_attempt_keeps_that_attempt_in_its_own_row(
-    pool: PgPool,
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
 ) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let shop = id::new_id();
     endpoint(&pool, shop).await;
@@ -360,7 +383,11 @@ async fn a_notification_delivered_at_its_first_attempt_keeps_that_attempt_in_its
 }
 
 #[sqlx::test]
-async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(pool: PgPool) {
+async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let (a, b) = (id::new_id(), id::new_id());
     endpoint(&pool, a).await;
@@ -394,7 +421,11 @@ async fn concurrent_batches_changing_the_same_endpoints_in_any_order_all_commit(
 }
 
 #[sqlx::test]
-async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(pool: PgPool) {
+async fn a_started_process_keeps_its_minimum_of_connections_open_while_idle(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     use crate::helpers::{
         database_url, eventually, free_port, new_prefix, redis_url, HookdProcess,
     };

@@ -8,14 +8,17 @@ use hookd::startup::{App, Role};
 use hookd::store::postgres::PgStore;
 use reqwest::StatusCode;
 use serde_json::json;
-use sqlx::postgres::PgPoolOptions;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::helpers::{free_port, redis_url, spawn_app_with, test_settings, RedisServer, TOKEN};
 
 #[sqlx::test]
-async fn with_redis_down_notifications_are_still_accepted_and_marked_for_indexing(pool: PgPool) {
+async fn with_redis_down_notifications_are_still_accepted_and_marked_for_indexing(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut redis = RedisServer::start().await;
     let app = spawn_app_with(pool.clone(), &redis.url(), "").await;
     app.endpoint(json!({"uid": "shop"})).await;

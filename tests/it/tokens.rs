@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::postgres::PgPoolOptions;
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{
@@ -91,7 +90,10 @@ fn made_up(n: usize) -> String {
 }
 
 #[sqlx::test]
-async fn unknown_consumer_tokens_are_refused_from_memory_while_the_database_hangs(_pool: PgPool) {
+async fn unknown_consumer_tokens_are_refused_from_memory_while_the_database_hangs(
+    _: PgPoolOptions,
+    _: PgConnectOptions,
+) {
     let pg = PgServer::start().await;
     let pool = PgPoolOptions::new()
         .acquire_timeout(Duration::from_secs(1))
@@ -317,7 +319,11 @@ async fn a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may(back
 both!(a_write_token_may_not_pull_ack_nack_or_extend_and_a_pull_token_may);
 
 #[sqlx::test]
-async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(pool: PgPool) {
+async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     refusals_audited(|env, listen, log| {
         HookdProcess::start_logged(
             &database_url(&pool),

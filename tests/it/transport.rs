@@ -13,7 +13,7 @@ use hookd::due::redis::RedisIndex;
 use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -99,7 +99,11 @@ fn redis_overrides(ca_file: Option<&str>) -> String {
 }
 
 #[sqlx::test]
-async fn hookd_connects_to_redis_over_tls_with_a_private_ca(pool: PgPool) {
+async fn hookd_connects_to_redis_over_tls_with_a_private_ca(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let redis = TlsRedis::start().await;
     let settings = test_settings(&redis.url(), &redis_overrides(Some(&tls_files().ca)));
     let app = spawn_app_settings(pool, settings).await;
@@ -359,7 +363,11 @@ both!(a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error);
 /// host trusts (here by SSL_CERT_FILE, which a platform verifier reads)
 /// certifies no receiver, so hookd trusts the same on every machine.
 #[sqlx::test]
-async fn a_ca_trusted_only_by_the_host_certifies_no_receiver(pool: PgPool) {
+async fn a_ca_trusted_only_by_the_host_certifies_no_receiver(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let receiver = HttpsReceiver::start().await;
     let prefix = new_prefix();
     let api = spawn_app_settings(

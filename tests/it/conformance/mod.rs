@@ -224,8 +224,11 @@ macro_rules! conformance {
 conformance!(
     postgres,
     #[sqlx::test],
-    (pool: sqlx::PgPool),
-    ((), crate::conformance::postgres_store(pool))
+    (_: sqlx::postgres::PgPoolOptions, connect: sqlx::postgres::PgConnectOptions),
+    {
+        let (pool, closes) = crate::helpers::test_pool(connect).await;
+        (closes, crate::conformance::postgres_store(pool))
+    }
 );
 
 // SQLite: a fresh file per test in a temporary directory, migrated.
@@ -260,14 +263,17 @@ fn keys() -> hookd::domain::sealed::Keyring {
 conformance!(
     sealed_postgres,
     #[sqlx::test],
-    (pool: sqlx::PgPool),
-    (
-        (),
-        hookd::store::sealing::Sealing::new(
-            crate::conformance::postgres_store(pool),
-            crate::conformance::keys()
+    (_: sqlx::postgres::PgPoolOptions, connect: sqlx::postgres::PgConnectOptions),
+    {
+        let (pool, closes) = crate::helpers::test_pool(connect).await;
+        (
+            closes,
+            hookd::store::sealing::Sealing::new(
+                crate::conformance::postgres_store(pool),
+                crate::conformance::keys(),
+            ),
         )
-    )
+    }
 );
 
 conformance!(sealed_sqlite, #[tokio::test], (), {
@@ -285,6 +291,10 @@ conformance!(sealed_sqlite, #[tokio::test], (), {
 conformance!(
     replica_postgres,
     #[sqlx::test],
-    (pool: sqlx::PgPool),
-    crate::conformance::replica::replicated(pool).await
+    (_: sqlx::postgres::PgPoolOptions, connect: sqlx::postgres::PgConnectOptions),
+    {
+        let (pool, closes) = crate::helpers::test_pool(connect).await;
+        let (kept, store) = crate::conformance::replica::replicated(pool).await;
+        ((closes, kept), store)
+    }
 );

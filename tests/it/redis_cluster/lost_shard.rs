@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -179,7 +180,11 @@ async fn markers(index: &ShardedIndex) -> Vec<Option<String>> {
 }
 
 #[sqlx::test]
-async fn a_lost_shard_is_rebuilt_alone_while_the_others_deliver(pool: PgPool) {
+async fn a_lost_shard_is_rebuilt_alone_while_the_others_deliver(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let prefix = new_prefix();
     let process = Process::start(&pool, &prefix).await;
     // The same index as the process's, to reach its keys.
