@@ -28,7 +28,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, HOST};
-use hyper::{Method, Request, Response, Uri, Version};
+use hyper::{Method, Request, Response, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -38,6 +38,7 @@ use tokio_rustls::TlsConnector;
 use url::{Host, Url};
 
 use super::guard::{Guard, ResolveError};
+use super::target::{absolute_form, basic_auth, host_header, origin_form};
 
 /// How long a connection is kept unused before it is closed.
 const IDLE_FOR: Duration = Duration::from_secs(90);
@@ -432,44 +433,6 @@ where
     }
 }
 
-/// `/path?query`, what an HTTP/1.1 request line names.
-fn origin_form(url: &Url) -> Result<Uri, Failure> {
-    let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
-    Uri::try_from(path).map_err(|e| Failure::Request(format!("the URL's path: {e}")))
-}
-
-/// `scheme://host[:port]/path?query`, what HTTP/2's pseudo-headers are
-/// made of: without the URL's credentials, which go in `authorization`.
-fn absolute_form(url: &Url) -> Result<Uri, Failure> {
-    let whole = format!(
-        "{}://{}{}",
-        url.scheme(),
-        &url[url::Position::BeforeHost..url::Position::AfterPort],
-        &url[url::Position::BeforePath..url::Position::AfterQuery]
-    );
-    Uri::try_from(whole).map_err(|e| Failure::Request(format!("the URL: {e}")))
-}
-
-/// `host[:port]`, the port only when it is not the scheme's own.
-fn host_header(url: &Url) -> Result<HeaderValue, Failure> {
-    let host = &url[url::Position::BeforeHost..url::Position::AfterPort];
-    HeaderValue::from_str(host).map_err(|e| Failure::Request(format!("the URL's host: {e}")))
-}
-
-/// `Basic` credentials from a URL's `user:password@`, percent-decoded.
-fn basic_auth(url: &Url) -> HeaderValue {
-    use base64::Engine as _;
-    let decode = |part: &str| percent_encoding::percent_decode_str(part).collect::<Vec<u8>>();
-    let mut pair = decode(url.username());
-    pair.push(b':');
-    pair.extend(decode(url.password().unwrap_or_default()));
-    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-    let mut value =
-        HeaderValue::try_from(format!("Basic {encoded}")).expect("base64 is a valid header value");
-    value.set_sensitive(true);
-    value
-}
-
 /// An error and its causes, each once, joined by `: `.
 pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![error.to_string()];
@@ -503,14 +466,5 @@ mod tests {
         let url = Url::parse("http://[::1]:80/").unwrap();
         assert_eq!(host_header(&url).unwrap(), "[::1]");
         assert_eq!(Origin::of(&url).unwrap().port, 80);
-    }
-
-    #[test]
-    fn credentials_in_a_stored_url_become_basic_authorization_percent_decoded() {
-        let url = Url::parse("https://us%40er:p%3Ass@x.example/").unwrap();
-        let value = basic_auth(&url);
-        assert!(value.is_sensitive());
-        // "us@er:p:ss"
-        assert_eq!(value, "Basic dXNAZXI6cDpzcw==");
     }
 }

@@ -10,6 +10,7 @@ pub mod guard;
 mod headers;
 mod route;
 pub mod signature;
+mod target;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
