@@ -343,3 +343,30 @@ fn pool(connections: u32, options: &SqliteOptions) -> SqlitePoolOptions {
         // Nothing between hookd and the file can break a connection.
         .test_before_acquire(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, SqliteConnection};
+
+    /// `.cargo/config.toml` builds the bundled SQLite without the mutex
+    /// every allocation took and without the page cache all connections
+    /// shared behind one mutex; a build that lost those options (another
+    /// LIBSQLITE3_FLAGS, a libsqlite3-sys that reads them no more) fails
+    /// here rather than in a benchmark.
+    #[tokio::test]
+    async fn the_bundled_sqlite_is_built_without_its_process_wide_mutexes() {
+        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{options:?}"
+        );
+    }
+}
