@@ -159,9 +159,9 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
     /// Which database this is, for `/readyz`.
     fn kind(&self) -> StoreKind;
     async fn ping(&self) -> Result<(), StoreError>;
-    /// Closes the store's connections once nothing uses them (at shutdown):
-    /// SQLite then checkpoints its write-ahead log into the file. Nothing
-    /// to do for a pool that a server outlives.
+    /// Closes the store's connections once nothing uses them (at shutdown,
+    /// by the app that opened the store): SQLite then checkpoints its
+    /// write-ahead log into the file, PostgreSQL's sessions end cleanly.
     async fn close(&self) {}
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError>;
     async fn list_notifications(

@@ -351,11 +351,11 @@ async fn hookd_at_its_cap_keeps_hundreds_of_new_connections_waiting_rather_than_
     );
     let app = App::build(settings, Role::Api).await.unwrap();
     let address = app.local_addr();
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app.run(async {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run(async {
         let _ = stopped.await;
     }));
-    let _held = TcpStream::connect(address).await.unwrap();
+    let held = TcpStream::connect(address).await.unwrap();
     let mut connecting = tokio::task::JoinSet::new();
     for _ in 0..300 {
         connecting.spawn(TcpStream::connect(address));
@@ -373,4 +373,13 @@ async fn hookd_at_its_cap_keeps_hundreds_of_new_connections_waiting_rather_than_
         connected += 1;
     }
     assert_eq!(connected, 300);
+    // Stopped and waited for: it closes its pool, and sqlx can drop the
+    // test's database after it.
+    drop(held);
+    drop(stop);
+    tokio::time::timeout(DEADLINE, running)
+        .await
+        .expect("hookd stops")
+        .unwrap()
+        .unwrap();
 }

@@ -114,6 +114,14 @@ impl ReadStore for PgStore {
     async fn ping(&self) -> Result<(), StoreError> {
         PgStore::ping(self).await
     }
+    /// Ends each connection with PostgreSQL's Terminate message once it
+    /// is back in the pool, rather than leaving them to the process's
+    /// exit: a hookd run inside another process (a test's, an embedder's)
+    /// leaves no idle session behind, which would hold off a DROP
+    /// DATABASE, and PostgreSQL logs no connection lost.
+    async fn close(&self) {
+        self.pool.close().await;
+    }
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError> {
         PgStore::get_notification(self, id).await
     }
