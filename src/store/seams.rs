@@ -162,7 +162,8 @@ pub trait ReadStore: StatsStore + Send + Sync + 'static {
     /// Closes the store's connections once nothing uses them (at shutdown,
     /// by the app that opened the store): SQLite then checkpoints its
     /// write-ahead log into the file, PostgreSQL's sessions end cleanly.
-    async fn close(&self) {}
+    /// Each store says what it closes; a wrapper closes what it wraps.
+    async fn close(&self);
     async fn get_notification(&self, id: Uuid) -> Result<Option<Notification>, StoreError>;
     async fn list_notifications(
         &self,

@@ -118,7 +118,7 @@ impl ReadStore for PgStore {
     /// is back in the pool, rather than leaving them to the process's
     /// exit: a hookd run inside another process (a test's, an embedder's)
     /// leaves no idle session behind, which would hold off a DROP
-    /// DATABASE, and PostgreSQL logs no connection lost.
+    /// DATABASE.
     async fn close(&self) {
         self.pool.close().await;
     }
