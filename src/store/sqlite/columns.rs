@@ -33,6 +33,30 @@ pub(crate) fn id_list(ids: &[Uuid]) -> String {
 /// The ids of `id_list`, as a subquery for `… IN (…)` with one parameter.
 pub(crate) const IN_ID_LIST: &str = "(SELECT unhex(value) FROM json_each(?))";
 
+/// `$statement` over the records of a JSON array of arrays bound at
+/// `$param`, as a common table `$name` of one column, `value`: each record
+/// as JSONB, made once. `json_each` gives an array's element as JSON text,
+/// made again from the array at every `value` a statement reads and then
+/// parsed again by `->>` (or looked up in SQLite's cache of parses by its
+/// text): about 0.6 µs each, and the recorder's move reads 19 a record.
+/// As JSONB, `->>` reads the record's bytes where they are: the move of
+/// 800 records took 0.72 of the time (`BENCHMARKS.md`, #48).
+/// `MATERIALIZED` keeps SQLite from folding the table into the statement,
+/// which would make the JSONB again at every read.
+macro_rules! records {
+    ($name:literal, $param:literal, $statement:literal) => {
+        concat!(
+            "WITH ",
+            $name,
+            " AS MATERIALIZED (SELECT jsonb(value) AS value FROM json_each(",
+            $param,
+            ")) ",
+            $statement
+        )
+    };
+}
+pub(crate) use records;
+
 /// A read of many rows as one: `SELECT json_group_array(json_array(
 /// <columns>)) <from>`, decoded by `rows_of`. sqlx hands each row of a
 /// SQLite statement over from the connection's worker thread, about 8 µs

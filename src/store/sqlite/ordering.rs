@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::{self, json_text, IN_ID_LIST};
+use super::columns::{self, json_text, records, IN_ID_LIST};
 use super::errors::store_error;
 use crate::domain::ordering::Release;
 use crate::store::notifications::Ordered;
@@ -36,10 +36,12 @@ pub(super) async fn place_in_order(
             (id.simple().to_string(), place.sequence, behind)
         })
         .collect();
-    sqlx::query(
+    sqlx::query(records!(
+        "p",
+        "?",
         "UPDATE notifications AS n SET sequence = p.value ->> 1, behind = unhex(p.value ->> 2) \
-         FROM json_each(?) AS p WHERE n.id = unhex(p.value ->> 0)",
-    )
+         FROM p WHERE n.id = unhex(p.value ->> 0)"
+    ))
     .bind(json_text(&rows))
     .execute(&mut *conn)
     .await
@@ -83,14 +85,16 @@ pub(super) async fn places_of(
         .collect();
     let runs = json_text(&runs);
     // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
-    sqlx::query(
+    sqlx::query(records!(
+        "r",
+        "?",
         "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail) \
          SELECT unhex(value ->> 0), value ->> 1, value ->> 2, unhex(value ->> 3) \
-         FROM json_each(?) WHERE true \
+         FROM r WHERE true \
          ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
              last_sequence = last_sequence + excluded.last_sequence, \
-             previous_tail = tail, tail = excluded.tail",
-    )
+             previous_tail = tail, tail = excluded.tail"
+    ))
     .bind(&runs)
     .execute(&mut *conn)
     .await

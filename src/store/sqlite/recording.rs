@@ -39,7 +39,7 @@ use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::columns::{self, json_text, micros, IN_ID_LIST};
+use super::columns::{self, json_text, micros, records, IN_ID_LIST};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
@@ -51,7 +51,10 @@ use crate::store::StoreError;
 /// The decided states, each written over a row still as expected: one
 /// JSON array per record (`move_all`), `now` as `?1`. A row moves once
 /// whatever matches it, as in PostgreSQL's `UPDATE … FROM`.
-pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
+pub(super) const MOVE: &str = records!(
+    "r",
+    "?2",
+    "UPDATE notifications AS n SET \
          attempts = r.value ->> 1, status = r.value ->> 2, \
          next_attempt_at = r.value ->> 3, last_attempt_at = r.value ->> 4, \
          last_status_code = r.value ->> 5, last_error = r.value ->> 6, \
@@ -61,24 +64,28 @@ pub(super) const MOVE: &str = "UPDATE notifications AS n SET \
          completed_at = CASE WHEN r.value ->> 10 THEN ?1 END, \
          behind = CASE WHEN r.value ->> 2 = 'succeeded' THEN NULL ELSE n.behind END, \
          lease_id = NULL, leased_at = NULL, updated_at = ?1 \
-     FROM json_each(?2) AS r \
+     FROM r \
      WHERE n.id = unhex(r.value ->> 0) AND n.status = 'pending' \
        AND n.attempts = r.value ->> 11 AND n.series_start = r.value ->> 12 \
        AND (r.value ->> 13 IS NULL OR (n.lease_id = unhex(r.value ->> 13) \
             AND (r.value ->> 14 IS NULL OR n.next_attempt_at = r.value ->> 14))) \
-     RETURNING id, endpoint_id";
+     RETURNING id, endpoint_id"
+);
 
 /// The attempts' rows (one JSON array each), for notifications that exist
 /// and hold no inline attempt of that number.
-pub(super) const KEEP: &str =
+pub(super) const KEEP: &str = records!(
+    "a",
+    "?",
     "INSERT OR IGNORE INTO attempts (notification_id, number, started_at, \
          duration_ms, status_code, response_body, error_code, error_message, outcome, \
          sent_headers, response_headers, retried) \
      SELECT n.id, a.value ->> 1, a.value ->> 2, a.value ->> 3, a.value ->> 4, a.value ->> 5, \
          a.value ->> 6, a.value ->> 7, a.value ->> 8, a.value ->> 9, a.value ->> 10, \
          a.value ->> 11 \
-     FROM json_each(?) AS a JOIN notifications n ON n.id = unhex(a.value ->> 0) \
-     WHERE n.first_attempt_ms IS NULL OR a.value ->> 1 <> 1";
+     FROM a JOIN notifications n ON n.id = unhex(a.value ->> 0) \
+     WHERE n.first_attempt_ms IS NULL OR a.value ->> 1 <> 1"
+);
 
 /// An operator event, due at once, owed to the due index; only while the
 /// operator endpoint exists, and once per key.
