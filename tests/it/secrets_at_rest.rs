@@ -13,6 +13,13 @@ use crate::helpers::eventually;
 use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(15);
+/// How long a test that waits for plaintext to be refused keeps the row
+/// sealed between two tries. hookd refuses plaintext only once a check
+/// finds none (three checks, a second apart, then it gives up until the
+/// next start): a row left in clear for most of the wait, as when each try
+/// followed the last within 10 ms, was found by all three on a loaded
+/// machine, and refusal never came.
+const SEALED_BETWEEN_TRIES: Duration = Duration::from_millis(250);
 const KEYS: &str =
     "[secrets]\nkeys = [{ id = \"k\", key = \"ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=\" }]\n";
 /// A secret someone with write access to the database knows.
@@ -48,6 +55,7 @@ async fn a_plaintext_secret_written_after_the_start_up_walk_is_refused_and_never
             return Some(());
         }
         plant(&sealed).await;
+        tokio::time::sleep(SEALED_BETWEEN_TRIES).await;
         None
     })
     .await;
@@ -189,6 +197,7 @@ async fn a_plaintext_operator_url_written_after_the_walk_is_refused_and_gets_no_
             return Some(());
         }
         plant(sealed.clone()).await;
+        tokio::time::sleep(SEALED_BETWEEN_TRIES).await;
         None
     })
     .await;
