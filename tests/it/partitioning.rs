@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Days, Utc};
+use chrono::{DateTime, Days, NaiveDate, Utc};
 use hookd::domain::id::{first_of_ms, new_id};
-use hookd::domain::partition::{day_bound, day_of, partition_name};
+use hookd::domain::partition::{day_bound, day_of, day_of_partition, partition_name};
 use hookd::store::postgres::{PgStore, MIGRATOR};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -28,6 +28,27 @@ fn id_at(at: DateTime<Utc>) -> Uuid {
     let mut bytes = *new_id().as_bytes();
     bytes[..6].copy_from_slice(&first_of_ms(at.timestamp_millis()).as_bytes()[..6]);
     Uuid::from_bytes(bytes)
+}
+
+/// The newest daily partition of `table`. A test's database is a copy of
+/// template1, which `scripts/test` migrates once when the run starts, and
+/// midnight can fall between that and the test (it did, in a CI run): a
+/// test that needs the days the migration made reads them back instead of
+/// counting from its own clock.
+async fn newest_day(pool: &PgPool, table: &str) -> NaiveDate {
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+         WHERE i.inhparent = $1::regclass",
+    )
+    .bind(table)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    names
+        .iter()
+        .filter_map(|name| day_of_partition(table, name))
+        .max()
+        .unwrap_or_else(|| panic!("{table} has no daily partition: {names:?}"))
 }
 
 async fn exists(pool: &PgPool, table: &str) -> bool {
@@ -239,7 +260,16 @@ async fn a_database_with_history_is_migrated_in_place_and_reads_and_delivers_the
 #[sqlx::test]
 async fn partitions_ahead_are_made_at_start_up(_: PgPoolOptions, connect: PgConnectOptions) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let last = day_of(Utc::now()).checked_add_days(Days::new(7)).unwrap();
+    let today = day_of(Utc::now());
+    let last = newest_day(&pool, "notifications").await;
+    // A week ahead of the day the migration ran: today, or yesterday if
+    // midnight fell since the run started.
+    let migrated = last.checked_sub_days(Days::new(7)).unwrap();
+    assert!(
+        migrated == today || Some(migrated) == today.pred_opt(),
+        "the newest partition is {last}, today is {today}"
+    );
+    assert_eq!(newest_day(&pool, "attempts").await, last);
     // The migration's SQL made the same bounds as `day_bound`.
     let made: String = sqlx::query_scalar(
         "SELECT pg_get_expr(relpartbound, oid) FROM pg_class WHERE relname = $1",
@@ -484,7 +514,7 @@ async fn a_day_whose_rows_sit_in_the_default_partition_is_skipped_whole(
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let store = PgStore::new(pool.clone());
     let today = day_of(Utc::now());
-    let last = today.checked_add_days(Days::new(7)).unwrap();
+    let last = newest_day(&pool, "notifications").await;
     for table in ["attempts", "notifications"] {
         let name = partition_name(table, last);
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE {name}")))
