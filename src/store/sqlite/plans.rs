@@ -324,24 +324,31 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
         assert!(!plan.contains("SCAN n"), "{sql}\n{plan}");
         assert!(!plan.contains("notifications_order"), "{sql}\n{plan}");
     }
-    // The trigger's successor update, as installed, with its row's values
-    // as parameters (EXPLAIN QUERY PLAN does not descend into triggers).
-    let trigger: String = sqlx::query_scalar(
-        "SELECT sql FROM sqlite_master WHERE type = 'trigger' \
-         AND name = 'notifications_release_order'",
-    )
-    .fetch_one(store.reader())
-    .await
-    .unwrap();
-    let start = trigger.rfind("UPDATE notifications SET").unwrap();
-    let end = start + trigger[start..].find(';').unwrap();
-    let update = regex::Regex::new(r"NEW\.\w+")
-        .unwrap()
-        .replace_all(&trigger[start..end], "?");
-    let plan = plan(&store, &update).await;
-    assert!(
-        plan.contains("INDEX notifications_behind"),
-        "{update}\n{plan}"
-    );
-    assert!(!plan.contains("notifications_order"), "{update}\n{plan}");
+    // The triggers' successor updates, as installed, with their row's
+    // values as parameters (EXPLAIN QUERY PLAN does not descend into
+    // triggers).
+    let row_values = regex::Regex::new(r"NEW\.\w+").unwrap();
+    for name in [
+        "notifications_release_order",
+        "notifications_release_order_recorded",
+    ] {
+        let trigger: String =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?")
+                .bind(name)
+                .fetch_one(store.reader())
+                .await
+                .unwrap();
+        let start = trigger.rfind("UPDATE notifications SET").unwrap();
+        let end = start + trigger[start..].find(';').unwrap();
+        let update = row_values.replace_all(&trigger[start..end], "?");
+        let plan = plan(&store, &update).await;
+        assert!(
+            plan.contains("INDEX notifications_behind"),
+            "{name}: {update}\n{plan}"
+        );
+        assert!(
+            !plan.contains("notifications_order"),
+            "{name}: {update}\n{plan}"
+        );
+    }
 }

@@ -325,10 +325,12 @@ static UNMARK: LazyLock<String> =
     LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
 
 /// Says whether the recording transaction releases what its successes
-/// release itself (`released`): the release trigger then leaves their
-/// pushed successors unwritten (migration
-/// `0018_success_releases_unwritten.sql`). Set before the recording and
-/// cleared before the commit; a transaction that fails rolls it back.
+/// release itself (`released`): the release trigger then stands aside for
+/// them, and their own trigger writes only their key rows and pull
+/// successors, leaving their pushed successors unwritten (migrations
+/// `0018_success_releases_unwritten.sql`, `0023_recorded_successes_apart.sql`).
+/// Set before the recording and cleared before the commit; a transaction
+/// that fails rolls it back.
 async fn release_by_recorder(conn: &mut SqliteConnection, on: bool) -> Result<(), StoreError> {
     sqlx::query("UPDATE release_by SET recorder = ?")
         .bind(on)

@@ -5,11 +5,12 @@ use chrono::{DateTime, Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::Endpoint;
+use hookd::store::notifications::NewNotification;
 use hookd::store::seams::{DeliveryStore, HousekeepingStore, PendingRows};
 use uuid::Uuid;
 
 use super::fixtures::{
-    attempt, commit_new, create, endpoint, get, keyed, record, retry_in, FAILED,
+    attempt, commit_new, create, endpoint, get, keyed, micros, record, retry_in, FAILED,
 };
 use super::Backend;
 
@@ -201,5 +202,43 @@ pub async fn recording_the_end_of_a_keys_head_names_the_next_one_it_released<S: 
     assert!(
         owed(&store).await.contains(&after),
         "left to the housekeeper"
+    );
+}
+
+/// A recorded success of a key's head lets a pull successor go (one whose
+/// endpoint turned pull while it waited): it waits for nothing after, and
+/// for a consumer from the success on, and is not named for the due index,
+/// which holds pushed notifications only.
+pub async fn a_recorded_success_lets_a_pull_successor_wait_for_a_consumer_from_then<S: Backend>(
+    store: S,
+) {
+    let shop = ordered(&store, OnFailure::Continue).await;
+    let head = commit_new(&store, keyed(&shop, "order-10")).await;
+    let long_ago = Utc::now() - Duration::hours(1);
+    let next = commit_new(
+        &store,
+        NewNotification {
+            pull: true,
+            next_attempt_at: long_ago,
+            deliver_at: long_ago,
+            ..keyed(&shop, "order-10")
+        },
+    )
+    .await;
+    assert_eq!(get(&store, next).await.behind, Some(head));
+
+    let mut success = attempt(head, shop.id, 1, Outcome::Succeeded);
+    success.ordered = true;
+    let ended = DeliveryStore::record_attempts(&store, &[success], &[])
+        .await
+        .unwrap();
+    assert_eq!(ended.moved, [head]);
+    assert_eq!(ended.released, [], "a pull row is not indexed");
+    let next = get(&store, next).await;
+    assert_eq!(next.behind, None, "it waits for nothing");
+    assert_eq!(
+        next.next_attempt_at.map(micros),
+        Some(micros(get(&store, head).await.updated_at)),
+        "its wait for a consumer starts at the success"
     );
 }
