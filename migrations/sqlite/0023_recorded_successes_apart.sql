@@ -8,9 +8,10 @@
 -- 0018), yet it still ran for every success: each found its successor
 -- through `notifications_behind`, read it and tested it, in an update
 -- whose conditions read other rows. In a replay of the ordering bench's
--- statements (20 batches of 1,000 keys, the sqlite3 shell), the recording
--- of ordered successes cost 2.0-2.1 times an unordered one's insert of
--- the same rows; with this, 1.2 (1.05-1.1 with no trigger at all).
+-- statements (20 batches of 1,000 keys, the sqlite3 shell), recording
+-- the successes of a batch of ordered notifications cost 2.0-2.1 times
+-- their insert; with this, 1.2 (1.05-1.1 with no trigger at all;
+-- BENCHMARKS.md).
 --
 -- The two triggers are exclusive (`release_by.recorder` is 0 or 1), so
 -- neither depends on the order in which SQLite fires them. For a success
