@@ -14,10 +14,10 @@
 -- BENCHMARKS.md).
 --
 -- The two triggers are exclusive (`release_by.recorder` is 0 or 1), so
--- neither depends on the order in which SQLite fires them. For a success
--- the key row is written before any successor is read, so the recorded
--- one needs no test of `held_by`: a success never leaves its key held by
--- itself. NEW waits for nothing when
+-- neither depends on the order in which SQLite fires them. The recorded
+-- one needs neither the rule below nor a test of `held_by`: what waits
+-- for a success waits for nothing (0017), and a success never leaves its
+-- key held by itself. Elsewhere, NEW waits for nothing when
 --   NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
 --       WHERE p.id = NEW.behind AND p.status = 'succeeded')
 DROP TRIGGER notifications_release_order;
@@ -74,26 +74,18 @@ CREATE TRIGGER notifications_release_order_recorded
     WHEN OLD.status = 'pending' AND NEW.status = 'succeeded' AND NEW.sequence IS NOT NULL
       AND (SELECT recorder FROM release_by) = 1
 BEGIN
-    -- Its key's tail, ended, leaves what it waited for as the tail; it
-    -- frees its key if it held it.
+    -- A success releases what waits for it: its key has no tail if it was
+    -- the tail, and is no longer held by it.
     UPDATE order_keys SET
-        tail = CASE WHEN tail = NEW.id THEN
-                CASE WHEN (NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
-                WHERE p.id = NEW.behind AND p.status = 'succeeded'))
-                THEN NULL ELSE NEW.behind END
-            ELSE tail END,
+        tail = CASE WHEN tail = NEW.id THEN NULL ELSE tail END,
         held_by = CASE WHEN held_by = NEW.id THEN NULL ELSE held_by END
         WHERE endpoint_id = NEW.endpoint_id AND order_key = NEW.order_key
           AND (tail = NEW.id OR held_by = NEW.id);
     -- Its pull successors (an endpoint turned pull while they waited; the
-    -- recorder reads only pushed ones): what it waited for, and a wait for
-    -- a consumer from now once they wait for nothing.
+    -- recorder reads only pushed ones) wait for nothing, and for a
+    -- consumer from now.
     UPDATE notifications SET
-        behind = CASE WHEN NEW.behind IS NULL OR EXISTS (SELECT 1 FROM notifications p
-                WHERE p.id = NEW.behind AND p.status = 'succeeded')
-            THEN NULL ELSE NEW.behind END,
-        next_attempt_at = CASE WHEN NEW.behind IS NULL OR EXISTS (
-                SELECT 1 FROM notifications p WHERE p.id = NEW.behind AND p.status = 'succeeded')
-            THEN max(next_attempt_at, NEW.updated_at) ELSE next_attempt_at END
+        behind = NULL,
+        next_attempt_at = max(next_attempt_at, NEW.updated_at)
     WHERE behind = NEW.id AND status = 'pending' AND pull = 1;
 END;
