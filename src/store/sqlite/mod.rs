@@ -38,6 +38,7 @@ mod pull;
 mod pull_due;
 mod recording;
 mod reseal;
+mod returning;
 mod rows;
 mod seams;
 mod signal;

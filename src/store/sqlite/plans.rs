@@ -308,7 +308,10 @@ async fn what_waits_for_a_removed_notification_is_found_through_the_behind_index
 async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() {
     let (_dir, store) = migrated().await;
     for (sql, index) in [
-        (super::recording::MOVE, "sqlite_autoindex_notifications_1"),
+        (
+            super::recording::MOVE.as_str(),
+            "sqlite_autoindex_notifications_1",
+        ),
         (super::recording::KEEP, "sqlite_autoindex_notifications_1"),
         (
             super::recording::SUCCESSORS.as_str(),

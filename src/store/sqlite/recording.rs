@@ -31,7 +31,7 @@
 //! about half of a batch's time on the one writer (45 against 18 µs a
 //! record, `BENCHMARKS.md`).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use std::sync::LazyLock;
 
@@ -40,6 +40,7 @@ use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::columns::{self, json_text, micros, records, IN_ID_LIST};
+use super::returning::changed_every_row;
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
@@ -50,8 +51,10 @@ use crate::store::StoreError;
 
 /// The decided states, each written over a row still as expected: one
 /// JSON array per record (`move_all`), `now` as `?1`. A row moves once
-/// whatever matches it, as in PostgreSQL's `UPDATE … FROM`.
-pub(super) const MOVE: &str = records!(
+/// whatever matches it, as in PostgreSQL's `UPDATE … FROM`. Without
+/// RETURNING: when every record's row moves, its count says so
+/// (`returning::changed_every_row`); `MOVE` says which did otherwise.
+pub(super) const MOVE_ALL: &str = records!(
     "r",
     "?2",
     "UPDATE notifications AS n SET \
@@ -68,9 +71,11 @@ pub(super) const MOVE: &str = records!(
      WHERE n.id = unhex(r.value ->> 0) AND n.status = 'pending' \
        AND n.attempts = r.value ->> 11 AND n.series_start = r.value ->> 12 \
        AND (r.value ->> 13 IS NULL OR (n.lease_id = unhex(r.value ->> 13) \
-            AND (r.value ->> 14 IS NULL OR n.next_attempt_at = r.value ->> 14))) \
-     RETURNING id, endpoint_id"
+            AND (r.value ->> 14 IS NULL OR n.next_attempt_at = r.value ->> 14)))"
 );
+
+/// `MOVE_ALL`, returning the ids of the rows that moved.
+pub(super) static MOVE: LazyLock<String> = LazyLock::new(|| format!("{MOVE_ALL} RETURNING id"));
 
 /// The attempts' rows (one JSON array each), for notifications that exist
 /// and hold no inline attempt of that number.
@@ -162,21 +167,20 @@ pub(super) async fn record_attempts_on(
                 .map(|b| b.replace('\0', "\u{FFFD}"))
         })
         .collect();
-    // Each record's endpoint where its notification moved.
+    // Whether each record's notification moved.
     let moves = move_all(conn, records, &bodies, now).await?;
     let mut moved = Vec::with_capacity(records.len());
     let mut moved_endpoints = BTreeSet::new();
     let mut events: Vec<&OperatorEvent> = Vec::new();
     let mut kept = Vec::new();
-    for ((r, body), endpoint) in records.iter().zip(&bodies).zip(&moves) {
-        let keep = match endpoint {
-            Some(endpoint) => {
-                moved.push(r.notification_id);
-                moved_endpoints.insert(*endpoint);
-                events.extend(&r.event);
-                !r.keep.inline
-            }
-            None => r.keep.when_refused,
+    for ((r, body), &did_move) in records.iter().zip(&bodies).zip(&moves) {
+        let keep = if did_move {
+            moved.push(r.notification_id);
+            moved_endpoints.insert(r.endpoint_id);
+            events.extend(&r.event);
+            !r.keep.inline
+        } else {
+            r.keep.when_refused
         };
         if keep {
             kept.push((
@@ -227,14 +231,16 @@ pub(super) async fn record_attempts_on(
     Ok(moved)
 }
 
-/// `MOVE`: every record in one statement; each record's endpoint where
-/// its notification moved.
+/// `MOVE_ALL`: every record in one statement; whether each record's
+/// notification moved. Only a batch some of whose rows are no longer as
+/// their records expect (a lease taken over, a cancel, another process's
+/// recording) is written again with `MOVE` to learn which.
 async fn move_all(
     conn: &mut SqliteConnection,
     records: &[AttemptRecord],
     bodies: &[Option<String>],
     now: i64,
-) -> Result<Vec<Option<Uuid>>, StoreError> {
+) -> Result<Vec<bool>, StoreError> {
     let rows: Vec<_> = records
         .iter()
         .zip(bodies)
@@ -259,9 +265,15 @@ async fn move_all(
             )
         })
         .collect();
-    let moved: HashMap<Uuid, Uuid> = sqlx::query_as(MOVE)
+    let rows = json_text(&rows);
+    let notifications: HashSet<Uuid> = records.iter().map(|r| r.notification_id).collect();
+    let all = sqlx::query(MOVE_ALL).bind(now).bind(&rows);
+    if changed_every_row(conn, all, notifications.len()).await? {
+        return Ok(vec![true; records.len()]);
+    }
+    let moved: HashSet<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(MOVE.as_str()))
         .bind(now)
-        .bind(json_text(&rows))
+        .bind(&rows)
         .fetch_all(&mut *conn)
         .await
         .map_err(store_error)?
@@ -269,7 +281,7 @@ async fn move_all(
         .collect();
     Ok(records
         .iter()
-        .map(|r| moved.get(&r.notification_id).copied())
+        .map(|r| moved.contains(&r.notification_id))
         .collect())
 }
 

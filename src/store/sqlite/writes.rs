@@ -10,9 +10,10 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST, NOTIFICATION_COLUMNS};
+use super::returning::changed_every_row;
 use super::{store_error, SqliteStore};
 use crate::store::events::EventInserted;
-use crate::store::notifications::{Inserted, NewNotification, Notification};
+use crate::store::notifications::{Inserted, NewNotification, Notification, Ordered};
 use crate::store::writes::{Committed, Writes};
 use crate::store::StoreError;
 
@@ -145,36 +146,22 @@ async fn insert_notifications(
         HashMap::new()
     };
     for run in runs(&items, ROWS_PER_INSERT) {
-        let mut query = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
-                 headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, \
-                 order_key, sequence, behind, created_at, updated_at) ",
-        );
-        query.push_values(run, |mut row, item| {
-            let place = places.get(&item.id);
-            row.push_bind(item.id)
-                .push_bind(item.endpoint_id)
-                .push_bind(item.key.clone())
-                .push_bind(item.event_type.clone())
-                .push_bind(item.content_type.clone())
-                .push_bind(item.body.clone())
-                .push_bind(columns::json_text(&item.headers))
-                .push_bind(columns::json_text(&item.schedule.delays_ms()))
-                .push_bind(item.schedule.name().map(str::to_string))
-                .push_bind(micros(item.deliver_at))
-                .push_bind(micros(item.next_attempt_at))
-                .push_bind(item.url.clone())
-                .push_bind(item.pull)
-                .push_bind(item.order_key.clone())
-                .push_bind(place.and_then(|p| p.sequence))
-                .push_bind(place.and_then(|p| p.behind))
-                .push_bind(created_at)
-                .push_bind(created_at);
-        });
-        // A key met (in the table, or earlier in this batch) writes nothing;
-        // any other violation fails the commit, as in PostgreSQL.
-        query.push(" ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING RETURNING id");
-        let ids: Vec<Uuid> = query
+        // A run with no business key creates every row (or fails): its
+        // count is all RETURNING would tell (`returning`), as it is for a
+        // run whose keys are all new.
+        let keyed = run.iter().any(|item| item.key.is_some());
+        let mut all = insert_run(run, &places, created_at, false);
+        let every_row = if keyed {
+            changed_every_row(conn, all.build(), run.len()).await?
+        } else {
+            all.build().execute(&mut *conn).await.map_err(store_error)?;
+            true
+        };
+        if every_row {
+            created.extend(run.iter().map(|item| item.id));
+            continue;
+        }
+        let ids: Vec<Uuid> = insert_run(run, &places, created_at, true)
             .build_query_scalar()
             .fetch_all(&mut *conn)
             .await
@@ -254,6 +241,49 @@ async fn insert_notifications(
         }
     }
     Ok((results, endpoint_versions))
+}
+
+/// A run's multi-row INSERT, its places written with it. A key met (in
+/// the table, or earlier in the run) writes nothing; any other violation
+/// fails the commit, as in PostgreSQL. With `returning`, it returns the
+/// ids of the rows it created.
+fn insert_run(
+    run: &[NewNotification],
+    places: &HashMap<Uuid, Ordered>,
+    created_at: i64,
+    returning: bool,
+) -> QueryBuilder<Sqlite> {
+    let mut query = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO notifications (id, endpoint_id, key, event_type, content_type, body, \
+             headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, url, pull, \
+             order_key, sequence, behind, created_at, updated_at) ",
+    );
+    query.push_values(run, |mut row, item| {
+        let place = places.get(&item.id);
+        row.push_bind(item.id)
+            .push_bind(item.endpoint_id)
+            .push_bind(item.key.clone())
+            .push_bind(item.event_type.clone())
+            .push_bind(item.content_type.clone())
+            .push_bind(item.body.clone())
+            .push_bind(columns::json_text(&item.headers))
+            .push_bind(columns::json_text(&item.schedule.delays_ms()))
+            .push_bind(item.schedule.name().map(str::to_string))
+            .push_bind(micros(item.deliver_at))
+            .push_bind(micros(item.next_attempt_at))
+            .push_bind(item.url.clone())
+            .push_bind(item.pull)
+            .push_bind(item.order_key.clone())
+            .push_bind(place.and_then(|p| p.sequence))
+            .push_bind(place.and_then(|p| p.behind))
+            .push_bind(created_at)
+            .push_bind(created_at);
+    });
+    query.push(" ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING");
+    if returning {
+        query.push(" RETURNING id");
+    }
+    query
 }
 
 #[cfg(test)]

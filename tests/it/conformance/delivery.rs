@@ -236,6 +236,48 @@ pub async fn an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row<S
     );
 }
 
+/// A batch whose rows are not all as their records expect moves the rest
+/// and names only those: SQLite writes a batch without RETURNING and
+/// counts the rows it changed, and a count short of the batch has it
+/// written again to learn which moved.
+pub async fn a_batch_moves_the_rows_still_as_expected_and_names_only_those<S: Backend>(store: S) {
+    let shop = create(&store, endpoint()).await;
+    let (a, b, c) = (
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+        pending(&store, &shop).await,
+    );
+    WriteStore::cancel_notification(&store, b, None)
+        .await
+        .unwrap();
+    let batch = [
+        attempt(a, shop.id, 1, retry_in(60)),
+        attempt(b, shop.id, 1, FAILED),
+        attempt(c, shop.id, 1, Outcome::Succeeded),
+    ];
+    let mut moved = record(&store, &batch).await;
+    moved.sort();
+    let mut expected = vec![a, c];
+    expected.sort();
+    assert_eq!(moved, expected);
+    let (a_row, b_row, c_row) = (
+        get(&store, a).await,
+        get(&store, b).await,
+        get(&store, c).await,
+    );
+    assert_eq!((a_row.status, a_row.attempts), (Status::Pending, 1));
+    assert_eq!((b_row.status, b_row.attempts), (Status::Cancelled, 0));
+    assert_eq!((c_row.status, c_row.attempts), (Status::Succeeded, 1));
+    for id in [a, b, c] {
+        let listed = ReadStore::list_attempts(&store, id, 0, 10).await.unwrap();
+        assert_eq!(
+            listed.iter().map(|x| x.number).collect::<Vec<_>>(),
+            [1],
+            "one attempt 1 for {id}"
+        );
+    }
+}
+
 pub async fn an_attempt_of_a_series_a_retry_replaced_changes_nothing<S: Backend>(store: S) {
     let shop = create(&store, endpoint()).await;
     let id = pending(&store, &shop).await;
