@@ -2,7 +2,7 @@
 //! transaction (a large fan-out's rest after it: `fanout`), read, listed,
 //! counted, purged.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
@@ -10,13 +10,43 @@ use uuid::Uuid;
 
 use super::columns::{self, micros, EVENT_COLUMNS};
 use super::fanout::{insert_rows, store_plans, DeliveryRow, PER_TRANSACTION};
-use super::writes::{endpoint_versions, runs, ROWS_PER_INSERT};
+use super::returning::insert_runs;
+use super::writes::endpoint_versions;
 use super::{store_error, SqliteStore};
 use crate::domain::json_value::same_payload;
 use crate::domain::status::Status;
 use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
 use crate::store::notifications::MAX_EXAMINED;
 use crate::store::StoreError;
+
+/// A run's multi-row INSERT of events. A key met (in the table, or
+/// earlier in the run) writes nothing. With `returning`, it returns the
+/// ids of the events it created.
+fn insert_run(run: &[NewEvent], created_at: i64, returning: bool) -> QueryBuilder<Sqlite> {
+    let mut query = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, \
+             deliveries, created_at, order_key) ",
+    );
+    query.push_values(run, |mut row, event| {
+        row.push_bind(event.id)
+            .push_bind(event.owner.clone())
+            .push_bind(event.event_type.clone())
+            .push_bind(event.key.clone())
+            .push_bind(event.content_type.clone())
+            .push_bind(event.body.clone())
+            .push_bind(micros(event.deliver_at))
+            .push_bind(event.deliveries.len() as i64)
+            .push_bind(created_at)
+            .push_bind(event.order_key.clone());
+    });
+    // The target is `events_key` as the schema writes it (NULL owners
+    // share one namespace).
+    query.push(" ON CONFLICT (key, ifnull(owner, x'')) WHERE key IS NOT NULL DO NOTHING");
+    if returning {
+        query.push(" RETURNING id");
+    }
+    query
+}
 
 /// Inserts events and their deliveries: an event whose key exists already
 /// for its owner (or came earlier in the batch) writes nothing, not even a
@@ -36,36 +66,14 @@ pub(super) async fn insert_events(
         return Ok(Default::default());
     }
     let created_at = micros(now);
-    let mut created: HashSet<Uuid> = HashSet::with_capacity(events.len());
-    for run in runs(&events, ROWS_PER_INSERT) {
-        let mut query = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO events (id, owner, event_type, key, content_type, body, deliver_at, \
-                 deliveries, created_at, order_key) ",
-        );
-        query.push_values(run, |mut row, event| {
-            row.push_bind(event.id)
-                .push_bind(event.owner.clone())
-                .push_bind(event.event_type.clone())
-                .push_bind(event.key.clone())
-                .push_bind(event.content_type.clone())
-                .push_bind(event.body.clone())
-                .push_bind(micros(event.deliver_at))
-                .push_bind(event.deliveries.len() as i64)
-                .push_bind(created_at)
-                .push_bind(event.order_key.clone());
-        });
-        // The target is `events_key` as the schema writes it (NULL owners
-        // share one namespace).
-        query.push(
-            " ON CONFLICT (key, ifnull(owner, x'')) WHERE key IS NOT NULL DO NOTHING RETURNING id",
-        );
-        let ids: Vec<Uuid> = query
-            .build_query_scalar()
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(store_error)?;
-        created.extend(ids);
-    }
+    let created = insert_runs(
+        conn,
+        &events,
+        |run, returning| insert_run(run, created_at, returning),
+        |event| event.key.is_some(),
+        |event| event.id,
+    )
+    .await?;
 
     // The deliveries of the events stored, each carrying its event's
     // content type and due time; the payload stays on the event. Past

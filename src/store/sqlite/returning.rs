@@ -6,9 +6,13 @@
 //! of changed rows would not tell. So the batch is written without
 //! RETURNING first, and only a count short of the batch pays for the rows.
 
-use sqlx::{Connection, Execute, Executor, Sqlite, SqliteConnection};
+use std::collections::HashSet;
+
+use sqlx::{Connection, Execute, Executor, QueryBuilder, Sqlite, SqliteConnection};
+use uuid::Uuid;
 
 use super::errors::store_error;
+use super::writes::{runs, ROWS_PER_INSERT};
 use crate::store::StoreError;
 
 /// Runs `statement`, a batch write without RETURNING that can change at
@@ -35,4 +39,40 @@ pub(super) async fn changed_every_row<'q>(
         savepoint.rollback().await.map_err(store_error)?;
         Ok(false)
     }
+}
+
+/// Inserts `items` in multi-row runs (`writes::runs`), each written by
+/// `insert(run, returning)`, an INSERT that writes nothing for a key met
+/// and, with `returning`, returns the ids it created; gives the ids of
+/// the items created. A run without keys (`keyed`) creates every row or
+/// fails, so it returns nothing; a keyed run returns its ids only when a
+/// key met makes its count short (`changed_every_row`).
+pub(super) async fn insert_runs<T>(
+    conn: &mut SqliteConnection,
+    items: &[T],
+    insert: impl Fn(&[T], bool) -> QueryBuilder<Sqlite>,
+    keyed: impl Fn(&T) -> bool,
+    id: impl Fn(&T) -> Uuid,
+) -> Result<HashSet<Uuid>, StoreError> {
+    let mut created = HashSet::with_capacity(items.len());
+    for run in runs(items, ROWS_PER_INSERT) {
+        let mut all = insert(run, false);
+        let every_row = if run.iter().any(&keyed) {
+            changed_every_row(conn, all.build(), run.len()).await?
+        } else {
+            all.build().execute(&mut *conn).await.map_err(store_error)?;
+            true
+        };
+        if every_row {
+            created.extend(run.iter().map(&id));
+            continue;
+        }
+        let ids: Vec<Uuid> = insert(run, true)
+            .build_query_scalar()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        created.extend(ids);
+    }
+    Ok(created)
 }

@@ -10,7 +10,7 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST, NOTIFICATION_COLUMNS};
-use super::returning::changed_every_row;
+use super::returning::insert_runs;
 use super::{store_error, SqliteStore};
 use crate::store::events::EventInserted;
 use crate::store::notifications::{Inserted, NewNotification, Notification, Ordered};
@@ -134,8 +134,6 @@ async fn insert_notifications(
         return Ok(Default::default());
     }
     let created_at = micros(now);
-    let mut created: std::collections::HashSet<Uuid> =
-        std::collections::HashSet::with_capacity(items.len());
     // Without business keys every row is created: the ordered ones are
     // placed first, and the insert writes each one's place with it (as in
     // PostgreSQL, `postgres::notifications`).
@@ -145,29 +143,14 @@ async fn insert_notifications(
     } else {
         HashMap::new()
     };
-    for run in runs(&items, ROWS_PER_INSERT) {
-        // A run with no business key creates every row (or fails): its
-        // count is all RETURNING would tell (`returning`), as it is for a
-        // run whose keys are all new.
-        let keyed = run.iter().any(|item| item.key.is_some());
-        let mut all = insert_run(run, &places, created_at, false);
-        let every_row = if keyed {
-            changed_every_row(conn, all.build(), run.len()).await?
-        } else {
-            all.build().execute(&mut *conn).await.map_err(store_error)?;
-            true
-        };
-        if every_row {
-            created.extend(run.iter().map(|item| item.id));
-            continue;
-        }
-        let ids: Vec<Uuid> = insert_run(run, &places, created_at, true)
-            .build_query_scalar()
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(store_error)?;
-        created.extend(ids);
-    }
+    let created = insert_runs(
+        conn,
+        &items,
+        |run, returning| insert_run(run, &places, created_at, returning),
+        |item| item.key.is_some(),
+        |item| item.id,
+    )
+    .await?;
     let endpoint_versions = if versions {
         let endpoints = endpoint_versions(
             conn,
