@@ -49,7 +49,7 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
 use super::columns::{self, micros, IN_ID_LIST};
-use super::writes::{runs, ROWS_PER_INSERT};
+use super::returning::{runs, ROWS_PER_INSERT};
 use super::{store_error, SqliteStore};
 use crate::store::events::{NewDelivery, NewEvent};
 use crate::store::StoreError;

@@ -1,3 +1,4 @@
+//! Multi-row writes of a batch: inserts in runs of a few shapes, and
 //! RETURNING only when it tells something. sqlx hands each row a SQLite
 //! statement returns over from the connection's worker thread, about 8 µs
 //! a row (`columns::json_rows`). A batch write that changes every row it
@@ -12,8 +13,31 @@ use sqlx::{Connection, Execute, Executor, QueryBuilder, Sqlite, SqliteConnection
 use uuid::Uuid;
 
 use super::errors::store_error;
-use super::writes::{runs, ROWS_PER_INSERT};
 use crate::store::StoreError;
+
+/// Most rows one multi-row INSERT writes (a power of two; see `runs`): 64
+/// notifications bind 1,152 values (18 a row), well under the 32,766 of
+/// the SQLite hookd bundles (3.32 and later).
+pub(super) const ROWS_PER_INSERT: usize = 64;
+
+/// `items` in runs of `max`, then of the powers of two below it that the
+/// rest adds up to: a multi-row INSERT then has one of a few shapes, each
+/// prepared once on the writer's connection and reused, however the
+/// batches are sized.
+pub(super) fn runs<T>(mut items: &[T], max: usize) -> Vec<&[T]> {
+    let mut runs = Vec::new();
+    while !items.is_empty() {
+        let size = if items.len() >= max {
+            max
+        } else {
+            1 << items.len().ilog2()
+        };
+        let (run, rest) = items.split_at(size);
+        runs.push(run);
+        items = rest;
+    }
+    runs
+}
 
 /// Runs `statement`, a batch write without RETURNING that can change at
 /// most `rows` rows, in a savepoint of the caller's transaction. When it
@@ -41,7 +65,7 @@ pub(super) async fn changed_every_row<'q>(
     }
 }
 
-/// Inserts `items` in multi-row runs (`writes::runs`), each written by
+/// Inserts `items` in multi-row runs (`runs`), each written by
 /// `insert(run, returning)`, an INSERT that writes nothing for a key met
 /// and, with `returning`, returns the ids it created; gives the ids of
 /// the items created. A run without keys (`keyed`) creates every row or
@@ -75,4 +99,19 @@ pub(super) async fn insert_runs<T>(
         created.extend(ids);
     }
     Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_are_of_the_largest_and_then_of_powers_of_two() {
+        let items: Vec<u32> = (0..200).collect();
+        let sizes: Vec<usize> = runs(&items, 64).iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [64, 64, 64, 8]);
+        let sizes: Vec<usize> = runs(&items[..7], 64).iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [4, 2, 1]);
+        assert!(runs::<u32>(&[], 64).is_empty());
+    }
 }

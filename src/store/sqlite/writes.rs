@@ -17,30 +17,6 @@ use crate::store::notifications::{Inserted, NewNotification, Notification, Order
 use crate::store::writes::{Committed, Writes};
 use crate::store::StoreError;
 
-/// Most rows one multi-row INSERT writes (a power of two; see `runs`): 64
-/// notifications bind 1,152 values (18 a row), well under the 32,766 of
-/// the SQLite hookd bundles (3.32 and later).
-pub(super) const ROWS_PER_INSERT: usize = 64;
-
-/// `items` in runs of `max`, then of the powers of two below it that the
-/// rest adds up to: a multi-row INSERT then has one of a few shapes, each
-/// prepared once on the writer's connection and reused, however the
-/// batches are sized.
-pub(super) fn runs<T>(mut items: &[T], max: usize) -> Vec<&[T]> {
-    let mut runs = Vec::new();
-    while !items.is_empty() {
-        let size = if items.len() >= max {
-            max
-        } else {
-            1 << items.len().ilog2()
-        };
-        let (run, rest) = items.split_at(size);
-        runs.push(run);
-        items = rest;
-    }
-    runs
-}
-
 /// The `version` of each of these endpoints, read in the commit's
 /// transaction (`Writes::endpoint_versions`).
 pub(super) async fn endpoint_versions(
@@ -267,19 +243,4 @@ fn insert_run(
         query.push(" RETURNING id");
     }
     query
-}
-
-#[cfg(test)]
-mod tests {
-    use super::runs;
-
-    #[test]
-    fn runs_are_of_the_largest_and_then_of_powers_of_two() {
-        let items: Vec<u32> = (0..200).collect();
-        let sizes: Vec<usize> = runs(&items, 64).iter().map(|r| r.len()).collect();
-        assert_eq!(sizes, [64, 64, 64, 8]);
-        let sizes: Vec<usize> = runs(&items[..7], 64).iter().map(|r| r.len()).collect();
-        assert_eq!(sizes, [4, 2, 1]);
-        assert!(runs::<u32>(&[], 64).is_empty());
-    }
 }
