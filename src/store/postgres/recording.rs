@@ -387,19 +387,21 @@ pub(super) const ENDED_KEYS: &str = concat!(
 ///   it clears: two transactions taking the same rows in opposite orders
 ///   deadlocked.
 ///
-/// Each successor is found by a probe of `notifications_behind` per ended
-/// one, in a lateral read that `OFFSET 0` keeps from becoming a join: on
-/// statistics taken while nothing waited (the index looks empty), a
-/// generic plan hashed the whole index against the batch instead, and
-/// read every waiting notification per batch (`ordering_plan_tests`).
+/// The successors are found by one read of `notifications_behind` per
+/// partition, probed with the list of ended ones (`behind = ANY`), and
+/// matched with what each waited for by a hash. A join on `behind` alone,
+/// on statistics taken while nothing waited (the index looks empty), made
+/// a generic plan hash the whole index against the batch, reading every
+/// waiting notification per batch; a probe per ended one in a lateral
+/// read scanned every partition per ended one, about three quarters of it
+/// the day partitions made ahead and still empty (`ordering_plan_tests`).
 pub(super) const RELEASE_ENDED: &str = concat!(
     ended_ordered!(),
     ", waiting AS MATERIALIZED ( \
          SELECT s.id, s.pull, s.next_attempt_at, x.succeeded, x.behind, x.updated_at \
-         FROM ended x CROSS JOIN LATERAL (SELECT s.id, s.pull, s.next_attempt_at \
-             FROM notifications s WHERE s.behind = x.id AND (s.status = 'pending') IS TRUE \
-             OFFSET 0) s \
-         WHERE NOT x.holds \
+         FROM notifications s JOIN ended x ON x.id = s.behind \
+         WHERE s.behind = ANY(ARRAY(SELECT x.id FROM ended x WHERE NOT x.holds)) \
+           AND (s.status = 'pending') IS TRUE \
      ), locked AS ( \
          SELECT s.id, w.behind, w.updated_at FROM waiting w \
          JOIN notifications s ON s.id = w.id \
