@@ -393,8 +393,8 @@ pub(super) const ENDED_KEYS: &str = concat!(
 /// on statistics taken while nothing waited (the index looks empty), made
 /// a generic plan hash the whole index against the batch, reading every
 /// waiting notification per batch; a probe per ended one in a lateral
-/// read scanned every partition per ended one, about three quarters of it
-/// the day partitions made ahead and still empty (`ordering_plan_tests`).
+/// read ran on every partition once per ended one, the day partitions
+/// made ahead and still empty included (`ordering_plan_tests`).
 pub(super) const RELEASE_ENDED: &str = concat!(
     ended_ordered!(),
     ", waiting AS MATERIALIZED ( \
