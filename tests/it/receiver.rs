@@ -105,15 +105,19 @@ impl Receiver {
 
     /// How many distinct notifications (`webhook-id`) arrived on `path`,
     /// and how many requests in all.
+    ///
     /// Reads the log in place: a wait polls this every 10 ms, and a copy
     /// of thousands of requests each time took CPU from the hookd under
     /// test in the same process.
     pub fn distinct(&self, path: &str) -> (usize, usize) {
         let script = self.script.lock().unwrap();
-        let got: Vec<&Received> = script.log.iter().filter(|r| r.path == path).collect();
-        let ids: std::collections::HashSet<&str> =
-            got.iter().filter_map(|r| r.header("webhook-id")).collect();
-        (ids.len(), got.len())
+        let mut ids = std::collections::HashSet::new();
+        let mut total = 0;
+        for r in script.log.iter().filter(|r| r.path == path) {
+            total += 1;
+            ids.extend(r.header("webhook-id"));
+        }
+        (ids.len(), total)
     }
 
     /// Waits until `count` distinct notifications arrived on `path`.
