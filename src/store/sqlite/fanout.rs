@@ -222,7 +222,7 @@ pub(super) async fn insert_rows(
     planned: bool,
     needs_index: bool,
 ) -> Result<(), StoreError> {
-    // 15 values a row: 64 rows stay under SQLite's oldest limit of 999.
+    // 15 values a row (`ROWS_PER_INSERT` says why that many rows fit).
     for run in runs(rows, ROWS_PER_INSERT) {
         let mut query = QueryBuilder::<Sqlite>::new(
             "INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, headers, \

@@ -15,10 +15,14 @@ use uuid::Uuid;
 use super::errors::store_error;
 use crate::store::StoreError;
 
-/// Most rows one multi-row INSERT writes (a power of two; see `runs`): 64
-/// notifications bind 1,152 values (18 a row), well under the 32,766 of
-/// the SQLite hookd bundles (3.32 and later).
-pub(super) const ROWS_PER_INSERT: usize = 64;
+/// Most rows one multi-row INSERT writes: a whole batch as the API takes
+/// it (`service::notifications::MAX_BATCH`) in one statement. 1,000
+/// notifications bind 18,000 values (18 a row; a fan-out's deliveries 15),
+/// under the 32,766 of the SQLite hookd bundles (3.32 and later). Each
+/// statement crosses to the writer's worker thread and back: in runs of
+/// 64, a batch of 1,000 took 17 statements, and the time between them was
+/// as long as their own (`BENCHMARKS.md`, #51).
+pub(super) const ROWS_PER_INSERT: usize = 1000;
 
 /// `items` in runs of `max`, then of the powers of two below it that the
 /// rest adds up to: a multi-row INSERT then has one of a few shapes, each

@@ -96,6 +96,7 @@ macro_rules! conformance {
             notifications {
                 a_committed_notification_reads_back_as_given,
                 the_same_key_and_payload_gives_the_existing_row_and_another_payload_a_conflict,
+                a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_created,
                 a_key_is_unique_per_endpoint_only,
                 notifications_list_newest_or_oldest_first_filtered_without_payloads,
                 the_most_attempted_come_first_and_those_attempted_once_not_at_all,

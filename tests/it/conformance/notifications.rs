@@ -113,6 +113,55 @@ pub async fn the_same_key_and_payload_gives_the_existing_row_and_another_payload
     assert_eq!(listed.iter().map(|n| n.id).collect::<Vec<_>>(), [first]);
 }
 
+/// A batch as large as the API takes (`MAX_BATCH`), of the widest rows
+/// (every column given), commits whole: the SQLite store writes it in
+/// runs as long as a batch (`store::sqlite::returning`), and a key met in
+/// a run makes it write that run again to learn which rows it created.
+pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_created<S: Backend>(
+    store: S,
+) {
+    use hookd::service::notifications::MAX_BATCH;
+    let shop = create(&store, endpoint()).await;
+    let widest = |i: usize| NewNotification {
+        headers: BTreeMap::from([("x-trace".to_string(), format!("t{i}"))]),
+        url: Some(format!("http://127.0.0.1:1/hook/{i}")),
+        ..notification(&shop)
+    };
+    let given: Vec<NewNotification> = (0..MAX_BATCH).map(widest).collect();
+    let inserted = commit(&store, given.clone()).await;
+    assert_eq!(inserted.len(), MAX_BATCH);
+    for (result, item) in inserted.iter().zip(&given) {
+        assert!(
+            matches!(result, Inserted::Created(row) if row.id == item.id),
+            "{result:?}"
+        );
+    }
+    for item in [&given[0], &given[MAX_BATCH / 2], &given[MAX_BATCH - 1]] {
+        let read = get(&store, item.id).await;
+        assert_eq!(
+            (&read.body, &read.headers, &read.url),
+            (&item.body, &item.headers, &item.url)
+        );
+    }
+
+    let met = commit_new(&store, keyed(&shop, "order-500", "{}")).await;
+    let keyed_batch: Vec<NewNotification> = (0..MAX_BATCH)
+        .map(|i| keyed(&shop, &format!("order-{i}"), "{}"))
+        .collect();
+    let inserted = commit(&store, keyed_batch.clone()).await;
+    for (i, (result, item)) in inserted.iter().zip(&keyed_batch).enumerate() {
+        match result {
+            Inserted::Existing(row) if i == 500 => assert_eq!(row.id, met),
+            Inserted::Created(row) if i != 500 => assert_eq!(row.id, item.id),
+            other => panic!("item {i}: {other:?}"),
+        }
+    }
+    assert!(ReadStore::get_notification(&store, keyed_batch[500].id)
+        .await
+        .unwrap()
+        .is_none());
+}
+
 pub async fn a_key_is_unique_per_endpoint_only<S: Backend>(store: S) {
     let (a, b) = (
         create(&store, endpoint()).await,
