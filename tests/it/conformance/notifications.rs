@@ -113,10 +113,11 @@ pub async fn the_same_key_and_payload_gives_the_existing_row_and_another_payload
     assert_eq!(listed.iter().map(|n| n.id).collect::<Vec<_>>(), [first]);
 }
 
-/// A batch as large as the API takes (`MAX_BATCH`), of the widest rows
-/// (every column given), commits whole: the SQLite store writes it in
-/// runs as long as a batch (`store::sqlite::returning`), and a key met in
-/// a run makes it write that run again to learn which rows it created.
+/// A batch as large as the API takes (`MAX_BATCH`), its rows with headers
+/// and a URL of their own, commits whole: the SQLite store writes a batch
+/// in one multi-row statement (`store::sqlite::returning`), whose bound
+/// values must stay under SQLite's limit, and a key met in it makes it
+/// write the run again to learn which rows it created.
 pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_created<S: Backend>(
     store: S,
 ) {
@@ -149,6 +150,7 @@ pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_cre
         .map(|i| keyed(&shop, &format!("order-{i}"), "{}"))
         .collect();
     let inserted = commit(&store, keyed_batch.clone()).await;
+    assert_eq!(inserted.len(), MAX_BATCH);
     for (i, (result, item)) in inserted.iter().zip(&keyed_batch).enumerate() {
         match result {
             Inserted::Existing(row) if i == 500 => assert_eq!(row.id, met),
