@@ -123,12 +123,12 @@ pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_cre
 ) {
     use hookd::service::notifications::MAX_BATCH;
     let shop = create(&store, endpoint()).await;
-    let widest = |i: usize| NewNotification {
+    let own_headers_and_url = |i: usize| NewNotification {
         headers: BTreeMap::from([("x-trace".to_string(), format!("t{i}"))]),
         url: Some(format!("http://127.0.0.1:1/hook/{i}")),
         ..notification(&shop)
     };
-    let given: Vec<NewNotification> = (0..MAX_BATCH).map(widest).collect();
+    let given: Vec<NewNotification> = (0..MAX_BATCH).map(own_headers_and_url).collect();
     let inserted = commit(&store, given.clone()).await;
     assert_eq!(inserted.len(), MAX_BATCH);
     for (result, item) in inserted.iter().zip(&given) {
@@ -145,7 +145,9 @@ pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_cre
         );
     }
 
-    let met = commit_new(&store, keyed(&shop, "order-500", "{}")).await;
+    // One key of the batch, stored before it.
+    let at = MAX_BATCH / 2;
+    let met = commit_new(&store, keyed(&shop, &format!("order-{at}"), "{}")).await;
     let keyed_batch: Vec<NewNotification> = (0..MAX_BATCH)
         .map(|i| keyed(&shop, &format!("order-{i}"), "{}"))
         .collect();
@@ -153,12 +155,12 @@ pub async fn a_full_batch_commits_every_row_and_a_key_met_in_it_is_found_not_cre
     assert_eq!(inserted.len(), MAX_BATCH);
     for (i, (result, item)) in inserted.iter().zip(&keyed_batch).enumerate() {
         match result {
-            Inserted::Existing(row) if i == 500 => assert_eq!(row.id, met),
-            Inserted::Created(row) if i != 500 => assert_eq!(row.id, item.id),
+            Inserted::Existing(row) if i == at => assert_eq!(row.id, met),
+            Inserted::Created(row) if i != at => assert_eq!(row.id, item.id),
             other => panic!("item {i}: {other:?}"),
         }
     }
-    assert!(ReadStore::get_notification(&store, keyed_batch[500].id)
+    assert!(ReadStore::get_notification(&store, keyed_batch[at].id)
         .await
         .unwrap()
         .is_none());
