@@ -318,6 +318,22 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Stalls the server (SIGSTOP): its sockets stay open and nothing
+    /// answers, as when its machine hangs or the network drops its packets.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let status = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(status.success(), "kill -{signal} redis-server");
+        }
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

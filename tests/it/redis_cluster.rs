@@ -2,10 +2,10 @@
 //! server mode (the cluster is a server-mode component): deliveries spread
 //! over every shard, claims that take from every shard by turns, one
 //! shard lost and rebuilt alone while the others deliver, and a master
-//! killed with `kill -9` mid-traffic. The shared cluster comes from
-//! `scripts/test` (`HOOKD_TEST_REDIS_CLUSTER`); the kill test starts one
-//! of its own, since a killed master changes the cluster for whoever comes
-//! next. The due-index conformance suite runs on the cluster too
+//! lost mid-traffic (killed with `kill -9`, or hung with SIGSTOP). The
+//! shared cluster comes from `scripts/test` (`HOOKD_TEST_REDIS_CLUSTER`);
+//! the failover tests start one of their own, since a lost master changes
+//! the cluster for whoever comes next. The due-index conformance suite runs on the cluster too
 //! (`due_conformance::cluster`).
 
 mod eviction;
@@ -239,8 +239,8 @@ async fn a_config_check_records_no_shard_count_and_reports_another() {
 /// (bus ports 10000 above), failing over within about a second.
 struct OwnCluster {
     nodes: Vec<RedisServer>,
-    /// The ports of the nodes killed.
-    killed: Vec<u16>,
+    /// The ports of the nodes killed or paused.
+    lost: Vec<u16>,
     _dir: tempfile::TempDir,
 }
 
@@ -279,7 +279,7 @@ impl OwnCluster {
         assert!(status.success(), "redis-cli --cluster create");
         let cluster = Self {
             nodes,
-            killed: Vec::new(),
+            lost: Vec::new(),
             _dir: dir,
         };
         cluster.wait_ok().await;
@@ -292,7 +292,7 @@ impl OwnCluster {
 
     /// The ports of the masters that serve slots, as a live node sees them.
     async fn masters(&self) -> Vec<u16> {
-        for node in self.nodes.iter().filter(|n| !self.killed.contains(&n.port)) {
+        for node in self.nodes.iter().filter(|n| !self.lost.contains(&n.port)) {
             let Ok(mut conn) = redis_ha_conn(&node.url()).await else {
                 continue;
             };
@@ -318,7 +318,7 @@ impl OwnCluster {
     /// has synced with its master.
     async fn wait_ok(&self) {
         eventually(DEADLINE, "cluster_state:ok on every node", || async {
-            for node in self.nodes.iter().filter(|n| !self.killed.contains(&n.port)) {
+            for node in self.nodes.iter().filter(|n| !self.lost.contains(&n.port)) {
                 let mut conn = redis_ha_conn(&node.url()).await.ok()?;
                 let info: String = redis::cmd("CLUSTER")
                     .arg("INFO")
@@ -355,6 +355,33 @@ async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    fails_over_and_loses_nothing(pool, Lost::Killed).await;
+}
+
+/// A master that hangs keeps its sockets open and answers nothing, so the
+/// client's slot map keeps pointing at it after its replica took over: no
+/// `MOVED` ever comes back to correct it. hookd renews its cluster
+/// connection when commands keep failing (`due::redis::link`).
+#[sqlx::test]
+async fn a_master_that_hangs_mid_traffic_is_failed_over_and_its_slots_are_served_again(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    fails_over_and_loses_nothing(pool, Lost::Hung).await;
+}
+
+/// How a master is lost mid-traffic.
+enum Lost {
+    /// `kill -9`: no goodbye to the cluster, no last write; its sockets close.
+    Killed,
+    /// SIGSTOP, for the rest of the test: its sockets stay open.
+    Hung,
+}
+
+/// 5,000 notifications wait in the cluster, one master is lost, its replica
+/// takes over: every notification arrives.
+async fn fails_over_and_loses_nothing(pool: PgPool, lost: Lost) {
     let mut cluster = OwnCluster::start().await;
     // A claim whose answer died with the master (or came too late on a busy
     // machine) left its leases behind: they come back when they expire, 12 s
@@ -363,19 +390,23 @@ async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing
     let (app, index) = spawn_with(pool, &cluster.urls(), overrides);
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
-    // Due in 4 s: (nearly) all 5,000 wait in the index when the master dies,
-    // some of them written to it too recently to have reached its replica.
+    // Due in 4 s: (nearly) all 5,000 wait in the index when the master is
+    // lost, some of them written to it too recently to have reached its
+    // replica.
     let ids = submit(&app, 5_000, "4s").await;
 
     let masters = cluster.masters().await;
     assert_eq!(masters.len(), 3, "{masters:?}");
-    // kill -9: no goodbye to the cluster, no last write.
     let victim = cluster.nodes.iter_mut().find(|n| n.port == masters[0]);
-    victim.unwrap().kill();
-    cluster.killed.push(masters[0]);
+    let victim = victim.unwrap();
+    match lost {
+        Lost::Killed => victim.kill(),
+        Lost::Hung => victim.pause(),
+    }
+    cluster.lost.push(masters[0]);
     eventually(
         DEADLINE,
-        "a replica to take the dead master's slots",
+        "a replica to take the lost master's slots",
         || async {
             let now = cluster.masters().await;
             (now.len() == 3 && !now.contains(&masters[0])).then_some(())
@@ -417,7 +448,7 @@ async fn a_master_killed_mid_traffic_fails_over_to_its_replica_and_loses_nothing
         distinct, 5_000,
         "none lost; the index holds {depth:?}; missing, for example: {missing:?}"
     );
-    // Deliveries in flight on the dead master may be sent again (their
+    // Deliveries in flight on the lost master may be sent again (their
     // leases died with it): at most the in-flight cap.
     assert!(total - distinct <= 1024, "{} duplicates", total - distinct);
 }

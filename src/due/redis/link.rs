@@ -9,13 +9,20 @@
 //! counts a new *epoch*; the housekeeper then re-adds recent rows, which a
 //! promoted replica may not have received.
 //!
-//! A cluster connection follows the slots by itself (`MOVED`, and a new
-//! map after a failover). A new epoch is counted at the first command that
-//! succeeds after one failed the way a failover makes it fail: by then the
-//! replica has taken over, and what it may lack can be re-added.
+//! A cluster connection follows the slots by itself after `MOVED`,
+//! `READONLY` or a closed connection. It does not after a timeout: a
+//! master that hangs (its machine frozen, its packets dropped) keeps its
+//! sockets open and its slots in the client's map, and every command for
+//! them times out long after its replica took over. So once commands have
+//! kept failing the way a failover makes them fail for `RENEW_AFTER`,
+//! hookd makes a new cluster connection, its map read afresh from the seed
+//! nodes, in the background; commands go on over the old one until it is
+//! ready. A new epoch is counted at the first command that succeeds after
+//! one failed the way a failover makes it fail: by then the replica has
+//! taken over, and what it may lack can be re-added.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -38,6 +45,14 @@ impl From<NoMaster> for DueError {
 /// Least time between two questions to the sentinels, so a burst of failing
 /// commands asks once.
 const RESOLVE_EVERY: Duration = Duration::from_millis(250);
+
+/// How long a cluster's commands keep failing the way a failover makes them
+/// fail (with no pause as long between two failures) before hookd renews
+/// its cluster connection; also the least time between two renewals. A
+/// failover takes the cluster's `cluster-node-timeout` (15 s by default)
+/// and an election: a renewal before the replica is promoted reads the
+/// same map, and the next one, 5 s on, reads the new one.
+const RENEW_AFTER: Duration = Duration::from_secs(5);
 
 enum Source {
     Direct(redis::Client),
@@ -99,9 +114,14 @@ pub(crate) struct Link {
     current: RwLock<Option<(Conn, String)>>,
     /// Held while (re)connecting, so concurrent callers connect once.
     connecting: tokio::sync::Mutex<Option<Instant>>,
-    stale: std::sync::atomic::AtomicBool,
+    stale: AtomicBool,
     /// On a cluster: a command failed as a failover makes it fail.
-    failing: std::sync::atomic::AtomicBool,
+    failing: AtomicBool,
+    /// On a cluster: when the current run of failures began and when its
+    /// last failure was (see `RENEW_AFTER`).
+    streak: Mutex<Option<(Instant, Instant)>>,
+    /// On a cluster: a new connection is being made in the background.
+    renewing: AtomicBool,
     /// Set once the recorded layout matched this process's (`layout`).
     laid_out: tokio::sync::OnceCell<()>,
     epoch: AtomicU64,
@@ -145,6 +165,8 @@ impl Link {
             connecting: tokio::sync::Mutex::new(None),
             stale: Default::default(),
             failing: Default::default(),
+            streak: Mutex::new(None),
+            renewing: Default::default(),
             laid_out: tokio::sync::OnceCell::new(),
             epoch: AtomicU64::new(0),
         })
@@ -237,8 +259,9 @@ impl Link {
 
     /// Notes a failed command. With Sentinel, a failure that a failover
     /// causes makes the next command ask the sentinels again; on a cluster,
-    /// the next success counts a new epoch.
-    pub(crate) fn failed(&self, error: &DueError) {
+    /// the next success counts a new epoch, and failures that go on for
+    /// `RENEW_AFTER` renew the connection.
+    pub(crate) fn failed(self: &Arc<Self>, error: &DueError) {
         if matches!(self.source, Source::Direct(_)) {
             return;
         }
@@ -260,10 +283,57 @@ impl Link {
             DueError::Malformed(_) => false,
         };
         match (&self.source, failover) {
-            (Source::Cluster(_), true) => self.failing.store(true, Ordering::Release),
+            (Source::Cluster(client), true) => {
+                self.failing.store(true, Ordering::Release);
+                if self.failing_for(RENEW_AFTER, Instant::now()) {
+                    self.renew((**client).clone());
+                }
+            }
             (_, true) => self.stale.store(true, Ordering::Release),
             (_, false) => {}
         }
+    }
+
+    /// Notes a failure at `now`; true when failures have gone on for
+    /// `window`, none of them `window` after the one before, since the
+    /// run began. A true answer begins a new run.
+    fn failing_for(&self, window: Duration, now: Instant) -> bool {
+        let mut streak = self.streak.lock().expect("redis link streak");
+        let began = match *streak {
+            Some((began, last)) if now.saturating_duration_since(last) < window => began,
+            _ => now,
+        };
+        if now.saturating_duration_since(began) >= window {
+            *streak = None;
+            return true;
+        }
+        *streak = Some((began, now));
+        false
+    }
+
+    /// Makes a new cluster connection in the background and puts it in
+    /// place of the current one once it is ready; one at a time.
+    fn renew(self: &Arc<Self>, client: redis::cluster::ClusterClient) {
+        if self.renewing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tracing::warn!(
+            after = ?RENEW_AFTER,
+            "Redis Cluster commands keep failing: renewing the connection and its slot map"
+        );
+        let link = Arc::clone(self);
+        tokio::spawn(async move {
+            match link.connect(Client::Cluster(client)).await {
+                Ok(conn) => {
+                    *link.current.write().expect("redis link lock") = Some((conn, String::new()));
+                    tracing::info!("the Redis Cluster connection is renewed");
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "renewing the Redis Cluster connection failed")
+                }
+            }
+            link.renewing.store(false, Ordering::Release);
+        });
     }
 
     /// The client for the master and its address.
@@ -318,6 +388,18 @@ impl Link {
         }
     }
 
+    /// How long a new connection may take. A cluster connection connects to
+    /// every seed node at once and checks each with a `PING` (a node that
+    /// hangs answers none: the client's response timeout, 4 × `timeout_ms`),
+    /// then reads the slot map and checks every node in it: twice that, and
+    /// the connection timeout, with room to spare.
+    fn connect_limit(&self) -> Duration {
+        match self.source {
+            Source::Cluster(_) => self.timeout * 12,
+            _ => self.timeout * 2,
+        }
+    }
+
     async fn connect(&self, client: Client) -> Result<Conn, DueError> {
         let connecting = async {
             match client {
@@ -333,9 +415,10 @@ impl Link {
                 Client::Cluster(client) => client.get_async_connection().await.map(Conn::Cluster),
             }
         };
-        match tokio::time::timeout(self.timeout * 2, connecting).await {
+        let limit = self.connect_limit();
+        match tokio::time::timeout(limit, connecting).await {
             Ok(result) => result.map_err(DueError::from),
-            Err(_) => Err(DueError::Timeout(self.timeout)),
+            Err(_) => Err(DueError::Timeout(limit)),
         }
     }
 }
@@ -398,4 +481,47 @@ fn client(url: &str, settings: &RedisSettings) -> Result<redis::Client, DueError
         return Ok(redis::Client::open(url)?);
     }
     Ok(redis::Client::build_with_tls(url, private_ca(settings)?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    fn cluster_link() -> Link {
+        let settings =
+            Settings::from_toml_overrides("[redis]\ncluster = [\"redis://127.0.0.1:1\"]\n")
+                .unwrap();
+        Link::new(&settings.redis).unwrap()
+    }
+
+    #[test]
+    fn failures_that_go_on_for_the_window_call_for_a_renewal_once_and_then_begin_a_new_run() {
+        let link = cluster_link();
+        let window = Duration::from_secs(5);
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        for second in 0..5 {
+            assert!(!link.failing_for(window, at(second)), "at {second} s");
+        }
+        assert!(link.failing_for(window, at(5)), "5 s of failures");
+        // A new run begins with the next failure.
+        assert!(!link.failing_for(window, at(6)));
+        assert!(!link.failing_for(window, at(10)));
+        assert!(link.failing_for(window, at(11)));
+    }
+
+    #[test]
+    fn a_pause_as_long_as_the_window_between_two_failures_begins_a_new_run() {
+        let link = cluster_link();
+        let window = Duration::from_secs(5);
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        assert!(!link.failing_for(window, at(0)));
+        assert!(!link.failing_for(window, at(4)));
+        // 5 s without a failure: the run that began at 0 is over.
+        assert!(!link.failing_for(window, at(9)));
+        assert!(!link.failing_for(window, at(13)));
+        assert!(link.failing_for(window, at(14)));
+    }
 }
