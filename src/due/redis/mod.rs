@@ -36,6 +36,7 @@
 //! allocation class where the 16 bytes of a full UUID take 24. An id that is
 //! not compact (made elsewhere) is stored as its 16 bytes.
 
+mod clients;
 mod layout;
 pub mod lease;
 mod link;

@@ -1,0 +1,69 @@
+//! The Redis clients `link` connects with: one server's (direct, or the
+//! master Sentinel names) and a cluster's, each with `redis.ca_file`.
+
+use std::time::Duration;
+
+use super::DueError;
+use crate::config::RedisSettings;
+
+/// What `Link::connect` makes a `Conn` of: made and dropped at each connection,
+/// so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Client {
+    One(redis::Client),
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// A client for the cluster whose seed nodes `redis.cluster` lists, with
+/// `ca_file` as for one server. It never sends a command again by itself:
+/// after a timeout or a dropped connection a script may have run already,
+/// and a claim run twice leaves the first one's leases to expire unseen
+/// (a lease lasts a minute). A failure reaches hookd, as with one server,
+/// and the client learns the new slot map (after `MOVED`, a lost node) for
+/// the next command; after failures that go on, `link` renews it.
+pub(super) fn cluster_client(
+    settings: &RedisSettings,
+) -> Result<redis::cluster::ClusterClient, DueError> {
+    let timeout = Duration::from_millis(settings.timeout_ms);
+    let nodes = settings
+        .cluster
+        .iter()
+        .map(|node| node.expose().to_string());
+    // hookd bounds each call itself (a claim gets 4 × timeout_ms): the
+    // client must not cut a claim short before that, or the claim's leases
+    // go unseen until they expire.
+    let mut builder = redis::cluster::ClusterClient::builder(nodes)
+        .connection_timeout(timeout)
+        .response_timeout(timeout * 4)
+        .retries(0);
+    if !settings.ca_file.is_empty() {
+        builder = builder.certs(private_ca(settings)?);
+    }
+    Ok(builder.build()?)
+}
+
+/// `redis.ca_file` as the only roots a `rediss://` server is verified
+/// against.
+fn private_ca(settings: &RedisSettings) -> Result<redis::TlsCertificates, DueError> {
+    let pem = crate::config::read_ca_file(&settings.ca_file).map_err(|reason| {
+        DueError::from(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "redis.ca_file",
+            reason,
+        )))
+    })?;
+    Ok(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    })
+}
+
+/// A client for one Redis server at `url`. `rediss://` verifies against the
+/// bundled public roots, or only against `redis.ca_file` when it is set (a
+/// private CA replaces the public roots: only it may vouch).
+pub(super) fn client(url: &str, settings: &RedisSettings) -> Result<redis::Client, DueError> {
+    if settings.ca_file.is_empty() {
+        return Ok(redis::Client::open(url)?);
+    }
+    Ok(redis::Client::build_with_tls(url, private_ca(settings)?)?)
+}
