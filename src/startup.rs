@@ -324,7 +324,8 @@ impl App {
                 self.state.service.wake(),
                 self.state.service.handoff(),
                 self.breaker.clone(),
-            );
+            )
+            .with_recorder_thread(sole);
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {
             None
