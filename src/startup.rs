@@ -324,8 +324,7 @@ impl App {
                 self.state.service.wake(),
                 self.state.service.handoff(),
                 self.breaker.clone(),
-            )
-            .with_recorder_thread(sole);
+            );
             Some(tokio::spawn(dispatcher.run(token.clone())))
         } else {
             None

@@ -67,8 +67,6 @@ pub struct Dispatcher {
     /// The rate limiter beside the due index (`throttle`).
     limiter: crate::limiter::SharedLimiter,
     breaker: SharedBreaker,
-    /// Whether the recorder runs on a thread of its own (`recorder::spawn`).
-    recorder_thread: bool,
 }
 
 /// The shared parts each delivery task needs.
@@ -113,15 +111,7 @@ impl Dispatcher {
             wake,
             handoff,
             breaker,
-            recorder_thread: false,
         }
-    }
-
-    /// Runs the recorder on a thread of its own: for a store that answers
-    /// from threads outside the runtime (SQLite's, `recorder`'s doc).
-    pub fn with_recorder_thread(mut self, own_thread: bool) -> Self {
-        self.recorder_thread = own_thread;
-        self
     }
 
     /// Runs until `shutdown`; then stops claiming, lets deliveries finish
@@ -138,18 +128,15 @@ impl Dispatcher {
             &settings,
         ));
         let breaking = tokio::spawn(breaker.clone().run(self.wake.clone(), shutdown.clone()));
-        let recorder = recorder::spawn(
-            recorder::run(
-                self.store.clone(),
-                self.due.clone(),
-                self.wake.clone(),
-                settings.lease(),
-                unrecorded.clone(),
-                outcomes_rx,
-                breaker.clone(),
-            ),
-            self.recorder_thread,
-        );
+        let recorder = tokio::spawn(recorder::run(
+            self.store.clone(),
+            self.due.clone(),
+            self.wake.clone(),
+            settings.lease(),
+            unrecorded.clone(),
+            outcomes_rx,
+            breaker.clone(),
+        ));
         let operator_synced = housekeeping::sync_operator(&*self.housekeeping, &settings).await;
         let housekeeper = tokio::spawn(housekeeping::run(
             self.housekeeping.clone(),

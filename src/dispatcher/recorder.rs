@@ -17,25 +17,14 @@
 //! else that comes writes them at once with it, and a closing channel
 //! writes what is held before the recorder ends. A held outcome stays
 //! `Unrecorded`.
-//!
-//! In embedded mode the recorder runs on a thread of its own (`spawn`):
-//! SQLite answers each statement from sqlx's worker thread, outside the
-//! runtime, and the recorder holds the one writer across a batch's ten or
-//! so statements. As a task, each answer woke it through the runtime's
-//! shared queue, which the two workers look at between other tasks'
-//! polls; on its own thread it goes on at once, and the writer is held for
-//! less (BENCHMARKS.md, "#48: the recorder on a thread of its own").
 
 use std::collections::HashSet;
-use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{mpsc, oneshot, Notify};
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::domain::health;
@@ -142,67 +131,6 @@ impl Pending {
         self.earliest = None;
         std::mem::replace(&mut self.records, rest)
     }
-}
-
-/// Starts the recorder (`run`'s future): as a task of the runtime, or,
-/// with `own_thread`, on a thread of its own with a runtime of its own
-/// (the module's doc says when and why). Either way the handle ends when
-/// the recorder does, and aborting it stops the recorder at its next
-/// await. A thread that cannot be started leaves it a task.
-pub(super) fn spawn(
-    recording: impl Future<Output = ()> + Send + 'static,
-    own_thread: bool,
-) -> JoinHandle<()> {
-    if !own_thread {
-        return tokio::spawn(recording);
-    }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::warn!(%error, "cannot make the recorder a runtime of its own; it runs as a task");
-            return tokio::spawn(recording);
-        }
-    };
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    let (ended, on_end) = oneshot::channel::<()>();
-    // Handed over in a slot: a thread that cannot be started drops its
-    // closure, and the recording is taken back from the slot.
-    let slot = Arc::new(Mutex::new(Some(Box::pin(recording))));
-    let handed = slot.clone();
-    let started = std::thread::Builder::new()
-        .name("hookd-recorder".into())
-        .spawn(move || {
-            let taken = handed.lock().unwrap_or_else(PoisonError::into_inner).take();
-            if let Some(recording) = taken {
-                runtime.block_on(async {
-                    tokio::select! {
-                        () = recording => {}
-                        () = stopped.cancelled() => {}
-                    }
-                });
-            }
-            let _ = ended.send(());
-        });
-    if let Err(error) = started {
-        tracing::warn!(%error, "cannot start the recorder's thread; it runs as a task");
-        let taken = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-        return tokio::spawn(async move {
-            if let Some(recording) = taken {
-                recording.await;
-            }
-        });
-    }
-    // Aborting this task drops the guard, which stops the recorder's
-    // thread at its next await (dropped before its first poll too).
-    let stop = stop.drop_guard();
-    tokio::spawn(async move {
-        let _stop = stop;
-        let _ = on_end.await;
-    })
 }
 
 /// Records outcomes until the channel closes; then writes what is held.
@@ -451,50 +379,5 @@ async fn write(
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use tokio::sync::oneshot;
-
-    use super::spawn;
-
-    #[tokio::test]
-    async fn a_recorder_on_its_own_thread_runs_there_and_its_handle_ends_with_it() {
-        let (told, on_told) = oneshot::channel();
-        let handle = spawn(
-            async move {
-                let _ = told.send(std::thread::current().name().map(str::to_string));
-            },
-            true,
-        );
-        let thread = on_told.await.expect("the recorder ran");
-        assert_eq!(thread.as_deref(), Some("hookd-recorder"));
-        tokio::time::timeout(Duration::from_secs(10), handle)
-            .await
-            .expect("the handle ends with the recorder")
-            .expect("the handle ends cleanly");
-    }
-
-    #[tokio::test]
-    async fn aborting_the_handle_stops_a_recorder_on_its_own_thread() {
-        let (dropped, on_dropped) = oneshot::channel::<()>();
-        let handle = spawn(
-            async move {
-                // Held until the recorder's future is dropped.
-                let _dropped = dropped;
-                std::future::pending::<()>().await;
-            },
-            true,
-        );
-        handle.abort();
-        let stopped = tokio::time::timeout(Duration::from_secs(10), on_dropped).await;
-        assert!(
-            matches!(stopped, Ok(Err(_))),
-            "the recorder's future was dropped"
-        );
     }
 }
