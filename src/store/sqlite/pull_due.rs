@@ -82,9 +82,15 @@ impl SqliteStore {
             .map_err(store_error)?;
         let rows = leased_rows(&read, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved =
-            super::recording::record_attempts_on(&mut tx, &records, &[], now, self.count_minutes)
-                .await?;
+        let moved = super::recording::record_attempts_on(
+            &mut tx,
+            &records,
+            &[],
+            now,
+            self.count_minutes,
+            false,
+        )
+        .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }
@@ -130,8 +136,15 @@ impl TakeSteps for Steps {
         records: &[AttemptRecord],
         now: DateTime<Utc>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        super::recording::record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes)
-            .await
+        super::recording::record_attempts_on(
+            &mut self.tx,
+            records,
+            &[],
+            now,
+            self.count_minutes,
+            false,
+        )
+        .await
     }
 
     async fn lease(

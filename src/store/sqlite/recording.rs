@@ -40,7 +40,6 @@ use sqlx::SqliteConnection;
 use uuid::Uuid;
 
 use super::columns::{self, json_text, micros, records, IN_ID_LIST};
-use super::returning::changed_every_row;
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
@@ -102,9 +101,48 @@ const REPORT: &str = "INSERT INTO notifications (id, endpoint_id, key, event_typ
      FROM endpoints op WHERE op.id = ?6 AND op.deleted_at IS NULL \
      ON CONFLICT (key, endpoint_id) WHERE key IS NOT NULL DO NOTHING";
 
-/// Health over a push endpoint in the other state.
-const HEAL: &str = "UPDATE endpoints SET failing_since = ?2 \
-     WHERE id = ?1 AND (failing_since IS NOT NULL) = ?3 AND url IS NOT NULL";
+/// Health over the push endpoints in the other state: one JSON array per
+/// endpoint, its id, its `failing_since` and whether the change is to a
+/// failing one's.
+const HEAL: &str = records!(
+    "h",
+    "?",
+    "UPDATE endpoints AS e SET failing_since = h.value ->> 1 FROM h \
+     WHERE e.id = unhex(h.value ->> 0) \
+       AND (e.failing_since IS NOT NULL) = (h.value ->> 2) AND e.url IS NOT NULL"
+);
+
+/// The savepoint a batch's move is written in (`move_all`); the rest of
+/// the recording (`FINISH`) releases it.
+const SAVEPOINT: &str = "recording";
+
+/// `MOVE_ALL` in `SAVEPOINT`, then the count of rows it changed.
+static MOVE_ALL_COUNTED: LazyLock<String> =
+    LazyLock::new(|| format!("SAVEPOINT {SAVEPOINT}; {MOVE_ALL}; SELECT changes()"));
+
+/// `MOVE_ALL_COUNTED` undone, and `MOVE` instead.
+static MOVE_AGAIN: LazyLock<String> =
+    LazyLock::new(|| format!("ROLLBACK TO {SAVEPOINT}; {}", MOVE.as_str()));
+
+/// What a recording writes once its rows moved, in one go (each statement
+/// crosses to the writer's worker thread and back, and a batch's are
+/// decided by then): the move's savepoint released, the attempts' rows
+/// (`KEEP`), health (`HEAL`) and the per-minute counts
+/// (`stats::ADD_MINUTE_SUMS`), each over its JSON array, `[]` for none.
+static FINISH: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "RELEASE {SAVEPOINT}; {KEEP}; {HEAL}; {}",
+        super::stats::ADD_MINUTE_SUMS.as_str()
+    )
+});
+
+/// `FINISH`, and the recorder's release switched off (`release_by_recorder`).
+static FINISH_RELEASING: LazyLock<String> =
+    LazyLock::new(|| format!("{}; {RECORDER_OFF}", FINISH.as_str()));
+
+/// `release_by_recorder`'s two writes.
+const RECORDER_ON: &str = "UPDATE release_by SET recorder = 1";
+const RECORDER_OFF: &str = "UPDATE release_by SET recorder = 0";
 
 impl SqliteStore {
     /// Records many attempts in one transaction (one commit): writes each
@@ -123,22 +161,18 @@ impl SqliteStore {
         }
         let mut tx = self.writer.begin().await.map_err(store_error)?;
         let ending: Vec<Uuid> = ending(records).collect();
-        let successors = successors(&mut tx, &ending).await?;
-        if !ending.is_empty() {
-            release_by_recorder(&mut tx, true).await?;
-        }
+        let releasing = !ending.is_empty();
+        let successors = successors_releasing(&mut tx, &ending).await?;
         let moved = record_attempts_on(
             &mut tx,
             records,
             health,
             self.clock.now(),
             self.count_minutes,
+            releasing,
         )
         .await?;
         let released = released(&mut tx, records, &moved, successors).await?;
-        if !ending.is_empty() {
-            release_by_recorder(&mut tx, false).await?;
-        }
         tx.commit().await.map_err(store_error)?;
         Ok(Recorded { moved, released })
     }
@@ -148,13 +182,20 @@ impl SqliteStore {
 /// the writer, at `now`: how the pull leases' ends (an ack, a nack, a lease
 /// that ran out, a notification never pulled) are recorded too, with no
 /// health (`&[]`: pull leases carry none); their per-minute counts with
-/// them unless `count_minutes` is off.
+/// them unless `count_minutes` is off. With `releasing`, the recorder's
+/// release is switched off with its last statements
+/// (`successors_releasing` switched it on).
+///
+/// Four round trips to the writer's worker thread in all, whatever the
+/// batch holds (five when a row was not as expected, one more per
+/// operator event): the move, counted, and the rest in one go.
 pub(super) async fn record_attempts_on(
     conn: &mut SqliteConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
     now: DateTime<Utc>,
     count_minutes: bool,
+    releasing: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
     let now = micros(now);
     // As PostgreSQL stores them (its text holds no NUL), so that both
@@ -199,35 +240,40 @@ pub(super) async fn record_attempts_on(
             ));
         }
     }
-    if !kept.is_empty() {
-        sqlx::query(KEEP)
-            .bind(json_text(&kept))
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
     for event in events {
         report(conn, event, now).await?;
     }
     // In endpoint id order, as `health::observe` gives them.
-    for (id, h) in health {
-        if !moved_endpoints.contains(id) {
-            continue;
-        }
-        sqlx::query(HEAL)
-            .bind(*id)
-            .bind(h.failing_since().map(micros))
-            .bind(h.changes_a_failing_endpoint())
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
+    let heal: Vec<(String, Option<i64>, bool)> = health
+        .iter()
+        .filter(|(id, _)| moved_endpoints.contains(id))
+        .map(|(id, h)| {
+            (
+                id.simple().to_string(),
+                h.failing_since().map(micros),
+                h.changes_a_failing_endpoint(),
+            )
+        })
+        .collect();
     // The attempts that moved, added to the per-minute counts in the same
     // transaction.
-    if count_minutes {
-        let sums = crate::store::stats::sums_of(records, &moved);
-        super::stats::add_minute_sums(conn, &sums).await?;
+    let sums = if count_minutes {
+        crate::store::stats::sums_of(records, &moved)
+    } else {
+        Default::default()
+    };
+    let finish = if releasing {
+        FINISH_RELEASING.as_str()
+    } else {
+        FINISH.as_str()
+    };
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(finish))
+        .bind(json_text(&kept))
+        .bind(json_text(&heal));
+    for records in super::stats::minute_sums_json(&sums) {
+        query = query.bind(records);
     }
+    query.execute(&mut *conn).await.map_err(store_error)?;
     Ok(moved)
 }
 
@@ -267,11 +313,18 @@ async fn move_all(
         .collect();
     let rows = json_text(&rows);
     let notifications: HashSet<Uuid> = records.iter().map(|r| r.notification_id).collect();
-    let all = sqlx::query(MOVE_ALL).bind(now).bind(&rows);
-    if changed_every_row(conn, all, notifications.len()).await? {
+    // Without RETURNING (`returning.rs`): when the count says every row
+    // moved, it says which.
+    let changed: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(MOVE_ALL_COUNTED.as_str()))
+        .bind(now)
+        .bind(&rows)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    if changed == notifications.len() as i64 {
         return Ok(vec![true; records.len()]);
     }
-    let moved: HashSet<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(MOVE.as_str()))
+    let moved: HashSet<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(MOVE_AGAIN.as_str()))
         .bind(now)
         .bind(&rows)
         .fetch_all(&mut *conn)
@@ -336,21 +389,18 @@ pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
 static UNMARK: LazyLock<String> =
     LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
 
-/// Says whether the recording transaction releases what its successes
-/// release itself (`released`): the release trigger then stands aside for
-/// them, and their own trigger writes only their key rows and pull
-/// successors, leaving their pushed successors unwritten (migrations
-/// `0018_success_releases_unwritten.sql`, `0023_recorded_successes_apart.sql`).
-/// Set before the recording and cleared before the commit; a transaction
-/// that fails rolls it back.
-async fn release_by_recorder(conn: &mut SqliteConnection, on: bool) -> Result<(), StoreError> {
-    sqlx::query("UPDATE release_by SET recorder = ?")
-        .bind(on)
-        .execute(conn)
-        .await
-        .map_err(store_error)?;
-    Ok(())
-}
+/// The recording transaction releases what its successes release itself
+/// (`released`) while `release_by.recorder` is on: the release trigger
+/// then stands aside for them, and their own trigger writes only their key
+/// rows and pull successors, leaving their pushed successors unwritten
+/// (migrations `0018_success_releases_unwritten.sql`,
+/// `0023_recorded_successes_apart.sql`). Switched on before the move with
+/// the read of the successors (`RECORDER_ON`, `SUCCESSORS_RELEASING`) and
+/// off with the recording's last statements (`FINISH_RELEASING`), before
+/// the commit; a transaction that fails rolls it back. Only the move's
+/// status changes read it.
+static SUCCESSORS_RELEASING: LazyLock<String> =
+    LazyLock::new(|| format!("{RECORDER_ON}; {}", SUCCESSORS.as_str()));
 
 /// A pushed notification waiting behind one a batch may end: its id,
 /// what it waits for, its due time.
@@ -360,15 +410,16 @@ type Successor = (Uuid, Uuid, i64);
 /// records end them, should they move): read before the recording moves
 /// them, as the release trigger then clears the `behind` of those a
 /// failure or a cancel passes over. One probe of `notifications_behind`
-/// per end.
-async fn successors(
+/// per end. With any, the recorder's release is switched on in the same
+/// go (`SUCCESSORS_RELEASING`).
+async fn successors_releasing(
     conn: &mut SqliteConnection,
     ending: &[Uuid],
 ) -> Result<Vec<Successor>, StoreError> {
     if ending.is_empty() {
         return Ok(Vec::new());
     }
-    let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS.as_str()))
+    let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS_RELEASING.as_str()))
         .bind(super::columns::id_list(ending))
         .fetch_one(&mut *conn)
         .await

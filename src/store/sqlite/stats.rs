@@ -1,8 +1,8 @@
 //! The per-minute counts in the embedded file (`store::stats`), as
 //! PostgreSQL keeps them (`postgres/stats.rs`): the batch's sums added
-//! row by row in the writer's transaction that records what they count
-//! (SQLite is in-process: a statement per row costs no round trip), the
-//! overview's reads on the readers, the pending sample and retention.
+//! in the writer's transaction that records what they count, a statement
+//! per table, the overview's reads on the readers, the pending sample and
+//! retention.
 
 use std::sync::LazyLock;
 
@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use super::columns::{micros, time_of};
+use super::columns::{json_text, micros, time_of};
 use super::{store_error, SqliteStore};
 use crate::domain::minute_stats::{ranked_from_hours, Counts, MinuteSums};
 use crate::store::seams::StatsStore;
@@ -20,52 +20,101 @@ use crate::store::stats::{
 };
 use crate::store::StoreError;
 
-/// The upsert of one row of `table`, keyed by `key` (two columns, `?1`
-/// and `?2`), the counts from `?3` on.
-fn upsert(table: &str, key: &str) -> String {
-    let columns = count_columns();
-    let marks: Vec<String> = (3..3 + columns.len()).map(|i| format!("?{i}")).collect();
-    format!(
-        "INSERT INTO {table} AS s ({key}, {columns}) VALUES (?1, ?2, {marks}) \
-         ON CONFLICT ({key}) DO UPDATE SET {adding}",
-        columns = columns.join(", "),
-        marks = marks.join(", "),
-        adding = adding_columns("max"),
-    )
+/// `count_columns`' values in a record of a batch's sums (`r`), from
+/// the record's element `first` on.
+fn counts_at(first: usize) -> String {
+    (first..first + count_columns().len())
+        .map(|i| format!("r.value ->> {i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-static ADD_TO_ENDPOINT: LazyLock<String> =
-    LazyLock::new(|| upsert("minute_stats", "endpoint_id, minute"));
-static ADD_TO_TOTALS: LazyLock<String> = LazyLock::new(|| upsert("minute_totals", "minute, shard"));
-/// An endpoint's row added to its owner's (`?1` the endpoint, `?2` the
-/// minute, `?3` the shard, the counts from `?4` on), by the owner the
-/// endpoint has as this statement reads it; none for an endpoint without
-/// an owner or the operator's.
-static ADD_TO_OWNER: LazyLock<String> = LazyLock::new(|| {
-    let columns = count_columns();
-    let marks: Vec<String> = (4..4 + columns.len()).map(|i| format!("?{i}")).collect();
+/// The upserts of a batch's sums, one statement per table, each over a
+/// JSON array of records (as `columns::records!` reads them) bound in
+/// turn, `minute_sums_json`'s four: per endpoint and minute, per owner
+/// (by the owner the endpoint has as the statement reads it; none for an
+/// endpoint without one or the operator's), failed attempts per hour, and
+/// totals per minute. Four statements whatever the batch's endpoints and
+/// minutes: each statement crosses to the writer's worker thread and back
+/// (`recording.rs` sends them in one go with the rest of a recording).
+pub(super) static ADD_MINUTE_SUMS: LazyLock<String> = LazyLock::new(|| {
+    let records = "WITH r AS MATERIALIZED (SELECT jsonb(value) AS value FROM json_each(?))";
+    let columns = count_columns().join(", ");
+    let adding = adding_columns("max");
+    // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
     format!(
-        "INSERT INTO owner_minute_stats AS s (owner, minute, shard, {columns}) \
-         SELECT owner, ?2, ?3, {marks} FROM endpoints \
-         WHERE id = ?1 AND owner IS NOT NULL AND managed = 0 \
-         ON CONFLICT (owner, minute, shard) DO UPDATE SET {adding}",
-        columns = columns.join(", "),
-        marks = marks.join(", "),
-        adding = adding_columns("max"),
+        "{records} INSERT INTO minute_stats AS s (endpoint_id, minute, {columns}) \
+         SELECT unhex(r.value ->> 0), r.value ->> 1, {endpoint} FROM r WHERE true \
+         ON CONFLICT (endpoint_id, minute) DO UPDATE SET {adding}; \
+         {records} INSERT INTO owner_minute_stats AS s (owner, minute, shard, {columns}) \
+         SELECT e.owner, r.value ->> 1, r.value ->> 2, {owner} \
+         FROM r JOIN endpoints e ON e.id = unhex(r.value ->> 0) \
+         WHERE e.owner IS NOT NULL AND e.managed = 0 \
+         ON CONFLICT (owner, minute, shard) DO UPDATE SET {adding}; \
+         {records} INSERT INTO hour_failing AS h (hour, endpoint_id, failed_attempts) \
+         SELECT r.value ->> 0, unhex(r.value ->> 1), r.value ->> 2 FROM r WHERE true \
+         ON CONFLICT (hour, endpoint_id) \
+         DO UPDATE SET failed_attempts = h.failed_attempts + excluded.failed_attempts; \
+         {records} INSERT INTO minute_totals AS s (minute, shard, {columns}) \
+         SELECT r.value ->> 0, r.value ->> 1, {totals} FROM r WHERE true \
+         ON CONFLICT (minute, shard) DO UPDATE SET {adding}",
+        endpoint = counts_at(2),
+        owner = counts_at(3),
+        totals = counts_at(2),
     )
 });
-const ADD_TO_HOUR: &str = "INSERT INTO hour_failing AS h (hour, endpoint_id, failed_attempts) \
-     VALUES (?1, ?2, ?3) ON CONFLICT (hour, endpoint_id) \
-     DO UPDATE SET failed_attempts = h.failed_attempts + excluded.failed_attempts";
 
-fn bind_counts<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
-    counts: &Counts,
-) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
-    for value in values(counts) {
-        query = query.bind(value);
-    }
-    query
+/// `ADD_MINUTE_SUMS`' four arrays of records for `sums` (each `[]` for
+/// none).
+pub(super) fn minute_sums_json(sums: &MinuteSums) -> [String; 4] {
+    // One process writes the file, so no batch waits on a shard; one is
+    // drawn all the same, so that the rows are PostgreSQL's.
+    let shard = i64::from(rand::random::<u16>() % TOTAL_SHARDS as u16);
+    let counted = |first: Vec<serde_json::Value>, counts: &Counts| {
+        let mut record = first;
+        record.extend(values(counts).into_iter().map(serde_json::Value::from));
+        record
+    };
+    let endpoints: Vec<_> = sums
+        .endpoints
+        .iter()
+        .map(|(id, minute, counts)| {
+            counted(
+                vec![id.simple().to_string().into(), micros(*minute).into()],
+                counts,
+            )
+        })
+        .collect();
+    let owners: Vec<_> = sums
+        .endpoints
+        .iter()
+        .map(|(id, minute, counts)| {
+            counted(
+                vec![
+                    id.simple().to_string().into(),
+                    micros(*minute).into(),
+                    (shard % i64::from(OWNER_SHARDS)).into(),
+                ],
+                counts,
+            )
+        })
+        .collect();
+    let hours: Vec<_> = sums
+        .failing_hours
+        .iter()
+        .map(|(hour, id, failed)| (micros(*hour), id.simple().to_string(), failed))
+        .collect();
+    let totals: Vec<_> = sums
+        .totals
+        .iter()
+        .map(|(minute, counts)| counted(vec![micros(*minute).into(), shard.into()], counts))
+        .collect();
+    [
+        json_text(&endpoints),
+        json_text(&owners),
+        json_text(&hours),
+        json_text(&totals),
+    ]
 }
 
 /// Adds a batch's sums in the caller's transaction on the writer.
@@ -73,46 +122,14 @@ pub(super) async fn add_minute_sums(
     conn: &mut SqliteConnection,
     sums: &MinuteSums,
 ) -> Result<(), StoreError> {
-    for (id, minute, counts) in &sums.endpoints {
-        let query = sqlx::query(ADD_TO_ENDPOINT.as_str())
-            .bind(*id)
-            .bind(micros(*minute));
-        bind_counts(query, counts)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
+    if sums.is_empty() {
+        return Ok(());
     }
-    // One process writes the file, so no batch waits on a shard; one is
-    // drawn all the same, so that the rows are PostgreSQL's.
-    let shard = i64::from(rand::random::<u16>() % TOTAL_SHARDS as u16);
-    for (id, minute, counts) in &sums.endpoints {
-        let query = sqlx::query(ADD_TO_OWNER.as_str())
-            .bind(*id)
-            .bind(micros(*minute))
-            .bind(shard % i64::from(OWNER_SHARDS));
-        bind_counts(query, counts)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
+    let mut query = sqlx::query(ADD_MINUTE_SUMS.as_str());
+    for records in minute_sums_json(sums) {
+        query = query.bind(records);
     }
-    for (hour, id, failed) in &sums.failing_hours {
-        sqlx::query(ADD_TO_HOUR)
-            .bind(micros(*hour))
-            .bind(*id)
-            .bind(*failed)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
-    for (minute, counts) in &sums.totals {
-        let query = sqlx::query(ADD_TO_TOTALS.as_str())
-            .bind(micros(*minute))
-            .bind(shard);
-        bind_counts(query, counts)
-            .execute(&mut *conn)
-            .await
-            .map_err(store_error)?;
-    }
+    query.execute(conn).await.map_err(store_error)?;
     Ok(())
 }
 
