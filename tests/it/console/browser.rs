@@ -167,10 +167,32 @@ impl Browser {
         self.find(test).await.text().await.unwrap_or_default()
     }
 
+    /// Clears `data-test="{test}"` and types `text` into it. Plain text is
+    /// typed again until the field holds it: the console's pages render
+    /// again every few seconds, and a render between the clear and the keys
+    /// puts back the field's old value, which the keys then add to ("10"
+    /// and "0" made "100", a valid burst, where the test typed an invalid
+    /// one). Text with WebDriver's keys in it (Enter, U+E007, which submits
+    /// its form) is typed once.
     pub async fn type_into(&self, test: &str, text: &str) {
-        let field = self.find(test).await;
-        field.clear().await.expect("the field clears");
-        field.send_keys(text).await.expect("the field takes keys");
+        if text.chars().any(|c| ('\u{E000}'..='\u{F8FF}').contains(&c)) {
+            let field = self.find(test).await;
+            field.clear().await.expect("the field clears");
+            field.send_keys(text).await.expect("the field takes keys");
+            return;
+        }
+        eventually(
+            PATIENCE,
+            &format!("[data-test={test}] to hold {text:?}"),
+            || async {
+                let field = self.find(test).await;
+                field.clear().await.ok()?;
+                field.send_keys(text).await.ok()?;
+                let value = field.prop("value").await.ok()??;
+                (value == text).then_some(())
+            },
+        )
+        .await;
     }
 
     /// Clicks `data-test="{test}"`, found again for each try: a page that
