@@ -7,6 +7,7 @@ use hookd::domain::outcome::{Outcome, OutcomeKind};
 use hookd::domain::status::Status;
 use hookd::store::notifications::Inserted;
 use hookd::store::recording::AttemptRecord;
+use uuid::Uuid;
 
 use crate::conformance::fixtures::{attempt, retry_in};
 use crate::sqlite_writes::{commit_one, endpoint, new_notification, store};
@@ -71,4 +72,62 @@ async fn a_first_success_is_kept_in_its_notification_row_and_a_late_duplicate_ad
     );
     let row = store.get_notification(id).await.unwrap().unwrap();
     assert_eq!(row.status, Status::Succeeded);
+}
+
+// Issue #48: a recording that finds the writer held waits for it no
+// longer than a create that takes it: the create writes the recording in
+// its own transaction, and both are committed together.
+#[tokio::test(flavor = "current_thread")]
+async fn a_recording_waiting_behind_a_create_is_committed_with_the_create() {
+    let (_dir, store) = store().await;
+    let shop = endpoint(&store, 0).await;
+    let Inserted::Created(row) = commit_one(&store, new_notification(shop, None, "{}")).await
+    else {
+        panic!("created");
+    };
+    let held = store.writer().acquire().await.unwrap();
+    // The create queues for the writer first, then the recording comes.
+    // On this test's one thread, each spawned task runs up to its wait
+    // for the writer before the next line does.
+    let create = tokio::spawn({
+        let store = store.clone();
+        async move { commit_one(&store, new_notification(shop, None, "{}")).await }
+    });
+    tokio::task::yield_now().await;
+    let record = tokio::spawn({
+        let store = store.clone();
+        let delivered = attempt(row.id, shop, 1, Outcome::Succeeded);
+        async move { store.record_attempts(&[delivered], &[]).await }
+    });
+    tokio::task::yield_now().await;
+    drop(held);
+
+    let Inserted::Created(second) = create.await.unwrap() else {
+        panic!("created");
+    };
+    let recorded = record.await.unwrap().unwrap();
+    assert_eq!(recorded.moved, [row.id]);
+    assert_eq!(
+        store.recordings_ridden(),
+        1,
+        "written in the create's commit"
+    );
+    let statuses: Vec<(Uuid, String)> =
+        sqlx::query_as("SELECT id, status FROM notifications ORDER BY id")
+            .fetch_all(store.reader())
+            .await
+            .unwrap();
+    assert_eq!(
+        statuses,
+        [
+            (row.id, "succeeded".to_string()),
+            (second.id, "pending".to_string())
+        ]
+    );
+
+    // With the writer free, a recording writes itself.
+    let again = attempt(second.id, shop, 1, Outcome::Succeeded);
+    let recorded = store.record_attempts(&[again], &[]).await.unwrap();
+    assert_eq!(recorded.moved, [second.id]);
+    assert_eq!(store.recordings_ridden(), 1);
 }

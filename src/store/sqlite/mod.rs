@@ -39,6 +39,7 @@ mod pull_due;
 mod recording;
 mod reseal;
 mod returning;
+mod riding;
 mod rows;
 mod seams;
 mod signal;
@@ -167,6 +168,9 @@ pub struct SqliteStore {
     count_minutes: bool,
     /// The clock every rule reads (`crate::clock`), as in PostgreSQL.
     clock: Clock,
+    /// A recording waiting for the writer, for a create to write with its
+    /// own (`riding`).
+    riders: riding::Riders,
     // Declared last, so dropped after the pools.
     _lock: Arc<FileLock>,
 }
@@ -239,6 +243,7 @@ impl SqliteStore {
             pull_signals: signal::PullSignals::new(),
             count_minutes: true,
             clock: Clock::system(),
+            riders: riding::Riders::default(),
             _lock: Arc::new(lock),
         };
         // SQLite made its -wal and -shm by now: checked too, and the files
@@ -275,6 +280,12 @@ impl SqliteStore {
         // write-ahead log into the file, which only the writer can.
         self.reader.close().await;
         self.writer.close().await;
+    }
+
+    /// How many recordings waiting for the writer a create wrote with its
+    /// own commit (`riding`), since the store opened.
+    pub fn recordings_ridden(&self) -> u64 {
+        self.riders.taken()
     }
 
     /// The database file.

@@ -36,10 +36,11 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
-use sqlx::SqliteConnection;
+use sqlx::{Connection, SqliteConnection};
 use uuid::Uuid;
 
 use super::columns::{self, json_text, micros, records, IN_ID_LIST};
+use super::riding::{Rider, Waited};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
@@ -159,12 +160,33 @@ impl SqliteStore {
         if records.is_empty() {
             return Ok(Recorded::default());
         }
-        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        // A create holding the writer may write it with its own
+        // (`riding`).
+        let mut conn = match self.writer.try_acquire() {
+            Some(conn) => conn,
+            None => match self.riders.wait(records, health, &self.writer).await? {
+                Waited::Recorded(recorded) => return Ok(recorded),
+                Waited::Writer(conn) => conn,
+            },
+        };
+        let mut tx = conn.begin().await.map_err(store_error)?;
+        let recorded = self.record_on(&mut tx, records, health).await?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(recorded)
+    }
+
+    /// `record_attempts` in the caller's transaction on the writer.
+    async fn record_on(
+        &self,
+        conn: &mut SqliteConnection,
+        records: &[AttemptRecord],
+        health: &[(Uuid, Health)],
+    ) -> Result<Recorded, StoreError> {
         let ending: Vec<Uuid> = ending(records).collect();
         let releasing = !ending.is_empty();
-        let successors = successors_releasing(&mut tx, &ending).await?;
+        let successors = successors_releasing(conn, &ending).await?;
         let moved = record_attempts_on(
-            &mut tx,
+            conn,
             records,
             health,
             self.clock.now(),
@@ -172,9 +194,34 @@ impl SqliteStore {
             releasing,
         )
         .await?;
-        let released = released(&mut tx, records, &moved, successors).await?;
-        tx.commit().await.map_err(store_error)?;
+        let released = released(conn, records, &moved, successors).await?;
         Ok(Recorded { moved, released })
+    }
+
+    /// Writes `rider`'s recording in a savepoint of the caller's
+    /// transaction (a create's, `riding`): kept when it succeeds, rolled
+    /// back to the savepoint when it fails. The inner result is the
+    /// rider's answer, to give once the caller's transaction commits; the
+    /// outer error, a savepoint that could not end, fails the caller's.
+    pub(super) async fn ride(
+        &self,
+        conn: &mut SqliteConnection,
+        rider: &Rider,
+    ) -> Result<Result<Recorded, StoreError>, StoreError> {
+        let mut savepoint = conn.begin().await.map_err(store_error)?;
+        match self
+            .record_on(&mut savepoint, &rider.records, &rider.health)
+            .await
+        {
+            Ok(recorded) => {
+                savepoint.commit().await.map_err(store_error)?;
+                Ok(Ok(recorded))
+            }
+            Err(error) => {
+                savepoint.rollback().await.map_err(store_error)?;
+                Ok(Err(error))
+            }
+        }
     }
 }
 

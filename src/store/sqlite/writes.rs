@@ -55,7 +55,31 @@ impl SqliteStore {
             super::events::insert_events(&mut tx, writes.events, writes.endpoint_versions, now)
                 .await?;
         endpoint_versions.extend(versions);
-        tx.commit().await.map_err(store_error)?;
+        // A recording waiting for the writer rides along (`riding`): both
+        // on disk with one sync. It is answered once this commits.
+        let rode = match self.riders.take() {
+            Some(rider) => match self.ride(&mut tx, &rider).await {
+                Ok(recorded) => Some((rider, recorded)),
+                Err(error) => {
+                    rider.answer(Err(StoreError::Unavailable(
+                        "the create it rode with failed".into(),
+                    )));
+                    return Err(error);
+                }
+            },
+            None => None,
+        };
+        if let Err(error) = tx.commit().await {
+            if let Some((rider, _)) = rode {
+                rider.answer(Err(StoreError::Unavailable(
+                    "the create it rode with did not commit".into(),
+                )));
+            }
+            return Err(store_error(error));
+        }
+        if let Some((rider, recorded)) = rode {
+            rider.answer(recorded);
+        }
         // A large fan-out's rest, a transaction at a time (`fanout`). The
         // commit stored it already (planned): a write that fails here is
         // retried in the background, and what it had not written is left
