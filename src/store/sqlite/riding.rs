@@ -99,7 +99,8 @@ impl Riders {
         let (done, mut answer) = oneshot::channel();
         let left = {
             let mut slot = self.waiting.lock().expect("riders lock");
-            let free = slot.is_none();
+            // One whose recording stopped waiting is replaced.
+            let free = slot.as_ref().is_none_or(|rider| rider.done.is_closed());
             if free {
                 *slot = Some(Rider {
                     records: records.to_vec(),
