@@ -151,7 +151,9 @@ impl SqliteStore {
     /// record expects, the attempts' rows, the operator events of the rows
     /// that moved and the endpoints' health; then reads what the ordered
     /// ends released (`Recorded`): of the successors of the records that
-    /// end ordered, read before the move, the ones it released.
+    /// end ordered, read before the move, the ones it released. When a
+    /// create holds the writer, that transaction is the create's
+    /// (`riding`).
     pub async fn record_attempts(
         &self,
         records: &[AttemptRecord],
