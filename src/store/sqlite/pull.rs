@@ -136,15 +136,9 @@ impl SqliteStore {
         };
         let rows = leased_rows(&read.map_err(store_error)?, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::recording::record_attempts_on(
-            &mut tx,
-            &records,
-            &[],
-            now,
-            self.count_minutes,
-            false,
-        )
-        .await?;
+        let moved =
+            super::recording::record_lease_ends_on(&mut tx, &records, now, self.count_minutes)
+                .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(LeasesEnded { rows, moved })
     }

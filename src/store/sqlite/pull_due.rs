@@ -82,15 +82,9 @@ impl SqliteStore {
             .map_err(store_error)?;
         let rows = leased_rows(&read, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
-        let moved = super::recording::record_attempts_on(
-            &mut tx,
-            &records,
-            &[],
-            now,
-            self.count_minutes,
-            false,
-        )
-        .await?;
+        let moved =
+            super::recording::record_lease_ends_on(&mut tx, &records, now, self.count_minutes)
+                .await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
     }
@@ -136,15 +130,7 @@ impl TakeSteps for Steps {
         records: &[AttemptRecord],
         now: DateTime<Utc>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        super::recording::record_attempts_on(
-            &mut self.tx,
-            records,
-            &[],
-            now,
-            self.count_minutes,
-            false,
-        )
-        .await
+        super::recording::record_lease_ends_on(&mut self.tx, records, now, self.count_minutes).await
     }
 
     async fn lease(

@@ -326,6 +326,17 @@ pub(super) async fn record_attempts_on(
     Ok(moved)
 }
 
+/// `record_attempts_on` for the ends of pull leases, which carry no health
+/// and never switch the recorder's release on.
+pub(super) async fn record_lease_ends_on(
+    conn: &mut SqliteConnection,
+    records: &[AttemptRecord],
+    now: DateTime<Utc>,
+    count_minutes: bool,
+) -> Result<Vec<Uuid>, StoreError> {
+    record_attempts_on(conn, records, &[], now, count_minutes, false).await
+}
+
 /// `MOVE_ALL`: every record in one statement; whether each record's
 /// notification moved. Only a batch some of whose rows are no longer as
 /// their records expect (a lease taken over, a cancel, another process's
