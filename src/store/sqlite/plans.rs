@@ -353,5 +353,14 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
             !plan.contains("notifications_order"),
             "{name}: {update}\n{plan}"
         );
+        // A recorded success's trigger looks for pull successors only,
+        // and finds in the index alone that a pushed one is none
+        // (`0024_behind_with_pull.sql`).
+        if name == "notifications_release_order_recorded" {
+            assert!(
+                plan.contains("INDEX notifications_behind (behind=? AND pull=?)"),
+                "{name}: {update}\n{plan}"
+            );
+        }
     }
 }
