@@ -327,40 +327,50 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
         assert!(!plan.contains("SCAN n"), "{sql}\n{plan}");
         assert!(!plan.contains("notifications_order"), "{sql}\n{plan}");
     }
-    // The triggers' successor updates, as installed, with their row's
-    // values as parameters (EXPLAIN QUERY PLAN does not descend into
-    // triggers).
+    // The release trigger's successor update, as installed, with its
+    // row's values as parameters (EXPLAIN QUERY PLAN does not descend
+    // into triggers).
     let row_values = regex::Regex::new(r"NEW\.\w+").unwrap();
-    for name in [
-        "notifications_release_order",
-        "notifications_release_order_recorded",
-    ] {
-        let trigger: String =
-            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?")
-                .bind(name)
-                .fetch_one(store.reader())
-                .await
-                .unwrap();
-        let start = trigger.rfind("UPDATE notifications SET").unwrap();
-        let end = start + trigger[start..].find(';').unwrap();
-        let update = row_values.replace_all(&trigger[start..end], "?");
-        let plan = plan(&store, &update).await;
-        assert!(
-            plan.contains("INDEX notifications_behind"),
-            "{name}: {update}\n{plan}"
-        );
-        assert!(
-            !plan.contains("notifications_order"),
-            "{name}: {update}\n{plan}"
-        );
-        // A recorded success's trigger looks for pull successors only,
-        // and finds in the index alone that a pushed one is none
-        // (`0024_behind_with_pull.sql`).
-        if name == "notifications_release_order_recorded" {
-            assert!(
-                plan.contains("INDEX notifications_behind (behind=? AND pull=?)"),
-                "{name}: {update}\n{plan}"
-            );
+    let trigger: String = sqlx::query_scalar(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' \
+         AND name = 'notifications_release_order'",
+    )
+    .fetch_one(store.reader())
+    .await
+    .unwrap();
+    let start = trigger.rfind("UPDATE notifications SET").unwrap();
+    let end = start + trigger[start..].find(';').unwrap();
+    let update = row_values.replace_all(&trigger[start..end], "?");
+    let release = plan(&store, &update).await;
+    assert!(
+        release.contains("INDEX notifications_behind"),
+        "{update}\n{release}"
+    );
+    assert!(
+        !release.contains("notifications_order"),
+        "{update}\n{release}"
+    );
+    // What the recorded successes release, set-based: each reached by
+    // its id, its key's row by its key, a held key through the index of
+    // held ones (`0025_recorded_successes_set_based.sql`).
+    let statements: Vec<&str> = super::recording::SUCCESSES_RELEASE.split("; ").collect();
+    let expected = [
+        &[
+            "sqlite_autoindex_notifications_1",
+            "sqlite_autoindex_order_keys_1",
+        ][..],
+        &["order_keys_held_by"],
+        &["sqlite_autoindex_notifications_1"],
+    ];
+    assert_eq!(statements.len(), expected.len());
+    for (sql, indexes) in statements.into_iter().zip(expected) {
+        let plan = plan(&store, sql).await;
+        for index in indexes {
+            assert!(plan.contains(&format!("INDEX {index}")), "{sql}\n{plan}");
         }
+        assert!(!plan.contains("SCAN k"), "{sql}\n{plan}");
+        assert!(!plan.contains("SCAN n"), "{sql}\n{plan}");
+        assert!(!plan.contains("SCAN order_keys"), "{sql}\n{plan}");
+        assert!(!plan.contains("SCAN notifications"), "{sql}\n{plan}");
     }
 }

@@ -137,9 +137,30 @@ static FINISH: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// `FINISH`, and the recorder's release switched off (`release_by_recorder`).
+/// `FINISH`, what the recorded successes release besides their pushed
+/// successors (`SUCCESSES_RELEASE`), and the recorder's release switched
+/// off (`release_by_recorder`).
 static FINISH_RELEASING: LazyLock<String> =
-    LazyLock::new(|| format!("{}; {RECORDER_OFF}", FINISH.as_str()));
+    LazyLock::new(|| format!("{}; {SUCCESSES_RELEASE}; {RECORDER_OFF}", FINISH.as_str()));
+
+/// What the successes a recording moved release, besides the pushed
+/// successors it returns to be indexed (`released`), written set-based
+/// (migration `0025_recorded_successes_set_based.sql`), each over a JSON
+/// array of hex ids (`SuccessWrites`):
+/// - a success nothing waited for loses its key's tail if it was it (its
+///   key's row found by the success's own row);
+/// - a success frees the key it held (`order_keys_held_by`);
+/// - its pull successors wait for nothing, and for a consumer from the
+///   recording's `now` (the move's `updated_at`).
+pub(super) const SUCCESSES_RELEASE: &str = "UPDATE order_keys AS k SET tail = NULL \
+     FROM (SELECT n.id, n.endpoint_id, n.order_key FROM notifications n \
+           WHERE n.id IN (SELECT unhex(value) FROM json_each(?)) \
+             AND n.sequence IS NOT NULL) AS s \
+     WHERE k.endpoint_id = s.endpoint_id AND k.order_key = s.order_key AND k.tail = s.id; \
+     UPDATE order_keys SET held_by = NULL \
+     WHERE held_by IN (SELECT unhex(value) FROM json_each(?)); \
+     UPDATE notifications SET behind = NULL, next_attempt_at = max(next_attempt_at, ?) \
+     WHERE id IN (SELECT unhex(value) FROM json_each(?)) AND status = 'pending' AND pull = 1";
 
 /// `release_by_recorder`'s two writes.
 const RECORDER_ON: &str = "UPDATE release_by SET recorder = 1";
@@ -185,8 +206,8 @@ impl SqliteStore {
         health: &[(Uuid, Health)],
     ) -> Result<Recorded, StoreError> {
         let ending: Vec<Uuid> = ending(records).collect();
-        let releasing = !ending.is_empty();
         let successors = successors_releasing(conn, &ending).await?;
+        let releasing = (!ending.is_empty()).then_some(successors.as_slice());
         let moved = record_attempts_on(
             conn,
             records,
@@ -231,9 +252,10 @@ impl SqliteStore {
 /// the writer, at `now`: how the pull leases' ends (an ack, a nack, a lease
 /// that ran out, a notification never pulled) are recorded too, with no
 /// health (`&[]`: pull leases carry none); their per-minute counts with
-/// them unless `count_minutes` is off. With `releasing`, the recorder's
-/// release is switched off with its last statements
-/// (`successors_releasing` switched it on).
+/// them unless `count_minutes` is off. With `releasing` (the successors
+/// `successors_releasing` read, having switched the recorder's release
+/// on), what the moved successes release is written with the last
+/// statements (`SUCCESSES_RELEASE`), and the switch is turned off.
 ///
 /// Four round trips to the writer's worker thread in all, whatever the
 /// batch holds (five when a row was not as expected, one more per
@@ -244,7 +266,7 @@ pub(super) async fn record_attempts_on(
     health: &[(Uuid, Health)],
     now: DateTime<Utc>,
     count_minutes: bool,
-    releasing: bool,
+    releasing: Option<&[Successor]>,
 ) -> Result<Vec<Uuid>, StoreError> {
     let now = micros(now);
     // As PostgreSQL stores them (its text holds no NUL), so that both
@@ -311,16 +333,23 @@ pub(super) async fn record_attempts_on(
     } else {
         Default::default()
     };
-    let finish = if releasing {
-        FINISH_RELEASING.as_str()
-    } else {
-        FINISH.as_str()
+    let finish = match releasing {
+        Some(_) => FINISH_RELEASING.as_str(),
+        None => FINISH.as_str(),
     };
     let mut query = sqlx::query(sqlx::AssertSqlSafe(finish))
         .bind(json_text(&kept))
         .bind(json_text(&heal));
     for records in super::stats::minute_sums_json(&sums) {
         query = query.bind(records);
+    }
+    if let Some(successors) = releasing {
+        let writes = SuccessWrites::of(records, &moved, successors);
+        query = query
+            .bind(json_text(&writes.tails))
+            .bind(json_text(&writes.holders))
+            .bind(now)
+            .bind(json_text(&writes.pulled));
     }
     query.execute(&mut *conn).await.map_err(store_error)?;
     Ok(moved)
@@ -334,7 +363,7 @@ pub(super) async fn record_lease_ends_on(
     now: DateTime<Utc>,
     count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
-    record_attempts_on(conn, records, &[], now, count_minutes, false).await
+    record_attempts_on(conn, records, &[], now, count_minutes, None).await
 }
 
 /// `MOVE_ALL`: every record in one statement; whether each record's
@@ -418,15 +447,15 @@ pub(super) async fn report(
     Ok(())
 }
 
-/// The pushed notifications waiting behind any of a list of ids, with
-/// what they wait for and their due times, read as one
+/// The notifications waiting behind any of a list of ids, with what they
+/// wait for, their due times and whether they are pulled, read as one
 /// (`columns::json_rows`).
 pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
     columns::json_rows(
-        "hex(id), hex(behind), next_attempt_at",
+        "hex(id), hex(behind), next_attempt_at, iif(pull, json('true'), json('false'))",
         &format!(
             "FROM notifications \
-             WHERE behind IN {IN_ID_LIST} AND status = 'pending' AND pull = 0"
+             WHERE behind IN {IN_ID_LIST} AND status = 'pending'"
         ),
     )
 });
@@ -450,11 +479,13 @@ static UNMARK: LazyLock<String> =
     LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
 
 /// The recording transaction releases what its successes release itself
-/// (`released`) while `release_by.recorder` is on: the release trigger
-/// then stands aside for them, and their own trigger writes only their key
-/// rows and pull successors, leaving their pushed successors unwritten
-/// (migrations `0018_success_releases_unwritten.sql`,
-/// `0023_recorded_successes_apart.sql`). Switched on before the move with
+/// while `release_by.recorder` is on: the release trigger then stands
+/// aside for them; their pushed successors are left unwritten and
+/// returned to be indexed (`released`), and their key rows and pull
+/// successors are written with the recording's last statements
+/// (`SUCCESSES_RELEASE`; migrations `0018_success_releases_unwritten.sql`,
+/// `0023_recorded_successes_apart.sql`,
+/// `0025_recorded_successes_set_based.sql`). Switched on before the move with
 /// the read of the successors (`RECORDER_ON`, `SUCCESSORS_RELEASING`) and
 /// off with the recording's last statements (`FINISH_RELEASING`), before
 /// the commit; a transaction that fails rolls it back. Only the move's
@@ -462,16 +493,59 @@ static UNMARK: LazyLock<String> =
 static SUCCESSORS_RELEASING: LazyLock<String> =
     LazyLock::new(|| format!("{RECORDER_ON}; {}", SUCCESSORS.as_str()));
 
-/// A pushed notification waiting behind one a batch may end: its id,
-/// what it waits for, its due time.
-type Successor = (Uuid, Uuid, i64);
+/// A notification waiting behind one a batch may end: its id, what it
+/// waits for, its due time, whether it is pulled.
+type Successor = (Uuid, Uuid, i64, bool);
 
-/// The successors waiting behind `ending` (pushed notifications whose
-/// records end them, should they move): read before the recording moves
-/// them, as the release trigger then clears the `behind` of those a
-/// failure or a cancel passes over. One probe of `notifications_behind`
-/// per end. With any, the recorder's release is switched on in the same
-/// go (`SUCCESSORS_RELEASING`).
+/// What the successes a recording moved release besides their pushed
+/// successors (`SUCCESSES_RELEASE`), as JSON arrays of hex ids: the ordered
+/// successes nothing waited for (`tails`, each maybe its key's tail), all
+/// of its ordered successes (`holders`, each maybe holding its key), and
+/// their pull successors (`pulled`).
+struct SuccessWrites {
+    tails: Vec<String>,
+    holders: Vec<String>,
+    pulled: Vec<String>,
+}
+
+impl SuccessWrites {
+    fn of(records: &[AttemptRecord], moved: &[Uuid], successors: &[Successor]) -> Self {
+        let succeeded = succeeded(records, moved);
+        let waited_for: HashSet<Uuid> = successors.iter().map(|(_, behind, ..)| *behind).collect();
+        let hex = |id: &Uuid| id.simple().to_string();
+        SuccessWrites {
+            tails: succeeded
+                .iter()
+                .filter(|id| !waited_for.contains(id))
+                .map(hex)
+                .collect(),
+            holders: succeeded.iter().map(hex).collect(),
+            pulled: successors
+                .iter()
+                .filter(|(_, behind, _, pull)| *pull && succeeded.contains(behind))
+                .map(|(id, ..)| hex(id))
+                .collect(),
+        }
+    }
+}
+
+/// The ordered notifications of `records` that moved to succeeded.
+fn succeeded(records: &[AttemptRecord], moved: &[Uuid]) -> HashSet<Uuid> {
+    let moved: HashSet<&Uuid> = moved.iter().collect();
+    records
+        .iter()
+        .filter(|r| r.ordered && r.next.status == Status::Succeeded)
+        .filter(|r| moved.contains(&r.notification_id))
+        .map(|r| r.notification_id)
+        .collect()
+}
+
+/// The successors waiting behind `ending` (notifications whose records
+/// end them, should they move): read before the recording moves them, as
+/// the release trigger then clears the `behind` of those a failure or a
+/// cancel passes over. One probe of `notifications_behind` per end. With
+/// any, the recorder's release is switched on in the same go
+/// (`SUCCESSORS_RELEASING`).
 async fn successors_releasing(
     conn: &mut SqliteConnection,
     ending: &[Uuid],
@@ -504,19 +578,19 @@ async fn released(
     if successors.is_empty() {
         return Ok(Vec::new());
     }
-    let moved: HashSet<&Uuid> = moved.iter().collect();
-    let succeeded: HashSet<Uuid> = records
-        .iter()
-        .filter(|r| r.next.status == Status::Succeeded && moved.contains(&r.notification_id))
-        .map(|r| r.notification_id)
-        .collect();
+    let succeeded = succeeded(records, moved);
+    // Pull successors are not indexed: a success's are written with the
+    // recording (`SUCCESSES_RELEASE`), anything else's by the trigger.
     let (by_success, others): (Vec<Successor>, Vec<Successor>) = successors
         .into_iter()
-        .partition(|(_, behind, _)| succeeded.contains(behind));
-    let mut released: Vec<(Uuid, i64)> =
-        by_success.into_iter().map(|(id, _, at)| (id, at)).collect();
+        .filter(|(.., pull)| !pull)
+        .partition(|(_, behind, ..)| succeeded.contains(behind));
+    let mut released: Vec<(Uuid, i64)> = by_success
+        .into_iter()
+        .map(|(id, _, at, _)| (id, at))
+        .collect();
     if !others.is_empty() {
-        let others: Vec<Uuid> = others.iter().map(|(id, _, _)| *id).collect();
+        let others: Vec<Uuid> = others.iter().map(|(id, ..)| *id).collect();
         let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(RELEASED.as_str()))
             .bind(super::columns::id_list(&others))
             .fetch_one(&mut *conn)

@@ -151,6 +151,7 @@ macro_rules! conformance {
                 the_walks_that_fill_the_index_leave_out_one_waiting_behind_its_key,
                 recording_the_end_of_a_keys_head_names_the_next_one_it_released,
                 a_recorded_success_lets_a_pull_successor_wait_for_a_consumer_from_then,
+                a_recorded_success_of_a_keys_tail_leaves_the_next_create_its_head,
             }
             due_age {
                 the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,

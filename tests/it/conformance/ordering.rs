@@ -5,12 +5,13 @@ use chrono::{DateTime, Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::domain::outcome::Outcome;
 use hookd::store::endpoints::Endpoint;
-use hookd::store::notifications::NewNotification;
+use hookd::store::notifications::{Inserted, NewNotification};
+use hookd::store::recording::Recorded;
 use hookd::store::seams::{DeliveryStore, HousekeepingStore, PendingRows};
 use uuid::Uuid;
 
 use super::fixtures::{
-    attempt, commit_new, create, endpoint, get, keyed, micros, record, retry_in, FAILED,
+    attempt, commit, commit_new, create, endpoint, get, keyed, micros, record, retry_in, FAILED,
 };
 use super::Backend;
 
@@ -205,6 +206,20 @@ pub async fn recording_the_end_of_a_keys_head_names_the_next_one_it_released<S: 
     );
 }
 
+/// `notification`'s first attempt to `endpoint`, a success, recorded as
+/// ordered.
+async fn record_ordered_success<S: Backend>(
+    store: &S,
+    notification: Uuid,
+    endpoint: &Endpoint,
+) -> Recorded {
+    let mut success = attempt(notification, endpoint.id, 1, Outcome::Succeeded);
+    success.ordered = true;
+    DeliveryStore::record_attempts(store, &[success], &[])
+        .await
+        .unwrap()
+}
+
 /// A recorded success of a key's head lets a pull successor go (one whose
 /// endpoint turned pull while it waited): it waits for nothing after, and
 /// for a consumer from the success on, and is not named for the due index,
@@ -227,11 +242,7 @@ pub async fn a_recorded_success_lets_a_pull_successor_wait_for_a_consumer_from_t
     .await;
     assert_eq!(get(&store, next).await.behind, Some(head));
 
-    let mut success = attempt(head, shop.id, 1, Outcome::Succeeded);
-    success.ordered = true;
-    let ended = DeliveryStore::record_attempts(&store, &[success], &[])
-        .await
-        .unwrap();
+    let ended = record_ordered_success(&store, head, &shop).await;
     assert_eq!(ended.moved, [head]);
     assert_eq!(ended.released, [], "a pull row is not indexed");
     let next = get(&store, next).await;
@@ -241,4 +252,28 @@ pub async fn a_recorded_success_lets_a_pull_successor_wait_for_a_consumer_from_t
         Some(micros(get(&store, head).await.updated_at)),
         "its wait for a consumer starts at the success"
     );
+}
+
+/// A recorded success of a key's tail leaves the key without one: the
+/// next notification of the key waits for nothing, and is its head.
+pub async fn a_recorded_success_of_a_keys_tail_leaves_the_next_create_its_head<S: Backend>(
+    store: S,
+) {
+    let shop = ordered(&store, OnFailure::Continue).await;
+    let only = commit_new(&store, keyed(&shop, "order-11")).await;
+    let ended = record_ordered_success(&store, only, &shop).await;
+    assert_eq!(ended.moved, [only]);
+    assert_eq!(ended.released, [], "nothing waited for it");
+
+    // As placed by the create (a read would apply the rule, by which one
+    // placed behind a success waits for nothing either).
+    let next = match commit(&store, vec![keyed(&shop, "order-11")])
+        .await
+        .remove(0)
+    {
+        Inserted::Created(row) => row,
+        other => panic!("not created: {other:?}"),
+    };
+    assert_eq!(next.behind, None, "placed behind nothing");
+    assert_eq!(next.sequence, Some(2), "the key's second");
 }

@@ -1,0 +1,27 @@
+-- A success the recorder records releases what waits for it in the
+-- recording's own last statements, set-based, instead of in a trigger
+-- fired once per success (0023's `notifications_release_order_recorded`,
+-- #48). The recorder reads each ending notification's successors before
+-- it moves them (`sqlite::recording::SUCCESSORS`, pushed and pulled), so
+-- it knows which of its successes something waits for; then, for those
+-- that moved:
+-- - a success nothing waited for may be its key's tail: its key's row is
+--   found by the success's own row and loses the tail if it was it;
+-- - a success frees the key it held: found through `order_keys_held_by`,
+--   an index of the few held keys;
+-- - its pull successors wait for nothing, and for a consumer from now.
+--
+-- Why: the trigger ran for every ordered success, and in it one statement
+-- per thing to write, each finding its row again: the success's key row,
+-- whether it was the tail or not, and its pull successors, nearly always
+-- none. The recorder touches the key rows of the successes nothing waited
+-- for only, and finds no pull successor without a row to write
+-- (BENCHMARKS.md). The release trigger (0023's `notifications_release_order`)
+-- still stands aside for such a success (`release_by.recorder`), and
+-- still writes every other end.
+--
+-- 0024's index on (behind, pull) stays: the recorder's read of the
+-- successors names both columns' values, and its entries are a byte
+-- larger than `behind`'s alone.
+DROP TRIGGER notifications_release_order_recorded;
+CREATE INDEX order_keys_held_by ON order_keys (held_by) WHERE held_by IS NOT NULL;
