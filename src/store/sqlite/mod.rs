@@ -37,6 +37,7 @@ mod plans;
 mod pull;
 mod pull_due;
 mod recording;
+mod releasing;
 mod reseal;
 mod returning;
 mod riding;

@@ -314,11 +314,11 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
         ),
         (super::recording::KEEP, "sqlite_autoindex_notifications_1"),
         (
-            super::recording::SUCCESSORS.as_str(),
+            super::releasing::SUCCESSORS.as_str(),
             "notifications_behind",
         ),
         (
-            super::recording::RELEASED.as_str(),
+            super::releasing::RELEASED.as_str(),
             "sqlite_autoindex_notifications_1",
         ),
     ] {
@@ -353,7 +353,7 @@ async fn recording_and_the_release_it_triggers_reach_each_row_by_id_or_behind() 
     // What the recorded successes release, set-based: each reached by
     // its id, its key's row by its key, a held key through the index of
     // held ones (`0025_recorded_successes_set_based.sql`).
-    let statements: Vec<&str> = super::recording::SUCCESSES_RELEASE.split("; ").collect();
+    let statements: Vec<&str> = super::releasing::SUCCESSES_RELEASE.split("; ").collect();
     let expected = [
         &[
             "sqlite_autoindex_notifications_1",

@@ -20,7 +20,8 @@
 //! - the per-minute counts of the attempts that moved (`stats.rs`).
 //!
 //! The ends of pull leases (`pull.rs`, `pull_due.rs`) are recorded by the
-//! same code, inside their own transaction (`record_attempts_on`).
+//! same code, inside their own transaction (`record_attempts_on`). What a
+//! batch's ordered ends release is read and written by `releasing.rs`.
 //!
 //! One writer connection: the transaction reads and writes with nothing
 //! between, as PostgreSQL's row locks would have it. The moves and the
@@ -39,13 +40,15 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, SqliteConnection};
 use uuid::Uuid;
 
-use super::columns::{self, json_text, micros, records, IN_ID_LIST};
+use super::columns::{json_text, micros, records};
+use super::releasing::{
+    released, successors_releasing, SuccessWrites, Successor, RECORDER_OFF, SUCCESSES_RELEASE,
+};
 use super::riding::{Rider, Waited};
 use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
-use crate::domain::status::Status;
 use crate::store::recording::{ending, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
@@ -140,31 +143,13 @@ static FINISH: LazyLock<String> = LazyLock::new(|| {
 /// `FINISH`, what the recorded successes release besides their pushed
 /// successors (`SUCCESSES_RELEASE`), and the recorder's release switched
 /// off (`release_by_recorder`).
-static FINISH_RELEASING: LazyLock<String> =
-    LazyLock::new(|| format!("{}; {SUCCESSES_RELEASE}; {RECORDER_OFF}", FINISH.as_str()));
-
-/// What the successes a recording moved release, besides the pushed
-/// successors it returns to be indexed (`released`), written set-based
-/// (migration `0025_recorded_successes_set_based.sql`), each over a JSON
-/// array of hex ids (`SuccessWrites`):
-/// - a success nothing waited for loses its key's tail if it was it (its
-///   key's row found by the success's own row);
-/// - a success frees the key it held (`order_keys_held_by`);
-/// - its pull successors wait for nothing, and for a consumer from the
-///   recording's `now` (the move's `updated_at`).
-pub(super) const SUCCESSES_RELEASE: &str = "UPDATE order_keys AS k SET tail = NULL \
-     FROM (SELECT n.id, n.endpoint_id, n.order_key FROM notifications n \
-           WHERE n.id IN (SELECT unhex(value) FROM json_each(?)) \
-             AND n.sequence IS NOT NULL) AS s \
-     WHERE k.endpoint_id = s.endpoint_id AND k.order_key = s.order_key AND k.tail = s.id; \
-     UPDATE order_keys SET held_by = NULL \
-     WHERE held_by IN (SELECT unhex(value) FROM json_each(?)); \
-     UPDATE notifications SET behind = NULL, next_attempt_at = max(next_attempt_at, ?) \
-     WHERE id IN (SELECT unhex(value) FROM json_each(?)) AND status = 'pending' AND pull = 1";
-
-/// `release_by_recorder`'s two writes.
-const RECORDER_ON: &str = "UPDATE release_by SET recorder = 1";
-const RECORDER_OFF: &str = "UPDATE release_by SET recorder = 0";
+static FINISH_RELEASING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{}; {}; {RECORDER_OFF}",
+        FINISH.as_str(),
+        SUCCESSES_RELEASE.as_str()
+    )
+});
 
 impl SqliteStore {
     /// Records many attempts in one transaction (one commit): writes each
@@ -346,10 +331,10 @@ pub(super) async fn record_attempts_on(
     if let Some(successors) = releasing {
         let writes = SuccessWrites::of(records, &moved, successors);
         query = query
-            .bind(json_text(&writes.tails))
-            .bind(json_text(&writes.holders))
+            .bind(writes.tails)
+            .bind(writes.holders)
             .bind(now)
-            .bind(json_text(&writes.pulled));
+            .bind(writes.pulled);
     }
     query.execute(&mut *conn).await.map_err(store_error)?;
     Ok(moved)
@@ -445,173 +430,4 @@ pub(super) async fn report(
         .await
         .map_err(store_error)?;
     Ok(())
-}
-
-/// The notifications waiting behind any of a list of ids, with what they
-/// wait for, their due times and whether they are pulled, read as one
-/// (`columns::json_rows`).
-pub(super) static SUCCESSORS: LazyLock<String> = LazyLock::new(|| {
-    columns::json_rows(
-        "hex(id), hex(behind), next_attempt_at, iif(pull, json('true'), json('false'))",
-        &format!(
-            "FROM notifications \
-             WHERE behind IN {IN_ID_LIST} AND status = 'pending'"
-        ),
-    )
-});
-
-/// Of a list of ids, the ones released and marked for the index, with
-/// their due times, read as one (`columns::json_rows`); `UNMARK` then
-/// takes their marks.
-pub(super) static RELEASED: LazyLock<String> = LazyLock::new(|| {
-    columns::json_rows(
-        "hex(id), next_attempt_at",
-        &format!(
-            "FROM notifications \
-             WHERE id IN {IN_ID_LIST} AND needs_index = 1 AND status = 'pending' \
-               AND behind IS NULL AND pull = 0"
-        ),
-    )
-});
-
-/// Takes the marks of a list of ids (`RELEASED`'s).
-static UNMARK: LazyLock<String> =
-    LazyLock::new(|| format!("UPDATE notifications SET needs_index = 0 WHERE id IN {IN_ID_LIST}"));
-
-/// The recording transaction releases what its successes release itself
-/// while `release_by.recorder` is on: the release trigger then stands
-/// aside for them; their pushed successors are left unwritten and
-/// returned to be indexed (`released`), and their key rows and pull
-/// successors are written with the recording's last statements
-/// (`SUCCESSES_RELEASE`; migrations `0018_success_releases_unwritten.sql`,
-/// `0023_recorded_successes_apart.sql`,
-/// `0025_recorded_successes_set_based.sql`). Switched on before the move with
-/// the read of the successors (`RECORDER_ON`, `SUCCESSORS_RELEASING`) and
-/// off with the recording's last statements (`FINISH_RELEASING`), before
-/// the commit; a transaction that fails rolls it back. Only the move's
-/// status changes read it.
-static SUCCESSORS_RELEASING: LazyLock<String> =
-    LazyLock::new(|| format!("{RECORDER_ON}; {}", SUCCESSORS.as_str()));
-
-/// A notification waiting behind one a batch may end: its id, what it
-/// waits for, its due time, whether it is pulled.
-type Successor = (Uuid, Uuid, i64, bool);
-
-/// What the successes a recording moved release besides their pushed
-/// successors (`SUCCESSES_RELEASE`), as JSON arrays of hex ids: the ordered
-/// successes nothing waited for (`tails`, each maybe its key's tail), all
-/// of its ordered successes (`holders`, each maybe holding its key), and
-/// their pull successors (`pulled`).
-struct SuccessWrites {
-    tails: Vec<String>,
-    holders: Vec<String>,
-    pulled: Vec<String>,
-}
-
-impl SuccessWrites {
-    fn of(records: &[AttemptRecord], moved: &[Uuid], successors: &[Successor]) -> Self {
-        let succeeded = succeeded(records, moved);
-        let waited_for: HashSet<Uuid> = successors.iter().map(|(_, behind, ..)| *behind).collect();
-        let hex = |id: &Uuid| id.simple().to_string();
-        SuccessWrites {
-            tails: succeeded
-                .iter()
-                .filter(|id| !waited_for.contains(id))
-                .map(hex)
-                .collect(),
-            holders: succeeded.iter().map(hex).collect(),
-            pulled: successors
-                .iter()
-                .filter(|(_, behind, _, pull)| *pull && succeeded.contains(behind))
-                .map(|(id, ..)| hex(id))
-                .collect(),
-        }
-    }
-}
-
-/// The ordered notifications of `records` that moved to succeeded.
-fn succeeded(records: &[AttemptRecord], moved: &[Uuid]) -> HashSet<Uuid> {
-    let moved: HashSet<&Uuid> = moved.iter().collect();
-    records
-        .iter()
-        .filter(|r| r.ordered && r.next.status == Status::Succeeded)
-        .filter(|r| moved.contains(&r.notification_id))
-        .map(|r| r.notification_id)
-        .collect()
-}
-
-/// The successors waiting behind `ending` (notifications whose records
-/// end them, should they move): read before the recording moves them, as
-/// the release trigger then clears the `behind` of those a failure or a
-/// cancel passes over. One probe of `notifications_behind` per end. With
-/// any, the recorder's release is switched on in the same go
-/// (`SUCCESSORS_RELEASING`).
-async fn successors_releasing(
-    conn: &mut SqliteConnection,
-    ending: &[Uuid],
-) -> Result<Vec<Successor>, StoreError> {
-    if ending.is_empty() {
-        return Ok(Vec::new());
-    }
-    let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCESSORS_RELEASING.as_str()))
-        .bind(super::columns::id_list(ending))
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(store_error)?;
-    columns::rows_of(&text).map_err(store_error)
-}
-
-/// What a recording released, in SQLite (PostgreSQL releases them in the
-/// recording's statement, `postgres::recording::release_ended`), in its
-/// transaction, of the `successors` read before it, with their due times:
-/// - those behind a success it recorded, as they were (the success
-///   released them; migration `0018_success_releases_unwritten.sql`);
-/// - of the rest, those an end it recorded passed over and released (the
-///   trigger cleared their `behind` and marked them): read by their ids
-///   and unmarked.
-async fn released(
-    conn: &mut SqliteConnection,
-    records: &[AttemptRecord],
-    moved: &[Uuid],
-    successors: Vec<Successor>,
-) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
-    if successors.is_empty() {
-        return Ok(Vec::new());
-    }
-    let succeeded = succeeded(records, moved);
-    // Pull successors are not indexed: a success's are written with the
-    // recording (`SUCCESSES_RELEASE`), anything else's by the trigger.
-    let (by_success, others): (Vec<Successor>, Vec<Successor>) = successors
-        .into_iter()
-        .filter(|(.., pull)| !pull)
-        .partition(|(_, behind, ..)| succeeded.contains(behind));
-    let mut released: Vec<(Uuid, i64)> = by_success
-        .into_iter()
-        .map(|(id, _, at, _)| (id, at))
-        .collect();
-    if !others.is_empty() {
-        let others: Vec<Uuid> = others.iter().map(|(id, ..)| *id).collect();
-        let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(RELEASED.as_str()))
-            .bind(super::columns::id_list(&others))
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(store_error)?;
-        let passed: Vec<(Uuid, i64)> = columns::rows_of(&text).map_err(store_error)?;
-        if !passed.is_empty() {
-            let ids: Vec<Uuid> = passed.iter().map(|(id, _)| *id).collect();
-            sqlx::query(sqlx::AssertSqlSafe(UNMARK.as_str()))
-                .bind(super::columns::id_list(&ids))
-                .execute(&mut *conn)
-                .await
-                .map_err(store_error)?;
-        }
-        released.extend(passed);
-    }
-    released
-        .into_iter()
-        .map(|(id, at)| {
-            let at = super::columns::time_of("next_attempt_at", at).map_err(store_error)?;
-            Ok((id, at))
-        })
-        .collect()
 }
