@@ -139,7 +139,8 @@ impl PgStore {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let moved =
             super::recording::record_attempts_on(&mut tx, &records, &[], now, self.count_minutes)
-                .await?;
+                .await?
+                .ids;
         tx.commit().await?;
         Ok(LeasesEnded { rows, moved })
     }

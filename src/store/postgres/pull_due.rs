@@ -97,7 +97,7 @@ impl PgStore {
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
         let moved = record_attempts_on(&mut tx, &records, &[], now, self.count_minutes).await?;
         tx.commit().await?;
-        Ok(moved)
+        Ok(moved.ids)
     }
 }
 
@@ -140,7 +140,11 @@ impl TakeSteps for Steps {
         records: &[AttemptRecord],
         now: DateTime<Utc>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes).await
+        Ok(
+            record_attempts_on(&mut self.tx, records, &[], now, self.count_minutes)
+                .await?
+                .ids,
+        )
     }
 
     async fn lease(

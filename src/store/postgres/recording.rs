@@ -26,6 +26,8 @@
 //!   the schema's rendering of `delivery = 'push'`, the endpoints whose
 //!   health is observed), and one of whose notifications moved.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -36,6 +38,7 @@ use super::partitions::id_span;
 use super::PgStore;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
+use crate::domain::status::Status;
 use crate::store::recording::{ended, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
@@ -97,12 +100,15 @@ impl PgStore {
         }
         let moved = record_attempts_on(&mut tx, records, health, now, self.count_minutes).await?;
         let released = if ordered {
-            release_ended(&mut tx, &ended(records, &moved)).await?
+            release_ended(&mut tx, &Ends::of(records, &moved), now).await?
         } else {
             Vec::new()
         };
         tx.commit().await?;
-        Ok(Recorded { moved, released })
+        Ok(Recorded {
+            moved: moved.ids,
+            released,
+        })
     }
 }
 /// The recording statement (`record_attempts_on`).
@@ -151,7 +157,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
            AND n.series_start = i.series_start \
            AND (i.lease IS NULL OR (n.lease_id = i.lease \
                 AND (i.lease_ran_out_at IS NULL OR n.next_attempt_at = i.lease_ran_out_at))) \
-         RETURNING n.id, n.endpoint_id, i.inline \
+         RETURNING n.id, n.endpoint_id, n.order_key, i.inline \
      ), recorded AS ( \
          INSERT INTO attempts (notification_id, number, started_at, duration_ms, status_code, \
              response_body, error_code, error_message, outcome, sent_headers, response_headers, \
@@ -177,7 +183,7 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
          UPDATE endpoints e SET failing_since = c.failing_since \
          FROM changing c WHERE e.id = c.id \
      ) \
-     SELECT id FROM moved"
+     SELECT id, order_key FROM moved"
 );
 /// `PgStore::record_attempts` in a transaction of the caller's. Every lease a
 /// recorded attempt ends is cleared with it; an attempt that ends a pull
@@ -190,15 +196,19 @@ pub(super) const RECORD_ATTEMPTS: &str = concat!(
 /// statement; unless `count_minutes` is off), committing with them or not
 /// at all: a batch the recorder writes again after an error is counted
 /// once. Rows are stamped at `now` (the store's clock).
+///
+/// Returns the notifications that moved, each with its order key: what
+/// `release_ended` needs of one that succeeded, which it then does not
+/// read again.
 pub(super) async fn record_attempts_on(
     conn: &mut sqlx::PgConnection,
     records: &[AttemptRecord],
     health: &[(Uuid, Health)],
     now: DateTime<Utc>,
     count_minutes: bool,
-) -> Result<Vec<Uuid>, StoreError> {
+) -> Result<Moved, StoreError> {
     if records.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Moved::default());
     }
     let mut ids = Vec::with_capacity(records.len());
     let mut numbers = Vec::with_capacity(records.len());
@@ -262,7 +272,7 @@ pub(super) async fn record_attempts_on(
         .iter()
         .map(|(_, h)| h.changes_a_failing_endpoint())
         .collect();
-    let moved: Vec<Uuid> = sqlx::query_scalar(RECORD_ATTEMPTS)
+    let rows: Vec<(Uuid, Option<String>)> = sqlx::query_as(RECORD_ATTEMPTS)
         .bind(&ids)
         .bind(&numbers)
         .bind(&started)
@@ -297,11 +307,21 @@ pub(super) async fn record_attempts_on(
         .bind(&retried)
         .fetch_all(&mut *conn)
         .await?;
+    let (ids, order_keys): (Vec<Uuid>, Vec<Option<String>>) = rows.into_iter().unzip();
     if count_minutes {
-        let sums = crate::store::stats::sums_of(records, &moved);
+        let sums = crate::store::stats::sums_of(records, &ids);
         super::stats::add_minute_sums(conn, &sums).await?;
     }
-    Ok(moved)
+    Ok(Moved { ids, order_keys })
+}
+
+/// The notifications a recording moved (`record_attempts_on`), in the
+/// statement's order, and the order key of each (`None` for an unordered
+/// one).
+#[derive(Debug, Default)]
+pub(super) struct Moved {
+    pub ids: Vec<Uuid>,
+    pub order_keys: Vec<Option<String>>,
 }
 
 /// Says that this transaction releases the successors of the ordered
@@ -309,30 +329,43 @@ pub(super) async fn record_attempts_on(
 /// trigger stands aside for it (migration `20261208000054`).
 const RELEASE_IN_BATCH: &str = "SELECT set_config('hookd.release', 'batch', true)";
 
-/// The ordered ones of `$1` (ids from `$2` to `$3`) that ended, each
-/// reached by its primary key (not through `sequence IS NOT NULL`, which
-/// offers `notifications_order` to a generic plan: the caller passes only
-/// ordered ones), with what it waited for by the rule (`behind`, NULL for
-/// its key's head: `ordering::released`) and what its end does to its key:
-/// `holds` for a head that ended otherwise than succeeded on an endpoint
-/// that holds its keys (`ordering_on_failure = 'hold'`). In (endpoint,
-/// key) order, the order a create takes key rows in.
+/// The ordered ones of a batch that ended, in (endpoint, key) order, the
+/// order a create takes key rows in, each with what it waited for by the
+/// rule (`behind`, NULL for its key's head: `ordering::released`) and what
+/// its end does to its key: `holds` for a head that ended otherwise than
+/// succeeded on an endpoint that holds its keys (`ordering_on_failure =
+/// 'hold'`).
+/// - The successes (`$4`, with their endpoints `$5` and keys `$6`) are
+///   known in full from the recording: a success waits for nothing (the
+///   recording cleared its `behind`), holds nothing, and was stamped `$7`.
+///   Reading them again was a third of what the two statements cost an
+///   ordered round of the bench, and over half the buffers they touched
+///   (`BENCHMARKS.md`).
+/// - The others (`$1`, ids from `$2` to `$3`) are read, each reached by
+///   its primary key (not through `sequence IS NOT NULL`, which offers
+///   `notifications_order` to a generic plan: the caller passes only
+///   ordered ones).
 macro_rules! ended_ordered {
     () => {
         concat!(
             "WITH ended AS MATERIALIZED ( \
-                 SELECT n.id, n.endpoint_id, n.order_key, n.updated_at, \
-                     n.status = 'succeeded' AS succeeded, \
-                     CASE WHEN NOT ",
+                 SELECT * FROM ( \
+                     SELECT s.id, s.endpoint_id, s.order_key, $7::timestamptz AS updated_at, \
+                         true AS succeeded, NULL::uuid AS behind, false AS holds \
+                     FROM UNNEST($4::uuid[], $5::uuid[], $6::text[]) AS s(id, endpoint_id, order_key) \
+                     UNION ALL \
+                     SELECT n.id, n.endpoint_id, n.order_key, n.updated_at, \
+                         n.status = 'succeeded' AS succeeded, \
+                         CASE WHEN NOT ",
             released!("n"),
             " THEN n.behind END AS behind, \
-                     (n.status <> 'succeeded' AND ",
+                         (n.status <> 'succeeded' AND ",
             released!("n"),
             " AND e.ordering_on_failure = 'hold') AS holds \
-                 FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
-                 WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
-                   AND n.order_key IS NOT NULL AND n.status <> 'pending' \
-                 ORDER BY n.endpoint_id, n.order_key \
+                     FROM notifications n JOIN endpoints e ON e.id = n.endpoint_id \
+                     WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 \
+                       AND n.order_key IS NOT NULL AND n.status <> 'pending' \
+                 ) u ORDER BY u.endpoint_id, u.order_key \
              )"
         )
     };
@@ -427,30 +460,154 @@ async fn release_in_batch(conn: &mut PgConnection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Releases the successors of those of `ended` (notifications this
-/// transaction ended) that were ordered, after `release_in_batch`
-/// (`RELEASE_ENDED`); returns the heads it released, to be indexed
-/// (`Recorded::released`).
+/// The ordered ends of a recorded batch, as `ended_ordered!` takes them:
+/// the successes with their endpoints and keys, and the others' ids.
+#[derive(Debug, Default)]
+struct Ends {
+    succeeded: Vec<Uuid>,
+    endpoints: Vec<Uuid>,
+    keys: Vec<String>,
+    others: Vec<Uuid>,
+}
+
+impl Ends {
+    /// The ends among `records` of those the recording `moved`: a success
+    /// by its record's decision (it moved, so its row is as decided) and
+    /// the key the recording returned; any other end by id, and so is a
+    /// notification with two records in the batch (which of them moved it
+    /// is the row's to say).
+    fn of(records: &[AttemptRecord], moved: &Moved) -> Ends {
+        let keys: HashMap<Uuid, &String> = moved
+            .ids
+            .iter()
+            .zip(&moved.order_keys)
+            .filter_map(|(id, key)| Some((*id, key.as_ref()?)))
+            .collect();
+        let mut decided: HashMap<Uuid, Option<&AttemptRecord>> = HashMap::new();
+        for record in records {
+            decided
+                .entry(record.notification_id)
+                .and_modify(|only| *only = None)
+                .or_insert(Some(record));
+        }
+        let mut taken = HashSet::new();
+        let mut ends = Ends::default();
+        for id in ended(records, &moved.ids) {
+            if !taken.insert(id) {
+                continue;
+            }
+            match (decided.get(&id).copied().flatten(), keys.get(&id)) {
+                (Some(record), Some(key)) if record.next.status == Status::Succeeded => {
+                    ends.succeeded.push(id);
+                    ends.endpoints.push(record.endpoint_id);
+                    ends.keys.push((*key).clone());
+                }
+                _ => ends.others.push(id),
+            }
+        }
+        ends
+    }
+
+    fn is_empty(&self) -> bool {
+        self.succeeded.is_empty() && self.others.is_empty()
+    }
+}
+
+/// Releases the successors of what the batch ended ordered (`Ends`),
+/// after `release_in_batch` (`ENDED_KEYS`, then `RELEASE_ENDED`); returns
+/// the heads it released, to be indexed (`Recorded::released`).
 async fn release_ended(
     conn: &mut PgConnection,
-    ended: &[Uuid],
+    ends: &Ends,
+    now: DateTime<Utc>,
 ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
-    if ended.is_empty() {
+    if ends.is_empty() {
         return Ok(Vec::new());
     }
-    let (low, high) = id_span(ended);
+    let (low, high) = id_span(&ends.others);
     // Two statements: the second's snapshot sees every create that held
     // a key row the first waited for (`store::ordering`).
     sqlx::query(ENDED_KEYS)
-        .bind(ended)
+        .bind(&ends.others)
         .bind(low)
         .bind(high)
+        .bind(&ends.succeeded)
+        .bind(&ends.endpoints)
+        .bind(&ends.keys)
+        .bind(now)
         .execute(&mut *conn)
         .await?;
     Ok(sqlx::query_as(RELEASE_ENDED)
-        .bind(ended)
+        .bind(&ends.others)
         .bind(low)
         .bind(high)
+        .bind(&ends.succeeded)
+        .bind(&ends.endpoints)
+        .bind(&ends.keys)
+        .bind(now)
         .fetch_all(conn)
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::{Ends, Moved};
+    use crate::domain::outcome::{FailReason, Outcome};
+    use crate::domain::status::{after_attempt, expected, Keeping};
+    use crate::store::recording::AttemptRecord;
+
+    /// An attempt at ordered notification `id` that ends it with `outcome`.
+    fn ending(id: Uuid, endpoint_id: Uuid, outcome: Outcome) -> AttemptRecord {
+        AttemptRecord {
+            notification_id: id,
+            endpoint_id,
+            number: 1,
+            expected: expected(0, 0, None, false),
+            keep: Keeping {
+                inline: false,
+                when_refused: false,
+            },
+            started_at: Utc::now(),
+            due_at: None,
+            duration_ms: 1,
+            status_code: Some(200),
+            response_body: None,
+            response_headers: None,
+            sent_headers: None,
+            error_code: None,
+            error_message: None,
+            next: after_attempt(&outcome, None),
+            outcome,
+            tells_of_endpoint: true,
+            event: None,
+            ordered: true,
+        }
+    }
+
+    #[test]
+    fn a_moved_success_is_taken_from_its_record_and_every_other_end_is_read_by_id() {
+        let endpoint = Uuid::now_v7();
+        let [success, failure, twice, unmoved, unkeyed] = [(); 5].map(|_| Uuid::now_v7());
+        let records = vec![
+            ending(success, endpoint, Outcome::Succeeded),
+            ending(failure, endpoint, Outcome::Failed(FailReason::Exhausted)),
+            ending(twice, endpoint, Outcome::Succeeded),
+            ending(twice, endpoint, Outcome::Failed(FailReason::Exhausted)),
+            ending(unmoved, endpoint, Outcome::Succeeded),
+            ending(unkeyed, endpoint, Outcome::Succeeded),
+        ];
+        let key = |k: &str| Some(k.to_string());
+        let moved = Moved {
+            ids: vec![success, failure, twice, unkeyed],
+            order_keys: vec![key("a"), key("b"), key("c"), None],
+        };
+        let ends = Ends::of(&records, &moved);
+        assert_eq!(ends.succeeded, vec![success]);
+        assert_eq!(ends.endpoints, vec![endpoint]);
+        assert_eq!(ends.keys, vec!["a".to_string()]);
+        assert_eq!(ends.others, vec![failure, twice, unkeyed]);
+    }
 }
