@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -41,6 +41,23 @@ pub struct Received {
     pub headers: HeaderMap,
     pub body: Bytes,
     pub at: DateTime<Utc>,
+    /// When the receiver accepted the connection the request came on:
+    /// before any request on it is read, so on a loaded machine earlier
+    /// than `at` by as long as the request waited to be read.
+    pub connected_at: DateTime<Utc>,
+}
+
+/// When a connection was accepted (`Received::connected_at`).
+#[derive(Clone, Copy, Debug)]
+struct Accepted(DateTime<Utc>);
+
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>>
+    for Accepted
+{
+    fn connect_info(_: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        Accepted(Utc::now())
+    }
 }
 
 impl Received {
@@ -75,7 +92,13 @@ impl Receiver {
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<Accepted>(),
+            )
+            .await
+        });
         Self { base, script }
     }
 
@@ -154,6 +177,7 @@ impl Receiver {
 
 async fn handle(
     State(script): State<Arc<Mutex<Script>>>,
+    ConnectInfo(Accepted(connected_at)): ConnectInfo<Accepted>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
@@ -166,6 +190,7 @@ async fn handle(
             headers,
             body,
             at: Utc::now(),
+            connected_at,
         });
         match script.replies.get_mut(&path) {
             Some(queue) if queue.len() > 1 => queue.pop_front().unwrap(),
