@@ -1,5 +1,6 @@
-//! Recording attempts in PostgreSQL: one statement per batch, and one
-//! more that releases what its ordered ends let go (`RELEASE_ENDED`).
+//! Recording attempts in PostgreSQL: one statement per batch, and two
+//! more that release what its ordered ends let go (`ENDED_KEYS`, then
+//! `RELEASE_ENDED`), given its successes as the recording returned them.
 //!
 //! Nothing is decided here. Each record comes with its decisions made in
 //! `domain/`: the notification's next state (`status::after_attempt`), the
