@@ -20,7 +20,7 @@
 //! backends (`migrations/*ordering.sql`, `*key_tails.sql`), so that no
 //! path that ends a notification can forget it; the recorder of a batch
 //! of outcomes does the same in two statements of its own in PostgreSQL
-//! (`postgres::recording`). There a success writes nothing on its
+//! (`postgres::releasing`). There a success writes nothing on its
 //! successors: a pending notification waits while its `behind` names one
 //! that has not succeeded (`postgres::ordering::released`, migration
 //! `20261210000056`), and succeeded is final, so the success's own write

@@ -77,7 +77,7 @@ impl PgStore {
     }
 }
 /// Clears the marks of `$1` (ids from `$2` to `$3`), locking the rows in
-/// id order, as `recording::RELEASE_ENDED` locks the successors it
+/// id order, as `releasing::RELEASE_ENDED` locks the successors it
 /// writes: the two may take a key's new head at the same time, and in
 /// opposite orders they deadlocked. By primary key only: `needs_index IS TRUE` keeps the
 /// partial index of marked rows out of it.

@@ -36,6 +36,7 @@ mod pull;
 mod pull_due;
 mod recent_types;
 mod recording;
+mod releasing;
 mod reseal;
 mod rows;
 mod seams;

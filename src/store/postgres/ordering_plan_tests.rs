@@ -60,7 +60,7 @@ fn partial_index_reads(plan: &[String]) -> Vec<&String> {
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn writing_a_batchs_ended_keys_probes_each_ended_one_and_its_keys_row(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    let plan = generic_plan(&pool, super::recording::ENDED_KEYS, 7).await;
+    let plan = generic_plan(&pool, super::releasing::ENDED_KEYS, 7).await;
     let text = plan.join("\n");
     assert_eq!(
         unbounded(&plan),
@@ -99,7 +99,7 @@ async fn once_its_keys_are_analyzed_writing_a_batchs_ended_keys_reaches_each_row
     .execute(&pool)
     .await
     .unwrap();
-    let plan = generic_plan(&pool, super::recording::ENDED_KEYS, 7).await;
+    let plan = generic_plan(&pool, super::releasing::ENDED_KEYS, 7).await;
     let text = plan.join("\n");
     assert!(
         !plan.iter().any(|line| line.contains("Bitmap")),
@@ -116,7 +116,7 @@ async fn once_its_keys_are_analyzed_writing_a_batchs_ended_keys_reaches_each_row
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn releasing_a_batchs_ends_probes_each_ended_one_and_its_successors(pool: PgPool) {
     live_table(&pool, 5_000).await;
-    let plan = generic_plan(&pool, super::recording::RELEASE_ENDED, 7).await;
+    let plan = generic_plan(&pool, super::releasing::RELEASE_ENDED, 7).await;
     let text = plan.join("\n");
     assert_probes(&plan, &["(id = ANY ($1))", "(behind = ANY"]);
     assert_behind_only_probed(&plan);
@@ -216,7 +216,7 @@ async fn releasing_a_batchs_ends_probes_the_successors_even_when_nothing_waited_
     .execute(&pool)
     .await
     .unwrap();
-    let plan = generic_plan(&pool, super::recording::RELEASE_ENDED, 7).await;
+    let plan = generic_plan(&pool, super::releasing::RELEASE_ENDED, 7).await;
     assert_behind_only_probed(&plan);
 }
 

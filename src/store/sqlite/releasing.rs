@@ -4,7 +4,7 @@
 //! release besides them, written with its last statements
 //! (`SUCCESSES_RELEASE`, `SuccessWrites`), and the successors it then
 //! names for the due index (`released`). PostgreSQL does the same in its
-//! own statements (`postgres::recording::release_ended`).
+//! own statements (`postgres::releasing::release_ended`).
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -156,7 +156,7 @@ pub(super) async fn successors_releasing(
 }
 
 /// What a recording released, in SQLite (PostgreSQL releases them in the
-/// recording's statement, `postgres::recording::release_ended`), in its
+/// recording's statement, `postgres::releasing::release_ended`), in its
 /// transaction, of the `successors` read before it, with their due times:
 /// - those behind a success it recorded, as they were (the success
 ///   released them; migration `0018_success_releases_unwritten.sql`);
