@@ -54,7 +54,7 @@ impl Source {
         // `hookd serve` requires (the -shm a reader may create takes the
         // file's mode).
         check_files(path)?;
-        let lock = FileLock::acquire(path).map_err(|e| match e {
+        let lock = FileLock::acquire(path).await.map_err(|e| match e {
             in_use @ LockError::InUse { .. } => CopyError::SourceInUse(in_use),
             other => CopyError::SourceLock(other),
         })?;

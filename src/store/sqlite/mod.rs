@@ -204,7 +204,7 @@ impl SqliteStore {
         // Before SQLite opens it: the file it finds, 0600, gives its -wal
         // and -shm their mode.
         files::prepare(path, options.private_dir)?;
-        let lock = FileLock::acquire(path)?;
+        let lock = FileLock::acquire(path).await?;
         check_writable(path)?;
         let connect = SqliteConnectOptions::new()
             .filename(path)
