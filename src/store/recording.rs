@@ -46,6 +46,55 @@ pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
     ending(records).filter(|id| moved.contains(id)).collect()
 }
 
+/// What says how a notification that a recording ended ordered ended.
+#[derive(Debug, Clone, Copy)]
+pub enum EndedBy<'a> {
+    /// Its one record in the batch, which moved it: the row is as that
+    /// record decided.
+    Record(&'a AttemptRecord),
+    /// Its row. The batch held two or more records of it (an attempt whose
+    /// outcome waited while a duplicate's was decided on the same state),
+    /// and one of them moved it: which one is the store's to say
+    /// (PostgreSQL's `UPDATE … FROM` takes either).
+    Row,
+}
+
+impl EndedBy<'_> {
+    /// Whether it ended succeeded, as its record says; `None`: its row
+    /// says.
+    pub fn succeeded(&self) -> Option<bool> {
+        match self {
+            EndedBy::Record(record) => {
+                Some(record.next.status == crate::domain::status::Status::Succeeded)
+            }
+            EndedBy::Row => None,
+        }
+    }
+}
+
+/// Each notification of `records` that ended ordered, of those that moved
+/// (`ended`), once, in the records' order, with what says how it ended.
+/// What an ordered end releases follows how it ended: each backend's
+/// release asks this, so that a duplicate record never decides it.
+pub fn ended_by<'a>(records: &'a [AttemptRecord], moved: &[Uuid]) -> Vec<(Uuid, EndedBy<'a>)> {
+    let ended = ended(records, moved);
+    if ended.is_empty() {
+        return Vec::new();
+    }
+    let mut by: std::collections::HashMap<Uuid, EndedBy<'a>> = std::collections::HashMap::new();
+    for record in records {
+        by.entry(record.notification_id)
+            .and_modify(|by| *by = EndedBy::Row)
+            .or_insert(EndedBy::Record(record));
+    }
+    let mut seen = std::collections::HashSet::new();
+    ended
+        .into_iter()
+        .filter(|id| seen.insert(*id))
+        .map(|id| (id, by[&id]))
+        .collect()
+}
+
 impl AttemptRecord {
     /// It opens a series a retry started: the timeline marks it
     /// (`transition::opens_retried_series`).

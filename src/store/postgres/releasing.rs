@@ -4,7 +4,7 @@
 //! statement (`recording::RECORD_ATTEMPTS`), which returns the successes
 //! with their keys so that neither statement reads them again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -13,8 +13,7 @@ use uuid::Uuid;
 use super::ordering::released;
 use super::partitions::id_span;
 use super::recording::Moved;
-use crate::domain::status::Status;
-use crate::store::recording::{ended, AttemptRecord};
+use crate::store::recording::{ended_by, AttemptRecord, EndedBy};
 use crate::store::StoreError;
 
 /// Says that this transaction releases the successors of the ordered
@@ -164,11 +163,10 @@ pub(super) struct Ends {
 }
 
 impl Ends {
-    /// The ends among `records` of those the recording `moved`: a success
-    /// by its record's decision (it moved, so its row is as decided) and
-    /// the key the recording returned; any other end by id, and so is a
-    /// notification with two records in the batch (which of them moved it
-    /// is the row's to say).
+    /// The ends among `records` of those the recording `moved`
+    /// (`recording::ended_by`): a success by its record (it moved, so its
+    /// row is as decided) and the key the recording returned; any other
+    /// end by id, and so is one whose row says how it ended.
     pub(super) fn of(records: &[AttemptRecord], moved: &Moved) -> Ends {
         let keys: HashMap<Uuid, &String> = moved
             .ids
@@ -176,21 +174,10 @@ impl Ends {
             .zip(&moved.order_keys)
             .filter_map(|(id, key)| Some((*id, key.as_ref()?)))
             .collect();
-        let mut decided: HashMap<Uuid, Option<&AttemptRecord>> = HashMap::new();
-        for record in records {
-            decided
-                .entry(record.notification_id)
-                .and_modify(|only| *only = None)
-                .or_insert(Some(record));
-        }
-        let mut taken = HashSet::new();
         let mut ends = Ends::default();
-        for id in ended(records, &moved.ids) {
-            if !taken.insert(id) {
-                continue;
-            }
-            match (decided.get(&id).copied().flatten(), keys.get(&id)) {
-                (Some(record), Some(key)) if record.next.status == Status::Succeeded => {
+        for (id, by) in ended_by(records, &moved.ids) {
+            match (by, keys.get(&id)) {
+                (EndedBy::Record(record), Some(key)) if by.succeeded() == Some(true) => {
                     ends.succeeded.push(id);
                     ends.endpoints.push(record.endpoint_id);
                     ends.keys.push((*key).clone());

@@ -329,7 +329,7 @@ pub(super) async fn record_attempts_on(
         query = query.bind(records);
     }
     if let Some(successors) = releasing {
-        let writes = SuccessWrites::of(records, &moved, successors);
+        let writes = SuccessWrites::of(conn, records, &moved, successors).await?;
         query = query
             .bind(writes.tails)
             .bind(writes.holders)

@@ -14,8 +14,7 @@ use uuid::Uuid;
 
 use super::columns::{self, id_list, IN_ID_LIST};
 use super::store_error;
-use crate::domain::status::Status;
-use crate::store::recording::AttemptRecord;
+use crate::store::recording::{ended_by, AttemptRecord};
 use crate::store::StoreError;
 
 /// What the successes a recording moved release, besides the pushed
@@ -105,8 +104,13 @@ pub(super) struct SuccessWrites {
 }
 
 impl SuccessWrites {
-    pub fn of(records: &[AttemptRecord], moved: &[Uuid], successors: &[Successor]) -> Self {
-        let succeeded = succeeded(records, moved);
+    pub async fn of(
+        conn: &mut SqliteConnection,
+        records: &[AttemptRecord],
+        moved: &[Uuid],
+        successors: &[Successor],
+    ) -> Result<Self, StoreError> {
+        let succeeded = succeeded(conn, records, moved).await?;
         let waited_for: HashSet<Uuid> = successors.iter().map(|(_, behind, ..)| *behind).collect();
         let tails: Vec<Uuid> = succeeded.difference(&waited_for).copied().collect();
         let holders: Vec<Uuid> = succeeded.iter().copied().collect();
@@ -115,23 +119,53 @@ impl SuccessWrites {
             .filter(|(_, behind, _, pull)| *pull && succeeded.contains(behind))
             .map(|(id, ..)| *id)
             .collect();
-        SuccessWrites {
+        Ok(SuccessWrites {
             tails: id_list(&tails),
             holders: id_list(&holders),
             pulled: id_list(&pulled),
-        }
+        })
     }
 }
 
-/// The ordered notifications of `records` that moved to succeeded.
-fn succeeded(records: &[AttemptRecord], moved: &[Uuid]) -> HashSet<Uuid> {
-    let moved: HashSet<&Uuid> = moved.iter().collect();
-    records
-        .iter()
-        .filter(|r| r.ordered && r.next.status == Status::Succeeded)
-        .filter(|r| moved.contains(&r.notification_id))
-        .map(|r| r.notification_id)
-        .collect()
+/// Of a list of ids, those that succeeded, read as one
+/// (`columns::json_rows`).
+static SUCCEEDED_ROWS: LazyLock<String> = LazyLock::new(|| {
+    columns::json_rows(
+        "hex(id)",
+        &format!("FROM notifications WHERE id IN {IN_ID_LIST} AND status = 'succeeded'"),
+    )
+});
+
+/// The ordered notifications of `records` that the recording moved to
+/// succeeded (`recording::ended_by`): by their records, and, for one the
+/// batch held two records of, by its row, read in the recording's
+/// transaction (never, nearly always).
+async fn succeeded(
+    conn: &mut SqliteConnection,
+    records: &[AttemptRecord],
+    moved: &[Uuid],
+) -> Result<HashSet<Uuid>, StoreError> {
+    let mut succeeded = HashSet::new();
+    let mut by_row = Vec::new();
+    for (id, by) in ended_by(records, moved) {
+        match by.succeeded() {
+            Some(true) => {
+                succeeded.insert(id);
+            }
+            Some(false) => {}
+            None => by_row.push(id),
+        }
+    }
+    if !by_row.is_empty() {
+        let text: String = sqlx::query_scalar(sqlx::AssertSqlSafe(SUCCEEDED_ROWS.as_str()))
+            .bind(id_list(&by_row))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(store_error)?;
+        let rows: Vec<(Uuid,)> = columns::rows_of(&text).map_err(store_error)?;
+        succeeded.extend(rows.into_iter().map(|(id,)| id));
+    }
+    Ok(succeeded)
 }
 
 /// The successors waiting behind `ending` (notifications whose records
@@ -172,7 +206,7 @@ pub(super) async fn released(
     if successors.is_empty() {
         return Ok(Vec::new());
     }
-    let succeeded = succeeded(records, moved);
+    let succeeded = succeeded(conn, records, moved).await?;
     // Pull successors are not indexed: a success's are written with the
     // recording (`SUCCESSES_RELEASE`), anything else's by the trigger.
     let (by_success, others): (Vec<Successor>, Vec<Successor>) = successors

@@ -152,6 +152,7 @@ macro_rules! conformance {
                 recording_the_end_of_a_keys_head_names_the_next_one_it_released,
                 a_recorded_success_lets_a_pull_successor_wait_for_a_consumer_from_then,
                 a_recorded_success_of_a_keys_tail_leaves_the_next_create_its_head,
+                of_two_records_of_a_keys_head_in_one_batch_the_one_that_moved_it_decides_what_it_releases,
             }
             due_age {
                 the_due_backlog_names_the_endpoints_due_longest_by_whether_attempted_and_counts_them,

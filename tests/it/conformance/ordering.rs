@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use hookd::domain::ordering::{KeyOrdering, OnFailure};
 use hookd::domain::outcome::Outcome;
+use hookd::domain::status::Status;
 use hookd::store::endpoints::Endpoint;
 use hookd::store::notifications::{Inserted, NewNotification};
 use hookd::store::recording::Recorded;
@@ -276,4 +277,62 @@ pub async fn a_recorded_success_of_a_keys_tail_leaves_the_next_create_its_head<S
     };
     assert_eq!(next.behind, None, "placed behind nothing");
     assert_eq!(next.sequence, Some(2), "the key's second");
+}
+
+/// A batch can hold two records of one notification (an attempt whose
+/// outcome waited while a duplicate's was decided on the same state); one
+/// of them moves the row, which one is the store's to say, and the other
+/// writes nothing. What the end releases follows the row: under `hold`, a
+/// key's head that ended failed holds its key, so the next one keeps
+/// waiting and is not released, whatever the other record said; one that
+/// ended succeeded releases the next. Each order of the two records is
+/// tried on a key of its own.
+pub async fn of_two_records_of_a_keys_head_in_one_batch_the_one_that_moved_it_decides_what_it_releases<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = ordered(&store, OnFailure::Hold).await;
+    let ordered = |id, outcome| {
+        let mut record = attempt(id, shop.id, 1, outcome);
+        record.ordered = true;
+        record
+    };
+    let mut heads = Vec::new();
+    let mut batch = Vec::new();
+    for (key, first, second) in [
+        ("order-12", FAILED, Outcome::Succeeded),
+        ("order-13", Outcome::Succeeded, FAILED),
+    ] {
+        let head = commit_new(&store, keyed(&shop, key)).await;
+        let next = commit_new(&store, keyed(&shop, key)).await;
+        batch.push(ordered(head, first));
+        batch.push(ordered(head, second));
+        heads.push((head, next));
+    }
+
+    let recorded = DeliveryStore::record_attempts(&store, &batch, &[])
+        .await
+        .unwrap();
+
+    let released: Vec<Uuid> = recorded.released.iter().map(|(id, _)| *id).collect();
+    for (head, next) in heads {
+        let status = get(&store, head).await.status();
+        match status {
+            Status::Succeeded => {
+                assert!(released.contains(&next), "released by its head's success");
+            }
+            Status::Failed => {
+                assert!(!released.contains(&next), "held by its failed head");
+                assert_eq!(get(&store, next).await.behind, Some(head));
+            }
+            other => panic!("the head neither succeeded nor failed: {other:?}"),
+        }
+    }
+    let read = HousekeepingStore::release_stranded(&store, None, 100).await;
+    assert_eq!(
+        read.unwrap().0,
+        0,
+        "none stranded: a failed head holds its key"
+    );
 }
