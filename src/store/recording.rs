@@ -3,12 +3,14 @@
 //! (the notification's next state, its operator event, the endpoint's
 //! health); this writes it, fenced against concurrent writers.
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::outcome::Outcome;
-use crate::domain::status::{AfterAttempt, Expected, Keeping};
+use crate::domain::status::{AfterAttempt, Expected, Keeping, Status};
 
 /// What recording a batch did, in its one transaction.
 #[derive(Debug, Default)]
@@ -42,7 +44,7 @@ pub fn ended(records: &[AttemptRecord], moved: &[Uuid]) -> Vec<Uuid> {
     if !records.iter().any(|r| r.ordered) {
         return Vec::new();
     }
-    let moved: std::collections::HashSet<&Uuid> = moved.iter().collect();
+    let moved: HashSet<&Uuid> = moved.iter().collect();
     ending(records).filter(|id| moved.contains(id)).collect()
 }
 
@@ -64,9 +66,7 @@ impl EndedBy<'_> {
     /// says.
     pub fn succeeded(&self) -> Option<bool> {
         match self {
-            EndedBy::Record(record) => {
-                Some(record.next.status == crate::domain::status::Status::Succeeded)
-            }
+            EndedBy::Record(record) => Some(record.next.status == Status::Succeeded),
             EndedBy::Row => None,
         }
     }
@@ -81,13 +81,13 @@ pub fn ended_by<'a>(records: &'a [AttemptRecord], moved: &[Uuid]) -> Vec<(Uuid, 
     if ended.is_empty() {
         return Vec::new();
     }
-    let mut by: std::collections::HashMap<Uuid, EndedBy<'a>> = std::collections::HashMap::new();
+    let mut by: HashMap<Uuid, EndedBy<'a>> = HashMap::new();
     for record in records {
         by.entry(record.notification_id)
             .and_modify(|by| *by = EndedBy::Row)
             .or_insert(EndedBy::Record(record));
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     ended
         .into_iter()
         .filter(|id| seen.insert(*id))
