@@ -6,7 +6,7 @@
 //! round's backlog outgrew the cap and the dispatcher churned it through
 //! the index (claimed, loaded and put back every few milliseconds, half
 //! the deliveries the receiver took; `BENCHMARKS.md`), which measured that
-//! churn, not ordering. `KEYS` keys of `PER_KEY`
+//! churn, not ordering. Each of `SHAPES`, `keys` keys of `per_key`
 //! notifications each, posted in batches with the keys interleaved (the
 //! n-th notification of every key before the (n+1)-th of any), on an
 //! endpoint without ordering and on one with `"ordering": "key"`,
@@ -26,6 +26,12 @@
 //! (`settled_history`): on a
 //! freshly truncated table nobody analyzed, the first round's records
 //! took seconds each.
+//!
+//! The shapes: 1,000 keys × 20, long lines that each step one notification
+//! at a time (the figure); and 20,000 keys × 1, an order's single
+//! callback each, the usual shape of payment keys: every notification is
+//! its key's head and its tail, so every success ends its key's line and
+//! writes its key's row (which the first shape seldom does).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,8 +44,8 @@ use serde_json::{json, Value};
 
 use super::{batch_bodies, embedded, post_batches, rate_limit::Bench, receiver_listener, Hookd};
 
-const KEYS: usize = 1_000;
-const PER_KEY: usize = 20;
+/// (keys, notifications a key).
+const SHAPES: [(usize, usize); 2] = [(1_000, 20), (20_000, 1)];
 const PAIRS: usize = 5;
 /// Settled notifications stored before each server round (`settled_history`).
 const HISTORY: i64 = 20_000;
@@ -79,9 +85,15 @@ async fn answer(State(receiver): State<Arc<Receiver>>, body: Bytes) -> &'static 
     "success"
 }
 
-/// One round: `KEYS × PER_KEY` notifications to a new endpoint (ordered
+/// One round: `keys × per_key` notifications to a new endpoint (ordered
 /// or not); the time from the first post to the last arrival.
-async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) -> Duration {
+async fn round(
+    api: &Hookd,
+    url: &str,
+    receiver: &Arc<Receiver>,
+    (keys, per_key): (usize, usize),
+    ordered: bool,
+) -> Duration {
     let client = reqwest::Client::new();
     receiver.received.store(0, Ordering::SeqCst);
     receiver.violations.store(0, Ordering::SeqCst);
@@ -103,9 +115,9 @@ async fn round(api: &Hookd, url: &str, receiver: &Arc<Receiver>, ordered: bool) 
         .await
         .unwrap();
     let endpoint = endpoint["id"].as_str().unwrap().to_string();
-    let total = KEYS * PER_KEY;
+    let total = keys * per_key;
     let bodies = batch_bodies(total, |i| {
-        let (n, key) = (i / KEYS + 1, i % KEYS);
+        let (n, key) = (i / keys + 1, i % keys);
         json!({"endpoint": endpoint, "order_key": format!("k{key}"), "payload": {"k": key, "n": n}})
     });
     // Batches go in creation order, one at a time: the order keys carry.
@@ -156,51 +168,63 @@ pub async fn scenario(bench: &Bench<'_>, server: bool, embedded: bool) {
     let listener = receiver_listener("127.0.0.1:0".parse().unwrap());
     let url = format!("http://{}/ordering", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let total = (KEYS * PER_KEY) as f64;
     for (mode, on) in [("server", server), ("embedded", embedded)] {
         if !on {
             continue;
         }
-        let mut ratios = Vec::new();
-        for pair in 0..PAIRS {
-            let mut rates = [0.0; 2];
-            let mut violations = [0; 2];
-            for (i, ordered) in [false, true].into_iter().enumerate() {
-                let data = embedded::DataDir::new();
-                let hookd = if mode == "server" {
-                    super::reset(bench.pool).await;
-                    let prefix = format!("bench-ordering-{pair}-{i}");
-                    let hookd =
-                        Hookd::start(bench.database_url, bench.redis_url, &prefix, "all").await;
-                    // A deployment past its first minute: history, and the
-                    // planner's statistics of it (`settled_history`).
-                    let client = reqwest::Client::new();
-                    let history = super::create_endpoint(&client, &hookd, &url).await;
-                    super::settled_history(bench.pool, &history, HISTORY).await;
-                    hookd
-                } else {
-                    embedded::start(&data, &[]).await
-                };
-                let took = round(&hookd, &url, &receiver, ordered).await;
-                hookd.stop();
-                rates[i] = total / took.as_secs_f64();
-                violations[i] = receiver.violations.load(Ordering::SeqCst);
-            }
-            let ratio = rates[1] / rates[0];
-            ratios.push(ratio);
-            println!(
-                "ordering ({mode}), pair {}: {KEYS} keys × {PER_KEY}: unordered {:.0}/s ({} out of order), ordered {:.0}/s ({} out of order): ordered ÷ unordered {ratio:.2}",
-                pair + 1,
-                rates[0],
-                violations[0],
-                rates[1],
-                violations[1],
-            );
+        for shape in SHAPES {
+            pairs(bench, &url, &receiver, mode, shape).await;
         }
-        ratios.sort_by(f64::total_cmp);
+    }
+}
+
+/// `PAIRS` pairs of rounds of one shape in one mode, and their median.
+async fn pairs(
+    bench: &Bench<'_>,
+    url: &str,
+    receiver: &Arc<Receiver>,
+    mode: &str,
+    (keys, per_key): (usize, usize),
+) {
+    let total = (keys * per_key) as f64;
+    let mut ratios = Vec::new();
+    for pair in 0..PAIRS {
+        let mut rates = [0.0; 2];
+        let mut violations = [0; 2];
+        for (i, ordered) in [false, true].into_iter().enumerate() {
+            let data = embedded::DataDir::new();
+            let hookd = if mode == "server" {
+                super::reset(bench.pool).await;
+                let prefix = format!("bench-ordering-{pair}-{i}");
+                let hookd = Hookd::start(bench.database_url, bench.redis_url, &prefix, "all").await;
+                // A deployment past its first minute: history, and the
+                // planner's statistics of it (`settled_history`).
+                let client = reqwest::Client::new();
+                let history = super::create_endpoint(&client, &hookd, url).await;
+                super::settled_history(bench.pool, &history, HISTORY).await;
+                hookd
+            } else {
+                embedded::start(&data, &[]).await
+            };
+            let took = round(&hookd, url, receiver, (keys, per_key), ordered).await;
+            hookd.stop();
+            rates[i] = total / took.as_secs_f64();
+            violations[i] = receiver.violations.load(Ordering::SeqCst);
+        }
+        let ratio = rates[1] / rates[0];
+        ratios.push(ratio);
         println!(
-            "ordering ({mode}): ordered ÷ unordered, median of {PAIRS}: {:.2} (target ≥ 0.8)",
-            ratios[ratios.len() / 2]
+            "ordering ({mode}), pair {}: {keys} keys × {per_key}: unordered {:.0}/s ({} out of order), ordered {:.0}/s ({} out of order): ordered ÷ unordered {ratio:.2}",
+            pair + 1,
+            rates[0],
+            violations[0],
+            rates[1],
+            violations[1],
         );
     }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "ordering ({mode}, {keys} keys × {per_key}): ordered ÷ unordered, median of {PAIRS}: {:.2} (target ≥ 0.8)",
+        ratios[ratios.len() / 2]
+    );
 }
