@@ -139,7 +139,7 @@ static SUCCEEDED_ROWS: LazyLock<String> = LazyLock::new(|| {
 /// The ordered notifications of `records` that the recording moved to
 /// succeeded (`recording::ended_by`): by their records, and, for one the
 /// batch held two records of, by its row, read in the recording's
-/// transaction (never, nearly always).
+/// transaction (a read nearly no batch needs).
 async fn succeeded(
     conn: &mut SqliteConnection,
     records: &[AttemptRecord],
