@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgConnection};
 use uuid::Uuid;
 
 use super::ordering::released;
@@ -189,6 +190,22 @@ impl Ends {
         ends
     }
 
+    /// The seven values both statements take (`ended_ordered!`), encoded
+    /// once: the others with the span of their ids, the successes with
+    /// their endpoints and keys, and the recording's time.
+    fn arguments(&self, now: DateTime<Utc>) -> Result<PgArguments, sqlx::error::BoxDynError> {
+        let (low, high) = id_span(&self.others);
+        let mut arguments = PgArguments::default();
+        arguments.add(&self.others)?;
+        arguments.add(low)?;
+        arguments.add(high)?;
+        arguments.add(&self.succeeded)?;
+        arguments.add(&self.endpoints)?;
+        arguments.add(&self.keys)?;
+        arguments.add(now)?;
+        Ok(arguments)
+    }
+
     fn is_empty(&self) -> bool {
         self.succeeded.is_empty() && self.others.is_empty()
     }
@@ -205,27 +222,13 @@ pub(super) async fn release_ended(
     if ends.is_empty() {
         return Ok(Vec::new());
     }
-    let (low, high) = id_span(&ends.others);
+    let arguments = ends.arguments(now).map_err(sqlx::Error::Encode)?;
     // Two statements: the second's snapshot sees every create that held
     // a key row the first waited for (`store::ordering`).
-    sqlx::query(ENDED_KEYS)
-        .bind(&ends.others)
-        .bind(low)
-        .bind(high)
-        .bind(&ends.succeeded)
-        .bind(&ends.endpoints)
-        .bind(&ends.keys)
-        .bind(now)
+    sqlx::query_with(ENDED_KEYS, arguments.clone())
         .execute(&mut *conn)
         .await?;
-    Ok(sqlx::query_as(RELEASE_ENDED)
-        .bind(&ends.others)
-        .bind(low)
-        .bind(high)
-        .bind(&ends.succeeded)
-        .bind(&ends.endpoints)
-        .bind(&ends.keys)
-        .bind(now)
+    Ok(sqlx::query_as_with(RELEASE_ENDED, arguments)
         .fetch_all(conn)
         .await?)
 }

@@ -42,7 +42,8 @@ use uuid::Uuid;
 
 use super::columns::{json_text, micros, records};
 use super::releasing::{
-    released, successors_releasing, SuccessWrites, Successor, RECORDER_OFF, SUCCESSES_RELEASE,
+    moved_to_succeeded, released, successors_releasing, SuccessWrites, Successor, RECORDER_OFF,
+    SUCCESSES_RELEASE,
 };
 use super::riding::{Rider, Waited};
 use super::{store_error, SqliteStore};
@@ -193,7 +194,7 @@ impl SqliteStore {
         let ending: Vec<Uuid> = ending(records).collect();
         let successors = successors_releasing(conn, &ending).await?;
         let releasing = (!ending.is_empty()).then_some(successors.as_slice());
-        let moved = record_attempts_on(
+        let (moved, succeeded) = record_attempts_on(
             conn,
             records,
             health,
@@ -202,7 +203,7 @@ impl SqliteStore {
             releasing,
         )
         .await?;
-        let released = released(conn, records, &moved, successors).await?;
+        let released = released(conn, &succeeded, successors).await?;
         Ok(Recorded { moved, released })
     }
 
@@ -240,7 +241,9 @@ impl SqliteStore {
 /// them unless `count_minutes` is off. With `releasing` (the successors
 /// `successors_releasing` read, having switched the recorder's release
 /// on), what the moved successes release is written with the last
-/// statements (`SUCCESSES_RELEASE`), and the switch is turned off.
+/// statements (`SUCCESSES_RELEASE`), and the switch is turned off. Returns
+/// the ids that moved and, with `releasing`, the ordered ones of them that
+/// moved to succeeded (`releasing::moved_to_succeeded`).
 ///
 /// Four round trips to the writer's worker thread in all, whatever the
 /// batch holds (five when a row was not as expected, one more per
@@ -252,7 +255,7 @@ pub(super) async fn record_attempts_on(
     now: DateTime<Utc>,
     count_minutes: bool,
     releasing: Option<&[Successor]>,
-) -> Result<Vec<Uuid>, StoreError> {
+) -> Result<(Vec<Uuid>, HashSet<Uuid>), StoreError> {
     let now = micros(now);
     // As PostgreSQL stores them (its text holds no NUL), so that both
     // backends return the same body.
@@ -328,8 +331,10 @@ pub(super) async fn record_attempts_on(
     for records in super::stats::minute_sums_json(&sums) {
         query = query.bind(records);
     }
+    let mut succeeded = HashSet::new();
     if let Some(successors) = releasing {
-        let writes = SuccessWrites::of(conn, records, &moved, successors).await?;
+        succeeded = moved_to_succeeded(conn, records, &moved).await?;
+        let writes = SuccessWrites::of(&succeeded, successors);
         query = query
             .bind(writes.tails)
             .bind(writes.holders)
@@ -337,7 +342,7 @@ pub(super) async fn record_attempts_on(
             .bind(writes.pulled);
     }
     query.execute(&mut *conn).await.map_err(store_error)?;
-    Ok(moved)
+    Ok((moved, succeeded))
 }
 
 /// `record_attempts_on` for the ends of pull leases, which carry no health
@@ -348,7 +353,8 @@ pub(super) async fn record_lease_ends_on(
     now: DateTime<Utc>,
     count_minutes: bool,
 ) -> Result<Vec<Uuid>, StoreError> {
-    record_attempts_on(conn, records, &[], now, count_minutes, None).await
+    let (moved, _) = record_attempts_on(conn, records, &[], now, count_minutes, None).await?;
+    Ok(moved)
 }
 
 /// `MOVE_ALL`: every record in one statement; whether each record's

@@ -104,13 +104,9 @@ pub(super) struct SuccessWrites {
 }
 
 impl SuccessWrites {
-    pub async fn of(
-        conn: &mut SqliteConnection,
-        records: &[AttemptRecord],
-        moved: &[Uuid],
-        successors: &[Successor],
-    ) -> Result<Self, StoreError> {
-        let succeeded = succeeded(conn, records, moved).await?;
+    /// Of the recording's ordered successes (`moved_to_succeeded`), and the
+    /// `successors` read before it.
+    pub fn of(succeeded: &HashSet<Uuid>, successors: &[Successor]) -> Self {
         let waited_for: HashSet<Uuid> = successors.iter().map(|(_, behind, ..)| *behind).collect();
         let tails: Vec<Uuid> = succeeded.difference(&waited_for).copied().collect();
         let holders: Vec<Uuid> = succeeded.iter().copied().collect();
@@ -119,11 +115,11 @@ impl SuccessWrites {
             .filter(|(_, behind, _, pull)| *pull && succeeded.contains(behind))
             .map(|(id, ..)| *id)
             .collect();
-        Ok(SuccessWrites {
+        SuccessWrites {
             tails: id_list(&tails),
             holders: id_list(&holders),
             pulled: id_list(&pulled),
-        })
+        }
     }
 }
 
@@ -139,8 +135,9 @@ static SUCCEEDED_ROWS: LazyLock<String> = LazyLock::new(|| {
 /// The ordered notifications of `records` that the recording moved to
 /// succeeded (`recording::ended_by`): by their records, and, for one the
 /// batch held two records of, by its row, read in the recording's
-/// transaction (a read nearly no batch needs).
-async fn succeeded(
+/// transaction (a read nearly no batch needs). Once per recording: what
+/// it writes (`SuccessWrites`) and what it returns (`released`) take it.
+pub(super) async fn moved_to_succeeded(
     conn: &mut SqliteConnection,
     records: &[AttemptRecord],
     moved: &[Uuid],
@@ -199,14 +196,12 @@ pub(super) async fn successors_releasing(
 ///   and unmarked.
 pub(super) async fn released(
     conn: &mut SqliteConnection,
-    records: &[AttemptRecord],
-    moved: &[Uuid],
+    succeeded: &HashSet<Uuid>,
     successors: Vec<Successor>,
 ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
     if successors.is_empty() {
         return Ok(Vec::new());
     }
-    let succeeded = succeeded(conn, records, moved).await?;
     // Pull successors are not indexed: a success's are written with the
     // recording (`SUCCESSES_RELEASE`), anything else's by the trigger.
     let (by_success, others): (Vec<Successor>, Vec<Successor>) = successors
