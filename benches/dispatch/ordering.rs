@@ -21,11 +21,11 @@
 //! prints the CPU its processes used (hookd, PostgreSQL, Redis, the bench)
 //! and their sum a notification: a round whose CPU falls short of its
 //! time × cores waited on its keys' lines, not on CPU. In server mode each
-//! round starts on a table of `HISTORY` settled notifications with the
-//! planner's statistics of it, as a deployment past its first minute
-//! (`settled_history`): on a
-//! freshly truncated table nobody analyzed, the first round's records
-//! took seconds each.
+//! round starts on `HISTORY` settled notifications and `KEY_HISTORY`
+//! settled ordered ones with their key rows, with the planner's statistics
+//! of them, as a deployment past its first minute (`settled_history`,
+//! `settled_keys`): on a freshly truncated table nobody analyzed, the
+//! first round's records took seconds each.
 //!
 //! The shapes: 1,000 keys × 20, long lines that each step one notification
 //! at a time (the issue's figure); and 20,000 keys × 1, an order's single
@@ -49,6 +49,9 @@ const SHAPES: [(usize, usize); 2] = [(1_000, 20), (20_000, 1)];
 const PAIRS: usize = 5;
 /// Settled notifications stored before each server round (`settled_history`).
 const HISTORY: i64 = 20_000;
+/// Settled ordered notifications, each its key's only one, stored beside
+/// them with their key rows (`settled_keys`).
+const KEY_HISTORY: i64 = 20_000;
 
 /// What the receiver saw in one round.
 #[derive(Default)]
@@ -178,6 +181,39 @@ pub async fn scenario(bench: &Bench<'_>, server: bool, embedded: bool) {
     }
 }
 
+/// A deployment's ordering keys past its first minute: `KEY_HISTORY`
+/// settled notifications of `history`, each under a key of its own, with
+/// their key rows, and the planner's statistics of both. A round that
+/// started on an empty `order_keys` nobody had analyzed had some of its
+/// statements planned for no keys at all (the release's update of ended
+/// keys hashed every key row, 20,000 by the payment shape's end, for each
+/// batch it recorded); a deployment's autovacuum analyzes the table within
+/// a minute of its first keys, and hookd plans such statements again then.
+async fn settled_keys(pool: &sqlx::PgPool, history: &str) {
+    let history: uuid::Uuid = history.parse().unwrap();
+    sqlx::query(
+        "WITH settled AS ( \
+             INSERT INTO notifications (id, endpoint_id, content_type, body, schedule_ms, \
+                 status, attempts, deliver_at, next_attempt_at, last_attempt_at, \
+                 last_status_code, completed_at, order_key, sequence) \
+             SELECT hookd_uuid_v7(), $1, 'application/json', '\\x7b7d', '{0,60000}', \
+                 'succeeded', 1, now(), NULL, now(), 200, now(), 'settled-' || n, 1 \
+             FROM generate_series(1, $2) AS n \
+             RETURNING endpoint_id, order_key \
+         ) INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
+         SELECT endpoint_id, order_key, 1 FROM settled",
+    )
+    .bind(history)
+    .bind(KEY_HISTORY)
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE notifications, order_keys")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 /// `PAIRS` pairs of rounds of one shape in one mode, and their median.
 async fn pairs(
     bench: &Bench<'_>,
@@ -202,6 +238,7 @@ async fn pairs(
                 let client = reqwest::Client::new();
                 let history = super::create_endpoint(&client, &hookd, url).await;
                 super::settled_history(bench.pool, &history, HISTORY).await;
+                settled_keys(bench.pool, &history).await;
                 hookd
             } else {
                 embedded::start(&data, &[]).await
