@@ -165,6 +165,8 @@ services_start() {
   if [ "$mode" != durable ]; then
     pg_opts="$pg_opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   fi
+  # Settings a caller adds (scripts/bench's BENCH_PG_STATS and BENCH_PG_EXPLAIN).
+  pg_opts="$pg_opts ${SERVICES_PG_OPTS:-}"
   local attempt
   for attempt in 1 2 3; do
     PG_PORT=$(free_port)
