@@ -233,8 +233,9 @@ async fn pairs(
                 super::reset(bench.pool).await;
                 let prefix = format!("bench-ordering-{pair}-{i}");
                 let hookd = Hookd::start(bench.database_url, bench.redis_url, &prefix, "all").await;
-                // A deployment past its first minute: history, and the
-                // planner's statistics of it (`settled_history`).
+                // A deployment past its first minute: history, ordered
+                // history with its key rows, and the planner's statistics
+                // of them (`settled_history`, `settled_keys`).
                 let client = reqwest::Client::new();
                 let history = super::create_endpoint(&client, &hookd, url).await;
                 super::settled_history(bench.pool, &history, HISTORY).await;
