@@ -231,6 +231,7 @@ async fn pairs(
             let data = embedded::DataDir::new();
             let hookd = if mode == "server" {
                 super::reset(bench.pool).await;
+                round_sql(bench.pool).await;
                 let prefix = format!("bench-ordering-{pair}-{i}");
                 let hookd = Hookd::start(bench.database_url, bench.redis_url, &prefix, "all").await;
                 // A deployment past its first minute: history, ordered
@@ -244,7 +245,18 @@ async fn pairs(
             } else {
                 embedded::start(&data, &[]).await
             };
+            // BENCH_PG_STATS: what each server round cost PostgreSQL.
+            let before = if mode == "server" && std::env::var_os("BENCH_PG_STATS").is_some() {
+                Some(statements(bench.pool).await)
+            } else {
+                None
+            };
             let took = round(&hookd, url, receiver, (keys, per_key), ordered).await;
+            if let Some(before) = before {
+                let kind = if ordered { "ordered" } else { "unordered" };
+                let name = format!("{keys} keys × {per_key}, pair {}, {kind}", pair + 1);
+                round_statements(bench.pool, &before, &name).await;
+            }
             hookd.stop();
             rates[i] = total / took.as_secs_f64();
             violations[i] = receiver.violations.load(Ordering::SeqCst);
@@ -265,4 +277,72 @@ async fn pairs(
         "ordering ({mode}, {keys} keys × {per_key}): ordered ÷ unordered, median of {PAIRS}: {:.2} (target ≥ 0.8)",
         ratios[ratios.len() / 2]
     );
+}
+
+/// What PostgreSQL has spent by statement (`pg_stat_statements`, which
+/// `BENCH_PG_STATS` loads): calls, rows and milliseconds by query id,
+/// with the statement's text.
+type Statements = std::collections::HashMap<i64, (i64, i64, f64, String)>;
+
+async fn statements(pool: &sqlx::PgPool) -> Statements {
+    sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(pool)
+        .await
+        .unwrap();
+    let rows: Vec<(i64, i64, i64, f64, String)> = sqlx::query_as(
+        "SELECT queryid, calls, rows, total_exec_time, \
+             left(regexp_replace(query, '\\s+', ' ', 'g'), 160) \
+         FROM pg_stat_statements WHERE queryid IS NOT NULL",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(id, calls, rows, ms, text)| (id, (calls, rows, ms, text)))
+        .collect()
+}
+
+/// Appends to `bench-pg-rounds.txt` in the target directory the 25
+/// statements that cost PostgreSQL most between `before` and now, in the
+/// round `name` (`scripts/bench` sums them by shape and kind of round).
+async fn round_statements(pool: &sqlx::PgPool, before: &Statements, name: &str) {
+    let mut spent: Vec<(i64, i64, f64, String)> = statements(pool)
+        .await
+        .into_iter()
+        .map(|(id, (calls, rows, ms, text))| {
+            let (c, r, m) = before.get(&id).map_or((0, 0, 0.0), |b| (b.0, b.1, b.2));
+            (calls - c, rows - r, ms - m, text)
+        })
+        .filter(|(calls, ..)| *calls > 0)
+        .collect();
+    spent.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let mut text = format!("## {name}\n");
+    for (calls, rows, ms, query) in spent.into_iter().take(25) {
+        text += &format!("{calls} | {rows} | {ms:.1} | {query}\n");
+    }
+    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(format!("{target}/bench-pg-rounds.txt"))
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+}
+
+/// `BENCH_ROUND_SQL=<statements>`: run before each server round, after
+/// the reset and hookd's migrations (the bench's database is made anew at
+/// each invocation). An experiment's switch, to see what a change to the
+/// schema would do to a round before writing it as a migration: an index
+/// dropped, or made partial, say (BENCHMARKS.md shows how).
+async fn round_sql(pool: &sqlx::PgPool) {
+    let Ok(statements) = std::env::var("BENCH_ROUND_SQL") else {
+        return;
+    };
+    // The bench's own switch, set by whoever runs it.
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statements))
+        .execute(pool)
+        .await
+        .unwrap();
 }
