@@ -16,8 +16,8 @@
 //!
 //! and whatever the index:
 //! - retention (`retention`) deletes final notifications older than
-//!   `retention.days`, then the ordering keys none of whose notifications
-//!   is left, and the overview's per-minute counts after two days;
+//!   `retention.days`, then the ordering keys without history by then,
+//!   and the overview's per-minute counts after two days;
 //! - the pending backlog is sampled once a minute for the overview, and
 //!   how long its oldest due rows waited for the gauges (`due_age`);
 //! - the operator endpoint is made to match `operator.url`, and endpoints
@@ -266,7 +266,7 @@ pub async fn run(
             // Once their history is gone (partitions dropped, rows
             // purged), keys go too: a later notification of one starts
             // its sequence again at 1.
-            match retention::purge_order_keys(&*store, &mut key_cursor, &shutdown).await {
+            match retention::purge_order_keys(&*store, before, &mut key_cursor, &shutdown).await {
                 Ok(0) => {}
                 Ok(deleted) => {
                     tracing::info!(

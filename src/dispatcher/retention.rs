@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::store::housekeeping::KeyCursor;
@@ -22,7 +22,7 @@ const BREATH: Duration = Duration::from_millis(50);
 
 pub(super) async fn purge(
     store: &dyn HousekeepingStore,
-    before: chrono::DateTime<Utc>,
+    before: DateTime<Utc>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<u64> {
     let mut total = 0;
@@ -56,7 +56,7 @@ pub(super) async fn purge(
 /// batches with a breath between.
 pub(super) async fn purge_minutes(
     store: &dyn HousekeepingStore,
-    before: chrono::DateTime<Utc>,
+    before: DateTime<Utc>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
     while !shutdown.is_cancelled() {
@@ -97,20 +97,23 @@ pub(super) async fn maintain_partitions(store: &dyn HousekeepingStore, retention
     }
 }
 
-/// Deletes the ordering keys none of whose notifications is left and that
-/// no stored one holds (a holder retention removed is cleared from its
+/// Deletes the ordering keys without history by `before` (retention's
+/// cutoff) that no stored one holds (a holder retention removed is cleared from its
 /// key: `HousekeepingStore::purge_order_keys`), after the
 /// notifications' purge: up to `KEY_PAGES` pages from `cursor`, which it
 /// leaves where the next pass goes on (`None`: from the first key; a page
 /// that fails is read again). How many it deleted.
 pub(super) async fn purge_order_keys(
     store: &dyn HousekeepingStore,
+    before: DateTime<Utc>,
     cursor: &mut Option<KeyCursor>,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<u64> {
     let mut total = 0;
     for _ in 0..KEY_PAGES {
-        let (deleted, next) = store.purge_order_keys(cursor.clone(), PURGE_BATCH).await?;
+        let (deleted, next) = store
+            .purge_order_keys(cursor.clone(), PURGE_BATCH, before)
+            .await?;
         total += deleted;
         *cursor = next;
         if cursor.is_none() || shutdown.is_cancelled() {

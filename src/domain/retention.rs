@@ -57,11 +57,12 @@ pub enum KeyHolder {
 }
 
 /// Whether a key's row in `order_keys` (its last sequence, and what holds
-/// it: docs/design.md §17) is deleted: once no notification of the key is
-/// left (retention deleted them all) and no stored one holds it (a holder
-/// retention removed holds nothing). The key's sequence then starts again
-/// at 1: a sequence counts a key's notifications while it has history, and
-/// none is left to compare with.
+/// it: docs/design.md §17) is deleted: once the key has no history left
+/// (no notification of it is stored, or, as PostgreSQL reads it, every one
+/// ended before retention's cutoff, and retention deletes them) and no
+/// stored one holds it (a holder retention removed holds nothing). The
+/// key's sequence then starts again at 1: a sequence counts a key's
+/// notifications while it has history, and none is left to compare with.
 pub fn order_key_expired(history_left: bool, holder: KeyHolder) -> bool {
     !history_left && holder != KeyHolder::Stored
 }

@@ -72,7 +72,9 @@ pub type KeyCursor = (Uuid, String);
 pub(crate) struct KeyRow {
     pub endpoint_id: Uuid,
     pub order_key: String,
-    /// A notification of the key (with a sequence) is left.
+    /// History of the key may be left: a notification of it (with a
+    /// sequence) is stored, or may be until retention's cutoff (each
+    /// backend says how it reads this).
     pub history_left: bool,
     /// What holds the key (`held_by`).
     pub held_by: Option<Uuid>,
@@ -119,18 +121,23 @@ impl From<(Uuid, String, bool, Option<Uuid>, bool)> for KeyRow {
 #[async_trait::async_trait]
 pub(crate) trait KeyRetention: Sync {
     /// The next `limit` keys after `after`, in (endpoint, key) order, each
-    /// with whether a notification of it is left (through
-    /// `notifications_order`: one probe per key) and whether it is held.
+    /// with whether history of it may be left, `before` being retention's
+    /// cutoff, and whether it is held.
     async fn key_page(
         &self,
         after: &KeyCursor,
         limit: i64,
+        before: DateTime<Utc>,
     ) -> Result<Vec<KeyRow>, super::StoreError>;
-    /// Deletes those of `keys` that still have no notification and no
-    /// holder; how many. A create of the key may be under way meanwhile:
-    /// it must either be seen by the fence or find no row and start the
-    /// key again (each backend says how).
-    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, super::StoreError>;
+    /// Deletes those of `keys` that still have no history (as `key_page`
+    /// reads it) and no holder; how many. A create of the key may be under
+    /// way meanwhile: it must either be seen by the fence or find no row
+    /// and start the key again (each backend says how).
+    async fn delete_unused_keys(
+        &self,
+        keys: &[KeyCursor],
+        before: DateTime<Utc>,
+    ) -> Result<u64, super::StoreError>;
     /// Clears the `held_by` of each of `holders` (a key and the holder
     /// read on its row) that still names it, that holder being gone.
     async fn clear_gone_holders(
@@ -142,20 +149,21 @@ pub(crate) trait KeyRetention: Sync {
 /// One step of the ordering keys' retention walk, for both backends: among
 /// the next `limit` keys after `after`, a holder retention removed is
 /// cleared from its key (it holds nothing: `KeyHolder::Gone`), and those
-/// that `domain::retention::order_key_expired` lets go (no notification
-/// left, no stored one holding them) go, and their sequence starts again
-/// at 1. Returns how many went and where to go on from (`None` once the
-/// walk is done). It runs after the notifications' walk, which removes
-/// their history.
+/// that `domain::retention::order_key_expired` lets go (no history left
+/// by retention's cutoff `before`, no stored one holding them) go, and
+/// their sequence starts again at 1. Returns how many went and where to go
+/// on from (`None` once the walk is done). It runs after the
+/// notifications' walk, which removes their history.
 pub(crate) async fn purge_order_keys(
     store: &impl KeyRetention,
     after: Option<KeyCursor>,
     limit: i64,
+    before: DateTime<Utc>,
 ) -> Result<(u64, Option<KeyCursor>), super::StoreError> {
     // No key is empty (`domain::ordering::valid_order_key`): every one
     // comes after the nil endpoint's empty key.
     let after = after.unwrap_or((Uuid::nil(), String::new()));
-    let scanned = store.key_page(&after, limit).await?;
+    let scanned = store.key_page(&after, limit, before).await?;
     let cursor = |key: &KeyRow| (key.endpoint_id, key.order_key.clone());
     let gone: Vec<(KeyCursor, Uuid)> = scanned
         .iter()
@@ -173,7 +181,7 @@ pub(crate) async fn purge_order_keys(
     let deleted = if expired.is_empty() {
         0
     } else {
-        store.delete_unused_keys(&expired).await?
+        store.delete_unused_keys(&expired, before).await?
     };
     let last = scanned.last().map(cursor);
     Ok(walked((deleted as i64, scanned.len() as i64, last), limit))

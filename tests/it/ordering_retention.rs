@@ -68,7 +68,7 @@ async fn retention(backend: &Backend, before: chrono::DateTime<Utc>) -> u64 {
     }
     let (mut deleted, mut after) = (0, None);
     loop {
-        let (gone, next) = store.purge_order_keys(after, 100).await.unwrap();
+        let (gone, next) = store.purge_order_keys(after, 100, before).await.unwrap();
         deleted += gone;
         after = match next {
             Some(next) => Some(next),
@@ -273,10 +273,15 @@ async fn a_key_a_create_holds_is_passed_over_without_waiting(
         .execute(&mut *create)
         .await
         .unwrap();
-    let pass = tokio::time::timeout(DEADLINE, store.purge_order_keys(None, 100))
+    // Past its row's stamp: only the create's lock keeps it.
+    let before = Utc::now() + chrono::Duration::minutes(1);
+    let pass = tokio::time::timeout(DEADLINE, store.purge_order_keys(None, 100, before))
         .await
         .expect("the pass does not wait for the create");
     assert_eq!(pass.unwrap(), (0, None), "the held row is passed over");
     create.rollback().await.unwrap();
-    assert_eq!(store.purge_order_keys(None, 100).await.unwrap(), (1, None));
+    assert_eq!(
+        store.purge_order_keys(None, 100, before).await.unwrap(),
+        (1, None)
+    );
 }

@@ -4,11 +4,14 @@
 //!
 //! A statement here that finds rows by key or by `behind` tests a pending
 //! row as `(status = 'pending') IS TRUE`: no partial index on pending rows
-//! can serve that filter, so the generic plan (hookd plans each statement
-//! once) keeps to `notifications_order` or `notifications_behind` even
-//! when the statistics have seen few pending rows; it once read every
-//! pending notification of the endpoint instead, for each key
-//! (`migrations/20261207000053_release_through_behind.sql`).
+//! (`status = 'pending'`) can serve that filter, so the generic plan
+//! (hookd plans each statement once) keeps to `notifications_order` or
+//! `notifications_behind` even when the statistics have seen few pending
+//! rows; it once read every pending notification of the endpoint instead,
+//! for each key (`migrations/20261207000053_release_through_behind.sql`).
+//! `notifications_order` holds only pending rows, under that very test as
+//! its predicate, which PostgreSQL proves from it
+//! (`migrations/20261217000063_pending_order_index.sql`).
 
 use std::collections::HashMap;
 
@@ -119,8 +122,9 @@ pub(super) const WRITE_KEYS: &str = "INSERT INTO order_keys AS k \
 /// the change's transaction. The key rows are taken first, as a create
 /// and a release take them: every held key (`Held`), or every key of the
 /// endpoint (`All`, which also forgets each key's tail: what was in line
-/// is not any more). A released push notification is owed to the due
-/// index; a pull one's wait for a consumer starts `now`.
+/// is not any more), each stamped `now` (`emptied_at`, for retention:
+/// migration `20261217000063`). A released push notification is owed to
+/// the due index; a pull one's wait for a consumer starts `now`.
 pub(super) async fn release(
     conn: &mut PgConnection,
     endpoint: Uuid,
@@ -134,13 +138,15 @@ pub(super) async fn release(
              ORDER BY order_key FOR UPDATE \
          ), cleared AS ( \
              UPDATE order_keys k SET held_by = NULL, \
-                 tail = CASE WHEN $2 THEN NULL ELSE k.tail END FROM taken \
+                 tail = CASE WHEN $2 THEN NULL ELSE k.tail END, \
+                 emptied_at = GREATEST(k.emptied_at, $3) FROM taken \
              WHERE k.endpoint_id = $1 AND k.order_key = taken.order_key \
                AND ($2 OR k.held_by IS NOT NULL) \
          ) SELECT order_key, held_by FROM taken",
     )
     .bind(endpoint)
     .bind(release == Release::All)
+    .bind(now)
     .fetch_all(&mut *conn)
     .await?;
     let holders: Vec<Uuid> = held.iter().filter_map(|(_, by)| *by).collect();

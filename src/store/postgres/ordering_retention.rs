@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use chrono::{DateTime, Utc};
+
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -158,63 +160,66 @@ async fn orphans(
 }
 
 /// A page of the ordering keys' retention walk: the keys after `$1`/`$2`
-/// in the primary key's order, each with whether a notification of it is
-/// left, what holds it and whether that holder is still stored. Whether
-/// one is left is a scalar subquery with `LIMIT 1`, a probe of each
-/// partition's `notifications_order` per key: PostgreSQL may run an
-/// `EXISTS` in a select list as one hash of every ordered notification,
-/// read in full at each page. The holder is a probe of the primary key.
+/// in the primary key's order, each with whether history of it may be
+/// left, what holds it and whether that holder is still stored.
+///
+/// History may be left unless the key's line is empty and was emptied
+/// before the cutoff `$4`: an end that empties a key's line is its tail's,
+/// which stamps the row (`emptied_at`, migration `20261217000063`), so
+/// every notification of such a key completed before the cutoff, and
+/// retention removes it. The key's row alone says so: an index over every
+/// ordered notification, which this once probed per key, cost each one
+/// an entry at its create and another at its end. The holder is a probe
+/// of the primary key.
 pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
-         (SELECT true FROM notifications n \
-          WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-            AND n.sequence IS NOT NULL LIMIT 1) IS NOT NULL, \
+         (k.tail IS NOT NULL OR k.emptied_at >= $4), \
          k.held_by, \
          (SELECT true FROM notifications h WHERE h.id = k.held_by) IS NOT NULL \
      FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
      ORDER BY k.endpoint_id, k.order_key LIMIT $3";
 
 /// The delete of `delete_unused_keys`, of the locked keys `$1`/`$2`:
-/// those still without a notification (probed as in `KEY_PAGE`) and
+/// those still without history (as `KEY_PAGE` reads it, cutoff `$3`) and
 /// without a holder.
 pub(super) const DELETE_UNUSED_KEYS: &str = "DELETE FROM order_keys k \
      USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
      WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-       AND k.held_by IS NULL \
-       AND (SELECT true FROM notifications n \
-            WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-              AND n.sequence IS NOT NULL LIMIT 1) IS NULL";
+       AND k.held_by IS NULL AND k.tail IS NULL AND k.emptied_at < $3";
 
 /// The ordering keys' retention walk in PostgreSQL
 /// (`store::housekeeping::purge_order_keys` decides).
 #[async_trait::async_trait]
 impl KeyRetention for super::PgStore {
-    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+    async fn key_page(
+        &self,
+        after: &KeyCursor,
+        limit: i64,
+        before: DateTime<Utc>,
+    ) -> Result<Vec<KeyRow>, StoreError> {
         let rows: Vec<(Uuid, String, bool, Option<Uuid>, bool)> = sqlx::query_as(KEY_PAGE)
             .bind(after.0)
             .bind(&after.1)
             .bind(limit)
+            .bind(before)
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.into_iter().map(KeyRow::from).collect())
     }
 
-    /// In a transaction of two statements, because a create writes its
-    /// notification *before* it upserts the key's row (and holds that row
-    /// until its commit). A single `DELETE … WHERE` no notification is
-    /// left would be wrong under READ COMMITTED: when it waits for a
-    /// create's lock on the row, it re-checks the row once the create
-    /// commits (EvalPlanQual) but evaluates the subquery in its own, older
-    /// snapshot, which lacks the create's notification; it would delete
-    /// the row of a key with a pending notification N, and the key's next
-    /// create would start again at 1 beside it. So the rows are locked
-    /// first, passing over those a create holds (`SKIP LOCKED`: this never
-    /// waits, so it never deadlocks with a create, a release or a change
-    /// of ordering), and the delete that follows takes a fresh snapshot,
-    /// which sees every create that committed before the lock. A create
-    /// that comes later waits for the lock, and once the row is gone
-    /// inserts it anew: its notifications are then the key's only ones,
-    /// from 1.
-    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
+    /// In a transaction of two statements: the rows are locked first,
+    /// passing over those a create, an end or a release holds (`SKIP
+    /// LOCKED`: this never waits, so it never deadlocks with any of them),
+    /// and the delete then reads each locked row's fence again
+    /// (`DELETE_UNUSED_KEYS`): a create that committed before the lock
+    /// left its tail there. A create writes its notification before it
+    /// upserts the key's row; one that comes later waits for the lock,
+    /// and once the row is gone inserts it anew: its notifications are
+    /// then the key's only ones, from 1.
+    async fn delete_unused_keys(
+        &self,
+        keys: &[KeyCursor],
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
         let endpoints: Vec<Uuid> = keys.iter().map(|(endpoint, _)| *endpoint).collect();
         let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
         let mut tx = self.pool.begin().await?;
@@ -236,6 +241,7 @@ impl KeyRetention for super::PgStore {
         let deleted = sqlx::query(DELETE_UNUSED_KEYS)
             .bind(&endpoints)
             .bind(&names)
+            .bind(before)
             .execute(&mut *tx)
             .await?
             .rows_affected();

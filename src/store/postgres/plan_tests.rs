@@ -229,9 +229,12 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order_up_to_its_bound(po
 
 // Issue #48: retention walks every ordering key, a page at a time.
 #[sqlx::test(migrator = "super::MIGRATOR")]
-async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(pool: PgPool) {
+async fn a_page_of_ordering_keys_reads_the_key_rows_from_its_cursor_and_only_their_holders(
+    pool: PgPool,
+) {
     live_table(&pool, 1).await;
-    // 20,000 keys of one endpoint, each with five notifications.
+    // 20,000 keys of one endpoint, each with five notifications, one in a
+    // hundred held by its first.
     sqlx::raw_sql(
         "INSERT INTO order_keys (endpoint_id, order_key, last_sequence) \
          SELECT '00000000-0000-7000-8000-000000000001', 'order-' || g, 5 \
@@ -241,27 +244,40 @@ async fn a_page_of_ordering_keys_probes_the_order_index_per_key_from_its_cursor(
          SELECT hookd_uuid_v7(), endpoint_id, 'application/json', '\\x7b7d', '{0}', 'pending', \
              0, now(), now(), order_key, s \
          FROM order_keys, generate_series(1, 5) s; \
+         UPDATE order_keys k SET held_by = n.id FROM notifications n \
+         WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key AND n.sequence = 1 \
+           AND k.order_key LIKE '%00'; \
          ANALYZE order_keys, notifications",
     )
     .execute(&pool)
     .await
     .unwrap();
-    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 3).await;
+    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 4).await;
     let text = page.join("\n");
     assert!(
         page.iter().any(|line| line.contains("Index Cond:")
             && line.contains("ROW(endpoint_id, order_key) > ROW($1, $2)")),
         "the page starts at its cursor in order_keys' primary key:\n{text}"
     );
-    let delete = generic_plan(&pool, super::ordering_retention::DELETE_UNUSED_KEYS, 2).await;
+    assert!(
+        page.iter()
+            .any(|line| line.contains("Index Cond:") && line.contains("(id = k.held_by)")),
+        "a holder is probed by its id:\n{text}"
+    );
+    assert!(
+        !page
+            .iter()
+            .any(|line| line.contains("order_key = k.order_key")),
+        "no key's notifications are read:\n{text}"
+    );
+    let delete = generic_plan(&pool, super::ordering_retention::DELETE_UNUSED_KEYS, 3).await;
+    let text = delete.join("\n");
+    assert!(
+        !delete.iter().any(|line| line.contains("notifications")),
+        "the delete reads the key rows alone:\n{text}"
+    );
     for plan in [page, delete] {
         let text = plan.join("\n");
-        assert!(
-            plan.iter().any(
-                |line| line.contains("Index Cond:") && line.contains("order_key = k.order_key")
-            ),
-            "a key's notifications are probed through notifications_order:\n{text}"
-        );
         // Only an empty partition (a day to come) is scanned: at no cost.
         let full = |line: &String| {
             (line.contains("Seq Scan on notifications") && !line.contains("..0.00 rows"))

@@ -70,7 +70,10 @@ macro_rules! ended_ordered {
 /// - the key's tail, ended, leaves the key its predecessor as tail (none
 ///   if it holds the key);
 /// - one that succeeded frees its key if it held it;
-/// - one that `holds` names itself on its key's row.
+/// - one that `holds` names itself on its key's row;
+/// - each row it writes is stamped with the end's time (`emptied_at`,
+///   which retention reads once the line is empty: migration
+///   `20261217000063`).
 ///
 /// Each key's row is read by its key in a lateral read that `OFFSET 0`
 /// keeps from becoming a join over every key, and locked there, in the
@@ -85,7 +88,7 @@ macro_rules! ended_ordered {
 pub(super) const ENDED_KEYS: &str = concat!(
     ended_ordered!(),
     ", keyed AS MATERIALIZED ( \
-         SELECT x.endpoint_id, x.order_key, x.id, x.behind, x.succeeded, x.holds \
+         SELECT x.endpoint_id, x.order_key, x.id, x.behind, x.succeeded, x.holds, x.updated_at \
          FROM ended x CROSS JOIN LATERAL (SELECT 1 FROM order_keys k \
              WHERE k.endpoint_id = x.endpoint_id AND k.order_key = x.order_key \
                AND (x.holds OR k.tail = x.id OR (x.succeeded AND k.held_by = x.id)) \
@@ -94,7 +97,8 @@ pub(super) const ENDED_KEYS: &str = concat!(
          held_by = CASE WHEN y.holds THEN y.id \
              WHEN y.succeeded AND k.held_by = y.id THEN NULL ELSE k.held_by END, \
          tail = CASE WHEN k.tail = y.id THEN CASE WHEN y.holds THEN NULL ELSE y.behind END \
-             ELSE k.tail END \
+             ELSE k.tail END, \
+         emptied_at = GREATEST(k.emptied_at, y.updated_at) \
      FROM keyed y \
      WHERE k.endpoint_id = y.endpoint_id AND k.order_key = y.order_key"
 );

@@ -296,8 +296,9 @@ impl HousekeepingStore for PgStore {
         &self,
         after: Option<KeyCursor>,
         limit: i64,
+        before: DateTime<Utc>,
     ) -> Result<(u64, Option<KeyCursor>), StoreError> {
-        crate::store::housekeeping::purge_order_keys(self, after, limit).await
+        crate::store::housekeeping::purge_order_keys(self, after, limit, before).await
     }
     async fn maintain_partitions(
         &self,

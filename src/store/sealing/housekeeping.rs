@@ -83,8 +83,9 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
         &self,
         after: Option<KeyCursor>,
         limit: i64,
+        before: DateTime<Utc>,
     ) -> Result<(u64, Option<KeyCursor>), StoreError> {
-        self.inner.purge_order_keys(after, limit).await
+        self.inner.purge_order_keys(after, limit, before).await
     }
     async fn maintain_partitions(
         &self,

@@ -4,6 +4,7 @@
 //! removed (`store::ordering` and `store::housekeeping` decide; this reads
 //! and writes, on the only writer).
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::columns::json_text;
@@ -106,7 +107,15 @@ pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
 /// every delete: a page read there sees the notifications' walk before it.
 #[async_trait::async_trait]
 impl KeyRetention for super::SqliteStore {
-    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+    /// Whether a notification of each key is left, through
+    /// `notifications_order` (every ordered row, in SQLite): the cutoff is
+    /// not needed.
+    async fn key_page(
+        &self,
+        after: &KeyCursor,
+        limit: i64,
+        _before: DateTime<Utc>,
+    ) -> Result<Vec<KeyRow>, StoreError> {
         let rows: Vec<(Uuid, String, bool, Option<Uuid>, bool)> = sqlx::query_as(KEY_PAGE)
             .bind(after.0)
             .bind(&after.1)
@@ -119,7 +128,11 @@ impl KeyRetention for super::SqliteStore {
 
     /// One statement: with one writer, no create runs between its check
     /// and its delete (`postgres::ordering` needs two).
-    async fn delete_unused_keys(&self, keys: &[KeyCursor]) -> Result<u64, StoreError> {
+    async fn delete_unused_keys(
+        &self,
+        keys: &[KeyCursor],
+        _before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
         let pairs: Vec<(String, &str)> = keys
             .iter()
             .map(|(endpoint, key)| (endpoint.simple().to_string(), key.as_str()))

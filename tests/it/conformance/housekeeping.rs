@@ -291,7 +291,7 @@ pub async fn retention_forgets_a_key_once_none_of_its_notifications_is_left_and_
     let mut steps = Vec::new();
     let mut cursor = None;
     loop {
-        let (deleted, next) = HousekeepingStore::purge_order_keys(&store, cursor, 1)
+        let (deleted, next) = HousekeepingStore::purge_order_keys(&store, cursor, 1, bound)
             .await
             .unwrap();
         steps.push((deleted, next.clone()));
@@ -310,7 +310,7 @@ pub async fn retention_forgets_a_key_once_none_of_its_notifications_is_left_and_
         ]
     );
     assert_eq!(
-        HousekeepingStore::purge_order_keys(&store, None, 100)
+        HousekeepingStore::purge_order_keys(&store, None, 100, bound)
             .await
             .unwrap(),
         (0, None)

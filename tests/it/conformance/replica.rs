@@ -247,7 +247,7 @@ through!(HousekeepingStore => primary {
     fn pending_created_after(&self, after: Uuid, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn purge_completed(&self, before: DateTime<Utc>, after: Option<Uuid>, limit: i64) -> Result<(u64, Option<Uuid>), StoreError>;
     fn purge_events(&self, before: DateTime<Utc>, after: Option<Uuid>, limit: i64) -> Result<(u64, Option<Uuid>), StoreError>;
-    fn purge_order_keys(&self, after: Option<KeyCursor>, limit: i64) -> Result<(u64, Option<KeyCursor>), StoreError>;
+    fn purge_order_keys(&self, after: Option<KeyCursor>, limit: i64, before: DateTime<Utc>) -> Result<(u64, Option<KeyCursor>), StoreError>;
     fn maintain_partitions(&self, today: chrono::NaiveDate, before: Option<DateTime<Utc>>) -> Result<PartitionUpkeep, StoreError>;
     fn sync_operator_endpoint(&self, target: Option<OperatorTarget<'_>>) -> Result<(), StoreError>;
     fn failing_endpoints(&self, failing_before: DateTime<Utc>) -> Result<Vec<FailingEndpoint>, StoreError>;
