@@ -98,8 +98,8 @@ pub(super) async fn maintain_partitions(store: &dyn HousekeepingStore, retention
 }
 
 /// Deletes the ordering keys without history by `before` (retention's
-/// cutoff) that no stored one holds (a holder retention removed is cleared from its
-/// key: `HousekeepingStore::purge_order_keys`), after the
+/// cutoff) that no stored one holds (a holder retention removed is
+/// cleared from its key: `HousekeepingStore::purge_order_keys`), after the
 /// notifications' purge: up to `KEY_PAGES` pages from `cursor`, which it
 /// leaves where the next pass goes on (`None`: from the first key; a page
 /// that fails is read again). How many it deleted.

@@ -132,6 +132,44 @@ async fn a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on(b
 }
 both!(a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on);
 
+/// A cancel ends a key's line outside a recording (PostgreSQL's release
+/// trigger stamps the key's row): the key stays while its cancelled one is
+/// within retention, and goes once retention passed it.
+async fn a_key_whose_last_notification_was_cancelled_goes_once_retention_passed_the_cancel(
+    backend: Backend,
+) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    let endpoint = ordered(&app, &receiver, "/cancelled", "continue").await;
+    let id = notify_keyed(&app, &endpoint, "order-9", json!({"delay": "1h"})).await;
+    let bound = Utc::now() + chrono::Duration::milliseconds(1);
+    eventually(DEADLINE, "past the bound", || async {
+        (Utc::now() > bound).then_some(())
+    })
+    .await;
+    let (_, cancelled) = app
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/notifications/{id}/cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+
+    assert_eq!(
+        retention(&backend, bound).await,
+        0,
+        "cancelled after the bound"
+    );
+    assert_eq!(backend.count(KEYS).await, 1);
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 1);
+    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+    let again = notify_keyed(&app, &endpoint, "order-9", json!({})).await;
+    assert_eq!(read(&app, &again).await["sequence"], 1);
+}
+both!(a_key_whose_last_notification_was_cancelled_goes_once_retention_passed_the_cancel);
+
 /// The `webhook-sequence` of each request `receiver` got at `path`.
 fn sequences(receiver: &Receiver, path: &str) -> Vec<String> {
     receiver

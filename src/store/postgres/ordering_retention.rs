@@ -6,7 +6,6 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-
 use sqlx::PgConnection;
 use uuid::Uuid;
 
