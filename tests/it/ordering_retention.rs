@@ -54,6 +54,17 @@ async fn ordered(app: &TestApp, receiver: &Receiver, path: &str, on_failure: &st
     endpoint["id"].as_str().unwrap().to_string()
 }
 
+/// A retention cutoff just after now, once the clock has passed it: what
+/// ends from here on ends after it.
+async fn passed_bound() -> chrono::DateTime<Utc> {
+    let bound = Utc::now() + chrono::Duration::milliseconds(1);
+    eventually(DEADLINE, "past the bound", || async {
+        (Utc::now() > bound).then_some(())
+    })
+    .await;
+    bound
+}
+
 /// Retention of the notifications completed before `before`, then a walk
 /// of every ordering key: how many keys went.
 async fn retention(backend: &Backend, before: chrono::DateTime<Utc>) -> u64 {
@@ -108,12 +119,8 @@ async fn a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on(b
     let first = notify_keyed(&app, &endpoint, "pending", json!({})).await;
     wait_status(&app, &first, "succeeded").await;
     notify_keyed(&app, &endpoint, "pending", json!({"delay": "1h"})).await;
-    let bound = Utc::now() + chrono::Duration::milliseconds(1);
     // "final": delivered after the bound, so retention keeps it.
-    eventually(DEADLINE, "past the bound", || async {
-        (Utc::now() > bound).then_some(())
-    })
-    .await;
+    let bound = passed_bound().await;
     let kept = notify_keyed(&app, &endpoint, "final", json!({})).await;
     wait_status(&app, &kept, "succeeded").await;
 
@@ -142,11 +149,7 @@ async fn a_key_whose_last_notification_was_cancelled_goes_once_retention_passed_
     let receiver = Receiver::start().await;
     let endpoint = ordered(&app, &receiver, "/cancelled", "continue").await;
     let id = notify_keyed(&app, &endpoint, "order-9", json!({"delay": "1h"})).await;
-    let bound = Utc::now() + chrono::Duration::milliseconds(1);
-    eventually(DEADLINE, "past the bound", || async {
-        (Utc::now() > bound).then_some(())
-    })
-    .await;
+    let bound = passed_bound().await;
     let (_, cancelled) = app
         .call(
             reqwest::Method::POST,
