@@ -170,16 +170,10 @@ const ORDER_KEYS: Table = Table {
         col("held_by", Id),
         col("tail", Id),
         col("previous_tail", Id),
-        // PostgreSQL's retention reads when a key's line was last emptied
-        // (its migration 20261217000063); SQLite does not keep it. A
-        // copied key counts as emptied at the copy: one whose line is
-        // empty goes a retention period after it, never before its
-        // copied history could.
-        Column {
-            name: "emptied_at",
-            kind: Time,
-            from: Some("CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"),
-        },
+        // When the key's line was last emptied, which retention reads
+        // (both backends stamp it: migrations 20261217000063 and
+        // sqlite/0027).
+        col("emptied_at", Time),
     ],
 };
 

@@ -56,15 +56,35 @@ pub enum KeyHolder {
     Gone,
 }
 
+/// A key's line as its row in `order_keys` says it (docs/design.md §17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyLine {
+    /// No notification of the key waits in line (`tail` is NULL).
+    pub empty: bool,
+    /// When its line was last emptied (`emptied_at`): every write of the
+    /// row by an end (of the key's tail, or of a holder) or by a change of
+    /// ordering keeps the later of this and its own time, and a create
+    /// that inserts the row sets it. `None` only for a row no such write
+    /// has stamped.
+    pub emptied_at: Option<DateTime<Utc>>,
+}
+
 /// Whether a key's row in `order_keys` (its last sequence, and what holds
-/// it: docs/design.md §17) is deleted: once the key has no history left
-/// (no notification of it is stored, or, as PostgreSQL reads it, every one
-/// ended before retention's cutoff, and retention deletes them) and no
-/// stored one holds it (a holder retention removed holds nothing). The
-/// key's sequence then starts again at 1: a sequence counts a key's
-/// notifications while it has history, and none is left to compare with.
-pub fn order_key_expired(history_left: bool, holder: KeyHolder) -> bool {
-    !history_left && holder != KeyHolder::Stored
+/// it: docs/design.md §17) is deleted by a purge of what completed before
+/// `before`: once its line is empty and was last emptied before then, and
+/// no stored notification holds it (a holder retention removed holds
+/// nothing). The end that empties a key's line is always its tail's, and
+/// the tail is the key's last notification, so every notification of the
+/// key completed by then, and retention removes them. The key's sequence
+/// then starts again at 1: a sequence counts a key's notifications while
+/// it has history, and none is left to compare with.
+///
+/// A key can go while expired history of it is still stored but not yet
+/// deleted (a day partition another pending row keeps), and after an
+/// endpoint's ordering was turned off, once the turn-off is before the
+/// cutoff, even if a formerly ordered notification completed later.
+pub fn order_key_expired(line: KeyLine, before: DateTime<Utc>, holder: KeyHolder) -> bool {
+    line.empty && line.emptied_at.is_some_and(|at| at < before) && holder != KeyHolder::Stored
 }
 
 /// Whether an operation is deleted by a purge of what finished before
@@ -142,14 +162,38 @@ mod tests {
     }
 
     #[test]
-    fn a_key_goes_only_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it() {
+    fn a_key_goes_once_its_line_was_emptied_before_the_cutoff_and_no_stored_one_holds_it() {
         use KeyHolder::{Gone, None as Free, Stored};
-        assert!(order_key_expired(false, Free));
-        assert!(!order_key_expired(true, Free), "a notification left");
-        assert!(!order_key_expired(false, Stored), "held");
-        assert!(!order_key_expired(true, Stored));
-        assert!(order_key_expired(false, Gone), "its holder is gone");
-        assert!(!order_key_expired(true, Gone), "a notification left");
+        let before = at(100);
+        let line = |empty, emptied: Option<i64>| KeyLine {
+            empty,
+            emptied_at: emptied.map(at),
+        };
+        assert!(order_key_expired(line(true, Some(99)), before, Free));
+        assert!(
+            order_key_expired(line(true, Some(99)), before, Gone),
+            "its holder is gone"
+        );
+        assert!(
+            !order_key_expired(line(true, Some(99)), before, Stored),
+            "held"
+        );
+        assert!(
+            !order_key_expired(line(false, Some(99)), before, Free),
+            "one waits in line"
+        );
+        assert!(
+            !order_key_expired(line(true, Some(100)), before, Free),
+            "emptied at the cutoff"
+        );
+        assert!(
+            !order_key_expired(line(true, Some(101)), before, Gone),
+            "emptied since"
+        );
+        assert!(
+            !order_key_expired(line(true, None), before, Free),
+            "never stamped"
+        );
     }
 
     #[test]

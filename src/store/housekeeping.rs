@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::domain::retention::{order_key_expired, KeyHolder};
+use crate::domain::retention::{order_key_expired, KeyHolder, KeyLine};
 
 /// Keyset position in the pending rows: (due time, id).
 pub type PendingCursor = (DateTime<Utc>, Uuid);
@@ -72,10 +72,8 @@ pub type KeyCursor = (Uuid, String);
 pub(crate) struct KeyRow {
     pub endpoint_id: Uuid,
     pub order_key: String,
-    /// History of the key may be left: a notification of it (with a
-    /// sequence) is stored, or may be until retention's cutoff (each
-    /// backend says how it reads this).
-    pub history_left: bool,
+    /// Its line: whether it is empty, and when it was last emptied.
+    pub line: KeyLine,
     /// What holds the key (`held_by`).
     pub held_by: Option<Uuid>,
     /// Whether the notification `held_by` names is still stored.
@@ -93,22 +91,25 @@ impl KeyRow {
     }
 }
 
-/// As a page reads it: (endpoint, key, history left, held by, holder
-/// stored).
-impl From<(Uuid, String, bool, Option<Uuid>, bool)> for KeyRow {
+/// As a page reads it: (endpoint, key, line empty, last emptied, held
+/// by, holder stored).
+pub(crate) type KeyPageRow = (
+    Uuid,
+    String,
+    bool,
+    Option<DateTime<Utc>>,
+    Option<Uuid>,
+    bool,
+);
+
+impl From<KeyPageRow> for KeyRow {
     fn from(
-        (endpoint_id, order_key, history_left, held_by, holder_stored): (
-            Uuid,
-            String,
-            bool,
-            Option<Uuid>,
-            bool,
-        ),
+        (endpoint_id, order_key, empty, emptied_at, held_by, holder_stored): KeyPageRow,
     ) -> Self {
         Self {
             endpoint_id,
             order_key,
-            history_left,
+            line: KeyLine { empty, emptied_at },
             held_by,
             holder_stored,
         }
@@ -116,27 +117,25 @@ impl From<(Uuid, String, bool, Option<Uuid>, bool)> for KeyRow {
 }
 
 /// A backend's side of the ordering keys' retention walk
-/// (`purge_order_keys`): a page read and a delete fenced by what decided
-/// it.
+/// (`purge_order_keys`): a page read, and a delete fenced by what was
+/// read (the neutral walk decides).
 #[async_trait::async_trait]
 pub(crate) trait KeyRetention: Sync {
     /// The next `limit` keys after `after`, in (endpoint, key) order, each
-    /// with whether history of it may be left, `before` being retention's
-    /// cutoff, and whether it is held.
+    /// with its line (empty or not, last emptied) and what holds it.
     async fn key_page(
         &self,
         after: &KeyCursor,
         limit: i64,
-        before: DateTime<Utc>,
     ) -> Result<Vec<KeyRow>, super::StoreError>;
-    /// Deletes those of `keys` that still have no history (as `key_page`
-    /// reads it) and no holder; how many. A create of the key may be under
-    /// way meanwhile: it must either be seen by the fence or find no row
-    /// and start the key again (each backend says how).
+    /// Deletes those of `keys` whose row is still as it was read when the
+    /// walk let it go: its line empty, last emptied at the stamp given,
+    /// and no holder; how many. A create of the key may be under way
+    /// meanwhile: it must either be seen by the fence or find no row and
+    /// start the key again (each backend says how).
     async fn delete_unused_keys(
         &self,
-        keys: &[KeyCursor],
-        before: DateTime<Utc>,
+        keys: &[(KeyCursor, DateTime<Utc>)],
     ) -> Result<u64, super::StoreError>;
     /// Clears the `held_by` of each of `holders` (a key and the holder
     /// read on its row) that still names it, that holder being gone.
@@ -149,10 +148,10 @@ pub(crate) trait KeyRetention: Sync {
 /// One step of the ordering keys' retention walk, for both backends: among
 /// the next `limit` keys after `after`, a holder retention removed is
 /// cleared from its key (it holds nothing: `KeyHolder::Gone`), and those
-/// that `domain::retention::order_key_expired` lets go (no history left
-/// by retention's cutoff `before`, no stored one holding them) go, and
-/// their sequence starts again at 1. Returns how many went and where to go
-/// on from (`None` once the walk is done). It runs after the
+/// that `domain::retention::order_key_expired` lets go (their line empty
+/// since before retention's cutoff `before`, no stored one holding them)
+/// go, and their sequence starts again at 1. Returns how many went and
+/// where to go on from (`None` once the walk is done). It runs after the
 /// notifications' walk, which removes their history.
 pub(crate) async fn purge_order_keys(
     store: &impl KeyRetention,
@@ -163,7 +162,7 @@ pub(crate) async fn purge_order_keys(
     // No key is empty (`domain::ordering::valid_order_key`): every one
     // comes after the nil endpoint's empty key.
     let after = after.unwrap_or((Uuid::nil(), String::new()));
-    let scanned = store.key_page(&after, limit, before).await?;
+    let scanned = store.key_page(&after, limit).await?;
     let cursor = |key: &KeyRow| (key.endpoint_id, key.order_key.clone());
     let gone: Vec<(KeyCursor, Uuid)> = scanned
         .iter()
@@ -173,15 +172,15 @@ pub(crate) async fn purge_order_keys(
     if !gone.is_empty() {
         store.clear_gone_holders(&gone).await?;
     }
-    let expired: Vec<KeyCursor> = scanned
+    let expired: Vec<(KeyCursor, DateTime<Utc>)> = scanned
         .iter()
-        .filter(|key| order_key_expired(key.history_left, key.holder()))
-        .map(cursor)
+        .filter(|key| order_key_expired(key.line, before, key.holder()))
+        .filter_map(|key| Some((cursor(key), key.line.emptied_at?)))
         .collect();
     let deleted = if expired.is_empty() {
         0
     } else {
-        store.delete_unused_keys(&expired, before).await?
+        store.delete_unused_keys(&expired).await?
     };
     let last = scanned.last().map(cursor);
     Ok(walked((deleted as i64, scanned.len() as i64, last), limit))
@@ -258,5 +257,60 @@ impl DueBacklog {
             }
         }
         backlog
+    }
+}
+
+/// What both backends' `KeyRetention` must show: the delete is fenced by
+/// the row as the walk read it.
+#[cfg(test)]
+pub(crate) mod key_fence {
+    use super::*;
+
+    /// On a store holding one key row of endpoint `endpoint` and key
+    /// "order-1", which `set` writes (its tail, its stamp): a key read
+    /// with its line empty goes only while its row is still as read.
+    pub(crate) async fn a_key_goes_only_while_its_row_is_as_the_walk_read_it(
+        store: &impl KeyRetention,
+        endpoint: Uuid,
+        set: impl AsyncFn(Option<Uuid>, DateTime<Utc>),
+    ) {
+        let read_at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
+        let key = (endpoint, "order-1".to_string());
+        set(None, read_at).await;
+        let page = store
+            .key_page(&(Uuid::nil(), String::new()), 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            page.iter().map(|k| k.line).collect::<Vec<_>>(),
+            [KeyLine {
+                empty: true,
+                emptied_at: Some(read_at),
+            }]
+        );
+        let read = [(key.clone(), read_at)];
+
+        // An end stamped it since.
+        set(None, read_at + chrono::Duration::microseconds(1)).await;
+        assert_eq!(
+            store.delete_unused_keys(&read).await.unwrap(),
+            0,
+            "stamped since"
+        );
+        // A create put one in line since.
+        set(Some(Uuid::now_v7()), read_at).await;
+        assert_eq!(
+            store.delete_unused_keys(&read).await.unwrap(),
+            0,
+            "one in line"
+        );
+        // As read.
+        set(None, read_at).await;
+        assert_eq!(store.delete_unused_keys(&read).await.unwrap(), 1);
+        assert!(store
+            .key_page(&(Uuid::nil(), String::new()), 10)
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

@@ -55,13 +55,15 @@
 //! its key before it, or the stored holder, or else at the head; the walk
 //! of the key rows clears a `held_by` naming a gone one.
 //!
-//! A key's row lasts while the key has history: once retention removed
-//! every notification of it, and no stored one holds it, retention deletes the
-//! row too (`domain::retention::order_key_expired` decides, the walk is
-//! `store::housekeeping::purge_order_keys`), and the key's next create
-//! inserts it anew, from sequence 1. In PostgreSQL that delete must not
-//! race a create of the key, which writes its notification before it
-//! takes the row: `postgres::ordering`'s `delete_unused_keys` says how.
+//! A key's row lasts while the key has history: once its line is empty
+//! and was last emptied before retention's cutoff (its row's `emptied_at`,
+//! which every end that writes the row stamps), and no stored one holds
+//! it, retention deletes the row too (`domain::retention::order_key_expired`
+//! decides, the walk is `store::housekeeping::purge_order_keys`), and the
+//! key's next create inserts it anew, from sequence 1. In PostgreSQL that
+//! delete must not race a create of the key, which writes its
+//! notification before it takes the row: `postgres::ordering_retention`'s
+//! `delete_unused_keys` says how.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -3,14 +3,14 @@
 //! waits for a notification retention removed (`store::ordering` and
 //! `store::housekeeping` decide; this reads and writes).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::partitions::id_span;
-use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
+use crate::store::housekeeping::{KeyCursor, KeyPageRow, KeyRetention, KeyRow};
 use crate::store::ordering::{orphan_moves, Orphan};
 use crate::store::StoreError;
 
@@ -159,47 +159,36 @@ async fn orphans(
 }
 
 /// A page of the ordering keys' retention walk: the keys after `$1`/`$2`
-/// in the primary key's order, each with whether history of it may be
-/// left, what holds it and whether that holder is still stored.
-///
-/// History may be left unless the key's line is empty and was emptied
-/// before the cutoff `$4`: an end that empties a key's line is its tail's,
-/// which stamps the row (`emptied_at`, migration `20261217000063`), so
-/// every notification of such a key completed before the cutoff, and
-/// retention removes it. The key's row alone says so: an index over every
-/// ordered notification, which this once probed per key, cost each one
-/// an entry at its create and another at its end. The holder is a probe
-/// of the primary key.
-pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
-         (k.tail IS NOT NULL OR k.emptied_at >= $4), \
-         k.held_by, \
+/// in the primary key's order, each with its line (empty, and when it was
+/// last emptied: `emptied_at`, migration `20261217000063`), what holds it
+/// and whether that holder is still stored (a probe of the primary key).
+/// The key's row alone says what `domain::retention::order_key_expired`
+/// needs: an index over every ordered notification, which this once
+/// probed per key, cost each one an entry at its create and another at
+/// its end.
+pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, k.tail IS NULL, \
+         k.emptied_at, k.held_by, \
          (SELECT true FROM notifications h WHERE h.id = k.held_by) IS NOT NULL \
      FROM order_keys k WHERE (k.endpoint_id, k.order_key) > ($1, $2) \
      ORDER BY k.endpoint_id, k.order_key LIMIT $3";
 
 /// The delete of `delete_unused_keys`, of the locked keys `$1`/`$2`:
-/// those still without history (as `KEY_PAGE` reads it, cutoff `$3`) and
-/// without a holder.
+/// those still as the walk read them, their line empty and last emptied
+/// at the stamp read (`$3`), and without a holder.
 pub(super) const DELETE_UNUSED_KEYS: &str = "DELETE FROM order_keys k \
-     USING UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+     USING UNNEST($1::uuid[], $2::text[], $3::timestamptz[]) AS c(endpoint_id, order_key, emptied_at) \
      WHERE k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-       AND k.held_by IS NULL AND k.tail IS NULL AND k.emptied_at < $3";
+       AND k.held_by IS NULL AND k.tail IS NULL AND k.emptied_at = c.emptied_at";
 
 /// The ordering keys' retention walk in PostgreSQL
 /// (`store::housekeeping::purge_order_keys` decides).
 #[async_trait::async_trait]
 impl KeyRetention for super::PgStore {
-    async fn key_page(
-        &self,
-        after: &KeyCursor,
-        limit: i64,
-        before: DateTime<Utc>,
-    ) -> Result<Vec<KeyRow>, StoreError> {
-        let rows: Vec<(Uuid, String, bool, Option<Uuid>, bool)> = sqlx::query_as(KEY_PAGE)
+    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+        let rows: Vec<KeyPageRow> = sqlx::query_as(KEY_PAGE)
             .bind(after.0)
             .bind(&after.1)
             .bind(limit)
-            .bind(before)
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.into_iter().map(KeyRow::from).collect())
@@ -208,19 +197,22 @@ impl KeyRetention for super::PgStore {
     /// In a transaction of two statements: the rows are locked first,
     /// passing over those a create, an end or a release holds (`SKIP
     /// LOCKED`: this never waits, so it never deadlocks with any of them),
-    /// and the delete then reads each locked row's fence again
+    /// and the delete then compares each locked row with what was read
     /// (`DELETE_UNUSED_KEYS`): a create that committed before the lock
-    /// left its tail there. A create writes its notification before it
-    /// upserts the key's row; one that comes later waits for the lock,
-    /// and once the row is gone inserts it anew: its notifications are
-    /// then the key's only ones, from 1.
+    /// left its tail there, and an end since, its stamp. A create writes
+    /// its notification before it upserts the key's row; one that comes
+    /// later waits for the lock, and once the row is gone inserts it anew:
+    /// its notifications are then the key's only ones, from 1.
     async fn delete_unused_keys(
         &self,
-        keys: &[KeyCursor],
-        before: DateTime<Utc>,
+        keys: &[(KeyCursor, DateTime<Utc>)],
     ) -> Result<u64, StoreError> {
-        let endpoints: Vec<Uuid> = keys.iter().map(|(endpoint, _)| *endpoint).collect();
-        let names: Vec<&str> = keys.iter().map(|(_, key)| key.as_str()).collect();
+        let endpoints: Vec<Uuid> = keys.iter().map(|((endpoint, _), _)| *endpoint).collect();
+        let names: Vec<&str> = keys.iter().map(|((_, key), _)| key.as_str()).collect();
+        let read: HashMap<(Uuid, &str), DateTime<Utc>> = keys
+            .iter()
+            .map(|((endpoint, key), at)| ((*endpoint, key.as_str()), *at))
+            .collect();
         let mut tx = self.pool.begin().await?;
         let locked: Vec<(Uuid, String)> = sqlx::query_as(
             "SELECT k.endpoint_id, k.order_key FROM order_keys k \
@@ -236,11 +228,15 @@ impl KeyRetention for super::PgStore {
         if locked.is_empty() {
             return Ok(0);
         }
+        let stamps: Vec<DateTime<Utc>> = locked
+            .iter()
+            .map(|(endpoint, key)| read[&(*endpoint, key.as_str())])
+            .collect();
         let (endpoints, names): (Vec<Uuid>, Vec<String>) = locked.into_iter().unzip();
         let deleted = sqlx::query(DELETE_UNUSED_KEYS)
             .bind(&endpoints)
             .bind(&names)
-            .bind(before)
+            .bind(&stamps)
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -269,5 +265,36 @@ impl KeyRetention for super::PgStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use sqlx::PgPool;
+    use uuid::Uuid;
+
+    use crate::store::housekeeping::key_fence;
+
+    #[sqlx::test(migrator = "super::super::MIGRATOR")]
+    async fn a_key_goes_only_while_its_row_is_as_the_walk_read_it(pool: PgPool) {
+        let store = super::super::PgStore::new(pool.clone());
+        let endpoint = Uuid::now_v7();
+        let set = async |tail: Option<Uuid>, at: DateTime<Utc>| {
+            sqlx::query(
+                "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+                 VALUES ($1, 'order-1', 3, $2, $3) \
+                 ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+                     tail = EXCLUDED.tail, emptied_at = EXCLUDED.emptied_at",
+            )
+            .bind(endpoint)
+            .bind(tail)
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+        };
+        key_fence::a_key_goes_only_while_its_row_is_as_the_walk_read_it(&store, endpoint, set)
+            .await;
     }
 }

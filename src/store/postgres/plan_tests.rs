@@ -252,7 +252,7 @@ async fn a_page_of_ordering_keys_reads_the_key_rows_from_its_cursor_and_only_the
     .execute(&pool)
     .await
     .unwrap();
-    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 4).await;
+    let page = generic_plan(&pool, super::ordering_retention::KEY_PAGE, 3).await;
     let text = page.join("\n");
     assert!(
         page.iter().any(|line| line.contains("Index Cond:")

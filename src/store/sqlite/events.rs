@@ -98,7 +98,7 @@ pub(super) async fn insert_events(
     let in_order = crate::store::ordering::ordered_deliveries(
         events.iter().filter(|e| created.contains(&e.id)),
     );
-    let mut places = super::ordering::place_in_order(conn, &in_order).await?;
+    let mut places = super::ordering::place_in_order(conn, &in_order, created_at).await?;
     store_plans(conn, rest, created_at).await?;
     let rest: Vec<DeliveryRow> = rest
         .iter()

@@ -24,11 +24,12 @@ use crate::store::StoreError;
 pub(super) async fn place_in_order(
     conn: &mut SqliteConnection,
     items: &[Item<'_>],
+    created_at: i64,
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
     if items.is_empty() {
         return Ok(HashMap::new());
     }
-    let placed = places_of(conn, items).await?;
+    let placed = places_of(conn, items, created_at).await?;
     let rows: Vec<(String, Option<i64>, Option<String>)> = placed
         .iter()
         .map(|(id, place)| {
@@ -51,13 +52,15 @@ pub(super) async fn place_in_order(
 
 /// A create's key rows written, its runs (`json_each(?1)`): each key's
 /// sequence grows by its run, its tail becomes the run's last, and the
-/// tail before it is kept as `previous_tail`.
+/// tail before it is kept as `previous_tail`. A row inserted is stamped
+/// with the create's time (`emptied_at`, as PostgreSQL's column default;
+/// migration `0027_key_emptied_stamped.sql`).
 // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
 const WRITE_KEYS: &str = records!(
     "r",
     "?1",
-    "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail) \
-     SELECT unhex(value ->> 0), value ->> 1, value ->> 2, unhex(value ->> 3) \
+    "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+     SELECT unhex(value ->> 0), value ->> 1, value ->> 2, unhex(value ->> 3), value ->> 4 \
      FROM r WHERE true \
      ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
          last_sequence = last_sequence + excluded.last_sequence, \
@@ -84,16 +87,18 @@ static WRITE_AND_READ_KEYS: LazyLock<String> =
 /// The place of each of `items` (in creation order, all ordered, all to
 /// be created in this transaction), its key rows written as
 /// `postgres::ordering::WRITE_KEYS` writes them: for an insert that
-/// writes the places itself.
+/// writes the places itself. `created_at`: the create's time, in the
+/// schema's microseconds.
 pub(super) async fn places_of(
     conn: &mut SqliteConnection,
     items: &[Item<'_>],
+    created_at: i64,
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
     if items.is_empty() {
         return Ok(HashMap::new());
     }
     let keys = runs(items);
-    let runs: Vec<(String, &str, i64, String)> = keys
+    let runs: Vec<(String, &str, i64, String, i64)> = keys
         .iter()
         .map(|run| {
             (
@@ -101,6 +106,7 @@ pub(super) async fn places_of(
                 run.order_key.as_str(),
                 run.count,
                 run.last.simple().to_string(),
+                created_at,
             )
         })
         .collect();
@@ -146,13 +152,16 @@ pub(super) async fn release(
     .await
     .map_err(store_error)?;
     // All: what was in line is not any more, and the next create of a
-    // key starts a line of its own.
+    // key starts a line of its own. Each row written is stamped `now`
+    // (`emptied_at`, for retention).
     sqlx::query(
-        "UPDATE order_keys SET held_by = NULL, tail = CASE WHEN ?2 THEN NULL ELSE tail END \
+        "UPDATE order_keys SET held_by = NULL, tail = CASE WHEN ?2 THEN NULL ELSE tail END, \
+             emptied_at = max(ifnull(emptied_at, 0), ?3) \
          WHERE endpoint_id = ?1 AND (?2 OR held_by IS NOT NULL)",
     )
     .bind(endpoint)
     .bind(release == Release::All)
+    .bind(now)
     .execute(&mut *conn)
     .await
     .map_err(store_error)?;

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::json_text;
+use super::columns::{json_text, micros, time_of};
 use super::errors::store_error;
 use crate::store::housekeeping::{KeyCursor, KeyRetention, KeyRow};
 use crate::store::ordering::{orphan_moves, Orphan};
@@ -91,13 +91,10 @@ pub(super) async fn release_orphans(
 }
 
 /// A page of the ordering keys' retention walk, as
-/// `postgres::ordering::KEY_PAGE` (SQLite runs a correlated `EXISTS` as a
-/// probe of `notifications_order` per key).
-pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
-         EXISTS (SELECT 1 FROM notifications n \
-             WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-               AND n.sequence IS NOT NULL), \
-         k.held_by, \
+/// `postgres::ordering_retention::KEY_PAGE` (each key's last emptied time
+/// in the schema's microseconds).
+pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, k.tail IS NULL, \
+         k.emptied_at, k.held_by, \
          EXISTS (SELECT 1 FROM notifications h WHERE h.id = k.held_by) \
      FROM order_keys k WHERE (k.endpoint_id, k.order_key) > (?1, ?2) \
      ORDER BY k.endpoint_id, k.order_key LIMIT ?3";
@@ -107,47 +104,46 @@ pub(super) const KEY_PAGE: &str = "SELECT k.endpoint_id, k.order_key, \
 /// every delete: a page read there sees the notifications' walk before it.
 #[async_trait::async_trait]
 impl KeyRetention for super::SqliteStore {
-    /// Whether a notification of each key is left, through
-    /// `notifications_order` (every ordered row, in SQLite): the cutoff is
-    /// not needed.
-    async fn key_page(
-        &self,
-        after: &KeyCursor,
-        limit: i64,
-        _before: DateTime<Utc>,
-    ) -> Result<Vec<KeyRow>, StoreError> {
-        let rows: Vec<(Uuid, String, bool, Option<Uuid>, bool)> = sqlx::query_as(KEY_PAGE)
-            .bind(after.0)
-            .bind(&after.1)
-            .bind(limit)
-            .fetch_all(&self.writer)
-            .await
-            .map_err(store_error)?;
-        Ok(rows.into_iter().map(KeyRow::from).collect())
+    async fn key_page(&self, after: &KeyCursor, limit: i64) -> Result<Vec<KeyRow>, StoreError> {
+        let rows: Vec<(Uuid, String, bool, Option<i64>, Option<Uuid>, bool)> =
+            sqlx::query_as(KEY_PAGE)
+                .bind(after.0)
+                .bind(&after.1)
+                .bind(limit)
+                .fetch_all(&self.writer)
+                .await
+                .map_err(store_error)?;
+        rows.into_iter()
+            .map(|(endpoint, key, empty, emptied_at, held_by, stored)| {
+                let emptied_at = emptied_at
+                    .map(|us| time_of("emptied_at", us))
+                    .transpose()
+                    .map_err(store_error)?;
+                Ok(KeyRow::from((
+                    endpoint, key, empty, emptied_at, held_by, stored,
+                )))
+            })
+            .collect()
     }
 
-    /// One statement: with one writer, no create runs between its check
-    /// and its delete (`postgres::ordering` needs two).
+    /// One statement, fenced as in PostgreSQL by what the walk read: with
+    /// one writer, no create runs between its check and its delete
+    /// (`postgres::ordering_retention` needs two).
     async fn delete_unused_keys(
         &self,
-        keys: &[KeyCursor],
-        _before: DateTime<Utc>,
+        keys: &[(KeyCursor, DateTime<Utc>)],
     ) -> Result<u64, StoreError> {
-        let pairs: Vec<(String, &str)> = keys
+        let rows: Vec<(String, &str, i64)> = keys
             .iter()
-            .map(|(endpoint, key)| (endpoint.simple().to_string(), key.as_str()))
+            .map(|((endpoint, key), at)| (endpoint.simple().to_string(), key.as_str(), micros(*at)))
             .collect();
-        let pairs = serde_json::to_string(&pairs).expect("strings serialise");
         Ok(sqlx::query(
             "DELETE FROM order_keys AS k \
-             WHERE (k.endpoint_id, k.order_key) IN ( \
-                   SELECT unhex(value ->> 0), value ->> 1 FROM json_each(?1)) \
-               AND k.held_by IS NULL \
-               AND NOT EXISTS (SELECT 1 FROM notifications n \
-                   WHERE n.endpoint_id = k.endpoint_id AND n.order_key = k.order_key \
-                     AND n.sequence IS NOT NULL)",
+             WHERE (k.endpoint_id, k.order_key, k.emptied_at) IN ( \
+                   SELECT unhex(value ->> 0), value ->> 1, value ->> 2 FROM json_each(?1)) \
+               AND k.held_by IS NULL AND k.tail IS NULL",
         )
-        .bind(pairs)
+        .bind(json_text(&rows))
         .execute(&self.writer)
         .await
         .map_err(store_error)?
@@ -174,5 +170,36 @@ impl KeyRetention for super::SqliteStore {
         .await
         .map_err(store_error)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use uuid::Uuid;
+
+    use super::super::columns::micros;
+    use crate::store::housekeeping::key_fence;
+
+    #[tokio::test]
+    async fn a_key_goes_only_while_its_row_is_as_the_walk_read_it() {
+        let (_dir, store) = super::super::plans::migrated().await;
+        let endpoint = Uuid::now_v7();
+        let set = async |tail: Option<Uuid>, at: DateTime<Utc>| {
+            sqlx::query(
+                "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+                 VALUES (?1, 'order-1', 3, ?2, ?3) \
+                 ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+                     tail = excluded.tail, emptied_at = excluded.emptied_at",
+            )
+            .bind(endpoint)
+            .bind(tail)
+            .bind(micros(at))
+            .execute(&store.writer)
+            .await
+            .unwrap();
+        };
+        key_fence::a_key_goes_only_while_its_row_is_as_the_walk_read_it(&store, endpoint, set)
+            .await;
     }
 }

@@ -22,14 +22,16 @@ use crate::store::StoreError;
 /// (migration `0025_recorded_successes_set_based.sql`), each over a list
 /// of ids (`columns::id_list`, `SuccessWrites`):
 /// - a success nothing waited for loses its key's tail if it was it (its
-///   key's row found by the success's own row);
+///   key's row found by the success's own row), the row stamped with the
+///   success's time (`emptied_at`, for retention);
 /// - a success frees the key it held (`order_keys_held_by`);
 /// - its pull successors wait for nothing, and for a consumer from the
 ///   recording's `now` (the move's `updated_at`).
 pub(super) static SUCCESSES_RELEASE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "UPDATE order_keys AS k SET tail = NULL \
-         FROM (SELECT n.id, n.endpoint_id, n.order_key FROM notifications n \
+        "UPDATE order_keys AS k SET tail = NULL, \
+             emptied_at = max(ifnull(k.emptied_at, 0), s.updated_at) \
+         FROM (SELECT n.id, n.endpoint_id, n.order_key, n.updated_at FROM notifications n \
                WHERE n.id IN {IN_ID_LIST} AND n.sequence IS NOT NULL) AS s \
          WHERE k.endpoint_id = s.endpoint_id AND k.order_key = s.order_key AND k.tail = s.id; \
          UPDATE order_keys SET held_by = NULL WHERE held_by IN {IN_ID_LIST}; \

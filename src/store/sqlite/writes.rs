@@ -139,7 +139,8 @@ async fn insert_notifications(
     // PostgreSQL, `postgres::notifications`).
     let early = !items.iter().any(|item| item.key.is_some());
     let mut places = if early {
-        super::ordering::places_of(conn, &crate::store::ordering::ordered(&items)).await?
+        super::ordering::places_of(conn, &crate::store::ordering::ordered(&items), created_at)
+            .await?
     } else {
         HashMap::new()
     };
@@ -200,7 +201,7 @@ async fn insert_notifications(
             .into_iter()
             .filter(|i| created.contains(&i.id))
             .collect();
-        places = super::ordering::place_in_order(conn, &in_order).await?;
+        places = super::ordering::place_in_order(conn, &in_order, created_at).await?;
     }
 
     let mut results = Vec::with_capacity(items.len());
