@@ -207,7 +207,7 @@ impl PgStore {
                 .iter()
                 .filter(|event| created.contains_key(&event.id)),
         );
-        let mut places = super::ordering::place_in_order(conn, &in_order).await?;
+        let mut places = super::ordering::place_in_order(conn, &in_order, self.clock.now()).await?;
 
         let mut results = Vec::with_capacity(events.len());
         for mut event in events {

@@ -159,7 +159,7 @@ impl PgStore {
         let early = !items.iter().any(|item| item.key.is_some());
         let mut places = if early {
             let in_order = ordering::ordered(&items);
-            ordering_pg::places_of(conn, &in_order).await?
+            ordering_pg::places_of(conn, &in_order, self.clock.now()).await?
         } else {
             HashMap::new()
         };
@@ -211,7 +211,7 @@ impl PgStore {
                 .into_iter()
                 .filter(|i| created.contains_key(&i.id))
                 .collect();
-            places = ordering_pg::place_in_order(conn, &in_order).await?;
+            places = ordering_pg::place_in_order(conn, &in_order, self.clock.now()).await?;
         }
 
         let mut results = Vec::with_capacity(items.len());

@@ -52,11 +52,12 @@ pub(super) use released;
 pub(super) async fn place_in_order(
     conn: &mut PgConnection,
     items: &[Item<'_>],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
     if items.is_empty() {
         return Ok(HashMap::new());
     }
-    let placed = places_of(conn, items).await?;
+    let placed = places_of(conn, items, now).await?;
     let ids: Vec<Uuid> = placed.keys().copied().collect();
     let sequences: Vec<Option<i64>> = ids.iter().map(|id| placed[id].sequence).collect();
     let behind: Vec<Option<Uuid>> = ids.iter().map(|id| placed[id].behind).collect();
@@ -77,11 +78,13 @@ pub(super) async fn place_in_order(
 }
 
 /// The place of each of `items` (in creation order, all ordered, all to
-/// be created in this transaction), its key rows written (`WRITE_KEYS`):
-/// for an insert that writes the places itself.
+/// be created in this transaction), its key rows written (`WRITE_KEYS`,
+/// a row inserted stamped `now`): for an insert that writes the places
+/// itself.
 pub(super) async fn places_of(
     conn: &mut PgConnection,
     items: &[Item<'_>],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<HashMap<Uuid, Ordered>, StoreError> {
     if items.is_empty() {
         return Ok(HashMap::new());
@@ -96,6 +99,7 @@ pub(super) async fn places_of(
         .bind(&keys)
         .bind(&counts)
         .bind(&tails)
+        .bind(now)
         .fetch_all(&mut *conn)
         .await?;
     Ok(places(items, &key_states(written)))
@@ -108,10 +112,11 @@ pub(super) async fn places_of(
 /// writes and reads: PostgreSQL before 18 has no `RETURNING OLD`). A row
 /// this waited for is read as its writer committed it (an end of the
 /// key's tail, or another create): the tail before is the key's tail at
-/// that moment (`store::ordering`).
+/// that moment (`store::ordering`). A row inserted is stamped with the
+/// create's time (`$5`, `emptied_at`: hookd's clock, not PostgreSQL's).
 pub(super) const WRITE_KEYS: &str = "INSERT INTO order_keys AS k \
-         (endpoint_id, order_key, last_sequence, tail) \
-     SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::uuid[]) \
+         (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+     SELECT *, $5::timestamptz FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::uuid[]) \
      ORDER BY 1, 2 \
      ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
          last_sequence = k.last_sequence + EXCLUDED.last_sequence, \
