@@ -139,9 +139,9 @@ async fn a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on(b
 }
 both!(a_key_with_a_notification_left_keeps_its_row_and_its_sequence_goes_on);
 
-/// A cancel ends a key's line outside a recording (PostgreSQL's release
-/// trigger stamps the key's row): the key stays while its cancelled one is
-/// within retention, and goes once retention passed it.
+/// A cancel ends a key's line outside a recording (the release trigger
+/// stamps the key's row, in both backends): the key stays while its
+/// cancelled one is within retention, and goes once retention passed it.
 async fn a_key_whose_last_notification_was_cancelled_goes_once_retention_passed_the_cancel(
     backend: Backend,
 ) {
@@ -326,3 +326,38 @@ async fn a_key_a_create_holds_is_passed_over_without_waiting(
         (1, None)
     );
 }
+
+/// Turning an endpoint's ordering off empties every line of it (each key
+/// row stamped then): its keys stay while the turn-off is within
+/// retention and go after it, even with a formerly ordered notification
+/// still pending, which no longer waits for anything (README, "ordered
+/// delivery per key").
+async fn a_key_whose_endpoint_stopped_ordering_goes_once_retention_passed_the_change(
+    backend: Backend,
+) {
+    let app = backend.spawn_with("[retention]\ndays = 0\n").await;
+    let receiver = Receiver::start().await;
+    let endpoint = ordered(&app, &receiver, "/unordered", "continue").await;
+    let waiting = notify_keyed(&app, &endpoint, "order-5", json!({"delay": "1h"})).await;
+    let bound = passed_bound().await;
+    let (status, changed) = app
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/endpoints/{endpoint}"),
+            Some(json!({"ordering": "none"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+
+    assert_eq!(
+        retention(&backend, bound).await,
+        0,
+        "changed after the bound"
+    );
+    assert_eq!(backend.count(KEYS).await, 1);
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(&backend, later).await, 1);
+    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+    assert_eq!(read(&app, &waiting).await["status"], "pending");
+}
+both!(a_key_whose_endpoint_stopped_ordering_goes_once_retention_passed_the_change);
