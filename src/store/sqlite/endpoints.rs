@@ -12,8 +12,9 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
+use super::columns::micros;
 use super::errors::cause;
-use super::rows::{self, micros, to_json, ENDPOINT_COLUMNS};
+use super::rows::{self, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::health;
 use crate::domain::ordering;

@@ -3,21 +3,15 @@
 //! TEXT, booleans as 0/1, ids as 16-byte BLOBs (sqlx's own `Uuid`
 //! encoding for SQLite).
 
-use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
+use super::columns::{json, optional_time, time};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::store::endpoints::Endpoint;
-
-/// A time as stored: microseconds since the Unix epoch, PostgreSQL's
-/// precision (finer digits are dropped, as PostgreSQL drops them).
-pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
-    at.timestamp_micros()
-}
 
 fn decode_error(column: &str, error: impl std::fmt::Display) -> sqlx::Error {
     sqlx::Error::ColumnDecode {
@@ -26,29 +20,11 @@ fn decode_error(column: &str, error: impl std::fmt::Display) -> sqlx::Error {
     }
 }
 
-fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {
-    let us: i64 = row.try_get(column)?;
-    DateTime::from_timestamp_micros(us).ok_or_else(|| decode_error(column, "time out of range"))
-}
-
-fn optional_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    let us: Option<i64> = row.try_get(column)?;
-    us.map(|us| {
-        DateTime::from_timestamp_micros(us).ok_or_else(|| decode_error(column, "time out of range"))
-    })
-    .transpose()
-}
-
 /// A value kept as JSON text.
 pub(crate) fn to_json(value: &impl Serialize) -> String {
     // The model's JSON columns are maps, lists and strings: serialising
     // them cannot fail.
     serde_json::to_string(value).unwrap_or_default()
-}
-
-fn json<T: DeserializeOwned>(row: &SqliteRow, column: &str) -> Result<T, sqlx::Error> {
-    let text: String = row.try_get(column)?;
-    serde_json::from_str(&text).map_err(|e| decode_error(column, e))
 }
 
 pub(crate) fn optional_json<T: DeserializeOwned>(
