@@ -88,6 +88,16 @@ async fn retention(backend: &Backend, before: chrono::DateTime<Utc>) -> u64 {
     }
 }
 
+/// The one key stored stays through retention at `bound` (`why`), and
+/// goes through retention a minute from now.
+async fn one_key_stays_past_then_goes(backend: &Backend, bound: chrono::DateTime<Utc>, why: &str) {
+    assert_eq!(retention(backend, bound).await, 0, "{why}");
+    assert_eq!(backend.count(KEYS).await, 1);
+    let later = Utc::now() + chrono::Duration::minutes(1);
+    assert_eq!(retention(backend, later).await, 1);
+    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+}
+
 async fn a_key_whose_notifications_retention_removed_starts_again_at_sequence_one(
     backend: Backend,
 ) {
@@ -159,15 +169,7 @@ async fn a_key_whose_last_notification_was_cancelled_goes_once_retention_passed_
         .await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
 
-    assert_eq!(
-        retention(&backend, bound).await,
-        0,
-        "cancelled after the bound"
-    );
-    assert_eq!(backend.count(KEYS).await, 1);
-    let later = Utc::now() + chrono::Duration::minutes(1);
-    assert_eq!(retention(&backend, later).await, 1);
-    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+    one_key_stays_past_then_goes(&backend, bound, "cancelled after the bound").await;
     let again = notify_keyed(&app, &endpoint, "order-9", json!({})).await;
     assert_eq!(read(&app, &again).await["sequence"], 1);
 }
@@ -349,15 +351,7 @@ async fn a_key_whose_endpoint_stopped_ordering_goes_once_retention_passed_the_ch
         .await;
     assert_eq!(status, StatusCode::OK, "{changed}");
 
-    assert_eq!(
-        retention(&backend, bound).await,
-        0,
-        "changed after the bound"
-    );
-    assert_eq!(backend.count(KEYS).await, 1);
-    let later = Utc::now() + chrono::Duration::minutes(1);
-    assert_eq!(retention(&backend, later).await, 1);
-    assert_eq!(backend.count(KEYS).await, 0, "the key's row is gone");
+    one_key_stays_past_then_goes(&backend, bound, "changed after the bound").await;
     assert_eq!(read(&app, &waiting).await["status"], "pending");
 }
 both!(a_key_whose_endpoint_stopped_ordering_goes_once_retention_passed_the_change);
