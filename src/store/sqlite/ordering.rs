@@ -53,8 +53,8 @@ pub(super) async fn place_in_order(
 /// A create's key rows written, its runs (`json_each(?1)`): each key's
 /// sequence grows by its run, its tail becomes the run's last, and the
 /// tail before it is kept as `previous_tail`. A row inserted is stamped
-/// with the create's time (`emptied_at`, as PostgreSQL's column default;
-/// migration `0027_key_emptied_stamped.sql`).
+/// with the create's time (`emptied_at`, as `postgres::ordering::WRITE_KEYS`
+/// does; migration `0027_key_emptied_stamped.sql`).
 // `WHERE true`: an upsert's SELECT needs one (SQLite's parser).
 const WRITE_KEYS: &str = records!(
     "r",
