@@ -16,7 +16,7 @@
 //!
 //! and whatever the index:
 //! - retention (`retention`) deletes final notifications older than
-//!   `retention.days`, then the ordering keys without history by then,
+//!   `retention.days`, then the ordering keys whose line emptied before then,
 //!   and the overview's per-minute counts after two days;
 //! - the pending backlog is sampled once a minute for the overview, and
 //!   how long its oldest due rows waited for the gauges (`due_age`);

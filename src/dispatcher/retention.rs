@@ -97,7 +97,7 @@ pub(super) async fn maintain_partitions(store: &dyn HousekeepingStore, retention
     }
 }
 
-/// Deletes the ordering keys without history by `before` (retention's
+/// Deletes the ordering keys whose line emptied before `before` (retention's
 /// cutoff) that no stored one holds (a holder retention removed is
 /// cleared from its key: `HousekeepingStore::purge_order_keys`), after the
 /// notifications' purge: up to `KEY_PAGES` pages from `cursor`, which it

@@ -329,10 +329,10 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
         after: Option<Uuid>,
         limit: i64,
     ) -> Result<(u64, Option<Uuid>), StoreError>;
-    /// Deletes the ordering keys (`order_keys`) without history by
-    /// retention's cutoff `before` (none of their notifications left, or
-    /// each completed before it) that no stored one holds (clearing a
-    /// holder retention removed), among the next `limit` keys after
+    /// Deletes the ordering keys (`order_keys`) whose line was empty
+    /// since before retention's cutoff `before` and that no stored one
+    /// holds (`domain::retention::order_key_expired`; clearing a holder
+    /// retention removed), among the next `limit` keys after
     /// `after` (`store::housekeeping::purge_order_keys`): a later
     /// notification of one starts its sequence again at 1. How many it
     /// deleted and where to go on from (`None` once the walk is done).

@@ -3,7 +3,7 @@
 //! waits for a notification retention removed (`store::ordering` and
 //! `store::housekeeping` decide; this reads and writes).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -209,30 +209,31 @@ impl KeyRetention for super::PgStore {
     ) -> Result<u64, StoreError> {
         let endpoints: Vec<Uuid> = keys.iter().map(|((endpoint, _), _)| *endpoint).collect();
         let names: Vec<&str> = keys.iter().map(|((_, key), _)| key.as_str()).collect();
-        let read: HashMap<(Uuid, &str), DateTime<Utc>> = keys
-            .iter()
-            .map(|((endpoint, key), at)| ((*endpoint, key.as_str()), *at))
-            .collect();
+        let stamps: Vec<DateTime<Utc>> = keys.iter().map(|(_, at)| *at).collect();
         let mut tx = self.pool.begin().await?;
-        let locked: Vec<(Uuid, String)> = sqlx::query_as(
-            "SELECT k.endpoint_id, k.order_key FROM order_keys k \
-             JOIN UNNEST($1::uuid[], $2::text[]) AS c(endpoint_id, order_key) \
+        // Each locked row with the stamp the walk read for it.
+        let locked: Vec<(Uuid, String, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT k.endpoint_id, k.order_key, c.emptied_at FROM order_keys k \
+             JOIN UNNEST($1::uuid[], $2::text[], $3::timestamptz[]) \
+                 AS c(endpoint_id, order_key, emptied_at) \
                ON k.endpoint_id = c.endpoint_id AND k.order_key = c.order_key \
-             LIMIT $3 FOR UPDATE OF k SKIP LOCKED",
+             LIMIT $4 FOR UPDATE OF k SKIP LOCKED",
         )
         .bind(&endpoints)
         .bind(&names)
+        .bind(&stamps)
         .bind(keys.len() as i64)
         .fetch_all(&mut *tx)
         .await?;
         if locked.is_empty() {
             return Ok(0);
         }
-        let stamps: Vec<DateTime<Utc>> = locked
-            .iter()
-            .map(|(endpoint, key)| read[&(*endpoint, key.as_str())])
-            .collect();
-        let (endpoints, names): (Vec<Uuid>, Vec<String>) = locked.into_iter().unzip();
+        let (mut endpoints, mut names, mut stamps) = (Vec::new(), Vec::new(), Vec::new());
+        for (endpoint, name, stamp) in locked {
+            endpoints.push(endpoint);
+            names.push(name);
+            stamps.push(stamp);
+        }
         let deleted = sqlx::query(DELETE_UNUSED_KEYS)
             .bind(&endpoints)
             .bind(&names)
