@@ -170,9 +170,8 @@ pub const CONSUMER_TOKEN_PREFIX: &str = "hkc_";
 
 /// A new consumer token: `hkc_` and 32 random bytes, base64url.
 pub fn new_consumer_token() -> String {
-    use rand::RngCore;
     let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
+    rand::fill(&mut bytes);
     format!("{CONSUMER_TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 

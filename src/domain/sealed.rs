@@ -16,8 +16,7 @@ use std::sync::Arc;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
-use rand::RngCore;
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 /// What every sealed value starts with.
 pub const PREFIX: &str = "enc:v1:";
@@ -75,12 +74,12 @@ impl Keyring {
             if ring.iter().any(|(known, _)| known == id) {
                 return Err(KeyError::DuplicateId(id.to_string()));
             }
-            let bytes = STANDARD
+            let cipher = STANDARD
                 .decode(encoded.trim())
                 .ok()
                 .filter(|b| b.len() == KEY_LEN)
+                .and_then(|b| XChaCha20Poly1305::new_from_slice(&b).ok())
                 .ok_or_else(|| KeyError::BadKey(id.to_string()))?;
-            let cipher = XChaCha20Poly1305::new(Key::from_slice(&bytes));
             ring.push((id.to_string(), cipher));
         }
         Ok(Self {
@@ -111,10 +110,10 @@ impl Keyring {
             return Cow::Borrowed(plaintext);
         };
         let mut nonce = [0u8; NONCE_LEN];
-        rand::thread_rng().fill_bytes(&mut nonce);
+        rand::fill(&mut nonce);
         let ciphertext = cipher
             .encrypt(
-                XNonce::from_slice(&nonce),
+                &XNonce::from(nonce),
                 Payload {
                     msg: plaintext.as_bytes(),
                     aad: context.as_bytes(),
@@ -164,9 +163,10 @@ impl Keyring {
             return Err(corrupt());
         }
         let (nonce, ciphertext) = bytes.split_at(NONCE_LEN);
+        let nonce = XNonce::try_from(nonce).map_err(|_| corrupt())?;
         let plaintext = cipher
             .decrypt(
-                XNonce::from_slice(nonce),
+                &nonce,
                 Payload {
                     msg: ciphertext,
                     aad: context.as_bytes(),

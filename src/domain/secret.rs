@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use rand::RngCore;
 use ring::signature::{Ed25519KeyPair, KeyPair, RsaKeyPair};
 use serde::{Deserialize, Serialize};
 
@@ -98,7 +97,7 @@ impl SigningSecret {
     /// A new shared secret (`whsec_`).
     pub fn generate() -> Self {
         let mut key = vec![0u8; GENERATED_LEN];
-        rand::thread_rng().fill_bytes(&mut key);
+        rand::fill(&mut key);
         Self {
             text: format!("{PREFIX}{}", STANDARD.encode(&key)),
             key: Key::Hmac(key),
@@ -113,7 +112,7 @@ impl SigningSecret {
             Signing::Rsa2 => return None,
             Signing::Ed25519 => {
                 let mut seed = [0u8; SEED_LEN];
-                rand::thread_rng().fill_bytes(&mut seed);
+                rand::fill(&mut seed);
                 let pair = Ed25519KeyPair::from_seed_unchecked(&seed)
                     .expect("any 32 bytes are an Ed25519 seed");
                 let mut secret_key = seed.to_vec();
