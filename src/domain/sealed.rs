@@ -272,6 +272,26 @@ mod tests {
         assert_ne!(keys.seal("whsec_hunter2", "endpoint:1:secret"), sealed);
     }
 
+    /// What is stored stays readable across upgrades of the cipher's crate:
+    /// this value was sealed outside hookd, by Python's `cryptography`
+    /// (its ChaCha20-Poly1305 under the HChaCha20 subkey of the nonce's
+    /// first 16 bytes, as XChaCha20-Poly1305 is defined), with the nonce
+    /// 0x40..=0x57.
+    #[test]
+    fn a_value_sealed_by_another_implementation_opens() {
+        let keys = ring(&[("2026-11", KEY_A)]);
+        let sealed =
+            "enc:v1:2026-11:QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXo1F2FbO/EWPhgOLMnZcLa66Ccf1P8UnjGEGcMJs=";
+        assert_eq!(
+            keys.open(sealed, "endpoint:1:secret").unwrap(),
+            "whsec_hunter2"
+        );
+        assert_eq!(
+            keys.open(sealed, "endpoint:2:secret"),
+            Err(SealError::Corrupt("2026-11".into()))
+        );
+    }
+
     #[test]
     fn a_tampered_value_is_refused() {
         let keys = ring(&[("k", KEY_A)]);
