@@ -20,8 +20,6 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 /// What every sealed value starts with.
 pub const PREFIX: &str = "enc:v1:";
-/// Bytes in a key: XChaCha20-Poly1305 takes 256-bit keys.
-pub const KEY_LEN: usize = 32;
 /// Longest key id: it is repeated in every sealed value.
 pub const MAX_KEY_ID_LEN: usize = 32;
 const NONCE_LEN: usize = 24;
@@ -77,7 +75,7 @@ impl Keyring {
             let cipher = STANDARD
                 .decode(encoded.trim())
                 .ok()
-                .filter(|b| b.len() == KEY_LEN)
+                // 256-bit keys only: the cipher refuses any other length.
                 .and_then(|b| XChaCha20Poly1305::new_from_slice(&b).ok())
                 .ok_or_else(|| KeyError::BadKey(id.to_string()))?;
             ring.push((id.to_string(), cipher));
