@@ -11,11 +11,26 @@ use crate::domain::fields::{valid_event_type, valid_key, valid_uid};
 use crate::domain::problem::ErrorCode;
 use crate::service::events::invalid_owner;
 use crate::service::notifications::invalid_key;
+use crate::store::endpoints::EndpointRef;
 
 pub(super) fn owner(owner: Option<&str>) -> Result<(), ApiError> {
     match owner {
         Some(owner) if !valid_uid(owner) => Err(invalid_owner().into()),
         _ => Ok(()),
+    }
+}
+
+/// An endpoint named by its id or uid (`?endpoint=`): text that is
+/// neither names no endpoint.
+pub(super) fn endpoint(endpoint: Option<&str>) -> Result<Option<EndpointRef>, ApiError> {
+    let endpoint = endpoint.map(EndpointRef::parse);
+    match &endpoint {
+        Some(EndpointRef::Uid(uid)) if !valid_uid(uid) => Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "endpoint",
+            "endpoint is an endpoint's id or uid",
+        )),
+        _ => Ok(endpoint),
     }
 }
 

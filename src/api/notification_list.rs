@@ -40,12 +40,29 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
+/// `order`'s values, as the API document lists them (`order` reads them).
+pub(super) const ORDERS: [&str; 3] = ["newest", "oldest", "attempts"];
+
+/// The list's order (`None`: most attempts first, `order=attempts`).
+pub(super) fn order(text: Option<&str>) -> Result<Option<ListOrder>, ApiError> {
+    match text {
+        None | Some("newest") => Ok(Some(ListOrder::NewestFirst)),
+        Some("oldest") => Ok(Some(ListOrder::OldestFirst)),
+        Some("attempts") => Ok(None),
+        Some(_) => Err(ApiError::invalid(
+            ErrorCode::InvalidValue,
+            "order",
+            "order is newest, oldest or attempts",
+        )),
+    }
+}
+
 #[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
-    params(("endpoint" = Option<String>, Query, description = "id or uid"),
+    params(("endpoint" = Option<crate::api::openapi_depth::EndpointRef>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query, description = "the notification's key, or its event's (an event's key finds its deliveries)"),
         ("key_prefix" = Option<String>, Query, description = "a prefix of the notification's key, or of its event's; not with `key`"),
         ("event_type" = Option<String>, Query), ("event" = Option<Uuid>, Query, description = "only this event's deliveries"),
-        ("owner" = Option<String>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
+        ("owner" = Option<crate::api::openapi_depth::Owner>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("completed_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since"),
@@ -83,23 +100,13 @@ pub async fn list(
     filters::key_prefix(params.key_prefix.as_deref(), params.key.as_deref())?;
     filters::event_type(params.event_type.as_deref())?;
     filters::owner(params.owner.as_deref())?;
+    let endpoint = filters::endpoint(params.endpoint.as_deref())?;
     let created = filters::created(
         params.created_after.as_deref(),
         params.created_before.as_deref(),
     )?;
     let completed_after = filters::time("completed_after", params.completed_after.as_deref())?;
-    let order = match params.order.as_deref() {
-        None | Some("newest") => Some(ListOrder::NewestFirst),
-        Some("oldest") => Some(ListOrder::OldestFirst),
-        Some("attempts") => None,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                ErrorCode::InvalidValue,
-                "order",
-                "order is newest, oldest or attempts",
-            ))
-        }
-    };
+    let order = order(params.order.as_deref())?;
     // Every parameter is checked before an unknown endpoint ends the search.
     let event_id = params
         .event
@@ -132,10 +139,10 @@ pub async fn list(
             ));
         }
         let cursor = paging.cursor_attempts()?;
-        return most_attempted(&state, &caller, params.endpoint, status, cursor, limit).await;
+        return most_attempted(&state, &caller, endpoint, status, cursor, limit).await;
     };
     let cursor = paging.cursor_id()?;
-    let endpoint_id = match params.endpoint.as_deref().map(EndpointRef::parse) {
+    let endpoint_id = match endpoint {
         // An id names its endpoint's notifications even after the endpoint
         // was deleted: their history stays queryable.
         Some(EndpointRef::Id(id)) => Some(id),
@@ -203,7 +210,7 @@ pub async fn list(
 async fn most_attempted(
     state: &AppState,
     caller: &SeesSecrets,
-    endpoint: Option<String>,
+    endpoint: Option<EndpointRef>,
     status: Option<Status>,
     cursor: Option<(i32, Uuid)>,
     limit: i64,
@@ -215,7 +222,7 @@ async fn most_attempted(
             "order=attempts lists one endpoint's notifications: give endpoint",
         ));
     };
-    let endpoint_id = match EndpointRef::parse(&endpoint) {
+    let endpoint_id = match endpoint {
         EndpointRef::Id(id) => id,
         by => match state.store.find_endpoint(&by).await? {
             Some(endpoint) => endpoint.id,

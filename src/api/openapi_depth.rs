@@ -1,8 +1,11 @@
 //! What lets a client or a fuzzer go past the first call: OpenAPI links from
 //! the operations that create or list a resource to those that take its id,
-//! and patterns on the strings that validation parses (durations, business
-//! keys, receipts). Without them, a generated request names an id that does
-//! not exist (404) or a value hookd refuses (422), and never goes deeper.
+//! and patterns and value lists on the strings that validation parses
+//! (durations, business keys, receipts, a list's order), in bodies and in
+//! query and path parameters alike. Without them, a generated request names
+//! an id that does not exist (404) or a value hookd refuses (422), and never
+//! goes deeper; and a generated client takes any string where hookd takes
+//! one of three.
 //!
 //! Both are applied to the generated document here, from one table each,
 //! so a pattern is written once, beside the constant its validator is
@@ -16,10 +19,28 @@ use utoipa::openapi::schema::{ArrayItems, Schema};
 use utoipa::openapi::{OpenApi, RefOr};
 use utoipa::Modify;
 
+use super::notification_list::ORDERS;
 use crate::domain::fields::{EVENT_SEGMENTS_PATTERN, EVENT_TYPE_PATTERN, KEY_PATTERN, UID_PATTERN};
 use crate::domain::pull::{MAX_MAX, RECEIPT_PATTERN};
 use crate::domain::schedule::{DURATION_PATTERN, MAX_ATTEMPTS, PRESETS};
+use crate::domain::stats_window::Window;
 use crate::domain::subscription::SUBSCRIPTION_PATTERN;
+
+// What a path or a query names an endpoint (`{endpoint}`, `?endpoint=`)
+// and an owner by: schemas of their own, so that a generated client has one
+// type for each rather than one per operation. Both carry the uid's
+// pattern (`rules`), which every id's text also matches. Requests are
+// parsed as text; these types are the document's only.
+
+/// An endpoint's id, or the uid it was given (`shop-orders`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EndpointRef(String);
+
+/// The tenant endpoints belong to (`merchant-42`).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct Owner(String);
 
 /// An operation whose answer names a resource: `(method, path, the statuses
 /// that carry it, a JSON pointer to its id in the body, the path parameter
@@ -103,6 +124,10 @@ enum Rule {
     Length(usize, usize),
     Items(usize, usize),
     Names(Vec<&'static str>),
+    /// What a generated client calls each of `Names` (`x-enum-varnames`,
+    /// which openapi-python-client reads): for values that are no names
+    /// (`1h`), which it would call `VALUE_0`.
+    VarNames(Vec<&'static str>),
 }
 
 fn rules() -> Vec<(Place, Rule)> {
@@ -133,6 +158,8 @@ fn rules() -> Vec<(Place, Rule)> {
         ("NackBatch", &["receipts", "[]"]),
     ];
     let uids: &[Place] = &[
+        ("EndpointRef", &[]),
+        ("Owner", &[]),
         ("EndpointFields", &["uid"]),
         ("EndpointFields", &["owner"]),
         ("CreateEvent", &["owner"]),
@@ -178,6 +205,26 @@ fn rules() -> Vec<(Place, Rule)> {
     rules
 }
 
+/// Where a parameter's constraint goes: the path of the operations that
+/// take it (`*`: every operation that has a parameter of that name), and
+/// its name.
+type Parameter = (&'static str, &'static str);
+
+fn parameter_rules() -> Vec<(Parameter, Rule)> {
+    use Rule::*;
+    let windows = Window::ALL.iter().map(|window| window.as_str()).collect();
+    vec![
+        (("*", "event_type"), Pattern(EVENT_TYPE_PATTERN)),
+        (("*", "key"), Pattern(KEY_PATTERN)),
+        (("*", "key"), Length(1, 255)),
+        (("*", "key_prefix"), Pattern(KEY_PATTERN)),
+        (("*", "key_prefix"), Length(1, 255)),
+        (("/v1/notifications", "order"), Names(ORDERS.to_vec())),
+        (("/v1/stats", "window"), Names(windows)),
+        (("/v1/stats", "window"), VarNames(vec!["HOUR", "DAY"])),
+    ]
+}
+
 /// The schema at `place`, if the document has it.
 fn schema_at(openapi: &mut OpenApi, (component, steps): Place) -> Option<&mut Schema> {
     let components = openapi.components.as_mut()?;
@@ -203,34 +250,79 @@ fn schema_at(openapi: &mut OpenApi, (component, steps): Place) -> Option<&mut Sc
     Some(schema)
 }
 
+/// Puts `rule` on `schema`; whether it is a schema the rule fits.
+fn constrain(schema: &mut Schema, rule: &Rule) -> bool {
+    match (schema, rule) {
+        (Schema::Object(object), Rule::Pattern(pattern)) => {
+            object.pattern = Some(pattern.to_string());
+        }
+        (Schema::Object(object), Rule::Length(min, max)) => {
+            object.min_length = Some(*min);
+            object.max_length = Some(*max);
+        }
+        (Schema::Object(object), Rule::Names(names)) => {
+            object.enum_values = Some(names.iter().map(|name| json!(name)).collect());
+        }
+        (Schema::Object(object), Rule::VarNames(names)) => {
+            let names = [("x-enum-varnames", json!(names))];
+            object
+                .extensions
+                .get_or_insert_with(Default::default)
+                .merge(names.into_iter().collect());
+        }
+        (Schema::Array(array), Rule::Items(min, max)) => {
+            array.min_items = Some(*min);
+            array.max_items = Some(*max);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Puts `rule` on every parameter at `place`; whether there was one.
+fn constrain_parameters(openapi: &mut OpenApi, (path, name): Parameter, rule: &Rule) -> bool {
+    let mut applied = false;
+    for (at, item) in openapi.paths.paths.iter_mut() {
+        if path != "*" && at != path {
+            continue;
+        }
+        let operations = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                let RefOr::T(parameter) = parameter else {
+                    continue;
+                };
+                if parameter.name != name {
+                    continue;
+                }
+                if let Some(RefOr::T(schema)) = &mut parameter.schema {
+                    applied |= constrain(schema, rule);
+                }
+            }
+        }
+    }
+    applied
+}
+
 /// Applies every rule it can; the places it could not find, for the test
 /// that keeps the table in step with the types.
 fn apply(openapi: &mut OpenApi) -> Vec<String> {
     let mut missing = Vec::new();
     for (place, rule) in rules() {
-        let applied = match (schema_at(openapi, place), rule) {
-            (Some(Schema::Object(object)), Rule::Pattern(pattern)) => {
-                object.pattern = Some(pattern.to_string());
-                true
-            }
-            (Some(Schema::Object(object)), Rule::Length(min, max)) => {
-                object.min_length = Some(min);
-                object.max_length = Some(max);
-                true
-            }
-            (Some(Schema::Object(object)), Rule::Names(names)) => {
-                object.enum_values = Some(names.iter().map(|name| json!(name)).collect());
-                true
-            }
-            (Some(Schema::Array(array)), Rule::Items(min, max)) => {
-                array.min_items = Some(min);
-                array.max_items = Some(max);
-                true
-            }
-            _ => false,
-        };
+        let applied = schema_at(openapi, place).is_some_and(|schema| constrain(schema, &rule));
         if !applied {
             missing.push(format!("{}.{}", place.0, place.1.join(".")));
+        }
+    }
+    for (place, rule) in parameter_rules() {
+        if !constrain_parameters(openapi, place, &rule) {
+            missing.push(format!("{} ? {}", place.0, place.1));
         }
     }
     missing

@@ -48,6 +48,106 @@ fn every_rule_lands_on_a_field_of_the_document() {
     );
 }
 
+/// A parameter's schema: `name` of the operation `method path`.
+fn parameter(document: &Value, method: &str, path: &str, name: &str) -> Value {
+    document["paths"][path][method]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|parameter| parameter["name"] == name)
+        .unwrap_or_else(|| panic!("{method} {path} takes {name}"))["schema"]
+        .clone()
+}
+
+#[test]
+fn query_and_path_parameters_carry_the_values_hookd_takes() {
+    let document = document();
+    let enums = |method, path, name| parameter(&document, method, path, name)["enum"].clone();
+    assert_eq!(
+        enums("get", "/v1/stats", "window"),
+        serde_json::json!(["1h", "24h"])
+    );
+    assert_eq!(
+        parameter(&document, "get", "/v1/stats", "window")["x-enum-varnames"],
+        serde_json::json!(["HOUR", "DAY"])
+    );
+    assert_eq!(
+        enums("get", "/v1/notifications", "order"),
+        serde_json::json!(["newest", "oldest", "attempts"])
+    );
+    // An endpoint and an owner are named by schemas of their own.
+    let named = [
+        ("get", "/v1/endpoints/{endpoint}", "endpoint", "EndpointRef"),
+        ("get", "/v1/notifications", "endpoint", "EndpointRef"),
+        ("get", "/v1/stats", "endpoint", "EndpointRef"),
+        ("get", "/v1/endpoints", "owner", "Owner"),
+        ("post", "/v1/owners/{owner}/portal", "owner", "Owner"),
+    ];
+    for (method, path, name, schema) in named {
+        assert_eq!(
+            parameter(&document, method, path, name)["$ref"],
+            format!("#/components/schemas/{schema}"),
+            "{method} {path} {name}"
+        );
+        let component = &document["components"]["schemas"][schema];
+        assert_eq!(component["pattern"], UID_PATTERN, "{schema}");
+    }
+    let patterns = [
+        ("get", "/v1/events", "event_type", EVENT_TYPE_PATTERN),
+        ("get", "/v1/notifications", "key_prefix", KEY_PATTERN),
+        ("get", "/v1/events", "key", KEY_PATTERN),
+    ];
+    for (method, path, name, pattern) in patterns {
+        assert_eq!(
+            parameter(&document, method, path, name)["pattern"],
+            pattern,
+            "{method} {path} {name}"
+        );
+    }
+}
+
+#[test]
+fn every_listed_value_is_one_hookd_takes_and_no_other_is() {
+    for name in crate::api::notification_list::ORDERS {
+        assert!(
+            crate::api::notification_list::order(Some(name)).is_ok(),
+            "{name}"
+        );
+    }
+    assert!(crate::api::notification_list::order(Some("newer")).is_err());
+    for window in crate::domain::stats_window::Window::ALL {
+        assert_eq!(
+            crate::domain::stats_window::Window::parse(window.as_str()),
+            Some(window)
+        );
+    }
+    assert_eq!(crate::domain::stats_window::Window::parse("1d"), None);
+    let document = document();
+    let schemas = &document["components"]["schemas"];
+    assert_eq!(
+        schemas["PortalPermission"]["enum"],
+        serde_json::json!(crate::domain::portal::PortalPermissions::NAMES)
+    );
+    for holder in ["IssueLink", "WhoAmI"] {
+        assert_eq!(
+            schemas[holder]["properties"]["permissions"]["items"]["$ref"],
+            "#/components/schemas/PortalPermission"
+        );
+    }
+}
+
+#[test]
+fn an_endpoint_id_matches_the_pattern_its_parameter_carries() {
+    // `{endpoint}` and `?endpoint=` take an id or a uid; the uid's pattern
+    // must let every id through.
+    let pattern = pattern(UID_PATTERN);
+    for _ in 0..100 {
+        let id = Uuid::now_v7();
+        assert!(pattern.is_match(&id.to_string()), "{id}");
+        assert!(pattern.is_match(&id.to_string().to_uppercase()), "{id}");
+    }
+}
+
 #[test]
 fn every_operation_that_takes_an_id_is_the_target_of_a_link_that_passes_it() {
     let document = document();

@@ -16,12 +16,11 @@ pub enum Window {
 }
 
 impl Window {
+    /// Every window, as the API document lists their names.
+    pub const ALL: [Window; 2] = [Window::Hour, Window::Day];
+
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "1h" => Some(Window::Hour),
-            "24h" => Some(Window::Day),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|window| window.as_str() == text)
     }
 
     pub fn as_str(self) -> &'static str {

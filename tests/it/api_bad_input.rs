@@ -98,6 +98,10 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("nul byte in an event list's key filter", M::GET, "/v1/events?key=%00", None, 422, "invalid_value", Some("key")),
         case("nul byte in an event list's type filter", M::GET, "/v1/events?event_type=%00", None, 422, "invalid_value", Some("event_type")),
         case("nul byte in an endpoint list's owner filter", M::GET, "/v1/endpoints?owner=%00", None, 422, "invalid_value", Some("owner")),
+        case("an endpoint filter that is no id or uid", M::GET, "/v1/notifications?endpoint=a%20b", None, 422, "invalid_value", Some("endpoint")),
+        case("the same, listing the most attempted", M::GET, "/v1/notifications?order=attempts&endpoint=%C3%A9", None, 422, "invalid_value", Some("endpoint")),
+        case("a window the overview has not", M::GET, "/v1/stats?window=1d", None, 422, "invalid_value", Some("window")),
+        case("an order the list has not", M::GET, "/v1/notifications?order=random", None, 422, "invalid_value", Some("order")),
         case("nul byte in a path uid", M::GET, "/v1/endpoints/a%00b", None, 404, "not_found", None),
         case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
     ];

@@ -2106,6 +2106,62 @@ endpoint; a pull endpoint has none.*/
                 })
         }
     }
+    ///An endpoint's id, or the uid it was given (`shop-orders`).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct EndpointRef(::std::string::String);
+    impl ::std::ops::Deref for EndpointRef {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<EndpointRef> for ::std::string::String {
+        fn from(value: EndpointRef) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for EndpointRef {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for EndpointRef {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for EndpointRef {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for EndpointRef {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     /**An endpoint as the API shows it. The secret appears only when it is new
 (create, rotate) or asked for (`GET .../secret`).*/
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -2479,7 +2535,7 @@ notifications) and `manage` (change its endpoints' URL and event
 types, read and rotate their signing secret, send a test), each at
 most once. Default `["read", "retry"]`.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub permissions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        pub permissions: ::std::option::Option<::std::vec::Vec<PortalPermission>>,
     }
     impl IssueLink {
         pub fn builder() -> builder::IssueLink {
@@ -2509,6 +2565,372 @@ most once. Default `["read", "retry"]`.*/
     impl LeaseView {
         pub fn builder() -> builder::LeaseView {
             Default::default()
+        }
+    }
+    ///`ListEventsEventType`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ListEventsEventType(::std::string::String);
+    impl ::std::ops::Deref for ListEventsEventType {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ListEventsEventType> for ::std::string::String {
+        fn from(value: ListEventsEventType) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ListEventsEventType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_.:/-]{1,255}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_.:/-]{1,255}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListEventsEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListEventsEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ListEventsEventType {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ListEventsKey`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ListEventsKey(::std::string::String);
+    impl ::std::ops::Deref for ListEventsKey {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ListEventsKey> for ::std::string::String {
+        fn from(value: ListEventsKey) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ListEventsKey {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[^\\u0000-\\u001F\\u007F-\\u009F]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^[^\\u0000-\\u001F\\u007F-\\u009F]+$\""
+                        .into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListEventsKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListEventsKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ListEventsKey {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ListNotificationsEventType`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ListNotificationsEventType(::std::string::String);
+    impl ::std::ops::Deref for ListNotificationsEventType {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ListNotificationsEventType> for ::std::string::String {
+        fn from(value: ListNotificationsEventType) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ListNotificationsEventType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_.:/-]{1,255}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_.:/-]{1,255}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListNotificationsEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListNotificationsEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ListNotificationsEventType {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ListNotificationsKey`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ListNotificationsKey(::std::string::String);
+    impl ::std::ops::Deref for ListNotificationsKey {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ListNotificationsKey> for ::std::string::String {
+        fn from(value: ListNotificationsKey) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ListNotificationsKey {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[^\\u0000-\\u001F\\u007F-\\u009F]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^[^\\u0000-\\u001F\\u007F-\\u009F]+$\""
+                        .into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListNotificationsKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListNotificationsKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ListNotificationsKey {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ListNotificationsKeyPrefix`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ListNotificationsKeyPrefix(::std::string::String);
+    impl ::std::ops::Deref for ListNotificationsKeyPrefix {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ListNotificationsKeyPrefix> for ::std::string::String {
+        fn from(value: ListNotificationsKeyPrefix) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ListNotificationsKeyPrefix {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[^\\u0000-\\u001F\\u007F-\\u009F]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^[^\\u0000-\\u001F\\u007F-\\u009F]+$\""
+                        .into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListNotificationsKeyPrefix {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListNotificationsKeyPrefix {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ListNotificationsKeyPrefix {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ListNotificationsOrder`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum ListNotificationsOrder {
+        #[serde(rename = "newest")]
+        Newest,
+        #[serde(rename = "oldest")]
+        Oldest,
+        #[serde(rename = "attempts")]
+        Attempts,
+    }
+    impl ::std::fmt::Display for ListNotificationsOrder {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Newest => f.write_str("newest"),
+                Self::Oldest => f.write_str("oldest"),
+                Self::Attempts => f.write_str("attempts"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for ListNotificationsOrder {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "newest" => Ok(Self::Newest),
+                "oldest" => Ok(Self::Oldest),
+                "attempts" => Ok(Self::Attempts),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ListNotificationsOrder {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ListNotificationsOrder {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///A dry run's answer.
@@ -3135,6 +3557,62 @@ a time, in creation order.*/
             value.parse()
         }
     }
+    ///The tenant endpoints belong to (`merchant-42`).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct Owner(::std::string::String);
+    impl ::std::ops::Deref for Owner {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<Owner> for ::std::string::String {
+        fn from(value: Owner) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for Owner {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for Owner {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for Owner {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for Owner {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`PageAttemptView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageAttemptView {
@@ -3413,6 +3891,66 @@ which browsers never send to a server, so it is in no access log.*/
     impl PortalLink {
         pub fn builder() -> builder::PortalLink {
             Default::default()
+        }
+    }
+    /**What a portal link's holder may do: `read` its notifications (every
+link may), `retry` them, `manage` its endpoints.*/
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum PortalPermission {
+        #[serde(rename = "read")]
+        Read,
+        #[serde(rename = "retry")]
+        Retry,
+        #[serde(rename = "manage")]
+        Manage,
+    }
+    impl ::std::fmt::Display for PortalPermission {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Read => f.write_str("read"),
+                Self::Retry => f.write_str("retry"),
+                Self::Manage => f.write_str("manage"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for PortalPermission {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "read" => Ok(Self::Read),
+                "retry" => Ok(Self::Retry),
+                "manage" => Ok(Self::Manage),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for PortalPermission {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for PortalPermission {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///`PortalView`
@@ -4213,6 +4751,61 @@ the sample counts every endpoint's.*/
             Default::default()
         }
     }
+    ///`StatsWindow`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum StatsWindow {
+        #[serde(rename = "1h")]
+        X1h,
+        #[serde(rename = "24h")]
+        X24h,
+    }
+    impl ::std::fmt::Display for StatsWindow {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::X1h => f.write_str("1h"),
+                Self::X24h => f.write_str("24h"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for StatsWindow {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "1h" => Ok(Self::X1h),
+                "24h" => Ok(Self::X24h),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for StatsWindow {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for StatsWindow {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     /**`pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
 Stored as its lowercase name in a `text` column (the schema's CHECK lists
 the same four), so a row decodes to one of these or not at all.*/
@@ -4401,7 +4994,7 @@ the same four), so a row decodes to one of these or not at all.*/
         /**For a portal link, what its holder may do: `read`, and any of
 `retry` and `manage`.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub permissions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        pub permissions: ::std::option::Option<::std::vec::Vec<PortalPermission>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub portal: ::std::option::Option<PortalView>,
         /**The token's scopes. Empty for a portal link or a consumer token:
@@ -8764,7 +9357,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             permissions: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                ::std::option::Option<::std::vec::Vec<super::PortalPermission>>,
                 ::std::string::String,
             >,
         }
@@ -8796,7 +9389,7 @@ what those may do is fixed (see `portal`).*/
             pub fn permissions<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                    ::std::option::Option<::std::vec::Vec<super::PortalPermission>>,
                 >,
                 T::Error: ::std::fmt::Display,
             {
@@ -13408,7 +14001,7 @@ what those may do is fixed (see `portal`).*/
             >,
             name: ::std::result::Result<::std::string::String, ::std::string::String>,
             permissions: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                ::std::option::Option<::std::vec::Vec<super::PortalPermission>>,
                 ::std::string::String,
             >,
             portal: ::std::result::Result<
@@ -13474,7 +14067,7 @@ what those may do is fixed (see `portal`).*/
             pub fn permissions<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                    ::std::option::Option<::std::vec::Vec<super::PortalPermission>>,
                 >,
                 T::Error: ::std::fmt::Display,
             {
@@ -14431,7 +15024,7 @@ pub mod builder {
         client: &'a super::Client,
         cursor: Result<Option<::std::string::String>, String>,
         limit: Result<Option<::std::num::NonZeroU64>, String>,
-        owner: Result<Option<::std::string::String>, String>,
+        owner: Result<Option<types::Owner>, String>,
     }
     impl<'a> ListEndpoints<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -14470,15 +15063,12 @@ pub mod builder {
         }
         pub fn owner<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::Owner>,
         {
             self.owner = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for owner failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
             self
         }
         ///Sends a `GET` request to `/v1/endpoints`
@@ -14682,7 +15272,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct GetEndpoint<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> GetEndpoint<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -14693,13 +15283,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -14785,7 +15374,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct DeleteEndpoint<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> DeleteEndpoint<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -14796,13 +15385,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -14888,7 +15476,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct UpdateEndpoint<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<types::builder::EndpointFields, String>,
     }
     impl<'a> UpdateEndpoint<'a> {
@@ -14901,13 +15489,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15030,7 +15617,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct AckBatch<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<types::builder::AckBatch, String>,
     }
     impl<'a> AckBatch<'a> {
@@ -15043,13 +15630,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15171,7 +15757,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct GetEndpointBacklog<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> GetEndpointBacklog<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -15182,13 +15768,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15274,7 +15859,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct IssueConsumerToken<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> IssueConsumerToken<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -15285,13 +15870,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15384,7 +15968,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct GetEndpointEventTypes<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> GetEndpointEventTypes<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -15395,13 +15979,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15487,7 +16070,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct NackBatch<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<types::builder::NackBatch, String>,
     }
     impl<'a> NackBatch<'a> {
@@ -15500,13 +16083,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15630,7 +16212,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct IssueEndpointPortalLink<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<::std::option::Option<types::IssueLink>, String>,
     }
     impl<'a> IssueEndpointPortalLink<'a> {
@@ -15643,13 +16225,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15763,7 +16344,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct RevokeEndpointPortalLinks<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> RevokeEndpointPortalLinks<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -15774,13 +16355,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15866,7 +16446,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct GetEndpointPublicKey<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> GetEndpointPublicKey<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -15877,13 +16457,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -15976,7 +16555,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct Pull<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<::std::option::Option<types::PullRequest>, String>,
     }
     impl<'a> Pull<'a> {
@@ -15989,13 +16568,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16116,7 +16694,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct RecoverEndpoint<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<types::builder::RecoverRequest, String>,
     }
     impl<'a> RecoverEndpoint<'a> {
@@ -16129,13 +16707,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16269,7 +16846,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct GetEndpointSecret<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> GetEndpointSecret<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -16280,13 +16857,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16372,7 +16948,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct EndEndpointSecretOverlap<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
     }
     impl<'a> EndEndpointSecretOverlap<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -16383,13 +16959,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16475,7 +17050,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct RotateEndpointSecret<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<::std::option::Option<types::RotateSecret>, String>,
     }
     impl<'a> RotateEndpointSecret<'a> {
@@ -16488,13 +17063,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16601,7 +17175,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct SendTestNotification<'a> {
         client: &'a super::Client,
-        endpoint: Result<::std::string::String, String>,
+        endpoint: Result<types::EndpointRef, String>,
         body: Result<::std::option::Option<types::SendTest>, String>,
     }
     impl<'a> SendTestNotification<'a> {
@@ -16614,13 +17188,12 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -16733,10 +17306,10 @@ pub mod builder {
             String,
         >,
         cursor: Result<Option<::std::string::String>, String>,
-        event_type: Result<Option<::std::string::String>, String>,
-        key: Result<Option<::std::string::String>, String>,
+        event_type: Result<Option<types::ListEventsEventType>, String>,
+        key: Result<Option<types::ListEventsKey>, String>,
         limit: Result<Option<::std::num::NonZeroU64>, String>,
-        owner: Result<Option<::std::string::String>, String>,
+        owner: Result<Option<types::Owner>, String>,
     }
     impl<'a> ListEvents<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -16792,28 +17365,25 @@ pub mod builder {
         }
         pub fn event_type<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListEventsEventType>,
         {
             self.event_type = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for event_type failed"
+                    "conversion to `ListEventsEventType` for event_type failed"
                         .to_string()
                 });
             self
         }
         pub fn key<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListEventsKey>,
         {
             self.key = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for key failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `ListEventsKey` for key failed".to_string());
             self
         }
         pub fn limit<V>(mut self, value: V) -> Self
@@ -16831,15 +17401,12 @@ pub mod builder {
         }
         pub fn owner<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::Owner>,
         {
             self.owner = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for owner failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
             self
         }
         ///Sends a `GET` request to `/v1/events`
@@ -17400,14 +17967,14 @@ pub mod builder {
             String,
         >,
         cursor: Result<Option<::std::string::String>, String>,
-        endpoint: Result<Option<::std::string::String>, String>,
+        endpoint: Result<Option<types::EndpointRef>, String>,
         event: Result<Option<::uuid::Uuid>, String>,
-        event_type: Result<Option<::std::string::String>, String>,
-        key: Result<Option<::std::string::String>, String>,
-        key_prefix: Result<Option<::std::string::String>, String>,
+        event_type: Result<Option<types::ListNotificationsEventType>, String>,
+        key: Result<Option<types::ListNotificationsKey>, String>,
+        key_prefix: Result<Option<types::ListNotificationsKeyPrefix>, String>,
         limit: Result<Option<::std::num::NonZeroU64>, String>,
-        order: Result<Option<::std::string::String>, String>,
-        owner: Result<Option<::std::string::String>, String>,
+        order: Result<Option<types::ListNotificationsOrder>, String>,
+        owner: Result<Option<types::Owner>, String>,
         status: Result<Option<types::Status>, String>,
     }
     impl<'a> ListNotifications<'a> {
@@ -17483,14 +18050,13 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
@@ -17508,39 +18074,38 @@ pub mod builder {
         }
         pub fn event_type<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListNotificationsEventType>,
         {
             self.event_type = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for event_type failed"
+                    "conversion to `ListNotificationsEventType` for event_type failed"
                         .to_string()
                 });
             self
         }
         pub fn key<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListNotificationsKey>,
         {
             self.key = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for key failed"
-                        .to_string()
+                    "conversion to `ListNotificationsKey` for key failed".to_string()
                 });
             self
         }
         pub fn key_prefix<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListNotificationsKeyPrefix>,
         {
             self.key_prefix = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for key_prefix failed"
+                    "conversion to `ListNotificationsKeyPrefix` for key_prefix failed"
                         .to_string()
                 });
             self
@@ -17560,28 +18125,24 @@ pub mod builder {
         }
         pub fn order<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ListNotificationsOrder>,
         {
             self.order = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for order failed"
-                        .to_string()
+                    "conversion to `ListNotificationsOrder` for order failed".to_string()
                 });
             self
         }
         pub fn owner<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::Owner>,
         {
             self.owner = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for owner failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
             self
         }
         pub fn status<V>(mut self, value: V) -> Self
@@ -19224,7 +19785,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct IssueOwnerPortalLink<'a> {
         client: &'a super::Client,
-        owner: Result<::std::string::String, String>,
+        owner: Result<types::Owner, String>,
         body: Result<::std::option::Option<types::IssueLink>, String>,
     }
     impl<'a> IssueOwnerPortalLink<'a> {
@@ -19237,14 +19798,11 @@ pub mod builder {
         }
         pub fn owner<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::Owner>,
         {
             self.owner = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for owner failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
             self
         }
         pub fn body<V>(mut self, value: V) -> Self
@@ -19350,9 +19908,9 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct Stats<'a> {
         client: &'a super::Client,
-        endpoint: Result<Option<::std::string::String>, String>,
-        owner: Result<Option<::std::string::String>, String>,
-        window: Result<Option<::std::string::String>, String>,
+        endpoint: Result<Option<types::EndpointRef>, String>,
+        owner: Result<Option<types::Owner>, String>,
+        window: Result<Option<types::StatsWindow>, String>,
     }
     impl<'a> Stats<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -19365,40 +19923,35 @@ pub mod builder {
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::EndpointRef>,
         {
             self.endpoint = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for endpoint failed"
-                        .to_string()
+                    "conversion to `EndpointRef` for endpoint failed".to_string()
                 });
             self
         }
         pub fn owner<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::Owner>,
         {
             self.owner = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for owner failed"
-                        .to_string()
-                });
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
             self
         }
         pub fn window<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::StatsWindow>,
         {
             self.window = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for window failed"
-                        .to_string()
+                    "conversion to `StatsWindow` for window failed".to_string()
                 });
             self
         }

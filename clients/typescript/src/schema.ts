@@ -1106,6 +1106,8 @@ export interface components {
              */
             url_secret?: boolean | null;
         };
+        /** @description An endpoint's id, or the uid it was given (`shop-orders`). */
+        EndpointRef: string;
         /**
          * @description An endpoint as the API shows it. The secret appears only when it is new
          *     (create, rotate) or asked for (`GET .../secret`).
@@ -1315,7 +1317,7 @@ export interface components {
              *       "manage"
              *     ]
              */
-            permissions?: string[] | null;
+            permissions?: components["schemas"]["PortalPermission"][] | null;
         };
         LastAttempt: {
             /** Format: date-time */
@@ -1491,6 +1493,8 @@ export interface components {
          * @enum {string}
          */
         OrderingOnFailure: "continue" | "hold";
+        /** @description The tenant endpoints belong to (`merchant-42`). */
+        Owner: string;
         Page_AttemptView: {
             data: {
                 /** Format: int32 */
@@ -1733,6 +1737,12 @@ export interface components {
              */
             url: string;
         };
+        /**
+         * @description What a portal link's holder may do: `read` its notifications (every
+         *     link may), `retry` them, `manage` its endpoints.
+         * @enum {string}
+         */
+        PortalPermission: "read" | "retry" | "manage";
         PortalView: {
             /** Format: uuid */
             endpoint: string;
@@ -2052,7 +2062,7 @@ export interface components {
              * @description For a portal link, what its holder may do: `read`, and any of
              *     `retry` and `manage`.
              */
-            permissions?: string[] | null;
+            permissions?: components["schemas"]["PortalPermission"][] | null;
             portal?: components["schemas"]["PortalView"] | null;
             /**
              * @description The token's scopes. Empty for a portal link or a consumer token:
@@ -2169,7 +2179,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description only this owner's endpoints */
-                owner?: string;
+                owner?: components["schemas"]["Owner"];
                 /** @description 1 to 500, default 50 */
                 limit?: number;
                 /** @description `next_cursor` of the previous page, unchanged */
@@ -2312,7 +2322,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2380,7 +2390,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2448,7 +2458,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2529,7 +2539,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2619,7 +2629,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2687,7 +2697,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2764,7 +2774,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2832,7 +2842,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -2922,7 +2932,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3012,7 +3022,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3080,7 +3090,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3157,7 +3167,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3256,7 +3266,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3355,7 +3365,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3423,7 +3433,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3491,7 +3501,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3572,7 +3582,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description id or uid */
-                endpoint: string;
+                endpoint: components["schemas"]["EndpointRef"];
             };
             cookie?: never;
         };
@@ -3650,7 +3660,7 @@ export interface operations {
     list_events: {
         parameters: {
             query?: {
-                owner?: string;
+                owner?: components["schemas"]["Owner"];
                 event_type?: string;
                 key?: string;
                 /** @description RFC 3339: only those created at or after this time */
@@ -4038,7 +4048,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description id or uid */
-                endpoint?: string;
+                endpoint?: components["schemas"]["EndpointRef"];
                 status?: components["schemas"]["Status"];
                 /** @description the notification's key, or its event's (an event's key finds its deliveries) */
                 key?: string;
@@ -4048,7 +4058,7 @@ export interface operations {
                 /** @description only this event's deliveries */
                 event?: string;
                 /** @description only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`) */
-                owner?: string;
+                owner?: components["schemas"]["Owner"];
                 /** @description RFC 3339: only those created at or after this time */
                 created_after?: string;
                 /** @description RFC 3339: only those created before this time */
@@ -4056,7 +4066,7 @@ export interface operations {
                 /** @description RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since */
                 completed_after?: string;
                 /** @description `newest` (the default) or `oldest`: by creation, newest or oldest first; `attempts`: one endpoint's notifications attempted more than once, most attempts first, then newest (with `endpoint`, and `status` at most; a status is checked on at most 5,000 rows a page; one attempted again while you page moves ahead of the cursor and is not shown twice) */
-                order?: string;
+                order?: "newest" | "oldest" | "attempts";
                 /** @description 1 to 500, default 50 */
                 limit?: number;
                 /** @description `next_cursor` of the previous page, unchanged */
@@ -5123,7 +5133,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID */
-                owner: string;
+                owner: components["schemas"]["Owner"];
             };
             cookie?: never;
         };
@@ -5202,11 +5212,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `1h` (the default: 60 steps of a minute) or `24h` (144 steps of ten minutes) */
-                window?: string;
+                window?: "1h" | "24h";
                 /** @description only this endpoint's counts (id or uid) */
-                endpoint?: string;
+                endpoint?: components["schemas"]["EndpointRef"];
                 /** @description only the counts of this owner's endpoints, recorded while they were its (an endpoint moved to another owner leaves its past with the old one; a deleted one's past stays); `failing_endpoints` lists the endpoints it has now */
-                owner?: string;
+                owner?: components["schemas"]["Owner"];
             };
             header?: never;
             path?: never;

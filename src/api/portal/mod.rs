@@ -51,8 +51,20 @@ pub struct IssueLink {
     /// notifications) and `manage` (change its endpoints' URL and event
     /// types, read and rotate their signing secret, send a test), each at
     /// most once. Default `["read", "retry"]`.
-    #[schema(value_type = Option<Vec<String>>, max_items = 3, example = json!(["read", "retry", "manage"]))]
+    #[schema(value_type = Option<Vec<PortalPermission>>, max_items = 3, example = json!(["read", "retry", "manage"]))]
     pub permissions: Option<crate::domain::bounded::Bounded<String, 3>>,
+}
+
+// The document's names for `PortalPermissions::NAMES`, which parses them.
+/// What a portal link's holder may do: `read` its notifications (every
+/// link may), `retry` them, `manage` its endpoints.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum PortalPermission {
+    Read,
+    Retry,
+    Manage,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -64,7 +76,7 @@ pub struct PortalLink {
 }
 
 #[utoipa::path(operation_id = "issue_endpoint_portal_link", post, path = "/v1/endpoints/{endpoint}/portal", tag = "portal", request_body = Option<IssueLink>,
-    params(("endpoint" = String, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows this endpoint's notifications and lets its holder retry them, until it expires"),
         (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
@@ -103,7 +115,7 @@ pub async fn for_endpoint(
 }
 
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
-    params(("owner" = String, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
+    params(("owner" = crate::api::openapi_depth::Owner, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
         (status = 422, body = super::error::ErrorBody)))]
@@ -140,7 +152,7 @@ pub struct Revoked {
 }
 
 #[utoipa::path(operation_id = "revoke_endpoint_portal_links", post, path = "/v1/endpoints/{endpoint}/portal/revoke", tag = "portal",
-    params(("endpoint" = String, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
     responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
         (status = 404, body = super::error::ErrorBody)))]
 pub async fn revoke(
@@ -281,7 +293,7 @@ pub struct WhoAmI {
     pub expires_at: Option<DateTime<Utc>>,
     /// For a portal link, what its holder may do: `read`, and any of
     /// `retry` and `manage`.
-    #[schema(value_type = Option<Vec<String>>)]
+    #[schema(value_type = Option<Vec<PortalPermission>>)]
     pub permissions: Option<Vec<&'static str>>,
     /// For a portal link, the deployment's branding (`[portal]` `name`,
     /// `logo_url`, `accent`), for the page to show its holder.

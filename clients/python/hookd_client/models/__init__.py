@@ -45,6 +45,7 @@ from .health import Health
 from .issue_link import IssueLink
 from .last_attempt import LastAttempt
 from .lease_view import LeaseView
+from .list_notifications_order import ListNotificationsOrder
 from .matched import Matched
 from .nack_batch import NackBatch
 from .nack_request import NackRequest
@@ -71,6 +72,7 @@ from .page_notification_view_data_item_headers import (
     PageNotificationViewDataItemHeaders,
 )
 from .portal_link import PortalLink
+from .portal_permission import PortalPermission
 from .portal_view_type_0 import PortalViewType0
 from .portal_view_type_1 import PortalViewType1
 from .previous_public_key_view import PreviousPublicKeyView
@@ -92,6 +94,7 @@ from .send_test import SendTest
 from .signing import Signing
 from .stats_totals import StatsTotals
 from .stats_view import StatsView
+from .stats_window import StatsWindow
 from .status import Status
 from .status_counts import StatusCounts
 from .waiting import Waiting
@@ -144,6 +147,7 @@ __all__ = (
     "IssueLink",
     "LastAttempt",
     "LeaseView",
+    "ListNotificationsOrder",
     "Matched",
     "NackBatch",
     "NackRequest",
@@ -166,6 +170,7 @@ __all__ = (
     "PageNotificationViewDataItem",
     "PageNotificationViewDataItemHeaders",
     "PortalLink",
+    "PortalPermission",
     "PortalViewType0",
     "PortalViewType1",
     "PreviousPublicKeyView",
@@ -187,6 +192,7 @@ __all__ = (
     "Signing",
     "StatsTotals",
     "StatsView",
+    "StatsWindow",
     "Status",
     "StatusCounts",
     "Waiting",

@@ -5,6 +5,7 @@ from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.portal_permission import PortalPermission
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="IssueLink")
@@ -16,14 +17,14 @@ class IssueLink:
     Attributes:
         expires_in_seconds (int | None | Unset): How long the link works: 1 to 604800 seconds (7 days); default
             86400 (a day).
-        permissions (list[str] | None | Unset): What the holder may do: `read` (always named), `retry` (its
+        permissions (list[PortalPermission] | None | Unset): What the holder may do: `read` (always named), `retry` (its
             notifications) and `manage` (change its endpoints' URL and event
             types, read and rotate their signing secret, send a test), each at
             most once. Default `["read", "retry"]`. Example: ['read', 'retry', 'manage'].
     """
 
     expires_in_seconds: int | None | Unset = UNSET
-    permissions: list[str] | None | Unset = UNSET
+    permissions: list[PortalPermission] | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         expires_in_seconds: int | None | Unset
@@ -36,7 +37,10 @@ class IssueLink:
         if isinstance(self.permissions, Unset):
             permissions = UNSET
         elif isinstance(self.permissions, list):
-            permissions = self.permissions
+            permissions = []
+            for permissions_type_0_item_data in self.permissions:
+                permissions_type_0_item = permissions_type_0_item_data.value
+                permissions.append(permissions_type_0_item)
 
         else:
             permissions = self.permissions
@@ -66,7 +70,7 @@ class IssueLink:
             d.pop("expires_in_seconds", UNSET)
         )
 
-        def _parse_permissions(data: object) -> list[str] | None | Unset:
+        def _parse_permissions(data: object) -> list[PortalPermission] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -74,12 +78,19 @@ class IssueLink:
             try:
                 if not isinstance(data, list):
                     raise TypeError()
-                permissions_type_0 = cast(list[str], data)
+                permissions_type_0 = []
+                _permissions_type_0 = data
+                for permissions_type_0_item_data in _permissions_type_0:
+                    permissions_type_0_item = PortalPermission(
+                        permissions_type_0_item_data
+                    )
+
+                    permissions_type_0.append(permissions_type_0_item)
 
                 return permissions_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[str] | None | Unset, data)
+            return cast(list[PortalPermission] | None | Unset, data)
 
         permissions = _parse_permissions(d.pop("permissions", UNSET))
 

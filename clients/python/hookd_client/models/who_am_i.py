@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.portal_permission import PortalPermission
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ class WhoAmI:
             what those may do is fixed (see `portal`).
         brand (Brand | None | Unset):
         expires_at (datetime.datetime | None | Unset): When a portal link stops working.
-        permissions (list[str] | None | Unset): For a portal link, what its holder may do: `read`, and any of
+        permissions (list[PortalPermission] | None | Unset): For a portal link, what its holder may do: `read`, and any
+            of
             `retry` and `manage`.
         portal (None | PortalViewType0 | PortalViewType1 | Unset):
     """
@@ -39,7 +41,7 @@ class WhoAmI:
     scopes: list[str]
     brand: Brand | None | Unset = UNSET
     expires_at: datetime.datetime | None | Unset = UNSET
-    permissions: list[str] | None | Unset = UNSET
+    permissions: list[PortalPermission] | None | Unset = UNSET
     portal: None | PortalViewType0 | PortalViewType1 | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -72,7 +74,10 @@ class WhoAmI:
         if isinstance(self.permissions, Unset):
             permissions = UNSET
         elif isinstance(self.permissions, list):
-            permissions = self.permissions
+            permissions = []
+            for permissions_type_0_item_data in self.permissions:
+                permissions_type_0_item = permissions_type_0_item_data.value
+                permissions.append(permissions_type_0_item)
 
         else:
             permissions = self.permissions
@@ -151,7 +156,7 @@ class WhoAmI:
 
         expires_at = _parse_expires_at(d.pop("expires_at", UNSET))
 
-        def _parse_permissions(data: object) -> list[str] | None | Unset:
+        def _parse_permissions(data: object) -> list[PortalPermission] | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -159,12 +164,19 @@ class WhoAmI:
             try:
                 if not isinstance(data, list):
                     raise TypeError()
-                permissions_type_0 = cast(list[str], data)
+                permissions_type_0 = []
+                _permissions_type_0 = data
+                for permissions_type_0_item_data in _permissions_type_0:
+                    permissions_type_0_item = PortalPermission(
+                        permissions_type_0_item_data
+                    )
+
+                    permissions_type_0.append(permissions_type_0_item)
 
                 return permissions_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[str] | None | Unset, data)
+            return cast(list[PortalPermission] | None | Unset, data)
 
         permissions = _parse_permissions(d.pop("permissions", UNSET))
 

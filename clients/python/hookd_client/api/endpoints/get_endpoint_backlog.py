@@ -82,7 +82,7 @@ def sync_detailed(
 ) -> Response[BacklogView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -110,7 +110,7 @@ def sync(
 ) -> BacklogView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -133,7 +133,7 @@ async def asyncio_detailed(
 ) -> Response[BacklogView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -159,7 +159,7 @@ async def asyncio(
 ) -> BacklogView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

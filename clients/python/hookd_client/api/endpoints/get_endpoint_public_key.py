@@ -87,7 +87,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | PublicKeyView]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -115,7 +115,7 @@ def sync(
 ) -> ErrorBody | PublicKeyView | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,7 +138,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | PublicKeyView]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -164,7 +164,7 @@ async def asyncio(
 ) -> ErrorBody | PublicKeyView | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

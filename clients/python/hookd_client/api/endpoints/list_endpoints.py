@@ -90,7 +90,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | PageEndpointView]:
     """
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -124,7 +124,7 @@ def sync(
 ) -> ErrorBody | PageEndpointView | None:
     """
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -153,7 +153,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | PageEndpointView]:
     """
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -185,7 +185,7 @@ async def asyncio(
 ) -> ErrorBody | PageEndpointView | None:
     """
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
         cursor (str | Unset):
 

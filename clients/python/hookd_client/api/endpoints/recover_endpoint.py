@@ -109,7 +109,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
             they failed, their `completed_at`) between `since` and `until`, both
             included.
@@ -142,7 +142,7 @@ def sync(
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
             they failed, their `completed_at`) between `since` and `until`, both
             included.
@@ -170,7 +170,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
             they failed, their `completed_at`) between `since` and `until`, both
             included.
@@ -201,7 +201,7 @@ async def asyncio(
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
             they failed, their `completed_at`) between `since` and `until`, both
             included.

@@ -100,7 +100,7 @@ def sync_detailed(
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | RotateSecret | Unset):
 
     Raises:
@@ -131,7 +131,7 @@ def sync(
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | RotateSecret | Unset):
 
     Raises:
@@ -157,7 +157,7 @@ async def asyncio_detailed(
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | RotateSecret | Unset):
 
     Raises:
@@ -186,7 +186,7 @@ async def asyncio(
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | RotateSecret | Unset):
 
     Raises:

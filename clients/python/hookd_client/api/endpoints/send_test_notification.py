@@ -100,7 +100,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | NotificationView]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | SendTest | Unset):
 
     Raises:
@@ -131,7 +131,7 @@ def sync(
 ) -> ErrorBody | NotificationView | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | SendTest | Unset):
 
     Raises:
@@ -157,7 +157,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | NotificationView]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | SendTest | Unset):
 
     Raises:
@@ -186,7 +186,7 @@ async def asyncio(
 ) -> ErrorBody | NotificationView | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | SendTest | Unset):
 
     Raises:

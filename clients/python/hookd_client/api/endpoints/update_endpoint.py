@@ -97,7 +97,7 @@ def sync_detailed(
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
             field is left alone and `null` resets it to its default.
@@ -130,7 +130,7 @@ def sync(
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
             field is left alone and `null` resets it to its default.
@@ -158,7 +158,7 @@ async def asyncio_detailed(
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
             field is left alone and `null` resets it to its default.
@@ -189,7 +189,7 @@ async def asyncio(
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
             field is left alone and `null` resets it to its default.

@@ -122,7 +122,7 @@ def sync_detailed(
     page's length.
 
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         event_type (str | Unset):
         key (str | Unset):
         created_after (datetime.datetime | Unset):
@@ -172,7 +172,7 @@ def sync(
     page's length.
 
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         event_type (str | Unset):
         key (str | Unset):
         created_after (datetime.datetime | Unset):
@@ -217,7 +217,7 @@ async def asyncio_detailed(
     page's length.
 
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         event_type (str | Unset):
         key (str | Unset):
         created_after (datetime.datetime | Unset):
@@ -265,7 +265,7 @@ async def asyncio(
     page's length.
 
     Args:
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         event_type (str | Unset):
         key (str | Unset):
         created_after (datetime.datetime | Unset):

@@ -8,6 +8,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error_body import ErrorBody
+from ...models.list_notifications_order import ListNotificationsOrder
 from ...models.page_notification_view import PageNotificationView
 from ...models.status import Status
 from ...types import UNSET, Response, Unset
@@ -25,7 +26,7 @@ def _get_kwargs(
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     completed_after: datetime.datetime | Unset = UNSET,
-    order: str | Unset = UNSET,
+    order: ListNotificationsOrder | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -68,7 +69,11 @@ def _get_kwargs(
         json_completed_after = completed_after.isoformat()
     params["completed_after"] = json_completed_after
 
-    params["order"] = order
+    json_order: str | Unset = UNSET
+    if not isinstance(order, Unset):
+        json_order = order.value
+
+    params["order"] = json_order
 
     params["limit"] = limit
 
@@ -148,7 +153,7 @@ def sync_detailed(
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     completed_after: datetime.datetime | Unset = UNSET,
-    order: str | Unset = UNSET,
+    order: ListNotificationsOrder | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageNotificationView]:
@@ -162,7 +167,7 @@ def sync_detailed(
     every other page's.
 
     Args:
-        endpoint (str | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
             Stored as its lowercase name in a `text` column (the schema's CHECK lists
@@ -171,11 +176,11 @@ def sync_detailed(
         key_prefix (str | Unset):
         event_type (str | Unset):
         event (UUID | Unset):
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         completed_after (datetime.datetime | Unset):
-        order (str | Unset):
+        order (ListNotificationsOrder | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -223,7 +228,7 @@ def sync(
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     completed_after: datetime.datetime | Unset = UNSET,
-    order: str | Unset = UNSET,
+    order: ListNotificationsOrder | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageNotificationView | None:
@@ -237,7 +242,7 @@ def sync(
     every other page's.
 
     Args:
-        endpoint (str | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
             Stored as its lowercase name in a `text` column (the schema's CHECK lists
@@ -246,11 +251,11 @@ def sync(
         key_prefix (str | Unset):
         event_type (str | Unset):
         event (UUID | Unset):
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         completed_after (datetime.datetime | Unset):
-        order (str | Unset):
+        order (ListNotificationsOrder | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -293,7 +298,7 @@ async def asyncio_detailed(
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     completed_after: datetime.datetime | Unset = UNSET,
-    order: str | Unset = UNSET,
+    order: ListNotificationsOrder | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageNotificationView]:
@@ -307,7 +312,7 @@ async def asyncio_detailed(
     every other page's.
 
     Args:
-        endpoint (str | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
             Stored as its lowercase name in a `text` column (the schema's CHECK lists
@@ -316,11 +321,11 @@ async def asyncio_detailed(
         key_prefix (str | Unset):
         event_type (str | Unset):
         event (UUID | Unset):
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         completed_after (datetime.datetime | Unset):
-        order (str | Unset):
+        order (ListNotificationsOrder | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -366,7 +371,7 @@ async def asyncio(
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     completed_after: datetime.datetime | Unset = UNSET,
-    order: str | Unset = UNSET,
+    order: ListNotificationsOrder | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageNotificationView | None:
@@ -380,7 +385,7 @@ async def asyncio(
     every other page's.
 
     Args:
-        endpoint (str | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
             Stored as its lowercase name in a `text` column (the schema's CHECK lists
@@ -389,11 +394,11 @@ async def asyncio(
         key_prefix (str | Unset):
         event_type (str | Unset):
         event (UUID | Unset):
-        owner (str | Unset):
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         completed_after (datetime.datetime | Unset):
-        order (str | Unset):
+        order (ListNotificationsOrder | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 

@@ -105,7 +105,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -136,7 +136,7 @@ def sync(
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -162,7 +162,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -191,7 +191,7 @@ async def asyncio(
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | None | Unset):
 
     Raises:

@@ -100,7 +100,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
-        owner (str):
+        owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -131,7 +131,7 @@ def sync(
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
-        owner (str):
+        owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -157,7 +157,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
-        owner (str):
+        owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | None | Unset):
 
     Raises:
@@ -186,7 +186,7 @@ async def asyncio(
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
-        owner (str):
+        owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | None | Unset):
 
     Raises:

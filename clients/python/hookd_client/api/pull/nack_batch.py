@@ -102,7 +102,7 @@ def sync_detailed(
 ) -> Response[EndedBatch | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (NackBatch):
 
     Raises:
@@ -133,7 +133,7 @@ def sync(
 ) -> EndedBatch | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (NackBatch):
 
     Raises:
@@ -159,7 +159,7 @@ async def asyncio_detailed(
 ) -> Response[EndedBatch | ErrorBody]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (NackBatch):
 
     Raises:
@@ -188,7 +188,7 @@ async def asyncio(
 ) -> EndedBatch | ErrorBody | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (NackBatch):
 
     Raises:

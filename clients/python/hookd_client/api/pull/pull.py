@@ -110,7 +110,7 @@ def sync_detailed(
 ) -> Response[ErrorBody | PullResult]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | PullRequest | Unset):
 
     Raises:
@@ -141,7 +141,7 @@ def sync(
 ) -> ErrorBody | PullResult | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | PullRequest | Unset):
 
     Raises:
@@ -167,7 +167,7 @@ async def asyncio_detailed(
 ) -> Response[ErrorBody | PullResult]:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | PullRequest | Unset):
 
     Raises:
@@ -196,7 +196,7 @@ async def asyncio(
 ) -> ErrorBody | PullResult | None:
     """
     Args:
-        endpoint (str):
+        endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (None | PullRequest | Unset):
 
     Raises:

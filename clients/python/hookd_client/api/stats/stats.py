@@ -7,19 +7,24 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error_body import ErrorBody
 from ...models.stats_view import StatsView
+from ...models.stats_window import StatsWindow
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
-    window: str | Unset = UNSET,
+    window: StatsWindow | Unset = UNSET,
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
 
-    params["window"] = window
+    json_window: str | Unset = UNSET
+    if not isinstance(window, Unset):
+        json_window = window.value
+
+    params["window"] = json_window
 
     params["endpoint"] = endpoint
 
@@ -84,15 +89,15 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
-    window: str | Unset = UNSET,
+    window: StatsWindow | Unset = UNSET,
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> Response[ErrorBody | StatsView]:
     """
     Args:
-        window (str | Unset):
-        endpoint (str | Unset):
-        owner (str | Unset):
+        window (StatsWindow | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -118,15 +123,15 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient | Client,
-    window: str | Unset = UNSET,
+    window: StatsWindow | Unset = UNSET,
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> ErrorBody | StatsView | None:
     """
     Args:
-        window (str | Unset):
-        endpoint (str | Unset):
-        owner (str | Unset):
+        window (StatsWindow | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -147,15 +152,15 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
-    window: str | Unset = UNSET,
+    window: StatsWindow | Unset = UNSET,
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> Response[ErrorBody | StatsView]:
     """
     Args:
-        window (str | Unset):
-        endpoint (str | Unset):
-        owner (str | Unset):
+        window (StatsWindow | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -179,15 +184,15 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient | Client,
-    window: str | Unset = UNSET,
+    window: StatsWindow | Unset = UNSET,
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> ErrorBody | StatsView | None:
     """
     Args:
-        window (str | Unset):
-        endpoint (str | Unset):
-        owner (str | Unset):
+        window (StatsWindow | Unset):
+        endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
+        owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
