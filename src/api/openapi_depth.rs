@@ -213,6 +213,14 @@ type Parameter = (&'static str, &'static str);
 fn parameter_rules() -> Vec<(Parameter, Rule)> {
     use Rule::*;
     let windows = Window::ALL.iter().map(|window| window.as_str()).collect();
+    // In `Window::ALL`'s order, as `windows`.
+    let window_names = Window::ALL
+        .iter()
+        .map(|window| match window {
+            Window::Hour => "HOUR",
+            Window::Day => "DAY",
+        })
+        .collect();
     vec![
         (("*", "event_type"), Pattern(EVENT_TYPE_PATTERN)),
         (("*", "key"), Pattern(KEY_PATTERN)),
@@ -221,7 +229,7 @@ fn parameter_rules() -> Vec<(Parameter, Rule)> {
         (("*", "key_prefix"), Length(1, 255)),
         (("/v1/notifications", "order"), Names(ORDERS.to_vec())),
         (("/v1/stats", "window"), Names(windows)),
-        (("/v1/stats", "window"), VarNames(vec!["HOUR", "DAY"])),
+        (("/v1/stats", "window"), VarNames(window_names)),
     ]
 }
 
