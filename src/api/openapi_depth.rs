@@ -330,7 +330,7 @@ fn apply(openapi: &mut OpenApi) -> Vec<String> {
     }
     for (place, rule) in parameter_rules() {
         if !constrain_parameters(openapi, place, &rule) {
-            missing.push(format!("{} ? {}", place.0, place.1));
+            missing.push(format!("the parameter {} of {}", place.1, place.0));
         }
     }
     missing
