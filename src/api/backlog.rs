@@ -49,7 +49,7 @@ impl From<Backlog> for BacklogView {
 }
 
 #[utoipa::path(operation_id = "get_endpoint_backlog", get, path = "/v1/endpoints/{endpoint}/backlog", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = BacklogView, description = "what waits for the endpoint now"),
         (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(

@@ -262,7 +262,7 @@ pub struct ListParams {
 }
 
 #[utoipa::path(operation_id = "list_endpoints", get, path = "/v1/endpoints", tag = "endpoints",
-    params(("owner" = Option<crate::api::openapi_depth::Owner>, Query, description = "only this owner's endpoints"),
+    params(("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query, description = "only this owner's endpoints"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<EndpointView>, description = "newest first, without secrets")))]
 pub async fn list(
@@ -305,7 +305,7 @@ pub(super) async fn page_of(state: &AppState, found: Option<Endpoint>) -> Page<E
 }
 
 #[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint, without its secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(
     State(state): State<AppState>,
@@ -325,7 +325,7 @@ pub async fn read(
 }
 
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
@@ -353,7 +353,7 @@ pub struct Deleted {
 }
 
 #[utoipa::path(operation_id = "delete_endpoint", delete, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = Deleted, description = "deleted, and its pending notifications cancelled"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn remove(
     State(state): State<AppState>,
@@ -420,7 +420,7 @@ pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoin
 }
 
 #[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read_secret(
     State(state): State<AppState>,
@@ -431,7 +431,7 @@ pub async fn read_secret(
 }
 
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
@@ -448,7 +448,7 @@ pub async fn rotate_secret(
 }
 
 #[utoipa::path(operation_id = "end_endpoint_secret_overlap", delete, path = "/v1/endpoints/{endpoint}/secret/previous", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = SecretView, description = "the secret, with no rotated-out secret signing any more"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn end_overlap(
     State(state): State<AppState>,

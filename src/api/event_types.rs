@@ -40,7 +40,7 @@ pub struct RecentEventTypes {
 }
 
 #[utoipa::path(operation_id = "get_endpoint_event_types", get, path = "/v1/endpoints/{endpoint}/event-types", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = RecentEventTypes, description = "the event types sent lately to the endpoint or its owner"),
         (status = 404, body = super::error::ErrorBody)))]
 pub async fn read(

@@ -231,7 +231,7 @@ pub struct ListParams {
 }
 
 #[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
-    params(("owner" = Option<crate::api::openapi_depth::Owner>, Query), ("event_type" = Option<String>, Query), ("key" = Option<String>, Query),
+    params(("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query), ("event_type" = Option<String>, Query), ("key" = Option<String>, Query),
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),

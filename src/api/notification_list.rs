@@ -58,11 +58,11 @@ pub(super) fn order(text: Option<&str>) -> Result<Option<ListOrder>, ApiError> {
 }
 
 #[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
-    params(("endpoint" = Option<crate::api::openapi_depth::EndpointRef>, Query, description = "id or uid"),
+    params(("endpoint" = Option<crate::api::openapi_depth::EndpointRefSchema>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query, description = "the notification's key, or its event's (an event's key finds its deliveries)"),
         ("key_prefix" = Option<String>, Query, description = "a prefix of the notification's key, or of its event's; not with `key`"),
         ("event_type" = Option<String>, Query), ("event" = Option<Uuid>, Query, description = "only this event's deliveries"),
-        ("owner" = Option<crate::api::openapi_depth::Owner>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
+        ("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query, description = "only the notifications of this owner's endpoints (live ones; a deleted endpoint's are found by `endpoint=<id>`)"),
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
         ("created_before" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created before this time"),
         ("completed_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those that ended (succeeded, failed or were cancelled) at or after this time; with `status=failed`, those that failed since"),

@@ -123,7 +123,7 @@ fn test_event_type(
 const TEST_EVENT_TYPE: &str = "hookd.test";
 
 #[utoipa::path(operation_id = "send_test_notification", post, path = "/v1/endpoints/{endpoint}/test", tag = "endpoints", request_body = Option<SendTest>,
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses(
         (status = 201, body = NotificationView, description = "a test notification, created and committed like any other; its payload is `{\"type\": \"hookd.test\", \"event_type\": …, \"sent_at\": …}`"),
         (status = 404, body = super::error::ErrorBody),

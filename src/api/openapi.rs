@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::openapi_depth::{EndpointRef, Links, Owner, Patterns};
+use super::openapi_depth::{EndpointRefSchema, Links, OwnerSchema, Patterns};
 use super::{
     backlog, endpoints, event_types, events, health, notification_list, notifications, portal,
     public_key, pull, recover, stats,
@@ -72,7 +72,7 @@ use super::{
         openapi_json,
     ),
     // Named only by parameters, which utoipa does not collect schemas from.
-    components(schemas(EndpointRef, Owner)),
+    components(schemas(EndpointRefSchema, OwnerSchema)),
     modifiers(&BearerAuth, &CommonErrors, &Links, &Patterns),
     security(("bearer" = [])),
     tags(

@@ -30,17 +30,20 @@ use crate::domain::subscription::SUBSCRIPTION_PATTERN;
 // and an owner by: schemas of their own, so that a generated client has one
 // type for each rather than one per operation. Both carry the uid's
 // pattern (`rules`), which every id's text also matches. Requests are
-// parsed as text; these types are the document's only.
+// parsed as text (`store::endpoints::EndpointRef` for an endpoint): these
+// types are the document's only, named apart from the store's.
 
 /// An endpoint's id, or the uid it was given (`shop-orders`).
 #[derive(utoipa::ToSchema)]
+#[schema(as = EndpointRef)]
 #[allow(dead_code)]
-pub struct EndpointRef(String);
+pub struct EndpointRefSchema(String);
 
 /// The tenant endpoints belong to (`merchant-42`).
 #[derive(utoipa::ToSchema)]
+#[schema(as = Owner)]
 #[allow(dead_code)]
-pub struct Owner(String);
+pub struct OwnerSchema(String);
 
 /// An operation whose answer names a resource: `(method, path, the statuses
 /// that carry it, a JSON pointer to its id in the body, the path parameter

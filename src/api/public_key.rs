@@ -31,7 +31,7 @@ pub struct PreviousPublicKeyView {
 }
 
 #[utoipa::path(operation_id = "get_endpoint_public_key", get, path = "/v1/endpoints/{endpoint}/public-key", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 or rsa2 endpoint; it is public: any read token, or a portal link, may read it"),
         (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "the endpoint signs with a shared secret (hmac)")))]
 pub async fn read_public_key(

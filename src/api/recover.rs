@@ -107,7 +107,7 @@ pub struct RecoverRunning {
 }
 
 #[utoipa::path(operation_id = "recover_endpoint", post, path = "/v1/endpoints/{endpoint}/recover", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     request_body = RecoverRequest,
     responses((status = 200, body = Matched, description = "`dry_run`: how many it would restart; nothing changed"),
         (status = 202, body = OperationView, description = "started: every notification of the endpoint that ended `failed` in the window is restarted as a new series, due now, in pages; poll `GET /v1/operations/{id}`"),

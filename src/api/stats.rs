@@ -153,8 +153,8 @@ pub struct FailingEndpointView {
 
 #[utoipa::path(operation_id = "stats", get, path = "/v1/stats", tag = "stats",
     params(("window" = Option<String>, Query, description = "`1h` (the default: 60 steps of a minute) or `24h` (144 steps of ten minutes)"),
-        ("endpoint" = Option<crate::api::openapi_depth::EndpointRef>, Query, description = "only this endpoint's counts (id or uid)"),
-        ("owner" = Option<crate::api::openapi_depth::Owner>, Query, description = "only the counts of this owner's endpoints, recorded while they were its (an endpoint moved to another owner leaves its past with the old one; a deleted one's past stays); `failing_endpoints` lists the endpoints it has now")),
+        ("endpoint" = Option<crate::api::openapi_depth::EndpointRefSchema>, Query, description = "only this endpoint's counts (id or uid)"),
+        ("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query, description = "only the counts of this owner's endpoints, recorded while they were its (an endpoint moved to another owner leaves its past with the old one; a deleted one's past stays); `failing_endpoints` lists the endpoints it has now")),
     responses((status = 200, body = StatsView, description = "the overview's columns, from per-minute counts; `pending` is the whole deployment's, null with a filter"),
         (status = 400, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody, description = "a parameter is invalid, given twice or unknown (`field` names it)")))]
 pub async fn stats(

@@ -76,7 +76,7 @@ pub struct PortalLink {
 }
 
 #[utoipa::path(operation_id = "issue_endpoint_portal_link", post, path = "/v1/endpoints/{endpoint}/portal", tag = "portal", request_body = Option<IssueLink>,
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows this endpoint's notifications and lets its holder retry them, until it expires"),
         (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
@@ -115,7 +115,7 @@ pub async fn for_endpoint(
 }
 
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
-    params(("owner" = crate::api::openapi_depth::Owner, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
+    params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
         (status = 422, body = super::error::ErrorBody)))]
@@ -152,7 +152,7 @@ pub struct Revoked {
 }
 
 #[utoipa::path(operation_id = "revoke_endpoint_portal_links", post, path = "/v1/endpoints/{endpoint}/portal/revoke", tag = "portal",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
         (status = 404, body = super::error::ErrorBody)))]
 pub async fn revoke(

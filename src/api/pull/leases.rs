@@ -305,7 +305,7 @@ async fn end_batch(
 }
 
 #[utoipa::path(operation_id = "ack_batch", post, path = "/v1/endpoints/{endpoint}/ack", tag = "pull",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")), request_body = AckBatch,
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = AckBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),
         (status = 404, body = crate::api::error::ErrorBody),
         (status = 409, body = crate::api::error::ErrorBody, description = "a push endpoint (`not_pull`): it has no leases"),
@@ -327,7 +327,7 @@ pub async fn ack_batch(
 }
 
 #[utoipa::path(operation_id = "nack_batch", post, path = "/v1/endpoints/{endpoint}/nack", tag = "pull",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")), request_body = NackBatch,
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = NackBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),
         (status = 404, body = crate::api::error::ErrorBody),
         (status = 409, body = crate::api::error::ErrorBody, description = "a push endpoint (`not_pull`): it has no leases"),

@@ -126,7 +126,7 @@ pub struct PullResult {
 }
 
 #[utoipa::path(operation_id = "pull", post, path = "/v1/endpoints/{endpoint}/pull", tag = "pull",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")), request_body = Option<PullRequest>,
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = Option<PullRequest>,
     responses((status = 200, body = PullResult, description = "the notifications taken, each under a lease; none if nothing came due within `wait`"),
         (status = 403, body = super::error::ErrorBody, description = "a token without the `pull` scope, or a consumer token of another endpoint"),
         (status = 404, body = super::error::ErrorBody),
@@ -166,7 +166,7 @@ pub struct ConsumerToken {
 }
 
 #[utoipa::path(operation_id = "issue_consumer_token", post, path = "/v1/endpoints/{endpoint}/consumer-token", tag = "pull",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRef, Path, description = "id or uid")),
+    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 201, body = ConsumerToken, description = "the new token; the one before stops working (in this process at once, in others within a second or two)"),
         (status = 404, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody, description = "a push endpoint (`not_pull`): only pull endpoints have consumers")))]
