@@ -5,10 +5,9 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::backends::Backend;
-use crate::helpers::{eventually, TestApp};
 
 const DEADLINE: Duration = Duration::from_secs(15);
 
@@ -40,14 +39,6 @@ const SPELLINGS: [&str; 22] = [
     "http://[5f00::1]:9/hook",
 ];
 
-async fn first_attempt(app: &TestApp, id: &str) -> Value {
-    eventually(DEADLINE, &format!("an attempt of {id}"), || async {
-        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-        page["data"].as_array().and_then(|a| a.first().cloned())
-    })
-    .await
-}
-
 async fn every_non_public_spelling_is_a_blocked_address(backend: Backend) {
     // The test settings allow 127.0.0.0/8; this app allows nothing.
     let app = backend.spawn_with("[sender]\nallow_networks = []\n").await;
@@ -71,7 +62,7 @@ async fn every_non_public_spelling_is_a_blocked_address(backend: Backend) {
         ));
     }
     for (url, stored, id) in notifications {
-        let attempt = first_attempt(&app, &id).await;
+        let attempt = app.first_attempt(&id, DEADLINE).await;
         assert_eq!(
             attempt["error"]["code"],
             json!("blocked_address"),

@@ -195,6 +195,31 @@ impl TestApp {
         })
         .await;
     }
+
+    /// The first attempt of notification `id`, polled for until
+    /// `deadline`. A test that times out says where the notification
+    /// stands (status, attempts, next attempt, why it waits), so that a
+    /// failure in CI, where the in-process app's log is not kept, tells
+    /// a notification that was never claimed from one whose attempt was
+    /// not written.
+    pub async fn first_attempt(&self, id: &str, deadline: Duration) -> Value {
+        let attempts = format!("/v1/notifications/{id}/attempts");
+        let start = Instant::now();
+        loop {
+            let (_, page) = self.get(&attempts).await;
+            if let Some(first) = page["data"].as_array().and_then(|a| a.first()) {
+                return first.clone();
+            }
+            if start.elapsed() > deadline {
+                let (_, notification) = self.get(&format!("/v1/notifications/{id}")).await;
+                panic!(
+                    "timed out after {deadline:?} waiting for an attempt of {id}; \
+                     the notification now: {notification}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 pub fn http_client_builder() -> reqwest::ClientBuilder {

@@ -5,23 +5,14 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::backends::Backend;
-use crate::helpers::{eventually, TestApp};
 use crate::receiver::Receiver;
 
 const DEADLINE: Duration = Duration::from_secs(15);
 
 const SPLIT_LOOPBACK: &str = "[sender]\nallow_networks = [\"127.0.0.1/32\", \"127.0.0.2/32\"]\n";
-
-async fn first_attempt(app: &TestApp, id: &str) -> Value {
-    eventually(DEADLINE, &format!("an attempt of {id}"), || async {
-        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-        page["data"].as_array().and_then(|a| a.first().cloned())
-    })
-    .await
-}
 
 /// The port of a receiver, for URLs that name it by another host.
 fn port(receiver: &Receiver) -> u16 {
@@ -57,7 +48,7 @@ async fn a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint
         .await;
 
     for id in [&other_entry, &resolved_elsewhere] {
-        let attempt = first_attempt(&app, id).await;
+        let attempt = app.first_attempt(id, DEADLINE).await;
         assert_eq!(
             attempt["error"]["code"],
             json!("blocked_address"),
@@ -68,7 +59,7 @@ async fn a_per_notification_url_reaches_only_the_allowed_network_of_its_endpoint
     first_too.wait_for("/y", 1, DEADLINE).await;
     second.wait_for("/hook", 1, DEADLINE).await;
     for id in [&same_entry, &own] {
-        let attempt = first_attempt(&app, id).await;
+        let attempt = app.first_attempt(id, DEADLINE).await;
         assert_eq!(attempt["status_code"], json!(200), "{attempt}");
     }
     assert!(second.received("/x").is_empty());
@@ -86,7 +77,7 @@ async fn a_per_notification_url_of_a_public_endpoint_reaches_no_allowed_network(
     let id = app
         .notify(json!({"endpoint": "public", "payload": {}, "url": first.url("/x")}))
         .await;
-    let attempt = first_attempt(&app, &id).await;
+    let attempt = app.first_attempt(&id, DEADLINE).await;
     assert_eq!(
         attempt["error"]["code"],
         json!("blocked_address"),

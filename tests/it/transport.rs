@@ -12,7 +12,7 @@ use std::time::Duration;
 use hookd::due::redis::RedisIndex;
 use hookd::store::postgres::PgStore;
 use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::rustls;
@@ -325,14 +325,6 @@ async fn notify(app: &TestApp, url: &str) -> String {
         .await
 }
 
-async fn first_attempt(app: &TestApp, id: &str) -> Value {
-    eventually(DEADLINE, &format!("an attempt of {id}"), || async {
-        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
-        page["data"].as_array().and_then(|a| a.first().cloned())
-    })
-    .await
-}
-
 async fn a_receiver_certified_by_sender_ca_file_is_delivered_to(backend: Backend) {
     let receiver = HttpsReceiver::start().await;
     let settings = test_settings(
@@ -341,7 +333,7 @@ async fn a_receiver_certified_by_sender_ca_file_is_delivered_to(backend: Backend
     );
     let app = backend.spawn_settings(settings).await;
     let id = notify(&app, &receiver.url()).await;
-    let attempt = first_attempt(&app, &id).await;
+    let attempt = app.first_attempt(&id, DEADLINE).await;
     assert_eq!(attempt["outcome"], json!("succeeded"), "{attempt}");
     assert_eq!(attempt["status_code"], json!(200), "{attempt}");
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 1);
@@ -352,7 +344,7 @@ async fn a_receiver_certified_by_an_unknown_ca_fails_with_a_tls_error(backend: B
     let receiver = HttpsReceiver::start().await;
     let app = backend.spawn().await;
     let id = notify(&app, &receiver.url()).await;
-    let attempt = first_attempt(&app, &id).await;
+    let attempt = app.first_attempt(&id, DEADLINE).await;
     assert_eq!(attempt["error"]["code"], json!("tls"), "{attempt}");
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
 }
@@ -383,7 +375,7 @@ async fn a_ca_trusted_only_by_the_host_certifies_no_receiver(
         &prefix,
         &[("SSL_CERT_FILE", ca.as_str())],
     );
-    let attempt = first_attempt(&api, &id).await;
+    let attempt = api.first_attempt(&id, DEADLINE).await;
     assert_eq!(attempt["error"]["code"], json!("tls"), "{attempt}");
     assert_eq!(receiver.hits.load(Ordering::SeqCst), 0);
 }
@@ -412,7 +404,7 @@ async fn https_only_refuses_plain_http_receivers_at_create_patch_and_send(backen
             "[sender]\nhttps_only = true\n",
         ))
         .await;
-    let attempt = first_attempt(&after, &id).await;
+    let attempt = after.first_attempt(&id, DEADLINE).await;
     assert_eq!(
         attempt["error"]["code"],
         json!("https_required"),
