@@ -198,10 +198,10 @@ impl TestApp {
 
     /// The first attempt of notification `id`, polled for until
     /// `deadline`. A test that times out says where the notification
-    /// stands (status, attempts, next attempt, why it waits), so that a
-    /// failure in CI, where the in-process app's log is not kept, tells
-    /// a notification that was never claimed from one whose attempt was
-    /// not written.
+    /// stands (status, attempts, next attempt, why it waits), since in CI
+    /// the in-process app's log is not kept: a failure then tells one that
+    /// waits for something (`waiting`), one due and not yet tried, and one
+    /// that ended without an attempt row apart.
     pub async fn first_attempt(&self, id: &str, deadline: Duration) -> Value {
         let attempts = format!("/v1/notifications/{id}/attempts");
         let start = Instant::now();
