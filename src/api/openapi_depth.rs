@@ -20,7 +20,9 @@ use utoipa::openapi::{OpenApi, RefOr};
 use utoipa::Modify;
 
 use super::notification_list::ORDERS;
-use crate::domain::fields::{EVENT_SEGMENTS_PATTERN, EVENT_TYPE_PATTERN, KEY_PATTERN, UID_PATTERN};
+use crate::domain::fields::{
+    EVENT_SEGMENTS_PATTERN, EVENT_TYPE_PATTERN, KEY_MAX_LEN, KEY_PATTERN, UID_PATTERN,
+};
 use crate::domain::pull::{MAX_MAX, RECEIPT_PATTERN};
 use crate::domain::schedule::{DURATION_PATTERN, MAX_ATTEMPTS, PRESETS};
 use crate::domain::stats_window::Window;
@@ -193,7 +195,7 @@ fn rules() -> Vec<(Place, Rule)> {
             .map(|&place| (place, Pattern(DURATION_PATTERN))),
     );
     rules.extend(keys.iter().map(|&place| (place, Pattern(KEY_PATTERN))));
-    rules.extend(keys.iter().map(|&place| (place, Length(1, 255))));
+    rules.extend(keys.iter().map(|&place| (place, Length(1, KEY_MAX_LEN))));
     rules.extend(
         receipts
             .iter()
@@ -227,9 +229,9 @@ fn parameter_rules() -> Vec<(Parameter, Rule)> {
     vec![
         (("*", "event_type"), Pattern(EVENT_TYPE_PATTERN)),
         (("*", "key"), Pattern(KEY_PATTERN)),
-        (("*", "key"), Length(1, 255)),
+        (("*", "key"), Length(1, KEY_MAX_LEN)),
         (("*", "key_prefix"), Pattern(KEY_PATTERN)),
-        (("*", "key_prefix"), Length(1, 255)),
+        (("*", "key_prefix"), Length(1, KEY_MAX_LEN)),
         (("/v1/notifications", "order"), Names(ORDERS.to_vec())),
         (("/v1/stats", "window"), Names(windows)),
         (("/v1/stats", "window"), VarNames(window_names)),

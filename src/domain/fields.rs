@@ -65,9 +65,14 @@ pub fn masked(
 /// (Unicode's Cc, as `char::is_control`).
 pub const KEY_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]+$";
 
-/// A producer's business key: 1 to 255 bytes, no control characters.
+/// The longest business key, in bytes (`valid_key`; the OpenAPI document's
+/// `maxLength` for a key, in a body or a query).
+pub const KEY_MAX_LEN: usize = 255;
+
+/// A producer's business key: 1 to `KEY_MAX_LEN` bytes, no control
+/// characters.
 pub fn valid_key(key: &str) -> bool {
-    !key.is_empty() && key.len() <= 255 && !key.chars().any(char::is_control)
+    !key.is_empty() && key.len() <= KEY_MAX_LEN && !key.chars().any(char::is_control)
 }
 
 /// The least string above every string that starts with `prefix`, in
