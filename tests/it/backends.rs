@@ -248,6 +248,7 @@ impl Backend {
 
 /// Runs `app` until the returned `TestApp` is dropped.
 pub fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
+    keep_the_log();
     let base = format!("http://{}", app.local_addr());
     let state = app.state().clone();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -255,6 +256,22 @@ pub fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
         let _ = stopped.await;
     }));
     TestApp::new(base, http_client(), state, redis, stop)
+}
+
+/// Sends what in-process apps log at `warn` and above (`HOOKD_TEST_LOG`
+/// overrides the filter) to the test harness's captured output, so a
+/// failing test prints its app's log: a 500's cause, a task that gave up.
+/// A passing test's is dropped with the rest of its output.
+fn keep_the_log() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = std::env::var("HOOKD_TEST_LOG").unwrap_or_else(|_| "hookd=warn".into());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
+            .with_test_writer()
+            .try_init();
+    });
 }
 
 /// Stamps out, for each named `async fn name(backend: Backend)`, the tests
