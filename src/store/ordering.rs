@@ -39,6 +39,20 @@
 //! Housekeeping's `release_stranded` stays, for what no end released
 //! (an error, a row written by hand).
 //!
+//! Two ends of neighbours in different PostgreSQL transactions (the tail
+//! cancelled while its predecessor's success or failure is being
+//! recorded) can each read the other as pending. The cancel's trigger
+//! makes the predecessor the tail; the recorder looks for a key row whose
+//! tail is its end in a snapshot where the tail is still the cancelled
+//! one, and so neither writes the row nor waits for it. The key's tail is
+//! then left naming one that ended, and the key's next create waits
+//! behind it until housekeeping finds it (the overdue sweep;
+//! `release_stranded`'s walk behind a failed one): late by that, not
+//! lost, not out of order (`tests/it/ordering.rs` stages the row so
+//! left). Under `hold` a failure that holds its key locks the row
+//! whatever its tail, so it waits for the cancel and reads the row as it
+//! left it.
+//!
 //! An end of many notifications in one statement (a cancel, the breaker's
 //! fail of held ones) writes their key rows in the order its rows come,
 //! not in the creates' (endpoint, key) order. Two such statements, or one

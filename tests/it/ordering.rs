@@ -835,6 +835,71 @@ async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(
     );
 }
 
+/// Two ends of neighbours in different transactions: the key's tail is
+/// cancelled while its predecessor's success is being recorded (here a
+/// transaction that does by hand what the recorder does: sets it
+/// succeeded, writing nothing on its successor, and finds its key's tail
+/// to be another). The cancel reads
+/// the predecessor as pending and makes it the tail; the success does
+/// not see the cancel. The key's tail is left naming a success, and its
+/// next notification, placed behind that success, is owed to nobody's
+/// index: the overdue sweep delivers it (`store::ordering`), in order.
+#[sqlx::test]
+async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notification(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let (app, receiver, endpoint, head) = racing_tail(&pool).await;
+    let endpoint = endpoint.as_str();
+    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    let mut recording = pool.begin().await.unwrap();
+    // As the recorder does, the release trigger standing aside for it.
+    sqlx::query("SELECT set_config('hookd.release', 'batch', true)")
+        .execute(&mut *recording)
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE notifications SET status = 'succeeded', completed_at = now(), \
+             updated_at = now(), next_attempt_at = NULL WHERE id = $1::uuid",
+    )
+    .bind(&head)
+    .execute(&mut *recording)
+    .await
+    .unwrap();
+    let (status, cancelled) = app
+        .post(&format!("/v1/notifications/{tail}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    recording.commit().await.unwrap();
+    let left: Option<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT tail FROM order_keys WHERE endpoint_id = $1::uuid AND order_key = 'order-r'",
+    )
+    .bind(endpoint)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        left.map(|id| id.to_string()),
+        Some(head.clone()),
+        "the race's trace"
+    );
+
+    let next = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    assert_eq!(
+        behind_of(&pool, &next).await.map(|id| id.to_string()),
+        Some(head.clone())
+    );
+    wait_status(&app, &next, "succeeded").await;
+    let got = receiver.received("/race");
+    let sent: Vec<&str> = got
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap())
+        .collect();
+    assert_eq!(sent, [head.as_str(), next.as_str()]);
+    assert_eq!(sequences(&got), [1, 3]);
+}
+
 /// Housekeeping's release of a notification stranded behind a final one
 /// passes over that one only while it stays final: while a retry of it
 /// is under way (its row held, pending again once it commits), the
