@@ -41,15 +41,18 @@
 //!
 //! Two ends of neighbours in different PostgreSQL transactions (the tail
 //! cancelled while its predecessor's success or failure is being
-//! recorded) can each read the other as pending. The cancel's trigger
-//! makes the predecessor the tail; the recorder looks for a key row whose
-//! tail is its end in a snapshot where the tail is still the cancelled
-//! one, and so neither writes the row nor waits for it. The key's tail is
-//! then left naming one that ended, and the key's next create waits
-//! behind it until housekeeping finds it (the overdue sweep;
-//! `release_stranded`'s walk behind a failed one): late by that, not
-//! lost, not out of order (`tests/it/ordering.rs` stages the row so
-//! left). Under `hold` a failure that holds its key locks the row
+//! recorded) could each read the other as pending: the cancel's trigger
+//! makes the predecessor the tail, and the recorder looks for a key row
+//! whose tail is its end in a snapshot where the tail is still the
+//! cancelled one, so it neither writes the row nor waits for it. A cancel
+//! by id locks the predecessor first (`postgres::cancel`), waits for the
+//! recording, and reads its end. A cancel of many at once (by business
+//! key, an event's, an endpoint's, the breaker's fail of held ones) does
+//! not, and can still leave the key's tail naming one that ended: the
+//! key's next create then waits behind it until housekeeping finds it
+//! (the overdue sweep; `release_stranded`'s walk behind a failed one),
+//! late by that, not lost, not out of order (`tests/it/ordering.rs`
+//! stages both). Under `hold` a failure that holds its key locks the row
 //! whatever its tail, so it waits for the cancel and reads the row as it
 //! left it.
 //!

@@ -835,26 +835,26 @@ async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(
     );
 }
 
-/// Two ends of neighbours in different transactions: the key's tail is
-/// cancelled while its predecessor's success is being recorded (here a
-/// transaction that does by hand what the recorder does: sets it
-/// succeeded, writing nothing on its successor, and finds its key's tail
-/// to be another). The cancel reads
-/// the predecessor as pending and makes it the tail; the success does
-/// not see the cancel. The key's tail is left naming a success, and its
-/// next notification, placed behind that success, is owed to nobody's
-/// index: the overdue sweep delivers it (`store::ordering`), in order.
-#[sqlx::test]
-async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notification(
-    _: PgPoolOptions,
-    connect: PgConnectOptions,
+/// Two neighbours' ends in different transactions: the head of key
+/// `order-r` in flight, its successor (the key's tail, business key
+/// `refund-1`) waiting, and a transaction that does by hand what the
+/// recorder does with the head's success, not committed: sets it
+/// succeeded, the release trigger standing aside, nothing written on the
+/// successor. With the endpoint's id, the head's and the tail's.
+async fn a_success_being_recorded(
+    pool: &sqlx::PgPool,
+) -> (
+    TestApp,
+    Receiver,
+    String,
+    String,
+    String,
+    sqlx::Transaction<'static, sqlx::Postgres>,
 ) {
-    let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let (app, receiver, endpoint, head) = racing_tail(&pool).await;
-    let endpoint = endpoint.as_str();
-    let tail = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
+    let (app, receiver, endpoint, head) = racing_tail(pool).await;
+    let body = json!({"endpoint": endpoint, "payload": {"i": 1}, "order_key": "order-r", "key": "refund-1"});
+    let tail = app.notify(body).await;
     let mut recording = pool.begin().await.unwrap();
-    // As the recorder does, the release trigger standing aside for it.
     sqlx::query("SELECT set_config('hookd.release', 'batch', true)")
         .execute(&mut *recording)
         .await
@@ -867,37 +867,81 @@ async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notificat
     .execute(&mut *recording)
     .await
     .unwrap();
-    let (status, cancelled) = app
-        .post(&format!("/v1/notifications/{tail}/cancel"), json!({}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{cancelled}");
-    recording.commit().await.unwrap();
-    let left: Option<uuid::Uuid> = sqlx::query_scalar(
+    (app, receiver, endpoint, head, tail, recording)
+}
+
+async fn tail_of(pool: &sqlx::PgPool, endpoint: &str) -> Option<String> {
+    let tail: Option<uuid::Uuid> = sqlx::query_scalar(
         "SELECT tail FROM order_keys WHERE endpoint_id = $1::uuid AND order_key = 'order-r'",
     )
     .bind(endpoint)
-    .fetch_one(&pool)
+    .fetch_one(pool)
     .await
     .unwrap();
-    assert_eq!(
-        left.map(|id| id.to_string()),
-        Some(head.clone()),
-        "the race's trace"
-    );
+    tail.map(|id| id.to_string())
+}
 
-    let next = notify_keyed(&app, endpoint, "order-r", 1).await.remove(0);
-    assert_eq!(
-        behind_of(&pool, &next).await.map(|id| id.to_string()),
-        Some(head.clone())
-    );
-    wait_status(&app, &next, "succeeded").await;
+/// The key's next notification is delivered after the head, with its
+/// sequence (the cancelled one had 2).
+async fn the_next_goes_after(app: &TestApp, receiver: &Receiver, endpoint: &str, head: &str) {
+    let next = notify_keyed(app, endpoint, "order-r", 1).await.remove(0);
+    wait_status(app, &next, "succeeded").await;
     let got = receiver.received("/race");
     let sent: Vec<&str> = got
         .iter()
         .map(|r| r.header("webhook-id").unwrap())
         .collect();
-    assert_eq!(sent, [head.as_str(), next.as_str()]);
+    assert_eq!(sent, [head, next.as_str()]);
     assert_eq!(sequences(&got), [1, 3]);
+}
+
+/// A cancel of a key's tail while its predecessor's success is being
+/// recorded waits for the recording (it locks the predecessor first), so
+/// its release reads the success: the key is left empty, and its next
+/// notification is its head as it is created.
+#[sqlx::test]
+async fn a_tail_cancelled_while_its_predecessors_success_is_recorded_leaves_its_key_empty(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let (app, receiver, endpoint, head, tail, recording) = a_success_being_recorded(&pool).await;
+    let path = format!("/v1/notifications/{tail}/cancel");
+    let cancel = app.post(&path, json!({}));
+    let record = async {
+        a_session_waits_for_a_lock(&pool).await;
+        recording.commit().await.unwrap();
+    };
+    let ((status, cancelled), ()) = tokio::join!(cancel, record);
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(tail_of(&pool, &endpoint).await, None);
+    the_next_goes_after(&app, &receiver, &endpoint, &head).await;
+}
+
+/// The same race through a cancel of many at once (here by business key),
+/// which does not lock predecessors: each end reads the other as pending,
+/// and the key's tail is left naming the success (`store::ordering`). The
+/// key's next notification waits behind it, owed to nobody's index, and
+/// the overdue sweep still delivers it, in order.
+#[sqlx::test]
+async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notification(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let (app, receiver, endpoint, head, tail, recording) = a_success_being_recorded(&pool).await;
+    let (status, cancelled) = app
+        .post("/v1/notifications/cancel", json!({"key": "refund-1"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["ids"], json!([tail]));
+    recording.commit().await.unwrap();
+    assert_eq!(
+        tail_of(&pool, &endpoint).await,
+        Some(head.clone()),
+        "the race's trace"
+    );
+    the_next_goes_after(&app, &receiver, &endpoint, &head).await;
 }
 
 /// Housekeeping's release of a notification stranded behind a final one

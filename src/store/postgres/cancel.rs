@@ -25,12 +25,45 @@ impl PgStore {
     /// Cancels the notification if `domain::transition::cancel` allows it
     /// (pending, and not `spare`'s), on the row read under its lock, and
     /// returns it (either way) as it then is.
+    ///
+    /// An ordered one's predecessor is locked first (`FOR SHARE`), so a
+    /// cancel of a key's tail waits for a recording of its predecessor's
+    /// end, and its release trigger then reads that end: otherwise each
+    /// can read the other as pending and leave the key's tail naming one
+    /// that ended (`store::ordering`). The predecessor before the row, as
+    /// every end takes them (the recorder moves its ends, then locks what
+    /// waits for them); a predecessor that changed in between (passed
+    /// over meanwhile) is locked again.
     pub async fn cancel_notification(
         &self,
         id: Uuid,
         spare: Option<Uuid>,
     ) -> Result<Cancel, StoreError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            if let Some(done) = self.cancel_once(id, spare, tries == 3).await? {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// One try of `cancel_notification`; `None`: the predecessor changed
+    /// after it was locked, and `last` is false.
+    async fn cancel_once(
+        &self,
+        id: Uuid,
+        spare: Option<Uuid>,
+        last: bool,
+    ) -> Result<Option<Cancel>, StoreError> {
         let mut tx = self.pool.begin().await?;
+        let locked: Option<Uuid> = sqlx::query_scalar(
+            "SELECT p.id FROM notifications p \
+             WHERE p.id = (SELECT behind FROM notifications WHERE id = $1) FOR SHARE OF p",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
         let sql = format!(
             "SELECT {} FROM notifications WHERE id = $1 FOR UPDATE",
             columns_with_body()
@@ -40,8 +73,18 @@ impl PgStore {
             .fetch_optional(&mut *tx)
             .await?;
         let Some(row) = row else {
-            return Ok(Cancel::NotFound);
+            return Ok(Some(Cancel::NotFound));
         };
+        if locked.is_some() && !last {
+            let behind: Option<Uuid> =
+                sqlx::query_scalar("SELECT behind FROM notifications WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if behind != locked {
+                return Ok(None);
+            }
+        }
         let decided = cancel(row.status, spare == Some(row.endpoint_id));
         let row = match decided {
             Ok(cancelled) => {
@@ -63,10 +106,10 @@ impl PgStore {
             Err(_) => row,
         };
         tx.commit().await?;
-        Ok(match (decided, row) {
+        Ok(Some(match (decided, row) {
             (Ok(_), row) => Cancel::Cancelled(row),
             (Err(_), row) => Cancel::NotPending(row),
-        })
+        }))
     }
 
     /// Cancels every pending notification with this business key (on one
