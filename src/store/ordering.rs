@@ -61,7 +61,7 @@
 //! not in the creates' (endpoint, key) order. Two such statements, or one
 //! and a create of several of its keys, can wait for each other; PostgreSQL
 //! finds the cycle within `deadlock_timeout` and fails one, which stored
-//! nothing (a create's caller gets an error and sends again). The
+//! nothing (its caller gets a 503, `unavailable`, and sends again). The
 //! recorder takes its keys in order; taking them in order in
 //! `cancel_pending` and `fail_held` too would close this.
 //!

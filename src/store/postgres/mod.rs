@@ -41,6 +41,8 @@ mod reseal;
 mod rows;
 mod seams;
 mod stats;
+#[cfg(test)]
+mod store_error_tests;
 mod writes;
 
 use std::sync::LazyLock;
@@ -74,12 +76,8 @@ impl From<sqlx::Error> for StoreError {
                 if db.is_unique_violation() {
                     return StoreError::Conflict(db.constraint().unwrap_or("unique").to_string());
                 }
-                // Class 08 (connection exception), 57P01-03 (admin shutdown,
-                // crash shutdown, cannot connect now) mean "try again later".
                 match db.code().as_deref() {
-                    Some(code) if code.starts_with("08") || code.starts_with("57P") => {
-                        StoreError::Unavailable(cause(error))
-                    }
+                    Some(code) if try_again_later(code) => StoreError::Unavailable(cause(error)),
                     Some(code) if code.starts_with("22") => StoreError::InvalidValue(cause(error)),
                     _ => StoreError::Database(cause(error)),
                 }
@@ -87,6 +85,23 @@ impl From<sqlx::Error> for StoreError {
             _ => StoreError::Database(cause(error)),
         }
     }
+}
+
+/// Whether an error with this SQLSTATE passes and stored nothing, so the
+/// caller answers 503 and tries again later, as SQLite's busy, locked and
+/// full do (`sqlite::errors`): class 08 (connection exception); 57P01-03
+/// (admin shutdown, crash shutdown, cannot connect now); 40001 and 40P01
+/// (a serialization failure, a deadlock PostgreSQL broke by failing this
+/// transaction: `store::ordering` says where two ends can wait for each
+/// other); class 53 (insufficient resources: a full disk, out of memory,
+/// too many connections). 55P03 (`lock_timeout`) stays a database error:
+/// the partition maintenance that sets it retries it itself.
+fn try_again_later(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("57P")
+        || code.starts_with("53")
+        || code == "40001"
+        || code == "40P01"
 }
 
 /// Handle to the PostgreSQL store. Cheap to clone. It stores values exactly
