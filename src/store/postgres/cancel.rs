@@ -31,8 +31,10 @@ impl PgStore {
     /// end, and its release trigger then reads that end: otherwise each
     /// can read the other as pending and leave the key's tail naming one
     /// that ended (`store::ordering`). The predecessor before the row, as
-    /// every end takes them (the recorder moves its ends, then locks what
-    /// waits for them); a predecessor that changed in between (passed
+    /// the recorder and the release trigger take them (an end, then what
+    /// waits for it); a set-based cancel of both at once may take them the
+    /// other way round, and PostgreSQL then fails one of the two, whose
+    /// caller gets a 503. A predecessor that changed in between (passed
     /// over meanwhile) is locked again.
     pub async fn cancel_notification(
         &self,
