@@ -87,9 +87,9 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-/// Whether an error with this SQLSTATE passes and stored nothing, so the
-/// caller answers 503 and tries again later, as SQLite's busy, locked and
-/// full do (`sqlite::errors`): class 08 (connection exception); 57P01-03
+/// Whether an error with this SQLSTATE passes, so the caller answers 503
+/// and tries again later, as for SQLite's busy, locked and full
+/// (`sqlite::errors`): class 08 (connection exception); 57P01-03
 /// (admin shutdown, crash shutdown, cannot connect now); 40001 and 40P01
 /// (a serialization failure, a deadlock PostgreSQL broke by failing this
 /// transaction: `store::ordering` says where two ends can wait for each
