@@ -840,17 +840,18 @@ async fn a_tails_end_racing_a_create_waits_for_it_and_releases_what_it_placed(
 /// `refund-1`) waiting, and a transaction that does by hand what the
 /// recorder does with the head's success, not committed: sets it
 /// succeeded, the release trigger standing aside, nothing written on the
-/// successor. With the endpoint's id, the head's and the tail's.
+/// successor. With that transaction.
+struct Staged {
+    app: TestApp,
+    receiver: Receiver,
+    endpoint: String,
+    head: String,
+    tail: String,
+}
+
 async fn a_success_being_recorded(
     pool: &sqlx::PgPool,
-) -> (
-    TestApp,
-    Receiver,
-    String,
-    String,
-    String,
-    sqlx::Transaction<'static, sqlx::Postgres>,
-) {
+) -> (Staged, sqlx::Transaction<'static, sqlx::Postgres>) {
     let (app, receiver, endpoint, head) = racing_tail(pool).await;
     let body = json!({"endpoint": endpoint, "payload": {"i": 1}, "order_key": "order-r", "key": "refund-1"});
     let tail = app.notify(body).await;
@@ -867,7 +868,14 @@ async fn a_success_being_recorded(
     .execute(&mut *recording)
     .await
     .unwrap();
-    (app, receiver, endpoint, head, tail, recording)
+    let staged = Staged {
+        app,
+        receiver,
+        endpoint,
+        head,
+        tail,
+    };
+    (staged, recording)
 }
 
 async fn tail_of(pool: &sqlx::PgPool, endpoint: &str) -> Option<String> {
@@ -883,7 +891,14 @@ async fn tail_of(pool: &sqlx::PgPool, endpoint: &str) -> Option<String> {
 
 /// The key's next notification is delivered after the head, with its
 /// sequence (the cancelled one had 2).
-async fn the_next_goes_after(app: &TestApp, receiver: &Receiver, endpoint: &str, head: &str) {
+async fn the_next_goes_after_the_head(staged: &Staged) {
+    let Staged {
+        app,
+        receiver,
+        endpoint,
+        head,
+        ..
+    } = staged;
     let next = notify_keyed(app, endpoint, "order-r", 1).await.remove(0);
     wait_status(app, &next, "succeeded").await;
     let got = receiver.received("/race");
@@ -891,7 +906,7 @@ async fn the_next_goes_after(app: &TestApp, receiver: &Receiver, endpoint: &str,
         .iter()
         .map(|r| r.header("webhook-id").unwrap())
         .collect();
-    assert_eq!(sent, [head, next.as_str()]);
+    assert_eq!(sent, [head.as_str(), next.as_str()]);
     assert_eq!(sequences(&got), [1, 3]);
 }
 
@@ -905,17 +920,17 @@ async fn a_tail_cancelled_while_its_predecessors_success_is_recorded_leaves_its_
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let (app, receiver, endpoint, head, tail, recording) = a_success_being_recorded(&pool).await;
-    let path = format!("/v1/notifications/{tail}/cancel");
-    let cancel = app.post(&path, json!({}));
+    let (staged, recording) = a_success_being_recorded(&pool).await;
+    let path = format!("/v1/notifications/{}/cancel", staged.tail);
+    let cancel = staged.app.post(&path, json!({}));
     let record = async {
         a_session_waits_for_a_lock(&pool).await;
         recording.commit().await.unwrap();
     };
     let ((status, cancelled), ()) = tokio::join!(cancel, record);
     assert_eq!(status, StatusCode::OK, "{cancelled}");
-    assert_eq!(tail_of(&pool, &endpoint).await, None);
-    the_next_goes_after(&app, &receiver, &endpoint, &head).await;
+    assert_eq!(tail_of(&pool, &staged.endpoint).await, None);
+    the_next_goes_after_the_head(&staged).await;
 }
 
 /// The same race through a cancel of many at once (here by business key),
@@ -929,19 +944,20 @@ async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notificat
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let (app, receiver, endpoint, head, tail, recording) = a_success_being_recorded(&pool).await;
-    let (status, cancelled) = app
+    let (staged, recording) = a_success_being_recorded(&pool).await;
+    let (status, cancelled) = staged
+        .app
         .post("/v1/notifications/cancel", json!({"key": "refund-1"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
-    assert_eq!(cancelled["ids"], json!([tail]));
+    assert_eq!(cancelled["ids"], json!([staged.tail]));
     recording.commit().await.unwrap();
     assert_eq!(
-        tail_of(&pool, &endpoint).await,
-        Some(head.clone()),
+        tail_of(&pool, &staged.endpoint).await,
+        Some(staged.head.clone()),
         "the race's trace"
     );
-    the_next_goes_after(&app, &receiver, &endpoint, &head).await;
+    the_next_goes_after_the_head(&staged).await;
 }
 
 /// Housekeeping's release of a notification stranded behind a final one
