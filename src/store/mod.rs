@@ -28,6 +28,7 @@ pub mod pull;
 pub mod pull_due;
 pub mod recording;
 pub mod replica;
+pub mod reseal;
 pub mod sealing;
 pub mod seams;
 pub mod sqlite;

@@ -4,8 +4,12 @@
 //! rows it read, for both backends. What each is for is decided in
 //! `domain::operation` and `domain::bulk`.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use super::StoreError;
 
 use crate::domain::bulk::{BulkFilter, Candidate};
 use crate::domain::created::CreatedWindow;
@@ -369,6 +373,79 @@ where
     }
     Ok(None)
 }
+
+/// What operations need (docs/design.md §16, `service::recover`): start one
+/// (one running per endpoint and kind), read one, lease one to a runner
+/// (compare-and-set on the lease it read, so with several processes one
+/// works an operation at a time), and work a recover page by page, each
+/// page's restarts and the operation's cursor and counts in one
+/// transaction.
+#[async_trait::async_trait]
+pub trait OperationStore: crate::store::seams::Clocked + Send + Sync + 'static {
+    /// Stores `operation` unless one of its kind already runs for its
+    /// endpoint; then returns that one.
+    async fn start_operation(&self, operation: &Operation) -> Result<Started, StoreError>;
+    async fn get_operation(&self, id: Uuid) -> Result<Option<Operation>, StoreError>;
+    /// Leases to `holder`, until `until`, one operation that
+    /// `domain::operation::leasable` says may be taken at `now`.
+    async fn lease_operation(
+        &self,
+        holder: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<Operation>, StoreError>;
+    /// Works the next page (at most `limit` rows read) of operation `id`,
+    /// which `holder` must hold: a recover's or a retry's restarts, each
+    /// notification as `store::operations::restarts` decides at `now`; a
+    /// cancel's cancels, as `store::operations::cancels` decides. Advances
+    /// the cursor and the counts, renews the lease until `until`, and ends
+    /// the operation `done` after its last page, all in one transaction.
+    /// `None`: `holder` does not hold it (any more), or it no longer runs.
+    async fn operation_page(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        limit: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<OperationPage>, StoreError>;
+    /// Up to `limit` of `endpoint`'s notifications that ended failed after
+    /// `after` (failure time, id) and by `until`, in failure order, as a
+    /// page reads them but under no lock and changing nothing: a bulk
+    /// retry's dry run counts what it would restart.
+    async fn failed_page(
+        &self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError>;
+    /// Up to `limit` of `endpoint`'s notifications below `before`, newest
+    /// first, as a cancel's page reads them but changing nothing: its dry
+    /// run counts what it would cancel.
+    async fn endpoint_page(
+        &self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError>;
+    /// Ends operation `id`, held by `holder`, `failed` with `error`.
+    async fn fail_operation(
+        &self,
+        id: Uuid,
+        holder: Uuid,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Gives `holder`'s lease on `id` back (at shutdown), so that the next
+    /// process takes it over at once rather than when it runs out.
+    async fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError>;
+    /// Deletes up to `limit` operations `domain::retention::operation_expired`
+    /// says go (finished before `before`); how many.
+    async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
+}
+
+pub type SharedOperations = Arc<dyn OperationStore>;
 
 #[cfg(test)]
 mod tests {

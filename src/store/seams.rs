@@ -9,13 +9,14 @@
 //!   the operator endpoint, failing endpoints), which is also the
 //!   `PendingRows` a rebuild of the due index reads;
 //! - `PullStore`: pull consumption;
-//! - `ResealRows`: the walk that brings values sealed at rest under the
-//!   current key;
+//! - `ResealRows` (`store::reseal`): the walk that brings values sealed
+//!   at rest under the current key;
 //! - `StatsStore`: the per-minute counts behind `GET /v1/stats`, read by
 //!   the API and sampled and pruned by housekeeping (so both `ReadStore`
 //!   and `HousekeepingStore` include it).
 //!
-//! - `OperationStore`: recover operations and their leases.
+//! - `OperationStore` (`store::operations`): recover operations and
+//!   their leases.
 //!
 //! Each of those that decides by time (all but `ReadStore`, `StatsStore`
 //! and `ResealRows`) is also `Clocked`: the part that uses it reads the
@@ -29,15 +30,11 @@
 //! PostgreSQL (`postgres::PgStore`) implements them by delegating to its
 //! own methods (`postgres/seams.rs`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-use crate::clock::Clock;
-
-use uuid::Uuid;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use super::attempts::Attempt;
 use super::backlog::Backlog;
@@ -45,17 +42,20 @@ pub use super::breaker::{BreakerStore, SharedBreaker};
 use super::cancel::Cancel;
 use super::consumer_tokens::ConsumerTokenRows;
 use super::delivery::{Claimed, DueNotification, Head, Retry};
-use super::endpoints::{Endpoint, EndpointRef, PreviousSecret};
+use super::endpoints::{Endpoint, EndpointRef};
 use super::events::{Event, EventFilter, Subscriber};
 use super::health::FailingEndpoint;
 use super::housekeeping::{DueBacklog, KeyCursor, PendingCursor};
 use super::notifications::{MostAttempted, Notification, NotificationFilter};
+pub use super::operations::{OperationStore, SharedOperations};
 use super::pull::{LeaseDecision, Leased, Leases, LeasesEnded, Taken};
 use super::pull_due::PickDecision;
 use super::recording::{AttemptRecord, Recorded};
+pub use super::reseal::{EndpointSecrets, ResealEndpoint, ResealHeaders, ResealPage, ResealRows};
 pub use super::stats::{SharedStats, StatsStore};
 use super::writes::{Committed, Writes};
 use super::{StoreError, StoreKind};
+use crate::clock::Clock;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
@@ -452,141 +452,8 @@ pub trait PullStore: Clocked + Send + Sync + 'static {
     );
 }
 
-/// An endpoint's values sealed at rest, as a reseal walk reads and rewrites them.
-pub struct EndpointSecrets {
-    pub id: Uuid,
-    pub secret: String,
-    pub previous_secrets: Vec<PreviousSecret>,
-    pub headers: BTreeMap<String, String>,
-    /// Its URL where that is sealed too (the operator endpoint's), else `None`.
-    pub url: Option<String>,
-}
-
-/// Rewrites one endpoint's values in place; `true`: they changed.
-pub type ResealEndpoint<'a> = &'a mut (dyn FnMut(&mut EndpointSecrets) -> bool + Send);
-/// Rewrites one notification's header values in place; `true`: changed.
-pub type ResealHeaders<'a> =
-    &'a mut (dyn FnMut(Uuid, &mut BTreeMap<String, String>) -> bool + Send);
-
-/// Where one page of a reseal walk ended.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ResealPage {
-    /// Where the next page starts (`None`: the walk is done).
-    pub next: Option<Uuid>,
-    /// Rows written back.
-    pub changed: u64,
-}
-
-/// What the reseal walk (`sealing::reseal`) needs of a backend: pages of
-/// the rows with a value not sealed under the current key, each row held
-/// while it is rewritten, so that nothing written meanwhile is
-/// overwritten. Which rows, and what they become, is decided by the walk;
-/// `prefix` only lets the backend skip rows already done.
-#[async_trait::async_trait]
-pub trait ResealRows: Send + Sync + 'static {
-    /// Rows (endpoints, notifications) with a value sealed at rest not starting with `prefix`.
-    async fn count_not_starting_with(&self, prefix: &str) -> Result<u64, StoreError>;
-    /// Up to `limit` endpoints after `after` (by id) with a value not
-    /// starting with `prefix`, skipping rows others hold; those `reseal`
-    /// changed are written back before they are let go.
-    async fn reseal_endpoints(
-        &self,
-        after: Uuid,
-        limit: i64,
-        prefix: &str,
-        reseal: ResealEndpoint<'_>,
-    ) -> Result<ResealPage, StoreError>;
-    /// The same for notifications' custom header values.
-    async fn reseal_notifications(
-        &self,
-        after: Uuid,
-        limit: i64,
-        prefix: &str,
-        reseal: ResealHeaders<'_>,
-    ) -> Result<ResealPage, StoreError>;
-}
-
 pub type SharedPull = Arc<dyn PullStore>;
 pub type SharedWrites = Arc<dyn WriteStore>;
 pub type SharedDelivery = Arc<dyn DeliveryStore>;
 pub type SharedHousekeeping = Arc<dyn HousekeepingStore>;
 pub type SharedReads = Arc<dyn ReadStore>;
-
-/// What operations need (docs/design.md §16, `service::recover`): start one
-/// (one running per endpoint and kind), read one, lease one to a runner
-/// (compare-and-set on the lease it read, so with several processes one
-/// works an operation at a time), and work a recover page by page, each
-/// page's restarts and the operation's cursor and counts in one
-/// transaction.
-#[async_trait::async_trait]
-pub trait OperationStore: Clocked + Send + Sync + 'static {
-    /// Stores `operation` unless one of its kind already runs for its
-    /// endpoint; then returns that one.
-    async fn start_operation(
-        &self,
-        operation: &super::operations::Operation,
-    ) -> Result<super::operations::Started, StoreError>;
-    async fn get_operation(
-        &self,
-        id: Uuid,
-    ) -> Result<Option<super::operations::Operation>, StoreError>;
-    /// Leases to `holder`, until `until`, one operation that
-    /// `domain::operation::leasable` says may be taken at `now`.
-    async fn lease_operation(
-        &self,
-        holder: Uuid,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-    ) -> Result<Option<super::operations::Operation>, StoreError>;
-    /// Works the next page (at most `limit` rows read) of operation `id`,
-    /// which `holder` must hold: a recover's or a retry's restarts, each
-    /// notification as `store::operations::restarts` decides at `now`; a
-    /// cancel's cancels, as `store::operations::cancels` decides. Advances
-    /// the cursor and the counts, renews the lease until `until`, and ends
-    /// the operation `done` after its last page, all in one transaction.
-    /// `None`: `holder` does not hold it (any more), or it no longer runs.
-    async fn operation_page(
-        &self,
-        id: Uuid,
-        holder: Uuid,
-        limit: i64,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-    ) -> Result<Option<super::operations::OperationPage>, StoreError>;
-    /// Up to `limit` of `endpoint`'s notifications that ended failed after
-    /// `after` (failure time, id) and by `until`, in failure order, as a
-    /// page reads them but under no lock and changing nothing: a bulk
-    /// retry's dry run counts what it would restart.
-    async fn failed_page(
-        &self,
-        endpoint: Uuid,
-        after: (DateTime<Utc>, Uuid),
-        until: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<Vec<super::operations::FailedRow>, StoreError>;
-    /// Up to `limit` of `endpoint`'s notifications below `before`, newest
-    /// first, as a cancel's page reads them but changing nothing: its dry
-    /// run counts what it would cancel.
-    async fn endpoint_page(
-        &self,
-        endpoint: Uuid,
-        before: Uuid,
-        limit: i64,
-    ) -> Result<Vec<super::operations::EndpointRow>, StoreError>;
-    /// Ends operation `id`, held by `holder`, `failed` with `error`.
-    async fn fail_operation(
-        &self,
-        id: Uuid,
-        holder: Uuid,
-        error: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError>;
-    /// Gives `holder`'s lease on `id` back (at shutdown), so that the next
-    /// process takes it over at once rather than when it runs out.
-    async fn release_operation(&self, id: Uuid, holder: Uuid) -> Result<(), StoreError>;
-    /// Deletes up to `limit` operations `domain::retention::operation_expired`
-    /// says go (finished before `before`); how many.
-    async fn purge_operations(&self, before: DateTime<Utc>, limit: i64) -> Result<u64, StoreError>;
-}
-
-pub type SharedOperations = Arc<dyn OperationStore>;
