@@ -45,6 +45,8 @@ mod most_attempts;
 mod oldest_due;
 mod operator;
 mod ordering;
+mod ordering_inputs;
+mod ordering_races;
 mod ordering_retention;
 mod partition_keys;
 mod partitioning;
