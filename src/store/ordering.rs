@@ -51,7 +51,7 @@
 //! not, and can still leave the key's tail naming one that ended: the
 //! key's next create then waits behind it until housekeeping finds it
 //! (the overdue sweep; `release_stranded`'s walk behind a failed one),
-//! late by that, not lost, not out of order (`tests/it/ordering.rs`
+//! late by that, not lost, not out of order (`tests/it/ordering_races.rs`
 //! stages both). Under `hold` a failure that holds its key locks the row
 //! whatever its tail, so it waits for the cancel and reads the row as it
 //! left it.
