@@ -386,4 +386,12 @@ async fn no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves
     browser.close().await;
 }
 
+both!(
+    a_pull_endpoint_shows_its_leased_and_waiting_notifications,
+    no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so,
+    an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
+    failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
+    events_lead_to_their_deliveries,
+);
+
 mod edit;

@@ -235,11 +235,6 @@ async fn an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page(b
 both!(
     an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page,
     an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_refusal_names_the_path,
-    a_pull_endpoint_shows_its_leased_and_waiting_notifications,
     an_endpoints_page_charts_its_own_deliveries_only,
     an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console,
-    no_notice_or_secret_of_one_page_is_shown_on_another_and_tests_and_saves_say_so,
-    an_endpoint_is_disabled_enabled_rotated_and_tested_from_its_page,
-    failed_notifications_are_recovered_and_the_policy_edited_from_the_endpoint_page,
-    events_lead_to_their_deliveries,
 );
