@@ -10,29 +10,11 @@ pub(crate) async fn run(setup: &Setup<'_>) {
         pool,
         database_url,
         redis_url,
-        received,
-        receiver_url,
-        runs,
         ..
     } = *setup;
     reset(pool).await;
     let prefix = "bench-scale";
-    let mut without = Vec::new();
-    let mut cost_without = Vec::new();
-    for _ in 0..runs {
-        let figures = delivery_run(
-            pool,
-            database_url,
-            redis_url,
-            prefix,
-            received,
-            receiver_url,
-            20_000,
-        )
-        .await;
-        without.push(figures.rate);
-        cost_without.push(figures.relative_cost);
-    }
+    let (without, cost_without) = drains(setup, prefix).await;
     let endpoint_id: uuid::Uuid =
         sqlx::query_scalar("SELECT id FROM endpoints ORDER BY id DESC LIMIT 1")
             .fetch_one(pool)
@@ -80,31 +62,16 @@ pub(crate) async fn run(setup: &Setup<'_>) {
     let reindexed = heal::reindex_after_due_deleted(&mut conn, prefix, 1_000_000).await;
     dispatcher.stop();
     println!(
-    "rebuild: 1,000,000 pending notifications indexed from PostgreSQL in {:.1} s (from process start)",
-    rebuild.as_secs_f64()
-);
-    let mut with_backlog = Vec::new();
-    let mut cost_with = Vec::new();
-    for _ in 0..runs {
-        let figures = delivery_run(
-            pool,
-            database_url,
-            redis_url,
-            prefix,
-            received,
-            receiver_url,
-            20_000,
-        )
-        .await;
-        with_backlog.push(figures.rate);
-        cost_with.push(figures.relative_cost);
-    }
+        "rebuild: 1,000,000 pending notifications indexed from PostgreSQL in {:.1} s (from process start)",
+        rebuild.as_secs_f64()
+    );
+    let (with_backlog, cost_with) = drains(setup, prefix).await;
     println!(
-    "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without: ratio {:.2}",
-    median(with_backlog.clone()),
-    median(without.clone()),
-    median(with_backlog) / median(without)
-);
+        "5. scale, 20,000 due now beside 1,000,000 pending later: {:.0}/s vs {:.0}/s without: ratio {:.2}",
+        median(with_backlog.clone()),
+        median(without.clone()),
+        median(with_backlog) / median(without)
+    );
     println!(
         "   work per delivery (hookd + PostgreSQL + Redis CPU over the receiver's): {:.2} with the backlog, {:.2} without: ratio {:.2}",
         median(cost_with.clone()),
@@ -116,4 +83,25 @@ pub(crate) async fn run(setup: &Setup<'_>) {
         "heal: 1,000,000 pending, DEL of the due key: all re-indexed {:.1} s after the DEL",
         reindexed.as_secs_f64()
     );
+}
+
+/// `setup.runs` drains of 20,000 due now under `prefix`: each one's rate
+/// and its work per delivery (`DeliveryFigures::relative_cost`).
+async fn drains(setup: &Setup<'_>, prefix: &str) -> (Vec<f64>, Vec<f64>) {
+    let (mut rates, mut costs) = (Vec::new(), Vec::new());
+    for _ in 0..setup.runs {
+        let figures = delivery_run(
+            setup.pool,
+            setup.database_url,
+            setup.redis_url,
+            prefix,
+            setup.received,
+            setup.receiver_url,
+            20_000,
+        )
+        .await;
+        rates.push(figures.rate);
+        costs.push(figures.relative_cost);
+    }
+    (rates, costs)
 }

@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::StoreError;
-
 use crate::domain::bulk::{BulkFilter, Candidate};
 use crate::domain::created::CreatedWindow;
 use crate::domain::lease::Lease;

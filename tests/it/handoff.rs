@@ -16,8 +16,7 @@ use uuid::Uuid;
 
 use crate::backends::Backend;
 use crate::helpers::{
-    database_url, eventually, free_port, http_client, new_prefix, redis_url, test_settings,
-    HookdProcess, TOKEN,
+    eventually, free_port, http_client, new_prefix, redis_url, test_settings, HookdProcess, TOKEN,
 };
 use crate::receiver::Receiver;
 
@@ -34,14 +33,7 @@ async fn three_notifications_through_a_process(pool: &PgPool, env: &[(&str, &str
     let tokens = format!("[\"{TOKEN}\"]");
     let mut env = env.to_vec();
     env.push(("HOOKD_API__TOKENS", tokens.as_str()));
-    let mut hookd = HookdProcess::start_logged(
-        &database_url(pool),
-        &redis_url(),
-        &new_prefix(),
-        &env,
-        &listen,
-        &log,
-    );
+    let mut hookd = HookdProcess::on_server(pool, &env, &listen, &log);
     let base = format!("http://{listen}");
     HookdProcess::wait_ready(&base, DEADLINE).await;
     let client = http_client();

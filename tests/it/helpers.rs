@@ -415,6 +415,25 @@ impl HookdProcess {
         Self::spawn(command)
     }
 
+    /// `start_logged` on `pool`'s database, the suite's Redis and a prefix
+    /// of its own: the server-mode twin of `embedded`, for a test that runs
+    /// one process in each mode.
+    pub fn on_server(
+        pool: &PgPool,
+        env: &[(&str, &str)],
+        listen: &str,
+        log: &std::path::Path,
+    ) -> Self {
+        Self::start_logged(
+            &database_url(pool),
+            &redis_url(),
+            &new_prefix(),
+            env,
+            listen,
+            log,
+        )
+    }
+
     fn command(database_url: &str, redis_url: &str, prefix: &str, env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
         command

@@ -19,9 +19,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
 use crate::embedded::{call_at, Embedded};
-use crate::helpers::{
-    database_url, eventually, free_port, http_client, new_prefix, redis_url, HookdProcess, TOKEN,
-};
+use crate::helpers::{eventually, free_port, http_client, HookdProcess, TOKEN};
 use crate::list_bounds::{history, Db};
 
 const PORTAL_KEY: &str = "portal-load-key-0123456789abcdefghijklmnop";
@@ -238,10 +236,8 @@ mod postgres {
         let listen = format!("127.0.0.1:{}", free_port());
         let log = std::env::temp_dir().join(format!("hookd-list-load-{}.log", Uuid::now_v7()));
         let tokens = format!("[\"{TOKEN}\"]");
-        let _process = HookdProcess::start_logged(
-            &database_url(&pool),
-            &redis_url(),
-            &new_prefix(),
+        let _process = HookdProcess::on_server(
+            &pool,
             &[
                 ("HOOKD_API__TOKENS", &tokens),
                 ("HOOKD_PORTAL__KEY", PORTAL_KEY),

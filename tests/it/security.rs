@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
-use crate::helpers::{database_url, free_port, new_prefix, redis_url, HookdProcess, TOKEN};
+use crate::helpers::{free_port, new_prefix, HookdProcess, TOKEN};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 const READ_TOKEN: &str = "read-token-0123456789abcdef";

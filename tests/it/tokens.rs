@@ -11,8 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, spawn_app, HookdProcess, PgServer,
-    TestApp, TOKEN,
+    eventually, free_port, new_prefix, spawn_app, HookdProcess, PgServer, TestApp, TOKEN,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -324,17 +323,7 @@ async fn refused_tokens_and_consumer_tokens_off_their_routes_are_audited(
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    refusals_audited(|env, listen, log| {
-        HookdProcess::start_logged(
-            &database_url(&pool),
-            &redis_url(),
-            &new_prefix(),
-            env,
-            listen,
-            log,
-        )
-    })
-    .await;
+    refusals_audited(|env, listen, log| HookdProcess::on_server(&pool, env, listen, log)).await;
 }
 
 #[tokio::test]

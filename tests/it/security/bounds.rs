@@ -54,14 +54,7 @@ async fn one_endpoint_named_in_thousands_of_spellings_keeps_memory_bounded(
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     spellings_keep_memory_bounded(|env, listen, log| {
-        HookdProcess::start_logged(
-            &database_url(&pool),
-            &redis_url(),
-            &new_prefix(),
-            env,
-            listen,
-            log,
-        )
+        HookdProcess::on_server(&pool, env, listen, log)
     })
     .await;
 }
@@ -167,17 +160,8 @@ async fn admin_actions_are_audited_with_the_token_name_and_never_the_token(
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    admin_actions_audited(|env, listen, log| {
-        HookdProcess::start_logged(
-            &database_url(&pool),
-            &redis_url(),
-            &new_prefix(),
-            env,
-            listen,
-            log,
-        )
-    })
-    .await;
+    admin_actions_audited(|env, listen, log| HookdProcess::on_server(&pool, env, listen, log))
+        .await;
 }
 
 #[tokio::test]
