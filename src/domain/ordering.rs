@@ -82,6 +82,15 @@ pub fn released_by(
     }
 }
 
+/// Whether changing an endpoint's ordering from `before` to `after` turns
+/// it on (`none` to `key`): then its pending notifications that have a key
+/// go back in line, each key's in creation order, so that none created
+/// from then on goes before one of its key still pending from before
+/// (`store::ordering`'s relink).
+pub fn lines_again(before: KeyOrdering, after: KeyOrdering) -> bool {
+    before == KeyOrdering::None && after == KeyOrdering::Key
+}
+
 /// The longest `order_key`, in bytes.
 pub const MAX_ORDER_KEY: usize = 256;
 

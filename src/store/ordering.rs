@@ -57,13 +57,20 @@
 //! left it.
 //!
 //! An end of many notifications in one statement (a cancel, the breaker's
-//! fail of held ones) writes their key rows in the order its rows come,
-//! not in the creates' (endpoint, key) order. Two such statements, or one
-//! and a create of several of its keys, can wait for each other; PostgreSQL
-//! finds the cycle within `deadlock_timeout` and fails one, which stored
-//! nothing (its caller gets a 503, `unavailable`, and sends again). The
-//! recorder takes its keys in order; taking them in order in
-//! `cancel_pending` and `fail_held` too would close this.
+//! fail of held ones) releases as the recorder does, after its update and
+//! with the trigger standing aside (`postgres::releasing::
+//! release_ended_apart`): it takes their key rows in the creates' (endpoint,
+//! key) order, not in the order its rows come, in which it once deadlocked
+//! with a create of two of its keys (PostgreSQL failed one of them;
+//! `tests/it/ordering_races.rs` stages it).
+//!
+//! Ordering turned off releases every notification waiting and empties
+//! every key's line (`postgres::ordering::release`); turned on again, the
+//! endpoint's pending notifications that have a key go back in line, each
+//! key's in creation order, those created while it was off numbered on
+//! from the key's count, and each key's row names the last as its tail
+//! (`postgres::ordering::relink`, `sqlite::ordering::relink`): a create
+//! from then on waits behind them, as a third review found it did not.
 //!
 //! A notification retention removed can never end again: what waited for
 //! it (under `hold`, the failed head holding the key; elsewhere one a race

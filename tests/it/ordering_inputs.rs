@@ -169,3 +169,71 @@ async fn a_recovered_series_goes_back_in_its_keys_line_in_creation_order(backend
     assert!(recovered[2] > recovered[1], "{recovered:?}");
 }
 both!(a_recovered_series_goes_back_in_its_keys_line_in_creation_order);
+
+/// Ordering turned off and on again: what is still pending of a key from
+/// before (one ordered then, one created while ordering was off) goes
+/// back in its key's line in creation order, numbered on, and a
+/// notification created after waits behind them, where it once went
+/// first. Once they end (here cancelled), it goes, with its sequence.
+async fn ordering_turned_on_again_puts_what_is_pending_back_in_line_before_what_comes_next(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let endpoint = app
+        .endpoint(json!({"url": receiver.url("/again"), "ordering": "key"}))
+        .await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let path = format!("/v1/endpoints/{endpoint}");
+    let later = |n: i64| json!({"endpoint": endpoint, "payload": {"n": n}, "order_key": "order-9", "delay": "1h"});
+    let first = app.notify(later(1)).await;
+    let turn = |ordering: &'static str| {
+        let (app, path) = (&app, &path);
+        async move {
+            let (status, body) = app
+                .call(Method::PATCH, path, Some(json!({"ordering": ordering})))
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    turn("none").await;
+    let second = app.notify(later(2)).await;
+    assert_eq!(read(&app, &second).await["sequence"], Value::Null);
+    turn("key").await;
+    let third = app
+        .notify(json!({"endpoint": endpoint, "payload": {"n": 3}, "order_key": "order-9"}))
+        .await;
+
+    let (first_read, second_read, third_read) = (
+        read(&app, &first).await,
+        read(&app, &second).await,
+        read(&app, &third).await,
+    );
+    assert_eq!(first_read["sequence"], 1, "{first_read}");
+    assert_eq!(first_read["waiting"]["reason"], "scheduled", "{first_read}");
+    assert_eq!(second_read["sequence"], 2, "{second_read}");
+    assert_eq!(
+        second_read["waiting"]["behind"],
+        json!(first),
+        "{second_read}"
+    );
+    assert_eq!(third_read["sequence"], 3, "{third_read}");
+    assert_eq!(third_read["waiting"]["reason"], "ordering", "{third_read}");
+    assert_eq!(
+        third_read["waiting"]["behind"],
+        json!(second),
+        "{third_read}"
+    );
+    assert!(receiver.received("/again").is_empty(), "nothing went ahead");
+
+    for id in [&first, &second] {
+        let (status, body) = app
+            .post(&format!("/v1/notifications/{id}/cancel"), json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    wait_status(&app, &third, "succeeded").await;
+    let got = receiver.wait_for("/again", 1, DEADLINE).await;
+    assert_eq!(sequences(&got), [3]);
+}
+both!(ordering_turned_on_again_puts_what_is_pending_back_in_line_before_what_comes_next);

@@ -5,7 +5,8 @@
 //! cancelled while its predecessor's success is recorded (each staged
 //! with a transaction of the test's own, not timed).
 
-use hookd::store::seams::HousekeepingStore;
+use hookd::domain::status::Status;
+use hookd::store::seams::{DeliveryStore, HousekeepingStore};
 use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -408,4 +409,58 @@ async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(
     let released = HousekeepingStore::release_stranded(&store, None, 100).await;
     assert_eq!(released.unwrap().0, 0, "its predecessor is pending again");
     assert_eq!(get(&store, second).await.behind, Some(first));
+}
+
+/// A cancel of many at once takes their key rows in the order a create
+/// takes them, (endpoint, key), whatever order its rows come in (here by
+/// id: created b, a, c): a transaction that holds key a's row and then
+/// takes b's, as a create of both would, is waited for, and both finish;
+/// neither is failed as a deadlock (the cancel once took b's row as it
+/// ended b, then waited for a's).
+#[sqlx::test]
+async fn a_cancel_of_many_keys_takes_their_rows_in_a_creates_order_and_never_deadlocks_with_one(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let store = crate::conformance::postgres_store(pool.clone());
+    let shop = create(
+        &store,
+        hookd::store::endpoints::Endpoint {
+            ordering: hookd::domain::ordering::KeyOrdering::Key,
+            ..endpoint()
+        },
+    )
+    .await;
+    let mut ids = Vec::new();
+    for key in ["order-b", "order-a", "order-c"] {
+        ids.push(commit_new(&store, keyed(&shop, key)).await);
+    }
+    let take = |key: &'static str| {
+        sqlx::query("SELECT 1 FROM order_keys WHERE endpoint_id = $1 AND order_key = $2 FOR UPDATE")
+            .bind(shop.id)
+            .bind(key)
+    };
+    let mut creating = pool.begin().await.unwrap();
+    take("order-a").execute(&mut *creating).await.unwrap();
+    let cancel = DeliveryStore::cancel_notifications(&store, &ids);
+    let create = async {
+        a_session_waits_for_a_lock(&pool).await;
+        take("order-b").execute(&mut *creating).await.unwrap();
+        creating.commit().await.unwrap();
+    };
+    let (cancelled, ()) = tokio::join!(cancel, create);
+    cancelled.unwrap();
+    for (id, key) in ids.iter().zip(["order-b", "order-a", "order-c"]) {
+        assert_eq!(get(&store, *id).await.status, Status::Cancelled);
+        let tail: Option<uuid::Uuid> = sqlx::query_scalar(
+            "SELECT tail FROM order_keys WHERE endpoint_id = $1 AND order_key = $2",
+        )
+        .bind(shop.id)
+        .bind(key)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(tail, None, "{key} is empty");
+    }
 }

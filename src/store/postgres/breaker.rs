@@ -8,6 +8,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::releasing::{release_ended_apart, release_in_batch};
 use super::PgStore;
 use crate::domain::breaker::{write, Circuit, State, Write};
 use crate::domain::minute_stats::Counted;
@@ -181,14 +182,17 @@ impl PgStore {
         let ended = held_too_long(Status::Pending).expect("a pending notification ends");
         let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
-        let failed: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        // What the ordered ones release is released after the update, their
+        // key rows taken in a create's order (`release_ended_apart`).
+        release_in_batch(&mut tx).await?;
+        let failed: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(
             "UPDATE notifications n SET status = $5, next_attempt_at = $6, \
                  last_error = $4, completed_at = $7, updated_at = $7, \
                  lease_id = NULL, leased_at = NULL \
              FROM UNNEST($1::uuid[], $2::int[], $3::int[]) AS h(id, attempts, series_start) \
              WHERE n.id = h.id AND (n.status = 'pending') IS TRUE AND n.attempts = h.attempts \
                AND n.series_start = h.series_start \
-             RETURNING n.id, n.endpoint_id",
+             RETURNING n.id, n.endpoint_id, n.sequence IS NOT NULL",
         )
         .bind(&ids)
         .bind(&attempts)
@@ -199,16 +203,18 @@ impl PgStore {
         .bind(now)
         .fetch_all(&mut *tx)
         .await?;
+        let ordered = failed.iter().filter(|f| f.2).map(|f| f.0).collect();
+        release_ended_apart(&mut tx, ordered, now).await?;
         // Failures without an attempt count in the per-minute counts too.
         let sums = crate::domain::minute_stats::sum(
             failed
                 .iter()
-                .map(|&(_, endpoint)| Counted::failed_without_attempt(endpoint, now)),
+                .map(|&(_, endpoint, _)| Counted::failed_without_attempt(endpoint, now)),
         );
         if self.count_minutes {
             super::stats::add_minute_sums(&mut tx, &sums).await?;
         }
-        let failed: Vec<Uuid> = failed.into_iter().map(|(id, _)| id).collect();
+        let failed: Vec<Uuid> = failed.into_iter().map(|(id, _, _)| id).collect();
         insert_events(&mut tx, &failed, events, now).await?;
         tx.commit().await?;
         Ok(failed)

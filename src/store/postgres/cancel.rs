@@ -10,11 +10,12 @@
 //! `cancel`'s result for such a row (cancelled, nothing due, final, no
 //! lease), the same constant for every row.
 
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::notifications::columns_with_body;
 use super::partitions::id_span;
+use super::releasing::{release_ended_apart, release_in_batch};
 use super::PgStore;
 use crate::domain::transition::cancel;
 use crate::store::cancel::{Cancel, Pending};
@@ -122,7 +123,7 @@ impl PgStore {
         endpoint_id: Option<Uuid>,
         spare: Option<Uuid>,
     ) -> Result<Vec<Uuid>, StoreError> {
-        cancel_pending(
+        cancel_pending_now(
             &self.pool,
             Pending::Key {
                 key,
@@ -137,10 +138,12 @@ impl PgStore {
 /// The one cancel every path uses (by id, by key, a deleted endpoint's, a
 /// dispatcher's orphans): the notification becomes final, nothing is due,
 /// nothing is left to index. Only pending ones change; returns their ids.
-/// Runs on the pool or inside the caller's transaction; stamps the rows
-/// at `now` (the store's clock).
-pub(super) async fn cancel_pending<'c>(
-    executor: impl sqlx::PgExecutor<'c>,
+/// Runs inside the caller's transaction (`cancel_pending_now` on the
+/// pool); stamps the rows at `now` (the store's clock). What the ordered
+/// ones release is released after the update, their key rows taken in a
+/// create's order (`releasing::release_ended_apart`).
+pub(super) async fn cancel_pending(
+    conn: &mut PgConnection,
     which: Pending<'_>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<Uuid>, StoreError> {
@@ -157,7 +160,7 @@ pub(super) async fn cancel_pending<'c>(
                      lease_id = NULL, leased_at = NULL \
                  WHERE status = 'pending' AND ",
                 $filter,
-                " RETURNING id"
+                " RETURNING id, sequence IS NOT NULL"
             )
         };
     }
@@ -167,7 +170,7 @@ pub(super) async fn cancel_pending<'c>(
     let query = match which {
         Pending::Ids(ids) => {
             let (low, high) = id_span(ids);
-            sqlx::query_scalar(cancel_where!("$4", "id = ANY($1) AND id BETWEEN $2 AND $3"))
+            sqlx::query_as(cancel_where!("$4", "id = ANY($1) AND id BETWEEN $2 AND $3"))
                 .bind(ids)
                 .bind(low)
                 .bind(high)
@@ -177,7 +180,7 @@ pub(super) async fn cancel_pending<'c>(
             key,
             endpoint_id,
             spare,
-        } => sqlx::query_scalar(cancel_where!(
+        } => sqlx::query_as(cancel_where!(
             "$4",
             "id IN (SELECT k.id FROM notification_keys k WHERE k.key = $1 \
                  AND ($2::uuid IS NULL OR k.endpoint_id = $2) AND k.endpoint_id IS DISTINCT FROM $3)"
@@ -187,15 +190,29 @@ pub(super) async fn cancel_pending<'c>(
         .bind(spare)
         .bind(now),
         Pending::Endpoint(endpoint_id) => {
-            sqlx::query_scalar(cancel_where!("$2", "endpoint_id = $1"))
+            sqlx::query_as(cancel_where!("$2", "endpoint_id = $1"))
                 .bind(endpoint_id)
                 .bind(now)
         }
-        Pending::Event(event_id) => {
-            sqlx::query_scalar(cancel_where!("$2", "event_id = $1"))
-                .bind(event_id)
-                .bind(now)
-        }
+        Pending::Event(event_id) => sqlx::query_as(cancel_where!("$2", "event_id = $1"))
+            .bind(event_id)
+            .bind(now),
     };
-    Ok(query.fetch_all(executor).await?)
+    release_in_batch(&mut *conn).await?;
+    let cancelled: Vec<(Uuid, bool)> = query.fetch_all(&mut *conn).await?;
+    let ordered = cancelled.iter().filter(|c| c.1).map(|c| c.0).collect();
+    release_ended_apart(conn, ordered, now).await?;
+    Ok(cancelled.into_iter().map(|c| c.0).collect())
+}
+
+/// `cancel_pending` in a transaction of its own.
+pub(super) async fn cancel_pending_now(
+    pool: &PgPool,
+    which: Pending<'_>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<Uuid>, StoreError> {
+    let mut tx = pool.begin().await?;
+    let cancelled = cancel_pending(&mut tx, which, now).await?;
+    tx.commit().await?;
+    Ok(cancelled)
 }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::cancel::cancel_pending;
+use super::cancel::cancel_pending_now;
 use super::ordering::released;
 use super::partitions::id_span;
 use super::PgStore;
@@ -114,7 +114,7 @@ impl PgStore {
     /// Cancels pending notifications whose endpoint was deleted (a create that
     /// raced the delete).
     pub async fn cancel_notifications(&self, ids: &[Uuid]) -> Result<(), StoreError> {
-        cancel_pending(&self.pool, Pending::Ids(ids), self.clock.now()).await?;
+        cancel_pending_now(&self.pool, Pending::Ids(ids), self.clock.now()).await?;
         Ok(())
     }
 

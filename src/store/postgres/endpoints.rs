@@ -189,6 +189,9 @@ impl PgStore {
         if let Some(release) = ordering::released_by(was_ordered, ordered) {
             super::ordering::release(&mut tx, endpoint.id, release, now).await?;
         }
+        if ordering::lines_again(was_ordered.0, ordered.0) {
+            super::ordering::relink(&mut tx, endpoint.id, now).await?;
+        }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
@@ -267,7 +270,7 @@ impl PgStore {
             return Ok(None);
         };
         let cancelled =
-            super::cancel::cancel_pending(&mut *tx, Pending::Endpoint(endpoint_id), now).await?;
+            super::cancel::cancel_pending(&mut tx, Pending::Endpoint(endpoint_id), now).await?;
         // Its circuit goes with it: nothing is left to probe or hold.
         sqlx::query("DELETE FROM endpoint_circuits WHERE endpoint_id = $1")
             .bind(endpoint_id)

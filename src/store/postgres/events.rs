@@ -299,7 +299,7 @@ impl PgStore {
             return Ok(None);
         }
         Ok(Some(
-            super::cancel::cancel_pending(
+            super::cancel::cancel_pending_now(
                 &self.pool,
                 crate::store::cancel::Pending::Event(id),
                 self.clock.now(),

@@ -179,6 +179,68 @@ pub(super) async fn release(
     Ok(())
 }
 
+/// Puts every pending notification of `endpoint` that has a key back in
+/// its key's line as ordering is turned on again (`ordering::lines_again`),
+/// in the change's transaction: each key's in creation order, the first
+/// its key's head and each next waiting for the one before it; one created
+/// while ordering was off is numbered on from the key's count; the key's
+/// row names the last as its tail (inserted for a key that had none), and
+/// every other key of the endpoint is left empty. The key rows are taken
+/// first, in a create's order. One in flight finishes its attempt; one
+/// that now waits is passed over by the dispatcher's claim until released.
+pub(super) async fn relink(
+    conn: &mut PgConnection,
+    endpoint: Uuid,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "WITH taken AS ( \
+             SELECT order_key FROM order_keys WHERE endpoint_id = $1 \
+             ORDER BY order_key FOR UPDATE \
+         ) UPDATE order_keys k SET tail = NULL, held_by = NULL, \
+             emptied_at = GREATEST(k.emptied_at, $2) \
+         FROM taken WHERE k.endpoint_id = $1 AND k.order_key = taken.order_key",
+    )
+    .bind(endpoint)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "WITH line AS ( \
+             SELECT n.id, lag(n.id) OVER w AS before, \
+                 CASE WHEN n.sequence IS NULL THEN \
+                     GREATEST(COALESCE(k.last_sequence, 0), \
+                         COALESCE(max(n.sequence) OVER (PARTITION BY n.order_key), 0)) \
+                     + count(*) FILTER (WHERE n.sequence IS NULL) OVER w END AS numbered \
+             FROM notifications n LEFT JOIN order_keys k \
+                 ON k.endpoint_id = n.endpoint_id AND k.order_key = n.order_key \
+             WHERE n.endpoint_id = $1 AND (n.status = 'pending') IS TRUE \
+               AND n.order_key IS NOT NULL \
+             WINDOW w AS (PARTITION BY n.order_key ORDER BY n.id) \
+         ) UPDATE notifications n SET behind = line.before, \
+             sequence = COALESCE(line.numbered, n.sequence) \
+         FROM line WHERE n.id = line.id AND (n.status = 'pending') IS TRUE",
+    )
+    .bind(endpoint)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO order_keys AS k (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+         SELECT $1, order_key, max(sequence), (array_agg(id ORDER BY id DESC))[1], $2 \
+         FROM notifications \
+         WHERE endpoint_id = $1 AND (status = 'pending') IS TRUE AND order_key IS NOT NULL \
+         GROUP BY order_key ORDER BY order_key \
+         ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+             last_sequence = GREATEST(k.last_sequence, EXCLUDED.last_sequence), \
+             tail = EXCLUDED.tail",
+    )
+    .bind(endpoint)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 /// Puts a notification of an ordered key that is pending again (a retry,
 /// a recover) back in its key's line, at the place
 /// `store::ordering::requeued_behind` gives it, under the key's row; the

@@ -284,7 +284,7 @@ impl PgStore {
             return Ok(0);
         }
         let pending = crate::store::cancel::Pending::Ids(&ids);
-        Ok(super::cancel::cancel_pending(&self.pool, pending, now)
+        Ok(super::cancel::cancel_pending_now(&self.pool, pending, now)
             .await?
             .len())
     }

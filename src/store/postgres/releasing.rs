@@ -158,6 +158,50 @@ pub(super) async fn release_in_batch(conn: &mut PgConnection) -> Result<(), Stor
     Ok(())
 }
 
+/// Hands the release back to the trigger for the rest of the transaction
+/// (`release_in_batch`'s setting cleared).
+const RELEASE_BY_TRIGGER: &str = "SELECT set_config('hookd.release', '', true)";
+
+/// Releases what a set-based end that is not a recording (a cancel of
+/// many, the breaker's fail of held ones) let go, after
+/// `release_in_batch` and its update: `ended`, the ordered ones it ended.
+/// As `release_ended` does for a recording: their key rows taken in a
+/// create's order, (endpoint, key), where the trigger took them in the
+/// order the update's rows came and could deadlock with a create of two
+/// of the keys (`store::ordering`); a push successor that waits for
+/// nothing now is marked for the housekeeper to index, as the trigger
+/// marks it. Then the trigger releases again whatever the rest of the
+/// caller's transaction ends.
+pub(super) async fn release_ended_apart(
+    conn: &mut PgConnection,
+    ended: Vec<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let ends = Ends {
+        others: ended,
+        ..Ends::default()
+    };
+    let released: Vec<Uuid> = release_ended(conn, &ends, now)
+        .await?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    if !released.is_empty() {
+        let (low, high) = id_span(&released);
+        sqlx::query(
+            "UPDATE notifications SET needs_index = true \
+             WHERE id = ANY($1) AND id BETWEEN $2 AND $3",
+        )
+        .bind(&released)
+        .bind(low)
+        .bind(high)
+        .execute(&mut *conn)
+        .await?;
+    }
+    sqlx::query(RELEASE_BY_TRIGGER).execute(conn).await?;
+    Ok(())
+}
+
 /// The ordered ends of a recorded batch, as `ended_ordered!` takes them:
 /// the successes with their endpoints and keys, and the others' ids.
 #[derive(Debug, Default)]

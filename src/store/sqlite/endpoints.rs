@@ -247,6 +247,9 @@ impl SqliteStore {
         if let Some(release) = ordering::released_by(ordered(&before), ordered(&endpoint)) {
             super::ordering::release(&mut tx, endpoint.id, release, now).await?;
         }
+        if ordering::lines_again(before.ordering, endpoint.ordering) {
+            super::ordering::relink(&mut tx, endpoint.id, now).await?;
+        }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = ?2, url = ?3, description = ?4, secret = ?5, \

@@ -168,6 +168,58 @@ pub(super) async fn release(
     Ok(())
 }
 
+/// `postgres::ordering::relink` in SQLite (one writer: no lock; `now` in
+/// the schema's microseconds).
+pub(super) async fn relink(
+    conn: &mut SqliteConnection,
+    endpoint: Uuid,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE order_keys SET tail = NULL, held_by = NULL, \
+             emptied_at = max(ifnull(emptied_at, 0), ?2) \
+         WHERE endpoint_id = ?1",
+    )
+    .bind(endpoint)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    sqlx::query(
+        "WITH line AS ( \
+             SELECT n.id, lag(n.id) OVER w AS before, \
+                 CASE WHEN n.sequence IS NULL THEN \
+                     max(ifnull(k.last_sequence, 0), \
+                         ifnull(max(n.sequence) OVER (PARTITION BY n.order_key), 0)) \
+                     + count(*) FILTER (WHERE n.sequence IS NULL) OVER w END AS numbered \
+             FROM notifications n LEFT JOIN order_keys k \
+                 ON k.endpoint_id = n.endpoint_id AND k.order_key = n.order_key \
+             WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.order_key IS NOT NULL \
+             WINDOW w AS (PARTITION BY n.order_key ORDER BY n.id) \
+         ) UPDATE notifications SET behind = line.before, \
+             sequence = ifnull(line.numbered, notifications.sequence) \
+         FROM line WHERE notifications.id = line.id",
+    )
+    .bind(endpoint)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    sqlx::query(
+        "INSERT INTO order_keys (endpoint_id, order_key, last_sequence, tail, emptied_at) \
+         SELECT ?1, order_key, max(sequence), max(id), ?2 FROM notifications \
+         WHERE endpoint_id = ?1 AND status = 'pending' AND order_key IS NOT NULL \
+         GROUP BY order_key \
+         ON CONFLICT (endpoint_id, order_key) DO UPDATE SET \
+             last_sequence = max(last_sequence, excluded.last_sequence), tail = excluded.tail",
+    )
+    .bind(endpoint)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
 /// Whether the notification aliased `$n` waits for nothing: its `behind`
 /// is NULL or names one that succeeded (migrations
 /// `0017_released_by_success.sql`, `0018_success_releases_unwritten.sql`;
