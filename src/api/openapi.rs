@@ -65,6 +65,7 @@ use super::{
         portal::for_endpoint,
         portal::for_owner,
         portal::revoke,
+        portal::revoke_owner,
         portal::whoami,
         health::healthz,
         health::readyz,

@@ -15,7 +15,11 @@
 //! issued after a revocation
 //! adds `.<generation>` (`e.<expiry>.<endpoint id>.<generation>`), the
 //! endpoint's `portal_generation` then: a link of another generation than
-//! its endpoint's current one is refused. The MAC covers the payload as sent, so nothing
+//! its endpoint's current one is refused. An owner's link issued after a
+//! revocation adds `~<generation>` (`o.<expiry>.<owner uid>~<generation>`:
+//! a uid may hold a `.`, never a `~`), the highest generation of the
+//! owner's endpoints then: a link below the current highest is refused.
+//! The MAC covers the payload as sent, so nothing
 //! of it is decoded before the signature holds; the version string keeps a
 //! MAC made for anything else under the same key from passing as a link.
 
@@ -142,8 +146,9 @@ pub struct PortalClaims {
     pub scope: PortalScope,
     pub permissions: PortalPermissions,
     pub expires_at: DateTime<Utc>,
-    /// The endpoint's `portal_generation` when the link was issued (0 for
-    /// an owner's link, and for links issued before any revocation).
+    /// The endpoint's `portal_generation` when the link was issued, or for
+    /// an owner's link the highest of its endpoints' (0 for links issued
+    /// before any revocation).
     pub generation: u32,
 }
 
@@ -178,6 +183,9 @@ pub fn sign(key: &[u8], claims: &PortalClaims) -> String {
             format!("e{letters}.{expiry}.{id}.{}", claims.generation)
         }
         PortalScope::Endpoint(id) => format!("e{letters}.{expiry}.{id}"),
+        PortalScope::Owner(uid) if claims.generation > 0 => {
+            format!("o{letters}.{expiry}.{uid}~{}", claims.generation)
+        }
         PortalScope::Owner(uid) => format!("o{letters}.{expiry}.{uid}"),
     };
     let payload = URL_SAFE_NO_PAD.encode(payload);
@@ -234,7 +242,16 @@ fn parse(payload: &str) -> Option<PortalClaims> {
             };
             (PortalScope::Endpoint(Uuid::parse_str(id).ok()?), generation)
         }
-        "o" if valid_uid(subject) => (PortalScope::Owner(subject.to_string()), 0),
+        "o" => {
+            let (uid, generation) = match subject.split_once('~') {
+                Some((uid, generation)) => (uid, generation.parse().ok().filter(|g| *g > 0)?),
+                None => (subject, 0),
+            };
+            if !valid_uid(uid) {
+                return None;
+            }
+            (PortalScope::Owner(uid.to_string()), generation)
+        }
         _ => return None,
     };
     Some(PortalClaims {

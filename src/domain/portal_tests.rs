@@ -212,6 +212,31 @@ fn an_endpoint_link_carries_the_generation_it_was_issued_in() {
 }
 
 #[test]
+fn an_owner_link_carries_the_generation_it_was_issued_in_after_its_uid() {
+    // A uid may hold a `.`: the generation follows a `~`, which none holds.
+    let owner = |generation| PortalClaims {
+        scope: PortalScope::Owner("merchant.42".into()),
+        generation,
+        ..endpoint_claims()
+    };
+    let token = sign(KEY, &owner(3));
+    assert!(
+        parts(&token).0.ends_with(".merchant.42~3"),
+        "{}",
+        parts(&token).0
+    );
+    assert_eq!(verify(KEY, &token, now()), Ok(owner(3)));
+    // Generation 0 is written as links were before owners had one.
+    let before = sign(KEY, &owner(0));
+    assert!(
+        parts(&before).0.ends_with(".merchant.42"),
+        "{}",
+        parts(&before).0
+    );
+    assert_eq!(verify(KEY, &before, now()), Ok(owner(0)));
+}
+
+#[test]
 fn a_link_carries_its_permissions_and_the_default_is_written_as_before() {
     let read_only = PortalPermissions {
         retry: false,

@@ -145,12 +145,22 @@ pub trait WriteStore: Clocked + Send + Sync + 'static {
     /// endpoint.
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError>;
     /// Raises the endpoint's `portal_generation` (every link issued before
-    /// stops working); its id and the new generation, `None`: no such
-    /// endpoint.
+    /// stops working) past its owner's highest, so that its owner's links
+    /// stop too (`owner_portal_generation`); its id and the new generation,
+    /// `None`: no such endpoint.
     async fn revoke_portal_links(
         &self,
         by: &EndpointRef,
     ) -> Result<Option<(Uuid, i32)>, StoreError>;
+    /// Raises every live endpoint of `owner` to one generation past their
+    /// highest: each link of the owner, and of each of its endpoints,
+    /// issued before stops working. The new generation; `None`: the owner
+    /// has no live endpoint.
+    async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError>;
+    /// The generation an owner's links carry: the highest of its live
+    /// endpoints', read where revocations are written (a link issued at a
+    /// lower one is revoked); `None`: the owner has no live endpoint.
+    async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError>;
 }
 
 /// What the API reads.

@@ -161,7 +161,19 @@ async fn an_owner_link_sees_only_that_owners_notifications(backend: Backend) {
     let (status, page) = get(&app, &token, "/v1/notifications?endpoint=m42-b").await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert_eq!(ids(&page), sorted(theirs[2..].to_vec()));
-    for query in ["owner=merchant-7", "endpoint=m7"] {
+    // The most attempted first, which takes an endpoint and no owner.
+    let path = "/v1/notifications?order=attempts&endpoint=m42-b";
+    let (status, page) = get(&app, &token, path).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        ids(&page).iter().all(|id| theirs[2..].contains(id)),
+        "{page}"
+    );
+    for query in [
+        "owner=merchant-7",
+        "endpoint=m7",
+        "order=attempts&endpoint=m7",
+    ] {
         let (status, _) = get(&app, &token, &format!("/v1/notifications?{query}")).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{query}");
     }

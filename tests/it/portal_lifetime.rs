@@ -128,3 +128,61 @@ async fn revoking_an_endpoints_links_refuses_them_and_no_others(backend: Backend
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 both!(revoking_an_endpoints_links_refuses_them_and_no_others);
+
+/// An owner's links show each of its endpoints, so revoking one
+/// endpoint's links refuses them too; revoking the owner's refuses every
+/// link of the owner and of its endpoints. Another owner's link, and one
+/// issued after, work.
+async fn revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_links(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    app.endpoint(json!({"uid": "m42-a", "owner": "merchant-42"}))
+        .await;
+    app.endpoint(json!({"uid": "m42-b", "owner": "merchant-42"}))
+        .await;
+    app.endpoint(json!({"uid": "m7", "owner": "merchant-7"}))
+        .await;
+    let owner = "/v1/owners/merchant-42/portal";
+    let (first, _) = issue(&app, owner, json!({})).await;
+    let (other, _) = issue(&app, "/v1/owners/merchant-7/portal", json!({})).await;
+    let (b_link, _) = issue(&app, "/v1/endpoints/m42-b/portal", json!({})).await;
+    let status = |token: String| {
+        let app = &app;
+        async move { get(app, &token, "/v1/notifications").await.0 }
+    };
+    assert_eq!(status(first.clone()).await, StatusCode::OK);
+
+    // One endpoint's revocation: the owner's link is refused.
+    let (code, revoked) = app
+        .post("/v1/endpoints/m42-a/portal/revoke", json!({}))
+        .await;
+    assert_eq!(code, StatusCode::OK, "{revoked}");
+    assert_eq!(status(first).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        status(b_link.clone()).await,
+        StatusCode::OK,
+        "m42-b's own link"
+    );
+    assert_eq!(status(other.clone()).await, StatusCode::OK);
+
+    // The owner's revocation, by `admin` only: the owner's links and its
+    // endpoints' are refused.
+    let (second, _) = issue(&app, owner, json!({})).await;
+    assert_eq!(status(second.clone()).await, StatusCode::OK, "issued after");
+    let path = "/v1/owners/merchant-42/portal/revoke";
+    let (code, _) = as_token(&app, READ_TOKEN, Method::POST, path, Some(json!({}))).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    let (code, revoked) = app.post(path, json!({})).await;
+    assert_eq!(code, StatusCode::OK, "{revoked}");
+    assert_eq!(revoked["owner"], json!("merchant-42"));
+    assert!(revoked["generation"].as_i64().unwrap() >= 2, "{revoked}");
+    assert_eq!(status(second).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(status(b_link).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(status(other).await, StatusCode::OK, "another owner's link");
+    let (third, _) = issue(&app, owner, json!({})).await;
+    assert_eq!(status(third).await, StatusCode::OK, "issued after");
+    let (code, _) = app.post("/v1/owners/nobody/portal/revoke", json!({})).await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+}
+both!(revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_links);

@@ -3613,6 +3613,19 @@ a time, in creation order.*/
                 })
         }
     }
+    ///`OwnerRevoked`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct OwnerRevoked {
+        /**Links issued from now on, the owner's and its endpoints', carry
+this generation; every earlier one is refused (401).*/
+        pub generation: i32,
+        pub owner: ::std::string::String,
+    }
+    impl OwnerRevoked {
+        pub fn builder() -> builder::OwnerRevoked {
+            Default::default()
+        }
+    }
     ///`PageAttemptView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageAttemptView {
@@ -10502,6 +10515,64 @@ what those may do is fixed (see `portal`).*/
             }
         }
         #[derive(Clone, Debug)]
+        pub struct OwnerRevoked {
+            generation: ::std::result::Result<i32, ::std::string::String>,
+            owner: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for OwnerRevoked {
+            fn default() -> Self {
+                Self {
+                    generation: Err("no value supplied for generation".to_string()),
+                    owner: Err("no value supplied for owner".to_string()),
+                }
+            }
+        }
+        impl OwnerRevoked {
+            pub fn generation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i32>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.generation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for generation: {e}")
+                    });
+                self
+            }
+            pub fn owner<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.owner = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for owner: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<OwnerRevoked> for super::OwnerRevoked {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: OwnerRevoked,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    generation: value.generation?,
+                    owner: value.owner?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::OwnerRevoked> for OwnerRevoked {
+            fn from(value: super::OwnerRevoked) -> Self {
+                Self {
+                    generation: Ok(value.generation),
+                    owner: Ok(value.owner),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct PageAttemptView {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::PageAttemptViewDataItem>,
@@ -14791,6 +14862,19 @@ let response = client.issue_owner_portal_link()
 ```*/
     pub fn issue_owner_portal_link(&self) -> builder::IssueOwnerPortalLink<'_> {
         builder::IssueOwnerPortalLink::new(self)
+    }
+    /**Sends a `POST` request to `/v1/owners/{owner}/portal/revoke`
+
+Arguments:
+- `owner`: the owner's uid
+```ignore
+let response = client.revoke_owner_portal_links()
+    .owner(owner)
+    .send()
+    .await;
+```*/
+    pub fn revoke_owner_portal_links(&self) -> builder::RevokeOwnerPortalLinks<'_> {
+        builder::RevokeOwnerPortalLinks::new(self)
     }
     /**Sends a `GET` request to `/v1/stats`
 
@@ -19878,6 +19962,106 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::revoke_owner_portal_links`]
+
+[`Client::revoke_owner_portal_links`]: super::Client::revoke_owner_portal_links*/
+    #[derive(Debug, Clone)]
+    pub struct RevokeOwnerPortalLinks<'a> {
+        client: &'a super::Client,
+        owner: Result<types::Owner, String>,
+    }
+    impl<'a> RevokeOwnerPortalLinks<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                owner: Err("owner was not initialized".to_string()),
+            }
+        }
+        pub fn owner<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::Owner>,
+        {
+            self.owner = value
+                .try_into()
+                .map_err(|_| "conversion to `Owner` for owner failed".to_string());
+            self
+        }
+        ///Sends a `POST` request to `/v1/owners/{owner}/portal/revoke`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::OwnerRevoked>, Error<types::ErrorBody>> {
+            let Self { client, owner } = self;
+            let owner = owner.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/v1/owners/{}/portal/revoke", client.baseurl, encode_path(& owner
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "revoke_owner_portal_links",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

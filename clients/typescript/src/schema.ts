@@ -598,6 +598,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/owners/{owner}/portal/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["revoke_owner_portal_links"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/stats": {
         parameters: {
             query?: never;
@@ -1495,6 +1511,15 @@ export interface components {
         OrderingOnFailure: "continue" | "hold";
         /** @description The tenant endpoints belong to (`merchant-42`). */
         Owner: string;
+        OwnerRevoked: {
+            /**
+             * Format: int32
+             * @description Links issued from now on, the owner's and its endpoints', carry
+             *     this generation; every earlier one is refused (401).
+             */
+            generation: number;
+            owner: string;
+        };
         Page_AttemptView: {
             data: {
                 /** Format: int32 */
@@ -3028,7 +3053,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description every portal link of this endpoint issued so far is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched */
+            /** @description every portal link of this endpoint issued so far, and every link of its owner (which shows this endpoint too), is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5189,6 +5214,74 @@ export interface operations {
                 };
             };
             /** @description a value is invalid; `error.field` names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database is unreachable, or the embedded file cannot be written; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_owner_portal_links: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the owner's uid */
+                owner: components["schemas"]["Owner"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every portal link of this owner issued so far, and every link of each of its endpoints, is refused from now on (within a second in other processes); other owners' links are untouched */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnerRevoked"];
+                };
+            };
+            /** @description malformed request: JSON that does not parse, a bad cursor or path */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing or unknown bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the owner has no live endpoint: its links are refused already */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `invalid_value`: not an owner's uid */
             422: {
                 headers: {
                     [name: string]: unknown;

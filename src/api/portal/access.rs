@@ -161,8 +161,18 @@ pub(in crate::api) async fn admit(
         }
         Access::Endpoint => endpoint_in_scope(state, scope, &mut request).await?,
         Access::Manage(fields) => {
-            endpoint_in_scope(state, scope, &mut request).await?;
-            only_fields(&mut request, fields).await?;
+            let checked = match endpoint_in_scope(state, scope, &mut request).await {
+                Ok(()) => only_fields(&mut request, fields).await,
+                refused => refused,
+            };
+            // Refused for what it names (another's endpoint, a field it
+            // may not change): audited as one refused for its permission.
+            if let Err(error @ (ApiError::NotFound(_) | ApiError::Forbidden(_))) = checked {
+                let path = bounded(request.uri().path());
+                refusals.consumer_denied(&caller, method, route, &path);
+                return Err(error);
+            }
+            checked?;
         }
     }
     // What a `manage` link changes is audited as an admin's change is.
@@ -224,9 +234,10 @@ async fn only_fields(request: &mut Request, fields: &[&str]) -> Result<(), ApiEr
     Ok(())
 }
 
-/// Whether what `claims` show still exists: the endpoint live (through
-/// the endpoint cache: a second old at most) and of the link's
-/// generation, or the owner with a live endpoint.
+/// Whether what `claims` show still exists and was not revoked: the
+/// endpoint live (through the endpoint cache: a second old at most) and
+/// of the link's generation, or the owner with a live endpoint and no
+/// revocation since the link was issued.
 async fn alive(state: &AppState, claims: &PortalClaims) -> Result<bool, ApiError> {
     Ok(match &claims.scope {
         PortalScope::Endpoint(id) => state
@@ -234,11 +245,14 @@ async fn alive(state: &AppState, claims: &PortalClaims) -> Result<bool, ApiError
             .live_endpoint(*id)
             .await?
             .is_some_and(|e| e.portal_generation.max(0) as u32 == claims.generation),
-        PortalScope::Owner(uid) => !state
-            .store
-            .list_endpoints(None, 1, Some(uid.as_str()))
+        // Issued at the owner's generation then, the highest of its
+        // endpoints'; revoking the owner's links or one of its endpoints'
+        // raises it past every link issued before.
+        PortalScope::Owner(uid) => state
+            .service
+            .owner_portal_generation(uid)
             .await?
-            .is_empty(),
+            .is_some_and(|now| claims.generation >= now.max(0) as u32),
     })
 }
 
@@ -320,10 +334,14 @@ async fn force(
             kept.push((name, value));
         }
     }
-    kept.push(match scope {
-        PortalScope::Endpoint(id) => ("endpoint".to_string(), id.to_string()),
-        PortalScope::Owner(uid) => ("owner".to_string(), uid.clone()),
-    });
+    match scope {
+        PortalScope::Endpoint(id) => kept.push(("endpoint".to_string(), id.to_string())),
+        // Narrowed to one of its endpoints, checked above, an owner's list
+        // needs no `owner=` as well: a list that takes `endpoint` alone
+        // (the most attempted first) would refuse the two together.
+        PortalScope::Owner(_) if kept.iter().any(|(name, _)| name == "endpoint") => {}
+        PortalScope::Owner(uid) => kept.push(("owner".to_string(), uid.clone())),
+    }
     let query = serde_urlencoded::to_string(&kept).map_err(ApiError::internal)?;
     let mut parts = request.uri().clone().into_parts();
     parts.path_and_query = Some(
@@ -430,6 +448,7 @@ mod tests {
             (Method::POST, "/v1/endpoints/{endpoint}/portal"),
             (Method::POST, "/v1/endpoints/{endpoint}/portal/revoke"),
             (Method::POST, "/v1/owners/{owner}/portal"),
+            (Method::POST, "/v1/owners/{owner}/portal/revoke"),
             (Method::POST, "/v1/endpoints/{endpoint}/consumer-token"),
             (Method::POST, "/v1/endpoints/{endpoint}/pull"),
             (Method::GET, "/v1/events"),

@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/endpoints/{endpoint}/portal", post(for_endpoint))
         .route("/v1/endpoints/{endpoint}/portal/revoke", post(revoke))
         .route("/v1/owners/{owner}/portal", post(for_owner))
+        .route("/v1/owners/{owner}/portal/revoke", post(revoke_owner))
         .route("/v1/whoami", get(whoami))
 }
 
@@ -132,12 +133,18 @@ pub async fn for_owner(
     if !valid_uid(&owner) {
         return Err(crate::service::events::invalid_owner().into());
     }
+    // The owner's generation: the highest of its endpoints', which a
+    // revocation of the owner's links, or of one endpoint's, raises.
+    let generation = state.service.owner_portal_generation(&owner).await?;
     let link = link(
         &state,
         &headers,
         &uri,
         &key,
-        (PortalScope::Owner(owner), 0),
+        (
+            PortalScope::Owner(owner),
+            generation.unwrap_or(0).max(0) as u32,
+        ),
         (permissions, lifetime),
     )?;
     Ok((StatusCode::CREATED, Json(link)))
@@ -153,7 +160,7 @@ pub struct Revoked {
 
 #[utoipa::path(operation_id = "revoke_endpoint_portal_links", post, path = "/v1/endpoints/{endpoint}/portal/revoke", tag = "portal",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
+    responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far, and every link of its owner (which shows this endpoint too), is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
         (status = 404, body = super::error::ErrorBody)))]
 pub async fn revoke(
     State(state): State<AppState>,
@@ -170,6 +177,30 @@ pub async fn revoke(
             generation,
         }),
     ))
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct OwnerRevoked {
+    pub owner: String,
+    /// Links issued from now on, the owner's and its endpoints', carry
+    /// this generation; every earlier one is refused (401).
+    pub generation: i32,
+}
+
+#[utoipa::path(operation_id = "revoke_owner_portal_links", post, path = "/v1/owners/{owner}/portal/revoke", tag = "portal",
+    params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid")),
+    responses((status = 200, body = OwnerRevoked, description = "every portal link of this owner issued so far, and every link of each of its endpoints, is refused from now on (within a second in other processes); other owners' links are untouched"),
+        (status = 404, body = super::error::ErrorBody, description = "the owner has no live endpoint: its links are refused already"),
+        (status = 422, body = super::error::ErrorBody, description = "`invalid_value`: not an owner's uid")))]
+pub async fn revoke_owner(
+    State(state): State<AppState>,
+    Path(owner): Path<String>,
+) -> Result<Json<OwnerRevoked>, ApiError> {
+    if !valid_uid(&owner) {
+        return Err(crate::service::events::invalid_owner().into());
+    }
+    let generation = state.service.revoke_owner_portal_links(&owner).await?;
+    Ok(Json(OwnerRevoked { owner, generation }))
 }
 
 fn portal_key(state: &AppState) -> Result<Vec<u8>, ApiError> {

@@ -49,10 +49,10 @@ export function PortalLink({ endpoint }) {
     <label class="check"><input type="checkbox" checked=${manage} onChange=${(e) => setManage(e.target.checked)} data-test="portal-link-manage" /> may change its URL, event types and secret</label>
     <button type="submit" data-test="portal-link-issue">Issue link</button>
     <${ConfirmButton} label="Revoke its links" test="portal-link-revoke" danger=${true}
-      question=${`Refuse every portal link of ${endpoint.uid || endpoint.id} issued so far? Its receiver needs a new one.`}
+      question=${`Refuse every portal link of ${endpoint.uid || endpoint.id} issued so far${endpoint.owner ? `, and every link of its owner ${endpoint.owner}` : ''}? Their holders need new ones.`}
       run=${revoke} />
     <${ErrorNote} error=${error} test="portal-link-error" />
-    ${revoked && html`<p class="notice" role="status" data-test="portal-link-revoked">Every link issued so far is refused.</p>`}
+    ${revoked && html`<p class="notice" role="status" data-test="portal-link-revoked">Every link issued so far, of this endpoint and of its owner, is refused.</p>`}
     ${issued && html`<p class="notice wide" role="status">Send this link to the receiver (it works until ${time(issued.expires_at)}; revoking the endpoint's links ends it sooner):
       <input readonly value=${issued.url} onFocus=${(e) => e.target.select()} data-test="portal-link-url" aria-label="The portal link" /></p>`}
   </form>`;

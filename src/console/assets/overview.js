@@ -84,7 +84,8 @@ const per = (values, seconds) => values.map((v) => (v === null ? null : Math.rou
 const percent = (values) => values.map((v) => (v === null ? null : Math.round(v * 1000) / 10));
 
 // The window's charts. The pending backlog is sampled for the whole
-// deployment only: a view of one endpoint (`filtered`) leaves it out.
+// deployment only: a view of one endpoint, or a portal's of its own
+// (`filtered`), leaves it out.
 function Charts({ s, filtered = false }) {
   const step = s.step_seconds;
   return html`
@@ -155,7 +156,7 @@ function WindowToggle({ window, choose }) {
   return html`<div class="toggle" role="group" aria-label="Window">${button('1h')}${button('24h')}</div>`;
 }
 
-export function Overview({ params }) {
+export function Overview({ who, params }) {
   const [window, setWindow] = useState(params.get('window') === '24h' ? '24h' : '1h');
   const stats = useLoad(() => get(`/v1/stats${query({ window })}`), window, REFRESH_MS);
   const s = stats.data;
@@ -167,7 +168,7 @@ export function Overview({ params }) {
   } else {
     body = html`
       <${Totals} totals=${s.totals} />
-      <${Charts} s=${s} />
+      <${Charts} s=${s} filtered=${Boolean(who && who.portal)} />
       <h2>Endpoints failing most</h2>
       <${FailingEndpoints} rows=${s.failing_endpoints} />
       ${stats.error && html`<${ErrorNote} error=${stats.error} />`}`;

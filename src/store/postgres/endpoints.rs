@@ -76,13 +76,41 @@ impl PgStore {
         }
         let (id, uid) = by.as_params();
         Ok(sqlx::query_as(
-            "UPDATE endpoints SET portal_generation = portal_generation + 1 \
-             WHERE (id = $1 OR uid = $2) AND deleted_at IS NULL AND NOT managed \
-             RETURNING id, portal_generation",
+            "UPDATE endpoints e SET portal_generation = GREATEST(e.portal_generation, \
+                 COALESCE((SELECT max(o.portal_generation) FROM endpoints o \
+                     WHERE o.owner = e.owner AND o.deleted_at IS NULL AND NOT o.managed), 0)) + 1 \
+             WHERE (e.id = $1 OR e.uid = $2) AND e.deleted_at IS NULL AND NOT e.managed \
+             RETURNING e.id, e.portal_generation",
         )
         .bind(id)
         .bind(uid)
         .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// See `WriteStore::revoke_owner_portal_links`.
+    pub async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        let raised: Vec<i32> = sqlx::query_scalar(
+            "UPDATE endpoints SET portal_generation = ( \
+                 SELECT max(o.portal_generation) + 1 FROM endpoints o \
+                 WHERE o.owner = $1 AND o.deleted_at IS NULL AND NOT o.managed) \
+             WHERE owner = $1 AND deleted_at IS NULL AND NOT managed \
+             RETURNING portal_generation",
+        )
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(raised.into_iter().max())
+    }
+
+    /// See `WriteStore::owner_portal_generation`.
+    pub async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT max(portal_generation) FROM endpoints \
+             WHERE owner = $1 AND deleted_at IS NULL AND NOT managed",
+        )
+        .bind(owner)
+        .fetch_one(&self.pool)
         .await?)
     }
 

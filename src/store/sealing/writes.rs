@@ -193,4 +193,10 @@ impl<S: WriteStore> WriteStore for Sealing<S> {
     ) -> Result<Option<(Uuid, i32)>, StoreError> {
         self.inner.revoke_portal_links(by).await
     }
+    async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        self.inner.revoke_owner_portal_links(owner).await
+    }
+    async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        self.inner.owner_portal_generation(owner).await
+    }
 }

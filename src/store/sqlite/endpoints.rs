@@ -320,7 +320,9 @@ impl SqliteStore {
             return Ok(None);
         }
         let sql = format!(
-            "UPDATE endpoints SET portal_generation = portal_generation + 1 \
+            "UPDATE endpoints SET portal_generation = MAX(portal_generation, \
+                 COALESCE((SELECT MAX(o.portal_generation) FROM endpoints o \
+                     WHERE o.owner = endpoints.owner AND o.deleted_at IS NULL AND o.managed = 0), 0)) + 1 \
              WHERE {} RETURNING id, portal_generation",
             named(by)
         );
@@ -335,6 +337,35 @@ impl SqliteStore {
         })
         .transpose()
         .map_err(|e: sqlx::Error| StoreError::Database(cause(e)))
+    }
+
+    /// See `WriteStore::revoke_owner_portal_links`.
+    pub async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        let mut conn = self.writer.acquire().await.map_err(store_error)?;
+        let raised: Vec<i32> = sqlx::query_scalar(
+            "UPDATE endpoints SET portal_generation = ( \
+                 SELECT MAX(o.portal_generation) + 1 FROM endpoints o \
+                 WHERE o.owner = ?1 AND o.deleted_at IS NULL AND o.managed = 0) \
+             WHERE owner = ?1 AND deleted_at IS NULL AND managed = 0 \
+             RETURNING portal_generation",
+        )
+        .bind(owner)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(store_error)?;
+        Ok(raised.into_iter().max())
+    }
+
+    /// See `WriteStore::owner_portal_generation`.
+    pub async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        sqlx::query_scalar(
+            "SELECT MAX(portal_generation) FROM endpoints \
+             WHERE owner = ?1 AND deleted_at IS NULL AND managed = 0",
+        )
+        .bind(owner)
+        .fetch_one(&self.reader)
+        .await
+        .map_err(store_error)
     }
 
     /// Deletes an endpoint: it disappears from the API, its uid is freed, its

@@ -104,6 +104,12 @@ impl WriteStore for SqliteStore {
     ) -> Result<Option<(Uuid, i32)>, StoreError> {
         SqliteStore::revoke_portal_links(self, by).await
     }
+    async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        SqliteStore::revoke_owner_portal_links(self, owner).await
+    }
+    async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError> {
+        SqliteStore::owner_portal_generation(self, owner).await
+    }
 }
 
 #[async_trait::async_trait]

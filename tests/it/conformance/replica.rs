@@ -181,6 +181,8 @@ through!(WriteStore => primary {
     fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError>;
     fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError>;
     fn revoke_portal_links(&self, by: &EndpointRef) -> Result<Option<(Uuid, i32)>, StoreError>;
+    fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError>;
+    fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError>;
 }
     async fn modify_endpoint<'a>(
         &self,

@@ -183,7 +183,8 @@ async fn admin_actions_audited(
          {{ name = \"dashboard\", token = \"{READ_TOKEN}\", scopes = [\"read\"] }}]"
     );
     let config = std::env::temp_dir().join(format!("hookd-audit-test-{}.toml", new_prefix()));
-    std::fs::write(&config, format!("[api]\ntokens = {tokens}\n")).unwrap();
+    let portal = format!("[portal]\nkey = \"{}\"\n", crate::portal::KEY);
+    std::fs::write(&config, format!("[api]\ntokens = {tokens}\n{portal}")).unwrap();
     let config_path = config.to_string_lossy().to_string();
     let mut hookd = start(
         &[
@@ -226,6 +227,51 @@ async fn admin_actions_audited(
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    // A merchant's manage link refused for what it names: another
+    // merchant's endpoint, and a field it may not change.
+    let mut made = Vec::new();
+    for owner in ["merchant-a", "merchant-b"] {
+        let (status, endpoint) = send(
+            &client,
+            Method::POST,
+            &format!("{base}/v1/endpoints"),
+            Some(TOKEN),
+            Some(json!({"url": "http://127.0.0.1:9/x", "owner": owner})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+        made.push(endpoint["id"].as_str().unwrap().to_string());
+    }
+    let (mine, stranger) = (&made[0], &made[1]);
+    let (status, link) = send(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/owners/merchant-a/portal"),
+        Some(TOKEN),
+        Some(json!({"permissions": ["read", "manage"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{link}");
+    let url = link["url"].as_str().unwrap();
+    let (_, link) = url.split_once("/console/#portal=").expect("a console link");
+    for (endpoint, body, refused) in [
+        (
+            stranger,
+            json!({"url": "http://127.0.0.1:9/mine"}),
+            StatusCode::NOT_FOUND,
+        ),
+        (mine, json!({"owner": "merchant-b"}), StatusCode::FORBIDDEN),
+    ] {
+        let (status, answer) = send(
+            &client,
+            Method::PATCH,
+            &format!("{base}/v1/endpoints/{endpoint}"),
+            Some(link),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, refused, "{answer}");
+    }
     let (status, _) = send(
         &client,
         Method::DELETE,
@@ -272,6 +318,13 @@ async fn admin_actions_audited(
             "no audit event {token} {action} {outcome} in {seen:?}"
         );
     }
+    let denied = seen
+        .iter()
+        .filter(|(t, a, o)| {
+            t == "portal:owner:merchant-a" && a == "PATCH /v1/endpoints/{endpoint}" && o == "denied"
+        })
+        .count();
+    assert_eq!(denied, 2, "the manage link's two refusals in {seen:?}");
     let create = audits
         .iter()
         .find(|a| a["route"] == "/v1/endpoints")

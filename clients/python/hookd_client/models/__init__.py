@@ -56,6 +56,7 @@ from .operation_status import OperationStatus
 from .operation_view import OperationView
 from .ordering import Ordering
 from .ordering_on_failure import OrderingOnFailure
+from .owner_revoked import OwnerRevoked
 from .page_attempt_view import PageAttemptView
 from .page_attempt_view_data_item import PageAttemptViewDataItem
 from .page_endpoint_view import PageEndpointView
@@ -158,6 +159,7 @@ __all__ = (
     "OperationView",
     "Ordering",
     "OrderingOnFailure",
+    "OwnerRevoked",
     "PageAttemptView",
     "PageAttemptViewDataItem",
     "PageEndpointView",
