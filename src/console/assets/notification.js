@@ -38,15 +38,17 @@ const shellWord = (text) => `'${String(text).replaceAll("'", "'\\''")}'`;
 
 // Attempt `a` as a curl command: its URL, the request's headers as sent
 // (a custom header's value is not kept: a placeholder says so) and the
-// body. Its timestamp is the attempt's, so a receiver that checks the
-// timestamp's age refuses it after its tolerance (5 minutes for the
+// body, as `--data-raw`: `--data-binary` reads a body that begins with
+// `@` as the name of a file to send, from the machine of whoever runs
+// the command. Its timestamp is the attempt's, so a receiver that checks
+// the timestamp's age refuses it after its tolerance (5 minutes for the
 // Standard Webhooks libraries).
 export function curlOf(a, url, body) {
   const words = [`curl -X POST ${shellWord(url || '<the endpoint URL>')}`];
   for (const h of a.request_headers || []) {
     words.push(`-H ${shellWord(`${h.name}: ${h.value === null ? '<value not kept>' : h.value}`)}`);
   }
-  words.push(`--data-binary ${shellWord(body)}`);
+  words.push(`--data-raw ${shellWord(body)}`);
   return words.join(' \\\n  ');
 }
 

@@ -129,6 +129,22 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
         .unwrap()
         .verify(&again.body, &again.headers)
         .expect("the copied request's signature verifies");
+    // A body that begins with `@` is sent as it is, not read as the name
+    // of a file on the machine that runs the command.
+    let script = format!(
+        "return import('./assets/notification.js').then((m) => m.curlOf({{}}, '{}', '@/etc/hostname'))",
+        receiver.url("/at")
+    );
+    let curl = browser.run(&script).await;
+    let curl = curl.as_str().unwrap().to_string();
+    let run = tokio::process::Command::new("bash")
+        .args(["-c", &format!("{curl} --silent --show-error --fail")])
+        .output()
+        .await
+        .unwrap();
+    assert!(run.status.success(), "{curl}: {run:?}");
+    let got = receiver.wait_for("/at", 1, Duration::from_secs(15)).await;
+    assert_eq!(got[0].body, &b"@/etc/hostname"[..], "{curl}");
     browser.screenshot("retried-notification").await;
     browser.close().await;
 }
