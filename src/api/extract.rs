@@ -83,17 +83,32 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
+    let value = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|error| json_error(error, bytes))?;
     deserializer.end().map_err(|e| {
         ApiError::malformed(ErrorCode::MalformedJson, None, format!("invalid JSON: {e}"))
     })?;
     Ok(value)
 }
 
-fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+fn json_error(error: serde_path_to_error::Error<serde_json::Error>, bytes: &[u8]) -> ApiError {
     let path = field_of(error.path());
     let inner = error.inner();
     match inner.classify() {
+        // serde_json reports a name (an enum's) given as another type, a
+        // number say, as a syntax error ("expected value"): the body is
+        // JSON, and the field took the wrong type.
+        serde_json::error::Category::Syntax
+            if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() =>
+        {
+            ApiError::Invalid {
+                code: ErrorCode::InvalidType,
+                message:
+                    "invalid type: this field takes a name (a string), as the API reference lists"
+                        .into(),
+                field: Some(path).filter(|f| !f.is_empty() && f != "."),
+            }
+        }
         serde_json::error::Category::Syntax
         | serde_json::error::Category::Eof
         | serde_json::error::Category::Io => ApiError::malformed(
@@ -102,7 +117,7 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError 
             format!("invalid JSON: {inner}"),
         ),
         serde_json::error::Category::Data => {
-            let message = quoting_at_most(&strip_position(&inner.to_string()));
+            let message = quoting_at_most(&plain_types(&strip_position(&inner.to_string())));
             let (code, field) = if message.starts_with(PAST_THE_LIMIT) {
                 (ErrorCode::InvalidValue, path)
             } else if let Some(name) = quoted(&message, "unknown field `") {
@@ -204,6 +219,29 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// serde's message with Rust's type names (`expected u16`) said as a
+/// client reads them (`expected an integer from 0 to 65535`).
+fn plain_types(message: &str) -> String {
+    const NAMES: [(&str, &str); 9] = [
+        ("u8", "an integer from 0 to 255"),
+        ("u16", "an integer from 0 to 65535"),
+        ("u32", "an integer from 0 to 4294967295"),
+        ("u64", "a non-negative integer"),
+        ("usize", "a non-negative integer"),
+        ("i32", "an integer from -2147483648 to 2147483647"),
+        ("i64", "an integer"),
+        ("f64", "a number"),
+        ("unit", "a name (a string)"),
+    ];
+    match message.rsplit_once(", expected ") {
+        Some((head, expected)) => match NAMES.iter().find(|(name, _)| *name == expected) {
+            Some((_, plain)) => format!("{head}, expected {plain}"),
+            None => message.to_string(),
+        },
+        None => message.to_string(),
+    }
+}
+
 fn quoted(message: &str, prefix: &str) -> Option<String> {
     let rest = message.strip_prefix(prefix)?;
     rest.split('`').next().map(str::to_string)
@@ -231,6 +269,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        // serde_urlencoded decodes what is not UTF-8 lossily (`%FF` as
+        // U+FFFD), which then matches what the client did not send.
+        if std::str::from_utf8(&percent_decoded(query)).is_err() {
+            return Err(ApiError::malformed(
+                ErrorCode::InvalidQuery,
+                None,
+                "the query string is not UTF-8 once percent-decoded",
+            ));
+        }
         serde_urlencoded::from_str(query)
             .map(QueryParams)
             .map_err(|e| {
@@ -300,7 +347,21 @@ mod path_tests {
 
 #[cfg(test)]
 mod quoting_tests {
-    use super::quoting_at_most;
+    use super::{plain_types, quoting_at_most};
+
+    #[test]
+    fn rust_type_names_are_said_as_a_client_reads_them() {
+        assert_eq!(
+            plain_types("invalid value: integer `99999`, expected u16"),
+            "invalid value: integer `99999`, expected an integer from 0 to 65535"
+        );
+        assert_eq!(
+            plain_types("invalid type: floating point `1.5`, expected u64"),
+            "invalid type: floating point `1.5`, expected a non-negative integer"
+        );
+        let other = "invalid type: integer `5`, expected a string";
+        assert_eq!(plain_types(other), other);
+    }
 
     #[test]
     fn serde_messages_quote_at_most_128_bytes_of_the_client() {

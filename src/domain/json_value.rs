@@ -27,6 +27,36 @@ pub fn is_json_content_type(content_type: &str) -> bool {
     essence == "application/json" || essence.ends_with("+json")
 }
 
+/// Whether a JSON text nests arrays and objects more than `limit` deep
+/// (what strings hold aside): read byte by byte, nothing built, so a
+/// payload of any depth is measured in one pass.
+pub fn nests_deeper_than(text: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Whether two (content type, body) pairs carry the same payload, as a
 /// keyed re-send is judged: the same bytes, or, for a JSON content type,
 /// the same value (`same_value`: a producer retrying may re-serialise).
@@ -251,7 +281,30 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{same_event, same_value};
+    use super::{nests_deeper_than, same_event, same_value};
+    use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
+
+    #[test]
+    fn a_payload_nests_too_deep_exactly_where_serde_json_stops_reading_it() {
+        for depth in [1, 126, 127, 128, 129, 5_000] {
+            // An object holding `depth - 1` lists, with brackets in a string
+            // beside them that must not count.
+            let text = format!(
+                "{{\"s\":\"[[{{\\\"[\",\"a\":{}0{}}}",
+                "[".repeat(depth - 1),
+                "]".repeat(depth - 1)
+            );
+            let read = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+            let deep = nests_deeper_than(text.as_bytes(), MAX_PAYLOAD_DEPTH);
+            assert_eq!(
+                read,
+                !deep,
+                "depth {depth}: {}",
+                &text[..40.min(text.len())]
+            );
+            assert_eq!(deep, depth > MAX_PAYLOAD_DEPTH, "depth {depth}");
+        }
+    }
 
     fn same(a: &str, b: &str) -> Option<bool> {
         same_value(a.as_bytes(), b.as_bytes())

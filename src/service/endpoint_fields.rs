@@ -247,7 +247,7 @@ impl EndpointFields {
                 return Err(Problem::invalid(
                     ErrorCode::InvalidValue,
                     "description",
-                    "description is at most 1000 bytes",
+                    "description is at most 1000 bytes, without NUL characters",
                 ));
             }
             endpoint.description = description;

@@ -19,6 +19,8 @@ const DEFAULT_TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 pub(super) struct Content {
     pub body: Vec<u8>,
     pub content_type: String,
+    /// Which was given, `payload` or `body`: the field a problem with it names.
+    pub field: &'static str,
 }
 
 /// Takes exactly one of `payload` (JSON, kept as the bytes given) and
@@ -72,7 +74,11 @@ pub(super) fn content(
             "content_type is a media type such as application/json",
         ));
     }
-    Ok(Content { body, content_type })
+    Ok(Content {
+        body,
+        content_type,
+        field,
+    })
 }
 
 /// When nothing may be sent before: `deliver_at`, or `now + delay`, or now.

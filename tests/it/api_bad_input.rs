@@ -104,6 +104,10 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("an order the list has not", M::GET, "/v1/notifications?order=random", None, 422, "invalid_value", Some("order")),
         case("nul byte in a path uid", M::GET, "/v1/endpoints/a%00b", None, 404, "not_found", None),
         case("wrong method", M::PUT, "/v1/notifications", Some("{}"), 405, "method_not_allowed", None),
+        case("a name given as a number", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"signing\": 5}"), 422, "invalid_type", Some("signing")),
+        case("a name given as a list", M::PATCH, "/v1/endpoints/shop", Some("{\"ordering\": []}"), 422, "invalid_type", Some("ordering")),
+        case("two headers one name but for case", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"X-A\": \"1\", \"x-a\": \"2\"}}"), 422, "invalid_header", Some("headers.x-a")),
+        case("a query value that is not utf-8", M::GET, "/v1/notifications?key=%FF-lossy", None, 400, "invalid_query", None),
     ];
     for case in cases {
         let (status, body) = match case.body {
@@ -127,6 +131,18 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         let field = body["error"].get("field").cloned().unwrap_or(Value::Null);
         assert_eq!(field, json!(case.field), "{}: {body}", case.name);
     }
+    // A number out of its range is said in a client's words, not Rust's.
+    let (status, body) = app
+        .call_raw(
+            M::POST,
+            "/v1/endpoints",
+            "{\"url\": \"https://a.example\", \"permanent_statuses\": [99999]}",
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("an integer from 0 to 65535"), "{message}");
+    assert!(!message.contains("u16"), "{message}");
 }
 both!(each_bad_request_gets_a_clear_error_in_the_api_shape);
 

@@ -104,6 +104,39 @@ async fn query_string_values_are_masked_for_callers_without_the_secrets_scope(ba
 }
 both!(query_string_values_are_masked_for_callers_without_the_secrets_scope);
 
+/// A URL sent back as a caller without the `secrets` scope was shown it
+/// (a form filled from a read, a path changed) is refused, naming the
+/// mask, and the secret it would have replaced is kept.
+async fn a_url_sent_back_with_its_secret_masked_is_refused_and_the_secret_kept(backend: Backend) {
+    let app = backend.spawn_with(&scoped_tokens()).await;
+    let receiver = Receiver::start().await;
+    let endpoint_url = receiver.url("/hook?token=endpoint-s3cret");
+    let endpoint = app.endpoint(json!({"url": endpoint_url})).await;
+    let path = format!("/v1/endpoints/{}", endpoint["id"].as_str().unwrap());
+    let shown = send(&app, Method::GET, &path, READ_TOKEN, None).await;
+    let moved = shown["url"]
+        .as_str()
+        .unwrap()
+        .replace("/hook?", "/hook-v2?");
+    let (status, refused) = app
+        .call(Method::PATCH, &path, Some(json!({"url": moved})))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_url");
+    assert_eq!(refused["error"]["field"], "url");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`***`"),
+        "{refused}"
+    );
+    let kept = send(&app, Method::GET, &path, TOKEN, None).await;
+    assert_eq!(kept["url"], json!(endpoint_url));
+}
+
+both!(a_url_sent_back_with_its_secret_masked_is_refused_and_the_secret_kept);
+
 /// #47: chat webhooks (Slack, Discord, Teams) carry their token in the
 /// path, which `read` tokens saw whole.
 async fn credential_like_path_segments_are_masked_for_callers_without_the_secrets_scope(

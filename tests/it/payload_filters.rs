@@ -327,3 +327,31 @@ async fn hostile_filters_are_bounded_and_answered_in_the_error_shape(backend: Ba
     assert_eq!(status, StatusCode::OK);
 }
 both!(hostile_filters_are_bounded_and_answered_in_the_error_shape);
+
+/// An event's JSON payload nests at most as deep as a filter reads it:
+/// one that deep reaches the filtered endpoint its payload satisfies; one
+/// a level deeper is refused, naming the payload, where it once fanned
+/// out to no filtered endpoint without a word.
+async fn an_event_whose_payload_nests_deeper_than_a_filter_reads_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "deep", "owner": "m-deep", "filter": {"type": "paid"}}))
+        .await;
+    let event = |lists: usize| {
+        format!(
+            "{{\"event_type\": \"order.paid\", \"owner\": \"m-deep\", \"delay\": \"1h\", \
+             \"payload\": {{\"type\": \"paid\", \"meta\": {}{}}}}}",
+            "[".repeat(lists),
+            "]".repeat(lists)
+        )
+    };
+    // The payload's object and 126 lists: 127 levels.
+    let (status, created) = app.call_raw(Method::POST, "/v1/events", event(126)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["deliveries"], 1, "{created}");
+    let (status, refused) = app.call_raw(Method::POST, "/v1/events", event(127)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_value");
+    assert_eq!(refused["error"]["field"], "payload");
+}
+
+both!(an_event_whose_payload_nests_deeper_than_a_filter_reads_is_refused);
