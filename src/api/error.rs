@@ -28,6 +28,10 @@ pub enum ApiError {
     },
     /// 401: no bearer token, or not one of `api.tokens`.
     Unauthorized,
+    /// 401: a portal link that no longer works (expired, revoked, altered,
+    /// or what it shows is gone), told to its holder, a merchant, in
+    /// words about links rather than `api.tokens`.
+    PortalRefused,
     /// 403: the token lacks the route's scope, or (with no tokens) the
     /// request did not come from this machine's own tools.
     Forbidden(String),
@@ -105,7 +109,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Malformed { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::PortalRefused => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -142,6 +146,11 @@ impl ApiError {
             ApiError::Rejected(problem) => {
                 (problem.code, problem.message.clone(), problem.field.clone())
             }
+            ApiError::PortalRefused => (
+                ErrorCode::Unauthorized,
+                "this portal link no longer works (it expired or was withdrawn): ask whoever sent it for a new one".into(),
+                None,
+            ),
             ApiError::Unauthorized => (
                 ErrorCode::Unauthorized,
                 "send `Authorization: Bearer <token>` with one of the configured api.tokens".into(),
@@ -214,7 +223,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let mut response = (status, axum::Json(self.body())).into_response();
         match self {
-            ApiError::Unauthorized => {
+            ApiError::Unauthorized | ApiError::PortalRefused => {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

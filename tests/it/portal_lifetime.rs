@@ -107,8 +107,12 @@ async fn revoking_an_endpoints_links_refuses_them_and_no_others(backend: Backend
     let (status, revoked) = app.post("/v1/endpoints/a/portal/revoke", json!({})).await;
     assert_eq!(status, StatusCode::OK, "{revoked}");
     assert_eq!(revoked["generation"], json!(1));
-    let (status, _) = get(&app, &a_old, "/v1/notifications").await;
+    let (status, refused) = get(&app, &a_old, "/v1/notifications").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "the old link is revoked");
+    // Said to a merchant in words about links, not the API's tokens.
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("portal link"), "{message}");
+    assert!(!message.contains("api.tokens"), "{message}");
     let (status, _) = get(&app, &b_link, "/v1/notifications").await;
     assert_eq!(
         status,

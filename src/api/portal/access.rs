@@ -103,13 +103,13 @@ pub(in crate::api) async fn admit(
         .and_then(|key| verify(key, token, state.service.now()).ok());
     let Some(claims) = claims else {
         refusals.refused(Some(token), method, route, request.uri().path());
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::PortalRefused);
     };
     // A link lives no longer than what it shows: refused once its endpoint
     // is deleted or its links revoked, or its owner has no live endpoint.
     if !alive(state, &claims).await? {
         refusals.refused(Some(token), method, route, request.uri().path());
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::PortalRefused);
     }
     let caller = Caller {
         name: match &claims.scope {
