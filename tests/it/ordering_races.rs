@@ -365,6 +365,25 @@ async fn a_key_left_with_a_tail_that_succeeded_still_delivers_its_next_notificat
     the_next_goes_after_the_head(&staged).await;
 }
 
+/// The PostgreSQL store on `pool`, and an endpoint of it that orders by key.
+async fn ordered_shop(
+    pool: &sqlx::PgPool,
+) -> (
+    hookd::store::postgres::PgStore,
+    hookd::store::endpoints::Endpoint,
+) {
+    let store = crate::conformance::postgres_store(pool.clone());
+    let shop = create(
+        &store,
+        hookd::store::endpoints::Endpoint {
+            ordering: hookd::domain::ordering::KeyOrdering::Key,
+            ..endpoint()
+        },
+    )
+    .await;
+    (store, shop)
+}
+
 /// Housekeeping's release of a notification stranded behind a final one
 /// passes over that one only while it stays final: while a retry of it
 /// is under way (its row held, pending again once it commits), the
@@ -375,15 +394,7 @@ async fn a_stranded_notification_keeps_waiting_for_a_predecessor_being_retried(
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let store = crate::conformance::postgres_store(pool.clone());
-    let shop = create(
-        &store,
-        hookd::store::endpoints::Endpoint {
-            ordering: hookd::domain::ordering::KeyOrdering::Key,
-            ..endpoint()
-        },
-    )
-    .await;
+    let (store, shop) = ordered_shop(&pool).await;
     let first = commit_new(&store, keyed(&shop, "order-r")).await;
     let second = commit_new(&store, keyed(&shop, "order-r")).await;
     assert_eq!(get(&store, second).await.behind, Some(first));
@@ -423,15 +434,7 @@ async fn a_cancel_of_many_keys_takes_their_rows_in_a_creates_order_and_never_dea
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let store = crate::conformance::postgres_store(pool.clone());
-    let shop = create(
-        &store,
-        hookd::store::endpoints::Endpoint {
-            ordering: hookd::domain::ordering::KeyOrdering::Key,
-            ..endpoint()
-        },
-    )
-    .await;
+    let (store, shop) = ordered_shop(&pool).await;
     let mut ids = Vec::new();
     for key in ["order-b", "order-a", "order-c"] {
         ids.push(commit_new(&store, keyed(&shop, key)).await);

@@ -11,6 +11,17 @@ use crate::console::Browser;
 use crate::helpers::{eventually, TOKEN};
 use crate::receiver::{Receiver, Reply};
 
+/// Runs a command the console offers to copy, as a user pasting it into a
+/// shell would; it must succeed.
+async fn run_copied(curl: &str) {
+    let run = tokio::process::Command::new("bash")
+        .args(["-c", &format!("{curl} --silent --show-error --fail")])
+        .output()
+        .await
+        .unwrap();
+    assert!(run.status.success(), "{curl}: {run:?}");
+}
+
 async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_it(
     backend: Backend,
 ) {
@@ -111,12 +122,7 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
     let curl = curl.as_str().unwrap().to_string();
     assert!(curl.starts_with("curl -X POST"), "{curl}");
     let before = receiver.received("/hook").len();
-    let run = tokio::process::Command::new("bash")
-        .args(["-c", &format!("{curl} --silent --show-error --fail")])
-        .output()
-        .await
-        .unwrap();
-    assert!(run.status.success(), "{curl}: {run:?}");
+    run_copied(&curl).await;
     let replayed = receiver
         .wait_for("/hook", before + 1, Duration::from_secs(15))
         .await;
@@ -137,12 +143,7 @@ async fn a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_i
     );
     let curl = browser.run(&script).await;
     let curl = curl.as_str().unwrap().to_string();
-    let run = tokio::process::Command::new("bash")
-        .args(["-c", &format!("{curl} --silent --show-error --fail")])
-        .output()
-        .await
-        .unwrap();
-    assert!(run.status.success(), "{curl}: {run:?}");
+    run_copied(&curl).await;
     let got = receiver.wait_for("/at", 1, Duration::from_secs(15)).await;
     assert_eq!(got[0].body, &b"@/etc/hostname"[..], "{curl}");
     browser.screenshot("retried-notification").await;
