@@ -196,6 +196,15 @@ function App() {
     const check = () => {
       const portal = takePortalToken();
       if (!portal) return false;
+      // A link opened in a tab an operator is signed in to leaves the
+      // operator's session alone: any page could otherwise sign them out
+      // (a bogus link) or into someone else's portal (a real one).
+      const current = session.token() !== null ? session.who() : null;
+      if (current && !current.portal) {
+        history.replaceState(null, '', `${location.pathname}#/notifications`);
+        setNotice('That was a portal link: it opens in a window of its own (a private window), or here once you sign out. This tab stays signed in as you.');
+        return true;
+      }
       setChecking(true);
       whoami(portal)
         .then((found) => {
@@ -242,7 +251,10 @@ function App() {
     }} />`;
   }
   return html`<${Nav} who=${who} parts=${route.parts} onSignOut=${() => signOut('Signed out.')} />
-    <main id="main" tabindex="-1"><${Page} route=${route} who=${who} /></main>`;
+    <main id="main" tabindex="-1">
+      ${notice && html`<p class="notice" role="status" data-test="session-notice">${notice}
+        <button type="button" onClick=${() => setNotice(null)} data-test="session-notice-dismiss">Dismiss</button></p>`}
+      <${Page} route=${route} who=${who} /></main>`;
 }
 
 // What the page's policy refused, for the browser tests to see (and

@@ -3,13 +3,15 @@
 //! portal with them, the revocation of its links, and a pull endpoint's
 //! consumer token, which pulls.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::backends::Backend;
 use crate::console::Browser;
-use crate::helpers::TOKEN;
+use crate::helpers::{eventually, TOKEN};
 use crate::portal::{as_token, get, settings, KEY};
 
 /// The value of the `data-test` input `test`.
@@ -74,6 +76,18 @@ async fn an_operator_issues_a_portal_link_and_a_consumer_token_from_the_endpoint
     let url = value_of(&browser, "portal-link-url").await;
     let (_, link) = url.split_once("#portal=").expect("a portal link");
     assert_eq!(get(&app, link, "/v1/whoami").await.0, StatusCode::OK);
+    // Opened in the operator's own tab, a link leaves the operator signed
+    // in (a page could otherwise sign them out, or into another's portal).
+    let operator = browser.text("who").await;
+    browser.goto(&format!("#portal={link}")).await;
+    let said = browser.text("session-notice").await;
+    assert!(said.contains("private window"), "{said}");
+    assert_eq!(browser.text("who").await, operator);
+    browser.click("session-notice-dismiss").await;
+    eventually(Duration::from_secs(15), "the notice dismissed", || async {
+        browser.all("session-notice").await.is_empty().then_some(())
+    })
+    .await;
 
     // A consumer token replaces the one before, and pulls.
     browser
@@ -94,11 +108,12 @@ async fn an_operator_issues_a_portal_link_and_a_consumer_token_from_the_endpoint
     assert_eq!(status, StatusCode::OK, "{pulled}");
     assert_eq!(pulled["data"].as_array().map(Vec::len), Some(1), "{pulled}");
 
-    // The link opens the portal with what it was issued with. It arrives
-    // in the open console (only the fragment changes) and signs in once
-    // hookd has checked it: the next address is typed after that, as a
-    // user would, not while the check is under way (a reload then would
-    // keep the operator's session).
+    // Signed out, the same tab opens the link's portal with what it was
+    // issued with. The link arrives in the open console (only the fragment
+    // changes) and signs in once hookd has checked it: the next address is
+    // typed after that, as a user would, not while the check is under way.
+    browser.click("sign-out").await;
+    browser.find("sign-in").await;
     browser.goto_url(&url).await;
     browser
         .wait_text("who", "the portal link signed in", |t| {
