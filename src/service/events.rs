@@ -24,9 +24,8 @@ use super::payload::{content, deliver_at};
 use super::{Service, ServiceError};
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::fields::{valid_key, valid_uid, MAX_HEADERS};
-use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
 use crate::domain::ordering::{valid_order_key, KeyOrdering};
-use crate::domain::payload_filter::{payload_json, PayloadFilter, MAX_PAYLOAD_DEPTH};
+use crate::domain::payload_filter::{payload_json, PayloadFilter};
 use crate::domain::problem::{shown, ErrorCode, Kind, Problem};
 use crate::domain::pull::Delivery;
 use crate::domain::schedule::Schedule;
@@ -266,17 +265,7 @@ impl Service {
             input.content_type,
             self.settings.api.max_payload_bytes,
         )?;
-        if is_json_content_type(&content.content_type)
-            && nests_deeper_than(&content.body, MAX_PAYLOAD_DEPTH)
-        {
-            return Err(Problem::invalid(
-                ErrorCode::InvalidValue,
-                content.field,
-                format!(
-                    "an event's JSON nests at most {MAX_PAYLOAD_DEPTH} levels deep, as payload filters read it"
-                ),
-            ));
-        }
+        content.readable_by_filters()?;
         if let Some(key) = &input.key {
             if !valid_key(key) {
                 return Err(invalid_key());

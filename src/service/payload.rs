@@ -6,6 +6,8 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
+use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
+use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
 use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::schedule::parse_duration;
 
@@ -21,6 +23,27 @@ pub(super) struct Content {
     pub content_type: String,
     /// Which was given, `payload` or `body`: the field a problem with it names.
     pub field: &'static str,
+}
+
+impl Content {
+    /// An event's content as payload filters read it: JSON nests no deeper
+    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`). Deeper, a
+    /// filter would match nothing and the event reach no filtered endpoint,
+    /// said nowhere.
+    pub fn readable_by_filters(&self) -> Result<(), Problem> {
+        if is_json_content_type(&self.content_type)
+            && nests_deeper_than(&self.body, MAX_PAYLOAD_DEPTH)
+        {
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                self.field,
+                format!(
+                    "an event's JSON nests at most {MAX_PAYLOAD_DEPTH} levels deep, as payload filters read it"
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Takes exactly one of `payload` (JSON, kept as the bytes given) and
