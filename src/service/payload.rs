@@ -125,8 +125,8 @@ pub(super) fn deliver_at(
                     "deliver_at",
                     "deliver_at is an RFC 3339 time such as 2026-01-31T12:00:00Z",
                 )
-            })?
-            .with_timezone(&Utc),
+            })
+            .map(|at| whole_micros(at.with_timezone(&Utc)))?,
         (None, Some(delay)) => {
             let ms = parse_duration(&delay)
                 .map_err(|e| Problem::invalid(ErrorCode::InvalidValue, "delay", e.to_string()))?;
@@ -142,6 +142,13 @@ pub(super) fn deliver_at(
         ));
     }
     Ok(at)
+}
+
+/// `at` to the microsecond, as both stores keep times, so that a create
+/// answers the time a read will: nanoseconds are cut, and a leap second
+/// (`23:59:60.5`) is the second after it (`00:00:00.5`), as the stores count.
+fn whole_micros(at: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at)
 }
 
 /// A per-notification URL (Alipay's `notify_url`): a receiver URL whose

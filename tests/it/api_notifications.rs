@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use hookd::domain::status::Status;
 use hookd::due::IndexState;
 use reqwest::{Method, StatusCode};
@@ -294,6 +294,46 @@ async fn delay_and_deliver_at_set_the_first_due_time(backend: Backend) {
     );
 }
 both!(delay_and_deliver_at_set_the_first_due_time);
+
+async fn a_deliver_at_in_a_leap_second_or_in_nanoseconds_reads_back_as_it_was_answered(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let year = Utc::now().year() + 1;
+    for (given, stored) in [
+        (
+            format!("{year}-06-30T23:59:60.5Z"),
+            format!("{year}-07-01T00:00:00.500Z"),
+        ),
+        (
+            format!("{year}-01-02T03:04:05.123456789+00:00"),
+            format!("{year}-01-02T03:04:05.123456Z"),
+        ),
+    ] {
+        let (status, created) = app
+            .post(
+                "/v1/notifications",
+                json!({"endpoint": "shop", "payload": {}, "deliver_at": given}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{given}: {created}");
+        let (status, read) = app
+            .get(&format!(
+                "/v1/notifications/{}",
+                created["id"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{read}");
+        assert_eq!(created["deliver_at"], read["deliver_at"], "{given}");
+        assert_eq!(
+            created["next_attempt_at"], read["next_attempt_at"],
+            "{given}"
+        );
+        assert_eq!(time(&read["deliver_at"]), time(&json!(stored)), "{given}");
+    }
+}
+both!(a_deliver_at_in_a_leap_second_or_in_nanoseconds_reads_back_as_it_was_answered);
 
 async fn a_batch_creates_each_valid_item_and_reports_each_invalid_one(backend: Backend) {
     let app = backend.spawn().await;
