@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::batch::{created_in, in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
-use super::extract::{JsonBody, QueryParams};
+use super::extract::{JsonBody, NoBody, QueryParams};
 use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::traced::Traced;
@@ -288,6 +288,7 @@ pub struct EventCancelled {
 pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    _: NoBody,
 ) -> Result<Json<EventCancelled>, ApiError> {
     let cancelled = state.service.cancel_event(parse_id(&id)?).await?;
     Ok(Json(EventCancelled { cancelled }))

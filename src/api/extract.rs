@@ -46,6 +46,26 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalJ
     }
 }
 
+/// The body of a route that takes none (a cancel, a retry, a revoke): no
+/// body, JSON's whitespace or an empty object (what a client that always
+/// sends JSON sends). Anything else is refused as any body is, rather than
+/// ignored: `{"dry_run": true}` is not read as a request to act.
+pub struct NoBody;
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+impl<S: Send + Sync> FromRequest<S> for NoBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        OptionalJsonBody::<NoFields>::from_request(req, state)
+            .await
+            .map(|_| NoBody)
+    }
+}
+
 /// The request's body, within `api.max_request_bytes`.
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|rejection| {

@@ -17,7 +17,7 @@ use super::attempt_view::AttemptView;
 use super::auth::{Caller, SeesSecrets};
 use super::batch::{created_in, in_batch, parse_items, status_of};
 use super::error::{ApiError, ErrorDetail};
-use super::extract::{JsonBody, QueryParams};
+use super::extract::{JsonBody, NoBody, QueryParams};
 use super::notification_view::{secret_paths, NotificationView};
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::traced::Traced;
@@ -308,6 +308,7 @@ pub async fn cancel(
     Extension(caller): Extension<Caller>,
     sees: SeesSecrets,
     Path(id): Path<String>,
+    _: NoBody,
 ) -> Result<Json<NotificationView>, ApiError> {
     let cancelled = state
         .service
@@ -419,6 +420,7 @@ pub async fn retry(
     State(state): State<AppState>,
     caller: SeesSecrets,
     Path(id): Path<String>,
+    _: NoBody,
 ) -> Result<Json<NotificationView>, ApiError> {
     let id = parse_id(&id)?;
     // Held by its endpoint or its key: a retry would change nothing.

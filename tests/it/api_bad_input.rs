@@ -108,6 +108,12 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("a name given as a list", M::PATCH, "/v1/endpoints/shop", Some("{\"ordering\": []}"), 422, "invalid_type", Some("ordering")),
         case("two headers one name but for case", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"X-A\": \"1\", \"x-a\": \"2\"}}"), 422, "invalid_header", Some("headers.x-a")),
         case("a query value that is not utf-8", M::GET, "/v1/notifications?key=%FF-lossy", None, 400, "invalid_query", None),
+        // A route that takes no body refuses one rather than ignore it.
+        case("a retry with a malformed body", M::POST, "/v1/notifications/00000000-0000-0000-0000-000000000000/retry", Some("{\"force"), 400, "malformed_json", None),
+        case("a cancel with a field it has not", M::POST, "/v1/notifications/00000000-0000-0000-0000-000000000000/cancel", Some("{\"reason\": \"fraud\"}"), 422, "unknown_field", Some("reason")),
+        case("an event's cancel with a list", M::POST, "/v1/events/00000000-0000-0000-0000-000000000000/cancel", Some("[1]"), 422, "invalid_type", None),
+        case("a portal revoke with a field it has not", M::POST, "/v1/endpoints/shop/portal/revoke", Some("{\"dry_run\": true}"), 422, "unknown_field", Some("dry_run")),
+        case("an owner's portal revoke with text", M::POST, "/v1/owners/m-1/portal/revoke", Some("now"), 400, "malformed_json", None),
     ];
     for case in cases {
         let (status, body) = match case.body {
@@ -145,6 +151,38 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
     assert!(!message.contains("u16"), "{message}");
 }
 both!(each_bad_request_gets_a_clear_error_in_the_api_shape);
+
+/// A client that always sends JSON sends `{}` where a route takes no body;
+/// one that sends none, or a line feed, is heard the same.
+async fn a_route_that_takes_no_body_accepts_none_or_an_empty_object(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "shop", "owner": "m-1"})).await;
+    let (_, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    let id = created["id"].as_str().unwrap();
+    let (_, event) = app
+        .post(
+            "/v1/events",
+            json!({"event_type": "order.paid", "payload": {}, "delay": "1h"}),
+        )
+        .await;
+    let event = event["id"].as_str().unwrap();
+    for (path, body) in [
+        (format!("/v1/notifications/{id}/retry"), ""),
+        (format!("/v1/notifications/{id}/cancel"), "{ }"),
+        (format!("/v1/events/{event}/cancel"), "\n"),
+        ("/v1/endpoints/shop/portal/revoke".to_owned(), "{}"),
+        ("/v1/owners/m-1/portal/revoke".to_owned(), " "),
+    ] {
+        let (status, answer) = app.call_raw(Method::POST, &path, body).await;
+        assert_eq!(status, StatusCode::OK, "{path} {body:?}: {answer}");
+    }
+}
+both!(a_route_that_takes_no_body_accepts_none_or_an_empty_object);
 
 async fn a_body_over_the_payload_limit_is_413_and_a_request_over_the_request_limit_too(
     backend: Backend,

@@ -19,7 +19,7 @@ pub(super) use access::admit;
 
 use super::auth::{Audited, Caller};
 use super::error::ApiError;
-use super::extract::OptionalJsonBody;
+use super::extract::{NoBody, OptionalJsonBody};
 use super::AppState;
 use crate::domain::fields::valid_uid;
 use crate::domain::portal::{
@@ -165,6 +165,7 @@ pub struct Revoked {
 pub async fn revoke(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
+    _: NoBody,
 ) -> Result<(Extension<Audited>, Json<Revoked>), ApiError> {
     let (endpoint_id, generation) = state
         .service
@@ -195,6 +196,7 @@ pub struct OwnerRevoked {
 pub async fn revoke_owner(
     State(state): State<AppState>,
     Path(owner): Path<String>,
+    _: NoBody,
 ) -> Result<Json<OwnerRevoked>, ApiError> {
     if !valid_uid(&owner) {
         return Err(crate::service::events::invalid_owner().into());
