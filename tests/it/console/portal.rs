@@ -107,6 +107,10 @@ async fn a_portal_link_shows_its_endpoints_notifications_only(backend: Backend) 
     let refused = browser.text("error").await;
     assert!(refused.contains("not found"), "{refused}");
     browser.screenshot("portal-other-notification").await;
+    // The operator's events page, typed in, is no page of the portal's.
+    browser.goto("#/events").await;
+    let missing = browser.text("not-found").await;
+    assert!(missing.contains("No such page"), "{missing}");
 
     // The same address in a new tab (no session), as a bookmark would
     // open it: a page that says to ask for a new link, not a sign-in
