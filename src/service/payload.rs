@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
-use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
+use crate::domain::json_value::{is_json_content_type, nests_deeper_than, repeated_key};
 use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
-use crate::domain::problem::{ErrorCode, Problem};
+use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::schedule::parse_duration;
 
 /// Furthest in the future a notification or event may be scheduled.
@@ -27,18 +27,31 @@ pub(super) struct Content {
 
 impl Content {
     /// An event's content as payload filters read it: JSON nests no deeper
-    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`). Deeper, a
-    /// filter would match nothing and the event reach no filtered endpoint,
-    /// said nowhere.
+    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`), and no object
+    /// names a key twice. Deeper, a filter would match nothing and the
+    /// event reach no filtered endpoint, said nowhere; with a key twice, a
+    /// filter reads its last value and a receiver's parser may read its
+    /// first.
     pub fn readable_by_filters(&self) -> Result<(), Problem> {
-        if is_json_content_type(&self.content_type)
-            && nests_deeper_than(&self.body, MAX_PAYLOAD_DEPTH)
-        {
+        if !is_json_content_type(&self.content_type) {
+            return Ok(());
+        }
+        if nests_deeper_than(&self.body, MAX_PAYLOAD_DEPTH) {
             return Err(Problem::invalid(
                 ErrorCode::InvalidValue,
                 self.field,
                 format!(
                     "an event's JSON nests at most {MAX_PAYLOAD_DEPTH} levels deep, as payload filters read it"
+                ),
+            ));
+        }
+        if let Some(key) = repeated_key(&self.body) {
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                self.field,
+                format!(
+                    "an event's JSON names the key \"{}\" twice in one object: payload filters would read one value and a receiver perhaps the other",
+                    shown(&key)
                 ),
             ));
         }

@@ -355,3 +355,53 @@ async fn an_event_whose_payload_nests_deeper_than_a_filter_reads_is_refused(back
 }
 
 both!(an_event_whose_payload_nests_deeper_than_a_filter_reads_is_refused);
+
+/// A filter reads a key named twice in one object as its last value, and a
+/// receiver's parser may read its first: an event whose JSON does that is
+/// refused, naming the key. A notification's payload is no filter's to
+/// read, and goes out as the bytes given.
+async fn an_event_whose_payload_names_a_key_twice_in_one_object_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "refunds", "owner": "m-dup", "filter": {"type": "refund"}}))
+        .await;
+    let event = |payload: &str| {
+        format!(
+            "{{\"event_type\": \"order.paid\", \"owner\": \"m-dup\", \"delay\": \"1h\", \"payload\": {payload}}}"
+        )
+    };
+    let twice = r#"{"order": {"type": "refund", "amount": 1, "type": "paid"}}"#;
+    let (status, refused) = app.call_raw(Method::POST, "/v1/events", event(twice)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_value");
+    assert_eq!(refused["error"]["field"], "payload");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"type\""), "{message}");
+    // In a batch, the item is refused and the others stored.
+    let (status, batch) = app
+        .call_raw(
+            Method::POST,
+            "/v1/events/batch",
+            format!("{{\"events\": [{}, {}]}}", event(twice), event("{}")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{batch}");
+    assert_eq!(batch["data"][0]["status"], 422, "{batch}");
+    assert_eq!(batch["data"][0]["error"]["field"], "payload", "{batch}");
+    assert_eq!(batch["data"][1]["status"], 201, "{batch}");
+
+    // One key in two objects is two keys.
+    let apart = r#"{"type": "refund", "lines": [{"type": "a"}, {"type": "b"}]}"#;
+    let (status, created) = app.call_raw(Method::POST, "/v1/events", event(apart)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["deliveries"], 1, "{created}");
+
+    let (status, created) = app
+        .call_raw(
+            Method::POST,
+            "/v1/notifications",
+            format!("{{\"endpoint\": \"refunds\", \"delay\": \"1h\", \"payload\": {twice}}}"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+}
+both!(an_event_whose_payload_names_a_key_twice_in_one_object_is_refused);
