@@ -177,6 +177,14 @@ const ORDER_KEYS: Table = Table {
     ],
 };
 
+/// An owner's portal generation (`portal_owners`): a link revoked in the
+/// embedded file stays revoked on the server.
+const PORTAL_OWNERS: Table = Table {
+    name: "portal_owners",
+    key: &["owner"],
+    columns: &[col("owner", Text), col("generation", Int)],
+};
+
 /// A consumer's `hkc_` token keeps working: only its digest is stored.
 const CONSUMER_TOKENS: Table = Table {
     name: "consumer_tokens",
@@ -275,8 +283,9 @@ const NOTIFICATIONS: Table = Table {
 };
 
 /// Every table copied, in the order copied.
-pub(crate) const TABLES: [Table; 6] = [
+pub(crate) const TABLES: [Table; 7] = [
     ENDPOINTS,
+    PORTAL_OWNERS,
     ORDER_KEYS,
     CONSUMER_TOKENS,
     EVENTS,

@@ -145,21 +145,24 @@ pub trait WriteStore: Clocked + Send + Sync + 'static {
     /// endpoint.
     async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError>;
     /// Raises the endpoint's `portal_generation` (every link issued before
-    /// stops working) past its owner's highest, so that its owner's links
-    /// stop too (`owner_portal_generation`); its id and the new generation,
-    /// `None`: no such endpoint.
+    /// stops working) past its owner's (`owner_portal_generation`), and the
+    /// owner's to it, so that its owner's links stop too, and stay stopped
+    /// once the endpoint is deleted or moved; its id and the new
+    /// generation, `None`: no such endpoint.
     async fn revoke_portal_links(
         &self,
         by: &EndpointRef,
     ) -> Result<Option<(Uuid, i32)>, StoreError>;
-    /// Raises every live endpoint of `owner` to one generation past their
-    /// highest: each link of the owner, and of each of its endpoints,
-    /// issued before stops working. The new generation; `None`: the owner
-    /// has no live endpoint.
+    /// Raises every live endpoint of `owner`, and the owner's own
+    /// generation (`portal_owners`), to one past the owner's: each link of
+    /// the owner, and of each of its endpoints, issued before stops
+    /// working, whatever becomes of those endpoints. The new generation;
+    /// `None`: the owner has no live endpoint.
     async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError>;
     /// The generation an owner's links carry: the highest of its live
-    /// endpoints', read where revocations are written (a link issued at a
-    /// lower one is revoked); `None`: the owner has no live endpoint.
+    /// endpoints' and its own (`portal_owners`, which revokes raise and
+    /// nothing lowers), read where revocations are written (a link issued
+    /// at a lower one is revoked); `None`: the owner has no live endpoint.
     async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError>;
 }
 

@@ -190,3 +190,64 @@ async fn revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_lin
     assert_eq!(code, StatusCode::NOT_FOUND);
 }
 both!(revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_links);
+
+/// A revocation outlasts the endpoints it raised: once every endpoint of
+/// the owner was deleted or moved to another owner, a new endpoint of the
+/// owner did not bring its revoked links back, whether the owner's links
+/// or one of its endpoints' were revoked.
+async fn a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_moved_and_another_made(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    app.endpoint(json!({"uid": "m42-a", "owner": "merchant-42"}))
+        .await;
+    app.endpoint(json!({"uid": "m42-b", "owner": "merchant-42"}))
+        .await;
+    let owner = "/v1/owners/merchant-42/portal";
+    let status = |token: String| {
+        let app = &app;
+        async move { get(app, &token, "/v1/notifications").await.0 }
+    };
+    let (revoked, _) = issue(&app, owner, json!({})).await;
+    let (code, body) = app
+        .post("/v1/owners/merchant-42/portal/revoke", json!({}))
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(status(revoked.clone()).await, StatusCode::UNAUTHORIZED);
+
+    let (code, _) = app.call(Method::DELETE, "/v1/endpoints/m42-a", None).await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/m42-b",
+            Some(json!({"owner": "merchant-7"})),
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    app.endpoint(json!({"uid": "m42-c", "owner": "merchant-42"}))
+        .await;
+    assert_eq!(
+        status(revoked).await,
+        StatusCode::UNAUTHORIZED,
+        "the owner's revoked link, beside its new endpoint"
+    );
+    let (before, _) = issue(&app, owner, json!({})).await;
+    assert_eq!(status(before.clone()).await, StatusCode::OK, "issued after");
+
+    // An endpoint's revocation refused its owner's links: they stay
+    // refused once it is gone.
+    let (code, body) = app
+        .post("/v1/endpoints/m42-c/portal/revoke", json!({}))
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(status(before.clone()).await, StatusCode::UNAUTHORIZED);
+    let (code, _) = app.call(Method::DELETE, "/v1/endpoints/m42-c", None).await;
+    assert_eq!(code, StatusCode::OK);
+    app.endpoint(json!({"uid": "m42-d", "owner": "merchant-42"}))
+        .await;
+    assert_eq!(status(before).await, StatusCode::UNAUTHORIZED);
+    let (after, _) = issue(&app, owner, json!({})).await;
+    assert_eq!(status(after).await, StatusCode::OK, "issued after");
+}
+both!(a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_moved_and_another_made);

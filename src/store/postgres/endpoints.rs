@@ -76,11 +76,18 @@ impl PgStore {
         }
         let (id, uid) = by.as_params();
         Ok(sqlx::query_as(
-            "UPDATE endpoints e SET portal_generation = GREATEST(e.portal_generation, \
-                 COALESCE((SELECT max(o.portal_generation) FROM endpoints o \
-                     WHERE o.owner = e.owner AND o.deleted_at IS NULL AND NOT o.managed), 0)) + 1 \
-             WHERE (e.id = $1 OR e.uid = $2) AND e.deleted_at IS NULL AND NOT e.managed \
-             RETURNING e.id, e.portal_generation",
+            "WITH raised AS ( \
+                 UPDATE endpoints e SET portal_generation = GREATEST(e.portal_generation, \
+                     COALESCE((SELECT max(o.portal_generation) FROM endpoints o \
+                         WHERE o.owner = e.owner AND o.deleted_at IS NULL AND NOT o.managed), 0), \
+                     COALESCE((SELECT p.generation FROM portal_owners p WHERE p.owner = e.owner), 0)) + 1 \
+                 WHERE (e.id = $1 OR e.uid = $2) AND e.deleted_at IS NULL AND NOT e.managed \
+                 RETURNING e.id, e.owner, e.portal_generation \
+             ), kept AS ( \
+                 INSERT INTO portal_owners AS p (owner, generation) \
+                 SELECT owner, portal_generation FROM raised WHERE owner IS NOT NULL \
+                 ON CONFLICT (owner) DO UPDATE SET generation = GREATEST(p.generation, EXCLUDED.generation) \
+             ) SELECT id, portal_generation FROM raised",
         )
         .bind(id)
         .bind(uid)
@@ -90,24 +97,31 @@ impl PgStore {
 
     /// See `WriteStore::revoke_owner_portal_links`.
     pub async fn revoke_owner_portal_links(&self, owner: &str) -> Result<Option<i32>, StoreError> {
-        let raised: Vec<i32> = sqlx::query_scalar(
-            "UPDATE endpoints SET portal_generation = ( \
-                 SELECT max(o.portal_generation) + 1 FROM endpoints o \
-                 WHERE o.owner = $1 AND o.deleted_at IS NULL AND NOT o.managed) \
-             WHERE owner = $1 AND deleted_at IS NULL AND NOT managed \
-             RETURNING portal_generation",
+        let raised: Option<i32> = sqlx::query_scalar(
+            "WITH raised AS ( \
+                 UPDATE endpoints SET portal_generation = GREATEST( \
+                     (SELECT max(o.portal_generation) FROM endpoints o \
+                         WHERE o.owner = $1 AND o.deleted_at IS NULL AND NOT o.managed), \
+                     COALESCE((SELECT p.generation FROM portal_owners p WHERE p.owner = $1), 0)) + 1 \
+                 WHERE owner = $1 AND deleted_at IS NULL AND NOT managed \
+                 RETURNING portal_generation \
+             ) INSERT INTO portal_owners AS p (owner, generation) \
+             SELECT $1, max(portal_generation) FROM raised HAVING count(*) > 0 \
+             ON CONFLICT (owner) DO UPDATE SET generation = GREATEST(p.generation, EXCLUDED.generation) \
+             RETURNING generation",
         )
         .bind(owner)
-        .fetch_all(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(raised.into_iter().max())
+        Ok(raised)
     }
 
     /// See `WriteStore::owner_portal_generation`.
     pub async fn owner_portal_generation(&self, owner: &str) -> Result<Option<i32>, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT max(portal_generation) FROM endpoints \
-             WHERE owner = $1 AND deleted_at IS NULL AND NOT managed",
+            "SELECT CASE WHEN count(*) > 0 THEN GREATEST(max(e.portal_generation), \
+                 COALESCE((SELECT p.generation FROM portal_owners p WHERE p.owner = $1), 0)) END \
+             FROM endpoints e WHERE e.owner = $1 AND e.deleted_at IS NULL AND NOT e.managed",
         )
         .bind(owner)
         .fetch_one(&self.pool)

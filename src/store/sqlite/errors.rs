@@ -41,6 +41,7 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
         "operations_running_per_endpoint",
     ),
     ("endpoint_circuits.endpoint_id", "endpoint_circuits_pkey"),
+    ("portal_owners.owner", "portal_owners_pkey"),
     (
         "order_keys.endpoint_id, order_keys.order_key",
         "order_keys_pkey",

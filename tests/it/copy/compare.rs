@@ -11,8 +11,9 @@ use sqlx::{AssertSqlSafe, Connection, PgPool};
 use uuid::Uuid;
 
 /// The tables the copy copies, with their primary keys.
-pub const TABLES: [(&str, &str); 5] = [
+pub const TABLES: [(&str, &str); 6] = [
     ("endpoints", "id"),
+    ("portal_owners", "owner"),
     ("consumer_tokens", "endpoint_id"),
     ("events", "id"),
     ("attempts", "notification_id, number"),

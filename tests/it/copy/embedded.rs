@@ -10,7 +10,7 @@ use chrono::{Duration, Utc};
 use hookd::domain::sealed::Keyring;
 use hookd::store::endpoints::{Endpoint, PreviousSecret};
 use hookd::store::sealing::Sealing;
-use hookd::store::seams::{HousekeepingStore, OperatorTarget, PullStore};
+use hookd::store::seams::{HousekeepingStore, OperatorTarget, PullStore, WriteStore};
 use hookd::store::sqlite::{SqliteOptions, SqliteStore};
 use sha2::Digest;
 use tempfile::TempDir;
@@ -96,6 +96,11 @@ pub async fn embedded(base: &str) -> Embedded {
     )
     .await;
     let pull = fixtures::create(&store, fixtures::pull_endpoint()).await;
+    // acme's portal links revoked: the server refuses them too.
+    WriteStore::revoke_owner_portal_links(&store, "acme")
+        .await
+        .unwrap()
+        .expect("acme has an endpoint");
 
     let mut with_headers = fixtures::notification(&push);
     with_headers.key = Some("order-1".into());
