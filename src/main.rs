@@ -177,6 +177,9 @@ fn main() -> ExitCode {
                     role.name()
                 ));
             }
+            if let Some(refusal) = idle_dispatcher(&settings, role) {
+                return config_failure(&refusal);
+            }
             if let Some(format) = log_format {
                 settings.log.format = match format {
                     LogFormatArg::Text => LogFormat::Text,
@@ -190,6 +193,25 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// Why `dispatcher.enabled = false` would leave notifications undelivered
+/// for good, if it would: in embedded mode no other process delivers (as
+/// `--role api` is refused there), and `--role dispatcher` would do
+/// nothing at all.
+fn idle_dispatcher(settings: &Settings, role: Role) -> Option<String> {
+    if settings.dispatcher.enabled {
+        return None;
+    }
+    if settings.mode().is_ok_and(|mode| mode != Mode::Server) {
+        return Some(
+            "invalid configuration: `dispatcher.enabled` = false needs server mode (database.url and redis.url), where another process delivers: in embedded mode nothing would"
+                .into(),
+        );
+    }
+    (role == Role::Dispatcher).then(|| {
+        "invalid configuration: `dispatcher.enabled` = false with --role dispatcher leaves the process nothing to do".into()
+    })
 }
 
 /// The settings, `--data-dir` over them, with a mode chosen: exit code 78
@@ -234,6 +256,10 @@ fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode 
     match runtime.block_on(task) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if unsafe_files(&error) => config_failure(&format!("{error:#}")),
+        Err(error) if bad_arguments(&error) => {
+            eprintln!("hookd: {error:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(error) => fail(&format!("{error:#}")),
     }
 }
@@ -258,6 +284,21 @@ fn unsafe_files(error: &anyhow::Error) -> bool {
         refused.is_some_and(FileError::is_refusal)
     })
 }
+
+/// Whether the command line itself was wrong (`hookd copy --from
+/// ./hookd.db`): exit code 2, as clap's own refusals.
+fn bad_arguments(error: &anyhow::Error) -> bool {
+    use hookd::copy::CopyError;
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref(),
+            Some(CopyError::FromNotSqlite | CopyError::ToNotPostgres)
+        )
+    })
+}
+
+/// Exit code for a wrong command line, as clap's.
+const EXIT_USAGE: u8 = 2;
 
 /// One line on stderr, exit code 1.
 fn fail(error: &dyn std::fmt::Display) -> ExitCode {

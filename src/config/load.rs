@@ -17,16 +17,14 @@ impl Settings {
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
         if let Some(path) = file {
-            if !path.is_file() {
-                return Err(ConfigError::Load(format!(
-                    "config file {} does not exist",
-                    path.display()
-                )));
-            }
-            figment = figment.merge(Toml::file(path));
+            figment = figment.merge(ConfigFile::read(path)?);
         }
         // Only HOOKD_<SECTION>__<KEY> names are configuration; other HOOKD_*
-        // variables (a wrapper script's, say) are not mistaken for typos.
+        // variables (a wrapper script's, say) are not mistaken for typos,
+        // but one that names a setting in another spelling is refused.
+        if let Some(refusal) = misspelt_variable(std::env::vars_os().map(|(name, _)| name)) {
+            return Err(ConfigError::Load(refusal));
+        }
         figment = figment.merge(
             Env::prefixed("HOOKD_")
                 .filter(|key| key.as_str().contains("__"))
@@ -64,13 +62,102 @@ impl Settings {
     }
 }
 
+/// A config file's TOML, read by hookd itself: a pipe (`--config
+/// <(envsubst < hookd.toml)`) is read once, as figment's file provider,
+/// which wants a regular file, could not; and a file that cannot be read
+/// is said in one line with its path as given.
+struct ConfigFile {
+    path: String,
+    text: String,
+}
+
+impl ConfigFile {
+    fn read(path: &Path) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
+        let refuse = |why: String| ConfigError::Load(format!("config file {shown}: {why}"));
+        if path.is_dir() {
+            return Err(refuse("is a directory, not a TOML file".into()));
+        }
+        let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => refuse("does not exist".into()),
+            _ => refuse(format!("cannot be read: {e}")),
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            refuse(format!(
+                "is not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        Ok(Self { path: shown, text })
+    }
+}
+
+impl figment::Provider for ConfigFile {
+    fn metadata(&self) -> figment::Metadata {
+        figment::Metadata::from("TOML file", figment::Source::Custom(self.path.clone()))
+    }
+
+    fn data(
+        &self,
+    ) -> Result<figment::value::Map<figment::Profile, figment::value::Dict>, figment::Error> {
+        Toml::string(&self.text).data()
+    }
+}
+
+/// A refusal of the first `HOOKD_` variable that names a setting but is
+/// not read: one underscore between section and key
+/// (`HOOKD_DATABASE_URL`), or not in capitals (`hookd_server__listen`).
+/// Left alone, server mode quietly became embedded mode.
+pub(super) fn misspelt_variable(names: impl Iterator<Item = std::ffi::OsString>) -> Option<String> {
+    let keys = setting_keys();
+    names.filter_map(|name| name.into_string().ok()).find_map(|name| {
+        let read = name.starts_with("HOOKD_") && name.contains("__");
+        let rest = name.get(..6)?.eq_ignore_ascii_case("hookd_").then(|| &name[6..])?;
+        let flat = rest.to_ascii_lowercase().replace("__", "_");
+        let key = keys.iter().find(|key| key.replace('.', "_") == flat)?;
+        (!read).then(|| {
+            format!(
+                "{name} is not read: a setting's variable is HOOKD_ and its key in capitals, two underscores between section and key: {}",
+                format!("HOOKD_{}", key.replace('.', "__")).to_ascii_uppercase()
+            )
+        })
+    })
+}
+
+/// Every setting's dotted key, as the compiled-in defaults name them.
+fn setting_keys() -> Vec<String> {
+    use figment::value::{Dict, Value};
+    fn walk(prefix: &str, dict: &Dict, keys: &mut Vec<String>) {
+        for (name, value) in dict {
+            let key = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}.{name}")
+            };
+            match value {
+                Value::Dict(_, inner) => walk(&key, inner, keys),
+                _ => keys.push(key),
+            }
+        }
+    }
+    let mut keys = Vec::new();
+    if let Ok(profiles) = figment::Provider::data(&Toml::string(DEFAULT_TOML)) {
+        for dict in profiles.values() {
+            walk("", dict, &mut keys);
+        }
+    }
+    keys
+}
+
 fn toml_string(settings: &Settings) -> String {
     toml::to_string(settings).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
 }
 
 /// Keys whose values are `Secret`s: an error about one never shows its value.
-const SECRET_KEYS: [&str; 8] = [
+const SECRET_KEYS: [&str; 10] = [
     "database.url",
+    "database.read_url",
+    "telemetry.otlp_headers",
     "redis.url",
     "redis.cluster",
     "api.tokens",

@@ -11,6 +11,42 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::TokenSpec;
 
+/// An address and port, refused in words that show the form.
+fn socket_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    text.trim().parse().map_err(|_| {
+        serde::de::Error::custom(format!(
+            "`{}` is not an address and a port such as 127.0.0.1:8080 or [::1]:8080",
+            crate::domain::problem::shown(&text)
+        ))
+    })
+}
+
+fn some_socket_address<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    socket_address(d).map(Some)
+}
+
+/// Networks in CIDR form, or single addresses (`10.0.0.5` is
+/// `10.0.0.5/32`, `::1` is `::1/128`).
+fn networks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|text| {
+            let text = text.trim();
+            text.parse::<IpNet>()
+                .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "`{}` is not a network such as 10.0.0.0/8 or an address such as 10.0.0.5",
+                        crate::domain::problem::shown(text)
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// Margin the delivery lease must keep over the longest attempt timeout.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
@@ -139,6 +175,7 @@ pub struct RetentionSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSettings {
+    #[serde(deserialize_with = "socket_address")]
     pub listen: SocketAddr,
     pub shutdown_timeout_ms: u64,
     /// Closes a connection that has had no request under way for this
@@ -157,7 +194,11 @@ pub struct ServerSettings {
     pub tls_key: String,
     /// A second listener for `/metrics`, `/healthz` and `/readyz`; when set,
     /// `/metrics` leaves `listen`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "some_socket_address"
+    )]
     pub metrics_listen: Option<SocketAddr>,
 }
 
@@ -238,6 +279,7 @@ pub struct ApiSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SenderSettings {
+    #[serde(deserialize_with = "networks")]
     pub allow_networks: Vec<IpNet>,
     pub timeout_ms: u64,
     pub connect_timeout_ms: u64,

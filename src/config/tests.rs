@@ -231,6 +231,42 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
         ),
         // A syntax error keeps its position, not the line it is on.
         ("[api]\ntokens = [\"hunter2\n", "line 2"),
+        (
+            "[database]\nmax_connections = 4000000000\n",
+            "database.max_connections",
+        ),
+        (
+            "[database]\nmax_connections = 2\nmin_connections = 50\n",
+            "database.min_connections",
+        ),
+        (
+            "[server]\nlisten = \"127.0.0.1:8080\"\nmetrics_listen = \"0.0.0.0:8080\"\n",
+            "server.metrics_listen",
+        ),
+        (
+            "[api]\ntokens = [\"hunter2hunter2hunter2hunter2 \"]\n",
+            "printable ASCII without spaces",
+        ),
+        (
+            "[api]\ntokens = [\"                          \"]\n",
+            "api.tokens",
+        ),
+        (
+            "[[api.tokens]]\nname = \"ci\"\ntoken = \"hunter2hunter2hunter2hunter2\"\nscopes = [\"superuser\"]\n",
+            "`api.tokens.0.scopes.0`: unknown variant: found `superuser`",
+        ),
+        (
+            "[[api.tokens]]\nname = \"ci\"\ntoken = \"hunter2hunter2hunter2hunter2\"\nscope = [\"read\"]\n",
+            "`api.tokens.0.scope`: unknown field",
+        ),
+        (
+            "[server]\ntls_key = \"/etc/hookd/key.pem\"\n",
+            "`server.tls_cert` must be set with server.tls_key",
+        ),
+        (
+            "[sender]\ntimeout_ms = 200000\n",
+            "lower sender.timeout_ms",
+        ),
     ];
     for (toml, key) in cases {
         let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();
@@ -344,4 +380,60 @@ fn a_read_replica_without_server_mode_is_refused_naming_it() {
     ])
     .unwrap();
     assert_eq!(server.mode().unwrap(), Mode::Server);
+}
+
+#[test]
+fn a_network_may_be_one_address_and_a_listen_address_is_refused_showing_the_form() {
+    let settings = Settings::from_toml_overrides(
+        "[sender]\nallow_networks = [\"10.0.0.5\", \"fd00::1\", \"192.168.0.0/16\"]\n",
+    )
+    .unwrap();
+    let shown: Vec<String> = settings
+        .sender
+        .allow_networks
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(shown, ["10.0.0.5/32", "fd00::1/128", "192.168.0.0/16"]);
+    let message = Settings::from_toml_overrides("[server]\nlisten = \"0.0.0.0\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("such as 127.0.0.1:8080"), "{message}");
+    let everything =
+        Settings::from_toml_overrides("[sender]\nallow_networks = [\"0.0.0.0/0\"]\n").unwrap();
+    assert!(
+        everything
+            .warnings()
+            .iter()
+            .any(|w| w.contains("sender.allow_networks holds 0.0.0.0/0")),
+        "{:?}",
+        everything.warnings()
+    );
+}
+
+#[test]
+fn a_variable_that_names_a_setting_in_another_spelling_is_refused_naming_the_right_one() {
+    let refused =
+        |names: &[&str]| load::misspelt_variable(names.iter().map(std::ffi::OsString::from));
+    let message = refused(&["PATH", "HOOKD_DATABASE_URL"]).unwrap();
+    assert!(
+        message.starts_with("HOOKD_DATABASE_URL is not read"),
+        "{message}"
+    );
+    assert!(message.ends_with("HOOKD_DATABASE__URL"), "{message}");
+    let message = refused(&["hookd_server__listen"]).unwrap();
+    assert!(message.ends_with("HOOKD_SERVER__LISTEN"), "{message}");
+    assert!(refused(&["HOOKD_DISPATCHER_LEASE_MS"])
+        .unwrap()
+        .ends_with("HOOKD_DISPATCHER__LEASE_MS"));
+    // What names no setting is a wrapper's own, and the right spelling is read.
+    assert_eq!(
+        refused(&[
+            "HOOKD_BIN",
+            "HOOKD_TEST_LOG",
+            "HOOKD_CONFIG",
+            "HOOKD_DATABASE__URL"
+        ]),
+        None
+    );
 }

@@ -14,16 +14,30 @@ impl ServerSettings {
         match (self.tls_cert.is_empty(), self.tls_key.is_empty()) {
             (true, true) => return Ok(None),
             (false, false) => {}
-            _ => return Err("server.tls_cert and server.tls_key go together".into()),
+            (true, false) => {
+                return Err("server.tls_cert: must be set with server.tls_key (a certificate and its key go together)".into())
+            }
+            (false, true) => {
+                return Err("server.tls_key: must be set with server.tls_cert (a certificate and its key go together)".into())
+            }
         }
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&self.tls_cert)
             .and_then(Iterator::collect)
-            .map_err(|e| format!("server.tls_cert: cannot read PEM certificates: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "server.tls_cert: cannot read PEM certificates from {}: {e}",
+                    self.tls_cert
+                )
+            })?;
         if certs.is_empty() {
             return Err("server.tls_cert: no PEM certificate in the file".into());
         }
-        let key = PrivateKeyDer::from_pem_file(&self.tls_key)
-            .map_err(|e| format!("server.tls_key: cannot read a PEM private key: {e}"))?;
+        let key = PrivateKeyDer::from_pem_file(&self.tls_key).map_err(|e| {
+            format!(
+                "server.tls_key: cannot read a PEM private key from {}: {e}",
+                self.tls_key
+            )
+        })?;
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

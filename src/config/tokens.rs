@@ -13,11 +13,41 @@ use crate::domain::scope::{Scope, Scopes};
 /// One entry of `api.tokens`: a plain string (an `admin` token, as before
 /// scopes existed) or a table with a name, the token or its SHA-256, and
 /// scopes.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum TokenSpec {
     Plain(Secret),
     Scoped(ScopedToken),
+}
+
+/// A string or a table, each read as itself: a mistake in a table says
+/// which field and what it may be (`unknown variant `superuser`, expected
+/// one of `admin`, ...`), where serde's untagged enum said only that the
+/// entry matched no variant.
+impl<'de> Deserialize<'de> for TokenSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = TokenSpec;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a token string, or a table with name, token or sha256, and scopes")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, token: &str) -> Result<TokenSpec, E> {
+                Ok(TokenSpec::Plain(Secret::new(token)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<TokenSpec, A::Error> {
+                ScopedToken::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(TokenSpec::Scoped)
+            }
+        }
+        deserializer.deserialize_any(Entry)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -58,7 +88,11 @@ impl TokenSpec {
     /// entries are named by their place in the list (`token-1`, ...).
     pub(super) fn credential(&self, index: usize) -> Result<Credential, String> {
         let long_enough = |token: &Secret| {
-            if token.expose().chars().count() < MIN_TOKEN_CHARS {
+            if !token.expose().bytes().all(|b| b.is_ascii_graphic()) {
+                // A client sends it after `Bearer `, where a space, a line
+                // feed or a byte past ASCII does not survive.
+                Err("each token is printable ASCII without spaces (it is sent in an Authorization header)".to_string())
+            } else if token.expose().chars().count() < MIN_TOKEN_CHARS {
                 Err(format!(
                     "each token must have at least {MIN_TOKEN_CHARS} characters (128 bits as base64)"
                 ))

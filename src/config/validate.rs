@@ -8,6 +8,10 @@ use super::{
     STORED_BODY_BYTES,
 };
 
+/// The most connections a PostgreSQL pool may hold: PostgreSQL's own
+/// `max_connections` is seldom past a few thousand.
+const MAX_DATABASE_CONNECTIONS: u32 = 10_000;
+
 impl Settings {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key, reason: &str| ConfigError::Invalid {
@@ -111,8 +115,36 @@ impl Settings {
                 reason.split_once(": ").map_or(&*reason, |(_, r)| r),
             ));
         }
-        if self.database.max_connections == 0 {
-            return Err(invalid("database.max_connections", "must be at least 1"));
+        // sqlx sizes the pool's bookkeeping by it: 4000000000, a typo, took
+        // hookd past a gigabyte before it connected once.
+        if !(1..=MAX_DATABASE_CONNECTIONS).contains(&self.database.max_connections) {
+            return Err(invalid(
+                "database.max_connections",
+                &format!("must be between 1 and {MAX_DATABASE_CONNECTIONS}"),
+            ));
+        }
+        if self.database.min_connections > self.database.max_connections {
+            return Err(invalid(
+                "database.min_connections",
+                &format!(
+                    "must be at most database.max_connections ({})",
+                    self.database.max_connections
+                ),
+            ));
+        }
+        if let Some(metrics) = self.server.metrics_listen {
+            let listen = self.server.listen;
+            if metrics.port() != 0 && metrics.port() == listen.port() && {
+                let (a, b) = (metrics.ip(), listen.ip());
+                a == b || a.is_unspecified() || b.is_unspecified()
+            } {
+                return Err(invalid(
+                    "server.metrics_listen",
+                    &format!(
+                        "must not take server.listen's port ({listen}): it is a listener of its own for /metrics, /healthz and /readyz"
+                    ),
+                ));
+            }
         }
         if self.api.max_payload_bytes == 0 {
             return Err(invalid("api.max_payload_bytes", "must be at least 1"));
@@ -402,9 +434,10 @@ impl Settings {
             return Err(invalid(
                 "dispatcher.lease_ms",
                 &format!(
-                    "must exceed the longest attempt timeout ({} ms) plus a {} ms margin",
+                    "must exceed the longest attempt, sender.timeout_ms ({} ms), plus a {} ms margin: raise dispatcher.lease_ms to at least {} or lower sender.timeout_ms",
                     longest_attempt.as_millis(),
-                    LEASE_MARGIN.as_millis()
+                    LEASE_MARGIN.as_millis(),
+                    (longest_attempt + LEASE_MARGIN).as_millis() + 1
                 ),
             ));
         }
@@ -422,6 +455,16 @@ impl Settings {
             );
         }
         warnings.extend(self.database_tls_warning());
+        if let Some(everything) = self
+            .sender
+            .allow_networks
+            .iter()
+            .find(|network| network.prefix_len() == 0)
+        {
+            warnings.push(format!(
+                "sender.allow_networks holds {everything}: the private-address guard lets endpoints reach every address of that family, the cloud's metadata service and this host included"
+            ));
+        }
         warnings
     }
 

@@ -259,3 +259,103 @@ fn a_data_dir_given_in_server_mode_is_a_configuration_error() {
         );
     }
 }
+
+/// `HOOKD_DATABASE_URL` (one underscore) once started an embedded hookd
+/// beside a PostgreSQL nobody used; and an embedded hookd whose
+/// dispatcher was turned off took notifications it would never send.
+#[test]
+fn a_misspelt_variable_or_an_embedded_hookd_that_would_not_deliver_exits_78_touching_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    for (env, said) in [
+        (
+            ("HOOKD_DATABASE_URL", "postgres://db.internal/hookd"),
+            "HOOKD_DATABASE_URL is not read",
+        ),
+        (
+            ("HOOKD_DISPATCHER__ENABLED", "false"),
+            "`dispatcher.enabled` = false needs server mode",
+        ),
+    ] {
+        for command in [
+            &["serve", "--data-dir", data][..],
+            &["migrate", "--data-dir", data],
+        ] {
+            if command[0] == "migrate" && env.0 == "HOOKD_DISPATCHER__ENABLED" {
+                // Migrating delivers nothing: the setting is no obstacle.
+                continue;
+            }
+            let output = hookd(
+                command,
+                &[
+                    env,
+                    ("HOOKD_LOG__FILTER", "off"),
+                    ("HOOKD_SERVER__LISTEN", "127.0.0.1:0"),
+                ],
+            );
+            let message = stderr(&output);
+            assert_eq!(
+                output.status.code(),
+                Some(78),
+                "{command:?} {env:?}: {message}"
+            );
+            assert!(message.contains(said), "{message}");
+            assert_eq!(message.trim().lines().count(), 1, "{message}");
+        }
+    }
+    assert!(!dir.path().join("hookd.db").exists());
+}
+
+/// `--config <(envsubst < hookd.toml)` hands hookd a pipe, not a file.
+#[test]
+fn a_config_file_may_be_a_pipe_and_a_directory_is_refused_as_one() {
+    use std::io::Write;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+    command
+        .args(["config", "check", "--config", "/dev/stdin"])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HOOKD_") {
+            command.env_remove(key);
+        }
+    }
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"[sender]\ntimeout_ms = 4321\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("timeout_ms = 4321"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let output = hookd(
+        &["config", "check", "--config", dir.path().to_str().unwrap()],
+        &[],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{message}");
+    assert!(message.contains("is a directory"), "{message}");
+}
+
+#[test]
+fn a_copy_given_a_source_that_is_no_sqlite_url_is_a_wrong_command_line() {
+    let output = hookd(
+        &[
+            "copy",
+            "--from",
+            "./hookd.db",
+            "--to",
+            "postgres://db.internal/hookd",
+        ],
+        &[],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("--from must be sqlite:PATH"), "{message}");
+}
