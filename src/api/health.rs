@@ -1,5 +1,6 @@
 //! `GET /healthz` (the process is up) and `GET /readyz` (ready to accept
-//! notifications: PostgreSQL answers). Redis being down only degrades
+//! notifications: PostgreSQL answers, or the embedded file answers and can
+//! grow). Redis being down only degrades
 //! readiness: notifications are still accepted and indexed later, so a
 //! Redis outage must not take every hookd out of a load balancer. The
 //! checks are cached for `READY_CACHE`, so anonymous callers cannot turn
@@ -42,7 +43,9 @@ pub struct Health {
     pub postgres: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis: Option<&'static str>,
-    /// The embedded mode's file, `ok` or `unreachable` (readiness only).
+    /// The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
+    /// file system has no room for another page or is read-only, so creates
+    /// fail (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sqlite: Option<&'static str>,
     /// What an operator should fix, e.g. a Redis `maxmemory-policy` that
@@ -70,7 +73,7 @@ pub async fn healthz() -> Json<Health> {
 
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "operations", security(()), responses(
     (status = 200, body = Health, description = "the database answers: notifications are accepted (`degraded` when Redis does not answer)"),
-    (status = 503, body = Health, description = "the database does not answer"),
+    (status = 503, body = Health, description = "the database does not answer, or (embedded) its file cannot grow: a full disk"),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let mut cached = state.readiness.0.lock().await;
@@ -87,6 +90,12 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     let database_ok = matches!(database, Ok(Ok(())));
     let redis_ok = matches!(redis, Ok(Ok(())));
     let word = |ok| if ok { "ok" } else { "unreachable" };
+    // The embedded file answered, and could not grow (`SqliteStore::ping`).
+    let unwritable = matches!(
+        &database,
+        Ok(Err(crate::store::StoreError::Unavailable(cause)))
+            if cause.downcast_ref::<std::io::Error>().is_some()
+    );
     let (status, word_status) = match (database_ok, redis_ok) {
         (true, true) => (StatusCode::OK, "ready"),
         (true, false) => (StatusCode::OK, "degraded"),
@@ -109,7 +118,11 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
             mode: Some("embedded"),
             postgres: None,
             redis,
-            sqlite: database,
+            sqlite: if unwritable {
+                Some("unwritable")
+            } else {
+                database
+            },
             warnings: warning.unwrap_or_default(),
         },
     };

@@ -2505,7 +2505,9 @@ null for a pull endpoint.*/
         pub postgres: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub redis: ::std::option::Option<::std::string::String>,
-        ///The embedded mode's file, `ok` or `unreachable` (readiness only).
+        /**The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
+file system has no room for another page or is read-only, so creates
+fail (readiness only).*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub sqlite: ::std::option::Option<::std::string::String>,
         /**`ok` (healthz); `ready`, `degraded` (Redis unreachable: notifications

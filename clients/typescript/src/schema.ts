@@ -1301,7 +1301,11 @@ export interface components {
             /** @description Server mode's stores, `ok` or `unreachable` (readiness only). */
             postgres?: string | null;
             redis?: string | null;
-            /** @description The embedded mode's file, `ok` or `unreachable` (readiness only). */
+            /**
+             * @description The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
+             *     file system has no room for another page or is read-only, so creates
+             *     fail (readiness only).
+             */
             sqlite?: string | null;
             /**
              * @description `ok` (healthz); `ready`, `degraded` (Redis unreachable: notifications
@@ -2189,7 +2193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description the database does not answer */
+            /** @description the database does not answer, or (embedded) its file cannot grow: a full disk */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -214,6 +214,31 @@ pub(crate) fn open_private(path: &Path) -> Result<File, FileError> {
     open_nofollow(path, true)
 }
 
+/// Whether the file system holding `path` has room for one more page of
+/// it: a page written to `<path>-probe` (created 0600, a link not
+/// followed), then removed. A full disk, or one mounted read-only, says so.
+pub(crate) fn room_to_write(path: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let probe = beside(path, "-probe");
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&probe)
+        .and_then(|mut file| file.write_all(&[0; PROBE_BYTES]));
+    let removed = std::fs::remove_file(&probe);
+    written?;
+    match removed {
+        Err(error) if error.kind() != ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// SQLite's default page.
+const PROBE_BYTES: usize = 4096;
+
 /// Opens `path`, which exists, without following a link, and checks what
 /// it opened as `check_files` does.
 fn open_nofollow(path: &Path, write: bool) -> Result<File, FileError> {

@@ -267,12 +267,19 @@ impl SqliteStore {
         })
     }
 
+    /// Whether the database answers and its file can grow: `SELECT 1`
+    /// answers on a full disk, where every create fails, so readiness also
+    /// writes a page beside the file (`files::room_to_write`).
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
             .execute(&self.reader)
             .await
             .map_err(store_error)?;
-        Ok(())
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || files::room_to_write(&path))
+            .await
+            .map_err(|e| StoreError::Unavailable(Box::new(e)))?
+            .map_err(|e| StoreError::Unavailable(Box::new(e)))
     }
 
     /// Closes both pools, then releases the file (when no clone is left).

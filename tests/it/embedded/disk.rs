@@ -197,8 +197,27 @@ async fn a_full_disk_answers_503_loses_nothing_accepted_and_recovers_when_space_
         }
     }
     assert!(refused > 0, "the full disk refused writes");
+    // Readiness says so, for a load balancer to send creates elsewhere (it
+    // said `ready` while every create was refused).
+    let readiness = || async {
+        let (status, body) = hookd.get("/readyz").await;
+        (
+            status,
+            body["sqlite"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    let full = eventually(DEADLINE, "readiness to see the full disk", || async {
+        let (status, sqlite) = readiness().await;
+        (status == StatusCode::SERVICE_UNAVAILABLE).then_some(sqlite)
+    })
+    .await;
+    assert_eq!(full, "unwritable");
 
     std::fs::remove_file(&filler).unwrap();
+    eventually(DEADLINE, "readiness once space returns", || async {
+        (readiness().await == (StatusCode::OK, "ok".to_owned())).then_some(())
+    })
+    .await;
     let (id, recovered) = accepted_again(&hookd, json!({"after": "space"})).await;
     accepted.push(id);
     let total = all_delivered(&receiver, &accepted).await;

@@ -22,7 +22,9 @@ class Health:
             `server` (PostgreSQL and Redis).
         postgres (None | str | Unset): Server mode's stores, `ok` or `unreachable` (readiness only).
         redis (None | str | Unset):
-        sqlite (None | str | Unset): The embedded mode's file, `ok` or `unreachable` (readiness only).
+        sqlite (None | str | Unset): The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
+            file system has no room for another page or is read-only, so creates
+            fail (readiness only).
         warnings (list[str] | Unset): What an operator should fix, e.g. a Redis `maxmemory-policy` that
             may evict the due index.
     """
