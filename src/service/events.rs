@@ -200,8 +200,6 @@ impl Service {
             .map(|p| {
                 p.map(|mut p| {
                     p.event.deliveries = fan_out(&p, &subscribers, &named_by_id, now);
-                    metrics::histogram!("hookd_event_fan_out")
-                        .record(p.event.deliveries.len() as f64);
                     writes.events.push(p.event);
                 })
             })
@@ -212,6 +210,8 @@ impl Service {
             .map(|slot| {
                 slot.and_then(|()| match inserted.next() {
                     Some(EventInserted::Created { event, .. }) => {
+                        // Once per event created: a replay of its key, or a
+                        // conflict with it, fanned out to nobody new.
                         metrics::counter!("hookd_events_created_total").increment(1);
                         metrics::histogram!("hookd_event_fan_out").record(event.deliveries as f64);
                         Ok(Accepted::Created(event))

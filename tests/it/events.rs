@@ -11,7 +11,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backends::Backend;
 use crate::helpers::{
-    database_url, eventually, free_port, new_prefix, redis_url, HookdProcess, TestApp, TOKEN,
+    database_url, eventually, free_port, http_client, new_prefix, redis_url, HookdProcess, TestApp,
+    TOKEN,
 };
 use crate::receiver::Receiver;
 
@@ -447,5 +448,37 @@ async fn bad_events_and_patterns_are_refused_naming_the_field(backend: Backend) 
     );
 }
 both!(bad_events_and_patterns_are_refused_naming_the_field);
+
+/// `hookd_event_fan_out` counts each created event once, by its
+/// deliveries: it counted each twice, and every replay of a key and every
+/// conflict with one too. A process of its own, so that no other test's
+/// events are in its metrics.
+#[tokio::test]
+async fn the_fan_out_histogram_counts_each_created_event_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let hookd = crate::embedded::Embedded::start(dir.path(), &[]).await;
+    for uid in ["m1-erp", "m1-shop", "m1-ledger"] {
+        hookd
+            .endpoint(uid, "http://127.0.0.1:9/hook", json!({"owner": "m1"}))
+            .await;
+    }
+    let body = |amount: i64| {
+        json!({"event_type": "order.paid", "owner": "m1", "key": "order-1:paid",
+               "delay": "1h", "payload": {"amount": amount}})
+    };
+    let (status, created) = hookd.post("/v1/events", body(1)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["deliveries"], 3);
+    let (status, _) = hookd.post("/v1/events", body(1)).await;
+    assert_eq!(status, StatusCode::OK, "a replay of its key");
+    let (status, _) = hookd.post("/v1/events", body(2)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "its key with another payload");
+
+    let text = crate::helpers::scrape_metrics(&http_client(), &hookd.base).await;
+    let value = |name: &str| crate::helpers::metric(&text, &format!("{name} "));
+    assert_eq!(value("hookd_events_created_total"), 1.0, "{text}");
+    assert_eq!(value("hookd_event_fan_out_count"), 1.0, "{text}");
+    assert_eq!(value("hookd_event_fan_out_sum"), 3.0, "{text}");
+}
 
 mod lifecycle;
