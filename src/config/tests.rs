@@ -267,6 +267,14 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
             "[sender]\ntimeout_ms = 200000\n",
             "lower sender.timeout_ms",
         ),
+        (
+            "[telemetry]\notlp_endpoint = \"http://otlp:hunter2@collector:4318\"\n",
+            "telemetry.otlp_endpoint",
+        ),
+        (
+            "[telemetry]\notlp_endpoint = \"http://collector:4318/v1/logs\"\n",
+            "not another signal's",
+        ),
     ];
     for (toml, key) in cases {
         let message = Settings::from_toml_overrides(toml).unwrap_err().to_string();

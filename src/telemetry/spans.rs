@@ -253,7 +253,21 @@ pub fn traces_url(endpoint: &str) -> Result<reqwest::Url, String> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err("must be an http:// or https:// URL".into());
     }
-    if url.path().trim_end_matches('/').ends_with("/v1/traces") {
+    // The endpoint is no secret (`config check` shows it, a failing export
+    // logs it): credentials go in a header, which is one.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "must not hold credentials (user:password@): put them in telemetry.otlp_headers, such as Authorization, which is kept secret"
+                .into(),
+        );
+    }
+    let path = url.path().trim_end_matches('/');
+    if path.ends_with("/v1/logs") || path.ends_with("/v1/metrics") {
+        return Err(
+            "is the collector's address or its /v1/traces path, not another signal's".into(),
+        );
+    }
+    if path.ends_with("/v1/traces") {
         return Ok(url);
     }
     let base = url.as_str().trim_end_matches('/');
