@@ -79,6 +79,7 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: String,
     /// Headers on each export (a collector's credentials).
     pub otlp_headers: std::collections::BTreeMap<String, Secret>,
+    #[serde(deserialize_with = "text")]
     pub service_name: String,
     pub export_interval_ms: u64,
     pub queue_size: usize,
@@ -99,6 +100,7 @@ pub struct StatsSettings {
 pub struct EmbeddedSettings {
     /// The database file (its directory created if missing); relative to
     /// the working directory, or to `--data-dir`.
+    #[serde(deserialize_with = "text_path")]
     pub path: std::path::PathBuf,
     /// How long a statement waits on SQLite's lock, and a request on a
     /// connection, before answering 503.
@@ -220,12 +222,14 @@ pub struct DatabaseSettings {
 #[serde(deny_unknown_fields)]
 pub struct RedisSettings {
     pub url: Secret,
+    #[serde(deserialize_with = "text")]
     pub prefix: String,
     pub timeout_ms: u64,
     /// `host:port` of Redis Sentinels; non-empty: the master is the one
     /// they name for `master_name`, and `url` gives only scheme,
     /// credentials and database.
     pub sentinels: Vec<String>,
+    #[serde(deserialize_with = "text")]
     pub master_name: String,
     /// PEM CA certificates that verify a `rediss://` server, instead of the
     /// bundled public roots. Empty: the public roots.
@@ -432,9 +436,56 @@ impl Settings {
 /// A configuration value that must never be printed: database and Redis URLs
 /// (they may hold passwords), API tokens, the operator webhook's URL and
 /// secret.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
+
+/// Text, also when an environment variable's value reads as a number or a
+/// boolean (`HOOKD_OTLP…=88341234123412349`): figment types what it reads
+/// from the environment, and a text setting refused `123`.
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d).map(Secret)
+    }
+}
+
+/// A text setting, read as written whatever it looks like: from the
+/// environment, `HOOKD_REDIS__PREFIX=123` or `HOOKD_PORTAL__NAME=2024` is
+/// text, as it would be quoted in TOML.
+pub(super) fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    struct Text;
+    impl serde::de::Visitor<'_> for Text {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("text")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_owned())
+        }
+        fn visit_string<E>(self, v: String) -> Result<String, E> {
+            Ok(v)
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i128<E>(self, v: i128) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u128<E>(self, v: u128) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(Text)
+}
+
+fn text_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<std::path::PathBuf, D::Error> {
+    text(d).map(std::path::PathBuf::from)
+}
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {

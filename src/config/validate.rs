@@ -386,6 +386,12 @@ impl Settings {
                 "must be 1 to 60000",
             ));
         }
+        if !self.operator.enabled() && !self.operator.secret.expose().is_empty() {
+            return Err(invalid(
+                "operator.secret",
+                "is set but operator.url is not: operator events go nowhere; set both, or neither",
+            ));
+        }
         if self.operator.enabled() {
             match url::Url::parse(self.operator.url.expose()) {
                 Ok(u) if self.sender.https_only && u.scheme() == "http" => {

@@ -359,3 +359,28 @@ fn a_copy_given_a_source_that_is_no_sqlite_url_is_a_wrong_command_line() {
     assert_eq!(output.status.code(), Some(2), "{message}");
     assert!(message.contains("--from must be sqlite:PATH"), "{message}");
 }
+
+/// figment types what it reads from the environment: a text setting whose
+/// value reads as a number or a boolean was refused (`HOOKD_REDIS__PREFIX=123`).
+#[test]
+fn a_text_setting_from_the_environment_is_text_whatever_it_looks_like() {
+    let output = hookd(
+        &["config", "check"],
+        &[
+            ("HOOKD_REDIS__PREFIX", "123"),
+            ("HOOKD_PORTAL__NAME", "2024"),
+            ("HOOKD_TELEMETRY__SERVICE_NAME", "true"),
+            ("HOOKD_EMBEDDED__PATH", "2024"),
+        ],
+    );
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    for line in [
+        "prefix = \"123\"",
+        "name = \"2024\"",
+        "service_name = \"true\"",
+        "path = \"2024\"",
+    ] {
+        assert!(shown.contains(line), "{line}: {shown}");
+    }
+}
