@@ -174,8 +174,20 @@ fn register_at_zero() {
         "hookd_deferred_indexed_total",
         "hookd_endpoints_disabled_total",
         "hookd_spans_exported_total",
+        "hookd_notifications_throttled_total",
+        "hookd_notifications_held_total",
+        "hookd_notifications_failed_circuit_open_total",
+        "hookd_recover_restarted_total",
+        "hookd_bulk_cancelled_total",
+        "hookd_api_concurrency_refused_total",
+        "hookd_fan_outs_refused_total",
+        "hookd_leases_extended_total",
+        "hookd_ordering_stranded_released_total",
     ] {
         metrics::counter!(name).absolute(0);
+    }
+    for state in ["open", "probing", "closed"] {
+        metrics::counter!("hookd_circuit_transitions_total", "state" => state).absolute(0);
     }
     for reason in ["queue_full", "export_failed"] {
         metrics::counter!("hookd_spans_dropped_total", "reason" => reason).absolute(0);

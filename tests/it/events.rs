@@ -481,4 +481,26 @@ async fn the_fan_out_histogram_counts_each_created_event_once() {
     assert_eq!(value("hookd_event_fan_out_sum"), 3.0, "{text}");
 }
 
+/// A rate() alert on a counter works before the first time it counts:
+/// each counter the README lists without labels, and each circuit state,
+/// is exported at 0 by a process that has done nothing yet.
+#[tokio::test]
+async fn counters_an_operator_alerts_on_are_exported_at_zero_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let hookd = crate::embedded::Embedded::start(dir.path(), &[]).await;
+    let text = crate::helpers::scrape_metrics(&http_client(), &hookd.base).await;
+    for line in [
+        "hookd_notifications_throttled_total 0",
+        "hookd_notifications_held_total 0",
+        "hookd_notifications_failed_circuit_open_total 0",
+        "hookd_recover_restarted_total 0",
+        "hookd_bulk_cancelled_total 0",
+        "hookd_ordering_stranded_released_total 0",
+        "hookd_circuit_transitions_total{state=\"open\"} 0",
+        "hookd_circuit_transitions_total{state=\"probing\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+    }
+}
+
 mod lifecycle;
