@@ -225,8 +225,20 @@ fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<S
                 &"invalid configuration: --data-dir is for embedded mode, and database.url and redis.url are set (server mode)",
             ));
         }
-        // An absolute embedded.path stays where it is.
-        settings.embedded.path = dir.join(&settings.embedded.path);
+        // The file is the directory's: an absolute embedded.path would leave
+        // the directory unused (and unchecked), and `..` would leave it.
+        let path = &settings.embedded.path;
+        if path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(config_failure(&format!(
+                "invalid configuration: `embedded.path` ({}) must name a file inside --data-dir: a relative path without `..`",
+                path.display()
+            )));
+        }
+        settings.embedded.path = dir.join(path);
         settings.embedded.data_dir = Some(dir);
     }
     Ok(settings)

@@ -261,8 +261,9 @@ fn a_data_dir_given_in_server_mode_is_a_configuration_error() {
 }
 
 /// `HOOKD_DATABASE_URL` (one underscore) once started an embedded hookd
-/// beside a PostgreSQL nobody used; and an embedded hookd whose
-/// dispatcher was turned off took notifications it would never send.
+/// beside a PostgreSQL nobody used; an embedded hookd whose dispatcher was
+/// turned off took notifications it would never send; and an
+/// `embedded.path` that left `--data-dir` put the file elsewhere.
 #[test]
 fn a_misspelt_variable_or_an_embedded_hookd_that_would_not_deliver_exits_78_touching_no_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -275,6 +276,10 @@ fn a_misspelt_variable_or_an_embedded_hookd_that_would_not_deliver_exits_78_touc
         (
             ("HOOKD_DISPATCHER__ENABLED", "false"),
             "`dispatcher.enabled` = false needs server mode",
+        ),
+        (
+            ("HOOKD_EMBEDDED__PATH", "../elsewhere.db"),
+            "must name a file inside --data-dir",
         ),
     ] {
         for command in [
