@@ -80,6 +80,9 @@ pub enum CopyError {
     FromNotSqlite,
     #[error("--to must be a postgres:// or postgresql:// URL")]
     ToNotPostgres,
+    /// The target's first connection failed; why, naming the server.
+    #[error("{0}")]
+    TargetUnreachable(String),
     #[error("{}: no such database file", .0.display())]
     NoSource(PathBuf),
     /// The file or a file beside it is open to other accounts, a link, or

@@ -27,16 +27,29 @@ pub(crate) struct Target {
     pool: PgPool,
 }
 
+/// How long the copy waits for the target's first connection.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Target {
     /// Connects to `url` (one connection: the copy writes one page at a
     /// time).
+    /// Connects, or says in one line why it cannot (refused, no such
+    /// database, a password refused) within `CONNECT_WAIT`, where the pool
+    /// said only, after 30 s, that it timed out.
     pub(crate) async fn connect(url: &str) -> Result<Self, CopyError> {
         let options: PgConnectOptions = url
             .parse()
             .map_err(|e| CopyError::Target(sqlx::Error::Configuration(Box::new(e))))?;
+        let options = options.application_name("hookd copy");
+        // One connection first, for its own error: the pool's would say
+        // only that it timed out waiting.
+        if let Some(why) = crate::store::postgres::why_unreachable(&options, CONNECT_WAIT).await {
+            return Err(CopyError::TargetUnreachable(why));
+        }
         let pool = PgPoolOptions::new()
             .max_connections(1)
-            .connect_with(options.application_name("hookd copy"))
+            .acquire_timeout(CONNECT_WAIT)
+            .connect_with(options)
             .await
             .map_err(CopyError::Target)?;
         Ok(Self { pool })

@@ -87,6 +87,36 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+/// Why the first connections could not be made, in one line naming the
+/// server (never the password): the pool says only that it timed out
+/// waiting, so one connection is tried on its own for its error (refused,
+/// no such database, a password refused). `None` when that one connects.
+pub(crate) async fn why_unreachable(
+    options: &PgConnectOptions,
+    wait: std::time::Duration,
+) -> Option<String> {
+    use sqlx::Connection;
+    let server = format!(
+        "PostgreSQL at {}:{} (database {})",
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or("of the user's name")
+    );
+    let why = match tokio::time::timeout(wait, sqlx::PgConnection::connect_with(options)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            return None;
+        }
+        Ok(Err(sqlx::Error::Database(db))) => db.message().to_string(),
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => format!(
+            "no answer within {} ms (database.acquire_timeout_ms)",
+            wait.as_millis()
+        ),
+    };
+    Some(format!("cannot connect to {server}: {why}"))
+}
+
 /// Whether an error with this SQLSTATE passes, so the caller answers 503
 /// and tries again later, as for SQLite's busy, locked and full
 /// (`sqlite::errors`): class 08 (connection exception); 57P01-03
@@ -154,9 +184,17 @@ impl PgStore {
             settings.url.expose().parse().map_err(|e| {
                 StoreError::Database(cause(sqlx::Error::Configuration(Box::new(e))))
             })?;
-        let pool = pool_options(settings)
-            .connect_with(options.application_name("hookd"))
-            .await?;
+        let options = options.application_name("hookd");
+        let pool = match pool_options(settings).connect_with(options.clone()).await {
+            Ok(pool) => pool,
+            Err(error) => {
+                let wait = std::time::Duration::from_millis(settings.acquire_timeout_ms);
+                return Err(match why_unreachable(&options, wait).await {
+                    Some(why) => StoreError::Unavailable(why.into()),
+                    None => error.into(),
+                });
+            }
+        };
         let store = Self::new(pool);
         if settings.migrate {
             store.migrate().await?;
