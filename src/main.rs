@@ -121,6 +121,16 @@ fn main() -> ExitCode {
                     Ok(mode) => mode,
                     Err(error) => return config_failure(&error),
                 };
+                // What serve would refuse of the embedded file and its
+                // directory, found here too (nothing is created).
+                if settings.mode().is_ok_and(|mode| mode != Mode::Server) {
+                    if let Err(error) = hookd::store::sqlite::check_existing(
+                        &settings.embedded.path,
+                        settings.embedded.data_dir.is_some(),
+                    ) {
+                        return config_failure(&error);
+                    }
+                }
                 println!("# mode: {mode}");
                 for warning in settings.warnings() {
                     println!("# warning: {warning}");

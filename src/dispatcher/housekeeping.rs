@@ -377,7 +377,7 @@ async fn index_marked(
         store.clear_needs_index(&ids).await?;
         tracing::info!(
             count = pending.len(),
-            "indexed notifications created while Redis was unreachable, or operator events"
+            "indexed notifications marked for the due index: created while it could not be reached, released from their key's line, or operator events"
         );
     }
 }

@@ -391,3 +391,35 @@ fn a_text_setting_from_the_environment_is_text_whatever_it_looks_like() {
         assert!(shown.contains(line), "{line}: {shown}");
     }
 }
+
+/// `config check` refuses the data directory `serve` would refuse, as
+/// `serve` does (it passed a file and a directory open to others).
+#[test]
+fn config_check_refuses_the_data_directory_serve_would_refuse() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    for (data, said) in [(&open, "chmod 700"), (&file, "is not a directory")] {
+        let data = data.to_str().unwrap();
+        for command in [
+            &["config", "check", "--data-dir", data][..],
+            &["serve", "--data-dir", data],
+        ] {
+            let output = hookd(
+                command,
+                &[
+                    ("HOOKD_LOG__FILTER", "off"),
+                    ("HOOKD_SERVER__LISTEN", "127.0.0.1:0"),
+                ],
+            );
+            let message = stderr(&output);
+            assert_eq!(output.status.code(), Some(78), "{command:?}: {message}");
+            assert!(message.contains(said), "{command:?}: {message}");
+        }
+    }
+    assert!(!open.join("hookd.db").exists());
+}

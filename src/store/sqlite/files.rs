@@ -130,6 +130,28 @@ pub(crate) fn prepare(path: &Path, private_dir: bool) -> Result<(), FileError> {
     }
 }
 
+/// What `prepare` would refuse of the database at `path`, found without
+/// creating anything (`hookd config check`): its directory, when it
+/// exists (checked as private when `private_dir`), and the files that
+/// exist.
+pub fn check_existing(path: &Path, private_dir: bool) -> Result<(), FileError> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        match std::fs::symlink_metadata(dir) {
+            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(io(dir)(error)),
+            Ok(meta) if private_dir => check_dir(dir, &meta)?,
+            Ok(meta) if !meta.is_dir() => {
+                return Err(FileError::Kind {
+                    path: dir.to_path_buf(),
+                    kind: "directory",
+                })
+            }
+            Ok(_) => {}
+        }
+    }
+    check_files(path)
+}
+
 /// The files of the database at `path` that exist, checked (without
 /// following links); the ones missing are left to be created.
 pub(crate) fn check_files(path: &Path) -> Result<(), FileError> {

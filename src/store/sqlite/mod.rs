@@ -56,7 +56,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
 pub(crate) use files::check_files;
-pub use files::FileError;
+pub use files::{check_existing, FileError};
 pub use lock::{lock_path, LockError};
 
 use super::StoreError;
