@@ -52,7 +52,13 @@ impl Settings {
         let settings: Settings = figment
             .extract()
             .map_err(|e| ConfigError::Load(one_line(&e)))?;
-        settings.validate()?;
+        settings.validate().map_err(|error| match error {
+            ConfigError::Invalid { key, reason } => ConfigError::Invalid {
+                key,
+                reason: format!("{reason}{}", where_given(&figment, key)),
+            },
+            other => other,
+        })?;
         Ok(settings)
     }
 
@@ -60,6 +66,25 @@ impl Settings {
     pub fn to_masked_toml(&self) -> String {
         toml_string(self)
     }
+}
+
+/// Where the value of `key` came from, as a type error says it (` (in
+/// hookd.toml)`, ` (in HOOKD_SENDER__TIMEOUT_MS)`); nothing for the
+/// compiled-in defaults and for TOML given as a string (tests, tools).
+fn where_given(figment: &Figment, key: &str) -> String {
+    let Some(metadata) = figment.find_metadata(key) else {
+        return String::new();
+    };
+    if let Some(source) = &metadata.source {
+        return format!(" (in {source})");
+    }
+    if metadata.name.contains("environment") {
+        return format!(
+            " (in HOOKD_{})",
+            key.replace('.', "__").to_ascii_uppercase()
+        );
+    }
+    String::new()
 }
 
 /// A config file's TOML, read by hookd itself: a pipe (`--config

@@ -423,3 +423,31 @@ fn config_check_refuses_the_data_directory_serve_would_refuse() {
     }
     assert!(!open.join("hookd.db").exists());
 }
+
+/// A value out of range says where it was given, as a value of the wrong
+/// type does: the variable, or the file as named on the command line.
+#[test]
+fn a_value_out_of_range_says_where_it_was_given() {
+    let output = hookd(&["config", "check"], &[("HOOKD_SENDER__TIMEOUT_MS", "0")]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{message}");
+    assert!(
+        message.contains(
+            "`sender.timeout_ms` must be between 1 and 300000 (in HOOKD_SENDER__TIMEOUT_MS)"
+        ),
+        "{message}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hookd.toml");
+    std::fs::write(&file, "[database]\nmax_connections = 0\n").unwrap();
+    let output = hookd(
+        &["config", "check", "--config", file.to_str().unwrap()],
+        &[],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{message}");
+    assert!(
+        message.contains(&format!("(in {})", file.display())),
+        "{message}"
+    );
+}
