@@ -479,6 +479,12 @@ pub(super) fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::
         fn visit_bool<E>(self, v: bool) -> Result<String, E> {
             Ok(v.to_string())
         }
+        fn visit_f64<E>(self, v: f64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_char<E>(self, v: char) -> Result<String, E> {
+            Ok(v.to_string())
+        }
     }
     d.deserialize_any(Text)
 }
