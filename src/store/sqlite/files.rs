@@ -58,11 +58,12 @@ pub enum FileError {
         .path.display()
     )]
     Linked { path: PathBuf, links: u64 },
-    #[error("cannot use {}: {source}", .path.display())]
+    /// The cause is in the message, not the error chain: a chain printed
+    /// whole (`{:#}`) said it twice.
+    #[error("cannot use {}: {error}", .path.display())]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -75,9 +76,9 @@ impl FileError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
-    move |source| FileError::Io {
+    move |error| FileError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 

@@ -59,11 +59,11 @@ pub enum LockError {
     /// The lock file is not the account's own (`files`).
     #[error(transparent)]
     Files(#[from] super::files::FileError),
-    #[error("cannot lock {}: {source}", .lock.display())]
+    /// The cause in the message only, as `FileError::Io`'s.
+    #[error("cannot lock {}: {error}", .lock.display())]
     Io {
         lock: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -102,9 +102,9 @@ impl FileLock {
     /// process, refuses at once; only a child's inherited hold is waited for.
     pub(crate) async fn acquire(path: &Path) -> Result<Self, LockError> {
         let lock = lock_path(path);
-        let io = |source| LockError::Io {
+        let io = |error| LockError::Io {
             lock: lock.clone(),
-            source,
+            error,
         };
         // Not truncated on open: until the lock is ours, the pid in the
         // file is the holder's, which a refused process reads.
