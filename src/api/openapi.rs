@@ -121,6 +121,10 @@ fn error_description(status: &str) -> Option<&'static str> {
     Some(match status {
         "400" => "malformed request: JSON that does not parse, a bad cursor or path",
         "401" => "missing or unknown bearer token",
+        "403" => "forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin",
+        "408" => "the request, body included, took longer than `server.request_timeout_ms`",
+        "415" => "with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body)",
+        "429" => "the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After`",
         "404" => "not found: `error.message` names what",
         "409" => "the resource's state does not allow it: `error.code` says why",
         "413" => "the request or one payload is too large",
@@ -149,21 +153,29 @@ impl Modify for CommonErrors {
                 continue;
             }
             let operations = [
-                item.get.as_mut(),
-                item.post.as_mut(),
-                item.patch.as_mut(),
-                item.delete.as_mut(),
+                ("get", item.get.as_mut()),
+                ("post", item.post.as_mut()),
+                ("patch", item.patch.as_mut()),
+                ("delete", item.delete.as_mut()),
             ];
-            for operation in operations.into_iter().flatten() {
+            for (method, operation) in operations {
+                let Some(operation) = operation else { continue };
+                optional_body_not_null(operation);
                 let has_body = operation.request_body.is_some();
                 let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
                 let responses = &mut operation.responses.responses;
-                let mut common = vec!["400", "401", "503"];
+                let mut common = vec!["400", "401", "403", "408", "503"];
                 if has_body || has_params {
                     common.push("422");
                 }
                 if has_body {
                     common.push("413");
+                }
+                match method {
+                    // Reads are what the per-credential cap counts.
+                    "get" => common.push("429"),
+                    "post" | "patch" => common.push("415"),
+                    _ => {}
                 }
                 for status in common {
                     if let Some(description) = error_description(status) {
@@ -184,6 +196,40 @@ impl Modify for CommonErrors {
             }
         }
     }
+}
+
+/// An optional body (`request_body = Option<T>`) as "`T`, or no body":
+/// not required, its schema `T` alone. utoipa writes it required-less with
+/// the schema `T | null`, which the Python generator turned into sending
+/// its own "unset" marker when the call gave no body (a `TypeError`), and
+/// a JSON `null` body is no body hookd takes.
+fn optional_body_not_null(operation: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::schema::Schema;
+    use utoipa::openapi::{RefOr, Required};
+    let Some(RefOr::T(body)) = operation.request_body.as_mut() else {
+        return;
+    };
+    if body.required == Some(Required::True) {
+        return;
+    }
+    for content in body.content.values_mut() {
+        let RefOr::T(content) = content else {
+            continue;
+        };
+        let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema else {
+            continue;
+        };
+        let not_null: Vec<_> = one_of
+            .items
+            .iter()
+            .filter(|item| !matches!(item, RefOr::T(Schema::Object(o)) if o.schema_type == utoipa::openapi::schema::SchemaType::Type(utoipa::openapi::Type::Null)))
+            .cloned()
+            .collect();
+        if let [only] = not_null.as_slice() {
+            content.schema = Some(only.clone());
+        }
+    }
+    body.required = Some(Required::False);
 }
 
 #[utoipa::path(operation_id = "openapi_document", get, path = "/openapi.json", tag = "operations", security(()),
@@ -296,6 +342,45 @@ mod tests {
         assert!(!fails(&["\"ab"]));
         assert!(!fails(&["\"x\", *"]), "`*` is the whole field or nothing");
         assert!(!fails(&[]));
+    }
+
+    /// What a producer's client reads off each operation: every refusal
+    /// hookd can answer it with (a generated client parses only those it
+    /// lists), and an optional body as "this, or nothing", never `null`.
+    #[test]
+    fn each_operation_lists_the_refusals_any_call_can_meet_and_optional_bodies_are_never_null() {
+        let document = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut optional = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            for (method, operation) in item.as_object().unwrap() {
+                let listed = operation["responses"].as_object().unwrap();
+                let mut expected = vec!["400", "401", "403", "408", "503"];
+                match method.as_str() {
+                    "get" => expected.push("429"),
+                    "post" | "patch" => expected.push("415"),
+                    _ => {}
+                }
+                for status in expected {
+                    assert!(
+                        listed.contains_key(status),
+                        "{method} {path} lists no {status}"
+                    );
+                }
+                let body = &operation["requestBody"];
+                if body.is_object() && body["required"] != true {
+                    optional += 1;
+                    let schema = body["content"]["application/json"]["schema"].to_string();
+                    assert!(!schema.contains("null"), "{method} {path}: {schema}");
+                }
+            }
+        }
+        assert!(
+            optional >= 5,
+            "rotate, test, pull and the portal links: {optional}"
+        );
     }
 
     #[test]

@@ -137,5 +137,22 @@ async fn the_rust_client_creates_sends_and_reads_and_its_delivery_verifies(backe
     };
     assert_eq!(refusal.status(), reqwest::StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(refusal.error.code, "unknown_endpoint");
+
+    // A call whose body is optional, given none (the builder once refused
+    // to send without `.body(None)`); a body-less POST refused, typed.
+    let rotated = client
+        .rotate_endpoint_secret()
+        .endpoint("rust-client")
+        .send()
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(rotated.secret.is_some_and(|s| s.starts_with("whsec_")));
+    let again = client.retry_notification().id(id).send().await.unwrap_err();
+    let hookd_client::Error::ErrorResponse(refusal) = again else {
+        panic!("an error in the API's shape: {again:?}");
+    };
+    assert_eq!(refusal.status(), reqwest::StatusCode::CONFLICT);
+    assert_eq!(refusal.error.code, "not_retryable");
 }
 both!(the_rust_client_creates_sends_and_reads_and_its_delivery_verifies);

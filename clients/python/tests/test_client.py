@@ -17,11 +17,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError  # noqa: E402
 
 from hookd_client import AuthenticatedClient, Client  # noqa: E402
-from hookd_client.api.endpoints import create_endpoint  # noqa: E402
+from hookd_client.api.endpoints import create_endpoint, rotate_endpoint_secret  # noqa: E402
 from hookd_client.api.notifications import (  # noqa: E402
     create_notification,
     get_notification,
     list_notification_attempts,
+    retry_notification,
 )
 from hookd_client.models import CreateNotification, EndpointFields, ErrorBody  # noqa: E402
 
@@ -59,7 +60,12 @@ def main():
     port = server.server_address[1]
 
     base_url, token = os.environ["HOOKD_URL"], os.environ.get("HOOKD_TOKEN")
-    client = AuthenticatedClient(base_url=base_url, token=token) if token else Client(base_url=base_url)
+    client = (
+        AuthenticatedClient(base_url=base_url, token=token)
+        if token
+        # Open mode answers 415 to a POST without it, and a retry has no body.
+        else Client(base_url=base_url, headers={"Content-Type": "application/json"})
+    )
 
     # An endpoint, a notification, its delivery and its attempts.
     endpoint = create_endpoint.sync(
@@ -101,6 +107,15 @@ def main():
     assert refused.status_code == 422, refused
     assert isinstance(refused.parsed, ErrorBody)
     assert refused.parsed.error.code == "unknown_endpoint"
+
+    # A call whose body is optional, given none (it once sent the client's
+    # own "unset" marker and raised TypeError); a body-less POST refused,
+    # typed as any refusal.
+    rotated = rotate_endpoint_secret.sync(endpoint.uid, client=client)
+    assert not isinstance(rotated, ErrorBody) and rotated.secret.startswith("whsec_"), rotated
+    again = retry_notification.sync_detailed(notification.id, client=client)
+    assert again.status_code == 409 and isinstance(again.parsed, ErrorBody), again
+    assert again.parsed.error.code == "not_retryable", again.parsed
 
     server.shutdown()
     print(f"python client: endpoint {endpoint.uid}, notification {notification.id} delivered and verified")

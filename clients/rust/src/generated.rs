@@ -15210,7 +15210,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15320,6 +15341,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -15328,6 +15363,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15429,6 +15471,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -15436,7 +15485,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15531,7 +15594,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15665,6 +15742,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -15672,7 +15756,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15798,7 +15896,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15813,6 +15925,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -15914,6 +16033,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -15921,7 +16047,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16016,6 +16156,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -16023,7 +16170,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16125,6 +16286,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -16132,7 +16300,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16253,7 +16435,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16268,6 +16464,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16299,14 +16502,14 @@ pub mod builder {
     pub struct IssueEndpointPortalLink<'a> {
         client: &'a super::Client,
         endpoint: Result<types::EndpointRef, String>,
-        body: Result<::std::option::Option<types::IssueLink>, String>,
+        body: Result<types::builder::IssueLink, String>,
     }
     impl<'a> IssueEndpointPortalLink<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 endpoint: Err("endpoint was not initialized".to_string()),
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
@@ -16322,14 +16525,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::option::Option<types::IssueLink>>,
+            V: std::convert::TryInto<types::IssueLink>,
+            <V as std::convert::TryInto<types::IssueLink>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: option :: Option < IssueLink >` for body failed"
-                        .to_string()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `IssueLink` for body failed: {}", s)
                 });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(types::builder::IssueLink) -> types::builder::IssueLink,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/v1/endpoints/{endpoint}/portal`
@@ -16338,7 +16549,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::PortalLink>, Error<types::ErrorBody>> {
             let Self { client, endpoint, body } = self;
             let endpoint = endpoint.map_err(Error::InvalidRequest)?;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| types::IssueLink::try_from(v).map_err(|e| e.to_string()))
+                .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/v1/endpoints/{}/portal", client.baseurl, encode_path(& endpoint
                 .to_string()),
@@ -16385,7 +16598,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16400,6 +16627,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16501,7 +16735,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16603,7 +16858,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16618,6 +16887,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16642,14 +16918,14 @@ pub mod builder {
     pub struct Pull<'a> {
         client: &'a super::Client,
         endpoint: Result<types::EndpointRef, String>,
-        body: Result<::std::option::Option<types::PullRequest>, String>,
+        body: Result<types::builder::PullRequest, String>,
     }
     impl<'a> Pull<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 endpoint: Err("endpoint was not initialized".to_string()),
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
@@ -16665,14 +16941,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::option::Option<types::PullRequest>>,
+            V: std::convert::TryInto<types::PullRequest>,
+            <V as std::convert::TryInto<types::PullRequest>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: option :: Option < PullRequest >` for body failed"
-                        .to_string()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `PullRequest` for body failed: {}", s)
                 });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(
+                types::builder::PullRequest,
+            ) -> types::builder::PullRequest,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/v1/endpoints/{endpoint}/pull`
@@ -16681,7 +16967,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::PullResult>, Error<types::ErrorBody>> {
             let Self { client, endpoint, body } = self;
             let endpoint = endpoint.map_err(Error::InvalidRequest)?;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| types::PullRequest::try_from(v).map_err(|e| e.to_string()))
+                .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/v1/endpoints/{}/pull", client.baseurl, encode_path(& endpoint
                 .to_string()),
@@ -16742,6 +17030,13 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -16750,6 +17045,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16887,7 +17189,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -16902,6 +17218,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17003,6 +17326,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17010,7 +17340,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17105,7 +17449,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17137,14 +17495,14 @@ pub mod builder {
     pub struct RotateEndpointSecret<'a> {
         client: &'a super::Client,
         endpoint: Result<types::EndpointRef, String>,
-        body: Result<::std::option::Option<types::RotateSecret>, String>,
+        body: Result<types::builder::RotateSecret, String>,
     }
     impl<'a> RotateEndpointSecret<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 endpoint: Err("endpoint was not initialized".to_string()),
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
@@ -17160,14 +17518,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::option::Option<types::RotateSecret>>,
+            V: std::convert::TryInto<types::RotateSecret>,
+            <V as std::convert::TryInto<types::RotateSecret>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: option :: Option < RotateSecret >` for body failed"
-                        .to_string()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `RotateSecret` for body failed: {}", s)
                 });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(
+                types::builder::RotateSecret,
+            ) -> types::builder::RotateSecret,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/v1/endpoints/{endpoint}/secret/rotate`
@@ -17176,7 +17544,11 @@ pub mod builder {
         ) -> Result<ResponseValue<types::EndpointView>, Error<types::ErrorBody>> {
             let Self { client, endpoint, body } = self;
             let endpoint = endpoint.map_err(Error::InvalidRequest)?;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| {
+                    types::RotateSecret::try_from(v).map_err(|e| e.to_string())
+                })
+                .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/v1/endpoints/{}/secret/rotate", client.baseurl, encode_path(&
                 endpoint.to_string()),
@@ -17223,6 +17595,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17230,7 +17609,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17262,14 +17655,14 @@ pub mod builder {
     pub struct SendTestNotification<'a> {
         client: &'a super::Client,
         endpoint: Result<types::EndpointRef, String>,
-        body: Result<::std::option::Option<types::SendTest>, String>,
+        body: Result<types::builder::SendTest, String>,
     }
     impl<'a> SendTestNotification<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 endpoint: Err("endpoint was not initialized".to_string()),
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn endpoint<V>(mut self, value: V) -> Self
@@ -17285,14 +17678,20 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::option::Option<types::SendTest>>,
+            V: std::convert::TryInto<types::SendTest>,
+            <V as std::convert::TryInto<types::SendTest>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: option :: Option < SendTest >` for body failed"
-                        .to_string()
-                });
+                .map(From::from)
+                .map_err(|s| format!("conversion to `SendTest` for body failed: {}", s));
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(types::builder::SendTest) -> types::builder::SendTest,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/v1/endpoints/{endpoint}/test`
@@ -17301,7 +17700,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::NotificationView>, Error<types::ErrorBody>> {
             let Self { client, endpoint, body } = self;
             let endpoint = endpoint.map_err(Error::InvalidRequest)?;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| types::SendTest::try_from(v).map_err(|e| e.to_string()))
+                .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/v1/endpoints/{}/test", client.baseurl, encode_path(& endpoint
                 .to_string()),
@@ -17348,6 +17749,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17355,7 +17763,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17572,6 +17994,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17686,6 +18122,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17694,6 +18144,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17810,7 +18267,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -17911,6 +18389,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -17918,7 +18403,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18012,7 +18511,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18344,6 +18864,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -18462,6 +18996,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -18470,6 +19018,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18582,7 +19137,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18708,6 +19284,13 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -18716,6 +19299,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18836,6 +19426,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -18844,6 +19448,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -18944,6 +19555,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -18951,7 +19569,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19074,7 +19706,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19089,6 +19735,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19224,6 +19877,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -19231,7 +19891,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19340,7 +20014,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19472,7 +20160,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19487,6 +20189,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19616,7 +20325,21 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19631,6 +20354,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19732,6 +20462,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -19739,7 +20476,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19840,6 +20591,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -19847,7 +20605,21 @@ pub mod builder {
                         ),
                     )
                 }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -19872,14 +20644,14 @@ pub mod builder {
     pub struct IssueOwnerPortalLink<'a> {
         client: &'a super::Client,
         owner: Result<types::Owner, String>,
-        body: Result<::std::option::Option<types::IssueLink>, String>,
+        body: Result<types::builder::IssueLink, String>,
     }
     impl<'a> IssueOwnerPortalLink<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 owner: Err("owner was not initialized".to_string()),
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn owner<V>(mut self, value: V) -> Self
@@ -19893,14 +20665,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::option::Option<types::IssueLink>>,
+            V: std::convert::TryInto<types::IssueLink>,
+            <V as std::convert::TryInto<types::IssueLink>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `:: std :: option :: Option < IssueLink >` for body failed"
-                        .to_string()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `IssueLink` for body failed: {}", s)
                 });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(types::builder::IssueLink) -> types::builder::IssueLink,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/v1/owners/{owner}/portal`
@@ -19909,7 +20689,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::PortalLink>, Error<types::ErrorBody>> {
             let Self { client, owner, body } = self;
             let owner = owner.map_err(Error::InvalidRequest)?;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| types::IssueLink::try_from(v).map_err(|e| e.to_string()))
+                .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/v1/owners/{}/portal", client.baseurl, encode_path(& owner
                 .to_string()),
@@ -19956,6 +20738,20 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -19964,6 +20760,13 @@ pub mod builder {
                     )
                 }
                 413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -20063,7 +20866,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                415u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -20194,7 +21018,28 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -20264,6 +21109,27 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

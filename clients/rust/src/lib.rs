@@ -4,24 +4,24 @@
 //! `operationId`, on [`Client`]; the API's schemas are in [`types`].
 //!
 //! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use hookd_client::{types, Client};
+//! # async fn example() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use hookd_client::types;
 //!
-//! let client = Client::new("http://127.0.0.1:8080");
+//! let client = hookd_client::with_token("http://127.0.0.1:8080", "a-token-of-api-tokens")?;
+//! let uid: types::EndpointFieldsUid = "shop".parse()?;
+//! let url: types::EndpointFieldsUrl = "https://shop.example/hooks/orders".parse()?;
 //! let endpoint = client
-//!     .create_endpoint(&types::EndpointFields {
-//!         uid: Some("shop".parse()?),
-//!         url: Some("https://shop.example/hooks/orders".into()),
-//!         ..Default::default()
-//!     })
+//!     .create_endpoint()
+//!     .body_map(|body| body.uid(Some(uid)).url(Some(url)))
+//!     .send()
 //!     .await?
 //!     .into_inner();
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! With `api.tokens` set, build the client on a `reqwest::Client` whose
-//! default headers carry the token ([`with_token`]).
+//! With `api.tokens` set, [`with_token`] builds the client; for hookd's
+//! open mode (no tokens, loopback), [`open`].
 
 // The generated code is progenitor's, formatted by prettyplease: neither
 // rustfmt nor clippy is asked to change it.
@@ -39,11 +39,34 @@ pub fn with_token(
 ) -> Result<Client, Box<dyn std::error::Error + Send + Sync>> {
     let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?;
     value.set_sensitive(true);
-    let headers = reqwest::header::HeaderMap::from_iter([(reqwest::header::AUTHORIZATION, value)]);
+    client(base_url, Some(value))
+}
+
+/// A client for a hookd in open mode (no `api.tokens`, on loopback).
+pub fn open(base_url: &str) -> Result<Client, Box<dyn std::error::Error + Send + Sync>> {
+    client(base_url, None)
+}
+
+/// Every request says `Content-Type: application/json`, a body-less POST
+/// (a retry, a cancel) too: in open mode hookd answers 415 to a POST
+/// without it (a web page's form cannot send it). The total timeout
+/// outlasts the longest pull wait (`wait` of `/pull`, at most 20 s).
+fn client(
+    base_url: &str,
+    authorization: Option<reqwest::header::HeaderValue>,
+) -> Result<Client, Box<dyn std::error::Error + Send + Sync>> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(value) = authorization {
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let http = reqwest::Client::builder()
         .default_headers(headers)
         .connect_timeout(std::time::Duration::from_secs(15))
-        .timeout(std::time::Duration::from_secs(15))
+        .timeout(std::time::Duration::from_secs(60))
         .build()?;
     Ok(Client::new_with_client(base_url, http))
 }

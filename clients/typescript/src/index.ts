@@ -17,12 +17,20 @@ export interface HookdOptions extends Omit<ClientOptions, "baseUrl"> {
   token?: string;
 }
 
-/** A client for the hookd at `baseUrl`, sending `token` as a bearer token. */
+/**
+ * A client for the hookd at `baseUrl`, sending `token` as a bearer token.
+ * Every request says `content-type: application/json`, a body-less POST (a
+ * retry, a cancel) too: in open mode hookd answers 415 to a POST without it.
+ */
 export function hookd({ baseUrl, token, headers, ...options }: HookdOptions): HookdClient {
   const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   return createClient<paths>({
     baseUrl,
     ...options,
-    headers: { ...auth, ...(headers as Record<string, string> | undefined) },
+    headers: {
+      "content-type": "application/json",
+      ...auth,
+      ...(headers as Record<string, string> | undefined),
+    },
   });
 }

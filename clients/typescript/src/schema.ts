@@ -2247,8 +2247,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2307,6 +2334,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description an endpoint with this `uid` exists */
             409: {
                 headers: {
@@ -2318,6 +2363,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2384,6 +2438,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -2393,8 +2456,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2452,8 +2533,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2524,6 +2623,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -2533,8 +2641,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2605,8 +2731,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2625,6 +2769,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2691,6 +2844,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -2700,8 +2862,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2759,6 +2939,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -2768,8 +2957,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a push endpoint (`not_pull`): only pull endpoints have consumers */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2836,6 +3043,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -2845,8 +3061,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2908,8 +3142,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2928,6 +3180,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2967,7 +3228,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["IssueLink"] | null;
+                "application/json": components["schemas"]["IssueLink"];
             };
         };
         responses: {
@@ -2998,8 +3259,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3018,6 +3297,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3084,8 +3372,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3152,8 +3467,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3172,6 +3505,15 @@ export interface operations {
             };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3202,7 +3544,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PullRequest"] | null;
+                "application/json": components["schemas"]["PullRequest"];
             };
         };
         responses: {
@@ -3251,6 +3593,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a push or disabled endpoint */
             409: {
                 headers: {
@@ -3262,6 +3613,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3341,8 +3701,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description no such endpoint (or it was deleted) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3361,6 +3739,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3427,6 +3814,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -3436,8 +3832,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3495,8 +3909,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3536,7 +3968,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["RotateSecret"] | null;
+                "application/json": components["schemas"]["RotateSecret"];
             };
         };
         responses: {
@@ -3567,6 +3999,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -3576,8 +4017,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3617,7 +4076,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["SendTest"] | null;
+                "application/json": components["schemas"]["SendTest"];
             };
         };
         responses: {
@@ -3648,6 +4107,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -3657,8 +4125,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3727,6 +4213,24 @@ export interface operations {
             };
             /** @description missing or unknown bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3822,6 +4326,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description this key exists for this owner with another payload */
             409: {
                 headers: {
@@ -3833,6 +4355,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3910,8 +4441,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3977,6 +4535,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -3986,8 +4553,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4044,8 +4629,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4127,6 +4739,24 @@ export interface operations {
             };
             /** @description missing or unknown bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4222,6 +4852,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description this key exists with another payload */
             409: {
                 headers: {
@@ -4233,6 +4881,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4310,8 +4967,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4397,6 +5081,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description by filter: a cancel of this endpoint runs (`operation_running`): it is in `operation` */
             409: {
                 headers: {
@@ -4408,6 +5101,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4484,6 +5186,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a retry of this endpoint runs (`operation_running`): it is in `operation` */
             409: {
                 headers: {
@@ -4495,6 +5215,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4560,6 +5289,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -4569,8 +5307,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4631,8 +5387,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4651,6 +5425,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4721,6 +5504,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -4730,8 +5522,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4806,8 +5616,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description already succeeded or failed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4877,8 +5705,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4897,6 +5743,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4966,8 +5821,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4986,6 +5859,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5051,6 +5933,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -5060,8 +5951,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description succeeded or cancelled: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5127,6 +6036,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description not found: `error.message` names what */
             404: {
                 headers: {
@@ -5136,8 +6054,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a value is invalid; `error.field` names it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5168,7 +6104,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["IssueLink"] | null;
+                "application/json": components["schemas"]["IssueLink"];
             };
         };
         responses: {
@@ -5199,6 +6135,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `portal_disabled`: portal.key is not set */
             409: {
                 headers: {
@@ -5210,6 +6164,15 @@ export interface operations {
             };
             /** @description the request or one payload is too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5276,8 +6239,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the owner has no live endpoint: its links are refused already */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description with no tokens configured: a POST or PATCH whose `Content-Type` is not `application/json` (send the header with or without a body) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5348,8 +6338,35 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a parameter is invalid, given twice or unknown (`field` names it) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5397,6 +6414,33 @@ export interface operations {
             };
             /** @description missing or unknown bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request, body included, took longer than `server.request_timeout_ms` */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the credential has `api.max_concurrent_per_credential` reads under way; retry after `Retry-After` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -79,5 +79,16 @@ assert.equal(refused.response.status, 422);
 assert.equal(refused.error?.error.code, "unknown_endpoint");
 assert.equal(refused.error?.error.field, "endpoint");
 
+// A call whose body is optional, given none; a body-less POST refused,
+// typed as any refusal.
+const rotated = await client.POST("/v1/endpoints/{endpoint}/secret/rotate", {
+  params: { path: { endpoint: endpoint.uid! } },
+});
+assert.equal(rotated.response.status, 200, JSON.stringify(rotated.error));
+assert.ok(rotated.data?.secret?.startsWith("whsec_"));
+const again = await client.POST("/v1/notifications/{id}/retry", { params: { path: { id } } });
+assert.equal(again.response.status, 409);
+assert.equal(again.error?.error.code, "not_retryable");
+
 receiver.close();
 console.log(`typescript client: endpoint ${endpoint.uid}, notification ${id} delivered and verified`);

@@ -15,7 +15,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     endpoint: str,
     *,
-    body: None | RotateSecret | Unset = UNSET,
+    body: RotateSecret | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
 
@@ -26,10 +26,8 @@ def _get_kwargs(
         ),
     }
 
-    if isinstance(body, RotateSecret):
+    if not isinstance(body, Unset):
         _kwargs["json"] = body.to_dict()
-    else:
-        _kwargs["json"] = body
 
     headers["Content-Type"] = "application/json"
 
@@ -55,15 +53,30 @@ def _parse_response(
 
         return response_401
 
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
     if response.status_code == 404:
         response_404 = ErrorBody.from_dict(response.json())
 
         return response_404
 
+    if response.status_code == 408:
+        response_408 = ErrorBody.from_dict(response.json())
+
+        return response_408
+
     if response.status_code == 413:
         response_413 = ErrorBody.from_dict(response.json())
 
         return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
 
     if response.status_code == 422:
         response_422 = ErrorBody.from_dict(response.json())
@@ -96,12 +109,12 @@ def sync_detailed(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | RotateSecret | Unset = UNSET,
+    body: RotateSecret | Unset = UNSET,
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (None | RotateSecret | Unset):
+        body (RotateSecret | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -127,12 +140,12 @@ def sync(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | RotateSecret | Unset = UNSET,
+    body: RotateSecret | Unset = UNSET,
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (None | RotateSecret | Unset):
+        body (RotateSecret | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,12 +166,12 @@ async def asyncio_detailed(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | RotateSecret | Unset = UNSET,
+    body: RotateSecret | Unset = UNSET,
 ) -> Response[EndpointView | ErrorBody]:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (None | RotateSecret | Unset):
+        body (RotateSecret | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -182,12 +195,12 @@ async def asyncio(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | RotateSecret | Unset = UNSET,
+    body: RotateSecret | Unset = UNSET,
 ) -> EndpointView | ErrorBody | None:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (None | RotateSecret | Unset):
+        body (RotateSecret | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

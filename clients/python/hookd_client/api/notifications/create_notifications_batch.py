@@ -55,10 +55,25 @@ def _parse_response(
 
         return response_401
 
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 408:
+        response_408 = ErrorBody.from_dict(response.json())
+
+        return response_408
+
     if response.status_code == 413:
         response_413 = ErrorBody.from_dict(response.json())
 
         return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
 
     if response.status_code == 422:
         response_422 = ErrorBody.from_dict(response.json())

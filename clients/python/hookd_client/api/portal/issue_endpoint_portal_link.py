@@ -15,7 +15,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     endpoint: str,
     *,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
 
@@ -26,10 +26,8 @@ def _get_kwargs(
         ),
     }
 
-    if isinstance(body, IssueLink):
+    if not isinstance(body, Unset):
         _kwargs["json"] = body.to_dict()
-    else:
-        _kwargs["json"] = body
 
     headers["Content-Type"] = "application/json"
 
@@ -55,10 +53,20 @@ def _parse_response(
 
         return response_401
 
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
     if response.status_code == 404:
         response_404 = ErrorBody.from_dict(response.json())
 
         return response_404
+
+    if response.status_code == 408:
+        response_408 = ErrorBody.from_dict(response.json())
+
+        return response_408
 
     if response.status_code == 409:
         response_409 = ErrorBody.from_dict(response.json())
@@ -69,6 +77,11 @@ def _parse_response(
         response_413 = ErrorBody.from_dict(response.json())
 
         return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
 
     if response.status_code == 422:
         response_422 = ErrorBody.from_dict(response.json())
@@ -101,12 +114,12 @@ def sync_detailed(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -132,12 +145,12 @@ def sync(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -158,12 +171,12 @@ async def asyncio_detailed(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -187,12 +200,12 @@ async def asyncio(
     endpoint: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

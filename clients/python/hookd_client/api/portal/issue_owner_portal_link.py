@@ -15,7 +15,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     owner: str,
     *,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
 
@@ -26,10 +26,8 @@ def _get_kwargs(
         ),
     }
 
-    if isinstance(body, IssueLink):
+    if not isinstance(body, Unset):
         _kwargs["json"] = body.to_dict()
-    else:
-        _kwargs["json"] = body
 
     headers["Content-Type"] = "application/json"
 
@@ -55,6 +53,16 @@ def _parse_response(
 
         return response_401
 
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 408:
+        response_408 = ErrorBody.from_dict(response.json())
+
+        return response_408
+
     if response.status_code == 409:
         response_409 = ErrorBody.from_dict(response.json())
 
@@ -64,6 +72,11 @@ def _parse_response(
         response_413 = ErrorBody.from_dict(response.json())
 
         return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
 
     if response.status_code == 422:
         response_422 = ErrorBody.from_dict(response.json())
@@ -96,12 +109,12 @@ def sync_detailed(
     owner: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -127,12 +140,12 @@ def sync(
     owner: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,12 +166,12 @@ async def asyncio_detailed(
     owner: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
     """
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -182,12 +195,12 @@ async def asyncio(
     owner: str,
     *,
     client: AuthenticatedClient | Client,
-    body: IssueLink | None | Unset = UNSET,
+    body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
     """
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
-        body (IssueLink | None | Unset):
+        body (IssueLink | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
