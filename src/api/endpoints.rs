@@ -53,14 +53,18 @@ pub fn router() -> Router<AppState> {
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct EndpointView {
     pub id: Uuid,
+    #[schema(required = true)]
     pub uid: Option<String>,
     /// The tenant it belongs to; events fan out within one owner.
+    #[schema(required = true)]
     pub owner: Option<String>,
     /// Where hookd POSTs; null for a pull endpoint.
+    #[schema(required = true)]
     pub url: Option<String>,
     /// `push` (hookd POSTs to `url`) or `pull` (consumers take them).
     pub delivery: Delivery,
     pub description: String,
+    #[schema(required = true)]
     pub event_types: Option<Vec<String>>,
     /// `hmac` (a shared secret signs `v1,`), `ed25519` (a private key
     /// signs `v1a,`) or `rsa2` (an RSA key signs a form body's `sign`);
@@ -68,7 +72,7 @@ pub struct EndpointView {
     pub signing: Signing,
     /// The predicate an event's payload must satisfy to reach it, as
     /// written; null: every event of its types.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Object>, required = true)]
     pub filter: Option<crate::domain::payload_filter::PayloadFilter>,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
     pub schedule: Value,
@@ -78,21 +82,26 @@ pub struct EndpointView {
     pub schedule_jitter: f64,
     /// The endpoint's own rate limit; `null`: none of its own
     /// (`dispatcher.default_rate_limit` applies, if set).
+    #[schema(required = true)]
     pub rate_limit: Option<crate::domain::rate::RateLimit>,
     /// Fresh notifications' part of the rate limit while retries are due
     /// beside them (lanes); `null`: `dispatcher.fresh_share` applies.
-    #[schema(minimum = 0.0, maximum = 1.0)]
+    #[schema(minimum = 0.0, maximum = 1.0, required = true)]
     pub fresh_share: Option<f64>,
     /// The circuit breaker's settings over `[dispatcher.breaker]` (absent
     /// ones are the defaults); null: no breaker.
+    #[schema(required = true)]
     pub breaker: Option<BreakerFields>,
     /// The endpoint's circuit now.
     pub circuit: CircuitView,
+    #[schema(required = true)]
     pub success_body: Option<String>,
     pub permanent_statuses: Vec<i32>,
     /// Custom headers by name; their values are never shown (`***`).
     pub headers: BTreeMap<String, String>,
+    #[schema(required = true)]
     pub timeout_ms: Option<i32>,
+    #[schema(required = true)]
     pub max_in_flight: Option<i32>,
     /// `key`: the notifications of one `order_key` go one at a time, in
     /// creation order; `none`: each on its own.
@@ -106,9 +115,11 @@ pub struct EndpointView {
     pub url_secret: bool,
     /// `failing` when hookd disabled the endpoint because every attempt
     /// failed for `dispatcher.disable_failing_endpoints_after_hours`.
+    #[schema(required = true)]
     pub disabled_reason: Option<String>,
     /// Since when every attempt to the endpoint has failed; null after a
     /// success.
+    #[schema(required = true)]
     pub failing_since: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -172,7 +183,8 @@ impl EndpointView {
     }
 }
 
-/// An endpoint's circuit breaker state (docs/design.md §16).
+/// An endpoint's circuit breaker state.
+// docs/design.md §16.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CircuitView {
     /// `closed` (delivering), `open` (nothing sent; due notifications

@@ -29,29 +29,36 @@ pub struct NotificationView {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     /// The event this notification delivers, when it is one's delivery.
+    #[schema(required = true)]
     pub event_id: Option<Uuid>,
     /// Where it is sent, when not to its endpoint's URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    #[schema(required = true)]
     pub key: Option<String>,
     /// The business object it is about; on an endpoint ordered by key,
     /// notifications of one `order_key` go one at a time.
+    #[schema(required = true)]
     pub order_key: Option<String>,
     /// Its place in its key's order (1, 2, 3 …, and 1 again once retention
     /// removed every notification of the key), sent as `webhook-sequence`;
     /// `null` unless its endpoint orders by key.
+    #[schema(required = true)]
     pub sequence: Option<i64>,
+    #[schema(required = true)]
     pub event_type: Option<String>,
     pub status: Status,
     /// Attempts made so far, over every series.
     pub attempts: i32,
     /// When the next attempt is due; `null` once final. While `leased`,
     /// when the lease runs out.
+    #[schema(required = true)]
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// A pull consumer holds it under a lease that has not run out: its
     /// attempt is under way.
     pub leased: bool,
     pub deliver_at: DateTime<Utc>,
+    #[schema(required = true)]
     pub last_attempt: Option<LastAttempt>,
     pub content_type: String,
     #[schema(value_type = crate::domain::schedule::ScheduleSpec)]
@@ -61,6 +68,7 @@ pub struct NotificationView {
     pub headers: BTreeMap<String, String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    #[schema(required = true)]
     pub completed_at: Option<DateTime<Utc>>,
     /// The JSON payload (single reads only, JSON content types).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,11 +77,12 @@ pub struct NotificationView {
     /// The body as text (single reads only, other content types).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    /// Why it waits while pending (`domain::waiting`); `null` once final.
+    /// Why it waits while pending; `null` once final.
     /// `reason` is one of `scheduled`, `due`, `in_flight`, `rate_limit`,
     /// `circuit_open`, `ordering`, `endpoint_disabled`, `pull`; `until`
     /// when that ends, if known; `behind` the earlier notification of its
     /// key it waits for (`ordering`).
+    #[schema(required = true)]
     pub waiting: Option<Waiting>,
 }
 

@@ -99,7 +99,17 @@ impl Modify for BearerAuth {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "An API token from `api.tokens`, whose scopes decide what it may do:                          `admin` everything; `write` create and cancel notifications and events,                          retry; `read` status, lists, attempts; `secrets` read or rotate signing                          secrets; `pull` pull, ack, nack and extend on any pull endpoint. Or a                          pull endpoint's consumer token (`hkc_…`): pull, ack, nack and extend                          on that endpoint only. Or a portal link's token (`hookd_portal_…`, issued by                          `POST /v1/endpoints/{endpoint}/portal` or `/v1/owners/{owner}/portal`): list and read                          its endpoint's or owner's notifications, their attempts and endpoints, retry them,                          and `GET /v1/whoami`; outside its scope a single resource is 404. Outside them: 403 `forbidden`.",
+                        concat!(
+                            "An API token from `api.tokens`, whose scopes decide what it may do: ",
+                            "`admin` everything; `write` create and cancel notifications and events, ",
+                            "retry; `read` status, lists, attempts; `secrets` read or rotate signing ",
+                            "secrets; `pull` pull, ack, nack and extend on any pull endpoint. Or a ",
+                            "pull endpoint's consumer token (`hkc_…`): pull, ack, nack and extend ",
+                            "on that endpoint only. Or a portal link's token (`hookd_portal_…`, issued by ",
+                            "`POST /v1/endpoints/{endpoint}/portal` or `/v1/owners/{owner}/portal`): list and read ",
+                            "its endpoint's or owner's notifications, their attempts and endpoints, retry them, ",
+                            "and `GET /v1/whoami`; outside its scope a single resource is 404. Outside them: 403 `forbidden`.",
+                        ),
                     ))
                     .build(),
             ),

@@ -220,9 +220,10 @@ pub fn format_duration(ms: u64) -> String {
     }
 }
 
-/// How a schedule is written: a preset name or an array of durations. The
-/// API takes it as JSON and validates it (`Schedule::from_json`); this type
-/// only describes it to the OpenAPI document.
+/// How a schedule is written: a preset name (`alipay`, `wechat`, `exponential`) or an
+/// array of durations (`["0s", "2m", "1h"]`).
+// The API takes it as JSON and validates it (`Schedule::from_json`); this
+// type only describes it to the OpenAPI document.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]

@@ -8,8 +8,9 @@ use super::lease::Lease;
 use super::outcome::Outcome;
 
 /// `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-/// Stored as its lowercase name in a `text` column (the schema's CHECK lists
-/// the same four), so a row decodes to one of these or not at all.
+// Stored as its lowercase name in a `text` column (the schema's CHECK lists
+// the same four), so a row decodes to one of these or not at all. (A plain
+// comment: the doc comment is the API document's description.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {

@@ -130,7 +130,7 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     success_body: Option<Option<String>>,
-    /// Statuses that end the schedule at once. Default `[410]`.
+    /// Statuses (400 to 599) that end the schedule at once. Default `[410]`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Vec<u16>>)]
     permanent_statuses: Option<Option<Bounded<u16, MAX_PERMANENT_STATUSES>>>,
@@ -138,13 +138,14 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<BTreeMap<String, String>>)]
     headers: Option<Option<BoundedMap<MAX_HEADERS>>>,
-    /// Per-attempt time limit; default `sender.timeout_ms`.
+    /// Per-attempt time limit, from 1 ms to the longest the delivery lease
+    /// allows (55000 with the default lease); default `sender.timeout_ms`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 1)]
     timeout_ms: Option<Option<u64>>,
     /// Cap on concurrent deliveries to this endpoint.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 10000)]
     max_in_flight: Option<Option<u32>>,
     /// `key`: the notifications of one `order_key` are attempted one at a
     /// time, in creation order, each carrying `webhook-sequence`. Default

@@ -29,7 +29,7 @@ use crate::store::writes::Writes;
 pub const MAX_BATCH: usize = 1000;
 
 /// A notification as a producer submits it.
-/// `Debug` masks header values and the URL's query string.
+// `Debug` masks header values and the URL's query string.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = CreateNotification)]
@@ -51,6 +51,7 @@ pub struct NotificationInput {
     #[schema(min_length = 1, max_length = 255)]
     pub key: Option<String>,
     /// RFC 3339 time before which nothing is sent. Excludes `delay`.
+    #[schema(format = DateTime)]
     pub deliver_at: Option<String>,
     /// Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`.
     pub delay: Option<String>,

@@ -739,7 +739,7 @@ the filters below pick (an operation).*/
             Default::default()
         }
     }
-    ///An endpoint's circuit breaker state (docs/design.md §16).
+    ///An endpoint's circuit breaker state.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CircuitView {
         /**Pending notifications due by now that wait for the circuit to
@@ -1168,8 +1168,7 @@ owner.*/
                 })
         }
     }
-    /**A notification as a producer submits it.
-`Debug` masks header values and the URL's query string.*/
+    ///A notification as a producer submits it.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(deny_unknown_fields)]
     pub struct CreateNotification {
@@ -1185,7 +1184,7 @@ receivers). Excludes `payload`.*/
         pub delay: ::std::option::Option<CreateNotificationDelay>,
         ///RFC 3339 time before which nothing is sent. Excludes `delay`.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub deliver_at: ::std::option::Option<::std::string::String>,
+        pub deliver_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
         ///The endpoint's id or uid.
         pub endpoint: CreateNotificationEndpoint,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1740,7 +1739,7 @@ order. `null`: `dispatcher.fresh_share` (0.5 by default).*/
         >,
         ///Cap on concurrent deliveries to this endpoint.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub max_in_flight: ::std::option::Option<i32>,
+        pub max_in_flight: ::std::option::Option<::std::num::NonZeroU32>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub ordering: ::std::option::Option<Ordering>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1749,7 +1748,7 @@ order. `null`: `dispatcher.fresh_share` (0.5 by default).*/
 only to endpoints of their own owner.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub owner: ::std::option::Option<EndpointFieldsOwner>,
-        ///Statuses that end the schedule at once. Default `[410]`.
+        ///Statuses (400 to 599) that end the schedule at once. Default `[410]`.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub permanent_statuses: ::std::option::Option<::std::vec::Vec<i32>>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1774,9 +1773,10 @@ only: change it with `POST .../secret/rotate`.*/
         ///When set, a 2xx only succeeds if the trimmed body equals it (`success`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success_body: ::std::option::Option<::std::string::String>,
-        ///Per-attempt time limit; default `sender.timeout_ms`.
+        /**Per-attempt time limit, from 1 ms to the longest the delivery lease
+allows (55000 with the default lease); default `sender.timeout_ms`.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub timeout_ms: ::std::option::Option<i64>,
+        pub timeout_ms: ::std::option::Option<::std::num::NonZeroU64>,
         ///The producer's own name for the endpoint, usable wherever an id is.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub uid: ::std::option::Option<EndpointFieldsUid>,
@@ -2166,7 +2166,7 @@ endpoint; a pull endpoint has none.*/
 (create, rotate) or asked for (`GET .../secret`).*/
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct EndpointView {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub breaker: ::std::option::Option<BreakerFields>,
         pub circuit: CircuitView,
         pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
@@ -2175,25 +2175,25 @@ endpoint; a pull endpoint has none.*/
         pub disabled: bool,
         /**`failing` when hookd disabled the endpoint because every attempt
 failed for `dispatcher.disable_failing_endpoints_after_hours`.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub disabled_reason: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_types: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         /**Since when every attempt to the endpoint has failed; null after a
 success.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub failing_since: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         /**The predicate an event's payload must satisfy to reach it, as
 written; null: every event of its types.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub filter: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         /**Fresh notifications' part of the rate limit while retries are due
 beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub fresh_share: ::std::option::Option<f64>,
         ///Custom headers by name; their values are never shown (`***`).
         pub headers: ::std::collections::HashMap<
@@ -2201,15 +2201,15 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
             ::std::string::String,
         >,
         pub id: ::uuid::Uuid,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub max_in_flight: ::std::option::Option<i32>,
         pub ordering: Ordering,
         pub ordering_on_failure: OrderingOnFailure,
         ///The tenant it belongs to; events fan out within one owner.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub owner: ::std::option::Option<::std::string::String>,
         pub permanent_statuses: ::std::vec::Vec<i32>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub rate_limit: ::std::option::Option<RateLimit>,
         pub schedule: ScheduleSpec,
         /**Each wait of the schedule is scaled by a random factor in
@@ -2218,15 +2218,15 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub secret: ::std::option::Option<::std::string::String>,
         pub signing: Signing,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub success_body: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub timeout_ms: ::std::option::Option<i32>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub uid: ::std::option::Option<::std::string::String>,
         pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///Where hookd POSTs; null for a pull endpoint.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub url: ::std::option::Option<::std::string::String>,
         /**The whole path of `url` is a credential: callers without the
 `secrets` scope see only its origin.*/
@@ -3235,7 +3235,7 @@ next attempt later, never earlier; at most 24h.*/
         ///The body as text (single reads only, other content types).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub body: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub completed_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
@@ -3244,9 +3244,9 @@ next attempt later, never earlier; at most 24h.*/
         pub deliver_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub endpoint_id: ::uuid::Uuid,
         ///The event this notification delivers, when it is one's delivery.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_id: ::std::option::Option<::uuid::Uuid>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_type: ::std::option::Option<::std::string::String>,
         /**Custom headers by name; their values are never shown (`***`),
 except a trace context's (`traceparent`, `tracestate`).*/
@@ -3255,22 +3255,22 @@ except a trace context's (`traceparent`, `tracestate`).*/
             ::std::string::String,
         >,
         pub id: ::uuid::Uuid,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub key: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub last_attempt: ::std::option::Option<LastAttempt>,
         /**A pull consumer holds it under a lease that has not run out: its
 attempt is under way.*/
         pub leased: bool,
         /**When the next attempt is due; `null` once final. While `leased`,
 when the lease runs out.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub next_attempt_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         /**The business object it is about; on an endpoint ordered by key,
 notifications of one `order_key` go one at a time.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub order_key: ::std::option::Option<::std::string::String>,
         ///The JSON payload (single reads only, JSON content types).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3279,14 +3279,14 @@ notifications of one `order_key` go one at a time.*/
         /**Its place in its key's order (1, 2, 3 …, and 1 again once retention
 removed every notification of the key), sent as `webhook-sequence`;
 `null` unless its endpoint orders by key.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub sequence: ::std::option::Option<i64>,
         pub status: Status,
         pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///Where it is sent, when not to its endpoint's URL.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub waiting: ::std::option::Option<Waiting>,
     }
     impl NotificationView {
@@ -3699,7 +3699,7 @@ retry's or a recover's).*/
 (create, rotate) or asked for (`GET .../secret`).*/
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageEndpointViewDataItem {
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub breaker: ::std::option::Option<BreakerFields>,
         pub circuit: CircuitView,
         pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
@@ -3708,25 +3708,25 @@ retry's or a recover's).*/
         pub disabled: bool,
         /**`failing` when hookd disabled the endpoint because every attempt
 failed for `dispatcher.disable_failing_endpoints_after_hours`.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub disabled_reason: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_types: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         /**Since when every attempt to the endpoint has failed; null after a
 success.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub failing_since: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         /**The predicate an event's payload must satisfy to reach it, as
 written; null: every event of its types.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub filter: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
         /**Fresh notifications' part of the rate limit while retries are due
 beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub fresh_share: ::std::option::Option<f64>,
         ///Custom headers by name; their values are never shown (`***`).
         pub headers: ::std::collections::HashMap<
@@ -3734,15 +3734,15 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
             ::std::string::String,
         >,
         pub id: ::uuid::Uuid,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub max_in_flight: ::std::option::Option<i32>,
         pub ordering: Ordering,
         pub ordering_on_failure: OrderingOnFailure,
         ///The tenant it belongs to; events fan out within one owner.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub owner: ::std::option::Option<::std::string::String>,
         pub permanent_statuses: ::std::vec::Vec<i32>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub rate_limit: ::std::option::Option<RateLimit>,
         pub schedule: ScheduleSpec,
         /**Each wait of the schedule is scaled by a random factor in
@@ -3751,15 +3751,15 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub secret: ::std::option::Option<::std::string::String>,
         pub signing: Signing,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub success_body: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub timeout_ms: ::std::option::Option<i32>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub uid: ::std::option::Option<::std::string::String>,
         pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///Where hookd POSTs; null for a pull endpoint.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub url: ::std::option::Option<::std::string::String>,
         /**The whole path of `url` is a credential: callers without the
 `secrets` scope see only its origin.*/
@@ -3836,7 +3836,7 @@ endpoints ordered by key go one at a time per key.*/
         ///The body as text (single reads only, other content types).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub body: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub completed_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
@@ -3845,9 +3845,9 @@ endpoints ordered by key go one at a time per key.*/
         pub deliver_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub endpoint_id: ::uuid::Uuid,
         ///The event this notification delivers, when it is one's delivery.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_id: ::std::option::Option<::uuid::Uuid>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub event_type: ::std::option::Option<::std::string::String>,
         /**Custom headers by name; their values are never shown (`***`),
 except a trace context's (`traceparent`, `tracestate`).*/
@@ -3856,22 +3856,22 @@ except a trace context's (`traceparent`, `tracestate`).*/
             ::std::string::String,
         >,
         pub id: ::uuid::Uuid,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub key: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub last_attempt: ::std::option::Option<LastAttempt>,
         /**A pull consumer holds it under a lease that has not run out: its
 attempt is under way.*/
         pub leased: bool,
         /**When the next attempt is due; `null` once final. While `leased`,
 when the lease runs out.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub next_attempt_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         /**The business object it is about; on an endpoint ordered by key,
 notifications of one `order_key` go one at a time.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub order_key: ::std::option::Option<::std::string::String>,
         ///The JSON payload (single reads only, JSON content types).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3880,14 +3880,14 @@ notifications of one `order_key` go one at a time.*/
         /**Its place in its key's order (1, 2, 3 …, and 1 again once retention
 removed every notification of the key), sent as `webhook-sequence`;
 `null` unless its endpoint orders by key.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub sequence: ::std::option::Option<i64>,
         pub status: Status,
         pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///Where it is sent, when not to its endpoint's URL.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub url: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub waiting: ::std::option::Option<Waiting>,
     }
     impl PageNotificationViewDataItem {
@@ -4478,9 +4478,8 @@ form has one `sign`); generated when absent.*/
                 })
         }
     }
-    /**How a schedule is written: a preset name or an array of durations. The
-API takes it as JSON and validates it (`Schedule::from_json`); this type
-only describes it to the OpenAPI document.*/
+    /**How a schedule is written: a preset name (`alipay`, `wechat`, `exponential`) or an
+array of durations (`["0s", "2m", "1h"]`).*/
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum ScheduleSpec {
@@ -4821,9 +4820,7 @@ the sample counts every endpoint's.*/
             value.parse()
         }
     }
-    /**`pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-Stored as its lowercase name in a `text` column (the schema's CHECK lists
-the same four), so a row decodes to one of these or not at all.*/
+    ///`pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -6843,7 +6840,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             deliver_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             endpoint: ::std::result::Result<
@@ -6943,7 +6940,9 @@ what those may do is fixed (see `portal`).*/
             }
             pub fn deliver_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.deliver_at = value
@@ -7442,7 +7441,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             max_in_flight: ::std::result::Result<
-                ::std::option::Option<i32>,
+                ::std::option::Option<::std::num::NonZeroU32>,
                 ::std::string::String,
             >,
             ordering: ::std::result::Result<
@@ -7486,7 +7485,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             timeout_ms: ::std::result::Result<
-                ::std::option::Option<i64>,
+                ::std::option::Option<::std::num::NonZeroU64>,
                 ::std::string::String,
             >,
             uid: ::std::result::Result<
@@ -7645,7 +7644,9 @@ what those may do is fixed (see `portal`).*/
             }
             pub fn max_in_flight<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU32>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.max_in_flight = value
@@ -7789,7 +7790,9 @@ what those may do is fixed (see `portal`).*/
             }
             pub fn timeout_ms<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU64>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.timeout_ms = value
@@ -8001,40 +8004,46 @@ what those may do is fixed (see `portal`).*/
         impl ::std::default::Default for EndpointView {
             fn default() -> Self {
                 Self {
-                    breaker: Ok(Default::default()),
+                    breaker: Err("no value supplied for breaker".to_string()),
                     circuit: Err("no value supplied for circuit".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     delivery: Err("no value supplied for delivery".to_string()),
                     description: Err("no value supplied for description".to_string()),
                     disabled: Err("no value supplied for disabled".to_string()),
-                    disabled_reason: Ok(Default::default()),
-                    event_types: Ok(Default::default()),
-                    failing_since: Ok(Default::default()),
-                    filter: Ok(Default::default()),
-                    fresh_share: Ok(Default::default()),
+                    disabled_reason: Err(
+                        "no value supplied for disabled_reason".to_string(),
+                    ),
+                    event_types: Err("no value supplied for event_types".to_string()),
+                    failing_since: Err(
+                        "no value supplied for failing_since".to_string(),
+                    ),
+                    filter: Err("no value supplied for filter".to_string()),
+                    fresh_share: Err("no value supplied for fresh_share".to_string()),
                     headers: Err("no value supplied for headers".to_string()),
                     id: Err("no value supplied for id".to_string()),
-                    max_in_flight: Ok(Default::default()),
+                    max_in_flight: Err(
+                        "no value supplied for max_in_flight".to_string(),
+                    ),
                     ordering: Err("no value supplied for ordering".to_string()),
                     ordering_on_failure: Err(
                         "no value supplied for ordering_on_failure".to_string(),
                     ),
-                    owner: Ok(Default::default()),
+                    owner: Err("no value supplied for owner".to_string()),
                     permanent_statuses: Err(
                         "no value supplied for permanent_statuses".to_string(),
                     ),
-                    rate_limit: Ok(Default::default()),
+                    rate_limit: Err("no value supplied for rate_limit".to_string()),
                     schedule: Err("no value supplied for schedule".to_string()),
                     schedule_jitter: Err(
                         "no value supplied for schedule_jitter".to_string(),
                     ),
                     secret: Ok(Default::default()),
                     signing: Err("no value supplied for signing".to_string()),
-                    success_body: Ok(Default::default()),
-                    timeout_ms: Ok(Default::default()),
-                    uid: Ok(Default::default()),
+                    success_body: Err("no value supplied for success_body".to_string()),
+                    timeout_ms: Err("no value supplied for timeout_ms".to_string()),
+                    uid: Err("no value supplied for uid".to_string()),
                     updated_at: Err("no value supplied for updated_at".to_string()),
-                    url: Ok(Default::default()),
+                    url: Err("no value supplied for url".to_string()),
                     url_secret: Err("no value supplied for url_secret".to_string()),
                 }
             }
@@ -9908,27 +9917,29 @@ what those may do is fixed (see `portal`).*/
                 Self {
                     attempts: Err("no value supplied for attempts".to_string()),
                     body: Ok(Default::default()),
-                    completed_at: Ok(Default::default()),
+                    completed_at: Err("no value supplied for completed_at".to_string()),
                     content_type: Err("no value supplied for content_type".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     deliver_at: Err("no value supplied for deliver_at".to_string()),
                     endpoint_id: Err("no value supplied for endpoint_id".to_string()),
-                    event_id: Ok(Default::default()),
-                    event_type: Ok(Default::default()),
+                    event_id: Err("no value supplied for event_id".to_string()),
+                    event_type: Err("no value supplied for event_type".to_string()),
                     headers: Err("no value supplied for headers".to_string()),
                     id: Err("no value supplied for id".to_string()),
-                    key: Ok(Default::default()),
-                    last_attempt: Ok(Default::default()),
+                    key: Err("no value supplied for key".to_string()),
+                    last_attempt: Err("no value supplied for last_attempt".to_string()),
                     leased: Err("no value supplied for leased".to_string()),
-                    next_attempt_at: Ok(Default::default()),
-                    order_key: Ok(Default::default()),
+                    next_attempt_at: Err(
+                        "no value supplied for next_attempt_at".to_string(),
+                    ),
+                    order_key: Err("no value supplied for order_key".to_string()),
                     payload: Ok(Default::default()),
                     schedule: Err("no value supplied for schedule".to_string()),
-                    sequence: Ok(Default::default()),
+                    sequence: Err("no value supplied for sequence".to_string()),
                     status: Err("no value supplied for status".to_string()),
                     updated_at: Err("no value supplied for updated_at".to_string()),
                     url: Ok(Default::default()),
-                    waiting: Ok(Default::default()),
+                    waiting: Err("no value supplied for waiting".to_string()),
                 }
             }
         }
@@ -11039,40 +11050,46 @@ what those may do is fixed (see `portal`).*/
         impl ::std::default::Default for PageEndpointViewDataItem {
             fn default() -> Self {
                 Self {
-                    breaker: Ok(Default::default()),
+                    breaker: Err("no value supplied for breaker".to_string()),
                     circuit: Err("no value supplied for circuit".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     delivery: Err("no value supplied for delivery".to_string()),
                     description: Err("no value supplied for description".to_string()),
                     disabled: Err("no value supplied for disabled".to_string()),
-                    disabled_reason: Ok(Default::default()),
-                    event_types: Ok(Default::default()),
-                    failing_since: Ok(Default::default()),
-                    filter: Ok(Default::default()),
-                    fresh_share: Ok(Default::default()),
+                    disabled_reason: Err(
+                        "no value supplied for disabled_reason".to_string(),
+                    ),
+                    event_types: Err("no value supplied for event_types".to_string()),
+                    failing_since: Err(
+                        "no value supplied for failing_since".to_string(),
+                    ),
+                    filter: Err("no value supplied for filter".to_string()),
+                    fresh_share: Err("no value supplied for fresh_share".to_string()),
                     headers: Err("no value supplied for headers".to_string()),
                     id: Err("no value supplied for id".to_string()),
-                    max_in_flight: Ok(Default::default()),
+                    max_in_flight: Err(
+                        "no value supplied for max_in_flight".to_string(),
+                    ),
                     ordering: Err("no value supplied for ordering".to_string()),
                     ordering_on_failure: Err(
                         "no value supplied for ordering_on_failure".to_string(),
                     ),
-                    owner: Ok(Default::default()),
+                    owner: Err("no value supplied for owner".to_string()),
                     permanent_statuses: Err(
                         "no value supplied for permanent_statuses".to_string(),
                     ),
-                    rate_limit: Ok(Default::default()),
+                    rate_limit: Err("no value supplied for rate_limit".to_string()),
                     schedule: Err("no value supplied for schedule".to_string()),
                     schedule_jitter: Err(
                         "no value supplied for schedule_jitter".to_string(),
                     ),
                     secret: Ok(Default::default()),
                     signing: Err("no value supplied for signing".to_string()),
-                    success_body: Ok(Default::default()),
-                    timeout_ms: Ok(Default::default()),
-                    uid: Ok(Default::default()),
+                    success_body: Err("no value supplied for success_body".to_string()),
+                    timeout_ms: Err("no value supplied for timeout_ms".to_string()),
+                    uid: Err("no value supplied for uid".to_string()),
                     updated_at: Err("no value supplied for updated_at".to_string()),
-                    url: Ok(Default::default()),
+                    url: Err("no value supplied for url".to_string()),
                     url_secret: Err("no value supplied for url_secret".to_string()),
                 }
             }
@@ -11987,27 +12004,29 @@ what those may do is fixed (see `portal`).*/
                 Self {
                     attempts: Err("no value supplied for attempts".to_string()),
                     body: Ok(Default::default()),
-                    completed_at: Ok(Default::default()),
+                    completed_at: Err("no value supplied for completed_at".to_string()),
                     content_type: Err("no value supplied for content_type".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     deliver_at: Err("no value supplied for deliver_at".to_string()),
                     endpoint_id: Err("no value supplied for endpoint_id".to_string()),
-                    event_id: Ok(Default::default()),
-                    event_type: Ok(Default::default()),
+                    event_id: Err("no value supplied for event_id".to_string()),
+                    event_type: Err("no value supplied for event_type".to_string()),
                     headers: Err("no value supplied for headers".to_string()),
                     id: Err("no value supplied for id".to_string()),
-                    key: Ok(Default::default()),
-                    last_attempt: Ok(Default::default()),
+                    key: Err("no value supplied for key".to_string()),
+                    last_attempt: Err("no value supplied for last_attempt".to_string()),
                     leased: Err("no value supplied for leased".to_string()),
-                    next_attempt_at: Ok(Default::default()),
-                    order_key: Ok(Default::default()),
+                    next_attempt_at: Err(
+                        "no value supplied for next_attempt_at".to_string(),
+                    ),
+                    order_key: Err("no value supplied for order_key".to_string()),
                     payload: Ok(Default::default()),
                     schedule: Err("no value supplied for schedule".to_string()),
-                    sequence: Ok(Default::default()),
+                    sequence: Err("no value supplied for sequence".to_string()),
                     status: Err("no value supplied for status".to_string()),
                     updated_at: Err("no value supplied for updated_at".to_string()),
                     url: Ok(Default::default()),
-                    waiting: Ok(Default::default()),
+                    waiting: Err("no value supplied for waiting".to_string()),
                 }
             }
         }

@@ -860,7 +860,7 @@ export interface components {
             cancelled: number;
             ids: string[];
         };
-        /** @description An endpoint's circuit breaker state (docs/design.md §16). */
+        /** @description An endpoint's circuit breaker state. */
         CircuitView: {
             /**
              * Format: int64
@@ -943,10 +943,7 @@ export interface components {
             /** @description Up to 1000 events, each as for `POST /v1/events`. */
             events: components["schemas"]["CreateEvent"][];
         };
-        /**
-         * @description A notification as a producer submits it.
-         *     `Debug` masks header values and the URL's query string.
-         */
+        /** @description A notification as a producer submits it. */
         CreateNotification: {
             /**
              * @description A text body (with `content_type`, e.g. a form for Alipay-style
@@ -957,7 +954,10 @@ export interface components {
             content_type?: string | null;
             /** @description Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`. */
             delay?: string | null;
-            /** @description RFC 3339 time before which nothing is sent. Excludes `delay`. */
+            /**
+             * Format: date-time
+             * @description RFC 3339 time before which nothing is sent. Excludes `delay`.
+             */
             deliver_at?: string | null;
             /** @description The endpoint's id or uid. */
             endpoint: string;
@@ -1078,7 +1078,7 @@ export interface components {
              *     only to endpoints of their own owner.
              */
             owner?: string | null;
-            /** @description Statuses that end the schedule at once. Default `[410]`. */
+            /** @description Statuses (400 to 599) that end the schedule at once. Default `[410]`. */
             permanent_statuses?: number[] | null;
             rate_limit?: components["schemas"]["RateLimit"] | null;
             schedule?: components["schemas"]["ScheduleSpec"] | null;
@@ -1103,7 +1103,8 @@ export interface components {
             success_body?: string | null;
             /**
              * Format: int64
-             * @description Per-attempt time limit; default `sender.timeout_ms`.
+             * @description Per-attempt time limit, from 1 ms to the longest the delivery lease
+             *     allows (55000 with the default lease); default `sender.timeout_ms`.
              */
             timeout_ms?: number | null;
             /** @description The producer's own name for the endpoint, usable wherever an id is. */
@@ -1129,7 +1130,7 @@ export interface components {
          *     (create, rotate) or asked for (`GET .../secret`).
          */
         EndpointView: {
-            breaker?: components["schemas"]["BreakerFields"] | null;
+            breaker: components["schemas"]["BreakerFields"] | null;
             /** @description The endpoint's circuit now. */
             circuit: components["schemas"]["CircuitView"];
             /** Format: date-time */
@@ -1142,25 +1143,25 @@ export interface components {
              * @description `failing` when hookd disabled the endpoint because every attempt
              *     failed for `dispatcher.disable_failing_endpoints_after_hours`.
              */
-            disabled_reason?: string | null;
-            event_types?: string[] | null;
+            disabled_reason: string | null;
+            event_types: string[] | null;
             /**
              * Format: date-time
              * @description Since when every attempt to the endpoint has failed; null after a
              *     success.
              */
-            failing_since?: string | null;
+            failing_since: string | null;
             /**
              * @description The predicate an event's payload must satisfy to reach it, as
              *     written; null: every event of its types.
              */
-            filter?: Record<string, never> | null;
+            filter: Record<string, never> | null;
             /**
              * Format: double
              * @description Fresh notifications' part of the rate limit while retries are due
              *     beside them (lanes); `null`: `dispatcher.fresh_share` applies.
              */
-            fresh_share?: number | null;
+            fresh_share: number | null;
             /** @description Custom headers by name; their values are never shown (`***`). */
             headers: {
                 [key: string]: string;
@@ -1168,7 +1169,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             /** Format: int32 */
-            max_in_flight?: number | null;
+            max_in_flight: number | null;
             /**
              * @description `key`: the notifications of one `order_key` go one at a time, in
              *     creation order; `none`: each on its own.
@@ -1180,9 +1181,9 @@ export interface components {
              */
             ordering_on_failure: components["schemas"]["OrderingOnFailure"];
             /** @description The tenant it belongs to; events fan out within one owner. */
-            owner?: string | null;
+            owner: string | null;
             permanent_statuses: number[];
-            rate_limit?: components["schemas"]["RateLimit"] | null;
+            rate_limit: components["schemas"]["RateLimit"] | null;
             schedule: components["schemas"]["ScheduleSpec"];
             /**
              * Format: double
@@ -1197,14 +1198,14 @@ export interface components {
              *     receivers of the last two verify with `GET .../public-key`.
              */
             signing: components["schemas"]["Signing"];
-            success_body?: string | null;
+            success_body: string | null;
             /** Format: int32 */
-            timeout_ms?: number | null;
-            uid?: string | null;
+            timeout_ms: number | null;
+            uid: string | null;
             /** Format: date-time */
             updated_at: string;
             /** @description Where hookd POSTs; null for a pull endpoint. */
-            url?: string | null;
+            url: string | null;
             /**
              * @description The whole path of `url` is a credential: callers without the
              *     `secrets` scope see only its origin.
@@ -1391,7 +1392,7 @@ export interface components {
             /** @description The body as text (single reads only, other content types). */
             body?: string | null;
             /** Format: date-time */
-            completed_at?: string | null;
+            completed_at: string | null;
             content_type: string;
             /** Format: date-time */
             created_at: string;
@@ -1403,8 +1404,8 @@ export interface components {
              * Format: uuid
              * @description The event this notification delivers, when it is one's delivery.
              */
-            event_id?: string | null;
-            event_type?: string | null;
+            event_id: string | null;
+            event_type: string | null;
             /**
              * @description Custom headers by name; their values are never shown (`***`),
              *     except a trace context's (`traceparent`, `tracestate`).
@@ -1414,8 +1415,8 @@ export interface components {
             };
             /** Format: uuid */
             id: string;
-            key?: string | null;
-            last_attempt?: components["schemas"]["LastAttempt"] | null;
+            key: string | null;
+            last_attempt: components["schemas"]["LastAttempt"] | null;
             /**
              * @description A pull consumer holds it under a lease that has not run out: its
              *     attempt is under way.
@@ -1426,12 +1427,12 @@ export interface components {
              * @description When the next attempt is due; `null` once final. While `leased`,
              *     when the lease runs out.
              */
-            next_attempt_at?: string | null;
+            next_attempt_at: string | null;
             /**
              * @description The business object it is about; on an endpoint ordered by key,
              *     notifications of one `order_key` go one at a time.
              */
-            order_key?: string | null;
+            order_key: string | null;
             /** @description The JSON payload (single reads only, JSON content types). */
             payload?: unknown;
             schedule: components["schemas"]["ScheduleSpec"];
@@ -1441,13 +1442,13 @@ export interface components {
              *     removed every notification of the key), sent as `webhook-sequence`;
              *     `null` unless its endpoint orders by key.
              */
-            sequence?: number | null;
+            sequence: number | null;
             status: components["schemas"]["Status"];
             /** Format: date-time */
             updated_at: string;
             /** @description Where it is sent, when not to its endpoint's URL. */
             url?: string | null;
-            waiting?: components["schemas"]["Waiting"] | null;
+            waiting: components["schemas"]["Waiting"] | null;
         };
         /**
          * @description What an operation does.
@@ -1570,7 +1571,7 @@ export interface components {
         };
         Page_EndpointView: {
             data: {
-                breaker?: components["schemas"]["BreakerFields"] | null;
+                breaker: components["schemas"]["BreakerFields"] | null;
                 /** @description The endpoint's circuit now. */
                 circuit: components["schemas"]["CircuitView"];
                 /** Format: date-time */
@@ -1583,25 +1584,25 @@ export interface components {
                  * @description `failing` when hookd disabled the endpoint because every attempt
                  *     failed for `dispatcher.disable_failing_endpoints_after_hours`.
                  */
-                disabled_reason?: string | null;
-                event_types?: string[] | null;
+                disabled_reason: string | null;
+                event_types: string[] | null;
                 /**
                  * Format: date-time
                  * @description Since when every attempt to the endpoint has failed; null after a
                  *     success.
                  */
-                failing_since?: string | null;
+                failing_since: string | null;
                 /**
                  * @description The predicate an event's payload must satisfy to reach it, as
                  *     written; null: every event of its types.
                  */
-                filter?: Record<string, never> | null;
+                filter: Record<string, never> | null;
                 /**
                  * Format: double
                  * @description Fresh notifications' part of the rate limit while retries are due
                  *     beside them (lanes); `null`: `dispatcher.fresh_share` applies.
                  */
-                fresh_share?: number | null;
+                fresh_share: number | null;
                 /** @description Custom headers by name; their values are never shown (`***`). */
                 headers: {
                     [key: string]: string;
@@ -1609,7 +1610,7 @@ export interface components {
                 /** Format: uuid */
                 id: string;
                 /** Format: int32 */
-                max_in_flight?: number | null;
+                max_in_flight: number | null;
                 /**
                  * @description `key`: the notifications of one `order_key` go one at a time, in
                  *     creation order; `none`: each on its own.
@@ -1621,9 +1622,9 @@ export interface components {
                  */
                 ordering_on_failure: components["schemas"]["OrderingOnFailure"];
                 /** @description The tenant it belongs to; events fan out within one owner. */
-                owner?: string | null;
+                owner: string | null;
                 permanent_statuses: number[];
-                rate_limit?: components["schemas"]["RateLimit"] | null;
+                rate_limit: components["schemas"]["RateLimit"] | null;
                 schedule: components["schemas"]["ScheduleSpec"];
                 /**
                  * Format: double
@@ -1638,14 +1639,14 @@ export interface components {
                  *     receivers of the last two verify with `GET .../public-key`.
                  */
                 signing: components["schemas"]["Signing"];
-                success_body?: string | null;
+                success_body: string | null;
                 /** Format: int32 */
-                timeout_ms?: number | null;
-                uid?: string | null;
+                timeout_ms: number | null;
+                uid: string | null;
                 /** Format: date-time */
                 updated_at: string;
                 /** @description Where hookd POSTs; null for a pull endpoint. */
-                url?: string | null;
+                url: string | null;
                 /**
                  * @description The whole path of `url` is a credential: callers without the
                  *     `secrets` scope see only its origin.
@@ -1696,7 +1697,7 @@ export interface components {
                 /** @description The body as text (single reads only, other content types). */
                 body?: string | null;
                 /** Format: date-time */
-                completed_at?: string | null;
+                completed_at: string | null;
                 content_type: string;
                 /** Format: date-time */
                 created_at: string;
@@ -1708,8 +1709,8 @@ export interface components {
                  * Format: uuid
                  * @description The event this notification delivers, when it is one's delivery.
                  */
-                event_id?: string | null;
-                event_type?: string | null;
+                event_id: string | null;
+                event_type: string | null;
                 /**
                  * @description Custom headers by name; their values are never shown (`***`),
                  *     except a trace context's (`traceparent`, `tracestate`).
@@ -1719,8 +1720,8 @@ export interface components {
                 };
                 /** Format: uuid */
                 id: string;
-                key?: string | null;
-                last_attempt?: components["schemas"]["LastAttempt"] | null;
+                key: string | null;
+                last_attempt: components["schemas"]["LastAttempt"] | null;
                 /**
                  * @description A pull consumer holds it under a lease that has not run out: its
                  *     attempt is under way.
@@ -1731,12 +1732,12 @@ export interface components {
                  * @description When the next attempt is due; `null` once final. While `leased`,
                  *     when the lease runs out.
                  */
-                next_attempt_at?: string | null;
+                next_attempt_at: string | null;
                 /**
                  * @description The business object it is about; on an endpoint ordered by key,
                  *     notifications of one `order_key` go one at a time.
                  */
-                order_key?: string | null;
+                order_key: string | null;
                 /** @description The JSON payload (single reads only, JSON content types). */
                 payload?: unknown;
                 schedule: components["schemas"]["ScheduleSpec"];
@@ -1746,13 +1747,13 @@ export interface components {
                  *     removed every notification of the key), sent as `webhook-sequence`;
                  *     `null` unless its endpoint orders by key.
                  */
-                sequence?: number | null;
+                sequence: number | null;
                 status: components["schemas"]["Status"];
                 /** Format: date-time */
                 updated_at: string;
                 /** @description Where it is sent, when not to its endpoint's URL. */
                 url?: string | null;
-                waiting?: components["schemas"]["Waiting"] | null;
+                waiting: components["schemas"]["Waiting"] | null;
             }[];
             /** @description Pass as `?cursor=` for the next page; `null` on the last page. */
             next_cursor?: string | null;
@@ -1940,9 +1941,8 @@ export interface components {
             secret?: string | null;
         };
         /**
-         * @description How a schedule is written: a preset name or an array of durations. The
-         *     API takes it as JSON and validates it (`Schedule::from_json`); this type
-         *     only describes it to the OpenAPI document.
+         * @description How a schedule is written: a preset name (`alipay`, `wechat`, `exponential`) or an
+         *     array of durations (`["0s", "2m", "1h"]`).
          * @example [
          *       "0s",
          *       "500ms",
@@ -2038,8 +2038,6 @@ export interface components {
         };
         /**
          * @description `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-         *     Stored as its lowercase name in a `text` column (the schema's CHECK lists
-         *     the same four), so a row decodes to one of these or not at all.
          * @enum {string}
          */
         Status: "pending" | "succeeded" | "failed" | "cancelled";
@@ -5987,7 +5985,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Redis does not answer: whether it is being delivered cannot be known */
+            /** @description the due index (Redis, in server mode) does not answer: whether it is being delivered cannot be known; or the database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

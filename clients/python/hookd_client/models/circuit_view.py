@@ -14,7 +14,7 @@ T = TypeVar("T", bound="CircuitView")
 
 @_attrs_define
 class CircuitView:
-    """An endpoint's circuit breaker state (docs/design.md §16).
+    """An endpoint's circuit breaker state.
 
     Attributes:
         held (int): Pending notifications due by now that wait for the circuit to

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -20,34 +21,33 @@ T = TypeVar("T", bound="CreateNotification")
 @_attrs_define
 class CreateNotification:
     """A notification as a producer submits it.
-    `Debug` masks header values and the URL's query string.
 
-        Attributes:
-            endpoint (str): The endpoint's id or uid.
-            body (None | str | Unset): A text body (with `content_type`, e.g. a form for Alipay-style
-                receivers). Excludes `payload`.
-            content_type (None | str | Unset): Default `application/json`.
-            delay (None | str | Unset): Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`.
-            deliver_at (None | str | Unset): RFC 3339 time before which nothing is sent. Excludes `delay`.
-            event_type (None | str | Unset):
-            headers (CreateNotificationHeadersType0 | None | Unset): Extra headers for this notification's deliveries.
-            key (None | str | Unset): The producer's business key (`order-123:paid`), unique per endpoint:
-                creating again with it is idempotent.
-            order_key (None | str | Unset): The business object it is about (`order-123`): on an endpoint with
-                `"ordering": "key"`, notifications of one key are attempted one at
-                a time, in creation order. 1 to 256 bytes.
-            payload (Any | Unset): A JSON payload, sent as the exact bytes given. Excludes `body`.
-            schedule (list[str] | None | ScheduleSpecType0 | Unset):
-            url (None | str | Unset): Where to send this notification instead of the endpoint's URL
-                (Alipay's per-order `notify_url`), signed with the endpoint's secret
-                and sent on its schedule and policy. The address guard applies.
+    Attributes:
+        endpoint (str): The endpoint's id or uid.
+        body (None | str | Unset): A text body (with `content_type`, e.g. a form for Alipay-style
+            receivers). Excludes `payload`.
+        content_type (None | str | Unset): Default `application/json`.
+        delay (None | str | Unset): Wait before the notification is due (`"30s"`, `"2m"`). Excludes `deliver_at`.
+        deliver_at (datetime.datetime | None | Unset): RFC 3339 time before which nothing is sent. Excludes `delay`.
+        event_type (None | str | Unset):
+        headers (CreateNotificationHeadersType0 | None | Unset): Extra headers for this notification's deliveries.
+        key (None | str | Unset): The producer's business key (`order-123:paid`), unique per endpoint:
+            creating again with it is idempotent.
+        order_key (None | str | Unset): The business object it is about (`order-123`): on an endpoint with
+            `"ordering": "key"`, notifications of one key are attempted one at
+            a time, in creation order. 1 to 256 bytes.
+        payload (Any | Unset): A JSON payload, sent as the exact bytes given. Excludes `body`.
+        schedule (list[str] | None | ScheduleSpecType0 | Unset):
+        url (None | str | Unset): Where to send this notification instead of the endpoint's URL
+            (Alipay's per-order `notify_url`), signed with the endpoint's secret
+            and sent on its schedule and policy. The address guard applies.
     """
 
     endpoint: str
     body: None | str | Unset = UNSET
     content_type: None | str | Unset = UNSET
     delay: None | str | Unset = UNSET
-    deliver_at: None | str | Unset = UNSET
+    deliver_at: datetime.datetime | None | Unset = UNSET
     event_type: None | str | Unset = UNSET
     headers: CreateNotificationHeadersType0 | None | Unset = UNSET
     key: None | str | Unset = UNSET
@@ -84,6 +84,8 @@ class CreateNotification:
         deliver_at: None | str | Unset
         if isinstance(self.deliver_at, Unset):
             deliver_at = UNSET
+        elif isinstance(self.deliver_at, datetime.datetime):
+            deliver_at = self.deliver_at.isoformat()
         else:
             deliver_at = self.deliver_at
 
@@ -200,12 +202,20 @@ class CreateNotification:
 
         delay = _parse_delay(d.pop("delay", UNSET))
 
-        def _parse_deliver_at(data: object) -> None | str | Unset:
+        def _parse_deliver_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                deliver_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return deliver_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
 
         deliver_at = _parse_deliver_at(d.pop("deliver_at", UNSET))
 

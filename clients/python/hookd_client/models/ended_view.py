@@ -22,8 +22,6 @@ class EndedView:
         attempt (int): The attempt the lease was.
         id (UUID):
         status (Status): `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
         next_attempt_at (datetime.datetime | None | Unset): When it is due again, after a nack that keeps it pending.
     """
 

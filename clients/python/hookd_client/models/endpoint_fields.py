@@ -53,7 +53,8 @@ class EndpointFields:
             ordering_on_failure (None | OrderingOnFailure | Unset):
             owner (None | str | Unset): The tenant the endpoint belongs to (`merchant-42`): events fan out
                 only to endpoints of their own owner.
-            permanent_statuses (list[int] | None | Unset): Statuses that end the schedule at once. Default `[410]`.
+            permanent_statuses (list[int] | None | Unset): Statuses (400 to 599) that end the schedule at once. Default
+                `[410]`.
             rate_limit (None | RateLimit | Unset):
             schedule (list[str] | None | ScheduleSpecType0 | Unset):
             schedule_jitter (float | None | Unset): Scales each wait of the schedule (not the first attempt's, nor a
@@ -67,7 +68,8 @@ class EndpointFields:
                 only: change it with `POST .../secret/rotate`.
             signing (None | Signing | Unset):
             success_body (None | str | Unset): When set, a 2xx only succeeds if the trimmed body equals it (`success`).
-            timeout_ms (int | None | Unset): Per-attempt time limit; default `sender.timeout_ms`.
+            timeout_ms (int | None | Unset): Per-attempt time limit, from 1 ms to the longest the delivery lease
+                allows (55000 with the default lease); default `sender.timeout_ms`.
             uid (None | str | Unset): The producer's own name for the endpoint, usable wherever an id is.
             url (None | str | Unset): `http` or `https` URL that receives the POSTs. Required for a push
                 endpoint; a pull endpoint has none.

@@ -28,64 +28,61 @@ class PageNotificationViewDataItem:
     """
     Attributes:
         attempts (int): Attempts made so far, over every series.
+        completed_at (datetime.datetime | None):
         content_type (str):
         created_at (datetime.datetime):
         deliver_at (datetime.datetime):
         endpoint_id (UUID):
+        event_id (None | UUID): The event this notification delivers, when it is one's delivery.
+        event_type (None | str):
         headers (PageNotificationViewDataItemHeaders): Custom headers by name; their values are never shown (`***`),
             except a trace context's (`traceparent`, `tracestate`).
         id (UUID):
+        key (None | str):
+        last_attempt (LastAttempt | None):
         leased (bool): A pull consumer holds it under a lease that has not run out: its
             attempt is under way.
-        schedule (list[str] | ScheduleSpecType0): How a schedule is written: a preset name or an array of durations. The
-            API takes it as JSON and validates it (`Schedule::from_json`); this type
-            only describes it to the OpenAPI document. Example: ['0s', '500ms', '2m', '1h'].
-        status (Status): `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
-        updated_at (datetime.datetime):
-        body (None | str | Unset): The body as text (single reads only, other content types).
-        completed_at (datetime.datetime | None | Unset):
-        event_id (None | Unset | UUID): The event this notification delivers, when it is one's delivery.
-        event_type (None | str | Unset):
-        key (None | str | Unset):
-        last_attempt (LastAttempt | None | Unset):
-        next_attempt_at (datetime.datetime | None | Unset): When the next attempt is due; `null` once final. While
-            `leased`,
+        next_attempt_at (datetime.datetime | None): When the next attempt is due; `null` once final. While `leased`,
             when the lease runs out.
-        order_key (None | str | Unset): The business object it is about; on an endpoint ordered by key,
+        order_key (None | str): The business object it is about; on an endpoint ordered by key,
             notifications of one `order_key` go one at a time.
-        payload (Any | Unset): The JSON payload (single reads only, JSON content types).
-        sequence (int | None | Unset): Its place in its key's order (1, 2, 3 …, and 1 again once retention
+        schedule (list[str] | ScheduleSpecType0): How a schedule is written: a preset name (`alipay`, `wechat`,
+            `exponential`) or an
+            array of durations (`["0s", "2m", "1h"]`). Example: ['0s', '500ms', '2m', '1h'].
+        sequence (int | None): Its place in its key's order (1, 2, 3 …, and 1 again once retention
             removed every notification of the key), sent as `webhook-sequence`;
             `null` unless its endpoint orders by key.
+        status (Status): `pending` until it succeeds, exhausts its schedule (`failed`) or is cancelled.
+        updated_at (datetime.datetime):
+        waiting (None | Waiting):
+        body (None | str | Unset): The body as text (single reads only, other content types).
+        payload (Any | Unset): The JSON payload (single reads only, JSON content types).
         url (None | str | Unset): Where it is sent, when not to its endpoint's URL.
-        waiting (None | Unset | Waiting):
     """
 
     attempts: int
+    completed_at: datetime.datetime | None
     content_type: str
     created_at: datetime.datetime
     deliver_at: datetime.datetime
     endpoint_id: UUID
+    event_id: None | UUID
+    event_type: None | str
     headers: PageNotificationViewDataItemHeaders
     id: UUID
+    key: None | str
+    last_attempt: LastAttempt | None
     leased: bool
+    next_attempt_at: datetime.datetime | None
+    order_key: None | str
     schedule: list[str] | ScheduleSpecType0
+    sequence: int | None
     status: Status
     updated_at: datetime.datetime
+    waiting: None | Waiting
     body: None | str | Unset = UNSET
-    completed_at: datetime.datetime | None | Unset = UNSET
-    event_id: None | Unset | UUID = UNSET
-    event_type: None | str | Unset = UNSET
-    key: None | str | Unset = UNSET
-    last_attempt: LastAttempt | None | Unset = UNSET
-    next_attempt_at: datetime.datetime | None | Unset = UNSET
-    order_key: None | str | Unset = UNSET
     payload: Any | Unset = UNSET
-    sequence: int | None | Unset = UNSET
     url: None | str | Unset = UNSET
-    waiting: None | Unset | Waiting = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +90,12 @@ class PageNotificationViewDataItem:
         from ..models.waiting import Waiting
 
         attempts = self.attempts
+
+        completed_at: None | str
+        if isinstance(self.completed_at, datetime.datetime):
+            completed_at = self.completed_at.isoformat()
+        else:
+            completed_at = self.completed_at
 
         content_type = self.content_type
 
@@ -102,11 +105,38 @@ class PageNotificationViewDataItem:
 
         endpoint_id = str(self.endpoint_id)
 
+        event_id: None | str
+        if isinstance(self.event_id, UUID):
+            event_id = str(self.event_id)
+        else:
+            event_id = self.event_id
+
+        event_type: None | str
+        event_type = self.event_type
+
         headers = self.headers.to_dict()
 
         id = str(self.id)
 
+        key: None | str
+        key = self.key
+
+        last_attempt: dict[str, Any] | None
+        if isinstance(self.last_attempt, LastAttempt):
+            last_attempt = self.last_attempt.to_dict()
+        else:
+            last_attempt = self.last_attempt
+
         leased = self.leased
+
+        next_attempt_at: None | str
+        if isinstance(self.next_attempt_at, datetime.datetime):
+            next_attempt_at = self.next_attempt_at.isoformat()
+        else:
+            next_attempt_at = self.next_attempt_at
+
+        order_key: None | str
+        order_key = self.order_key
 
         schedule: list[str] | str
         if isinstance(self.schedule, ScheduleSpecType0):
@@ -114,9 +144,18 @@ class PageNotificationViewDataItem:
         else:
             schedule = self.schedule
 
+        sequence: int | None
+        sequence = self.sequence
+
         status = self.status.value
 
         updated_at = self.updated_at.isoformat()
+
+        waiting: dict[str, Any] | None
+        if isinstance(self.waiting, Waiting):
+            waiting = self.waiting.to_dict()
+        else:
+            waiting = self.waiting
 
         body: None | str | Unset
         if isinstance(self.body, Unset):
@@ -124,63 +163,7 @@ class PageNotificationViewDataItem:
         else:
             body = self.body
 
-        completed_at: None | str | Unset
-        if isinstance(self.completed_at, Unset):
-            completed_at = UNSET
-        elif isinstance(self.completed_at, datetime.datetime):
-            completed_at = self.completed_at.isoformat()
-        else:
-            completed_at = self.completed_at
-
-        event_id: None | str | Unset
-        if isinstance(self.event_id, Unset):
-            event_id = UNSET
-        elif isinstance(self.event_id, UUID):
-            event_id = str(self.event_id)
-        else:
-            event_id = self.event_id
-
-        event_type: None | str | Unset
-        if isinstance(self.event_type, Unset):
-            event_type = UNSET
-        else:
-            event_type = self.event_type
-
-        key: None | str | Unset
-        if isinstance(self.key, Unset):
-            key = UNSET
-        else:
-            key = self.key
-
-        last_attempt: dict[str, Any] | None | Unset
-        if isinstance(self.last_attempt, Unset):
-            last_attempt = UNSET
-        elif isinstance(self.last_attempt, LastAttempt):
-            last_attempt = self.last_attempt.to_dict()
-        else:
-            last_attempt = self.last_attempt
-
-        next_attempt_at: None | str | Unset
-        if isinstance(self.next_attempt_at, Unset):
-            next_attempt_at = UNSET
-        elif isinstance(self.next_attempt_at, datetime.datetime):
-            next_attempt_at = self.next_attempt_at.isoformat()
-        else:
-            next_attempt_at = self.next_attempt_at
-
-        order_key: None | str | Unset
-        if isinstance(self.order_key, Unset):
-            order_key = UNSET
-        else:
-            order_key = self.order_key
-
         payload = self.payload
-
-        sequence: int | None | Unset
-        if isinstance(self.sequence, Unset):
-            sequence = UNSET
-        else:
-            sequence = self.sequence
 
         url: None | str | Unset
         if isinstance(self.url, Unset):
@@ -188,55 +171,38 @@ class PageNotificationViewDataItem:
         else:
             url = self.url
 
-        waiting: dict[str, Any] | None | Unset
-        if isinstance(self.waiting, Unset):
-            waiting = UNSET
-        elif isinstance(self.waiting, Waiting):
-            waiting = self.waiting.to_dict()
-        else:
-            waiting = self.waiting
-
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "attempts": attempts,
+                "completed_at": completed_at,
                 "content_type": content_type,
                 "created_at": created_at,
                 "deliver_at": deliver_at,
                 "endpoint_id": endpoint_id,
+                "event_id": event_id,
+                "event_type": event_type,
                 "headers": headers,
                 "id": id,
+                "key": key,
+                "last_attempt": last_attempt,
                 "leased": leased,
+                "next_attempt_at": next_attempt_at,
+                "order_key": order_key,
                 "schedule": schedule,
+                "sequence": sequence,
                 "status": status,
                 "updated_at": updated_at,
+                "waiting": waiting,
             }
         )
         if body is not UNSET:
             field_dict["body"] = body
-        if completed_at is not UNSET:
-            field_dict["completed_at"] = completed_at
-        if event_id is not UNSET:
-            field_dict["event_id"] = event_id
-        if event_type is not UNSET:
-            field_dict["event_type"] = event_type
-        if key is not UNSET:
-            field_dict["key"] = key
-        if last_attempt is not UNSET:
-            field_dict["last_attempt"] = last_attempt
-        if next_attempt_at is not UNSET:
-            field_dict["next_attempt_at"] = next_attempt_at
-        if order_key is not UNSET:
-            field_dict["order_key"] = order_key
         if payload is not UNSET:
             field_dict["payload"] = payload
-        if sequence is not UNSET:
-            field_dict["sequence"] = sequence
         if url is not UNSET:
             field_dict["url"] = url
-        if waiting is not UNSET:
-            field_dict["waiting"] = waiting
 
         return field_dict
 
@@ -251,6 +217,21 @@ class PageNotificationViewDataItem:
         d = dict(src_dict)
         attempts = d.pop("attempts")
 
+        def _parse_completed_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                completed_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return completed_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        completed_at = _parse_completed_at(d.pop("completed_at"))
+
         content_type = d.pop("content_type")
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
@@ -259,11 +240,77 @@ class PageNotificationViewDataItem:
 
         endpoint_id = UUID(d.pop("endpoint_id"))
 
+        def _parse_event_id(data: object) -> None | UUID:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                event_id_type_0 = UUID(data)
+
+                return event_id_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | UUID, data)
+
+        event_id = _parse_event_id(d.pop("event_id"))
+
+        def _parse_event_type(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        event_type = _parse_event_type(d.pop("event_type"))
+
         headers = PageNotificationViewDataItemHeaders.from_dict(d.pop("headers"))
 
         id = UUID(d.pop("id"))
 
+        def _parse_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        key = _parse_key(d.pop("key"))
+
+        def _parse_last_attempt(data: object) -> LastAttempt | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                last_attempt_type_0 = LastAttempt.from_dict(data)
+
+                return last_attempt_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(LastAttempt | None, data)
+
+        last_attempt = _parse_last_attempt(d.pop("last_attempt"))
+
         leased = d.pop("leased")
+
+        def _parse_next_attempt_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                next_attempt_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return next_attempt_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at"))
+
+        def _parse_order_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        order_key = _parse_order_key(d.pop("order_key"))
 
         def _parse_schedule(data: object) -> list[str] | ScheduleSpecType0:
             try:
@@ -282,9 +329,31 @@ class PageNotificationViewDataItem:
 
         schedule = _parse_schedule(d.pop("schedule"))
 
+        def _parse_sequence(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        sequence = _parse_sequence(d.pop("sequence"))
+
         status = Status(d.pop("status"))
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_waiting(data: object) -> None | Waiting:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                waiting_type_0 = Waiting.from_dict(data)
+
+                return waiting_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Waiting, data)
+
+        waiting = _parse_waiting(d.pop("waiting"))
 
         def _parse_body(data: object) -> None | str | Unset:
             if data is None:
@@ -295,111 +364,7 @@ class PageNotificationViewDataItem:
 
         body = _parse_body(d.pop("body", UNSET))
 
-        def _parse_completed_at(data: object) -> datetime.datetime | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                completed_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return completed_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        completed_at = _parse_completed_at(d.pop("completed_at", UNSET))
-
-        def _parse_event_id(data: object) -> None | Unset | UUID:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                event_id_type_0 = UUID(data)
-
-                return event_id_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | Unset | UUID, data)
-
-        event_id = _parse_event_id(d.pop("event_id", UNSET))
-
-        def _parse_event_type(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        event_type = _parse_event_type(d.pop("event_type", UNSET))
-
-        def _parse_key(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        key = _parse_key(d.pop("key", UNSET))
-
-        def _parse_last_attempt(data: object) -> LastAttempt | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, dict):
-                    raise TypeError()
-                last_attempt_type_0 = LastAttempt.from_dict(data)
-
-                return last_attempt_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(LastAttempt | None | Unset, data)
-
-        last_attempt = _parse_last_attempt(d.pop("last_attempt", UNSET))
-
-        def _parse_next_attempt_at(data: object) -> datetime.datetime | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                next_attempt_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return next_attempt_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at", UNSET))
-
-        def _parse_order_key(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        order_key = _parse_order_key(d.pop("order_key", UNSET))
-
         payload = d.pop("payload", UNSET)
-
-        def _parse_sequence(data: object) -> int | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(int | None | Unset, data)
-
-        sequence = _parse_sequence(d.pop("sequence", UNSET))
 
         def _parse_url(data: object) -> None | str | Unset:
             if data is None:
@@ -410,47 +375,30 @@ class PageNotificationViewDataItem:
 
         url = _parse_url(d.pop("url", UNSET))
 
-        def _parse_waiting(data: object) -> None | Unset | Waiting:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, dict):
-                    raise TypeError()
-                waiting_type_0 = Waiting.from_dict(data)
-
-                return waiting_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | Unset | Waiting, data)
-
-        waiting = _parse_waiting(d.pop("waiting", UNSET))
-
         page_notification_view_data_item = cls(
             attempts=attempts,
+            completed_at=completed_at,
             content_type=content_type,
             created_at=created_at,
             deliver_at=deliver_at,
             endpoint_id=endpoint_id,
-            headers=headers,
-            id=id,
-            leased=leased,
-            schedule=schedule,
-            status=status,
-            updated_at=updated_at,
-            body=body,
-            completed_at=completed_at,
             event_id=event_id,
             event_type=event_type,
+            headers=headers,
+            id=id,
             key=key,
             last_attempt=last_attempt,
+            leased=leased,
             next_attempt_at=next_attempt_at,
             order_key=order_key,
-            payload=payload,
+            schedule=schedule,
             sequence=sequence,
-            url=url,
+            status=status,
+            updated_at=updated_at,
             waiting=waiting,
+            body=body,
+            payload=payload,
+            url=url,
         )
 
         page_notification_view_data_item.additional_properties = d

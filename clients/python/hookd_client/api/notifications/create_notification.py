@@ -124,7 +124,6 @@ def sync_detailed(
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
         body (CreateNotification): A notification as a producer submits it.
-            `Debug` masks header values and the URL's query string.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -159,7 +158,6 @@ def sync(
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
         body (CreateNotification): A notification as a producer submits it.
-            `Debug` masks header values and the URL's query string.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -189,7 +187,6 @@ async def asyncio_detailed(
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
         body (CreateNotification): A notification as a producer submits it.
-            `Debug` masks header values and the URL's query string.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -222,7 +219,6 @@ async def asyncio(
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
         body (CreateNotification): A notification as a producer submits it.
-            `Debug` masks header values and the URL's query string.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

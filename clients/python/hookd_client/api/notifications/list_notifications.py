@@ -180,8 +180,6 @@ def sync_detailed(
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
         key (str | Unset):
         key_prefix (str | Unset):
         event_type (str | Unset):
@@ -255,8 +253,6 @@ def sync(
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
         key (str | Unset):
         key_prefix (str | Unset):
         event_type (str | Unset):
@@ -325,8 +321,6 @@ async def asyncio_detailed(
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
         key (str | Unset):
         key_prefix (str | Unset):
         event_type (str | Unset):
@@ -398,8 +392,6 @@ async def asyncio(
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
         status (Status | Unset): `pending` until it succeeds, exhausts its schedule (`failed`) or
             is cancelled.
-            Stored as its lowercase name in a `text` column (the schema's CHECK lists
-            the same four), so a row decodes to one of these or not at all.
         key (str | Unset):
         key_prefix (str | Unset):
         event_type (str | Unset):
