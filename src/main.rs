@@ -205,21 +205,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Why `dispatcher.enabled = false` would leave notifications undelivered
-/// for good, if it would: in embedded mode no other process delivers (as
-/// `--role api` is refused there), and `--role dispatcher` would do
-/// nothing at all.
+/// Why `dispatcher.enabled = false` would leave this process nothing to
+/// do, if it would: beside `--role dispatcher`. (Embedded, it is a
+/// warning: notifications wait for a hookd with its dispatcher on.)
 fn idle_dispatcher(settings: &Settings, role: Role) -> Option<String> {
-    if settings.dispatcher.enabled {
-        return None;
-    }
-    if settings.mode().is_ok_and(|mode| mode != Mode::Server) {
-        return Some(
-            "invalid configuration: `dispatcher.enabled` = false needs server mode (database.url and redis.url), where another process delivers: in embedded mode nothing would"
-                .into(),
-        );
-    }
-    (role == Role::Dispatcher).then(|| {
+    (!settings.dispatcher.enabled && role == Role::Dispatcher).then(|| {
         "invalid configuration: `dispatcher.enabled` = false with --role dispatcher leaves the process nothing to do".into()
     })
 }

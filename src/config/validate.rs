@@ -461,6 +461,12 @@ impl Settings {
             );
         }
         warnings.extend(self.database_tls_warning());
+        if !self.dispatcher.enabled && self.mode().is_ok_and(|mode| mode != super::Mode::Server) {
+            warnings.push(
+                "dispatcher.enabled is false in embedded mode: this process accepts notifications and delivers none; they wait until hookd runs on this file with it on"
+                    .to_string(),
+            );
+        }
         if let Some(everything) = self
             .sender
             .allow_networks

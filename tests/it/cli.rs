@@ -263,21 +263,16 @@ fn a_data_dir_given_in_server_mode_is_a_configuration_error() {
 }
 
 /// `HOOKD_DATABASE_URL` (one underscore) once started an embedded hookd
-/// beside a PostgreSQL nobody used; an embedded hookd whose dispatcher was
-/// turned off took notifications it would never send; and an
-/// `embedded.path` that left `--data-dir` put the file elsewhere.
+/// beside a PostgreSQL nobody used, and an `embedded.path` that left
+/// `--data-dir` put the file elsewhere.
 #[test]
-fn a_misspelt_variable_or_an_embedded_hookd_that_would_not_deliver_exits_78_touching_no_file() {
+fn a_misspelt_variable_or_a_path_outside_the_data_dir_exits_78_touching_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
     for (env, said) in [
         (
             ("HOOKD_DATABASE_URL", "postgres://db.internal/hookd"),
             "HOOKD_DATABASE_URL is not read",
-        ),
-        (
-            ("HOOKD_DISPATCHER__ENABLED", "false"),
-            "`dispatcher.enabled` = false needs server mode",
         ),
         (
             ("HOOKD_EMBEDDED__PATH", "../elsewhere.db"),
@@ -288,10 +283,6 @@ fn a_misspelt_variable_or_an_embedded_hookd_that_would_not_deliver_exits_78_touc
             &["serve", "--data-dir", data][..],
             &["migrate", "--data-dir", data],
         ] {
-            if command[0] == "migrate" && env.0 == "HOOKD_DISPATCHER__ENABLED" {
-                // Migrating delivers nothing: the setting is no obstacle.
-                continue;
-            }
             let output = hookd(
                 command,
                 &[
@@ -450,4 +441,33 @@ fn a_value_out_of_range_says_where_it_was_given() {
         message.contains(&format!("(in {})", file.display())),
         "{message}"
     );
+}
+
+/// `dispatcher.enabled = false` in embedded mode holds what it accepts
+/// (a warning says so); beside `--role dispatcher` it would leave the
+/// process nothing to do, and is refused.
+#[test]
+fn a_dispatcher_turned_off_is_a_warning_embedded_and_refused_beside_role_dispatcher() {
+    let output = hookd(
+        &["config", "check"],
+        &[("HOOKD_DISPATCHER__ENABLED", "false")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("# warning: dispatcher.enabled is false in embedded mode"),
+        "{shown}"
+    );
+    let output = hookd(
+        &["serve", "--role", "dispatcher"],
+        &[
+            ("HOOKD_DISPATCHER__ENABLED", "false"),
+            ("HOOKD_DATABASE__URL", "postgres://db.internal/hookd"),
+            ("HOOKD_REDIS__URL", "redis://redis.internal"),
+            ("HOOKD_LOG__FILTER", "off"),
+        ],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(78), "{message}");
+    assert!(message.contains("nothing to do"), "{message}");
 }
