@@ -16,6 +16,11 @@ use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
+/// What a portal link's holder gets listing its notifications.
+async fn link_status(app: &crate::helpers::TestApp, token: String) -> StatusCode {
+    get(app, &token, "/v1/notifications").await.0
+}
+
 async fn an_endpoint_link_is_refused_once_its_endpoint_is_deleted(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
     let receiver = Receiver::start().await;
@@ -151,29 +156,29 @@ async fn revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_lin
     let (first, _) = issue(&app, owner, json!({})).await;
     let (other, _) = issue(&app, "/v1/owners/merchant-7/portal", json!({})).await;
     let (b_link, _) = issue(&app, "/v1/endpoints/m42-b/portal", json!({})).await;
-    let status = |token: String| {
-        let app = &app;
-        async move { get(app, &token, "/v1/notifications").await.0 }
-    };
-    assert_eq!(status(first.clone()).await, StatusCode::OK);
+    assert_eq!(link_status(&app, first.clone()).await, StatusCode::OK);
 
     // One endpoint's revocation: the owner's link is refused.
     let (code, revoked) = app
         .post("/v1/endpoints/m42-a/portal/revoke", json!({}))
         .await;
     assert_eq!(code, StatusCode::OK, "{revoked}");
-    assert_eq!(status(first).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(link_status(&app, first).await, StatusCode::UNAUTHORIZED);
     assert_eq!(
-        status(b_link.clone()).await,
+        link_status(&app, b_link.clone()).await,
         StatusCode::OK,
         "m42-b's own link"
     );
-    assert_eq!(status(other.clone()).await, StatusCode::OK);
+    assert_eq!(link_status(&app, other.clone()).await, StatusCode::OK);
 
     // The owner's revocation, by `admin` only: the owner's links and its
     // endpoints' are refused.
     let (second, _) = issue(&app, owner, json!({})).await;
-    assert_eq!(status(second.clone()).await, StatusCode::OK, "issued after");
+    assert_eq!(
+        link_status(&app, second.clone()).await,
+        StatusCode::OK,
+        "issued after"
+    );
     let path = "/v1/owners/merchant-42/portal/revoke";
     let (code, _) = as_token(&app, READ_TOKEN, Method::POST, path, Some(json!({}))).await;
     assert_eq!(code, StatusCode::FORBIDDEN);
@@ -181,11 +186,19 @@ async fn revoking_an_owners_links_or_one_of_its_endpoints_refuses_the_owners_lin
     assert_eq!(code, StatusCode::OK, "{revoked}");
     assert_eq!(revoked["owner"], json!("merchant-42"));
     assert!(revoked["generation"].as_i64().unwrap() >= 2, "{revoked}");
-    assert_eq!(status(second).await, StatusCode::UNAUTHORIZED);
-    assert_eq!(status(b_link).await, StatusCode::UNAUTHORIZED);
-    assert_eq!(status(other).await, StatusCode::OK, "another owner's link");
+    assert_eq!(link_status(&app, second).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(link_status(&app, b_link).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        link_status(&app, other).await,
+        StatusCode::OK,
+        "another owner's link"
+    );
     let (third, _) = issue(&app, owner, json!({})).await;
-    assert_eq!(status(third).await, StatusCode::OK, "issued after");
+    assert_eq!(
+        link_status(&app, third).await,
+        StatusCode::OK,
+        "issued after"
+    );
     let (code, _) = app.post("/v1/owners/nobody/portal/revoke", json!({})).await;
     assert_eq!(code, StatusCode::NOT_FOUND);
 }
@@ -204,16 +217,15 @@ async fn a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_m
     app.endpoint(json!({"uid": "m42-b", "owner": "merchant-42"}))
         .await;
     let owner = "/v1/owners/merchant-42/portal";
-    let status = |token: String| {
-        let app = &app;
-        async move { get(app, &token, "/v1/notifications").await.0 }
-    };
     let (revoked, _) = issue(&app, owner, json!({})).await;
     let (code, body) = app
         .post("/v1/owners/merchant-42/portal/revoke", json!({}))
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
-    assert_eq!(status(revoked.clone()).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        link_status(&app, revoked.clone()).await,
+        StatusCode::UNAUTHORIZED
+    );
 
     let (code, _) = app.call(Method::DELETE, "/v1/endpoints/m42-a", None).await;
     assert_eq!(code, StatusCode::OK);
@@ -228,12 +240,16 @@ async fn a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_m
     app.endpoint(json!({"uid": "m42-c", "owner": "merchant-42"}))
         .await;
     assert_eq!(
-        status(revoked).await,
+        link_status(&app, revoked).await,
         StatusCode::UNAUTHORIZED,
         "the owner's revoked link, beside its new endpoint"
     );
     let (before, _) = issue(&app, owner, json!({})).await;
-    assert_eq!(status(before.clone()).await, StatusCode::OK, "issued after");
+    assert_eq!(
+        link_status(&app, before.clone()).await,
+        StatusCode::OK,
+        "issued after"
+    );
 
     // An endpoint's revocation refused its owner's links: they stay
     // refused once it is gone.
@@ -241,13 +257,20 @@ async fn a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_m
         .post("/v1/endpoints/m42-c/portal/revoke", json!({}))
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
-    assert_eq!(status(before.clone()).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        link_status(&app, before.clone()).await,
+        StatusCode::UNAUTHORIZED
+    );
     let (code, _) = app.call(Method::DELETE, "/v1/endpoints/m42-c", None).await;
     assert_eq!(code, StatusCode::OK);
     app.endpoint(json!({"uid": "m42-d", "owner": "merchant-42"}))
         .await;
-    assert_eq!(status(before).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(link_status(&app, before).await, StatusCode::UNAUTHORIZED);
     let (after, _) = issue(&app, owner, json!({})).await;
-    assert_eq!(status(after).await, StatusCode::OK, "issued after");
+    assert_eq!(
+        link_status(&app, after).await,
+        StatusCode::OK,
+        "issued after"
+    );
 }
 both!(a_revoked_owner_link_stays_refused_after_its_endpoints_are_deleted_or_moved_and_another_made);
