@@ -138,6 +138,6 @@ pub async fn metrics() -> ([(axum::http::HeaderName, &'static str); 1], String) 
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4",
         )],
-        crate::telemetry::metrics().render(),
+        crate::telemetry::render(),
     )
 }

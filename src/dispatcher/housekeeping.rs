@@ -95,7 +95,7 @@ pub async fn run(
     let mut last_minutes_purge: Option<Instant> = None;
     let mut last_partitions: Option<Instant> = None;
     let (mut last_skew, mut skew_past): (Option<Instant>, bool) = (None, false);
-    let (mut last_due_age, mut due_age_exported) = (None::<Instant>, Default::default());
+    let mut last_due_age: Option<Instant> = None;
     let mut sampled: Option<chrono::DateTime<Utc>> = None;
     // The dispatcher set it up before its first claim (`sync_operator`);
     // retried here until that succeeds.
@@ -202,7 +202,7 @@ pub async fn run(
         }
         if last_due_age.is_none_or(|t| t.elapsed() >= super::due_age::INTERVAL) {
             last_due_age = Some(Instant::now());
-            super::due_age::sample(&*store, &mut due_age_exported).await;
+            super::due_age::sample(&*store).await;
         }
         // Sampled here, once a second, not computed per scrape.
         if let Ok((due_count, leased)) = due.depth().await {

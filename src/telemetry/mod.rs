@@ -2,6 +2,7 @@
 //! Prometheus text format. Metric names start with `hookd_`, carry their
 //! unit, and have bounded labels (no ids, no URLs).
 
+pub mod oldest_due;
 pub mod otlp;
 pub mod spans;
 pub mod trace_context;
@@ -31,6 +32,17 @@ pub fn init(format: LogFormat, filter: &str) {
             .with_current_span(true)
             .try_init(),
     };
+}
+
+/// The process's metrics in Prometheus text format: the exporter's, then
+/// the families hookd renders itself (`oldest_due`).
+pub fn render() -> String {
+    let mut text = metrics().render();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    oldest_due::render(&mut text);
+    text
 }
 
 /// The process's metrics recorder, installed on first use.
@@ -77,11 +89,6 @@ fn describe() {
     describe_gauge!(
         "hookd_due_notifications",
         "Notifications in the Redis due index (sampled each second)"
-    );
-    describe_gauge!(
-        "hookd_oldest_due_seconds",
-        Unit::Seconds,
-        "How long the oldest due push notification has waited, for the 10 endpoints of each kind (attempted before or not) that waited longest; read once a minute, the same in every process"
     );
     describe_gauge!(
         "hookd_due_backlog",
