@@ -38,8 +38,9 @@ struct Cli {
 enum Command {
     /// Run the REST API and the dispatcher (or one of them, with --role).
     Serve {
-        /// Configuration file (TOML), layered over the defaults.
-        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        /// Configuration file (TOML), layered over the defaults; without
+        /// it, HOOKD_CONFIG's (an empty HOOKD_CONFIG names no file).
+        #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Which parts to run.
         #[arg(long, value_enum, default_value = "all")]
@@ -53,8 +54,9 @@ enum Command {
     },
     /// Apply database migrations (PostgreSQL's, or the embedded file's) and exit.
     Migrate {
-        /// Configuration file (TOML), layered over the defaults.
-        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        /// Configuration file (TOML), layered over the defaults; without
+        /// it, HOOKD_CONFIG's (an empty HOOKD_CONFIG names no file).
+        #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Embedded mode: the directory embedded.path (default hookd.db) is in.
         #[arg(long, value_name = "DIR")]
@@ -77,8 +79,9 @@ enum Command {
 enum ConfigCommand {
     /// Validate the configuration and print the effective values, secrets masked.
     Check {
-        /// Configuration file (TOML), layered over the defaults.
-        #[arg(long, short, value_name = "FILE", env = "HOOKD_CONFIG")]
+        /// Configuration file (TOML), layered over the defaults; without
+        /// it, HOOKD_CONFIG's (an empty HOOKD_CONFIG names no file).
+        #[arg(long, short, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Embedded mode: the directory embedded.path (default hookd.db) is in.
         #[arg(long, value_name = "DIR")]
@@ -217,7 +220,13 @@ fn idle_dispatcher(settings: &Settings, role: Role) -> Option<String> {
 /// The settings, `--data-dir` over them, with a mode chosen: exit code 78
 /// when they are invalid or choose none.
 fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<Settings, ExitCode> {
-    let mut settings = Settings::load(config).map_err(|error| config_failure(&error))?;
+    // Read here rather than by clap, which takes an empty variable for a
+    // --config given without its value.
+    let from_env = std::env::var_os("HOOKD_CONFIG")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let mut settings =
+        Settings::load(config.or(from_env.as_deref())).map_err(|error| config_failure(&error))?;
     let mode = settings.mode().map_err(|error| config_failure(&error))?;
     if let Some(dir) = data_dir {
         if mode == Mode::Server {

@@ -14,10 +14,15 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
-/// Installs the global subscriber. `RUST_LOG` overrides `filter`.
+/// Installs the global subscriber. `RUST_LOG` overrides `filter`, unless
+/// it is empty: an empty filter would let nothing but errors through,
+/// where `RUST_LOG=` in a unit file or a compose file means "not set".
 pub fn init(format: LogFormat, filter: &str) {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(filter))
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.trim().is_empty());
+    let filter = from_env
+        .map_or_else(|| EnvFilter::try_new(filter), EnvFilter::try_new)
         .unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only for a person at a terminal, not for a log collector.
     let builder = tracing_subscriber::fmt()

@@ -341,6 +341,51 @@ fn a_config_file_may_be_a_pipe_and_a_directory_is_refused_as_one() {
     assert!(message.contains("is a directory"), "{message}");
 }
 
+/// An empty variable is an unset one, as a unit file's `Environment=X=`
+/// or a compose file's `X: ${X:-}` means it: an empty HOOKD_CONFIG was
+/// read as `--config` without its file, and an empty RUST_LOG let
+/// nothing but errors through.
+#[test]
+fn an_empty_hookd_config_or_rust_log_is_as_if_unset() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hookd.toml");
+    std::fs::write(&file, "[sender]\ntimeout_ms = 4321\n").unwrap();
+    let file = file.to_str().unwrap();
+    let shown = |output: &Output| {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let named = shown(&hookd(&["config", "check"], &[("HOOKD_CONFIG", file)]));
+    assert!(named.contains("timeout_ms = 4321"), "{named}");
+    let empty = shown(&hookd(&["config", "check"], &[("HOOKD_CONFIG", "")]));
+    assert!(
+        empty.contains("timeout_ms = 15000"),
+        "the defaults: {empty}"
+    );
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "[sender]\ntimeout_ms = 1234\n").unwrap();
+    let flag = shown(&hookd(
+        &["config", "check", "--config", other.to_str().unwrap()],
+        &[("HOOKD_CONFIG", file)],
+    ));
+    assert!(flag.contains("timeout_ms = 1234"), "--config wins: {flag}");
+
+    let data = dir.path().join("data");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
+    command
+        .args(["migrate", "--data-dir", data.to_str().unwrap()])
+        .env("RUST_LOG", "");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("HOOKD_") {
+            command.env_remove(key);
+        }
+    }
+    let output = command.output().unwrap();
+    let logged = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{logged}");
+    assert!(logged.contains("migrations applied"), "{logged}");
+}
+
 #[test]
 fn a_copy_given_a_source_that_is_no_sqlite_url_is_a_wrong_command_line() {
     let output = hookd(
