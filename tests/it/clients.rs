@@ -154,5 +154,51 @@ async fn the_rust_client_creates_sends_and_reads_and_its_delivery_verifies(backe
     };
     assert_eq!(refusal.status(), reqwest::StatusCode::CONFLICT);
     assert_eq!(refusal.error.code, "not_retryable");
+
+    // An operation that answers a dry run and a start in two shapes reads
+    // each as its own (the start once read as a dry run, its id lost), and
+    // its refusals read as refusals (they once failed to parse).
+    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    let recover = |dry_run: bool| {
+        client
+            .recover_endpoint()
+            .endpoint("rust-client")
+            .body_map(move |body| body.since(since).dry_run(Some(dry_run)))
+    };
+    let dry = recover(true).send().await.unwrap().into_inner();
+    assert!(
+        matches!(
+            dry,
+            types::RecoverEndpointResponse::Matched(types::Matched { matched: 0 })
+        ),
+        "{dry:?}"
+    );
+    let started = recover(false).send().await.unwrap();
+    assert_eq!(started.status(), reqwest::StatusCode::ACCEPTED);
+    let types::RecoverEndpointResponse::OperationView(operation) = started.into_inner() else {
+        panic!("a started recover reads as the operation");
+    };
+    let read = client
+        .read_operation()
+        .id(operation.id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.id, operation.id);
+    let missing = client
+        .recover_endpoint()
+        .endpoint("no-such-endpoint")
+        .body_map(move |body| body.since(since))
+        .send()
+        .await
+        .unwrap_err();
+    let hookd_client::Error::ErrorResponse(refusal) = missing else {
+        panic!("an error in the API's shape: {missing:?}");
+    };
+    assert_eq!(refusal.status(), reqwest::StatusCode::NOT_FOUND);
+    let types::RecoverEndpointRefusal::ErrorBody(body) = refusal.into_inner() else {
+        panic!("a 404 reads as the error shape");
+    };
+    assert_eq!(body.error.code, "not_found");
 }
 both!(the_rust_client_creates_sends_and_reads_and_its_delivery_verifies);

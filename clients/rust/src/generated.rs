@@ -484,21 +484,38 @@ filter, how many it would.*/
             Self::Matched(value)
         }
     }
+    ///`CancelNotificationsRefusal`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum CancelNotificationsRefusal {
+        RecoverRunning(RecoverRunning),
+        ErrorBody(ErrorBody),
+    }
+    impl ::std::convert::From<RecoverRunning> for CancelNotificationsRefusal {
+        fn from(value: RecoverRunning) -> Self {
+            Self::RecoverRunning(value)
+        }
+    }
+    impl ::std::convert::From<ErrorBody> for CancelNotificationsRefusal {
+        fn from(value: ErrorBody) -> Self {
+            Self::ErrorBody(value)
+        }
+    }
     ///`CancelNotificationsResponse`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum CancelNotificationsResponse {
-        CancelAnswer(CancelAnswer),
         OperationView(OperationView),
-    }
-    impl ::std::convert::From<CancelAnswer> for CancelNotificationsResponse {
-        fn from(value: CancelAnswer) -> Self {
-            Self::CancelAnswer(value)
-        }
+        CancelAnswer(CancelAnswer),
     }
     impl ::std::convert::From<OperationView> for CancelNotificationsResponse {
         fn from(value: OperationView) -> Self {
             Self::OperationView(value)
+        }
+    }
+    impl ::std::convert::From<CancelAnswer> for CancelNotificationsResponse {
+        fn from(value: CancelAnswer) -> Self {
+            Self::CancelAnswer(value)
         }
     }
     /**Cancel by key (at once), or by filter (an operation): `key`, or
@@ -4244,21 +4261,38 @@ a busy owner, the types of its latest traffic); at most 200.*/
             Default::default()
         }
     }
+    ///`RecoverEndpointRefusal`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum RecoverEndpointRefusal {
+        RecoverRunning(RecoverRunning),
+        ErrorBody(ErrorBody),
+    }
+    impl ::std::convert::From<RecoverRunning> for RecoverEndpointRefusal {
+        fn from(value: RecoverRunning) -> Self {
+            Self::RecoverRunning(value)
+        }
+    }
+    impl ::std::convert::From<ErrorBody> for RecoverEndpointRefusal {
+        fn from(value: ErrorBody) -> Self {
+            Self::ErrorBody(value)
+        }
+    }
     ///`RecoverEndpointResponse`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RecoverEndpointResponse {
-        Matched(Matched),
         OperationView(OperationView),
-    }
-    impl ::std::convert::From<Matched> for RecoverEndpointResponse {
-        fn from(value: Matched) -> Self {
-            Self::Matched(value)
-        }
+        Matched(Matched),
     }
     impl ::std::convert::From<OperationView> for RecoverEndpointResponse {
         fn from(value: OperationView) -> Self {
             Self::OperationView(value)
+        }
+    }
+    impl ::std::convert::From<Matched> for RecoverEndpointResponse {
+        fn from(value: Matched) -> Self {
+            Self::Matched(value)
         }
     }
     /**What to recover: the notifications that ended `failed` (by the time
@@ -4292,21 +4326,38 @@ included.*/
             Default::default()
         }
     }
+    ///`RetryNotificationsRefusal`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum RetryNotificationsRefusal {
+        RecoverRunning(RecoverRunning),
+        ErrorBody(ErrorBody),
+    }
+    impl ::std::convert::From<RecoverRunning> for RetryNotificationsRefusal {
+        fn from(value: RecoverRunning) -> Self {
+            Self::RecoverRunning(value)
+        }
+    }
+    impl ::std::convert::From<ErrorBody> for RetryNotificationsRefusal {
+        fn from(value: ErrorBody) -> Self {
+            Self::ErrorBody(value)
+        }
+    }
     ///`RetryNotificationsResponse`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     #[serde(untagged)]
     pub enum RetryNotificationsResponse {
-        Matched(Matched),
         OperationView(OperationView),
-    }
-    impl ::std::convert::From<Matched> for RetryNotificationsResponse {
-        fn from(value: Matched) -> Self {
-            Self::Matched(value)
-        }
+        Matched(Matched),
     }
     impl ::std::convert::From<OperationView> for RetryNotificationsResponse {
         fn from(value: OperationView) -> Self {
             Self::OperationView(value)
+        }
+    }
+    impl ::std::convert::From<Matched> for RetryNotificationsResponse {
+        fn from(value: Matched) -> Self {
+            Self::Matched(value)
         }
     }
     ///`Revoked`
@@ -17152,7 +17203,7 @@ pub mod builder {
             self,
         ) -> Result<
             ResponseValue<types::RecoverEndpointResponse>,
-            Error<types::RecoverEndpointResponse>,
+            Error<types::RecoverEndpointRefusal>,
         > {
             let Self { client, endpoint, body } = self;
             let endpoint = endpoint.map_err(Error::InvalidRequest)?;
@@ -19244,7 +19295,7 @@ pub mod builder {
             self,
         ) -> Result<
             ResponseValue<types::CancelNotificationsResponse>,
-            Error<types::CancelNotificationsResponse>,
+            Error<types::CancelNotificationsRefusal>,
         > {
             let Self { client, body } = self;
             let body = body
@@ -19393,7 +19444,7 @@ pub mod builder {
             self,
         ) -> Result<
             ResponseValue<types::RetryNotificationsResponse>,
-            Error<types::RetryNotificationsResponse>,
+            Error<types::RetryNotificationsRefusal>,
         > {
             let Self { client, body } = self;
             let body = body

@@ -23,6 +23,7 @@ fn main() {
     let mut document: Value = serde_json::from_str(&text).unwrap_or_else(|e| fail(&input, &e));
     document["openapi"] = json!("3.0.3");
     to_openapi_30(&mut document);
+    let schemas = document["components"]["schemas"].clone();
     if let Some(paths) = document["paths"].as_object_mut() {
         for item in paths.values_mut() {
             for operation in item
@@ -30,7 +31,7 @@ fn main() {
                 .into_iter()
                 .flat_map(|o| o.values_mut())
             {
-                fit_progenitor(operation);
+                fit_progenitor(operation, &schemas);
             }
         }
     }
@@ -107,7 +108,16 @@ fn to_openapi_30(value: &mut Value) {
 }
 
 /// One operation as progenitor can generate it.
-fn fit_progenitor(operation: &mut Value) {
+///
+/// Where an operation answers two shapes of success (or of refusal),
+/// progenitor reads the body into an untagged enum of them, whose
+/// variants serde tries in turn: the `oneOf` lists the shape that
+/// requires the most fields first, so a shape that is a subset of
+/// another's (`{"matched"}` of an operation's view) cannot take its
+/// place. The two enums are named apart (`…Response`, `…Refusal`): under
+/// one name progenitor read refusals into the successes' enum.
+fn fit_progenitor(operation: &mut Value, schemas: &Value) {
+    let id = operation["operationId"].as_str().unwrap_or_default().to_string();
     if let Some(Value::Array(parameters)) = operation.get_mut("parameters") {
         parameters.retain(|p| p.get("in") != Some(&json!("header")));
     }
@@ -129,7 +139,10 @@ fn fit_progenitor(operation: &mut Value) {
     }
     let successes = |code: &str| code.starts_with('2');
     let refusals = |code: &str| code.starts_with('4') || code.starts_with('5');
-    for in_class in [&successes as &dyn Fn(&str) -> bool, &refusals] {
+    for (in_class, suffix) in [
+        (&successes as &dyn Fn(&str) -> bool, "Response"),
+        (&refusals, "Refusal"),
+    ] {
         let mut distinct: Vec<Value> = Vec::new();
         for (code, response) in responses.iter() {
             if let Some(schema) = response.pointer("/content/application~1json/schema") {
@@ -141,7 +154,8 @@ fn fit_progenitor(operation: &mut Value) {
         if distinct.len() < 2 {
             continue;
         }
-        let one = json!({ "oneOf": distinct });
+        distinct.sort_by_key(|schema| std::cmp::Reverse(fewest_required(schema, schemas)));
+        let one = json!({ "title": format!("{id}_{suffix}"), "oneOf": distinct });
         for (code, response) in responses.iter_mut() {
             if in_class(code) {
                 if let Some(schema) = response.pointer_mut("/content/application~1json/schema") {
@@ -150,4 +164,29 @@ fn fit_progenitor(operation: &mut Value) {
             }
         }
     }
+}
+
+/// The fewest fields an object of `schema` must have, through `$ref`s and
+/// `oneOf`s (its least demanding alternative).
+fn fewest_required(schema: &Value, schemas: &Value) -> usize {
+    if let Some(name) = schema["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+    {
+        return fewest_required(&schemas[name], schemas);
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(alternatives) = schema[key].as_array() {
+            return alternatives
+                .iter()
+                .map(|alternative| fewest_required(alternative, schemas))
+                .min()
+                .unwrap_or(0);
+        }
+    }
+    let own = schema["required"].as_array().map_or(0, Vec::len);
+    let parts = schema["allOf"].as_array().map_or(0, |parts| {
+        parts.iter().map(|part| fewest_required(part, schemas)).sum()
+    });
+    own + parts
 }
