@@ -48,6 +48,7 @@ impl From<Backlog> for BacklogView {
     }
 }
 
+/// What waits for an endpoint, and why
 #[utoipa::path(operation_id = "get_endpoint_backlog", get, path = "/v1/endpoints/{endpoint}/backlog", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = BacklogView, description = "what waits for the endpoint now"),

@@ -251,6 +251,7 @@ fn without_userinfo(url: String) -> String {
     }
 }
 
+/// Create an endpoint
 #[utoipa::path(operation_id = "create_endpoint", post, path = "/v1/endpoints", tag = "endpoints", request_body = EndpointFields,
     responses((status = 201, body = EndpointView, description = "created, with its signing secret"),
         (status = 409, body = super::error::ErrorBody, description = "an endpoint with this `uid` exists"), (status = 422, body = super::error::ErrorBody)))]
@@ -273,6 +274,7 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
+/// List endpoints
 #[utoipa::path(operation_id = "list_endpoints", get, path = "/v1/endpoints", tag = "endpoints",
     params(("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query, description = "only this owner's endpoints"),
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
@@ -316,6 +318,7 @@ pub(super) async fn page_of(state: &AppState, found: Option<Endpoint>) -> Page<E
     }
 }
 
+/// Read an endpoint
 #[utoipa::path(operation_id = "get_endpoint", get, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint, without its secret"), (status = 404, body = super::error::ErrorBody)))]
@@ -336,6 +339,7 @@ pub async fn read(
     Ok(Json(view))
 }
 
+/// Change an endpoint
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
@@ -364,6 +368,7 @@ pub struct Deleted {
     pub cancelled_notifications: usize,
 }
 
+/// Delete an endpoint
 #[utoipa::path(operation_id = "delete_endpoint", delete, path = "/v1/endpoints/{endpoint}", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = Deleted, description = "deleted, and its pending notifications cancelled"), (status = 404, body = super::error::ErrorBody)))]
@@ -431,6 +436,7 @@ pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoin
     Ok(endpoint)
 }
 
+/// Read an endpoint's signing secret
 #[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
@@ -442,6 +448,7 @@ pub async fn read_secret(
     Ok(Json(SecretView::of(&endpoint, state.service.now())))
 }
 
+/// Rotate an endpoint's signing secret
 #[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
@@ -459,6 +466,7 @@ pub async fn rotate_secret(
     Ok(Json(EndpointView::with_secret(rotated).shown_to(&caller)))
 }
 
+/// End a secret rotation's overlap
 #[utoipa::path(operation_id = "end_endpoint_secret_overlap", delete, path = "/v1/endpoints/{endpoint}/secret/previous", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = SecretView, description = "the secret, with no rotated-out secret signing any more"), (status = 404, body = super::error::ErrorBody)))]

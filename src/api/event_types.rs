@@ -39,6 +39,7 @@ pub struct RecentEventTypes {
     pub partial: bool,
 }
 
+/// The event types an endpoint has received
 #[utoipa::path(operation_id = "get_endpoint_event_types", get, path = "/v1/endpoints/{endpoint}/event-types", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = RecentEventTypes, description = "the event types sent lately to the endpoint or its owner"),

@@ -95,6 +95,7 @@ fn created_or_existing(accepted: Accepted<Event>) -> (StatusCode, EventView) {
     }
 }
 
+/// Create an event
 #[utoipa::path(operation_id = "create_event", post, path = "/v1/events", tag = "events", request_body = EventInput,
     params(super::traced::TraceHeaders),
     responses(
@@ -146,6 +147,7 @@ pub struct EventBatchResult {
     pub data: Vec<EventBatchItem>,
 }
 
+/// Create events in a batch
 #[utoipa::path(operation_id = "create_events_batch", post, path = "/v1/events/batch", tag = "events", request_body = CreateEventBatch,
     params(super::traced::TraceHeaders),
     responses((status = 200, body = EventBatchResult, description = "per-item results, in order"),
@@ -188,6 +190,7 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(text).map_err(|_| ApiError::NotFound("event"))
 }
 
+/// Read an event and its notifications
 #[utoipa::path(operation_id = "get_event", get, path = "/v1/events/{id}", tag = "events",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = EventView, description = "the event, its payload and its deliveries by status"),
@@ -230,6 +233,7 @@ pub struct ListParams {
     cursor: Option<String>,
 }
 
+/// List events
 #[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
     params(("owner" = Option<crate::api::openapi_depth::OwnerSchema>, Query), ("event_type" = Option<String>, Query), ("key" = Option<String>, Query),
         ("created_after" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "RFC 3339: only those created at or after this time"),
@@ -281,6 +285,7 @@ pub struct EventCancelled {
     pub cancelled: usize,
 }
 
+/// Cancel an event's pending notifications
 #[utoipa::path(operation_id = "cancel_event", post, path = "/v1/events/{id}/cancel", tag = "events",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = EventCancelled, description = "its pending deliveries are cancelled; the others keep their status"),

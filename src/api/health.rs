@@ -59,7 +59,8 @@ pub struct Health {
 #[derive(Clone, Default)]
 pub struct Readiness(Arc<tokio::sync::Mutex<Option<(Instant, StatusCode, Health)>>>);
 
-#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "operations", security(()), responses((status = 200, body = Health, description = "the process is up (liveness); `/readyz` checks the stores")))]
+/// Is the process alive
+#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "service", security(()), responses((status = 200, body = Health, description = "the process is up (liveness); `/readyz` checks the stores")))]
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
@@ -71,7 +72,8 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-#[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "operations", security(()), responses(
+/// Can the process serve: database, due index, disk
+#[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "service", security(()), responses(
     (status = 200, body = Health, description = "the database answers: notifications are accepted (`degraded` when Redis does not answer)"),
     (status = 503, body = Health, description = "the database does not answer, or (embedded) its file cannot grow: a full disk"),
 ))]
@@ -130,7 +132,8 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     (status, Json(health))
 }
 
-#[utoipa::path(operation_id = "metrics", get, path = "/metrics", tag = "operations", security(()),
+/// Prometheus metrics
+#[utoipa::path(operation_id = "metrics", get, path = "/metrics", tag = "service", security(()),
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> ([(axum::http::HeaderName, &'static str); 1], String) {
     (

@@ -57,6 +57,7 @@ pub(super) fn order(text: Option<&str>) -> Result<Option<ListOrder>, ApiError> {
     }
 }
 
+/// List notifications
 #[utoipa::path(operation_id = "list_notifications", get, path = "/v1/notifications", tag = "notifications",
     params(("endpoint" = Option<crate::api::openapi_depth::EndpointRefSchema>, Query, description = "id or uid"),
         ("status" = Option<Status>, Query), ("key" = Option<String>, Query, description = "the notification's key, or its event's (an event's key finds its deliveries)"),

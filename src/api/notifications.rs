@@ -62,6 +62,7 @@ fn created_or_existing(
     }
 }
 
+/// Create a notification
 #[utoipa::path(operation_id = "create_notification", post, path = "/v1/notifications", tag = "notifications", request_body = NotificationInput,
     params(super::traced::TraceHeaders),
     responses(
@@ -122,6 +123,7 @@ fn test_event_type(
 /// The event type of a test nobody chose a type for.
 const TEST_EVENT_TYPE: &str = "hookd.test";
 
+/// Send an endpoint a test notification
 #[utoipa::path(operation_id = "send_test_notification", post, path = "/v1/endpoints/{endpoint}/test", tag = "endpoints", request_body = Option<SendTest>,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses(
@@ -177,6 +179,7 @@ pub struct BatchResult {
     pub data: Vec<BatchItem>,
 }
 
+/// Create notifications in a batch
 #[utoipa::path(operation_id = "create_notifications_batch", post, path = "/v1/notifications/batch", tag = "notifications", request_body = CreateBatch,
     params(super::traced::TraceHeaders),
     responses((status = 200, body = BatchResult, description = "per-item results, in order"),
@@ -236,6 +239,7 @@ fn parse_id(text: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(text).map_err(|_| ApiError::NotFound("notification"))
 }
 
+/// Read a notification
 #[utoipa::path(operation_id = "get_notification", get, path = "/v1/notifications/{id}", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "the notification, its payload and where it stands"), (status = 404, body = super::error::ErrorBody)))]
@@ -256,6 +260,7 @@ pub async fn read(
     ))
 }
 
+/// List a notification's attempts
 #[utoipa::path(operation_id = "list_notification_attempts", get, path = "/v1/notifications/{id}/attempts", tag = "notifications",
     params(("id" = Uuid, Path), ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "1 to 500, default 50"), ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page, unchanged")),
     responses((status = 200, body = Page<AttemptView>, description = "in attempt order"), (status = 404, body = super::error::ErrorBody)))]
@@ -297,6 +302,7 @@ pub async fn attempts(
     )))
 }
 
+/// Cancel a notification
 #[utoipa::path(operation_id = "cancel_notification", post, path = "/v1/notifications/{id}/cancel", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "cancelled (or already was)"),
@@ -376,6 +382,7 @@ pub enum CancelAnswer {
     Matched(super::recover::Matched),
 }
 
+/// Cancel pending notifications by filter
 #[utoipa::path(operation_id = "cancel_notifications", post, path = "/v1/notifications/cancel", tag = "notifications", request_body = CancelRequest,
     responses((status = 200, body = CancelAnswer, description = "by `key`: the pending notifications with this key that were cancelled (operator alerts only with an `admin` token); a `dry_run` by filter: how many it would cancel, nothing changed"),
         (status = 202, body = super::recover::OperationView, description = "by filter: started; every pending notification of the endpoint created until now that the filter holds is cancelled, in pages; poll `GET /v1/operations/{id}`"),
@@ -410,6 +417,7 @@ pub async fn cancel_by_key_or_filter(
     .into_response())
 }
 
+/// Retry a failed notification
 #[utoipa::path(operation_id = "retry_notification", post, path = "/v1/notifications/{id}/retry", tag = "notifications",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),

@@ -19,6 +19,41 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// Each page's schema in the OpenAPI document (`Page_X`) names its items'
+/// schema (`X`) rather than a copy of it. utoipa writes a generic's argument
+/// inline, and a client generator made a second type of each copy (a
+/// `Page_NotificationView`'s items were not `NotificationView`s).
+pub struct PageItems;
+
+impl utoipa::Modify for PageItems {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{ArrayItems, Schema};
+        use utoipa::openapi::{Ref, RefOr};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let items: Vec<(String, String)> = components
+            .schemas
+            .keys()
+            .filter_map(|page| {
+                let item = page.strip_prefix("Page_")?;
+                components
+                    .schemas
+                    .contains_key(item)
+                    .then(|| (page.clone(), item.to_string()))
+            })
+            .collect();
+        for (page, item) in items {
+            if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(&page) {
+                if let Some(RefOr::T(Schema::Array(data))) = object.properties.get_mut("data") {
+                    data.items =
+                        ArrayItems::RefOrSchema(Box::new(RefOr::Ref(Ref::from_schema_name(item))));
+                }
+            }
+        }
+    }
+}
+
 /// `?limit=&cursor=`, kept as text so that bad values get our own errors.
 #[derive(Debug, Default, Deserialize)]
 pub struct PageParams {

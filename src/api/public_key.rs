@@ -30,6 +30,7 @@ pub struct PreviousPublicKeyView {
     pub expires_at: DateTime<Utc>,
 }
 
+/// An endpoint's public signing key
 #[utoipa::path(operation_id = "get_endpoint_public_key", get, path = "/v1/endpoints/{endpoint}/public-key", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = PublicKeyView, description = "the public key of an ed25519 or rsa2 endpoint; it is public: any read token, or a portal link, may read it"),

@@ -106,6 +106,7 @@ pub struct RecoverRunning {
     pub operation: OperationView,
 }
 
+/// Send an endpoint's failed notifications again
 #[utoipa::path(operation_id = "recover_endpoint", post, path = "/v1/endpoints/{endpoint}/recover", tag = "endpoints",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     request_body = RecoverRequest,
@@ -246,6 +247,7 @@ pub struct Matched {
     pub matched: i64,
 }
 
+/// Retry failed notifications by filter
 #[utoipa::path(operation_id = "retry_notifications", post, path = "/v1/notifications/retry", tag = "notifications",
     request_body = BulkRetryRequest,
     responses((status = 200, body = Matched, description = "`dry_run`: how many it would restart; nothing changed"),
@@ -281,6 +283,7 @@ pub async fn bulk_retry(
     Ok(answered(asked))
 }
 
+/// Read a bulk operation's progress
 #[utoipa::path(operation_id = "read_operation", get, path = "/v1/operations/{id}", tag = "endpoints",
     params(("id" = Uuid, Path)),
     responses((status = 200, body = OperationView, description = "the operation as it stands"),

@@ -151,6 +151,7 @@ pub struct FailingEndpointView {
     pub attempts: i64,
 }
 
+/// Delivery counts per minute
 #[utoipa::path(operation_id = "stats", get, path = "/v1/stats", tag = "stats",
     params(("window" = Option<String>, Query, description = "`1h` (the default: 60 steps of a minute) or `24h` (144 steps of ten minutes)"),
         ("endpoint" = Option<crate::api::openapi_depth::EndpointRefSchema>, Query, description = "only this endpoint's counts (id or uid)"),

@@ -3648,7 +3648,7 @@ this generation; every earlier one is refused (401).*/
     ///`PageAttemptView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageAttemptView {
-        pub data: ::std::vec::Vec<PageAttemptViewDataItem>,
+        pub data: ::std::vec::Vec<AttemptView>,
         ///Pass as `?cursor=` for the next page; `null` on the last page.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub next_cursor: ::std::option::Option<::std::string::String>,
@@ -3658,51 +3658,10 @@ this generation; every earlier one is refused (401).*/
             Default::default()
         }
     }
-    ///`PageAttemptViewDataItem`
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PageAttemptViewDataItem {
-        pub duration_ms: i32,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub error: ::std::option::Option<AttemptError>,
-        ///1-based, over every series.
-        pub number: i32,
-        ///`succeeded`, `retry` (another attempt follows) or `failed` (final).
-        pub outcome: ::std::string::String,
-        /**The request's headers as sent: hookd's own (`webhook-id`,
-`webhook-timestamp`, `webhook-signature`, ...), then each custom
-header by name, its value `null` (never kept: credentials, often).
-`null` when no request was made (a pull consumer's attempt, one
-refused before sending), for a delivery at its first attempt (kept
-in its notification's row, without headers), or for an attempt
-recorded before hookd kept them.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub request_headers: ::std::option::Option<::std::vec::Vec<HeaderLine>>,
-        ///The first 4 KiB of the response body.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub response_body: ::std::option::Option<::std::string::String>,
-        /**The response's headers, whole ones within their first 4 KiB; `null`
-as `request_headers` is.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub response_headers: ::std::option::Option<::std::vec::Vec<HeaderLine>>,
-        /**It opens an attempt series a retry started (a caller's, a bulk
-retry's or a recover's).*/
-        pub retried: bool,
-        pub started_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub status_code: ::std::option::Option<i32>,
-        ///Where the attempt went, when the notification names its own URL.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub url: ::std::option::Option<::std::string::String>,
-    }
-    impl PageAttemptViewDataItem {
-        pub fn builder() -> builder::PageAttemptViewDataItem {
-            Default::default()
-        }
-    }
     ///`PageEndpointView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageEndpointView {
-        pub data: ::std::vec::Vec<PageEndpointViewDataItem>,
+        pub data: ::std::vec::Vec<EndpointView>,
         ///Pass as `?cursor=` for the next page; `null` on the last page.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub next_cursor: ::std::option::Option<::std::string::String>,
@@ -3712,85 +3671,10 @@ retry's or a recover's).*/
             Default::default()
         }
     }
-    /**An endpoint as the API shows it. The secret appears only when it is new
-(create, rotate) or asked for (`GET .../secret`).*/
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PageEndpointViewDataItem {
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub breaker: ::std::option::Option<BreakerFields>,
-        pub circuit: CircuitView,
-        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        pub delivery: Delivery,
-        pub description: ::std::string::String,
-        pub disabled: bool,
-        /**`failing` when hookd disabled the endpoint because every attempt
-failed for `dispatcher.disable_failing_endpoints_after_hours`.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub disabled_reason: ::std::option::Option<::std::string::String>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub event_types: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        /**Since when every attempt to the endpoint has failed; null after a
-success.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub failing_since: ::std::option::Option<
-            ::chrono::DateTime<::chrono::offset::Utc>,
-        >,
-        /**The predicate an event's payload must satisfy to reach it, as
-written; null: every event of its types.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub filter: ::std::option::Option<
-            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-        >,
-        /**Fresh notifications' part of the rate limit while retries are due
-beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub fresh_share: ::std::option::Option<f64>,
-        ///Custom headers by name; their values are never shown (`***`).
-        pub headers: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
-        >,
-        pub id: ::uuid::Uuid,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub max_in_flight: ::std::option::Option<i32>,
-        pub ordering: Ordering,
-        pub ordering_on_failure: OrderingOnFailure,
-        ///The tenant it belongs to; events fan out within one owner.
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub owner: ::std::option::Option<::std::string::String>,
-        pub permanent_statuses: ::std::vec::Vec<i32>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub rate_limit: ::std::option::Option<RateLimit>,
-        pub schedule: ScheduleSpec,
-        /**Each wait of the schedule is scaled by a random factor in
-[1 − j, 1 + j]; 0 keeps the schedule exact.*/
-        pub schedule_jitter: f64,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub secret: ::std::option::Option<::std::string::String>,
-        pub signing: Signing,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub success_body: ::std::option::Option<::std::string::String>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub timeout_ms: ::std::option::Option<i32>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub uid: ::std::option::Option<::std::string::String>,
-        pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        ///Where hookd POSTs; null for a pull endpoint.
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub url: ::std::option::Option<::std::string::String>,
-        /**The whole path of `url` is a credential: callers without the
-`secrets` scope see only its origin.*/
-        pub url_secret: bool,
-    }
-    impl PageEndpointViewDataItem {
-        pub fn builder() -> builder::PageEndpointViewDataItem {
-            Default::default()
-        }
-    }
     ///`PageEventView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageEventView {
-        pub data: ::std::vec::Vec<PageEventViewDataItem>,
+        pub data: ::std::vec::Vec<EventView>,
         ///Pass as `?cursor=` for the next page; `null` on the last page.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub next_cursor: ::std::option::Option<::std::string::String>,
@@ -3800,115 +3684,16 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
             Default::default()
         }
     }
-    ///An event as the API shows it.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PageEventViewDataItem {
-        ///The body as text (single reads only, other content types).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub body: ::std::option::Option<::std::string::String>,
-        pub content_type: ::std::string::String,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub counts: ::std::option::Option<StatusCounts>,
-        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        pub deliver_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        ///Notifications its fan-out created, one per subscribed endpoint.
-        pub deliveries: i32,
-        pub event_type: ::std::string::String,
-        pub id: ::uuid::Uuid,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub key: ::std::option::Option<::std::string::String>,
-        /**The business object it is about: its deliveries carry it, and on
-endpoints ordered by key go one at a time per key.*/
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub order_key: ::std::option::Option<::std::string::String>,
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub owner: ::std::option::Option<::std::string::String>,
-        ///The JSON payload (single reads only, JSON content types).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub payload: ::std::option::Option<::serde_json::Value>,
-    }
-    impl PageEventViewDataItem {
-        pub fn builder() -> builder::PageEventViewDataItem {
-            Default::default()
-        }
-    }
     ///`PageNotificationView`
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageNotificationView {
-        pub data: ::std::vec::Vec<PageNotificationViewDataItem>,
+        pub data: ::std::vec::Vec<NotificationView>,
         ///Pass as `?cursor=` for the next page; `null` on the last page.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub next_cursor: ::std::option::Option<::std::string::String>,
     }
     impl PageNotificationView {
         pub fn builder() -> builder::PageNotificationView {
-            Default::default()
-        }
-    }
-    ///`PageNotificationViewDataItem`
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct PageNotificationViewDataItem {
-        ///Attempts made so far, over every series.
-        pub attempts: i32,
-        ///The body as text (single reads only, other content types).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub body: ::std::option::Option<::std::string::String>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub completed_at: ::std::option::Option<
-            ::chrono::DateTime<::chrono::offset::Utc>,
-        >,
-        pub content_type: ::std::string::String,
-        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        pub deliver_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        pub endpoint_id: ::uuid::Uuid,
-        ///The event this notification delivers, when it is one's delivery.
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub event_id: ::std::option::Option<::uuid::Uuid>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub event_type: ::std::option::Option<::std::string::String>,
-        /**Custom headers by name; their values are never shown (`***`),
-except a trace context's (`traceparent`, `tracestate`).*/
-        pub headers: ::std::collections::HashMap<
-            ::std::string::String,
-            ::std::string::String,
-        >,
-        pub id: ::uuid::Uuid,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub key: ::std::option::Option<::std::string::String>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub last_attempt: ::std::option::Option<LastAttempt>,
-        /**A pull consumer holds it under a lease that has not run out: its
-attempt is under way.*/
-        pub leased: bool,
-        /**When the next attempt is due; `null` once final. While `leased`,
-when the lease runs out.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub next_attempt_at: ::std::option::Option<
-            ::chrono::DateTime<::chrono::offset::Utc>,
-        >,
-        /**The business object it is about; on an endpoint ordered by key,
-notifications of one `order_key` go one at a time.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub order_key: ::std::option::Option<::std::string::String>,
-        ///The JSON payload (single reads only, JSON content types).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub payload: ::std::option::Option<::serde_json::Value>,
-        pub schedule: ScheduleSpec,
-        /**Its place in its key's order (1, 2, 3 …, and 1 again once retention
-removed every notification of the key), sent as `webhook-sequence`;
-`null` unless its endpoint orders by key.*/
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub sequence: ::std::option::Option<i64>,
-        pub status: Status,
-        pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
-        ///Where it is sent, when not to its endpoint's URL.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub url: ::std::option::Option<::std::string::String>,
-        #[serde(deserialize_with = "::std::option::Option::deserialize")]
-        pub waiting: ::std::option::Option<Waiting>,
-    }
-    impl PageNotificationViewDataItem {
-        pub fn builder() -> builder::PageNotificationViewDataItem {
             Default::default()
         }
     }
@@ -10639,7 +10424,7 @@ what those may do is fixed (see `portal`).*/
         #[derive(Clone, Debug)]
         pub struct PageAttemptView {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::PageAttemptViewDataItem>,
+                ::std::vec::Vec<super::AttemptView>,
                 ::std::string::String,
             >,
             next_cursor: ::std::result::Result<
@@ -10658,9 +10443,7 @@ what those may do is fixed (see `portal`).*/
         impl PageAttemptView {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<
-                    ::std::vec::Vec<super::PageAttemptViewDataItem>,
-                >,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::AttemptView>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -10703,242 +10486,9 @@ what those may do is fixed (see `portal`).*/
             }
         }
         #[derive(Clone, Debug)]
-        pub struct PageAttemptViewDataItem {
-            duration_ms: ::std::result::Result<i32, ::std::string::String>,
-            error: ::std::result::Result<
-                ::std::option::Option<super::AttemptError>,
-                ::std::string::String,
-            >,
-            number: ::std::result::Result<i32, ::std::string::String>,
-            outcome: ::std::result::Result<::std::string::String, ::std::string::String>,
-            request_headers: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::HeaderLine>>,
-                ::std::string::String,
-            >,
-            response_body: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            response_headers: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::HeaderLine>>,
-                ::std::string::String,
-            >,
-            retried: ::std::result::Result<bool, ::std::string::String>,
-            started_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            status_code: ::std::result::Result<
-                ::std::option::Option<i32>,
-                ::std::string::String,
-            >,
-            url: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for PageAttemptViewDataItem {
-            fn default() -> Self {
-                Self {
-                    duration_ms: Err("no value supplied for duration_ms".to_string()),
-                    error: Ok(Default::default()),
-                    number: Err("no value supplied for number".to_string()),
-                    outcome: Err("no value supplied for outcome".to_string()),
-                    request_headers: Ok(Default::default()),
-                    response_body: Ok(Default::default()),
-                    response_headers: Ok(Default::default()),
-                    retried: Err("no value supplied for retried".to_string()),
-                    started_at: Err("no value supplied for started_at".to_string()),
-                    status_code: Ok(Default::default()),
-                    url: Ok(Default::default()),
-                }
-            }
-        }
-        impl PageAttemptViewDataItem {
-            pub fn duration_ms<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<i32>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.duration_ms = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for duration_ms: {e}")
-                    });
-                self
-            }
-            pub fn error<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::AttemptError>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.error = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for error: {e}")
-                    });
-                self
-            }
-            pub fn number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<i32>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for number: {e}")
-                    });
-                self
-            }
-            pub fn outcome<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::string::String>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.outcome = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for outcome: {e}")
-                    });
-                self
-            }
-            pub fn request_headers<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::HeaderLine>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.request_headers = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for request_headers: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn response_body<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.response_body = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for response_body: {e}")
-                    });
-                self
-            }
-            pub fn response_headers<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::HeaderLine>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.response_headers = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for response_headers: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn retried<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<bool>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.retried = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for retried: {e}")
-                    });
-                self
-            }
-            pub fn started_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.started_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for started_at: {e}")
-                    });
-                self
-            }
-            pub fn status_code<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.status_code = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for status_code: {e}")
-                    });
-                self
-            }
-            pub fn url<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.url = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for url: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<PageAttemptViewDataItem>
-        for super::PageAttemptViewDataItem {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: PageAttemptViewDataItem,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    duration_ms: value.duration_ms?,
-                    error: value.error?,
-                    number: value.number?,
-                    outcome: value.outcome?,
-                    request_headers: value.request_headers?,
-                    response_body: value.response_body?,
-                    response_headers: value.response_headers?,
-                    retried: value.retried?,
-                    started_at: value.started_at?,
-                    status_code: value.status_code?,
-                    url: value.url?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::PageAttemptViewDataItem>
-        for PageAttemptViewDataItem {
-            fn from(value: super::PageAttemptViewDataItem) -> Self {
-                Self {
-                    duration_ms: Ok(value.duration_ms),
-                    error: Ok(value.error),
-                    number: Ok(value.number),
-                    outcome: Ok(value.outcome),
-                    request_headers: Ok(value.request_headers),
-                    response_body: Ok(value.response_body),
-                    response_headers: Ok(value.response_headers),
-                    retried: Ok(value.retried),
-                    started_at: Ok(value.started_at),
-                    status_code: Ok(value.status_code),
-                    url: Ok(value.url),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct PageEndpointView {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::PageEndpointViewDataItem>,
+                ::std::vec::Vec<super::EndpointView>,
                 ::std::string::String,
             >,
             next_cursor: ::std::result::Result<
@@ -10957,9 +10507,7 @@ what those may do is fixed (see `portal`).*/
         impl PageEndpointView {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<
-                    ::std::vec::Vec<super::PageEndpointViewDataItem>,
-                >,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::EndpointView>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -11002,597 +10550,9 @@ what those may do is fixed (see `portal`).*/
             }
         }
         #[derive(Clone, Debug)]
-        pub struct PageEndpointViewDataItem {
-            breaker: ::std::result::Result<
-                ::std::option::Option<super::BreakerFields>,
-                ::std::string::String,
-            >,
-            circuit: ::std::result::Result<super::CircuitView, ::std::string::String>,
-            created_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            delivery: ::std::result::Result<super::Delivery, ::std::string::String>,
-            description: ::std::result::Result<
-                ::std::string::String,
-                ::std::string::String,
-            >,
-            disabled: ::std::result::Result<bool, ::std::string::String>,
-            disabled_reason: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            event_types: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-                ::std::string::String,
-            >,
-            failing_since: ::std::result::Result<
-                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                ::std::string::String,
-            >,
-            filter: ::std::result::Result<
-                ::std::option::Option<
-                    ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-                >,
-                ::std::string::String,
-            >,
-            fresh_share: ::std::result::Result<
-                ::std::option::Option<f64>,
-                ::std::string::String,
-            >,
-            headers: ::std::result::Result<
-                ::std::collections::HashMap<
-                    ::std::string::String,
-                    ::std::string::String,
-                >,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<::uuid::Uuid, ::std::string::String>,
-            max_in_flight: ::std::result::Result<
-                ::std::option::Option<i32>,
-                ::std::string::String,
-            >,
-            ordering: ::std::result::Result<super::Ordering, ::std::string::String>,
-            ordering_on_failure: ::std::result::Result<
-                super::OrderingOnFailure,
-                ::std::string::String,
-            >,
-            owner: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            permanent_statuses: ::std::result::Result<
-                ::std::vec::Vec<i32>,
-                ::std::string::String,
-            >,
-            rate_limit: ::std::result::Result<
-                ::std::option::Option<super::RateLimit>,
-                ::std::string::String,
-            >,
-            schedule: ::std::result::Result<super::ScheduleSpec, ::std::string::String>,
-            schedule_jitter: ::std::result::Result<f64, ::std::string::String>,
-            secret: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            signing: ::std::result::Result<super::Signing, ::std::string::String>,
-            success_body: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            timeout_ms: ::std::result::Result<
-                ::std::option::Option<i32>,
-                ::std::string::String,
-            >,
-            uid: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            updated_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            url: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            url_secret: ::std::result::Result<bool, ::std::string::String>,
-        }
-        impl ::std::default::Default for PageEndpointViewDataItem {
-            fn default() -> Self {
-                Self {
-                    breaker: Err("no value supplied for breaker".to_string()),
-                    circuit: Err("no value supplied for circuit".to_string()),
-                    created_at: Err("no value supplied for created_at".to_string()),
-                    delivery: Err("no value supplied for delivery".to_string()),
-                    description: Err("no value supplied for description".to_string()),
-                    disabled: Err("no value supplied for disabled".to_string()),
-                    disabled_reason: Err(
-                        "no value supplied for disabled_reason".to_string(),
-                    ),
-                    event_types: Err("no value supplied for event_types".to_string()),
-                    failing_since: Err(
-                        "no value supplied for failing_since".to_string(),
-                    ),
-                    filter: Err("no value supplied for filter".to_string()),
-                    fresh_share: Err("no value supplied for fresh_share".to_string()),
-                    headers: Err("no value supplied for headers".to_string()),
-                    id: Err("no value supplied for id".to_string()),
-                    max_in_flight: Err(
-                        "no value supplied for max_in_flight".to_string(),
-                    ),
-                    ordering: Err("no value supplied for ordering".to_string()),
-                    ordering_on_failure: Err(
-                        "no value supplied for ordering_on_failure".to_string(),
-                    ),
-                    owner: Err("no value supplied for owner".to_string()),
-                    permanent_statuses: Err(
-                        "no value supplied for permanent_statuses".to_string(),
-                    ),
-                    rate_limit: Err("no value supplied for rate_limit".to_string()),
-                    schedule: Err("no value supplied for schedule".to_string()),
-                    schedule_jitter: Err(
-                        "no value supplied for schedule_jitter".to_string(),
-                    ),
-                    secret: Ok(Default::default()),
-                    signing: Err("no value supplied for signing".to_string()),
-                    success_body: Err("no value supplied for success_body".to_string()),
-                    timeout_ms: Err("no value supplied for timeout_ms".to_string()),
-                    uid: Err("no value supplied for uid".to_string()),
-                    updated_at: Err("no value supplied for updated_at".to_string()),
-                    url: Err("no value supplied for url".to_string()),
-                    url_secret: Err("no value supplied for url_secret".to_string()),
-                }
-            }
-        }
-        impl PageEndpointViewDataItem {
-            pub fn breaker<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::BreakerFields>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.breaker = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for breaker: {e}")
-                    });
-                self
-            }
-            pub fn circuit<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::CircuitView>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.circuit = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for circuit: {e}")
-                    });
-                self
-            }
-            pub fn created_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.created_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for created_at: {e}")
-                    });
-                self
-            }
-            pub fn delivery<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::Delivery>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.delivery = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for delivery: {e}")
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::string::String>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn disabled<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<bool>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.disabled = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for disabled: {e}")
-                    });
-                self
-            }
-            pub fn disabled_reason<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.disabled_reason = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for disabled_reason: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn event_types<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.event_types = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for event_types: {e}")
-                    });
-                self
-            }
-            pub fn failing_since<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.failing_since = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for failing_since: {e}")
-                    });
-                self
-            }
-            pub fn filter<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<
-                        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-                    >,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.filter = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for filter: {e}")
-                    });
-                self
-            }
-            pub fn fresh_share<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<f64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.fresh_share = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for fresh_share: {e}")
-                    });
-                self
-            }
-            pub fn headers<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::collections::HashMap<
-                        ::std::string::String,
-                        ::std::string::String,
-                    >,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.headers = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for headers: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::uuid::Uuid>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn max_in_flight<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.max_in_flight = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for max_in_flight: {e}")
-                    });
-                self
-            }
-            pub fn ordering<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::Ordering>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.ordering = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for ordering: {e}")
-                    });
-                self
-            }
-            pub fn ordering_on_failure<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::OrderingOnFailure>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.ordering_on_failure = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for ordering_on_failure: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn owner<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.owner = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for owner: {e}")
-                    });
-                self
-            }
-            pub fn permanent_statuses<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::vec::Vec<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.permanent_statuses = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for permanent_statuses: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn rate_limit<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::RateLimit>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.rate_limit = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for rate_limit: {e}")
-                    });
-                self
-            }
-            pub fn schedule<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::ScheduleSpec>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.schedule = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for schedule: {e}")
-                    });
-                self
-            }
-            pub fn schedule_jitter<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<f64>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.schedule_jitter = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for schedule_jitter: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn secret<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.secret = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for secret: {e}")
-                    });
-                self
-            }
-            pub fn signing<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::Signing>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.signing = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for signing: {e}")
-                    });
-                self
-            }
-            pub fn success_body<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.success_body = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for success_body: {e}")
-                    });
-                self
-            }
-            pub fn timeout_ms<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.timeout_ms = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for timeout_ms: {e}")
-                    });
-                self
-            }
-            pub fn uid<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.uid = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for uid: {e}")
-                    });
-                self
-            }
-            pub fn updated_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.updated_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for updated_at: {e}")
-                    });
-                self
-            }
-            pub fn url<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.url = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for url: {e}")
-                    });
-                self
-            }
-            pub fn url_secret<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<bool>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.url_secret = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for url_secret: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<PageEndpointViewDataItem>
-        for super::PageEndpointViewDataItem {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: PageEndpointViewDataItem,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    breaker: value.breaker?,
-                    circuit: value.circuit?,
-                    created_at: value.created_at?,
-                    delivery: value.delivery?,
-                    description: value.description?,
-                    disabled: value.disabled?,
-                    disabled_reason: value.disabled_reason?,
-                    event_types: value.event_types?,
-                    failing_since: value.failing_since?,
-                    filter: value.filter?,
-                    fresh_share: value.fresh_share?,
-                    headers: value.headers?,
-                    id: value.id?,
-                    max_in_flight: value.max_in_flight?,
-                    ordering: value.ordering?,
-                    ordering_on_failure: value.ordering_on_failure?,
-                    owner: value.owner?,
-                    permanent_statuses: value.permanent_statuses?,
-                    rate_limit: value.rate_limit?,
-                    schedule: value.schedule?,
-                    schedule_jitter: value.schedule_jitter?,
-                    secret: value.secret?,
-                    signing: value.signing?,
-                    success_body: value.success_body?,
-                    timeout_ms: value.timeout_ms?,
-                    uid: value.uid?,
-                    updated_at: value.updated_at?,
-                    url: value.url?,
-                    url_secret: value.url_secret?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::PageEndpointViewDataItem>
-        for PageEndpointViewDataItem {
-            fn from(value: super::PageEndpointViewDataItem) -> Self {
-                Self {
-                    breaker: Ok(value.breaker),
-                    circuit: Ok(value.circuit),
-                    created_at: Ok(value.created_at),
-                    delivery: Ok(value.delivery),
-                    description: Ok(value.description),
-                    disabled: Ok(value.disabled),
-                    disabled_reason: Ok(value.disabled_reason),
-                    event_types: Ok(value.event_types),
-                    failing_since: Ok(value.failing_since),
-                    filter: Ok(value.filter),
-                    fresh_share: Ok(value.fresh_share),
-                    headers: Ok(value.headers),
-                    id: Ok(value.id),
-                    max_in_flight: Ok(value.max_in_flight),
-                    ordering: Ok(value.ordering),
-                    ordering_on_failure: Ok(value.ordering_on_failure),
-                    owner: Ok(value.owner),
-                    permanent_statuses: Ok(value.permanent_statuses),
-                    rate_limit: Ok(value.rate_limit),
-                    schedule: Ok(value.schedule),
-                    schedule_jitter: Ok(value.schedule_jitter),
-                    secret: Ok(value.secret),
-                    signing: Ok(value.signing),
-                    success_body: Ok(value.success_body),
-                    timeout_ms: Ok(value.timeout_ms),
-                    uid: Ok(value.uid),
-                    updated_at: Ok(value.updated_at),
-                    url: Ok(value.url),
-                    url_secret: Ok(value.url_secret),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct PageEventView {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::PageEventViewDataItem>,
+                ::std::vec::Vec<super::EventView>,
                 ::std::string::String,
             >,
             next_cursor: ::std::result::Result<
@@ -11611,9 +10571,7 @@ what those may do is fixed (see `portal`).*/
         impl PageEventView {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<
-                    ::std::vec::Vec<super::PageEventViewDataItem>,
-                >,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::EventView>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -11656,257 +10614,9 @@ what those may do is fixed (see `portal`).*/
             }
         }
         #[derive(Clone, Debug)]
-        pub struct PageEventViewDataItem {
-            body: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            content_type: ::std::result::Result<
-                ::std::string::String,
-                ::std::string::String,
-            >,
-            counts: ::std::result::Result<
-                ::std::option::Option<super::StatusCounts>,
-                ::std::string::String,
-            >,
-            created_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            deliver_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            deliveries: ::std::result::Result<i32, ::std::string::String>,
-            event_type: ::std::result::Result<
-                ::std::string::String,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<::uuid::Uuid, ::std::string::String>,
-            key: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            order_key: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            owner: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            payload: ::std::result::Result<
-                ::std::option::Option<::serde_json::Value>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for PageEventViewDataItem {
-            fn default() -> Self {
-                Self {
-                    body: Ok(Default::default()),
-                    content_type: Err("no value supplied for content_type".to_string()),
-                    counts: Ok(Default::default()),
-                    created_at: Err("no value supplied for created_at".to_string()),
-                    deliver_at: Err("no value supplied for deliver_at".to_string()),
-                    deliveries: Err("no value supplied for deliveries".to_string()),
-                    event_type: Err("no value supplied for event_type".to_string()),
-                    id: Err("no value supplied for id".to_string()),
-                    key: Ok(Default::default()),
-                    order_key: Ok(Default::default()),
-                    owner: Ok(Default::default()),
-                    payload: Ok(Default::default()),
-                }
-            }
-        }
-        impl PageEventViewDataItem {
-            pub fn body<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.body = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for body: {e}")
-                    });
-                self
-            }
-            pub fn content_type<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::string::String>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.content_type = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for content_type: {e}")
-                    });
-                self
-            }
-            pub fn counts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::StatusCounts>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.counts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for counts: {e}")
-                    });
-                self
-            }
-            pub fn created_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.created_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for created_at: {e}")
-                    });
-                self
-            }
-            pub fn deliver_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.deliver_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for deliver_at: {e}")
-                    });
-                self
-            }
-            pub fn deliveries<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<i32>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.deliveries = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for deliveries: {e}")
-                    });
-                self
-            }
-            pub fn event_type<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::string::String>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.event_type = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for event_type: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::uuid::Uuid>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn key<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.key = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for key: {e}")
-                    });
-                self
-            }
-            pub fn order_key<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.order_key = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for order_key: {e}")
-                    });
-                self
-            }
-            pub fn owner<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.owner = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for owner: {e}")
-                    });
-                self
-            }
-            pub fn payload<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::serde_json::Value>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.payload = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for payload: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<PageEventViewDataItem>
-        for super::PageEventViewDataItem {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: PageEventViewDataItem,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    body: value.body?,
-                    content_type: value.content_type?,
-                    counts: value.counts?,
-                    created_at: value.created_at?,
-                    deliver_at: value.deliver_at?,
-                    deliveries: value.deliveries?,
-                    event_type: value.event_type?,
-                    id: value.id?,
-                    key: value.key?,
-                    order_key: value.order_key?,
-                    owner: value.owner?,
-                    payload: value.payload?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::PageEventViewDataItem>
-        for PageEventViewDataItem {
-            fn from(value: super::PageEventViewDataItem) -> Self {
-                Self {
-                    body: Ok(value.body),
-                    content_type: Ok(value.content_type),
-                    counts: Ok(value.counts),
-                    created_at: Ok(value.created_at),
-                    deliver_at: Ok(value.deliver_at),
-                    deliveries: Ok(value.deliveries),
-                    event_type: Ok(value.event_type),
-                    id: Ok(value.id),
-                    key: Ok(value.key),
-                    order_key: Ok(value.order_key),
-                    owner: Ok(value.owner),
-                    payload: Ok(value.payload),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct PageNotificationView {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::PageNotificationViewDataItem>,
+                ::std::vec::Vec<super::NotificationView>,
                 ::std::string::String,
             >,
             next_cursor: ::std::result::Result<
@@ -11925,9 +10635,7 @@ what those may do is fixed (see `portal`).*/
         impl PageNotificationView {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<
-                    ::std::vec::Vec<super::PageNotificationViewDataItem>,
-                >,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::NotificationView>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -11967,467 +10675,6 @@ what those may do is fixed (see `portal`).*/
                 Self {
                     data: Ok(value.data),
                     next_cursor: Ok(value.next_cursor),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
-        pub struct PageNotificationViewDataItem {
-            attempts: ::std::result::Result<i32, ::std::string::String>,
-            body: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            completed_at: ::std::result::Result<
-                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                ::std::string::String,
-            >,
-            content_type: ::std::result::Result<
-                ::std::string::String,
-                ::std::string::String,
-            >,
-            created_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            deliver_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            endpoint_id: ::std::result::Result<::uuid::Uuid, ::std::string::String>,
-            event_id: ::std::result::Result<
-                ::std::option::Option<::uuid::Uuid>,
-                ::std::string::String,
-            >,
-            event_type: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            headers: ::std::result::Result<
-                ::std::collections::HashMap<
-                    ::std::string::String,
-                    ::std::string::String,
-                >,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<::uuid::Uuid, ::std::string::String>,
-            key: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            last_attempt: ::std::result::Result<
-                ::std::option::Option<super::LastAttempt>,
-                ::std::string::String,
-            >,
-            leased: ::std::result::Result<bool, ::std::string::String>,
-            next_attempt_at: ::std::result::Result<
-                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                ::std::string::String,
-            >,
-            order_key: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            payload: ::std::result::Result<
-                ::std::option::Option<::serde_json::Value>,
-                ::std::string::String,
-            >,
-            schedule: ::std::result::Result<super::ScheduleSpec, ::std::string::String>,
-            sequence: ::std::result::Result<
-                ::std::option::Option<i64>,
-                ::std::string::String,
-            >,
-            status: ::std::result::Result<super::Status, ::std::string::String>,
-            updated_at: ::std::result::Result<
-                ::chrono::DateTime<::chrono::offset::Utc>,
-                ::std::string::String,
-            >,
-            url: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            waiting: ::std::result::Result<
-                ::std::option::Option<super::Waiting>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for PageNotificationViewDataItem {
-            fn default() -> Self {
-                Self {
-                    attempts: Err("no value supplied for attempts".to_string()),
-                    body: Ok(Default::default()),
-                    completed_at: Err("no value supplied for completed_at".to_string()),
-                    content_type: Err("no value supplied for content_type".to_string()),
-                    created_at: Err("no value supplied for created_at".to_string()),
-                    deliver_at: Err("no value supplied for deliver_at".to_string()),
-                    endpoint_id: Err("no value supplied for endpoint_id".to_string()),
-                    event_id: Err("no value supplied for event_id".to_string()),
-                    event_type: Err("no value supplied for event_type".to_string()),
-                    headers: Err("no value supplied for headers".to_string()),
-                    id: Err("no value supplied for id".to_string()),
-                    key: Err("no value supplied for key".to_string()),
-                    last_attempt: Err("no value supplied for last_attempt".to_string()),
-                    leased: Err("no value supplied for leased".to_string()),
-                    next_attempt_at: Err(
-                        "no value supplied for next_attempt_at".to_string(),
-                    ),
-                    order_key: Err("no value supplied for order_key".to_string()),
-                    payload: Ok(Default::default()),
-                    schedule: Err("no value supplied for schedule".to_string()),
-                    sequence: Err("no value supplied for sequence".to_string()),
-                    status: Err("no value supplied for status".to_string()),
-                    updated_at: Err("no value supplied for updated_at".to_string()),
-                    url: Ok(Default::default()),
-                    waiting: Err("no value supplied for waiting".to_string()),
-                }
-            }
-        }
-        impl PageNotificationViewDataItem {
-            pub fn attempts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<i32>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.attempts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for attempts: {e}")
-                    });
-                self
-            }
-            pub fn body<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.body = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for body: {e}")
-                    });
-                self
-            }
-            pub fn completed_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.completed_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for completed_at: {e}")
-                    });
-                self
-            }
-            pub fn content_type<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::string::String>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.content_type = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for content_type: {e}")
-                    });
-                self
-            }
-            pub fn created_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.created_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for created_at: {e}")
-                    });
-                self
-            }
-            pub fn deliver_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.deliver_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for deliver_at: {e}")
-                    });
-                self
-            }
-            pub fn endpoint_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::uuid::Uuid>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.endpoint_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for endpoint_id: {e}")
-                    });
-                self
-            }
-            pub fn event_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::uuid::Uuid>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.event_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for event_id: {e}")
-                    });
-                self
-            }
-            pub fn event_type<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.event_type = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for event_type: {e}")
-                    });
-                self
-            }
-            pub fn headers<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::collections::HashMap<
-                        ::std::string::String,
-                        ::std::string::String,
-                    >,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.headers = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for headers: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::uuid::Uuid>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn key<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.key = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for key: {e}")
-                    });
-                self
-            }
-            pub fn last_attempt<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::LastAttempt>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.last_attempt = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for last_attempt: {e}")
-                    });
-                self
-            }
-            pub fn leased<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<bool>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.leased = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for leased: {e}")
-                    });
-                self
-            }
-            pub fn next_attempt_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.next_attempt_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for next_attempt_at: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn order_key<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.order_key = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for order_key: {e}")
-                    });
-                self
-            }
-            pub fn payload<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::serde_json::Value>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.payload = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for payload: {e}")
-                    });
-                self
-            }
-            pub fn schedule<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::ScheduleSpec>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.schedule = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for schedule: {e}")
-                    });
-                self
-            }
-            pub fn sequence<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.sequence = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for sequence: {e}")
-                    });
-                self
-            }
-            pub fn status<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::Status>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.status = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for status: {e}")
-                    });
-                self
-            }
-            pub fn updated_at<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.updated_at = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for updated_at: {e}")
-                    });
-                self
-            }
-            pub fn url<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.url = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for url: {e}")
-                    });
-                self
-            }
-            pub fn waiting<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Waiting>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.waiting = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for waiting: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<PageNotificationViewDataItem>
-        for super::PageNotificationViewDataItem {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: PageNotificationViewDataItem,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    attempts: value.attempts?,
-                    body: value.body?,
-                    completed_at: value.completed_at?,
-                    content_type: value.content_type?,
-                    created_at: value.created_at?,
-                    deliver_at: value.deliver_at?,
-                    endpoint_id: value.endpoint_id?,
-                    event_id: value.event_id?,
-                    event_type: value.event_type?,
-                    headers: value.headers?,
-                    id: value.id?,
-                    key: value.key?,
-                    last_attempt: value.last_attempt?,
-                    leased: value.leased?,
-                    next_attempt_at: value.next_attempt_at?,
-                    order_key: value.order_key?,
-                    payload: value.payload?,
-                    schedule: value.schedule?,
-                    sequence: value.sequence?,
-                    status: value.status?,
-                    updated_at: value.updated_at?,
-                    url: value.url?,
-                    waiting: value.waiting?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::PageNotificationViewDataItem>
-        for PageNotificationViewDataItem {
-            fn from(value: super::PageNotificationViewDataItem) -> Self {
-                Self {
-                    attempts: Ok(value.attempts),
-                    body: Ok(value.body),
-                    completed_at: Ok(value.completed_at),
-                    content_type: Ok(value.content_type),
-                    created_at: Ok(value.created_at),
-                    deliver_at: Ok(value.deliver_at),
-                    endpoint_id: Ok(value.endpoint_id),
-                    event_id: Ok(value.event_id),
-                    event_type: Ok(value.event_type),
-                    headers: Ok(value.headers),
-                    id: Ok(value.id),
-                    key: Ok(value.key),
-                    last_attempt: Ok(value.last_attempt),
-                    leased: Ok(value.leased),
-                    next_attempt_at: Ok(value.next_attempt_at),
-                    order_key: Ok(value.order_key),
-                    payload: Ok(value.payload),
-                    schedule: Ok(value.schedule),
-                    sequence: Ok(value.sequence),
-                    status: Ok(value.status),
-                    updated_at: Ok(value.updated_at),
-                    url: Ok(value.url),
-                    waiting: Ok(value.waiting),
                 }
             }
         }
@@ -14362,7 +12609,9 @@ impl ClientInfo<()> for Client {
 }
 impl ClientHooks<()> for &Client {}
 impl Client {
-    /**Sends a `GET` request to `/healthz`
+    /**Is the process alive
+
+Sends a `GET` request to `/healthz`
 
 ```ignore
 let response = client.healthz()
@@ -14372,7 +12621,9 @@ let response = client.healthz()
     pub fn healthz(&self) -> builder::Healthz<'_> {
         builder::Healthz::new(self)
     }
-    /**Sends a `GET` request to `/metrics`
+    /**Prometheus metrics
+
+Sends a `GET` request to `/metrics`
 
 ```ignore
 let response = client.metrics()
@@ -14382,7 +12633,9 @@ let response = client.metrics()
     pub fn metrics(&self) -> builder::Metrics<'_> {
         builder::Metrics::new(self)
     }
-    /**Sends a `GET` request to `/openapi.json`
+    /**This OpenAPI document
+
+Sends a `GET` request to `/openapi.json`
 
 ```ignore
 let response = client.openapi_document()
@@ -14392,7 +12645,9 @@ let response = client.openapi_document()
     pub fn openapi_document(&self) -> builder::OpenapiDocument<'_> {
         builder::OpenapiDocument::new(self)
     }
-    /**Sends a `GET` request to `/readyz`
+    /**Can the process serve: database, due index, disk
+
+Sends a `GET` request to `/readyz`
 
 ```ignore
 let response = client.readyz()
@@ -14402,7 +12657,9 @@ let response = client.readyz()
     pub fn readyz(&self) -> builder::Readyz<'_> {
         builder::Readyz::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints`
+    /**List endpoints
+
+Sends a `GET` request to `/v1/endpoints`
 
 Arguments:
 - `cursor`: `next_cursor` of the previous page, unchanged
@@ -14419,7 +12676,9 @@ let response = client.list_endpoints()
     pub fn list_endpoints(&self) -> builder::ListEndpoints<'_> {
         builder::ListEndpoints::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints`
+    /**Create an endpoint
+
+Sends a `POST` request to `/v1/endpoints`
 
 ```ignore
 let response = client.create_endpoint()
@@ -14430,7 +12689,9 @@ let response = client.create_endpoint()
     pub fn create_endpoint(&self) -> builder::CreateEndpoint<'_> {
         builder::CreateEndpoint::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints/{endpoint}`
+    /**Read an endpoint
+
+Sends a `GET` request to `/v1/endpoints/{endpoint}`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14443,7 +12704,9 @@ let response = client.get_endpoint()
     pub fn get_endpoint(&self) -> builder::GetEndpoint<'_> {
         builder::GetEndpoint::new(self)
     }
-    /**Sends a `DELETE` request to `/v1/endpoints/{endpoint}`
+    /**Delete an endpoint
+
+Sends a `DELETE` request to `/v1/endpoints/{endpoint}`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14456,7 +12719,9 @@ let response = client.delete_endpoint()
     pub fn delete_endpoint(&self) -> builder::DeleteEndpoint<'_> {
         builder::DeleteEndpoint::new(self)
     }
-    /**Sends a `PATCH` request to `/v1/endpoints/{endpoint}`
+    /**Change an endpoint
+
+Sends a `PATCH` request to `/v1/endpoints/{endpoint}`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14471,7 +12736,9 @@ let response = client.update_endpoint()
     pub fn update_endpoint(&self) -> builder::UpdateEndpoint<'_> {
         builder::UpdateEndpoint::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/ack`
+    /**Acknowledge pulled notifications
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/ack`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14486,7 +12753,9 @@ let response = client.ack_batch()
     pub fn ack_batch(&self) -> builder::AckBatch<'_> {
         builder::AckBatch::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints/{endpoint}/backlog`
+    /**What waits for an endpoint, and why
+
+Sends a `GET` request to `/v1/endpoints/{endpoint}/backlog`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14499,7 +12768,9 @@ let response = client.get_endpoint_backlog()
     pub fn get_endpoint_backlog(&self) -> builder::GetEndpointBacklog<'_> {
         builder::GetEndpointBacklog::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/consumer-token`
+    /**Issue a pull consumer's token
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/consumer-token`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14512,7 +12783,9 @@ let response = client.issue_consumer_token()
     pub fn issue_consumer_token(&self) -> builder::IssueConsumerToken<'_> {
         builder::IssueConsumerToken::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints/{endpoint}/event-types`
+    /**The event types an endpoint has received
+
+Sends a `GET` request to `/v1/endpoints/{endpoint}/event-types`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14525,7 +12798,9 @@ let response = client.get_endpoint_event_types()
     pub fn get_endpoint_event_types(&self) -> builder::GetEndpointEventTypes<'_> {
         builder::GetEndpointEventTypes::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/nack`
+    /**Give back pulled notifications
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/nack`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14540,7 +12815,9 @@ let response = client.nack_batch()
     pub fn nack_batch(&self) -> builder::NackBatch<'_> {
         builder::NackBatch::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/portal`
+    /**Issue a portal link for an endpoint
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/portal`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14555,7 +12832,9 @@ let response = client.issue_endpoint_portal_link()
     pub fn issue_endpoint_portal_link(&self) -> builder::IssueEndpointPortalLink<'_> {
         builder::IssueEndpointPortalLink::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/portal/revoke`
+    /**Revoke an endpoint's portal links
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/portal/revoke`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14570,7 +12849,9 @@ let response = client.revoke_endpoint_portal_links()
     ) -> builder::RevokeEndpointPortalLinks<'_> {
         builder::RevokeEndpointPortalLinks::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints/{endpoint}/public-key`
+    /**An endpoint's public signing key
+
+Sends a `GET` request to `/v1/endpoints/{endpoint}/public-key`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14583,7 +12864,9 @@ let response = client.get_endpoint_public_key()
     pub fn get_endpoint_public_key(&self) -> builder::GetEndpointPublicKey<'_> {
         builder::GetEndpointPublicKey::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/pull`
+    /**Take due notifications under a lease
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/pull`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14598,7 +12881,9 @@ let response = client.pull()
     pub fn pull(&self) -> builder::Pull<'_> {
         builder::Pull::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/recover`
+    /**Send an endpoint's failed notifications again
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/recover`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14613,7 +12898,9 @@ let response = client.recover_endpoint()
     pub fn recover_endpoint(&self) -> builder::RecoverEndpoint<'_> {
         builder::RecoverEndpoint::new(self)
     }
-    /**Sends a `GET` request to `/v1/endpoints/{endpoint}/secret`
+    /**Read an endpoint's signing secret
+
+Sends a `GET` request to `/v1/endpoints/{endpoint}/secret`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14626,7 +12913,9 @@ let response = client.get_endpoint_secret()
     pub fn get_endpoint_secret(&self) -> builder::GetEndpointSecret<'_> {
         builder::GetEndpointSecret::new(self)
     }
-    /**Sends a `DELETE` request to `/v1/endpoints/{endpoint}/secret/previous`
+    /**End a secret rotation's overlap
+
+Sends a `DELETE` request to `/v1/endpoints/{endpoint}/secret/previous`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14639,7 +12928,9 @@ let response = client.end_endpoint_secret_overlap()
     pub fn end_endpoint_secret_overlap(&self) -> builder::EndEndpointSecretOverlap<'_> {
         builder::EndEndpointSecretOverlap::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/secret/rotate`
+    /**Rotate an endpoint's signing secret
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/secret/rotate`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14654,7 +12945,9 @@ let response = client.rotate_endpoint_secret()
     pub fn rotate_endpoint_secret(&self) -> builder::RotateEndpointSecret<'_> {
         builder::RotateEndpointSecret::new(self)
     }
-    /**Sends a `POST` request to `/v1/endpoints/{endpoint}/test`
+    /**Send an endpoint a test notification
+
+Sends a `POST` request to `/v1/endpoints/{endpoint}/test`
 
 Arguments:
 - `endpoint`: id or uid
@@ -14669,7 +12962,9 @@ let response = client.send_test_notification()
     pub fn send_test_notification(&self) -> builder::SendTestNotification<'_> {
         builder::SendTestNotification::new(self)
     }
-    /**Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the page's length.
+    /**List events
+
+Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the page's length.
 
 Sends a `GET` request to `/v1/events`
 
@@ -14696,7 +12991,9 @@ let response = client.list_events()
     pub fn list_events(&self) -> builder::ListEvents<'_> {
         builder::ListEvents::new(self)
     }
-    /**Sends a `POST` request to `/v1/events`
+    /**Create an event
+
+Sends a `POST` request to `/v1/events`
 
 ```ignore
 let response = client.create_event()
@@ -14707,7 +13004,9 @@ let response = client.create_event()
     pub fn create_event(&self) -> builder::CreateEvent<'_> {
         builder::CreateEvent::new(self)
     }
-    /**Sends a `POST` request to `/v1/events/batch`
+    /**Create events in a batch
+
+Sends a `POST` request to `/v1/events/batch`
 
 ```ignore
 let response = client.create_events_batch()
@@ -14718,7 +13017,9 @@ let response = client.create_events_batch()
     pub fn create_events_batch(&self) -> builder::CreateEventsBatch<'_> {
         builder::CreateEventsBatch::new(self)
     }
-    /**Sends a `GET` request to `/v1/events/{id}`
+    /**Read an event and its notifications
+
+Sends a `GET` request to `/v1/events/{id}`
 
 ```ignore
 let response = client.get_event()
@@ -14729,7 +13030,9 @@ let response = client.get_event()
     pub fn get_event(&self) -> builder::GetEvent<'_> {
         builder::GetEvent::new(self)
     }
-    /**Sends a `POST` request to `/v1/events/{id}/cancel`
+    /**Cancel an event's pending notifications
+
+Sends a `POST` request to `/v1/events/{id}/cancel`
 
 ```ignore
 let response = client.cancel_event()
@@ -14740,7 +13043,9 @@ let response = client.cancel_event()
     pub fn cancel_event(&self) -> builder::CancelEvent<'_> {
         builder::CancelEvent::new(self)
     }
-    /**Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with `order=attempts`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.
+    /**List notifications
+
+Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with `order=attempts`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.
 
 Sends a `GET` request to `/v1/notifications`
 
@@ -14779,7 +13084,9 @@ let response = client.list_notifications()
     pub fn list_notifications(&self) -> builder::ListNotifications<'_> {
         builder::ListNotifications::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications`
+    /**Create a notification
+
+Sends a `POST` request to `/v1/notifications`
 
 ```ignore
 let response = client.create_notification()
@@ -14790,7 +13097,9 @@ let response = client.create_notification()
     pub fn create_notification(&self) -> builder::CreateNotification<'_> {
         builder::CreateNotification::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/batch`
+    /**Create notifications in a batch
+
+Sends a `POST` request to `/v1/notifications/batch`
 
 ```ignore
 let response = client.create_notifications_batch()
@@ -14801,7 +13110,9 @@ let response = client.create_notifications_batch()
     pub fn create_notifications_batch(&self) -> builder::CreateNotificationsBatch<'_> {
         builder::CreateNotificationsBatch::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/cancel`
+    /**Cancel pending notifications by filter
+
+Sends a `POST` request to `/v1/notifications/cancel`
 
 ```ignore
 let response = client.cancel_notifications()
@@ -14812,7 +13123,9 @@ let response = client.cancel_notifications()
     pub fn cancel_notifications(&self) -> builder::CancelNotifications<'_> {
         builder::CancelNotifications::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/retry`
+    /**Retry failed notifications by filter
+
+Sends a `POST` request to `/v1/notifications/retry`
 
 ```ignore
 let response = client.retry_notifications()
@@ -14823,7 +13136,9 @@ let response = client.retry_notifications()
     pub fn retry_notifications(&self) -> builder::RetryNotifications<'_> {
         builder::RetryNotifications::new(self)
     }
-    /**Sends a `GET` request to `/v1/notifications/{id}`
+    /**Read a notification
+
+Sends a `GET` request to `/v1/notifications/{id}`
 
 ```ignore
 let response = client.get_notification()
@@ -14834,7 +13149,9 @@ let response = client.get_notification()
     pub fn get_notification(&self) -> builder::GetNotification<'_> {
         builder::GetNotification::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/{id}/ack`
+    /**Acknowledge a pulled notification
+
+Sends a `POST` request to `/v1/notifications/{id}/ack`
 
 ```ignore
 let response = client.ack()
@@ -14846,7 +13163,9 @@ let response = client.ack()
     pub fn ack(&self) -> builder::Ack<'_> {
         builder::Ack::new(self)
     }
-    /**Sends a `GET` request to `/v1/notifications/{id}/attempts`
+    /**List a notification's attempts
+
+Sends a `GET` request to `/v1/notifications/{id}/attempts`
 
 Arguments:
 - `id`
@@ -14863,7 +13182,9 @@ let response = client.list_notification_attempts()
     pub fn list_notification_attempts(&self) -> builder::ListNotificationAttempts<'_> {
         builder::ListNotificationAttempts::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/{id}/cancel`
+    /**Cancel a notification
+
+Sends a `POST` request to `/v1/notifications/{id}/cancel`
 
 ```ignore
 let response = client.cancel_notification()
@@ -14874,7 +13195,9 @@ let response = client.cancel_notification()
     pub fn cancel_notification(&self) -> builder::CancelNotification<'_> {
         builder::CancelNotification::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/{id}/extend`
+    /**Extend a pulled notification's lease
+
+Sends a `POST` request to `/v1/notifications/{id}/extend`
 
 ```ignore
 let response = client.extend()
@@ -14886,7 +13209,9 @@ let response = client.extend()
     pub fn extend(&self) -> builder::Extend<'_> {
         builder::Extend::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/{id}/nack`
+    /**Give back a pulled notification
+
+Sends a `POST` request to `/v1/notifications/{id}/nack`
 
 ```ignore
 let response = client.nack()
@@ -14898,7 +13223,9 @@ let response = client.nack()
     pub fn nack(&self) -> builder::Nack<'_> {
         builder::Nack::new(self)
     }
-    /**Sends a `POST` request to `/v1/notifications/{id}/retry`
+    /**Retry a failed notification
+
+Sends a `POST` request to `/v1/notifications/{id}/retry`
 
 ```ignore
 let response = client.retry_notification()
@@ -14909,7 +13236,9 @@ let response = client.retry_notification()
     pub fn retry_notification(&self) -> builder::RetryNotification<'_> {
         builder::RetryNotification::new(self)
     }
-    /**Sends a `GET` request to `/v1/operations/{id}`
+    /**Read a bulk operation's progress
+
+Sends a `GET` request to `/v1/operations/{id}`
 
 ```ignore
 let response = client.read_operation()
@@ -14920,7 +13249,9 @@ let response = client.read_operation()
     pub fn read_operation(&self) -> builder::ReadOperation<'_> {
         builder::ReadOperation::new(self)
     }
-    /**Sends a `POST` request to `/v1/owners/{owner}/portal`
+    /**Issue a portal link for an owner
+
+Sends a `POST` request to `/v1/owners/{owner}/portal`
 
 Arguments:
 - `owner`: the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID
@@ -14935,7 +13266,9 @@ let response = client.issue_owner_portal_link()
     pub fn issue_owner_portal_link(&self) -> builder::IssueOwnerPortalLink<'_> {
         builder::IssueOwnerPortalLink::new(self)
     }
-    /**Sends a `POST` request to `/v1/owners/{owner}/portal/revoke`
+    /**Revoke an owner's portal links
+
+Sends a `POST` request to `/v1/owners/{owner}/portal/revoke`
 
 Arguments:
 - `owner`: the owner's uid
@@ -14948,7 +13281,9 @@ let response = client.revoke_owner_portal_links()
     pub fn revoke_owner_portal_links(&self) -> builder::RevokeOwnerPortalLinks<'_> {
         builder::RevokeOwnerPortalLinks::new(self)
     }
-    /**Sends a `GET` request to `/v1/stats`
+    /**Delivery counts per minute
+
+Sends a `GET` request to `/v1/stats`
 
 Arguments:
 - `endpoint`: only this endpoint's counts (id or uid)
@@ -14965,7 +13300,9 @@ let response = client.stats()
     pub fn stats(&self) -> builder::Stats<'_> {
         builder::Stats::new(self)
     }
-    /**Sends a `GET` request to `/v1/whoami`
+    /**Who the caller is and what it may reach
+
+Sends a `GET` request to `/v1/whoami`
 
 ```ignore
 let response = client.whoami()

@@ -11,6 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Is the process alive */
         get: operations["healthz"];
         put?: never;
         post?: never;
@@ -27,6 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Prometheus metrics */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -43,6 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** This OpenAPI document */
         get: operations["openapi_document"];
         put?: never;
         post?: never;
@@ -59,6 +62,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Can the process serve: database, due index, disk */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -75,8 +79,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List endpoints */
         get: operations["list_endpoints"];
         put?: never;
+        /** Create an endpoint */
         post: operations["create_endpoint"];
         delete?: never;
         options?: never;
@@ -91,12 +97,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read an endpoint */
         get: operations["get_endpoint"];
         put?: never;
         post?: never;
+        /** Delete an endpoint */
         delete: operations["delete_endpoint"];
         options?: never;
         head?: never;
+        /** Change an endpoint */
         patch: operations["update_endpoint"];
         trace?: never;
     };
@@ -109,6 +118,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Acknowledge pulled notifications */
         post: operations["ack_batch"];
         delete?: never;
         options?: never;
@@ -123,6 +133,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** What waits for an endpoint, and why */
         get: operations["get_endpoint_backlog"];
         put?: never;
         post?: never;
@@ -141,6 +152,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Issue a pull consumer's token */
         post: operations["issue_consumer_token"];
         delete?: never;
         options?: never;
@@ -155,6 +167,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** The event types an endpoint has received */
         get: operations["get_endpoint_event_types"];
         put?: never;
         post?: never;
@@ -173,6 +186,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Give back pulled notifications */
         post: operations["nack_batch"];
         delete?: never;
         options?: never;
@@ -189,6 +203,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Issue a portal link for an endpoint */
         post: operations["issue_endpoint_portal_link"];
         delete?: never;
         options?: never;
@@ -205,6 +220,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Revoke an endpoint's portal links */
         post: operations["revoke_endpoint_portal_links"];
         delete?: never;
         options?: never;
@@ -219,6 +235,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** An endpoint's public signing key */
         get: operations["get_endpoint_public_key"];
         put?: never;
         post?: never;
@@ -237,6 +254,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Take due notifications under a lease */
         post: operations["pull"];
         delete?: never;
         options?: never;
@@ -253,6 +271,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Send an endpoint's failed notifications again */
         post: operations["recover_endpoint"];
         delete?: never;
         options?: never;
@@ -267,6 +286,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read an endpoint's signing secret */
         get: operations["get_endpoint_secret"];
         put?: never;
         post?: never;
@@ -286,6 +306,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /** End a secret rotation's overlap */
         delete: operations["end_endpoint_secret_overlap"];
         options?: never;
         head?: never;
@@ -301,6 +322,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Rotate an endpoint's signing secret */
         post: operations["rotate_endpoint_secret"];
         delete?: never;
         options?: never;
@@ -317,6 +339,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Send an endpoint a test notification */
         post: operations["send_test_notification"];
         delete?: never;
         options?: never;
@@ -331,9 +354,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the page's length. */
+        /**
+         * List events
+         * @description Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the page's length.
+         */
         get: operations["list_events"];
         put?: never;
+        /** Create an event */
         post: operations["create_event"];
         delete?: never;
         options?: never;
@@ -350,6 +377,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Create events in a batch */
         post: operations["create_events_batch"];
         delete?: never;
         options?: never;
@@ -364,6 +392,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read an event and its notifications */
         get: operations["get_event"];
         put?: never;
         post?: never;
@@ -382,6 +411,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel an event's pending notifications */
         post: operations["cancel_event"];
         delete?: never;
         options?: never;
@@ -396,9 +426,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with `order=attempts`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's. */
+        /**
+         * List notifications
+         * @description Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with `order=attempts`. A filter that no index serves together with the list's scope (`status`, `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared among its endpoints): a page then holds the matches found there, possibly fewer than `limit` or none, and `next_cursor` goes on past the rows read. Follow `next_cursor` until it is `null`, whatever the page's length: a short page is not the last one. Each page's rows are distinct from every other page's.
+         */
         get: operations["list_notifications"];
         put?: never;
+        /** Create a notification */
         post: operations["create_notification"];
         delete?: never;
         options?: never;
@@ -415,6 +449,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Create notifications in a batch */
         post: operations["create_notifications_batch"];
         delete?: never;
         options?: never;
@@ -431,6 +466,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel pending notifications by filter */
         post: operations["cancel_notifications"];
         delete?: never;
         options?: never;
@@ -447,6 +483,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Retry failed notifications by filter */
         post: operations["retry_notifications"];
         delete?: never;
         options?: never;
@@ -461,6 +498,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read a notification */
         get: operations["get_notification"];
         put?: never;
         post?: never;
@@ -479,6 +517,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Acknowledge a pulled notification */
         post: operations["ack"];
         delete?: never;
         options?: never;
@@ -493,6 +532,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** List a notification's attempts */
         get: operations["list_notification_attempts"];
         put?: never;
         post?: never;
@@ -511,6 +551,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Cancel a notification */
         post: operations["cancel_notification"];
         delete?: never;
         options?: never;
@@ -527,6 +568,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Extend a pulled notification's lease */
         post: operations["extend"];
         delete?: never;
         options?: never;
@@ -543,6 +585,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Give back a pulled notification */
         post: operations["nack"];
         delete?: never;
         options?: never;
@@ -559,6 +602,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Retry a failed notification */
         post: operations["retry_notification"];
         delete?: never;
         options?: never;
@@ -573,6 +617,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Read a bulk operation's progress */
         get: operations["read_operation"];
         put?: never;
         post?: never;
@@ -591,6 +636,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Issue a portal link for an owner */
         post: operations["issue_owner_portal_link"];
         delete?: never;
         options?: never;
@@ -607,6 +653,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** Revoke an owner's portal links */
         post: operations["revoke_owner_portal_links"];
         delete?: never;
         options?: never;
@@ -621,6 +668,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Delivery counts per minute */
         get: operations["stats"];
         put?: never;
         post?: never;
@@ -637,6 +685,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Who the caller is and what it may reach */
         get: operations["whoami"];
         put?: never;
         post?: never;
@@ -1526,235 +1575,22 @@ export interface components {
             owner: string;
         };
         Page_AttemptView: {
-            data: {
-                /** Format: int32 */
-                duration_ms: number;
-                error?: components["schemas"]["AttemptError"] | null;
-                /**
-                 * Format: int32
-                 * @description 1-based, over every series.
-                 */
-                number: number;
-                /** @description `succeeded`, `retry` (another attempt follows) or `failed` (final). */
-                outcome: string;
-                /**
-                 * @description The request's headers as sent: hookd's own (`webhook-id`,
-                 *     `webhook-timestamp`, `webhook-signature`, ...), then each custom
-                 *     header by name, its value `null` (never kept: credentials, often).
-                 *     `null` when no request was made (a pull consumer's attempt, one
-                 *     refused before sending), for a delivery at its first attempt (kept
-                 *     in its notification's row, without headers), or for an attempt
-                 *     recorded before hookd kept them.
-                 */
-                request_headers?: components["schemas"]["HeaderLine"][] | null;
-                /** @description The first 4 KiB of the response body. */
-                response_body?: string | null;
-                /**
-                 * @description The response's headers, whole ones within their first 4 KiB; `null`
-                 *     as `request_headers` is.
-                 */
-                response_headers?: components["schemas"]["HeaderLine"][] | null;
-                /**
-                 * @description It opens an attempt series a retry started (a caller's, a bulk
-                 *     retry's or a recover's).
-                 */
-                retried: boolean;
-                /** Format: date-time */
-                started_at: string;
-                /** Format: int32 */
-                status_code?: number | null;
-                /** @description Where the attempt went, when the notification names its own URL. */
-                url?: string | null;
-            }[];
+            data: components["schemas"]["AttemptView"][];
             /** @description Pass as `?cursor=` for the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         Page_EndpointView: {
-            data: {
-                breaker: components["schemas"]["BreakerFields"] | null;
-                /** @description The endpoint's circuit now. */
-                circuit: components["schemas"]["CircuitView"];
-                /** Format: date-time */
-                created_at: string;
-                /** @description `push` (hookd POSTs to `url`) or `pull` (consumers take them). */
-                delivery: components["schemas"]["Delivery"];
-                description: string;
-                disabled: boolean;
-                /**
-                 * @description `failing` when hookd disabled the endpoint because every attempt
-                 *     failed for `dispatcher.disable_failing_endpoints_after_hours`.
-                 */
-                disabled_reason: string | null;
-                event_types: string[] | null;
-                /**
-                 * Format: date-time
-                 * @description Since when every attempt to the endpoint has failed; null after a
-                 *     success.
-                 */
-                failing_since: string | null;
-                /**
-                 * @description The predicate an event's payload must satisfy to reach it, as
-                 *     written; null: every event of its types.
-                 */
-                filter: Record<string, never> | null;
-                /**
-                 * Format: double
-                 * @description Fresh notifications' part of the rate limit while retries are due
-                 *     beside them (lanes); `null`: `dispatcher.fresh_share` applies.
-                 */
-                fresh_share: number | null;
-                /** @description Custom headers by name; their values are never shown (`***`). */
-                headers: {
-                    [key: string]: string;
-                };
-                /** Format: uuid */
-                id: string;
-                /** Format: int32 */
-                max_in_flight: number | null;
-                /**
-                 * @description `key`: the notifications of one `order_key` go one at a time, in
-                 *     creation order; `none`: each on its own.
-                 */
-                ordering: components["schemas"]["Ordering"];
-                /**
-                 * @description When a notification of an ordered key ends failed or cancelled:
-                 *     `continue` releases the next, `hold` keeps the later ones waiting.
-                 */
-                ordering_on_failure: components["schemas"]["OrderingOnFailure"];
-                /** @description The tenant it belongs to; events fan out within one owner. */
-                owner: string | null;
-                permanent_statuses: number[];
-                rate_limit: components["schemas"]["RateLimit"] | null;
-                schedule: components["schemas"]["ScheduleSpec"];
-                /**
-                 * Format: double
-                 * @description Each wait of the schedule is scaled by a random factor in
-                 *     [1 − j, 1 + j]; 0 keeps the schedule exact.
-                 */
-                schedule_jitter: number;
-                secret?: string | null;
-                /**
-                 * @description `hmac` (a shared secret signs `v1,`), `ed25519` (a private key
-                 *     signs `v1a,`) or `rsa2` (an RSA key signs a form body's `sign`);
-                 *     receivers of the last two verify with `GET .../public-key`.
-                 */
-                signing: components["schemas"]["Signing"];
-                success_body: string | null;
-                /** Format: int32 */
-                timeout_ms: number | null;
-                uid: string | null;
-                /** Format: date-time */
-                updated_at: string;
-                /** @description Where hookd POSTs; null for a pull endpoint. */
-                url: string | null;
-                /**
-                 * @description The whole path of `url` is a credential: callers without the
-                 *     `secrets` scope see only its origin.
-                 */
-                url_secret: boolean;
-            }[];
+            data: components["schemas"]["EndpointView"][];
             /** @description Pass as `?cursor=` for the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         Page_EventView: {
-            data: {
-                /** @description The body as text (single reads only, other content types). */
-                body?: string | null;
-                content_type: string;
-                counts?: components["schemas"]["StatusCounts"] | null;
-                /** Format: date-time */
-                created_at: string;
-                /** Format: date-time */
-                deliver_at: string;
-                /**
-                 * Format: int32
-                 * @description Notifications its fan-out created, one per subscribed endpoint.
-                 */
-                deliveries: number;
-                event_type: string;
-                /** Format: uuid */
-                id: string;
-                key?: string | null;
-                /**
-                 * @description The business object it is about: its deliveries carry it, and on
-                 *     endpoints ordered by key go one at a time per key.
-                 */
-                order_key?: string | null;
-                owner?: string | null;
-                /** @description The JSON payload (single reads only, JSON content types). */
-                payload?: unknown;
-            }[];
+            data: components["schemas"]["EventView"][];
             /** @description Pass as `?cursor=` for the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         Page_NotificationView: {
-            data: {
-                /**
-                 * Format: int32
-                 * @description Attempts made so far, over every series.
-                 */
-                attempts: number;
-                /** @description The body as text (single reads only, other content types). */
-                body?: string | null;
-                /** Format: date-time */
-                completed_at: string | null;
-                content_type: string;
-                /** Format: date-time */
-                created_at: string;
-                /** Format: date-time */
-                deliver_at: string;
-                /** Format: uuid */
-                endpoint_id: string;
-                /**
-                 * Format: uuid
-                 * @description The event this notification delivers, when it is one's delivery.
-                 */
-                event_id: string | null;
-                event_type: string | null;
-                /**
-                 * @description Custom headers by name; their values are never shown (`***`),
-                 *     except a trace context's (`traceparent`, `tracestate`).
-                 */
-                headers: {
-                    [key: string]: string;
-                };
-                /** Format: uuid */
-                id: string;
-                key: string | null;
-                last_attempt: components["schemas"]["LastAttempt"] | null;
-                /**
-                 * @description A pull consumer holds it under a lease that has not run out: its
-                 *     attempt is under way.
-                 */
-                leased: boolean;
-                /**
-                 * Format: date-time
-                 * @description When the next attempt is due; `null` once final. While `leased`,
-                 *     when the lease runs out.
-                 */
-                next_attempt_at: string | null;
-                /**
-                 * @description The business object it is about; on an endpoint ordered by key,
-                 *     notifications of one `order_key` go one at a time.
-                 */
-                order_key: string | null;
-                /** @description The JSON payload (single reads only, JSON content types). */
-                payload?: unknown;
-                schedule: components["schemas"]["ScheduleSpec"];
-                /**
-                 * Format: int64
-                 * @description Its place in its key's order (1, 2, 3 …, and 1 again once retention
-                 *     removed every notification of the key), sent as `webhook-sequence`;
-                 *     `null` unless its endpoint orders by key.
-                 */
-                sequence: number | null;
-                status: components["schemas"]["Status"];
-                /** Format: date-time */
-                updated_at: string;
-                /** @description Where it is sent, when not to its endpoint's URL. */
-                url?: string | null;
-                waiting: components["schemas"]["Waiting"] | null;
-            }[];
+            data: components["schemas"]["NotificationView"][];
             /** @description Pass as `?cursor=` for the next page; `null` on the last page. */
             next_cursor?: string | null;
         };

@@ -76,6 +76,7 @@ pub struct PortalLink {
     pub expires_at: DateTime<Utc>,
 }
 
+/// Issue a portal link for an endpoint
 #[utoipa::path(operation_id = "issue_endpoint_portal_link", post, path = "/v1/endpoints/{endpoint}/portal", tag = "portal", request_body = Option<IssueLink>,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows this endpoint's notifications and lets its holder retry them, until it expires"),
@@ -115,6 +116,7 @@ pub async fn for_endpoint(
     ))
 }
 
+/// Issue a portal link for an owner
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
     params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
@@ -158,6 +160,7 @@ pub struct Revoked {
     pub generation: i32,
 }
 
+/// Revoke an endpoint's portal links
 #[utoipa::path(operation_id = "revoke_endpoint_portal_links", post, path = "/v1/endpoints/{endpoint}/portal/revoke", tag = "portal",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 200, body = Revoked, description = "every portal link of this endpoint issued so far, and every link of its owner (which shows this endpoint too), is refused from now on (within a second in other processes); `portal.key` and other endpoints' links are untouched"),
@@ -188,6 +191,7 @@ pub struct OwnerRevoked {
     pub generation: i32,
 }
 
+/// Revoke an owner's portal links
 #[utoipa::path(operation_id = "revoke_owner_portal_links", post, path = "/v1/owners/{owner}/portal/revoke", tag = "portal",
     params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid")),
     responses((status = 200, body = OwnerRevoked, description = "every portal link of this owner issued so far, and every link of each of its endpoints, is refused from now on (within a second in other processes); other owners' links are untouched"),
@@ -351,6 +355,7 @@ pub enum PortalView {
     Owner(String),
 }
 
+/// Who the caller is and what it may reach
 #[utoipa::path(operation_id = "whoami", get, path = "/v1/whoami", tag = "portal",
     responses((status = 200, body = WhoAmI, description = "the caller: any valid token, portal link or consumer token, or the open mode")))]
 pub async fn whoami(

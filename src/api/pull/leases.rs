@@ -143,6 +143,7 @@ async fn end_one(
     }
 }
 
+/// Acknowledge a pulled notification
 #[utoipa::path(operation_id = "ack", post, path = "/v1/notifications/{id}/ack", tag = "pull",
     params(("id" = Uuid, Path)), request_body = AckRequest,
     responses((status = 200, body = EndedView, description = "succeeded"),
@@ -159,6 +160,7 @@ pub async fn ack(
     end_one(&state, &caller, receipt, End::Ack).await
 }
 
+/// Give back a pulled notification
 #[utoipa::path(operation_id = "nack", post, path = "/v1/notifications/{id}/nack", tag = "pull",
     params(("id" = Uuid, Path)), request_body = NackRequest,
     responses((status = 200, body = EndedView, description = "pending again at `next_attempt_at`, or failed"),
@@ -180,6 +182,7 @@ pub async fn nack(
     end_one(&state, &caller, receipt, how).await
 }
 
+/// Extend a pulled notification's lease
 #[utoipa::path(operation_id = "extend", post, path = "/v1/notifications/{id}/extend", tag = "pull",
     params(("id" = Uuid, Path)), request_body = ExtendRequest,
     responses((status = 200, body = LeaseView, description = "the lease, until its new end"),
@@ -304,6 +307,7 @@ async fn end_batch(
     Ok(Json(EndedBatch { data }))
 }
 
+/// Acknowledge pulled notifications
 #[utoipa::path(operation_id = "ack_batch", post, path = "/v1/endpoints/{endpoint}/ack", tag = "pull",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = AckBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),
@@ -326,6 +330,7 @@ pub async fn ack_batch(
     .await
 }
 
+/// Give back pulled notifications
 #[utoipa::path(operation_id = "nack_batch", post, path = "/v1/endpoints/{endpoint}/nack", tag = "pull",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = NackBatch,
     responses((status = 200, body = EndedBatch, description = "one result per receipt"),

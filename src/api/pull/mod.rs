@@ -125,6 +125,7 @@ pub struct PullResult {
     pub data: Vec<Pulled>,
 }
 
+/// Take due notifications under a lease
 #[utoipa::path(operation_id = "pull", post, path = "/v1/endpoints/{endpoint}/pull", tag = "pull",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")), request_body = Option<PullRequest>,
     responses((status = 200, body = PullResult, description = "the notifications taken, each under a lease; none if nothing came due within `wait`"),
@@ -165,6 +166,7 @@ pub struct ConsumerToken {
     pub token: String,
 }
 
+/// Issue a pull consumer's token
 #[utoipa::path(operation_id = "issue_consumer_token", post, path = "/v1/endpoints/{endpoint}/consumer-token", tag = "pull",
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
     responses((status = 201, body = ConsumerToken, description = "the new token; the one before stops working (in this process at once, in others within a second or two)"),

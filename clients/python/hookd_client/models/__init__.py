@@ -58,20 +58,9 @@ from .ordering import Ordering
 from .ordering_on_failure import OrderingOnFailure
 from .owner_revoked import OwnerRevoked
 from .page_attempt_view import PageAttemptView
-from .page_attempt_view_data_item import PageAttemptViewDataItem
 from .page_endpoint_view import PageEndpointView
-from .page_endpoint_view_data_item import PageEndpointViewDataItem
-from .page_endpoint_view_data_item_filter_type_0 import (
-    PageEndpointViewDataItemFilterType0,
-)
-from .page_endpoint_view_data_item_headers import PageEndpointViewDataItemHeaders
 from .page_event_view import PageEventView
-from .page_event_view_data_item import PageEventViewDataItem
 from .page_notification_view import PageNotificationView
-from .page_notification_view_data_item import PageNotificationViewDataItem
-from .page_notification_view_data_item_headers import (
-    PageNotificationViewDataItemHeaders,
-)
 from .portal_link import PortalLink
 from .portal_permission import PortalPermission
 from .portal_view_type_0 import PortalViewType0
@@ -161,16 +150,9 @@ __all__ = (
     "OrderingOnFailure",
     "OwnerRevoked",
     "PageAttemptView",
-    "PageAttemptViewDataItem",
     "PageEndpointView",
-    "PageEndpointViewDataItem",
-    "PageEndpointViewDataItemFilterType0",
-    "PageEndpointViewDataItemHeaders",
     "PageEventView",
-    "PageEventViewDataItem",
     "PageNotificationView",
-    "PageNotificationViewDataItem",
-    "PageNotificationViewDataItemHeaders",
     "PortalLink",
     "PortalPermission",
     "PortalViewType0",

@@ -9,7 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_endpoint_view_data_item import PageEndpointViewDataItem
+    from ..models.endpoint_view import EndpointView
 
 
 T = TypeVar("T", bound="PageEndpointView")
@@ -19,11 +19,11 @@ T = TypeVar("T", bound="PageEndpointView")
 class PageEndpointView:
     """
     Attributes:
-        data (list[PageEndpointViewDataItem]):
+        data (list[EndpointView]):
         next_cursor (None | str | Unset): Pass as `?cursor=` for the next page; `null` on the last page.
     """
 
-    data: list[PageEndpointViewDataItem]
+    data: list[EndpointView]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -53,13 +53,13 @@ class PageEndpointView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_endpoint_view_data_item import PageEndpointViewDataItem
+        from ..models.endpoint_view import EndpointView
 
         d = dict(src_dict)
         data = []
         _data = d.pop("data")
         for data_item_data in _data:
-            data_item = PageEndpointViewDataItem.from_dict(data_item_data)
+            data_item = EndpointView.from_dict(data_item_data)
 
             data.append(data_item)
 

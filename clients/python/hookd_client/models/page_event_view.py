@@ -9,7 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_event_view_data_item import PageEventViewDataItem
+    from ..models.event_view import EventView
 
 
 T = TypeVar("T", bound="PageEventView")
@@ -19,11 +19,11 @@ T = TypeVar("T", bound="PageEventView")
 class PageEventView:
     """
     Attributes:
-        data (list[PageEventViewDataItem]):
+        data (list[EventView]):
         next_cursor (None | str | Unset): Pass as `?cursor=` for the next page; `null` on the last page.
     """
 
-    data: list[PageEventViewDataItem]
+    data: list[EventView]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -53,13 +53,13 @@ class PageEventView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_event_view_data_item import PageEventViewDataItem
+        from ..models.event_view import EventView
 
         d = dict(src_dict)
         data = []
         _data = d.pop("data")
         for data_item_data in _data:
-            data_item = PageEventViewDataItem.from_dict(data_item_data)
+            data_item = EventView.from_dict(data_item_data)
 
             data.append(data_item)
 

@@ -9,7 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_notification_view_data_item import PageNotificationViewDataItem
+    from ..models.notification_view import NotificationView
 
 
 T = TypeVar("T", bound="PageNotificationView")
@@ -19,11 +19,11 @@ T = TypeVar("T", bound="PageNotificationView")
 class PageNotificationView:
     """
     Attributes:
-        data (list[PageNotificationViewDataItem]):
+        data (list[NotificationView]):
         next_cursor (None | str | Unset): Pass as `?cursor=` for the next page; `null` on the last page.
     """
 
-    data: list[PageNotificationViewDataItem]
+    data: list[NotificationView]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -53,15 +53,13 @@ class PageNotificationView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_notification_view_data_item import (
-            PageNotificationViewDataItem,
-        )
+        from ..models.notification_view import NotificationView
 
         d = dict(src_dict)
         data = []
         _data = d.pop("data")
         for data_item_data in _data:
-            data_item = PageNotificationViewDataItem.from_dict(data_item_data)
+            data_item = NotificationView.from_dict(data_item_data)
 
             data.append(data_item)
 

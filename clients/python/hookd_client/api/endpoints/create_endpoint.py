@@ -105,7 +105,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Create an endpoint
+
     Args:
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
@@ -135,7 +136,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Create an endpoint
+
     Args:
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
@@ -160,7 +162,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Create an endpoint
+
     Args:
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent
@@ -188,7 +191,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Create an endpoint
+
     Args:
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
             absent

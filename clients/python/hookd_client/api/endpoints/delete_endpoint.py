@@ -90,7 +90,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Deleted | ErrorBody]:
-    """
+    """Delete an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -118,7 +119,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Deleted | ErrorBody | None:
-    """
+    """Delete an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -141,7 +143,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Deleted | ErrorBody]:
-    """
+    """Delete an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -167,7 +170,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Deleted | ErrorBody | None:
-    """
+    """Delete an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 

@@ -95,7 +95,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Read an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -123,7 +124,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Read an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -146,7 +148,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Read an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -172,7 +175,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Read an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 

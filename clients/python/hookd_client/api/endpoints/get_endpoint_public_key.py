@@ -100,7 +100,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | PublicKeyView]:
-    """
+    """An endpoint's public signing key
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -128,7 +129,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | PublicKeyView | None:
-    """
+    """An endpoint's public signing key
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -151,7 +153,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | PublicKeyView]:
-    """
+    """An endpoint's public signing key
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -177,7 +180,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | PublicKeyView | None:
-    """
+    """An endpoint's public signing key
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 

@@ -103,7 +103,8 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageEndpointView]:
-    """
+    """List endpoints
+
     Args:
         owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
@@ -137,7 +138,8 @@ def sync(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageEndpointView | None:
-    """
+    """List endpoints
+
     Args:
         owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
@@ -166,7 +168,8 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageEndpointView]:
-    """
+    """List endpoints
+
     Args:
         owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):
@@ -198,7 +201,8 @@ async def asyncio(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageEndpointView | None:
-    """
+    """List endpoints
+
     Args:
         owner (str | Unset): The tenant endpoints belong to (`merchant-42`).
         limit (int | Unset):

@@ -96,7 +96,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | OperationView]:
-    """
+    """Read a bulk operation's progress
+
     Args:
         id (UUID):
 
@@ -124,7 +125,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | OperationView | None:
-    """
+    """Read a bulk operation's progress
+
     Args:
         id (UUID):
 
@@ -147,7 +149,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | OperationView]:
-    """
+    """Read a bulk operation's progress
+
     Args:
         id (UUID):
 
@@ -173,7 +176,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | OperationView | None:
-    """
+    """Read a bulk operation's progress
+
     Args:
         id (UUID):
 

@@ -122,7 +122,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: RecoverRequest,
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
-    """
+    """Send an endpoint's failed notifications again
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
@@ -155,7 +156,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: RecoverRequest,
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
-    """
+    """Send an endpoint's failed notifications again
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
@@ -183,7 +185,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: RecoverRequest,
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
-    """
+    """Send an endpoint's failed notifications again
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time
@@ -214,7 +217,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: RecoverRequest,
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
-    """
+    """Send an endpoint's failed notifications again
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RecoverRequest): What to recover: the notifications that ended `failed` (by the time

@@ -111,7 +111,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: RotateSecret | Unset = UNSET,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Rotate an endpoint's signing secret
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RotateSecret | Unset):
@@ -142,7 +143,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: RotateSecret | Unset = UNSET,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Rotate an endpoint's signing secret
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RotateSecret | Unset):
@@ -168,7 +170,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: RotateSecret | Unset = UNSET,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Rotate an endpoint's signing secret
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RotateSecret | Unset):
@@ -197,7 +200,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: RotateSecret | Unset = UNSET,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Rotate an endpoint's signing secret
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (RotateSecret | Unset):

@@ -111,7 +111,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: SendTest | Unset = UNSET,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Send an endpoint a test notification
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (SendTest | Unset):
@@ -142,7 +143,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: SendTest | Unset = UNSET,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Send an endpoint a test notification
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (SendTest | Unset):
@@ -168,7 +170,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: SendTest | Unset = UNSET,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Send an endpoint a test notification
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (SendTest | Unset):
@@ -197,7 +200,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: SendTest | Unset = UNSET,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Send an endpoint a test notification
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (SendTest | Unset):

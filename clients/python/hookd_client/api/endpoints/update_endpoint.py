@@ -110,7 +110,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Change an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
@@ -143,7 +144,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Change an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
@@ -171,7 +173,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> Response[EndpointView | ErrorBody]:
-    """
+    """Change an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: EndpointFields,
 ) -> EndpointView | ErrorBody | None:
-    """
+    """Change an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (EndpointFields): Fields of an endpoint as a producer writes them. In a PATCH, an

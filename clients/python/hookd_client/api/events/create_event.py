@@ -119,7 +119,8 @@ def sync_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | EventView]:
-    """
+    """Create an event
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -154,7 +155,8 @@ def sync(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | EventView | None:
-    """
+    """Create an event
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -184,7 +186,8 @@ async def asyncio_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | EventView]:
-    """
+    """Create an event
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -217,7 +220,8 @@ async def asyncio(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | EventView | None:
-    """
+    """Create an event
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):

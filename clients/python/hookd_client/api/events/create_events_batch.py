@@ -109,7 +109,8 @@ def sync_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | EventBatchResult]:
-    """
+    """Create events in a batch
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -143,7 +144,8 @@ def sync(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | EventBatchResult | None:
-    """
+    """Create events in a batch
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -172,7 +174,8 @@ async def asyncio_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | EventBatchResult]:
-    """
+    """Create events in a batch
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -204,7 +207,8 @@ async def asyncio(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | EventBatchResult | None:
-    """
+    """Create events in a batch
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):

@@ -126,7 +126,9 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageEventView]:
-    """Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
+    """List events
+
+     Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
     (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and
     `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the
     page's length.
@@ -176,7 +178,9 @@ def sync(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageEventView | None:
-    """Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
+    """List events
+
+     Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
     (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and
     `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the
     page's length.
@@ -221,7 +225,9 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageEventView]:
-    """Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
+    """List events
+
+     Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
     (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and
     `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the
     page's length.
@@ -269,7 +275,9 @@ async def asyncio(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageEventView | None:
-    """Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
+    """List events
+
+     Newest first. With `event_type` (and no `key`), each page checks at most 5,000 events of its scope
     (an owner's, or all): it holds the matches found there, possibly fewer than `limit` or none, and
     `next_cursor` goes on past the events read. Follow `next_cursor` until it is `null`, whatever the
     page's length.

@@ -129,7 +129,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: CancelRequest,
 ) -> Response[Cancelled | Matched | ErrorBody | OperationView | RecoverRunning]:
-    """
+    """Cancel pending notifications by filter
+
     Args:
         body (CancelRequest): Cancel by key (at once), or by filter (an operation): `key`, or
             `endpoint` with the list's filters, not both.
@@ -158,7 +159,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: CancelRequest,
 ) -> Cancelled | Matched | ErrorBody | OperationView | RecoverRunning | None:
-    """
+    """Cancel pending notifications by filter
+
     Args:
         body (CancelRequest): Cancel by key (at once), or by filter (an operation): `key`, or
             `endpoint` with the list's filters, not both.
@@ -182,7 +184,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: CancelRequest,
 ) -> Response[Cancelled | Matched | ErrorBody | OperationView | RecoverRunning]:
-    """
+    """Cancel pending notifications by filter
+
     Args:
         body (CancelRequest): Cancel by key (at once), or by filter (an operation): `key`, or
             `endpoint` with the list's filters, not both.
@@ -209,7 +212,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: CancelRequest,
 ) -> Cancelled | Matched | ErrorBody | OperationView | RecoverRunning | None:
-    """
+    """Cancel pending notifications by filter
+
     Args:
         body (CancelRequest): Cancel by key (at once), or by filter (an operation): `key`, or
             `endpoint` with the list's filters, not both.

@@ -119,7 +119,8 @@ def sync_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Create a notification
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -153,7 +154,8 @@ def sync(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Create a notification
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -182,7 +184,8 @@ async def asyncio_detailed(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Create a notification
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):
@@ -214,7 +217,8 @@ async def asyncio(
     traceparent: None | str | Unset = UNSET,
     tracestate: None | str | Unset = UNSET,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Create a notification
+
     Args:
         traceparent (None | str | Unset):
         tracestate (None | str | Unset):

@@ -110,7 +110,8 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageAttemptView]:
-    """
+    """List a notification's attempts
+
     Args:
         id (UUID):
         limit (int | Unset):
@@ -144,7 +145,8 @@ def sync(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageAttemptView | None:
-    """
+    """List a notification's attempts
+
     Args:
         id (UUID):
         limit (int | Unset):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageAttemptView]:
-    """
+    """List a notification's attempts
+
     Args:
         id (UUID):
         limit (int | Unset):
@@ -205,7 +208,8 @@ async def asyncio(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageAttemptView | None:
-    """
+    """List a notification's attempts
+
     Args:
         id (UUID):
         limit (int | Unset):

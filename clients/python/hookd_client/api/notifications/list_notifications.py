@@ -167,7 +167,9 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageNotificationView]:
-    """Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
+    """List notifications
+
+     Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
     `order=attempts`. A filter that no index serves together with the list's scope (`status`,
     `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and
     any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared
@@ -240,7 +242,9 @@ def sync(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageNotificationView | None:
-    """Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
+    """List notifications
+
+     Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
     `order=attempts`. A filter that no index serves together with the list's scope (`status`,
     `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and
     any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared
@@ -308,7 +312,9 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[ErrorBody | PageNotificationView]:
-    """Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
+    """List notifications
+
+     Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
     `order=attempts`. A filter that no index serves together with the list's scope (`status`,
     `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and
     any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared
@@ -379,7 +385,9 @@ async def asyncio(
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> ErrorBody | PageNotificationView | None:
-    """Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
+    """List notifications
+
+     Newest first, oldest first with `order=oldest`, or one endpoint's most attempted first with
     `order=attempts`. A filter that no index serves together with the list's scope (`status`,
     `event_type`, `completed_after`, a `key_prefix` that more than 5,000 notifications start with, and
     any list of an `owner`) is checked on at most 5,000 rows of each page's scope (an owner's: shared

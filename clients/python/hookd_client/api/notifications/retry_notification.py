@@ -101,7 +101,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Retry a failed notification
+
     Args:
         id (UUID):
 
@@ -129,7 +130,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Retry a failed notification
+
     Args:
         id (UUID):
 
@@ -152,7 +154,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | NotificationView]:
-    """
+    """Retry a failed notification
+
     Args:
         id (UUID):
 
@@ -178,7 +181,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | NotificationView | None:
-    """
+    """Retry a failed notification
+
     Args:
         id (UUID):
 

@@ -112,7 +112,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: BulkRetryRequest,
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
-    """
+    """Retry failed notifications by filter
+
     Args:
         body (BulkRetryRequest): Which failed notifications to restart: those of `endpoint` that
             the
@@ -142,7 +143,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: BulkRetryRequest,
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
-    """
+    """Retry failed notifications by filter
+
     Args:
         body (BulkRetryRequest): Which failed notifications to restart: those of `endpoint` that
             the
@@ -167,7 +169,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: BulkRetryRequest,
 ) -> Response[ErrorBody | Matched | OperationView | RecoverRunning]:
-    """
+    """Retry failed notifications by filter
+
     Args:
         body (BulkRetryRequest): Which failed notifications to restart: those of `endpoint` that
             the
@@ -195,7 +198,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: BulkRetryRequest,
 ) -> ErrorBody | Matched | OperationView | RecoverRunning | None:
-    """
+    """Retry failed notifications by filter
+
     Args:
         body (BulkRetryRequest): Which failed notifications to restart: those of `endpoint` that
             the

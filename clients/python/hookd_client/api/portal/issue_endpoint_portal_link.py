@@ -116,7 +116,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
-    """
+    """Issue a portal link for an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | Unset):
@@ -147,7 +148,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
-    """
+    """Issue a portal link for an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | Unset):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
-    """
+    """Issue a portal link for an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | Unset):
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
-    """
+    """Issue a portal link for an endpoint
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (IssueLink | Unset):

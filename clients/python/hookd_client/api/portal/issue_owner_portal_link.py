@@ -111,7 +111,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
-    """
+    """Issue a portal link for an owner
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | Unset):
@@ -142,7 +143,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
-    """
+    """Issue a portal link for an owner
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | Unset):
@@ -168,7 +170,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> Response[ErrorBody | PortalLink]:
-    """
+    """Issue a portal link for an owner
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | Unset):
@@ -197,7 +200,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: IssueLink | Unset = UNSET,
 ) -> ErrorBody | PortalLink | None:
-    """
+    """Issue a portal link for an owner
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
         body (IssueLink | Unset):

@@ -95,7 +95,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | OwnerRevoked]:
-    """
+    """Revoke an owner's portal links
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
 
@@ -123,7 +124,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | OwnerRevoked | None:
-    """
+    """Revoke an owner's portal links
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
 
@@ -146,7 +148,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | OwnerRevoked]:
-    """
+    """Revoke an owner's portal links
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
 
@@ -172,7 +175,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | OwnerRevoked | None:
-    """
+    """Revoke an owner's portal links
+
     Args:
         owner (str): The tenant endpoints belong to (`merchant-42`).
 

@@ -79,7 +79,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | WhoAmI]:
-    """
+    """Who the caller is and what it may reach
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -101,7 +102,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | WhoAmI | None:
-    """
+    """Who the caller is and what it may reach
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -119,7 +121,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ErrorBody | WhoAmI]:
-    """
+    """Who the caller is and what it may reach
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -139,7 +142,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ErrorBody | WhoAmI | None:
-    """
+    """Who the caller is and what it may reach
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.

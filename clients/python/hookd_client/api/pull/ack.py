@@ -116,7 +116,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: AckRequest,
 ) -> Response[EndedView | ErrorBody]:
-    """
+    """Acknowledge a pulled notification
+
     Args:
         id (UUID):
         body (AckRequest):
@@ -147,7 +148,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: AckRequest,
 ) -> EndedView | ErrorBody | None:
-    """
+    """Acknowledge a pulled notification
+
     Args:
         id (UUID):
         body (AckRequest):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: AckRequest,
 ) -> Response[EndedView | ErrorBody]:
-    """
+    """Acknowledge a pulled notification
+
     Args:
         id (UUID):
         body (AckRequest):
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: AckRequest,
 ) -> EndedView | ErrorBody | None:
-    """
+    """Acknowledge a pulled notification
+
     Args:
         id (UUID):
         body (AckRequest):

@@ -115,7 +115,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: AckBatch,
 ) -> Response[EndedBatch | ErrorBody]:
-    """
+    """Acknowledge pulled notifications
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (AckBatch):
@@ -146,7 +147,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: AckBatch,
 ) -> EndedBatch | ErrorBody | None:
-    """
+    """Acknowledge pulled notifications
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (AckBatch):
@@ -172,7 +174,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: AckBatch,
 ) -> Response[EndedBatch | ErrorBody]:
-    """
+    """Acknowledge pulled notifications
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (AckBatch):
@@ -201,7 +204,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: AckBatch,
 ) -> EndedBatch | ErrorBody | None:
-    """
+    """Acknowledge pulled notifications
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (AckBatch):

@@ -116,7 +116,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: ExtendRequest,
 ) -> Response[ErrorBody | LeaseView]:
-    """
+    """Extend a pulled notification's lease
+
     Args:
         id (UUID):
         body (ExtendRequest):
@@ -147,7 +148,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: ExtendRequest,
 ) -> ErrorBody | LeaseView | None:
-    """
+    """Extend a pulled notification's lease
+
     Args:
         id (UUID):
         body (ExtendRequest):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: ExtendRequest,
 ) -> Response[ErrorBody | LeaseView]:
-    """
+    """Extend a pulled notification's lease
+
     Args:
         id (UUID):
         body (ExtendRequest):
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: ExtendRequest,
 ) -> ErrorBody | LeaseView | None:
-    """
+    """Extend a pulled notification's lease
+
     Args:
         id (UUID):
         body (ExtendRequest):

@@ -100,7 +100,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ConsumerToken | ErrorBody]:
-    """
+    """Issue a pull consumer's token
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -128,7 +129,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> ConsumerToken | ErrorBody | None:
-    """
+    """Issue a pull consumer's token
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -151,7 +153,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[ConsumerToken | ErrorBody]:
-    """
+    """Issue a pull consumer's token
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 
@@ -177,7 +180,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> ConsumerToken | ErrorBody | None:
-    """
+    """Issue a pull consumer's token
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
 

@@ -116,7 +116,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: NackRequest,
 ) -> Response[EndedView | ErrorBody]:
-    """
+    """Give back a pulled notification
+
     Args:
         id (UUID):
         body (NackRequest):
@@ -147,7 +148,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: NackRequest,
 ) -> EndedView | ErrorBody | None:
-    """
+    """Give back a pulled notification
+
     Args:
         id (UUID):
         body (NackRequest):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: NackRequest,
 ) -> Response[EndedView | ErrorBody]:
-    """
+    """Give back a pulled notification
+
     Args:
         id (UUID):
         body (NackRequest):
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: NackRequest,
 ) -> EndedView | ErrorBody | None:
-    """
+    """Give back a pulled notification
+
     Args:
         id (UUID):
         body (NackRequest):

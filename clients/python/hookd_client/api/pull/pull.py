@@ -116,7 +116,8 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: PullRequest | Unset = UNSET,
 ) -> Response[ErrorBody | PullResult]:
-    """
+    """Take due notifications under a lease
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (PullRequest | Unset):
@@ -147,7 +148,8 @@ def sync(
     client: AuthenticatedClient | Client,
     body: PullRequest | Unset = UNSET,
 ) -> ErrorBody | PullResult | None:
-    """
+    """Take due notifications under a lease
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (PullRequest | Unset):
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: PullRequest | Unset = UNSET,
 ) -> Response[ErrorBody | PullResult]:
-    """
+    """Take due notifications under a lease
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (PullRequest | Unset):
@@ -202,7 +205,8 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: PullRequest | Unset = UNSET,
 ) -> ErrorBody | PullResult | None:
-    """
+    """Take due notifications under a lease
+
     Args:
         endpoint (str): An endpoint's id, or the uid it was given (`shop-orders`).
         body (PullRequest | Unset):

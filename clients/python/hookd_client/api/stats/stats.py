@@ -108,7 +108,8 @@ def sync_detailed(
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> Response[ErrorBody | StatsView]:
-    """
+    """Delivery counts per minute
+
     Args:
         window (StatsWindow | Unset):
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
@@ -142,7 +143,8 @@ def sync(
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> ErrorBody | StatsView | None:
-    """
+    """Delivery counts per minute
+
     Args:
         window (StatsWindow | Unset):
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
@@ -171,7 +173,8 @@ async def asyncio_detailed(
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> Response[ErrorBody | StatsView]:
-    """
+    """Delivery counts per minute
+
     Args:
         window (StatsWindow | Unset):
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).
@@ -203,7 +206,8 @@ async def asyncio(
     endpoint: str | Unset = UNSET,
     owner: str | Unset = UNSET,
 ) -> ErrorBody | StatsView | None:
-    """
+    """Delivery counts per minute
+
     Args:
         window (StatsWindow | Unset):
         endpoint (str | Unset): An endpoint's id, or the uid it was given (`shop-orders`).

@@ -13,7 +13,7 @@ def _get_kwargs() -> dict[str, Any]:
 
     _kwargs: dict[str, Any] = {
         "method": "get",
-        "url": "/healthz",
+        "url": "/readyz",
     }
 
     return _kwargs
@@ -26,6 +26,11 @@ def _parse_response(
         response_200 = Health.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 503:
+        response_503 = Health.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -48,7 +53,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Health]:
-    """
+    """Can the process serve: database, due index, disk
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -70,7 +76,8 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> Health | None:
-    """
+    """Can the process serve: database, due index, disk
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -88,7 +95,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Health]:
-    """
+    """Can the process serve: database, due index, disk
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -108,7 +116,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> Health | None:
-    """
+    """Can the process serve: database, due index, disk
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
