@@ -11,10 +11,12 @@
 mod load;
 mod mode;
 mod portal;
+mod readers;
 mod sections;
 mod tls;
 mod tokens;
 mod validate;
+mod warnings;
 
 pub use load::DEFAULT_TOML;
 pub use mode::Mode;

@@ -21,7 +21,7 @@ pub struct PortalSettings {
     /// empty: the origin the issuing request was addressed to.
     pub base_url: String,
     /// The deployment's name in the portal's header; empty: "Webhooks".
-    #[serde(deserialize_with = "super::sections::text")]
+    #[serde(deserialize_with = "super::readers::text")]
     pub name: String,
     /// An http(s) image shown beside the name; empty: none. The console's
     /// Content-Security-Policy admits images from its origin alone.

@@ -20,6 +20,7 @@ pub mod heal;
 pub mod health;
 pub mod id;
 pub mod jitter;
+pub mod json_keys;
 pub mod json_value;
 pub mod lane;
 pub mod lateness;

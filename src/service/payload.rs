@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
-use crate::domain::json_value::{is_json_content_type, nests_deeper_than, repeated_key};
+use crate::domain::json_keys::repeated_key;
+use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
 use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::schedule::parse_duration;

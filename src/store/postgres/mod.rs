@@ -32,6 +32,7 @@ mod partition_plan_tests;
 mod partitions;
 #[cfg(test)]
 mod plan_tests;
+mod portal;
 mod pull;
 mod pull_due;
 mod recent_types;

@@ -34,6 +34,7 @@ mod ordering;
 mod ordering_retention;
 #[cfg(test)]
 mod plans;
+mod portal;
 mod pull;
 mod pull_due;
 mod recording;
