@@ -200,5 +200,35 @@ async fn the_rust_client_creates_sends_and_reads_and_its_delivery_verifies(backe
         panic!("a 404 reads as the error shape");
     };
     assert_eq!(body.error.code, "not_found");
+
+    // A setting given, then set back to its default with `null`, which the
+    // generated builder cannot send (it leaves out what is `None`).
+    let limited = client
+        .update_endpoint()
+        .endpoint("rust-client")
+        .body_map(|body| {
+            body.rate_limit(Some(types::RateLimit {
+                burst: 5.try_into().unwrap(),
+                per_second: 2.0,
+            }))
+        })
+        .send()
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(limited.rate_limit.map(|r| r.per_second), Some(2.0));
+    let cleared =
+        hookd_client::update_endpoint_json(&client, "rust-client", &json!({"rate_limit": null}))
+            .await
+            .unwrap();
+    assert!(cleared.rate_limit.is_none(), "{cleared:?}");
+    let refused =
+        hookd_client::update_endpoint_json(&client, "rust-client", &json!({"rate_limit": 7}))
+            .await
+            .unwrap_err();
+    let hookd_client::Error::ErrorResponse(refusal) = refused else {
+        panic!("an error in the API's shape: {refused:?}");
+    };
+    assert_eq!(refusal.status(), reqwest::StatusCode::UNPROCESSABLE_ENTITY);
 }
 both!(the_rust_client_creates_sends_and_reads_and_its_delivery_verifies);

@@ -70,3 +70,46 @@ fn client(
         .build()?;
     Ok(Client::new_with_client(base_url, http))
 }
+
+/// Changes an endpoint with `changes` sent as written:
+/// `PATCH /v1/endpoints/{endpoint}`. The generated `update_endpoint` leaves
+/// out a field set to `None`, so it cannot send `null`, which sets a field
+/// back to its default (`rate_limit`, `filter`, `fresh_share`, `headers`…);
+/// this can.
+///
+/// ```no_run
+/// # async fn example(client: &hookd_client::Client) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// let changes = serde_json::json!({"rate_limit": null});
+/// let endpoint = hookd_client::update_endpoint_json(client, "shop", &changes).await?;
+/// assert!(endpoint.rate_limit.is_none());
+/// # Ok(())
+/// # }
+/// ```
+pub async fn update_endpoint_json(
+    client: &Client,
+    endpoint: &str,
+    changes: &serde_json::Value,
+) -> Result<types::EndpointView, Error<types::ErrorBody>> {
+    let url = format!(
+        "{}/v1/endpoints/{}",
+        client.baseurl(),
+        progenitor_client::encode_path(endpoint)
+    );
+    let response = client
+        .client()
+        .patch(url)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .header("api-version", <Client as ClientInfo<()>>::api_version())
+        .json(changes)
+        .send()
+        .await?;
+    if response.status().is_success() {
+        Ok(ResponseValue::<types::EndpointView>::from_response(response)
+            .await?
+            .into_inner())
+    } else {
+        Err(Error::ErrorResponse(
+            ResponseValue::from_response(response).await?,
+        ))
+    }
+}
