@@ -7,6 +7,8 @@
 //! among the ten, for the life of the process: on a busy install, one per
 //! endpoint. Here each scrape shows the last reading's rows and nothing
 //! else; an endpoint that left the ten is gone from the next scrape.
+//! The last reading is process-wide, as the exporter's recorder is: the
+//! housekeeping task sets it and `/metrics` reads it.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;

@@ -104,9 +104,11 @@ pub async fn update_endpoint_json(
         .send()
         .await?;
     if response.status().is_success() {
-        Ok(ResponseValue::<types::EndpointView>::from_response(response)
-            .await?
-            .into_inner())
+        Ok(
+            ResponseValue::<types::EndpointView>::from_response(response)
+                .await?
+                .into_inner(),
+        )
     } else {
         Err(Error::ErrorResponse(
             ResponseValue::from_response(response).await?,
