@@ -6,17 +6,24 @@ use std::process::{Command, Output};
 
 use crate::helpers::free_port;
 
-fn hookd(args: &[&str], env: &[(&str, &str)]) -> Output {
+/// `hookd args` without the test runner's own HOOKD_* variables and
+/// RUST_LOG, which must not leak into these runs.
+fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
     command.args(args).env_remove("RUST_LOG");
-    // The test runner's own HOOKD_* variables must not leak into these runs.
     for (key, _) in std::env::vars() {
         if key.starts_with("HOOKD_") {
             command.env_remove(key);
         }
     }
-    command.envs(env.iter().copied());
-    command.output().expect("hookd runs")
+    command
+}
+
+fn hookd(args: &[&str], env: &[(&str, &str)]) -> Output {
+    command(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("hookd runs")
 }
 
 fn stderr(output: &Output) -> String {
@@ -308,19 +315,12 @@ fn a_misspelt_variable_or_a_path_outside_the_data_dir_exits_78_touching_no_file(
 #[test]
 fn a_config_file_may_be_a_pipe_and_a_directory_is_refused_as_one() {
     use std::io::Write;
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
-    command
-        .args(["config", "check", "--config", "/dev/stdin"])
-        .env_remove("RUST_LOG")
+    let mut child = command(&["config", "check", "--config", "/dev/stdin"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("HOOKD_") {
-            command.env_remove(key);
-        }
-    }
-    let mut child = command.spawn().unwrap();
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     child
         .stdin
         .take()
@@ -371,16 +371,10 @@ fn an_empty_hookd_config_or_rust_log_is_as_if_unset() {
     assert!(flag.contains("timeout_ms = 1234"), "--config wins: {flag}");
 
     let data = dir.path().join("data");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hookd"));
-    command
-        .args(["migrate", "--data-dir", data.to_str().unwrap()])
-        .env("RUST_LOG", "");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("HOOKD_") {
-            command.env_remove(key);
-        }
-    }
-    let output = command.output().unwrap();
+    let output = command(&["migrate", "--data-dir", data.to_str().unwrap()])
+        .env("RUST_LOG", "")
+        .output()
+        .unwrap();
     let logged = stderr(&output);
     assert_eq!(output.status.code(), Some(0), "{logged}");
     assert!(logged.contains("migrations applied"), "{logged}");
