@@ -442,10 +442,30 @@ pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoin
     responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
 pub async fn read_secret(
     State(state): State<AppState>,
+    caller: SeesSecrets,
     Path(endpoint): Path<String>,
 ) -> Result<Json<SecretView>, ApiError> {
     let endpoint = readable(&state, &endpoint).await?;
+    if !shows_key(&endpoint, &caller) {
+        return Err(ApiError::Forbidden(format!(
+            "endpoint {} signs with {}: its private key is shown only with the `secrets` scope; its receiver verifies with the public key, GET /v1/endpoints/{}/public-key",
+            endpoint.id,
+            Signing::of(&endpoint.secret).as_str(),
+            endpoint.id
+        )));
+    }
     Ok(Json(SecretView::of(&endpoint, state.service.now())))
+}
+
+/// Whether `caller` may see the endpoint's signing key. A shared HMAC
+/// secret is shown to whoever the route admits (the `secrets` scope, or a
+/// portal `manage` link: its receiver verifies with that secret). A key
+/// pair's private half (`ed25519`, `rsa2`) signs for hookd alone, and an
+/// rsa2 key may be the operator's one key for many merchants: only the
+/// `secrets` scope sees it (docs/design.md §19); a portal link is given
+/// the public key (`public_key`), as its page shows.
+fn shows_key(endpoint: &Endpoint, caller: &SeesSecrets) -> bool {
+    caller.sees() || Signing::of(&endpoint.secret) == Signing::Hmac
 }
 
 /// Rotate an endpoint's signing secret
@@ -463,7 +483,14 @@ pub async fn rotate_secret(
         .service
         .rotate_secret(&EndpointRef::parse(&endpoint), request)
         .await?;
-    Ok(Json(EndpointView::with_secret(rotated).shown_to(&caller)))
+    // A manage link may rotate an ed25519 key; the new private key stays
+    // hookd's (`shows_key`).
+    let view = if shows_key(&rotated, &caller) {
+        EndpointView::with_secret(rotated)
+    } else {
+        EndpointView::of(rotated)
+    };
+    Ok(Json(view.shown_to(&caller)))
 }
 
 /// End a secret rotation's overlap

@@ -180,6 +180,74 @@ async fn a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test(backe
 }
 both!(a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test);
 
+async fn a_manage_link_never_reads_a_key_pairs_private_key(backend: Backend) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let operators_rsa_key = crate::signing_keys::rsa_private_key(dir.path());
+    app.endpoint(json!({"uid": "ed", "url": "http://127.0.0.1:9/ed", "signing": "ed25519"}))
+        .await;
+    app.endpoint(
+        json!({"uid": "alipay", "url": "http://127.0.0.1:9/notify", "signing": "rsa2",
+        "secret": operators_rsa_key, "success_body": "success"}),
+    )
+    .await;
+    let (_, before) = app.get("/v1/endpoints/ed/secret").await;
+    let private_before = before["secret"].as_str().unwrap().to_string();
+    assert!(private_before.starts_with("whsk_"), "{before}");
+
+    for uid in ["ed", "alipay"] {
+        let (token, _) = issue(
+            &app,
+            &format!("/v1/endpoints/{uid}/portal"),
+            json!({"permissions": MANAGE}),
+        )
+        .await;
+        // Refused, naming where the receiver's key is; the answer carries
+        // no key of either kind.
+        let (status, refused) = get(&app, &token, &format!("/v1/endpoints/{uid}/secret")).await;
+        forbidden(status, &refused, uid);
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("/public-key"), "{message}");
+        assert!(!message.contains("whsk_") && !message.contains("PRIVATE"));
+        // What the receiver needs is there.
+        let (status, keys) = get(&app, &token, &format!("/v1/endpoints/{uid}/public-key")).await;
+        assert_eq!(status, StatusCode::OK, "{keys}");
+    }
+
+    // A rotation of the ed25519 key: done, and answered without it.
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/ed/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+    let (_, public_before) = get(&app, &token, "/v1/endpoints/ed/public-key").await;
+    let (status, rotated) = post(&app, &token, "/v1/endpoints/ed/secret/rotate", None).await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    assert!(
+        rotated.get("secret").is_none_or(Value::is_null),
+        "{rotated}"
+    );
+    assert!(!rotated.to_string().contains("whsk_"), "{rotated}");
+    assert_eq!(rotated["signing"], "ed25519");
+    let (_, public_after) = get(&app, &token, "/v1/endpoints/ed/public-key").await;
+    assert_ne!(public_after["public_key"], public_before["public_key"]);
+    assert_eq!(
+        public_after["previous_public_keys"][0]["public_key"],
+        public_before["public_key"]
+    );
+
+    // The operator's `secrets` scope still reads both private keys.
+    let (status, after) = app.get("/v1/endpoints/ed/secret").await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    let private_after = after["secret"].as_str().unwrap();
+    assert!(private_after.starts_with("whsk_") && private_after != private_before);
+    let (status, rsa) = app.get("/v1/endpoints/alipay/secret").await;
+    assert_eq!(status, StatusCode::OK, "{rsa}");
+    assert!(rsa["secret"].as_str().unwrap().contains("PRIVATE KEY"));
+}
+both!(a_manage_link_never_reads_a_key_pairs_private_key);
+
 async fn a_link_does_only_what_its_permissions_say(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
     app.endpoint(json!({"uid": "mine", "owner": "merchant-42"}))

@@ -274,6 +274,25 @@ async fn keys_of_the_wrong_kind_are_refused_naming_the_field(backend: Backend) {
 }
 both!(keys_of_the_wrong_kind_are_refused_naming_the_field);
 
+/// A new 2,048-bit RSA private key in PEM, as an operator makes one for
+/// an rsa2 endpoint (OpenSSL, written under `dir`).
+pub(crate) fn rsa_private_key(dir: &Path) -> String {
+    let made = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(dir.join("key.pem"))
+        .output()
+        .expect("openssl runs");
+    assert!(made.status.success(), "{made:?}");
+    std::fs::read_to_string(dir.join("key.pem")).unwrap()
+}
+
 /// Whether OpenSSL verifies SHA256withRSA `signature` (base64) of
 /// `content` with a PEM public key.
 fn openssl_verifies_rsa(dir: &Path, public_pem: &str, content: &str, signature: &str) -> bool {
@@ -310,20 +329,7 @@ async fn an_rsa2_endpoint_signs_form_bodies_as_alipay_does_and_refuses_json(back
     let app = backend.spawn_with(&settings()).await;
     let receiver = Receiver::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let made = Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-        ])
-        .arg(dir.path().join("key.pem"))
-        .output()
-        .expect("openssl runs");
-    assert!(made.status.success(), "{made:?}");
-    let private = std::fs::read_to_string(dir.path().join("key.pem")).unwrap();
+    let private = rsa_private_key(dir.path());
 
     // hookd makes no RSA key: it asks for the operator's.
     let (status, refused) = app
