@@ -370,12 +370,13 @@ mod tests {
     use sqlx::{Connection, SqliteConnection};
 
     /// `.cargo/config.toml` builds the bundled SQLite without the mutex
-    /// every allocation took and without the page cache all connections
-    /// shared behind one mutex; a build that lost those options (another
-    /// LIBSQLITE3_FLAGS, a libsqlite3-sys that reads them no more) fails
-    /// here rather than in a benchmark.
+    /// every allocation took, without the page cache all connections
+    /// shared behind one mutex, and without the modules hookd never uses;
+    /// a build that lost those options (another LIBSQLITE3_FLAGS, a
+    /// libsqlite3-sys that reads them no more) fails here rather than in a
+    /// benchmark or a first build.
     #[tokio::test]
-    async fn the_bundled_sqlite_is_built_without_its_process_wide_mutexes() {
+    async fn the_bundled_sqlite_is_built_without_its_process_wide_mutexes_or_unused_modules() {
         let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
         let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
             .fetch_all(&mut conn)
@@ -385,8 +386,20 @@ mod tests {
             options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
             "{options:?}"
         );
+        for left_out in [
+            "ENABLE_MEMORY_MANAGEMENT",
+            "ENABLE_FTS3",
+            "ENABLE_FTS5",
+            "ENABLE_RTREE",
+            "ENABLE_DBSTAT_VTAB",
+            "SOUNDEX",
+        ] {
+            assert!(!options.iter().any(|o| o == left_out), "{options:?}");
+        }
+        // What sqlx and the planner rely on stays.
+        assert!(options.iter().any(|o| o == "ENABLE_STAT4"), "{options:?}");
         assert!(
-            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            options.iter().any(|o| o == "ENABLE_COLUMN_METADATA"),
             "{options:?}"
         );
     }
