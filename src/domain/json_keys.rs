@@ -1,21 +1,34 @@
-//! Whether a JSON text names a key twice in one object. serde_json keeps
-//! a duplicate's last value and a receiver's parser may keep its first:
-//! where hookd reads a payload (payload filters), the two would disagree
-//! about what an event says, so an event's JSON is refused with one.
+//! Whether payload filters read a JSON text as a receiver would. serde_json
+//! keeps a duplicate key's last value and a receiver's parser may keep its
+//! first; and a text that parses as JSON may still hold a value serde_json
+//! will not read (a number beyond a 64-bit float's range, an escape of half
+//! a UTF-16 surrogate pair), which leaves a filter nothing to read. Either
+//! way the filters and a receiver would disagree about what an event says,
+//! so an event's JSON is refused with one (`service::payload`).
 
-/// The first key that one object of a JSON text names twice, at any
-/// depth, as it is written (escapes read). `None` when every object's keys
-/// are distinct, or when the text is not JSON (other checks say so).
-/// serde_json keeps a duplicate's last value and a receiver's parser may
-/// keep its first: where hookd reads a payload (payload filters), the two
-/// would disagree about what the event says.
-pub fn repeated_key(text: &[u8]) -> Option<String> {
+/// What payload filters cannot read as a receiver would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A key one object names twice, as it is written (escapes read).
+    RepeatedKey(String),
+    /// A value serde_json refuses to read, as serde_json says it.
+    Value(String),
+}
+
+/// The first thing of a JSON text, at any depth, that payload filters
+/// cannot read as a receiver would. `None` when they read it whole, or when
+/// the text ends early (other checks say so). A text that is not JSON at
+/// all is a `Value` too: only the caller knows whether it had to be JSON.
+pub fn unreadable(text: &[u8]) -> Option<Unreadable> {
     match serde_json::from_slice::<DistinctKeys>(text) {
         Err(error) if error.is_data() => {
             let message = error.to_string();
             let key = message.strip_prefix(REPEATED)?;
-            Some(key[..key.rfind(" at line ").unwrap_or(key.len())].to_owned())
+            Some(Unreadable::RepeatedKey(
+                key[..key.rfind(" at line ").unwrap_or(key.len())].to_owned(),
+            ))
         }
+        Err(error) if error.is_syntax() => Some(Unreadable::Value(error.to_string())),
         _ => None,
     }
 }
@@ -76,7 +89,14 @@ impl<'de> serde::de::Visitor<'de> for DistinctKeys {
 
 #[cfg(test)]
 mod tests {
-    use super::repeated_key;
+    use super::{unreadable, Unreadable};
+
+    fn repeated_key(text: &[u8]) -> Option<String> {
+        match unreadable(text)? {
+            Unreadable::RepeatedKey(key) => Some(key),
+            Unreadable::Value(_) => None,
+        }
+    }
 
     #[test]
     fn a_key_named_twice_in_one_object_is_found_at_any_depth() {
@@ -103,7 +123,27 @@ mod tests {
             "{",
             "",
         ] {
-            assert_eq!(repeated_key(distinct.as_bytes()), None, "{distinct}");
+            assert_eq!(unreadable(distinct.as_bytes()), None, "{distinct}");
         }
+    }
+
+    #[test]
+    fn a_value_serde_json_will_not_read_is_named_wherever_it_is() {
+        for text in [
+            r#"{"a": 1, "z": 1e309}"#,
+            r#"{"a": 1, "z": [-1e400]}"#,
+            r#"{"a": 1, "z": "\ud800"}"#,
+            r#"{"\udc00": 1}"#,
+        ] {
+            assert!(
+                matches!(unreadable(text.as_bytes()), Some(Unreadable::Value(_))),
+                "{text}"
+            );
+        }
+        // Beyond 64 bits an integer reads as the nearest float: readable.
+        assert_eq!(
+            unreadable(br#"{"n": 123456789012345678901234567890, "p": "\ud83d\ude00"}"#),
+            None
+        );
     }
 }

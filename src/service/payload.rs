@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
-use crate::domain::json_keys::repeated_key;
+use crate::domain::json_keys::{unreadable, Unreadable};
 use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
 use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
 use crate::domain::problem::{shown, ErrorCode, Problem};
@@ -28,11 +28,13 @@ pub(super) struct Content {
 
 impl Content {
     /// An event's content as payload filters read it: JSON nests no deeper
-    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`), and no object
-    /// names a key twice. Deeper, a filter would match nothing and the
+    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`), no object names
+    /// a key twice, and a `payload` holds no value they cannot read.
+    /// Deeper, or with such a value, a filter would match nothing and the
     /// event reach no filtered endpoint, said nowhere; with a key twice, a
     /// filter reads its last value and a receiver's parser may read its
-    /// first.
+    /// first. (A `body` need not be JSON: one that is not matches no
+    /// filter, as its text says.)
     pub fn readable_by_filters(&self) -> Result<(), Problem> {
         if !is_json_content_type(&self.content_type) {
             return Ok(());
@@ -46,17 +48,25 @@ impl Content {
                 ),
             ));
         }
-        if let Some(key) = repeated_key(&self.body) {
-            return Err(Problem::invalid(
+        match unreadable(&self.body) {
+            Some(Unreadable::RepeatedKey(key)) => Err(Problem::invalid(
                 ErrorCode::InvalidValue,
                 self.field,
                 format!(
                     "an event's JSON names the key \"{}\" twice in one object: payload filters would read one value and a receiver perhaps the other",
                     shown(&key)
                 ),
-            ));
+            )),
+            Some(Unreadable::Value(why)) if self.field == "payload" => Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                self.field,
+                format!(
+                    "an event's JSON holds a value payload filters cannot read ({}): a number beyond a 64-bit float's range, or an escape of half a UTF-16 surrogate pair; a filter would match nothing, and a receiver's parser may fail on it too",
+                    shown(&why)
+                ),
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
