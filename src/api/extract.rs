@@ -115,17 +115,32 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>, bytes: &[u8]
     let path = field_of(error.path());
     let inner = error.inner();
     match inner.classify() {
-        // serde_json reports a name (an enum's) given as another type, a
-        // number say, as a syntax error ("expected value"): the body is
-        // JSON, and the field took the wrong type.
+        // A body that skims as JSON but fails where a field is read: serde_json
+        // reports a name (an enum's) given as another type, a number say,
+        // as a syntax error ("expected value"), and so a value it will not
+        // read (a number beyond a float's range, a string that is not
+        // UTF-8, half a surrogate pair, nesting past its limit), which
+        // skimming passes over. The field is named either way; the
+        // message says which.
         serde_json::error::Category::Syntax
             if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() =>
         {
-            ApiError::Invalid {
-                code: ErrorCode::InvalidType,
-                message:
+            let what = strip_position(&inner.to_string());
+            let (code, message) = if what.starts_with("expected") {
+                (
+                    ErrorCode::InvalidType,
                     "invalid type: this field takes a name (a string), as the API reference lists"
-                        .into(),
+                        .to_string(),
+                )
+            } else {
+                (
+                    ErrorCode::InvalidValue,
+                    format!("invalid value: {}", quoting_at_most(&what)),
+                )
+            };
+            ApiError::Invalid {
+                code,
+                message,
                 field: Some(path).filter(|f| !f.is_empty() && f != "."),
             }
         }
@@ -406,5 +421,63 @@ mod quoting_tests {
         assert!(bounded.len() <= super::MAX_MESSAGE_BYTES + 3, "{bounded}");
         let short = "unknown field `urll`, expected `url` or `uid`";
         assert_eq!(quoting_at_most(short), short);
+    }
+}
+
+#[cfg(test)]
+mod json_error_tests {
+    use serde::Deserialize;
+
+    use super::parse_json;
+    use crate::api::error::ApiError;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Body {
+        kind: Option<Kind>,
+        text: Option<String>,
+        number: Option<f64>,
+        nested: Option<serde_json::Value>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Kind {
+        Hmac,
+    }
+
+    fn refusal(body: &[u8]) -> (String, String, Option<String>) {
+        match parse_json::<Body>(body) {
+            Err(ApiError::Invalid {
+                code,
+                message,
+                field,
+            }) => (code.as_str().to_string(), message, field),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_value_serde_json_will_not_read_is_named_as_what_it_is_not_as_a_name() {
+        let (code, message, field) = refusal(br#"{"kind": 5}"#);
+        assert_eq!(code, "invalid_type");
+        assert!(message.contains("takes a name"), "{message}");
+        assert_eq!(field.as_deref(), Some("kind"));
+        for (body, field, says) in [
+            (&b"{\"text\": \"a\xff\"}"[..], "text", "unicode"),
+            (br#"{"number": 1e999}"#, "number", "number out of range"),
+            (br#"{"text": "\ud800"}"#, "text", "hex escape"),
+        ] {
+            let (code, message, named) = refusal(body);
+            assert_eq!(code, "invalid_value", "{message}");
+            assert!(message.contains(says), "{message}");
+            assert!(!message.contains("takes a name"), "{message}");
+            assert!(!message.contains(" at line "), "{message}");
+            assert_eq!(named.as_deref(), Some(field), "{message}");
+        }
+        let deep = format!("{{\"nested\": {}{}}}", "[".repeat(200), "]".repeat(200));
+        let (code, message, _) = refusal(deep.as_bytes());
+        assert_eq!(code, "invalid_value", "{message}");
+        assert!(message.contains("recursion limit"), "{message}");
     }
 }

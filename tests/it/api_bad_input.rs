@@ -62,6 +62,7 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("bad secret", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"secret\": \"hunter2\"}"), 422, "invalid_secret", Some("secret")),
         case("2xx as permanent status", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"permanent_statuses\": [200]}"), 422, "invalid_value", Some("permanent_statuses")),
         case("negative timeout", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"timeout_ms\": -1}"), 422, "invalid_type", Some("timeout_ms")),
+        case("number out of range in a filter", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"filter\": {\"a\": {\"$gt\": 1e999}}}"), 422, "invalid_value", Some("filter.a.$gt")),
         case("timeout beyond the lease", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"timeout_ms\": 3600000}"), 422, "invalid_value", Some("timeout_ms")),
         case("reserved header", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"webhook-signature\": \"x\"}}"), 422, "invalid_header", Some("headers.webhook-signature")),
         case("uid that is a uuid", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"uid\": \"0193a5f2-7c1e-7b3a-9c4d-1e2f3a4b5c6d\"}"), 422, "invalid_value", Some("uid")),
