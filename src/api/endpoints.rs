@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::auth::{Audited, SeesSecrets};
 use super::error::ApiError;
-use super::extract::{JsonBody, OptionalJsonBody, QueryParams};
+use super::extract::{JsonBody, QueryParams};
 use super::filters;
 use super::pagination::{encode_cursor, page, Page, PageParams};
 use super::AppState;
@@ -23,7 +23,7 @@ use crate::domain::fields::{masked, MASK};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::domain::secret::Signing;
-use crate::service::endpoints::{BreakerFields, EndpointFields, RotateSecret};
+use crate::service::endpoints::{BreakerFields, EndpointFields};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
 pub fn router() -> Router<AppState> {
@@ -33,18 +33,21 @@ pub fn router() -> Router<AppState> {
             "/v1/endpoints/{endpoint}",
             get(read).patch(update).delete(remove),
         )
-        .route("/v1/endpoints/{endpoint}/secret", get(read_secret))
+        .route(
+            "/v1/endpoints/{endpoint}/secret",
+            get(super::secret::read_secret),
+        )
         .route(
             "/v1/endpoints/{endpoint}/public-key",
             get(super::public_key::read_public_key),
         )
         .route(
             "/v1/endpoints/{endpoint}/secret/rotate",
-            post(rotate_secret),
+            post(super::secret::rotate_secret),
         )
         .route(
             "/v1/endpoints/{endpoint}/secret/previous",
-            axum::routing::delete(end_overlap),
+            axum::routing::delete(super::secret::end_overlap),
         )
 }
 
@@ -128,7 +131,7 @@ pub struct EndpointView {
 }
 
 impl EndpointView {
-    fn of(endpoint: Endpoint) -> Self {
+    pub(super) fn of(endpoint: Endpoint) -> Self {
         Self {
             id: endpoint.id,
             schedule: endpoint.schedule().to_json(),
@@ -168,13 +171,13 @@ impl EndpointView {
     /// As `caller` may see it: the URL's query-string values and
     /// credential-like path segments (its whole path with `url_secret`)
     /// masked for callers without the `secrets` scope.
-    fn shown_to(mut self, caller: &SeesSecrets) -> Self {
+    pub(super) fn shown_to(mut self, caller: &SeesSecrets) -> Self {
         let whole_path = self.url_secret;
         self.url = self.url.map(|url| caller.url(url, whole_path));
         self
     }
 
-    fn with_secret(endpoint: Endpoint) -> Self {
+    pub(super) fn with_secret(endpoint: Endpoint) -> Self {
         let secret = endpoint.secret.clone();
         Self {
             secret: Some(secret),
@@ -386,38 +389,6 @@ pub async fn remove(
     }))
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct SecretView {
-    pub secret: String,
-    /// Until when the last rotated-out secret still signs, if one does.
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
-    /// The rotated-out secrets that still sign beside `secret`, newest
-    /// first: their expiry only, never their value.
-    pub previous_secrets: Vec<PreviousSecretView>,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct PreviousSecretView {
-    /// Deliveries stop carrying a signature with this secret at this time.
-    pub expires_at: DateTime<Utc>,
-}
-
-impl SecretView {
-    fn of(endpoint: &Endpoint, now: DateTime<Utc>) -> Self {
-        let previous: Vec<PreviousSecretView> = endpoint
-            .signing_previous(now)
-            .map(|p| PreviousSecretView {
-                expires_at: p.expires_at,
-            })
-            .collect();
-        Self {
-            secret: endpoint.secret.clone(),
-            previous_secret_expires_at: previous.iter().map(|p| p.expires_at).max(),
-            previous_secrets: previous,
-        }
-    }
-}
-
 /// The endpoint, with its keys opened: one whose sealed values did not open
 /// (their key is not in `secrets.keys`) is an error, never an empty key.
 pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoint, ApiError> {
@@ -434,76 +405,4 @@ pub(super) async fn readable(state: &AppState, endpoint: &str) -> Result<Endpoin
         }));
     }
     Ok(endpoint)
-}
-
-/// Read an endpoint's signing secret
-#[utoipa::path(operation_id = "get_endpoint_secret", get, path = "/v1/endpoints/{endpoint}/secret", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = SecretView, description = "the current signing secret"), (status = 404, body = super::error::ErrorBody)))]
-pub async fn read_secret(
-    State(state): State<AppState>,
-    caller: SeesSecrets,
-    Path(endpoint): Path<String>,
-) -> Result<Json<SecretView>, ApiError> {
-    let endpoint = readable(&state, &endpoint).await?;
-    if !shows_key(&endpoint, &caller) {
-        return Err(ApiError::Forbidden(format!(
-            "endpoint {} signs with {}: its private key is shown only with the `secrets` scope; its receiver verifies with the public key, GET /v1/endpoints/{}/public-key",
-            endpoint.id,
-            Signing::of(&endpoint.secret).as_str(),
-            endpoint.id
-        )));
-    }
-    Ok(Json(SecretView::of(&endpoint, state.service.now())))
-}
-
-/// Whether `caller` may see the endpoint's signing key. A shared HMAC
-/// secret is shown to whoever the route admits (the `secrets` scope, or a
-/// portal `manage` link: its receiver verifies with that secret). A key
-/// pair's private half (`ed25519`, `rsa2`) signs for hookd alone, and an
-/// rsa2 key may be the operator's one key for many merchants: only the
-/// `secrets` scope sees it (docs/design.md §19); a portal link is given
-/// the public key (`public_key`), as its page shows.
-fn shows_key(endpoint: &Endpoint, caller: &SeesSecrets) -> bool {
-    caller.sees() || Signing::of(&endpoint.secret) == Signing::Hmac
-}
-
-/// Rotate an endpoint's signing secret
-#[utoipa::path(operation_id = "rotate_endpoint_secret", post, path = "/v1/endpoints/{endpoint}/secret/rotate", tag = "endpoints", request_body = Option<RotateSecret>,
-    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = EndpointView, description = "the endpoint with its new secret"), (status = 404, body = super::error::ErrorBody)))]
-pub async fn rotate_secret(
-    State(state): State<AppState>,
-    caller: SeesSecrets,
-    Path(endpoint): Path<String>,
-    // The body is optional: an empty one asks for a generated secret.
-    OptionalJsonBody(request): OptionalJsonBody<RotateSecret>,
-) -> Result<Json<EndpointView>, ApiError> {
-    let rotated = state
-        .service
-        .rotate_secret(&EndpointRef::parse(&endpoint), request)
-        .await?;
-    // A manage link may rotate an ed25519 key; the new private key stays
-    // hookd's (`shows_key`).
-    let view = if shows_key(&rotated, &caller) {
-        EndpointView::with_secret(rotated)
-    } else {
-        EndpointView::of(rotated)
-    };
-    Ok(Json(view.shown_to(&caller)))
-}
-
-/// End a secret rotation's overlap
-#[utoipa::path(operation_id = "end_endpoint_secret_overlap", delete, path = "/v1/endpoints/{endpoint}/secret/previous", tag = "endpoints",
-    params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = SecretView, description = "the secret, with no rotated-out secret signing any more"), (status = 404, body = super::error::ErrorBody)))]
-pub async fn end_overlap(
-    State(state): State<AppState>,
-    Path(endpoint): Path<String>,
-) -> Result<Json<SecretView>, ApiError> {
-    let ended = state
-        .service
-        .end_overlap(&EndpointRef::parse(&endpoint))
-        .await?;
-    Ok(Json(SecretView::of(&ended, state.service.now())))
 }

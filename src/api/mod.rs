@@ -25,6 +25,7 @@ pub mod portal;
 pub mod public_key;
 pub mod pull;
 pub mod recover;
+pub mod secret;
 pub mod stats;
 mod traced;
 mod waiting;

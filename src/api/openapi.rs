@@ -17,7 +17,7 @@ use super::openapi_depth::{EndpointRefSchema, Links, OwnerSchema, Patterns};
 use super::pagination::PageItems;
 use super::{
     backlog, endpoints, event_types, events, health, notification_list, notifications, portal,
-    public_key, pull, recover, stats,
+    public_key, pull, recover, secret, stats,
 };
 
 #[derive(OpenApi)]
@@ -34,10 +34,10 @@ use super::{
         event_types::read,
         endpoints::update,
         endpoints::remove,
-        endpoints::read_secret,
+        secret::read_secret,
         public_key::read_public_key,
-        endpoints::rotate_secret,
-        endpoints::end_overlap,
+        secret::rotate_secret,
+        secret::end_overlap,
         recover::recover,
         recover::bulk_retry,
         recover::read,
