@@ -254,6 +254,7 @@ const NOTIFICATIONS: Table = Table {
         col("status", Text),
         col("attempts", Int),
         col("series_start", Int),
+        col("released_by_circuit", Flag),
         col("deliver_at", Time),
         col("next_attempt_at", Time),
         // Every pending push row is owed to the Redis due index, which

@@ -260,7 +260,9 @@ impl Breaker {
     }
 
     /// Moves the endpoint's held notifications back to their due times, in
-    /// pages in due order, then counts the release done.
+    /// pages in due order, then counts the release done. Each page is
+    /// marked released first, so that a claim of one finds it on the
+    /// backlog lane (`domain::lane`), not ahead of fresh notifications.
     async fn release(&self, endpoint: Uuid, seen: &Circuit, now: DateTime<Utc>) {
         let mut after = None;
         let mut moved = 0;
@@ -276,6 +278,11 @@ impl Breaker {
                     return;
                 }
             };
+            let ids: Vec<Uuid> = page.iter().map(|(id, _)| *id).collect();
+            if let Err(error) = self.store.mark_released(&ids).await {
+                tracing::warn!(%error, endpoint_id = %endpoint, "cannot mark the held notifications released; the release is tried again");
+                return;
+            }
             if let Err(error) = self.due.add_marked(&page).await {
                 tracing::warn!(%error, endpoint_id = %endpoint, "cannot release held notifications; tried again");
                 return;

@@ -104,6 +104,7 @@ pub(super) mod tests {
             status: crate::domain::status::Status::Pending,
             attempts: 0,
             series_start: 0,
+            released_by_circuit: false,
             next_attempt_at: Some(chrono::Utc::now()),
             event_id: None,
             url: None,

@@ -214,7 +214,7 @@ impl InFlight {
             // A fresh one needs only a free slot: the share is moot. A
             // backlog one keeps to its part while fresh ones wait.
             let share = if lane == Lane::Fresh { 1.0 } else { head.share };
-            let slot = (head.row.id, Lane::of(head.row.attempts));
+            let slot = (head.row.id, head.row.lane());
             let cap = head.cap;
             let Ok(permit) = permits.clone().try_acquire_owned() else {
                 return false;
@@ -277,7 +277,7 @@ impl Shared {
     ) -> Slot {
         let (row, plan, due_at, permit) = start;
         let (endpoint, lanes) = (row.endpoint_id, share > 0.0);
-        let lane = Lane::of(row.attempts);
+        let lane = row.lane();
         let fresh = lanes && lane == Lane::Fresh;
         // Lanes off: one line per endpoint, as before lanes.
         let line = if fresh { Lane::Fresh } else { Lane::Backlog };

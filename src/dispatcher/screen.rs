@@ -28,7 +28,6 @@ use super::breaker::Admit;
 use super::plans::Plans;
 use super::throttle::{horizon, put_back};
 use super::{Dispatcher, Shared};
-use crate::domain::lane::Lane;
 use crate::domain::rate::{Decision, RateLimit};
 use crate::domain::status::Status;
 use crate::limiter::Ask;
@@ -179,10 +178,7 @@ impl Dispatcher {
                 ));
                 asks.len() - 1
             });
-            asks[place]
-                .0
-                .notifications
-                .push((head.id, Lane::of(head.attempts)));
+            asks[place].0.notifications.push((head.id, head.lane()));
             asked.insert(head.id);
         }
         let mut admitted = HashMap::new();

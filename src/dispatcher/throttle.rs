@@ -24,7 +24,6 @@ use uuid::Uuid;
 use super::delivery::Plan;
 use super::in_flight::InFlight;
 use super::Shared;
-use crate::domain::lane::Lane;
 use crate::domain::rate::{horizon_us, park_us, Decision, RateLimit};
 use crate::limiter::{Ask, Limiter};
 use crate::store::delivery::DueNotification;
@@ -95,7 +94,7 @@ impl Throttle {
         });
         self.asks[place]
             .notifications
-            .push((start.0.id, Lane::of(start.0.attempts)));
+            .push((start.0.id, start.0.lane()));
         self.held[place].1.push(start);
         None
     }
@@ -145,7 +144,7 @@ impl Throttle {
                     at_us: now.timestamp_micros(),
                 });
                 let at = time(decision.at_us());
-                let slot = (row.id, Lane::of(row.attempts));
+                let slot = (row.id, row.lane());
                 let share = plan.fresh_share.unwrap_or(default_share);
                 match decision {
                     Decision::Send { .. }

@@ -1,25 +1,26 @@
 //! The two lanes an endpoint's capacity is shared by (design §17):
 //! *fresh*, a notification's first attempt, and *backlog*, everything
-//! else (retries, manual retries, recovered series). While both have due
-//! work, fresh gets at least the endpoint's `fresh_share` of its rate
-//! limit (`rate::decide_lanes`).
+//! else (retries, manual retries, recovered series, notifications released
+//! by a closing circuit). While both have due work, fresh gets at least
+//! the endpoint's `fresh_share` of its rate limit (`rate::decide_lanes`).
 //!
-//! The lane is read from what the row already has: its `attempts`. A
-//! manual retry or a recover starts a new series at `series_start =
-//! attempts`, so a row in a new series has been attempted before, unless
-//! it never was (a retry of a pending row never attempted, which is its
-//! first attempt still). So `attempts == 0` is the whole rule.
+//! The lane is read from what the row already has: its `attempts`, and
+//! whether a closing circuit released it. A manual retry or a recover
+//! starts a new series at `series_start = attempts`, so a row in a new
+//! series has been attempted before, unless it never was (a retry of a
+//! pending row never attempted, which is its first attempt still).
+//!
+//! The breaker holds a notification without writing it (in the due index
+//! and in memory), so its release marks those it moves that were never
+//! attempted (`released_by_circuit`): without the mark, a receiver back
+//! from an outage would get its fresh notifications behind every one its
+//! circuit held, all of them "fresh" and due earlier.
 //!
 //! The concurrency cap is split the same way, per endpoint and process
 //! (`backlog_room`): while fresh work waits for a slot, backlog may hold
 //! at most `⌈(1 − share) × cap⌉` of the cap, so the slots it frees go to
 //! fresh; with none waiting, backlog may use the whole cap (the unused
 //! share is lent). A fresh one only needs a free slot of the cap.
-//!
-//! A notification held by an open circuit and released when it closes is
-//! not recorded as such on its row (the breaker holds it in memory and in
-//! the due index): one never attempted counts as fresh until a lane column
-//! lands. One attempted before is backlog anyway.
 
 /// Which share of an endpoint's capacity a notification is sent on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,9 +31,9 @@ pub enum Lane {
 
 impl Lane {
     /// The lane of a notification with these `attempts` (in all its
-    /// series).
-    pub fn of(attempts: i32) -> Self {
-        if attempts == 0 {
+    /// series), and whether a closing circuit released it.
+    pub fn of(attempts: i32, released_by_circuit: bool) -> Self {
+        if attempts == 0 && !released_by_circuit {
             Self::Fresh
         } else {
             Self::Backlog
@@ -122,9 +123,15 @@ mod tests {
 
     #[test]
     fn a_notification_never_attempted_is_fresh_and_any_other_is_backlog() {
-        assert_eq!(Lane::of(0), Lane::Fresh);
-        assert_eq!(Lane::of(1), Lane::Backlog);
-        assert_eq!(Lane::of(7), Lane::Backlog);
+        assert_eq!(Lane::of(0, false), Lane::Fresh);
+        assert_eq!(Lane::of(1, false), Lane::Backlog);
+        assert_eq!(Lane::of(7, false), Lane::Backlog);
+    }
+
+    #[test]
+    fn a_notification_a_closing_circuit_released_is_backlog_though_never_attempted() {
+        assert_eq!(Lane::of(0, true), Lane::Backlog);
+        assert_eq!(Lane::of(2, true), Lane::Backlog);
     }
 
     #[test]
@@ -133,6 +140,6 @@ mod tests {
         let retried = retry(Status::Failed, 3, None, false, now, now).unwrap();
         // The new series starts after the attempts made: the row keeps them.
         assert_eq!(retried.series_start, 3);
-        assert_eq!(Lane::of(retried.series_start), Lane::Backlog);
+        assert_eq!(Lane::of(retried.series_start, false), Lane::Backlog);
     }
 }

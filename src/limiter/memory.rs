@@ -178,7 +178,9 @@ mod tests {
         let limiter = MemoryLimiter::new();
         let limit = RateLimit::new(10.0, 3).unwrap();
         let endpoint = Uuid::now_v7();
-        let ids: Vec<(Uuid, Lane)> = (0..12).map(|n| (Uuid::now_v7(), Lane::of(n % 2))).collect();
+        let ids: Vec<(Uuid, Lane)> = (0..12)
+            .map(|n| (Uuid::now_v7(), Lane::of(n % 2, false)))
+            .collect();
         let t0 = Utc::now();
         // The rule alone, over a bucket and reservations of its own.
         let (mut bucket, mut held) = (None, HashMap::<Uuid, Reservation>::new());

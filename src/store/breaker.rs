@@ -50,6 +50,10 @@ pub trait BreakerStore: crate::store::seams::Clocked + Send + Sync + 'static {
         until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    /// Marks those of `ids` still pending and never attempted as released
+    /// by a closing circuit, so they go out on the backlog lane
+    /// (`domain::lane`).
+    async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     /// How many of the endpoint's notifications are pending and due by `now`.
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError>;
     /// Ends `failed` with `last_error` each `(id, attempts, series_start)`

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::endpoints::PreviousSecret;
 use super::events::{Event, NewDelivery};
 use super::notifications::Notification;
+use crate::domain::lane::Lane;
 use crate::domain::schedule::Schedule;
 use crate::domain::sealed::SealError;
 use crate::domain::status::Status;
@@ -30,6 +31,8 @@ pub struct DueNotification {
     pub status: Status,
     pub attempts: i32,
     pub series_start: i32,
+    /// Released by a closing circuit: its lane is backlog (`domain::lane`).
+    pub released_by_circuit: bool,
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The event delivered, if this is an event's delivery.
     pub event_id: Option<Uuid>,
@@ -59,6 +62,11 @@ impl std::fmt::Debug for DueNotification {
 }
 
 impl DueNotification {
+    /// The share of its endpoint's capacity it is sent on.
+    pub fn lane(&self) -> Lane {
+        Lane::of(self.attempts, self.released_by_circuit)
+    }
+
     /// A notification this process has just created, as a claim would load
     /// it, with the version its endpoint had in the creating statement.
     pub fn created(row: &Notification, endpoint_version: i64) -> Self {
@@ -75,6 +83,7 @@ impl DueNotification {
             status: row.status,
             attempts: row.attempts,
             series_start: row.series_start,
+            released_by_circuit: false,
             next_attempt_at: row.next_attempt_at,
             event_id: row.event_id,
             url: row.url.clone(),
@@ -106,6 +115,7 @@ impl DueNotification {
             status: Status::Pending,
             attempts: 0,
             series_start: 0,
+            released_by_circuit: false,
             next_attempt_at: Some(delivery.next_attempt_at),
             event_id: Some(event.id),
             url: None,
@@ -208,10 +218,19 @@ pub struct Head {
     pub endpoint_id: Uuid,
     pub status: Status,
     pub next_attempt_at: Option<DateTime<Utc>>,
-    /// Attempts made, in all its series: its lane (`domain::lane`).
+    /// Attempts made, in all its series.
     pub attempts: i32,
+    /// Released by a closing circuit.
+    pub released_by_circuit: bool,
     /// The version of the endpoint's row (`None` if the row is gone).
     pub endpoint_version: Option<i64>,
+}
+
+impl Head {
+    /// The share of its endpoint's capacity it is sent on.
+    pub fn lane(&self) -> Lane {
+        Lane::of(self.attempts, self.released_by_circuit)
+    }
 }
 
 /// The result of `POST /v1/notifications/{id}/retry`.

@@ -208,24 +208,26 @@ pub const DUE_SCAN: i64 = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OldestDue {
     pub endpoint_id: Uuid,
-    /// Whether it was attempted before (a retry); never attempted is what
-    /// the fresh lane will carry (docs/design.md §17).
+    /// Whether it is on the backlog lane: attempted before (a retry), or
+    /// released by a closing circuit; the others are what the fresh lane
+    /// carries (docs/design.md §17, `domain::lane`).
     pub attempted: bool,
     /// The earliest due time among that endpoint's due rows of this kind.
     pub due_since: DateTime<Utc>,
 }
 
-/// What is due and not yet sent, by whether it was attempted before: the
-/// figure an operator alerts on when fresh callbacks are late.
+/// What is due and not yet sent, by lane: the figure an operator alerts
+/// on when fresh callbacks are late.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DueBacklog {
     /// Per kind, the endpoints whose oldest due row is oldest (at most the
-    /// limit asked of each kind): never attempted first, then attempted,
+    /// limit asked of each kind): the fresh lane's first, then the backlog's,
     /// each oldest first.
     pub oldest: Vec<OldestDue>,
-    /// How many never-attempted rows are due (counted up to `DUE_SCAN`).
+    /// How many rows of the fresh lane are due (counted up to `DUE_SCAN`).
     pub fresh: i64,
-    /// How many attempted rows are due (counted up to `DUE_SCAN`).
+    /// How many rows of the backlog lane are due (counted up to
+    /// `DUE_SCAN`).
     pub retrying: i64,
 }
 

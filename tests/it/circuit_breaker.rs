@@ -21,7 +21,8 @@ use crate::receiver::{Receiver, Reply};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 /// Open periods of a second, not doubled: a test sees several probes.
-const BREAKER: &str = "[dispatcher.breaker]\nfailures = 5\nopen_ms = 1000\nmax_open_ms = 1000\n";
+pub(crate) const BREAKER: &str =
+    "[dispatcher.breaker]\nfailures = 5\nopen_ms = 1000\nmax_open_ms = 1000\n";
 /// The shortest gap between two probes: the period less its 20 % jitter,
 /// less a margin for the clock of a busy machine.
 const PROBE_GAP: chrono::Duration = chrono::Duration::milliseconds(700);

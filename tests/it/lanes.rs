@@ -1,7 +1,8 @@
 //! Lanes (design §17): behind a rate limit, fresh notifications keep
 //! their share of the rate while a backlog of retries is due beside them,
 //! and a lane alone gets the whole rate; without one, they are not stuck
-//! behind the backlog at the endpoint's concurrency cap.
+//! behind the backlog at the endpoint's concurrency cap. What a closing
+//! circuit released is backlog, though it was never attempted.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::backends::Backend;
+use crate::circuit_breaker::{closed, opened, BREAKER};
 use crate::helpers::{eventually, TestApp};
 use crate::rate_limit::{kept_up_with_the_rate, never_ahead_of_the_rate, patch};
 use crate::receiver::{Received, Receiver, Reply};
@@ -192,6 +194,82 @@ async fn fresh_notifications_are_not_stuck_behind_their_endpoints_backlog_at_its
     );
 }
 both!(fresh_notifications_are_not_stuck_behind_their_endpoints_backlog_at_its_cap);
+
+/// A receiver down long enough for its circuit to open: five failures
+/// open it, and the 300 notifications created then are held, never
+/// attempted. Once it is back and the circuit closes, the release moves
+/// them back to their due times; 20 fresh notifications created then go
+/// out at their half share of 20/s beside them, not behind all of them
+/// (15 s at 20/s, what counting them fresh gave).
+async fn notifications_a_closing_circuit_released_go_out_on_the_backlog_lane(backend: Backend) {
+    const FAILING: usize = 5;
+    const HELD: usize = 300;
+    const FRESH: usize = 20;
+    let app = backend.spawn_with(BREAKER).await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/p", vec![Reply::status(503)]);
+    app.endpoint(json!({"uid": "partner", "url": receiver.url("/p"),
+        "schedule": ["0s", "1h"], "rate_limit": {"per_second": RATE, "burst": BURST}}))
+        .await;
+    let batch = |from: usize, count: usize| {
+        let items: Vec<Value> = (from..from + count)
+            .map(|n| json!({"endpoint": "partner", "payload": {"n": n}}))
+            .collect();
+        json!({ "notifications": items })
+    };
+    let (status, _) = app.post("/v1/notifications/batch", batch(0, FAILING)).await;
+    assert!(status.is_success(), "{status}");
+    opened(&app, "partner").await;
+    let (status, _) = app
+        .post("/v1/notifications/batch", batch(FAILING, HELD))
+        .await;
+    assert!(status.is_success(), "{status}");
+
+    let back = Utc::now();
+    receiver.reply("/p", vec![Reply::status(200)]);
+    closed(&app, "partner").await;
+    // The release is under way: the probe and some released ones landed.
+    eventually(Duration::from_secs(30), "the release to start", || {
+        let got = arrivals_since(&receiver, back).len();
+        async move { (got >= 20).then_some(()) }
+    })
+    .await;
+    let mut fresh = HashSet::new();
+    for n in 0..FRESH {
+        fresh.insert(
+            app.notify(json!({"endpoint": "partner", "payload": {"fresh": n}}))
+                .await,
+        );
+    }
+    let is_fresh = |r: &Received| r.header("webhook-id").is_some_and(|id| fresh.contains(id));
+    eventually(Duration::from_secs(60), "every fresh one delivered", || {
+        let got = receiver
+            .received("/p")
+            .iter()
+            .filter(|r| is_fresh(r))
+            .count();
+        async move { (got == FRESH).then_some(()) }
+    })
+    .await;
+    let mut arrivals: Vec<Received> = receiver
+        .received("/p")
+        .into_iter()
+        .filter(|r| r.at > back)
+        .collect();
+    arrivals.sort_by_key(|r| r.at);
+    let last_fresh = arrivals.iter().rposition(is_fresh).unwrap();
+    let released_before = arrivals[..last_fresh]
+        .iter()
+        .filter(|r| !is_fresh(r))
+        .count();
+    // At the half share, about 20 released ones go beside 20 fresh ones
+    // (after the 20 or so waited for); behind them all, 300.
+    assert!(
+        released_before < HELD / 4,
+        "the last fresh one arrived after {released_before} of {HELD} released ones"
+    );
+}
+both!(notifications_a_closing_circuit_released_go_out_on_the_backlog_lane);
 
 async fn fresh_share_is_set_shown_kept_and_reset_and_out_of_range_is_refused(backend: Backend) {
     let app = backend.spawn().await;

@@ -8,6 +8,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::partitions::id_span;
 use super::releasing::{release_ended_apart, release_in_batch};
 use super::PgStore;
 use crate::domain::breaker::{write, Circuit, State, Write};
@@ -155,6 +156,24 @@ impl PgStore {
         .await?)
     }
 
+    pub async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let (low, high) = id_span(ids);
+        sqlx::query(
+            "UPDATE notifications SET released_by_circuit = true \
+             WHERE id = ANY($1) AND id BETWEEN $2 AND $3 \
+               AND status = 'pending' AND attempts = 0 AND NOT released_by_circuit",
+        )
+        .bind(ids)
+        .bind(low)
+        .bind(high)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     pub async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT count(*) FROM notifications \
@@ -293,6 +312,9 @@ impl BreakerStore for PgStore {
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         PgStore::pending_of(self, endpoint, which, after, until, limit).await
+    }
+    async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        PgStore::mark_released(self, ids).await
     }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         PgStore::due_count(self, endpoint, now).await

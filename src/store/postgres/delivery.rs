@@ -32,7 +32,7 @@ pub(super) const LOAD_CLAIMED: &str = concat!(
          CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
          CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
          n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-         n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version \
+         n.released_by_circuit, n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version \
      FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
          LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
      WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3 AND ",
@@ -70,7 +70,7 @@ impl PgStore {
         let (low, high) = id_span(ids);
         Ok(sqlx::query_as::<_, Head>(
             "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
-                 ep.version AS endpoint_version \
+                 n.released_by_circuit, ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id = ANY($1) AND n.id BETWEEN $2 AND $3",
         )

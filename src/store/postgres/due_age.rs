@@ -1,6 +1,7 @@
 //! How old the push backlog is in PostgreSQL: per endpoint, the earliest
-//! due time among its due rows, by whether they were attempted before
-//! (`store::housekeeping::DueBacklog`).
+//! due time among its due rows, by lane: fresh, or backlog
+//! (attempted before, or released by a closing circuit;
+//! `store::housekeeping::DueBacklog`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -16,11 +17,13 @@ use crate::store::StoreError;
 pub(super) const DUE_BACKLOG: &str =
     "SELECT endpoint_id, attempted, min(next_attempt_at), count(*) FROM ( \
        (SELECT endpoint_id, false AS attempted, next_attempt_at FROM notifications \
-        WHERE status = 'pending' AND NOT pull AND next_attempt_at <= $1 AND attempts = 0 \
+        WHERE status = 'pending' AND NOT pull AND next_attempt_at <= $1 \
+          AND attempts = 0 AND NOT released_by_circuit \
         ORDER BY next_attempt_at LIMIT $2) \
        UNION ALL \
        (SELECT endpoint_id, true, next_attempt_at FROM notifications \
-        WHERE status = 'pending' AND NOT pull AND next_attempt_at <= $1 AND attempts > 0 \
+        WHERE status = 'pending' AND NOT pull AND next_attempt_at <= $1 \
+          AND (attempts > 0 OR released_by_circuit) \
         ORDER BY next_attempt_at LIMIT $2) \
      ) due GROUP BY endpoint_id, attempted";
 

@@ -153,6 +153,7 @@ from_row!(DueNotification {
     status,
     attempts,
     series_start,
+    released_by_circuit,
     next_attempt_at,
     event_id,
     url,
@@ -167,6 +168,7 @@ from_row!(Head {
     status,
     next_attempt_at,
     attempts,
+    released_by_circuit,
     endpoint_version,
 });
 

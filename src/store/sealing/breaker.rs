@@ -39,6 +39,9 @@ impl<S: BreakerStore> BreakerStore for Sealing<S> {
             .pending_of(endpoint, which, after, until, limit)
             .await
     }
+    async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        self.inner.mark_released(ids).await
+    }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         self.inner.due_count(endpoint, now).await
     }

@@ -195,6 +195,23 @@ impl SqliteStore {
         .map_err(store_error)
     }
 
+    pub async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "UPDATE notifications SET released_by_circuit = 1 \
+             WHERE id IN {IN_ID_LIST} \
+               AND status = 'pending' AND attempts = 0 AND released_by_circuit = 0"
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(id_list(ids))
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
+        Ok(())
+    }
+
     pub async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         sqlx::query_scalar(
             "SELECT count(*) FROM notifications \
@@ -285,6 +302,9 @@ impl BreakerStore for SqliteStore {
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         SqliteStore::pending_of(self, endpoint, which, after, until, limit).await
+    }
+    async fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError> {
+        SqliteStore::mark_released(self, ids).await
     }
     async fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError> {
         SqliteStore::due_count(self, endpoint, now).await

@@ -20,7 +20,7 @@ const DUE_COLUMNS: &str = "n.id, n.endpoint_id, n.key, n.content_type, \
      CASE WHEN n.event_id IS NULL THEN n.event_type ELSE e.event_type END AS event_type, \
      CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
      n.headers, n.schedule_ms, n.schedule_name, n.status, n.attempts, n.series_start, \
-     n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version";
+     n.released_by_circuit, n.next_attempt_at, n.event_id, n.url, n.sequence, ep.version AS endpoint_version";
 
 fn due(row: &SqliteRow) -> Result<DueNotification, sqlx::Error> {
     Ok(DueNotification {
@@ -36,6 +36,7 @@ fn due(row: &SqliteRow) -> Result<DueNotification, sqlx::Error> {
         status: columns::status(row, "status")?,
         attempts: row.try_get("attempts")?,
         series_start: row.try_get("series_start")?,
+        released_by_circuit: row.try_get::<i64, _>("released_by_circuit")? != 0,
         next_attempt_at: columns::optional_time(row, "next_attempt_at")?,
         event_id: row.try_get("event_id")?,
         url: row.try_get("url")?,
@@ -106,7 +107,7 @@ impl SqliteStore {
         }
         let sql = format!(
             "SELECT n.id, n.endpoint_id, n.status, n.next_attempt_at, n.attempts, \
-                 ep.version AS endpoint_version \
+                 n.released_by_circuit, ep.version AS endpoint_version \
              FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
              WHERE n.id IN {IN_ID_LIST}"
         );
@@ -119,6 +120,7 @@ impl SqliteStore {
                     status: columns::status(&row, "status")?,
                     next_attempt_at: columns::optional_time(&row, "next_attempt_at")?,
                     attempts: row.try_get("attempts")?,
+                    released_by_circuit: row.try_get::<i64, _>("released_by_circuit")? != 0,
                     endpoint_version: row.try_get("endpoint_version")?,
                 })
             })

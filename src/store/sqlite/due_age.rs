@@ -1,6 +1,7 @@
 //! How old the push backlog is on SQLite: per endpoint, the earliest due
-//! time among its due rows, by whether they were attempted before
-//! (`store::housekeeping::DueBacklog`).
+//! time among its due rows, by lane: fresh, or backlog (attempted
+//! before, or released by a closing circuit;
+//! `store::housekeeping::DueBacklog`).
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -17,11 +18,13 @@ use crate::store::StoreError;
 pub(super) const DUE_BACKLOG: &str =
     "SELECT endpoint_id, attempted, min(next_attempt_at), count(*) FROM ( \
        SELECT * FROM (SELECT endpoint_id, 0 AS attempted, next_attempt_at FROM notifications \
-        WHERE status = 'pending' AND pull = 0 AND next_attempt_at <= ?1 AND attempts = 0 \
+        WHERE status = 'pending' AND pull = 0 AND next_attempt_at <= ?1 \
+          AND attempts = 0 AND released_by_circuit = 0 \
         ORDER BY next_attempt_at LIMIT ?2) \
        UNION ALL \
        SELECT * FROM (SELECT endpoint_id, 1, next_attempt_at FROM notifications \
-        WHERE status = 'pending' AND pull = 0 AND next_attempt_at <= ?1 AND attempts > 0 \
+        WHERE status = 'pending' AND pull = 0 AND next_attempt_at <= ?1 \
+          AND (attempts > 0 OR released_by_circuit = 1) \
         ORDER BY next_attempt_at LIMIT ?2) \
      ) GROUP BY endpoint_id, attempted";
 

@@ -1,18 +1,21 @@
 //! The circuit breaker's side of the store (`store::breaker`): circuits
 //! written only over the state they were read in, the pending rows a probe
 //! or a release reads, and held rows ended only in the attempt count and
-//! series they were held at; a circuit's operator event committed only
-//! with its change, once.
+//! series they were held at; a release's mark of what it moves, on the
+//! rows it may lane; a circuit's operator event committed only with its
+//! change, once.
 
 use chrono::{Duration, DurationRound, Utc};
 use hookd::domain::breaker::{Circuit, State};
+use hookd::domain::lane::Lane;
 use hookd::domain::operator_event::{CircuitChange, OperatorEvent};
 use hookd::domain::status::Status;
 use hookd::store::breaker::PendingOf;
 use hookd::store::notifications::NewNotification;
 
 use super::fixtures::{
-    commit_new, create, due_at, endpoint, get, operator_event_keys, operator_on,
+    attempt, commit_new, create, due_at, endpoint, get, operator_event_keys, operator_on, record,
+    retry_in,
 };
 use super::Backend;
 
@@ -144,6 +147,61 @@ pub async fn a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_
         .await
         .unwrap()
         .is_empty());
+}
+
+pub async fn a_release_marks_only_pending_rows_never_attempted_and_they_load_on_the_backlog_lane<
+    S: Backend,
+>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let now = Utc::now();
+    let held = commit_new(&store, due_at(&shop, now)).await;
+    let retried = commit_new(&store, due_at(&shop, now)).await;
+    record(&store, &[attempt(retried, shop.id, 1, retry_in(60))]).await;
+    let ended = commit_new(&store, due_at(&shop, now)).await;
+    store
+        .fail_held(&[(ended, 0, 0)], "circuit_open", &[])
+        .await
+        .unwrap();
+    let fresh = commit_new(&store, due_at(&shop, now)).await;
+
+    store.mark_released(&[held, retried, ended]).await.unwrap();
+    // Twice, as a release done again a lease later does: no change.
+    store.mark_released(&[held]).await.unwrap();
+    store.mark_released(&[]).await.unwrap();
+
+    let ids = [held, retried, ended, fresh];
+    let mut heads = store.load_heads(&ids).await.unwrap();
+    heads.sort_by_key(|head| ids.iter().position(|id| *id == head.id));
+    let marks: Vec<(bool, Lane)> = heads
+        .iter()
+        .map(|head| (head.released_by_circuit, head.lane()))
+        .collect();
+    assert_eq!(
+        marks,
+        vec![
+            (true, Lane::Backlog),
+            (false, Lane::Backlog),
+            (false, Lane::Fresh),
+            (false, Lane::Fresh),
+        ],
+        "held marked, the retried and the ended left as they were, the fresh one untouched"
+    );
+    let always = |_: uuid::Uuid, _: i64| true;
+    let claimed = store.load_claimed(&[held, fresh], &always).await.unwrap();
+    let lane_of = |id| {
+        claimed
+            .notifications
+            .iter()
+            .find(|row| row.id == id)
+            .map(|row| row.lane())
+    };
+    assert_eq!(
+        (lane_of(held), lane_of(fresh)),
+        (Some(Lane::Backlog), Some(Lane::Fresh)),
+        "a claim loads the mark"
+    );
 }
 
 pub async fn a_circuit_change_commits_its_operator_event_only_with_the_change<S: Backend>(

@@ -171,6 +171,7 @@ macro_rules! conformance {
                 a_circuit_is_written_only_over_the_state_it_was_read_in,
                 pending_rows_of_an_endpoint_come_in_due_order_and_without_a_url_when_asked,
                 a_held_row_ends_failed_only_in_the_attempt_count_and_series_it_was_held_at,
+                a_release_marks_only_pending_rows_never_attempted_and_they_load_on_the_backlog_lane,
                 a_circuit_change_commits_its_operator_event_only_with_the_change,
             }
             clock {

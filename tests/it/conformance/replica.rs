@@ -287,6 +287,7 @@ through!(BreakerStore => primary {
     fn circuits_of(&self, endpoints: &[Uuid]) -> Result<Vec<(Uuid, hookd::domain::breaker::Circuit)>, StoreError>;
     fn set_circuit(&self, endpoint: Uuid, seen: &hookd::domain::breaker::Circuit, new: &hookd::domain::breaker::Circuit, event: Option<&OperatorEvent>) -> Result<bool, StoreError>;
     fn pending_of(&self, endpoint: Uuid, which: PendingOf, after: Option<(DateTime<Utc>, Uuid)>, until: DateTime<Utc>, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
+    fn mark_released(&self, ids: &[Uuid]) -> Result<(), StoreError>;
     fn due_count(&self, endpoint: Uuid, now: DateTime<Utc>) -> Result<i64, StoreError>;
     fn fail_held(&self, held: &[(Uuid, i32, i32)], last_error: &str, events: &[OperatorEvent]) -> Result<Vec<Uuid>, StoreError>;
 });
