@@ -24,6 +24,10 @@ pub struct Taken {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub key: Option<String>,
+    /// Its business object's key, and its place in that key's order, on
+    /// an endpoint ordered by key.
+    pub order_key: Option<String>,
+    pub sequence: Option<i64>,
     pub event_type: Option<String>,
     pub event_id: Option<Uuid>,
     pub content_type: String,

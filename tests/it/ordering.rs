@@ -397,7 +397,11 @@ async fn under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_b
 }
 both!(under_continue_a_failed_head_releases_the_next_and_a_retry_of_it_goes_back_at_its_place);
 
-async fn a_pull_consumer_is_offered_only_each_keys_head(backend: Backend) {
+/// Each taken with its key and its place in it, as a push delivery's
+/// `webhook-sequence`, so a consumer sees a gap as a receiver does.
+async fn a_pull_consumer_is_offered_only_each_keys_head_with_its_key_and_sequence(
+    backend: Backend,
+) {
     let app = backend.spawn().await;
     let endpoint = pull_endpoint(&app, json!({"ordering": "key"})).await;
     let a = notify_keyed(&app, &endpoint, "a", 2).await;
@@ -409,6 +413,17 @@ async fn a_pull_consumer_is_offered_only_each_keys_head(backend: Backend) {
     heads.sort();
     assert_eq!(offered, heads);
     let head = taken.iter().find(|t| t["id"] == json!(a[0])).unwrap();
+    assert_eq!(
+        (&head["order_key"], &head["sequence"]),
+        (&json!("a"), &json!(1)),
+        "{head}"
+    );
+    let other = taken.iter().find(|t| t["id"] == json!(b[0])).unwrap();
+    assert_eq!(
+        (&other["order_key"], &other["sequence"]),
+        (&json!("b"), &json!(1)),
+        "{other}"
+    );
     let (status, acked) = app
         .post(
             &format!("/v1/notifications/{}/ack", a[0]),
@@ -423,8 +438,10 @@ async fn a_pull_consumer_is_offered_only_each_keys_head(backend: Backend) {
     .await;
     assert_eq!(next.len(), 1);
     assert_eq!(next[0]["id"], json!(a[1]));
+    assert_eq!(next[0]["order_key"], json!("a"));
+    assert_eq!(next[0]["sequence"], json!(2));
 }
-both!(a_pull_consumer_is_offered_only_each_keys_head);
+both!(a_pull_consumer_is_offered_only_each_keys_head_with_its_key_and_sequence);
 
 async fn turning_ordering_off_releases_every_notification_waiting(backend: Backend) {
     let app = backend.spawn().await;

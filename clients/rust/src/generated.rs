@@ -4004,11 +4004,20 @@ Default `0s`: answer at once.*/
         pub key: ::std::option::Option<::std::string::String>,
         ///When the lease runs out unless extended.
         pub lease_until: ::chrono::DateTime<::chrono::offset::Utc>,
+        /**The business object it is about, on an endpoint ordered by key: a
+pull offers only each key's earliest pending notification.*/
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
+        pub order_key: ::std::option::Option<::std::string::String>,
         ///The JSON payload (JSON content types).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub payload: ::std::option::Option<::serde_json::Value>,
         ///Names this lease: ack, nack or extend with it.
         pub receipt: ::std::string::String,
+        /**Its place in its key's order (1, 2, 3 …), as a push delivery's
+`webhook-sequence`: a gap tells the consumer one is missing. `null`
+unless its endpoint orders by key.*/
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
+        pub sequence: ::std::option::Option<i64>,
     }
     impl Pulled {
         pub fn builder() -> builder::Pulled {
@@ -11089,11 +11098,19 @@ what those may do is fixed (see `portal`).*/
                 ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
+            order_key: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
             payload: ::std::result::Result<
                 ::std::option::Option<::serde_json::Value>,
                 ::std::string::String,
             >,
             receipt: ::std::result::Result<::std::string::String, ::std::string::String>,
+            sequence: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for Pulled {
             fn default() -> Self {
@@ -11108,8 +11125,10 @@ what those may do is fixed (see `portal`).*/
                     id: Err("no value supplied for id".to_string()),
                     key: Ok(Default::default()),
                     lease_until: Err("no value supplied for lease_until".to_string()),
+                    order_key: Err("no value supplied for order_key".to_string()),
                     payload: Ok(Default::default()),
                     receipt: Err("no value supplied for receipt".to_string()),
+                    sequence: Err("no value supplied for sequence".to_string()),
                 }
             }
         }
@@ -11237,6 +11256,18 @@ what those may do is fixed (see `portal`).*/
                     });
                 self
             }
+            pub fn order_key<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.order_key = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for order_key: {e}")
+                    });
+                self
+            }
             pub fn payload<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::serde_json::Value>>,
@@ -11261,6 +11292,18 @@ what those may do is fixed (see `portal`).*/
                     });
                 self
             }
+            pub fn sequence<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.sequence = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for sequence: {e}")
+                    });
+                self
+            }
         }
         impl ::std::convert::TryFrom<Pulled> for super::Pulled {
             type Error = super::error::ConversionError;
@@ -11278,8 +11321,10 @@ what those may do is fixed (see `portal`).*/
                     id: value.id?,
                     key: value.key?,
                     lease_until: value.lease_until?,
+                    order_key: value.order_key?,
                     payload: value.payload?,
                     receipt: value.receipt?,
+                    sequence: value.sequence?,
                 })
             }
         }
@@ -11296,8 +11341,10 @@ what those may do is fixed (see `portal`).*/
                     id: Ok(value.id),
                     key: Ok(value.key),
                     lease_until: Ok(value.lease_until),
+                    order_key: Ok(value.order_key),
                     payload: Ok(value.payload),
                     receipt: Ok(value.receipt),
+                    sequence: Ok(value.sequence),
                 }
             }
         }

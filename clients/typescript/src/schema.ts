@@ -1689,10 +1689,22 @@ export interface components {
              * @description When the lease runs out unless extended.
              */
             lease_until: string;
+            /**
+             * @description The business object it is about, on an endpoint ordered by key: a
+             *     pull offers only each key's earliest pending notification.
+             */
+            order_key: string | null;
             /** @description The JSON payload (JSON content types). */
             payload?: unknown;
             /** @description Names this lease: ack, nack or extend with it. */
             receipt: string;
+            /**
+             * Format: int64
+             * @description Its place in its key's order (1, 2, 3 …), as a push delivery's
+             *     `webhook-sequence`: a gap tells the consumer one is missing. `null`
+             *     unless its endpoint orders by key.
+             */
+            sequence: number | null;
         };
         /** @description An endpoint's limit: `per_second` sustained, up to `burst` at once. */
         RateLimit: {

@@ -80,6 +80,15 @@ pub struct Pulled {
     pub event_type: Option<String>,
     pub event_id: Option<Uuid>,
     pub key: Option<String>,
+    /// The business object it is about, on an endpoint ordered by key: a
+    /// pull offers only each key's earliest pending notification.
+    #[schema(required = true)]
+    pub order_key: Option<String>,
+    /// Its place in its key's order (1, 2, 3 …), as a push delivery's
+    /// `webhook-sequence`: a gap tells the consumer one is missing. `null`
+    /// unless its endpoint orders by key.
+    #[schema(required = true)]
+    pub sequence: Option<i64>,
     pub content_type: String,
     /// The JSON payload (JSON content types).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +118,8 @@ impl Pulled {
             event_type: taken.event_type,
             event_id: taken.event_id,
             key: taken.key,
+            order_key: taken.order_key,
+            sequence: taken.sequence,
             content_type: taken.content_type,
             payload,
             body,

@@ -181,11 +181,13 @@ async fn lease_rows(
                  next_attempt_at = $5, updated_at = $3 \
              FROM picked p \
              WHERE n.id = p.id AND (n.status = 'pending') IS TRUE AND n.lease_id IS NULL \
-             RETURNING n.id, n.endpoint_id, n.key, n.event_type, n.event_id, n.content_type, \
+             RETURNING n.id, n.endpoint_id, n.key, n.order_key, n.sequence, n.event_type, \
+                 n.event_id, n.content_type, \
                  n.body, n.headers, n.created_at, n.attempts, n.lease_id, p.due_at, \
                  n.next_attempt_at AS lease_until \
          ) \
-         SELECT t.id, t.endpoint_id, t.key, COALESCE(t.event_type, e.event_type) AS event_type, \
+         SELECT t.id, t.endpoint_id, t.key, t.order_key, t.sequence, \
+             COALESCE(t.event_type, e.event_type) AS event_type, \
              t.event_id, t.content_type, \
              CASE WHEN t.event_id IS NULL THEN t.body ELSE e.body END AS body, \
              t.headers, t.created_at, t.attempts, t.lease_id, t.due_at, t.lease_until \

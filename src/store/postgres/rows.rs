@@ -297,6 +297,8 @@ from_row!(Taken {
     id,
     endpoint_id,
     key,
+    order_key,
+    sequence,
     event_type,
     event_id,
     content_type,

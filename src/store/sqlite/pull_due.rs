@@ -174,7 +174,8 @@ async fn lease_row(
         return Ok(None);
     }
     let row = sqlx::query(
-        "SELECT n.id, n.endpoint_id, n.key, COALESCE(n.event_type, e.event_type) AS event_type, \
+        "SELECT n.id, n.endpoint_id, n.key, n.order_key, n.sequence, \
+             COALESCE(n.event_type, e.event_type) AS event_type, \
              n.event_id, n.content_type, \
              CASE WHEN n.event_id IS NULL THEN n.body ELSE e.body END AS body, \
              n.headers, n.created_at, n.attempts, n.lease_id, n.next_attempt_at \
@@ -192,6 +193,8 @@ fn taken(row: &SqliteRow, due_at: DateTime<Utc>) -> Result<Taken, sqlx::Error> {
         id: row.try_get("id")?,
         endpoint_id: row.try_get("endpoint_id")?,
         key: row.try_get("key")?,
+        order_key: row.try_get("order_key")?,
+        sequence: row.try_get("sequence")?,
         event_type: row.try_get("event_type")?,
         event_id: row.try_get("event_id")?,
         content_type: row.try_get("content_type")?,

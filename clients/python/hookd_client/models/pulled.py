@@ -28,7 +28,12 @@ class Pulled:
         headers (PulledHeaders): The notification's custom headers.
         id (UUID):
         lease_until (datetime.datetime): When the lease runs out unless extended.
+        order_key (None | str): The business object it is about, on an endpoint ordered by key: a
+            pull offers only each key's earliest pending notification.
         receipt (str): Names this lease: ack, nack or extend with it.
+        sequence (int | None): Its place in its key's order (1, 2, 3 …), as a push delivery's
+            `webhook-sequence`: a gap tells the consumer one is missing. `null`
+            unless its endpoint orders by key.
         body (None | str | Unset): The body as text (other content types).
         event_id (None | Unset | UUID):
         event_type (None | str | Unset):
@@ -42,7 +47,9 @@ class Pulled:
     headers: PulledHeaders
     id: UUID
     lease_until: datetime.datetime
+    order_key: None | str
     receipt: str
+    sequence: int | None
     body: None | str | Unset = UNSET
     event_id: None | Unset | UUID = UNSET
     event_type: None | str | Unset = UNSET
@@ -63,7 +70,13 @@ class Pulled:
 
         lease_until = self.lease_until.isoformat()
 
+        order_key: None | str
+        order_key = self.order_key
+
         receipt = self.receipt
+
+        sequence: int | None
+        sequence = self.sequence
 
         body: None | str | Unset
         if isinstance(self.body, Unset):
@@ -103,7 +116,9 @@ class Pulled:
                 "headers": headers,
                 "id": id,
                 "lease_until": lease_until,
+                "order_key": order_key,
                 "receipt": receipt,
+                "sequence": sequence,
             }
         )
         if body is not UNSET:
@@ -136,7 +151,21 @@ class Pulled:
 
         lease_until = datetime.datetime.fromisoformat(d.pop("lease_until"))
 
+        def _parse_order_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        order_key = _parse_order_key(d.pop("order_key"))
+
         receipt = d.pop("receipt")
+
+        def _parse_sequence(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        sequence = _parse_sequence(d.pop("sequence"))
 
         def _parse_body(data: object) -> None | str | Unset:
             if data is None:
@@ -191,7 +220,9 @@ class Pulled:
             headers=headers,
             id=id,
             lease_until=lease_until,
+            order_key=order_key,
             receipt=receipt,
+            sequence=sequence,
             body=body,
             event_id=event_id,
             event_type=event_type,
