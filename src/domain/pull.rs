@@ -45,7 +45,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(20);
 /// How far back housekeeping looks for rows written against a stale view
 /// of an endpoint: pending rows whose push/pull mode is not their
 /// endpoint's (a switch a process had not seen yet: `adopt_strays`) and
-/// pull rows of an endpoint deleted meanwhile (`cancel_orphaned_pulls`).
+/// rows of an endpoint deleted meanwhile (`cancel_orphans`).
 /// Endpoint caches live a second; a day is far past any of them.
 pub const STRAY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 

@@ -438,7 +438,7 @@ pub trait PullStore: Clocked + Send + Sync + 'static {
         delivery: Delivery,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
-    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError>;
+    async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError>;
     async fn set_consumer_token(
         &self,
         endpoint_id: Uuid,

@@ -378,7 +378,8 @@ impl Service {
     }
 
     /// One round of the background work: leases that ran out, and (with
-    /// `strays`) rows left pull on endpoints that are push now or deleted.
+    /// `strays`) rows left pull on endpoints that are push now, and pending
+    /// rows, push or pull, of endpoints deleted meanwhile.
     async fn sweep_pull(&self, strays: bool) {
         loop {
             match self.expire_leases(None).await {
@@ -395,13 +396,16 @@ impl Service {
                 Ok(moved) => self.index_due(&moved).await,
                 Err(error) => tracing::warn!(%error, "could not adopt stray pull rows"),
             }
-            match self.pull.cancel_orphaned_pulls(EXPIRE_BATCH).await {
-                Ok(0) => {}
-                Ok(count) => tracing::info!(
-                    count,
-                    "cancelled pull notifications created as their endpoint was deleted"
-                ),
-                Err(error) => tracing::warn!(%error, "could not cancel orphaned pull rows"),
+            match self.pull.cancel_orphans(EXPIRE_BATCH).await {
+                Ok(cancelled) if cancelled.is_empty() => {}
+                Ok(cancelled) => {
+                    tracing::info!(
+                        count = cancelled.len(),
+                        "cancelled notifications created as their endpoint was deleted"
+                    );
+                    self.unindex(&cancelled).await;
+                }
+                Err(error) => tracing::warn!(%error, "could not cancel orphaned notifications"),
             }
         }
     }

@@ -261,18 +261,20 @@ impl PgStore {
         Ok(moved)
     }
 
-    /// Cancels pending pull notifications of endpoints deleted in the last
-    /// day: a process whose endpoint cache had not yet seen the delete
-    /// created them after the delete cancelled the rest. (Push ones are
-    /// cancelled by the dispatcher when it claims them; nothing claims pull
-    /// ones.) Endpoints come from `endpoints_deleted`. At most `limit`;
-    /// returns how many.
-    pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+    /// Cancels pending notifications, push or pull, of endpoints deleted
+    /// in the last day: a process whose endpoint cache had not yet seen
+    /// the delete created them after the delete cancelled the rest.
+    /// (The dispatcher cancels a push one when it claims it too, but one
+    /// due next week would read `pending` until then; nothing claims pull
+    /// ones.) The endpoints' pending rows come from
+    /// `notifications_endpoint_pending_due`. At most `limit`; returns
+    /// those it cancelled.
+    pub async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
         let now = self.clock.now();
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT o.id FROM endpoints e CROSS JOIN LATERAL ( \
                  SELECT id FROM notifications \
-                 WHERE endpoint_id = e.id AND status = 'pending' AND pull LIMIT $1 \
+                 WHERE endpoint_id = e.id AND status = 'pending' LIMIT $1 \
              ) o \
              WHERE e.deleted_at > $2 LIMIT $1",
         )
@@ -281,12 +283,10 @@ impl PgStore {
         .fetch_all(&self.pool)
         .await?;
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(ids);
         }
         let pending = crate::store::cancel::Pending::Ids(&ids);
-        Ok(super::cancel::cancel_pending_now(&self.pool, pending, now)
-            .await?
-            .len())
+        super::cancel::cancel_pending_now(&self.pool, pending, now).await
     }
 
     /// Makes claimed push rows of pull endpoints pull rows (the dispatcher

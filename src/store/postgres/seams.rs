@@ -395,8 +395,8 @@ impl PullStore for PgStore {
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         PgStore::adopt_strays(self, limit).await
     }
-    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
-        PgStore::cancel_orphaned_pulls(self, limit).await
+    async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
+        PgStore::cancel_orphans(self, limit).await
     }
     async fn set_consumer_token(
         &self,

@@ -124,8 +124,8 @@ impl<S: PullStore> PullStore for Sealing<S> {
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         self.inner.adopt_strays(limit).await
     }
-    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
-        self.inner.cancel_orphaned_pulls(limit).await
+    async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
+        self.inner.cancel_orphans(limit).await
     }
     async fn set_consumer_token(
         &self,

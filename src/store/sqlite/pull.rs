@@ -238,14 +238,15 @@ impl SqliteStore {
         Ok(moved)
     }
 
-    /// Cancels pending pull notifications of endpoints deleted in the last
-    /// day (made by a process whose cache had not seen the delete), as
-    /// `store::cancel::cancel_pending` does; at most `limit`.
-    pub async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
+    /// Cancels pending notifications, push or pull, of endpoints deleted
+    /// in the last day (made by a process whose cache had not seen the
+    /// delete), as `store::cancel::cancel_pending` does; at most `limit`.
+    /// Returns those it cancelled.
+    pub async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
         let now = self.clock.now();
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "SELECT n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
-             WHERE e.deleted_at > ?1 AND n.status = 'pending' AND n.pull = 1 LIMIT ?2",
+             WHERE e.deleted_at > ?1 AND n.status = 'pending' LIMIT ?2",
         )
         .bind(micros(strays_since(now)))
         .bind(limit)
@@ -253,11 +254,9 @@ impl SqliteStore {
         .await
         .map_err(store_error)?;
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(ids);
         }
-        let cancelled =
-            super::cancel::cancel_pending(&self.writer, Pending::Ids(&ids), micros(now)).await?;
-        Ok(cancelled.len())
+        super::cancel::cancel_pending(&self.writer, Pending::Ids(&ids), micros(now)).await
     }
 }
 

@@ -383,8 +383,8 @@ impl PullStore for SqliteStore {
     async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         SqliteStore::adopt_strays(self, limit).await
     }
-    async fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError> {
-        SqliteStore::cancel_orphaned_pulls(self, limit).await
+    async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
+        SqliteStore::cancel_orphans(self, limit).await
     }
     async fn set_consumer_token(
         &self,

@@ -185,7 +185,7 @@ macro_rules! conformance {
             pull_mode {
                 next_pull_due_is_the_earliest_due_or_lease_end,
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
-                strays_and_orphans_follow_their_endpoint,
+                strays_and_orphans_push_or_pull_follow_their_endpoint,
                 consumer_tokens_are_read_all_then_by_change,
                 a_pull_signal_wakes_listeners_of_its_endpoint,
             }

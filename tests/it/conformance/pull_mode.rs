@@ -111,7 +111,7 @@ pub(super) async fn switch<S: Backend>(store: &S, id: Uuid, delivery: Delivery) 
     .unwrap();
 }
 
-pub async fn strays_and_orphans_follow_their_endpoint<S: Backend>(store: S) {
+pub async fn strays_and_orphans_push_or_pull_follow_their_endpoint<S: Backend>(store: S) {
     // Written as pull by a process that had not seen the switch to push.
     let switched = create(&store, pull_endpoint()).await;
     switch(&store, switched.id, Delivery::Push).await;
@@ -127,22 +127,34 @@ pub async fn strays_and_orphans_follow_their_endpoint<S: Backend>(store: S) {
     assert!(!get(&store, stray).await.pull);
     assert!(get(&store, pulled).await.pull);
 
-    // Written as pull by a process that had not seen the delete.
+    // Written by a process that had not seen the delete: pull, and push
+    // due next week, which no claim would find before then.
     let deleted = create(&store, pull_endpoint()).await;
     WriteStore::delete_endpoint(&store, &EndpointRef::Id(deleted.id))
         .await
         .unwrap();
     let orphan = pending(&store, &deleted).await;
-    assert_eq!(
-        PullStore::cancel_orphaned_pulls(&store, 10).await.unwrap(),
-        1
-    );
+    let gone_push = create(&store, endpoint()).await;
+    let live_push = create(&store, endpoint()).await;
+    WriteStore::delete_endpoint(&store, &EndpointRef::Id(gone_push.id))
+        .await
+        .unwrap();
+    let next_week = Utc::now() + Duration::days(7);
+    let scheduled = commit_new(&store, due_at(&gone_push, next_week)).await;
+    let kept_push = commit_new(&store, due_at(&live_push, next_week)).await;
+    let mut cancelled = PullStore::cancel_orphans(&store, 10).await.unwrap();
+    cancelled.sort();
+    let mut both = vec![orphan, scheduled];
+    both.sort();
+    assert_eq!(cancelled, both);
     assert_eq!(get(&store, orphan).await.status, Status::Cancelled);
+    assert_eq!(get(&store, scheduled).await.status, Status::Cancelled);
     assert_eq!(get(&store, pulled).await.status, Status::Pending);
-    assert_eq!(
-        PullStore::cancel_orphaned_pulls(&store, 10).await.unwrap(),
-        0
-    );
+    assert_eq!(get(&store, kept_push).await.status, Status::Pending);
+    assert!(PullStore::cancel_orphans(&store, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn consumer_tokens_are_read_all_then_by_change<S: Backend>(store: S) {

@@ -267,7 +267,7 @@ through!(PullStore => primary {
     fn lease_of(&self, id: Uuid) -> Result<Option<Leased>, StoreError>;
     fn follow_delivery(&self, endpoint_id: Uuid, delivery: Delivery) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
     fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError>;
-    fn cancel_orphaned_pulls(&self, limit: i64) -> Result<usize, StoreError>;
+    fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError>;
     fn set_consumer_token(&self, endpoint_id: Uuid, digest: &[u8; 32]) -> Result<bool, StoreError>;
     fn consumer_tokens(&self, since: Option<DateTime<Utc>>) -> Result<ConsumerTokenRows, StoreError>;
     fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError>;
