@@ -271,6 +271,7 @@ pub async fn create(
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListParams {
     owner: Option<String>,
     limit: Option<String>,

@@ -223,6 +223,7 @@ pub async fn read(
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListParams {
     owner: Option<String>,
     event_type: Option<String>,

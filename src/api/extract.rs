@@ -315,14 +315,42 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
         }
         serde_urlencoded::from_str(query)
             .map(QueryParams)
-            .map_err(|e| {
-                ApiError::malformed(
-                    ErrorCode::InvalidQuery,
-                    None,
-                    format!("invalid query string: {e}"),
-                )
-            })
+            .map_err(|e| query_error(&e.to_string()))
     }
+}
+
+/// A query the parameters' struct (`deny_unknown_fields`) refused: a name
+/// it does not take, or one given twice, is 422 naming it, as a body's
+/// unknown field is (a misspelt filter would otherwise list everything);
+/// anything else is a malformed query.
+fn query_error(message: &str) -> ApiError {
+    if let Some(name) = quoted(message, "unknown field `") {
+        let takes = message
+            .split_once("expected ")
+            .map(|(_, names)| names.replace("one of ", "").replace('`', ""))
+            .unwrap_or_default();
+        let message = if takes.is_empty() {
+            "this route takes no query parameters".to_string()
+        } else {
+            format!("unknown query parameter; this route takes {takes}")
+        };
+        return ApiError::invalid(ErrorCode::UnknownField, shown(&name), message);
+    }
+    if let Some(name) = quoted(message, "duplicate field `") {
+        return ApiError::invalid(
+            ErrorCode::InvalidValue,
+            shown(&name),
+            "give each parameter once",
+        );
+    }
+    ApiError::malformed(
+        ErrorCode::InvalidQuery,
+        None,
+        cut(
+            &format!("invalid query string: {message}"),
+            MAX_MESSAGE_BYTES,
+        ),
+    )
 }
 
 /// Answers 400 in the API's error shape when the path, percent-decoded, is
@@ -366,6 +394,52 @@ fn percent_decoded(path: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod query_tests {
+    use serde::Deserialize;
+
+    use super::query_error;
+    use crate::api::error::ApiError;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Params {
+        status: Option<String>,
+        limit: Option<String>,
+    }
+
+    fn refused(query: &str) -> ApiError {
+        query_error(
+            &serde_urlencoded::from_str::<Params>(query)
+                .unwrap_err()
+                .to_string(),
+        )
+    }
+
+    #[test]
+    fn a_misspelt_parameter_is_named_with_those_the_route_takes() {
+        let ApiError::Invalid { field, message, .. } = refused("stauts=failed") else {
+            panic!("not a 422")
+        };
+        assert_eq!(field.as_deref(), Some("stauts"));
+        assert_eq!(
+            message,
+            "unknown query parameter; this route takes status or limit"
+        );
+    }
+
+    #[test]
+    fn a_parameter_given_twice_is_named() {
+        let ApiError::Invalid { field, message, .. } = refused("status=failed&status=pending")
+        else {
+            panic!("not a 422")
+        };
+        assert_eq!(field.as_deref(), Some("status"));
+        assert_eq!(message, "give each parameter once");
+    }
 }
 
 #[cfg(test)]

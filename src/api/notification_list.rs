@@ -24,6 +24,7 @@ use crate::store::endpoints::EndpointRef;
 use crate::store::notifications::{ListOrder, MostAttempted, NotificationFilter, MAX_EXAMINED};
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListParams {
     endpoint: Option<String>,
     event: Option<String>,

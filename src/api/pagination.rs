@@ -56,6 +56,7 @@ impl utoipa::Modify for PageItems {
 
 /// `?limit=&cursor=`, kept as text so that bad values get our own errors.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PageParams {
     pub limit: Option<String>,
     pub cursor: Option<String>,

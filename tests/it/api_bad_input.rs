@@ -109,6 +109,11 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("a name given as a list", M::PATCH, "/v1/endpoints/shop", Some("{\"ordering\": []}"), 422, "invalid_type", Some("ordering")),
         case("two headers one name but for case", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"X-A\": \"1\", \"x-a\": \"2\"}}"), 422, "invalid_header", Some("headers.x-a")),
         case("a query value that is not utf-8", M::GET, "/v1/notifications?key=%FF-lossy", None, 400, "invalid_query", None),
+        // A misspelt filter would otherwise list everything.
+        case("a list filter misspelt", M::GET, "/v1/notifications?stauts=failed", None, 422, "unknown_field", Some("stauts")),
+        case("a filter the event list has not", M::GET, "/v1/events?endpoint=shop", None, 422, "unknown_field", Some("endpoint")),
+        case("a filter given twice", M::GET, "/v1/endpoints?owner=a&owner=b", None, 422, "invalid_value", Some("owner")),
+        case("a filter on a notification's attempts", M::GET, "/v1/notifications/00000000-0000-0000-0000-000000000000/attempts?status=failed", None, 422, "unknown_field", Some("status")),
         // A route that takes no body refuses one rather than ignore it.
         case("a retry with a malformed body", M::POST, "/v1/notifications/00000000-0000-0000-0000-000000000000/retry", Some("{\"force"), 400, "malformed_json", None),
         case("a cancel with a field it has not", M::POST, "/v1/notifications/00000000-0000-0000-0000-000000000000/cancel", Some("{\"reason\": \"fraud\"}"), 422, "unknown_field", Some("reason")),
