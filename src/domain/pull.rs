@@ -182,6 +182,14 @@ pub fn consumer_token_works(endpoint_deleted: bool, delivery: Delivery) -> bool 
     !endpoint_deleted && delivery == Delivery::Pull
 }
 
+/// Whether a change of an endpoint's mode from `before` to `after` revokes
+/// its consumer token for good: a switch to push, deleted in the switch's
+/// own commit, so that no failure after it leaves the token to work again
+/// once the endpoint is switched back to pull.
+pub fn switch_revokes_token(before: Delivery, after: Delivery) -> bool {
+    before == Delivery::Pull && after == Delivery::Push
+}
+
 /// Why a leased attempt did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -267,6 +275,14 @@ pub fn failure_error(failure: &Failure, message: Option<&str>) -> (&'static str,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_switch_from_pull_to_push_revokes_the_token() {
+        assert!(switch_revokes_token(Delivery::Pull, Delivery::Push));
+        assert!(!switch_revokes_token(Delivery::Push, Delivery::Pull));
+        assert!(!switch_revokes_token(Delivery::Pull, Delivery::Pull));
+        assert!(!switch_revokes_token(Delivery::Push, Delivery::Push));
+    }
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()

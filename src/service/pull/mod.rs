@@ -292,9 +292,9 @@ impl Service {
                 self.signal_pull(&[endpoint.id]).await;
             }
             Delivery::Push => {
-                // A push endpoint has no consumers: its token is revoked,
-                // and a switch back to pull does not bring it back.
-                self.pull.revoke_consumer_token(endpoint.id).await?;
+                // A push endpoint has no consumers: the switch's commit
+                // deleted its token (`pull::switch_revokes_token`), so a
+                // switch back to pull does not bring it back.
                 self.reread_consumer_tokens().await;
                 self.index_due(&moved).await
             }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::domain::health;
 use crate::domain::ordering;
+use crate::domain::pull;
 use crate::store::cancel::Pending;
 use crate::store::endpoints::Endpoint;
 use crate::store::endpoints::EndpointRef;
@@ -144,6 +145,7 @@ impl PgStore {
             return Ok(None);
         };
         let was_ordered = (endpoint.ordering, endpoint.ordering_on_failure);
+        let was_delivered = endpoint.delivery;
         let (was_disabled, kept) = (
             endpoint.disabled,
             health::Kept {
@@ -170,6 +172,12 @@ impl PgStore {
         }
         if ordering::lines_again(was_ordered.0, ordered.0) {
             super::ordering::relink(&mut tx, endpoint.id, now).await?;
+        }
+        if pull::switch_revokes_token(was_delivered, endpoint.delivery) {
+            sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = $1")
+                .bind(endpoint.id)
+                .execute(&mut *tx)
+                .await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(

@@ -18,6 +18,7 @@ use super::rows::{self, to_json, ENDPOINT_COLUMNS};
 use super::{store_error, SqliteStore};
 use crate::domain::health;
 use crate::domain::ordering;
+use crate::domain::pull;
 use crate::store::cancel::Pending;
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::StoreError;
@@ -249,6 +250,13 @@ impl SqliteStore {
         }
         if ordering::lines_again(before.ordering, endpoint.ordering) {
             super::ordering::relink(&mut tx, endpoint.id, now).await?;
+        }
+        if pull::switch_revokes_token(before.delivery, endpoint.delivery) {
+            sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = ?")
+                .bind(endpoint.id)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_error)?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(

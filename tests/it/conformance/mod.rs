@@ -187,6 +187,7 @@ macro_rules! conformance {
                 following_a_switch_to_pull_and_back_moves_only_what_differs,
                 strays_and_orphans_push_or_pull_follow_their_endpoint,
                 consumer_tokens_are_read_all_then_by_change,
+                a_switch_to_push_revokes_the_consumer_token_in_its_own_commit,
                 a_pull_signal_wakes_listeners_of_its_endpoint,
             }
             operations {

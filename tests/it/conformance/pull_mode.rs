@@ -227,6 +227,33 @@ pub async fn consumer_tokens_are_read_all_then_by_change<S: Backend>(store: S) {
         .unwrap());
 }
 
+/// Nothing after the switch (a failure, a kill) can leave the token to work
+/// again once the endpoint is pull again: the switch itself deleted it.
+pub async fn a_switch_to_push_revokes_the_consumer_token_in_its_own_commit<S: Backend>(store: S) {
+    let puller = create(&store, pull_endpoint()).await;
+    let other = create(&store, pull_endpoint()).await;
+    for (endpoint, digest) in [(&puller, [7; 32]), (&other, [8; 32])] {
+        assert!(PullStore::set_consumer_token(&store, endpoint.id, &digest)
+            .await
+            .unwrap());
+    }
+    switch(&store, puller.id, Delivery::Push).await;
+    switch(&store, puller.id, Delivery::Pull).await;
+    let digests: Vec<_> = PullStore::consumer_tokens(&store, None)
+        .await
+        .unwrap()
+        .rows
+        .into_iter()
+        .filter(|row| row.digest.is_some())
+        .map(|row| row.endpoint_id)
+        .collect();
+    assert_eq!(
+        digests,
+        [other.id],
+        "only the endpoint never switched keeps one"
+    );
+}
+
 pub async fn a_pull_signal_wakes_listeners_of_its_endpoint<S: Backend>(store: S) {
     let store = std::sync::Arc::new(store);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
