@@ -111,6 +111,35 @@ async fn a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_
 }
 both!(a_consumer_that_never_acks_gets_its_notifications_back_after_the_lease_and_only_then);
 
+/// A batch that names a notification by a stale receipt first and by its
+/// current one after: the current one ends the lease (the stale one is
+/// `lease_lost`), in an ack as in a nack.
+async fn a_batch_ends_a_lease_by_its_current_receipt_after_a_stale_one(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = pull_endpoint(&app, json!({"schedule": ["0s", "1s", "1s", "1s"]})).await;
+    let id = notify(&app, &endpoint, json!({})).await;
+    let stale = pull(&app, &endpoint, json!({"lease": "1s"})).await;
+    assert_eq!(ids(&stale), [id.as_str()]);
+    for how in ["nack", "ack"] {
+        // Its lease runs out and it comes back, as the next attempt.
+        let current = pull(&app, &endpoint, json!({"wait": "15s", "lease": "30s"})).await;
+        assert_eq!(ids(&current), [id.as_str()], "{how}");
+        let (status, ended) = app
+            .post(
+                &format!("/v1/endpoints/{endpoint}/{how}"),
+                json!({"receipts": [stale[0]["receipt"], current[0]["receipt"]]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{ended}");
+        assert_eq!(ended["data"][0]["status"], 409, "{how}: {ended}");
+        assert_eq!(ended["data"][0]["error"]["code"], "lease_lost", "{ended}");
+        assert_eq!(ended["data"][1]["status"], 200, "{how}: {ended}");
+    }
+    let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(read["status"], "succeeded", "{read}");
+}
+both!(a_batch_ends_a_lease_by_its_current_receipt_after_a_stale_one);
+
 async fn a_retry_just_after_a_lease_ran_out_first_records_the_attempt_that_lease_ended(
     backend: Backend,
 ) {

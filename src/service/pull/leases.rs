@@ -74,18 +74,25 @@ impl Service {
         scope: Scope,
     ) -> Result<Vec<Result<Ended, Problem>>, ServiceError> {
         let operator = self.settings.operator.enabled();
-        let first: HashMap<Uuid, Receipt> = receipts
-            .iter()
-            .rev()
-            .map(|r| (r.notification, *r))
-            .collect();
+        // A notification named twice (a stale receipt, then the current
+        // one) is ended by the first receipt that holds its lease, not by
+        // the first given: the others are `lease_lost`.
+        let mut named: HashMap<Uuid, Vec<Receipt>> = HashMap::new();
+        for receipt in receipts {
+            named
+                .entry(receipt.notification)
+                .or_default()
+                .push(*receipt);
+        }
         let ended_leases = self
             .pull
             .end_leases(
                 Leases::Receipts(receipts),
                 Box::new(|row| {
-                    let receipt = first.get(&row.id)?;
-                    judge(row, receipt, how, scope, operator).ok()
+                    named
+                        .get(&row.id)?
+                        .iter()
+                        .find_map(|receipt| judge(row, receipt, how, scope, operator).ok())
                 }),
             )
             .await?;
@@ -99,10 +106,10 @@ impl Service {
                 let row = rows
                     .get(&receipt.notification)
                     .ok_or_else(|| Problem::not_found("notification"))?;
+                let record = judge(row, receipt, how, scope, operator)?;
                 if !seen.insert(receipt.notification) {
                     return Err(lease_lost());
                 }
-                let record = judge(row, receipt, how, scope, operator)?;
                 // Judged on what was read; lost before the write.
                 if !moved.contains(&record.notification_id) {
                     return Err(lease_lost());
