@@ -265,7 +265,7 @@ impl From<Arc<StoreError>> for ApiError {
             },
             StoreError::InvalidValue(_) => ApiError::Invalid {
                 code: ErrorCode::InvalidValue,
-                message: "a value holds characters that cannot be stored (such as a NUL byte)"
+                message: "a value cannot be stored: it holds characters the database refuses (such as a NUL byte) or is out of the range it keeps"
                     .into(),
                 field: None,
             },

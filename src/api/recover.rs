@@ -231,7 +231,8 @@ pub struct BulkRetryRequest {
     /// RFC 3339: created before.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub created_before: Option<String>,
-    /// RFC 3339: failed at or after (as a recover's `since`).
+    /// RFC 3339: failed at or after (as a recover's `since`), not in the
+    /// future.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub completed_after: Option<String>,
     /// Count what it would restart, and change nothing.

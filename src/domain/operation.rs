@@ -153,6 +153,19 @@ impl Window {
     }
 }
 
+/// A bulk retry's `completed_after` at `now`: not in the future, as a
+/// recover's window is not (nothing has failed there yet, and its window
+/// would end before it starts).
+pub fn failed_since(
+    at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, Problem> {
+    match at {
+        Some(at) if at > now => Err(future("completed_after")),
+        _ => Ok(at),
+    }
+}
+
 fn time(field: &str, text: &str) -> Result<DateTime<Utc>, Problem> {
     DateTime::parse_from_rfc3339(text)
         .map(|at| at.with_timezone(&Utc))
@@ -172,7 +185,7 @@ fn future(field: &str) -> Problem {
     Problem::invalid(
         ErrorCode::InvalidValue,
         field,
-        format!("{field} is in the future: a recover restarts notifications that have failed"),
+        format!("{field} is in the future: only notifications that have failed are restarted"),
     )
 }
 
@@ -271,6 +284,18 @@ mod tests {
         );
         let equal = Window::asked(Some(&text(at(10))), Some(&text(at(10))), now).unwrap();
         assert_eq!(equal.since, equal.until);
+    }
+
+    #[test]
+    fn a_bulk_retry_takes_failures_since_a_time_up_to_now_only() {
+        let now = at(100);
+        assert_eq!(failed_since(None, now), Ok(None));
+        assert_eq!(failed_since(Some(now), now), Ok(Some(now)));
+        let refused = failed_since(Some(at(101)), now).unwrap_err();
+        assert_eq!(
+            (refused.code, refused.field.as_deref()),
+            (ErrorCode::InvalidValue, Some("completed_after"))
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::recover::Recovery;
 use super::ServiceError;
 use crate::domain::bulk::BulkFilter;
-use crate::domain::operation::{OperationKind, PAGE};
+use crate::domain::operation::{self, OperationKind, PAGE};
 use crate::domain::operator_event::spared_from;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::store::endpoints::EndpointRef;
@@ -44,6 +44,7 @@ impl Recovery {
     ) -> Result<Asked, ServiceError> {
         let found = self.endpoint(endpoint).await?;
         let now = self.now();
+        let failed_since = operation::failed_since(failed_since, now)?;
         self.ask(Operation::retry(found, filter, failed_since, now), dry_run)
             .await
     }

@@ -308,7 +308,8 @@ other fields (each as the list's filter of that name) all hold.*/
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     #[serde(deny_unknown_fields)]
     pub struct BulkRetryRequest {
-        ///RFC 3339: failed at or after (as a recover's `since`).
+        /**RFC 3339: failed at or after (as a recover's `since`), not in the
+future.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub completed_after: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,

@@ -841,7 +841,8 @@ export interface components {
         BulkRetryRequest: {
             /**
              * Format: date-time
-             * @description RFC 3339: failed at or after (as a recover's `since`).
+             * @description RFC 3339: failed at or after (as a recover's `since`), not in the
+             *     future.
              */
             completed_after?: string | null;
             /**

@@ -79,7 +79,12 @@ impl From<sqlx::Error> for StoreError {
                 }
                 match db.code().as_deref() {
                     Some(code) if try_again_later(code) => StoreError::Unavailable(cause(error)),
-                    Some(code) if code.starts_with("22") => StoreError::InvalidValue(cause(error)),
+                    // A value the column cannot hold (a NUL byte in a
+                    // text), or one a CHECK refuses (23514): the request
+                    // carried it, as SQLite's `SQLITE_CONSTRAINT` says.
+                    Some(code) if code.starts_with("22") || code == "23514" => {
+                        StoreError::InvalidValue(cause(error))
+                    }
                     _ => StoreError::Database(cause(error)),
                 }
             }

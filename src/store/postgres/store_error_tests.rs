@@ -37,8 +37,13 @@ async fn errors_that_pass_are_unavailable_and_the_others_keep_their_kind(pool: P
     }
     let error = raised(&pool, "23505").await;
     assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
-    let error = raised(&pool, "22P02").await;
-    assert!(matches!(error, StoreError::InvalidValue(_)), "{error:?}");
+    for code in ["22P02", "23514"] {
+        let error = raised(&pool, code).await;
+        assert!(
+            matches!(error, StoreError::InvalidValue(_)),
+            "{code}: {error:?}"
+        );
+    }
 }
 
 /// Two transactions that take two rows in opposite orders: PostgreSQL

@@ -17,7 +17,9 @@ class BulkRetryRequest:
     other fields (each as the list's filter of that name) all hold.
 
         Attributes:
-            completed_after (datetime.datetime | None | Unset): RFC 3339: failed at or after (as a recover's `since`).
+            completed_after (datetime.datetime | None | Unset): RFC 3339: failed at or after (as a recover's `since`), not
+                in the
+                future.
             created_after (datetime.datetime | None | Unset): RFC 3339: created at or after.
             created_before (datetime.datetime | None | Unset): RFC 3339: created before.
             dry_run (bool | Unset): Count what it would restart, and change nothing.
