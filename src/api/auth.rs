@@ -264,7 +264,7 @@ async fn consume(
                 .auth
                 .refusals
                 .refused(Some(token), method, route, request.uri().path());
-            return Err(ApiError::Unauthorized);
+            return Err(ApiError::ConsumerRefused);
         }
         Err(not_loaded) => {
             return Err(ApiError::Unavailable {

@@ -32,6 +32,9 @@ pub enum ApiError {
     /// or what it shows is gone), told to its holder, a merchant, in
     /// words about links rather than `api.tokens`.
     PortalRefused,
+    /// 401: a consumer token (`hkc_`) that does not work, told in words
+    /// about consumer tokens (an open hookd has no `api.tokens` at all).
+    ConsumerRefused,
     /// 403: the token lacks the route's scope, or (with no tokens) the
     /// request did not come from this machine's own tools.
     Forbidden(String),
@@ -109,7 +112,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Malformed { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized | ApiError::PortalRefused => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::PortalRefused | ApiError::ConsumerRefused => {
+                StatusCode::UNAUTHORIZED
+            }
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -149,6 +154,11 @@ impl ApiError {
             ApiError::PortalRefused => (
                 ErrorCode::Unauthorized,
                 "this portal link no longer works (it expired or was withdrawn): ask whoever sent it for a new one".into(),
+                None,
+            ),
+            ApiError::ConsumerRefused => (
+                ErrorCode::Unauthorized,
+                "this consumer token does not work: a newer one replaced it, or its endpoint was deleted or switched to push; ask the endpoint's owner for a new one".into(),
                 None,
             ),
             ApiError::Unauthorized => (
@@ -223,7 +233,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let mut response = (status, axum::Json(self.body())).into_response();
         match self {
-            ApiError::Unauthorized | ApiError::PortalRefused => {
+            ApiError::Unauthorized | ApiError::PortalRefused | ApiError::ConsumerRefused => {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -65,24 +65,27 @@ pub struct Take {
 
 /// Parses the bounds of a pull: `max` 1..1000 (10), `lease` 1s..12h
 /// (30s), `wait` 0s..20s (0s).
-pub fn take(max: Option<u32>, lease: Option<&str>, wait: Option<&str>) -> Result<Take, Problem> {
-    let max = max.unwrap_or(DEFAULT_MAX);
-    if !(1..=MAX_MAX).contains(&max) {
+pub fn take(max: Option<i64>, lease: Option<&str>, wait: Option<&str>) -> Result<Take, Problem> {
+    let max = max.unwrap_or(i64::from(DEFAULT_MAX));
+    let Some(max) = u32::try_from(max)
+        .ok()
+        .filter(|max| (1..=MAX_MAX).contains(max))
+    else {
         return Err(Problem::invalid(
             ErrorCode::InvalidValue,
             "max",
             format!("max is 1 to {MAX_MAX}"),
         ));
-    }
+    };
     let lease = match lease {
         Some(text) => lease_duration(text, "lease")?,
         None => DEFAULT_LEASE,
     };
     let wait = match wait {
         Some(text) => {
-            let wait = duration(text, "wait", "0s to 20s")?;
+            let wait = duration(text, "wait", WAIT_RANGE)?;
             if wait > MAX_WAIT {
-                return Err(out_of_range("wait", text, "0s to 20s"));
+                return Err(out_of_range("wait", text, WAIT_RANGE));
             }
             wait
         }
@@ -106,16 +109,25 @@ fn duration(text: &str, field: &str, range: &str) -> Result<Duration, Problem> {
         .map_err(|_| out_of_range(field, text, range))
 }
 
+/// A duration outside `range` ("1s to 12h"), with examples inside it.
 fn out_of_range(field: &str, text: &str, range: &str) -> Problem {
+    let examples = if range == WAIT_RANGE {
+        "\"1s\", \"20s\""
+    } else {
+        "\"30s\", \"5m\""
+    };
     Problem::invalid(
         ErrorCode::InvalidValue,
         field,
         format!(
-            "`{}` is not a duration from {range} (\"30s\", \"5m\")",
+            "`{}` is not a duration from {range} ({examples})",
             shown(text)
         ),
     )
 }
+
+/// A pull's `wait`, as its messages name it.
+const WAIT_RANGE: &str = "0s to 20s";
 
 /// Names one lease of one notification: what ack, nack and extend present.
 /// Opaque to consumers (`hkr_` and 43 characters); the lease id in it is
@@ -324,6 +336,8 @@ mod tests {
         for (max, lease, wait, field) in [
             (Some(0), None, None, "max"),
             (Some(1001), None, None, "max"),
+            (Some(-1), None, None, "max"),
+            (Some(i64::from(u32::MAX) + 1), None, None, "max"),
             (None, Some("0s"), None, "lease"),
             (None, Some("13h"), None, "lease"),
             (None, Some("soon"), None, "lease"),

@@ -292,7 +292,7 @@ impl Service {
             Cancel::NotPending(n) => Err(Problem::conflict(
                 ErrorCode::NotPending,
                 format!(
-                    "the notification has {}; only pending ones can be cancelled",
+                    "the notification ended `{}`; only pending ones can be cancelled",
                     n.status().as_str()
                 ),
             )
@@ -388,7 +388,7 @@ impl Service {
             Retry::NotRetryable(n) => Err(Problem::conflict(
                 ErrorCode::NotRetryable,
                 format!(
-                    "the notification has {}; only failed or pending ones can be retried",
+                    "the notification ended `{}`; only failed or pending ones can be retried",
                     n.status().as_str()
                 ),
             )

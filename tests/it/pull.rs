@@ -232,6 +232,8 @@ async fn a_consumer_token_pulls_its_own_endpoint_and_nothing_else(backend: Backe
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(body["error"]["code"], "unauthorized");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("consumer token"), "{message}");
 }
 both!(a_consumer_token_pulls_its_own_endpoint_and_nothing_else);
 
@@ -247,6 +249,7 @@ async fn bad_pull_requests_are_refused_and_change_nothing(backend: Backend) {
     for (request, field) in [
         (json!({"max": 0}), "max"),
         (json!({"max": 1001}), "max"),
+        (json!({"max": -1}), "max"),
         (json!({"lease": "0s"}), "lease"),
         (json!({"lease": "13h"}), "lease"),
         (json!({"wait": "21s"}), "wait"),
@@ -260,6 +263,14 @@ async fn bad_pull_requests_are_refused_and_change_nothing(backend: Backend) {
             "{request}: {body}"
         );
         assert_eq!(body["error"]["field"], field, "{request}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("4294967295"), "{request}: {message}");
+        if field == "wait" {
+            assert!(
+                !message.contains("5m"),
+                "an example out of range: {message}"
+            );
+        }
     }
     assert_conflict(
         app.post(&format!("/v1/endpoints/{push}/pull"), json!({}))
@@ -286,6 +297,20 @@ async fn bad_pull_requests_are_refused_and_change_nothing(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["code"], "receipt_mismatch");
+    // In a batch of another endpoint, the item names its place.
+    let elsewhere = pull_endpoint(&app, json!({})).await;
+    let (status, body) = app
+        .post(
+            &format!("/v1/endpoints/{elsewhere}/ack"),
+            json!({"receipts": [receipt(&other)]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["data"][0]["error"]["code"], "receipt_mismatch",
+        "{body}"
+    );
+    assert_eq!(body["data"][0]["error"]["field"], "receipts[0]", "{body}");
     for bad in [json!("hkr_nope"), json!(""), json!(42)] {
         let (status, body) = app
             .post(

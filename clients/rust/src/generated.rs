@@ -3830,7 +3830,7 @@ signatures; a PEM SubjectPublicKeyInfo (rsa2): verifies `sign`.*/
         pub lease: ::std::option::Option<PullRequestLease>,
         ///Most notifications to take, 1 to 1000. Default 10.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub max: ::std::option::Option<::std::num::NonZeroU32>,
+        pub max: ::std::option::Option<::std::num::NonZeroU64>,
         /**How long to wait for the first due notification, `0s` to `20s`.
 Default `0s`: answer at once.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -10937,7 +10937,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             max: ::std::result::Result<
-                ::std::option::Option<::std::num::NonZeroU32>,
+                ::std::option::Option<::std::num::NonZeroU64>,
                 ::std::string::String,
             >,
             wait: ::std::result::Result<
@@ -10972,7 +10972,7 @@ what those may do is fixed (see `portal`).*/
             pub fn max<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::num::NonZeroU32>,
+                    ::std::option::Option<::std::num::NonZeroU64>,
                 >,
                 T::Error: ::std::fmt::Display,
             {

@@ -1648,7 +1648,7 @@ export interface components {
              */
             lease?: string | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Most notifications to take, 1 to 1000. Default 10.
              */
             max?: number | null;

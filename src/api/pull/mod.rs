@@ -59,7 +59,7 @@ pub fn consumer_route(route: &str) -> bool {
 pub struct PullRequest {
     /// Most notifications to take, 1 to 1000. Default 10.
     #[schema(minimum = 1, maximum = 1000)]
-    pub max: Option<u32>,
+    pub max: Option<i64>,
     /// How long the consumer holds them, `1s` to `12h`. Default `30s`.
     #[schema(example = "30s")]
     pub lease: Option<String>,

@@ -102,11 +102,18 @@ impl Service {
         let mut seen = HashSet::new();
         let results = receipts
             .iter()
-            .map(|receipt| {
+            .enumerate()
+            .map(|(i, receipt)| {
                 let row = rows
                     .get(&receipt.notification)
                     .ok_or_else(|| Problem::not_found("notification"))?;
-                let record = judge(row, receipt, how, scope, operator)?;
+                // An item's field names its place, as a malformed one's does.
+                let record = judge(row, receipt, how, scope, operator).map_err(|mut problem| {
+                    if problem.field.as_deref() == Some("receipts") {
+                        problem.field = Some(format!("receipts[{i}]"));
+                    }
+                    problem
+                })?;
                 if !seen.insert(receipt.notification) {
                     return Err(lease_lost());
                 }
@@ -352,7 +359,7 @@ fn check_lease(row: &Leased, receipt: &Receipt, scope: Scope) -> Result<(), Prob
         return Err(Problem::conflict(
             ErrorCode::LeaseLost,
             format!(
-                "the receipt's lease is no longer current: the notification has {}",
+                "the receipt's lease is no longer current: the notification ended `{}`",
                 row.status
             ),
         ));
