@@ -94,8 +94,8 @@ pub(super) fn created(
     after: Option<&str>,
     before: Option<&str>,
 ) -> Result<CreatedWindow, ApiError> {
-    Ok(CreatedWindow {
-        after: time("created_after", after)?,
-        before: time("created_before", before)?,
-    })
+    Ok(CreatedWindow::asked(
+        time("created_after", after)?,
+        time("created_before", before)?,
+    )?)
 }

@@ -89,15 +89,6 @@ impl BulkFilter {
                 "key_prefix is 1 to 255 bytes without control characters",
             ));
         }
-        if let (Some(after), Some(before)) = (created.after, created.before) {
-            if before <= after {
-                return Err(Problem::invalid(
-                    ErrorCode::InvalidValue,
-                    "created_before",
-                    "created_before is not after created_after: the window holds nothing",
-                ));
-            }
-        }
         Ok(Self {
             event_type,
             key_prefix,
@@ -186,16 +177,6 @@ mod tests {
             ),
             (None, None, Some(String::new()), none, "key_prefix"),
             (None, None, Some("a\nb".to_string()), none, "key_prefix"),
-            (
-                None,
-                None,
-                None,
-                CreatedWindow {
-                    after: Some(at(10)),
-                    before: Some(at(10)),
-                },
-                "created_before",
-            ),
         ];
         for (status, event_type, key_prefix, created, field) in cases {
             let refused =

@@ -13,6 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::id::first_of_ms;
+use super::problem::{ErrorCode, Problem};
 
 /// How far a row's `created_at` may lie from its id's time: a request's
 /// commit wait plus the difference between a hookd host's clock and
@@ -28,6 +29,26 @@ pub struct CreatedWindow {
 }
 
 impl CreatedWindow {
+    /// The window a list, a bulk retry or a bulk cancel asks for: refused
+    /// when `before` is not after `after`, since it holds nothing (a list
+    /// would answer an empty page, a bulk action would do nothing, and
+    /// either way the caller swapped them).
+    pub fn asked(
+        after: Option<DateTime<Utc>>,
+        before: Option<DateTime<Utc>>,
+    ) -> Result<Self, Problem> {
+        if let (Some(after), Some(before)) = (after, before) {
+            if before <= after {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "created_before",
+                    "created_before is not after created_after: the window holds nothing",
+                ));
+            }
+        }
+        Ok(Self { after, before })
+    }
+
     /// Whether a row created at `at` is in the window.
     pub fn contains(&self, at: DateTime<Utc>) -> bool {
         self.after.is_none_or(|after| at >= after) && self.before.is_none_or(|before| at < before)
@@ -53,6 +74,16 @@ mod tests {
 
     fn at(ms: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn a_window_whose_end_is_not_after_its_start_is_refused_naming_created_before() {
+        for (after, before) in [(10, 10), (20, 10)] {
+            let refused = CreatedWindow::asked(Some(at(after)), Some(at(before))).unwrap_err();
+            assert_eq!(refused.field.as_deref(), Some("created_before"));
+        }
+        assert!(CreatedWindow::asked(Some(at(10)), Some(at(11))).is_ok());
+        assert!(CreatedWindow::asked(None, Some(at(10))).is_ok());
     }
 
     #[test]

@@ -113,6 +113,8 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("a list filter misspelt", M::GET, "/v1/notifications?stauts=failed", None, 422, "unknown_field", Some("stauts")),
         case("a filter the event list has not", M::GET, "/v1/events?endpoint=shop", None, 422, "unknown_field", Some("endpoint")),
         case("a filter given twice", M::GET, "/v1/endpoints?owner=a&owner=b", None, 422, "invalid_value", Some("owner")),
+        case("a created window that ends before it starts", M::GET, "/v1/notifications?created_after=2026-11-30T10:00:00Z&created_before=2026-11-30T09:00:00Z", None, 422, "invalid_value", Some("created_before")),
+        case("the same on the event list", M::GET, "/v1/events?created_after=2026-11-30T10:00:00Z&created_before=2026-11-30T10:00:00Z", None, 422, "invalid_value", Some("created_before")),
         case("a filter on a notification's attempts", M::GET, "/v1/notifications/00000000-0000-0000-0000-000000000000/attempts?status=failed", None, 422, "unknown_field", Some("status")),
         // A route that takes no body refuses one rather than ignore it.
         case("a retry with a malformed body", M::POST, "/v1/notifications/00000000-0000-0000-0000-000000000000/retry", Some("{\"force"), 400, "malformed_json", None),
