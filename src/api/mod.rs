@@ -146,6 +146,7 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             Outermost {
                 limit: Duration::from_millis(state.settings.server.request_timeout_ms),
+                max_request_bytes,
                 console_csp: headers::console_csp(state.settings.portal.logo_origin().as_deref()),
             },
             count_and_limit,
@@ -177,9 +178,16 @@ async fn count_and_limit(
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let method = method_label(request.method());
     let headers = headers::Kind::of(request.uri().path());
-    let mut response = match tokio::time::timeout(outermost.limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
+    let mut response = if declares_more_than(&request, outermost.max_request_bytes) {
+        axum::response::IntoResponse::into_response(ApiError::TooLarge {
+            message: "the request is larger than api.max_request_bytes".into(),
+            field: None,
+        })
+    } else {
+        match tokio::time::timeout(outermost.limit, next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => axum::response::IntoResponse::into_response(ApiError::RequestTimeout),
+        }
     };
     metrics::counter!(
         "hookd_api_requests_total",
@@ -198,7 +206,21 @@ async fn count_and_limit(
 #[derive(Clone)]
 struct Outermost {
     limit: Duration,
+    /// `api.max_request_bytes`: a request that declares a larger body is
+    /// answered 413 at once, not after waiting for a body it is refused
+    /// anyway (the body limit counts only what arrives).
+    max_request_bytes: usize,
     console_csp: axum::http::HeaderValue,
+}
+
+/// Whether the request declares a body over `max` bytes.
+fn declares_more_than(request: &axum::extract::Request, max: usize) -> bool {
+    request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok())
+        .is_some_and(|length| length > max as u64)
 }
 
 /// The method as a label: the standard ones by name, any other as `other`,

@@ -224,13 +224,9 @@ async fn connections_over_the_cap_wait_until_one_closes(backend: Backend) {
 }
 both!(connections_over_the_cap_wait_until_one_closes);
 
-async fn a_request_whose_body_never_finishes_gets_the_timeout_error(backend: Backend) {
-    let (address, _, _stop) = start(&backend, "[server]\nrequest_timeout_ms = 300\n").await;
+/// The answer to `head`, sent alone on a new connection to `address`.
+async fn answer_to_head(address: std::net::SocketAddr, head: &str) -> String {
     let mut stream = TcpStream::connect(address).await.unwrap();
-    let head = format!(
-        "POST /v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
-    );
     stream.write_all(head.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     let read = tokio::time::timeout(DEADLINE, async {
@@ -245,12 +241,45 @@ async fn a_request_whose_body_never_finishes_gets_the_timeout_error(backend: Bac
     })
     .await;
     assert!(read.is_ok(), "no answer");
-    let text = String::from_utf8_lossy(&answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Its body's code, checked to be in the API's error shape.
+fn error_code(answer: &str) -> String {
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    body["error"]["code"].as_str().unwrap().to_string()
+}
+
+async fn a_request_whose_body_never_finishes_gets_the_timeout_error(backend: Backend) {
+    let (address, _, _stop) = start(&backend, "[server]\nrequest_timeout_ms = 300\n").await;
+    let head = format!(
+        "POST /v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"url\":"
+    );
+    let text = answer_to_head(address, &head).await;
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
-    let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
-    assert_eq!(body["error"]["code"], "request_timeout");
+    assert_eq!(error_code(&text), "request_timeout");
 }
 both!(a_request_whose_body_never_finishes_gets_the_timeout_error);
+
+/// A body declared over `api.max_request_bytes` is refused before any of
+/// it arrives: 413, not the timeout's 408 after waiting for a body that
+/// would be refused anyway.
+async fn a_request_that_declares_a_body_over_the_limit_is_413_at_once(backend: Backend) {
+    let (address, _, _stop) = start(
+        &backend,
+        "[server]\nrequest_timeout_ms = 300\n[api]\nmax_payload_bytes = 1000\nmax_request_bytes = 1000\n",
+    )
+    .await;
+    let head = format!(
+        "POST /v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 17825792\r\n\r\n"
+    );
+    let text = answer_to_head(address, &head).await;
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert_eq!(error_code(&text), "too_large");
+}
+both!(a_request_that_declares_a_body_over_the_limit_is_413_at_once);
 
 async fn the_api_serves_tls_when_configured_and_refuses_plain_http_there(backend: Backend) {
     let (cert, key, ca) = (
