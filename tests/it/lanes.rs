@@ -71,6 +71,44 @@ fn arrivals_since(receiver: &Receiver, since: DateTime<Utc>) -> Vec<DateTime<Utc
     times
 }
 
+/// Creates `count` fresh notifications to `partner` and waits until each
+/// has arrived at `/p`; their ids.
+async fn fresh_ones_delivered(app: &TestApp, receiver: &Receiver, count: usize) -> HashSet<String> {
+    let mut fresh = HashSet::new();
+    for n in 0..count {
+        fresh.insert(
+            app.notify(json!({"endpoint": "partner", "payload": {"fresh": n}}))
+                .await,
+        );
+    }
+    eventually(Duration::from_secs(60), "every fresh one delivered", || {
+        let got = receiver
+            .received("/p")
+            .iter()
+            .filter(|r| is_one_of(r, &fresh))
+            .count();
+        async move { (got == count).then_some(()) }
+    })
+    .await;
+    fresh
+}
+
+fn is_one_of(received: &Received, ids: &HashSet<String>) -> bool {
+    received
+        .header("webhook-id")
+        .is_some_and(|id| ids.contains(id))
+}
+
+/// Of `arrivals`, how many not `fresh` arrived before the last fresh one.
+fn others_before_the_last_of(mut arrivals: Vec<Received>, fresh: &HashSet<String>) -> usize {
+    arrivals.sort_by_key(|r| r.at);
+    let last = arrivals.iter().rposition(|r| is_one_of(r, fresh)).unwrap();
+    arrivals[..last]
+        .iter()
+        .filter(|r| !is_one_of(r, fresh))
+        .count()
+}
+
 /// Behind 20/s with 300 retries throttled, 20 fresh notifications go out
 /// at their half share, and the total never runs ahead of the rate.
 async fn fresh_ones_go_out_at_half_the_rate(config: &str, fields: Value, backend: Backend) {
@@ -163,31 +201,8 @@ async fn fresh_notifications_are_not_stuck_behind_their_endpoints_backlog_at_its
     receiver
         .wait_for("/p", BACKLOG + 4, Duration::from_secs(60))
         .await;
-    let mut fresh = HashSet::new();
-    for n in 0..FRESH {
-        fresh.insert(
-            app.notify(json!({"endpoint": "partner", "payload": {"fresh": n}}))
-                .await,
-        );
-    }
-    let is_fresh = |r: &Received| r.header("webhook-id").is_some_and(|id| fresh.contains(id));
-    eventually(Duration::from_secs(60), "every fresh one delivered", || {
-        let got = receiver
-            .received("/p")
-            .iter()
-            .filter(|r| is_fresh(r))
-            .count();
-        async move { (got == FRESH).then_some(()) }
-    })
-    .await;
-    let mut arrivals = receiver.received("/p");
-    arrivals.sort_by_key(|r| r.at);
-    let last_fresh = arrivals.iter().rposition(is_fresh).unwrap();
-    let retries_before = arrivals[..last_fresh]
-        .iter()
-        .filter(|r| !is_fresh(r))
-        .count()
-        - BACKLOG;
+    let fresh = fresh_ones_delivered(&app, &receiver, FRESH).await;
+    let retries_before = others_before_the_last_of(receiver.received("/p"), &fresh) - BACKLOG;
     assert!(
         retries_before < BACKLOG / 4,
         "the last fresh one arrived after {retries_before} of {BACKLOG} retries"
@@ -234,34 +249,13 @@ async fn notifications_a_closing_circuit_released_go_out_on_the_backlog_lane(bac
         async move { (got >= 20).then_some(()) }
     })
     .await;
-    let mut fresh = HashSet::new();
-    for n in 0..FRESH {
-        fresh.insert(
-            app.notify(json!({"endpoint": "partner", "payload": {"fresh": n}}))
-                .await,
-        );
-    }
-    let is_fresh = |r: &Received| r.header("webhook-id").is_some_and(|id| fresh.contains(id));
-    eventually(Duration::from_secs(60), "every fresh one delivered", || {
-        let got = receiver
-            .received("/p")
-            .iter()
-            .filter(|r| is_fresh(r))
-            .count();
-        async move { (got == FRESH).then_some(()) }
-    })
-    .await;
-    let mut arrivals: Vec<Received> = receiver
+    let fresh = fresh_ones_delivered(&app, &receiver, FRESH).await;
+    let since_back: Vec<Received> = receiver
         .received("/p")
         .into_iter()
         .filter(|r| r.at > back)
         .collect();
-    arrivals.sort_by_key(|r| r.at);
-    let last_fresh = arrivals.iter().rposition(is_fresh).unwrap();
-    let released_before = arrivals[..last_fresh]
-        .iter()
-        .filter(|r| !is_fresh(r))
-        .count();
+    let released_before = others_before_the_last_of(since_back, &fresh);
     // At the half share, about 20 released ones go beside 20 fresh ones
     // (after the 20 or so waited for); behind them all, 300.
     assert!(
