@@ -263,6 +263,27 @@ async fn the_due_backlog_walks_the_pending_index_in_due_order() {
     );
 }
 
+/// The 30 s sweeps of stray and orphaned rows walk the endpoints changed or
+/// deleted, then each one's pending rows by index: never the whole backlog.
+#[tokio::test]
+async fn the_stray_and_orphan_sweeps_read_only_the_endpoints_changed_and_their_pending_rows() {
+    let (_dir, store) = migrated().await;
+    for (sql, index) in [
+        (super::pull::STRAYS, "notifications_pull_due"),
+        (super::pull::ORPHANS, "notifications_endpoint_pending_due"),
+    ] {
+        let plan = plan(&store, sql).await;
+        assert!(
+            plan.contains(&format!("INDEX {index} (endpoint_id=?)")),
+            "{plan}"
+        );
+        assert!(
+            !plan.contains("SCAN n"),
+            "every pending row walked:\n{plan}"
+        );
+    }
+}
+
 // Issue #48: a create reads back the key rows it wrote by their keys,
 // not by a walk of every key of the table.
 #[tokio::test]

@@ -221,18 +221,12 @@ impl SqliteStore {
     pub async fn adopt_strays(&self, limit: i64) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let now = self.clock.now();
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let rows = sqlx::query(
-            "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at \
-             FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
-             WHERE e.updated_at > ?1 AND e.delivery = 'push' AND e.deleted_at IS NULL \
-               AND n.status = 'pending' AND n.pull = 1 \
-             LIMIT ?2",
-        )
-        .bind(micros(strays_since(now)))
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(store_error)?;
+        let rows = sqlx::query(STRAYS)
+            .bind(micros(strays_since(now)))
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_error)?;
         let moved = switch_rows(&mut tx, &rows, false, now).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(moved)
@@ -244,21 +238,38 @@ impl SqliteStore {
     /// Returns those it cancelled.
     pub async fn cancel_orphans(&self, limit: i64) -> Result<Vec<Uuid>, StoreError> {
         let now = self.clock.now();
-        let ids: Vec<Uuid> = sqlx::query_scalar(
-            "SELECT n.id FROM endpoints e JOIN notifications n ON n.endpoint_id = e.id \
-             WHERE e.deleted_at > ?1 AND n.status = 'pending' LIMIT ?2",
-        )
-        .bind(micros(strays_since(now)))
-        .bind(limit)
-        .fetch_all(&self.writer)
-        .await
-        .map_err(store_error)?;
+        let ids: Vec<Uuid> = sqlx::query_scalar(ORPHANS)
+            .bind(micros(strays_since(now)))
+            .bind(limit)
+            .fetch_all(&self.writer)
+            .await
+            .map_err(store_error)?;
         if ids.is_empty() {
             return Ok(ids);
         }
         super::cancel::cancel_pending(&self.writer, Pending::Ids(&ids), micros(now)).await
     }
 }
+
+/// Pending pull rows of push endpoints changed since `?1` (`adopt_strays`).
+/// `CROSS JOIN` makes SQLite walk the endpoints and each one's pending
+/// pull rows (`notifications_pull_due`, named: on its own SQLite took the
+/// endpoint's whole pending backlog, push rows too): a plain join walked
+/// every pending notification in due order and looked its endpoint up, a
+/// read of the whole backlog on the writer's connection every 30 s.
+pub(super) const STRAYS: &str = "SELECT n.id, n.lease_id, n.leased_at, n.next_attempt_at \
+     FROM endpoints e CROSS JOIN notifications n INDEXED BY notifications_pull_due \
+         ON n.endpoint_id = e.id \
+     WHERE e.updated_at > ?1 AND e.delivery = 'push' AND e.deleted_at IS NULL \
+       AND n.status = 'pending' AND n.pull = 1 \
+     LIMIT ?2";
+
+/// Pending rows of endpoints deleted since `?1` (`cancel_orphans`): the
+/// endpoints deleted (`endpoints_deleted`), then each one's pending rows
+/// (`notifications_endpoint_pending_due`), for the reason `STRAYS` says.
+pub(super) const ORPHANS: &str = "SELECT n.id FROM endpoints e CROSS JOIN notifications n \
+     ON n.endpoint_id = e.id \
+     WHERE e.deleted_at > ?1 AND n.status = 'pending' LIMIT ?2";
 
 /// Writes rows read in the caller's transaction into mode `pull`, each
 /// lease ended with no attempt and the row due as
