@@ -76,12 +76,21 @@ impl PgStore {
 
     /// Removes the endpoint's consumer token, if it has one.
     pub async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = $1")
-            .bind(endpoint_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        revoke(&self.pool, endpoint_id).await
     }
+}
+
+/// Deletes the endpoint's consumer token on `executor`: the pool, or a
+/// switch to push's own transaction (`modify_endpoint`).
+pub(super) async fn revoke<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    endpoint_id: Uuid,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = $1")
+        .bind(endpoint_id)
+        .execute(executor)
+        .await?;
+    Ok(())
 }
 /// After every time a row can have: the open end of `CHANGED`'s range.
 fn far_future() -> DateTime<Utc> {

@@ -174,10 +174,7 @@ impl PgStore {
             super::ordering::relink(&mut tx, endpoint.id, now).await?;
         }
         if pull::switch_revokes_token(was_delivered, endpoint.delivery) {
-            sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = $1")
-                .bind(endpoint.id)
-                .execute(&mut *tx)
-                .await?;
+            super::consumer_tokens::revoke(&mut *tx, endpoint.id).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(

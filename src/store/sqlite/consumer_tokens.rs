@@ -90,13 +90,22 @@ impl SqliteStore {
 
     /// Removes the endpoint's consumer token, if it has one.
     pub async fn revoke_consumer_token(&self, endpoint_id: Uuid) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = ?")
-            .bind(endpoint_id)
-            .execute(&self.writer)
-            .await
-            .map_err(store_error)?;
-        Ok(())
+        revoke(&self.writer, endpoint_id).await
     }
+}
+
+/// Deletes the endpoint's consumer token on `executor`: the writer, or a
+/// switch to push's own transaction (`modify_endpoint`).
+pub(super) async fn revoke<'e>(
+    executor: impl sqlx::SqliteExecutor<'e>,
+    endpoint_id: Uuid,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = ?")
+        .bind(endpoint_id)
+        .execute(executor)
+        .await
+        .map_err(store_error)?;
+    Ok(())
 }
 
 fn token_row(row: &SqliteRow) -> Result<ConsumerTokenRow, sqlx::Error> {

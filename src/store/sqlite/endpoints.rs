@@ -252,11 +252,7 @@ impl SqliteStore {
             super::ordering::relink(&mut tx, endpoint.id, now).await?;
         }
         if pull::switch_revokes_token(before.delivery, endpoint.delivery) {
-            sqlx::query("DELETE FROM consumer_tokens WHERE endpoint_id = ?")
-                .bind(endpoint.id)
-                .execute(&mut *tx)
-                .await
-                .map_err(store_error)?;
+            super::consumer_tokens::revoke(&mut *tx, endpoint.id).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
