@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::breaker_fields::BreakerFields;
 use super::events::invalid_owner;
+use super::payload::allowed_url;
 use super::rate_limit_fields::parse_rate_limit;
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
@@ -22,7 +23,8 @@ use crate::domain::pull::Delivery;
 use crate::domain::schedule::{Schedule, ScheduleJson};
 use crate::domain::secret::{Signing, SigningSecret};
 use crate::domain::subscription::{pattern_problem, MAX_PATTERNS};
-use crate::domain::validate::{check_headers, check_url, parse_schedule};
+use crate::domain::validate::{check_headers, parse_schedule};
+use crate::sender::guard::Guard;
 use crate::store::endpoints::Endpoint;
 
 /// Fields of an endpoint as a producer writes them. In a PATCH, an absent
@@ -190,6 +192,7 @@ impl EndpointFields {
         self,
         endpoint: &mut Endpoint,
         settings: &Settings,
+        guard: &Guard,
         rotated_at: Option<chrono::DateTime<Utc>>,
     ) -> Result<(), Problem> {
         if let Some(uid) = self.uid {
@@ -227,7 +230,7 @@ impl EndpointFields {
             let url = url.ok_or_else(|| {
                 Problem::invalid(ErrorCode::InvalidValue, "url", "url cannot be null")
             })?;
-            endpoint.url = Some(check_url(&url, "url", settings.sender.https_only)?.to_string());
+            endpoint.url = Some(allowed_url(&url, settings.sender.https_only, guard)?);
         }
         if endpoint.delivery == Delivery::Push && endpoint.url.is_none() {
             return Err(Problem::invalid(

@@ -66,7 +66,7 @@ fn uid_conflict(error: StoreError) -> ServiceError {
 impl Service {
     pub async fn create_endpoint(&self, fields: EndpointFields) -> Result<Endpoint, ServiceError> {
         let mut endpoint = default_endpoint(self.now());
-        fields.apply(&mut endpoint, &self.settings, None)?;
+        fields.apply(&mut endpoint, &self.settings, &self.guard, None)?;
         let created = self
             .store
             .create_endpoint(&endpoint)
@@ -90,12 +90,16 @@ impl Service {
             .into());
         }
         let settings = self.settings.clone();
+        let guard = self.guard.clone();
         let now = self.now();
         let switches = fields.delivery.is_some();
         let may_enable = matches!(fields.disabled, Some(Some(false) | None));
         let updated = self
             .store
-            .modify_endpoint(by, Box::new(|e| fields.apply(e, &settings, Some(now))))
+            .modify_endpoint(
+                by,
+                Box::new(|e| fields.apply(e, &settings, &guard, Some(now))),
+            )
             .await
             .map_err(uid_conflict)?
             .ok_or_else(|| Problem::not_found("endpoint"))??;

@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::lookup::Resolved;
-use super::payload::{content, deliver_at, target_url};
+use super::payload::{allowed_url, content, deliver_at};
 use super::{Service, ServiceError};
 use crate::domain::bounded::BoundedMap;
 use crate::domain::fields::{valid_event_type, valid_key, MAX_HEADERS};
@@ -249,7 +249,7 @@ impl Service {
         }
         let url = input
             .url
-            .map(|url| target_url(&url, self.settings.sender.https_only, &self.guard))
+            .map(|url| allowed_url(&url, self.settings.sender.https_only, &self.guard))
             .transpose()?;
         let due = deliver_at.max(now)
             + chrono::Duration::from_std(schedule.first_delay()).unwrap_or_default();

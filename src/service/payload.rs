@@ -175,10 +175,14 @@ fn whole_micros(at: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at)
 }
 
-/// A per-notification URL (Alipay's `notify_url`): a receiver URL whose
-/// host, when it is an address, is one the sender's guard lets through.
-/// Names are checked by the guard when they are resolved, at each attempt.
-pub(super) fn target_url(
+/// A receiver URL, an endpoint's or a notification's own (Alipay's
+/// `notify_url`), as given to create or change it: a URL whose host, when
+/// it is an address, is one the sender's guard lets through, so that a
+/// URL no attempt could ever reach is refused when given, not recorded as
+/// `blocked_address` at every attempt. Names are checked by the guard when
+/// they are resolved, at each attempt, and so is a URL stored before
+/// `sender.allow_networks` was narrowed.
+pub(super) fn allowed_url(
     text: &str,
     https_only: bool,
     guard: &crate::sender::guard::Guard,

@@ -385,18 +385,28 @@ async fn a_redirect_is_not_followed_and_counts_as_a_failed_attempt(backend: Back
 both!(a_redirect_is_not_followed_and_counts_as_a_failed_attempt);
 
 async fn a_loopback_target_is_never_contacted_without_allow_networks(backend: Backend) {
-    let app = backend.spawn_with("[sender]\nallow_networks = []\n").await;
     let receiver = Receiver::start().await;
     let port = receiver.base.rsplit(':').next().unwrap().to_string();
-    // By IP literal, by name, and by an IPv4-mapped IPv6 literal.
-    let urls = [
+    // By IP literal and by an IPv4-mapped IPv6 literal, stored while the
+    // test settings allowed loopback (a create refuses them now), and by
+    // name, which is resolved at each attempt.
+    let literals = [
         receiver.url("/blocked"),
-        format!("http://localhost:{port}/blocked"),
         format!("http://[::ffff:127.0.0.1]:{port}/blocked"),
     ];
-    for (i, url) in urls.iter().enumerate() {
-        app.endpoint(json!({"uid": format!("b{i}"), "url": url, "schedule": ["0s"]}))
+    let first = backend.spawn().await;
+    for (i, url) in literals.iter().enumerate() {
+        first
+            .endpoint(json!({"uid": format!("b{i}"), "url": url, "schedule": ["0s"]}))
             .await;
+    }
+    crate::guard::stopped(first).await;
+    let app = backend.spawn_with("[sender]\nallow_networks = []\n").await;
+    let by_name = format!("http://localhost:{port}/blocked");
+    app.endpoint(json!({"uid": "b2", "url": by_name, "schedule": ["0s"]}))
+        .await;
+    let urls = literals.iter().chain([&by_name]);
+    for (i, url) in urls.enumerate() {
         let id = app
             .notify(json!({"endpoint": format!("b{i}"), "payload": {}}))
             .await;
