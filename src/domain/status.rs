@@ -150,6 +150,15 @@ pub struct Keeping {
     pub when_refused: bool,
 }
 
+/// The status in which a notification still counts an attempt that was
+/// refused (kept `when_refused`, not moving it): one cancelled while that
+/// attempt was on the wire. Cancelled is final, so nothing else decides
+/// on its count, and its `attempts` and last attempt then say what its
+/// attempts list says (the receiver may have answered 200). Any other
+/// refusal (a retry's new series, a duplicate of an attempt recorded
+/// already) leaves the row to the attempt it was decided for.
+pub const COUNTS_REFUSED_ATTEMPTS: Status = Status::Cancelled;
+
 /// Where attempt `number`, which ended in `outcome` (with an error or
 /// not), decided on `expected`, is kept.
 pub fn keeping(number: i32, outcome: &Outcome, error: bool, expected: &Expected) -> Keeping {

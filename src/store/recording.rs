@@ -95,6 +95,20 @@ pub fn ended_by<'a>(records: &'a [AttemptRecord], moved: &[Uuid]) -> Vec<(Uuid, 
         .collect()
 }
 
+/// The records of a recording that did not move their notification
+/// (`moves`, per record) and are kept all the same
+/// (`Keeping::when_refused`): those a store counts on a notification in
+/// `status::COUNTS_REFUSED_ATTEMPTS` (cancelled while the attempt was on
+/// the wire), when the attempt is its next one.
+pub fn refused_kept<'a>(records: &'a [AttemptRecord], moves: &[bool]) -> Vec<&'a AttemptRecord> {
+    records
+        .iter()
+        .zip(moves)
+        .filter(|&(r, &moved)| r.keep.when_refused && !moved)
+        .map(|(r, _)| r)
+        .collect()
+}
+
 impl AttemptRecord {
     /// It opens a series a retry started: the timeline marks it
     /// (`transition::opens_retried_series`).

@@ -342,6 +342,44 @@ async fn a_cancelled_notification_is_never_sent(backend: Backend) {
 }
 both!(a_cancelled_notification_is_never_sent);
 
+async fn an_attempt_on_the_wire_at_a_cancel_is_listed_and_counted_and_the_status_stays(
+    backend: Backend,
+) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    receiver.reply("/hook", vec![Reply::Gated(gate.clone(), 200)]);
+    app.endpoint(json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .await;
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    let (status, cancelled) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{id}/cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    gate.notify_one();
+    let listed = eventually(DEADLINE, "the attempt to be listed", || async {
+        let list = attempts(&app, &id).await;
+        (!list.is_empty()).then_some(list)
+    })
+    .await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["status_code"], json!(200));
+    let (_, read) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(read["status"], json!("cancelled"), "{read}");
+    assert_eq!(read["attempts"], json!(1), "{read}");
+    assert_eq!(read["last_attempt"]["status_code"], json!(200), "{read}");
+    assert_eq!(
+        read["last_attempt"]["at"], listed[0]["started_at"],
+        "{read}"
+    );
+}
+both!(an_attempt_on_the_wire_at_a_cancel_is_listed_and_counted_and_the_status_stays);
+
 async fn a_receiver_that_hangs_is_cut_off_by_the_timeout(backend: Backend) {
     let app = backend.spawn().await;
     let receiver = Receiver::start().await;

@@ -192,7 +192,7 @@ async fn a_failure_commits_with_its_operator_event_and_recording_it_again_adds_n
 }
 
 #[sqlx::test]
-async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(
+async fn an_attempt_that_lost_to_a_cancel_is_counted_and_fires_no_event(
     _: PgPoolOptions,
     connect: PgConnectOptions,
 ) {
@@ -208,7 +208,8 @@ async fn an_attempt_that_lost_to_a_cancel_writes_only_its_attempt_row(
         .await
         .unwrap()
         .is_empty());
-    assert_eq!(row_state(&pool, id).await, (Status::Cancelled, 0, 1, 0));
+    // Counted (`attempts` 1, one listed), but no `notification.failed`.
+    assert_eq!(row_state(&pool, id).await, (Status::Cancelled, 1, 1, 0));
     assert_eq!(failing_since(&pool, shop).await, None);
 }
 

@@ -20,6 +20,9 @@
 //!   `first_attempt_ms IS NULL OR number <> 1` test keep one attempt 1 per
 //!   notification, whether stored in a row or inline (a uniqueness, like a
 //!   key's);
+//! - after the statement, and only when a row did not move, a refused
+//!   attempt kept in the history counts on a cancelled notification whose
+//!   next attempt it is (`count_refused`, `status::COUNTS_REFUSED_ATTEMPTS`);
 //! - operator events inserted for moved rows only, while the operator
 //!   endpoint exists (`insert_operator_events!`);
 //! - health written over an endpoint in the other state only
@@ -28,15 +31,19 @@
 //!   the schema's rendering of `delivery = 'push'`, the endpoints whose
 //!   health is observed), and one of whose notifications moved.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::partitions::id_span;
 use super::releasing::{release_ended, release_in_batch, Ends};
 use super::PgStore;
 use crate::domain::health::Health;
 use crate::domain::operator_event::OPERATOR_ENDPOINT_ID;
-use crate::store::recording::{AttemptRecord, Recorded};
+use crate::domain::status::COUNTS_REFUSED_ATTEMPTS;
+use crate::store::recording::{refused_kept, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
 impl PgStore {
@@ -305,11 +312,64 @@ pub(super) async fn record_attempts_on(
         .fetch_all(&mut *conn)
         .await?;
     let (ids, order_keys): (Vec<Uuid>, Vec<Option<String>>) = rows.into_iter().unzip();
+    if ids.len() < records.len() {
+        let moved: HashSet<Uuid> = ids.iter().copied().collect();
+        let moves: Vec<bool> = records
+            .iter()
+            .map(|r| moved.contains(&r.notification_id))
+            .collect();
+        count_refused(conn, &refused_kept(records, &moves), now).await?;
+    }
     if count_minutes {
         let sums = crate::store::stats::sums_of(records, &ids);
         super::stats::add_minute_sums(conn, &sums).await?;
     }
     Ok(Moved { ids, order_keys })
+}
+
+/// Counts refused attempts that were kept (`recording::refused_kept`) on
+/// their notifications where `status::COUNTS_REFUSED_ATTEMPTS` says they
+/// count: the attempt is the notification's next one, and becomes its
+/// last (`attempts`, `last_attempt_at`, `last_status_code`,
+/// `last_error`); its status stays. Only when a batch had a row that did
+/// not move, so the recording of nearly every batch runs nothing more.
+async fn count_refused(
+    conn: &mut sqlx::PgConnection,
+    refused: &[&AttemptRecord],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = refused.iter().map(|r| r.notification_id).collect();
+    let numbers: Vec<i32> = refused.iter().map(|r| r.number).collect();
+    let started: Vec<DateTime<Utc>> = refused.iter().map(|r| r.started_at).collect();
+    let codes: Vec<Option<i32>> = refused.iter().map(|r| r.status_code).collect();
+    let errors: Vec<Option<&str>> = refused
+        .iter()
+        .map(|r| r.next.last_error.as_deref())
+        .collect();
+    let (low, high) = id_span(&ids);
+    sqlx::query(
+        "UPDATE notifications n SET attempts = i.number, last_attempt_at = i.started_at, \
+             last_status_code = i.status_code, last_error = i.last_error, updated_at = $8 \
+         FROM UNNEST($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::text[]) \
+             AS i(id, number, started_at, status_code, last_error) \
+         WHERE n.id = i.id AND n.id BETWEEN $6 AND $7 AND n.status = $9 \
+           AND n.attempts = i.number - 1",
+    )
+    .bind(&ids)
+    .bind(&numbers)
+    .bind(&started)
+    .bind(&codes)
+    .bind(&errors)
+    .bind(low)
+    .bind(high)
+    .bind(now)
+    .bind(COUNTS_REFUSED_ATTEMPTS)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// The notifications a recording moved (`record_attempts_on`), in the

@@ -13,6 +13,8 @@
 //!   that did not move and is kept `when_refused`; `INSERT OR IGNORE` on
 //!   `(notification_id, number)` and the `first_attempt_ms IS NULL OR
 //!   number <> 1` test keep one attempt 1 per notification;
+//! - a refused attempt kept in the history counted on a cancelled
+//!   notification whose next attempt it is (`count_refused`);
 //! - an operator event for a moved row only, while the operator endpoint
 //!   exists, once per key;
 //! - health written over a push endpoint in the other state only, one of
@@ -50,7 +52,8 @@ use super::{store_error, SqliteStore};
 use crate::domain::health::Health;
 use crate::domain::id::new_id;
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
-use crate::store::recording::{ending, AttemptRecord, Recorded};
+use crate::domain::status::COUNTS_REFUSED_ATTEMPTS;
+use crate::store::recording::{ending, refused_kept, AttemptRecord, Recorded};
 use crate::store::StoreError;
 
 /// The decided states, each written over a row still as expected: one
@@ -95,6 +98,55 @@ pub(super) const KEEP: &str = records!(
      FROM a JOIN notifications n ON n.id = unhex(a.value ->> 0) \
      WHERE n.first_attempt_ms IS NULL OR a.value ->> 1 <> 1"
 );
+
+/// Refused attempts counted on their notifications (`count_refused`): one
+/// JSON array per attempt, `now` as `?1`, the status that counts them as
+/// `?3`.
+const COUNT_REFUSED: &str = records!(
+    "c",
+    "?2",
+    "UPDATE notifications AS n SET attempts = c.value ->> 1, \
+         last_attempt_at = c.value ->> 2, last_status_code = c.value ->> 3, \
+         last_error = c.value ->> 4, updated_at = ?1 \
+     FROM c \
+     WHERE n.id = unhex(c.value ->> 0) AND n.status = ?3 \
+       AND n.attempts = (c.value ->> 1) - 1"
+);
+
+/// Counts refused attempts that were kept (`recording::refused_kept`) on
+/// their notifications where `status::COUNTS_REFUSED_ATTEMPTS` says they
+/// count, as PostgreSQL's `count_refused` does: the attempt is the
+/// notification's next one, and becomes its last; its status stays. Only
+/// when a batch had a row that did not move.
+async fn count_refused(
+    conn: &mut SqliteConnection,
+    refused: &[&AttemptRecord],
+    now: i64,
+) -> Result<(), StoreError> {
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = refused
+        .iter()
+        .map(|r| {
+            (
+                r.notification_id.simple().to_string(),
+                r.number,
+                micros(r.started_at),
+                r.status_code,
+                r.next.last_error.as_deref(),
+            )
+        })
+        .collect();
+    sqlx::query(COUNT_REFUSED)
+        .bind(now)
+        .bind(json_text(&rows))
+        .bind(COUNTS_REFUSED_ATTEMPTS.as_str())
+        .execute(&mut *conn)
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}
 
 /// An operator event, due at once, owed to the due index; only while the
 /// operator endpoint exists, and once per key.
@@ -269,6 +321,9 @@ pub(super) async fn record_attempts_on(
         .collect();
     // Whether each record's notification moved.
     let moves = move_all(conn, records, &bodies, now).await?;
+    if moves.contains(&false) {
+        count_refused(conn, &refused_kept(records, &moves), now).await?;
+    }
     let mut moved = Vec::with_capacity(records.len());
     let mut moved_endpoints = BTreeSet::new();
     let mut events: Vec<&OperatorEvent> = Vec::new();

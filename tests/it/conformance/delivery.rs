@@ -213,7 +213,7 @@ pub async fn an_attempt_moves_its_notification_once_and_a_second_record_changes_
     assert_eq!(get(&store, a).await.attempts, 1);
 }
 
-pub async fn an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row<S: Backend>(
+pub async fn an_attempt_that_lost_to_a_cancel_is_counted_and_changes_no_status<S: Backend>(
     store: S,
 ) {
     let shop = create(&store, endpoint()).await;
@@ -221,11 +221,19 @@ pub async fn an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row<S
     WriteStore::cancel_notification(&store, id, None)
         .await
         .unwrap();
-    assert!(record(&store, &[attempt(id, shop.id, 1, FAILED)])
-        .await
-        .is_empty());
+    let mut late = attempt(id, shop.id, 1, Outcome::Succeeded);
+    late.status_code = Some(200);
+    assert!(record(&store, std::slice::from_ref(&late)).await.is_empty());
     let row = get(&store, id).await;
-    assert_eq!((row.status, row.attempts), (Status::Cancelled, 0));
+    // The receiver answered 200: the notification stays cancelled, and says
+    // what its attempts list says.
+    assert_eq!((row.status, row.attempts), (Status::Cancelled, 1));
+    assert_eq!(
+        row.last_attempt_at.map(micros),
+        Some(micros(late.started_at))
+    );
+    assert_eq!(row.last_status_code, Some(200));
+    assert!(row.next_attempt_at.is_none());
     // The attempt was made: its row is kept, for the record.
     let listed = ReadStore::list_attempts(&store, id, 0, 10).await.unwrap();
     assert_eq!(listed.iter().map(|x| x.number).collect::<Vec<_>>(), [1]);
@@ -234,6 +242,13 @@ pub async fn an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row<S
         None,
         "no health from it"
     );
+    // The same attempt again (a duplicate) is not its next one: no count.
+    assert!(record(&store, &[attempt(id, shop.id, 1, FAILED)])
+        .await
+        .is_empty());
+    let row = get(&store, id).await;
+    assert_eq!((row.attempts, row.last_status_code), (1, Some(200)));
+    assert_eq!(row.last_error, None);
 }
 
 /// A batch whose rows are not all as their records expect moves the rest
@@ -266,7 +281,7 @@ pub async fn a_batch_moves_the_rows_still_as_expected_and_names_only_those<S: Ba
         get(&store, c).await,
     );
     assert_eq!((a_row.status, a_row.attempts), (Status::Pending, 1));
-    assert_eq!((b_row.status, b_row.attempts), (Status::Cancelled, 0));
+    assert_eq!((b_row.status, b_row.attempts), (Status::Cancelled, 1));
     assert_eq!((c_row.status, c_row.attempts), (Status::Succeeded, 1));
     for id in [a, b, c] {
         let listed = ReadStore::list_attempts(&store, id, 0, 10).await.unwrap();

@@ -123,7 +123,7 @@ macro_rules! conformance {
                 a_claim_of_a_deleted_endpoint_says_so_and_its_rows_can_be_cancelled,
                 notifications_at_hand_come_with_their_stale_endpoints,
                 an_attempt_moves_its_notification_once_and_a_second_record_changes_nothing,
-                an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row,
+                an_attempt_that_lost_to_a_cancel_is_counted_and_changes_no_status,
                 a_batch_moves_the_rows_still_as_expected_and_names_only_those,
                 an_attempt_of_a_series_a_retry_replaced_changes_nothing,
                 a_first_success_keeps_its_attempt_and_a_late_duplicate_adds_none,

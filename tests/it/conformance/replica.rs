@@ -25,7 +25,7 @@
 //! it, 52 of the 69 cases held and these 17 failed, each reading a row changed,
 //! a list, a count or the per-minute counts a moment after the write:
 //! `an_attempt_moves_its_notification_once_and_a_second_record_changes_nothing`,
-//! `an_attempt_that_lost_to_a_cancel_changes_only_its_own_attempt_row`,
+//! `an_attempt_that_lost_to_a_cancel_is_counted_and_changes_no_status`,
 //! `a_first_success_keeps_its_attempt_and_a_late_duplicate_adds_none`,
 //! `attempts_list_in_number_order_by_pages`,
 //! `an_ack_with_the_current_receipt_ends_the_lease_and_a_stale_one_changes_nothing`,
