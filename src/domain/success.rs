@@ -2,7 +2,12 @@
 
 /// Success is a 2xx status and, when the endpoint sets `success_body`, a body
 /// that equals it once surrounding whitespace is trimmed (Alipay-style
-/// receivers answer `success`).
+/// receivers answer `success`). Whitespace is ASCII's (space, tab, CR, LF,
+/// form feed), on both sides: the body is compared as bytes, whatever its
+/// charset, and the endpoint stores `success_body` trimmed the same way.
+/// A byte-order mark is not whitespace: a receiver page saved with one
+/// answers `\u{FEFF}success`, which fails the rule (the classic cause of
+/// Alipay's own notifications being sent again and again).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SuccessRule {
     pub body: Option<String>,
@@ -15,21 +20,9 @@ impl SuccessRule {
         }
         match &self.body {
             None => true,
-            Some(expected) => trim_ascii(body) == expected.trim().as_bytes(),
+            Some(expected) => body.trim_ascii() == expected.as_bytes().trim_ascii(),
         }
     }
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |i| i + 1);
-    &bytes[start..end]
 }
 
 #[cfg(test)]
@@ -56,5 +49,9 @@ mod tests {
         assert!(!rule.accepts(200, b"Success"));
         assert!(!rule.accepts(200, b"success!"));
         assert!(!rule.accepts(500, b"success"));
+        assert!(rule.accepts(200, b"\tsuccess\x0c"));
+        assert!(!rule.accepts(200, "\u{feff}success".as_bytes()));
+        assert!(!rule.accepts(200, "\u{a0}success".as_bytes()));
+        assert!(!rule.accepts(200, b""));
     }
 }

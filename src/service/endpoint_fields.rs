@@ -387,7 +387,7 @@ impl EndpointFields {
         if let Some(success_body) = self.success_body {
             if success_body
                 .as_ref()
-                .is_some_and(|b| b.trim().is_empty() || b.len() > 1024 || b.contains('\0'))
+                .is_some_and(|b| b.trim_ascii().is_empty() || b.len() > 1024 || b.contains('\0'))
             {
                 return Err(Problem::invalid(
                     ErrorCode::InvalidValue,
@@ -395,7 +395,7 @@ impl EndpointFields {
                     "success_body is 1 to 1024 bytes of non-blank text, or null",
                 ));
             }
-            endpoint.success_body = success_body.map(|b| b.trim().to_string());
+            endpoint.success_body = success_body.map(|b| b.trim_ascii().to_string());
         }
         if let Some(statuses) = self.permanent_statuses {
             let statuses = statuses.map_or_else(|| vec![410], Bounded::into_vec);
