@@ -25,10 +25,16 @@ pub fn init(format: LogFormat, filter: &str) {
         .map_or_else(|| EnvFilter::try_new(filter), EnvFilter::try_new)
         .unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only for a person at a terminal, not for a log collector.
+    // A line that cannot be written (the collector's pipe closed, journald
+    // restarting) is dropped: by default the subscriber reports the failure
+    // with `eprintln!`, which panics on the same broken stderr, in whatever
+    // task was logging: a handler whose write had committed lost its answer,
+    // and SIGTERM's "shutdown requested" killed the shutdown.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder

@@ -162,3 +162,74 @@ async fn no_secret_in_the_logs(
         assert!(line.is_none(), "{secret} was logged: {}", line.unwrap());
     }
 }
+
+/// A log nobody reads any more (its collector's pipe closed) costs hookd no
+/// answer and no shutdown: a line that cannot be written is dropped. The
+/// subscriber used to report the failure on the same broken stderr, which
+/// panicked the task that logged: a handler's committed write went
+/// unanswered, an operation stayed `running`, and SIGTERM's own log line
+/// killed the shutdown. The writer is the same in both modes.
+#[tokio::test]
+async fn a_log_nobody_reads_any_more_costs_no_answer_and_sigterm_still_stops_hookd() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start().await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut command =
+        crate::embedded::embedded_command(dir.path(), &[("HOOKD_LOG__FILTER", "info")]);
+    command
+        .env("HOOKD_SERVER__LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut hookd = HookdProcess {
+        child: command.spawn().expect("the hookd binary starts"),
+    };
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    // The reader goes: every write from now on fails (EPIPE).
+    drop(hookd.child.stdout.take());
+    drop(hookd.child.stderr.take());
+
+    let client = crate::helpers::http_client();
+    let call = |method: reqwest::Method, path: &str, body: Value| {
+        client
+            .request(method, format!("{base}{path}"))
+            .bearer_auth(crate::helpers::TOKEN)
+            .json(&body)
+            .timeout(DEADLINE)
+            .send()
+    };
+    let answered = |what: &str, response: reqwest::Result<reqwest::Response>| {
+        let response = response.unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+        response.status()
+    };
+    let url = receiver.url("/hook");
+    let created = call(
+        reqwest::Method::POST,
+        "/v1/endpoints",
+        json!({"uid": "shop", "url": url, "schedule": ["0s", "1h"]}),
+    )
+    .await;
+    assert_eq!(answered("create an endpoint", created), StatusCode::CREATED);
+    receiver.reply("/hook", vec![Reply::status(500)]);
+    let notified = call(
+        reqwest::Method::POST,
+        "/v1/notifications",
+        json!({"endpoint": "shop", "payload": {}}),
+    )
+    .await;
+    assert_eq!(
+        answered("create a notification", notified),
+        StatusCode::CREATED
+    );
+    receiver.wait_for("/hook", 1, DEADLINE).await;
+    let changed = call(
+        reqwest::Method::PATCH,
+        "/v1/endpoints/shop",
+        json!({"description": "still answered"}),
+    )
+    .await;
+    assert_eq!(answered("change the endpoint", changed), StatusCode::OK);
+
+    hookd.signal("TERM");
+    assert_eq!(hookd.wait(DEADLINE).await, Some(0), "SIGTERM stops hookd");
+}
