@@ -19,6 +19,19 @@
 //! revocation adds `~<generation>` (`o.<expiry>.<owner uid>~<generation>`:
 //! a uid may hold a `.`, never a `~`), the highest generation of the
 //! owner's endpoints then: a link below the current highest is refused.
+//! A link lives no longer than what it shows, and a refused one stays
+//! refused: an owner with no live endpoint refuses its links (and issues
+//! none), and an endpoint that comes to it later (created with that owner,
+//! or moved to it) starts past every generation the owner had (its
+//! endpoints', deleted ones included, and its revocations'), so a link of
+//! a merchant offboarded last week does not wake up for the next endpoint
+//! given that owner name. An endpoint moved to another owner (or to none)
+//! likewise starts past every generation of its new owner and its own,
+//! which revokes its links and the new owner's, as a revocation would, and
+//! leaves its old owner's generation where it was (`portal_owners`). The
+//! stores write the rule in their create and change statements
+//! (`postgres::endpoints`, `sqlite::endpoints`, `past_generations`).
+//!
 //! The MAC covers the payload as sent, so nothing
 //! of it is decoded before the signature holds; the version string keeps a
 //! MAC made for anything else under the same key from passing as a link.

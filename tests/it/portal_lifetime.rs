@@ -62,15 +62,24 @@ async fn an_endpoint_link_is_refused_once_its_endpoint_is_deleted(backend: Backe
 }
 both!(an_endpoint_link_is_refused_once_its_endpoint_is_deleted);
 
+/// An owner with no live endpoint refuses its links and issues none; its
+/// refused links stay refused when the owner's name is given to an
+/// endpoint again (a merchant offboarded, the name reused: a probe found
+/// the old `manage` link reading the new endpoint's secret).
 async fn an_owner_link_is_refused_while_its_owner_has_no_live_endpoint(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
-    let (nobody, _) = issue(&app, "/v1/owners/m-nobody/portal", json!({})).await;
-    let (status, _) = get(&app, &nobody, "/v1/notifications").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = app.post("/v1/owners/m-nobody/portal", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["code"], json!("not_found"), "{body}");
 
     app.endpoint(json!({"uid": "m1-shop", "owner": "m-1"}))
         .await;
-    let (link, _) = issue(&app, "/v1/owners/m-1/portal", json!({})).await;
+    let (link, _) = issue(
+        &app,
+        "/v1/owners/m-1/portal",
+        json!({"permissions": ["read", "retry", "manage"]}),
+    )
+    .await;
     let (status, _) = get(&app, &link, "/v1/notifications").await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = app
@@ -79,6 +88,40 @@ async fn an_owner_link_is_refused_while_its_owner_has_no_live_endpoint(backend: 
     assert_eq!(status, StatusCode::OK);
     let (status, _) = get(&app, &link, "/v1/notifications").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.post("/v1/owners/m-1/portal", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    app.endpoint(json!({"uid": "m1-next", "owner": "m-1"}))
+        .await;
+    for route in ["/v1/whoami", "/v1/endpoints/m1-next/secret"] {
+        let (status, body) = get(&app, &link, route).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{route}: {body}");
+    }
+    let (fresh, _) = issue(&app, "/v1/owners/m-1/portal", json!({})).await;
+    assert_eq!(
+        link_status(&app, fresh).await,
+        StatusCode::OK,
+        "issued after"
+    );
+
+    // An endpoint moved to another owner leaves its links behind, and its
+    // old owner's, once that one is empty, stay refused too.
+    app.endpoint(json!({"uid": "m2-shop", "owner": "m-2"}))
+        .await;
+    let (own, _) = issue(&app, "/v1/endpoints/m2-shop/portal", json!({})).await;
+    let (owners, _) = issue(&app, "/v1/owners/m-2/portal", json!({})).await;
+    let (status, body) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/m2-shop",
+            Some(json!({"owner": "m-3"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(link_status(&app, own).await, StatusCode::UNAUTHORIZED);
+    app.endpoint(json!({"uid": "m2-next", "owner": "m-2"}))
+        .await;
+    assert_eq!(link_status(&app, owners).await, StatusCode::UNAUTHORIZED);
 }
 both!(an_owner_link_is_refused_while_its_owner_has_no_live_endpoint);
 

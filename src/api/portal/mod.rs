@@ -120,6 +120,7 @@ pub async fn for_endpoint(
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
     params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
+        (status = 404, body = super::error::ErrorBody, description = "the owner has no live endpoint"),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),
         (status = 422, body = super::error::ErrorBody)))]
 pub async fn for_owner(
@@ -136,17 +137,20 @@ pub async fn for_owner(
         return Err(crate::service::events::invalid_owner().into());
     }
     // The owner's generation: the highest of its endpoints', which a
-    // revocation of the owner's links, or of one endpoint's, raises.
-    let generation = state.service.owner_portal_generation(&owner).await?;
+    // revocation of the owner's links, or of one endpoint's, raises. An
+    // owner with no live endpoint has nothing to show: its link would be
+    // refused, and would start working for whoever is next given the name.
+    let generation = state
+        .service
+        .owner_portal_generation(&owner)
+        .await?
+        .ok_or(ApiError::NotFound("owner"))?;
     let link = link(
         &state,
         &headers,
         &uri,
         &key,
-        (
-            PortalScope::Owner(owner),
-            generation.unwrap_or(0).max(0) as u32,
-        ),
+        (PortalScope::Owner(owner), generation.max(0) as u32),
         (permissions, lifetime),
     )?;
     Ok((StatusCode::CREATED, Json(link)))

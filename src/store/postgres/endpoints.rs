@@ -21,11 +21,49 @@ const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
      rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
      ordering, ordering_on_failure, fresh_share, filter";
+/// The generation past every one owner `$owner` had (its endpoints',
+/// deleted ones included, and its revocations') and `$own`: what an
+/// endpoint takes as it comes to an owner that refuses its links
+/// (`domain::portal`).
+macro_rules! past_generations {
+    ($owner:literal, $own:literal) => {
+        concat!(
+            "GREATEST(",
+            $own,
+            ", (SELECT COALESCE(max(o.portal_generation), 0) FROM endpoints o \
+                 WHERE o.owner = ",
+            $owner,
+            " AND NOT o.managed), \
+             COALESCE((SELECT p.generation FROM portal_owners p WHERE p.owner = ",
+            $owner,
+            "), 0)) + 1"
+        )
+    };
+}
+
+/// A created endpoint's generation: its own, unless its owner has no live
+/// endpoint, whose links must stay refused (`domain::portal`).
+const CREATED_GENERATION: &str = concat!(
+    "CASE WHEN $16::text IS NULL OR EXISTS (SELECT 1 FROM endpoints o \
+         WHERE o.owner = $16 AND o.deleted_at IS NULL AND NOT o.managed) THEN $26 ELSE ",
+    past_generations!("$16", "$26"),
+    " END"
+);
+
+/// A changed endpoint's generation: past its new owner's and its own when
+/// its owner changes (`domain::portal`), as it was otherwise.
+const CHANGED_GENERATION: &str = concat!(
+    "CASE WHEN owner IS NOT DISTINCT FROM $16 THEN portal_generation ELSE ",
+    past_generations!("$16", "portal_generation"),
+    " END"
+);
+
 impl PgStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
-             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $28, $29, $30, $31, \
+             VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, \
+                 {CREATED_GENERATION}, $28, $29, $30, $31, \
                  CASE WHEN $14 THEN $27 END) \
              RETURNING {COLUMNS}"
         );
@@ -146,6 +184,7 @@ impl PgStore {
         };
         let was_ordered = (endpoint.ordering, endpoint.ordering_on_failure);
         let was_delivered = endpoint.delivery;
+        let was_owned = endpoint.owner.clone();
         let (was_disabled, kept) = (
             endpoint.disabled,
             health::Kept {
@@ -176,6 +215,9 @@ impl PgStore {
         if pull::switch_revokes_token(was_delivered, endpoint.delivery) {
             super::consumer_tokens::revoke(&mut *tx, endpoint.id).await?;
         }
+        if endpoint.owner != was_owned {
+            moved_from_owner(&mut tx, endpoint.id).await?;
+        }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = $2, url = $3, description = $4, secret = $5, previous_secrets = $6, \
@@ -188,7 +230,8 @@ impl PgStore {
              disabled_reason = $18, failing_since = $19, schedule_jitter = $20, \
              rate_limit_per_second = $21, rate_limit_burst = $22, \
              breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27, \
-             ordering = $29, ordering_on_failure = $30, fresh_share = $31, filter = $32 \
+             ordering = $29, ordering_on_failure = $30, fresh_share = $31, filter = $32, \
+             portal_generation = {CHANGED_GENERATION} \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
         let updated = sqlx::query_as::<_, Endpoint>(AssertSqlSafe(sql))
@@ -263,6 +306,22 @@ impl PgStore {
         tx.commit().await?;
         Ok(Some(cancelled))
     }
+}
+
+/// Keeps the generation of the owner endpoint `id` leaves (as it is moved
+/// to another owner or to none) in `portal_owners`, so that the owner's
+/// generation does not fall back as the endpoint takes its own away
+/// (`domain::portal`). In the change's transaction, before its update.
+async fn moved_from_owner(tx: &mut sqlx::PgConnection, id: Uuid) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO portal_owners AS p (owner, generation) \
+         SELECT owner, portal_generation FROM endpoints WHERE id = $1 AND owner IS NOT NULL \
+         ON CONFLICT (owner) DO UPDATE SET generation = GREATEST(p.generation, EXCLUDED.generation)",
+    )
+    .bind(id)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// What an endpoint held while disabled (docs/design.md §17), released as it is

@@ -77,6 +77,57 @@ fn stamp(clock: &Clock) -> i64 {
     micros(clock.now())
 }
 
+/// The generation past every one owner `$owner` had (its endpoints',
+/// deleted ones included, and its revocations') and `$own`, as
+/// `postgres::endpoints` writes it (`domain::portal`).
+macro_rules! past_generations {
+    ($owner:literal, $own:literal) => {
+        concat!(
+            "max(",
+            $own,
+            ", (SELECT coalesce(max(o.portal_generation), 0) FROM endpoints o \
+                 WHERE o.owner = ",
+            $owner,
+            " AND o.managed = 0), \
+             coalesce((SELECT p.generation FROM portal_owners p WHERE p.owner = ",
+            $owner,
+            "), 0)) + 1"
+        )
+    };
+}
+
+/// A created endpoint's generation: its own, unless its owner has no live
+/// endpoint, whose links must stay refused (`domain::portal`).
+const CREATED_GENERATION: &str = concat!(
+    "CASE WHEN ?17 IS NULL OR EXISTS (SELECT 1 FROM endpoints o \
+         WHERE o.owner = ?17 AND o.deleted_at IS NULL AND o.managed = 0) THEN ?27 ELSE ",
+    past_generations!("?17", "?27"),
+    " END"
+);
+
+/// A changed endpoint's generation: past its new owner's and its own when
+/// its owner changes (`domain::portal`), as it was otherwise.
+const CHANGED_GENERATION: &str = concat!(
+    "CASE WHEN owner IS ?16 THEN portal_generation ELSE ",
+    past_generations!("?16", "portal_generation"),
+    " END"
+);
+
+/// Keeps the generation of the owner endpoint `id` leaves in
+/// `portal_owners`, as `postgres::endpoints::moved_from_owner` does.
+async fn moved_from_owner(tx: &mut sqlx::SqliteConnection, id: Uuid) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO portal_owners AS p (owner, generation) \
+         SELECT owner, portal_generation FROM endpoints WHERE id = ?1 AND owner IS NOT NULL \
+         ON CONFLICT (owner) DO UPDATE SET generation = max(p.generation, excluded.generation)",
+    )
+    .bind(id)
+    .execute(tx)
+    .await
+    .map_err(store_error)?;
+    Ok(())
+}
+
 impl SqliteStore {
     pub async fn create_endpoint(&self, endpoint: &Endpoint) -> Result<Endpoint, StoreError> {
         // Stamped with the writer held, as every change here (`stamp`).
@@ -85,8 +136,8 @@ impl SqliteStore {
         let sql = format!(
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
-                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, \
-                     CASE WHEN ?15 THEN ?16 END) \
+                     ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, {CREATED_GENERATION}, \
+                     ?28, ?29, ?30, ?31, CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -254,6 +305,9 @@ impl SqliteStore {
         if pull::switch_revokes_token(before.delivery, endpoint.delivery) {
             super::consumer_tokens::revoke(&mut *tx, endpoint.id).await?;
         }
+        if endpoint.owner != before.owner {
+            moved_from_owner(&mut tx, endpoint.id).await?;
+        }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
             "UPDATE endpoints SET uid = ?2, url = ?3, description = ?4, secret = ?5, \
@@ -265,7 +319,8 @@ impl SqliteStore {
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
              breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
-             ordering = ?30, ordering_on_failure = ?31, fresh_share = ?32, filter = ?33, version = version + 1 \
+             ordering = ?30, ordering_on_failure = ?31, fresh_share = ?32, filter = ?33, version = version + 1, \
+             portal_generation = {CHANGED_GENERATION} \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
         let updated = sqlx::query(AssertSqlSafe(sql))

@@ -6,6 +6,8 @@ use super::*;
 async fn issuing_a_link_checks_its_input_and_needs_admin(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
     app.endpoint(json!({"uid": "mine"})).await;
+    app.endpoint(json!({"uid": "m42-first", "owner": "merchant-42"}))
+        .await;
     let started = Utc::now();
     let (token, link) = issue(&app, "/v1/endpoints/mine/portal", json!({})).await;
     let answered = Utc::now();
@@ -48,6 +50,8 @@ async fn issuing_a_link_checks_its_input_and_needs_admin(backend: Backend) {
         assert_eq!(answer["error"]["field"], field, "{body}");
     }
     let (status, _) = app.post("/v1/endpoints/nobody/portal", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.post("/v1/owners/nobody/portal", json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, answer) = app.post("/v1/owners/bad%20owner/portal", json!({})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
