@@ -16,6 +16,7 @@ use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::breaker::Override;
 use crate::domain::fields::{valid_uid, MAX_HEADERS, MAX_PERMANENT_STATUSES};
 use crate::domain::jitter::{Jitter, MAX_JITTER};
+use crate::domain::json_keys::{unreadable, Unreadable};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::payload_filter::PayloadFilter;
 use crate::domain::problem::{shown, ErrorCode, Problem};
@@ -89,9 +90,11 @@ pub struct EndpointFields {
     /// at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
     /// with a text `body` matches no filter. Absent or null: every event
     /// of the subscribed types.
+    /// A key an object of it names twice is refused, as in an event's
+    /// payload: read as text first for that (`domain::json_keys`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Object>)]
-    filter: Option<Option<serde_json::Value>>,
+    filter: Option<Option<Box<serde_json::value::RawValue>>>,
     /// A preset name (`alipay`, `wechat`, `exponential`) or an array of
     /// durations (`["0s", "500ms", "2m"]`). Default `alipay`.
     #[serde(default, deserialize_with = "patch")]
@@ -173,6 +176,36 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<bool>)]
     url_secret: Option<Option<bool>>,
+}
+
+/// An endpoint's payload filter from its JSON text. A key one object of it
+/// names twice is refused: serde_json would keep the last one's condition
+/// and drop the other without a word (`{"amount": {"$gte": 100}, "amount":
+/// {"$lt": 500}}` would let 5 through).
+fn filter_of(text: &serde_json::value::RawValue) -> Result<PayloadFilter, Problem> {
+    if let Some(Unreadable::RepeatedKey(key)) = unreadable(text.get().as_bytes()) {
+        return Err(Problem::invalid(
+            ErrorCode::InvalidFilter,
+            "filter",
+            format!(
+                "the filter names `{}` twice in one object: give each condition once (several on one field go in one object, `{{\"$gte\": 100, \"$lt\": 500}}`, or in `$and`)",
+                shown(&key)
+            ),
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_str(text.get()).map_err(|e| {
+        Problem::invalid(
+            ErrorCode::InvalidFilter,
+            "filter",
+            format!(
+                "the filter is not JSON serde_json reads: {}",
+                shown(&e.to_string())
+            ),
+        )
+    })?;
+    PayloadFilter::parse(value).map_err(|problem| {
+        Problem::invalid(ErrorCode::InvalidFilter, problem.field(), problem.message)
+    })
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
@@ -329,12 +362,7 @@ impl EndpointFields {
             endpoint.event_types = event_types.map(Bounded::into_vec);
         }
         if let Some(filter) = self.filter {
-            endpoint.filter = filter
-                .map(PayloadFilter::parse)
-                .transpose()
-                .map_err(|problem| {
-                    Problem::invalid(ErrorCode::InvalidFilter, problem.field(), problem.message)
-                })?;
+            endpoint.filter = filter.as_deref().map(filter_of).transpose()?;
         }
         if let Some(schedule) = self.schedule {
             let schedule = match schedule {

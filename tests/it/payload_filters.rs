@@ -279,6 +279,44 @@ async fn bad_filters_are_refused_naming_the_path_and_the_operator_and_nothing_is
     let (_, read) = app.get("/v1/endpoints/good").await;
     assert_eq!(read["filter"], kept);
     assert_eq!(read["description"], json!(""));
+
+    // A key named twice in one object would keep only its last condition
+    // (the first `amount` bound dropped, letting 5 through): refused, at any
+    // depth, on a create and on a change.
+    for filter in [
+        r#"{"amount": {"$gte": 10000}, "amount": {"$lt": 50000}}"#,
+        r#"{"amount": {"$gt": 1, "$gt": 5}}"#,
+        r#"{"$or": [{"a": 1}], "$or": [{"b": 2}]}"#,
+        r#"{"$and": [{"x": {"$in": [1], "$in": [2]}}]}"#,
+    ] {
+        for (method, path, body) in [
+            (
+                Method::POST,
+                "/v1/endpoints",
+                format!(r#"{{"uid": "twice", "url": "http://127.0.0.1:9/", "filter": {filter}}}"#),
+            ),
+            (
+                Method::PATCH,
+                "/v1/endpoints/good",
+                format!(r#"{{"filter": {filter}}}"#),
+            ),
+        ] {
+            let (status, refused) = app.call_raw(method, path, body).await;
+            assert_eq!(
+                status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{filter}: {refused}"
+            );
+            assert_eq!(
+                refused["error"]["code"],
+                json!("invalid_filter"),
+                "{filter}"
+            );
+            assert_eq!(refused["error"]["field"], json!("filter"), "{filter}");
+        }
+    }
+    let (_, read) = app.get("/v1/endpoints/good").await;
+    assert_eq!(read["filter"], kept);
 }
 both!(bad_filters_are_refused_naming_the_path_and_the_operator_and_nothing_is_written);
 
