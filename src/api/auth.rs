@@ -362,21 +362,47 @@ fn local_only(
     Ok(())
 }
 
-/// `localhost`, `*.localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+/// `localhost`, `*.localhost`, `127.x.y.z` or `[::1]`, with or without a
+/// port, and nothing else: a host of letters, digits, dots and hyphens (or
+/// an IPv6 literal in brackets) and a port of digits, so that no userinfo,
+/// path or fragment (`localhost:80@evil.example`, `evil.example#.localhost`)
+/// passes for one.
 fn is_loopback_authority(authority: &str) -> bool {
-    let host = match authority.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((v6, _)) => v6,
-            None => return false,
-        },
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    let port_ok = |port: Option<&str>| {
+        port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
     };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    host == "localhost"
-        || host.ends_with(".localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    if let Some(rest) = authority.strip_prefix('[') {
+        let Some((v6, after)) = rest.split_once(']') else {
+            return false;
+        };
+        let port = match after {
+            "" => None,
+            _ => match after.strip_prefix(':') {
+                Some(port) => Some(port),
+                None => return false,
+            },
+        };
+        return port_ok(port)
+            && v6
+                .parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|ip| ip.is_loopback());
+    }
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    let name = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    port_ok(port)
+        && name
+        && (host == "localhost"
+            || host.ends_with(".localhost")
+            || host
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.is_loopback()))
 }
 
 fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {

@@ -79,6 +79,14 @@ fn loopback_authorities_are_recognised_and_lookalikes_are_not() {
         "[::2]:80",
         "[::1",
         "",
+        "localhost:18181@evil.com",
+        "evil.com#.localhost",
+        "evil.com/.localhost",
+        "localhost:80:80",
+        "localhost:http",
+        "[::1]x",
+        "[::1]:80@evil.com",
+        "local host",
     ] {
         assert!(!is_loopback_authority(foreign), "{foreign}");
     }
