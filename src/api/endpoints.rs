@@ -309,17 +309,40 @@ pub async fn list(
 }
 
 /// A list of `found` alone (or none): what a portal link of one endpoint
-/// gets for `GET /v1/endpoints` (`api::portal`).
-pub(super) async fn page_of(state: &AppState, found: Option<Endpoint>) -> Page<EndpointView> {
+/// gets for `GET /v1/endpoints` (`api::portal`). Its `query` is read as
+/// the list's own is (a parameter the list does not take is 422, a bad
+/// `limit` or `cursor` too), and an `owner` other than the endpoint's is
+/// 403, as it is for an owner's link.
+pub(super) async fn page_of(
+    state: &AppState,
+    found: Option<Endpoint>,
+    query: &str,
+) -> Result<Page<EndpointView>, ApiError> {
+    let params: ListParams = crate::api::extract::query_of(query)?;
+    let paging = PageParams {
+        limit: params.limit,
+        cursor: params.cursor,
+    };
+    paging.limit()?;
+    paging.cursor_id()?;
+    filters::owner(params.owner.as_deref())?;
+    if let Some(owner) = params.owner.as_deref() {
+        if found.as_ref().and_then(|e| e.owner.as_deref()) != Some(owner) {
+            return Err(ApiError::Forbidden(
+                "this portal link lists its own endpoint only: the owner filter names another"
+                    .into(),
+            ));
+        }
+    }
     let mut data: Vec<EndpointView> = found
         .map(|e| EndpointView::of(e).shown_to(&SeesSecrets::nothing(state)))
         .into_iter()
         .collect();
     CircuitView::fill(state, &mut data).await;
-    Page {
+    Ok(Page {
         data,
         next_cursor: None,
-    }
+    })
 }
 
 /// Read an endpoint

@@ -15,7 +15,7 @@ use crate::domain::bounded::PAST_THE_LIMIT;
 #[path = "extract_query.rs"]
 mod query;
 use crate::domain::problem::{cut, shown, ErrorCode};
-pub use query::{utf8_path, QueryParams};
+pub use query::{query_of, utf8_path, QueryParams};
 
 /// A JSON request body.
 pub struct JsonBody<T>(pub T);

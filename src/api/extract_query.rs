@@ -17,20 +17,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or_default();
-        // serde_urlencoded decodes what is not UTF-8 lossily (`%FF` as
-        // U+FFFD), which then matches what the client did not send.
-        if std::str::from_utf8(&percent_decoded(query)).is_err() {
-            return Err(ApiError::malformed(
-                ErrorCode::InvalidQuery,
-                None,
-                "the query string is not UTF-8 once percent-decoded",
-            ));
-        }
-        serde_urlencoded::from_str(query)
-            .map(QueryParams)
-            .map_err(|e| query_error(&e.to_string()))
+        query_of(parts.uri.query().unwrap_or_default()).map(QueryParams)
     }
+}
+
+/// A query string read into a route's parameters, as `QueryParams` reads
+/// it: for a handler that is not an extractor's (a portal link's answer).
+pub fn query_of<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    // serde_urlencoded decodes what is not UTF-8 lossily (`%FF` as
+    // U+FFFD), which then matches what the client did not send.
+    if std::str::from_utf8(&percent_decoded(query)).is_err() {
+        return Err(ApiError::malformed(
+            ErrorCode::InvalidQuery,
+            None,
+            "the query string is not UTF-8 once percent-decoded",
+        ));
+    }
+    serde_urlencoded::from_str(query).map_err(|e| query_error(&e.to_string()))
 }
 
 /// A query the parameters' struct (`deny_unknown_fields`) refused: a name

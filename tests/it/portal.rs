@@ -125,6 +125,29 @@ async fn an_endpoint_link_sees_only_its_endpoints_notifications(backend: Backend
     assert_eq!(status, StatusCode::OK, "{page}");
     assert_eq!(ids(&page), vec![mine_id.to_string()]);
     assert!(page["data"][0].get("secret").is_none());
+    // Its query is read as the list's own is, not passed by.
+    for (query, status, code) in [
+        ("owner=merchant-7", StatusCode::FORBIDDEN, "forbidden"),
+        (
+            "stauts=failed",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_field",
+        ),
+        ("limit=0", StatusCode::UNPROCESSABLE_ENTITY, "invalid_value"),
+        ("limit=abc", StatusCode::BAD_REQUEST, "invalid_query"),
+    ] {
+        let (got, body) = get(&app, &token, &format!("/v1/endpoints?{query}")).await;
+        assert_eq!(
+            (got, &body["error"]["code"]),
+            (status, &json!(code)),
+            "{query}: {body}"
+        );
+    }
+    let (status, page) = get(&app, &token, "/v1/endpoints?limit=1").await;
+    assert_eq!(
+        (status, ids(&page)),
+        (StatusCode::OK, vec![mine_id.to_string()])
+    );
     for path in ["/v1/endpoints/mine", "/v1/endpoints/mine/backlog"] {
         assert_eq!(get(&app, &token, path).await.0, StatusCode::OK, "{path}");
     }

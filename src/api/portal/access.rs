@@ -148,7 +148,8 @@ pub(in crate::api) async fn admit(
         Access::Endpoints => match scope {
             PortalScope::Endpoint(id) => {
                 let found = state.store.find_endpoint(&EndpointRef::Id(*id)).await?;
-                let page = crate::api::endpoints::page_of(state, found).await;
+                let query = request.uri().query().unwrap_or_default();
+                let page = crate::api::endpoints::page_of(state, found, query).await?;
                 return Ok(Json(page).into_response());
             }
             PortalScope::Owner(_) => force(state, scope, &mut request).await?,
