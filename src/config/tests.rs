@@ -200,6 +200,10 @@ fn each_bad_value_is_refused_in_one_line_naming_its_key() {
         ),
         ("[operator]\nsecret = 42\n", "operator.secret"),
         (
+            "[database]\nurl = \"postgres://u:hunter2@db:badport/x\"\n",
+            "database.url",
+        ),
+        (
             "[secrets]\nkeys = [{ id = \"a\", key = \"aHVudGVyMg==\" }]\n",
             "secrets.keys",
         ),
@@ -373,6 +377,14 @@ fn an_operator_url_with_a_whsec_secret_is_accepted() {
     assert!(settings.operator.enabled());
     assert!(!settings.to_masked_toml().contains("MfKQ9r8G"));
     assert!(!settings.to_masked_toml().contains("ops.example.com/hooks"));
+}
+
+#[test]
+fn a_url_that_does_not_parse_says_why() {
+    let toml = "[database]\nurl = \"postgres://u:hunter2@db:badport/x\"\n";
+    let message = Settings::from_toml_layers(&[toml]).unwrap_err().to_string();
+    assert!(message.contains("invalid port number"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
 }
 
 #[test]

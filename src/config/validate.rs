@@ -46,12 +46,23 @@ impl Settings {
                 // Embedded mode, or one half of server mode: `mode` says which.
                 continue;
             }
+            // The parser's message names what is wrong (`invalid port
+            // number`) and nothing of the URL, which may hold a password.
             match url::Url::parse(url.expose()) {
                 Ok(u) if schemes.contains(&u.scheme()) => {}
-                _ => {
+                Ok(_) => {
                     return Err(invalid(
                         key,
                         &format!("must be a URL with scheme {}", schemes.join(" or ")),
+                    ))
+                }
+                Err(error) => {
+                    return Err(invalid(
+                        key,
+                        &format!(
+                            "is not a URL ({error}): it must be one with scheme {}",
+                            schemes.join(" or ")
+                        ),
                     ))
                 }
             }
