@@ -276,13 +276,32 @@ fn run(task: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode 
     };
     match runtime.block_on(task) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) if unsafe_files(&error) => config_failure(&format!("{error:#}")),
+        Err(error) if unsafe_files(&error) => config_failure(&described(&error)),
         Err(error) if bad_arguments(&error) => {
-            eprintln!("hookd: {error:#}");
+            eprintln!("hookd: {}", described(&error));
             ExitCode::from(EXIT_USAGE)
         }
-        Err(error) => fail(&format!("{error:#}")),
+        Err(error) => fail(&described(&error)),
     }
+}
+
+/// `error` and its causes on one line, as `{:#}` joins them, leaving out a
+/// cause whose text the line holds already: sqlx's errors say their cause
+/// and name it as their source too, which read "file is not a database:
+/// file is not a database".
+fn described(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Whether hookd refused its data directory or a file of the embedded

@@ -397,6 +397,39 @@ fn a_copy_given_a_source_that_is_no_sqlite_url_is_a_wrong_command_line() {
     assert!(message.contains("--from must be sqlite:PATH"), "{message}");
 }
 
+/// A file that is not a database says so once: sqlx's error carries its
+/// cause's text and names it as its source too, and the line held it twice.
+#[test]
+fn a_copy_from_a_file_that_is_no_database_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.db");
+    std::fs::write(&path, "not a database, not even close\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let from = format!("sqlite:{}", path.display());
+    let output = hookd(
+        &[
+            "copy",
+            "--from",
+            &from,
+            "--to",
+            "postgres://127.0.0.1:1/unused",
+        ],
+        &[],
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert_eq!(
+        message.matches("file is not a database").count(),
+        1,
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+}
+
 /// figment types what it reads from the environment: a text setting whose
 /// value reads as a number or a boolean was refused (`HOOKD_REDIS__PREFIX=123`).
 #[test]
