@@ -6,8 +6,8 @@
 /// form feed), on both sides: the body is compared as bytes, whatever its
 /// charset, and the endpoint stores `success_body` trimmed the same way.
 /// A byte-order mark is not whitespace: a receiver page saved with one
-/// answers `\u{FEFF}success`, which fails the rule (the classic cause of
-/// Alipay's own notifications being sent again and again).
+/// answers `\u{FEFF}success`, which fails the rule, and the receiver's
+/// attempts list shows the three bytes before it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SuccessRule {
     pub body: Option<String>,
