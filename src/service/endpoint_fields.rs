@@ -89,9 +89,9 @@ pub struct EndpointFields {
     /// $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
     /// at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
     /// with a text `body` matches no filter. Absent or null: every event
-    /// of the subscribed types.
-    /// A key an object of it names twice is refused, as in an event's
-    /// payload: read as text first for that (`domain::json_keys`).
+    /// of the subscribed types. A key one object of the filter names twice
+    /// is refused (`invalid_filter`).
+    // Read as text, for the repeated-key check (`domain::json_keys`).
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Object>)]
     filter: Option<Option<Box<serde_json::value::RawValue>>>,

@@ -1739,7 +1739,8 @@ paths (`customer.tier`), a scalar for equality or operators `$eq
 $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
 at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
 with a text `body` matches no filter. Absent or null: every event
-of the subscribed types.*/
+of the subscribed types. A key one object of the filter names twice
+is refused (`invalid_filter`).*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub filter: ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -19194,6 +19195,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

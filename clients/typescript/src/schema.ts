@@ -1101,7 +1101,8 @@ export interface components {
              *     $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
              *     at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
              *     with a text `body` matches no filter. Absent or null: every event
-             *     of the subscribed types.
+             *     of the subscribed types. A key one object of the filter names twice
+             *     is refused (`invalid_filter`).
              */
             filter?: Record<string, never> | null;
             /**
@@ -5984,6 +5985,15 @@ export interface operations {
             };
             /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the owner has no live endpoint */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -42,7 +42,8 @@ class EndpointFields:
                 $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
                 at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
                 with a text `body` matches no filter. Absent or null: every event
-                of the subscribed types.
+                of the subscribed types. A key one object of the filter names twice
+                is refused (`invalid_filter`).
             fresh_share (float | None | Unset): The part of the rate limit kept for fresh notifications (first
                 attempts) while retries are due beside them; either lane lends
                 what it leaves idle to the other. 0 to 1; 0: one budget in due

@@ -17,7 +17,8 @@ class EndpointFieldsFilterType0:
     $ne $in $nin $gt $gte $lt $lte $exists`, and `$and` / `$or` lists;
     at most 4096 bytes, 64 conditions, `$and`/`$or` 4 deep. An event
     with a text `body` matches no filter. Absent or null: every event
-    of the subscribed types.
+    of the subscribed types. A key one object of the filter names twice
+    is refused (`invalid_filter`).
 
     """
 

@@ -58,6 +58,11 @@ def _parse_response(
 
         return response_403
 
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
     if response.status_code == 408:
         response_408 = ErrorBody.from_dict(response.json())
 
