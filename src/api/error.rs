@@ -158,7 +158,7 @@ impl ApiError {
             ),
             ApiError::ConsumerRefused => (
                 ErrorCode::Unauthorized,
-                "this consumer token does not work: a newer one replaced it, or its endpoint was deleted or switched to push; ask the endpoint's owner for a new one".into(),
+                "this consumer token does not work: a newer one replaced it, or its endpoint was deleted or switched to push; or it was issued a moment ago through another hookd process, which every process knows within a second or two (try again then). Otherwise ask the endpoint's owner for a new one".into(),
                 None,
             ),
             ApiError::Unauthorized => (

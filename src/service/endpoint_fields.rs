@@ -193,14 +193,21 @@ fn filter_of(text: &serde_json::value::RawValue) -> Result<PayloadFilter, Proble
             ),
         ));
     }
-    let value: serde_json::Value = serde_json::from_str(text.get()).map_err(|e| {
+    // A value serde_json will not read (a number beyond a float's range)
+    // is named by its path, as the body's other fields are.
+    let mut json = serde_json::Deserializer::from_str(text.get());
+    let value: serde_json::Value = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let path = e.path().to_string();
+        let field = match path.as_str() {
+            "" | "." => "filter".to_string(),
+            path => format!("filter.{}", shown(path)),
+        };
+        let what = e.inner().to_string();
+        let what = what.split(" at line ").next().unwrap_or_default();
         Problem::invalid(
-            ErrorCode::InvalidFilter,
-            "filter",
-            format!(
-                "the filter is not JSON serde_json reads: {}",
-                shown(&e.to_string())
-            ),
+            ErrorCode::InvalidValue,
+            field,
+            format!("invalid value: {}", shown(what)),
         )
     })?;
     PayloadFilter::parse(value).map_err(|problem| {
