@@ -18,6 +18,7 @@ mod commit;
 mod endpoint_fields;
 pub mod endpoints;
 pub mod events;
+mod filter_fields;
 mod index;
 mod lookup;
 pub mod notifications;
