@@ -98,23 +98,11 @@ enum LogFormatArg {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Version => {
-            println!("hookd {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
+        Command::Version => emit(format!("hookd {}\n", env!("CARGO_PKG_VERSION")).as_bytes()),
         Command::Openapi => {
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            match out
-                .write_all(hookd::api::openapi::document())
-                .and_then(|()| out.write_all(b"\n"))
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("hookd: {error}");
-                    ExitCode::FAILURE
-                }
-            }
+            let mut document = hookd::api::openapi::document().to_vec();
+            document.push(b'\n');
+            emit(&document)
         }
         Command::Config {
             command: ConfigCommand::Check { config, data_dir },
@@ -134,20 +122,20 @@ fn main() -> ExitCode {
                         return config_failure(&error);
                     }
                 }
-                println!("# mode: {mode}");
+                let mut out = format!("# mode: {mode}\n");
                 for warning in settings.warnings() {
-                    println!("# warning: {warning}");
+                    out += &format!("# warning: {warning}\n");
                 }
-                print!("{}", settings.to_masked_toml());
+                out += &settings.to_masked_toml();
                 if settings.dispatcher.default_rate_limit.is_none() {
-                    println!("# dispatcher.default_rate_limit: none (only endpoints with their own rate_limit are limited)");
+                    out += "# dispatcher.default_rate_limit: none (only endpoints with their own rate_limit are limited)\n";
                 }
                 if settings.mode().is_ok_and(|mode| mode == Mode::Server) {
                     for warning in redis_warnings(&settings) {
-                        println!("# warning: {warning}");
+                        out += &format!("# warning: {warning}\n");
                     }
                 }
-                ExitCode::SUCCESS
+                emit(out.as_bytes())
             }
             Err(code) => code,
         },
@@ -351,6 +339,22 @@ fn fail(error: &dyn std::fmt::Display) -> ExitCode {
 const EXIT_CONFIG: u8 = 78;
 
 /// One line on stderr, exit code 78.
+/// Writes a command's output to stdout. A reader that stopped reading
+/// (`hookd openapi | head`) ends the output, not the command: no panic,
+/// no error line, exit 0, as a reader that has all it wanted expects.
+fn emit(output: &[u8]) -> ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(output).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("hookd: cannot write the output: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn config_failure(error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("hookd: {error}");
     ExitCode::from(EXIT_CONFIG)

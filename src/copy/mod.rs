@@ -215,7 +215,12 @@ pub async fn run(args: CopyArgs) -> anyhow::Result<Summary> {
     source.close().await;
     target.close().await;
     let summary = summary?;
-    print!("{summary}");
+    // The copy is done: a reader that stopped reading (`| head`) loses
+    // the summary, and the command still succeeds (print! would panic).
+    let _ = std::io::Write::write_all(
+        &mut std::io::stdout().lock(),
+        summary.to_string().as_bytes(),
+    );
     if args.merge && summary.copied() > 0 {
         // A running server reads a consumer token when it or its endpoint
         // changes, and a copied row keeps the file's times: it would not

@@ -543,3 +543,22 @@ fn a_dispatcher_turned_off_is_a_warning_embedded_and_refused_beside_role_dispatc
     assert_eq!(output.status.code(), Some(78), "{message}");
     assert!(message.contains("nothing to do"), "{message}");
 }
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_and_the_command_still_succeeds() {
+    // `hookd openapi | head`: the output's reader has gone before hookd
+    // writes. hookd once said "Broken pipe" and exited 1 here, and
+    // `config check` panicked (exit 101).
+    for args in [&["openapi"][..], &["config", "check"], &["version"]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = command(args).stdout(writer).output().expect("hookd runs");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+}
