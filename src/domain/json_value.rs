@@ -11,9 +11,84 @@
 
 use std::collections::BTreeMap;
 
-/// Deeper than this is not compared (`None`). hookd accepts payloads of
-/// serde_json's default depth, 128.
+/// Deeper than this is not compared (`None`): serde_json's default depth,
+/// past any payload hookd accepts (`MAX_PAYLOAD_DEPTH`).
 const MAX_DEPTH: usize = 128;
+
+/// The deepest a JSON payload nests (a notification's or an event's).
+/// hookd's answers carry a payload inside up to three levels of their own
+/// (a pull's answer holds it three down), and common JSON parsers
+/// stop at 128 levels (serde_json, which hookd's Rust client reads with,
+/// refuses the 128th): at 127, the limit events once had, `GET` of the
+/// event failed in that client, and a pull of a notification 125 deep
+/// failed the whole batch after hookd had leased it. 100 leaves room, and
+/// no payload of a webhook nests anywhere near it. Payload filters read
+/// every payload this allows.
+pub const MAX_PAYLOAD_DEPTH: usize = 100;
+
+/// What of a JSON text serde_json will not read, as it says it: a number
+/// beyond a 64-bit float's range (`1e309`) or an escape of half a UTF-16
+/// surrogate pair (`"\ud800"`), which pass JSON's grammar (hookd keeps a
+/// payload's bytes as given) but fail serde_json, and so hookd's Rust
+/// client (Go's `encoding/json` refuses the number too). `None` when it
+/// reads the text whole, and for a text that is not JSON at all (the
+/// caller knows whether it had to be).
+pub fn unreadable_value(text: &[u8]) -> Option<String> {
+    let shown_as_json = serde_json::from_slice::<&serde_json::value::RawValue>(text).is_ok();
+    match serde_json::from_slice::<Read>(text) {
+        Err(error) if shown_as_json => Some(error.to_string()),
+        _ => None,
+    }
+}
+
+/// Any JSON value, each of its numbers and strings read as serde_json
+/// reads them (`IgnoredAny` skips them unread), nothing kept.
+struct Read;
+
+impl<'de> serde::Deserialize<'de> for Read {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Read)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Read {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
+        while items.next_element::<Read>()?.is_some() {}
+        Ok(self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        while map.next_key::<Read>()?.is_some() {
+            map.next_value::<Read>()?;
+        }
+        Ok(self)
+    }
+}
 
 /// Whether a content type is JSON's (`application/json`, or any `+json`),
 /// parameters aside.
@@ -281,12 +356,11 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{nests_deeper_than, same_event, same_value};
-    use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
+    use super::{nests_deeper_than, same_event, same_value, unreadable_value, MAX_PAYLOAD_DEPTH};
 
     #[test]
-    fn a_payload_nests_too_deep_exactly_where_serde_json_stops_reading_it() {
-        for depth in [1, 126, 127, 128, 129, 5_000] {
+    fn a_payload_nests_too_deep_past_the_limit_whatever_its_strings_hold() {
+        for depth in [1, 99, 100, 101, 127, 128, 5_000] {
             // An object holding `depth - 1` lists, with brackets in a string
             // beside them that must not count.
             let text = format!(
@@ -294,15 +368,36 @@ mod tests {
                 "[".repeat(depth - 1),
                 "]".repeat(depth - 1)
             );
-            let read = serde_json::from_str::<serde_json::Value>(&text).is_ok();
             let deep = nests_deeper_than(text.as_bytes(), MAX_PAYLOAD_DEPTH);
-            assert_eq!(
-                read,
-                !deep,
-                "depth {depth}: {}",
-                &text[..40.min(text.len())]
-            );
             assert_eq!(deep, depth > MAX_PAYLOAD_DEPTH, "depth {depth}");
+            if !deep {
+                // Three levels of an answer around it still read.
+                let answer = format!("{{\"data\":[{{\"payload\":{text}}}]}}");
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(&answer).is_ok(),
+                    "depth {depth}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_serde_json_will_not_read_is_named_and_a_text_that_is_no_json_is_not() {
+        for text in [
+            r#"{"a": 1e309}"#,
+            r#"[-1e400]"#,
+            r#"{"s": "\ud800"}"#,
+            r#"{"s": "x\udc00"}"#,
+        ] {
+            assert!(unreadable_value(text.as_bytes()).is_some(), "{text}");
+        }
+        for text in [
+            r#"{"a": 1.7976931348623157e308, "b": 18446744073709551616}"#,
+            r#"{"s": "\ud83d\ude00", "a": 1, "a": 2}"#,
+            "not json [[[",
+            "",
+        ] {
+            assert_eq!(unreadable_value(text.as_bytes()), None, "{text}");
         }
     }
 

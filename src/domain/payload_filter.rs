@@ -467,13 +467,6 @@ fn numbers(a: &Number, b: &Number) -> Option<Ordering> {
     }
 }
 
-/// The deepest an event's JSON payload nests: as deep as serde_json reads
-/// (its recursion limit refuses the 128th level), so that every payload
-/// an event may carry is one a filter can read. Deeper, a filter read
-/// nothing and matched nothing: the event reached no filtered endpoint,
-/// said nowhere. An event's is refused instead (`service::events`).
-pub const MAX_PAYLOAD_DEPTH: usize = 127;
-
 /// A payload as a filter reads it: its JSON, when it has any.
 pub fn payload_json(content_type: &str, body: &[u8]) -> Option<Value> {
     super::json_value::is_json_content_type(content_type)

@@ -191,6 +191,7 @@ impl Service {
             input.content_type,
             self.settings.api.max_payload_bytes,
         )?;
+        content.readable_back()?;
         if let Some(event_type) = &input.event_type {
             if !valid_event_type(event_type) {
                 return Err(Problem::invalid(

@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 
 use crate::domain::json_keys::{unreadable, Unreadable};
-use crate::domain::json_value::{is_json_content_type, nests_deeper_than};
-use crate::domain::payload_filter::MAX_PAYLOAD_DEPTH;
+use crate::domain::json_value::{
+    is_json_content_type, nests_deeper_than, unreadable_value, MAX_PAYLOAD_DEPTH,
+};
 use crate::domain::problem::{shown, ErrorCode, Problem};
 use crate::domain::schedule::parse_duration;
 
@@ -27,15 +28,16 @@ pub(super) struct Content {
 }
 
 impl Content {
-    /// An event's content as payload filters read it: JSON nests no deeper
-    /// than they can (`payload_filter::MAX_PAYLOAD_DEPTH`), no object names
-    /// a key twice, and a `payload` holds no value they cannot read.
-    /// Deeper, or with such a value, a filter would match nothing and the
-    /// event reach no filtered endpoint, said nowhere; with a key twice, a
-    /// filter reads its last value and a receiver's parser may read its
-    /// first. (A `body` need not be JSON: one that is not matches no
-    /// filter, as its text says.)
-    pub fn readable_by_filters(&self) -> Result<(), Problem> {
+    /// JSON content as hookd's answers show it back (`api::body`: as a
+    /// `payload`, inside the answer's own JSON) and as a receiver's parser
+    /// reads it: it nests at most `MAX_PAYLOAD_DEPTH` levels, and holds no
+    /// value serde_json will not read (`unreadable_value`). hookd stored
+    /// such a notification and sent it as given, and then its Rust client
+    /// failed to read it back, and a pull that offered it failed the
+    /// consumer's whole batch after hookd had leased every notification in
+    /// it. Content that is not JSON (a `body` of another type, or of JSON's
+    /// type that does not parse: shown as text) is not read.
+    pub fn readable_back(&self) -> Result<(), Problem> {
         if !is_json_content_type(&self.content_type) {
             return Ok(());
         }
@@ -44,9 +46,32 @@ impl Content {
                 ErrorCode::InvalidValue,
                 self.field,
                 format!(
-                    "an event's JSON nests at most {MAX_PAYLOAD_DEPTH} levels deep, as payload filters read it"
+                    "JSON content nests at most {MAX_PAYLOAD_DEPTH} levels deep: hookd's answers carry it inside their own JSON, which common parsers stop reading at 128"
                 ),
             ));
+        }
+        match unreadable_value(&self.body) {
+            Some(why) => Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                self.field,
+                format!(
+                    "JSON content holds a value common JSON parsers cannot read ({}): a number beyond a 64-bit float's range, or an escape of half a UTF-16 surrogate pair",
+                    shown(&why)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// An event's content as payload filters read it: readable back
+    /// (`readable_back`), which filters then read whole, and no object
+    /// names a key twice: a filter reads a repeated key's last value and a
+    /// receiver's parser may read its first. (A `body` need not be JSON:
+    /// one that is not matches no filter, as its text says.)
+    pub fn readable_by_filters(&self) -> Result<(), Problem> {
+        self.readable_back()?;
+        if !is_json_content_type(&self.content_type) {
+            return Ok(());
         }
         match unreadable(&self.body) {
             Some(Unreadable::RepeatedKey(key)) => Err(Problem::invalid(
@@ -55,14 +80,6 @@ impl Content {
                 format!(
                     "an event's JSON names the key \"{}\" twice in one object: payload filters would read one value and a receiver perhaps the other",
                     shown(&key)
-                ),
-            )),
-            Some(Unreadable::Value(why)) if self.field == "payload" => Err(Problem::invalid(
-                ErrorCode::InvalidValue,
-                self.field,
-                format!(
-                    "an event's JSON holds a value payload filters cannot read ({}): a number beyond a 64-bit float's range, or an escape of half a UTF-16 surrogate pair; a filter would match nothing, and a receiver's parser may fail on it too",
-                    shown(&why)
                 ),
             )),
             _ => Ok(()),

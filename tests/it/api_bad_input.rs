@@ -273,3 +273,84 @@ async fn a_path_that_is_not_utf8_gets_the_json_error_shape(backend: Backend) {
     assert_eq!(body["error"]["code"], json!("not_found"));
 }
 both!(a_path_that_is_not_utf8_gets_the_json_error_shape);
+
+/// A notification's JSON payload comes back inside hookd's answers (a
+/// notification, a page of them, a pull's receipts) and goes to a
+/// receiver's parser. One nesting past 100 levels, or holding a value
+/// common parsers refuse (a number beyond a 64-bit float's range, half a
+/// surrogate pair), is refused, alone or in a batch: hookd once stored
+/// them, and then its Rust client could not read them back and a pull that
+/// offered one failed the consumer's whole batch. 100 levels come back
+/// whole in a page; a key named twice goes out as given.
+async fn a_notification_payload_its_readers_could_not_read_back_is_refused(backend: Backend) {
+    let app = backend.spawn().await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    let nested = |levels: usize| format!("{}0{}", "[".repeat(levels), "]".repeat(levels));
+    let notification = |payload: &str| {
+        format!("{{\"endpoint\": \"shop\", \"delay\": \"1h\", \"payload\": {payload}}}")
+    };
+    for (odd, says) in [
+        (r#"{"amount": 1e309}"#.to_string(), "number out of range"),
+        (r#"{"memo": "\ud800"}"#.to_string(), "surrogate"),
+        (nested(101), "100 levels"),
+    ] {
+        let (status, refused) = app
+            .call_raw(Method::POST, "/v1/notifications", notification(&odd))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+        assert_eq!(refused["error"]["code"], "invalid_value", "{refused}");
+        assert_eq!(refused["error"]["field"], "payload", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+
+        let batch = format!(
+            "{{\"notifications\": [{}, {}]}}",
+            notification("{}"),
+            notification(&odd)
+        );
+        let (_, answered) = app
+            .call_raw(Method::POST, "/v1/notifications/batch", batch)
+            .await;
+        assert_eq!(answered["data"][0]["status"], 201, "{answered}");
+        assert_eq!(answered["data"][1]["status"], 422, "{answered}");
+        assert_eq!(
+            answered["data"][1]["error"]["field"], "payload",
+            "{answered}"
+        );
+    }
+    // The same text as a `body` of JSON's type is shown back as a payload.
+    let (status, refused) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "delay": "1h", "content_type": "application/json",
+                   "body": r#"{"amount": 1e309}"#}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["field"], "body", "{refused}");
+    let (_, listed) = app.get("/v1/notifications?endpoint=shop").await;
+    assert_eq!(
+        listed["data"].as_array().unwrap().len(),
+        3,
+        "only the batches' good items were stored: {listed}"
+    );
+
+    let mut shown = Vec::new();
+    for payload in [nested(100), r#"{"a": 1, "a": 2}"#.to_string()] {
+        let (status, created) = app
+            .call_raw(Method::POST, "/v1/notifications", notification(&payload))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let id = created["id"].as_str().unwrap();
+        let (status, read) = app.get(&format!("/v1/notifications/{id}")).await;
+        assert_eq!(status, StatusCode::OK, "read back whole: {read}");
+        shown.push(read["payload"].clone());
+    }
+    assert!(shown[0].is_array(), "{}", shown[0]);
+    assert_eq!(
+        shown[1],
+        json!({"a": 2}),
+        "a key named twice, as JSON reads it"
+    );
+}
+both!(a_notification_payload_its_readers_could_not_read_back_is_refused);
