@@ -98,7 +98,7 @@ enum LogFormatArg {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Version => emit(format!("hookd {}\n", env!("CARGO_PKG_VERSION")).as_bytes()),
+        Command::Version => emit(version().as_bytes()),
         Command::Openapi => {
             let mut document = hookd::api::openapi::document().to_vec();
             document.push(b'\n');
@@ -148,10 +148,10 @@ fn main() -> ExitCode {
             run(async move {
                 match settings.mode()? {
                     Mode::Server => {
+                        // Migrates whatever database.migrate says.
                         let mut database = settings.database.clone();
-                        database.migrate = false;
-                        let store = PgStore::connect(&database).await?;
-                        store.migrate().await?;
+                        database.migrate = true;
+                        PgStore::connect(&database).await?;
                     }
                     Mode::Embedded { path } => {
                         open_embedded(&settings, &path, true).await?.close().await;
@@ -339,6 +339,22 @@ fn fail(error: &dyn std::fmt::Display) -> ExitCode {
 const EXIT_CONFIG: u8 = 78;
 
 /// One line on stderr, exit code 78.
+/// `hookd version`: the build's version and the newest migration of each
+/// schema it brings a database to, so that an operator can tell builds of
+/// one version apart and see which schema a database needs
+/// (`_sqlx_migrations` holds what it has).
+fn version() -> String {
+    let newest = |migrator: &sqlx::migrate::Migrator| {
+        migrator.iter().map(|m| m.version).max().unwrap_or_default()
+    };
+    format!(
+        "hookd {} (schema: PostgreSQL {}, embedded {})\n",
+        env!("CARGO_PKG_VERSION"),
+        newest(&hookd::store::postgres::MIGRATOR),
+        newest(&hookd::store::sqlite::MIGRATOR),
+    )
+}
+
 /// Writes a command's output to stdout. A reader that stopped reading
 /// (`hookd openapi | head`) ends the output, not the command: no panic,
 /// no error line, exit 0, as a reader that has all it wanted expects.

@@ -52,9 +52,15 @@ fn every_subcommand_has_help_and_the_version_is_printed() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("Exit codes"));
     let output = hookd(&["version"], &[]);
     assert_eq!(output.status.code(), Some(0));
+    let newest = |migrator: &sqlx::migrate::Migrator| migrator.iter().last().unwrap().version;
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
-        format!("hookd {}", env!("CARGO_PKG_VERSION"))
+        format!(
+            "hookd {} (schema: PostgreSQL {}, embedded {})",
+            env!("CARGO_PKG_VERSION"),
+            newest(&hookd::store::postgres::MIGRATOR),
+            newest(&hookd::store::sqlite::MIGRATOR)
+        )
     );
     assert_eq!(
         hookd(&["serve", "--rolee", "api"], &[]).status.code(),

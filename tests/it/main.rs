@@ -68,6 +68,7 @@ mod recover_crash;
 mod redis_cluster;
 mod redis_ha;
 mod resilience;
+mod schema_versions;
 mod sealing;
 mod secrets;
 mod secrets_at_rest;

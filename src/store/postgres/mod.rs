@@ -204,6 +204,8 @@ impl PgStore {
         let store = Self::new(pool);
         if settings.migrate {
             store.migrate().await?;
+        } else {
+            store.schema_mismatch(false).await?;
         }
         Ok(store)
     }
@@ -228,7 +230,10 @@ impl PgStore {
         Ok(Some(Self::new(pool)))
     }
 
+    /// Applies the migrations not applied yet, after refusing a schema
+    /// another build left (`migrations::mismatch`).
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.schema_mismatch(true).await?;
         MIGRATOR.run(&self.pool).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(inner) => StoreError::from(inner),
             other => StoreError::Database(cause(sqlx::Error::Migrate(Box::new(other)))),
@@ -238,6 +243,25 @@ impl PgStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    /// Refuses a schema this build must not run against (or, `migrating`,
+    /// migrate): `migrations::mismatch` of the versions applied.
+    async fn schema_mismatch(&self, migrating: bool) -> Result<(), StoreError> {
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(&self.pool)
+            .await?;
+        let applied: Vec<(i64, bool)> = if exists {
+            sqlx::query_as(super::migrations::APPLIED)
+                .fetch_all(&self.pool)
+                .await?
+        } else {
+            Vec::new()
+        };
+        match super::migrations::mismatch(&applied, &MIGRATOR, migrating) {
+            Some(mismatch) => Err(StoreError::Database(Box::new(mismatch))),
+            None => Ok(()),
+        }
     }
 }
 

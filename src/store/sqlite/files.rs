@@ -39,13 +39,12 @@ const DIR_MODE: u32 = 0o700;
 /// Why a file or the data directory is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    /// Readable, writable or searchable by group or others.
-    #[error(
-        "{} is open to other accounts (mode {mode:03o}): run `chmod {fix:o} {}`",
-        .path.display(),
-        .path.display()
-    )]
-    Open { path: PathBuf, mode: u32, fix: u32 },
+    /// Readable, writable or searchable by group or others: every such
+    /// path of the directory and its files, named at once with the one
+    /// command that fixes them all. Named one a start, a data directory an
+    /// older build made under umask 022 took three to five refused starts.
+    #[error("{}", open_paths(.0))]
+    Open(Vec<OpenPath>),
     #[error(
         "{} is a symbolic link, which hookd does not follow: remove it, or give hookd the path it points to",
         .0.display()
@@ -65,6 +64,69 @@ pub enum FileError {
         path: PathBuf,
         error: std::io::Error,
     },
+}
+
+/// A path open to other accounts: its mode and the one that fixes it.
+#[derive(Debug)]
+pub struct OpenPath {
+    path: PathBuf,
+    mode: u32,
+    fix: u32,
+}
+
+/// `FileError::Open`'s line.
+fn open_paths(open: &[OpenPath]) -> String {
+    let named: Vec<String> = open
+        .iter()
+        .map(|o| format!("{} (mode {:03o})", o.path.display(), o.mode))
+        .collect();
+    let mut fixes: Vec<(u32, Vec<String>)> = Vec::new();
+    for o in open {
+        let path = o.path.display().to_string();
+        match fixes.iter_mut().find(|(fix, _)| *fix == o.fix) {
+            Some((_, paths)) => paths.push(path),
+            None => fixes.push((o.fix, vec![path])),
+        }
+    }
+    let command: Vec<String> = fixes
+        .iter()
+        .map(|(fix, paths)| format!("chmod {fix:o} {}", paths.join(" ")))
+        .collect();
+    let (subject, verb) = match named.as_slice() {
+        [one] => (one.clone(), "is"),
+        [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are"),
+        [] => (String::new(), "is"),
+    };
+    format!(
+        "{subject} {verb} open to other accounts: run `{}`",
+        command.join(" && ")
+    )
+}
+
+/// What an embedded database's checks found open to other accounts, kept
+/// to be named together (`FileError::Open`); any other refusal ends the
+/// checks at once.
+#[derive(Default)]
+struct Found(Vec<OpenPath>);
+
+impl Found {
+    fn check(&mut self, checked: Result<(), FileError>) -> Result<(), FileError> {
+        match checked {
+            Err(FileError::Open(open)) => {
+                self.0.extend(open);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    fn end(self) -> Result<(), FileError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(FileError::Open(self.0))
+        }
+    }
 }
 
 impl FileError {
@@ -105,6 +167,7 @@ fn companions(path: &Path) -> [PathBuf; 5] {
 /// (`--data-dir`); the files that exist checked, and the database file
 /// created 0600 when missing.
 pub(crate) fn prepare(path: &Path, private_dir: bool) -> Result<(), FileError> {
+    let mut found = Found::default();
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         match std::fs::symlink_metadata(dir) {
             Err(error) if error.kind() == ErrorKind::NotFound => {
@@ -117,11 +180,12 @@ pub(crate) fn prepare(path: &Path, private_dir: bool) -> Result<(), FileError> {
                 std::fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)).map_err(io(dir))?;
             }
             Err(error) => return Err(io(dir)(error)),
-            Ok(meta) if private_dir => check_dir(dir, &meta)?,
+            Ok(meta) if private_dir => found.check(check_dir(dir, &meta))?,
             Ok(_) => {}
         }
     }
-    check_files(path)?;
+    found.check(check_files(path))?;
+    found.end()?;
     if std::fs::symlink_metadata(path).is_ok() {
         // Read-only: a file hookd may not write is for `check_writable` to
         // name, after the lock.
@@ -136,11 +200,12 @@ pub(crate) fn prepare(path: &Path, private_dir: bool) -> Result<(), FileError> {
 /// exists (checked as private when `private_dir`), and the files that
 /// exist.
 pub fn check_existing(path: &Path, private_dir: bool) -> Result<(), FileError> {
+    let mut found = Found::default();
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         match std::fs::symlink_metadata(dir) {
             Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
             Err(error) => return Err(io(dir)(error)),
-            Ok(meta) if private_dir => check_dir(dir, &meta)?,
+            Ok(meta) if private_dir => found.check(check_dir(dir, &meta))?,
             Ok(meta) if !meta.is_dir() => {
                 return Err(FileError::Kind {
                     path: dir.to_path_buf(),
@@ -150,20 +215,22 @@ pub fn check_existing(path: &Path, private_dir: bool) -> Result<(), FileError> {
             Ok(_) => {}
         }
     }
-    check_files(path)
+    found.check(check_files(path))?;
+    found.end()
 }
 
 /// The files of the database at `path` that exist, checked (without
 /// following links); the ones missing are left to be created.
 pub(crate) fn check_files(path: &Path) -> Result<(), FileError> {
+    let mut found = Found::default();
     for file in companions(path) {
         match std::fs::symlink_metadata(&file) {
             Err(error) if error.kind() == ErrorKind::NotFound => {}
             Err(error) => return Err(io(&file)(error)),
-            Ok(meta) => check_file(&file, &meta)?,
+            Ok(meta) => found.check(check_file(&file, &meta))?,
         }
     }
-    Ok(())
+    found.end()
 }
 
 fn check_dir(dir: &Path, meta: &Metadata) -> Result<(), FileError> {
@@ -201,11 +268,11 @@ fn check_file(file: &Path, meta: &Metadata) -> Result<(), FileError> {
 fn private(path: &Path, meta: &Metadata, fix: u32) -> Result<(), FileError> {
     let mode = meta.mode() & 0o7777;
     if mode & 0o077 != 0 {
-        return Err(FileError::Open {
+        return Err(FileError::Open(vec![OpenPath {
             path: path.to_path_buf(),
             mode,
             fix,
-        });
+        }]));
     }
     Ok(())
 }

@@ -260,8 +260,26 @@ impl SqliteStore {
         Ok(store)
     }
 
-    /// Applies the embedded schema's migrations not applied yet.
+    /// Applies the embedded schema's migrations not applied yet, after
+    /// refusing a schema another build left (`migrations::mismatch`).
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        let exists: bool = sqlx::query_scalar(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        )
+        .fetch_one(&self.writer)
+        .await
+        .map_err(store_error)?;
+        let applied: Vec<(i64, bool)> = if exists {
+            sqlx::query_as(super::migrations::APPLIED)
+                .fetch_all(&self.writer)
+                .await
+                .map_err(store_error)?
+        } else {
+            Vec::new()
+        };
+        if let Some(mismatch) = super::migrations::mismatch(&applied, &MIGRATOR, true) {
+            return Err(StoreError::Database(Box::new(mismatch)));
+        }
         MIGRATOR.run(&self.writer).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(inner) => store_error(inner),
             other => StoreError::Database(cause(sqlx::Error::Migrate(Box::new(other)))),

@@ -233,6 +233,39 @@ async fn a_data_dir_or_file_open_to_other_accounts_is_refused_by_each_command_na
     }
 }
 
+/// A data directory an older build made under umask 022 (0755, its files
+/// 0644) is refused once, every open path named in one line with the one
+/// command that fixes them all; that command as printed lets hookd start.
+/// Named one a start, it took three to five refused starts, each exit 78,
+/// which a supervisor does not retry (an upgrade review).
+#[tokio::test]
+async fn every_path_open_to_other_accounts_is_named_in_one_refusal_whose_command_fixes_them_all() {
+    for opens in [Opens::Serve, Opens::Migrate] {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        migrated(&data);
+        let db = data.join("hookd.db");
+        let lock = beside(&db, ".lock");
+        chmod(&data, 0o755);
+        chmod(&db, 0o644);
+        chmod(&lock, 0o644);
+        let output = run(command(opens, &data));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(78), "{opens:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{opens:?}: {stderr}");
+        let fix = format!(
+            "chmod 700 {} && chmod 600 {} {}",
+            data.display(),
+            db.display(),
+            lock.display()
+        );
+        assert!(stderr.contains(&format!("`{fix}`")), "{opens:?}: {stderr}");
+        let fixed = Command::new("sh").arg("-c").arg(&fix).status().unwrap();
+        assert!(fixed.success());
+        migrated(&data);
+    }
+}
+
 #[tokio::test]
 async fn a_linked_lock_file_database_or_data_dir_is_refused_by_each_command_and_its_target_left_untouched(
 ) {
