@@ -369,7 +369,7 @@ pub async fn read(
 /// Change an endpoint
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "`uid_taken`: another endpoint has this uid"), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: SeesSecrets,

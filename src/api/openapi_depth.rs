@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use utoipa::openapi::link::Link;
-use utoipa::openapi::schema::{ArrayItems, Schema};
+use utoipa::openapi::schema::{AdditionalProperties, ArrayItems, Schema};
 use utoipa::openapi::{OpenApi, RefOr};
 use utoipa::Modify;
 
@@ -133,6 +133,10 @@ enum Rule {
     /// which openapi-python-client reads): for values that are no names
     /// (`1h`), which it would call `VALUE_0`.
     VarNames(Vec<&'static str>),
+    /// An object of any properties (`additionalProperties: true`): a bare
+    /// `object` became `Record<string, never>` in the TypeScript client,
+    /// which could then neither write a payload filter nor read one.
+    AnyProperties,
 }
 
 fn rules() -> Vec<(Place, Rule)> {
@@ -207,6 +211,9 @@ fn rules() -> Vec<(Place, Rule)> {
     rules.push((("ScheduleSpec", &["1"]), Items(1, MAX_ATTEMPTS)));
     let presets = PRESETS.iter().map(|(name, _)| *name).collect();
     rules.push((("ScheduleSpec", &["0"]), Names(presets)));
+    for filter in ["EndpointFields", "EndpointView"] {
+        rules.push(((filter, &["filter"][..]), AnyProperties));
+    }
     rules
 }
 
@@ -282,6 +289,9 @@ fn constrain(schema: &mut Schema, rule: &Rule) -> bool {
                 .extensions
                 .get_or_insert_with(Default::default)
                 .merge(names.into_iter().collect());
+        }
+        (Schema::Object(object), Rule::AnyProperties) => {
+            object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(true)));
         }
         (Schema::Array(array), Rule::Items(min, max)) => {
             array.min_items = Some(*min);

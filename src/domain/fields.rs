@@ -93,8 +93,10 @@ pub fn prefix_end(prefix: &str) -> Option<String> {
     None
 }
 
-/// `valid_uid` for the OpenAPI document (which cannot say "not a UUID").
-pub const UID_PATTERN: &str = r"^[A-Za-z0-9_.:-]{1,128}$";
+/// `valid_uid` for the OpenAPI document (which cannot say "not a UUID"):
+/// at least one character that is not a dot, within 255 (hookd takes 128:
+/// the pattern, without a lookahead, bounds only what it must).
+pub const UID_PATTERN: &str = r"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$";
 
 /// `valid_event_type` for the OpenAPI document.
 pub const EVENT_TYPE_PATTERN: &str = r"^[A-Za-z0-9_.:/-]{1,255}$";
@@ -103,13 +105,16 @@ pub const EVENT_TYPE_PATTERN: &str = r"^[A-Za-z0-9_.:/-]{1,255}$";
 /// document: dot-separated segments, none empty (with maxLength 255).
 pub const EVENT_SEGMENTS_PATTERN: &str = r"^[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*$";
 
-/// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, and not a UUID (ids and
-/// uids share the `/v1/endpoints/{id or uid}` path).
+/// An endpoint uid: 1–128 of `A-Z a-z 0-9 _ - . :`, not dots alone, and
+/// not a UUID (ids and uids share the `/v1/endpoints/{id or uid}` path).
 pub fn valid_uid(uid: &str) -> bool {
     (1..=128).contains(&uid.len())
         && uid
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
+        // `.` and `..` are path segments every client's URL handling
+        // removes: such an endpoint or owner could not be named in a path.
+        && uid.bytes().any(|b| b != b'.')
         && uuid::Uuid::parse_str(uid).is_err()
 }
 

@@ -44,7 +44,7 @@ pub struct EndpointFields {
     /// `http` or `https` URL that receives the POSTs. Required for a push
     /// endpoint; a pull endpoint has none.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, pattern = "^https?://")]
+    #[schema(value_type = Option<String>, pattern = "^[Hh][Tt][Tt][Pp][Ss]?://")]
     url: Option<Option<String>>,
     /// `push` (default): hookd POSTs each notification to `url`. `pull`:
     /// consumers take them with `POST /v1/endpoints/{id}/pull`. A PATCH
@@ -61,7 +61,7 @@ pub struct EndpointFields {
     /// generated when absent, of the kind `signing` asks. Set on create
     /// only: change it with `POST .../secret/rotate`.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$")]
+    #[schema(value_type = Option<String>, pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$")]
     pub(super) secret: Option<Option<String>>,
     /// `hmac` (default, and `null`): each delivery is signed `v1,` with
     /// the shared secret. `ed25519`: signed `v1a,` with a private key
@@ -203,7 +203,7 @@ impl EndpointFields {
                     return Err(Problem::invalid(
                         ErrorCode::InvalidValue,
                         "uid",
-                        "uid is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
+                        "uid is 1 to 128 of A-Z a-z 0-9 _ - . :, not dots alone (. and .. are path segments), and must not look like a UUID",
                     ));
                 }
             }

@@ -23,7 +23,7 @@ pub struct RotateSecret {
     /// private key in PEM (rsa2: required, and only the new key signs: a
     /// form has one `sign`); generated when absent.
     #[schema(
-        pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$"
+        pattern = "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$"
     )]
     pub secret: Option<String>,
     /// How long the current secret keeps signing beside the new one, as a

@@ -67,6 +67,7 @@ pub struct EventInput {
     #[schema(min_length = 1, max_length = 255)]
     pub key: Option<String>,
     /// RFC 3339 time before which nothing is sent. Excludes `delay`.
+    #[schema(format = DateTime)]
     pub deliver_at: Option<String>,
     /// Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`.
     pub delay: Option<String>,
@@ -476,7 +477,7 @@ pub(crate) fn invalid_owner() -> Problem {
     Problem::invalid(
         ErrorCode::InvalidValue,
         "owner",
-        "owner is 1 to 128 of A-Z a-z 0-9 _ - . : and must not look like a UUID",
+        "owner is 1 to 128 of A-Z a-z 0-9 _ - . :, not dots alone (. and .. are path segments), and must not look like a UUID",
     )
 }
 

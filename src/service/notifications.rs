@@ -64,7 +64,7 @@ pub struct NotificationInput {
     /// Where to send this notification instead of the endpoint's URL
     /// (Alipay's per-order `notify_url`), signed with the endpoint's secret
     /// and sent on its schedule and policy. The address guard applies.
-    #[schema(pattern = "^https?://", max_length = 2048)]
+    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://", max_length = 2048)]
     pub url: Option<String>,
     /// The business object it is about (`order-123`): on an endpoint with
     /// `"ordering": "key"`, notifications of one key are attempted one at

@@ -66,6 +66,9 @@ async fn each_bad_request_gets_a_clear_error_in_the_api_shape(backend: Backend) 
         case("timeout beyond the lease", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"timeout_ms\": 3600000}"), 422, "invalid_value", Some("timeout_ms")),
         case("reserved header", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"headers\": {\"webhook-signature\": \"x\"}}"), 422, "invalid_header", Some("headers.webhook-signature")),
         case("uid that is a uuid", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"uid\": \"0193a5f2-7c1e-7b3a-9c4d-1e2f3a4b5c6d\"}"), 422, "invalid_value", Some("uid")),
+        // `.` and `..` are path segments every client's URL handling removes.
+        case("uid of dots alone", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"uid\": \"..\"}"), 422, "invalid_value", Some("uid")),
+        case("owner of dots alone", M::POST, "/v1/endpoints", Some("{\"url\": \"https://a.example\", \"owner\": \".\"}"), 422, "invalid_value", Some("owner")),
         case("patch unknown endpoint", M::PATCH, "/v1/endpoints/nobody", Some("{\"description\": \"x\"}"), 404, "not_found", None),
         case("patch url to null", M::PATCH, "/v1/endpoints/shop", Some("{\"url\": null}"), 422, "invalid_value", Some("url")),
         case("unknown endpoint", M::POST, "/v1/notifications", Some("{\"endpoint\": \"nowhere\", \"payload\": {}}"), 422, "unknown_endpoint", Some("endpoint")),

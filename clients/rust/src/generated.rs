@@ -821,7 +821,7 @@ hookd keeps only its digest; a new one replaces it.*/
         pub delay: ::std::option::Option<CreateEventDelay>,
         ///RFC 3339 time before which nothing is sent. Excludes `delay`.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub deliver_at: ::std::option::Option<::std::string::String>,
+        pub deliver_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
         ///Only these endpoints (id or uid) of the owner, if still subscribed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub endpoints: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
@@ -1151,9 +1151,17 @@ owner.*/
                 return Err("shorter than 1 characters".into());
             }
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            {
+                ::regress::Regex::new(
+                        "^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$",
+                    )
+                    .unwrap()
+            });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+                return Err(
+                    "doesn't match pattern \"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$\""
+                        .into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -1565,9 +1573,9 @@ and sent on its schedule and policy. The address guard applies.*/
                 return Err("longer than 2048 characters".into());
             }
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^https?://").unwrap() });
+            { ::regress::Regex::new("^[Hh][Tt][Tt][Pp][Ss]?://").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^https?://\"".into());
+                return Err("doesn't match pattern \"^[Hh][Tt][Tt][Pp][Ss]?://\"".into());
             }
             Ok(Self(value.to_string()))
         }
@@ -1909,9 +1917,17 @@ only to endpoints of their own owner.*/
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            {
+                ::regress::Regex::new(
+                        "^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$",
+                    )
+                    .unwrap()
+            });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+                return Err(
+                    "doesn't match pattern \"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$\""
+                        .into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -1971,13 +1987,13 @@ only: change it with `POST .../secret/rotate`.*/
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
             {
                 ::regress::Regex::new(
-                        "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$",
+                        "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$",
                     )
                     .unwrap()
             });
             if PATTERN.find(value).is_none() {
                 return Err(
-                    "doesn't match pattern \"^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$\""
+                    "doesn't match pattern \"^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$\""
                         .into(),
                 );
             }
@@ -2033,9 +2049,17 @@ only: change it with `POST .../secret/rotate`.*/
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            {
+                ::regress::Regex::new(
+                        "^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$",
+                    )
+                    .unwrap()
+            });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+                return Err(
+                    "doesn't match pattern \"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$\""
+                        .into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -2090,9 +2114,9 @@ endpoint; a pull endpoint has none.*/
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^https?://").unwrap() });
+            { ::regress::Regex::new("^[Hh][Tt][Tt][Pp][Ss]?://").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^https?://\"".into());
+                return Err("doesn't match pattern \"^[Hh][Tt][Tt][Pp][Ss]?://\"".into());
             }
             Ok(Self(value.to_string()))
         }
@@ -2146,9 +2170,17 @@ endpoint; a pull endpoint has none.*/
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            {
+                ::regress::Regex::new(
+                        "^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$",
+                    )
+                    .unwrap()
+            });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+                return Err(
+                    "doesn't match pattern \"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$\""
+                        .into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -3599,9 +3631,17 @@ a time, in creation order.*/
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^[A-Za-z0-9_.:-]{1,128}$").unwrap() });
+            {
+                ::regress::Regex::new(
+                        "^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$",
+                    )
+                    .unwrap()
+            });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^[A-Za-z0-9_.:-]{1,128}$\"".into());
+                return Err(
+                    "doesn't match pattern \"^[A-Za-z0-9_.:-]{0,127}[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,127}$\""
+                        .into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -4284,13 +4324,13 @@ form has one `sign`); generated when absent.*/
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
             {
                 ::regress::Regex::new(
-                        "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$",
+                        "^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$",
                     )
                     .unwrap()
             });
             if PATTERN.find(value).is_none() {
                 return Err(
-                    "doesn't match pattern \"^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$\""
+                    "doesn't match pattern \"^(whsec_[A-Za-z0-9+/]{32,88}={0,2}|whsk_[A-Za-z0-9+/]{43,86}={0,2}|\\s*-----BEGIN (RSA )?PRIVATE KEY-----[\\s\\S]+)$\""
                         .into(),
                 );
             }
@@ -6391,7 +6431,7 @@ what those may do is fixed (see `portal`).*/
                 ::std::string::String,
             >,
             deliver_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             endpoints: ::std::result::Result<
@@ -6486,7 +6526,9 @@ what those may do is fixed (see `portal`).*/
             }
             pub fn deliver_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.deliver_at = value
@@ -13303,7 +13345,7 @@ let response = client.read_operation()
 Sends a `POST` request to `/v1/owners/{owner}/portal`
 
 Arguments:
-- `owner`: the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID
+- `owner`: the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . :, not dots alone, and not a UUID
 - `body`
 ```ignore
 let response = client.issue_owner_portal_link()
@@ -14213,6 +14255,13 @@ pub mod builder {
                     )
                 }
                 408u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                409u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

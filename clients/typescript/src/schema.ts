@@ -960,7 +960,10 @@ export interface components {
             content_type?: string | null;
             /** @description Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`. */
             delay?: string | null;
-            /** @description RFC 3339 time before which nothing is sent. Excludes `delay`. */
+            /**
+             * Format: date-time
+             * @description RFC 3339 time before which nothing is sent. Excludes `delay`.
+             */
             deliver_at?: string | null;
             /** @description Only these endpoints (id or uid) of the owner, if still subscribed. */
             endpoints?: string[] | null;
@@ -1104,7 +1107,9 @@ export interface components {
              *     of the subscribed types. A key one object of the filter names twice
              *     is refused (`invalid_filter`).
              */
-            filter?: Record<string, never> | null;
+            filter?: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Format: double
              * @description The part of the rate limit kept for fresh notifications (first
@@ -1206,7 +1211,9 @@ export interface components {
              * @description The predicate an event's payload must satisfy to reach it, as
              *     written; null: every event of its types.
              */
-            filter: Record<string, never> | null;
+            filter: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Format: double
              * @description Fresh notifications' part of the rate limit while retries are due
@@ -2491,6 +2498,15 @@ export interface operations {
             };
             /** @description the request, body included, took longer than `server.request_timeout_ms` */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `uid_taken`: another endpoint has this uid */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5945,7 +5961,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID */
+                /** @description the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . :, not dots alone, and not a UUID */
                 owner: components["schemas"]["Owner"];
             };
             cookie?: never;

@@ -43,11 +43,15 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>):
 const client = hookd({ baseUrl: process.env.HOOKD_URL!, token: process.env.HOOKD_TOKEN });
 
 // An endpoint, a notification, its delivery and its attempts.
+// A payload filter is written and read as the object it is (the document
+// once typed it `Record<string, never>`, which took none).
+const filter = { $or: [{ amount: { $gte: 10000 } }, { currency: "CNY" }] };
 const created = await client.POST("/v1/endpoints", {
-  body: { uid: `ts-${process.pid}-${Date.now()}`, url: `http://127.0.0.1:${port}/orders` },
+  body: { uid: `ts-${process.pid}-${Date.now()}`, url: `http://127.0.0.1:${port}/orders`, filter },
 });
 assert.equal(created.response.status, 201, JSON.stringify(created.error));
 const endpoint = created.data!;
+assert.deepEqual(endpoint.filter, filter);
 assert.ok(endpoint.secret?.startsWith("whsec_"), "the admin token sees the secret");
 
 const sent = await client.POST("/v1/notifications", {

@@ -118,7 +118,7 @@ pub async fn for_endpoint(
 
 /// Issue a portal link for an owner
 #[utoipa::path(operation_id = "issue_owner_portal_link", post, path = "/v1/owners/{owner}/portal", tag = "portal", request_body = Option<IssueLink>,
-    params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . : and not a UUID")),
+    params(("owner" = crate::api::openapi_depth::OwnerSchema, Path, description = "the owner's uid: 1 to 128 of A-Z a-z 0-9 _ - . :, not dots alone, and not a UUID")),
     responses((status = 201, body = PortalLink, description = "a link to the console that shows the notifications of this owner's endpoints and lets its holder retry them, until it expires"),
         (status = 404, body = super::error::ErrorBody, description = "the owner has no live endpoint"),
         (status = 409, body = super::error::ErrorBody, description = "`portal_disabled`: portal.key is not set"),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -24,7 +25,7 @@ class CreateEvent:
             body (None | str | Unset): A text body. Excludes `payload`.
             content_type (None | str | Unset): Default `application/json` (`text/plain; charset=utf-8` for a `body`).
             delay (None | str | Unset): Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`.
-            deliver_at (None | str | Unset): RFC 3339 time before which nothing is sent. Excludes `delay`.
+            deliver_at (datetime.datetime | None | Unset): RFC 3339 time before which nothing is sent. Excludes `delay`.
             endpoints (list[str] | None | Unset): Only these endpoints (id or uid) of the owner, if still subscribed.
             headers (CreateEventHeadersType0 | None | Unset): Extra headers on every delivery.
             key (None | str | Unset): The producer's business key, unique per owner: sending the same
@@ -41,7 +42,7 @@ class CreateEvent:
     body: None | str | Unset = UNSET
     content_type: None | str | Unset = UNSET
     delay: None | str | Unset = UNSET
-    deliver_at: None | str | Unset = UNSET
+    deliver_at: datetime.datetime | None | Unset = UNSET
     endpoints: list[str] | None | Unset = UNSET
     headers: CreateEventHeadersType0 | None | Unset = UNSET
     key: None | str | Unset = UNSET
@@ -75,6 +76,8 @@ class CreateEvent:
         deliver_at: None | str | Unset
         if isinstance(self.deliver_at, Unset):
             deliver_at = UNSET
+        elif isinstance(self.deliver_at, datetime.datetime):
+            deliver_at = self.deliver_at.isoformat()
         else:
             deliver_at = self.deliver_at
 
@@ -179,12 +182,20 @@ class CreateEvent:
 
         delay = _parse_delay(d.pop("delay", UNSET))
 
-        def _parse_deliver_at(data: object) -> None | str | Unset:
+        def _parse_deliver_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                deliver_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return deliver_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
 
         deliver_at = _parse_deliver_at(d.pop("deliver_at", UNSET))
 
