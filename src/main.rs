@@ -338,7 +338,6 @@ fn fail(error: &dyn std::fmt::Display) -> ExitCode {
 /// supervisor can tell "fix the config" from "try again later".
 const EXIT_CONFIG: u8 = 78;
 
-/// One line on stderr, exit code 78.
 /// `hookd version`: the build's version and the newest migration of each
 /// schema it brings a database to, so that an operator can tell builds of
 /// one version apart and see which schema a database needs
@@ -371,6 +370,7 @@ fn emit(output: &[u8]) -> ExitCode {
     }
 }
 
+/// One line on stderr, exit code 78.
 fn config_failure(error: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("hookd: {error}");
     ExitCode::from(EXIT_CONFIG)

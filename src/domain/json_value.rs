@@ -34,11 +34,11 @@ pub const MAX_PAYLOAD_DEPTH: usize = 100;
 /// reads the text whole, and for a text that is not JSON at all (the
 /// caller knows whether it had to be).
 pub fn unreadable_value(text: &[u8]) -> Option<String> {
-    let shown_as_json = serde_json::from_slice::<&serde_json::value::RawValue>(text).is_ok();
-    match serde_json::from_slice::<Read>(text) {
-        Err(error) if shown_as_json => Some(error.to_string()),
-        _ => None,
-    }
+    let error = serde_json::from_slice::<Read>(text).err()?;
+    // JSON's grammar passes it (a `RawValue` skips values unread).
+    serde_json::from_slice::<&serde_json::value::RawValue>(text)
+        .is_ok()
+        .then(|| error.to_string())
 }
 
 /// Any JSON value, each of its numbers and strings read as serde_json

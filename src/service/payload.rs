@@ -35,8 +35,8 @@ impl Content {
     /// such a notification and sent it as given, and then its Rust client
     /// failed to read it back, and a pull that offered it failed the
     /// consumer's whole batch after hookd had leased every notification in
-    /// it. Content that is not JSON (a `body` of another type, or of JSON's
-    /// type that does not parse: shown as text) is not read.
+    /// it. Content of another type is not read, and a `body` of JSON's
+    /// type that does not parse (shown as text) only for its depth.
     pub fn readable_back(&self) -> Result<(), Problem> {
         if !is_json_content_type(&self.content_type) {
             return Ok(());
