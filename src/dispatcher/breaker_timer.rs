@@ -165,13 +165,14 @@ impl Breaker {
                 return Ok(None);
             };
             after = Some((last.1, last.0));
-            let tells = match which {
-                PendingOf::All => Some(self.telling_of(endpoint, &candidates).await?),
-                // None has a URL of its own.
-                PendingOf::WithoutOwnUrl => None,
-            };
+            // Read whichever `which` is: a notification waiting behind its
+            // key's head (`ordering`) is not loaded, and one that is no
+            // probe. Unread, it was leased as the probe, could not be
+            // sent, and left the circuit probing until its lease ran out,
+            // to be chosen again: an ordered endpoint sent nothing more.
+            let tells = self.telling_of(endpoint, &candidates).await?;
             for (id, due_at) in candidates {
-                if tells.as_ref().is_some_and(|tells| !tells.contains(&id)) {
+                if !tells.contains(&id) {
                     continue;
                 }
                 match self.due.leased(id, now).await {
@@ -187,8 +188,9 @@ impl Breaker {
         Ok(None)
     }
 
-    /// Which of `candidates` go to the endpoint's own URL or one under it
-    /// (their rows read for their URLs).
+    /// Which of `candidates` can be sent now (`load_claimed` loads them:
+    /// none waits behind its key's head) and go to the endpoint's own URL
+    /// or one under it (their rows read for their URLs).
     async fn telling_of(
         &self,
         endpoint: Uuid,
@@ -250,7 +252,15 @@ impl Breaker {
                 None
             }
         };
-        let Some(row) = row else { return };
+        let Some(row) = row else {
+            // Gone since it was chosen (cancelled, or waiting behind its
+            // key again): open again, for the next probe to choose, rather
+            // than probing until the lease runs out with nothing sent.
+            tracing::info!(endpoint_id = %endpoint, notification_id = %id, "the probe's notification cannot be sent now; the circuit opens again");
+            let again = probing.nothing_to_probe(now, draw_factor());
+            self.set(endpoint, &probing, &again, Change::Counted).await;
+            return;
+        };
         tracing::info!(endpoint_id = %endpoint, notification_id = %id, "circuit probing");
         metrics::counter!("hookd_circuit_transitions_total", "state" => "probing").increment(1);
         self.view.lock().expect("breaker lock").probes.insert(id);

@@ -191,6 +191,80 @@ async fn a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every
 }
 both!(a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every_held_notification_once_back);
 
+/// On an ordered endpoint a probe is a key's head, never a notification
+/// waiting behind it. One was chosen (due first: it waits with its
+/// creation time, while its head's retry is later), leased, and could not
+/// be sent: the circuit sat probing with nothing sent until the lease ran
+/// out, and then chose it again, so the endpoint got nothing more until
+/// `max_hold_ms` failed what it held (a soak found it). Here nothing of
+/// the key can be sent while its head waits for its retry: the circuit
+/// opens again each period, and once the head is due it is the probe, and
+/// the line follows it in order.
+async fn an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it(backend: Backend) {
+    let app = backend
+        .spawn_with("[dispatcher.breaker]\nfailures = 1\nopen_ms = 300\nmax_open_ms = 300\n")
+        .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/ordered", vec![Reply::status(503)]);
+    let id = endpoint(
+        &app,
+        "ordered",
+        receiver.url("/ordered"),
+        json!({"ordering": "key", "schedule": ["0s", "1h"]}),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let body = json!({"endpoint": "ordered", "order_key": "order-1", "payload": {"n": n}});
+        ids.push(app.notify(body).await);
+    }
+    let first = time(&opened(&app, "ordered").await["next_probe_at"]);
+    receiver.reply("/ordered", vec![Reply::status(200)]);
+    // Open again with a later probe, not probing with nothing sent.
+    eventually(
+        DEADLINE,
+        "the circuit to open again past its first probe",
+        || async {
+            let (_, endpoint) = app.get("/v1/endpoints/ordered").await;
+            let circuit = &endpoint["circuit"];
+            (circuit["state"] == json!("open") && time(&circuit["next_probe_at"]) > first)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        receiver.received("/ordered").len(),
+        1,
+        "only the head was sent"
+    );
+
+    let (status, _) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{}/retry", ids[0]),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    closed(&app, "ordered").await;
+    all_delivered_once(&backend, &receiver, "/ordered", id, 6).await;
+    let order: Vec<i64> = receiver
+        .received("/ordered")
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["n"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [0, 0, 1, 2, 3, 4, 5],
+        "the head twice, then its line in order"
+    );
+}
+both!(an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it);
+
 #[sqlx::test]
 async fn two_processes_never_probe_at_once(_: PgPoolOptions, connect: PgConnectOptions) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
