@@ -265,6 +265,55 @@ async fn an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it(b
 }
 both!(an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it);
 
+/// The probe looks at a few pages of held notifications; those waiting
+/// behind their key's head are left out before any page is read, so a
+/// head due behind hundreds of them (they wait with their creation times,
+/// earlier than its retry) is still found, and the circuit closes.
+async fn a_keys_head_behind_hundreds_waiting_is_still_the_probe(backend: Backend) {
+    let app = backend
+        .spawn_with("[dispatcher.breaker]\nfailures = 1\nopen_ms = 300\nmax_open_ms = 300\n")
+        .await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/ordered", vec![Reply::status(503)]);
+    endpoint(
+        &app,
+        "ordered",
+        receiver.url("/ordered"),
+        json!({"ordering": "key", "schedule": ["0s", "1h"]}),
+    )
+    .await;
+    let head = app
+        .notify(json!({"endpoint": "ordered", "order_key": "order-1", "payload": {"n": 0}}))
+        .await;
+    opened(&app, "ordered").await;
+    let waiting: Vec<Value> = (1..=300)
+        .map(|n| json!({"endpoint": "ordered", "order_key": "order-1", "payload": {"n": n}}))
+        .collect();
+    app.notify_batch(waiting).await;
+    receiver.reply("/ordered", vec![Reply::status(200)]);
+    let (status, _) = app
+        .call(
+            Method::POST,
+            &format!("/v1/notifications/{head}/retry"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    closed(&app, "ordered").await;
+    let first: Vec<i64> = receiver
+        .received("/ordered")
+        .iter()
+        .take(2)
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["n"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(first, [0, 0], "the head, then the head again as the probe");
+}
+both!(a_keys_head_behind_hundreds_waiting_is_still_the_probe);
+
 #[sqlx::test]
 async fn two_processes_never_probe_at_once(_: PgPoolOptions, connect: PgConnectOptions) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;

@@ -8,6 +8,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::operator::{insert_operator_events, EventBinds};
+use super::ordering::released;
 use super::partitions::id_span;
 use super::releasing::{release_ended_apart, release_in_batch};
 use super::PgStore;
@@ -139,13 +140,17 @@ impl PgStore {
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let (after_at, after_id) = after.unzip();
-        Ok(sqlx::query_as(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $2 \
-               AND ($3::timestamptz IS NULL OR (next_attempt_at, id) > ($3, $4)) \
-               AND (NOT $6 OR url IS NULL) \
-             ORDER BY next_attempt_at, id LIMIT $5",
-        )
+        // Only those that can be sent: none waiting behind its key's head
+        // (`ordering::released`), which a probe could not send and a
+        // release would put in the index for the claim to pass over.
+        Ok(sqlx::query_as(concat!(
+            "SELECT n.id, n.next_attempt_at FROM notifications n \
+             WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.next_attempt_at <= $2 \
+               AND ($3::timestamptz IS NULL OR (n.next_attempt_at, n.id) > ($3, $4)) \
+               AND (NOT $6 OR n.url IS NULL) AND ",
+            released!("n"),
+            " ORDER BY n.next_attempt_at, n.id LIMIT $5"
+        ))
         .bind(endpoint)
         .bind(until)
         .bind(after_at)

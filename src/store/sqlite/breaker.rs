@@ -8,6 +8,7 @@ use sqlx::{AssertSqlSafe, Row};
 use uuid::Uuid;
 
 use super::columns::{self, id_list, micros, IN_ID_LIST};
+use super::ordering::released;
 use super::recording::report;
 use super::{store_error, SqliteStore};
 use crate::domain::breaker::{write, Circuit, State, Write};
@@ -176,13 +177,15 @@ impl SqliteStore {
         limit: i64,
     ) -> Result<Vec<(Uuid, DateTime<Utc>)>, StoreError> {
         let (after_at, after_id) = after.unzip();
-        sqlx::query(
-            "SELECT id, next_attempt_at FROM notifications \
-             WHERE endpoint_id = ?1 AND status = 'pending' AND next_attempt_at <= ?2 \
-               AND (?3 IS NULL OR (next_attempt_at, id) > (?3, ?4)) \
-               AND (NOT ?6 OR url IS NULL) \
-             ORDER BY next_attempt_at, id LIMIT ?5",
-        )
+        // Only those that can be sent, as `postgres::breaker::pending_of`.
+        sqlx::query(concat!(
+            "SELECT n.id, n.next_attempt_at FROM notifications n \
+             WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.next_attempt_at <= ?2 \
+               AND (?3 IS NULL OR (n.next_attempt_at, n.id) > (?3, ?4)) \
+               AND (NOT ?6 OR n.url IS NULL) AND ",
+            released!("n"),
+            " ORDER BY n.next_attempt_at, n.id LIMIT ?5"
+        ))
         .bind(endpoint)
         .bind(micros(until))
         .bind(after_at.map(micros))
