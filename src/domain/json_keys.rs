@@ -35,17 +35,22 @@ pub fn unreadable(text: &[u8]) -> Option<Unreadable> {
 
 const REPEATED: &str = "repeated key: ";
 
-/// Any JSON value whose objects each name a key once.
-struct DistinctKeys;
+/// Any JSON value, each of its numbers and strings read as serde_json
+/// reads them (`IgnoredAny` skips them unread), nothing kept; with
+/// `DISTINCT`, its objects each name a key once.
+pub(super) struct Walk<const DISTINCT: bool>;
 
-impl<'de> serde::Deserialize<'de> for DistinctKeys {
+/// `Walk` that refuses a repeated key (`unreadable`).
+type DistinctKeys = Walk<true>;
+
+impl<'de, const DISTINCT: bool> serde::Deserialize<'de> for Walk<DISTINCT> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(DistinctKeys)
+        deserializer.deserialize_any(Walk)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for DistinctKeys {
-    type Value = DistinctKeys;
+impl<'de, const DISTINCT: bool> serde::de::Visitor<'de> for Walk<DISTINCT> {
+    type Value = Walk<DISTINCT>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
@@ -71,14 +76,21 @@ impl<'de> serde::de::Visitor<'de> for DistinctKeys {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
-        while items.next_element::<DistinctKeys>()?.is_some() {}
+        while items.next_element::<Walk<DISTINCT>>()?.is_some() {}
         Ok(self)
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        if !DISTINCT {
+            // Each key read, none kept.
+            while map.next_key::<Walk<false>>()?.is_some() {
+                map.next_value::<Walk<false>>()?;
+            }
+            return Ok(self);
+        }
         let mut seen = std::collections::HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            map.next_value::<DistinctKeys>()?;
+            map.next_value::<Walk<DISTINCT>>()?;
             if let Some(key) = seen.replace(key) {
                 return Err(serde::de::Error::custom(format!("{REPEATED}{key}")));
             }

@@ -34,60 +34,11 @@ pub const MAX_PAYLOAD_DEPTH: usize = 100;
 /// reads the text whole, and for a text that is not JSON at all (the
 /// caller knows whether it had to be).
 pub fn unreadable_value(text: &[u8]) -> Option<String> {
-    let error = serde_json::from_slice::<Read>(text).err()?;
+    let error = serde_json::from_slice::<super::json_keys::Walk<false>>(text).err()?;
     // JSON's grammar passes it (a `RawValue` skips values unread).
     serde_json::from_slice::<&serde_json::value::RawValue>(text)
         .is_ok()
         .then(|| error.to_string())
-}
-
-/// Any JSON value, each of its numbers and strings read as serde_json
-/// reads them (`IgnoredAny` skips them unread), nothing kept.
-struct Read;
-
-impl<'de> serde::Deserialize<'de> for Read {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(Read)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Read {
-    type Value = Read;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_unit<E>(self) -> Result<Self, E> {
-        Ok(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
-        while items.next_element::<Read>()?.is_some() {}
-        Ok(self)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
-        while map.next_key::<Read>()?.is_some() {
-            map.next_value::<Read>()?;
-        }
-        Ok(self)
-    }
 }
 
 /// Whether a content type is JSON's (`application/json`, or any `+json`),

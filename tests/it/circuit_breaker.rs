@@ -191,16 +191,10 @@ async fn a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every
 }
 both!(a_receiver_down_opens_the_circuit_probes_once_per_period_and_gets_every_held_notification_once_back);
 
-/// On an ordered endpoint a probe is a key's head, never a notification
-/// waiting behind it. One was chosen (due first: it waits with its
-/// creation time, while its head's retry is later), leased, and could not
-/// be sent: the circuit sat probing with nothing sent until the lease ran
-/// out, and then chose it again, so the endpoint got nothing more until
-/// `max_hold_ms` failed what it held (a soak found it). Here nothing of
-/// the key can be sent while its head waits for its retry: the circuit
-/// opens again each period, and once the head is due it is the probe, and
-/// the line follows it in order.
-async fn an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it(backend: Backend) {
+/// An app whose circuits open at the first failure for 300 ms, a receiver
+/// that answers `/ordered` 503, and the endpoint `ordered` to it, ordered
+/// by key, whose failed attempt waits an hour for its retry; its id.
+async fn ordered_behind_a_failing_receiver(backend: &Backend) -> (TestApp, Receiver, Uuid) {
     let app = backend
         .spawn_with("[dispatcher.breaker]\nfailures = 1\nopen_ms = 300\nmax_open_ms = 300\n")
         .await;
@@ -213,6 +207,20 @@ async fn an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it(b
         json!({"ordering": "key", "schedule": ["0s", "1h"]}),
     )
     .await;
+    (app, receiver, id)
+}
+
+/// On an ordered endpoint a probe is a key's head, never a notification
+/// waiting behind it. One was chosen (due first: it waits with its
+/// creation time, while its head's retry is later), leased, and could not
+/// be sent: the circuit sat probing with nothing sent until the lease ran
+/// out, and then chose it again, so the endpoint got nothing more until
+/// `max_hold_ms` failed what it held (a soak found it). Here nothing of
+/// the key can be sent while its head waits for its retry: the circuit
+/// opens again each period, and once the head is due it is the probe, and
+/// the line follows it in order.
+async fn an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it(backend: Backend) {
+    let (app, receiver, id) = ordered_behind_a_failing_receiver(&backend).await;
     let mut ids = Vec::new();
     for n in 0..6 {
         let body = json!({"endpoint": "ordered", "order_key": "order-1", "payload": {"n": n}});
@@ -270,18 +278,7 @@ both!(an_ordered_endpoints_probe_is_a_keys_head_never_one_waiting_behind_it);
 /// head due behind hundreds of them (they wait with their creation times,
 /// earlier than its retry) is still found, and the circuit closes.
 async fn a_keys_head_behind_hundreds_waiting_is_still_the_probe(backend: Backend) {
-    let app = backend
-        .spawn_with("[dispatcher.breaker]\nfailures = 1\nopen_ms = 300\nmax_open_ms = 300\n")
-        .await;
-    let receiver = Receiver::start().await;
-    receiver.reply("/ordered", vec![Reply::status(503)]);
-    endpoint(
-        &app,
-        "ordered",
-        receiver.url("/ordered"),
-        json!({"ordering": "key", "schedule": ["0s", "1h"]}),
-    )
-    .await;
+    let (app, receiver, _) = ordered_behind_a_failing_receiver(&backend).await;
     let head = app
         .notify(json!({"endpoint": "ordered", "order_key": "order-1", "payload": {"n": 0}}))
         .await;
