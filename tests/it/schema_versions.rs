@@ -5,7 +5,8 @@
 //! told not to migrate (`database.migrate = false`), answered ready and
 //! then 500 to every request (an upgrade review found both).
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
@@ -83,10 +84,19 @@ async fn an_embedded_file_a_newer_hookd_made_is_refused_by_migrate_and_by_serve(
                 command.env_remove(key);
             }
         }
-        command
+        let mut child = command
             .env("HOOKD_SERVER__LISTEN", "127.0.0.1:0")
-            .output()
-            .expect("hookd runs")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hookd runs");
+        // A `serve` that did not refuse would run on: stopped at a deadline.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait_with_output().unwrap()
     };
     let made = hookd(&["migrate"]);
     assert!(
