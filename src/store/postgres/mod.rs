@@ -69,10 +69,15 @@ fn cause(error: sqlx::Error) -> super::Cause {
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         match &error {
+            // `Protocol`: what answered is not speaking PostgreSQL's
+            // protocol as it should, as when another server took the
+            // address of one that stopped (`unexpected response from
+            // SSLRequest`), which was a 500 with PostgreSQL down.
             sqlx::Error::Io(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
-            | sqlx::Error::Tls(_) => StoreError::Unavailable(cause(error)),
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_) => StoreError::Unavailable(cause(error)),
             sqlx::Error::Database(db) => {
                 if db.is_unique_violation() {
                     return StoreError::Conflict(db.constraint().unwrap_or("unique").to_string());

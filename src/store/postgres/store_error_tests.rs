@@ -78,3 +78,12 @@ async fn the_transaction_a_deadlock_fails_gets_an_error_to_try_again(pool: PgPoo
         StoreError::Unavailable(_)
     ));
 }
+
+#[test]
+fn a_server_that_does_not_speak_postgresql_makes_the_database_unavailable() {
+    let error = sqlx::Error::Protocol("unexpected response from SSLRequest: 0x48".into());
+    assert!(matches!(
+        StoreError::from(error),
+        StoreError::Unavailable(_)
+    ));
+}
