@@ -165,14 +165,15 @@ impl Breaker {
                 return Ok(None);
             };
             after = Some((last.1, last.0));
-            // Read whichever `which` is: a notification waiting behind its
-            // key's head (`ordering`) is not loaded, and one that is no
-            // probe. Unread, it was leased as the probe, could not be
-            // sent, and left the circuit probing until its lease ran out,
-            // to be chosen again: an ordered endpoint sent nothing more.
-            let tells = self.telling_of(endpoint, &candidates).await?;
+            // (None waits behind its key's head: `pending_of` leaves those
+            // out, as no probe.)
+            let tells = match which {
+                PendingOf::All => Some(self.telling_of(endpoint, &candidates).await?),
+                // None has a URL of its own.
+                PendingOf::WithoutOwnUrl => None,
+            };
             for (id, due_at) in candidates {
-                if !tells.contains(&id) {
+                if tells.as_ref().is_some_and(|tells| !tells.contains(&id)) {
                     continue;
                 }
                 match self.due.leased(id, now).await {
@@ -188,9 +189,8 @@ impl Breaker {
         Ok(None)
     }
 
-    /// Which of `candidates` can be sent now (`load_claimed` loads them:
-    /// none waits behind its key's head) and go to the endpoint's own URL
-    /// or one under it (their rows read for their URLs).
+    /// Which of `candidates` go to the endpoint's own URL or one under it
+    /// (their rows read for their URLs).
     async fn telling_of(
         &self,
         endpoint: Uuid,
