@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::auth::{Audited, SeesSecrets};
+use super::auth::{Audited, Caller, SeesSecrets};
 use super::error::ApiError;
 use super::extract::{JsonBody, QueryParams};
 use super::filters;
@@ -23,7 +23,7 @@ use crate::domain::fields::{masked, MASK};
 use crate::domain::ordering::{KeyOrdering, OnFailure};
 use crate::domain::pull::Delivery;
 use crate::domain::secret::Signing;
-use crate::service::endpoints::{BreakerFields, EndpointFields};
+use crate::service::endpoints::{BreakerFields, Changer, EndpointFields};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 
 pub fn router() -> Router<AppState> {
@@ -369,16 +369,21 @@ pub async fn read(
 /// Change an endpoint
 #[utoipa::path(operation_id = "update_endpoint", patch, path = "/v1/endpoints/{endpoint}", tag = "endpoints", request_body = EndpointFields,
     params(("endpoint" = crate::api::openapi_depth::EndpointRefSchema, Path, description = "id or uid")),
-    responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "`uid_taken`: another endpoint has this uid"), (status = 422, body = super::error::ErrorBody)))]
+    responses((status = 200, body = EndpointView, description = "the endpoint as changed"), (status = 403, body = super::error::ErrorBody, description = "a portal link: a field it may not change, or a url that would take the endpoint's custom headers or a private network elsewhere"), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody, description = "`uid_taken`: another endpoint has this uid"), (status = 422, body = super::error::ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
+    Extension(who): Extension<Caller>,
     caller: SeesSecrets,
     Path(endpoint): Path<String>,
     JsonBody(fields): JsonBody<EndpointFields>,
 ) -> Result<Json<EndpointView>, ApiError> {
+    let changer = match who.portal {
+        Some(_) => Changer::Link,
+        None => Changer::Operator,
+    };
     let updated = state
         .service
-        .update_endpoint(&EndpointRef::parse(&endpoint), fields)
+        .update_endpoint(&EndpointRef::parse(&endpoint), fields, changer)
         .await?;
     // As a read shows it: a portal link that may manage the endpoint sees
     // a `url_secret` URL masked here too.

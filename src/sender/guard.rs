@@ -14,6 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use ipnet::IpNet;
+use url::Url;
 
 #[derive(Debug, Clone)]
 pub struct Guard {
@@ -56,6 +57,17 @@ impl Guard {
             }
         }
         networks
+    }
+
+    /// The entries of `sender.allow_networks` that `url`'s host lies in
+    /// now: its literal address's, or those of every address its name
+    /// resolves to.
+    pub async fn networks_of_url(&self, url: &Url) -> std::io::Result<Networks> {
+        let mut networks = Networks::default();
+        for ip in addresses(url).await? {
+            networks.add(&self.networks_of(ip));
+        }
+        Ok(networks)
     }
 
     /// The addresses `host` resolves to that this guard permits, with
@@ -106,6 +118,20 @@ impl Networks {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// The addresses `url`'s host stands for now: its literal, or what its
+/// name resolves to.
+pub async fn addresses(url: &Url) -> std::io::Result<Vec<IpAddr>> {
+    let host = match url.host() {
+        Some(url::Host::Ipv4(ip)) => return Ok(vec![ip.into()]),
+        Some(url::Host::Ipv6(ip)) => return Ok(vec![ip.into()]),
+        Some(url::Host::Domain(name)) => name,
+        None => return Ok(Vec::new()),
+    };
+    let port = url.port_or_known_default().unwrap_or(0);
+    let resolved = tokio::net::lookup_host((host, port)).await?;
+    Ok(resolved.map(|addr| addr.ip()).collect())
 }
 
 /// IPv4-mapped and IPv4-compatible IPv6 addresses are judged as the IPv4

@@ -20,7 +20,7 @@ use tokio_rustls::rustls::pki_types::CertificateDer;
 
 use super::client::Client;
 use super::guard::{Guard, Networks};
-use super::{literal_ip, Delivery, SenderError, Target};
+use super::{Delivery, SenderError, Target};
 
 #[derive(Clone)]
 pub(super) struct Routes {
@@ -121,18 +121,7 @@ impl Target {
         let Ok(url) = &self.url else {
             return Networks::default();
         };
-        let found = self.networks.get_or_try_init(|| async {
-            if let Some(ip) = literal_ip(url) {
-                return Ok(guard.networks_of(ip));
-            }
-            let host = url.host_str().unwrap_or_default();
-            let host = (host, url.port_or_known_default().unwrap_or(0));
-            let mut networks = Networks::default();
-            for addr in tokio::net::lookup_host(host).await? {
-                networks.add(&guard.networks_of(addr.ip()));
-            }
-            Ok::<_, std::io::Error>(networks)
-        });
+        let found = self.networks.get_or_try_init(|| guard.networks_of_url(url));
         found.await.cloned().unwrap_or_default()
     }
 }

@@ -185,6 +185,11 @@ fn patch<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 }
 
 impl EndpointFields {
+    /// The URL this change sets, if it sets one.
+    pub(super) fn url(&self) -> Option<&str> {
+        self.url.as_ref()?.as_deref()
+    }
+
     /// Applies the fields to `endpoint`, validating each.
     ///
     /// `rotated_at`: when a stored endpoint is changed (a PATCH), the time

@@ -5,6 +5,7 @@
 pub use super::breaker_fields::BreakerFields;
 pub(super) use super::endpoint_fields::default_endpoint;
 pub use super::endpoint_fields::EndpointFields;
+use super::portal::headers_stay_under;
 use super::{Service, ServiceError};
 use serde::Deserialize;
 
@@ -54,6 +55,17 @@ impl RotateSecret {
     }
 }
 
+/// Who asks for a change to an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changer {
+    /// A token: the endpoint is its to set.
+    Operator,
+    /// A portal link that may manage the endpoint (§18): the URL it sets
+    /// keeps the operator's custom headers and private networks to the
+    /// operator's receivers (`service::portal`).
+    Link,
+}
+
 fn uid_conflict(error: StoreError) -> ServiceError {
     match error {
         StoreError::Conflict(_) => {
@@ -80,6 +92,7 @@ impl Service {
         &self,
         by: &EndpointRef,
         fields: EndpointFields,
+        changer: Changer,
     ) -> Result<Endpoint, ServiceError> {
         if fields.secret.is_some() {
             return Err(Problem::invalid(
@@ -94,11 +107,32 @@ impl Service {
         let now = self.now();
         let switches = fields.delivery.is_some();
         let may_enable = matches!(fields.disabled, Some(Some(false) | None));
+        let moved_by_link = match changer {
+            Changer::Link => fields.url().map(str::to_string),
+            Changer::Operator => None,
+        };
+        if let Some(url) = &moved_by_link {
+            let current = self
+                .store
+                .find_endpoint(by)
+                .await?
+                .ok_or_else(|| Problem::not_found("endpoint"))?;
+            self.stays_in_its_networks(&current, url).await?;
+        }
         let updated = self
             .store
             .modify_endpoint(
                 by,
-                Box::new(|e| fields.apply(e, &settings, &guard, Some(now))),
+                Box::new(|e| {
+                    let before = moved_by_link
+                        .is_some()
+                        .then(|| (e.url.clone(), !e.headers.is_empty()));
+                    fields.apply(e, &settings, &guard, Some(now))?;
+                    match before {
+                        Some((own, true)) => headers_stay_under(own.as_deref(), e.url.as_deref()),
+                        _ => Ok(()),
+                    }
+                }),
             )
             .await
             .map_err(uid_conflict)?

@@ -107,6 +107,114 @@ async fn a_manage_link_changes_its_url_event_types_and_filter_and_nothing_else(b
 }
 both!(a_manage_link_changes_its_url_event_types_and_filter_and_nothing_else);
 
+/// A link is a bearer token a merchant may pass on or lose; what the
+/// endpoint's sender set and the link never reads stays the sender's when
+/// the link moves the URL. With custom headers (the receiver's
+/// credentials, masked to the link) it moves only under the current URL,
+/// and a test then still goes where the sender said; into a private
+/// network of `sender.allow_networks` only where the current URL already
+/// is. The sender's own token moves it anywhere.
+async fn a_manage_link_keeps_the_senders_headers_and_private_networks_to_the_senders_receivers(
+    backend: Backend,
+) {
+    let app = backend.spawn_with(&settings(KEY)).await;
+    let (receiver, elsewhere) = (Receiver::start().await, Receiver::start().await);
+    app.endpoint(json!({
+        "uid": "keyed", "url": receiver.url("/hooks/acme"),
+        "headers": {"x-api-key": "acme-secret-key"}
+    }))
+    .await;
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/keyed/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+    for away in [
+        elsewhere.url("/collect"),
+        receiver.url("/hooks/acme-evil"),
+        receiver.url("/other"),
+    ] {
+        let (status, answer) =
+            patch(&app, &token, "/v1/endpoints/keyed", json!({"url": away})).await;
+        forbidden(status, &answer, &away);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("custom headers"), "{message}");
+    }
+    let (_, stored) = app.get("/v1/endpoints/keyed").await;
+    assert_eq!(stored["url"], json!(receiver.url("/hooks/acme")));
+    let (status, _) = post(&app, &token, "/v1/endpoints/keyed/test", None).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let got = receiver.wait_for("/hooks/acme", 1, DEADLINE).await;
+    assert_eq!(got[0].header("x-api-key"), Some("acme-secret-key"));
+    assert!(elsewhere.received("/collect").is_empty());
+    // Under its own URL the move is the merchant's to make.
+    let under = receiver.url("/hooks/acme/v2");
+    let (status, moved) = patch(&app, &token, "/v1/endpoints/keyed", json!({"url": under})).await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+    let (status, answer) = app
+        .call(
+            Method::PATCH,
+            "/v1/endpoints/keyed",
+            Some(json!({"url": elsewhere.url("/new-home")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "the sender's token: {answer}");
+
+    // A public endpoint without headers: a link moves it to another public
+    // address, never into the loopback network the tests' settings open.
+    app.endpoint(json!({"uid": "public", "url": "http://8.8.8.8/hook"}))
+        .await;
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/public/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+    for inside in [receiver.url("/x"), app.base.clone() + "/v1/endpoints"] {
+        let (status, answer) =
+            patch(&app, &token, "/v1/endpoints/public", json!({"url": inside})).await;
+        forbidden(status, &answer, &inside);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("private network"), "{message}");
+    }
+    let (status, answer) = patch(
+        &app,
+        &token,
+        "/v1/endpoints/public",
+        json!({"url": "http://no-such-host.invalid/hook"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_url");
+    let (status, moved) = patch(
+        &app,
+        &token,
+        "/v1/endpoints/public",
+        json!({"url": "http://8.8.4.4/hook"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+    // One already inside the network moves within it.
+    app.endpoint(json!({"uid": "inside", "url": receiver.url("/in")}))
+        .await;
+    let (token, _) = issue(
+        &app,
+        "/v1/endpoints/inside/portal",
+        json!({"permissions": MANAGE}),
+    )
+    .await;
+    let (status, moved) = patch(
+        &app,
+        &token,
+        "/v1/endpoints/inside",
+        json!({"url": elsewhere.url("/in")}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+}
+both!(a_manage_link_keeps_the_senders_headers_and_private_networks_to_the_senders_receivers);
+
 async fn a_manage_link_sees_and_rotates_its_secret_and_sends_itself_a_test(backend: Backend) {
     let app = backend.spawn_with(&settings(KEY)).await;
     let receiver = Receiver::start().await;

@@ -2478,7 +2478,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description forbidden: the token lacks the route's scope, a portal link or a consumer token is used outside what it may reach, or (no tokens configured) the request comes from a web page of another origin */
+            /** @description a portal link: a field it may not change, or a url that would take the endpoint's custom headers or a private network elsewhere */
             403: {
                 headers: {
                     [name: string]: unknown;
