@@ -292,6 +292,79 @@ async fn a_sentinel_failover_mid_traffic_loses_nothing(
     assert!(total - distinct <= 1024, "{} duplicates", total - distinct);
 }
 
+/// A switchover fails no command: the old master takes writes until the
+/// sentinels make it a replica, and what hookd wrote there meanwhile was
+/// lost (a review saw a process started meanwhile use the new master
+/// beside the others on the old one: two live indexes, 7 deliveries sent
+/// twice). Here the sentinel is told to watch another server while the
+/// first stays a writable master for good: hookd moves to the one it
+/// names, builds its index there and delivers from it, though nothing it
+/// sent the old one ever failed.
+#[sqlx::test]
+async fn hookd_follows_the_master_the_sentinels_name_though_the_old_one_still_answers(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let (old, new) = (RedisServer::start().await, RedisServer::start().await);
+    let sentinel = Sentinel::start(old.port).await;
+    eventually(DEADLINE, "the sentinel to see the master", || async {
+        sentinel.master_port().await.filter(|p| *p == old.port)
+    })
+    .await;
+    let overrides = format!(
+        "[redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n",
+        sentinel.port
+    );
+    let app = spawn_app_with(pool, "redis://127.0.0.1:1", &overrides).await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+    assert_eq!(submit(&app, 10, "0s").await, 10);
+    receiver.wait_distinct("/hook", 10, DEADLINE).await;
+
+    let mut asking = redis(&format!("redis://127.0.0.1:{}", sentinel.port)).await;
+    let () = redis::cmd("SENTINEL")
+        .arg("REMOVE")
+        .arg("hookd")
+        .query_async(&mut asking)
+        .await
+        .unwrap();
+    let () = redis::cmd("SENTINEL")
+        .arg("MONITOR")
+        .arg("hookd")
+        .arg("127.0.0.1")
+        .arg(new.port)
+        .arg(1)
+        .query_async(&mut asking)
+        .await
+        .unwrap();
+    let on_new = redis(&format!("redis://127.0.0.1:{}", new.port)).await;
+    eventually(
+        DEADLINE,
+        "hookd's index on the master named now",
+        || async {
+            let keys: i64 = redis::cmd("DBSIZE")
+                .query_async(&mut on_new.clone())
+                .await
+                .ok()?;
+            (keys > 0).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(submit(&app, 10, "0s").await, 10);
+    let (distinct, _) = receiver.wait_distinct("/hook", 20, DEADLINE).await;
+    assert_eq!(distinct, 20);
+    let role: Vec<redis::Value> = redis::cmd("ROLE")
+        .query_async(&mut redis(&format!("redis://127.0.0.1:{}", old.port)).await)
+        .await
+        .unwrap();
+    assert_eq!(
+        role.first(),
+        Some(&redis::Value::BulkString(b"master".to_vec())),
+        "the old server is still a master: nothing made hookd's commands fail"
+    );
+}
+
 #[sqlx::test]
 async fn a_row_lost_from_redis_is_found_behind_a_hundred_thousand_that_deferrals_left_overdue(
     _: PgPoolOptions,

@@ -9,6 +9,15 @@
 //! counts a new *epoch*; the housekeeper then re-adds recent rows, which a
 //! promoted replica may not have received.
 //!
+//! A switchover (`SENTINEL FAILOVER`, a replica promoted while the old
+//! master still runs) fails no command: the old master takes writes until
+//! the sentinels make it a replica, about ten seconds, and what hookd wrote
+//! there is lost when it resyncs, while a process started meanwhile uses
+//! the new master, and the two indexes each send what they hold (a review
+//! saw 7 deliveries twice). So the housekeeper's tick asks a sentinel
+//! which master it names, at most once per `CHECK_MASTER_EVERY`
+//! (`Link::check_master`), and hookd follows a new one at once.
+//!
 //! A cluster connection follows the slots by itself after `MOVED`,
 //! `READONLY` or a closed connection. It does not after a timeout: a
 //! master that hangs (its machine frozen, its packets dropped) keeps its
@@ -46,6 +55,10 @@ impl From<NoMaster> for DueError {
 /// Least time between two questions to the sentinels, so a burst of failing
 /// commands asks once.
 const RESOLVE_EVERY: Duration = Duration::from_millis(250);
+
+/// Least time between two checks of the master the sentinels name while
+/// every command succeeds (`Link::check_master`).
+const CHECK_MASTER_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a cluster's commands keep failing the way a failover makes them
 /// fail (with no pause as long between two failures) before hookd renews
@@ -126,6 +139,8 @@ pub(crate) struct Link {
     /// Set once the recorded layout matched this process's (`layout`).
     laid_out: tokio::sync::OnceCell<()>,
     epoch: AtomicU64,
+    /// With Sentinel: when the master was last checked (`check_master`).
+    master_checked: Mutex<Option<Instant>>,
 }
 
 impl Link {
@@ -170,6 +185,7 @@ impl Link {
             renewing: Default::default(),
             laid_out: tokio::sync::OnceCell::new(),
             epoch: AtomicU64::new(0),
+            master_checked: Mutex::new(None),
         })
     }
 
@@ -247,6 +263,43 @@ impl Link {
         };
         self.stale.store(false, Ordering::Release);
         Ok(conn)
+    }
+
+    /// With Sentinel, asks a sentinel which master it names (at most once
+    /// per `CHECK_MASTER_EVERY`) and, when it is not the one hookd is on,
+    /// has the next command connect to it (see the module's doc). A
+    /// sentinel that does not answer is passed over for the next; none
+    /// answering changes nothing: commands that fail ask again.
+    pub(crate) async fn check_master(&self) {
+        let Source::Sentinel {
+            sentinels,
+            master_name,
+            ..
+        } = &self.source
+        else {
+            return;
+        };
+        {
+            let mut checked = self.master_checked.lock().expect("redis link check");
+            if checked.is_some_and(|at| at.elapsed() < CHECK_MASTER_EVERY) {
+                return;
+            }
+            *checked = Some(Instant::now());
+        }
+        let on = (self.current.read().expect("redis link lock").as_ref())
+            .map(|(_, address)| address.clone());
+        let Some(on) = on else {
+            // Not connected yet: the first command asks.
+            return;
+        };
+        for sentinel in sentinels {
+            if let Ok((host, port)) = self.ask(sentinel, master_name).await {
+                if format!("{host}:{port}") != on {
+                    self.stale.store(true, Ordering::Release);
+                }
+                return;
+            }
+        }
     }
 
     /// Notes a command that succeeded: on a cluster, the first after a

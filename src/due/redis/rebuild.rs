@@ -82,6 +82,8 @@ impl RedisIndex {
     /// (`DueLost`: the marker is there, but `due` lost its sentinel or the
     /// ranges are gone).
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
+        // Asked every housekeeping tick: where a switchover is noticed.
+        self.link.check_master().await;
         let key = self.marker_key();
         let due = &self.keys().due;
         let ranges = &self.keys().ranges;
