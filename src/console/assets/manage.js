@@ -139,24 +139,27 @@ function Secret({ endpoint }) {
 
 function Test({ endpoint }) {
   const types = endpoint.event_types || [];
-  const [type, setType] = useState(types[0] || 'hookd.test');
+  // A pattern (`order.*`) is no event type to send: the endpoint's own
+  // list offers only exact ones, the first chosen; with patterns alone,
+  // none (a test without a type, which every endpoint takes) until the
+  // merchant names one.
+  const exact = types.filter((t) => !t.includes('*'));
+  const [type, setType] = useState(exact[0] || (types.length ? '' : 'hookd.test'));
   const [result, run] = useAction();
   const send = (ev) => {
     ev.preventDefault();
     run(async () => {
-      // A pattern (`order.*`) is no event type to send: the endpoint's
-      // own list offers only exact ones.
       const created = await post(path`/v1/endpoints/${endpoint.id}/test`, { event_type: type.trim() || undefined });
       return html`Test sent as ${created.event_type || 'no event type'}: <a href=${`#/notifications/${created.id}`} data-test="manage-test-link">${created.id}</a>`;
     });
   };
-  const exact = types.filter((t) => !t.includes('*'));
   return html`<form class="inline" onSubmit=${send} data-test="manage-test">
     <div class="field"><label for="m-test-type">Event type of the test</label>
       ${exact.length
         ? html`<select id="m-test-type" value=${type} onChange=${(e) => setType(e.target.value)} data-test="manage-test-type">
             ${exact.map((t) => html`<option value=${t}>${t}</option>`)}</select>`
-        : html`<input id="m-test-type" value=${type} onInput=${(e) => setType(e.target.value)} data-test="manage-test-type" />`}
+        : html`<input id="m-test-type" value=${type} onInput=${(e) => setType(e.target.value)} data-test="manage-test-type"
+            placeholder=${types.length ? `a type matching ${types.join(', ')}, or none` : ''} />`}
     </div>
     <button type="submit" data-test="manage-send-test">Send a test</button>
     <${Result} result=${result} test="manage-test-result" />

@@ -20,6 +20,13 @@ export function utcTicks(ticks) {
   });
 }
 
+// A moment in the legend under the cursor: UTC, 24-hour, as the axis
+// (uPlot's default legend is the browser's local 12-hour time).
+export function utcMoment(t) {
+  if (t == null) return '';
+  return `${new Date(t * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
 // A value axis's labels, short enough for the axis: 1200 ms as "1.2 s",
 // 25000 as "25k".
 export function valueTicks(ticks, unit = '') {
@@ -55,7 +62,7 @@ function Chart({ title, test, time, series, unit, empty, zeroIsValue = false }) 
         { ...axis, values: (u, ticks) => utcTicks(ticks) },
         { ...axis, values: (u, ticks) => valueTicks(ticks, unit), size: 64 },
       ],
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: css.getPropertyValue(s.color).trim(), width: 2, spanGaps: false, points: { show: true, size: 4 } }))],
+      series: [{ label: 'Time', value: (u, t) => utcMoment(t) }, ...series.map((s) => ({ label: s.label, stroke: css.getPropertyValue(s.color).trim(), width: 2, spanGaps: false, points: { show: true, size: 4 } }))],
     }, data, box.current);
     const resized = new ResizeObserver(() => {
       if (plot.current && box.current) plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: 180 });

@@ -109,7 +109,8 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
         .run(
             "return import('./assets/overview.js').then((m) => [\
                m.utcTicks([1764504000, 1764507600]), m.utcTicks([1764543600, 1764547200]),\
-               m.valueTicks([0, 500, 1500, 25000], 'ms'), m.valueTicks([0, 50, 100], '%')])",
+               m.valueTicks([0, 500, 1500, 25000], 'ms'), m.valueTicks([0, 50, 100], '%'),\
+               m.utcMoment(1764547200)])",
         )
         .await;
     assert_eq!(
@@ -118,8 +119,24 @@ async fn the_overview_charts_the_traffic_and_names_the_failing_endpoint(backend:
             ["12:00", "13:00"],
             ["23:00", "12-01"],
             ["0 ms", "500 ms", "1.5 s", "25 s"],
-            ["0%", "50%", "100%"]
+            ["0%", "50%", "100%"],
+            "2025-12-01 00:00 UTC"
         ])
+    );
+    // The legend under the cursor reads the same way (it was the
+    // browser's local 12-hour time).
+    let legend = browser
+        .run(
+            "const over = document.querySelector('[data-test=chart-deliveries] .u-over');\
+             const box = over.getBoundingClientRect();\
+             over.dispatchEvent(new MouseEvent('mousemove', { clientX: box.left + box.width / 2, clientY: box.top + box.height / 2, bubbles: true }));\
+             return document.querySelector('[data-test=chart-deliveries] .u-legend .u-series .u-value').textContent",
+        )
+        .await;
+    let legend = legend.as_str().unwrap_or_default().to_string();
+    assert!(
+        legend.ends_with(" UTC") && legend.len() == "2025-12-01 00:00 UTC".len(),
+        "{legend}"
     );
     browser.screenshot("overview-1h").await;
 
