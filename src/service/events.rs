@@ -282,9 +282,7 @@ impl Service {
         let deliver_at = deliver_at(input.deliver_at, input.delay, now)?;
         let mut headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
-        if let Some(trace) = &input.trace {
-            trace.keep_in(&mut headers);
-        }
+        crate::telemetry::trace_context::TraceContext::keep(input.trace.as_ref(), &mut headers);
         let named = match input.endpoints {
             None => None,
             Some(names) if names.len() > MAX_NAMED_ENDPOINTS => {

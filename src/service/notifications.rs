@@ -237,9 +237,7 @@ impl Service {
         };
         let mut headers = input.headers.map(BoundedMap::into_map).unwrap_or_default();
         check_headers(&headers, "headers")?;
-        if let Some(trace) = &input.trace {
-            trace.keep_in(&mut headers);
-        }
+        crate::telemetry::trace_context::TraceContext::keep(input.trace.as_ref(), &mut headers);
         let pull = endpoint.delivery == Delivery::Pull;
         if pull && input.url.is_some() {
             return Err(Problem::invalid(

@@ -98,9 +98,29 @@ impl TraceContext {
         Self::parse(traceparent?, tracestate)
     }
 
+    /// Gives a notification's headers their trace context: a `traceparent`
+    /// the producer set there itself wins when it is valid; one that is not
+    /// is dropped with its `tracestate`, as a malformed request header is
+    /// ignored (the recommendation: an invalid one is not propagated; a
+    /// review saw `traceparent: garbage` sent on to the receiver, in place
+    /// of the request's valid context), and `request` is kept in its place.
+    pub fn keep(request: Option<&Self>, headers: &mut BTreeMap<String, String>) {
+        let malformed = headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case(TRACEPARENT) && parse_traceparent(value).is_none()
+        });
+        if malformed {
+            headers.retain(|name, _| {
+                !name.eq_ignore_ascii_case(TRACEPARENT) && !name.eq_ignore_ascii_case(TRACESTATE)
+            });
+        }
+        if let Some(request) = request {
+            request.keep_in(headers);
+        }
+    }
+
     /// Adds this context to a notification's headers, unless the producer
     /// set a `traceparent` of its own there, which wins.
-    pub fn keep_in(&self, headers: &mut BTreeMap<String, String>) {
+    fn keep_in(&self, headers: &mut BTreeMap<String, String>) {
         if headers
             .keys()
             .any(|name| name.eq_ignore_ascii_case(TRACEPARENT))
@@ -260,14 +280,14 @@ mod tests {
             ("TraceParent".to_string(), own.to_string()),
             ("x-other".to_string(), "1".to_string()),
         ]);
-        request.keep_in(&mut headers);
+        TraceContext::keep(Some(&request), &mut headers);
         assert_eq!(headers.len(), 2);
         let kept = TraceContext::from_kept(&headers).unwrap();
         assert_eq!(kept.traceparent(), own);
         assert!(!kept.sampled());
 
         let mut headers = BTreeMap::from([("TraceState".to_string(), "stale=1".to_string())]);
-        request.keep_in(&mut headers);
+        TraceContext::keep(Some(&request), &mut headers);
         assert_eq!(
             headers,
             BTreeMap::from([
@@ -275,6 +295,35 @@ mod tests {
                 (TRACESTATE.to_string(), "from=request".to_string()),
             ])
         );
+    }
+
+    #[test]
+    fn a_producers_malformed_traceparent_header_is_dropped_for_the_requests_or_for_none() {
+        let request = TraceContext::parse(GIVEN, Some("from=request")).unwrap();
+        for own in [
+            "garbage",
+            "ff-11111111111111111111111111111111-2222222222222222-01",
+            "00-00000000000000000000000000000000-2222222222222222-01",
+        ] {
+            let mut headers = BTreeMap::from([
+                ("Traceparent".to_string(), own.to_string()),
+                ("tracestate".to_string(), "own=1".to_string()),
+                ("x-other".to_string(), "1".to_string()),
+            ]);
+            TraceContext::keep(Some(&request), &mut headers);
+            assert_eq!(
+                headers,
+                BTreeMap::from([
+                    (TRACEPARENT.to_string(), GIVEN.to_string()),
+                    (TRACESTATE.to_string(), "from=request".to_string()),
+                    ("x-other".to_string(), "1".to_string()),
+                ]),
+                "{own}"
+            );
+            let mut headers = BTreeMap::from([("Traceparent".to_string(), own.to_string())]);
+            TraceContext::keep(None, &mut headers);
+            assert!(headers.is_empty(), "{own}: {headers:?}");
+        }
     }
 
     #[test]
