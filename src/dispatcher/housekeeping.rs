@@ -102,6 +102,8 @@ pub async fn run(
     let mut operator_synced = operator_synced;
     // The disabling check runs every tick: one warning per run of failures.
     let mut disable_check_failing = false;
+    // The index's state unread (Redis down): said once, not every tick.
+    let mut restore_failing = false;
     // An in-process index needs none of it: it is filled at start and
     // loses nothing while the process lives.
     let recovery = due.recovery();
@@ -134,7 +136,11 @@ pub async fn run(
             tracing::debug!(%error, "indexing marked rows will be tried again");
         }
         if let Some(recovery) = recovery {
-            match super::refill::restore(recovery, &*store, &shutdown).await {
+            let restored = super::refill::restore(recovery, &*store, &shutdown).await;
+            if restored.is_ok() && std::mem::take(&mut restore_failing) {
+                tracing::info!("the due index's state reads again");
+            }
+            match restored {
                 Ok(Some(restored)) => {
                     for shard in &restored.parts {
                         metrics::counter!("hookd_index_rebuilds_total", "shard" => shard.to_string())
@@ -148,7 +154,13 @@ pub async fn run(
                     )
                 }
                 Ok(None) => {}
-                Err(error) => tracing::warn!(%error, "rebuild of the due index failed; retrying"),
+                Err(error) if restore_failing => {
+                    tracing::debug!(%error, "cannot read or rebuild the due index")
+                }
+                Err(error) => {
+                    restore_failing = true;
+                    tracing::warn!(%error, "cannot read the due index's state, or rebuild it; trying again every second")
+                }
             }
             // A new master (a failover) may lack the last writes of the old
             // one: re-add what was created lately, and have the sweep walk

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::helpers::{
-    database_url, eventually, free_port, http_client, new_prefix, spawn_app_with, HookdProcess,
-    RedisServer, TestApp,
+    database_url, eventually, free_port, http_client, new_prefix, redis_url, spawn_app_with,
+    test_settings, HookdProcess, RedisServer, TestApp,
 };
 use crate::receiver::{Receiver, Reply};
 
@@ -363,6 +363,41 @@ async fn hookd_follows_the_master_the_sentinels_name_though_the_old_one_still_an
         Some(&redis::Value::BulkString(b"master".to_vec())),
         "the old server is still a master: nothing made hookd's commands fail"
     );
+}
+
+/// Sentinels that answer but know no master by `redis.master_name` read
+/// otherwise than sentinels that are all down: the error names the name
+/// and each sentinel asked, with what it answered (a review found a wrong
+/// name told as "no sentinel named a master for redis.master_name", and
+/// sentinels all down as a bare "Connection refused (os error 111)").
+#[tokio::test]
+async fn a_wrong_master_name_reads_otherwise_than_sentinels_all_down() {
+    let master = RedisServer::start().await;
+    let sentinel = Sentinel::start(master.port).await;
+    eventually(DEADLINE, "the sentinel to see the master", || async {
+        sentinel.master_port().await.filter(|p| *p == master.port)
+    })
+    .await;
+    let answering = format!("127.0.0.1:{}", sentinel.port);
+    let down = format!("127.0.0.1:{}", free_port());
+    for (address, name, says) in [
+        (&answering, "nosuch", "knows no master by that name"),
+        (&down, "hookd", "refused"),
+    ] {
+        let settings = test_settings(
+            &redis_url(),
+            &format!("[redis]\nsentinels = [\"{address}\"]\nmaster_name = \"{name}\"\n"),
+        );
+        let index = hookd::due::redis::open(&settings.redis).await.unwrap();
+        let error = index.ping().await.expect_err("no master").to_string();
+        for part in [
+            format!("`{name}`"),
+            format!("{address}: "),
+            says.to_string(),
+        ] {
+            assert!(error.contains(&part), "{part} in: {error}");
+        }
+    }
 }
 
 #[sqlx::test]

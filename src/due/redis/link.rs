@@ -41,10 +41,16 @@ use super::clients::{client, cluster_client, Client};
 use super::DueError;
 use crate::config::RedisSettings;
 
-/// No sentinel named a master: hookd cannot tell where Redis is now.
+/// No sentinel named a master: hookd cannot tell where Redis is now. It
+/// says which sentinels it asked and what each answered: a wrong
+/// `master_name` (they answer, naming none) reads otherwise than
+/// sentinels that are all down.
 #[derive(Debug, thiserror::Error)]
-#[error("no sentinel named a master for redis.master_name")]
-pub(crate) struct NoMaster;
+#[error("no sentinel named a master for redis.master_name `{name}`: {answers}")]
+pub(crate) struct NoMaster {
+    name: String,
+    answers: String,
+}
 
 impl From<NoMaster> for DueError {
     fn from(error: NoMaster) -> Self {
@@ -400,8 +406,8 @@ impl Link {
                 master_name,
                 template,
             } => {
-                let mut last_error = None;
-                for sentinel in sentinels {
+                let mut answers = Vec::new();
+                for (sentinel, address) in sentinels.iter().zip(&self.settings.sentinels) {
                     match self.ask(sentinel, master_name).await {
                         Ok((host, port)) => {
                             let mut url = template.clone();
@@ -411,10 +417,17 @@ impl Link {
                                 return Ok((Client::One(client), format!("{host}:{port}")));
                             }
                         }
-                        Err(error) => last_error = Some(error),
+                        Err(DueError::Unavailable(cause)) => {
+                            answers.push(format!("{address}: {cause}"))
+                        }
+                        Err(error) => answers.push(format!("{address}: {error}")),
                     }
                 }
-                Err(last_error.unwrap_or_else(|| NoMaster.into()))
+                Err(NoMaster {
+                    name: master_name.clone(),
+                    answers: answers.join("; "),
+                }
+                .into())
             }
         }
     }
@@ -436,7 +449,10 @@ impl Link {
         };
         match tokio::time::timeout(self.timeout, question).await {
             Ok(Ok(Some(address))) => Ok(address),
-            Ok(Ok(None)) => Err(NoMaster.into()),
+            Ok(Ok(None)) => Err(DueError::Unavailable(
+                "it knows no master by that name (its `sentinel monitor` lines name the master)"
+                    .into(),
+            )),
             Ok(Err(error)) => Err(error.into()),
             Err(_) => Err(DueError::Timeout(self.timeout)),
         }
