@@ -4,7 +4,7 @@
 // the request's headers as sent, the response's as answered, and the
 // request as a curl command; an attempt a retry started is marked.
 
-import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative, ConfirmButton } from './ui.js';
+import { html, useState, useLoad, useNow, ErrorNote, Loading, Status, Row, time, relative, nextLabel, ConfirmButton } from './ui.js';
 import { EndpointName, read as readEndpoint } from './names.js';
 import { get, getWithText, rawMember, post, path, can } from './api.js';
 
@@ -135,8 +135,9 @@ function Timeline({ attempts, notification, now, url, body }) {
     ${attempts.map((a) => html`<${Attempt} key=${a.number} a=${a} url=${url} body=${body} />`)}
     ${n.next_attempt_at && html`<li class="attempt next" data-test="next-attempt">
       <div class="attempt-head"><span class="num">next</span>
-      <time datetime=${n.next_attempt_at}>${time(n.next_attempt_at)}</time>
-      <span data-test="countdown">${n.leased ? 'leased by a consumer; lease ends ' : ''}${relative(n.next_attempt_at, now)}</span></div>
+      ${n.waiting && n.waiting.until && html`<time datetime=${n.waiting.until}>${time(n.waiting.until)}</time>`}
+      ${!(n.waiting && n.waiting.until) && html`<time datetime=${n.next_attempt_at}>${time(n.next_attempt_at)}</time>`}
+      <span data-test="countdown">${n.leased ? `leased by a consumer; lease ends ${relative(n.next_attempt_at, now)}` : nextLabel(n, now)}</span></div>
     </li>`}
     ${!attempts.length && !n.next_attempt_at && html`<li class="muted">No attempt.</li>`}
   </ol>`;

@@ -5,7 +5,7 @@
 // (pending) one that matches retried (cancelled) by filter: an operation,
 // counted before it is confirmed.
 
-import { html, useState, useEffect, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, useNow, setRoute, shortId, fromLocalInput, toLocalInput, ConfirmButton } from './ui.js';
+import { html, useState, useEffect, useLoad, ErrorNote, Loading, Empty, Pager, Status, time, relative, nextLabel, useNow, setRoute, shortId, fromLocalInput, toLocalInput, ConfirmButton } from './ui.js';
 import { get, post, path, query, can } from './api.js';
 import { EndpointName } from './names.js';
 import { Operation, counted } from './operations.js';
@@ -107,7 +107,7 @@ export function NotificationTable({ rows, now, selected, toggle }) {
       <td data-test="result-endpoint"><${EndpointName} id=${n.endpoint_id} /></td>
       <td>${n.attempts}</td>
       <td>${time(n.created_at)}</td>
-      <td>${n.next_attempt_at ? relative(n.next_attempt_at, now) : '—'}</td>
+      <td data-test="result-next">${nextLabel(n, now)}</td>
     </tr>`)}</tbody></table></div>`;
 }
 

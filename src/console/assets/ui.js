@@ -30,6 +30,25 @@ export function relative(iso, now) {
   return ms > 0 ? `in ${duration(ms)}` : `${duration(ms)} ago`;
 }
 
+// When a pending notification `n` goes next, as a list or a timeline
+// says it. One held (an open circuit, a rate limit's slot, its key's line,
+// a disabled endpoint, a pull consumer) says so, and when it may go where
+// that is known (`waiting.until`), rather than a `next_attempt_at` that
+// passed: a merchant read "5m ago" beside an open circuit as "it should
+// have gone five minutes ago".
+const HELD = {
+  circuit_open: 'circuit open, probe',
+  rate_limit: 'rate limit, slot',
+  ordering: 'behind its key',
+  endpoint_disabled: 'endpoint disabled',
+  pull: 'waiting for a consumer',
+};
+export function nextLabel(n, now) {
+  const held = n.waiting && HELD[n.waiting.reason];
+  if (held) return n.waiting.until ? `${held} ${relative(n.waiting.until, now)}` : held;
+  return n.next_attempt_at ? relative(n.next_attempt_at, now) : '—';
+}
+
 // A clock that ticks every `ms`, for countdowns.
 export function useNow(ms = 1000) {
   const [now, setNow] = useState(Date.now());

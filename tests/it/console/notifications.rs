@@ -171,6 +171,26 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
     );
     let waiting = browser.text("waiting").await;
     assert!(waiting.starts_with("scheduled"), "{waiting}");
+    // What the list and the timeline say of when it goes next: a held one
+    // says why and when it may go, not a next attempt minutes ago.
+    let labels = browser
+        .run(
+            "return import('./assets/ui.js').then((m) => { const now = Date.parse('2026-12-06T12:00:00Z'); return [\
+               m.nextLabel({ next_attempt_at: '2026-12-06T11:55:00Z', waiting: { reason: 'circuit_open', until: '2026-12-06T12:01:43Z' } }, now),\
+               m.nextLabel({ next_attempt_at: '2026-12-06T11:58:00Z', waiting: { reason: 'ordering', until: null } }, now),\
+               m.nextLabel({ next_attempt_at: '2026-12-06T12:10:00Z', waiting: { reason: 'scheduled', until: '2026-12-06T12:10:00Z' } }, now),\
+               m.nextLabel({ next_attempt_at: null, waiting: null }, now)] })",
+        )
+        .await;
+    assert_eq!(
+        labels,
+        json!([
+            "circuit open, probe in 1m 43s",
+            "behind its key",
+            "in 10m 0s",
+            "—"
+        ])
+    );
     browser.screenshot("pending-notification").await;
 
     browser.click("cancel").await;
