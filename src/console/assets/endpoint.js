@@ -274,6 +274,7 @@ export function EndpointPage({ id, who }) {
   return html`<section data-test="endpoint">
     <p><a href="#/endpoints">← Endpoints</a></p>
     <div class="heading"><h1>Endpoint <code data-test="endpoint-id">${e.uid || e.id}</code></h1>${health(e)}</div>
+    ${e.description && html`<p class="muted" data-test="endpoint-heading-description">${e.description}</p>`}
     <dl class="facts">
       <${Row} label="Id">${e.id}<//>
       <${Row} label="URL">${e.url || '— (pull: consumers take its notifications)'}<//>

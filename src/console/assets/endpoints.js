@@ -63,14 +63,15 @@ export function EndpointList({ params, who }) {
   else if (!list.data) body = html`<${ErrorNote} error=${list.error} />`;
   else if (!list.data.data.length) body = html`<${Empty}>No endpoint.<//>`;
   else body = html`<div class="scroll"><table data-test="endpoints">
-    <thead><tr><th scope="col">Endpoint</th><th scope="col">Health</th><th scope="col">URL</th><th scope="col">Delivery</th>
+    <thead><tr><th scope="col">Endpoint</th><th scope="col">Description</th><th scope="col">Health</th><th scope="col">URL</th><th scope="col">Delivery</th>
       <th scope="col">Owner</th><th scope="col">Failing since</th><th scope="col">Held</th></tr></thead>
     <tbody>${list.data.data.map((e) => html`<tr key=${e.id} data-test="endpoint-row">
-      <td><a href=${`#/endpoints/${e.id}`} data-test="endpoint-link">${e.uid || e.id}</a></td>
+      <td class="name" title=${e.uid || e.id}><a href=${`#/endpoints/${e.id}`} data-test="endpoint-link">${e.uid || e.id}</a></td>
+      <td class="about" title=${e.description} data-test="endpoint-description">${e.description || '—'}</td>
       <td>${health(e)}</td>
-      <td class="url">${e.url || '—'}</td>
+      <td class="url" title=${e.url || ''}>${e.url || '—'}</td>
       <td>${e.delivery}</td>
-      <td>${e.owner || '—'}</td>
+      <td class="name" title=${e.owner || ''}>${e.owner || '—'}</td>
       <td>${time(e.failing_since)}</td>
       <td>${e.circuit ? e.circuit.held : 0}</td>
     </tr>`)}</tbody></table></div>

@@ -27,7 +27,9 @@ export function read(id) {
 // owner and description. The full id is the link's title, and what a
 // copy of the link's text gives.
 export function EndpointName({ id, link = true, test }) {
-  const [endpoint, setEndpoint] = useState(null);
+  // undefined while read; null once read as none (deleted, or not this
+  // sign-in's to read).
+  const [endpoint, setEndpoint] = useState(undefined);
   useEffect(() => {
     let live = true;
     if (id) read(id).then((found) => live && setEndpoint(found));
@@ -35,11 +37,14 @@ export function EndpointName({ id, link = true, test }) {
   }, [id]);
   if (!id) return '—';
   const name = (endpoint && endpoint.uid) || shortId(id);
-  const about = endpoint && [endpoint.owner, endpoint.description].filter(Boolean).join(' · ');
+  const about = endpoint === null
+    ? 'deleted, or not readable here'
+    : endpoint && [endpoint.owner, endpoint.description].filter(Boolean).join(' · ');
   const copyFull = (e) => {
     e.clipboardData.setData('text/plain', id);
     e.preventDefault();
   };
   const label = html`<span class="endpoint-name" data-test=${test} onCopy=${copyFull}>${name}</span>`;
-  return html`${link ? html`<a href=${`#/endpoints/${id}`} title=${id}>${label}</a>` : html`<span title=${id}>${label}</span>`}${about && html` <span class="muted endpoint-about">${about}</span>`}`;
+  const whole = endpoint && endpoint.uid ? `${endpoint.uid} (${id})` : id;
+  return html`${link ? html`<a href=${`#/endpoints/${id}`} title=${whole}>${label}</a>` : html`<span title=${whole}>${label}</span>`}${about && html` <span class="muted endpoint-about" title=${about}>${about}</span>`}`;
 }

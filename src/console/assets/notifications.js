@@ -102,7 +102,7 @@ export function NotificationTable({ rows, now, selected, toggle }) {
         <span class="unseen">Select ${n.id}</span></label></td>`}
       <td><a href=${`#/notifications/${n.id}`} data-test="result-link" title=${n.id}>${shortId(n.id)}</a></td>
       <td><${Status} status=${n.status} /></td>
-      <td class="key" data-test="result-key">${n.key || '—'}</td>
+      <td class="key" data-test="result-key" title=${n.key || ''}>${n.key || '—'}</td>
       <td>${n.event_type || '—'}</td>
       <td data-test="result-endpoint"><${EndpointName} id=${n.endpoint_id} /></td>
       <td>${n.attempts}</td>

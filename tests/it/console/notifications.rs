@@ -277,7 +277,85 @@ async fn a_held_notification_says_why_on_its_page_and_its_retry_is_refused(backe
     browser.close().await;
 }
 
+/// One endpoint with every value at its longest (a 128-character uid, a
+/// 1,000-byte description, a long owner and URL) and a notification with a
+/// 200-byte key: the lists stay about the window's width, each long value
+/// cut in its cell and whole in its title, and the endpoint is named by its
+/// description too; a deleted endpoint's notification says it is gone, not
+/// a bare id. The review found the list 14,267 px wide, its last columns
+/// 14,000 px to the right on every row.
+async fn one_long_value_keeps_every_list_to_the_windows_width(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    let uid = format!("acme-{}", "u".repeat(123));
+    let description = format!("Acme's orders: {}", "d".repeat(980));
+    let long = app
+        .endpoint(json!({
+            "uid": uid, "owner": format!("merchant-{}", "o".repeat(110)), "description": description,
+            "url": receiver.url(&format!("/{}", "p".repeat(1500)))
+        }))
+        .await;
+    app.notify(
+        json!({"endpoint": long["id"], "key": "k".repeat(200), "payload": {}, "delay": "1h"}),
+    )
+    .await;
+    let gone = app
+        .endpoint(json!({"uid": "gone", "url": receiver.url("/gone")}))
+        .await;
+    app.notify(json!({"endpoint": gone["id"], "payload": {}, "delay": "1h"}))
+        .await;
+    let (status, _) = app
+        .call(reqwest::Method::DELETE, "/v1/endpoints/gone", None)
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+
+    let Some(browser) = Browser::open(&app, &backend, "long-values").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    let width = |table: &str| {
+        format!(
+            "return [document.querySelector('[data-test={table}]').scrollWidth, window.innerWidth]"
+        )
+    };
+    browser.goto("#/notifications").await;
+    browser.wait_count("result-link", 2).await;
+    browser
+        .wait_text("results", "the endpoints named", |t| {
+            t.contains("acme-u") && t.contains("deleted, or not readable here")
+        })
+        .await;
+    let [table, window] =
+        serde_json::from_value::<[u64; 2]>(browser.run(&width("results")).await).unwrap();
+    assert!(
+        table <= window * 3 / 2,
+        "the list is {table} px wide in {window}"
+    );
+    let results = browser.text("results").await;
+    assert!(
+        results.contains("deleted, or not readable here"),
+        "{results}"
+    );
+    let key_title = browser
+        .run("return document.querySelector('[data-test=result-key][title^=kkk]').title.length")
+        .await;
+    assert_eq!(key_title, json!(200));
+
+    browser.goto("#/endpoints").await;
+    browser.wait_count("endpoint-row", 1).await;
+    let [table, window] =
+        serde_json::from_value::<[u64; 2]>(browser.run(&width("endpoints")).await).unwrap();
+    assert!(
+        table <= window * 3 / 2,
+        "the endpoints list is {table} px wide in {window}"
+    );
+    let shown = browser.text("endpoint-description").await;
+    assert!(shown.starts_with("Acme's orders"), "{shown}");
+    browser.close().await;
+}
+
 both!(
+    one_long_value_keeps_every_list_to_the_windows_width,
     a_held_notification_says_why_on_its_page_and_its_retry_is_refused,
     a_failed_notification_found_by_key_is_retried_until_the_receiver_gets_it,
     a_pending_notification_is_cancelled_from_its_page,
