@@ -33,6 +33,19 @@ async function load(id) {
   return { notification, attempts, sentBody, endpointUrl: endpoint && endpoint.url };
 }
 
+// The W3C trace context's headers: no secret, so their values are shown.
+const TRACE_HEADERS = ['traceparent', 'tracestate'];
+
+// A notification's custom headers as its page lists them: each name, and
+// the value where the API shows it (a trace context's); the others' values
+// are masked.
+export function headerList(headers) {
+  const entries = Object.entries(headers || {});
+  const shown = entries.map(([name, value]) => (value === '***' ? name : `${name}: ${value}`));
+  const hidden = entries.some(([, value]) => value === '***');
+  return `${shown.join(', ')}${hidden ? ' (values hidden)' : ''}`;
+}
+
 // A word for the shell, quoted as is.
 const shellWord = (text) => `'${String(text).replaceAll("'", "'\\''")}'`;
 
@@ -46,6 +59,9 @@ const shellWord = (text) => `'${String(text).replaceAll("'", "'\\''")}'`;
 export function curlOf(a, url, body) {
   const words = [`curl -X POST ${shellWord(url || '<the endpoint URL>')}`];
   for (const h of a.request_headers || []) {
+    // A trace context not kept is left out: a placeholder would be a
+    // malformed one, which a receiver ignores anyway.
+    if (h.value === null && TRACE_HEADERS.includes(h.name.toLowerCase())) continue;
     words.push(`-H ${shellWord(`${h.name}: ${h.value === null ? '<value not kept>' : h.value}`)}`);
   }
   words.push(`--data-raw ${shellWord(body)}`);
@@ -189,7 +205,7 @@ export function NotificationPage({ id, who }) {
         <${Row} label="Completed">${time(n.completed_at)}<//>
         <${Row} label="Schedule">${Array.isArray(n.schedule) ? n.schedule.join(', ') : n.schedule}<//>
         <${Row} label="Content type">${n.content_type}<//>
-        ${Object.keys(n.headers || {}).length > 0 && html`<${Row} label="Headers">${Object.keys(n.headers).join(', ')} (values hidden)<//>`}
+        ${Object.keys(n.headers || {}).length > 0 && html`<${Row} label="Headers" test="headers-row">${headerList(n.headers)}<//>`}
       </dl>
       <div>
         <h2>Payload</h2>

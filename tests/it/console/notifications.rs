@@ -191,6 +191,25 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
             "—"
         ])
     );
+    // A trace context is no secret: its values are shown, the others'
+    // masked; one an attempt did not keep is left out of its curl command
+    // rather than sent as a placeholder (a malformed traceparent).
+    let shown = browser
+        .run(
+            "return import('./assets/notification.js').then((m) => [\
+               m.headerList({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x-api-key': '***' }),\
+               m.curlOf({ request_headers: [{ name: 'traceparent', value: null }, { name: 'x-api-key', value: null }] }, 'https://r.example/h', '{}')])",
+        )
+        .await;
+    assert_eq!(
+        shown[0],
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01, x-api-key (values hidden)"
+    );
+    let curl = shown[1].as_str().unwrap();
+    assert!(
+        curl.contains("x-api-key: <value not kept>") && !curl.contains("traceparent"),
+        "{curl}"
+    );
     browser.screenshot("pending-notification").await;
 
     browser.click("cancel").await;
