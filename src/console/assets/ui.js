@@ -155,6 +155,18 @@ export function setRoute(path, params = {}) {
 export function ConfirmButton({ label, question, ask, run, test, disabled, danger }) {
   const [asking, setAsking] = useState(false);
   const [asked, setAsked] = useState(null);
+  // The keyboard follows the question: "Not now" (the harmless answer)
+  // takes the focus when it is asked, Escape answers it, and the focus goes
+  // back to the button that asked. The buttons are replaced as the question
+  // opens and closes, which once left the focus on the page's body.
+  const asker = useRef(null);
+  const notNow = useRef(null);
+  const wasAsking = useRef(false);
+  useEffect(() => {
+    if (asking && notNow.current) notNow.current.focus();
+    if (!asking && wasAsking.current && asker.current) asker.current.focus();
+    wasAsking.current = asking;
+  }, [asking]);
   const open = async () => {
     setAsking(true);
     setAsked(null);
@@ -167,15 +179,20 @@ export function ConfirmButton({ label, question, ask, run, test, disabled, dange
   };
   if (!asking) {
     return html`<button type="button" class=${danger ? 'danger' : undefined} disabled=${disabled}
-      data-test=${test} onClick=${open}>${label}</button>`;
+      data-test=${test} onClick=${open} ref=${asker}>${label}</button>`;
   }
   const ready = !ask || (asked && !asked.error && !asked.nothing);
   const text = !ask ? question : !asked ? 'Counting…' : asked.error ? '' : asked.text;
-  return html`<span class="confirm" role="group" aria-label=${label} data-test=${`${test}-question`}>
+  const escape = (e) => {
+    if (e.key !== 'Escape') return;
+    e.preventDefault();
+    setAsking(false);
+  };
+  return html`<span class="confirm" role="group" aria-label=${label} data-test=${`${test}-question`} onKeyDown=${escape}>
     <span class="question" role="status">${text}</span>
     ${asked && asked.error && html`<${ErrorNote} error=${asked.error} />`}
     <button type="button" class="danger" data-test="confirm" disabled=${!ready}
       onClick=${() => { setAsking(false); run(); }}>${label}</button>
-    <button type="button" class="secondary" data-test="confirm-not-now" onClick=${() => setAsking(false)}>Not now</button>
+    <button type="button" class="secondary" data-test="confirm-not-now" ref=${notNow} onClick=${() => setAsking(false)}>Not now</button>
   </span>`;
 }

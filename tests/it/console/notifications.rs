@@ -212,6 +212,19 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
     );
     browser.screenshot("pending-notification").await;
 
+    // By keyboard: the question takes the focus on its harmless answer,
+    // Escape answers it, and the focus is back on the button that asked.
+    browser.click("cancel").await;
+    browser.find("cancel-question").await;
+    let focused = "return document.activeElement && document.activeElement.dataset.test";
+    assert_eq!(browser.run(focused).await, "confirm-not-now");
+    browser
+        .run("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }))")
+        .await;
+    browser.find("cancel").await;
+    assert!(browser.all("cancel-question").await.is_empty());
+    assert_eq!(browser.run(focused).await, "cancel");
+    assert_eq!(browser.text("status").await, "pending");
     browser.click("cancel").await;
     browser.click("confirm").await;
     browser
