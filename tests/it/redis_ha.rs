@@ -222,6 +222,20 @@ impl Sentinel {
     }
 }
 
+/// hookd that finds its master through `sentinel` (as `hookd`), and
+/// `shop` on a receiver of its own.
+async fn shop_via(pool: sqlx::PgPool, sentinel: &Sentinel) -> (TestApp, Receiver) {
+    let overrides = format!(
+        "[redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n",
+        sentinel.port
+    );
+    // The url's address is unused: the sentinel names the master.
+    let app = spawn_app_with(pool, "redis://127.0.0.1:1", &overrides).await;
+    let receiver = Receiver::start().await;
+    shop(&app, &receiver).await;
+    (app, receiver)
+}
+
 impl Drop for Sentinel {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -264,14 +278,7 @@ async fn a_sentinel_failover_mid_traffic_loses_nothing(
         (!replicas.is_empty()).then_some(())
     })
     .await;
-    let overrides = format!(
-        "[redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n",
-        sentinel.port
-    );
-    // The url's address is unused: the sentinel names the master.
-    let app = spawn_app_with(pool, "redis://127.0.0.1:1", &overrides).await;
-    let receiver = Receiver::start().await;
-    shop(&app, &receiver).await;
+    let (app, receiver) = shop_via(pool, &sentinel).await;
 
     let mut accepted = submit(&app, 1000, "1s").await;
     master.kill();
@@ -312,13 +319,7 @@ async fn hookd_follows_the_master_the_sentinels_name_though_the_old_one_still_an
         sentinel.master_port().await.filter(|p| *p == old.port)
     })
     .await;
-    let overrides = format!(
-        "[redis]\nsentinels = [\"127.0.0.1:{}\"]\nmaster_name = \"hookd\"\n",
-        sentinel.port
-    );
-    let app = spawn_app_with(pool, "redis://127.0.0.1:1", &overrides).await;
-    let receiver = Receiver::start().await;
-    shop(&app, &receiver).await;
+    let (app, receiver) = shop_via(pool, &sentinel).await;
     assert_eq!(submit(&app, 10, "0s").await, 10);
     receiver.wait_distinct("/hook", 10, DEADLINE).await;
 
