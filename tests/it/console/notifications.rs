@@ -214,16 +214,27 @@ async fn a_pending_notification_is_cancelled_from_its_page(backend: Backend) {
 
     // By keyboard: the question takes the focus on its harmless answer,
     // Escape answers it, and the focus is back on the button that asked.
+    // The focus moves once the page has drawn the change: looked for
+    // until it has.
+    let focus_on = |want: &'static str| {
+        let browser = &browser;
+        async move {
+            let focused = "return document.activeElement && document.activeElement.dataset.test";
+            eventually(Duration::from_secs(10), want, || async {
+                (browser.run(focused).await == want).then_some(())
+            })
+            .await;
+        }
+    };
     browser.click("cancel").await;
     browser.find("cancel-question").await;
-    let focused = "return document.activeElement && document.activeElement.dataset.test";
-    assert_eq!(browser.run(focused).await, "confirm-not-now");
+    focus_on("confirm-not-now").await;
     browser
         .run("document.activeElement.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }))")
         .await;
     browser.find("cancel").await;
     assert!(browser.all("cancel-question").await.is_empty());
-    assert_eq!(browser.run(focused).await, "cancel");
+    focus_on("cancel").await;
     assert_eq!(browser.text("status").await, "pending");
     browser.click("cancel").await;
     browser.click("confirm").await;
