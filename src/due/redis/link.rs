@@ -2,12 +2,12 @@
 //! Sentinel names (`redis.sentinels` + `redis.master_name`), or a Redis
 //! Cluster (`redis.cluster`), each behind one `Conn`.
 //!
-//! With Sentinel, the master's address is asked of the sentinels at the first
-//! use and again whenever a command fails the way a failover makes it fail
-//! (connection refused or dropped, a timeout, `READONLY` from a demoted
-//! master). When the answer is a new address, hookd connects there and
-//! counts a new *epoch*; the housekeeper then re-adds recent rows, which a
-//! promoted replica may not have received.
+//! With Sentinel, the master's address is asked of the sentinels
+//! (`sentinel`) at the first use and again whenever a command fails the
+//! way a failover makes it fail (connection refused or dropped, a timeout,
+//! `READONLY` from a demoted master). When the answer is a new address,
+//! hookd connects there and counts a new *epoch*; the housekeeper then
+//! re-adds recent rows, which a promoted replica may not have received.
 //!
 //! A switchover (`SENTINEL FAILOVER`, a replica promoted while the old
 //! master still runs) fails no command: the old master takes writes until
@@ -38,25 +38,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 
 use super::clients::{client, cluster_client, Client};
+use super::sentinel::Sentinels;
 use super::DueError;
 use crate::config::RedisSettings;
-
-/// No sentinel named a master: hookd cannot tell where Redis is now. It
-/// says which sentinels it asked and what each answered: a wrong
-/// `master_name` (they answer, naming none) reads otherwise than
-/// sentinels that are all down.
-#[derive(Debug, thiserror::Error)]
-#[error("no sentinel named a master for redis.master_name `{name}`: {answers}")]
-pub(crate) struct NoMaster {
-    name: String,
-    answers: String,
-}
-
-impl From<NoMaster> for DueError {
-    fn from(error: NoMaster) -> Self {
-        DueError::Unavailable(Box::new(error))
-    }
-}
 
 /// Least time between two questions to the sentinels, so a burst of failing
 /// commands asks once.
@@ -76,13 +60,7 @@ const RENEW_AFTER: Duration = Duration::from_secs(5);
 
 enum Source {
     Direct(redis::Client),
-    Sentinel {
-        sentinels: Vec<redis::Client>,
-        master_name: String,
-        /// `redis.url`: its scheme, credentials and database apply to the
-        /// master; its address is replaced by the one the sentinels give.
-        template: url::Url,
-    },
+    Sentinel(Sentinels),
     Cluster(Box<redis::cluster::ClusterClient>),
 }
 
@@ -156,28 +134,7 @@ impl Link {
         } else if settings.sentinels.is_empty() {
             Source::Direct(client(settings.url.expose(), settings)?)
         } else {
-            let sentinels = settings
-                .sentinels
-                .iter()
-                .map(|address| redis::Client::open(format!("redis://{address}")))
-                .collect::<Result<_, _>>()?;
-            // Without `url`, the master is plain `redis://` with no
-            // credentials and database 0 (the Sentinel example in docs/operating.md).
-            let template = match settings.url.expose() {
-                "" => "redis://sentinel-master",
-                url => url,
-            };
-            let template = url::Url::parse(template).map_err(|_| {
-                DueError::from(redis::RedisError::from((
-                    redis::ErrorKind::InvalidClientConfig,
-                    "redis.url is not a URL",
-                )))
-            })?;
-            Source::Sentinel {
-                sentinels,
-                master_name: settings.master_name.clone(),
-                template,
-            }
+            Source::Sentinel(Sentinels::new(settings)?)
         };
         Ok(Self {
             source,
@@ -277,12 +234,7 @@ impl Link {
     /// sentinel that does not answer is passed over for the next; none
     /// answering changes nothing: commands that fail ask again.
     pub(crate) async fn check_master(&self) {
-        let Source::Sentinel {
-            sentinels,
-            master_name,
-            ..
-        } = &self.source
-        else {
+        let Source::Sentinel(sentinels) = &self.source else {
             return;
         };
         {
@@ -298,13 +250,8 @@ impl Link {
             // Not connected yet: the first command asks.
             return;
         };
-        for sentinel in sentinels {
-            if let Ok((host, port)) = self.ask(sentinel, master_name).await {
-                if format!("{host}:{port}") != on {
-                    self.stale.store(true, Ordering::Release);
-                }
-                return;
-            }
+        if sentinels.named().await.is_some_and(|named| named != on) {
+            self.stale.store(true, Ordering::Release);
         }
     }
 
@@ -338,7 +285,7 @@ impl Link {
                             Some("READONLY" | "CLUSTERDOWN" | "TRYAGAIN" | "MASTERDOWN")
                         )
                 }
-                None => source.is::<NoMaster>(),
+                None => source.is::<super::sentinel::NoMaster>(),
             },
             DueError::Malformed(_) => false,
         };
@@ -401,60 +348,10 @@ impl Link {
         match &self.source {
             Source::Direct(client) => Ok((Client::One(client.clone()), String::new())),
             Source::Cluster(client) => Ok((Client::Cluster((**client).clone()), String::new())),
-            Source::Sentinel {
-                sentinels,
-                master_name,
-                template,
-            } => {
-                let mut answers = Vec::new();
-                for (sentinel, address) in sentinels.iter().zip(&self.settings.sentinels) {
-                    match self.ask(sentinel, master_name).await {
-                        Ok((host, port)) => {
-                            let mut url = template.clone();
-                            let host_set = url.set_host(Some(&host)).is_ok();
-                            if host_set && url.set_port(Some(port)).is_ok() {
-                                let client = client(url.as_str(), &self.settings)?;
-                                return Ok((Client::One(client), format!("{host}:{port}")));
-                            }
-                        }
-                        Err(DueError::Unavailable(cause)) => {
-                            answers.push(format!("{address}: {cause}"))
-                        }
-                        Err(error) => answers.push(format!("{address}: {error}")),
-                    }
-                }
-                Err(NoMaster {
-                    name: master_name.clone(),
-                    answers: answers.join("; "),
-                }
-                .into())
+            Source::Sentinel(sentinels) => {
+                let (client, address) = sentinels.master(&self.settings).await?;
+                Ok((Client::One(client), address))
             }
-        }
-    }
-
-    /// `SENTINEL get-master-addr-by-name`, of one sentinel.
-    async fn ask(
-        &self,
-        sentinel: &redis::Client,
-        master_name: &str,
-    ) -> Result<(String, u16), DueError> {
-        let question = async {
-            let mut conn = sentinel.get_multiplexed_async_connection().await?;
-            let answer: Option<(String, u16)> = redis::cmd("SENTINEL")
-                .arg("get-master-addr-by-name")
-                .arg(master_name)
-                .query_async(&mut conn)
-                .await?;
-            Ok::<_, redis::RedisError>(answer)
-        };
-        match tokio::time::timeout(self.timeout, question).await {
-            Ok(Ok(Some(address))) => Ok(address),
-            Ok(Ok(None)) => Err(DueError::Unavailable(
-                "it knows no master by that name (its `sentinel monitor` lines name the master)"
-                    .into(),
-            )),
-            Ok(Err(error)) => Err(error.into()),
-            Err(_) => Err(DueError::Timeout(self.timeout)),
         }
     }
 

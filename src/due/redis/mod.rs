@@ -41,6 +41,7 @@ mod layout;
 pub mod lease;
 mod link;
 mod policy;
+mod sentinel;
 pub mod rebuild;
 pub mod sharded;
 
