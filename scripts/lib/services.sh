@@ -296,7 +296,8 @@ cluster_node_start() {
     fi
     mkdir -p "$dir/$port"
     "$REDIS_SERVER" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-      --cluster-enabled yes --cluster-node-timeout 1000 --cluster-config-file "$dir/$port/nodes.conf" \
+      --cluster-enabled yes --cluster-node-timeout 1000 --cluster-require-full-coverage no \
+      --cluster-config-file "$dir/$port/nodes.conf" \
       --daemonize yes --pidfile "$dir/$port.pid" --logfile "$dir/$port/redis.log" \
       --dir "$dir/$port" >/dev/null 2>&1 || continue
     # --daemonize hides a failed bind, and another Redis may have taken

@@ -4,8 +4,8 @@
 //! time comes back so the dispatcher knows how long it may sleep. Completion
 //! happens only after PostgreSQL has committed the outcome.
 
+use super::script::Script;
 use chrono::{DateTime, Utc};
-use redis::Script;
 use std::sync::LazyLock;
 use uuid::Uuid;
 

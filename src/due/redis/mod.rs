@@ -41,8 +41,9 @@ mod layout;
 pub mod lease;
 mod link;
 mod policy;
-mod sentinel;
 pub mod rebuild;
+pub(crate) mod script;
+mod sentinel;
 pub mod sharded;
 
 pub use layout::{inspect, open, LayoutMismatch};
@@ -54,9 +55,9 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::{Script, ScriptInvocation};
 use uuid::Uuid;
 
+use self::script::{Invocation, Script};
 use crate::config::RedisSettings;
 use crate::domain::id;
 pub use crate::due::score;
@@ -268,7 +269,7 @@ impl RedisIndex {
         &self,
         script: &Script,
         limit: Duration,
-        args: impl FnOnce(&mut ScriptInvocation),
+        args: impl FnOnce(&mut Invocation),
     ) -> Result<T, DueError> {
         let mut conn = self.conn().await?;
         let mut invocation = script.prepare_invoke();

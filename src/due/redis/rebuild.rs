@@ -9,8 +9,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use super::script::Script;
 use chrono::{DateTime, Utc};
-use redis::Script;
 use uuid::Uuid;
 
 use super::{member, parse_member, score, script, RedisIndex};
@@ -233,6 +233,7 @@ impl RedisIndex {
     pub async fn unlock_rebuild(&self, token: &str) -> Result<(), DueError> {
         let mut conn = self.conn().await?;
         let released: Result<i64, _> = RELEASE_LOCK
+            .prepare_invoke()
             .key(self.lock_key())
             .arg(token)
             .invoke_async(&mut conn)

@@ -16,8 +16,8 @@
 
 use std::sync::LazyLock;
 
+use crate::due::redis::script::Script;
 use chrono::{DateTime, Utc};
-use redis::Script;
 use uuid::Uuid;
 
 use super::{Ask, Limiter, LimiterError};
