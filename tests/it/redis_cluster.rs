@@ -11,7 +11,7 @@
 mod eviction;
 mod lost_shard;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -359,6 +359,26 @@ impl OwnCluster {
         panic!("no master serves slot {slot}: {text}");
     }
 
+    /// The master serving the most of `index`'s shards: its port, its
+    /// shards, and the others'.
+    async fn busiest_master(&self, index: &ShardedIndex) -> (u16, Vec<usize>, Vec<usize>) {
+        let mut by_master: HashMap<u16, Vec<usize>> = HashMap::new();
+        for (n, shard) in index.shards().iter().enumerate() {
+            let slot = self.slot_of(&format!("{{{}}}", shard.tag())).await;
+            by_master
+                .entry(self.serving(slot).await)
+                .or_default()
+                .push(n);
+        }
+        let (&busiest, _) = (by_master.iter())
+            .max_by_key(|(_, shards)| shards.len())
+            .unwrap();
+        let theirs = by_master.remove(&busiest).unwrap();
+        let others: Vec<usize> = by_master.into_values().flatten().collect();
+        assert!(!others.is_empty(), "every shard on one master");
+        (busiest, theirs, others)
+    }
+
     /// Until every live node says `cluster_state:ok`, and every replica
     /// has synced with its master.
     async fn wait_ok(&self) {
@@ -428,19 +448,7 @@ async fn a_master_that_hangs_holds_up_only_the_shards_it_serves() {
     let mut cluster = OwnCluster::start().await;
     let settings = cluster_settings(&cluster.urls(), "");
     let index = Arc::new(ShardedIndex::new(&settings.redis).unwrap());
-    let victim = cluster.masters().await[0];
-    let (mut hung, mut elsewhere) = (Vec::new(), Vec::new());
-    for (n, shard) in index.shards().iter().enumerate() {
-        let slot = cluster.slot_of(&format!("{{{}}}", shard.tag())).await;
-        match cluster.serving(slot).await == victim {
-            true => hung.push(n),
-            false => elsewhere.push(n),
-        }
-    }
-    assert!(
-        !hung.is_empty() && !elsewhere.is_empty(),
-        "{hung:?} {elsewhere:?}"
-    );
+    let (victim, hung, elsewhere) = cluster.busiest_master(&index).await;
     for shard in index.shards() {
         shard.due_at(new_id()).await.expect("every shard answers");
     }
@@ -498,6 +506,51 @@ async fn a_master_that_hangs_holds_up_only_the_shards_it_serves() {
         "{} of {asked} commands on the other masters' shards failed, the first: {:?}",
         failures.len(),
         &failures[..failures.len().min(5)]
+    );
+}
+
+/// A claim that meets a hung master waits for it once, not once for each
+/// of its shards: after the first shard that fails, the shards left are
+/// claimed together. (One after another, a claim with the busiest of three
+/// masters hung waited a timeout for each of its five or more shards,
+/// 4 × `timeout_ms` each, and every delivery of the healthy shards with it;
+/// the back-off of 1-4 s after each was shorter than that claim.)
+#[tokio::test]
+async fn a_claim_waits_for_a_hung_master_once_not_once_for_each_of_its_shards() {
+    let mut cluster = OwnCluster::start().await;
+    let settings = cluster_settings(&cluster.urls(), "timeout_ms = 1000\n");
+    let index = ShardedIndex::new(&settings.redis).unwrap();
+    let (victim, hung, elsewhere) = cluster.busiest_master(&index).await;
+    assert!(hung.len() >= 3, "{hung:?}");
+    // One notification due on each shard of the healthy masters.
+    let now = Utc::now();
+    let mut due: Vec<Uuid> = Vec::new();
+    for &n in &elsewhere {
+        let id = std::iter::repeat_with(new_id)
+            .find(|id| index.shard_of(id) == n)
+            .unwrap();
+        index.add(&[(id, now)]).await.unwrap();
+        due.push(id);
+    }
+    let paused = cluster.nodes.iter().find(|n| n.port == victim).unwrap();
+    paused.pause();
+    cluster.lost.push(victim);
+
+    let started = std::time::Instant::now();
+    let lease = Utc::now() + chrono::Duration::seconds(60);
+    let claim = index.claim(Utc::now(), Utc::now(), 1000, lease).await;
+    let took = started.elapsed();
+    let mut claimed = claim.expect("the healthy shards' part").ids;
+    claimed.sort();
+    due.sort();
+    assert_eq!(claimed, due, "every healthy shard's notification");
+    // A claim's timeout is 4 × timeout_ms: the first hung shard costs one,
+    // the others together one more. One after another they cost one each.
+    let timeout = Duration::from_millis(4 * settings.redis.timeout_ms);
+    assert!(
+        took < timeout * 3,
+        "{took:?} for {} hung shards, a timeout being {timeout:?}",
+        hung.len()
     );
 }
 

@@ -10,9 +10,12 @@
 //! cannot hold the others back (within as many claims as there are shards,
 //! each has been visited first). Within a shard, earliest due first; across
 //! shards, by turns. A shard that does not answer (its master failing
-//! over) is passed over: the others go on delivering, and the claims that
-//! follow skip it for a back-off (`domain::shard::claim_backoff`), so a
-//! dead master does not cost every claim its timeout until the failover.
+//! over) is passed over: the others go on delivering. The shards after it
+//! in that claim are claimed at once, each for a share of what is left, so
+//! that a claim waits one timeout for a hung master, not one for each of
+//! its shards; and the claims that follow skip it for a back-off
+//! (`domain::shard::claim_backoff`), so a dead master does not cost every
+//! claim its timeout until the failover.
 //!
 //! Each shard has its own marker, sentinel and rebuild lock: losing one
 //! (a master failed over without its data, a flushed slot) rebuilds that
@@ -24,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use futures::future::try_join_all;
+use futures::future::{join_all, try_join_all};
 use uuid::Uuid;
 
 use super::{link::Link, RedisIndex};
@@ -77,6 +80,33 @@ impl ShardedIndex {
             .enumerate()
             .filter(|(_, items)| !items.is_empty())
             .collect()
+    }
+
+    /// Adds shard `n`'s claim to `claim`, or counts its failure: claims
+    /// pass over a failing shard for a back-off (`claim_backoff`).
+    fn settle(
+        &self,
+        n: usize,
+        part: Result<Claim, DueError>,
+        claim: &mut Claim,
+        failure: &mut Option<DueError>,
+    ) {
+        match part {
+            Ok(part) => {
+                *self.backoff[n].lock().expect("backoff lock") = (0, None);
+                claim.ids.extend(part.ids);
+                claim.requeued += part.requeued;
+                claim.next_due_ms = earliest(claim.next_due_ms, part.next_due_ms);
+                claim.next_lease_ms = earliest(claim.next_lease_ms, part.next_lease_ms);
+            }
+            Err(error) => {
+                let mut backoff = self.backoff[n].lock().expect("backoff lock");
+                backoff.0 = backoff.0.saturating_add(1);
+                backoff.1 = Some(Instant::now() + claim_backoff(backoff.0));
+                tracing::debug!(shard = n, %error, "cannot claim from a shard; passing it over");
+                failure.get_or_insert(error);
+            }
+        }
     }
 
     /// Runs `call` on each shard that gets some of `items`, in parallel.
@@ -145,6 +175,7 @@ impl DueIndex for ShardedIndex {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut claim = Claim::default();
         let mut failure = None;
+        let mut rest = Vec::new();
         for n in visit_order(start, self.shards.len()) {
             let left = limit.saturating_sub(claim.ids.len());
             if left == 0 && !claim.ids.is_empty() {
@@ -160,22 +191,33 @@ impl DueIndex for ShardedIndex {
                 claim.next_due_ms = earliest(claim.next_due_ms, Some(back));
                 continue;
             }
-            match self.shards[n].claim(now, due_by, left, lease_until).await {
-                Ok(part) => {
-                    *self.backoff[n].lock().expect("backoff lock") = (0, None);
-                    claim.ids.extend(part.ids);
-                    claim.requeued += part.requeued;
-                    claim.next_due_ms = earliest(claim.next_due_ms, part.next_due_ms);
-                    claim.next_lease_ms = earliest(claim.next_lease_ms, part.next_lease_ms);
-                }
-                Err(error) => {
-                    let mut backoff = self.backoff[n].lock().expect("backoff lock");
-                    backoff.0 = backoff.0.saturating_add(1);
-                    backoff.1 = Some(Instant::now() + claim_backoff(backoff.0));
-                    tracing::debug!(shard = n, %error, "cannot claim from a shard; passing it over");
-                    failure.get_or_insert(error);
-                }
+            if failure.is_some() {
+                rest.push(n);
+                continue;
             }
+            let part = self.shards[n].claim(now, due_by, left, lease_until).await;
+            self.settle(n, part, &mut claim, &mut failure);
+        }
+        // A shard failed: its master may be down or hung, and so may the
+        // next shards' (a master holds several). The shards left are
+        // claimed at once, each for its share of what is left, so that the
+        // claim waits one timeout, not one for each shard of that master.
+        // (Fewer left than shards: those without a share are looked at
+        // by the next claim, at once.)
+        let left = limit.saturating_sub(claim.ids.len());
+        if left > 0 && rest.len() > left {
+            rest.truncate(left);
+            claim.next_due_ms = earliest(claim.next_due_ms, Some(now.timestamp_millis()));
+        }
+        let shares = rest.iter().enumerate().map(|(i, &n)| {
+            let share = match left {
+                0 => 0,
+                _ => left / rest.len() + usize::from(i < left % rest.len()),
+            };
+            self.shards[n].claim(now, due_by, share, lease_until)
+        });
+        for (n, part) in rest.iter().zip(join_all(shares).await) {
+            self.settle(*n, part, &mut claim, &mut failure);
         }
         match failure {
             // Nothing claimed and a shard failing: the dispatcher backs off.
