@@ -20,6 +20,12 @@ pub enum Pending<'a> {
     Endpoint(Uuid),
     /// Every delivery of an event.
     Event(Uuid),
+    /// An endpoint's deliveries of events that are not `owner`'s: what it
+    /// holds of its former owner's once moved to another.
+    OtherOwners {
+        endpoint_id: Uuid,
+        owner: Option<&'a str>,
+    },
 }
 
 /// The result of a cancel by id.

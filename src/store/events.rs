@@ -2,7 +2,7 @@
 //! and its deliveries (one notification per subscribed endpoint), written
 //! by one statement so that neither is ever stored without the other.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -26,6 +26,35 @@ pub struct Event {
     pub created_at: DateTime<Utc>,
     /// The business object it is about (`NewEvent::order_key`).
     pub order_key: Option<String>,
+}
+
+/// The endpoints `events` deliver to, each once: whose owners
+/// `keep_owned` needs.
+pub(crate) fn delivery_endpoints(events: &[NewEvent]) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = (events.iter())
+        .flat_map(|event| event.deliveries.iter().map(|d| d.endpoint_id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Keeps, of each event's deliveries, those whose endpoint is still its
+/// owner's, as `owners` says (each endpoint's owner, read in the insert's
+/// transaction). The fan-out chose them from its subscribers, which another
+/// process may have read up to `SUBSCRIBERS_TTL` before an endpoint moved
+/// to another owner: such an endpoint gets nothing of the event, since an
+/// event never reaches another owner's endpoint. An endpoint `owners` does
+/// not know keeps its delivery (a deleted one's are cancelled before
+/// they are sent).
+pub(crate) fn keep_owned(events: &mut [NewEvent], owners: &HashMap<Uuid, Option<String>>) {
+    for event in events {
+        (event.deliveries).retain(|d| {
+            owners
+                .get(&d.endpoint_id)
+                .is_none_or(|owner| *owner == event.owner)
+        });
+    }
 }
 
 /// An event to be created, with the deliveries its fan-out chose.

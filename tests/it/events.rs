@@ -504,3 +504,4 @@ async fn counters_an_operator_alerts_on_are_exported_at_zero_from_the_start() {
 }
 
 mod lifecycle;
+mod moves;

@@ -197,6 +197,14 @@ pub(super) async fn cancel_pending(
         Pending::Event(event_id) => sqlx::query_as(cancel_where!("$2", "event_id = $1"))
             .bind(event_id)
             .bind(now),
+        Pending::OtherOwners { endpoint_id, owner } => sqlx::query_as(cancel_where!(
+            "$3",
+            "endpoint_id = $1 AND EXISTS (SELECT 1 FROM events e \
+                 WHERE e.id = notifications.event_id AND e.owner IS DISTINCT FROM $2)"
+        ))
+        .bind(endpoint_id)
+        .bind(owner)
+        .bind(now),
     };
     release_in_batch(&mut *conn).await?;
     let cancelled: Vec<(Uuid, bool)> = query.fetch_all(&mut *conn).await?;

@@ -217,6 +217,12 @@ impl PgStore {
         }
         if endpoint.owner != was_owned {
             moved_from_owner(&mut tx, endpoint.id).await?;
+            let owner = endpoint.owner.as_deref();
+            let theirs = Pending::OtherOwners {
+                endpoint_id: endpoint.id,
+                owner,
+            };
+            super::cancel::cancel_pending(&mut tx, theirs, now).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(

@@ -17,6 +17,7 @@ use crate::store::events::EventFilter;
 use crate::store::events::EventInserted;
 use crate::store::events::NewEvent;
 use crate::store::events::Subscriber;
+use crate::store::events::{delivery_endpoints, keep_owned};
 use crate::store::ordering;
 use crate::store::StoreError;
 
@@ -64,11 +65,22 @@ impl PgStore {
     pub(super) async fn insert_events(
         &self,
         conn: &mut sqlx::PgConnection,
-        events: Vec<NewEvent>,
+        mut events: Vec<NewEvent>,
         endpoint_versions: bool,
     ) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>), StoreError> {
         if events.is_empty() {
             return Ok(Default::default());
+        }
+        let endpoints = delivery_endpoints(&events);
+        if !endpoints.is_empty() {
+            let owners: HashMap<Uuid, Option<String>> =
+                sqlx::query_as("SELECT id, owner FROM endpoints WHERE id = ANY($1)")
+                    .bind(&endpoints)
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .into_iter()
+                    .collect();
+            keep_owned(&mut events, &owners);
         }
         let rows: usize = events.iter().map(|e| e.deliveries.len()).sum();
         let (mut ids, mut owners, mut types, mut keys) = (vec![], vec![], vec![], vec![]);

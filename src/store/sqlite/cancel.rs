@@ -47,6 +47,10 @@ pub(super) const CANCEL_KEY: &str =
     cancel_where!("key = ?2 AND (?3 IS NULL OR endpoint_id = ?3) AND endpoint_id IS NOT ?4");
 pub(super) const CANCEL_ENDPOINT: &str = cancel_where!("endpoint_id = ?2");
 pub(super) const CANCEL_EVENT: &str = cancel_where!("event_id = ?2");
+pub(super) const CANCEL_OTHER_OWNERS: &str = cancel_where!(
+    "endpoint_id = ?2 AND EXISTS (SELECT 1 FROM events e \
+         WHERE e.id = notifications.event_id AND e.owner IS NOT ?3)"
+);
 
 /// The one cancel every set-based path uses (by key, an event's, a
 /// deleted endpoint's, a create that raced a delete, orphaned pulls), as
@@ -76,6 +80,10 @@ pub(super) async fn cancel_pending<'c>(
             .bind(now)
             .bind(endpoint_id),
         Pending::Event(event_id) => sqlx::query_scalar(CANCEL_EVENT).bind(now).bind(event_id),
+        Pending::OtherOwners { endpoint_id, owner } => sqlx::query_scalar(CANCEL_OTHER_OWNERS)
+            .bind(now)
+            .bind(endpoint_id)
+            .bind(owner),
     };
     query.fetch_all(executor).await.map_err(store_error)
 }

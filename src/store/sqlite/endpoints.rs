@@ -307,6 +307,14 @@ impl SqliteStore {
         }
         if endpoint.owner != before.owner {
             moved_from_owner(&mut tx, endpoint.id).await?;
+            // Deliveries a fan-out still has to write are cancelled too.
+            super::fanout::finish_plans_in(&mut tx).await?;
+            let owner = endpoint.owner.as_deref();
+            let theirs = Pending::OtherOwners {
+                endpoint_id: endpoint.id,
+                owner,
+            };
+            super::cancel::cancel_pending(&mut *tx, theirs, now).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(

@@ -8,14 +8,16 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
-use super::columns::{self, micros, EVENT_COLUMNS};
+use super::columns::{self, micros, EVENT_COLUMNS, IN_ID_LIST};
 use super::fanout::{insert_rows, store_plans, DeliveryRow, PER_TRANSACTION};
 use super::returning::insert_runs;
 use super::writes::endpoint_versions;
 use super::{store_error, SqliteStore};
 use crate::domain::json_value::same_payload;
 use crate::domain::status::Status;
-use crate::store::events::{Event, EventFilter, EventInserted, NewDelivery, NewEvent};
+use crate::store::events::{
+    delivery_endpoints, keep_owned, Event, EventFilter, EventInserted, NewDelivery, NewEvent,
+};
 use crate::store::notifications::MAX_EXAMINED;
 use crate::store::StoreError;
 
@@ -58,12 +60,24 @@ fn insert_run(run: &[NewEvent], created_at: i64, returning: bool) -> QueryBuilde
 /// (`fanout::write_out`).
 pub(super) async fn insert_events(
     conn: &mut SqliteConnection,
-    events: Vec<NewEvent>,
+    mut events: Vec<NewEvent>,
     versions: bool,
     now: DateTime<Utc>,
 ) -> Result<(Vec<EventInserted>, HashMap<Uuid, i64>, Vec<DeliveryRow>), StoreError> {
     if events.is_empty() {
         return Ok(Default::default());
+    }
+    let endpoints = delivery_endpoints(&events);
+    if !endpoints.is_empty() {
+        let sql = format!("SELECT id, owner FROM endpoints WHERE id IN {IN_ID_LIST}");
+        let owners: HashMap<Uuid, Option<String>> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(columns::id_list(&endpoints))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .collect();
+        keep_owned(&mut events, &owners);
     }
     let created_at = micros(now);
     let created = insert_runs(

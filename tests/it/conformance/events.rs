@@ -93,8 +93,8 @@ async fn deliveries_of<S: Backend>(store: &S, event_id: Uuid) -> usize {
 
 pub async fn an_event_key_is_idempotent_per_owner<S: Backend>(store: S) {
     let (a, b) = (
-        create(&store, endpoint()).await,
-        create(&store, endpoint()).await,
+        create(&store, owned("acme")).await,
+        create(&store, owned("acme")).await,
     );
     let first = new_event(
         Some("acme"),
@@ -135,7 +135,8 @@ pub async fn an_event_key_is_idempotent_per_owner<S: Backend>(store: S) {
         "another type is another payload"
     );
     assert_eq!(deliveries_of(&store, id).await, 2, "nothing more delivered");
-    let elsewhere = new_event(Some("globex"), "order.paid", Some("o-1"), "{}", &[&a]);
+    let globexs = create(&store, owned("globex")).await;
+    let elsewhere = new_event(Some("globex"), "order.paid", Some("o-1"), "{}", &[&globexs]);
     let other = elsewhere.id;
     assert_eq!(
         outcomes(&commit_events(&store, vec![elsewhere]).await),
@@ -146,7 +147,7 @@ pub async fn an_event_key_is_idempotent_per_owner<S: Backend>(store: S) {
 }
 
 pub async fn events_read_with_their_body_and_list_newest_first_filtered<S: Backend>(store: S) {
-    let shop = create(&store, endpoint()).await;
+    let shop = create(&store, owned("acme")).await;
     let made = [
         new_event(
             Some("acme"),
@@ -271,5 +272,41 @@ pub async fn one_key_twice_in_one_commit_creates_the_first_and_finds_it_for_the_
             assert_eq!((created.id, existing.id), (first.id, first.id));
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// A delivery to an endpoint that is not the event's owner's is not
+/// written: the fan-out may have read its subscribers before the endpoint
+/// moved to another owner (another process's, a second old), and an event
+/// never reaches another owner's endpoint. The event is stored with the
+/// deliveries that remain.
+pub async fn an_event_is_never_written_for_another_owners_endpoint<S: Backend>(store: S) {
+    let (acmes, globexs, nobodys) = (
+        create(&store, owned("acme")).await,
+        create(&store, owned("globex")).await,
+        create(&store, endpoint()).await,
+    );
+    let event = new_event(
+        Some("acme"),
+        "order.paid",
+        None,
+        "{}",
+        &[&acmes, &globexs, &nobodys],
+    );
+    let id = event.id;
+    assert_eq!(
+        outcomes(&commit_events(&store, vec![event]).await),
+        [("created", id)]
+    );
+    let stored = ReadStore::get_event(&store, id).await.unwrap().unwrap();
+    assert_eq!(stored.deliveries, 1, "acme's endpoint only");
+    assert_eq!(deliveries_of(&store, id).await, 1);
+}
+
+/// An endpoint of `owner`.
+fn owned(owner: &str) -> Endpoint {
+    Endpoint {
+        owner: Some(owner.into()),
+        ..endpoint()
     }
 }

@@ -107,6 +107,7 @@ macro_rules! conformance {
                 events_read_with_their_body_and_list_newest_first_filtered,
                 a_commit_asked_for_endpoint_versions_gives_those_a_claim_reads,
                 one_key_twice_in_one_commit_creates_the_first_and_finds_it_for_the_second,
+                an_event_is_never_written_for_another_owners_endpoint,
             }
             cancel_retry {
                 a_cancel_by_id_takes_only_a_pending_notification_not_spared,

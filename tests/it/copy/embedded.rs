@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration as StdDuration;
 
 use chrono::{Duration, Utc};
+use hookd::domain::bulk::BulkFilter;
 use hookd::domain::sealed::Keyring;
 use hookd::store::endpoints::{Endpoint, PreviousSecret};
+use hookd::store::operations::{Operation, OperationStore};
 use hookd::store::sealing::Sealing;
 use hookd::store::seams::{HousekeepingStore, OperatorTarget, PullStore, WriteStore};
 use hookd::store::sqlite::{SqliteOptions, SqliteStore};
@@ -42,6 +44,9 @@ pub struct Embedded {
     /// A pending pull row nobody holds, and one under a consumer's lease.
     pub to_pull: Uuid,
     pub leased: Uuid,
+    /// A bulk cancel that matches none of them, running under the lease of
+    /// the embedded process that stopped.
+    pub operation: Uuid,
 }
 
 pub fn keyring() -> Keyring {
@@ -95,7 +100,12 @@ pub async fn embedded(base: &str) -> Embedded {
         },
     )
     .await;
-    let pull = fixtures::create(&store, fixtures::pull_endpoint()).await;
+    // acme's too: an event reaches only its owner's endpoints.
+    let pull = Endpoint {
+        owner: Some("acme".into()),
+        ..fixtures::pull_endpoint()
+    };
+    let pull = fixtures::create(&store, pull).await;
     // acme's portal links revoked: the server refuses them too.
     WriteStore::revoke_owner_portal_links(&store, "acme")
         .await
@@ -145,6 +155,20 @@ pub async fn embedded(base: &str) -> Embedded {
         .await
         .unwrap();
 
+    let nothing = BulkFilter {
+        key_prefix: Some("nothing-".into()),
+        ..BulkFilter::default()
+    };
+    let operation = Operation::cancel(push.id, nothing, Utc::now());
+    OperationStore::start_operation(&store, &operation)
+        .await
+        .unwrap();
+    let (holder, now) = (Uuid::now_v7(), Utc::now());
+    OperationStore::lease_operation(&store, holder, now, now + Duration::hours(1))
+        .await
+        .unwrap()
+        .expect("the operation is free to take");
+
     drop(store);
     sqlite.close().await;
     Embedded {
@@ -158,5 +182,6 @@ pub async fn embedded(base: &str) -> Embedded {
         to_event: deliveries[0],
         to_pull: deliveries[1],
         leased,
+        operation: operation.id,
     }
 }
