@@ -454,7 +454,9 @@ fn compare(found: &Value, bound: &Value) -> Option<Ordering> {
     }
 }
 
-/// Integers exactly (as i128), anything else as f64.
+/// By value, exactly: integers as i128, an integer against a float without
+/// rounding the integer to a float (beyond 2^53 that rounding made
+/// 9007199254740993 equal to 9007199254740992.0), floats as f64.
 fn numbers(a: &Number, b: &Number) -> Option<Ordering> {
     fn integer(n: &Number) -> Option<i128> {
         n.as_i64()
@@ -463,8 +465,30 @@ fn numbers(a: &Number, b: &Number) -> Option<Ordering> {
     }
     match (integer(a), integer(b)) {
         (Some(a), Some(b)) => Some(a.cmp(&b)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+        (Some(a), None) => integer_against_float(a, b.as_f64()?),
+        (None, Some(b)) => integer_against_float(b, a.as_f64()?).map(Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
     }
+}
+
+/// `integer` against `float`, exactly. Every integer of 64 bits lies in
+/// ±2^64, where a float's whole part is exact as an i128.
+fn integer_against_float(integer: i128, float: f64) -> Option<Ordering> {
+    const BOUND: f64 = 18_446_744_073_709_551_616.0; // 2^64
+    if float.is_nan() {
+        return None;
+    }
+    if float >= BOUND {
+        return Some(Ordering::Less);
+    }
+    if float <= -BOUND {
+        return Some(Ordering::Greater);
+    }
+    let whole = float.trunc();
+    Some(integer.cmp(&(whole as i128)).then_with(|| {
+        // The same whole part: the float's fraction decides.
+        0.0.partial_cmp(&(float - whole)).unwrap_or(Ordering::Equal)
+    }))
 }
 
 /// A payload as a filter reads it: its JSON, when it has any.

@@ -58,6 +58,28 @@ fn numbers_compare_by_value_and_large_integers_exactly() {
     assert!(!negative.matches(Some(&json!({"d": u64::MAX}))));
 }
 
+/// An integer meets a float without being rounded to one: past 2^53 the
+/// rounding made two different numbers equal (a review's case).
+#[test]
+fn an_integer_and_a_float_compare_exactly_past_two_to_the_53() {
+    let odd = filter(json!({"n": 9_007_199_254_740_993_u64}));
+    assert!(!odd.matches(Some(&json!({"n": 9_007_199_254_740_992.0}))));
+    let above = filter(json!({"n": {"$gt": 9_007_199_254_740_992.0}}));
+    assert!(above.matches(Some(&json!({"n": 9_007_199_254_740_993_u64}))));
+    assert!(!above.matches(Some(&json!({"n": 9_007_199_254_740_992_u64}))));
+    let fraction = filter(json!({"n": {"$lt": 2.5}}));
+    assert!(fraction.matches(Some(&json!({"n": 2}))));
+    assert!(!fraction.matches(Some(&json!({"n": 3}))));
+    let negative = filter(json!({"n": {"$gt": -2.5}}));
+    assert!(negative.matches(Some(&json!({"n": -2}))));
+    assert!(!negative.matches(Some(&json!({"n": -3}))));
+    let huge = filter(json!({"n": {"$lt": 1e30}}));
+    assert!(huge.matches(Some(&json!({"n": u64::MAX}))));
+    let tiny = filter(json!({"n": {"$gt": -1e30}}));
+    assert!(tiny.matches(Some(&json!({"n": i64::MIN}))));
+    assert!(filter(json!({"n": 3})).matches(Some(&json!({"n": 3.0}))));
+}
+
 #[test]
 fn order_operators_compare_like_with_like_only() {
     let f = filter(json!({"v": {"$gte": "b"}}));
