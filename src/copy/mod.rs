@@ -37,7 +37,7 @@ pub use values::{BadValue, ReadError};
 
 use progress::Progress;
 use source::Source;
-use tables::TABLES;
+use tables::{NOT_COPIED, TABLES};
 use target::Target;
 
 /// Rows per page at most: read at once, written by one statement. A
@@ -129,6 +129,10 @@ pub enum CopyError {
         unknown: Vec<String>,
         missing: Vec<String>,
     },
+    /// The file has a table the copy neither copies nor leaves behind by
+    /// design (`tables::NOT_COPIED`): copying would leave it behind.
+    #[error("the source has tables the copy does not know {0:?}: this hookd cannot copy it")]
+    Tables(Vec<String>),
     /// A fan-out a stopped hookd had not finished writing
     /// (`store::sqlite::fanout`): its rest is not in `notifications` yet.
     #[error(
@@ -244,6 +248,12 @@ fn source_path(from: &str) -> Result<PathBuf, CopyError> {
 
 async fn copy(source: &mut Source, target: &Target, merge: bool) -> Result<Summary, CopyError> {
     target.migrate().await?;
+    let unknown: Vec<String> = (source.tables().await?.into_iter())
+        .filter(|name| !TABLES.iter().any(|t| t.name == name) && !NOT_COPIED.contains(&&**name))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(CopyError::Tables(unknown));
+    }
     for table in &TABLES {
         let known: BTreeSet<String> = table.columns.iter().map(|c| c.name.to_string()).collect();
         let sides = [

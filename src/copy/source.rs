@@ -118,6 +118,17 @@ impl Source {
         Ok(())
     }
 
+    /// The tables the file has (SQLite's own left out).
+    pub(crate) async fn tables(&mut self) -> Result<BTreeSet<String>, CopyError> {
+        let names: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )
+        .fetch_all(&mut self.conn)
+        .await
+        .map_err(|e| source_error(&self.path, e))?;
+        Ok(names.into_iter().collect())
+    }
+
     /// The columns `table` has in the file.
     pub(crate) async fn columns(&mut self, table: &str) -> Result<BTreeSet<String>, CopyError> {
         let names: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")

@@ -10,21 +10,25 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{AssertSqlSafe, Connection, PgPool};
 use uuid::Uuid;
 
-/// The tables the copy copies, with their primary keys.
-pub const TABLES: [(&str, &str); 6] = [
-    ("endpoints", "id"),
-    ("portal_owners", "owner"),
-    ("consumer_tokens", "endpoint_id"),
-    ("events", "id"),
-    ("attempts", "notification_id, number"),
-    ("notifications", "id"),
+/// The tables the copy copies, with their primary keys, and the columns it
+/// sets rather than carries.
+pub const TABLES: [(&str, &str, &[&str]); 7] = [
+    ("endpoints", "id", &[]),
+    ("portal_owners", "owner", &[]),
+    ("consumer_tokens", "endpoint_id", &[]),
+    ("events", "id", &[]),
+    ("attempts", "notification_id, number", &[]),
+    // Owed to the due index: see `marked`.
+    ("notifications", "id", &["needs_index"]),
+    // Free for the server's runner: see `leased_operations`.
+    ("operations", "id", &["lease_holder", "lease_until"]),
 ];
 
 /// How many rows each copied table has in the file.
 pub async fn source_counts(path: &Path) -> Vec<u64> {
     let mut conn = read_only(path).await;
     let mut counts = Vec::new();
-    for (table, _) in TABLES {
+    for (table, _, _) in TABLES {
         let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
             .fetch_one(&mut conn)
             .await
@@ -118,11 +122,10 @@ pub async fn both(
 }
 
 /// Asserts the target holds exactly the source's rows, column for column
-/// (`needs_index` apart, which the copy sets: see `marked`).
+/// (but those the copy sets).
 pub async fn assert_same_rows(pool: &PgPool, path: &Path) {
-    for (table, key) in TABLES {
-        // Set by the copy, not carried: `needs_index`.
-        let (source, target) = both(pool, path, table, key, &["needs_index"]).await;
+    for (table, key, set) in TABLES {
+        let (source, target) = both(pool, path, table, key, set).await;
         assert_eq!(source.len(), target.len(), "{table}: as many rows");
         for (s, t) in source.iter().zip(&target) {
             assert_eq!(s, t, "{table}: the same row");
@@ -138,4 +141,15 @@ pub async fn marked(pool: &PgPool) -> HashSet<Uuid> {
         .unwrap()
         .into_iter()
         .collect()
+}
+
+/// The operations in the target under a lease: none, since the copy
+/// leaves each free for the server's first runner.
+pub async fn leased_operations(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM operations WHERE lease_holder IS NOT NULL OR lease_until IS NOT NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
 }
