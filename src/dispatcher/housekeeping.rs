@@ -216,11 +216,15 @@ pub async fn run(
             last_due_age = Some(Instant::now());
             super::due_age::sample(&*store).await;
         }
-        // Sampled here, once a second, not computed per scrape.
-        if let Ok((due_count, leased)) = due.depth().await {
-            metrics::gauge!("hookd_due_notifications").set(due_count as f64);
-            metrics::gauge!("hookd_leased_notifications").set(leased as f64);
-        }
+        // Sampled here, once a second, not computed per scrape. Unknown
+        // while the index cannot be read: NaN, not the last reading, which
+        // a dashboard would show as if Redis answered.
+        let (due_count, leased) = match due.depth().await {
+            Ok((due_count, leased)) => (due_count as f64, leased as f64),
+            Err(_) => (f64::NAN, f64::NAN),
+        };
+        metrics::gauge!("hookd_due_notifications").set(due_count);
+        metrics::gauge!("hookd_leased_notifications").set(leased);
         let sweep_now = sweep_whole || last_sweep.elapsed() >= SWEEP_INTERVAL;
         if let Some(recovery) = recovery.filter(|_| sweep_now) {
             last_sweep = Instant::now();

@@ -99,7 +99,7 @@ fn describe() {
     );
     describe_gauge!(
         "hookd_due_notifications",
-        "Notifications in the Redis due index (sampled each second)"
+        "Notifications in the Redis due index (sampled each second; NaN while it cannot be read)"
     );
     describe_gauge!(
         "hookd_due_backlog",
@@ -107,7 +107,7 @@ fn describe() {
     );
     describe_gauge!(
         "hookd_leased_notifications",
-        "Notifications leased for delivery across all processes (sampled)"
+        "Notifications leased for delivery across all processes (sampled; NaN while the index cannot be read)"
     );
     describe_gauge!(
         "hookd_deliveries_in_flight",

@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::helpers::{
-    eventually, free_port, new_prefix, redis_url, spawn_app_with, HookdProcess, PgServer,
-    RedisServer,
+    database_url, eventually, free_port, http_client, metric, new_prefix, redis_url,
+    scrape_metrics, spawn_app_with, HookdProcess, PgServer, RedisServer,
 };
 use crate::receiver::{Receiver, Reply};
 
@@ -86,6 +86,54 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
     let created = created.load(Ordering::SeqCst);
     let (distinct, total) = receiver.wait_distinct("/hook", created, DEADLINE).await;
     assert_eq!((distinct, total), (created, created), "each once");
+}
+
+/// While Redis is down, the due index's gauges read NaN, not their last
+/// reading: a review's dashboard showed 31 notifications due for the
+/// whole of a 20 s outage. They read again once Redis is back.
+#[sqlx::test]
+async fn the_due_index_gauges_read_nan_while_redis_is_down(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let mut redis = RedisServer::start().await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let log = std::env::temp_dir().join(format!("hookd-gauges-{}.log", new_prefix()));
+    let _hookd = HookdProcess::start_logged(
+        &database_url(&pool),
+        &redis.url(),
+        &new_prefix(),
+        &[],
+        &listen,
+        &log,
+    );
+    let base = format!("http://{listen}");
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let client = http_client();
+    let due = || async {
+        let text = scrape_metrics(&client, &base).await;
+        (text
+            .lines()
+            .any(|l| l.starts_with("hookd_due_notifications ")))
+        .then(|| metric(&text, "hookd_due_notifications "))
+    };
+    eventually(DEADLINE, "a reading", || async {
+        due().await.filter(|n| n.is_finite())
+    })
+    .await;
+
+    redis.kill();
+    eventually(DEADLINE, "NaN while Redis is down", || async {
+        due().await.filter(|n| n.is_nan())
+    })
+    .await;
+    let _redis = RedisServer::start_on(redis.port).await;
+    eventually(DEADLINE, "a reading once Redis is back", || async {
+        due().await.filter(|n| n.is_finite())
+    })
+    .await;
+    std::fs::remove_file(log).ok();
 }
 
 #[sqlx::test]
