@@ -331,6 +331,20 @@ const PROBE_BYTES: usize = 4096;
 
 /// Opens `path`, which exists, without following a link, and checks what
 /// it opened as `check_files` does.
+/// Whether this process may create and remove files in `dir`, as SQLite
+/// does with its `-wal` and `-shm`: a file of its own made there and
+/// removed at once (the permission bits alone would miss ACLs, read-only
+/// mounts and root's rights).
+pub(crate) fn writable_dir(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".hookd-write-check-{}", std::process::id()));
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 fn open_nofollow(path: &Path, write: bool) -> Result<File, FileError> {
     let file = OpenOptions::new()
         .read(true)

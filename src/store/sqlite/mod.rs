@@ -136,6 +136,18 @@ pub enum OpenError {
         #[source]
         source: std::io::Error,
     },
+    /// The database's directory cannot be written: SQLite makes its
+    /// write-ahead log there, and would fail at the first write with
+    /// "attempt to write a readonly database", naming the file.
+    #[error(
+        "{} cannot be written, and SQLite keeps its write-ahead log beside the database there",
+        .path.display()
+    )]
+    DirNotWritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Refuses a database whose files this process may not write, before
@@ -153,6 +165,16 @@ fn check_writable(path: &Path) -> Result<(), OpenError> {
         if let Err(source) = std::fs::OpenOptions::new().write(true).open(&file) {
             return Err(OpenError::NotWritable { path: file, source });
         }
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if let Err(source) = files::writable_dir(dir) {
+        return Err(OpenError::DirNotWritable {
+            path: dir.to_path_buf(),
+            source,
+        });
     }
     Ok(())
 }

@@ -294,3 +294,49 @@ async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_on
     let total = all_delivered(&receiver, &accepted).await;
     assert_eq!(total, accepted.len(), "each once");
 }
+
+/// A data directory hookd may not write is refused at start naming the
+/// directory: SQLite makes its write-ahead log there, and the first write
+/// failed with "attempt to write a readonly database", naming the file (an
+/// outside review looked for the fault in the file).
+#[tokio::test]
+async fn a_data_directory_it_may_not_write_is_refused_at_start_naming_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = is_root().then_some(NOBODY);
+    if let Some(user) = user {
+        chown(dir.path(), user);
+    }
+    let mut hookd = Embedded::start_as(dir.path(), &[], user).await;
+    assert_eq!(hookd.stop().await, Some(0));
+
+    let listen = format!("127.0.0.1:{}", crate::helpers::free_port());
+    let command = super::embedded_command(dir.path(), &[("HOOKD_SERVER__LISTEN", &listen)]);
+    // After the command's setup, which makes the directory 0700.
+    chmod(dir.path(), 0o500);
+    let mut command = tokio::process::Command::from(command);
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some((uid, gid)) = user {
+        command.uid(uid).gid(gid);
+    }
+    let output = tokio::time::timeout(DEADLINE, command.output()).await;
+    chmod(dir.path(), 0o700);
+    let output = output.expect("hookd exits at once").unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("hookd: "), "{stderr}");
+    let named = format!("{} cannot be written", dir.path().display());
+    assert!(last.contains(&named), "{last}");
+    assert!(last.contains("write-ahead log"), "{last}");
+    let probes = std::fs::read_dir(dir.path()).unwrap().flatten();
+    assert!(
+        !probes
+            .into_iter()
+            .any(|e| e.file_name().to_string_lossy().starts_with(".hookd")),
+        "the check leaves nothing behind"
+    );
+    hookd.restart().await;
+}
