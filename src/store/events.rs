@@ -2,7 +2,7 @@
 //! and its deliveries (one notification per subscribed endpoint), written
 //! by one statement so that neither is ever stored without the other.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -46,15 +46,34 @@ pub(crate) fn delivery_endpoints(events: &[NewEvent]) -> Vec<Uuid> {
 /// to another owner: such an endpoint gets nothing of the event, since an
 /// event never reaches another owner's endpoint. An endpoint `owners` does
 /// not know keeps its delivery (a deleted one's are cancelled before
-/// they are sent).
+/// they are sent). PostgreSQL finds the same deliveries in its insert
+/// statement (`postgres::events`), which then leaves them out.
 pub(crate) fn keep_owned(events: &mut [NewEvent], owners: &HashMap<Uuid, Option<String>>) {
-    for event in events {
-        (event.deliveries).retain(|d| {
-            owners
-                .get(&d.endpoint_id)
-                .is_none_or(|owner| *owner == event.owner)
-        });
+    let strays: HashSet<Uuid> = (events.iter())
+        .flat_map(|event| {
+            let stray = |d: &&NewDelivery| {
+                owners
+                    .get(&d.endpoint_id)
+                    .is_some_and(|owner| *owner != event.owner)
+            };
+            event.deliveries.iter().filter(stray).map(|d| d.id)
+        })
+        .collect();
+    drop_strays(events, &strays);
+}
+
+/// Drops the deliveries `strays` names; returns how many each event lost
+/// (only those that lost some).
+pub(crate) fn drop_strays(events: &mut [NewEvent], strays: &HashSet<Uuid>) -> Vec<(Uuid, i32)> {
+    let mut lost = Vec::new();
+    for event in events.iter_mut() {
+        let before = event.deliveries.len();
+        event.deliveries.retain(|d| !strays.contains(&d.id));
+        if event.deliveries.len() < before {
+            lost.push((event.id, (before - event.deliveries.len()) as i32));
+        }
     }
+    lost
 }
 
 /// An event to be created, with the deliveries its fan-out chose.

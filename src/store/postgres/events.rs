@@ -1,7 +1,7 @@
 //! Events and their fan-out in PostgreSQL: inserted with their deliveries,
 //! listed, counted, cancelled, purged.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
@@ -12,12 +12,12 @@ use super::pg_array_literal;
 use super::PgStore;
 use crate::domain::json_value::same_event;
 use crate::domain::status::Status;
+use crate::store::events::drop_strays;
 use crate::store::events::Event;
 use crate::store::events::EventFilter;
 use crate::store::events::EventInserted;
 use crate::store::events::NewEvent;
 use crate::store::events::Subscriber;
-use crate::store::events::{delivery_endpoints, keep_owned};
 use crate::store::ordering;
 use crate::store::StoreError;
 
@@ -26,6 +26,11 @@ const SUMMARY_COLUMNS: &str =
 /// The insert of a group commit's events and their deliveries, returning
 /// each created event's id and `created_at`; `$fanned_returning` and
 /// `$more` may add rows of (delivery id, NULL, its endpoint's version).
+/// A delivery whose endpoint is no longer its event's owner's is not
+/// written and comes back as (its id, NULL, `STRAY`): the fan-out may have
+/// read its subscribers before the endpoint moved (another process's, up
+/// to `SUBSCRIBERS_TTL` old), and an event never reaches another owner's
+/// endpoint.
 macro_rules! insert_events_sql {
     ($fanned_returning:literal, $more:literal) => {
         concat!(
@@ -39,6 +44,10 @@ macro_rules! insert_events_sql {
              ), schedules AS MATERIALIZED ( \
                  SELECT position, literal::bigint[] AS delays, name \
                  FROM UNNEST($13::text[], $14::text[]) WITH ORDINALITY AS s(literal, name, position) \
+             ), strays AS MATERIALIZED ( \
+                 SELECT d.id FROM UNNEST($9::uuid[], $10::uuid[], $19::text[]) AS d(id, endpoint_id, owner) \
+                 WHERE (SELECT ep.owner FROM endpoints ep WHERE ep.id = d.endpoint_id) \
+                     IS DISTINCT FROM d.owner \
              ), fanned AS ( \
                  INSERT INTO notifications (id, endpoint_id, event_id, content_type, body, \
                      headers, schedule_ms, schedule_name, deliver_at, next_attempt_at, pull, order_key) \
@@ -49,13 +58,19 @@ macro_rules! insert_events_sql {
                      $16::timestamptz[], $17::bool[]) \
                      AS d(id, endpoint_id, event_id, headers, schedule, next_attempt_at, pull) \
                  JOIN stored s ON s.id = d.event_id \
-                 JOIN schedules sc ON sc.position = d.schedule ",
+                 JOIN schedules sc ON sc.position = d.schedule \
+                 WHERE d.id NOT IN (SELECT id FROM strays) ",
             $fanned_returning,
-            " ) SELECT id, created_at, NULL::bigint FROM stored ",
+            " ) SELECT id, created_at, NULL::bigint FROM stored \
+             UNION ALL SELECT id, NULL, -1 FROM strays ",
             $more
         )
     };
 }
+/// What the insert returns for a delivery it did not write (no endpoint
+/// version is negative).
+const STRAY: i64 = -1;
+
 impl PgStore {
     /// Inserts events and their deliveries in one statement: an event whose
     /// key exists already for its owner writes nothing, not even a
@@ -71,17 +86,6 @@ impl PgStore {
         if events.is_empty() {
             return Ok(Default::default());
         }
-        let endpoints = delivery_endpoints(&events);
-        if !endpoints.is_empty() {
-            let owners: HashMap<Uuid, Option<String>> =
-                sqlx::query_as("SELECT id, owner FROM endpoints WHERE id = ANY($1)")
-                    .bind(&endpoints)
-                    .fetch_all(&mut *conn)
-                    .await?
-                    .into_iter()
-                    .collect();
-            keep_owned(&mut events, &owners);
-        }
         let rows: usize = events.iter().map(|e| e.deliveries.len()).sum();
         let (mut ids, mut owners, mut types, mut keys) = (vec![], vec![], vec![], vec![]);
         let (mut content_types, mut bodies, mut deliver_ats, mut counts) =
@@ -94,6 +98,9 @@ impl PgStore {
         let mut d_schedules: Vec<i32> = Vec::with_capacity(rows);
         let mut d_next = Vec::with_capacity(rows);
         let mut d_pull = Vec::with_capacity(rows);
+        // Each delivery's event's owner, which its endpoint must still have
+        // (a probe by primary key each, as the foreign key's check is).
+        let mut d_owners = Vec::with_capacity(rows);
         // Schedules repeat across an owner's endpoints: each distinct one
         // travels (and is parsed by PostgreSQL) once per commit, and rows
         // refer to it by its 1-based position.
@@ -137,6 +144,7 @@ impl PgStore {
                 d_schedules.push(position);
                 d_next.push(delivery.next_attempt_at);
                 d_pull.push(delivery.pull);
+                d_owners.push(event.owner.as_deref());
             }
         }
         // With `endpoint_versions`, each delivery's endpoint version comes
@@ -170,17 +178,40 @@ impl PgStore {
             .bind(&d_next)
             .bind(&d_pull)
             .bind(&order_keys)
+            .bind(&d_owners)
             .fetch_all(&mut *conn)
             .await?;
         let mut created = HashMap::new();
         let mut versions = HashMap::new();
+        let mut strays = HashSet::new();
         for (id, created_at, version) in returned {
+            if version == Some(STRAY) {
+                strays.insert(id);
+                continue;
+            }
             if let Some(created_at) = created_at {
                 created.insert(id, created_at);
             }
             if let Some(version) = version {
                 versions.insert(id, version);
             }
+        }
+
+        // Deliveries to an endpoint that is no longer their event's owner's
+        // were not written (`strays`): their events count what was.
+        if !strays.is_empty() {
+            let (lost, by): (Vec<Uuid>, Vec<i32>) = drop_strays(&mut events, &strays)
+                .into_iter()
+                .filter(|(event, _)| created.contains_key(event))
+                .unzip();
+            sqlx::query(
+                "UPDATE events e SET deliveries = e.deliveries - d.n \
+                 FROM UNNEST($1::uuid[], $2::int[]) AS d(id, n) WHERE e.id = d.id",
+            )
+            .bind(&lost)
+            .bind(&by)
+            .execute(&mut *conn)
+            .await?;
         }
 
         // Events not stored met an existing key: read those events in the

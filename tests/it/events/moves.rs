@@ -26,8 +26,8 @@ async fn moved(app: &TestApp, uid: &str, owner: &str, receiver: &Receiver, path:
 /// Another process reads an owner's endpoints through a cache of a
 /// second: an event created there just after the move was delivered to
 /// the endpoint's new owner (a review saw a payload of the old owner's
-/// arrive at the URL the new one had set). The insert now reads each
-/// endpoint's owner in its own transaction.
+/// arrive at the URL the new one had set). The insert now leaves out a
+/// delivery whose endpoint is no longer its event's owner's.
 #[sqlx::test]
 async fn an_event_created_through_another_process_just_after_a_move_never_reaches_the_moved_endpoint(
     _: PgPoolOptions,
