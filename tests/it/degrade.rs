@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::helpers::{
-    database_url, eventually, free_port, http_client, metric, new_prefix, redis_url,
-    scrape_metrics, spawn_app_with, HookdProcess, PgServer, RedisServer,
+    eventually, free_port, http_client, metric, new_prefix, redis_url, scrape_metrics,
+    spawn_app_with, HookdProcess, PgServer, RedisServer,
 };
 use crate::receiver::{Receiver, Reply};
 
@@ -98,18 +98,8 @@ async fn the_due_index_gauges_read_nan_while_redis_is_down(
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut redis = RedisServer::start().await;
-    let listen = format!("127.0.0.1:{}", free_port());
-    let log = std::env::temp_dir().join(format!("hookd-gauges-{}.log", new_prefix()));
-    let _hookd = HookdProcess::start_logged(
-        &database_url(&pool),
-        &redis.url(),
-        &new_prefix(),
-        &[],
-        &listen,
-        &log,
-    );
-    let base = format!("http://{listen}");
-    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let (_hookd, base, log) =
+        HookdProcess::start_ready_on(&pool, &redis.url(), "gauges", DEADLINE).await;
     let client = http_client();
     let due = || async {
         let text = scrape_metrics(&client, &base).await;

@@ -381,11 +381,21 @@ impl HookdProcess {
         tag: &str,
         deadline: Duration,
     ) -> (Self, String, std::path::PathBuf) {
+        Self::start_ready_on(pool, &redis_url(), tag, deadline).await
+    }
+
+    /// `start_ready` with the Redis at `redis_url`.
+    pub async fn start_ready_on(
+        pool: &PgPool,
+        redis_url: &str,
+        tag: &str,
+        deadline: Duration,
+    ) -> (Self, String, std::path::PathBuf) {
         let listen = format!("127.0.0.1:{}", free_port());
         let log = std::env::temp_dir().join(format!("hookd-{tag}-{}.log", new_prefix()));
         let hookd = Self::start_logged(
             &database_url(pool),
-            &redis_url(),
+            redis_url,
             &new_prefix(),
             &[],
             &listen,

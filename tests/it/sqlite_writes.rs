@@ -45,6 +45,18 @@ pub(crate) async fn endpoint(store: &SqliteStore, version: i64) -> Uuid {
     id
 }
 
+/// `endpoint` of `owner`: an event reaches only its owner's endpoints.
+async fn owned_endpoint(store: &SqliteStore, version: i64, owner: &str) -> Uuid {
+    let id = endpoint(store, version).await;
+    sqlx::query("UPDATE endpoints SET owner = ? WHERE id = ?")
+        .bind(owner)
+        .bind(id)
+        .execute(store.writer())
+        .await
+        .unwrap();
+    id
+}
+
 pub(crate) fn new_notification(
     endpoint_id: Uuid,
     key: Option<&str>,
@@ -250,8 +262,8 @@ fn new_event(owner: Option<&str>, key: Option<&str>, endpoints: &[(Uuid, bool)])
 #[tokio::test]
 async fn an_event_commits_with_its_deliveries_which_read_its_type_and_payload() {
     let (_dir, store) = store().await;
-    let push = endpoint(&store, 3).await;
-    let pull = endpoint(&store, 4).await;
+    let push = owned_endpoint(&store, 3, "acme").await;
+    let pull = owned_endpoint(&store, 4, "acme").await;
     let event = new_event(Some("acme"), Some("inv-42"), &[(push, false), (pull, true)]);
     let (event_id, delivery_ids) = (event.id, [event.deliveries[0].id, event.deliveries[1].id]);
     let committed = store
@@ -341,7 +353,7 @@ async fn an_event_commits_with_its_deliveries_which_read_its_type_and_payload() 
 #[tokio::test]
 async fn a_commit_that_fails_stores_nothing_of_its_batch() {
     let (_dir, store) = store().await;
-    let endpoint_id = endpoint(&store, 0).await;
+    let endpoint_id = owned_endpoint(&store, 0, "acme").await;
     let taken = created(&commit_one(&store, new_notification(endpoint_id, None, "1")).await).id;
     let fine = new_notification(endpoint_id, Some("fine"), "2");
     let mut event = new_event(Some("acme"), None, &[(endpoint_id, false)]);

@@ -241,18 +241,26 @@ fn chown(path: &Path, (uid, gid): (u32, u32)) {
     std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
 }
 
+/// An embedded hookd on a directory of its own, as `nobody` when the test
+/// runs as root (root writes whatever the modes say): the directory, that
+/// user, and the process.
+async fn started_unprivileged() -> (tempfile::TempDir, Option<(u32, u32)>, Embedded) {
+    let dir = tempfile::tempdir().unwrap();
+    let user = is_root().then_some(NOBODY);
+    if let Some(user) = user {
+        chown(dir.path(), user);
+    }
+    let hookd = Embedded::start_as(dir.path(), &[], user).await;
+    (dir, user, hookd)
+}
+
 /// While hookd runs, the file it has open stays writable whatever its
 /// mode; the mode counts when it opens the file. A file it cannot write is
 /// refused at start in one line (before, it started, answered 503 to every
 /// write, and went on after the file was writable again).
 #[tokio::test]
 async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_once_writable() {
-    let dir = tempfile::tempdir().unwrap();
-    let user = is_root().then_some(NOBODY);
-    if let Some(user) = user {
-        chown(dir.path(), user);
-    }
-    let mut hookd = Embedded::start_as(dir.path(), &[], user).await;
+    let (dir, user, mut hookd) = started_unprivileged().await;
     let receiver = Receiver::start().await;
     hookd
         .endpoint("shop", &receiver.url("/hook"), json!({}))
@@ -301,12 +309,7 @@ async fn a_read_only_database_file_is_refused_at_start_in_one_line_and_served_on
 /// outside review looked for the fault in the file).
 #[tokio::test]
 async fn a_data_directory_it_may_not_write_is_refused_at_start_naming_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let user = is_root().then_some(NOBODY);
-    if let Some(user) = user {
-        chown(dir.path(), user);
-    }
-    let mut hookd = Embedded::start_as(dir.path(), &[], user).await;
+    let (dir, user, mut hookd) = started_unprivileged().await;
     assert_eq!(hookd.stop().await, Some(0));
 
     let listen = format!("127.0.0.1:{}", crate::helpers::free_port());
