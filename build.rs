@@ -17,7 +17,13 @@ fn main() {
     // rebuilds the list.
     println!("cargo:rerun-if-changed=migrations");
     let mut code = String::new();
-    for (list, dir) in [("POSTGRES", "migrations"), ("SQLITE", "migrations/sqlite")] {
+    // PostgreSQL's only with server mode (the `server` feature).
+    let server = std::env::var_os("CARGO_FEATURE_SERVER").is_some();
+    let lists = [("POSTGRES", "migrations"), ("SQLITE", "migrations/sqlite")];
+    for (list, dir) in lists
+        .into_iter()
+        .filter(|(list, _)| server || *list != "POSTGRES")
+    {
         writeln!(code, "pub(crate) static {list}: &[Embedded] = &[").unwrap();
         for (version, description, path) in migrations(Path::new(dir)) {
             writeln!(

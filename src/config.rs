@@ -19,7 +19,7 @@ mod validate;
 mod warnings;
 
 pub use load::DEFAULT_TOML;
-pub use mode::Mode;
+pub use mode::{Mode, NO_SERVER_MODE};
 pub use portal::{PortalSettings, MIN_PORTAL_KEY_BYTES};
 pub use sections::RateLimitSettings;
 pub use sections::{

@@ -33,6 +33,10 @@
 //! - `startup`: composes the parts for a mode and a role; `config`,
 //!   `server`, `copy` (`hookd copy`).
 //!
+//! The server mode's parts (`store::postgres`, `due::redis`,
+//! `limiter::redis`, `copy`) build with the `server` feature, a default
+//! one; without it (scripts/run's build) hookd runs embedded only.
+//!
 //! `docs/architecture.md` draws the layers and both modes on a page.
 #![forbid(unsafe_code)]
 
@@ -56,6 +60,7 @@ pub mod dispatcher;
 
 pub mod sender;
 
+#[cfg(feature = "server")]
 pub mod copy;
 pub mod server;
 pub mod startup;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use hookd::config::{LogFormat, Mode, Settings};
 use hookd::startup::{open_embedded, shutdown_signal, App, Role};
+#[cfg(feature = "server")]
 use hookd::store::postgres::PgStore;
 
 /// mimalloc instead of glibc's malloc: a profile of the dispatcher under load
@@ -63,7 +64,15 @@ enum Command {
         data_dir: Option<PathBuf>,
     },
     /// Copy an embedded hookd's data (a SQLite file) into PostgreSQL, for server mode.
+    #[cfg(feature = "server")]
     Copy(hookd::copy::CopyArgs),
+    /// Copy an embedded hookd's data (a SQLite file) into PostgreSQL: not
+    /// in this build, which has no server mode.
+    #[cfg(not(feature = "server"))]
+    Copy {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Inspect configuration.
     Config {
         #[command(subcommand)]
@@ -130,6 +139,7 @@ fn main() -> ExitCode {
                 if settings.dispatcher.default_rate_limit.is_none() {
                     out += "# dispatcher.default_rate_limit: none (only endpoints with their own rate_limit are limited)\n";
                 }
+                #[cfg(feature = "server")]
                 if settings.mode().is_ok_and(|mode| mode == Mode::Server) {
                     for warning in redis_warnings(&settings) {
                         out += &format!("# warning: {warning}\n");
@@ -147,12 +157,16 @@ fn main() -> ExitCode {
             hookd::telemetry::init(settings.log.format, &settings.log.filter);
             run(async move {
                 match settings.mode()? {
+                    #[cfg(feature = "server")]
                     Mode::Server => {
                         // Migrates whatever database.migrate says.
                         let mut database = settings.database.clone();
                         database.migrate = true;
                         PgStore::connect(&database).await?;
                     }
+                    // `Settings::mode` chooses no server mode in this build.
+                    #[cfg(not(feature = "server"))]
+                    Mode::Server => anyhow::bail!(hookd::config::NO_SERVER_MODE),
                     Mode::Embedded { path } => {
                         open_embedded(&settings, &path, true).await?.close().await;
                     }
@@ -161,7 +175,14 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
+        #[cfg(feature = "server")]
         Command::Copy(args) => run(async move { hookd::copy::run(args).await.map(|_| ()) }),
+        #[cfg(not(feature = "server"))]
+        Command::Copy { .. } => fail(&format_args!(
+            "hookd copy moves an embedded hookd's data into PostgreSQL, and this hookd was built \
+             without server mode (`--no-default-features`, as scripts/run builds it): build it \
+             with `cargo build --release` and run target/release/hookd copy"
+        )),
         Command::Serve {
             config,
             role,
@@ -241,6 +262,7 @@ fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<S
     Ok(settings)
 }
 
+#[cfg(feature = "server")]
 /// What `config check` can tell of Redis by asking it (within a second;
 /// an unreachable Redis is not a configuration error).
 fn redis_warnings(settings: &Settings) -> Vec<String> {
@@ -296,33 +318,44 @@ fn described(error: &anyhow::Error) -> String {
 /// database (open to other accounts, a link): a deployment to fix, like
 /// invalid configuration, not a failure to retry.
 fn unsafe_files(error: &anyhow::Error) -> bool {
-    use hookd::copy::CopyError;
     use hookd::store::sqlite::{FileError, LockError, OpenError};
     error.chain().any(|cause| {
-        let refused = match (
-            cause.downcast_ref(),
-            cause.downcast_ref(),
-            cause.downcast_ref(),
-        ) {
-            (Some(OpenError::Files(e)), _, _)
-            | (_, Some(LockError::Files(e)), _)
-            | (_, _, Some(CopyError::SourceFiles(e))) => Some(e),
-            _ => cause.downcast_ref::<FileError>(),
+        let refused = match (cause.downcast_ref(), cause.downcast_ref()) {
+            (Some(OpenError::Files(e)), _) | (_, Some(LockError::Files(e))) => Some(e),
+            _ => copy_source_files(cause).or_else(|| cause.downcast_ref::<FileError>()),
         };
         refused.is_some_and(FileError::is_refusal)
     })
 }
 
+/// `hookd copy`'s refusal of its source file, if `cause` is one.
+fn copy_source_files<'a>(
+    cause: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a hookd::store::sqlite::FileError> {
+    #[cfg(feature = "server")]
+    if let Some(hookd::copy::CopyError::SourceFiles(e)) = cause.downcast_ref() {
+        return Some(e);
+    }
+    #[cfg(not(feature = "server"))]
+    let _ = cause;
+    None
+}
+
 /// Whether the command line itself was wrong (`hookd copy --from
 /// ./hookd.db`): exit code 2, as clap's own refusals.
 fn bad_arguments(error: &anyhow::Error) -> bool {
-    use hookd::copy::CopyError;
-    error.chain().any(|cause| {
+    #[cfg(feature = "server")]
+    return error.chain().any(|cause| {
         matches!(
             cause.downcast_ref(),
-            Some(CopyError::FromNotSqlite | CopyError::ToNotPostgres)
+            Some(hookd::copy::CopyError::FromNotSqlite | hookd::copy::CopyError::ToNotPostgres)
         )
-    })
+    });
+    #[cfg(not(feature = "server"))]
+    {
+        let _ = error;
+        false
+    }
 }
 
 /// Exit code for a wrong command line, as clap's.
@@ -346,10 +379,17 @@ fn version() -> String {
     let newest = |migrator: &sqlx::migrate::Migrator| {
         migrator.iter().map(|m| m.version).max().unwrap_or_default()
     };
-    format!(
+    #[cfg(feature = "server")]
+    return format!(
         "hookd {} (schema: PostgreSQL {}, embedded {})\n",
         env!("CARGO_PKG_VERSION"),
         newest(&hookd::store::postgres::MIGRATOR),
+        newest(&hookd::store::sqlite::MIGRATOR),
+    );
+    #[cfg(not(feature = "server"))]
+    format!(
+        "hookd {} (schema: embedded {}; built without server mode)\n",
+        env!("CARGO_PKG_VERSION"),
         newest(&hookd::store::sqlite::MIGRATOR),
     )
 }

@@ -22,7 +22,9 @@ use crate::limiter::SharedLimiter;
 use crate::sender::Sender;
 use crate::service::recover::Recovery;
 use crate::service::Service;
+#[cfg(feature = "server")]
 use crate::store::postgres::PgStore;
+#[cfg(feature = "server")]
 use crate::store::replica::ReplicaReads;
 use crate::store::sealing::Sealing;
 use crate::store::seams::{
@@ -129,6 +131,7 @@ impl App {
             );
         }
         let app = match mode {
+            #[cfg(feature = "server")]
             Mode::Server => {
                 let store = PgStore::connect(&settings.database)
                     .await
@@ -144,6 +147,9 @@ impl App {
                 let listener = listen(&settings, address)?;
                 Self::try_with_parts(settings, store, due, listener, role)?
             }
+            // `Settings::mode` chooses no server mode in this build.
+            #[cfg(not(feature = "server"))]
+            Mode::Server => anyhow::bail!(crate::config::NO_SERVER_MODE),
             Mode::Embedded { path } => {
                 let store = open_embedded(&settings, &path, true).await?;
                 tracing::info!(database = %path.display(), "embedded mode: SQLite, the due index in this process");
@@ -201,14 +207,7 @@ impl App {
         // Every part sees the store through the wrapper: PostgreSQL holds
         // only ciphertext, the parts only plaintext.
         let store = Sealing::new(store, settings.keyring());
-        let reads: SharedReads =
-            match PgStore::replica(&settings.database).context("invalid database.read_url")? {
-                Some(replica) => Arc::new(ReplicaReads::new(
-                    Sealing::new(replica, settings.keyring()),
-                    store.clone(),
-                )),
-                None => Arc::new(store.clone()),
-            };
+        let reads = replica_reads(&settings, &store)?;
         let settings = Arc::new(settings);
         let service = Service::start(
             Arc::new(store.clone()),
@@ -405,6 +404,27 @@ fn forgetting_old_values(walk: Reseal, store: SqliteStore) -> Reseal {
             }
         })
     })
+}
+
+/// The store the API reads through: `database.read_url`'s replica where it
+/// is set (server mode), read-your-writes falling back to `store`;
+/// `store` itself otherwise.
+fn replica_reads<S: Backend>(
+    settings: &Settings,
+    store: &Sealing<S>,
+) -> anyhow::Result<SharedReads> {
+    #[cfg(feature = "server")]
+    if let Some(replica) =
+        PgStore::replica(&settings.database).context("invalid database.read_url")?
+    {
+        return Ok(Arc::new(ReplicaReads::new(
+            Sealing::new(replica, settings.keyring()),
+            store.clone(),
+        )));
+    }
+    #[cfg(not(feature = "server"))]
+    let _ = settings;
+    Ok(Arc::new(store.clone()))
 }
 
 fn listen(settings: &Settings, address: SocketAddr) -> anyhow::Result<TcpListener> {

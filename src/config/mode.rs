@@ -34,7 +34,11 @@ impl Settings {
             (false, false) => Ok(Mode::Embedded {
                 path: self.embedded.path.clone(),
             }),
-            (true, true) => Ok(Mode::Server),
+            (true, true) if cfg!(feature = "server") => Ok(Mode::Server),
+            (true, true) => Err(ConfigError::Invalid {
+                key: "database.url",
+                reason: NO_SERVER_MODE.to_string(),
+            }),
             (true, false) => Err(half_server("database.url", "redis.url")),
             (false, true) => Err(half_server(self.redis_key(), "database.url")),
         }
@@ -75,6 +79,11 @@ impl Settings {
         }
     }
 }
+
+/// Why a build without the `server` feature refuses server settings.
+pub const NO_SERVER_MODE: &str = "and a Redis are set (server mode), but this hookd was built \
+     without server mode, as scripts/run builds it (`--no-default-features`): \
+     build it with `cargo build --release`, or start it with scripts/run-server";
 
 fn half_server(set: &'static str, missing: &str) -> ConfigError {
     ConfigError::Invalid {

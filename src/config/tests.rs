@@ -399,7 +399,27 @@ fn a_read_replica_without_server_mode_is_refused_naming_it() {
          [redis]\nurl = \"redis://cache\"\n",
     ])
     .unwrap();
+    #[cfg(feature = "server")]
     assert_eq!(server.mode().unwrap(), Mode::Server);
+    #[cfg(not(feature = "server"))]
+    assert!(server.mode().is_err());
+}
+
+/// A build without the `server` feature (scripts/run's) refuses server
+/// settings as invalid configuration, saying how to get a build with it.
+#[cfg(not(feature = "server"))]
+#[test]
+fn a_build_without_server_mode_refuses_server_settings_saying_how_to_build_it() {
+    let server = Settings::from_toml_layers(&[
+        "[database]\nurl = \"postgres://db/hookd\"\n[redis]\nurl = \"redis://cache\"\n",
+    ])
+    .unwrap();
+    let error = server
+        .mode()
+        .expect_err("no server mode in this build")
+        .to_string();
+    assert!(error.contains("built without server mode"), "{error}");
+    assert!(error.contains("cargo build --release"), "{error}");
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! nothing outside a backend knows its keys, markers or locks.
 
 pub mod memory;
+#[cfg(feature = "server")]
 pub mod redis;
 
 use std::sync::Arc;
@@ -176,6 +177,7 @@ pub trait DueIndex: Send + Sync + 'static {
     /// for state that lives beside it and must be shared as widely (rate
     /// limits: `startup` composes them); `None` for an index of this
     /// process only.
+    #[cfg(feature = "server")]
     fn redis(&self) -> Option<&self::redis::RedisIndex> {
         None
     }

@@ -7,6 +7,7 @@
 //! The limiter knows the index, never the other way round.
 
 pub mod memory;
+#[cfg(feature = "server")]
 pub mod redis;
 
 use std::sync::Arc;
@@ -69,8 +70,11 @@ pub type SharedLimiter = Arc<dyn Limiter>;
 /// The limiter whose state is shared as widely as `due`'s: on its Redis
 /// connection and prefix, or in this process for an index of this process.
 pub fn beside(due: &dyn crate::due::DueIndex) -> SharedLimiter {
-    match due.redis() {
-        Some(index) => Arc::new(redis::RedisLimiter::new(index.clone())),
-        None => Arc::new(memory::MemoryLimiter::default()),
+    #[cfg(feature = "server")]
+    if let Some(index) = due.redis() {
+        return Arc::new(redis::RedisLimiter::new(index.clone()));
     }
+    #[cfg(not(feature = "server"))]
+    let _ = due;
+    Arc::new(memory::MemoryLimiter::default())
 }

@@ -36,6 +36,7 @@ impl EndpointRef {
     }
 
     /// `(id, uid)` query parameters, exactly one of them set.
+    #[cfg(feature = "server")]
     pub(crate) fn as_params(&self) -> (Option<Uuid>, Option<&str>) {
         match self {
             EndpointRef::Id(id) => (Some(*id), None),

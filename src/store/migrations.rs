@@ -158,6 +158,7 @@ mod tests {
     #[test]
     fn a_migration_is_what_sqlx_migrate_makes_of_its_file() {
         let pairs = [
+            #[cfg(feature = "server")]
             (migrator(POSTGRES), sqlx::migrate!("./migrations")),
             (migrator(SQLITE), sqlx::migrate!("./migrations/sqlite")),
         ];

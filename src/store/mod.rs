@@ -23,6 +23,7 @@ pub mod notifications;
 pub mod operations;
 pub mod ordering;
 pub mod partitions;
+#[cfg(feature = "server")]
 pub mod postgres;
 pub mod pull;
 pub mod pull_due;

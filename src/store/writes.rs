@@ -65,6 +65,7 @@ impl Writes {
 
     /// Whether a row carries a business key, and so may meet an existing
     /// row that the commit must then read.
+    #[cfg(feature = "server")]
     pub(crate) fn keyed(&self) -> bool {
         self.notifications.iter().any(|n| n.key.is_some())
             || self.events.iter().any(|e| e.key.is_some())
@@ -73,6 +74,7 @@ impl Writes {
     /// Whether a row takes a place in its key's order: its commit then
     /// holds its key's row from the place's read to its write
     /// (`store::ordering`), which takes a transaction.
+    #[cfg(feature = "server")]
     pub(crate) fn ordered(&self) -> bool {
         self.notifications
             .iter()

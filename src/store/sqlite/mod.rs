@@ -56,6 +56,7 @@ use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
+#[cfg(feature = "server")]
 pub(crate) use files::check_files;
 pub use files::{check_existing, FileError};
 pub use lock::{lock_path, LockError};
