@@ -33,7 +33,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Number, Value};
+use serde_json::Value;
+
+use values::{compare, same};
 
 /// Most bytes of a filter, written as compact JSON.
 pub const MAX_FILTER_BYTES: usize = 4096;
@@ -436,61 +438,6 @@ fn resolve<'a>(payload: &'a Value, path: &[String]) -> Option<&'a Value> {
     })
 }
 
-/// Scalar equality, numbers by value.
-fn same(found: &Value, expected: &Value) -> bool {
-    match (found, expected) {
-        (Value::Number(a), Value::Number(b)) => numbers(a, b) == Some(Ordering::Equal),
-        (Value::Object(_) | Value::Array(_), _) => false,
-        (a, b) => a == b,
-    }
-}
-
-/// The order of two numbers or two strings; `None` for anything else.
-fn compare(found: &Value, bound: &Value) -> Option<Ordering> {
-    match (found, bound) {
-        (Value::Number(a), Value::Number(b)) => numbers(a, b),
-        (Value::String(a), Value::String(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
-        _ => None,
-    }
-}
-
-/// By value, exactly: integers as i128, an integer against a float without
-/// rounding the integer to a float (beyond 2^53 that rounding made
-/// 9007199254740993 equal to 9007199254740992.0), floats as f64.
-fn numbers(a: &Number, b: &Number) -> Option<Ordering> {
-    fn integer(n: &Number) -> Option<i128> {
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    }
-    match (integer(a), integer(b)) {
-        (Some(a), Some(b)) => Some(a.cmp(&b)),
-        (Some(a), None) => integer_against_float(a, b.as_f64()?),
-        (None, Some(b)) => integer_against_float(b, a.as_f64()?).map(Ordering::reverse),
-        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
-    }
-}
-
-/// `integer` against `float`, exactly. Every integer of 64 bits lies in
-/// ±2^64, where a float's whole part is exact as an i128.
-fn integer_against_float(integer: i128, float: f64) -> Option<Ordering> {
-    const BOUND: f64 = 18_446_744_073_709_551_616.0; // 2^64
-    if float.is_nan() {
-        return None;
-    }
-    if float >= BOUND {
-        return Some(Ordering::Less);
-    }
-    if float <= -BOUND {
-        return Some(Ordering::Greater);
-    }
-    let whole = float.trunc();
-    Some(integer.cmp(&(whole as i128)).then_with(|| {
-        // The same whole part: the float's fraction decides.
-        0.0.partial_cmp(&(float - whole)).unwrap_or(Ordering::Equal)
-    }))
-}
-
 /// A payload as a filter reads it: its JSON, when it has any.
 pub fn payload_json(content_type: &str, body: &[u8]) -> Option<Value> {
     super::json_value::is_json_content_type(content_type)
@@ -508,6 +455,8 @@ pub fn from_stored_text(text: &str) -> Result<PayloadFilter, String> {
 pub fn to_stored_text(filter: &PayloadFilter) -> String {
     filter.source().to_string()
 }
+
+mod values;
 
 #[cfg(test)]
 mod tests;

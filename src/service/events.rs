@@ -74,8 +74,9 @@ pub struct EventInput {
     /// Extra headers on every delivery.
     #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
     pub headers: Option<BoundedMap<MAX_HEADERS>>,
-    /// Only these endpoints (id or uid) of the owner, if still subscribed.
-    #[schema(value_type = Option<Vec<String>>, max_items = 1000)]
+    /// Only these endpoints (id or uid) of the owner, if still subscribed;
+    /// at least one (absent: every subscribed endpoint of the owner).
+    #[schema(value_type = Option<Vec<String>>, min_items = 1, max_items = 1000)]
     pub endpoints: Option<Bounded<String, MAX_NAMED_ENDPOINTS>>,
     /// The business object it is about (`order-123`): its deliveries carry
     /// it, and on endpoints with `"ordering": "key"` they go one at a time
@@ -290,6 +291,16 @@ impl Service {
                     ErrorCode::InvalidValue,
                     "endpoints",
                     format!("an event names at most {MAX_NAMED_ENDPOINTS} endpoints"),
+                ))
+            }
+            // An empty list would fan out to nobody and still answer 201:
+            // most likely a producer's bug that would look like delivery.
+            Some(names) if names.is_empty() => {
+                return Err(Problem::invalid(
+                    ErrorCode::InvalidValue,
+                    "endpoints",
+                    "names no endpoint: name at least one, or leave `endpoints` out to reach \
+                     every subscribed endpoint of the owner",
                 ))
             }
             Some(names) => {

@@ -358,11 +358,25 @@ async fn an_event_can_name_the_endpoints_it_goes_to(backend: Backend) {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(refused["error"]["code"], json!("owner_mismatch"));
+    let (status, refused) = app
+        .post(
+            "/v1/events",
+            json!({"event_type": "order.paid", "owner": "n", "payload": {}, "endpoints": []}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["field"], json!("endpoints"));
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("leave `endpoints` out")),
+        "{refused}"
+    );
     let (_, events) = app.get("/v1/events?owner=n").await;
     assert_eq!(
         events["data"].as_array().unwrap().len(),
         1,
-        "nothing half-written"
+        "nothing half-written, and no event that names no endpoint"
     );
 }
 both!(an_event_can_name_the_endpoints_it_goes_to);

@@ -822,7 +822,8 @@ hookd keeps only its digest; a new one replaces it.*/
         ///RFC 3339 time before which nothing is sent. Excludes `delay`.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub deliver_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
-        ///Only these endpoints (id or uid) of the owner, if still subscribed.
+        /**Only these endpoints (id or uid) of the owner, if still subscribed;
+at least one (absent: every subscribed endpoint of the owner).*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub endpoints: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
         ///What happened: `order.paid`. Dot-separated segments, none empty.

@@ -965,7 +965,10 @@ export interface components {
              * @description RFC 3339 time before which nothing is sent. Excludes `delay`.
              */
             deliver_at?: string | null;
-            /** @description Only these endpoints (id or uid) of the owner, if still subscribed. */
+            /**
+             * @description Only these endpoints (id or uid) of the owner, if still subscribed;
+             *     at least one (absent: every subscribed endpoint of the owner).
+             */
             endpoints?: string[] | null;
             /** @description What happened: `order.paid`. Dot-separated segments, none empty. */
             event_type: string;

@@ -113,18 +113,32 @@ const CHANGED_GENERATION: &str = concat!(
     " END"
 );
 
-/// Keeps the generation of the owner endpoint `id` leaves in
-/// `portal_owners`, as `postgres::endpoints::moved_from_owner` does.
-async fn moved_from_owner(tx: &mut sqlx::SqliteConnection, id: Uuid) -> Result<(), StoreError> {
+/// Endpoint `id` moves to `owner`, in the change's transaction: the
+/// generation of the owner it leaves is kept in `portal_owners` (as
+/// `postgres::endpoints::moved_from_owner` does), and its pending
+/// deliveries of other owners' events are cancelled, those a fan-out still
+/// has to write included.
+async fn moved_to_owner(
+    tx: &mut sqlx::SqliteConnection,
+    id: Uuid,
+    owner: Option<&str>,
+    now: i64,
+) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO portal_owners AS p (owner, generation) \
          SELECT owner, portal_generation FROM endpoints WHERE id = ?1 AND owner IS NOT NULL \
          ON CONFLICT (owner) DO UPDATE SET generation = max(p.generation, excluded.generation)",
     )
     .bind(id)
-    .execute(tx)
+    .execute(&mut *tx)
     .await
     .map_err(store_error)?;
+    super::fanout::finish_plans_in(&mut *tx).await?;
+    let theirs = Pending::OtherOwners {
+        endpoint_id: id,
+        owner,
+    };
+    super::cancel::cancel_pending(&mut *tx, theirs, now).await?;
     Ok(())
 }
 
@@ -306,15 +320,7 @@ impl SqliteStore {
             super::consumer_tokens::revoke(&mut *tx, endpoint.id).await?;
         }
         if endpoint.owner != before.owner {
-            moved_from_owner(&mut tx, endpoint.id).await?;
-            // Deliveries a fan-out still has to write are cancelled too.
-            super::fanout::finish_plans_in(&mut tx).await?;
-            let owner = endpoint.owner.as_deref();
-            let theirs = Pending::OtherOwners {
-                endpoint_id: endpoint.id,
-                owner,
-            };
-            super::cancel::cancel_pending(&mut *tx, theirs, now).await?;
+            moved_to_owner(&mut tx, endpoint.id, endpoint.owner.as_deref(), now).await?;
         }
         // `disabled_at`: when a disabled span started, kept while it lasts.
         let sql = format!(
@@ -457,49 +463,4 @@ async fn release_held(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::sqlite::SqliteOptions;
-
-    /// Every statement seeks an index: SQLite plans without statistics
-    /// here, as on a fresh file, and a plan that says SCAN reads the table.
-    #[tokio::test]
-    async fn every_endpoint_statement_seeks_an_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("hookd.db"), &SqliteOptions::migrating())
-            .await
-            .unwrap();
-        let by_id = EndpointRef::Id(Uuid::nil());
-        let by_uid = EndpointRef::Uid("orders".into());
-        let mut statements = vec![
-            format!("SELECT id FROM endpoints WHERE {}", named(&by_id)),
-            format!("SELECT id FROM endpoints WHERE {}", named(&by_uid)),
-            // Every set-based cancel (`cancel::cancel_pending`).
-            super::super::cancel::CANCEL_IDS.to_string(),
-            super::super::cancel::CANCEL_KEY.to_string(),
-            super::super::cancel::CANCEL_ENDPOINT.to_string(),
-            super::super::cancel::CANCEL_EVENT.to_string(),
-        ];
-        // Without a cursor nor an owner, the newest first is a walk of the
-        // primary key from its end, which the plan reports as a SCAN.
-        for (cursor, owner) in [(true, false), (false, true), (true, true)] {
-            statements.push(list_sql(cursor, owner));
-        }
-        for sql in statements {
-            let params = sql.matches('?').count();
-            let mut query = sqlx::query_as::<_, (i64, i64, i64, String)>(AssertSqlSafe(format!(
-                "EXPLAIN QUERY PLAN {sql}"
-            )));
-            for _ in 0..params {
-                query = query.bind(None::<i64>);
-            }
-            let plan = query.fetch_all(store.reader()).await.unwrap();
-            assert!(
-                // A list of ids bound as JSON is read whole, as it should.
-                plan.iter().all(|(.., detail)| !detail.starts_with("SCAN")
-                    || detail.starts_with("SCAN json_each")),
-                "{sql}: {plan:?}"
-            );
-        }
-    }
-}
+mod tests;

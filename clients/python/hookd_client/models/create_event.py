@@ -26,7 +26,8 @@ class CreateEvent:
             content_type (None | str | Unset): Default `application/json` (`text/plain; charset=utf-8` for a `body`).
             delay (None | str | Unset): Wait before the deliveries are due (`"30s"`). Excludes `deliver_at`.
             deliver_at (datetime.datetime | None | Unset): RFC 3339 time before which nothing is sent. Excludes `delay`.
-            endpoints (list[str] | None | Unset): Only these endpoints (id or uid) of the owner, if still subscribed.
+            endpoints (list[str] | None | Unset): Only these endpoints (id or uid) of the owner, if still subscribed;
+                at least one (absent: every subscribed endpoint of the owner).
             headers (CreateEventHeadersType0 | None | Unset): Extra headers on every delivery.
             key (None | str | Unset): The producer's business key, unique per owner: sending the same
                 event again with it is idempotent.
