@@ -262,9 +262,9 @@ fn load(config: Option<&std::path::Path>, data_dir: Option<PathBuf>) -> Result<S
     Ok(settings)
 }
 
-#[cfg(feature = "server")]
 /// What `config check` can tell of Redis by asking it (within a second;
 /// an unreachable Redis is not a configuration error).
+#[cfg(feature = "server")]
 fn redis_warnings(settings: &Settings) -> Vec<String> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
