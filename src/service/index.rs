@@ -22,13 +22,28 @@ impl Service {
     /// Adds committed notifications to the due index, and wakes this
     /// process's dispatcher when one is due before its next look.
     pub(crate) async fn index_due(&self, due: &[(Uuid, DateTime<Utc>)]) {
+        self.index(due, false).await
+    }
+
+    /// As `index_due`, but an id some dispatcher has claimed meanwhile
+    /// stays in flight and is not put back due beside its lease (the index
+    /// adds it only if it is neither due nor leased, or moves it earlier):
+    /// for a row that was pending when its caller checked it was not
+    /// leased, which a claim may have leased since.
+    pub(crate) async fn index_due_unless_leased(&self, due: &[(Uuid, DateTime<Utc>)]) {
+        self.index(due, true).await
+    }
+
+    async fn index(&self, due: &[(Uuid, DateTime<Utc>)], unless_leased: bool) {
         if due.is_empty() {
             return;
         }
-        let result = if self.index_gate() {
-            self.observed(self.due.add(due).await)
-        } else {
+        let result = if !self.index_gate() {
             Err(None)
+        } else if unless_leased {
+            self.observed(self.due.add_marked(due).await).map(|_| ())
+        } else {
+            self.observed(self.due.add(due).await)
         };
         match result {
             Ok(()) => {

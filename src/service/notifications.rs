@@ -365,8 +365,19 @@ impl Service {
                 self.signal_pull(&[n.endpoint_id]).await;
                 Ok(n)
             }
-            Retry::Retried(n) => {
+            // Found leased: a failed row whose last attempt's lease is not
+            // ended yet; that lease ends without a delivery, so the row is
+            // put due beside it.
+            Retry::Retried(n) if delivering => {
                 self.index_due(&[(n.id, now)]).await;
+                Ok(n)
+            }
+            // Found not leased, but a dispatcher may have claimed the row
+            // since, between that look and this write: its delivery, under
+            // way, is then the new series' first attempt, and the row is not
+            // put due a second time beside it (two deliveries at once).
+            Retry::Retried(n) => {
+                self.index_due_unless_leased(&[(n.id, now)]).await;
                 Ok(n)
             }
             Retry::LeaseRanOut(_) => Err(Problem::conflict(

@@ -297,6 +297,82 @@ async fn a_retry_of_a_notification_being_delivered_answers_409_in_flight(
 }
 
 #[sqlx::test]
+async fn a_retry_that_a_claim_overtakes_leaves_the_notification_in_flight_once(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    // No dispatcher in this process: the test claims, as another
+    // process's dispatcher would.
+    let app = spawn_app_with(
+        pool.clone(),
+        &redis_url(),
+        "[dispatcher]\nenabled = false\n",
+    )
+    .await;
+    app.endpoint(json!({"uid": "shop", "url": "http://127.0.0.1:9/hook"}))
+        .await;
+    let id = app.notify(json!({"endpoint": "shop", "payload": {}})).await;
+    let uuid: Uuid = id.parse().unwrap();
+
+    // The retry finds the notification not leased, then waits for its row,
+    // which this transaction holds; meanwhile a dispatcher claims it.
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM notifications WHERE id = $1 FOR UPDATE")
+        .bind(uuid)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let retry = format!("/v1/notifications/{id}/retry");
+    let ((status, body), ()) = tokio::join!(app.post(&retry, json!({})), async {
+        eventually(DEADLINE, "the retry waiting for the row", || async {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (waiting > 0).then_some(())
+        })
+        .await;
+        let now = chrono::Utc::now();
+        let claim = app
+            .index()
+            .claim(
+                now,
+                now + chrono::Duration::hours(1),
+                10,
+                now + chrono::Duration::minutes(10),
+            )
+            .await
+            .unwrap();
+        assert_eq!(claim.ids, vec![uuid], "the dispatcher's claim");
+        holder.rollback().await.unwrap();
+    });
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], json!("pending"));
+
+    // The claim's delivery is the new series' first attempt: the retry did
+    // not put the notification due beside its lease, for a second claim
+    // to send it again at the same time.
+    assert_eq!(app.index().due_at(uuid).await.unwrap(), None);
+    assert!(lease_expiry(&app, uuid).await.is_some(), "still in flight");
+    let now = chrono::Utc::now();
+    let again = app
+        .index()
+        .claim(
+            now,
+            now + chrono::Duration::hours(1),
+            10,
+            now + chrono::Duration::minutes(10),
+        )
+        .await
+        .unwrap();
+    assert!(again.ids.is_empty(), "claimed twice: {:?}", again.ids);
+}
+
+#[sqlx::test]
 async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_released(
     _: PgPoolOptions,
     connect: PgConnectOptions,
