@@ -31,7 +31,8 @@
 //! - `telemetry`: logs, Prometheus metrics, and traces (W3C Trace Context
 //!   kept with notifications, spans exported over OTLP/HTTP).
 //! - `startup`: composes the parts for a mode and a role; `config`,
-//!   `server`, `copy` (`hookd copy`).
+//!   `server`, `copy` (`hookd copy`), `cli` (the command line, which
+//!   `main.rs` calls).
 //!
 //! The server mode's parts (`store::postgres`, `due::redis`,
 //! `limiter::redis`, `copy`) build with the `server` feature, a default
@@ -64,4 +65,6 @@ pub mod sender;
 pub mod copy;
 pub mod server;
 pub mod startup;
+// The command line (`hookd …`), which main.rs runs.
+pub mod cli;
 pub mod telemetry;
