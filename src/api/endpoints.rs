@@ -99,6 +99,10 @@ pub struct EndpointView {
     pub circuit: CircuitView,
     #[schema(required = true)]
     pub success_body: Option<String>,
+    /// The filter a 2xx answer's JSON body must satisfy, as written;
+    /// null: none.
+    #[schema(value_type = Option<Object>, required = true)]
+    pub success_filter: Option<crate::domain::payload_filter::PayloadFilter>,
     pub permanent_statuses: Vec<i32>,
     /// Custom headers by name; their values are never shown (`***`).
     pub headers: BTreeMap<String, String>,
@@ -152,6 +156,7 @@ impl EndpointView {
             breaker: BreakerFields::of(endpoint.breaker),
             circuit: CircuitView::default(),
             success_body: endpoint.success_body,
+            success_filter: endpoint.success_filter,
             permanent_statuses: endpoint.permanent_statuses,
             headers: masked(endpoint.headers),
             timeout_ms: endpoint.timeout_ms,

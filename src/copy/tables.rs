@@ -143,6 +143,7 @@ const ENDPOINTS: Table = Table {
         col("breaker_open_ms", BigInt),
         col("breaker_max_open_ms", BigInt),
         col("success_body", Text),
+        col("success_filter", Json),
         col("permanent_statuses", IntList),
         col("headers", Json),
         col("timeout_ms", Int),

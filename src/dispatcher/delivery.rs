@@ -74,6 +74,7 @@ impl Plan {
             ),
             success: SuccessRule {
                 body: endpoint.success_body,
+                filter: endpoint.success_filter,
             },
             permanent_statuses: endpoint.permanent_statuses,
             jitter: Jitter::stored(endpoint.schedule_jitter),

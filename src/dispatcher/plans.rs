@@ -166,6 +166,7 @@ pub(super) mod tests {
                 .into_iter()
                 .collect(),
             success_body: None,
+            success_filter: None,
             permanent_statuses: Vec::new(),
             schedule_jitter: 0.0,
             rate_limit_per_second: None,

@@ -104,8 +104,8 @@ pub fn decide(
     finished_at: DateTime<Utc>,
 ) -> Outcome {
     if let Some(answer) = answer {
-        // A truncated body cannot equal an expected success body.
-        let body_ok = policy.success.body.is_none() || answer.body_complete;
+        // A truncated body cannot pass a rule that reads it.
+        let body_ok = !policy.success.reads_body() || answer.body_complete;
         if body_ok && policy.success.accepts(answer.status, &answer.body) {
             return Outcome::Succeeded;
         }
@@ -199,6 +199,7 @@ mod tests {
     fn success_body_decides_between_ok_and_success() {
         let rule = SuccessRule {
             body: Some("success".into()),
+            filter: None,
         };
         let schedule = schedule();
         let policy = Policy {

@@ -78,10 +78,15 @@ impl FilterProblem {
 
     /// The request field the problem names: `filter`, `filter.amount.$gte`.
     pub fn field(&self) -> String {
+        self.field_in("filter")
+    }
+
+    /// The same place under another request field (`success_filter`).
+    pub fn field_in(&self, field: &str) -> String {
         if self.path.is_empty() {
-            "filter".to_string()
+            field.to_string()
         } else {
-            format!("filter.{}", self.path)
+            format!("{field}.{}", self.path)
         }
     }
 }

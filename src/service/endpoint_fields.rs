@@ -134,6 +134,15 @@ pub struct EndpointFields {
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<String>)]
     success_body: Option<Option<String>>,
+    /// For receivers that acknowledge in JSON: when set, a 2xx only
+    /// succeeds if its body is JSON that satisfies this filter, in the
+    /// language of `filter` (`{"code": "SUCCESS"}`; `{"ret_code": "0000"}`).
+    /// An answer that is not JSON, or longer than hookd reads of it,
+    /// fails. Set this or `success_body`, not both. Absent or null: none.
+    // Read as text, for the repeated-key check (`domain::json_keys`).
+    #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<Object>)]
+    success_filter: Option<Option<Box<serde_json::value::RawValue>>>,
     /// Statuses (400 to 599) that end the schedule at once. Default `[410]`.
     #[serde(default, deserialize_with = "patch")]
     #[schema(value_type = Option<Vec<u16>>)]
@@ -336,7 +345,10 @@ impl EndpointFields {
             endpoint.event_types = event_types.map(Bounded::into_vec);
         }
         if let Some(filter) = self.filter {
-            endpoint.filter = filter.as_deref().map(filter_of).transpose()?;
+            endpoint.filter = filter
+                .as_deref()
+                .map(|text| filter_of(text, "filter"))
+                .transpose()?;
         }
         if let Some(schedule) = self.schedule {
             let schedule = match schedule {
@@ -398,6 +410,27 @@ impl EndpointFields {
                 ));
             }
             endpoint.success_body = success_body.map(|b| b.trim_ascii().to_string());
+        }
+        let sets_filter = self.success_filter.is_some();
+        if let Some(filter) = self.success_filter {
+            endpoint.success_filter = filter
+                .as_deref()
+                .map(|text| filter_of(text, "success_filter"))
+                .transpose()?;
+        }
+        if endpoint.success_body.is_some() && endpoint.success_filter.is_some() {
+            let (field, other) = if sets_filter {
+                ("success_filter", "success_body")
+            } else {
+                ("success_body", "success_filter")
+            };
+            return Err(Problem::invalid(
+                ErrorCode::InvalidValue,
+                field,
+                format!(
+                    "an endpoint acknowledges by success_body or by success_filter, not both: set {other} to null with it"
+                ),
+            ));
         }
         if let Some(statuses) = self.permanent_statuses {
             let statuses = statuses.map_or_else(|| vec![410], Bounded::into_vec);
@@ -470,6 +503,7 @@ pub(super) fn default_endpoint(now: chrono::DateTime<Utc>) -> Endpoint {
         fresh_share: None,
         breaker: Override::default(),
         success_body: None,
+        success_filter: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),
         timeout_ms: None,

@@ -1,6 +1,7 @@
-//! An endpoint's payload filter as the API takes it (`"filter"`): its JSON
-//! text read for what serde_json would hide (a key named twice), then
-//! parsed by `domain::payload_filter`, each problem named by field.
+//! An endpoint's payload filter as the API takes it (`"filter"`, and
+//! `"success_filter"` over a receiver's answer): its JSON text read for
+//! what serde_json would hide (a key named twice), then parsed by
+//! `domain::payload_filter`, each problem named by field.
 
 use serde_json::value::RawValue;
 
@@ -8,17 +9,17 @@ use crate::domain::json_keys::{unreadable, Unreadable};
 use crate::domain::payload_filter::PayloadFilter;
 use crate::domain::problem::{shown, ErrorCode, Problem};
 
-/// An endpoint's payload filter from its JSON text. A key one object of it
+/// A filter from its JSON text, the request's `field`. A key one object of it
 /// names twice is refused: serde_json would keep the last one's condition
 /// and drop the other without a word (`{"amount": {"$gte": 100}, "amount":
 /// {"$lt": 500}}` would let 5 through).
-pub(super) fn filter_of(text: &RawValue) -> Result<PayloadFilter, Problem> {
+pub(super) fn filter_of(text: &RawValue, field: &str) -> Result<PayloadFilter, Problem> {
     if let Some(Unreadable::RepeatedKey(key)) = unreadable(text.get().as_bytes()) {
         return Err(Problem::invalid(
             ErrorCode::InvalidFilter,
-            "filter",
+            field,
             format!(
-                "the filter names `{}` twice in one object: give each condition once (several on one field go in one object, `{{\"$gte\": 100, \"$lt\": 500}}`, or in `$and`)",
+                "the {field} names `{}` twice in one object: give each condition once (several on one field go in one object, `{{\"$gte\": 100, \"$lt\": 500}}`, or in `$and`)",
                 shown(&key)
             ),
         ));
@@ -29,8 +30,8 @@ pub(super) fn filter_of(text: &RawValue) -> Result<PayloadFilter, Problem> {
     let value: serde_json::Value = serde_path_to_error::deserialize(&mut json).map_err(|e| {
         let path = e.path().to_string();
         let field = match path.as_str() {
-            "" | "." => "filter".to_string(),
-            path => format!("filter.{}", shown(path)),
+            "" | "." => field.to_string(),
+            path => format!("{field}.{}", shown(path)),
         };
         let what = e.inner().to_string();
         let what = what.split(" at line ").next().unwrap_or_default();
@@ -41,6 +42,10 @@ pub(super) fn filter_of(text: &RawValue) -> Result<PayloadFilter, Problem> {
         )
     })?;
     PayloadFilter::parse(value).map_err(|problem| {
-        Problem::invalid(ErrorCode::InvalidFilter, problem.field(), problem.message)
+        Problem::invalid(
+            ErrorCode::InvalidFilter,
+            problem.field_in(field),
+            problem.message,
+        )
     })
 }

@@ -147,6 +147,7 @@ pub struct DeliveryEndpoint {
     pub secret: String,
     pub previous_secrets: Vec<PreviousSecret>,
     pub success_body: Option<String>,
+    pub success_filter: Option<crate::domain::payload_filter::PayloadFilter>,
     pub permanent_statuses: Vec<i32>,
     /// The endpoint's `schedule_jitter`, applied where a retry's time is
     /// decided.

@@ -87,6 +87,9 @@ pub struct Endpoint {
     /// or off (`domain::breaker`).
     pub breaker: crate::domain::breaker::Override,
     pub success_body: Option<String>,
+    /// A 2xx succeeds only with a JSON body that satisfies it
+    /// (`domain::success`); set instead of `success_body`.
+    pub success_filter: Option<PayloadFilter>,
     pub permanent_statuses: Vec<i32>,
     pub headers: BTreeMap<String, String>,
     pub timeout_ms: Option<i32>,
@@ -174,6 +177,11 @@ impl Endpoint {
                 .map(|p| p.secret.len() + 32)
                 .sum::<usize>()
             + self.success_body.as_ref().map_or(0, String::len)
+            + [&self.filter, &self.success_filter]
+                .into_iter()
+                .flatten()
+                .map(PayloadFilter::approximate_size)
+                .sum::<usize>()
             + self
                 .event_types
                 .iter()
@@ -232,6 +240,7 @@ mod tests {
             fresh_share: None,
             breaker: Default::default(),
             success_body: None,
+            success_filter: None,
             permanent_statuses: Vec::new(),
             headers: BTreeMap::new(),
             timeout_ms: None,

@@ -85,6 +85,7 @@ fn endpoint(uid: &str) -> Endpoint {
         fresh_share: None,
         breaker: Default::default(),
         success_body: None,
+        success_filter: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("Authorization".into(), ENDPOINT_TOKEN.into())]),
         timeout_ms: None,

@@ -51,6 +51,7 @@ fn endpoint(uid: Option<&str>, owner: Option<&str>) -> Endpoint {
         fresh_share: None,
         breaker: Default::default(),
         success_body: Some("ok".into()),
+        success_filter: None,
         permanent_statuses: vec![410, 404],
         headers: BTreeMap::from([("x-team".to_string(), "billing".to_string())]),
         timeout_ms: Some(3_000),

@@ -1801,6 +1801,15 @@ only: change it with `POST .../secret/rotate`.*/
         ///When set, a 2xx only succeeds if the trimmed body equals it (`success`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success_body: ::std::option::Option<::std::string::String>,
+        /**For receivers that acknowledge in JSON: when set, a 2xx only
+succeeds if its body is JSON that satisfies this filter, in the
+language of `filter` (`{"code": "SUCCESS"}`; `{"ret_code": "0000"}`).
+An answer that is not JSON, or longer than hookd reads of it,
+fails. Set this or `success_body`, not both. Absent or null: none.*/
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success_filter: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         /**Per-attempt time limit, from 1 ms to the longest the delivery lease
 allows (55000 with the default lease); default `sender.timeout_ms`.*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2272,6 +2281,12 @@ beside them (lanes); `null`: `dispatcher.fresh_share` applies.*/
         pub signing: Signing,
         #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub success_body: ::std::option::Option<::std::string::String>,
+        /**The filter a 2xx answer's JSON body must satisfy, as written;
+null: none.*/
+        #[serde(deserialize_with = "::std::option::Option::deserialize")]
+        pub success_filter: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
         #[serde(deserialize_with = "::std::option::Option::deserialize")]
         pub timeout_ms: ::std::option::Option<i32>,
         #[serde(deserialize_with = "::std::option::Option::deserialize")]
@@ -7374,6 +7389,12 @@ what those may do is fixed (see `portal`).*/
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
+            success_filter: ::std::result::Result<
+                ::std::option::Option<
+                    ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                >,
+                ::std::string::String,
+            >,
             timeout_ms: ::std::result::Result<
                 ::std::option::Option<::std::num::NonZeroU64>,
                 ::std::string::String,
@@ -7413,6 +7434,7 @@ what those may do is fixed (see `portal`).*/
                     secret: Ok(Default::default()),
                     signing: Ok(Default::default()),
                     success_body: Ok(Default::default()),
+                    success_filter: Ok(Default::default()),
                     timeout_ms: Ok(Default::default()),
                     uid: Ok(Default::default()),
                     url: Ok(Default::default()),
@@ -7678,6 +7700,24 @@ what those may do is fixed (see `portal`).*/
                     });
                 self
             }
+            pub fn success_filter<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success_filter = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for success_filter: {e}"
+                        )
+                    });
+                self
+            }
             pub fn timeout_ms<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
@@ -7758,6 +7798,7 @@ what those may do is fixed (see `portal`).*/
                     secret: value.secret?,
                     signing: value.signing?,
                     success_body: value.success_body?,
+                    success_filter: value.success_filter?,
                     timeout_ms: value.timeout_ms?,
                     uid: value.uid?,
                     url: value.url?,
@@ -7787,6 +7828,7 @@ what those may do is fixed (see `portal`).*/
                     secret: Ok(value.secret),
                     signing: Ok(value.signing),
                     success_body: Ok(value.success_body),
+                    success_filter: Ok(value.success_filter),
                     timeout_ms: Ok(value.timeout_ms),
                     uid: Ok(value.uid),
                     url: Ok(value.url),
@@ -7873,6 +7915,12 @@ what those may do is fixed (see `portal`).*/
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
+            success_filter: ::std::result::Result<
+                ::std::option::Option<
+                    ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                >,
+                ::std::string::String,
+            >,
             timeout_ms: ::std::result::Result<
                 ::std::option::Option<i32>,
                 ::std::string::String,
@@ -7930,6 +7978,9 @@ what those may do is fixed (see `portal`).*/
                     secret: Ok(Default::default()),
                     signing: Err("no value supplied for signing".to_string()),
                     success_body: Err("no value supplied for success_body".to_string()),
+                    success_filter: Err(
+                        "no value supplied for success_filter".to_string(),
+                    ),
                     timeout_ms: Err("no value supplied for timeout_ms".to_string()),
                     uid: Err("no value supplied for uid".to_string()),
                     updated_at: Err("no value supplied for updated_at".to_string()),
@@ -8246,6 +8297,24 @@ what those may do is fixed (see `portal`).*/
                     });
                 self
             }
+            pub fn success_filter<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success_filter = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for success_filter: {e}"
+                        )
+                    });
+                self
+            }
             pub fn timeout_ms<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<i32>>,
@@ -8337,6 +8406,7 @@ what those may do is fixed (see `portal`).*/
                     secret: value.secret?,
                     signing: value.signing?,
                     success_body: value.success_body?,
+                    success_filter: value.success_filter?,
                     timeout_ms: value.timeout_ms?,
                     uid: value.uid?,
                     updated_at: value.updated_at?,
@@ -8372,6 +8442,7 @@ what those may do is fixed (see `portal`).*/
                     secret: Ok(value.secret),
                     signing: Ok(value.signing),
                     success_body: Ok(value.success_body),
+                    success_filter: Ok(value.success_filter),
                     timeout_ms: Ok(value.timeout_ms),
                     uid: Ok(value.uid),
                     updated_at: Ok(value.updated_at),

@@ -1161,6 +1161,14 @@ export interface components {
             /** @description When set, a 2xx only succeeds if the trimmed body equals it (`success`). */
             success_body?: string | null;
             /**
+             * @description For receivers that acknowledge in JSON: when set, a 2xx only
+             *     succeeds if its body is JSON that satisfies this filter, in the
+             *     language of `filter` (`{"code": "SUCCESS"}`; `{"ret_code": "0000"}`).
+             *     An answer that is not JSON, or longer than hookd reads of it,
+             *     fails. Set this or `success_body`, not both. Absent or null: none.
+             */
+            success_filter?: Record<string, never> | null;
+            /**
              * Format: int64
              * @description Per-attempt time limit, from 1 ms to the longest the delivery lease
              *     allows (55000 with the default lease); default `sender.timeout_ms`.
@@ -1260,6 +1268,11 @@ export interface components {
              */
             signing: components["schemas"]["Signing"];
             success_body: string | null;
+            /**
+             * @description The filter a 2xx answer's JSON body must satisfy, as written;
+             *     null: none.
+             */
+            success_filter: Record<string, never> | null;
             /** Format: int32 */
             timeout_ms: number | null;
             uid: string | null;

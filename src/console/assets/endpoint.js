@@ -104,6 +104,7 @@ function PolicyForm({ endpoint, saved, onSaved }) {
     timeout_ms: e.timeout_ms === null || e.timeout_ms === undefined ? '' : String(e.timeout_ms),
     schedule: Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule,
     success_body: e.success_body || '',
+    success_filter: e.success_filter ? JSON.stringify(e.success_filter) : '',
     per_second: e.rate_limit ? String(e.rate_limit.per_second) : '',
     burst: e.rate_limit ? String(e.rate_limit.burst) : '',
     headers: headerLines(e.headers),
@@ -150,6 +151,14 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       change.schedule = parts.length === 1 && !/\d/.test(parts[0]) ? parts[0] : parts;
     }
     if (form.success_body !== initial.success_body) change.success_body = form.success_body || null;
+    if (form.success_filter !== initial.success_filter) {
+      try {
+        change.success_filter = form.success_filter.trim() === '' ? null : JSON.parse(form.success_filter);
+      } catch (error) {
+        setResult({ ok: false, error: new Error(`The success filter is not JSON: ${error.message}`) });
+        return;
+      }
+    }
     // A number left empty is the deployment's default (null).
     const number = (text) => (text.trim() === '' ? null : Number(text));
     if (form.jitter !== initial.jitter) change.schedule_jitter = number(form.jitter);
@@ -213,6 +222,8 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       <input id="p-schedule" value=${form.schedule} onInput=${set('schedule')} data-test="policy-schedule" /></div>
     <div class="field"><label for="p-success">Success body (empty: any 2xx)</label>
       <input id="p-success" value=${form.success_body} onInput=${set('success_body')} data-test="policy-success-body" /></div>
+    <div class="field"><label for="p-success-filter">Success filter, JSON: a 2xx succeeds only with a JSON body it matches ({"code": "SUCCESS"}; empty: none)</label>
+      <input id="p-success-filter" value=${form.success_filter} onInput=${set('success_filter')} data-test="policy-success-filter" /></div>
     <div class="field"><label for="p-rate">Rate limit, per second (empty: none)</label>
       <input id="p-rate" inputmode="decimal" value=${form.per_second} onInput=${set('per_second')} data-test="policy-per-second" /></div>
     <div class="field"><label for="p-burst">Burst</label>
@@ -287,7 +298,7 @@ export function EndpointPage({ id, who }) {
       <${Row} label="Held by the circuit" test="held">${c.held}<//>
       <${Row} label="Rate limit" test="rate-limit">${e.rate_limit ? `${e.rate_limit.per_second}/s, burst ${e.rate_limit.burst}` : 'none of its own'}<//>
       <${Row} label="Schedule">${Array.isArray(e.schedule) ? e.schedule.join(', ') : e.schedule}${e.schedule_jitter ? ` (jitter ±${e.schedule_jitter * 100} %)` : ''}<//>
-      <${Row} label="Success rule">${e.success_body ? `2xx with body "${e.success_body}"` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
+      <${Row} label="Success rule" test="success-rule">${e.success_body ? `2xx with body "${e.success_body}"` : e.success_filter ? html`2xx with a JSON body matching <code>${JSON.stringify(e.success_filter)}</code>` : 'any 2xx'}; final on ${(e.permanent_statuses || []).join(', ') || 'none'}<//>
       <${Row} label="Event types">${e.event_types ? e.event_types.join(', ') : 'all'}<//>
       <${Row} label="Signing"><${PublicKey} endpoint=${e} /><//>
       <${Row} label="Payload filter" test="payload-filter">${e.filter ? html`<code>${JSON.stringify(e.filter)}</code>` : 'none: every event of its types'}<//>

@@ -95,7 +95,7 @@ impl PgStore {
         } else {
             sqlx::query_as::<_, DeliveryEndpoint>(
                 "SELECT id, uid, version, COALESCE(url, '') AS url, secret, \
-                     previous_secrets, success_body, permanent_statuses, headers, timeout_ms, \
+                     previous_secrets, success_body, success_filter, permanent_statuses, headers, timeout_ms, \
                      max_in_flight, disabled, schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, \
                      breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \

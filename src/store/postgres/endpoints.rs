@@ -20,7 +20,7 @@ const COLUMNS: &str = "id, uid, url, description, secret, previous_secrets, \
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
      rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
-     ordering, ordering_on_failure, fresh_share, filter";
+     ordering, ordering_on_failure, fresh_share, filter, success_filter";
 /// The generation past every one owner `$owner` had (its endpoints',
 /// deleted ones included, and its revocations') and `$own`: what an
 /// endpoint takes as it comes to an owner that refuses its links
@@ -63,7 +63,7 @@ impl PgStore {
         let sql = format!(
             "INSERT INTO endpoints ({COLUMNS}, disabled_at) \
              VALUES ($1, $2, $3, $4, $5, $15, $6, $7, $8, $9, $10, $11, $12, $13, $14, NULL, NULL, $27, $27, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, \
-                 {CREATED_GENERATION}, $28, $29, $30, $31, \
+                 {CREATED_GENERATION}, $28, $29, $30, $31, $32, \
                  CASE WHEN $14 THEN $27 END) \
              RETURNING {COLUMNS}"
         );
@@ -99,6 +99,7 @@ impl PgStore {
             .bind(endpoint.ordering_on_failure)
             .bind(endpoint.fresh_share)
             .bind(endpoint.filter.as_ref().map(Json))
+            .bind(endpoint.success_filter.as_ref().map(Json))
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::from)
@@ -237,6 +238,7 @@ impl PgStore {
              rate_limit_per_second = $21, rate_limit_burst = $22, \
              breaker_off = $23, breaker_failures = $24, breaker_open_ms = $25, breaker_max_open_ms = $26, url_secret = $27, \
              ordering = $29, ordering_on_failure = $30, fresh_share = $31, filter = $32, \
+             success_filter = $33, \
              portal_generation = {CHANGED_GENERATION} \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
@@ -273,6 +275,7 @@ impl PgStore {
             .bind(endpoint.ordering_on_failure)
             .bind(endpoint.fresh_share)
             .bind(endpoint.filter.as_ref().map(Json))
+            .bind(endpoint.success_filter.as_ref().map(Json))
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;

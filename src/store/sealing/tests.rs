@@ -43,6 +43,7 @@ fn endpoint(id: Uuid) -> Endpoint {
         fresh_share: None,
         breaker: Default::default(),
         success_body: None,
+        success_filter: None,
         permanent_statuses: Vec::new(),
         headers: BTreeMap::from([("X-Token".into(), "t0ken".into())]),
         timeout_ms: None,

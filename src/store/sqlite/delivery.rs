@@ -55,6 +55,7 @@ fn delivery_endpoint(row: &SqliteRow) -> Result<DeliveryEndpoint, sqlx::Error> {
         secret: row.try_get("secret")?,
         previous_secrets: columns::json(row, "previous_secrets")?,
         success_body: row.try_get("success_body")?,
+        success_filter: super::rows::optional_json(row, "success_filter")?,
         permanent_statuses: columns::json(row, "permanent_statuses")?,
         schedule_jitter: row.try_get("schedule_jitter")?,
         rate_limit_per_second: row.try_get("rate_limit_per_second")?,
@@ -145,7 +146,7 @@ impl SqliteStore {
         } else {
             let sql = format!(
                 "SELECT id, uid, version, COALESCE(url, '') AS url, secret, previous_secrets, \
-                     success_body, permanent_statuses, headers, timeout_ms, max_in_flight, \
+                     success_body, success_filter, permanent_statuses, headers, timeout_ms, max_in_flight, \
                      schedule_jitter, rate_limit_per_second, rate_limit_burst, fresh_share, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, \
                      disabled, (deleted_at IS NOT NULL) AS deleted, delivery = 'pull' AS pull \
                  FROM endpoints WHERE id IN {IN_ID_LIST}"

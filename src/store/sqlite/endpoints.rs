@@ -151,7 +151,7 @@ impl SqliteStore {
             "INSERT INTO endpoints ({ENDPOINT_COLUMNS}, disabled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, NULL, NULL, \
                      ?16, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, {CREATED_GENERATION}, \
-                     ?28, ?29, ?30, ?31, CASE WHEN ?15 THEN ?16 END) \
+                     ?28, ?29, ?30, ?31, ?32, CASE WHEN ?15 THEN ?16 END) \
              RETURNING {ENDPOINT_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -186,6 +186,7 @@ impl SqliteStore {
             .bind(endpoint.ordering_on_failure.as_str())
             .bind(endpoint.fresh_share)
             .bind(endpoint.filter.as_ref().map(to_json))
+            .bind(endpoint.success_filter.as_ref().map(to_json))
             .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
@@ -333,7 +334,7 @@ impl SqliteStore {
              disabled_reason = ?19, failing_since = ?20, schedule_jitter = ?22, \
              rate_limit_per_second = ?23, rate_limit_burst = ?24, \
              breaker_off = ?25, breaker_failures = ?26, breaker_open_ms = ?27, breaker_max_open_ms = ?28, url_secret = ?29, \
-             ordering = ?30, ordering_on_failure = ?31, fresh_share = ?32, filter = ?33, version = version + 1, \
+             ordering = ?30, ordering_on_failure = ?31, fresh_share = ?32, filter = ?33, success_filter = ?34, version = version + 1, \
              portal_generation = {CHANGED_GENERATION} \
              WHERE id = ?1 AND version = ?21 RETURNING {ENDPOINT_COLUMNS}"
         );
@@ -371,6 +372,7 @@ impl SqliteStore {
             .bind(endpoint.ordering_on_failure.as_str())
             .bind(endpoint.fresh_share)
             .bind(endpoint.filter.as_ref().map(to_json))
+            .bind(endpoint.success_filter.as_ref().map(to_json))
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -67,7 +67,7 @@ pub(crate) const ENDPOINT_COLUMNS: &str = "id, uid, url, description, secret, pr
      event_types, schedule_ms, schedule_name, success_body, permanent_statuses, headers, timeout_ms, \
      max_in_flight, disabled, disabled_reason, failing_since, created_at, updated_at, owner, delivery, schedule_jitter, \
      rate_limit_per_second, rate_limit_burst, breaker_off, breaker_failures, breaker_open_ms, breaker_max_open_ms, url_secret, portal_generation, \
-     ordering, ordering_on_failure, fresh_share, filter";
+     ordering, ordering_on_failure, fresh_share, filter, success_filter";
 
 pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
     Ok(Endpoint {
@@ -91,6 +91,7 @@ pub(crate) fn endpoint(row: &SqliteRow) -> Result<Endpoint, sqlx::Error> {
         fresh_share: row.try_get("fresh_share")?,
         breaker: breaker_override(row)?,
         success_body: row.try_get("success_body")?,
+        success_filter: optional_json(row, "success_filter")?,
         permanent_statuses: json(row, "permanent_statuses")?,
         headers: json(row, "headers")?,
         timeout_ms: row.try_get("timeout_ms")?,

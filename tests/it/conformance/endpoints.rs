@@ -24,6 +24,11 @@ fn amount_filter() -> PayloadFilter {
     .unwrap()
 }
 
+/// A receiver's acknowledgement, as `success_filter` holds it.
+fn code_filter() -> PayloadFilter {
+    PayloadFilter::parse(serde_json::json!({"code": {"$in": ["SUCCESS", "OK"]}})).unwrap()
+}
+
 fn ids(endpoints: &[Endpoint]) -> Vec<uuid::Uuid> {
     endpoints.iter().map(|e| e.id).collect()
 }
@@ -175,6 +180,7 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
             e.url = Some("http://127.0.0.1:2/new".into());
             e.owner = Some("acme".into());
             e.filter = Some(amount_filter());
+            e.success_filter = Some(code_filter());
             Ok(())
         }),
     )
@@ -184,6 +190,7 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
     .expect("accepted");
     assert_eq!(changed.description, "changed");
     assert_eq!(changed.filter, Some(amount_filter()));
+    assert_eq!(changed.success_filter, Some(code_filter()));
     assert!(changed.updated_at >= made.updated_at);
 
     let refused = WriteStore::modify_endpoint(
@@ -206,11 +213,13 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
     assert_eq!(read.url.as_deref(), Some("http://127.0.0.1:2/new"));
     assert_eq!(read.owner.as_deref(), Some("acme"));
     assert_eq!(read.filter, Some(amount_filter()));
+    assert_eq!(read.success_filter, Some(code_filter()));
     let cleared = WriteStore::modify_endpoint(
         &store,
         &by,
         Box::new(|e: &mut Endpoint| {
             e.filter = None;
+            e.success_filter = None;
             Ok(())
         }),
     )
@@ -219,6 +228,7 @@ pub async fn a_change_under_lock_is_written_and_a_refused_one_changes_nothing<S:
     .expect("found")
     .expect("accepted");
     assert_eq!(cleared.filter, None);
+    assert_eq!(cleared.success_filter, None);
 
     let nobody = WriteStore::modify_endpoint(
         &store,

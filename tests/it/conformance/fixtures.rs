@@ -57,6 +57,7 @@ pub fn endpoint() -> Endpoint {
         fresh_share: None,
         breaker: Default::default(),
         success_body: None,
+        success_filter: None,
         permanent_statuses: vec![410],
         headers: BTreeMap::new(),
         timeout_ms: None,

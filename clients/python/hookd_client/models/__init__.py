@@ -29,9 +29,11 @@ from .ended_view import EndedView
 from .endpoint_fields import EndpointFields
 from .endpoint_fields_filter_type_0 import EndpointFieldsFilterType0
 from .endpoint_fields_headers_type_0 import EndpointFieldsHeadersType0
+from .endpoint_fields_success_filter_type_0 import EndpointFieldsSuccessFilterType0
 from .endpoint_view import EndpointView
 from .endpoint_view_filter_type_0 import EndpointViewFilterType0
 from .endpoint_view_headers import EndpointViewHeaders
+from .endpoint_view_success_filter_type_0 import EndpointViewSuccessFilterType0
 from .error_body import ErrorBody
 from .error_detail import ErrorDetail
 from .event_batch_item import EventBatchItem
@@ -121,9 +123,11 @@ __all__ = (
     "EndpointFields",
     "EndpointFieldsFilterType0",
     "EndpointFieldsHeadersType0",
+    "EndpointFieldsSuccessFilterType0",
     "EndpointView",
     "EndpointViewFilterType0",
     "EndpointViewHeaders",
+    "EndpointViewSuccessFilterType0",
     "ErrorBody",
     "ErrorDetail",
     "EventBatchItem",

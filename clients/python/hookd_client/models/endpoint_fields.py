@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from ..models.breaker_fields import BreakerFields
     from ..models.endpoint_fields_filter_type_0 import EndpointFieldsFilterType0
     from ..models.endpoint_fields_headers_type_0 import EndpointFieldsHeadersType0
+    from ..models.endpoint_fields_success_filter_type_0 import (
+        EndpointFieldsSuccessFilterType0,
+    )
     from ..models.rate_limit import RateLimit
 
 
@@ -69,6 +72,12 @@ class EndpointFields:
                 only: change it with `POST .../secret/rotate`.
             signing (None | Signing | Unset):
             success_body (None | str | Unset): When set, a 2xx only succeeds if the trimmed body equals it (`success`).
+            success_filter (EndpointFieldsSuccessFilterType0 | None | Unset): For receivers that acknowledge in JSON: when
+                set, a 2xx only
+                succeeds if its body is JSON that satisfies this filter, in the
+                language of `filter` (`{"code": "SUCCESS"}`; `{"ret_code": "0000"}`).
+                An answer that is not JSON, or longer than hookd reads of it,
+                fails. Set this or `success_body`, not both. Absent or null: none.
             timeout_ms (int | None | Unset): Per-attempt time limit, from 1 ms to the longest the delivery lease
                 allows (55000 with the default lease); default `sender.timeout_ms`.
             uid (None | str | Unset): The producer's own name for the endpoint, usable wherever an id is.
@@ -100,6 +109,7 @@ class EndpointFields:
     secret: None | str | Unset = UNSET
     signing: None | Signing | Unset = UNSET
     success_body: None | str | Unset = UNSET
+    success_filter: EndpointFieldsSuccessFilterType0 | None | Unset = UNSET
     timeout_ms: int | None | Unset = UNSET
     uid: None | str | Unset = UNSET
     url: None | str | Unset = UNSET
@@ -109,6 +119,9 @@ class EndpointFields:
         from ..models.breaker_fields import BreakerFields
         from ..models.endpoint_fields_filter_type_0 import EndpointFieldsFilterType0
         from ..models.endpoint_fields_headers_type_0 import EndpointFieldsHeadersType0
+        from ..models.endpoint_fields_success_filter_type_0 import (
+            EndpointFieldsSuccessFilterType0,
+        )
         from ..models.rate_limit import RateLimit
 
         breaker: dict[str, Any] | None | Unset
@@ -252,6 +265,14 @@ class EndpointFields:
         else:
             success_body = self.success_body
 
+        success_filter: dict[str, Any] | None | Unset
+        if isinstance(self.success_filter, Unset):
+            success_filter = UNSET
+        elif isinstance(self.success_filter, EndpointFieldsSuccessFilterType0):
+            success_filter = self.success_filter.to_dict()
+        else:
+            success_filter = self.success_filter
+
         timeout_ms: int | None | Unset
         if isinstance(self.timeout_ms, Unset):
             timeout_ms = UNSET
@@ -317,6 +338,8 @@ class EndpointFields:
             field_dict["signing"] = signing
         if success_body is not UNSET:
             field_dict["success_body"] = success_body
+        if success_filter is not UNSET:
+            field_dict["success_filter"] = success_filter
         if timeout_ms is not UNSET:
             field_dict["timeout_ms"] = timeout_ms
         if uid is not UNSET:
@@ -333,6 +356,9 @@ class EndpointFields:
         from ..models.breaker_fields import BreakerFields
         from ..models.endpoint_fields_filter_type_0 import EndpointFieldsFilterType0
         from ..models.endpoint_fields_headers_type_0 import EndpointFieldsHeadersType0
+        from ..models.endpoint_fields_success_filter_type_0 import (
+            EndpointFieldsSuccessFilterType0,
+        )
         from ..models.rate_limit import RateLimit
 
         d = dict(src_dict)
@@ -612,6 +638,25 @@ class EndpointFields:
 
         success_body = _parse_success_body(d.pop("success_body", UNSET))
 
+        def _parse_success_filter(
+            data: object,
+        ) -> EndpointFieldsSuccessFilterType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                success_filter_type_0 = EndpointFieldsSuccessFilterType0.from_dict(data)
+
+                return success_filter_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(EndpointFieldsSuccessFilterType0 | None | Unset, data)
+
+        success_filter = _parse_success_filter(d.pop("success_filter", UNSET))
+
         def _parse_timeout_ms(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -668,6 +713,7 @@ class EndpointFields:
             secret=secret,
             signing=signing,
             success_body=success_body,
+            success_filter=success_filter,
             timeout_ms=timeout_ms,
             uid=uid,
             url=url,

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from ..models.circuit_view import CircuitView
     from ..models.endpoint_view_filter_type_0 import EndpointViewFilterType0
     from ..models.endpoint_view_headers import EndpointViewHeaders
+    from ..models.endpoint_view_success_filter_type_0 import (
+        EndpointViewSuccessFilterType0,
+    )
     from ..models.rate_limit import RateLimit
 
 
@@ -65,6 +68,9 @@ class EndpointView:
                 [1 − j, 1 + j]; 0 keeps the schedule exact.
             signing (Signing): How an endpoint signs its deliveries.
             success_body (None | str):
+            success_filter (EndpointViewSuccessFilterType0 | None): The filter a 2xx answer's JSON body must satisfy, as
+                written;
+                null: none.
             timeout_ms (int | None):
             uid (None | str):
             updated_at (datetime.datetime):
@@ -97,6 +103,7 @@ class EndpointView:
     schedule_jitter: float
     signing: Signing
     success_body: None | str
+    success_filter: EndpointViewSuccessFilterType0 | None
     timeout_ms: int | None
     uid: None | str
     updated_at: datetime.datetime
@@ -108,6 +115,9 @@ class EndpointView:
     def to_dict(self) -> dict[str, Any]:
         from ..models.breaker_fields import BreakerFields
         from ..models.endpoint_view_filter_type_0 import EndpointViewFilterType0
+        from ..models.endpoint_view_success_filter_type_0 import (
+            EndpointViewSuccessFilterType0,
+        )
         from ..models.rate_limit import RateLimit
 
         breaker: dict[str, Any] | None
@@ -186,6 +196,12 @@ class EndpointView:
         success_body: None | str
         success_body = self.success_body
 
+        success_filter: dict[str, Any] | None
+        if isinstance(self.success_filter, EndpointViewSuccessFilterType0):
+            success_filter = self.success_filter.to_dict()
+        else:
+            success_filter = self.success_filter
+
         timeout_ms: int | None
         timeout_ms = self.timeout_ms
 
@@ -232,6 +248,7 @@ class EndpointView:
                 "schedule_jitter": schedule_jitter,
                 "signing": signing,
                 "success_body": success_body,
+                "success_filter": success_filter,
                 "timeout_ms": timeout_ms,
                 "uid": uid,
                 "updated_at": updated_at,
@@ -250,6 +267,9 @@ class EndpointView:
         from ..models.circuit_view import CircuitView
         from ..models.endpoint_view_filter_type_0 import EndpointViewFilterType0
         from ..models.endpoint_view_headers import EndpointViewHeaders
+        from ..models.endpoint_view_success_filter_type_0 import (
+            EndpointViewSuccessFilterType0,
+        )
         from ..models.rate_limit import RateLimit
 
         d = dict(src_dict)
@@ -405,6 +425,23 @@ class EndpointView:
 
         success_body = _parse_success_body(d.pop("success_body"))
 
+        def _parse_success_filter(
+            data: object,
+        ) -> EndpointViewSuccessFilterType0 | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                success_filter_type_0 = EndpointViewSuccessFilterType0.from_dict(data)
+
+                return success_filter_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(EndpointViewSuccessFilterType0 | None, data)
+
+        success_filter = _parse_success_filter(d.pop("success_filter"))
+
         def _parse_timeout_ms(data: object) -> int | None:
             if data is None:
                 return data
@@ -463,6 +500,7 @@ class EndpointView:
             schedule_jitter=schedule_jitter,
             signing=signing,
             success_body=success_body,
+            success_filter=success_filter,
             timeout_ms=timeout_ms,
             uid=uid,
             updated_at=updated_at,

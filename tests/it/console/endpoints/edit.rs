@@ -201,6 +201,51 @@ async fn an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_ref
     browser.close().await;
 }
 
+async fn an_endpoints_success_filter_is_shown_and_edited_from_its_page(backend: Backend) {
+    let app = backend.spawn().await;
+    let endpoint = app
+        .endpoint(json!({"uid": "wechat", "success_filter": {"code": "SUCCESS"}}))
+        .await;
+    let id = endpoint["id"].as_str().unwrap().to_string();
+    let Some(browser) = Browser::open(&app, &backend, "success-filter").await else {
+        return;
+    };
+    browser.sign_in(TOKEN).await;
+    browser.goto(&format!("#/endpoints/{id}")).await;
+    browser
+        .wait_text("success-rule", "the stored rule", |t| {
+            t.starts_with(r#"2xx with a JSON body matching {"code":"SUCCESS"}"#)
+        })
+        .await;
+
+    // Not JSON: the console says so and sends nothing.
+    browser
+        .type_into("policy-success-filter", "{code: SUCCESS}")
+        .await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-error", "the console's refusal", |t| {
+            t.contains("not JSON")
+        })
+        .await;
+    browser
+        .type_into("policy-success-filter", r#"{"ret_code": "0000"}"#)
+        .await;
+    browser.click("policy-save").await;
+    browser
+        .wait_text("policy-result", "the save said", |t| t == "Saved.")
+        .await;
+    browser
+        .wait_text("success-rule", "the new rule", |t| {
+            t.starts_with(r#"2xx with a JSON body matching {"ret_code":"0000"}"#)
+        })
+        .await;
+    let (_, stored) = app.get("/v1/endpoints/wechat").await;
+    assert_eq!(stored["success_filter"], json!({"ret_code": "0000"}));
+    assert_eq!(stored["success_body"], serde_json::Value::Null);
+    browser.close().await;
+}
+
 async fn an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page(backend: Backend) {
     let app = backend.spawn().await;
     let shared = app.endpoint(json!({"uid": "shared"})).await;
@@ -234,6 +279,7 @@ async fn an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page(b
 
 both!(
     an_endpoints_kind_of_signing_and_its_public_key_are_shown_on_its_page,
+    an_endpoints_success_filter_is_shown_and_edited_from_its_page,
     an_endpoints_payload_filter_is_shown_and_edited_from_its_page_and_a_refusal_names_the_path,
     an_endpoints_page_charts_its_own_deliveries_only,
     an_endpoint_is_created_and_its_url_description_types_and_timeout_edited_in_the_console,
