@@ -336,18 +336,7 @@ async fn a_retry_that_a_claim_overtakes_leaves_the_notification_in_flight_once(
             (waiting > 0).then_some(())
         })
         .await;
-        let now = chrono::Utc::now();
-        let claim = app
-            .index()
-            .claim(
-                now,
-                now + chrono::Duration::hours(1),
-                10,
-                now + chrono::Duration::minutes(10),
-            )
-            .await
-            .unwrap();
-        assert_eq!(claim.ids, vec![uuid], "the dispatcher's claim");
+        assert_eq!(claim_due(&app).await, vec![uuid], "the dispatcher's claim");
         holder.rollback().await.unwrap();
     });
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -358,8 +347,15 @@ async fn a_retry_that_a_claim_overtakes_leaves_the_notification_in_flight_once(
     // to send it again at the same time.
     assert_eq!(app.index().due_at(uuid).await.unwrap(), None);
     assert!(lease_expiry(&app, uuid).await.is_some(), "still in flight");
+    let again = claim_due(&app).await;
+    assert!(again.is_empty(), "claimed twice: {again:?}");
+}
+
+/// What a dispatcher's claim takes now (anything due within the hour),
+/// leased for ten minutes.
+async fn claim_due(app: &crate::helpers::TestApp) -> Vec<Uuid> {
     let now = chrono::Utc::now();
-    let again = app
+    let claim = app
         .index()
         .claim(
             now,
@@ -369,7 +365,7 @@ async fn a_retry_that_a_claim_overtakes_leaves_the_notification_in_flight_once(
         )
         .await
         .unwrap();
-    assert!(again.ids.is_empty(), "claimed twice: {:?}", again.ids);
+    claim.ids
 }
 
 #[sqlx::test]

@@ -135,13 +135,15 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       const types = form.event_types.split(',').map((t) => t.trim()).filter(Boolean);
       change.event_types = types.length ? types : null;
     }
-    if (form.filter !== initial.filter) {
-      // Checked here only as JSON; hookd checks the filter itself and
-      // names the path and operator it refuses.
+    // A filter is checked here only as JSON; hookd checks the filter itself
+    // and names the path and operator it refuses. Empty: null (none).
+    const filters = [['filter', 'The payload filter'], ['success_filter', 'The success filter']];
+    for (const [name, what] of filters) {
+      if (form[name] === initial[name]) continue;
       try {
-        change.filter = form.filter.trim() === '' ? null : JSON.parse(form.filter);
+        change[name] = form[name].trim() === '' ? null : JSON.parse(form[name]);
       } catch (error) {
-        setResult({ ok: false, error: new Error(`The payload filter is not JSON: ${error.message}`) });
+        setResult({ ok: false, error: new Error(`${what} is not JSON: ${error.message}`) });
         return;
       }
     }
@@ -151,14 +153,6 @@ function PolicyForm({ endpoint, saved, onSaved }) {
       change.schedule = parts.length === 1 && !/\d/.test(parts[0]) ? parts[0] : parts;
     }
     if (form.success_body !== initial.success_body) change.success_body = form.success_body || null;
-    if (form.success_filter !== initial.success_filter) {
-      try {
-        change.success_filter = form.success_filter.trim() === '' ? null : JSON.parse(form.success_filter);
-      } catch (error) {
-        setResult({ ok: false, error: new Error(`The success filter is not JSON: ${error.message}`) });
-        return;
-      }
-    }
     // A number left empty is the deployment's default (null).
     const number = (text) => (text.trim() === '' ? null : Number(text));
     if (form.jitter !== initial.jitter) change.schedule_jitter = number(form.jitter);
