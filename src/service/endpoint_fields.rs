@@ -12,6 +12,7 @@ use super::events::invalid_owner;
 use super::filter_fields::filter_of;
 use super::payload::allowed_url;
 use super::rate_limit_fields::parse_rate_limit;
+use super::success_fields::apply_success_rule;
 use crate::config::Settings;
 use crate::domain::bounded::{Bounded, BoundedMap};
 use crate::domain::breaker::Override;
@@ -398,40 +399,7 @@ impl EndpointFields {
                     })?,
             };
         }
-        if let Some(success_body) = self.success_body {
-            if success_body
-                .as_ref()
-                .is_some_and(|b| b.trim_ascii().is_empty() || b.len() > 1024 || b.contains('\0'))
-            {
-                return Err(Problem::invalid(
-                    ErrorCode::InvalidValue,
-                    "success_body",
-                    "success_body is 1 to 1024 bytes of non-blank text, or null",
-                ));
-            }
-            endpoint.success_body = success_body.map(|b| b.trim_ascii().to_string());
-        }
-        let sets_filter = self.success_filter.is_some();
-        if let Some(filter) = self.success_filter {
-            endpoint.success_filter = filter
-                .as_deref()
-                .map(|text| filter_of(text, "success_filter"))
-                .transpose()?;
-        }
-        if endpoint.success_body.is_some() && endpoint.success_filter.is_some() {
-            let (field, other) = if sets_filter {
-                ("success_filter", "success_body")
-            } else {
-                ("success_body", "success_filter")
-            };
-            return Err(Problem::invalid(
-                ErrorCode::InvalidValue,
-                field,
-                format!(
-                    "an endpoint acknowledges by success_body or by success_filter, not both: set {other} to null with it"
-                ),
-            ));
-        }
+        apply_success_rule(endpoint, self.success_body, self.success_filter)?;
         if let Some(statuses) = self.permanent_statuses {
             let statuses = statuses.map_or_else(|| vec![410], Bounded::into_vec);
             if let Some(bad) = statuses.iter().find(|s| !(400..=599).contains(*s)) {

@@ -27,6 +27,7 @@ mod portal;
 pub mod pull;
 mod rate_limit_fields;
 pub mod recover;
+mod success_fields;
 
 use std::sync::Arc;
 
