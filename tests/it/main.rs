@@ -12,6 +12,7 @@ mod api_notifications;
 mod attempt_headers;
 mod breaker_own_url;
 mod bulk;
+mod cancelled_begin;
 mod circuit_breaker;
 mod cli;
 mod clients;
