@@ -214,6 +214,12 @@ pub enum Failure {
     },
     /// Nobody acked or nacked before the lease ran out.
     LeaseExpired,
+    /// The endpoint switched to push while a consumer held the lease: the
+    /// consumer may have processed it, and the push attempt follows at
+    /// once (not after the schedule's wait: hookd ended the lease, not the
+    /// receiver). Recorded so that the history shows the hand-over, and the
+    /// push attempt is numbered after it.
+    SwitchedToPush,
     /// hookd could not hand it over: a sealed custom header does not open
     /// (its key is missing from `secrets.keys`). As for push, the attempt
     /// fails and the schedule goes on, so putting the key back heals it.
@@ -245,6 +251,7 @@ pub fn after_failure(
             permanent: true, ..
         } => return Outcome::Failed(FailReason::Aborted),
         Failure::NotPulled { .. } => return Outcome::Failed(FailReason::NotPulled),
+        Failure::SwitchedToPush => return Outcome::Retry { at: ended_at },
         Failure::Nack { retry_after, .. } => *retry_after,
         Failure::LeaseExpired | Failure::Unopened => None,
     };
@@ -268,6 +275,10 @@ pub fn failure_error(failure: &Failure, message: Option<&str>) -> (&'static str,
         Failure::LeaseExpired => (
             "lease_expired",
             "the lease ran out before an ack or nack".to_string(),
+        ),
+        Failure::SwitchedToPush => (
+            "switched_to_push",
+            "the endpoint switched to push while a consumer held the lease".to_string(),
         ),
         Failure::Unopened => (
             "sealed_secret",
@@ -433,6 +444,21 @@ mod tests {
         assert_eq!(
             failure_error(&Failure::Unopened, Some("cannot decrypt: key `gone`")).0,
             "sealed_secret"
+        );
+    }
+
+    #[test]
+    fn a_lease_ended_by_a_switch_to_push_is_due_at_once_even_after_the_last_attempt() {
+        let schedule = Schedule::from_stored(None, &[0, 120_000]);
+        for in_series in [1, 2] {
+            assert_eq!(
+                after_failure_exact(&Failure::SwitchedToPush, &schedule, in_series, at(7)),
+                Outcome::Retry { at: at(7) }
+            );
+        }
+        assert_eq!(
+            failure_error(&Failure::SwitchedToPush, None).0,
+            "switched_to_push"
         );
     }
 }

@@ -104,6 +104,9 @@ pub enum Leases<'a> {
     Expired { endpoint: Option<Uuid>, limit: i64 },
     /// The leases of these notifications, those that ran out.
     ExpiredOf(&'a [Uuid]),
+    /// One endpoint's leased pending pull notifications, running or run
+    /// out, at most `limit`: what a switch to push ends.
+    HeldBy { endpoint: Uuid, limit: i64 },
 }
 
 /// What `end_leases` read, and the ids whose lease it ended.

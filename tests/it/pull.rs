@@ -410,6 +410,25 @@ async fn switching_an_endpoint_between_push_and_pull_moves_its_pending_notificat
     assert_eq!(status, StatusCode::OK);
     let delivered = receiver.wait_for("/hook", 1, DEADLINE).await;
     assert_eq!(delivered[0].header("webhook-id"), Some(id.as_str()));
+    // The lease the switch ended is the first attempt, and the push the
+    // second: the receiver can tell it may have seen this one before.
+    assert_eq!(delivered[0].header("hookd-attempt"), Some("2"));
+    let listed = crate::helpers::eventually(DEADLINE, "the push attempt recorded", || async {
+        let (_, page) = app.get(&format!("/v1/notifications/{id}/attempts")).await;
+        let list = page["data"].as_array().cloned().unwrap_or_default();
+        (list.len() == 2).then_some(list)
+    })
+    .await;
+    assert_eq!(
+        (&listed[0]["number"], &listed[0]["error"]["code"]),
+        (&json!(1), &json!("switched_to_push")),
+        "{listed:?}"
+    );
+    assert_eq!(
+        (&listed[1]["number"], &listed[1]["status_code"]),
+        (&json!(2), &json!(200)),
+        "{listed:?}"
+    );
     let (status, body) = app
         .post(
             &format!("/v1/notifications/{id}/ack"),

@@ -242,6 +242,46 @@ impl Service {
         self.record_expired(Leases::ExpiredOf(ids)).await
     }
 
+    /// Ends the leases `endpoint`'s consumers hold, as it switches to push
+    /// (its endpoint row committed as push: no consumer takes more), each
+    /// with an attempt: `lease_expired` for one that ran out, as the sweep
+    /// records it, and `switched_to_push` for one still running, due again
+    /// at once. The push attempt then follows that attempt, numbered after
+    /// it, rather than repeating an attempt number the consumer saw. An ack
+    /// that lands first wins, as it does against the sweep.
+    pub(super) async fn end_held_leases(&self, endpoint: Uuid) -> Result<(), ServiceError> {
+        let operator = self.settings.operator.enabled();
+        loop {
+            let ended = self
+                .pull
+                .end_leases(
+                    Leases::HeldBy {
+                        endpoint,
+                        limit: EXPIRE_BATCH,
+                    },
+                    Box::new(|row| {
+                        let lease = row.lease()?;
+                        let failure = if lease.runs_at(row.now) {
+                            Failure::SwitchedToPush
+                        } else {
+                            Failure::LeaseExpired
+                        };
+                        Some(attempt(row, &failure, None, operator))
+                    }),
+                )
+                .await?;
+            if !ended.moved.is_empty() {
+                metrics::counter!("hookd_pull_ended_total", "how" => "switched_to_push")
+                    .increment(ended.moved.len() as u64);
+            }
+            // A row another write changed first keeps its lease here: the
+            // switch's move below ends it without an attempt.
+            if (ended.rows.len() as i64) < EXPIRE_BATCH || ended.moved.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
     /// Ends the pull notifications that no consumer took within
     /// `pull.max_wait` of their due time (DESIGN §10): each with a failed
     /// attempt `not_pulled`, which ends it `failed` with the operator event

@@ -281,6 +281,9 @@ impl Service {
 
     /// Makes the endpoint's pending notifications follow its (new) mode.
     pub(super) async fn follow_delivery(&self, endpoint: &Endpoint) -> Result<(), ServiceError> {
+        if endpoint.delivery == Delivery::Push {
+            self.end_held_leases(endpoint.id).await?;
+        }
         let moved = self
             .pull
             .follow_delivery(endpoint.id, endpoint.delivery)

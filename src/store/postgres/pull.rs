@@ -133,6 +133,19 @@ impl PgStore {
                     .fetch_all(&mut *conn)
                     .await?
             }
+            Leases::HeldBy { endpoint, limit } => {
+                let sql = format!(
+                    "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
+                     WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
+                       AND n.lease_id IS NOT NULL \
+                     ORDER BY n.id LIMIT $2"
+                );
+                sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
+                    .bind(endpoint)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await?
+            }
         };
         let rows = as_of(rows, now);
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();

@@ -133,6 +133,18 @@ impl SqliteStore {
                     .fetch_all(&mut *tx)
                     .await
             }
+            Leases::HeldBy { endpoint, limit } => {
+                let sql = format!(
+                    "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
+                       AND n.lease_id IS NOT NULL \
+                     ORDER BY n.id LIMIT ?2"
+                );
+                sqlx::query(AssertSqlSafe(sql))
+                    .bind(endpoint)
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await
+            }
         };
         let rows = leased_rows(&read.map_err(store_error)?, now)?;
         let records: Vec<AttemptRecord> = rows.iter().filter_map(&mut decide).collect();
