@@ -97,7 +97,7 @@ fn request_headers(notification: &Notification, a: &Attempt, sent: &str) -> Vec<
     let own = Own {
         id: notification.id.hyphenated().encode_lower(&mut buffer),
         timestamp: a.started_at.timestamp(),
-        signature: reqwest::header::HeaderValue::from_str(sent.signature).ok(),
+        signature: hyper::header::HeaderValue::from_str(sent.signature).ok(),
         attempt: u32::try_from(a.number).unwrap_or(0),
         content_type: &notification.content_type,
         event_type: notification.event_type.as_deref(),

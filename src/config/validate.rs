@@ -5,6 +5,8 @@ use super::{
     ConfigError, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP, PULL_MAX_WAIT,
     STORED_BODY_BYTES,
 };
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::CertificateDer;
 
 /// The most connections a PostgreSQL pool may hold: PostgreSQL's own
 /// `max_connections` is seldom past a few thousand.
@@ -374,8 +376,8 @@ impl Settings {
                 .map_err(|reason| invalid("telemetry.otlp_endpoint", &reason))?;
         }
         for (name, value) in &self.telemetry.otlp_headers {
-            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
-                || reqwest::header::HeaderValue::from_str(value.expose()).is_err()
+            if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+                || hyper::header::HeaderValue::from_str(value.expose()).is_err()
             {
                 return Err(invalid(
                     "telemetry.otlp_headers",
@@ -463,7 +465,8 @@ impl Settings {
 /// Reads a PEM file of CA certificates: at least one, all well-formed.
 pub fn read_ca_file(path: &str) -> Result<Vec<u8>, String> {
     let pem = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    match reqwest::Certificate::from_pem_bundle(&pem) {
+    let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
+    match certificates {
         Ok(certificates) if !certificates.is_empty() => Ok(pem),
         Ok(_) => Err(format!("{path} holds no PEM certificate")),
         Err(e) => Err(format!("{path} is not a PEM certificate bundle: {e}")),

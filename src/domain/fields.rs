@@ -129,7 +129,7 @@ pub fn valid_event_type(event_type: &str) -> bool {
 /// Why a custom header cannot be sent, if it cannot.
 pub fn header_problem(name: &str, value: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    let valid_name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
+    let valid_name = hyper::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
     // Quoted below, cut: a name may be megabytes long.
     let name = shown(name);
     if !valid_name {
@@ -149,7 +149,7 @@ pub fn header_problem(name: &str, value: &str) -> Option<String> {
             crate::domain::sealed::PREFIX
         ));
     }
-    if reqwest::header::HeaderValue::from_str(value).is_err() {
+    if hyper::header::HeaderValue::from_str(value).is_err() {
         return Some(format!("the value of `{name}` is not a valid header value"));
     }
     if RESERVED_HEADERS.contains(&lower.as_str())

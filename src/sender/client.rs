@@ -8,7 +8,10 @@
 //! silent on its shared HTTP/2 connection would otherwise hold every
 //! request to it until TCP gave up, many minutes later.
 //!
-//! Why not reqwest here (it stays for the span exporter): every request
+//! It is hookd's only HTTP client: the span exporter posts through it too
+//! (`collector`).
+//!
+//! Why not reqwest: every request
 //! went through its redirect and retry layers although hookd turns both
 //! off, parsed its URL again, and cloned the pool and connector, which made
 //! a request cost 2.9 bare hyper requests; and hyper-util's pool opened a

@@ -6,6 +6,7 @@
 //! with `sender.https_only`, nothing is sent in clear.
 
 mod client;
+pub mod collector;
 pub mod guard;
 mod headers;
 mod route;

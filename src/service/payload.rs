@@ -130,7 +130,7 @@ pub(super) fn content(
     let content_type = content_type.unwrap_or_else(|| default_type.into());
     if content_type.len() > 255
         || !content_type.contains('/')
-        || reqwest::header::HeaderValue::from_str(&content_type).is_err()
+        || hyper::header::HeaderValue::from_str(&content_type).is_err()
     {
         return Err(Problem::invalid(
             ErrorCode::InvalidValue,

@@ -15,10 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use tokio::sync::{mpsc, oneshot};
+use url::Url;
 
 use super::trace_context::{new_span_id, TraceContext};
 use crate::config::TelemetrySettings;
+use crate::sender::collector::Collector;
+use crate::sender::USER_AGENT_VALUE;
 
 /// Most spans in one export request.
 const MAX_BATCH: usize = 512;
@@ -136,27 +140,23 @@ impl Spans {
             return Ok(Self::off());
         }
         let url = traces_url(&settings.otlp_endpoint).map_err(ExportError::Endpoint)?;
-        let mut headers = reqwest::header::HeaderMap::new();
+        let mut headers = HeaderMap::new();
         for (name, value) in &settings.otlp_headers {
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| ExportError::Header(name.clone()))?;
-            let mut value = reqwest::header::HeaderValue::from_str(value.expose())
+            let mut value = HeaderValue::from_str(value.expose())
                 .map_err(|_| ExportError::Header(name.to_string()))?;
             // Collectors' credentials, usually.
             value.set_sensitive(true);
             headers.insert(name, value);
         }
         headers.insert(
-            reqwest::header::CONTENT_TYPE,
-            reqwest::header::HeaderValue::from_static("application/x-protobuf"),
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
         );
-        let tls = crate::sender::collector_tls().map_err(|e| ExportError::Client(e.to_string()))?;
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .default_headers(headers)
-            .timeout(EXPORT_TIMEOUT)
-            .build()
-            .map_err(|e| ExportError::Client(e.to_string()))?;
+        headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+        let client =
+            Collector::new(url, headers).map_err(|e| ExportError::Client(e.to_string()))?;
         let (queue, spans) = mpsc::channel(settings.queue_size.max(1));
         let resource = vec![
             ("service.name", settings.service_name.clone()),
@@ -165,7 +165,6 @@ impl Spans {
         ];
         let exporter = Exporter {
             client,
-            url,
             resource,
             interval: Duration::from_millis(settings.export_interval_ms.max(1)),
         };
@@ -248,8 +247,8 @@ impl Spans {
 /// `telemetry.otlp_endpoint` is the collector's base URL, as
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` is: traces go to its `/v1/traces`. A URL
 /// that already ends in `/v1/traces` is taken as it is.
-pub fn traces_url(endpoint: &str) -> Result<reqwest::Url, String> {
-    let url = reqwest::Url::parse(endpoint).map_err(|e| e.to_string())?;
+pub fn traces_url(endpoint: &str) -> Result<Url, String> {
+    let url = Url::parse(endpoint).map_err(|e| e.to_string())?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err("must be an http:// or https:// URL".into());
     }
@@ -271,12 +270,11 @@ pub fn traces_url(endpoint: &str) -> Result<reqwest::Url, String> {
         return Ok(url);
     }
     let base = url.as_str().trim_end_matches('/');
-    reqwest::Url::parse(&format!("{base}/v1/traces")).map_err(|e| e.to_string())
+    Url::parse(&format!("{base}/v1/traces")).map_err(|e| e.to_string())
 }
 
 struct Exporter {
-    client: reqwest::Client,
-    url: reqwest::Url,
+    client: Collector,
     resource: Vec<(&'static str, String)>,
     interval: Duration,
 }
@@ -307,9 +305,9 @@ impl Exporter {
                 if sent == failing {
                     failing = !sent;
                     if failing {
-                        tracing::warn!(url = %self.url, "the OTLP collector does not take spans; they are dropped and counted in hookd_spans_dropped_total until it does");
+                        tracing::warn!(url = %self.client.url(), "the OTLP collector does not take spans; they are dropped and counted in hookd_spans_dropped_total until it does");
                     } else {
-                        tracing::info!(url = %self.url, "the OTLP collector takes spans again");
+                        tracing::info!(url = %self.client.url(), "the OTLP collector takes spans again");
                     }
                 }
                 batch.clear();
@@ -323,21 +321,21 @@ impl Exporter {
     /// Sends one batch; whether the collector took it.
     async fn send(&self, batch: &[Span]) -> bool {
         let body = super::otlp::export_request(&self.resource, batch);
-        let outcome = self.client.post(self.url.clone()).body(body).send().await;
+        let outcome = tokio::time::timeout(EXPORT_TIMEOUT, self.client.post(body.into())).await;
         let count = batch.len() as u64;
         match outcome {
-            Ok(response) if response.status().is_success() => {
+            Ok(Ok(status)) if status.is_success() => {
                 metrics::counter!("hookd_spans_exported_total").increment(count);
                 return true;
             }
-            Ok(response) => {
-                tracing::debug!(
-                    status = response.status().as_u16(),
-                    "the OTLP collector refused spans"
-                );
+            Ok(Ok(status)) => {
+                tracing::debug!(status = status.as_u16(), "the OTLP collector refused spans");
             }
-            Err(error) => {
+            Ok(Err(error)) => {
                 tracing::debug!(%error, "the OTLP collector did not take spans");
+            }
+            Err(_) => {
+                tracing::debug!("the OTLP collector did not answer within {EXPORT_TIMEOUT:?}");
             }
         }
         metrics::counter!("hookd_spans_dropped_total", "reason" => "export_failed")
