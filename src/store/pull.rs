@@ -105,7 +105,9 @@ pub enum Leases<'a> {
     /// The leases of these notifications, those that ran out.
     ExpiredOf(&'a [Uuid]),
     /// One endpoint's leased pending pull notifications, running or run
-    /// out, at most `limit`: what a switch to push ends.
+    /// out, at most `limit`, in no order (an order by id would let a plan
+    /// walk the whole table by its primary key for the few leased rows):
+    /// what a switch to push ends; the caller asks again until none is left.
     HeldBy { endpoint: Uuid, limit: i64 },
 }
 

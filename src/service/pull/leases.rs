@@ -252,6 +252,7 @@ impl Service {
     pub(super) async fn end_held_leases(&self, endpoint: Uuid) -> Result<(), ServiceError> {
         let operator = self.settings.operator.enabled();
         loop {
+            let mut ran_out = HashSet::new();
             let ended = self
                 .pull
                 .end_leases(
@@ -264,15 +265,22 @@ impl Service {
                         let failure = if lease.runs_at(row.now) {
                             Failure::SwitchedToPush
                         } else {
+                            ran_out.insert(row.id);
                             Failure::LeaseExpired
                         };
                         Some(attempt(row, &failure, None, operator))
                     }),
                 )
                 .await?;
-            if !ended.moved.is_empty() {
-                metrics::counter!("hookd_pull_ended_total", "how" => "switched_to_push")
-                    .increment(ended.moved.len() as u64);
+            let expired = ended.moved.iter().filter(|id| ran_out.contains(id)).count();
+            for (how, count) in [
+                ("lease_expired", expired),
+                ("switched_to_push", ended.moved.len() - expired),
+            ] {
+                if count > 0 {
+                    metrics::counter!("hookd_pull_ended_total", "how" => how)
+                        .increment(count as u64);
+                }
             }
             // A row another write changed first keeps its lease here: the
             // switch's move below ends it without an attempt.

@@ -137,8 +137,7 @@ impl PgStore {
                 let sql = format!(
                     "SELECT {LEASED} FROM notifications n LEFT JOIN events e ON e.id = n.event_id \
                      WHERE n.endpoint_id = $1 AND n.status = 'pending' AND n.pull \
-                       AND n.lease_id IS NOT NULL \
-                     ORDER BY n.id LIMIT $2"
+                       AND n.lease_id IS NOT NULL LIMIT $2"
                 );
                 sqlx::query_as::<_, Leased>(sqlx::AssertSqlSafe(sql))
                     .bind(endpoint)

@@ -136,8 +136,7 @@ impl SqliteStore {
             Leases::HeldBy { endpoint, limit } => {
                 let sql = format!(
                     "{LEASED_FROM} WHERE n.endpoint_id = ?1 AND n.status = 'pending' AND n.pull = 1 \
-                       AND n.lease_id IS NOT NULL \
-                     ORDER BY n.id LIMIT ?2"
+                       AND n.lease_id IS NOT NULL LIMIT ?2"
                 );
                 sqlx::query(AssertSqlSafe(sql))
                     .bind(endpoint)
