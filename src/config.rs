@@ -28,8 +28,8 @@ pub use sections::{
     SecretsSettings, SenderSettings, ServerSettings, Settings, TelemetrySettings, LEASE_MARGIN,
     MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP, PULL_MAX_WAIT, STORED_BODY_BYTES,
 };
+pub use tls::read_ca_file;
 pub use tokens::{digest, Credential, ScopedToken, TokenSpec, MIN_TOKEN_CHARS};
-pub use validate::read_ca_file;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -477,25 +477,3 @@ fn a_variable_that_names_a_setting_in_another_spelling_is_refused_naming_the_rig
         None
     );
 }
-
-#[test]
-fn a_ca_file_is_read_only_when_it_holds_well_formed_pem_certificates() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_string_lossy().into_owned()
-    };
-    let none = file("none.pem", "no certificate here\n");
-    let message = super::read_ca_file(&none).unwrap_err();
-    assert!(message.ends_with("holds no PEM certificate"), "{message}");
-    let broken = file(
-        "broken.pem",
-        "-----BEGIN CERTIFICATE-----\n!!not base64!!\n-----END CERTIFICATE-----\n",
-    );
-    let message = super::read_ca_file(&broken).unwrap_err();
-    assert!(
-        message.contains("is not a PEM certificate bundle"),
-        "{message}"
-    );
-}

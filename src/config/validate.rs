@@ -1,12 +1,11 @@
 //! The checks made once at load, each refusal naming its key (the
 //! warnings about settings that work are `warnings`).
 
+use super::read_ca_file;
 use super::{
     ConfigError, Settings, LEASE_MARGIN, MAX_ENDPOINT_TIMEOUT, MAX_ROTATION_OVERLAP, PULL_MAX_WAIT,
     STORED_BODY_BYTES,
 };
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::CertificateDer;
 
 /// The most connections a PostgreSQL pool may hold: PostgreSQL's own
 /// `max_connections` is seldom past a few thousand.
@@ -459,16 +458,5 @@ impl Settings {
             ));
         }
         Ok(())
-    }
-}
-
-/// Reads a PEM file of CA certificates: at least one, all well-formed.
-pub fn read_ca_file(path: &str) -> Result<Vec<u8>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let certificates: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
-    match certificates {
-        Ok(certificates) if !certificates.is_empty() => Ok(pem),
-        Ok(_) => Err(format!("{path} holds no PEM certificate")),
-        Err(e) => Err(format!("{path} is not a PEM certificate bundle: {e}")),
     }
 }

@@ -1,7 +1,8 @@
-//! Ending leases: ack, nack, expiry and extension. Each ended lease is
-//! one attempt, recorded like a push attempt; what it makes of the
-//! notification is decided in `domain` (`pull::after_failure`,
-//! `status::after_attempt`).
+//! Ending leases: a consumer's ack, nack and extension, and a lease that
+//! ran out as a pull meets it. Each ended lease is one attempt, recorded
+//! like a push attempt; what it makes of the notification is decided in
+//! `domain` (`pull::after_failure`, `status::after_attempt`). The leases
+//! and waits hookd ends on its own are in `unanswered`.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -11,7 +12,7 @@ use uuid::Uuid;
 
 use super::not_yours;
 use crate::domain::jitter::Jitter;
-use crate::domain::lease::{at_pull, due_again, ended_now, failure_span, not_pulled, AtPull};
+use crate::domain::lease::{at_pull, due_again, ended_now, failure_span, AtPull};
 use crate::domain::operator_event::{FailedNotification, OperatorEvent};
 use crate::domain::outcome::Outcome;
 use crate::domain::problem::{ErrorCode, Problem};
@@ -225,128 +226,6 @@ impl Service {
             .increment(ended.moved.len() as u64);
         Ok(readable)
     }
-
-    /// Records an expired attempt for each lease that ran out (of one
-    /// endpoint, or all), at most `EXPIRE_BATCH`.
-    pub async fn expire_leases(&self, endpoint: Option<Uuid>) -> Result<Swept, ServiceError> {
-        self.record_expired(Leases::Expired {
-            endpoint,
-            limit: EXPIRE_BATCH,
-        })
-        .await
-    }
-
-    /// Records an expired attempt for each of these notifications whose
-    /// lease ran out (a retry's, before the sweep gets to it).
-    pub async fn expire_leases_of(&self, ids: &[Uuid]) -> Result<Swept, ServiceError> {
-        self.record_expired(Leases::ExpiredOf(ids)).await
-    }
-
-    /// Ends the leases `endpoint`'s consumers hold, as it switches to push
-    /// (its endpoint row committed as push: no consumer takes more), each
-    /// with an attempt: `lease_expired` for one that ran out, as the sweep
-    /// records it, and `switched_to_push` for one still running, due again
-    /// at once. The push attempt then follows that attempt, numbered after
-    /// it, rather than repeating an attempt number the consumer saw. An ack
-    /// that lands first wins, as it does against the sweep.
-    pub(super) async fn end_held_leases(&self, endpoint: Uuid) -> Result<(), ServiceError> {
-        let operator = self.settings.operator.enabled();
-        loop {
-            let mut ran_out = HashSet::new();
-            let ended = self
-                .pull
-                .end_leases(
-                    Leases::HeldBy {
-                        endpoint,
-                        limit: EXPIRE_BATCH,
-                    },
-                    Box::new(|row| {
-                        let lease = row.lease()?;
-                        let failure = if lease.runs_at(row.now) {
-                            Failure::SwitchedToPush
-                        } else {
-                            ran_out.insert(row.id);
-                            Failure::LeaseExpired
-                        };
-                        Some(attempt(row, &failure, None, operator))
-                    }),
-                )
-                .await?;
-            let expired = ended.moved.iter().filter(|id| ran_out.contains(id)).count();
-            for (how, count) in [
-                ("lease_expired", expired),
-                ("switched_to_push", ended.moved.len() - expired),
-            ] {
-                if count > 0 {
-                    metrics::counter!("hookd_pull_ended_total", "how" => how)
-                        .increment(count as u64);
-                }
-            }
-            // A row another write changed first keeps its lease here: the
-            // switch's move below ends it without an attempt.
-            if (ended.rows.len() as i64) < EXPIRE_BATCH || ended.moved.is_empty() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Ends the pull notifications that no consumer took within
-    /// `pull.max_wait` of their due time (DESIGN §10): each with a failed
-    /// attempt `not_pulled`, which ends it `failed` with the operator event
-    /// as for push; at most `EXPIRE_BATCH`. Returns how many ended.
-    pub async fn end_unpulled(&self) -> Result<usize, ServiceError> {
-        let operator = self.settings.operator.enabled();
-        let max_wait = self.settings.pull_max_wait();
-        let message = format!(
-            "no consumer took it within pull.max_wait ({})",
-            humantime::format_duration(max_wait)
-        );
-        let ended = self
-            .pull
-            .end_unpulled(
-                max_wait,
-                EXPIRE_BATCH,
-                Box::new(|row| {
-                    let gave_up_at =
-                        not_pulled(row.lease(), row.next_attempt_at, max_wait, row.now)?;
-                    let failure = Failure::NotPulled {
-                        due_at: row.next_attempt_at?,
-                        gave_up_at,
-                    };
-                    Some(attempt(row, &failure, Some(&message), operator))
-                }),
-            )
-            .await?;
-        if !ended.is_empty() {
-            metrics::counter!("hookd_pull_ended_total", "how" => "not_pulled")
-                .increment(ended.len() as u64);
-        }
-        Ok(ended.len())
-    }
-
-    async fn record_expired(&self, which: Leases<'_>) -> Result<Swept, ServiceError> {
-        let operator = self.settings.operator.enabled();
-        let ended = self
-            .pull
-            .end_leases(
-                which,
-                Box::new(|row| {
-                    // Read as ran out by the query; decided here.
-                    let lease = row.lease()?;
-                    (!lease.runs_at(row.now))
-                        .then(|| attempt(row, &Failure::LeaseExpired, None, operator))
-                }),
-            )
-            .await?;
-        if !ended.moved.is_empty() {
-            metrics::counter!("hookd_pull_ended_total", "how" => "lease_expired")
-                .increment(ended.moved.len() as u64);
-        }
-        Ok(Swept {
-            read: ended.rows.len(),
-            ended: ended.moved.len(),
-        })
-    }
 }
 
 /// What a pull does with a row it reads (`domain::lease::at_pull`): a free
@@ -449,7 +328,7 @@ fn judge(
 }
 
 /// A failed leased attempt, with what the schedule makes of it.
-fn attempt(
+pub(super) fn attempt(
     row: &Leased,
     failure: &Failure,
     message: Option<&str>,

@@ -19,6 +19,7 @@
 
 mod leases;
 mod tokens;
+mod unanswered;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
