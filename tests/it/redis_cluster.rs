@@ -319,6 +319,26 @@ impl OwnCluster {
         Vec::new()
     }
 
+    /// The port of the replica of the master at `port`, as a live node
+    /// sees it.
+    async fn replica_of(&self, port: u16) -> u16 {
+        let text: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut self.live().await)
+            .await
+            .unwrap();
+        // id, ip:port@bus, flags, master id (a replica's), …
+        let nodes: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+        let port_of = |fields: &[&str]| fields[1].split(['@', ':']).nth(1)?.parse::<u16>().ok();
+        let master = nodes.iter().find(|f| port_of(f) == Some(port));
+        let master = master.unwrap_or_else(|| panic!("no node on {port}: {text}"))[0];
+        nodes
+            .iter()
+            .find(|f| f.len() > 3 && f[3] == master)
+            .and_then(|f| port_of(f))
+            .unwrap_or_else(|| panic!("no replica of {port}: {text}"))
+    }
+
     /// A connection to the first node not lost.
     async fn live(&self) -> redis::aio::MultiplexedConnection {
         let node = self.nodes.iter().find(|n| !self.lost.contains(&n.port));
@@ -434,6 +454,78 @@ async fn a_master_that_hangs_mid_traffic_is_failed_over_and_its_slots_are_served
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     fails_over_and_loses_nothing(pool, Lost::Hung).await;
+}
+
+/// `/readyz` asks every master, not one: with a master and its replica
+/// both hung (their slots served by nobody) it reads `degraded`, Redis
+/// `unreachable`, although the other two masters answer, and hookd still
+/// takes notifications; once both go on, it reads `ready` again.
+#[sqlx::test]
+async fn readiness_is_degraded_while_any_cluster_master_is_unreachable(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let mut cluster = OwnCluster::start().await;
+    // A claim sent while the master hung runs when it goes on, after hookd
+    // gave up on its answer: its leases come back when they expire, 12 s
+    // on (the shortest a 5 s attempt timeout allows), within the test.
+    let overrides = "lease_ms = 12000\n[sender]\ntimeout_ms = 5000\n";
+    let (app, index) = spawn_with(pool, &cluster.urls(), overrides);
+    let receiver = Receiver::start().await;
+    shop(&app, &index, &receiver).await;
+    let readiness = |want: &'static str| {
+        let app = &app;
+        move || async move {
+            let (status, ready) = app.get("/readyz").await;
+            (status == StatusCode::OK && ready["status"] == json!(want)).then_some(ready)
+        }
+    };
+    let ready = eventually(DEADLINE, "ready", readiness("ready")).await;
+    assert_eq!(ready["redis"], json!("ok"), "{ready}");
+
+    let masters = cluster.masters().await;
+    let victim = masters[0];
+    let replica = cluster.replica_of(victim).await;
+    for port in [victim, replica] {
+        cluster
+            .nodes
+            .iter()
+            .find(|n| n.port == port)
+            .unwrap()
+            .pause();
+        cluster.lost.push(port);
+    }
+    let degraded = eventually(DEADLINE, "degraded", readiness("degraded")).await;
+    assert_eq!(degraded["redis"], json!("unreachable"), "{degraded}");
+    assert_eq!(degraded["postgres"], json!("ok"), "{degraded}");
+    // PostgreSQL keeps every notification: a create answers as before.
+    let (status, created) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {"order": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+
+    for port in [victim, replica] {
+        cluster
+            .nodes
+            .iter()
+            .find(|n| n.port == port)
+            .unwrap()
+            .unpause();
+    }
+    cluster.lost.clear();
+    let ready = eventually(DEADLINE, "ready again", readiness("ready")).await;
+    assert_eq!(ready["redis"], json!("ok"), "{ready}");
+    // And what was created meanwhile arrives.
+    eventually(
+        DEADLINE,
+        "the notification created while degraded",
+        || async { (receiver.distinct("/hook").0 == 1).then_some(()) },
+    )
+    .await;
 }
 
 /// A master that hangs holds up only the shards it serves: the other

@@ -69,6 +69,11 @@ impl RedisServer {
         self.signal("STOP");
     }
 
+    /// Lets a paused server go on (SIGCONT).
+    pub fn unpause(&self) {
+        self.signal("CONT");
+    }
+
     fn signal(&self, signal: &str) {
         if let Some(child) = &self.child {
             let status = Command::new("kill")
