@@ -61,6 +61,12 @@ impl Dispatcher {
                 "expired leases returned to the due index"
             );
         }
+        if claim.recovered > 0 {
+            tracing::info!(
+                count = claim.recovered,
+                "leases taken by a command whose answer was lost returned to the due index"
+            );
+        }
         if claim.ids.is_empty() {
             let idle = Duration::from_millis(settings.dispatcher.max_idle_ms);
             let wait = claim

@@ -57,6 +57,9 @@ pub struct Claim {
     pub next_lease_ms: Option<i64>,
     /// Expired leases returned to `due` by this call.
     pub requeued: usize,
+    /// Leases of earlier claims whose answer was lost, returned to `due`
+    /// by this call before they expired (`redis::lease::LostClaims`).
+    pub recovered: usize,
 }
 
 impl Claim {

@@ -238,16 +238,18 @@ async fn a_delivery_whose_outcome_waits_on_a_stalled_postgres_keeps_its_lease_an
     );
 }
 
-/// When `id`'s lease ends (unix ms), if it is leased.
+/// When `id`'s lease ends (unix ms: a claim's lease carries a fraction
+/// that only tells it from others'), if it is leased.
 async fn lease_expiry(app: &crate::helpers::TestApp, id: Uuid) -> Option<i64> {
     let client = redis::Client::open(redis_url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    redis::cmd("ZSCORE")
+    let expiry: Option<f64> = redis::cmd("ZSCORE")
         .arg(&app.index().keys().inflight)
         .arg(hookd::due::redis::member(&id))
         .query_async(&mut conn)
         .await
-        .unwrap()
+        .unwrap();
+    expiry.map(|ms| ms.floor() as i64)
 }
 
 #[sqlx::test]

@@ -10,7 +10,9 @@ use hookd::due::redis::RedisIndex;
 use hookd::due::IndexState;
 use uuid::Uuid;
 
-use crate::helpers::{redis_url, test_settings};
+use crate::helpers::{eventually, redis_url, test_settings};
+
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn index() -> RedisIndex {
     RedisIndex::new(&test_settings(&redis_url(), "").redis).unwrap()
@@ -269,4 +271,58 @@ async fn ids_added_out_of_order_across_ranges_are_each_found_in_their_own_range(
         assert!(index.due_at(*id).await.unwrap().is_some(), "{id} is found");
     }
     assert_eq!(index.depth().await.unwrap(), (300, 0));
+}
+
+/// A claim whose answer never came can still run: a Redis that stalled
+/// (SIGSTOP here; a fork, a frozen machine) runs what it had read once it
+/// goes on, after hookd gave up waiting. What that claim leased is then
+/// delivered by nobody: it came back only when its lease ended, a minute
+/// on by default (a review held a notification for 58 s after a cluster
+/// master hung for one). Now the next claim returns it.
+#[tokio::test]
+async fn what_a_claim_leased_after_its_caller_gave_up_comes_back_at_the_next_claim() {
+    let redis = crate::helpers::RedisServer::start().await;
+    let index = RedisIndex::new(&test_settings(&redis.url(), "[redis]\ntimeout_ms = 100").redis);
+    let index = index.unwrap();
+    // Connected, with the claim's script loaded: a stalled claim is then
+    // one command Redis has read.
+    let nothing = index.claim(Utc::now(), Utc::now(), 10, Utc::now()).await;
+    assert!(nothing.unwrap().ids.is_empty());
+    let id = new_id();
+    index.add(&[(id, Utc::now())]).await.unwrap();
+
+    redis.pause();
+    let now = Utc::now();
+    let lost = index.claim(now, now, 10, now + Duration::minutes(1)).await;
+    assert!(lost.is_err(), "a stalled Redis answers no claim: {lost:?}");
+    redis.unpause();
+    // The claim Redis had read runs now: the id is leased for a minute.
+    let conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    eventually(DEADLINE, "the stalled claim to run", || {
+        let mut conn = conn.clone();
+        let key = index.keys().inflight.clone();
+        async move {
+            let lease: Option<f64> = redis::cmd("ZSCORE")
+                .arg(key)
+                .arg(hookd::due::redis::member(&id))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            lease.map(drop)
+        }
+    })
+    .await;
+
+    let now = Utc::now();
+    let claim = index
+        .claim(now, now, 10, now + Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(claim.ids, [id], "the lost claim's lease came back");
+    assert_eq!(claim.recovered, 1);
+    assert_eq!(index.depth().await.unwrap(), (0, 1));
 }

@@ -467,11 +467,7 @@ async fn readiness_is_degraded_while_any_cluster_master_is_unreachable(
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut cluster = OwnCluster::start().await;
-    // A claim sent while the master hung runs when it goes on, after hookd
-    // gave up on its answer: its leases come back when they expire, 12 s
-    // on (the shortest a 5 s attempt timeout allows), within the test.
-    let overrides = "lease_ms = 12000\n[sender]\ntimeout_ms = 5000\n";
-    let (app, index) = spawn_with(pool, &cluster.urls(), overrides);
+    let (app, index) = spawn(pool, &cluster.urls());
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
     let readiness = |want: &'static str| {
@@ -519,7 +515,10 @@ async fn readiness_is_degraded_while_any_cluster_master_is_unreachable(
     cluster.lost.clear();
     let ready = eventually(DEADLINE, "ready again", readiness("ready")).await;
     assert_eq!(ready["redis"], json!("ok"), "{ready}");
-    // And what was created meanwhile arrives.
+    // And what was created meanwhile arrives: a claim sent while the
+    // master hung runs when it goes on, after hookd gave up on its answer,
+    // and the next claim returns what it leased (`LostClaims`), with
+    // leases of the default minute.
     eventually(
         DEADLINE,
         "the notification created while degraded",

@@ -172,6 +172,8 @@ impl DueIndex for MemoryIndex {
                 next_due_ms: state.due.first(),
                 next_lease_ms: state.leases.first(),
                 requeued,
+                // In the process: no claim's answer is ever lost.
+                recovered: 0,
             };
             state.planned = match (claim.next_due_ms, claim.next_lease_ms) {
                 (Some(due), Some(lease)) => due.min(lease),

@@ -12,7 +12,8 @@
 //!   for the ids from `<id>` (its range's first) to the next range's first
 //! - `P:{P}:due:ranges` zset, the first id of every bucket's range
 //! - `P:{P}:due:count` how many ids the buckets hold
-//! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms)
+//! - `P:{P}:inflight` zset, notification id → lease expiry (unix ms; a
+//!   claim's with a fraction of its own, `lease::LostClaims`)
 //! - `P:{P}:indexed`  marker: present while `due` is known to be complete
 //! - `P:{P}:rebuild-lock` the process rebuilding the index, if one is
 //! - `P:{P}:shards`   how many shards the index is laid out in (`layout`)
@@ -140,6 +141,8 @@ pub struct RedisIndex {
     /// The hash tag of its keys: the prefix, or a shard's `prefix:N`.
     tag: Arc<str>,
     pub(crate) timeout: Duration,
+    /// Claims whose answer never came, whose leases the next claims return.
+    lost: Arc<std::sync::Mutex<lease::LostClaims>>,
 }
 
 impl From<redis::RedisError> for DueError {
@@ -211,6 +214,7 @@ impl RedisIndex {
             prefix: settings.prefix.as_str().into(),
             tag: tag.into(),
             timeout: Duration::from_millis(settings.timeout_ms),
+            lost: Arc::default(),
         }
     }
 
@@ -344,17 +348,26 @@ impl RedisIndex {
 
     /// Adds notifications to `inflight`, leased until `until`, in one
     /// command: handed to this process's dispatcher, they are not claimed.
+    /// Leased as a claim leases (`lease::LostClaims`): a command whose
+    /// answer never came may still run, and the next claim then returns
+    /// what it leased.
     pub async fn add_leased(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
         if ids.is_empty() {
             return Ok(());
         }
-        let until = score(until);
-        let items: Vec<(i64, Member)> = ids.iter().map(|id| (until, member(id))).collect();
+        let lease = (self.lost.lock().expect("lost claims lock")).lease(until);
+        let items: Vec<(&str, Member)> =
+            ids.iter().map(|id| (lease.as_str(), member(id))).collect();
         let key = &self.keys.inflight;
-        self.run::<()>(|p| {
-            p.zadd_multiple(key, &items).ignore();
-        })
-        .await
+        let added = self
+            .run::<()>(|p| {
+                p.zadd_multiple(key, &items).ignore();
+            })
+            .await;
+        if added.is_err() {
+            (self.lost.lock().expect("lost claims lock")).add(lease, until);
+        }
+        added
     }
 
     /// Removes notifications from the index (cancelled ones, say). Best effort:

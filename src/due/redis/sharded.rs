@@ -96,6 +96,7 @@ impl ShardedIndex {
                 *self.backoff[n].lock().expect("backoff lock") = (0, None);
                 claim.ids.extend(part.ids);
                 claim.requeued += part.requeued;
+                claim.recovered += part.recovered;
                 claim.next_due_ms = earliest(claim.next_due_ms, part.next_due_ms);
                 claim.next_lease_ms = earliest(claim.next_lease_ms, part.next_lease_ms);
             }

@@ -1,16 +1,37 @@
--- Claim. ARGV[1] now (ms), ARGV[2] limit, ARGV[3] lease expiry (ms),
--- ARGV[4] most expired leases to requeue, ARGV[5] claim what is due by (ms).
--- Expired leases go back to the buckets first; then up to `limit` members
--- due by ARGV[5] move to `inflight` with the lease, taken bucket by bucket
--- in the directory's order. Returns {members, earliest due time left,
--- earliest lease expiry, how many leases expired}.
+-- Claim. ARGV[1] now (ms), ARGV[2] limit, ARGV[3] lease expiry (ms, with
+-- a fraction that tells this claim's leases from others'), ARGV[4] most
+-- expired leases to requeue, ARGV[5] claim what is due by (ms), ARGV[6] on
+-- the lease expiries of earlier claims whose answer the caller never read.
+-- Expired leases, and those of such lost claims, go back to the buckets
+-- first; then up to `limit` members due by ARGV[5] move to `inflight` with
+-- the lease, taken bucket by bucket in the directory's order. Returns
+-- {members, earliest due time left, earliest lease expiry, how many leases
+-- expired, how many lost claims' leases came back, the lost claims'
+-- expiries that held some}.
 local now, limit, lease, due_by = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[5]
 
-local expired = redis.call('ZRANGEBYSCORE', INFLIGHT, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-if #expired > 0 then
-  zrem(INFLIGHT, expired)
+-- A lease ends at its millisecond: the fraction a claim's carries only
+-- tells it from others' (up to, not including, the next millisecond).
+local expired = redis.call('ZRANGEBYSCORE', INFLIGHT, '-inf', '(' .. (tonumber(now) + 1), 'LIMIT', 0, tonumber(ARGV[4]))
+-- A lost claim ran (after its caller gave up waiting: the server stalled,
+-- or the answer was lost), so nobody delivers what it leased: its leases
+-- are found by their exact expiry and return now, not when they expire.
+local returned, found = {}, {}
+for i = 6, #ARGV do
+  local members = redis.call('ZRANGEBYSCORE', INFLIGHT, ARGV[i], ARGV[i])
+  if #members > 0 then
+    found[#found + 1] = ARGV[i]
+    for _, member in ipairs(members) do returned[#returned + 1] = member end
+  end
+end
+local back = {}
+for _, list in ipairs({expired, returned}) do
+  for _, member in ipairs(list) do back[#back + 1] = member end
+end
+if #back > 0 then
+  zrem(INFLIGHT, back)
   local scored = {}
-  for _, member in ipairs(expired) do
+  for _, member in ipairs(back) do
     scored[#scored + 1] = now
     scored[#scored + 1] = member
   end
@@ -80,4 +101,4 @@ save()
 -- (see the directory), which costs a claim that finds nothing.
 local first = redis.call('ZRANGEBYSCORE', DIR, '-inf', '(+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local first_lease = redis.call('ZRANGE', INFLIGHT, 0, 0, 'WITHSCORES')
-return {ids, first[2] or false, first_lease[2] or false, #expired}
+return {ids, first[2] or false, first_lease[2] or false, #expired, #returned, found}
