@@ -1,5 +1,6 @@
 //! Claiming due notifications and giving them back. One Lua script, atomic
-//! (`lua/claim.lua`): first expired leases return to the due set, then up to
+//! (`lua/claim.lua`): first expired leases return to the due set (and those
+//! of claims whose answer was lost, `LostClaims`), then up to
 //! N due ids move to `inflight` with a lease, and the earliest remaining due
 //! time comes back so the dispatcher knows how long it may sleep. Completion
 //! happens only after PostgreSQL has committed the outcome.
