@@ -322,11 +322,7 @@ impl OwnCluster {
     /// The port of the replica of the master at `port`, as a live node
     /// sees it.
     async fn replica_of(&self, port: u16) -> u16 {
-        let text: String = redis::cmd("CLUSTER")
-            .arg("NODES")
-            .query_async(&mut self.live().await)
-            .await
-            .unwrap();
+        let text = self.nodes_seen().await;
         // id, ip:port@bus, flags, master id (a replica's), …
         let nodes: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
         let port_of = |fields: &[&str]| fields[1].split(['@', ':']).nth(1)?.parse::<u16>().ok();
@@ -337,6 +333,15 @@ impl OwnCluster {
             .find(|f| f.len() > 3 && f[3] == master)
             .and_then(|f| port_of(f))
             .unwrap_or_else(|| panic!("no replica of {port}: {text}"))
+    }
+
+    /// `CLUSTER NODES`, as a live node sees it.
+    async fn nodes_seen(&self) -> String {
+        redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut self.live().await)
+            .await
+            .unwrap()
     }
 
     /// A connection to the first node not lost.
@@ -357,11 +362,7 @@ impl OwnCluster {
 
     /// The port of the master serving `slot`, as a live node sees it.
     async fn serving(&self, slot: u16) -> u16 {
-        let text: String = redis::cmd("CLUSTER")
-            .arg("NODES")
-            .query_async(&mut self.live().await)
-            .await
-            .unwrap();
+        let text = self.nodes_seen().await;
         // id, ip:port@bus, flags, master, ping, pong, epoch, link, slots…
         for fields in text.lines().map(|line| line.split(' ').collect::<Vec<_>>()) {
             let serves = fields.iter().skip(8).any(|range| {
