@@ -17,8 +17,9 @@ pub(super) enum Client {
 /// A client for the cluster whose seed nodes `redis.cluster` lists, with
 /// `ca_file` as for one server. It never sends a command again by itself:
 /// after a timeout or a dropped connection a script may have run already,
-/// and a claim run twice leaves the first one's leases to expire unseen
-/// (a lease lasts a minute). A failure reaches hookd, as with one server,
+/// and a claim run twice by the client leaves the first run's leases to
+/// expire unseen (a lease lasts a minute; they carry the same tag as the
+/// second run's, so `lease::LostClaims` cannot tell them apart). A failure reaches hookd, as with one server,
 /// and the client learns the new slot map (after `MOVED`, a lost node) for
 /// the next command; after failures that go on, `link` renews it.
 pub(super) fn cluster_client(
@@ -30,8 +31,9 @@ pub(super) fn cluster_client(
         .iter()
         .map(|node| node.expose().to_string());
     // hookd bounds each call itself (a claim gets 4 × timeout_ms): the
-    // client must not cut a claim short before that, or the claim's leases
-    // go unseen until they expire.
+    // client must not cut a claim short before that, or a claim Redis runs
+    // anyway fails here (what it leased then waits for the next claim,
+    // `lease::LostClaims`).
     let mut builder = redis::cluster::ClusterClient::builder(nodes)
         .connection_timeout(timeout)
         .response_timeout(timeout * 4)
