@@ -530,6 +530,19 @@ async fn readiness_is_degraded_while_any_cluster_master_is_unreachable(
     .await;
 }
 
+/// A deployment that names one node of the cluster (its seed) keeps
+/// delivering when that node hangs: the renewal of the connection reads the
+/// slot map through the nodes the old connection still reaches, not from
+/// the seed alone, which it once did, for as long as the seed hung.
+#[sqlx::test]
+async fn a_hung_master_that_was_the_only_seed_is_failed_over_and_its_slots_are_served_again(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    fails_over_and_loses_nothing(pool, Lost::HungSeed).await;
+}
+
 /// A master that hangs holds up only the shards it serves: the other
 /// shards' commands go on answering while its own time out and its replica
 /// takes over. (A review saw every shard stall for seconds. One cause was
@@ -654,6 +667,9 @@ enum Lost {
     Killed,
     /// SIGSTOP, for the rest of the test: its sockets stay open.
     Hung,
+    /// Hung, and the only seed node hookd was given: a renewal of the
+    /// connection must find the cluster through the nodes it already knows.
+    HungSeed,
 }
 
 /// 5,000 notifications wait in the cluster, one master is lost, its replica
@@ -664,7 +680,13 @@ async fn fails_over_and_loses_nothing(pool: PgPool, lost: Lost) {
     // machine) left its leases behind: they come back when they expire, 12 s
     // on (the shortest lease a 5 s attempt timeout allows), within the test.
     let overrides = "lease_ms = 12000\n[sender]\ntimeout_ms = 5000\n";
-    let (app, index) = spawn_with(pool, &cluster.urls(), overrides);
+    let masters = cluster.masters().await;
+    assert_eq!(masters.len(), 3, "{masters:?}");
+    let seeds = match lost {
+        Lost::HungSeed => vec![format!("redis://127.0.0.1:{}", masters[0])],
+        Lost::Killed | Lost::Hung => cluster.urls(),
+    };
+    let (app, index) = spawn_with(pool, &seeds, overrides);
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
     // Due in 4 s: (nearly) all 5,000 wait in the index when the master is
@@ -672,13 +694,11 @@ async fn fails_over_and_loses_nothing(pool: PgPool, lost: Lost) {
     // replica.
     let ids = submit(&app, 5_000, "4s").await;
 
-    let masters = cluster.masters().await;
-    assert_eq!(masters.len(), 3, "{masters:?}");
     let victim = cluster.nodes.iter_mut().find(|n| n.port == masters[0]);
     let victim = victim.unwrap();
     match lost {
         Lost::Killed => victim.kill(),
-        Lost::Hung => victim.pause(),
+        Lost::Hung | Lost::HungSeed => victim.pause(),
     }
     cluster.lost.push(masters[0]);
     eventually(

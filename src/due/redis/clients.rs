@@ -25,11 +25,37 @@ pub(super) enum Client {
 pub(super) fn cluster_client(
     settings: &RedisSettings,
 ) -> Result<redis::cluster::ClusterClient, DueError> {
+    cluster_client_with(settings, &[])
+}
+
+/// `cluster_client`, with `known` nodes (host, port) ahead of the seeds:
+/// the nodes a live connection saw last, so that a renewal finds the
+/// cluster when every seed is gone or hangs. Each is reached as the first
+/// seed is (its scheme, user and password: a cluster's nodes share them).
+pub(super) fn cluster_client_with(
+    settings: &RedisSettings,
+    known: &[(String, u16)],
+) -> Result<redis::cluster::ClusterClient, DueError> {
+    use redis::{ConnectionAddr, IntoConnectionInfo};
     let timeout = Duration::from_millis(settings.timeout_ms);
-    let nodes = settings
-        .cluster
-        .iter()
-        .map(|node| node.expose().to_string());
+    let seeds = (settings.cluster.iter())
+        .map(|node| node.expose().into_connection_info())
+        .collect::<Result<Vec<_>, _>>()?;
+    let like = |(host, port): &(String, u16)| {
+        let first = seeds.first()?;
+        let mut addr = first.addr().clone();
+        match &mut addr {
+            ConnectionAddr::Tcp(h, p)
+            | ConnectionAddr::TcpTls {
+                host: h, port: p, ..
+            } => (*h, *p) = (host.clone(), *port),
+            // A socket path names one machine's node, not a cluster's.
+            _ => return None,
+        }
+        Some(first.clone().set_addr(addr))
+    };
+    let nodes: Vec<redis::ConnectionInfo> =
+        known.iter().filter_map(like).chain(seeds.clone()).collect();
     // hookd bounds each call itself (a claim gets 4 × timeout_ms): the
     // client must not cut a claim short before that, or a claim Redis runs
     // anyway fails here (what it leased then waits for the next claim,

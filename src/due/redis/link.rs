@@ -24,9 +24,11 @@
 //! sockets open and its slots in the client's map, and every command for
 //! them times out long after its replica took over. So once commands have
 //! kept failing the way a failover makes them fail for `RENEW_AFTER`,
-//! hookd makes a new cluster connection, its map read afresh from the seed
-//! nodes, in the background; commands go on over the old one until it is
-//! ready. A new epoch is counted at the first command that succeeds after
+//! hookd makes a new cluster connection, its map read afresh from the
+//! nodes the old one still sees (`CLUSTER SLOTS` through it), then the
+//! seed nodes: the seeds may be the node that hangs, or all be gone since
+//! hookd started. In the background; commands go on over the old one
+//! until it is ready. A new epoch is counted at the first command that succeeds after
 //! one failed the way a failover makes it fail: by then the replica has
 //! taken over, and what it may lack can be re-added.
 
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 
-use super::clients::{client, cluster_client, Client};
+use super::clients::{client, cluster_client, cluster_client_with, Client};
 use super::sentinel::Sentinels;
 use super::DueError;
 use crate::config::RedisSettings;
@@ -57,6 +59,10 @@ const CHECK_MASTER_EVERY: Duration = Duration::from_secs(1);
 /// and an election: a renewal before the replica is promoted reads the
 /// same map, and the next one, 5 s on, reads the new one.
 const RENEW_AFTER: Duration = Duration::from_secs(5);
+
+/// How many times a renewal asks for the slot map through the current
+/// connection before it falls back on the seeds alone.
+const KNOWN_NODES_TRIES: usize = 4;
 
 enum Source {
     Direct(redis::Client),
@@ -330,6 +336,14 @@ impl Link {
         );
         let link = Arc::clone(self);
         tokio::spawn(async move {
+            // The nodes the current connection can still see come first:
+            // the seeds may all be gone (replaced since hookd started) or
+            // be the very node that hangs.
+            let known = link.known_nodes().await;
+            let client = match cluster_client_with(&link.settings, &known) {
+                Ok(fresh) if !known.is_empty() => fresh,
+                _ => client,
+            };
             match link.connect(Client::Cluster(client)).await {
                 Ok(conn) => {
                     *link.current.write().expect("redis link lock") = Some((conn, String::new()));
@@ -341,6 +355,27 @@ impl Link {
             }
             link.renewing.store(false, Ordering::Release);
         });
+    }
+
+    /// The nodes (host, port) of the cluster's slot map as a node that
+    /// answers sees it (`CLUSTER SLOTS`, which the client sends to a node
+    /// at random: a few tries pass over one that hangs); none if no node
+    /// answers.
+    async fn known_nodes(&self) -> Vec<(String, u16)> {
+        let current =
+            (self.current.read().expect("redis link lock").as_ref()).map(|(conn, _)| conn.clone());
+        let Some(mut conn) = current else {
+            return Vec::new();
+        };
+        let mut slots = redis::cmd("CLUSTER");
+        slots.arg("SLOTS");
+        for _ in 0..KNOWN_NODES_TRIES {
+            let asked = tokio::time::timeout(self.timeout, slots.query_async(&mut conn)).await;
+            if let Ok(Ok(redis::Value::Array(ranges))) = asked {
+                return nodes_in_slots(&ranges);
+            }
+        }
+        Vec::new()
     }
 
     /// The client for the master and its address.
@@ -390,6 +425,38 @@ impl Link {
     }
 }
 
+/// The nodes `CLUSTER SLOTS` names, each once: every range is `[start, end,
+/// [host, port, id, …], replicas…]`. A node without an address of its own
+/// (an empty host: the one that answered) is left out.
+fn nodes_in_slots(ranges: &[redis::Value]) -> Vec<(String, u16)> {
+    let mut nodes = Vec::new();
+    for range in ranges {
+        let redis::Value::Array(fields) = range else {
+            continue;
+        };
+        for node in fields.iter().skip(2) {
+            let redis::Value::Array(node) = node else {
+                continue;
+            };
+            let host = match node.first() {
+                Some(redis::Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+                Some(redis::Value::SimpleString(host)) => host.clone(),
+                _ => continue,
+            };
+            let Some(redis::Value::Int(port)) = node.get(1) else {
+                continue;
+            };
+            let (Ok(port), false) = (u16::try_from(*port), host.is_empty() || host == "?") else {
+                continue;
+            };
+            if !nodes.contains(&(host.clone(), port)) {
+                nodes.push((host, port));
+            }
+        }
+    }
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,5 +497,46 @@ mod tests {
         assert!(!link.failing_for(window, at(9)));
         assert!(!link.failing_for(window, at(13)));
         assert!(link.failing_for(window, at(14)));
+    }
+
+    fn node(host: &str, port: i64) -> redis::Value {
+        redis::Value::Array(vec![
+            redis::Value::BulkString(host.into()),
+            redis::Value::Int(port),
+            redis::Value::BulkString(b"id".to_vec()),
+        ])
+    }
+
+    #[test]
+    fn the_nodes_of_a_slot_map_are_each_masters_and_replicas_once() {
+        let ranges = [
+            redis::Value::Array(vec![
+                redis::Value::Int(0),
+                redis::Value::Int(5460),
+                node("10.0.0.1", 7000),
+                node("10.0.0.4", 7003),
+            ]),
+            redis::Value::Array(vec![
+                redis::Value::Int(5461),
+                redis::Value::Int(10922),
+                node("10.0.0.2", 7001),
+            ]),
+            redis::Value::Array(vec![
+                redis::Value::Int(10923),
+                redis::Value::Int(16383),
+                node("10.0.0.1", 7000),
+                node("", 7005),
+                node("?", 7006),
+            ]),
+            redis::Value::Int(3),
+        ];
+        assert_eq!(
+            nodes_in_slots(&ranges),
+            [
+                ("10.0.0.1".to_string(), 7000),
+                ("10.0.0.4".to_string(), 7003),
+                ("10.0.0.2".to_string(), 7001),
+            ]
+        );
     }
 }
