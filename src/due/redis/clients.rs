@@ -19,9 +19,10 @@ pub(super) enum Client {
 /// after a timeout or a dropped connection a script may have run already,
 /// and a claim run twice by the client leaves the first run's leases to
 /// expire unseen (a lease lasts a minute; they carry the same tag as the
-/// second run's, so `lease::LostClaims` cannot tell them apart). A failure reaches hookd, as with one server,
-/// and the client learns the new slot map (after `MOVED`, a lost node) for
-/// the next command; after failures that go on, `link` renews it.
+/// second run's, so `lease::LostClaims` cannot tell them apart). A failure
+/// reaches hookd, as with one server, and the client learns the new slot
+/// map (after `MOVED`, a lost node) for the next command; after failures
+/// that go on, `link` renews it.
 pub(super) fn cluster_client(
     settings: &RedisSettings,
 ) -> Result<redis::cluster::ClusterClient, DueError> {

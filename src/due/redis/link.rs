@@ -28,9 +28,9 @@
 //! nodes the old one still sees (`CLUSTER SLOTS` through it), then the
 //! seed nodes: the seeds may be the node that hangs, or all be gone since
 //! hookd started. In the background; commands go on over the old one
-//! until it is ready. A new epoch is counted at the first command that succeeds after
-//! one failed the way a failover makes it fail: by then the replica has
-//! taken over, and what it may lack can be re-added.
+//! until it is ready. A new epoch is counted at the first command that
+//! succeeds after one failed the way a failover makes it fail: by then the
+//! replica has taken over, and what it may lack can be re-added.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
