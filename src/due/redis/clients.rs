@@ -96,3 +96,81 @@ pub(super) fn client(url: &str, settings: &RedisSettings) -> Result<redis::Clien
     }
     Ok(redis::Client::build_with_tls(url, private_ca(settings)?)?)
 }
+
+/// The nodes `CLUSTER SLOTS` names, each once: every range is `[start, end,
+/// [host, port, id, …], replicas…]`. A node without an address of its own
+/// (an empty host: the one that answered) is left out.
+pub(super) fn nodes_in_slots(ranges: &[redis::Value]) -> Vec<(String, u16)> {
+    let mut nodes = Vec::new();
+    for range in ranges {
+        let redis::Value::Array(fields) = range else {
+            continue;
+        };
+        for node in fields.iter().skip(2) {
+            let redis::Value::Array(node) = node else {
+                continue;
+            };
+            let host = match node.first() {
+                Some(redis::Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+                Some(redis::Value::SimpleString(host)) => host.clone(),
+                _ => continue,
+            };
+            let Some(redis::Value::Int(port)) = node.get(1) else {
+                continue;
+            };
+            let (Ok(port), false) = (u16::try_from(*port), host.is_empty() || host == "?") else {
+                continue;
+            };
+            if !nodes.contains(&(host.clone(), port)) {
+                nodes.push((host, port));
+            }
+        }
+    }
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(host: &str, port: i64) -> redis::Value {
+        redis::Value::Array(vec![
+            redis::Value::BulkString(host.into()),
+            redis::Value::Int(port),
+            redis::Value::BulkString(b"id".to_vec()),
+        ])
+    }
+
+    #[test]
+    fn the_nodes_of_a_slot_map_are_each_masters_and_replicas_once() {
+        let ranges = [
+            redis::Value::Array(vec![
+                redis::Value::Int(0),
+                redis::Value::Int(5460),
+                node("10.0.0.1", 7000),
+                node("10.0.0.4", 7003),
+            ]),
+            redis::Value::Array(vec![
+                redis::Value::Int(5461),
+                redis::Value::Int(10922),
+                node("10.0.0.2", 7001),
+            ]),
+            redis::Value::Array(vec![
+                redis::Value::Int(10923),
+                redis::Value::Int(16383),
+                node("10.0.0.1", 7000),
+                node("", 7005),
+                node("?", 7006),
+            ]),
+            redis::Value::Int(3),
+        ];
+        assert_eq!(
+            nodes_in_slots(&ranges),
+            [
+                ("10.0.0.1".to_string(), 7000),
+                ("10.0.0.4".to_string(), 7003),
+                ("10.0.0.2".to_string(), 7001),
+            ]
+        );
+    }
+}
