@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use hookd::domain::id::new_id;
-use hookd::due::redis::RedisIndex;
-use hookd::due::IndexState;
+use hookd::due::redis::{RedisIndex, ShardedIndex};
+use hookd::due::{DueIndex, IndexState};
 use uuid::Uuid;
 
 use crate::helpers::{eventually, redis_url, test_settings};
@@ -325,4 +325,53 @@ async fn what_a_claim_leased_after_its_caller_gave_up_comes_back_at_the_next_cla
     assert_eq!(claim.ids, [id], "the lost claim's lease came back");
     assert_eq!(claim.recovered, 1);
     assert_eq!(index.depth().await.unwrap(), (0, 1));
+}
+
+/// A hand-off split over shards fails as a whole when one shard's write
+/// fails, and its caller then hands none of it to the dispatcher (it marks
+/// the rows for the indexer, which passes over leased ids). What the other
+/// shards leased came back only when their lease ended, a minute by
+/// default; now the next claim returns it, as a lost claim's. One shard
+/// fails here on a key of the wrong type (a master that hung fails the
+/// same way in a cluster).
+#[tokio::test]
+async fn what_a_hand_off_leased_on_healthy_shards_comes_back_at_the_next_claim_when_another_failed()
+{
+    let index = ShardedIndex::new(&test_settings(&redis_url(), "[redis]\nshards = 4\n").redis);
+    let index = index.unwrap();
+    let in_shard = |n: usize| loop {
+        let id = new_id();
+        if index.shard_of(&id) == n {
+            return id;
+        }
+    };
+    let (healthy, broken) = (in_shard(0), in_shard(1));
+    let broken_key = index.shards()[1].keys().inflight.clone();
+    let mut conn = conn().await;
+    let () = redis::cmd("SET")
+        .arg(&broken_key)
+        .arg("not a sorted set")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let now = Utc::now();
+    let handed = index
+        .add_leased(&[healthy, broken], now + Duration::minutes(1))
+        .await;
+    assert!(handed.is_err(), "one shard refused its part: {handed:?}");
+    assert!(index.leased(healthy, now).await.unwrap());
+    let () = redis::cmd("DEL")
+        .arg(&broken_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let now = Utc::now();
+    let claim = index
+        .claim(now, now, 10, now + Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(claim.ids, [healthy], "the healthy shard's lease came back");
+    assert_eq!(claim.recovered, 1);
 }

@@ -122,11 +122,17 @@ impl DueIndex for MemoryIndex {
 
     async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError> {
         let until = score(lease_until);
+        // Only ids not leased already, as Redis's `ZADD NX`
+        // (`RedisIndex::lease_ids` says why).
         self.change(|state| {
+            let mut added = false;
             for id in ids {
-                state.leases.insert(*id, until);
+                if !state.leases.contains(id) {
+                    state.leases.insert(*id, until);
+                    added = true;
+                }
             }
-            ((), !ids.is_empty() && state.sooner(until))
+            ((), added && state.sooner(until))
         });
         Ok(())
     }

@@ -59,7 +59,7 @@ impl RedisIndex {
             Err(error) => {
                 // Sent, perhaps: it may run yet, and lease what nobody here
                 // will deliver.
-                (self.lost.lock().expect("lost claims lock")).add(lease, lease_until);
+                self.lost_lease(lease, lease_until);
                 return Err(error);
             }
         };
@@ -235,10 +235,12 @@ impl LostClaims {
     }
 
     /// The lost claims' lease scores whose leases have not ended at `now`
-    /// (an ended one is requeued as any expired lease); the rest are
-    /// forgotten.
+    /// (a claim's millisecond: one ended by then, its end's millisecond
+    /// not after now's, is requeued as any expired lease, and asked for
+    /// again would be counted twice); the rest are forgotten.
     pub(super) fn unended(&mut self, now: DateTime<Utc>) -> Vec<String> {
-        self.lost.retain(|(_, until)| *until > now);
+        let now = score(now);
+        self.lost.retain(|(_, until)| score(*until) > now);
         self.lost.iter().map(|(lease, _)| lease.clone()).collect()
     }
 
@@ -298,5 +300,22 @@ mod tests {
         assert_eq!(claims.unended(later), std::slice::from_ref(&first));
         claims.ran(std::slice::from_ref(&first));
         assert!(claims.unended(now).is_empty());
+    }
+
+    #[test]
+    fn a_lost_lease_ending_in_the_claims_millisecond_is_left_to_the_expiry() {
+        let mut claims = LostClaims::default();
+        // Both in the millisecond that ends at …124 (scores round up).
+        let now = DateTime::from_timestamp_micros(1_795_000_000_123_500).unwrap();
+        let until = now + chrono::Duration::microseconds(200);
+        let lease = claims.lease(until);
+        claims.add(lease.clone(), until);
+        // The claim script's expiry takes every lease before now's next
+        // millisecond (`claim.lua`): this one is requeued as expired, and
+        // asking for it as lost too would count it twice.
+        assert!(claims.unended(now).is_empty());
+        let next = now - chrono::Duration::milliseconds(1);
+        claims.add(lease.clone(), until);
+        assert_eq!(claims.unended(next), [lease]);
     }
 }

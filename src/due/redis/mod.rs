@@ -352,22 +352,46 @@ impl RedisIndex {
     /// answer never came may still run, and the next claim then returns
     /// what it leased.
     pub async fn add_leased(&self, ids: &[Uuid], until: DateTime<Utc>) -> Result<(), DueError> {
+        let (lease, added) = self.lease_ids(ids, until).await;
+        if let (Some(lease), Err(_)) = (lease, &added) {
+            self.lost_lease(lease, until);
+        }
+        added
+    }
+
+    /// `add_leased`'s write, with the lease score it wrote (none for no
+    /// ids); the caller says whether it is lost (`lost_lease`). Only ids
+    /// not leased already (`NX`): a hand-off sent in time but run late (a
+    /// connection that stalled while others went on) may find its ids
+    /// claimed meanwhile by another process from the indexer's marks, and
+    /// must neither move that lease nor give it this call's score, which
+    /// the next claim here would return as lost while the other delivers.
+    pub(super) async fn lease_ids(
+        &self,
+        ids: &[Uuid],
+        until: DateTime<Utc>,
+    ) -> (Option<String>, Result<(), DueError>) {
         if ids.is_empty() {
-            return Ok(());
+            return (None, Ok(()));
         }
         let lease = (self.lost.lock().expect("lost claims lock")).lease(until);
         let items: Vec<(&str, Member)> =
             ids.iter().map(|id| (lease.as_str(), member(id))).collect();
         let key = &self.keys.inflight;
+        let only_new = redis::SortedSetAddOptions::add_only();
         let added = self
             .run::<()>(|p| {
-                p.zadd_multiple(key, &items).ignore();
+                p.zadd_multiple_options(key, &items, &only_new).ignore();
             })
             .await;
-        if added.is_err() {
-            (self.lost.lock().expect("lost claims lock")).add(lease, until);
-        }
-        added
+        (Some(lease), added)
+    }
+
+    /// Remembers a lease written by a call whose answer was lost, or
+    /// whose caller hands nothing it leased to a dispatcher: the next
+    /// claim returns what it leased (`lease::LostClaims`).
+    pub(super) fn lost_lease(&self, lease: String, until: DateTime<Utc>) {
+        (self.lost.lock().expect("lost claims lock")).add(lease, until);
     }
 
     /// Removes notifications from the index (cancelled ones, say). Best effort:

@@ -148,12 +148,38 @@ impl DueIndex for ShardedIndex {
         .map(drop)
     }
 
+    /// Every shard's write runs to its end, none dropped halfway (a
+    /// dropped one could still run and say nothing). If any fails, the
+    /// caller hands none of the ids to its dispatcher (it marks them for
+    /// the indexer), so every shard's lease is remembered as lost: the
+    /// next claim on each shard returns what its write leased, rather
+    /// than the healthy shards' ids waiting a whole lease, skipped by the
+    /// indexer because they are leased.
     async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError> {
-        self.each(ids, same, |shard, part| async move {
-            shard.add_leased(&part, lease_until).await
-        })
-        .await
-        .map(drop)
+        let parts = self.split(ids, same);
+        let written = join_all(
+            parts
+                .iter()
+                .map(|(n, part)| self.shards[*n].lease_ids(part, lease_until)),
+        )
+        .await;
+        let mut leases = Vec::with_capacity(written.len());
+        let mut failure = None;
+        for ((n, _), (lease, added)) in parts.iter().zip(written) {
+            leases.extend(lease.map(|lease| (*n, lease)));
+            if let Err(error) = added {
+                failure.get_or_insert(error);
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some(error) => {
+                for (n, lease) in leases {
+                    self.shards[n].lost_lease(lease, lease_until);
+                }
+                Err(error)
+            }
+        }
     }
 
     async fn remove(&self, ids: &[Uuid]) -> Result<(), DueError> {
