@@ -422,7 +422,7 @@ pub async fn cancel_by_key_or_filter(
     params(("id" = Uuid, Path)),
     responses((status = 200, body = NotificationView, description = "pending again, due now, with a fresh attempt series"),
         (status = 404, body = super::error::ErrorBody),
-        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason"),
+        (status = 409, body = super::error::ErrorBody, description = "succeeded or cancelled, or its endpoint deleted: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason"),
         (status = 503, body = super::error::ErrorBody, description = "the due index (Redis, in server mode) does not answer: whether it is being delivered cannot be known; or the database is unavailable")))]
 pub async fn retry(
     State(state): State<AppState>,

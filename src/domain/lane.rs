@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn a_manual_retry_of_an_attempted_notification_is_backlog() {
         let now = chrono::Utc::now();
-        let retried = retry(Status::Failed, 3, None, false, now, now).unwrap();
+        let retried = retry((Status::Failed, 3, None), false, false, now, now).unwrap();
         // The new series starts after the attempts made: the row keeps them.
         assert_eq!(retried.series_start, 3);
         assert_eq!(Lane::of(retried.series_start, false), Lane::Backlog);

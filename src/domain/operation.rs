@@ -243,7 +243,8 @@ pub fn after_page(
 /// of it, by the same rule (`transition::retry`); `None`: left as it is
 /// (the rule refused). The due index is not asked whether the
 /// notification is being delivered: for a failed one the rule does not
-/// look, its last attempt being recorded.
+/// look, its last attempt being recorded. A recover runs on a live
+/// endpoint (a deleted one's operations end with it).
 pub fn restart(
     status: Status,
     attempts: i32,
@@ -251,7 +252,7 @@ pub fn restart(
     now: DateTime<Utc>,
     read_at: DateTime<Utc>,
 ) -> Option<Retried> {
-    retry(status, attempts, lease, false, now, read_at).ok()
+    retry((status, attempts, lease), false, false, now, read_at).ok()
 }
 
 #[cfg(test)]

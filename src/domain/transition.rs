@@ -48,17 +48,19 @@ pub enum RetryRefused {
     /// Pending under a consumer's lease that ran out, its attempt not
     /// recorded yet: that attempt is recorded first, then the retry.
     LeaseRanOut,
+    /// Failed or pending, of an endpoint that was deleted: nothing would
+    /// send it (the dispatcher cancels what a deleted endpoint holds).
+    EndpointDeleted,
 }
 
 /// A retry, at `now`, of a notification with this status, these attempts
-/// and this lease (read at `read_at`, the store's clock); `delivering`:
-/// the due index holds a lease on it. A failed one is retried whatever the
-/// index says: its last attempt is recorded, and the lease that attempt
-/// held may only not be released yet.
+/// and this lease (read at `read_at`, the store's clock), of an endpoint
+/// deleted or not; `delivering`: the due index holds a lease on it. A
+/// failed one is retried whatever the index says: its last attempt is
+/// recorded, and the lease that attempt held may only not be released yet.
 pub fn retry(
-    status: Status,
-    attempts: i32,
-    lease: Option<Lease>,
+    (status, attempts, lease): (Status, i32, Option<Lease>),
+    endpoint_deleted: bool,
     delivering: bool,
     now: DateTime<Utc>,
     read_at: DateTime<Utc>,
@@ -69,6 +71,7 @@ pub fn retry(
         next_attempt_at: now,
     };
     match status {
+        Status::Failed | Status::Pending if endpoint_deleted => Err(RetryRefused::EndpointDeleted),
         Status::Failed => Ok(retried),
         Status::Pending => match lease {
             Some(lease) if lease.runs_at(read_at) => Err(RetryRefused::InFlight),
@@ -186,9 +189,27 @@ mod tests {
         ];
         for (status, lease, delivering, read_at, want) in cases {
             assert_eq!(
-                retry(status, 4, lease, delivering, now, read_at),
+                retry((status, 4, lease), false, delivering, now, read_at),
                 want,
                 "{status} {lease:?} {delivering} {read_at}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_notification_of_a_deleted_endpoint_is_not_retried_unless_final_for_another_reason() {
+        let (now, read_at) = (at(100), at(10));
+        let cases = [
+            (Status::Failed, Err(RetryRefused::EndpointDeleted)),
+            (Status::Pending, Err(RetryRefused::EndpointDeleted)),
+            (Status::Succeeded, Err(RetryRefused::NotRetryable)),
+            (Status::Cancelled, Err(RetryRefused::NotRetryable)),
+        ];
+        for (status, want) in cases {
+            assert_eq!(
+                retry((status, 4, None), true, false, now, read_at),
+                want,
+                "{status}"
             );
         }
     }

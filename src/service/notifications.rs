@@ -403,6 +403,11 @@ impl Service {
                 ),
             )
             .into()),
+            Retry::EndpointDeleted(_) => Err(Problem::conflict(
+                ErrorCode::NotRetryable,
+                "the notification's endpoint was deleted; nothing sends it again (create an endpoint and a notification to it instead)",
+            )
+            .into()),
             Retry::NotFound => Err(Problem::not_found("notification").into()),
         }
     }

@@ -248,6 +248,9 @@ pub enum Retry {
     /// it ended being recorded yet (the lease sweep runs every second): the
     /// caller records that `lease_expired` attempt first, then retries.
     LeaseRanOut(Notification),
+    /// Failed or pending, of an endpoint that was deleted: nothing would
+    /// send it.
+    EndpointDeleted(Notification),
     NotFound,
 }
 
@@ -256,6 +259,10 @@ pub(crate) struct RetryRead {
     pub status: Status,
     pub attempts: i32,
     pub lease: Option<crate::domain::lease::Lease>,
+    /// Its endpoint was deleted (read under a lock that a delete waits
+    /// for, or on the one writer: a delete then finds it pending and
+    /// cancels it, or the retry finds the endpoint deleted).
+    pub endpoint_deleted: bool,
     /// The store's clock when it was read: whether a consumer's lease still
     /// runs.
     pub read_at: DateTime<Utc>,
@@ -297,9 +304,8 @@ pub(crate) async fn retry_notification(
         return Ok(Retry::NotFound);
     };
     let decided = retry(
-        read.status,
-        read.attempts,
-        read.lease,
+        (read.status, read.attempts, read.lease),
+        read.endpoint_deleted,
         delivering,
         now,
         read.read_at,
@@ -320,5 +326,6 @@ pub(crate) async fn retry_notification(
         Err(RetryRefused::NotRetryable) => Retry::NotRetryable(row),
         Err(RetryRefused::InFlight) => Retry::InFlight(row),
         Err(RetryRefused::LeaseRanOut) => Retry::LeaseRanOut(row),
+        Err(RetryRefused::EndpointDeleted) => Retry::EndpointDeleted(row),
     })
 }

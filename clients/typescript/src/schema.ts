@@ -5840,7 +5840,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description succeeded or cancelled: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason */
+            /** @description succeeded or cancelled, or its endpoint deleted: nothing to retry (`not_retryable`); being delivered at this moment (`in_flight`); or pending and held, which a retry would not change: its endpoint is disabled (`endpoint_disabled`) or its circuit open (`circuit_open`), the code naming its `waiting` reason */
             409: {
                 headers: {
                     [name: string]: unknown;

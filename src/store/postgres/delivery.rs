@@ -146,6 +146,17 @@ struct PgRetry {
 #[async_trait::async_trait]
 impl RetryStep for PgRetry {
     async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, StoreError> {
+        // The endpoint first, under a lock its delete waits for, as the
+        // delete takes them (its endpoint row, then its pending rows): a
+        // delete that came first is seen here, and one that comes after
+        // finds this row pending and cancels it.
+        let endpoint_deleted: Option<bool> = sqlx::query_scalar(
+            "SELECT deleted_at IS NOT NULL FROM endpoints \
+             WHERE id = (SELECT endpoint_id FROM notifications WHERE id = $1) FOR SHARE",
+        )
+        .bind(id)
+        .fetch_optional(&mut *self.tx)
+        .await?;
         let state: Option<RetryState> = sqlx::query_as(
             "SELECT status, attempts, lease_id, leased_at, next_attempt_at \
              FROM notifications WHERE id = $1 FOR UPDATE",
@@ -159,6 +170,7 @@ impl RetryStep for PgRetry {
                 status,
                 attempts,
                 lease: Lease::stored(lease_id, leased_at, next_attempt_at),
+                endpoint_deleted: endpoint_deleted.unwrap_or(false),
                 read_at,
             },
         ))

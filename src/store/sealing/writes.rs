@@ -122,7 +122,8 @@ impl<S: WriteStore> WriteStore for Sealing<S> {
             Retry::Retried(n)
             | Retry::NotRetryable(n)
             | Retry::InFlight(n)
-            | Retry::LeaseRanOut(n) => self.open_notification(n),
+            | Retry::LeaseRanOut(n)
+            | Retry::EndpointDeleted(n) => self.open_notification(n),
             Retry::NotFound => {}
         }
         Ok(retry)

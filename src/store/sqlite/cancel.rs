@@ -269,12 +269,15 @@ impl RetryStep for SqliteRetry {
         let Some(row) = row_of(&mut self.tx, id, self.read_at).await? else {
             return Ok(None);
         };
-        let (lease_id, leased_at): (Option<Uuid>, Option<i64>) =
-            sqlx::query_as("SELECT lease_id, leased_at FROM notifications WHERE id = ?")
-                .bind(id)
-                .fetch_one(&mut *self.tx)
-                .await
-                .map_err(store_error)?;
+        let (lease_id, leased_at, endpoint_deleted): (Option<Uuid>, Option<i64>, bool) =
+            sqlx::query_as(
+                "SELECT n.lease_id, n.leased_at, ep.deleted_at IS NOT NULL \
+                 FROM notifications n JOIN endpoints ep ON ep.id = n.endpoint_id WHERE n.id = ?",
+            )
+            .bind(id)
+            .fetch_one(&mut *self.tx)
+            .await
+            .map_err(store_error)?;
         let leased_at = leased_at
             .map(|us| columns::time_of("leased_at", us))
             .transpose()
@@ -283,6 +286,7 @@ impl RetryStep for SqliteRetry {
             status: row.status,
             attempts: row.attempts,
             lease: Lease::stored(lease_id, leased_at, row.next_attempt_at),
+            endpoint_deleted,
             read_at: self.read_at,
         };
         self.row = Some(row);

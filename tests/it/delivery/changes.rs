@@ -37,6 +37,34 @@ async fn retry_restarts_a_failed_notification_with_a_fresh_series(backend: Backe
 }
 both!(retry_restarts_a_failed_notification_with_a_fresh_series);
 
+/// Nothing sends a deleted endpoint's notifications (the dispatcher
+/// cancels what one holds), so a retry of its failed one is refused,
+/// rather than answering `pending` and the notification then ending
+/// `cancelled` without an attempt (a black-box pass found that).
+async fn a_failed_notification_of_a_deleted_endpoint_is_not_retried(backend: Backend) {
+    let app = backend.spawn().await;
+    let receiver = Receiver::start().await;
+    receiver.reply("/gone", vec![Reply::status(500)]);
+    app.endpoint(json!({"uid": "gone", "url": receiver.url("/gone"), "schedule": ["0s"]}))
+        .await;
+    let id = app.notify(json!({"endpoint": "gone", "payload": {}})).await;
+    wait_status(&app, &id, "failed").await;
+    let (status, body) = app.call(Method::DELETE, "/v1/endpoints/gone", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (status, body) = app
+        .call(Method::POST, &format!("/v1/notifications/{id}/retry"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], json!("not_retryable"));
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("endpoint was deleted"), "{message}");
+    let (_, after) = app.get(&format!("/v1/notifications/{id}")).await;
+    assert_eq!(after["status"], json!("failed"), "{after}");
+    assert_eq!(after["attempts"], json!(1));
+}
+both!(a_failed_notification_of_a_deleted_endpoint_is_not_retried);
+
 async fn after_a_rotation_both_the_new_and_the_old_secret_verify(backend: Backend) {
     let app = backend.spawn().await;
     let receiver = Receiver::start().await;
