@@ -20,6 +20,7 @@ pub mod health;
 pub mod housekeeping;
 mod migrations;
 pub mod notifications;
+pub(crate) mod operation_page;
 pub mod operations;
 pub mod ordering;
 pub mod partitions;

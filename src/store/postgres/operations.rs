@@ -13,11 +13,12 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged, Window};
+use crate::domain::operation::{OperationKind, OperationStatus, Paged, Window};
+use crate::domain::transition::Retried;
 use crate::store::cancel::Pending;
+use crate::store::operation_page::{operation_page, PageStep};
 use crate::store::operations::{
-    cancels, lease_first, restarts, CancelWalk, EndpointRow, FailedRow, Operation, OperationPage,
-    Started, LEASE_CANDIDATES,
+    lease_first, EndpointRow, FailedRow, Operation, OperationPage, Started, LEASE_CANDIDATES,
 };
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
@@ -134,95 +135,119 @@ async fn failed_page(
         .await?)
 }
 
-/// A recover's or a retry's page: the endpoint's failed notifications
-/// after the cursor (from the window's start), those `restarts` says,
-/// restarted by the retry rule at `now` and put back in their keys' lines.
-async fn restart_page(
-    tx: &mut sqlx::PgConnection,
-    op: &Operation,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<(Paged, OperationPage), StoreError> {
-    // The first page starts at `since` (every id is above the nil one).
-    let after = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-    let rows = failed_page(
-        &mut *tx,
-        op.endpoint_id,
-        after,
-        op.window.until,
-        limit,
-        true,
-    )
-    .await?;
-    // `now` is the caller's, from the one clock (`crate::clock`): the rows
-    // are read as of it too.
-    let (matched, restarting) = restarts(op, &rows, now);
-    let mut ids = Vec::with_capacity(restarting.len());
-    let mut statuses = Vec::with_capacity(restarting.len());
-    let mut series = Vec::with_capacity(restarting.len());
-    let mut due = Vec::with_capacity(restarting.len());
-    let mut restarted = Vec::with_capacity(restarting.len());
-    for (row, retried) in restarting {
-        ids.push(row.id);
-        statuses.push(retried.status);
-        series.push(retried.series_start);
-        due.push(retried.next_attempt_at);
-        restarted.push((row.id, row.pull));
-    }
-    if !ids.is_empty() {
-        sqlx::query(
-            "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
-                 next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
-                 lease_id = NULL, leased_at = NULL, updated_at = $5 \
-             FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
-                 AS u(id, status, series_start, due) \
-             WHERE n.id = u.id",
-        )
-        .bind(&ids)
-        .bind(&statuses)
-        .bind(&series)
-        .bind(&due)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-    }
-    let waiting = super::ordering::requeue_all(&mut *tx, op.endpoint_id, &ids).await?;
-    let last = rows.last().map(|row| (row.completed_at, row.id));
-    let found = (rows.len(), matched);
-    let paged = after_page(op.cursor, found, last, restarted.len(), limit);
-    let page = OperationPage {
-        restarted,
-        waiting,
-        at: Some(now),
-        ..OperationPage::default()
-    };
-    Ok((paged, page))
+/// One page's transaction (`store::operation_page`).
+struct PgPage {
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
 }
 
-/// A cancel's page: the endpoint's notifications before the cursor,
-/// newest first (`notifications_endpoint_newest`), those `cancels` says
-/// cancelled by the statement every cancel uses (which changes only rows
-/// still pending).
-async fn cancel_page(
-    tx: &mut sqlx::PgConnection,
-    op: &Operation,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<(Paged, OperationPage), StoreError> {
-    let walk = CancelWalk::of(op);
-    let rows = endpoint_page(&mut *tx, op.endpoint_id, walk.before(op.cursor), limit).await?;
-    let ids = cancels(op, &rows);
-    let cancelled = if ids.is_empty() {
-        Vec::new()
-    } else {
-        super::cancel::cancel_pending(&mut *tx, Pending::Ids(&ids), now).await?
-    };
-    let paged = walk.paged(op.cursor, &rows, (ids.len(), cancelled.len()), limit);
-    let page = OperationPage {
-        cancelled,
-        ..OperationPage::default()
-    };
-    Ok((paged, page))
+#[async_trait::async_trait]
+impl PageStep for PgPage {
+    async fn operation(&mut self, id: Uuid) -> Result<Option<Operation>, StoreError> {
+        read(&mut *self.tx, id, true).await
+    }
+
+    async fn endpoint_deleted(&mut self, endpoint: Uuid) -> Result<bool, StoreError> {
+        let deleted: Option<bool> = sqlx::query_scalar(
+            "SELECT deleted_at IS NOT NULL FROM endpoints WHERE id = $1 FOR SHARE",
+        )
+        .bind(endpoint)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        Ok(deleted.unwrap_or(true))
+    }
+
+    async fn endpoint_page(
+        &mut self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError> {
+        endpoint_page(&mut *self.tx, endpoint, before, limit).await
+    }
+
+    async fn cancel(&mut self, ids: &[Uuid], now: DateTime<Utc>) -> Result<Vec<Uuid>, StoreError> {
+        super::cancel::cancel_pending(&mut self.tx, Pending::Ids(ids), now).await
+    }
+
+    async fn failed_page(
+        &mut self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        failed_page(&mut *self.tx, endpoint, after, until, limit, true).await
+    }
+
+    async fn restart(
+        &mut self,
+        endpoint: Uuid,
+        restarting: &[(&FailedRow, Retried)],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        let mut ids = Vec::with_capacity(restarting.len());
+        let mut statuses = Vec::with_capacity(restarting.len());
+        let mut series = Vec::with_capacity(restarting.len());
+        let mut due = Vec::with_capacity(restarting.len());
+        for (row, retried) in restarting {
+            ids.push(row.id);
+            statuses.push(retried.status);
+            series.push(retried.series_start);
+            due.push(retried.next_attempt_at);
+        }
+        if !ids.is_empty() {
+            sqlx::query(
+                "UPDATE notifications n SET status = u.status, series_start = u.series_start, \
+                     next_attempt_at = u.due, completed_at = NULL, needs_index = false, \
+                     lease_id = NULL, leased_at = NULL, updated_at = $5 \
+                 FROM UNNEST($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) \
+                     AS u(id, status, series_start, due) \
+                 WHERE n.id = u.id",
+            )
+            .bind(&ids)
+            .bind(&statuses)
+            .bind(&series)
+            .bind(&due)
+            .bind(now)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        super::ordering::requeue_all(&mut self.tx, endpoint, &ids).await
+    }
+
+    async fn record(
+        &mut self,
+        id: Uuid,
+        paged: &Paged,
+        (status, error): (OperationStatus, Option<&str>),
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Operation, StoreError> {
+        let (cursor_at, cursor_id) = paged.cursor.unzip();
+        Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE operations SET matched = matched + $2, started = started + $3, \
+                 cursor_at = $4, cursor_id = $5, lease_until = $6, status = $7, updated_at = $8, \
+                 finished_at = CASE WHEN $7 = 'running' THEN NULL ELSE $8 END, \
+                 error = COALESCE($9, error) \
+             WHERE id = $1 RETURNING {COLUMNS}"
+        )))
+        .bind(id)
+        .bind(paged.matched)
+        .bind(paged.started)
+        .bind(cursor_at)
+        .bind(cursor_id)
+        .bind(until)
+        .bind(status.as_str())
+        .bind(now)
+        .bind(error)
+        .try_map(|row: PgRow| operation(&row))
+        .fetch_one(&mut *self.tx)
+        .await?)
+    }
+
+    async fn commit(self) -> Result<(), StoreError> {
+        Ok(self.tx.commit().await?)
+    }
 }
 
 /// Up to `limit` of `endpoint`'s notifications below `before`, newest
@@ -352,47 +377,10 @@ impl OperationStore for PgStore {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Option<OperationPage>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let Some(op) = read(&mut *tx, id, true).await? else {
-            return Ok(None);
-        };
-        if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
-            return Ok(None);
-        }
-        let (paged, page) = match op.kind {
-            OperationKind::Cancel => cancel_page(&mut tx, &op, limit, now).await?,
-            OperationKind::Recover | OperationKind::Retry => {
-                restart_page(&mut tx, &op, limit, now).await?
-            }
-        };
-        let status = if paged.done {
-            OperationStatus::Done
-        } else {
-            OperationStatus::Running
-        };
-        let (cursor_at, cursor_id) = paged.cursor.unzip();
-        let after = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE operations SET matched = matched + $2, started = started + $3, \
-                 cursor_at = $4, cursor_id = $5, lease_until = $6, status = $7, updated_at = $8, \
-                 finished_at = CASE WHEN $7 = 'running' THEN NULL ELSE $8 END \
-             WHERE id = $1 RETURNING {COLUMNS}"
-        )))
-        .bind(id)
-        .bind(paged.matched)
-        .bind(paged.started)
-        .bind(cursor_at)
-        .bind(cursor_id)
-        .bind(until)
-        .bind(status.as_str())
-        .bind(now)
-        .try_map(|row: PgRow| operation(&row))
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(Some(OperationPage {
-            operation: Some(after),
-            ..page
-        }))
+        // `now` is the caller's, from the one clock (`crate::clock`): the
+        // rows are read as of it too.
+        let tx = self.pool.begin().await?;
+        operation_page(PgPage { tx }, (id, holder), limit, now, until).await
     }
 
     async fn endpoint_page(

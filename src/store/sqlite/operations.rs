@@ -12,11 +12,12 @@ use super::columns::{self, micros};
 use super::{store_error, SqliteStore};
 use crate::domain::bulk::BulkFilter;
 use crate::domain::lease::Lease;
-use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged, Window};
+use crate::domain::operation::{OperationKind, OperationStatus, Paged, Window};
+use crate::domain::transition::Retried;
 use crate::store::cancel::Pending;
+use crate::store::operation_page::{operation_page, PageStep};
 use crate::store::operations::{
-    cancels, lease_first, restarts, CancelWalk, EndpointRow, FailedRow, Operation, OperationPage,
-    Started, LEASE_CANDIDATES,
+    lease_first, EndpointRow, FailedRow, Operation, OperationPage, Started, LEASE_CANDIDATES,
 };
 use crate::store::seams::OperationStore;
 use crate::store::StoreError;
@@ -121,71 +122,109 @@ async fn failed_page(
     .map_err(store_error)
 }
 
-/// A recover's or a retry's page, as PostgreSQL's `restart_page`.
-async fn restart_page(
-    tx: &mut sqlx::SqliteConnection,
-    op: &Operation,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<(Paged, OperationPage), StoreError> {
-    // The first page starts at `since` (every id is above the nil one).
-    let after = op.cursor.unwrap_or((op.window.since, Uuid::nil()));
-    let rows = failed_page(&mut *tx, op.endpoint_id, after, op.window.until, limit).await?;
-    let (matched, restarting) = restarts(op, &rows, now);
-    let mut restarted = Vec::with_capacity(restarting.len());
-    for (row, retried) in restarting {
-        sqlx::query(
-            "UPDATE notifications SET status = ?2, series_start = ?3, \
-                 next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
-                 lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
-        )
-        .bind(row.id)
-        .bind(retried.status.as_str())
-        .bind(retried.series_start)
-        .bind(micros(retried.next_attempt_at))
-        .bind(micros(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        restarted.push((row.id, row.pull));
-    }
-    let ids: Vec<Uuid> = restarted.iter().map(|(id, _)| *id).collect();
-    let waiting = super::ordering::requeue_all(&mut *tx, op.endpoint_id, &ids).await?;
-    let last = rows.last().map(|row| (row.completed_at, row.id));
-    let found = (rows.len(), matched);
-    let paged = after_page(op.cursor, found, last, restarted.len(), limit);
-    let page = OperationPage {
-        restarted,
-        waiting,
-        at: Some(now),
-        ..OperationPage::default()
-    };
-    Ok((paged, page))
+/// One page's transaction on the writer (`store::operation_page`).
+struct SqlitePage {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
 }
 
-/// A cancel's page, as PostgreSQL's `cancel_page`: the endpoint's
-/// notifications before the cursor, newest first, those `cancels` says
-/// cancelled by the statement every cancel uses.
-async fn cancel_page(
-    tx: &mut sqlx::SqliteConnection,
-    op: &Operation,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<(Paged, OperationPage), StoreError> {
-    let walk = CancelWalk::of(op);
-    let rows = endpoint_page(&mut *tx, op.endpoint_id, walk.before(op.cursor), limit).await?;
-    let ids = cancels(op, &rows);
-    let cancelled = if ids.is_empty() {
-        Vec::new()
-    } else {
-        super::cancel::cancel_pending(&mut *tx, Pending::Ids(&ids), micros(now)).await?
-    };
-    let paged = walk.paged(op.cursor, &rows, (ids.len(), cancelled.len()), limit);
-    let page = OperationPage {
-        cancelled,
-        ..OperationPage::default()
-    };
-    Ok((paged, page))
+#[async_trait::async_trait]
+impl PageStep for SqlitePage {
+    async fn operation(&mut self, id: Uuid) -> Result<Option<Operation>, StoreError> {
+        read(&mut *self.tx, id).await
+    }
+
+    async fn endpoint_deleted(&mut self, endpoint: Uuid) -> Result<bool, StoreError> {
+        let deleted: Option<bool> =
+            sqlx::query_scalar("SELECT deleted_at IS NOT NULL FROM endpoints WHERE id = ?")
+                .bind(endpoint)
+                .fetch_optional(&mut *self.tx)
+                .await
+                .map_err(store_error)?;
+        Ok(deleted.unwrap_or(true))
+    }
+
+    async fn endpoint_page(
+        &mut self,
+        endpoint: Uuid,
+        before: Uuid,
+        limit: i64,
+    ) -> Result<Vec<EndpointRow>, StoreError> {
+        endpoint_page(&mut *self.tx, endpoint, before, limit).await
+    }
+
+    async fn cancel(&mut self, ids: &[Uuid], now: DateTime<Utc>) -> Result<Vec<Uuid>, StoreError> {
+        super::cancel::cancel_pending(&mut *self.tx, Pending::Ids(ids), micros(now)).await
+    }
+
+    async fn failed_page(
+        &mut self,
+        endpoint: Uuid,
+        after: (DateTime<Utc>, Uuid),
+        until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<FailedRow>, StoreError> {
+        failed_page(&mut *self.tx, endpoint, after, until, limit).await
+    }
+
+    async fn restart(
+        &mut self,
+        endpoint: Uuid,
+        restarting: &[(&FailedRow, Retried)],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        for (row, retried) in restarting {
+            sqlx::query(
+                "UPDATE notifications SET status = ?2, series_start = ?3, \
+                     next_attempt_at = ?4, completed_at = NULL, needs_index = 0, \
+                     lease_id = NULL, leased_at = NULL, updated_at = ?5 WHERE id = ?1",
+            )
+            .bind(row.id)
+            .bind(retried.status.as_str())
+            .bind(retried.series_start)
+            .bind(micros(retried.next_attempt_at))
+            .bind(micros(now))
+            .execute(&mut *self.tx)
+            .await
+            .map_err(store_error)?;
+        }
+        let ids: Vec<Uuid> = restarting.iter().map(|(row, _)| row.id).collect();
+        super::ordering::requeue_all(&mut self.tx, endpoint, &ids).await
+    }
+
+    async fn record(
+        &mut self,
+        id: Uuid,
+        paged: &Paged,
+        (status, error): (OperationStatus, Option<&str>),
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Operation, StoreError> {
+        let (cursor_at, cursor_id) = paged.cursor.unzip();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE operations SET matched = matched + ?2, started = started + ?3, \
+                 cursor_at = ?4, cursor_id = ?5, lease_until = ?6, status = ?7, updated_at = ?8, \
+                 finished_at = CASE WHEN ?7 = 'running' THEN NULL ELSE ?8 END, \
+                 error = coalesce(?9, error) \
+             WHERE id = ?1 RETURNING {COLUMNS}"
+        )))
+        .bind(id)
+        .bind(paged.matched)
+        .bind(paged.started)
+        .bind(cursor_at.map(micros))
+        .bind(cursor_id)
+        .bind(micros(until))
+        .bind(status.as_str())
+        .bind(micros(now))
+        .bind(error)
+        .try_map(|row: SqliteRow| operation(&row))
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(store_error)
+    }
+
+    async fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit().await.map_err(store_error)
+    }
 }
 
 /// Up to `limit` of `endpoint`'s notifications below `before`, newest
@@ -313,49 +352,8 @@ impl OperationStore for SqliteStore {
         until: DateTime<Utc>,
     ) -> Result<Option<OperationPage>, StoreError> {
         // The caller's `now` is the one clock (`crate::clock`).
-        let read_at = now;
-        let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let Some(op) = read(&mut *tx, id).await? else {
-            return Ok(None);
-        };
-        if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
-            return Ok(None);
-        }
-        let (paged, page) = match op.kind {
-            OperationKind::Cancel => cancel_page(&mut tx, &op, limit, read_at).await?,
-            OperationKind::Recover | OperationKind::Retry => {
-                restart_page(&mut tx, &op, limit, read_at).await?
-            }
-        };
-        let status = if paged.done {
-            OperationStatus::Done
-        } else {
-            OperationStatus::Running
-        };
-        let (cursor_at, cursor_id) = paged.cursor.unzip();
-        let after = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE operations SET matched = matched + ?2, started = started + ?3, \
-                 cursor_at = ?4, cursor_id = ?5, lease_until = ?6, status = ?7, updated_at = ?8, \
-                 finished_at = CASE WHEN ?7 = 'running' THEN NULL ELSE ?8 END \
-             WHERE id = ?1 RETURNING {COLUMNS}"
-        )))
-        .bind(id)
-        .bind(paged.matched)
-        .bind(paged.started)
-        .bind(cursor_at.map(micros))
-        .bind(cursor_id)
-        .bind(micros(until))
-        .bind(status.as_str())
-        .bind(micros(now))
-        .try_map(|row: SqliteRow| operation(&row))
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        tx.commit().await.map_err(store_error)?;
-        Ok(Some(OperationPage {
-            operation: Some(after),
-            ..page
-        }))
+        let tx = self.writer.begin().await.map_err(store_error)?;
+        operation_page(SqlitePage { tx }, (id, holder), limit, now, until).await
     }
 
     async fn endpoint_page(

@@ -195,6 +195,7 @@ macro_rules! conformance {
                 one_operation_of_a_kind_runs_per_endpoint_and_reads_back_as_stored,
                 a_lease_goes_to_one_holder_until_it_runs_out_or_is_given_back,
                 a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_holder,
+                a_recover_whose_endpoint_was_deleted_ends_failed_and_restarts_nothing,
                 a_bulk_retry_restarts_only_the_failed_rows_its_filter_holds,
                 a_bulk_cancel_cancels_only_the_pending_rows_its_filter_holds_created_before_it,
                 purging_operations_takes_only_finished_ones_before_the_bound_up_to_the_limit,

@@ -11,7 +11,9 @@ use hookd::domain::bulk::BulkFilter;
 use hookd::domain::id::new_id;
 use hookd::domain::operation::{OperationStatus, Window};
 use hookd::domain::status::Status;
+use hookd::store::endpoints::EndpointRef;
 use hookd::store::operations::{Operation, Started};
+use hookd::store::seams::WriteStore;
 use uuid::Uuid;
 
 use super::fixtures::{
@@ -246,6 +248,50 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
         assert_eq!(get(&store, id).await.status, Status::Failed, "{id}");
     }
     assert_eq!(get(&store, still_pending).await.attempts, 0);
+}
+
+/// An endpoint deleted while its recover runs: nothing would send what
+/// the recover restarts (the dispatcher cancels what a deleted endpoint
+/// holds), so its next page restarts nothing and ends it `failed`, saying
+/// why, rather than turning failed notifications pending to be cancelled.
+pub async fn a_recover_whose_endpoint_was_deleted_ends_failed_and_restarts_nothing<S: Backend>(
+    store: S,
+) {
+    let shop = create(&store, endpoint()).await;
+    let (first, _) = failed(&store, &shop).await;
+    let (second, _) = failed(&store, &shop).await;
+    let at = now();
+    let operation = started(&store, &recover_of(shop.id, at)).await;
+    let holder = new_id();
+    let until = at + Duration::seconds(30);
+    store
+        .lease_operation(holder, at, until)
+        .await
+        .unwrap()
+        .unwrap();
+    let page = store
+        .operation_page(operation.id, holder, 1, at, until)
+        .await
+        .unwrap()
+        .expect("the holder pages");
+    assert_eq!(page.restarted, [(first, false)]);
+
+    WriteStore::delete_endpoint(&store, &EndpointRef::Id(shop.id))
+        .await
+        .unwrap()
+        .expect("deleted");
+    let page = store
+        .operation_page(operation.id, holder, 1, at, until)
+        .await
+        .unwrap()
+        .expect("the holder pages");
+    assert!(page.restarted.is_empty(), "{:?}", page.restarted);
+    let ended = page.operation.unwrap();
+    assert_eq!(ended.status, OperationStatus::Failed);
+    assert_eq!(ended.error.as_deref(), Some("the endpoint was deleted"));
+    assert_eq!((ended.matched, ended.started), (1, 1));
+    assert!(ended.finished_at.is_some());
+    assert_eq!(get(&store, second).await.status, Status::Failed);
 }
 
 /// Ends `id` failed; when.
