@@ -29,6 +29,10 @@ impl RedisIndex {
         limit: usize,
         lease_until: DateTime<Utc>,
     ) -> Result<Claim, DueError> {
+        // No connection (none could be made, or the layout check failed):
+        // nothing is sent, so nothing to remember as lost, where it would
+        // crowd out the claims that were.
+        let mut conn = self.conn().await?;
         let (lease, lost) = {
             let mut claims = self.lost.lock().expect("lost claims lock");
             (claims.lease(lease_until), claims.unended(now))
@@ -42,7 +46,7 @@ impl RedisIndex {
             Vec<String>,
         );
         let reply: Result<Reply, DueError> = self
-            .eval(&CLAIM, self.timeout * 4, |invocation| {
+            .eval_on(&mut conn, &CLAIM, self.timeout * 4, |invocation| {
                 invocation
                     .arg(score(now))
                     .arg(limit)

@@ -257,10 +257,20 @@ impl RedisIndex {
         cmd: impl FnOnce(&mut redis::Pipeline),
     ) -> Result<T, DueError> {
         let mut conn = self.conn().await?;
+        self.run_on(&mut conn, cmd).await
+    }
+
+    /// `run` on a connection the caller has: a failure to connect, which
+    /// sends nothing, is then the caller's to tell from one after sending.
+    pub(crate) async fn run_on<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut link::Conn,
+        cmd: impl FnOnce(&mut redis::Pipeline),
+    ) -> Result<T, DueError> {
         let mut pipe = redis::pipe();
         cmd(&mut pipe);
         self.observed(
-            match tokio::time::timeout(self.timeout, pipe.query_async::<T>(&mut conn)).await {
+            match tokio::time::timeout(self.timeout, pipe.query_async::<T>(conn)).await {
                 Ok(result) => result.map_err(DueError::from),
                 Err(_) => Err(DueError::Timeout(self.timeout)),
             },
@@ -276,6 +286,17 @@ impl RedisIndex {
         args: impl FnOnce(&mut Invocation),
     ) -> Result<T, DueError> {
         let mut conn = self.conn().await?;
+        self.eval_on(&mut conn, script, limit, args).await
+    }
+
+    /// `eval` on a connection the caller has (`run_on` says why).
+    pub(crate) async fn eval_on<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut link::Conn,
+        script: &Script,
+        limit: Duration,
+        args: impl FnOnce(&mut Invocation),
+    ) -> Result<T, DueError> {
         let mut invocation = script.prepare_invoke();
         invocation
             .key(&self.keys.due)
@@ -284,7 +305,7 @@ impl RedisIndex {
             .key(&self.keys.count);
         args(&mut invocation);
         self.observed(
-            match tokio::time::timeout(limit, invocation.invoke_async(&mut conn)).await {
+            match tokio::time::timeout(limit, invocation.invoke_async(conn)).await {
                 Ok(result) => result.map_err(DueError::from),
                 Err(_) => Err(DueError::Timeout(limit)),
             },
@@ -360,7 +381,8 @@ impl RedisIndex {
     }
 
     /// `add_leased`'s write, with the lease score it wrote (none for no
-    /// ids); the caller says whether it is lost (`lost_lease`). Only ids
+    /// ids, or when it could not connect and sent nothing); the caller
+    /// says whether it is lost (`lost_lease`). Only ids
     /// not leased already (`NX`): a hand-off sent in time but run late (a
     /// connection that stalled while others went on) may find its ids
     /// claimed meanwhile by another process from the indexer's marks, and
@@ -374,13 +396,18 @@ impl RedisIndex {
         if ids.is_empty() {
             return (None, Ok(()));
         }
+        // Not connected: nothing was sent, and no lease to remember.
+        let mut conn = match self.conn().await {
+            Ok(conn) => conn,
+            Err(error) => return (None, Err(error)),
+        };
         let lease = (self.lost.lock().expect("lost claims lock")).lease(until);
         let items: Vec<(&str, Member)> =
             ids.iter().map(|id| (lease.as_str(), member(id))).collect();
         let key = &self.keys.inflight;
         let only_new = redis::SortedSetAddOptions::add_only();
         let added = self
-            .run::<()>(|p| {
+            .run_on::<()>(&mut conn, |p| {
                 p.zadd_multiple_options(key, &items, &only_new).ignore();
             })
             .await;
