@@ -105,8 +105,8 @@ pub trait DueIndex: Send + Sync + 'static {
     /// Adds notifications that this process's dispatcher delivers at once
     /// (handed over by its committer) as leased until `lease_until`, as if
     /// claimed: if that dispatcher never records them, they come back due
-    /// when the lease expires, like any claim. An id leased already keeps
-    /// its lease: whoever holds it delivers it.
+    /// when the lease expires, like any claim. An id under a lease that
+    /// ends later keeps it: whoever holds it delivers it.
     async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError>;
     /// Removes notifications (cancelled ones), due or leased. Best effort:
     /// the dispatcher skips ids whose rows are no longer pending anyway.

@@ -167,7 +167,8 @@ impl Recovery {
                         .filter(|o| o.status != OperationStatus::Running)
                     {
                         tracing::info!(operation_id = %id, %endpoint_id, kind = after.kind.as_str(),
-                            matched = after.matched, started = after.started, "operation done");
+                            status = after.status.as_str(), error = after.error.as_deref(),
+                            matched = after.matched, started = after.started, "operation ended");
                         return;
                     }
                 }

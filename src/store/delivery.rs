@@ -259,9 +259,9 @@ pub(crate) struct RetryRead {
     pub status: Status,
     pub attempts: i32,
     pub lease: Option<crate::domain::lease::Lease>,
-    /// Its endpoint was deleted (read under a lock that a delete waits
-    /// for, or on the one writer: a delete then finds it pending and
-    /// cancels it, or the retry finds the endpoint deleted).
+    /// Its endpoint was deleted (or is missing). PostgreSQL reads it under
+    /// no lock (`postgres::delivery` says why): a delete committed while
+    /// the retry runs leaves the row pending, and the dispatcher cancels it.
     pub endpoint_deleted: bool,
     /// The store's clock when it was read: whether a consumer's lease still
     /// runs.

@@ -14,9 +14,10 @@ use super::StoreError;
 use crate::domain::operation::{after_page, OperationKind, OperationStatus, Paged};
 use crate::domain::transition::Retried;
 
-/// What an operation whose endpoint was deleted ends with: nothing would
-/// send what a recover or a retry restarts (the dispatcher cancels what a
-/// deleted endpoint holds), and the delete cancelled what a cancel would.
+/// What a recover or a bulk retry whose endpoint was deleted ends with:
+/// nothing would send what it restarts (the dispatcher cancels what a
+/// deleted endpoint holds). A bulk cancel walks on (the delete cancelled
+/// what it would, so it cancels nothing more) and ends `done`.
 pub(crate) const ENDPOINT_DELETED: &str = "the endpoint was deleted";
 
 /// A backend's side of one page, in one transaction.
@@ -24,10 +25,11 @@ pub(crate) const ENDPOINT_DELETED: &str = "the endpoint was deleted";
 pub(crate) trait PageStep: Send {
     /// The operation, locked until `commit`.
     async fn operation(&mut self, id: Uuid) -> Result<Option<Operation>, StoreError>;
-    /// Whether `endpoint` is deleted, read under a lock its delete waits
-    /// for (the delete takes its endpoint row, then its pending rows): a
-    /// delete that came first is seen, and one that comes after finds
-    /// what this page restarts pending, and cancels it.
+    /// Whether `endpoint` is deleted (or missing). PostgreSQL reads it
+    /// under no lock (the recorder locks notifications, then their
+    /// endpoint): a delete committed while the page runs leaves what it
+    /// restarts pending, and the dispatcher cancels those as orphans; the
+    /// next page sees the delete.
     async fn endpoint_deleted(&mut self, endpoint: Uuid) -> Result<bool, StoreError>;
     /// Up to `limit` of `endpoint`'s notifications below `before`, newest
     /// first.
@@ -71,9 +73,9 @@ pub(crate) trait PageStep: Send {
     async fn commit(self) -> Result<(), StoreError>;
 }
 
-/// `OperationStore::operation_page` over a backend's `step`. An operation
-/// whose endpoint was deleted ends `failed` (`ENDPOINT_DELETED`) without
-/// a page.
+/// `OperationStore::operation_page` over a backend's `step`. A recover or
+/// a bulk retry whose endpoint was deleted ends `failed`
+/// (`ENDPOINT_DELETED`) without a page.
 pub(crate) async fn operation_page(
     mut step: impl PageStep,
     (id, holder): (Uuid, Uuid),
@@ -87,7 +89,8 @@ pub(crate) async fn operation_page(
     if op.status != OperationStatus::Running || op.lease_holder != Some(holder) {
         return Ok(None);
     }
-    let (paged, page, ended) = if step.endpoint_deleted(op.endpoint_id).await? {
+    let restarts = matches!(op.kind, OperationKind::Recover | OperationKind::Retry);
+    let (paged, page, ended) = if restarts && step.endpoint_deleted(op.endpoint_id).await? {
         let paged = after_page(op.cursor, (0, 0), None, 0, limit);
         let ended = (OperationStatus::Failed, Some(ENDPOINT_DELETED));
         (paged, OperationPage::default(), ended)

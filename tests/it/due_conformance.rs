@@ -98,7 +98,7 @@ for_each_index!(
     a_rescheduled_claim_is_due_again_at_its_new_time_and_a_forgotten_one_is_gone,
     extending_moves_only_the_leases_still_held,
     a_notification_handed_over_leased_is_claimed_only_once_its_lease_expires,
-    a_hand_off_leaves_a_lease_someone_holds_as_it_is,
+    a_hand_off_keeps_a_lease_that_ends_later_and_replaces_an_ended_one,
     removing_drops_a_notification_whether_due_or_leased,
     the_leases_of_many_ids_are_read_at_once_with_their_ends,
     adding_a_notification_again_moves_it,
@@ -314,36 +314,51 @@ async fn a_notification_handed_over_leased_is_claimed_only_once_its_lease_expire
 
 /// A hand-off's write that runs late (its connection stalled while
 /// others went on) can find its id claimed meanwhile by another process
-/// from the indexer's marks: it must not move that lease, which the next
-/// claim would then take for the hand-off's and return while the other
-/// process delivers. Ids not leased in the same call are leased.
-async fn a_hand_off_leaves_a_lease_someone_holds_as_it_is(index: impl DueIndex) {
+/// from the indexer's marks, under a lease that ends later: it must not
+/// move that lease, which the next claim would then take for the
+/// hand-off's and return while the other process delivers. A lease that
+/// ended and is not requeued yet (the breaker's probe may choose such a
+/// notification: `leased` calls it free) is replaced, and ids not leased
+/// in the same call are leased.
+async fn a_hand_off_keeps_a_lease_that_ends_later_and_replaces_an_ended_one(index: impl DueIndex) {
     let now = Utc::now();
-    let (claimed, handed) = (id_in(1), id_in(2));
+    let (claimed, handed, ended) = (id_in(1), id_in(2), id_in(3));
     index.add(&[(claimed, now)]).await.unwrap();
     let held = now + Duration::minutes(5);
     let claim = index.claim(now, now, 10, held).await.unwrap();
     assert_eq!(claim.ids, [claimed]);
+    index
+        .add_leased(&[ended], now - Duration::seconds(1))
+        .await
+        .unwrap();
+    assert!(!index.leased(ended, now).await.unwrap());
 
     let soon = now + Duration::seconds(1);
-    index.add_leased(&[claimed, handed], soon).await.unwrap();
+    index
+        .add_leased(&[claimed, handed, ended], soon)
+        .await
+        .unwrap();
     let mut ends = index
-        .lease_ends(&[claimed, handed], now)
+        .lease_ends(&[claimed, handed, ended], now)
         .await
         .unwrap()
         .into_iter()
         .map(|(id, at)| (id, ms(at)))
         .collect::<Vec<_>>();
     ends.sort();
-    let mut expected = vec![(claimed, ms(held)), (handed, ms(soon))];
+    let mut expected = vec![(claimed, ms(held)), (handed, ms(soon)), (ended, ms(soon))];
     expected.sort();
     assert_eq!(ends, expected, "the claim's lease is as it was");
     let later = now + Duration::seconds(2);
     let claim = index.claim(later, later, 10, held).await.unwrap();
+    let mut requeued = claim.ids.clone();
+    requeued.sort();
+    let mut expected = vec![handed, ended];
+    expected.sort();
     assert_eq!(
-        (claim.ids, claim.requeued),
-        (vec![handed], 1),
-        "only the hand-off's lease ended"
+        (requeued, claim.requeued),
+        (expected, 2),
+        "only the hand-off's leases ended"
     );
 }
 

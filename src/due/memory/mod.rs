@@ -122,12 +122,12 @@ impl DueIndex for MemoryIndex {
 
     async fn add_leased(&self, ids: &[Uuid], lease_until: DateTime<Utc>) -> Result<(), DueError> {
         let until = score(lease_until);
-        // Only ids not leased already, as Redis's `ZADD NX`
+        // A lease that ends later is kept, as in Redis
         // (`RedisIndex::lease_ids` says why).
         self.change(|state| {
             let mut added = false;
             for id in ids {
-                if !state.leases.contains(id) {
+                if state.leases.get(id).is_none_or(|held| held < until) {
                     state.leases.insert(*id, until);
                     added = true;
                 }

@@ -127,6 +127,7 @@ pub(super) fn script(body: &str) -> Script {
 pub(super) static COMPLETE: LazyLock<Script> =
     LazyLock::new(|| script(include_str!("lua/complete.lua")));
 static REMOVE: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/remove.lua")));
+static ADD_LEASED: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/add_leased.lua")));
 static DUE_AT: LazyLock<Script> = LazyLock::new(|| script(include_str!("lua/due_at.lua")));
 
 /// Handle to the due index. Cheap to clone. Connects on first use, so hookd
@@ -382,12 +383,15 @@ impl RedisIndex {
 
     /// `add_leased`'s write, with the lease score it wrote (none for no
     /// ids, or when it could not connect and sent nothing); the caller
-    /// says whether it is lost (`lost_lease`). Only ids
-    /// not leased already (`NX`): a hand-off sent in time but run late (a
+    /// says whether it is lost (`lost_lease`). A lease that ends later is
+    /// kept (`lua/add_leased.lua`): a hand-off sent in time but run late (a
     /// connection that stalled while others went on) may find its ids
-    /// claimed meanwhile by another process from the indexer's marks, and
-    /// must neither move that lease nor give it this call's score, which
-    /// the next claim here would return as lost while the other delivers.
+    /// claimed meanwhile by another process from the indexer's marks,
+    /// under a lease that ends later (taken later, for as long), and must
+    /// neither move that lease nor give it this call's score, which the
+    /// next claim here would return as lost while the other delivers. An
+    /// ended lease not yet requeued (the breaker's probe may choose such
+    /// a notification, which `leased` calls free) is replaced.
     pub(super) async fn lease_ids(
         &self,
         ids: &[Uuid],
@@ -402,16 +406,15 @@ impl RedisIndex {
             Err(error) => return (None, Err(error)),
         };
         let lease = (self.lost.lock().expect("lost claims lock")).lease(until);
-        let items: Vec<(&str, Member)> =
-            ids.iter().map(|id| (lease.as_str(), member(id))).collect();
-        let key = &self.keys.inflight;
-        let only_new = redis::SortedSetAddOptions::add_only();
         let added = self
-            .run_on::<()>(&mut conn, |p| {
-                p.zadd_multiple_options(key, &items, &only_new).ignore();
+            .eval_on::<i64>(&mut conn, &ADD_LEASED, self.timeout, |invocation| {
+                invocation.arg(&lease);
+                for id in ids {
+                    invocation.arg(member(id));
+                }
             })
             .await;
-        (Some(lease), added)
+        (Some(lease), added.map(drop))
     }
 
     /// Remembers a lease written by a call whose answer was lost, or

@@ -146,32 +146,29 @@ struct PgRetry {
 #[async_trait::async_trait]
 impl RetryStep for PgRetry {
     async fn read(&mut self, id: Uuid) -> Result<Option<RetryRead>, StoreError> {
-        // The endpoint first, under a lock its delete waits for, as the
-        // delete takes them (its endpoint row, then its pending rows): a
-        // delete that came first is seen here, and one that comes after
-        // finds this row pending and cancels it.
-        let endpoint_deleted: Option<bool> = sqlx::query_scalar(
-            "SELECT deleted_at IS NOT NULL FROM endpoints \
-             WHERE id = (SELECT endpoint_id FROM notifications WHERE id = $1) FOR SHARE",
-        )
-        .bind(id)
-        .fetch_optional(&mut *self.tx)
-        .await?;
+        // Whether its endpoint is deleted, read under no lock: the
+        // recorder locks a notification, then its endpoint (health), so a
+        // lock on the endpoint here could deadlock with it. A delete that
+        // commits while this runs may not be seen; the row it leaves
+        // pending is cancelled by the dispatcher, as an orphan.
         let state: Option<RetryState> = sqlx::query_as(
-            "SELECT status, attempts, lease_id, leased_at, next_attempt_at \
-             FROM notifications WHERE id = $1 FOR UPDATE",
+            "SELECT n.status, n.attempts, n.lease_id, n.leased_at, n.next_attempt_at, \
+                 (SELECT ep.deleted_at IS NOT NULL FROM endpoints ep WHERE ep.id = n.endpoint_id) \
+             FROM notifications n WHERE n.id = $1 FOR UPDATE OF n",
         )
         .bind(id)
         .fetch_optional(&mut *self.tx)
         .await?;
         let read_at = self.clock.now();
         Ok(state.map(
-            |(status, attempts, lease_id, leased_at, next_attempt_at)| RetryRead {
-                status,
-                attempts,
-                lease: Lease::stored(lease_id, leased_at, next_attempt_at),
-                endpoint_deleted: endpoint_deleted.unwrap_or(false),
-                read_at,
+            |(status, attempts, lease_id, leased_at, next_attempt_at, endpoint_deleted)| {
+                RetryRead {
+                    status,
+                    attempts,
+                    lease: Lease::stored(lease_id, leased_at, next_attempt_at),
+                    endpoint_deleted: endpoint_deleted.unwrap_or(true),
+                    read_at,
+                }
             },
         ))
     }
@@ -226,11 +223,12 @@ impl RetryStep for PgRetry {
 }
 
 /// What a retry is decided on: status, attempts, the lease (id, leased at,
-/// next attempt at).
+/// next attempt at), whether its endpoint is deleted.
 type RetryState = (
     Status,
     i32,
     Option<Uuid>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
+    Option<bool>,
 );

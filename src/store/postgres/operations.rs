@@ -147,12 +147,13 @@ impl PageStep for PgPage {
     }
 
     async fn endpoint_deleted(&mut self, endpoint: Uuid) -> Result<bool, StoreError> {
-        let deleted: Option<bool> = sqlx::query_scalar(
-            "SELECT deleted_at IS NOT NULL FROM endpoints WHERE id = $1 FOR SHARE",
-        )
-        .bind(endpoint)
-        .fetch_optional(&mut *self.tx)
-        .await?;
+        // Under no lock: the recorder locks notifications, then their
+        // endpoint (health), and this page locks notifications after.
+        let deleted: Option<bool> =
+            sqlx::query_scalar("SELECT deleted_at IS NOT NULL FROM endpoints WHERE id = $1")
+                .bind(endpoint)
+                .fetch_optional(&mut *self.tx)
+                .await?;
         Ok(deleted.unwrap_or(true))
     }
 

@@ -271,8 +271,9 @@ impl RetryStep for SqliteRetry {
         };
         let (lease_id, leased_at, endpoint_deleted): (Option<Uuid>, Option<i64>, bool) =
             sqlx::query_as(
-                "SELECT n.lease_id, n.leased_at, ep.deleted_at IS NOT NULL \
-                 FROM notifications n JOIN endpoints ep ON ep.id = n.endpoint_id WHERE n.id = ?",
+                "SELECT n.lease_id, n.leased_at, ep.id IS NULL OR ep.deleted_at IS NOT NULL \
+                 FROM notifications n LEFT JOIN endpoints ep ON ep.id = n.endpoint_id \
+                 WHERE n.id = ?",
             )
             .bind(id)
             .fetch_one(&mut *self.tx)

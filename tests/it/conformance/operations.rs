@@ -254,6 +254,7 @@ pub async fn a_recover_pages_through_the_failed_rows_of_its_window_only_for_its_
 /// the recover restarts (the dispatcher cancels what a deleted endpoint
 /// holds), so its next page restarts nothing and ends it `failed`, saying
 /// why, rather than turning failed notifications pending to be cancelled.
+/// A bulk cancel of it ends `done`, as before.
 pub async fn a_recover_whose_endpoint_was_deleted_ends_failed_and_restarts_nothing<S: Backend>(
     store: S,
 ) {
@@ -292,6 +293,16 @@ pub async fn a_recover_whose_endpoint_was_deleted_ends_failed_and_restarts_nothi
     assert_eq!((ended.matched, ended.started), (1, 1));
     assert!(ended.finished_at.is_some());
     assert_eq!(get(&store, second).await.status, Status::Failed);
+
+    // A bulk cancel walks on: the delete cancelled what it would.
+    let cancel = started(
+        &store,
+        &Operation::cancel(shop.id, BulkFilter::default(), at),
+    )
+    .await;
+    let page = one_page(&store, &cancel, at).await;
+    assert!(page.cancelled.is_empty());
+    assert_eq!(page.operation.unwrap().status, OperationStatus::Done);
 }
 
 /// Ends `id` failed; when.

@@ -3,17 +3,9 @@
 -- Per chunk: one ZMSCORE on `inflight`; then for '1' one ZADD NX per
 -- bucket, and for '0' and '2' one ZMSCORE per bucket and the writes.
 -- Sorted by id, the entries cost one range lookup per bucket.
--- ZMSCORE needs Redis 6.2; before it, one ZSCORE per member.
+-- (`scores`: ZMSCORE, or one ZSCORE per member before Redis 6.2.)
 -- Returns {how many were written, the members written ('0': that would be;
 -- '1': not listed)}.
-local function scores(k, members)
-  local found = redis.pcall('ZMSCORE', k, unpack(members))
-  if type(found) == 'table' and found.err then
-    found = {}
-    for i = 1, #members do found[i] = redis.call('ZSCORE', k, members[i]) end
-  end
-  return found
-end
 local mode = ARGV[1]
 local total, written = 0, {}
 for i = 2, #ARGV, 1000 do

@@ -134,6 +134,17 @@ local function zadd(k, scored, flag)
 end
 
 -- ZREM in chunks; returns the members removed.
+-- The scores of `members` in `k`, false for one not there: one ZMSCORE,
+-- or one ZSCORE per member before Redis 6.2.
+local function scores(k, members)
+  local found = redis.pcall('ZMSCORE', k, unpack(members))
+  if type(found) == 'table' and found.err then
+    found = {}
+    for i = 1, #members do found[i] = redis.call('ZSCORE', k, members[i]) end
+  end
+  return found
+end
+
 local function zrem(k, members)
   local removed = 0
   for i = 1, #members, 500 do
