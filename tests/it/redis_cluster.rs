@@ -212,6 +212,68 @@ async fn a_process_counting_other_shards_than_the_index_was_laid_out_with_is_ref
     assert!(open(&one.redis).await.is_err());
 }
 
+/// Redis restarted empty loses the recorded count. A process started
+/// then with another count records its own, and the running processes
+/// went on with theirs: two layouts side by side, each sweep re-adding
+/// what the other had leased, every slow delivery sent twice at once (a
+/// black-box pass saw it). A running process now records and compares
+/// again every second: the one that finds another count pauses, saying
+/// why, until the record is its own again.
+#[tokio::test]
+async fn a_running_process_that_finds_another_count_recorded_after_redis_lost_it_pauses() {
+    let prefix = new_prefix();
+    let four = test_settings_with_prefix(&redis_url(), &prefix, "[redis]\nshards = 4\n");
+    let running = ShardedIndex::new(&four.redis).unwrap();
+    running.depth().await.expect("the first command records 4");
+
+    // Redis lost its data; a process counting 8 connects first.
+    let mut conn = redis::Client::open(redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = format!("{prefix}:{{{prefix}}}:shards");
+    let () = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let eight = test_settings_with_prefix(&redis_url(), &prefix, "[redis]\nshards = 8\n");
+    open(&eight.redis).await.expect("8 is recorded now");
+
+    let paused = eventually(
+        Duration::from_secs(10),
+        "the running process to pause",
+        || async {
+            let _ = running.shards()[0].index_state().await;
+            running.depth().await.err()
+        },
+    )
+    .await
+    .to_string();
+    assert!(
+        paused.contains("redis.shards is 4") && paused.contains("8 shard(s)"),
+        "{paused}"
+    );
+
+    // Its own count recorded again: it goes on.
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(4)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(10),
+        "the running process to go on",
+        || async {
+            let _ = running.shards()[0].index_state().await;
+            running.depth().await.ok()
+        },
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_config_check_records_no_shard_count_and_reports_another() {
     let prefix = new_prefix();

@@ -6,6 +6,10 @@
 //! process to connect records its count in `P:{P}:shards`; every process
 //! compares its own with it when it connects, and refuses to work with
 //! another (`hookd serve` refuses to start when Redis answers at start).
+//! A running process records and compares again every second
+//! (`Link::check_layout`): a Redis that restarted empty lost the record,
+//! and a process started meanwhile with another count would record its
+//! own beside theirs, two layouts each delivering what the other leased.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +21,7 @@ use crate::due::{DueError, SharedIndex};
 
 /// The shard count this process was configured with is not the one the
 /// deployment's index was laid out with.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error(
     "redis.shards is {configured}, but the due index in Redis was laid out with {stored} shard(s) \
      (key {key}): set redis.shards = {stored}, or stop every hookd and delete the keys of \

@@ -52,6 +52,10 @@ const RESOLVE_EVERY: Duration = Duration::from_millis(250);
 /// every command succeeds (`Link::check_master`).
 const CHECK_MASTER_EVERY: Duration = Duration::from_secs(1);
 
+/// How often a running process records and compares its layout again
+/// (`check_layout`).
+const CHECK_LAYOUT_EVERY: Duration = Duration::from_secs(1);
+
 /// How long a cluster's commands keep failing the way a failover makes them
 /// fail (with no pause as long between two failures) before hookd renews
 /// its cluster connection; also the least time between two renewals. A
@@ -128,6 +132,10 @@ pub(crate) struct Link {
     renewing: AtomicBool,
     /// Set once the recorded layout matched this process's (`layout`).
     laid_out: tokio::sync::OnceCell<()>,
+    /// When the layout was last checked again (`check_layout`), and the
+    /// mismatch it found, which every command then fails with.
+    layout_checked: Mutex<Option<Instant>>,
+    mismatch: Mutex<Option<super::layout::LayoutMismatch>>,
     epoch: AtomicU64,
     /// With Sentinel: when the master was last checked (`check_master`).
     master_checked: Mutex<Option<Instant>>,
@@ -153,6 +161,8 @@ impl Link {
             streak: Mutex::new(None),
             renewing: Default::default(),
             laid_out: tokio::sync::OnceCell::new(),
+            layout_checked: Mutex::new(None),
+            mismatch: Mutex::new(None),
             epoch: AtomicU64::new(0),
             master_checked: Mutex::new(None),
         })
@@ -169,6 +179,9 @@ impl Link {
     pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
         let conn = self.connection().await?;
         if self.laid_out.initialized() {
+            if let Some(mismatch) = self.mismatch.lock().expect("redis layout lock").clone() {
+                return Err(DueError::Unavailable(Box::new(mismatch)));
+            }
             return Ok(conn);
         }
         self.laid_out
@@ -259,6 +272,53 @@ impl Link {
         if sentinels.named().await.is_some_and(|named| named != on) {
             self.stale.store(true, Ordering::Release);
         }
+    }
+
+    /// Records this process's layout again unless one is recorded, and
+    /// compares, at most once per `CHECK_LAYOUT_EVERY` (asked by every
+    /// housekeeping tick, `RedisIndex::index_state`), once the first
+    /// command has checked it. A Redis that restarted empty lost the
+    /// record: the first process to ask records its count again, and one
+    /// that counts otherwise finds the mismatch and fails every command
+    /// with it (its deliveries pause, `/readyz` says why) until the record
+    /// is its own again, rather than run a second layout beside the first.
+    pub(crate) async fn check_layout(&self) {
+        if !self.laid_out.initialized() {
+            return;
+        }
+        {
+            let mut checked = self.layout_checked.lock().expect("redis layout lock");
+            if checked.is_some_and(|at| at.elapsed() < CHECK_LAYOUT_EVERY) {
+                return;
+            }
+            *checked = Some(Instant::now());
+        }
+        let Ok(mut conn) = self.connection().await else {
+            return;
+        };
+        let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
+        let found = match super::layout::check(&mut conn, prefix, shards, self.timeout).await {
+            Ok(()) => None,
+            Err(DueError::Unavailable(error)) => {
+                match error.downcast::<super::layout::LayoutMismatch>() {
+                    Ok(mismatch) => Some(*mismatch),
+                    // Redis did not answer: the next check asks again.
+                    Err(_) => return,
+                }
+            }
+            Err(_) => return,
+        };
+        let mut mismatch = self.mismatch.lock().expect("redis layout lock");
+        match (&*mismatch, &found) {
+            (None, Some(found)) => {
+                tracing::error!(error = %found, "the due index in Redis is laid out for another shard count now; deliveries pause until it is this process's again")
+            }
+            (Some(_), None) => tracing::warn!(
+                "the due index in Redis is laid out with this process's shard count again"
+            ),
+            _ => {}
+        }
+        *mismatch = found;
     }
 
     /// Notes a command that succeeded: on a cluster, the first after a

@@ -82,8 +82,10 @@ impl RedisIndex {
     /// (`DueLost`: the marker is there, but `due` lost its sentinel or the
     /// ranges are gone).
     pub async fn index_state(&self) -> Result<IndexState, DueError> {
-        // Asked every housekeeping tick: where a switchover is noticed.
+        // Asked every housekeeping tick: where a switchover is noticed, and
+        // a layout recorded anew after Redis lost it.
         self.link.check_master().await;
+        self.link.check_layout().await;
         let key = self.marker_key();
         let due = &self.keys().due;
         let ranges = &self.keys().ranges;
