@@ -29,7 +29,7 @@
 //!   are lost anyway, a held row comes due at its hold deadline and is
 //!   sent then: late, never lost.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -298,10 +298,17 @@ impl Breaker {
 
     /// What a recorded batch says of its endpoints' circuits. Its failures
     /// stop being foreseen only once counted (or not): a claim meanwhile
-    /// waits rather than sends.
-    pub(super) async fn after_batch(&self, batch: &[AttemptRecord]) {
+    /// waits rather than sends. Only the records whose write `moved` their
+    /// notification count: one that found it moved already (another
+    /// process delivered it after this one stalled past its lease, and
+    /// its late answer here reads as a timeout) says nothing the
+    /// notification's history keeps, and must not open a healthy
+    /// receiver's circuit. (An attempt to a notification cancelled while
+    /// in flight is listed but moves nothing, so it is not counted either:
+    /// one observation of the receiver fewer.)
+    pub(super) async fn after_batch(&self, batch: &[AttemptRecord], moved: &HashSet<Uuid>) {
         let mut foreseen: HashMap<Uuid, i32> = HashMap::new();
-        self.count(batch, &mut foreseen).await;
+        self.count(batch, moved, &mut foreseen).await;
         let mut view = self.view.lock().expect("breaker lock");
         for (endpoint, counted) in foreseen {
             if let Some(n) = view.unrecorded.get_mut(&endpoint) {
@@ -313,7 +320,12 @@ impl Breaker {
         }
     }
 
-    async fn count(&self, batch: &[AttemptRecord], foreseen: &mut HashMap<Uuid, i32>) {
+    async fn count(
+        &self,
+        batch: &[AttemptRecord],
+        moved: &HashSet<Uuid>,
+        foreseen: &mut HashMap<Uuid, i32>,
+    ) {
         self.close_turned_off().await;
         let mut by_endpoint: BTreeMap<Uuid, Vec<bool>> = BTreeMap::new();
         let mut policies = HashMap::new();
@@ -332,6 +344,9 @@ impl Breaker {
                 }
                 if counts(record.status_code, error) {
                     *foreseen.entry(record.endpoint_id).or_default() += 1;
+                }
+                if !moved.contains(&record.notification_id) {
+                    continue;
                 }
                 policies.insert(record.endpoint_id, policy);
                 by_endpoint

@@ -175,7 +175,7 @@ pub(super) async fn run(
         }
         let room = MAX_BATCH.saturating_sub(pending.len());
         let writing = (&batch[..], room, &mut outcomes);
-        let released = record(
+        let (released, moved) = record(
             &*store,
             &due,
             lease,
@@ -189,7 +189,7 @@ pub(super) async fn run(
             wake.notify_one();
         }
         // After the leases: a circuit that opens holds what comes next.
-        breaker.after_batch(&batch).await;
+        breaker.after_batch(&batch, &moved).await;
     }
 }
 
@@ -279,7 +279,8 @@ impl Owed {
 
 /// Records one batch in PostgreSQL (retrying until it commits), with what
 /// it says about its endpoints' health, and adds its lease completions to
-/// `owed`. While the write waits, outcomes that arrive are added to
+/// `owed`. Returns whether it indexed released successors, and the ids
+/// whose write moved their notification. While the write waits, outcomes that arrive are added to
 /// `pending` (up to `room`), and every `EXTEND_EVERY` the leases of all
 /// that are `unrecorded` (held ones included) are extended by `lease`.
 async fn record(
@@ -290,7 +291,7 @@ async fn record(
     (batch, room, outcomes): (&[AttemptRecord], usize, &mut mpsc::Receiver<Finished>),
     pending: &mut Pending,
     owed: &mut Owed,
-) -> bool {
+) -> (bool, HashSet<Uuid>) {
     // Only attempts to the endpoint's own receiver tell of its health.
     let health = health::observe(
         batch
@@ -340,7 +341,7 @@ async fn record(
                 _ => None,
             }),
     );
-    released
+    (released, moved)
 }
 
 /// Indexes at once the next notification of each key whose notification
