@@ -450,10 +450,10 @@ impl Settings {
             return Err(invalid(
                 "dispatcher.lease_ms",
                 &format!(
-                    "must exceed the longest attempt, sender.timeout_ms ({} ms), plus a {} ms margin: raise dispatcher.lease_ms to at least {} or lower sender.timeout_ms",
+                    "must be at least the longest attempt, sender.timeout_ms ({} ms), plus a {} ms margin: raise dispatcher.lease_ms to at least {} or lower sender.timeout_ms",
                     longest_attempt.as_millis(),
                     LEASE_MARGIN.as_millis(),
-                    (longest_attempt + LEASE_MARGIN).as_millis() + 1
+                    (longest_attempt + LEASE_MARGIN).as_millis()
                 ),
             ));
         }
