@@ -1,6 +1,7 @@
 //! One suite for every due index: each check is written once, over any
 //! `DueIndex`, and stamped out per backend (`redis::…` on the real Redis,
-//! a prefix per test; `sharded::…` the same cut into 4 shards;
+//! a prefix per test; `redis_5::…` the same with hand-offs through the
+//! script a Redis before 6.2 needs; `sharded::…` the same cut into 4 shards;
 //! `cluster::…` in 16 shards on the real Redis Cluster; `memory::…` in
 //! process). The shared refill fills an empty index of each from a real
 //! PostgreSQL's pending rows.
@@ -65,6 +66,7 @@ fn id_in(shard: u16) -> Uuid {
 macro_rules! for_each_index {
     ($($check:ident),* $(,)?; with_store: $($stored:ident),* $(,)?) => {
         for_each_index!(@backend redis, redis_index(); $($check),*; $($stored),*);
+        for_each_index!(@backend redis_5, redis_index().hand_off_by_script(); $($check),*; $($stored),*);
         for_each_index!(@backend sharded, sharded_index(); $($check),*; $($stored),*);
         for_each_index!(@backend cluster, cluster_index(); $($check),*; $($stored),*);
         for_each_index!(@backend memory, MemoryIndex::new(); $($check),*; $($stored),*);

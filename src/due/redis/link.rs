@@ -136,6 +136,9 @@ pub(crate) struct Link {
     /// mismatch it found, which every command then fails with.
     layout_checked: Mutex<Option<Instant>>,
     mismatch: Mutex<Option<super::layout::LayoutMismatch>>,
+    /// Redis refused `ZADD GT` (before 6.2): hand-offs go through the
+    /// script that does the same (`RedisIndex::lease_ids`).
+    pub(crate) without_zadd_gt: AtomicBool,
     epoch: AtomicU64,
     /// With Sentinel: when the master was last checked (`check_master`).
     master_checked: Mutex<Option<Instant>>,
@@ -163,6 +166,7 @@ impl Link {
             laid_out: tokio::sync::OnceCell::new(),
             layout_checked: Mutex::new(None),
             mismatch: Mutex::new(None),
+            without_zadd_gt: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             master_checked: Mutex::new(None),
         })
