@@ -279,10 +279,11 @@ impl Owed {
 
 /// Records one batch in PostgreSQL (retrying until it commits), with what
 /// it says about its endpoints' health, and adds its lease completions to
-/// `owed`. Returns whether it indexed released successors, and the ids
-/// whose write moved their notification. While the write waits, outcomes that arrive are added to
+/// `owed`. While the write waits, outcomes that arrive are added to
 /// `pending` (up to `room`), and every `EXTEND_EVERY` the leases of all
 /// that are `unrecorded` (held ones included) are extended by `lease`.
+/// Returns whether it indexed released successors, and the ids whose
+/// write moved their notification.
 async fn record(
     store: &dyn DeliveryStore,
     due: &SharedIndex,

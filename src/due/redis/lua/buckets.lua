@@ -133,7 +133,6 @@ local function zadd(k, scored, flag)
   return added
 end
 
--- ZREM in chunks; returns the members removed.
 -- The scores of `members` in `k`, false for one not there: one ZMSCORE,
 -- or one ZSCORE per member before Redis 6.2.
 local function scores(k, members)
@@ -145,6 +144,7 @@ local function scores(k, members)
   return found
 end
 
+-- ZREM in chunks; returns the members removed.
 local function zrem(k, members)
   local removed = 0
   for i = 1, #members, 500 do
