@@ -91,6 +91,9 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     );
     let database_ok = matches!(database, Ok(Ok(())));
     let redis_ok = matches!(redis, Ok(Ok(())));
+    if redis_ok {
+        state.service.index_answered();
+    }
     let word = |ok| if ok { "ok" } else { "unreachable" };
     // The embedded file answered, and could not grow (`SqliteStore::ping`).
     let unwritable = matches!(

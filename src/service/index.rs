@@ -228,6 +228,17 @@ impl Service {
         }
     }
 
+    /// The due index answered a check outside the write path (`/readyz`):
+    /// the breaker closes, as its own probe would close it. Only a request
+    /// started that probe, so a process no create reached kept reporting
+    /// the breaker open (`hookd_index_breaker_open` 1) long after Redis
+    /// came back.
+    pub fn index_answered(&self) {
+        if self.breaker.is_open() {
+            self.breaker.succeeded();
+        }
+    }
+
     /// Whether requests are doing without the due index (it failed lately).
     pub fn index_breaker_open(&self) -> bool {
         self.breaker.is_open()

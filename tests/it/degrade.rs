@@ -88,6 +88,38 @@ async fn with_redis_stopped_creates_stop_calling_it_and_are_delivered_once_it_is
     assert_eq!((distinct, total), (created, created), "each once");
 }
 
+/// The create path's breaker closes when `/readyz` finds Redis answering,
+/// not only when a create comes to probe it: an idle process reported it
+/// open (`hookd_index_breaker_open` 1) for as long as no create came.
+#[sqlx::test]
+async fn readiness_closes_the_index_breaker_once_redis_answers_without_a_create(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = crate::helpers::test_pool(connect).await;
+    let mut redis = RedisServer::start().await;
+    let port = redis.port;
+    let app = spawn_app_with(pool.clone(), &redis.url(), "").await;
+    app.endpoint(json!({"uid": "shop"})).await;
+    redis.kill();
+    let (status, body) = app
+        .post(
+            "/v1/notifications",
+            json!({"endpoint": "shop", "payload": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(app.state.service.index_breaker_open());
+
+    let _redis = RedisServer::start_on(port).await;
+    eventually(DEADLINE, "readiness to close the breaker", || async {
+        let (status, _) = app.get("/readyz").await;
+        assert_eq!(status, StatusCode::OK);
+        (!app.state.service.index_breaker_open()).then_some(())
+    })
+    .await;
+}
+
 /// While Redis is down, the due index's gauges read NaN, not their last
 /// reading: a review's dashboard showed 31 notifications due for the
 /// whole of a 20 s outage. They read again once Redis is back.
