@@ -11,8 +11,8 @@
 //! and a process started meanwhile with another count would record its
 //! own beside theirs, two layouts each delivering what the other leased.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::link::Conn;
 use super::{RedisIndex, ShardedIndex};
@@ -61,6 +61,62 @@ pub(crate) async fn check(
             stored: stored.unwrap_or_default(),
             key,
         }))),
+    }
+}
+
+/// How often a running process records and compares its layout again
+/// (`Link::check_layout`).
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// What a running process's checks of the layout found: when the last
+/// ran, and the mismatch it found, which every command then fails with.
+#[derive(Default)]
+pub(crate) struct Guard {
+    checked: Mutex<Option<Instant>>,
+    mismatch: Mutex<Option<LayoutMismatch>>,
+}
+
+impl Guard {
+    /// The error every command fails with while the last check found
+    /// another count recorded.
+    pub(crate) fn refusal(&self) -> Option<DueError> {
+        let mismatch = self.mismatch.lock().expect("redis layout lock").clone();
+        mismatch.map(|mismatch| DueError::Unavailable(Box::new(mismatch)))
+    }
+
+    /// Whether a check is due (at most one per `CHECK_EVERY`); taken if so.
+    pub(crate) fn due(&self) -> bool {
+        let mut checked = self.checked.lock().expect("redis layout lock");
+        if checked.is_some_and(|at| at.elapsed() < CHECK_EVERY) {
+            return false;
+        }
+        *checked = Some(Instant::now());
+        true
+    }
+
+    /// Records `shards` again unless a count is recorded (`check`), and
+    /// keeps what it found; a Redis that does not answer changes nothing.
+    pub(crate) async fn check(&self, conn: &mut Conn, prefix: &str, shards: u16, limit: Duration) {
+        let found = match check(conn, prefix, shards, limit).await {
+            Ok(()) => None,
+            Err(DueError::Unavailable(error)) => match error.downcast::<LayoutMismatch>() {
+                Ok(mismatch) => Some(*mismatch),
+                // Redis did not answer: the next check asks again.
+                Err(_) => return,
+            },
+            Err(_) => return,
+        };
+        let mut mismatch = self.mismatch.lock().expect("redis layout lock");
+        match (&*mismatch, &found) {
+            (None, Some(found)) => {
+                tracing::error!(error = %found, "the due index in Redis is laid out for another shard count now; deliveries pause until it is this process's again")
+            }
+            (Some(_), None) => tracing::warn!(
+                "the due index in Redis is laid out with this process's shard count again"
+            ),
+            _ => {}
+        }
+        *mismatch = found;
     }
 }
 

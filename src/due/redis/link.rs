@@ -52,10 +52,6 @@ const RESOLVE_EVERY: Duration = Duration::from_millis(250);
 /// every command succeeds (`Link::check_master`).
 const CHECK_MASTER_EVERY: Duration = Duration::from_secs(1);
 
-/// How often a running process records and compares its layout again
-/// (`check_layout`).
-const CHECK_LAYOUT_EVERY: Duration = Duration::from_secs(1);
-
 /// How long a cluster's commands keep failing the way a failover makes them
 /// fail (with no pause as long between two failures) before hookd renews
 /// its cluster connection; also the least time between two renewals. A
@@ -132,10 +128,8 @@ pub(crate) struct Link {
     renewing: AtomicBool,
     /// Set once the recorded layout matched this process's (`layout`).
     laid_out: tokio::sync::OnceCell<()>,
-    /// When the layout was last checked again (`check_layout`), and the
-    /// mismatch it found, which every command then fails with.
-    layout_checked: Mutex<Option<Instant>>,
-    mismatch: Mutex<Option<super::layout::LayoutMismatch>>,
+    /// What the checks of a running process found (`check_layout`).
+    layout: super::layout::Guard,
     /// Redis refused `ZADD GT` (before 6.2): hand-offs go through the
     /// script that does the same (`RedisIndex::lease_ids`).
     pub(crate) without_zadd_gt: AtomicBool,
@@ -164,8 +158,7 @@ impl Link {
             streak: Mutex::new(None),
             renewing: Default::default(),
             laid_out: tokio::sync::OnceCell::new(),
-            layout_checked: Mutex::new(None),
-            mismatch: Mutex::new(None),
+            layout: Default::default(),
             without_zadd_gt: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             master_checked: Mutex::new(None),
@@ -183,8 +176,8 @@ impl Link {
     pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
         let conn = self.connection().await?;
         if self.laid_out.initialized() {
-            if let Some(mismatch) = self.mismatch.lock().expect("redis layout lock").clone() {
-                return Err(DueError::Unavailable(Box::new(mismatch)));
+            if let Some(refused) = self.layout.refusal() {
+                return Err(refused);
             }
             return Ok(conn);
         }
@@ -287,42 +280,16 @@ impl Link {
     /// with it (its deliveries pause, `/readyz` says why) until the record
     /// is its own again, rather than run a second layout beside the first.
     pub(crate) async fn check_layout(&self) {
-        if !self.laid_out.initialized() {
+        if !self.laid_out.initialized() || !self.layout.due() {
             return;
-        }
-        {
-            let mut checked = self.layout_checked.lock().expect("redis layout lock");
-            if checked.is_some_and(|at| at.elapsed() < CHECK_LAYOUT_EVERY) {
-                return;
-            }
-            *checked = Some(Instant::now());
         }
         let Ok(mut conn) = self.connection().await else {
             return;
         };
         let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
-        let found = match super::layout::check(&mut conn, prefix, shards, self.timeout).await {
-            Ok(()) => None,
-            Err(DueError::Unavailable(error)) => {
-                match error.downcast::<super::layout::LayoutMismatch>() {
-                    Ok(mismatch) => Some(*mismatch),
-                    // Redis did not answer: the next check asks again.
-                    Err(_) => return,
-                }
-            }
-            Err(_) => return,
-        };
-        let mut mismatch = self.mismatch.lock().expect("redis layout lock");
-        match (&*mismatch, &found) {
-            (None, Some(found)) => {
-                tracing::error!(error = %found, "the due index in Redis is laid out for another shard count now; deliveries pause until it is this process's again")
-            }
-            (Some(_), None) => tracing::warn!(
-                "the due index in Redis is laid out with this process's shard count again"
-            ),
-            _ => {}
-        }
-        *mismatch = found;
+        self.layout
+            .check(&mut conn, prefix, shards, self.timeout)
+            .await;
     }
 
     /// Notes a command that succeeded: on a cluster, the first after a
