@@ -299,6 +299,14 @@ impl App {
         // Rows written before keys were set (or under a retired key) are
         // sealed under the current key while hookd serves.
         let resealing = tokio::spawn((self.reseal)(token.clone()));
+        // Which due index owns the database (`domain::index_owner`): in
+        // every process on a shared index, the API's hand-offs too.
+        let beating = crate::dispatcher::index_owner::start(
+            self.housekeeping.clone(),
+            self.state.due.clone(),
+            token.clone(),
+        )
+        .await;
         // Pull consumers' signals and leases: wherever the API or the
         // dispatcher runs.
         let pulling = tokio::spawn(self.state.service.clone().run_pull(token.clone()));
@@ -369,6 +377,7 @@ impl App {
         stop_within(grace, "resealing", resealing).await;
         stop_within(grace, "pull", pulling).await;
         stop_within(grace, "recover", recovering).await;
+        stop_within(grace, "the due index's beats", beating).await;
         // Last, when this app opened the store: every part that wrote is
         // done. (A store given to `with_parts` may outlive the app.) A
         // connection a stalled query still holds is not waited for.

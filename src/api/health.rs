@@ -16,6 +16,8 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::AppState;
+use crate::domain::index_owner::{AnotherIndex, OwnerUnknown};
+use crate::due::DueError;
 use crate::store::StoreKind;
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -41,6 +43,10 @@ pub struct Health {
     /// Server mode's stores, `ok` or `unreachable` (readiness only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub postgres: Option<&'static str>,
+    /// `ok`, `unreachable`, or `paused`: Redis answers, but this process
+    /// does not use its index (another index serves the database, or this
+    /// process could not tell the database which index it uses for 15 s;
+    /// `warnings` says which).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis: Option<&'static str>,
     /// The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
@@ -107,7 +113,12 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     };
     // An index in this process cannot be unreachable; only Redis is named.
-    let redis = state.due.recovery().is_some().then(|| word(redis_ok));
+    // One that answers but is not this process's to use says `paused`
+    // (`domain::index_owner`; the warnings say why).
+    let paused = matches!(&redis, Ok(Err(DueError::Unavailable(cause)))
+        if cause.is::<AnotherIndex>() || cause.is::<OwnerUnknown>());
+    let redis =
+        (state.due.recovery().is_some()).then(|| if paused { "paused" } else { word(redis_ok) });
     let database = Some(word(database_ok));
     let health = match state.store.kind() {
         StoreKind::Postgres => Health {

@@ -36,6 +36,9 @@
 //! - `release_by`: SQLite's switch between its two ways of releasing an
 //!   ordered success (a trigger's or the recorder's), which PostgreSQL
 //!   has no use for.
+//! - `due_indexes`: the Redis indexes seen serving a server-mode database
+//!   (`domain::index_owner`); the embedded mode writes none, and the
+//!   server's dispatchers name theirs.
 //! - The in-process due index and its leases of push deliveries (in memory
 //!   only, never in the file): a push delivery under way when the embedded
 //!   hookd stopped is a pending row due at its time, delivered again by
@@ -327,7 +330,7 @@ const OPERATIONS: Table = Table {
 /// The tables of the embedded schema left behind by design (the module's
 /// doc says why). A table in neither list makes the copy refuse, as a
 /// column does: a migration that adds one must say what becomes of it.
-pub(crate) const NOT_COPIED: [&str; 9] = [
+pub(crate) const NOT_COPIED: [&str; 10] = [
     "endpoint_circuits",
     "minute_stats",
     "minute_totals",
@@ -337,6 +340,7 @@ pub(crate) const NOT_COPIED: [&str; 9] = [
     "fanout_plans",
     "_sqlx_migrations",
     "release_by",
+    "due_indexes",
 ];
 
 /// Every table copied, in the order copied (operations last: a running

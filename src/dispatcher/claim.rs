@@ -3,6 +3,7 @@
 //! committer handed over (`handoff`), which need neither.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,9 +49,18 @@ impl Dispatcher {
             )
             .await
         {
-            Ok(claim) => claim,
+            Ok(claim) => {
+                if shared.claims_failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("claims from the due index again");
+                }
+                claim
+            }
             Err(error) => {
-                tracing::warn!(%error, "cannot claim from the due index; deliveries pause until it answers");
+                if shared.claims_failing.swap(true, Ordering::Relaxed) {
+                    tracing::debug!(%error, "cannot claim from the due index");
+                } else {
+                    tracing::warn!(%error, "cannot claim from the due index; deliveries pause until it answers");
+                }
                 pause(shutdown, STORE_BACKOFF).await;
                 return Turn::Again;
             }

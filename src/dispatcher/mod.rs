@@ -19,6 +19,7 @@ pub mod handoff;
 mod heal;
 pub mod housekeeping;
 mod in_flight;
+pub(crate) mod index_owner;
 mod lanes;
 mod plans;
 mod recorder;
@@ -86,6 +87,9 @@ struct Shared {
     throttled: screen::Hint,
     /// The one clock (`crate::clock`): the store's.
     clock: crate::clock::Clock,
+    /// The last claim failed: a run of failures (Redis down, or an index
+    /// paused for hours) is warned of once, not every second.
+    claims_failing: std::sync::atomic::AtomicBool,
 }
 
 impl Dispatcher {
@@ -158,6 +162,7 @@ impl Dispatcher {
             breaker,
             throttled: screen::Hint::default(),
             clock: self.store.clock().clone(),
+            claims_failing: Default::default(),
         });
         let mut plans = Plans::new(shared.default_timeout, settings.max_endpoint_timeout());
         let mut tasks = JoinSet::new();

@@ -242,6 +242,8 @@ async fn next_outcome(
 struct Owed {
     done: Vec<Uuid>,
     next: Vec<(Uuid, chrono::DateTime<chrono::Utc>)>,
+    /// The last try failed: a run of failures is warned of once.
+    failing: bool,
 }
 
 impl Owed {
@@ -257,13 +259,20 @@ impl Owed {
         }
         match due.complete(&self.done, &self.next).await {
             Ok(()) => {
+                if std::mem::take(&mut self.failing) {
+                    tracing::info!("completes leases in Redis again");
+                }
                 let scheduled = !self.next.is_empty();
                 self.done.clear();
                 self.next.clear();
                 scheduled
             }
             Err(error) => {
-                tracing::warn!(%error, owed = self.done.len(), "cannot complete leases in Redis yet; trying again");
+                if std::mem::replace(&mut self.failing, true) {
+                    tracing::debug!(%error, owed = self.done.len(), "cannot complete leases in Redis yet");
+                } else {
+                    tracing::warn!(%error, owed = self.done.len(), "cannot complete leases in Redis yet; trying again");
+                }
                 if self.done.len() > MAX_OWED {
                     // Not lost: the leases expire, the ids return to `due`,
                     // and the dispatcher reschedules them from their rows.

@@ -8,7 +8,8 @@
 //! value, the transitions a caller asks (retry, cancel), retention's
 //! choice, the signed tokens of portal links, how long a throttled
 //! endpoint's successes wait to be recorded together, and why a pending
-//! notification waits, and what an attempt's row keeps of its headers.
+//! notification waits, what an attempt's row keeps of its headers, and which due index
+//! owns a server-mode database.
 
 pub mod attempt_headers;
 pub mod bounded;
@@ -19,6 +20,7 @@ pub mod fields;
 pub mod heal;
 pub mod health;
 pub mod id;
+pub mod index_owner;
 pub mod jitter;
 pub mod json_keys;
 pub mod json_value;

@@ -225,4 +225,14 @@ pub trait Recovery: DueIndex {
     fn part_of(&self, _id: &Uuid) -> usize {
         0
     }
+    /// The index's name (`domain::index_owner`), kept beside its keys and
+    /// made anew when they are lost; read even while the index is paused.
+    async fn identity(&self) -> Result<String, DueError>;
+    /// This process beats (`domain::index_owner`): from now on every
+    /// command fails until a beat reached the database (`set_owner`), and
+    /// again once none has for `BLIND_AFTER`.
+    fn beats_start(&self);
+    /// What a beat that reached the database found: every command fails
+    /// with `another` while another index owns the database (`Some`).
+    fn set_owner(&self, another: Option<crate::domain::index_owner::AnotherIndex>);
 }

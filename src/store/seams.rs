@@ -57,6 +57,7 @@ use super::writes::{Committed, Writes};
 use super::{StoreError, StoreKind};
 use crate::clock::Clock;
 use crate::domain::health::Health;
+use crate::domain::index_owner::{Beat, IndexSeen};
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
@@ -375,6 +376,12 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
         Ok(None)
     }
+    /// Writes that `beat`'s index was seen now (first seen now if it is
+    /// new), deletes the row of the index it names gone and those unseen
+    /// since `Beat::forget_before`, and returns the indexes seen since
+    /// `Beat::live_after`, this one among them, for
+    /// `domain::index_owner::another_owner` to choose the owner.
+    async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
     /// The push notifications due by `now` and not yet sent, by whether
     /// they were attempted before: the `limit` endpoints of each kind with
     /// the oldest due row, and how many of each kind (a bounded read:

@@ -6,6 +6,7 @@
 //! index), so `scripts/test --test it -- sentence` runs both.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hookd::config::Settings;
 use hookd::due::memory::MemoryIndex;
@@ -18,19 +19,27 @@ use sqlx::PgPool;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
-use crate::helpers::{http_client, redis_url, test_settings, test_settings_with_prefix, TestApp};
+use crate::helpers::{
+    http_client, new_prefix, redis_url, test_settings, test_settings_with_prefix, TestApp,
+};
 
 /// The store (and, with it, the due index) a test runs against.
 pub enum Backend {
-    /// Server mode: PostgreSQL and Redis.
-    Postgres(PgPool),
+    /// Server mode: PostgreSQL and Redis, the index under one prefix for
+    /// every process the test starts on the database, as a deployment's
+    /// processes share one (`domain::index_owner`: a dispatcher on
+    /// another index pauses).
+    Postgres { pool: PgPool, prefix: String },
     /// Embedded mode: a SQLite file and an index in the app's process.
     Sqlite { store: SqliteStore, _dir: TempDir },
 }
 
 impl Backend {
     pub fn postgres(pool: PgPool) -> Self {
-        Self::Postgres(pool)
+        Self::Postgres {
+            pool,
+            prefix: new_prefix(),
+        }
     }
 
     /// A fresh, migrated database file in a temp dir of its own.
@@ -50,7 +59,7 @@ impl Backend {
     /// stores timestamps, SQLite integers of microseconds).
     pub async fn count(&self, sql: &'static str) -> i64 {
         match self {
-            Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+            Self::Postgres { pool, .. } => sqlx::query_scalar(sql).fetch_one(pool).await,
             Self::Sqlite { store, .. } => sqlx::query_scalar(sql).fetch_one(store.reader()).await,
         }
         .expect("the count runs")
@@ -60,7 +69,7 @@ impl Backend {
     /// in SQLite).
     pub async fn count_for(&self, sql: &'static str, id: uuid::Uuid) -> i64 {
         match self {
-            Self::Postgres(pool) => sqlx::query_scalar(sql).bind(id).fetch_one(pool).await,
+            Self::Postgres { pool, .. } => sqlx::query_scalar(sql).bind(id).fetch_one(pool).await,
             Self::Sqlite { store, .. } => {
                 sqlx::query_scalar(sql)
                     .bind(id)
@@ -76,9 +85,16 @@ impl Backend {
         self.spawn_with("").await
     }
 
+    /// In server mode, on the test's index (every process the test
+    /// starts shares it, before or beside another, as after a restart).
     pub async fn spawn_with(&self, overrides: &str) -> TestApp {
-        self.spawn_settings(test_settings(&redis_url(), overrides))
-            .await
+        let settings = match self {
+            Self::Postgres { prefix, .. } => {
+                test_settings_with_prefix(&redis_url(), prefix, overrides)
+            }
+            Self::Sqlite { .. } => test_settings(&redis_url(), overrides),
+        };
+        self.spawn_settings(settings).await
     }
 
     /// A second process beside `first`, as a deployment runs one: on the
@@ -94,7 +110,7 @@ impl Backend {
     pub async fn spawn_settings(&self, settings: Settings) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (app, redis) = match self {
-            Self::Postgres(pool) => {
+            Self::Postgres { pool, .. } => {
                 let index = RedisIndex::new(&settings.redis).unwrap();
                 let due: SharedIndex = Arc::new(index.clone());
                 let app = App::with_parts(
@@ -112,14 +128,14 @@ impl Backend {
                 (app, None)
             }
         };
-        start(app, redis)
+        start(app, redis).await
     }
 
     // Added for events.rs and pull*.rs.
     /// The store as housekeeping sees it (retention, sweeps), unsealed.
     pub fn housekeeping(&self) -> Box<dyn hookd::store::seams::HousekeepingStore> {
         match self {
-            Self::Postgres(pool) => Box::new(PgStore::new(pool.clone())),
+            Self::Postgres { pool, .. } => Box::new(PgStore::new(pool.clone())),
             Self::Sqlite { store, .. } => Box::new(store.clone()),
         }
     }
@@ -130,7 +146,7 @@ impl Backend {
     pub fn service(&self, due: SharedIndex, settings: Settings) -> hookd::service::Service {
         let settings = Arc::new(settings);
         match self {
-            Self::Postgres(pool) => {
+            Self::Postgres { pool, .. } => {
                 let store = PgStore::new(pool.clone());
                 hookd::service::Service::start(
                     Arc::new(store.clone()),
@@ -156,7 +172,7 @@ impl Backend {
     /// the back of this app's caches. The rows it changed.
     pub async fn execute(&self, sql: &'static str, texts: &[&str]) -> u64 {
         match self {
-            Self::Postgres(pool) => {
+            Self::Postgres { pool, .. } => {
                 let mut query = sqlx::query(sql);
                 for text in texts {
                     query = query.bind(*text);
@@ -185,7 +201,7 @@ impl Backend {
     /// The text column `sql` reads (both dialects alike), as stored.
     pub async fn texts(&self, sql: &'static str) -> Vec<String> {
         match self {
-            Self::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            Self::Postgres { pool, .. } => sqlx::query_scalar(sql).fetch_all(pool).await,
             Self::Sqlite { store, .. } => sqlx::query_scalar(sql).fetch_all(store.reader()).await,
         }
         .expect("the read runs")
@@ -195,7 +211,7 @@ impl Backend {
     pub async fn fail_since(&self, id: uuid::Uuid, at: chrono::DateTime<chrono::Utc>) {
         let sql = "UPDATE endpoints SET failing_since = $1 WHERE id = $2";
         match self {
-            Self::Postgres(pool) => sqlx::query(sql)
+            Self::Postgres { pool, .. } => sqlx::query(sql)
                 .bind(at)
                 .bind(id)
                 .execute(pool)
@@ -218,7 +234,7 @@ impl Backend {
     /// does.
     pub fn operations(&self) -> Box<dyn hookd::store::seams::OperationStore> {
         match self {
-            Self::Postgres(pool) => Box::new(PgStore::new(pool.clone())),
+            Self::Postgres { pool, .. } => Box::new(PgStore::new(pool.clone())),
             Self::Sqlite { store, .. } => Box::new(store.clone()),
         }
     }
@@ -228,7 +244,7 @@ impl Backend {
         let sql = "UPDATE notifications SET completed_at = $1 WHERE id = $2";
         for &(id, at) in rows {
             match self {
-                Self::Postgres(pool) => sqlx::query(sql)
+                Self::Postgres { pool, .. } => sqlx::query(sql)
                     .bind(at)
                     .bind(id)
                     .execute(pool)
@@ -247,7 +263,10 @@ impl Backend {
 }
 
 /// Runs `app` until the returned `TestApp` is dropped.
-pub fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
+/// Runs `app` and waits until it serves: in server mode its first beat
+/// (`domain::index_owner`) comes before, so a test that uses the index
+/// directly finds it open.
+pub async fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
     keep_the_log();
     let base = format!("http://{}", app.local_addr());
     let state = app.state().clone();
@@ -255,7 +274,13 @@ pub fn start(app: App, redis: Option<RedisIndex>) -> TestApp {
     tokio::spawn(app.run(async {
         let _ = stopped.await;
     }));
-    TestApp::new(base, http_client(), state, redis, stop)
+    let client = http_client();
+    crate::helpers::eventually(Duration::from_secs(30), "the app to serve", || async {
+        let answer = client.get(format!("{base}/healthz")).send().await.ok()?;
+        answer.status().is_success().then_some(())
+    })
+    .await;
+    TestApp::new(base, client, state, redis, stop)
 }
 
 /// Sends what in-process apps log at `warn` and above (`HOOKD_TEST_LOG`

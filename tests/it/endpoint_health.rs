@@ -20,7 +20,9 @@ async fn a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed_si
     backend: Backend,
 ) {
     match &backend {
-        Backend::Postgres(pool) => disabled_once(&backend, &PgStore::new(pool.clone())).await,
+        Backend::Postgres { pool, .. } => {
+            disabled_once(&backend, &PgStore::new(pool.clone())).await
+        }
         Backend::Sqlite { store, .. } => disabled_once(&backend, store).await,
     }
 }

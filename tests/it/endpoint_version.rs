@@ -31,7 +31,7 @@ async fn an_endpoints_version_rises_with_each_change_a_delivery_uses_and_not_wit
     backend: Backend,
 ) {
     match &backend {
-        Backend::Postgres(pool) => rises(&backend, &PgStore::new(pool.clone())).await,
+        Backend::Postgres { pool, .. } => rises(&backend, &PgStore::new(pool.clone())).await,
         Backend::Sqlite { store, .. } => rises(&backend, store).await,
     }
 }

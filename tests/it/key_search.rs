@@ -198,7 +198,7 @@ async fn a_prefix_many_keys_start_with_is_searched_in_bounded_slices_and_finds_e
     let endpoint = app.endpoint(json!({"uid": "busy"})).await;
     let endpoint: Uuid = endpoint["id"].as_str().unwrap().parse().unwrap();
     let db = || match &backend {
-        Backend::Postgres(pool) => Db::Postgres(pool),
+        Backend::Postgres { pool, .. } => Db::Postgres(pool),
         Backend::Sqlite { store, .. } => Db::Sqlite(store.writer()),
     };
     // 6,000 keys that start with "order-" (more than a prefix is read

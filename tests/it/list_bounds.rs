@@ -201,7 +201,7 @@ async fn a_filtered_page_reads_a_bounded_slice_and_its_cursors_find_every_match_
         .endpoint(json!({"uid": "elsewhere", "owner": "shop-8"}))
         .await);
     let db = || match &backend {
-        Backend::Postgres(pool) => Db::Postgres(pool),
+        Backend::Postgres { pool, .. } => Db::Postgres(pool),
         Backend::Sqlite { store, .. } => Db::Sqlite(store.writer()),
     };
     let failed_elsewhere = history(db(), elsewhere, 3_000, 100).await;

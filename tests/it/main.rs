@@ -34,6 +34,7 @@ mod fan_out_bounds;
 mod guard;
 mod handoff;
 mod hostile_input;
+mod index_owner;
 mod jitter;
 mod key_search;
 mod lanes;

@@ -85,7 +85,7 @@ async fn an_endpoints_most_attempted_notifications_come_first_and_each_once(back
     let busy = id(app.endpoint(json!({"uid": "busy"})).await);
     let other = id(app.endpoint(json!({"uid": "other"})).await);
     let db = || match &backend {
-        Backend::Postgres(pool) => Db::Postgres(pool),
+        Backend::Postgres { pool, .. } => Db::Postgres(pool),
         Backend::Sqlite { store, .. } => Db::Sqlite(store.writer()),
     };
     // 12,000 of busy's notifications, oldest first: 11,000 attempted 2 to 8

@@ -139,7 +139,7 @@ fn start_joinable(
     listener: tokio::net::TcpListener,
 ) -> (TestApp, tokio::task::JoinHandle<()>) {
     let (app, redis) = match backend {
-        Backend::Postgres(pool) => {
+        Backend::Postgres { pool, .. } => {
             let index = RedisIndex::new(&settings.redis).unwrap();
             let due: SharedIndex = std::sync::Arc::new(index.clone());
             let store = PgStore::new(pool.clone());

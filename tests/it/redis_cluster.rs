@@ -66,12 +66,16 @@ pub fn cluster_index() -> ShardedIndex {
 
 /// hookd on the cluster `nodes`, and its index. One endpoint takes up to
 /// 512 deliveries at once, so that thousands go through in seconds.
-fn spawn(pool: PgPool, nodes: &[String]) -> (TestApp, Arc<ShardedIndex>) {
-    spawn_with(pool, nodes, "")
+async fn spawn(pool: PgPool, nodes: &[String]) -> (TestApp, Arc<ShardedIndex>) {
+    spawn_with(pool, nodes, "").await
 }
 
 /// `spawn`, with `overrides` (TOML) that go on in the `[dispatcher]` table.
-fn spawn_with(pool: PgPool, nodes: &[String], overrides: &str) -> (TestApp, Arc<ShardedIndex>) {
+async fn spawn_with(
+    pool: PgPool,
+    nodes: &[String],
+    overrides: &str,
+) -> (TestApp, Arc<ShardedIndex>) {
     let overrides = format!("[dispatcher]\nendpoint_max_in_flight = 512\n{overrides}");
     let settings = cluster_settings(nodes, &overrides);
     let index = Arc::new(ShardedIndex::new(&settings.redis).unwrap());
@@ -85,7 +89,7 @@ fn spawn_with(pool: PgPool, nodes: &[String], overrides: &str) -> (TestApp, Arc<
         listener,
         Role::All,
     );
-    (crate::backends::start(app, None), index)
+    (crate::backends::start(app, None).await, index)
 }
 
 /// An endpoint `shop` delivering to `receiver`, once every shard is built.
@@ -131,7 +135,7 @@ async fn notifications_spread_over_every_shard_of_the_cluster_are_all_delivered(
     connect: PgConnectOptions,
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
-    let (app, index) = spawn(pool, &cluster_nodes());
+    let (app, index) = spawn(pool, &cluster_nodes()).await;
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
     let ids = submit(&app, 1000, "0s").await;
@@ -530,7 +534,7 @@ async fn readiness_is_degraded_while_any_cluster_master_is_unreachable(
 ) {
     let (pool, _closes) = crate::helpers::test_pool(connect).await;
     let mut cluster = OwnCluster::start().await;
-    let (app, index) = spawn(pool, &cluster.urls());
+    let (app, index) = spawn(pool, &cluster.urls()).await;
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
     let readiness = |want: &'static str| {
@@ -748,7 +752,7 @@ async fn fails_over_and_loses_nothing(pool: PgPool, lost: Lost) {
         Lost::HungSeed => vec![format!("redis://127.0.0.1:{}", masters[0])],
         Lost::Killed | Lost::Hung => cluster.urls(),
     };
-    let (app, index) = spawn_with(pool, &seeds, overrides);
+    let (app, index) = spawn_with(pool, &seeds, overrides).await;
     let receiver = Receiver::start().await;
     shop(&app, &index, &receiver).await;
     // Due in 4 s: (nearly) all 5,000 wait in the index when the master is

@@ -25,7 +25,7 @@ use crate::backends::Backend;
 macro_rules! read {
     ($backend:expr, $query:expr, $fetch:ident) => {
         match $backend {
-            Backend::Postgres(pool) => $query.$fetch(pool).await,
+            Backend::Postgres { pool, .. } => $query.$fetch(pool).await,
             Backend::Sqlite { store, .. } => $query.$fetch(store.reader()).await,
         }
         .unwrap()
@@ -37,7 +37,7 @@ macro_rules! read {
 macro_rules! with_store {
     ($backend:expr, |$store:ident| $wrap:expr => $run:expr) => {
         match &$backend {
-            Backend::Postgres(pool) => {
+            Backend::Postgres { pool, .. } => {
                 let $store = PgStore::new(pool.clone());
                 let $store = $wrap;
                 $run

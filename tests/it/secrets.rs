@@ -32,7 +32,7 @@ fn keys(pairs: &[(&str, &str)]) -> String {
 /// backend's own columns as stored.
 async fn dump(backend: &Backend) -> String {
     match backend {
-        Backend::Postgres(pool) => pg_dump(pool).await,
+        Backend::Postgres { pool, .. } => pg_dump(pool).await,
         Backend::Sqlite { store, .. } => sqlite_dump(store.reader()).await,
     }
 }
@@ -358,7 +358,7 @@ async fn a_pulled_notification_whose_sealed_header_does_not_open_fails_its_attem
     // The header claims a key id nobody has, as after retiring a key too early.
     let lost_id: uuid::Uuid = lost.parse().unwrap();
     let changed = match &backend {
-        Backend::Postgres(pool) => sqlx::query(
+        Backend::Postgres { pool, .. } => sqlx::query(
             "UPDATE notifications SET headers = jsonb_build_object('X-Token', \
                  'enc:v1:gone:' || substr(headers->>'X-Token', length('enc:v1:k:') + 1)) \
              WHERE id = $1",

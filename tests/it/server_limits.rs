@@ -33,7 +33,7 @@ async fn start(
     let settings = test_settings(&redis_url(), overrides);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let app = match backend {
-        Backend::Postgres(pool) => {
+        Backend::Postgres { pool, .. } => {
             let due = RedisIndex::new(&settings.redis).unwrap();
             let store = PgStore::new(pool.clone());
             App::with_parts(settings, store, Arc::new(due), listener, Role::All)

@@ -95,5 +95,12 @@ async fn with_postgres_down_the_api_answers_503_quickly_and_readyz_says_so() {
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["postgres"], json!("unreachable"));
-    assert_eq!(body["redis"], json!("ok"));
+    // Redis answers; once no beat has reached the database for 15 s the
+    // index pauses (`domain::index_owner`), and the warnings say why.
+    let warned = body["warnings"].to_string();
+    assert!(
+        body["redis"] == json!("ok")
+            || (body["redis"] == json!("paused") && warned.contains("has not told the database")),
+        "{body}"
+    );
 }

@@ -2570,6 +2570,10 @@ null for a pull endpoint.*/
         ///Server mode's stores, `ok` or `unreachable` (readiness only).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub postgres: ::std::option::Option<::std::string::String>,
+        /**`ok`, `unreachable`, or `paused`: Redis answers, but this process
+does not use its index (another index serves the database, or this
+process could not tell the database which index it uses for 15 s;
+`warnings` says which).*/
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub redis: ::std::option::Option<::std::string::String>,
         /**The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its

@@ -1375,6 +1375,12 @@ export interface components {
             mode?: string | null;
             /** @description Server mode's stores, `ok` or `unreachable` (readiness only). */
             postgres?: string | null;
+            /**
+             * @description `ok`, `unreachable`, or `paused`: Redis answers, but this process
+             *     does not use its index (another index serves the database, or this
+             *     process could not tell the database which index it uses for 15 s;
+             *     `warnings` says which).
+             */
             redis?: string | null;
             /**
              * @description The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its

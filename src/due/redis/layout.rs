@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use super::link::Conn;
 use super::{RedisIndex, ShardedIndex};
 use crate::config::RedisSettings;
+use crate::domain::index_owner::{AnotherIndex, OwnerUnknown, BLIND_AFTER};
 use crate::due::{DueError, SharedIndex};
 
 /// The shard count this process was configured with is not the one the
@@ -64,24 +65,127 @@ pub(crate) async fn check(
     }
 }
 
+/// The key that holds the index's name (`domain::index_owner`).
+pub(crate) fn identity_key(prefix: &str) -> String {
+    format!("{prefix}:{{{prefix}}}:identity")
+}
+
+/// The index's name: read, and a new one recorded when there is none
+/// (the first process to ask, on a new or emptied Redis, names it).
+pub(crate) async fn identity(
+    conn: &mut Conn,
+    prefix: &str,
+    limit: Duration,
+) -> Result<String, DueError> {
+    let key = identity_key(prefix);
+    let asked = async {
+        let mut get = redis::cmd("GET");
+        get.arg(&key);
+        if let Some(identity) = get.query_async::<Option<String>>(conn).await? {
+            return Ok(identity);
+        }
+        let mut pipe = redis::pipe();
+        let named = uuid::Uuid::new_v4().simple().to_string();
+        pipe.cmd("SET").arg(&key).arg(named).arg("NX").ignore();
+        pipe.get(&key);
+        let (identity,): (String,) = pipe.query_async(conn).await?;
+        Ok(identity)
+    };
+    match tokio::time::timeout(limit, asked).await {
+        Ok(result) => result,
+        Err(_) => Err(DueError::Timeout(limit)),
+    }
+}
+
 /// How often a running process records and compares its layout again
 /// (`Link::check_layout`).
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What a running process's checks of the layout found: when the last
 /// ran, and the mismatch it found, which every command then fails with.
+/// And which index owns the database (`domain::index_owner`), as this
+/// process's beats found it.
 #[derive(Default)]
 pub(crate) struct Guard {
     checked: Mutex<Option<Instant>>,
     mismatch: Mutex<Option<LayoutMismatch>>,
+    owner: Mutex<Owner>,
+}
+
+/// What this process knows of the index that owns the database.
+#[derive(Default)]
+enum Owner {
+    /// Nothing beats in this process (a test's index, `hookd config
+    /// check`): no command is refused for it.
+    #[default]
+    Unasked,
+    /// Beats started; none reached the database yet.
+    Unknown,
+    /// The last beat that reached the database, and what it found.
+    Beaten {
+        at: Instant,
+        another: Option<AnotherIndex>,
+    },
 }
 
 impl Guard {
     /// The error every command fails with while the last check found
-    /// another count recorded.
+    /// another count recorded, or while another index owns the database
+    /// or this process cannot tell (`Owner`).
     pub(crate) fn refusal(&self) -> Option<DueError> {
         let mismatch = self.mismatch.lock().expect("redis layout lock").clone();
-        mismatch.map(|mismatch| DueError::Unavailable(Box::new(mismatch)))
+        if let Some(mismatch) = mismatch {
+            return Some(DueError::Unavailable(Box::new(mismatch)));
+        }
+        let owner = self.owner.lock().expect("redis layout lock");
+        let unknown = |when| Some(DueError::Unavailable(Box::new(OwnerUnknown { when })));
+        match &*owner {
+            Owner::Unasked => None,
+            Owner::Unknown => unknown("yet"),
+            Owner::Beaten { at, .. } if at.elapsed() > BLIND_AFTER => unknown("for 15 s"),
+            Owner::Beaten { another, .. } => another
+                .clone()
+                .map(|another| DueError::Unavailable(Box::new(another))),
+        }
+    }
+
+    /// Beats start: until the first reaches the database, every command
+    /// is refused.
+    pub(crate) fn beats_start(&self) {
+        let mut owner = self.owner.lock().expect("redis layout lock");
+        if matches!(*owner, Owner::Unasked) {
+            *owner = Owner::Unknown;
+        }
+    }
+
+    /// Keeps what a beat that reached the database found: another index
+    /// that owns the database (every command then fails with it), or
+    /// none. Says whether this process's index serves again after it did
+    /// not (another owned the database, or no beat got through for
+    /// `BLIND_AFTER`): what the index holds may be stale.
+    pub(crate) fn set_owner(&self, found: Option<AnotherIndex>) -> bool {
+        let mut owner = self.owner.lock().expect("redis layout lock");
+        let was_paused = match &*owner {
+            Owner::Unasked | Owner::Unknown => false,
+            Owner::Beaten { at, another } => another.is_some() || at.elapsed() > BLIND_AFTER,
+        };
+        let resumed = was_paused && found.is_none();
+        match (was_paused, &found) {
+            (false, Some(found)) => {
+                tracing::error!(error = %found, "deliveries pause: another due index serves this database")
+            }
+            (true, None) => {
+                tracing::warn!(
+                    "this process's due index serves the database again; deliveries go on"
+                )
+            }
+            _ => {}
+        }
+        *owner = Owner::Beaten {
+            at: Instant::now(),
+            another: found,
+        };
+        resumed
     }
 
     /// Whether a check is due (at most one per `CHECK_EVERY`); taken if so.

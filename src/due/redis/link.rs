@@ -175,20 +175,48 @@ impl Link {
     /// index's recorded layout is known to match this process's.
     pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
         let conn = self.connection().await?;
-        if self.laid_out.initialized() {
-            if let Some(refused) = self.layout.refusal() {
-                return Err(refused);
-            }
-            return Ok(conn);
+        if !self.laid_out.initialized() {
+            self.laid_out
+                .get_or_try_init(|| async {
+                    let mut checking = conn.clone();
+                    let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
+                    super::layout::check(&mut checking, prefix, shards, self.timeout).await
+                })
+                .await?;
         }
-        self.laid_out
-            .get_or_try_init(|| async {
-                let mut checking = conn.clone();
-                let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
-                super::layout::check(&mut checking, prefix, shards, self.timeout).await
-            })
-            .await?;
+        if let Some(refused) = self.layout.refusal() {
+            return Err(refused);
+        }
         Ok(conn)
+    }
+
+    /// The index's name (`layout::identity`), read even while commands
+    /// are refused: the beat that resumes them needs it.
+    pub(crate) async fn identity(&self) -> Result<String, DueError> {
+        let mut conn = self.connection().await?;
+        super::layout::identity(&mut conn, &self.settings.prefix, self.timeout).await
+    }
+
+    /// Why every command fails now, if it does (`layout::Guard`).
+    pub(crate) fn refusal(&self) -> Option<DueError> {
+        self.layout.refusal()
+    }
+
+    /// Beats start (`domain::index_owner`): every command is refused until
+    /// one reaches the database.
+    pub(crate) fn beats_start(&self) {
+        self.layout.beats_start();
+    }
+
+    /// Pauses every command while another index owns the database
+    /// (`Some`), resumes them (`None`). An index that serves again after
+    /// a pause may lack what was written meanwhile: it counts a new epoch,
+    /// as after a failover, so housekeeping re-adds recent rows and walks
+    /// every overdue one.
+    pub(crate) fn set_owner(&self, another: Option<crate::domain::index_owner::AnotherIndex>) {
+        if self.layout.set_owner(another) {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// A connection without the layout check, which records the layout

@@ -363,6 +363,20 @@ impl RedisIndex {
         policy_warnings(&self.maxmemory_policies().await.unwrap_or_default())
     }
 
+    /// Why every command fails, when this process refuses to use the
+    /// index (another layout recorded, another index owning the
+    /// database), then the eviction warnings: what `/readyz` lists.
+    pub(crate) async fn index_warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .link
+            .refusal()
+            .map(|e| e.to_string())
+            .into_iter()
+            .collect();
+        warnings.extend(self.eviction_warnings().await);
+        warnings
+    }
+
     /// Adds (or moves) notifications to the due set, in one script call.
     pub async fn add(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<(), DueError> {
         self.complete(&[], entries).await
@@ -464,7 +478,7 @@ impl crate::due::DueIndex for RedisIndex {
     }
 
     async fn warnings(&self) -> Vec<String> {
-        self.eviction_warnings().await
+        self.index_warnings().await
     }
 
     /// Redis restarts, fails over and evicts while hookd runs (`rebuild`).

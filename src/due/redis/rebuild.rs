@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{member, parse_member, score, script, RedisIndex};
+use crate::domain::index_owner::AnotherIndex;
 use crate::due::{DueError, IndexState, Recovery};
 
 static ADD_MISSING: LazyLock<Script> =
@@ -344,6 +345,20 @@ impl Recovery for RedisIndex {
 
     async fn missing(&self, entries: &[(Uuid, DateTime<Utc>)]) -> Result<Vec<Uuid>, DueError> {
         RedisIndex::missing(self, entries).await
+    }
+
+    async fn identity(&self) -> Result<String, DueError> {
+        // Observed: on a cluster, failures renew the connection (nothing
+        // else reaches Redis from a paused process).
+        self.observed(self.link.identity().await)
+    }
+
+    fn beats_start(&self) {
+        self.link.beats_start()
+    }
+
+    fn set_owner(&self, another: Option<AnotherIndex>) {
+        self.link.set_owner(another)
     }
 }
 

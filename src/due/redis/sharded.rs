@@ -32,6 +32,7 @@ use uuid::Uuid;
 
 use super::{link::Link, RedisIndex};
 use crate::config::RedisSettings;
+use crate::domain::index_owner::AnotherIndex;
 use crate::domain::shard::{claim_backoff, shard_of, visit_order};
 use crate::due::{Claim, DueError, DueIndex, IndexState, Recovery};
 
@@ -351,7 +352,7 @@ impl DueIndex for ShardedIndex {
     }
 
     async fn warnings(&self) -> Vec<String> {
-        self.shards[0].eviction_warnings().await
+        self.shards[0].index_warnings().await
     }
 
     fn recovery(&self) -> Option<&dyn Recovery> {
@@ -434,6 +435,19 @@ impl Recovery for ShardedIndex {
             })
             .await?;
         Ok(found.into_iter().flatten().collect())
+    }
+
+    /// The shards share one link, and one name.
+    async fn identity(&self) -> Result<String, DueError> {
+        Recovery::identity(&self.shards[0]).await
+    }
+
+    fn beats_start(&self) {
+        Recovery::beats_start(&self.shards[0])
+    }
+
+    fn set_owner(&self, another: Option<AnotherIndex>) {
+        Recovery::set_owner(&self.shards[0], another)
     }
 
     fn parts(&self) -> Vec<&dyn Recovery> {

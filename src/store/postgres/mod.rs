@@ -16,6 +16,7 @@ mod endpoints;
 mod events;
 mod health;
 mod housekeeping;
+mod index_owner;
 #[cfg(test)]
 mod list_plan_tests;
 mod list_queries;

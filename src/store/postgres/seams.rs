@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::clock::Clock;
 use crate::domain::health::Health;
+use crate::domain::index_owner::{Beat, IndexSeen};
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
@@ -315,6 +316,9 @@ impl HousekeepingStore for PgStore {
     }
     async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
         PgStore::clock_skew(self).await.map(Some)
+    }
+    async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
+        PgStore::beat_index(self, beat).await
     }
     async fn sync_operator_endpoint(
         &self,

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::values::{open_secret, open_url, seal_secret};
 use super::Sealing;
+use crate::domain::index_owner::{Beat, IndexSeen};
 use crate::domain::operator_event::{OperatorEvent, OPERATOR_ENDPOINT_ID};
 use crate::domain::sealed::context;
 use crate::store::health::FailingEndpoint;
@@ -96,6 +97,9 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
     }
     async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
         self.inner.clock_skew().await
+    }
+    async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
+        self.inner.beat_index(beat).await
     }
     /// The target goes in sealed; what is stored is opened before the
     /// target compares it, since a value sealed again never reads the same.

@@ -25,6 +25,7 @@ mod fanout;
 mod files;
 mod health;
 mod housekeeping;
+mod index_owner;
 mod lock;
 mod most_attempted;
 mod notifications;

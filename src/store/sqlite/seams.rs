@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::SqliteStore;
 use crate::clock::Clock;
 use crate::domain::health::Health;
+use crate::domain::index_owner::{Beat, IndexSeen};
 use crate::domain::operator_event::OperatorEvent;
 use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
@@ -316,6 +317,9 @@ impl HousekeepingStore for SqliteStore {
         limit: usize,
     ) -> Result<DueBacklog, StoreError> {
         SqliteStore::due_backlog(self, now, limit).await
+    }
+    async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
+        SqliteStore::beat_index(self, beat).await
     }
     async fn failing_endpoints(
         &self,

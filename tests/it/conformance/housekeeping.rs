@@ -479,3 +479,88 @@ pub async fn re_enabling_a_disabled_endpoint_forgets_its_failures<S: Backend>(st
         .unwrap()
         .is_empty());
 }
+
+/// The due indexes' beats (`domain::index_owner`), as the store keeps
+/// them: an index keeps its first sighting while it beats, a newcomer is
+/// seen after it, a name said to be gone hands its sighting on and is
+/// deleted, one unseen for a day is deleted, and only those seen within
+/// `LIVE_FOR` are returned.
+pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S: Backend>(
+    store: S,
+) {
+    use hookd::domain::index_owner::{another_owner, Beat, IndexSeen, FORGET_AFTER, LIVE_FOR};
+    // Whole microseconds, as both schemas keep them.
+    let start = DateTime::from_timestamp_micros(micros(Utc::now())).unwrap();
+    let beat = |identity: &str, gone: Option<&str>, now: DateTime<Utc>| Beat {
+        identity: identity.into(),
+        gone: gone.map(str::to_owned),
+        now,
+    };
+    let names = |seen: &[IndexSeen]| {
+        let mut names: Vec<String> = seen.iter().map(|s| s.identity.clone()).collect();
+        names.sort();
+        names
+    };
+    let of = |seen: &[IndexSeen], identity: &str| {
+        seen.iter()
+            .find(|s| s.identity == identity)
+            .cloned()
+            .unwrap()
+    };
+
+    let first = store.beat_index(&beat("a", None, start)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].first_seen, first[0].seen_at), (start, start));
+    // b's host reads a time before a's first sighting: b still comes after.
+    let seen = store
+        .beat_index(&beat("b", None, start - Duration::seconds(2)))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["a", "b"]);
+    assert!(of(&seen, "b").first_seen > start);
+    assert!(another_owner("b", &seen).is_some(), "a was seen first");
+    let later = start + Duration::seconds(5);
+    let again = store.beat_index(&beat("a", None, later)).await.unwrap();
+    assert_eq!(
+        of(&again, "a").first_seen,
+        start,
+        "a beat keeps the first sighting"
+    );
+    assert_eq!(of(&again, "a").seen_at, later);
+    assert_eq!(another_owner("a", &again), None);
+
+    // A beat whose clock reads earlier does not move a row back.
+    let behind = store.beat_index(&beat("a", None, start)).await.unwrap();
+    assert_eq!(of(&behind, "a").seen_at, later);
+
+    // a's Redis lost its keys and named it c: c takes a's first sighting,
+    // and a is gone.
+    let seen = store
+        .beat_index(&beat("c", Some("a"), later + Duration::seconds(1)))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["b", "c"]);
+    assert_eq!(of(&seen, "c").first_seen, start);
+    assert_eq!(another_owner("c", &seen), None);
+    // A beat may not name itself gone.
+    let seen = store
+        .beat_index(&beat("b", Some("b"), later + Duration::seconds(1)))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["b", "c"]);
+
+    // c unseen for LIVE_FOR: b owns the database, and c back is behind it.
+    let past_c = later + Duration::seconds(2) + LIVE_FOR;
+    let seen = store.beat_index(&beat("b", None, past_c)).await.unwrap();
+    assert_eq!(names(&seen), ["b"]);
+    let seen = store.beat_index(&beat("c", None, past_c)).await.unwrap();
+    assert!(of(&seen, "c").first_seen > of(&seen, "b").first_seen);
+    assert!(another_owner("c", &seen).is_some());
+
+    // A day later, b and c unseen since: deleted, and a new beat finds
+    // itself alone.
+    let next_day = past_c + FORGET_AFTER + Duration::seconds(1);
+    let seen = store.beat_index(&beat("d", None, next_day)).await.unwrap();
+    assert_eq!(names(&seen), ["d"]);
+    assert_eq!(of(&seen, "d").first_seen, next_day);
+}

@@ -145,6 +145,7 @@ macro_rules! conformance {
                 retention_forgets_a_key_once_none_of_its_notifications_is_left_and_no_stored_one_holds_it,
                 a_failing_endpoint_is_disabled_once_with_its_event_unless_it_changed,
                 re_enabling_a_disabled_endpoint_forgets_its_failures,
+                an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones,
             }
             ordering {
                 a_notification_waiting_for_a_holder_retention_removed_is_its_keys_head_again,

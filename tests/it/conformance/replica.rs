@@ -46,6 +46,7 @@
 
 use chrono::{DateTime, Utc};
 use hookd::domain::health::Health;
+use hookd::domain::index_owner::{Beat, IndexSeen};
 use hookd::domain::operator_event::OperatorEvent;
 use hookd::domain::problem::Problem;
 use hookd::domain::pull::{Delivery, Receipt};
@@ -256,6 +257,7 @@ through!(HousekeepingStore => primary {
     fn disable_endpoints(&self, endpoints: &[FailingEndpoint], reason: &str, events: &[OperatorEvent]) -> Result<Vec<Uuid>, StoreError>;
     fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError>;
     fn due_backlog(&self, now: DateTime<Utc>, limit: usize) -> Result<DueBacklog, StoreError>;
+    fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
 });
 
 through!(PullStore => primary {

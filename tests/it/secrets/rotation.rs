@@ -177,7 +177,7 @@ async fn two_processes_starting_together_encrypt_every_row_exactly_once(backend:
     let keyring = hookd::domain::sealed::Keyring::new([("k", KEY_NEW)]).unwrap();
     let all = "SELECT id, headers->>'X-Key' FROM notifications";
     let rows: Vec<(uuid::Uuid, String)> = match &backend {
-        Backend::Postgres(pool) => sqlx::query_as(all).fetch_all(pool).await,
+        Backend::Postgres { pool, .. } => sqlx::query_as(all).fetch_all(pool).await,
         Backend::Sqlite { store, .. } => sqlx::query_as(all).fetch_all(store.reader()).await,
     }
     .unwrap();

@@ -21,7 +21,10 @@ class Health:
         mode (None | str | Unset): Readiness only: `embedded` (SQLite, the due index in the process) or
             `server` (PostgreSQL and Redis).
         postgres (None | str | Unset): Server mode's stores, `ok` or `unreachable` (readiness only).
-        redis (None | str | Unset):
+        redis (None | str | Unset): `ok`, `unreachable`, or `paused`: Redis answers, but this process
+            does not use its index (another index serves the database, or this
+            process could not tell the database which index it uses for 15 s;
+            `warnings` says which).
         sqlite (None | str | Unset): The embedded mode's file, `ok`, `unreachable`, or `unwritable`: its
             file system has no room for another page or is read-only, so creates
             fail (readiness only).

@@ -1,0 +1,8 @@
+-- The due indexes seen on this database, as ../20261221000067_due_indexes.sql
+-- (the embedded mode's index lives in its process and writes none; the
+-- table keeps the store's seams alike). Times in the schema's microseconds.
+CREATE TABLE IF NOT EXISTS due_indexes (
+    identity   TEXT PRIMARY KEY,
+    first_seen INTEGER NOT NULL,
+    seen_at    INTEGER NOT NULL
+) STRICT;

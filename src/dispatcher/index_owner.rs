@@ -1,0 +1,117 @@
+//! The beats that keep one due index per database (`domain::index_owner`),
+//! in every server-mode process whatever its role (`startup` runs them):
+//! once a second the index's name is written to the store, and the index
+//! is paused while another owns the database, or while no beat has got
+//! through for `BLIND_AFTER`. The first beat comes before the process
+//! serves, and until one gets through the index refuses every command,
+//! so a process started on the wrong Redis or prefix never claims.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::index_owner::{another_owner, Beat};
+use crate::due::{Recovery, SharedIndex};
+use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
+
+const EVERY: Duration = Duration::from_secs(1);
+
+/// What a process keeps between beats.
+#[derive(Default)]
+struct Beats {
+    /// The name its index had at the last beat that got through: said to
+    /// be gone when Redis names the index anew, and beaten with while
+    /// Redis cannot be read (the index's shards but the one that holds
+    /// the name may still serve).
+    last: Option<String>,
+    /// The last beat failed: said once, not every second.
+    failing: bool,
+}
+
+impl Beats {
+    async fn beat(&mut self, store: &dyn HousekeepingStore, index: &dyn Recovery) {
+        match self.try_beat(store, index).await {
+            Ok(()) if std::mem::take(&mut self.failing) => {
+                tracing::info!("this process tells the database which due index it uses again")
+            }
+            Ok(()) => {}
+            Err(error) if self.failing => {
+                tracing::debug!(%error, "cannot tell the database which due index this process uses")
+            }
+            Err(error) => {
+                self.failing = true;
+                tracing::warn!(%error, "cannot tell the database which due index this process uses; trying again every second (deliveries pause after 15 s)")
+            }
+        }
+    }
+
+    async fn try_beat(
+        &mut self,
+        store: &dyn HousekeepingStore,
+        index: &dyn Recovery,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let identity = match (index.identity().await, &self.last) {
+            (Ok(identity), _) => identity,
+            (Err(_), Some(last)) => last.clone(),
+            (Err(error), None) => return Err(error.into()),
+        };
+        let beat = Beat {
+            gone: self.last.clone().filter(|last| *last != identity),
+            identity,
+            now: store.clock().now(),
+        };
+        let live = store.beat_index(&beat).await?;
+        if beat.gone.is_some() {
+            tracing::warn!(
+                "the due index in Redis was named anew (it lost its keys): its old name is retired"
+            );
+        }
+        let another = another_owner(&beat.identity, &live);
+        metrics::gauge!("hookd_index_paused").set(if another.is_some() { 1.0 } else { 0.0 });
+        index.set_owner(another);
+        self.last = Some(beat.identity);
+        Ok(())
+    }
+}
+
+/// How long a process's start waits for its first beat: a database or a
+/// Redis that does not answer by then is asked again every second, the
+/// index refusing every command meanwhile.
+const FIRST_WITHIN: Duration = Duration::from_secs(5);
+
+/// Beats once (within `FIRST_WITHIN`), before the process serves: its
+/// first creates find the index open to them, and its dispatcher's first
+/// claim knows whether it may. Then beats every second until `shutdown`,
+/// in a task. Nothing for an index in the process (embedded), which no
+/// other process can share.
+pub(crate) async fn start(
+    store: SharedHousekeeping,
+    due: SharedIndex,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let mut beats = Beats::default();
+    if let Some(index) = due.recovery() {
+        index.beats_start();
+        if tokio::time::timeout(FIRST_WITHIN, beats.beat(&*store, index))
+            .await
+            .is_err()
+        {
+            tracing::warn!("the first beat of the due index did not finish in time; the next ones go on in the background");
+        }
+    }
+    tokio::spawn(async move {
+        let Some(index) = due.recovery() else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(EVERY) => {}
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = beats.beat(&*store, index) => {}
+            }
+        }
+    })
+}

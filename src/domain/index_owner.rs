@@ -1,0 +1,249 @@
+//! One due index per database. In server mode each dispatcher claims from
+//! the Redis index at `redis.url` (or `.cluster`, `.sentinels`) under
+//! `redis.prefix`, and its housekeeping re-adds to that index whatever
+//! PostgreSQL holds pending and the index lacks. Two processes on the same
+//! database but another Redis or another prefix are two indexes, each
+//! re-adding what the other leased: every notification goes out twice.
+//! Nothing in either index shows it.
+//!
+//! So each index names itself (a random identity kept in Redis beside its
+//! keys, `due::Recovery::identity`), and every server-mode process writes
+//! its index's name into the database once a second (`store::seams::
+//! HousekeepingStore::beat_index`, under a lock: beats are one at a time).
+//! Of the indexes seen lately (`LIVE_FOR`), the one seen longest without a
+//! break owns the database: a new index (or one back after a break) is
+//! first seen after every live one, whatever the clocks of their hosts
+//! say (`Beat::apply`). A process on another index refuses every command
+//! of its index (`AnotherIndex`): its deliveries pause, and `/readyz`
+//! says why, until the owner goes unseen for `LIVE_FOR`. A process whose
+//! beats stop reaching the database for `BLIND_AFTER` pauses too
+//! (`OwnerUnknown`): by `LIVE_FOR` another index could own it.
+//!
+//! A Redis that lost its data names its index anew. A process on it that
+//! saw the old name says it is gone (`Beat::gone`), and the new name takes
+//! the old one's place (its first sighting) at once. Processes that all
+//! started after the loss never saw the old name: they wait `LIVE_FOR`
+//! behind its last beat.
+
+use chrono::{DateTime, Duration, Utc};
+
+/// How long an index stays the owner after its last beat: many beats
+/// (one a second), so that a slow tick or a clock a few seconds off
+/// between hosts does not hand the database to another index while
+/// the owner runs.
+pub const LIVE_FOR: Duration = Duration::seconds(30);
+
+/// A process whose last beat that reached the database is this old
+/// pauses: well within `LIVE_FOR`, after which another index may own the
+/// database.
+pub const BLIND_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// After this long without a beat an index's row is deleted.
+pub const FORGET_AFTER: Duration = Duration::days(1);
+
+/// What a process writes each second: its index's name, the name it saw
+/// before when that changed (the same index lost its data), and the time.
+#[derive(Debug, Clone)]
+pub struct Beat {
+    pub identity: String,
+    pub gone: Option<String>,
+    pub now: DateTime<Utc>,
+}
+
+impl Beat {
+    /// Rows seen after this are live.
+    pub fn live_after(&self) -> DateTime<Utc> {
+        self.now - LIVE_FOR
+    }
+
+    /// Rows seen before this are deleted.
+    pub fn forget_before(&self) -> DateTime<Utc> {
+        self.now - FORGET_AFTER
+    }
+
+    /// The name this beat says is gone, unless it is its own.
+    pub fn gone(&self) -> Option<&str> {
+        self.gone.as_deref().filter(|gone| *gone != self.identity)
+    }
+
+    /// Given every row `stored` (read under the store's lock), the row
+    /// this beat writes and the live rows after it, its own among them:
+    /// - a live row of its own keeps its first sighting;
+    /// - else a live row of the index it names gone hands it its first
+    ///   sighting (the same index, named anew);
+    /// - else it is first seen now, and after every live index, so that a
+    ///   newcomer never goes before an index already serving, whatever the
+    ///   clocks of their hosts say.
+    ///
+    /// `seen_at` never moves back (a host whose clock is behind).
+    pub fn apply(&self, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
+        let live_after = self.live_after();
+        let live = |seen: &&IndexSeen| seen.seen_at > live_after;
+        let own = stored.iter().find(|s| s.identity == self.identity);
+        let gone = self.gone();
+        let others: Vec<IndexSeen> = stored
+            .iter()
+            .filter(|s| s.identity != self.identity && Some(s.identity.as_str()) != gone)
+            .filter(live)
+            .cloned()
+            .collect();
+        let heir = gone.and_then(|gone| stored.iter().find(|s| s.identity == gone));
+        let first_seen = match (own.filter(live), heir.filter(live)) {
+            (Some(own), _) => own.first_seen,
+            (None, Some(heir)) => heir.first_seen,
+            (None, None) => others
+                .iter()
+                .map(|s| s.first_seen + Duration::microseconds(1))
+                .fold(self.now, DateTime::max),
+        };
+        let written = IndexSeen {
+            identity: self.identity.clone(),
+            first_seen,
+            seen_at: own.map_or(self.now, |own| own.seen_at.max(self.now)),
+        };
+        let mut after = others;
+        after.push(written.clone());
+        (written, after)
+    }
+}
+
+/// An index as the database saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSeen {
+    pub identity: String,
+    pub first_seen: DateTime<Utc>,
+    pub seen_at: DateTime<Utc>,
+}
+
+/// Another index owns the database: this process's deliveries pause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "another due index serves this database: a hookd with another Redis (redis.url, \
+     redis.cluster or redis.sentinels) or another redis.prefix has served it since {since} \
+     (last seen {seen_at}), and two indexes would each deliver what the other leased; \
+     this process's deliveries pause until that index goes unseen for {live_for} s. \
+     Give every hookd on this database the same Redis and redis.prefix"
+)]
+pub struct AnotherIndex {
+    pub since: DateTime<Utc>,
+    pub seen_at: DateTime<Utc>,
+    pub live_for: i64,
+}
+
+/// This process cannot tell which index owns the database: it has not
+/// written its index's name there yet, or not for `BLIND_AFTER`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this process has not told the database which due index it uses {when} (the database or \
+     Redis does not answer): its deliveries pause, since another index could serve the \
+     database meanwhile"
+)]
+pub struct OwnerUnknown {
+    pub when: &'static str,
+}
+
+/// The owner among `seen` (the live rows, this process's own among them),
+/// when it is not `own`: the one first seen, ties broken by name so that
+/// every process reads the same owner.
+pub fn another_owner(own: &str, seen: &[IndexSeen]) -> Option<AnotherIndex> {
+    let owner = seen
+        .iter()
+        .min_by(|a, b| (a.first_seen, &a.identity).cmp(&(b.first_seen, &b.identity)))?;
+    (owner.identity != own).then(|| AnotherIndex {
+        since: owner.first_seen,
+        seen_at: owner.seen_at,
+        live_for: LIVE_FOR.num_seconds(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    fn seen(identity: &str, first: i64, last: i64) -> IndexSeen {
+        IndexSeen {
+            identity: identity.into(),
+            first_seen: at(first),
+            seen_at: at(last),
+        }
+    }
+
+    fn beat(identity: &str, gone: Option<&str>, now: i64) -> Beat {
+        Beat {
+            identity: identity.into(),
+            gone: gone.map(str::to_owned),
+            now: at(now),
+        }
+    }
+
+    #[test]
+    fn the_index_first_seen_owns_the_database() {
+        let rows = [seen("b", 20, 30), seen("a", 10, 30)];
+        assert_eq!(another_owner("a", &rows), None);
+        let other = another_owner("b", &rows).expect("a owns it");
+        assert_eq!(other.since, at(10));
+        assert!(other.to_string().contains("redis.prefix"), "{other}");
+    }
+
+    #[test]
+    fn two_indexes_first_seen_at_once_agree_on_one_owner() {
+        let rows = [seen("b", 10, 20), seen("a", 10, 20)];
+        assert_eq!(another_owner("a", &rows), None);
+        assert!(another_owner("b", &rows).is_some());
+    }
+
+    #[test]
+    fn an_index_alone_owns_the_database() {
+        assert_eq!(another_owner("a", &[seen("a", 10, 10)]), None);
+        assert_eq!(another_owner("a", &[]), None);
+    }
+
+    #[test]
+    fn a_newcomer_goes_after_every_live_index_though_its_clock_is_behind() {
+        // a's host is 5 s ahead of b's.
+        let stored = [seen("a", 100, 100)];
+        let (written, live) = beat("b", None, 96).apply(&stored);
+        assert!(written.first_seen > at(100), "{written:?}");
+        assert_eq!(live.len(), 2);
+        assert!(another_owner("b", &live).is_some());
+        assert_eq!(another_owner("a", &live), None);
+    }
+
+    #[test]
+    fn a_live_index_keeps_its_first_sighting_and_one_back_after_a_break_starts_again() {
+        let stored = [seen("a", 10, 50), seen("b", 20, 50)];
+        let (written, _) = beat("a", None, 51).apply(&stored);
+        assert_eq!((written.first_seen, written.seen_at), (at(10), at(51)));
+        // a unseen for longer than LIVE_FOR, b beating on: b owns it, and
+        // a comes back after it.
+        let stored = [seen("a", 10, 50), seen("b", 20, 90)];
+        let (written, live) = beat("a", None, 90).apply(&stored);
+        assert!(written.first_seen > at(20), "{written:?}");
+        assert!(another_owner("a", &live).is_some());
+    }
+
+    #[test]
+    fn an_index_named_anew_takes_the_first_sighting_of_the_name_it_says_is_gone() {
+        let stored = [seen("a", 10, 50), seen("x", 20, 50)];
+        let (written, live) = beat("c", Some("a"), 51).apply(&stored);
+        assert_eq!(written.first_seen, at(10));
+        let mut names: Vec<&str> = live.iter().map(|s| s.identity.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["c", "x"], "a is gone");
+        assert_eq!(another_owner("c", &live), None);
+        // A gone name unseen for LIVE_FOR hands nothing on.
+        let stored = [seen("a", 10, 15), seen("x", 20, 50)];
+        let (written, _) = beat("c", Some("a"), 51).apply(&stored);
+        assert!(written.first_seen > at(20));
+    }
+
+    #[test]
+    fn a_row_seen_later_than_the_beat_is_not_moved_back() {
+        let (written, _) = beat("a", None, 40).apply(&[seen("a", 10, 45)]);
+        assert_eq!(written.seen_at, at(45));
+    }
+}

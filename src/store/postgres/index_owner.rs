@@ -1,0 +1,61 @@
+//! The due indexes seen on this database (`domain::index_owner`): a beat
+//! reads every row and writes its own under a transaction-scoped advisory
+//! lock, so that two first beats at once do not each miss the other's row
+//! and both own the database (`Beat::apply` decides what is written).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::PgStore;
+use crate::domain::index_owner::{Beat, IndexSeen};
+use crate::store::StoreError;
+
+/// The advisory lock that makes beats one at a time (its own number,
+/// beside `partitions::UPKEEP_LOCK`).
+const BEAT_LOCK: i64 = 0x686f_6f6b_6402;
+
+impl PgStore {
+    pub(super) async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(BEAT_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        // The gone name and the forgotten rows go once `apply` has read
+        // them (a renamed index takes the gone one's first sighting).
+        let stored: Vec<IndexSeen> =
+            sqlx::query("SELECT identity, first_seen, seen_at FROM due_indexes")
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|row| {
+                    Ok(IndexSeen {
+                        identity: row.try_get(0)?,
+                        first_seen: row.try_get::<DateTime<Utc>, _>(1)?,
+                        seen_at: row.try_get::<DateTime<Utc>, _>(2)?,
+                    })
+                })
+                .collect::<Result<_, sqlx::Error>>()?;
+        let (written, live) = beat.apply(&stored);
+        sqlx::query(
+            "DELETE FROM due_indexes WHERE identity <> $1 AND (identity = $2 OR seen_at < $3)",
+        )
+        .bind(&beat.identity)
+        .bind(beat.gone())
+        .bind(beat.forget_before())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO due_indexes (identity, first_seen, seen_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (identity) DO UPDATE \
+                 SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
+        )
+        .bind(&written.identity)
+        .bind(written.first_seen)
+        .bind(written.seen_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(live)
+    }
+}

@@ -1,0 +1,55 @@
+//! The due indexes seen on this database (`domain::index_owner`), as
+//! `postgres::index_owner`: the writer is the only one, so its
+//! transaction needs no lock. The embedded mode's index lives in its
+//! process and never beats; the seam is here so the store's contract is
+//! one.
+
+use super::columns::{self, micros};
+use super::{store_error, SqliteStore};
+use crate::domain::index_owner::{Beat, IndexSeen};
+use crate::store::StoreError;
+
+impl SqliteStore {
+    pub(super) async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
+        let mut tx = self.writer.begin().await.map_err(store_error)?;
+        let rows: Vec<(String, i64, i64)> =
+            sqlx::query_as("SELECT identity, first_seen, seen_at FROM due_indexes")
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(store_error)?;
+        let stored = rows
+            .into_iter()
+            .map(|(identity, first_seen, seen_at)| {
+                Ok(IndexSeen {
+                    identity,
+                    first_seen: columns::time_of("first_seen", first_seen)?,
+                    seen_at: columns::time_of("seen_at", seen_at)?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(store_error)?;
+        let (written, live) = beat.apply(&stored);
+        sqlx::query(
+            "DELETE FROM due_indexes WHERE identity <> ?1 AND (identity = ?2 OR seen_at < ?3)",
+        )
+        .bind(&beat.identity)
+        .bind(beat.gone())
+        .bind(micros(beat.forget_before()))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        sqlx::query(
+            "INSERT INTO due_indexes (identity, first_seen, seen_at) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (identity) DO UPDATE \
+                 SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
+        )
+        .bind(&written.identity)
+        .bind(micros(written.first_seen))
+        .bind(micros(written.seen_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(store_error)?;
+        tx.commit().await.map_err(store_error)?;
+        Ok(live)
+    }
+}
