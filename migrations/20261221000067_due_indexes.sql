@@ -1,10 +1,13 @@
--- The due indexes that dispatchers on this database claim from, by the
--- name each keeps in Redis beside its keys (`domain::index_owner`): every
--- dispatcher writes its index's row once a second, and one on an index
--- other than the first seen among the live ones pauses, since two
--- indexes over one database each deliver what the other leased.
+-- The due indexes that processes on this database use, a row per process
+-- (`domain::index_owner`), by the name each index keeps in Redis beside
+-- its keys: every server-mode process writes its row once a second and
+-- deletes it when it stops. A process on an index other than the one seen
+-- longest among the live ones pauses, since two indexes over one
+-- database each deliver what the other leased.
 CREATE TABLE IF NOT EXISTS due_indexes (
-    identity   text PRIMARY KEY,
+    identity   text NOT NULL,
+    process    uuid NOT NULL,
     first_seen timestamptz NOT NULL,
-    seen_at    timestamptz NOT NULL
+    seen_at    timestamptz NOT NULL,
+    PRIMARY KEY (identity, process)
 );

@@ -300,11 +300,14 @@ impl App {
         // sealed under the current key while hookd serves.
         let resealing = tokio::spawn((self.reseal)(token.clone()));
         // Which due index owns the database (`domain::index_owner`): in
-        // every process on a shared index, the API's hand-offs too.
+        // every process on a shared index, the API's hand-offs too. The
+        // beats end after the dispatcher stopped: until its last delivery
+        // ended, no other index may take the database over.
+        let beats_end = CancellationToken::new();
         let beating = crate::dispatcher::index_owner::start(
             self.housekeeping.clone(),
             self.state.due.clone(),
-            token.clone(),
+            beats_end.clone(),
         )
         .await;
         // Pull consumers' signals and leases: wherever the API or the
@@ -364,6 +367,7 @@ impl App {
         if let Some(dispatcher) = dispatcher {
             dispatcher.await.context("dispatcher task failed")?;
         }
+        beats_end.cancel();
         let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
         // The spans of the last requests and attempts, before they are
         // lost; a collector that hangs holds shutdown 5 s at most.

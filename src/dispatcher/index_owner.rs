@@ -19,6 +19,8 @@ const EVERY: Duration = Duration::from_secs(1);
 /// What a process keeps between beats.
 #[derive(Default)]
 struct Beats {
+    /// This process's row (`Beat::process`), deleted when it stops.
+    process: uuid::Uuid,
     /// The name its index had at the last beat that got through: said to
     /// be gone when Redis names the index anew, and beaten with while
     /// Redis cannot be read (the index's shards but the one that holds
@@ -58,6 +60,7 @@ impl Beats {
         let beat = Beat {
             gone: self.last.clone().filter(|last| *last != identity),
             identity,
+            process: self.process,
             now: store.clock().now(),
         };
         let live = store.beat_index(&beat).await?;
@@ -89,7 +92,10 @@ pub(crate) async fn start(
     due: SharedIndex,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    let mut beats = Beats::default();
+    let mut beats = Beats {
+        process: uuid::Uuid::new_v4(),
+        ..Beats::default()
+    };
     if let Some(index) = due.recovery() {
         index.beats_start();
         if tokio::time::timeout(FIRST_WITHIN, beats.beat(&*store, index))
@@ -105,13 +111,18 @@ pub(crate) async fn start(
         };
         loop {
             tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => break,
                 _ = tokio::time::sleep(EVERY) => {}
             }
             tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => break,
                 _ = beats.beat(&*store, index) => {}
             }
+        }
+        // Stopped: this process no longer keeps its index the owner. A
+        // process killed leaves its row to go unseen for `LIVE_FOR`.
+        if let Err(error) = store.end_index_beats(beats.process).await {
+            tracing::debug!(%error, "this process's due index row was not deleted; it goes unseen in 30 s");
         }
     })
 }

@@ -8,10 +8,11 @@
 //!
 //! So each index names itself (a random identity kept in Redis beside its
 //! keys, `due::Recovery::identity`), and every server-mode process writes
-//! its index's name into the database once a second (`store::seams::
-//! HousekeepingStore::beat_index`, under a lock: beats are one at a time).
-//! Of the indexes seen lately (`LIVE_FOR`), the one seen longest without a
-//! break owns the database: a new index (or one back after a break) is
+//! a row of its own with its index's name into the database once a second
+//! (`store::seams::HousekeepingStore::beat_index`, under a lock: beats are
+//! one at a time), and deletes it when it stops. Of the indexes seen
+//! lately (`LIVE_FOR`), the one seen longest without a break owns the
+//! database: a new index (or one back after a break) is
 //! first seen after every live one, whatever the clocks of their hosts
 //! say (`Beat::apply`). A process on another index refuses every command
 //! of its index (`AnotherIndex`): its deliveries pause, and `/readyz`
@@ -26,6 +27,7 @@
 //! behind its last beat.
 
 use chrono::{DateTime, Duration, Utc};
+use uuid::Uuid;
 
 /// How long an index stays the owner after its last beat: many beats
 /// (one a second), so that a slow tick or a clock a few seconds off
@@ -42,10 +44,12 @@ pub const BLIND_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
 pub const FORGET_AFTER: Duration = Duration::days(1);
 
 /// What a process writes each second: its index's name, the name it saw
-/// before when that changed (the same index lost its data), and the time.
+/// before when that changed (the same index lost its data), the process's
+/// own id, and the time.
 #[derive(Debug, Clone)]
 pub struct Beat {
     pub identity: String,
+    pub process: Uuid,
     pub gone: Option<String>,
     pub now: DateTime<Utc>,
 }
@@ -67,50 +71,59 @@ impl Beat {
     }
 
     /// Given every row `stored` (read under the store's lock), the row
-    /// this beat writes and the live rows after it, its own among them:
-    /// - a live row of its own keeps its first sighting;
-    /// - else a live row of the index it names gone hands it its first
-    ///   sighting (the same index, named anew);
-    /// - else it is first seen now, and after every live index, so that a
-    ///   newcomer never goes before an index already serving, whatever the
-    ///   clocks of their hosts say.
+    /// this beat writes and the live rows after it, its own among them.
+    /// Its first sighting is its index's:
+    /// - that of a live row of its index (its own, or another process's);
+    /// - else that of a live row of the index it names gone (the same
+    ///   index, named anew);
+    /// - else now, and after every live index, so that a newcomer never
+    ///   goes before an index already serving, whatever the clocks of
+    ///   their hosts say.
     ///
-    /// `seen_at` never moves back (a host whose clock is behind).
+    /// The rows of the gone index go, and any other row of this process
+    /// (it beats for one index). `seen_at` never moves back (a host whose
+    /// clock is behind).
     pub fn apply(&self, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
         let live_after = self.live_after();
-        let live = |seen: &&IndexSeen| seen.seen_at > live_after;
-        let own = stored.iter().find(|s| s.identity == self.identity);
         let gone = self.gone();
-        let others: Vec<IndexSeen> = stored
-            .iter()
-            .filter(|s| s.identity != self.identity && Some(s.identity.as_str()) != gone)
-            .filter(live)
-            .cloned()
-            .collect();
-        let heir = gone.and_then(|gone| stored.iter().find(|s| s.identity == gone));
-        let first_seen = match (own.filter(live), heir.filter(live)) {
-            (Some(own), _) => own.first_seen,
-            (None, Some(heir)) => heir.first_seen,
-            (None, None) => others
-                .iter()
-                .map(|s| s.first_seen + Duration::microseconds(1))
-                .fold(self.now, DateTime::max),
+        let live: Vec<&IndexSeen> = stored.iter().filter(|s| s.seen_at > live_after).collect();
+        let first_of = |identity: &str| {
+            live.iter()
+                .filter(|s| s.identity == identity)
+                .map(|s| s.first_seen)
+                .min()
         };
+        let first_seen = first_of(&self.identity)
+            .or_else(|| gone.and_then(first_of))
+            .unwrap_or_else(|| {
+                live.iter()
+                    .map(|s| s.first_seen + Duration::microseconds(1))
+                    .fold(self.now, DateTime::max)
+            });
+        let own = stored
+            .iter()
+            .find(|s| s.identity == self.identity && s.process == self.process);
         let written = IndexSeen {
             identity: self.identity.clone(),
+            process: self.process,
             first_seen,
             seen_at: own.map_or(self.now, |own| own.seen_at.max(self.now)),
         };
-        let mut after = others;
+        let mut after: Vec<IndexSeen> = live
+            .into_iter()
+            .filter(|s| s.process != self.process && Some(s.identity.as_str()) != gone)
+            .cloned()
+            .collect();
         after.push(written.clone());
         (written, after)
     }
 }
 
-/// An index as the database saw it.
+/// A process's row, as the database saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexSeen {
     pub identity: String,
+    pub process: Uuid,
     pub first_seen: DateTime<Utc>,
     pub seen_at: DateTime<Utc>,
 }
@@ -143,15 +156,21 @@ pub struct OwnerUnknown {
 }
 
 /// The owner among `seen` (the live rows, this process's own among them),
-/// when it is not `own`: the one first seen, ties broken by name so that
-/// every process reads the same owner.
+/// when it is not `own`: the index first seen (its rows' earliest), ties
+/// broken by name so that every process reads the same owner.
 pub fn another_owner(own: &str, seen: &[IndexSeen]) -> Option<AnotherIndex> {
     let owner = seen
         .iter()
         .min_by(|a, b| (a.first_seen, &a.identity).cmp(&(b.first_seen, &b.identity)))?;
+    let seen_at = seen
+        .iter()
+        .filter(|s| s.identity == owner.identity)
+        .map(|s| s.seen_at)
+        .max()
+        .unwrap_or(owner.seen_at);
     (owner.identity != own).then(|| AnotherIndex {
         since: owner.first_seen,
-        seen_at: owner.seen_at,
+        seen_at,
         live_for: LIVE_FOR.num_seconds(),
     })
 }
@@ -164,17 +183,20 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
     }
 
-    fn seen(identity: &str, first: i64, last: i64) -> IndexSeen {
+    /// Process `n`'s row of index `identity`.
+    fn seen(identity: &str, n: u128, first: i64, last: i64) -> IndexSeen {
         IndexSeen {
             identity: identity.into(),
+            process: Uuid::from_u128(n),
             first_seen: at(first),
             seen_at: at(last),
         }
     }
 
-    fn beat(identity: &str, gone: Option<&str>, now: i64) -> Beat {
+    fn beat(identity: &str, n: u128, gone: Option<&str>, now: i64) -> Beat {
         Beat {
             identity: identity.into(),
+            process: Uuid::from_u128(n),
             gone: gone.map(str::to_owned),
             now: at(now),
         }
@@ -182,7 +204,7 @@ mod tests {
 
     #[test]
     fn the_index_first_seen_owns_the_database() {
-        let rows = [seen("b", 20, 30), seen("a", 10, 30)];
+        let rows = [seen("b", 2, 20, 30), seen("a", 1, 10, 30)];
         assert_eq!(another_owner("a", &rows), None);
         let other = another_owner("b", &rows).expect("a owns it");
         assert_eq!(other.since, at(10));
@@ -191,22 +213,22 @@ mod tests {
 
     #[test]
     fn two_indexes_first_seen_at_once_agree_on_one_owner() {
-        let rows = [seen("b", 10, 20), seen("a", 10, 20)];
+        let rows = [seen("b", 2, 10, 20), seen("a", 1, 10, 20)];
         assert_eq!(another_owner("a", &rows), None);
         assert!(another_owner("b", &rows).is_some());
     }
 
     #[test]
     fn an_index_alone_owns_the_database() {
-        assert_eq!(another_owner("a", &[seen("a", 10, 10)]), None);
+        assert_eq!(another_owner("a", &[seen("a", 1, 10, 10)]), None);
         assert_eq!(another_owner("a", &[]), None);
     }
 
     #[test]
     fn a_newcomer_goes_after_every_live_index_though_its_clock_is_behind() {
         // a's host is 5 s ahead of b's.
-        let stored = [seen("a", 100, 100)];
-        let (written, live) = beat("b", None, 96).apply(&stored);
+        let stored = [seen("a", 1, 100, 100)];
+        let (written, live) = beat("b", 2, None, 96).apply(&stored);
         assert!(written.first_seen > at(100), "{written:?}");
         assert_eq!(live.len(), 2);
         assert!(another_owner("b", &live).is_some());
@@ -214,36 +236,49 @@ mod tests {
     }
 
     #[test]
+    fn a_process_joining_a_live_index_takes_its_first_sighting() {
+        let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
+        let (written, live) = beat("a", 3, None, 51).apply(&stored);
+        assert_eq!((written.first_seen, written.seen_at), (at(10), at(51)));
+        assert_eq!(live.len(), 3);
+        assert_eq!(another_owner("a", &live), None);
+    }
+
+    #[test]
     fn a_live_index_keeps_its_first_sighting_and_one_back_after_a_break_starts_again() {
-        let stored = [seen("a", 10, 50), seen("b", 20, 50)];
-        let (written, _) = beat("a", None, 51).apply(&stored);
+        let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
+        let (written, _) = beat("a", 1, None, 51).apply(&stored);
         assert_eq!((written.first_seen, written.seen_at), (at(10), at(51)));
         // a unseen for longer than LIVE_FOR, b beating on: b owns it, and
         // a comes back after it.
-        let stored = [seen("a", 10, 50), seen("b", 20, 90)];
-        let (written, live) = beat("a", None, 90).apply(&stored);
+        let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 90)];
+        let (written, live) = beat("a", 1, None, 90).apply(&stored);
         assert!(written.first_seen > at(20), "{written:?}");
         assert!(another_owner("a", &live).is_some());
     }
 
     #[test]
     fn an_index_named_anew_takes_the_first_sighting_of_the_name_it_says_is_gone() {
-        let stored = [seen("a", 10, 50), seen("x", 20, 50)];
-        let (written, live) = beat("c", Some("a"), 51).apply(&stored);
+        let stored = [
+            seen("a", 1, 10, 50),
+            seen("a", 3, 10, 50),
+            seen("x", 2, 20, 50),
+        ];
+        let (written, live) = beat("c", 1, Some("a"), 51).apply(&stored);
         assert_eq!(written.first_seen, at(10));
         let mut names: Vec<&str> = live.iter().map(|s| s.identity.as_str()).collect();
         names.sort();
-        assert_eq!(names, ["c", "x"], "a is gone");
+        assert_eq!(names, ["c", "x"], "a is gone, every process's row of it");
         assert_eq!(another_owner("c", &live), None);
         // A gone name unseen for LIVE_FOR hands nothing on.
-        let stored = [seen("a", 10, 15), seen("x", 20, 50)];
-        let (written, _) = beat("c", Some("a"), 51).apply(&stored);
+        let stored = [seen("a", 1, 10, 15), seen("x", 2, 20, 50)];
+        let (written, _) = beat("c", 1, Some("a"), 51).apply(&stored);
         assert!(written.first_seen > at(20));
     }
 
     #[test]
     fn a_row_seen_later_than_the_beat_is_not_moved_back() {
-        let (written, _) = beat("a", None, 40).apply(&[seen("a", 10, 45)]);
+        let (written, _) = beat("a", 1, None, 40).apply(&[seen("a", 1, 10, 45)]);
         assert_eq!(written.seen_at, at(45));
     }
 }

@@ -382,6 +382,8 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     /// `Beat::live_after`, this one among them, for
     /// `domain::index_owner::another_owner` to choose the owner.
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
+    /// Deletes the rows `process` wrote (`beat_index`): it stops.
+    async fn end_index_beats(&self, process: Uuid) -> Result<(), StoreError>;
     /// The push notifications due by `now` and not yet sent, by whether
     /// they were attempted before: the `limit` endpoints of each kind with
     /// the oldest due row, and how many of each kind (a bounded read:

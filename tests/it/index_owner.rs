@@ -54,7 +54,7 @@ async fn a_process_on_another_redis_prefix_pauses_and_nothing_goes_out_twice(
     // and missing in the other while its delivery runs.
     receiver.reply("/slow", vec![Reply::Slow(Duration::from_secs(4))]);
     let client = http_client();
-    let (_first, first, first_log) = start(&db, &new_prefix(), "owner");
+    let (mut first_process, first, first_log) = start(&db, &new_prefix(), "owner");
     HookdProcess::wait_ready(&first, DEADLINE).await;
     let (_second, second, second_log) = start(&db, &new_prefix(), "another-prefix");
 
@@ -130,6 +130,24 @@ async fn a_process_on_another_redis_prefix_pauses_and_nothing_goes_out_twice(
         .await
         .unwrap();
     assert_eq!(attempts, 10);
+
+    // The first process stops: its row goes with it, and the second's
+    // index serves the database at once, not 30 s after its last beat.
+    let rows = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM due_indexes")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(rows().await, 2, "a row per process");
+    first_process.signal("TERM");
+    assert_eq!(first_process.wait(DEADLINE).await, Some(0));
+    assert_eq!(rows().await, 1, "only the second's row is left");
+    eventually(DEADLINE, "the second process to serve", || async {
+        let (status, health) = readyz(&client, &second).await?;
+        (status == StatusCode::OK && health["status"] == "ready").then_some(())
+    })
+    .await;
     std::fs::remove_file(first_log).ok();
     std::fs::remove_file(second_log).ok();
 }

@@ -24,38 +24,53 @@ impl PgStore {
         // The gone name and the forgotten rows go once `apply` has read
         // them (a renamed index takes the gone one's first sighting).
         let stored: Vec<IndexSeen> =
-            sqlx::query("SELECT identity, first_seen, seen_at FROM due_indexes")
+            sqlx::query("SELECT identity, process, first_seen, seen_at FROM due_indexes")
                 .fetch_all(&mut *tx)
                 .await?
                 .iter()
                 .map(|row| {
                     Ok(IndexSeen {
                         identity: row.try_get(0)?,
-                        first_seen: row.try_get::<DateTime<Utc>, _>(1)?,
-                        seen_at: row.try_get::<DateTime<Utc>, _>(2)?,
+                        process: row.try_get(1)?,
+                        first_seen: row.try_get::<DateTime<Utc>, _>(2)?,
+                        seen_at: row.try_get::<DateTime<Utc>, _>(3)?,
                     })
                 })
                 .collect::<Result<_, sqlx::Error>>()?;
         let (written, live) = beat.apply(&stored);
         sqlx::query(
-            "DELETE FROM due_indexes WHERE identity <> $1 AND (identity = $2 OR seen_at < $3)",
+            "DELETE FROM due_indexes WHERE identity <> $1 \
+             AND (identity = $2 OR process = $3 OR seen_at < $4)",
         )
         .bind(&beat.identity)
         .bind(beat.gone())
+        .bind(beat.process)
         .bind(beat.forget_before())
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO due_indexes (identity, first_seen, seen_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (identity) DO UPDATE \
+            "INSERT INTO due_indexes (identity, process, first_seen, seen_at) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (identity, process) DO UPDATE \
                  SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
         )
         .bind(&written.identity)
+        .bind(written.process)
         .bind(written.first_seen)
         .bind(written.seen_at)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(live)
+    }
+
+    /// A process that stops deletes its rows: the index it used no
+    /// longer owns the database once its last process has stopped.
+    pub(super) async fn end_index_beats(&self, process: uuid::Uuid) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM due_indexes WHERE process = $1")
+            .bind(process)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }

@@ -64,7 +64,10 @@ const UNIQUE_INDEXES: &[(&str, &str)] = &[
     ),
     // SQLite's own (`fanout`): PostgreSQL writes a fan-out in one statement.
     ("fanout_plans.event_id", "fanout_plans_pkey"),
-    ("due_indexes.identity", "due_indexes_pkey"),
+    (
+        "due_indexes.identity, due_indexes.process",
+        "due_indexes_pkey",
+    ),
 ];
 
 /// The cause a `StoreError` keeps. Generic, so that it serves the store's

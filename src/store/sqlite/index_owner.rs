@@ -12,16 +12,17 @@ use crate::store::StoreError;
 impl SqliteStore {
     pub(super) async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         let mut tx = self.writer.begin().await.map_err(store_error)?;
-        let rows: Vec<(String, i64, i64)> =
-            sqlx::query_as("SELECT identity, first_seen, seen_at FROM due_indexes")
+        let rows: Vec<(String, uuid::Uuid, i64, i64)> =
+            sqlx::query_as("SELECT identity, process, first_seen, seen_at FROM due_indexes")
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(store_error)?;
         let stored = rows
             .into_iter()
-            .map(|(identity, first_seen, seen_at)| {
+            .map(|(identity, process, first_seen, seen_at)| {
                 Ok(IndexSeen {
                     identity,
+                    process,
                     first_seen: columns::time_of("first_seen", first_seen)?,
                     seen_at: columns::time_of("seen_at", seen_at)?,
                 })
@@ -30,20 +31,24 @@ impl SqliteStore {
             .map_err(store_error)?;
         let (written, live) = beat.apply(&stored);
         sqlx::query(
-            "DELETE FROM due_indexes WHERE identity <> ?1 AND (identity = ?2 OR seen_at < ?3)",
+            "DELETE FROM due_indexes WHERE identity <> ?1 \
+             AND (identity = ?2 OR process = ?3 OR seen_at < ?4)",
         )
         .bind(&beat.identity)
         .bind(beat.gone())
+        .bind(beat.process)
         .bind(micros(beat.forget_before()))
         .execute(&mut *tx)
         .await
         .map_err(store_error)?;
         sqlx::query(
-            "INSERT INTO due_indexes (identity, first_seen, seen_at) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (identity) DO UPDATE \
+            "INSERT INTO due_indexes (identity, process, first_seen, seen_at) \
+             VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (identity, process) DO UPDATE \
                  SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
         )
         .bind(&written.identity)
+        .bind(written.process)
         .bind(micros(written.first_seen))
         .bind(micros(written.seen_at))
         .execute(&mut *tx)
@@ -51,5 +56,14 @@ impl SqliteStore {
         .map_err(store_error)?;
         tx.commit().await.map_err(store_error)?;
         Ok(live)
+    }
+
+    pub(super) async fn end_index_beats(&self, process: uuid::Uuid) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM due_indexes WHERE process = ?")
+            .bind(process)
+            .execute(&self.writer)
+            .await
+            .map_err(store_error)?;
+        Ok(())
     }
 }

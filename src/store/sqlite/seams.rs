@@ -321,6 +321,9 @@ impl HousekeepingStore for SqliteStore {
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         SqliteStore::beat_index(self, beat).await
     }
+    async fn end_index_beats(&self, process: Uuid) -> Result<(), StoreError> {
+        SqliteStore::end_index_beats(self, process).await
+    }
     async fn failing_endpoints(
         &self,
         failing_before: DateTime<Utc>,

@@ -481,18 +481,21 @@ pub async fn re_enabling_a_disabled_endpoint_forgets_its_failures<S: Backend>(st
 }
 
 /// The due indexes' beats (`domain::index_owner`), as the store keeps
-/// them: an index keeps its first sighting while it beats, a newcomer is
-/// seen after it, a name said to be gone hands its sighting on and is
-/// deleted, one unseen for a day is deleted, and only those seen within
-/// `LIVE_FOR` are returned.
+/// them, a row per process: an index keeps its first sighting while one
+/// of its processes beats, a process joining it takes that sighting, a
+/// newcomer is seen after it, a name said to be gone hands its sighting on
+/// and loses its rows, a stopped process's row goes, one unseen for a day
+/// is deleted, and only those seen within `LIVE_FOR` are returned.
 pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S: Backend>(
     store: S,
 ) {
     use hookd::domain::index_owner::{another_owner, Beat, IndexSeen, FORGET_AFTER, LIVE_FOR};
     // Whole microseconds, as both schemas keep them.
     let start = DateTime::from_timestamp_micros(micros(Utc::now())).unwrap();
-    let beat = |identity: &str, gone: Option<&str>, now: DateTime<Utc>| Beat {
+    let (p1, p2, p3) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let beat = |identity: &str, process: Uuid, gone: Option<&str>, now: DateTime<Utc>| Beat {
         identity: identity.into(),
+        process,
         gone: gone.map(str::to_owned),
         now,
     };
@@ -501,66 +504,79 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
         names.sort();
         names
     };
-    let of = |seen: &[IndexSeen], identity: &str| {
-        seen.iter()
-            .find(|s| s.identity == identity)
-            .cloned()
-            .unwrap()
+    let of = |seen: &[IndexSeen], process: Uuid| {
+        seen.iter().find(|s| s.process == process).cloned().unwrap()
     };
 
-    let first = store.beat_index(&beat("a", None, start)).await.unwrap();
+    let first = store.beat_index(&beat("a", p1, None, start)).await.unwrap();
     assert_eq!(first.len(), 1);
     assert_eq!((first[0].first_seen, first[0].seen_at), (start, start));
     // b's host reads a time before a's first sighting: b still comes after.
     let seen = store
-        .beat_index(&beat("b", None, start - Duration::seconds(2)))
+        .beat_index(&beat("b", p2, None, start - Duration::seconds(2)))
         .await
         .unwrap();
     assert_eq!(names(&seen), ["a", "b"]);
-    assert!(of(&seen, "b").first_seen > start);
+    assert!(of(&seen, p2).first_seen > start);
     assert!(another_owner("b", &seen).is_some(), "a was seen first");
+    // A second process of a takes its first sighting.
     let later = start + Duration::seconds(5);
-    let again = store.beat_index(&beat("a", None, later)).await.unwrap();
+    let seen = store.beat_index(&beat("a", p3, None, later)).await.unwrap();
+    assert_eq!(names(&seen), ["a", "a", "b"]);
+    assert_eq!(of(&seen, p3).first_seen, start);
+    let again = store.beat_index(&beat("a", p1, None, later)).await.unwrap();
     assert_eq!(
-        of(&again, "a").first_seen,
+        of(&again, p1).first_seen,
         start,
         "a beat keeps the first sighting"
     );
-    assert_eq!(of(&again, "a").seen_at, later);
     assert_eq!(another_owner("a", &again), None);
 
     // A beat whose clock reads earlier does not move a row back.
-    let behind = store.beat_index(&beat("a", None, start)).await.unwrap();
-    assert_eq!(of(&behind, "a").seen_at, later);
+    let behind = store.beat_index(&beat("a", p1, None, start)).await.unwrap();
+    assert_eq!(of(&behind, p1).seen_at, later);
 
     // a's Redis lost its keys and named it c: c takes a's first sighting,
-    // and a is gone.
+    // and every row of a goes.
     let seen = store
-        .beat_index(&beat("c", Some("a"), later + Duration::seconds(1)))
+        .beat_index(&beat("c", p1, Some("a"), later + Duration::seconds(1)))
         .await
         .unwrap();
     assert_eq!(names(&seen), ["b", "c"]);
-    assert_eq!(of(&seen, "c").first_seen, start);
+    assert_eq!(of(&seen, p1).first_seen, start);
     assert_eq!(another_owner("c", &seen), None);
     // A beat may not name itself gone.
     let seen = store
-        .beat_index(&beat("b", Some("b"), later + Duration::seconds(1)))
+        .beat_index(&beat("b", p2, Some("b"), later + Duration::seconds(1)))
         .await
         .unwrap();
     assert_eq!(names(&seen), ["b", "c"]);
 
-    // c unseen for LIVE_FOR: b owns the database, and c back is behind it.
-    let past_c = later + Duration::seconds(2) + LIVE_FOR;
-    let seen = store.beat_index(&beat("b", None, past_c)).await.unwrap();
+    // c's only process stops: b owns the database at once.
+    store.end_index_beats(p1).await.unwrap();
+    let seen = store
+        .beat_index(&beat("b", p2, None, later + Duration::seconds(2)))
+        .await
+        .unwrap();
     assert_eq!(names(&seen), ["b"]);
-    let seen = store.beat_index(&beat("c", None, past_c)).await.unwrap();
-    assert!(of(&seen, "c").first_seen > of(&seen, "b").first_seen);
-    assert!(another_owner("c", &seen).is_some());
+    assert_eq!(another_owner("b", &seen), None);
 
-    // A day later, b and c unseen since: deleted, and a new beat finds
+    // b unseen for LIVE_FOR: c back owns it, first seen anew.
+    let past_b = later + Duration::seconds(3) + LIVE_FOR;
+    let seen = store
+        .beat_index(&beat("c", p1, None, past_b))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["c"]);
+    assert_eq!(of(&seen, p1).first_seen, past_b);
+
+    // A day later, every row unseen since: deleted, and a new beat finds
     // itself alone.
-    let next_day = past_c + FORGET_AFTER + Duration::seconds(1);
-    let seen = store.beat_index(&beat("d", None, next_day)).await.unwrap();
+    let next_day = past_b + FORGET_AFTER + Duration::seconds(1);
+    let seen = store
+        .beat_index(&beat("d", p3, None, next_day))
+        .await
+        .unwrap();
     assert_eq!(names(&seen), ["d"]);
-    assert_eq!(of(&seen, "d").first_seen, next_day);
+    assert_eq!(of(&seen, p3).first_seen, next_day);
 }
