@@ -364,10 +364,12 @@ impl App {
         if let Some(operations) = operations {
             let _ = operations.await;
         }
-        if let Some(dispatcher) = dispatcher {
-            dispatcher.await.context("dispatcher task failed")?;
-        }
+        let dispatched = match dispatcher {
+            Some(dispatcher) => dispatcher.await.context("dispatcher task failed"),
+            None => Ok(()),
+        };
         beats_end.cancel();
+        dispatched?;
         let grace = Duration::from_millis(settings.server.shutdown_timeout_ms);
         // The spans of the last requests and attempts, before they are
         // lost; a collector that hangs holds shutdown 5 s at most.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::index_owner::{another_owner, Beat};
+use crate::domain::index_owner::{another_owner, Beat, LIVE_FOR};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
 
@@ -31,8 +31,14 @@ struct Beats {
 }
 
 impl Beats {
+    /// One beat, within `WITHIN`; then `hookd_index_paused` says whether
+    /// the index refuses its commands, whatever the beat found.
     async fn beat(&mut self, store: &dyn HousekeepingStore, index: &dyn Recovery) {
-        match self.try_beat(store, index).await {
+        let tried = match tokio::time::timeout(WITHIN, self.try_beat(store, index)).await {
+            Ok(tried) => tried,
+            Err(_) => Err(format!("no answer within {WITHIN:?}").into()),
+        };
+        match tried {
             Ok(()) if std::mem::take(&mut self.failing) => {
                 tracing::info!("this process tells the database which due index it uses again")
             }
@@ -45,6 +51,7 @@ impl Beats {
                 tracing::warn!(%error, "cannot tell the database which due index this process uses; trying again every second (deliveries pause after 15 s)")
             }
         }
+        metrics::gauge!("hookd_index_paused").set(if index.paused() { 1.0 } else { 0.0 });
     }
 
     async fn try_beat(
@@ -57,6 +64,9 @@ impl Beats {
             (Err(_), Some(last)) => last.clone(),
             (Err(error), None) => return Err(error.into()),
         };
+        // Taken with the time written: a beat that waited for the store
+        // counts from when it was written as seen, not from its commit.
+        let at = std::time::Instant::now();
         let beat = Beat {
             gone: self.last.clone().filter(|last| *last != identity),
             identity,
@@ -69,28 +79,26 @@ impl Beats {
                 "the due index in Redis was named anew (it lost its keys): its old name is retired"
             );
         }
-        let another = another_owner(&beat.identity, &live);
-        metrics::gauge!("hookd_index_paused").set(if another.is_some() { 1.0 } else { 0.0 });
-        index.set_owner(another);
+        index.set_owner(another_owner(&beat.identity, &live), at);
         self.last = Some(beat.identity);
         Ok(())
     }
 }
 
-/// How long a process's start waits for its first beat: a database or a
-/// Redis that does not answer by then is asked again every second, the
-/// index refusing every command meanwhile.
-const FIRST_WITHIN: Duration = Duration::from_secs(5);
+/// How long a beat may take: one that waits longer (a lock, a database
+/// that stalls) is given up, and the next tries again.
+const WITHIN: Duration = Duration::from_secs(5);
 
-/// Beats once (within `FIRST_WITHIN`), before the process serves: its
-/// first creates find the index open to them, and its dispatcher's first
-/// claim knows whether it may. Then beats every second until `shutdown`,
-/// in a task. Nothing for an index in the process (embedded), which no
-/// other process can share.
+/// Beats once before the process serves: its first creates find the
+/// index open to them, and its dispatcher's first claim knows whether it
+/// may. Then beats every second until `end` (which `startup` cancels once
+/// the dispatcher has stopped), in a task; a beat under way finishes
+/// first. Nothing for an index in the process (embedded), which no other
+/// process can share.
 pub(crate) async fn start(
     store: SharedHousekeeping,
     due: SharedIndex,
-    shutdown: CancellationToken,
+    end: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let mut beats = Beats {
         process: uuid::Uuid::new_v4(),
@@ -98,12 +106,7 @@ pub(crate) async fn start(
     };
     if let Some(index) = due.recovery() {
         index.beats_start();
-        if tokio::time::timeout(FIRST_WITHIN, beats.beat(&*store, index))
-            .await
-            .is_err()
-        {
-            tracing::warn!("the first beat of the due index did not finish in time; the next ones go on in the background");
-        }
+        beats.beat(&*store, index).await;
     }
     tokio::spawn(async move {
         let Some(index) = due.recovery() else {
@@ -111,17 +114,15 @@ pub(crate) async fn start(
         };
         loop {
             tokio::select! {
-                _ = shutdown.cancelled() => break,
+                _ = end.cancelled() => break,
                 _ = tokio::time::sleep(EVERY) => {}
             }
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = beats.beat(&*store, index) => {}
-            }
+            beats.beat(&*store, index).await;
         }
         // Stopped: this process no longer keeps its index the owner. A
         // process killed leaves its row to go unseen for `LIVE_FOR`.
-        if let Err(error) = store.end_index_beats(beats.process).await {
+        let live_after = store.clock().now() - LIVE_FOR;
+        if let Err(error) = store.end_index_beats(beats.process, live_after).await {
             tracing::debug!(%error, "this process's due index row was not deleted; it goes unseen in 30 s");
         }
     })

@@ -71,7 +71,9 @@ impl Beat {
     }
 
     /// Given every row `stored` (read under the store's lock), the row
-    /// this beat writes and the live rows after it, its own among them.
+    /// this beat writes and the live rows after it, its own among them
+    /// (live: seen within `LIVE_FOR` of the latest row, or of now if that
+    /// is earlier).
     /// Its first sighting is its index's:
     /// - that of a live row of its index (its own, or another process's);
     /// - else that of a live row of the index it names gone (the same
@@ -84,9 +86,18 @@ impl Beat {
     /// (it beats for one index). `seen_at` never moves back (a host whose
     /// clock is behind).
     pub fn apply(&self, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
-        let live_after = self.live_after();
+        // Live: seen within `LIVE_FOR` of the latest beat stored (of now,
+        // at the latest), so that after an outage of the database no beat
+        // got through, the index serving before it still comes first.
+        let latest = stored.iter().map(|s| s.seen_at).max();
+        let live_after = latest.map_or(self.now, |latest| latest.min(self.now)) - LIVE_FOR;
         let gone = self.gone();
-        let live: Vec<&IndexSeen> = stored.iter().filter(|s| s.seen_at > live_after).collect();
+        // A row the beat forgets (a day unseen) is never live.
+        let forget_before = self.forget_before();
+        let live: Vec<&IndexSeen> = stored
+            .iter()
+            .filter(|s| s.seen_at > live_after && s.seen_at >= forget_before)
+            .collect();
         let first_of = |identity: &str| {
             live.iter()
                 .filter(|s| s.identity == identity)
@@ -274,6 +285,22 @@ mod tests {
         let stored = [seen("a", 1, 10, 15), seen("x", 2, 20, 50)];
         let (written, _) = beat("c", 1, Some("a"), 51).apply(&stored);
         assert!(written.first_seen > at(20));
+    }
+
+    #[test]
+    fn after_an_outage_no_beat_got_through_the_index_serving_before_comes_first() {
+        // Both unseen for 60 s: the database was down. b beats first.
+        let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
+        let (written, live) = beat("b", 2, None, 110).apply(&stored);
+        assert_eq!(written.first_seen, at(20));
+        assert!(another_owner("b", &live).is_some(), "a still comes first");
+        // A Redis emptied meanwhile: c, the index's new name, waits one
+        // beat behind the old rows, then its own beat is the latest.
+        let stored = [seen("a", 1, 10, 50)];
+        let (written, live) = beat("c", 3, None, 110).apply(&stored);
+        assert!(another_owner("c", &live).is_some());
+        let (_, live) = beat("c", 3, None, 111).apply(&[seen("a", 1, 10, 50), written]);
+        assert_eq!(another_owner("c", &live), None);
     }
 
     #[test]

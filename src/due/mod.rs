@@ -232,7 +232,16 @@ pub trait Recovery: DueIndex {
     /// command fails until a beat reached the database (`set_owner`), and
     /// again once none has for `BLIND_AFTER`.
     fn beats_start(&self);
-    /// What a beat that reached the database found: every command fails
-    /// with `another` while another index owns the database (`Some`).
-    fn set_owner(&self, another: Option<crate::domain::index_owner::AnotherIndex>);
+    /// What a beat that reached the database found (the beat written at
+    /// `at`): every command fails with `another` while another index owns
+    /// the database (`Some`).
+    fn set_owner(
+        &self,
+        another: Option<crate::domain::index_owner::AnotherIndex>,
+        at: std::time::Instant,
+    );
+    /// Whether every command fails for the beats (`beats_start`,
+    /// `set_owner`): another index owns the database, or this process
+    /// cannot tell.
+    fn paused(&self) -> bool;
 }

@@ -382,8 +382,17 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     /// `Beat::live_after`, this one among them, for
     /// `domain::index_owner::another_owner` to choose the owner.
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
-    /// Deletes the rows `process` wrote (`beat_index`): it stops.
-    async fn end_index_beats(&self, process: Uuid) -> Result<(), StoreError>;
+    /// Deletes the row `process` wrote (`beat_index`) as it stops, so
+    /// that an index whose last process stopped hands the database over at
+    /// once; unless an index other than its own was seen after
+    /// `live_after`: a restart must not hand the database to a process
+    /// paused on another index (the row goes unseen in `LIVE_FOR`, and a
+    /// process of the same index started meanwhile keeps its sighting).
+    async fn end_index_beats(
+        &self,
+        process: Uuid,
+        live_after: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
     /// The push notifications due by `now` and not yet sent, by whether
     /// they were attempted before: the `limit` endpoints of each kind with
     /// the oldest due row, and how many of each kind (a bounded read:

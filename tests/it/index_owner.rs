@@ -4,7 +4,7 @@
 //! (another index) pauses and says why, and nothing goes out twice; a
 //! Redis that lost the index's name names it anew without pausing anyone.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -131,8 +131,9 @@ async fn a_process_on_another_redis_prefix_pauses_and_nothing_goes_out_twice(
         .unwrap();
     assert_eq!(attempts, 10);
 
-    // The first process stops: its row goes with it, and the second's
-    // index serves the database at once, not 30 s after its last beat.
+    // The first process stops while the second's index is live: its row
+    // stays (a restart of the first must not find the database handed to
+    // the second), and the second stays paused until it goes unseen.
     let rows = || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM due_indexes")
             .fetch_one(&pool)
@@ -142,12 +143,8 @@ async fn a_process_on_another_redis_prefix_pauses_and_nothing_goes_out_twice(
     assert_eq!(rows().await, 2, "a row per process");
     first_process.signal("TERM");
     assert_eq!(first_process.wait(DEADLINE).await, Some(0));
-    assert_eq!(rows().await, 1, "only the second's row is left");
-    eventually(DEADLINE, "the second process to serve", || async {
-        let (status, health) = readyz(&client, &second).await?;
-        (status == StatusCode::OK && health["status"] == "ready").then_some(())
-    })
-    .await;
+    assert_eq!(rows().await, 2);
+    assert_eq!(paused(second.clone()).await, 1.0);
     std::fs::remove_file(first_log).ok();
     std::fs::remove_file(second_log).ok();
 }
@@ -245,6 +242,7 @@ async fn an_index_refuses_its_commands_until_a_beat_gets_through_and_while_anoth
     assert_eq!(Recovery::identity(&index).await.unwrap(), named, "one name");
 
     index.beats_start();
+    assert!(index.paused());
     let refused = index.depth().await.unwrap_err().to_string();
     assert!(refused.contains("has not told the database"), "{refused}");
     assert_eq!(
@@ -253,7 +251,7 @@ async fn an_index_refuses_its_commands_until_a_beat_gets_through_and_while_anoth
         "read while refused"
     );
 
-    index.set_owner(None);
+    index.set_owner(None, Instant::now());
     index
         .depth()
         .await
@@ -261,11 +259,15 @@ async fn an_index_refuses_its_commands_until_a_beat_gets_through_and_while_anoth
     let epoch = Recovery::epoch(&index);
 
     let now = Utc::now();
-    index.set_owner(Some(AnotherIndex {
-        since: now,
-        seen_at: now,
-        live_for: 30,
-    }));
+    index.set_owner(
+        Some(AnotherIndex {
+            since: now,
+            seen_at: now,
+            live_for: 30,
+        }),
+        Instant::now(),
+    );
+    assert!(index.paused());
     let refused = index.depth().await.unwrap_err().to_string();
     assert!(
         refused.contains("another due index serves this database")
@@ -275,11 +277,54 @@ async fn an_index_refuses_its_commands_until_a_beat_gets_through_and_while_anoth
     assert!(index.ping().await.is_err(), "readiness sees it too");
     assert_eq!(Recovery::epoch(&index), epoch);
 
-    index.set_owner(None);
+    index.set_owner(None, Instant::now());
     index.depth().await.expect("it serves again");
     assert_eq!(
         Recovery::epoch(&index),
         epoch + 1,
         "a new epoch: healed as after a failover"
     );
+}
+
+/// A fleet moved to another Redis: the old processes stop first, each
+/// taking its row with it, so the first process on the new index serves at
+/// once rather than 30 s after the old one's last beat.
+#[sqlx::test]
+async fn a_process_that_stops_cleanly_hands_the_database_to_the_next_index_at_once(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = test_pool(connect).await;
+    let db = database_url(&pool);
+    let client = http_client();
+    let rows = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM due_indexes")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let (mut old, old_base, old_log) = start(&db, &new_prefix(), "old-redis");
+    HookdProcess::wait_ready(&old_base, DEADLINE).await;
+    assert_eq!(rows().await, 1);
+    old.signal("TERM");
+    assert_eq!(old.wait(DEADLINE).await, Some(0));
+    assert_eq!(rows().await, 0, "the stopped process's row went with it");
+
+    let (_new, new_base, new_log) = start(&db, &new_prefix(), "new-redis");
+    HookdProcess::wait_ready(&new_base, DEADLINE).await;
+    let (status, health) = readyz(&client, &new_base).await.unwrap();
+    assert_eq!(
+        (status, &health["status"], &health["redis"]),
+        (StatusCode::OK, &json!("ready"), &json!("ok")),
+        "{health}"
+    );
+    assert_eq!(
+        metric(
+            &scrape_metrics(&client, &new_base).await,
+            "hookd_index_paused "
+        ),
+        0.0
+    );
+    std::fs::remove_file(old_log).ok();
+    std::fs::remove_file(new_log).ok();
 }

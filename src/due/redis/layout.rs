@@ -128,6 +128,17 @@ enum Owner {
     },
 }
 
+impl Owner {
+    /// Whether every command is refused for it.
+    fn refuses(&self) -> bool {
+        match self {
+            Owner::Unasked => false,
+            Owner::Unknown => true,
+            Owner::Beaten { at, another } => another.is_some() || at.elapsed() > BLIND_AFTER,
+        }
+    }
+}
+
 impl Guard {
     /// The error every command fails with while the last check found
     /// another count recorded, or while another index owns the database
@@ -163,12 +174,10 @@ impl Guard {
     /// none. Says whether this process's index serves again after it did
     /// not (another owned the database, or no beat got through for
     /// `BLIND_AFTER`): what the index holds may be stale.
-    pub(crate) fn set_owner(&self, found: Option<AnotherIndex>) -> bool {
+    pub(crate) fn set_owner(&self, found: Option<AnotherIndex>, at: Instant) -> bool {
         let mut owner = self.owner.lock().expect("redis layout lock");
-        let was_paused = match &*owner {
-            Owner::Unasked | Owner::Unknown => false,
-            Owner::Beaten { at, another } => another.is_some() || at.elapsed() > BLIND_AFTER,
-        };
+        // Not before the first beat got through: a start is no resumption.
+        let was_paused = matches!(&*owner, Owner::Beaten { .. }) && owner.refuses();
         let resumed = was_paused && found.is_none();
         match (was_paused, &found) {
             (false, Some(found)) => {
@@ -181,11 +190,13 @@ impl Guard {
             }
             _ => {}
         }
-        *owner = Owner::Beaten {
-            at: Instant::now(),
-            another: found,
-        };
+        *owner = Owner::Beaten { at, another: found };
         resumed
+    }
+
+    /// Whether the beats refuse every command now (`refusal`).
+    pub(crate) fn paused(&self) -> bool {
+        self.owner.lock().expect("redis layout lock").refuses()
     }
 
     /// Whether a check is due (at most one per `CHECK_EVERY`); taken if so.

@@ -213,10 +213,19 @@ impl Link {
     /// a pause may lack what was written meanwhile: it counts a new epoch,
     /// as after a failover, so housekeeping re-adds recent rows and walks
     /// every overdue one.
-    pub(crate) fn set_owner(&self, another: Option<crate::domain::index_owner::AnotherIndex>) {
-        if self.layout.set_owner(another) {
+    pub(crate) fn set_owner(
+        &self,
+        another: Option<crate::domain::index_owner::AnotherIndex>,
+        at: Instant,
+    ) {
+        if self.layout.set_owner(another, at) {
             self.epoch.fetch_add(1, Ordering::AcqRel);
         }
+    }
+
+    /// Whether the beats refuse every command now (`layout::Guard`).
+    pub(crate) fn paused(&self) -> bool {
+        self.layout.paused()
     }
 
     /// A connection without the layout check, which records the layout

@@ -357,8 +357,12 @@ impl Recovery for RedisIndex {
         self.link.beats_start()
     }
 
-    fn set_owner(&self, another: Option<AnotherIndex>) {
-        self.link.set_owner(another)
+    fn set_owner(&self, another: Option<AnotherIndex>, at: std::time::Instant) {
+        self.link.set_owner(another, at)
+    }
+
+    fn paused(&self) -> bool {
+        self.link.paused()
     }
 }
 

@@ -446,8 +446,12 @@ impl Recovery for ShardedIndex {
         Recovery::beats_start(&self.shards[0])
     }
 
-    fn set_owner(&self, another: Option<AnotherIndex>) {
-        Recovery::set_owner(&self.shards[0], another)
+    fn set_owner(&self, another: Option<AnotherIndex>, at: std::time::Instant) {
+        Recovery::set_owner(&self.shards[0], another, at)
+    }
+
+    fn paused(&self) -> bool {
+        Recovery::paused(&self.shards[0])
     }
 
     fn parts(&self) -> Vec<&dyn Recovery> {

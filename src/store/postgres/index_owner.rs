@@ -17,6 +17,16 @@ const BEAT_LOCK: i64 = 0x686f_6f6b_6402;
 impl PgStore {
     pub(super) async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         let mut tx = self.pool.begin().await?;
+        // A process that froze holding the lock (SIGSTOP, a paused VM)
+        // holds up every beat: its session ends after 5 s idle in its
+        // transaction, and a beat waits at most 2 s for the lock (and
+        // tries again a second later), so the others' beats go on.
+        sqlx::query(
+            "SELECT set_config('lock_timeout', '2s', true), \
+                    set_config('idle_in_transaction_session_timeout', '5s', true)",
+        )
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(BEAT_LOCK)
             .execute(&mut *tx)
@@ -39,8 +49,8 @@ impl PgStore {
                 .collect::<Result<_, sqlx::Error>>()?;
         let (written, live) = beat.apply(&stored);
         sqlx::query(
-            "DELETE FROM due_indexes WHERE identity <> $1 \
-             AND (identity = $2 OR process = $3 OR seen_at < $4)",
+            "DELETE FROM due_indexes WHERE seen_at < $4 \
+             OR (identity <> $1 AND (identity = $2 OR process = $3))",
         )
         .bind(&beat.identity)
         .bind(beat.gone())
@@ -64,13 +74,22 @@ impl PgStore {
         Ok(live)
     }
 
-    /// A process that stops deletes its rows: the index it used no
-    /// longer owns the database once its last process has stopped.
-    pub(super) async fn end_index_beats(&self, process: uuid::Uuid) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM due_indexes WHERE process = $1")
-            .bind(process)
-            .execute(&self.pool)
-            .await?;
+    /// A process that stops deletes its row unless an index other than
+    /// its own is live (`HousekeepingStore::end_index_beats`).
+    pub(super) async fn end_index_beats(
+        &self,
+        process: uuid::Uuid,
+        live_after: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "DELETE FROM due_indexes d WHERE d.process = $1 AND NOT EXISTS ( \
+                 SELECT 1 FROM due_indexes o \
+                 WHERE o.identity <> d.identity AND o.seen_at > $2)",
+        )
+        .bind(process)
+        .bind(live_after)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 }

@@ -320,8 +320,12 @@ impl HousekeepingStore for PgStore {
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         PgStore::beat_index(self, beat).await
     }
-    async fn end_index_beats(&self, process: Uuid) -> Result<(), StoreError> {
-        PgStore::end_index_beats(self, process).await
+    async fn end_index_beats(
+        &self,
+        process: Uuid,
+        live_after: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        PgStore::end_index_beats(self, process, live_after).await
     }
     async fn sync_operator_endpoint(
         &self,

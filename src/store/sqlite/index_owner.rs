@@ -31,8 +31,8 @@ impl SqliteStore {
             .map_err(store_error)?;
         let (written, live) = beat.apply(&stored);
         sqlx::query(
-            "DELETE FROM due_indexes WHERE identity <> ?1 \
-             AND (identity = ?2 OR process = ?3 OR seen_at < ?4)",
+            "DELETE FROM due_indexes WHERE seen_at < ?4 \
+             OR (identity <> ?1 AND (identity = ?2 OR process = ?3))",
         )
         .bind(&beat.identity)
         .bind(beat.gone())
@@ -58,12 +58,21 @@ impl SqliteStore {
         Ok(live)
     }
 
-    pub(super) async fn end_index_beats(&self, process: uuid::Uuid) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM due_indexes WHERE process = ?")
-            .bind(process)
-            .execute(&self.writer)
-            .await
-            .map_err(store_error)?;
+    pub(super) async fn end_index_beats(
+        &self,
+        process: uuid::Uuid,
+        live_after: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "DELETE FROM due_indexes AS d WHERE d.process = ?1 AND NOT EXISTS ( \
+                 SELECT 1 FROM due_indexes AS o \
+                 WHERE o.identity <> d.identity AND o.seen_at > ?2)",
+        )
+        .bind(process)
+        .bind(micros(live_after))
+        .execute(&self.writer)
+        .await
+        .map_err(store_error)?;
         Ok(())
     }
 }

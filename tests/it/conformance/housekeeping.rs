@@ -552,8 +552,22 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
         .unwrap();
     assert_eq!(names(&seen), ["b", "c"]);
 
-    // c's only process stops: b owns the database at once.
-    store.end_index_beats(p1).await.unwrap();
+    // c's only process stops while b is live: its row stays (a restart
+    // must not hand the database to b); with b unseen, it goes.
+    let live_after = |now: DateTime<Utc>| now - LIVE_FOR;
+    store
+        .end_index_beats(p1, live_after(later + Duration::seconds(1)))
+        .await
+        .unwrap();
+    let seen = store
+        .beat_index(&beat("b", p2, None, later + Duration::seconds(2)))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["b", "c"]);
+    store
+        .end_index_beats(p1, later + Duration::seconds(2))
+        .await
+        .unwrap();
     let seen = store
         .beat_index(&beat("b", p2, None, later + Duration::seconds(2)))
         .await
@@ -561,10 +575,18 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
     assert_eq!(names(&seen), ["b"]);
     assert_eq!(another_owner("b", &seen), None);
 
-    // b unseen for LIVE_FOR: c back owns it, first seen anew.
+    // Nothing beat for LIVE_FOR (the database down, or b gone): c back
+    // comes after b, the index serving last; at c's next beat b is
+    // unseen for LIVE_FOR behind it, and c owns the database.
     let past_b = later + Duration::seconds(3) + LIVE_FOR;
     let seen = store
         .beat_index(&beat("c", p1, None, past_b))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["b", "c"]);
+    assert!(another_owner("c", &seen).is_some());
+    let seen = store
+        .beat_index(&beat("c", p1, None, past_b + Duration::seconds(1)))
         .await
         .unwrap();
     assert_eq!(names(&seen), ["c"]);
@@ -572,7 +594,7 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
 
     // A day later, every row unseen since: deleted, and a new beat finds
     // itself alone.
-    let next_day = past_b + FORGET_AFTER + Duration::seconds(1);
+    let next_day = past_b + FORGET_AFTER + Duration::seconds(2);
     let seen = store
         .beat_index(&beat("d", p3, None, next_day))
         .await
