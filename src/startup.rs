@@ -304,9 +304,13 @@ impl App {
         // beats end after the dispatcher stopped: until its last delivery
         // ended, no other index may take the database over.
         let beats_end = CancellationToken::new();
+        let settings = self.state.settings.clone();
+        let dispatching =
+            matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let beating = crate::dispatcher::index_owner::start(
             self.housekeeping.clone(),
             self.state.due.clone(),
+            dispatching,
             beats_end.clone(),
         )
         .await;
@@ -317,9 +321,6 @@ impl App {
         // a lease, so that any process left running finishes them.
         let sole = self.state.store.kind() == crate::store::StoreKind::Sqlite;
         let recovering = tokio::spawn(self.state.recovery.clone().run(token.clone(), sole));
-        let settings = self.state.settings.clone();
-        let dispatching =
-            matches!(self.role, Role::All | Role::Dispatcher) && settings.dispatcher.enabled;
         let dispatcher = if dispatching {
             let sender = Sender::new(&settings.sender)?
                 .with_clock(self.delivery.clock().clone())

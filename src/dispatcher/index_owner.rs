@@ -21,6 +21,8 @@ const EVERY: Duration = Duration::from_secs(1);
 struct Beats {
     /// This process's row (`Beat::process`), deleted when it stops.
     process: uuid::Uuid,
+    /// Whether it claims from its index (`Beat::claims`).
+    claims: bool,
     /// The name its index had at the last beat that got through: said to
     /// be gone when Redis names the index anew, and beaten with while
     /// Redis cannot be read (the index's shards but the one that holds
@@ -72,6 +74,7 @@ impl Beats {
             identity,
             process: self.process,
             now: store.clock().now(),
+            claims: self.claims,
         };
         let live = store.beat_index(&beat).await?;
         if beat.gone.is_some() {
@@ -98,10 +101,12 @@ const WITHIN: Duration = Duration::from_secs(5);
 pub(crate) async fn start(
     store: SharedHousekeeping,
     due: SharedIndex,
+    claims: bool,
     end: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let mut beats = Beats {
         process: uuid::Uuid::new_v4(),
+        claims,
         ..Beats::default()
     };
     if let Some(index) = due.recovery() {

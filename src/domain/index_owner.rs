@@ -52,6 +52,12 @@ pub struct Beat {
     pub process: Uuid,
     pub gone: Option<String>,
     pub now: DateTime<Utc>,
+    /// Whether the process claims from its index (it runs a dispatcher).
+    /// One that does not (`--role api`) only reads: it writes no row, so
+    /// it never keeps its index the owner (an API process on the wrong
+    /// prefix must not leave the database to an index nobody claims
+    /// from), and pauses its hand-offs while another index owns it.
+    pub claims: bool,
 }
 
 impl Beat {
@@ -71,7 +77,8 @@ impl Beat {
     }
 
     /// Given every row `stored` (read under the store's lock), the row
-    /// this beat writes and the live rows after it, its own among them
+    /// this beat writes (none for a process that does not claim) and the
+    /// live rows after it, its own among them
     /// (live: seen within `LIVE_FOR` of the latest row, or of now if that
     /// is earlier).
     /// Its first sighting is its index's:
@@ -85,7 +92,7 @@ impl Beat {
     /// The rows of the gone index go, and any other row of this process
     /// (it beats for one index). `seen_at` never moves back (a host whose
     /// clock is behind).
-    pub fn apply(&self, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
+    pub fn apply(&self, stored: &[IndexSeen]) -> (Option<IndexSeen>, Vec<IndexSeen>) {
         // Live: seen within `LIVE_FOR` of the latest beat stored (of now,
         // at the latest), so that after an outage of the database no beat
         // got through, the index serving before it still comes first.
@@ -120,13 +127,16 @@ impl Beat {
             first_seen,
             seen_at: own.map_or(self.now, |own| own.seen_at.max(self.now)),
         };
+        if !self.claims {
+            return (None, live.into_iter().cloned().collect());
+        }
         let mut after: Vec<IndexSeen> = live
             .into_iter()
             .filter(|s| s.process != self.process && Some(s.identity.as_str()) != gone)
             .cloned()
             .collect();
         after.push(written.clone());
-        (written, after)
+        (Some(written), after)
     }
 }
 
@@ -210,7 +220,14 @@ mod tests {
             process: Uuid::from_u128(n),
             gone: gone.map(str::to_owned),
             now: at(now),
+            claims: true,
         }
+    }
+
+    /// `apply` of a process that claims: its row.
+    fn wrote(beat: &Beat, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
+        let (written, live) = beat.apply(stored);
+        (written.expect("a process that claims writes its row"), live)
     }
 
     #[test]
@@ -239,7 +256,7 @@ mod tests {
     fn a_newcomer_goes_after_every_live_index_though_its_clock_is_behind() {
         // a's host is 5 s ahead of b's.
         let stored = [seen("a", 1, 100, 100)];
-        let (written, live) = beat("b", 2, None, 96).apply(&stored);
+        let (written, live) = wrote(&beat("b", 2, None, 96), &stored);
         assert!(written.first_seen > at(100), "{written:?}");
         assert_eq!(live.len(), 2);
         assert!(another_owner("b", &live).is_some());
@@ -249,7 +266,7 @@ mod tests {
     #[test]
     fn a_process_joining_a_live_index_takes_its_first_sighting() {
         let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
-        let (written, live) = beat("a", 3, None, 51).apply(&stored);
+        let (written, live) = wrote(&beat("a", 3, None, 51), &stored);
         assert_eq!((written.first_seen, written.seen_at), (at(10), at(51)));
         assert_eq!(live.len(), 3);
         assert_eq!(another_owner("a", &live), None);
@@ -258,12 +275,12 @@ mod tests {
     #[test]
     fn a_live_index_keeps_its_first_sighting_and_one_back_after_a_break_starts_again() {
         let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
-        let (written, _) = beat("a", 1, None, 51).apply(&stored);
+        let (written, _) = wrote(&beat("a", 1, None, 51), &stored);
         assert_eq!((written.first_seen, written.seen_at), (at(10), at(51)));
         // a unseen for longer than LIVE_FOR, b beating on: b owns it, and
         // a comes back after it.
         let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 90)];
-        let (written, live) = beat("a", 1, None, 90).apply(&stored);
+        let (written, live) = wrote(&beat("a", 1, None, 90), &stored);
         assert!(written.first_seen > at(20), "{written:?}");
         assert!(another_owner("a", &live).is_some());
     }
@@ -275,7 +292,7 @@ mod tests {
             seen("a", 3, 10, 50),
             seen("x", 2, 20, 50),
         ];
-        let (written, live) = beat("c", 1, Some("a"), 51).apply(&stored);
+        let (written, live) = wrote(&beat("c", 1, Some("a"), 51), &stored);
         assert_eq!(written.first_seen, at(10));
         let mut names: Vec<&str> = live.iter().map(|s| s.identity.as_str()).collect();
         names.sort();
@@ -283,7 +300,7 @@ mod tests {
         assert_eq!(another_owner("c", &live), None);
         // A gone name unseen for LIVE_FOR hands nothing on.
         let stored = [seen("a", 1, 10, 15), seen("x", 2, 20, 50)];
-        let (written, _) = beat("c", 1, Some("a"), 51).apply(&stored);
+        let (written, _) = wrote(&beat("c", 1, Some("a"), 51), &stored);
         assert!(written.first_seen > at(20));
     }
 
@@ -291,21 +308,37 @@ mod tests {
     fn after_an_outage_no_beat_got_through_the_index_serving_before_comes_first() {
         // Both unseen for 60 s: the database was down. b beats first.
         let stored = [seen("a", 1, 10, 50), seen("b", 2, 20, 50)];
-        let (written, live) = beat("b", 2, None, 110).apply(&stored);
+        let (written, live) = wrote(&beat("b", 2, None, 110), &stored);
         assert_eq!(written.first_seen, at(20));
         assert!(another_owner("b", &live).is_some(), "a still comes first");
         // A Redis emptied meanwhile: c, the index's new name, waits one
         // beat behind the old rows, then its own beat is the latest.
         let stored = [seen("a", 1, 10, 50)];
-        let (written, live) = beat("c", 3, None, 110).apply(&stored);
+        let (written, live) = wrote(&beat("c", 3, None, 110), &stored);
         assert!(another_owner("c", &live).is_some());
-        let (_, live) = beat("c", 3, None, 111).apply(&[seen("a", 1, 10, 50), written]);
+        let (_, live) = wrote(&beat("c", 3, None, 111), &[seen("a", 1, 10, 50), written]);
         assert_eq!(another_owner("c", &live), None);
     }
 
     #[test]
+    fn a_process_that_does_not_claim_writes_nothing_and_never_keeps_its_index_the_owner() {
+        let api = Beat {
+            claims: false,
+            ..beat("b", 2, None, 60)
+        };
+        // b's dispatchers gone: only an API process on b is left beside a.
+        let stored = [seen("a", 1, 10, 59), seen("b", 3, 5, 20)];
+        let (row, live) = api.apply(&stored);
+        assert_eq!(row, None);
+        assert!(another_owner("b", &live).is_some(), "a serves");
+        // Alone: nothing owns the database, and it hands off.
+        let (_, live) = api.apply(&[]);
+        assert_eq!(another_owner("b", &live), None);
+    }
+
+    #[test]
     fn a_row_seen_later_than_the_beat_is_not_moved_back() {
-        let (written, _) = beat("a", 1, None, 40).apply(&[seen("a", 1, 10, 45)]);
+        let (written, _) = wrote(&beat("a", 1, None, 40), &[seen("a", 1, 10, 45)]);
         assert_eq!(written.seen_at, at(45));
     }
 }

@@ -415,10 +415,23 @@ impl HookdProcess {
         listen: &str,
         log: &std::path::Path,
     ) -> Self {
+        Self::start_logged_as("all", database_url, redis_url, prefix, env, listen, log)
+    }
+
+    /// `start_logged` in `role` (`all`, `api` or `dispatcher`).
+    pub fn start_logged_as(
+        role: &str,
+        database_url: &str,
+        redis_url: &str,
+        prefix: &str,
+        env: &[(&str, &str)],
+        listen: &str,
+        log: &std::path::Path,
+    ) -> Self {
         let file = std::fs::File::create(log).unwrap();
         let mut command = Self::command(database_url, redis_url, prefix, env);
         command
-            .args(["serve", "--role", "all"])
+            .args(["serve", "--role", role])
             .env("HOOKD_SERVER__LISTEN", listen)
             .stdout(file.try_clone().unwrap())
             .stderr(file);

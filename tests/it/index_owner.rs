@@ -26,9 +26,19 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// A process (all roles) on `db` with Redis prefix `prefix`, ready or not:
 /// its base URL and its log.
 fn start(db: &str, prefix: &str, tag: &str) -> (HookdProcess, String, std::path::PathBuf) {
+    start_as("all", db, prefix, tag)
+}
+
+/// `start` in `role`.
+fn start_as(
+    role: &str,
+    db: &str,
+    prefix: &str,
+    tag: &str,
+) -> (HookdProcess, String, std::path::PathBuf) {
     let listen = format!("127.0.0.1:{}", free_port());
     let log = std::env::temp_dir().join(format!("hookd-{tag}-{}.log", new_prefix()));
-    let process = HookdProcess::start_logged(db, &redis_url(), prefix, &[], &listen, &log);
+    let process = HookdProcess::start_logged_as(role, db, &redis_url(), prefix, &[], &listen, &log);
     (process, format!("http://{listen}"), log)
 }
 
@@ -327,4 +337,86 @@ async fn a_process_that_stops_cleanly_hands_the_database_to_the_next_index_at_on
     );
     std::fs::remove_file(old_log).ok();
     std::fs::remove_file(new_log).ok();
+}
+
+/// An API process (`--role api`) on another prefix beside the
+/// dispatchers: it pauses its hand-offs while they serve (its creates are
+/// delivered by them), and it writes no row, so it never keeps the
+/// database from them: a black-box pass saw a dispatcher restarted beside
+/// such a process find the database handed to an index nobody claims from,
+/// and nothing delivered.
+#[sqlx::test]
+async fn an_api_process_on_another_prefix_never_keeps_the_database_from_the_dispatchers(
+    _: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let (pool, _closes) = test_pool(connect).await;
+    let db = database_url(&pool);
+    let client = http_client();
+    let receiver = Receiver::start().await;
+    let rows = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM due_indexes")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let paused = |base: String| {
+        let client = client.clone();
+        async move { metric(&scrape_metrics(&client, &base).await, "hookd_index_paused ") }
+    };
+    let prefix = new_prefix();
+    let (mut serving, serving_base, serving_log) = start(&db, &prefix, "dispatching");
+    HookdProcess::wait_ready(&serving_base, DEADLINE).await;
+    let (_api, api, api_log) = start_as("api", &db, &new_prefix(), "stray-api");
+    HookdProcess::wait_ready(&api, DEADLINE).await;
+    eventually(DEADLINE, "the API process to pause", || async {
+        (paused(api.clone()).await == 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(rows().await, 1, "the API process writes no row");
+
+    let created = client
+        .post(format!("{api}/v1/endpoints"))
+        .json(&json!({"uid": "shop", "url": receiver.url("/hook")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let create = |n: i64| {
+        let (client, api) = (client.clone(), api.clone());
+        async move {
+            let response = client
+                .post(format!("{api}/v1/notifications"))
+                .json(&json!({"endpoint": "shop", "payload": {"n": n}}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::CREATED);
+        }
+    };
+    for n in 0..3 {
+        create(n).await;
+    }
+    receiver.wait_distinct("/hook", 3, DEADLINE).await;
+
+    // The dispatcher restarts: no other index is live, so its row goes,
+    // and the one started after it serves.
+    serving.signal("TERM");
+    assert_eq!(serving.wait(DEADLINE).await, Some(0));
+    assert_eq!(rows().await, 0);
+    let (_again, again, again_log) = start(&db, &prefix, "dispatching-again");
+    HookdProcess::wait_ready(&again, DEADLINE).await;
+    assert_eq!(paused(again.clone()).await, 0.0);
+    eventually(DEADLINE, "the API process to pause again", || async {
+        (paused(api.clone()).await == 1.0).then_some(())
+    })
+    .await;
+    for n in 3..6 {
+        create(n).await;
+    }
+    receiver.wait_distinct("/hook", 6, DEADLINE).await;
+    assert_eq!(receiver.distinct("/hook"), (6, 6));
+    for log in [serving_log, api_log, again_log] {
+        std::fs::remove_file(log).ok();
+    }
 }

@@ -110,6 +110,8 @@ pub(crate) struct Guard {
     checked: Mutex<Option<Instant>>,
     mismatch: Mutex<Option<LayoutMismatch>>,
     owner: Mutex<Owner>,
+    /// Beats in a row that found another index owning the database.
+    another_streak: Mutex<u32>,
 }
 
 /// What this process knows of the index that owns the database.
@@ -179,16 +181,26 @@ impl Guard {
         // Not before the first beat got through: a start is no resumption.
         let was_paused = matches!(&*owner, Owner::Beaten { .. }) && owner.refuses();
         let resumed = was_paused && found.is_none();
-        match (was_paused, &found) {
-            (false, Some(found)) => {
-                tracing::error!(error = %found, "deliveries pause: another due index serves this database")
+        // Said from the second beat in a row that finds another owner: a
+        // start beside rows of processes killed a moment ago waits one
+        // beat behind them (`Beat::apply`'s outage rule), and that is no
+        // misconfiguration.
+        let mut streak = self.another_streak.lock().expect("redis layout lock");
+        match &found {
+            Some(found) => {
+                *streak += 1;
+                if *streak == 2 {
+                    tracing::error!(error = %found, "deliveries pause: another due index serves this database")
+                }
             }
-            (true, None) => {
-                tracing::warn!(
-                    "this process's due index serves the database again; deliveries go on"
-                )
+            None => {
+                if *streak >= 2 {
+                    tracing::warn!(
+                        "this process's due index serves the database now; deliveries go on"
+                    )
+                }
+                *streak = 0;
             }
-            _ => {}
         }
         *owner = Owner::Beaten { at, another: found };
         resumed

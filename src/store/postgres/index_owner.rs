@@ -48,28 +48,31 @@ impl PgStore {
                 })
                 .collect::<Result<_, sqlx::Error>>()?;
         let (written, live) = beat.apply(&stored);
-        sqlx::query(
-            "DELETE FROM due_indexes WHERE seen_at < $4 \
-             OR (identity <> $1 AND (identity = $2 OR process = $3))",
-        )
-        .bind(&beat.identity)
-        .bind(beat.gone())
-        .bind(beat.process)
-        .bind(beat.forget_before())
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO due_indexes (identity, process, first_seen, seen_at) \
-             VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (identity, process) DO UPDATE \
-                 SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
-        )
-        .bind(&written.identity)
-        .bind(written.process)
-        .bind(written.first_seen)
-        .bind(written.seen_at)
-        .execute(&mut *tx)
-        .await?;
+        // A process that does not claim only reads.
+        if let Some(written) = written {
+            sqlx::query(
+                "DELETE FROM due_indexes WHERE seen_at < $4 \
+                 OR (identity <> $1 AND (identity = $2 OR process = $3))",
+            )
+            .bind(&beat.identity)
+            .bind(beat.gone())
+            .bind(beat.process)
+            .bind(beat.forget_before())
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO due_indexes (identity, process, first_seen, seen_at) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (identity, process) DO UPDATE \
+                     SET first_seen = excluded.first_seen, seen_at = excluded.seen_at",
+            )
+            .bind(&written.identity)
+            .bind(written.process)
+            .bind(written.first_seen)
+            .bind(written.seen_at)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(live)
     }

@@ -498,6 +498,7 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
         process,
         gone: gone.map(str::to_owned),
         now,
+        claims: true,
     };
     let names = |seen: &[IndexSeen]| {
         let mut names: Vec<String> = seen.iter().map(|s| s.identity.clone()).collect();
@@ -601,4 +602,19 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
         .unwrap();
     assert_eq!(names(&seen), ["d"]);
     assert_eq!(of(&seen, p3).first_seen, next_day);
+
+    // A process that does not claim (`--role api`) reads and writes
+    // nothing: it sees d, and stays unseen itself.
+    let api = Beat {
+        claims: false,
+        ..beat("e", p1, None, next_day + Duration::seconds(1))
+    };
+    let seen = store.beat_index(&api).await.unwrap();
+    assert_eq!(names(&seen), ["d"]);
+    assert!(another_owner("e", &seen).is_some());
+    let seen = store
+        .beat_index(&beat("d", p3, None, next_day + Duration::seconds(2)))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["d"]);
 }
