@@ -285,6 +285,12 @@ async fn an_index_refuses_its_commands_until_a_beat_gets_through_and_while_anoth
         "{refused}"
     );
     assert!(index.ping().await.is_err(), "readiness sees it too");
+    // Leases already held are still prolonged: a process that cannot
+    // record what it sent keeps them from its index's other processes.
+    index
+        .extend(&[uuid::Uuid::now_v7()], Utc::now())
+        .await
+        .expect("a lease extension is not refused");
     assert_eq!(Recovery::epoch(&index), epoch);
 
     index.set_owner(None, Instant::now());

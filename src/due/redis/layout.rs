@@ -146,9 +146,8 @@ impl Guard {
     /// another count recorded, or while another index owns the database
     /// or this process cannot tell (`Owner`).
     pub(crate) fn refusal(&self) -> Option<DueError> {
-        let mismatch = self.mismatch.lock().expect("redis layout lock").clone();
-        if let Some(mismatch) = mismatch {
-            return Some(DueError::Unavailable(Box::new(mismatch)));
+        if let Some(mismatch) = self.layout_refusal() {
+            return Some(mismatch);
         }
         let owner = self.owner.lock().expect("redis layout lock");
         let unknown = |when| Some(DueError::Unavailable(Box::new(OwnerUnknown { when })));
@@ -160,6 +159,13 @@ impl Guard {
                 .clone()
                 .map(|another| DueError::Unavailable(Box::new(another))),
         }
+    }
+
+    /// The refusal of a layout mismatch alone: what a command that only
+    /// prolongs leases already held meets (`Link::lease_conn`).
+    pub(crate) fn layout_refusal(&self) -> Option<DueError> {
+        let mismatch = self.mismatch.lock().expect("redis layout lock").clone();
+        mismatch.map(|mismatch| DueError::Unavailable(Box::new(mismatch)))
     }
 
     /// Beats start: until the first reaches the database, every command

@@ -130,7 +130,10 @@ impl RedisIndex {
         let until = score(until);
         let items: Vec<(i64, Member)> = ids.iter().map(|id| (until, member(id))).collect();
         let key = &self.keys().inflight;
-        self.run::<()>(|p| {
+        // `XX`: only leases still held; so even while the beats pause the
+        // index (`Link::lease_conn`).
+        let mut conn = self.observed(self.link.lease_conn().await)?;
+        self.run_on::<()>(&mut conn, |p| {
             p.cmd("ZADD").arg(key).arg("XX").arg(&items).ignore();
         })
         .await

@@ -174,6 +174,19 @@ impl Link {
     /// A connection to the current master (or the cluster), once the
     /// index's recorded layout is known to match this process's.
     pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
+        let conn = self.lease_conn().await?;
+        if let Some(refused) = self.layout.refusal() {
+            return Err(refused);
+        }
+        Ok(conn)
+    }
+
+    /// `conn`, for a command that only prolongs leases already held
+    /// (`RedisIndex::extend`): refused for another layout, not while the
+    /// beats pause the index. A process cut off from the database keeps
+    /// the leases of what it sent and could not record, so that its own
+    /// index's other processes do not send those again.
+    pub(crate) async fn lease_conn(&self) -> Result<Conn, DueError> {
         let conn = self.connection().await?;
         if !self.laid_out.initialized() {
             self.laid_out
@@ -184,7 +197,7 @@ impl Link {
                 })
                 .await?;
         }
-        if let Some(refused) = self.layout.refusal() {
+        if let Some(refused) = self.layout.layout_refusal() {
             return Err(refused);
         }
         Ok(conn)
