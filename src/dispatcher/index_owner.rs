@@ -1,8 +1,8 @@
 //! The beats that keep one due index per database (`domain::index_owner`),
 //! in every server-mode process whatever its role (`startup` runs them):
-//! once a second the index's name is written to the store, and the index
-//! is paused while another owns the database, or while no beat has got
-//! through for `BLIND_AFTER`. The first beat comes before the process
+//! once a second the index's name is written to the store (read only, by
+//! a process that does not claim), and the index is paused while another
+//! owns the database, or while no beat has got through for `BLIND_AFTER`. The first beat comes before the process
 //! serves, and until one gets through the index refuses every command,
 //! so a process started on the wrong Redis or prefix never claims.
 
