@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::index_owner::{another_owner, Beat, LIVE_FOR};
+use crate::domain::index_owner::{another_owner, Beat};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
 
@@ -126,8 +126,8 @@ pub(crate) async fn start(
         }
         // Stopped: this process no longer keeps its index the owner. A
         // process killed leaves its row to go unseen for `LIVE_FOR`.
-        let live_after = store.clock().now() - LIVE_FOR;
-        if let Err(error) = store.end_index_beats(beats.process, live_after).await {
+        let now = store.clock().now();
+        if let Err(error) = store.end_index_beats(beats.process, now).await {
             tracing::debug!(%error, "this process's due index row was not deleted; it goes unseen in 30 s");
         }
     })

@@ -61,11 +61,6 @@ pub struct Beat {
 }
 
 impl Beat {
-    /// Rows seen after this are live.
-    pub fn live_after(&self) -> DateTime<Utc> {
-        self.now - LIVE_FOR
-    }
-
     /// Rows seen before this are deleted.
     pub fn forget_before(&self) -> DateTime<Utc> {
         self.now - FORGET_AFTER
@@ -76,12 +71,8 @@ impl Beat {
         self.gone.as_deref().filter(|gone| *gone != self.identity)
     }
 
-    /// Given every row `stored` (read under the store's lock), the row
-    /// this beat writes (none for a process that does not claim) and the
-    /// live rows after it, its own among them
-    /// (live: seen within `LIVE_FOR` of the latest row, or of now if that
-    /// is earlier).
-    /// Its first sighting is its index's:
+    /// Given every row `stored` (read under the store's lock), what this
+    /// beat writes (`Applied`). Its first sighting is its index's:
     /// - that of a live row of its index (its own, or another process's);
     /// - else that of a live row of the index it names gone (the same
     ///   index, named anew);
@@ -90,21 +81,12 @@ impl Beat {
     ///   their hosts say.
     ///
     /// The rows of the gone index go, and any other row of this process
-    /// (it beats for one index). `seen_at` never moves back (a host whose
-    /// clock is behind).
-    pub fn apply(&self, stored: &[IndexSeen]) -> (Option<IndexSeen>, Vec<IndexSeen>) {
-        // Live: seen within `LIVE_FOR` of the latest beat stored (of now,
-        // at the latest), so that after an outage of the database no beat
-        // got through, the index serving before it still comes first.
-        let latest = stored.iter().map(|s| s.seen_at).max();
-        let live_after = latest.map_or(self.now, |latest| latest.min(self.now)) - LIVE_FOR;
+    /// (it beats for one index), and every row unseen since
+    /// `forget_before`. `seen_at` never moves back (a host whose clock is
+    /// behind). A process that does not claim writes and deletes nothing.
+    pub fn apply(&self, stored: &[IndexSeen]) -> Applied {
         let gone = self.gone();
-        // A row the beat forgets (a day unseen) is never live.
-        let forget_before = self.forget_before();
-        let live: Vec<&IndexSeen> = stored
-            .iter()
-            .filter(|s| s.seen_at > live_after && s.seen_at >= forget_before)
-            .collect();
+        let live = live(stored, self.now);
         let first_of = |identity: &str| {
             live.iter()
                 .filter(|s| s.identity == identity)
@@ -118,6 +100,13 @@ impl Beat {
                     .map(|s| s.first_seen + Duration::microseconds(1))
                     .fold(self.now, DateTime::max)
             });
+        if !self.claims {
+            return Applied {
+                write: None,
+                delete: Vec::new(),
+                live: live.into_iter().cloned().collect(),
+            };
+        }
         let own = stored
             .iter()
             .find(|s| s.identity == self.identity && s.process == self.process);
@@ -127,17 +116,69 @@ impl Beat {
             first_seen,
             seen_at: own.map_or(self.now, |own| own.seen_at.max(self.now)),
         };
-        if !self.claims {
-            return (None, live.into_iter().cloned().collect());
-        }
+        let forget_before = self.forget_before();
+        let delete = stored
+            .iter()
+            .filter(|s| {
+                s.seen_at < forget_before
+                    || (s.identity != self.identity
+                        && (Some(s.identity.as_str()) == gone || s.process == self.process))
+            })
+            .cloned()
+            .collect();
         let mut after: Vec<IndexSeen> = live
             .into_iter()
             .filter(|s| s.process != self.process && Some(s.identity.as_str()) != gone)
             .cloned()
             .collect();
         after.push(written.clone());
-        (Some(written), after)
+        Applied {
+            write: Some(written),
+            delete,
+            live: after,
+        }
     }
+}
+
+/// What a beat does to the rows (`Beat::apply`); the store writes it in
+/// the transaction that read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The beat's own row (none for a process that does not claim).
+    pub write: Option<IndexSeen>,
+    /// The rows to delete, by index and process.
+    pub delete: Vec<IndexSeen>,
+    /// The live rows after the beat, its own among them, for
+    /// `another_owner` to choose the owner.
+    pub live: Vec<IndexSeen>,
+}
+
+/// The rows `process` deletes as it stops: its own, unless an index other
+/// than its row's is live. A restart must not hand the database to a
+/// process paused on another index: the row goes unseen in `LIVE_FOR`, and
+/// a process of the same index started meanwhile keeps its sighting.
+pub fn ending(process: Uuid, now: DateTime<Utc>, stored: &[IndexSeen]) -> Vec<IndexSeen> {
+    let live = live(stored, now);
+    stored
+        .iter()
+        .filter(|s| s.process == process)
+        .filter(|own| !live.iter().any(|s| s.identity != own.identity))
+        .cloned()
+        .collect()
+}
+
+/// The live rows of `stored`: seen within `LIVE_FOR` of the latest row
+/// (of `now`, at the latest), so that after an outage of the database in
+/// which no beat got through, the index serving before it still comes
+/// first; and never a row unseen since `FORGET_AFTER`.
+fn live(stored: &[IndexSeen], now: DateTime<Utc>) -> Vec<&IndexSeen> {
+    let latest = stored.iter().map(|s| s.seen_at).max();
+    let live_after = latest.map_or(now, |latest| latest.min(now)) - LIVE_FOR;
+    let forget_before = now - FORGET_AFTER;
+    stored
+        .iter()
+        .filter(|s| s.seen_at > live_after && s.seen_at >= forget_before)
+        .collect()
 }
 
 /// A process's row, as the database saw it.
@@ -226,8 +267,9 @@ mod tests {
 
     /// `apply` of a process that claims: its row.
     fn wrote(beat: &Beat, stored: &[IndexSeen]) -> (IndexSeen, Vec<IndexSeen>) {
-        let (written, live) = beat.apply(stored);
-        (written.expect("a process that claims writes its row"), live)
+        let applied = beat.apply(stored);
+        let written = applied.write.expect("a process that claims writes its row");
+        (written, applied.live)
     }
 
     #[test]
@@ -328,17 +370,55 @@ mod tests {
         };
         // b's dispatchers gone: only an API process on b is left beside a.
         let stored = [seen("a", 1, 10, 59), seen("b", 3, 5, 20)];
-        let (row, live) = api.apply(&stored);
-        assert_eq!(row, None);
-        assert!(another_owner("b", &live).is_some(), "a serves");
+        let applied = api.apply(&stored);
+        assert_eq!((applied.write, applied.delete), (None, vec![]));
+        assert!(another_owner("b", &applied.live).is_some(), "a serves");
         // Alone: nothing owns the database, and it hands off.
-        let (_, live) = api.apply(&[]);
-        assert_eq!(another_owner("b", &live), None);
+        assert_eq!(another_owner("b", &api.apply(&[]).live), None);
     }
 
     #[test]
     fn a_row_seen_later_than_the_beat_is_not_moved_back() {
         let (written, _) = wrote(&beat("a", 1, None, 40), &[seen("a", 1, 10, 45)]);
         assert_eq!(written.seen_at, at(45));
+    }
+
+    #[test]
+    fn a_beat_deletes_its_gone_index_its_rows_of_another_index_and_day_old_rows() {
+        let now = 2 * 86_400;
+        let stored = [
+            seen("a", 1, 10, now - 5),         // the gone name, this process
+            seen("a", 2, 10, now - 5),         // the gone name, another process
+            seen("x", 1, 10, now - 5),         // this process's row of another index
+            seen("b", 3, 20, now - 5),         // another live index: kept
+            seen("z", 4, 0, now - 86_400 - 1), // unseen for a day
+            seen("c", 1, 10, now - 5),         // its own row: written over, not deleted
+        ];
+        let applied = beat("c", 1, Some("a"), now).apply(&stored);
+        let mut deleted: Vec<(&str, u128)> = applied
+            .delete
+            .iter()
+            .map(|s| (s.identity.as_str(), s.process.as_u128()))
+            .collect();
+        deleted.sort();
+        assert_eq!(deleted, [("a", 1), ("a", 2), ("x", 1), ("z", 4)]);
+    }
+
+    #[test]
+    fn a_process_that_stops_keeps_its_row_while_another_index_is_live() {
+        let stored = [seen("a", 1, 10, 100), seen("b", 2, 20, 99)];
+        assert_eq!(ending(Uuid::from_u128(1), at(100), &stored), vec![]);
+        // b unseen for LIVE_FOR behind a's last beat: a's row goes.
+        let stored = [seen("a", 1, 10, 100), seen("b", 2, 20, 60)];
+        assert_eq!(
+            ending(Uuid::from_u128(1), at(100), &stored),
+            [stored[0].clone()]
+        );
+        // Another process of its own index does not keep it.
+        let stored = [seen("a", 1, 10, 100), seen("a", 2, 10, 100)];
+        assert_eq!(
+            ending(Uuid::from_u128(1), at(100), &stored),
+            [stored[0].clone()]
+        );
     }
 }

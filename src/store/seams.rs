@@ -376,23 +376,16 @@ pub trait HousekeepingStore: Clocked + PendingRows + StatsStore + Send + Sync + 
     async fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError> {
         Ok(None)
     }
-    /// Writes that `beat`'s index was seen now (first seen now if it is
-    /// new), deletes the row of the index it names gone and those unseen
-    /// since `Beat::forget_before`, and returns the indexes seen since
-    /// `Beat::live_after`, this one among them, for
+    /// Reads every due index row and writes what `Beat::apply` decides
+    /// (this process's row, the rows it deletes), one beat at a time;
+    /// returns the live rows, this one among them, for
     /// `domain::index_owner::another_owner` to choose the owner.
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
-    /// Deletes the row `process` wrote (`beat_index`) as it stops, so
-    /// that an index whose last process stopped hands the database over at
-    /// once; unless an index other than its own was seen after
-    /// `live_after`: a restart must not hand the database to a process
-    /// paused on another index (the row goes unseen in `LIVE_FOR`, and a
-    /// process of the same index started meanwhile keeps its sighting).
-    async fn end_index_beats(
-        &self,
-        process: Uuid,
-        live_after: DateTime<Utc>,
-    ) -> Result<(), StoreError>;
+    /// As `process` stops: reads every row and deletes what
+    /// `domain::index_owner::ending` decides (its row, unless another
+    /// index is live), so that an index whose last process stopped hands
+    /// the database over at once.
+    async fn end_index_beats(&self, process: Uuid, now: DateTime<Utc>) -> Result<(), StoreError>;
     /// The push notifications due by `now` and not yet sent, by whether
     /// they were attempted before: the `limit` endpoints of each kind with
     /// the oldest due row, and how many of each kind (a bounded read:

@@ -320,12 +320,8 @@ impl HousekeepingStore for PgStore {
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         PgStore::beat_index(self, beat).await
     }
-    async fn end_index_beats(
-        &self,
-        process: Uuid,
-        live_after: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        PgStore::end_index_beats(self, process, live_after).await
+    async fn end_index_beats(&self, process: Uuid, now: DateTime<Utc>) -> Result<(), StoreError> {
+        PgStore::end_index_beats(self, process, now).await
     }
     async fn sync_operator_endpoint(
         &self,

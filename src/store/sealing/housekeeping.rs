@@ -101,12 +101,8 @@ impl<S: HousekeepingStore> HousekeepingStore for Sealing<S> {
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         self.inner.beat_index(beat).await
     }
-    async fn end_index_beats(
-        &self,
-        process: Uuid,
-        live_after: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        self.inner.end_index_beats(process, live_after).await
+    async fn end_index_beats(&self, process: Uuid, now: DateTime<Utc>) -> Result<(), StoreError> {
+        self.inner.end_index_beats(process, now).await
     }
     /// The target goes in sealed; what is stored is opened before the
     /// target compares it, since a value sealed again never reads the same.

@@ -321,12 +321,8 @@ impl HousekeepingStore for SqliteStore {
     async fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError> {
         SqliteStore::beat_index(self, beat).await
     }
-    async fn end_index_beats(
-        &self,
-        process: Uuid,
-        live_after: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        SqliteStore::end_index_beats(self, process, live_after).await
+    async fn end_index_beats(&self, process: Uuid, now: DateTime<Utc>) -> Result<(), StoreError> {
+        SqliteStore::end_index_beats(self, process, now).await
     }
     async fn failing_endpoints(
         &self,

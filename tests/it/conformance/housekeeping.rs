@@ -554,10 +554,9 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
     assert_eq!(names(&seen), ["b", "c"]);
 
     // c's only process stops while b is live: its row stays (a restart
-    // must not hand the database to b); with b unseen, it goes.
-    let live_after = |now: DateTime<Utc>| now - LIVE_FOR;
+    // must not hand the database to b).
     store
-        .end_index_beats(p1, live_after(later + Duration::seconds(1)))
+        .end_index_beats(p1, later + Duration::seconds(1))
         .await
         .unwrap();
     let seen = store
@@ -565,21 +564,26 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
         .await
         .unwrap();
     assert_eq!(names(&seen), ["b", "c"]);
-    store
-        .end_index_beats(p1, later + Duration::seconds(2))
-        .await
-        .unwrap();
+    // b's process was killed (its row stays); c beats on until b is
+    // unseen for LIVE_FOR behind it (behind its beat stored, at its next
+    // one), then stops: its row goes.
+    let c_alone = later + Duration::seconds(3) + LIVE_FOR;
     let seen = store
-        .beat_index(&beat("b", p2, None, later + Duration::seconds(2)))
+        .beat_index(&beat("c", p1, None, c_alone - Duration::seconds(1)))
         .await
         .unwrap();
-    assert_eq!(names(&seen), ["b"]);
-    assert_eq!(another_owner("b", &seen), None);
+    assert_eq!(names(&seen), ["b", "c"]);
+    let seen = store
+        .beat_index(&beat("c", p1, None, c_alone))
+        .await
+        .unwrap();
+    assert_eq!(names(&seen), ["c"]);
+    store.end_index_beats(p1, c_alone).await.unwrap();
 
-    // Nothing beat for LIVE_FOR (the database down, or b gone): c back
+    // Nothing beat for a while (the database down, or b gone): c back
     // comes after b, the index serving last; at c's next beat b is
     // unseen for LIVE_FOR behind it, and c owns the database.
-    let past_b = later + Duration::seconds(3) + LIVE_FOR;
+    let past_b = c_alone + Duration::seconds(1);
     let seen = store
         .beat_index(&beat("c", p1, None, past_b))
         .await

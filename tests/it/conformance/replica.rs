@@ -258,7 +258,7 @@ through!(HousekeepingStore => primary {
     fn clock_skew(&self) -> Result<Option<chrono::Duration>, StoreError>;
     fn due_backlog(&self, now: DateTime<Utc>, limit: usize) -> Result<DueBacklog, StoreError>;
     fn beat_index(&self, beat: &Beat) -> Result<Vec<IndexSeen>, StoreError>;
-    fn end_index_beats(&self, process: Uuid, live_after: DateTime<Utc>) -> Result<(), StoreError>;
+    fn end_index_beats(&self, process: Uuid, now: DateTime<Utc>) -> Result<(), StoreError>;
 });
 
 through!(PullStore => primary {
