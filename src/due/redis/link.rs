@@ -44,6 +44,8 @@ use super::sentinel::Sentinels;
 use super::DueError;
 use crate::config::RedisSettings;
 
+mod guarded;
+
 /// Least time between two questions to the sentinels, so a burst of failing
 /// commands asks once.
 const RESOLVE_EVERY: Duration = Duration::from_millis(250);
@@ -171,82 +173,6 @@ impl Link {
         self.epoch.load(Ordering::Acquire)
     }
 
-    /// A connection to the current master (or the cluster), once the
-    /// index's recorded layout is known to match this process's.
-    pub(crate) async fn conn(&self) -> Result<Conn, DueError> {
-        let conn = self.lease_conn().await?;
-        if let Some(refused) = self.layout.refusal() {
-            return Err(refused);
-        }
-        Ok(conn)
-    }
-
-    /// `conn`, for a command that only prolongs leases already held
-    /// (`RedisIndex::extend`): refused for another layout, not while the
-    /// beats pause the index. A process cut off from the database keeps
-    /// the leases of what it sent and could not record, so that its own
-    /// index's other processes do not send those again.
-    pub(crate) async fn lease_conn(&self) -> Result<Conn, DueError> {
-        let conn = self.connection().await?;
-        if !self.laid_out.initialized() {
-            self.laid_out
-                .get_or_try_init(|| async {
-                    let mut checking = conn.clone();
-                    let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
-                    super::layout::check(&mut checking, prefix, shards, self.timeout).await
-                })
-                .await?;
-        }
-        if let Some(refused) = self.layout.layout_refusal() {
-            return Err(refused);
-        }
-        Ok(conn)
-    }
-
-    /// The index's name (`layout::identity`), read even while commands
-    /// are refused: the beat that resumes them needs it.
-    pub(crate) async fn identity(&self) -> Result<String, DueError> {
-        let mut conn = self.connection().await?;
-        super::layout::identity(&mut conn, &self.settings.prefix, self.timeout).await
-    }
-
-    /// Why every command fails now, if it does (`layout::Guard`).
-    pub(crate) fn refusal(&self) -> Option<DueError> {
-        self.layout.refusal()
-    }
-
-    /// Beats start (`domain::index_owner`): every command is refused until
-    /// one reaches the database.
-    pub(crate) fn beats_start(&self) {
-        self.layout.beats_start();
-    }
-
-    /// Pauses every command while another index owns the database
-    /// (`Some`), resumes them (`None`). An index that serves again after
-    /// a pause may lack what was written meanwhile: it counts a new epoch,
-    /// as after a failover, so housekeeping re-adds recent rows and walks
-    /// every overdue one.
-    pub(crate) fn set_owner(
-        &self,
-        another: Option<crate::domain::index_owner::AnotherIndex>,
-        at: Instant,
-    ) {
-        if self.layout.set_owner(another, at) {
-            self.epoch.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Whether the beats refuse every command now (`layout::Guard`).
-    pub(crate) fn paused(&self) -> bool {
-        self.layout.paused()
-    }
-
-    /// A connection without the layout check, which records the layout
-    /// when none is: for `hookd config check`, which must change nothing.
-    pub(crate) async fn unchecked(&self) -> Result<Conn, DueError> {
-        self.connection().await
-    }
-
     async fn connection(&self) -> Result<Conn, DueError> {
         if !self.stale.load(Ordering::Acquire) {
             if let Some((conn, _)) = &*self.current.read().expect("redis link lock") {
@@ -319,27 +245,6 @@ impl Link {
         if sentinels.named().await.is_some_and(|named| named != on) {
             self.stale.store(true, Ordering::Release);
         }
-    }
-
-    /// Records this process's layout again unless one is recorded, and
-    /// compares, at most once per `CHECK_LAYOUT_EVERY` (asked by every
-    /// housekeeping tick, `RedisIndex::index_state`), once the first
-    /// command has checked it. A Redis that restarted empty lost the
-    /// record: the first process to ask records its count again, and one
-    /// that counts otherwise finds the mismatch and fails every command
-    /// with it (its deliveries pause, `/readyz` says why) until the record
-    /// is its own again, rather than run a second layout beside the first.
-    pub(crate) async fn check_layout(&self) {
-        if !self.laid_out.initialized() || !self.layout.due() {
-            return;
-        }
-        let Ok(mut conn) = self.connection().await else {
-            return;
-        };
-        let (prefix, shards) = (&self.settings.prefix, self.settings.shard_count());
-        self.layout
-            .check(&mut conn, prefix, shards, self.timeout)
-            .await;
     }
 
     /// Notes a command that succeeded: on a cluster, the first after a
