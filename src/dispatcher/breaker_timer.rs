@@ -14,6 +14,7 @@ use super::{Breaker, View, REFRESH, RELEASE_PAGE};
 use crate::domain::breaker::{draw_factor, Change, Circuit, State};
 use crate::domain::receiver_url::tells_of_endpoint;
 use crate::store::breaker::PendingOf;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 /// Pending notifications looked at for a probe: the earliest not being
 /// delivered by some process is sent.
@@ -44,8 +45,9 @@ impl Breaker {
         wake: Arc<Notify>,
         shutdown: CancellationToken,
     ) {
+        let mut reading = FailureRun::default();
         loop {
-            let wait = next_turn_in(self.turn(&wake).await, self.now());
+            let wait = next_turn_in(self.turn(&wake, &mut reading).await, self.now());
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
@@ -53,16 +55,20 @@ impl Breaker {
         }
     }
 
-    /// One look: returns when the next probe or release is due.
-    async fn turn(&self, wake: &Notify) -> Option<DateTime<Utc>> {
+    /// One look: returns when the next probe or release is due. `reading`
+    /// says a run of failures to read the circuits once.
+    async fn turn(&self, wake: &Notify, reading: &mut FailureRun) -> Option<DateTime<Utc>> {
         let read_after = self.view.lock().expect("breaker lock").writes;
         let circuits = match self.store.circuits().await {
             Ok(circuits) => circuits,
             Err(error) => {
-                tracing::warn!(%error, "cannot read circuits");
+                warn_once_per_run!(reading, %error, "cannot read circuits; trying again every second");
                 return None;
             }
         };
+        if reading.succeeded() {
+            tracing::info!("reads circuits again");
+        }
         let (mut open, mut probing) = (0, 0);
         for (_, circuit) in &circuits {
             match circuit.state {

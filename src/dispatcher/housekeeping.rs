@@ -39,6 +39,7 @@ use crate::store::housekeeping::PendingCursor;
 use crate::store::seams::{HousekeepingStore, OperatorTarget, SharedHousekeeping};
 
 use super::retention;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 const TICK: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
@@ -100,10 +101,10 @@ pub async fn run(
     // The dispatcher set it up before its first claim (`sync_operator`);
     // retried here until that succeeds.
     let mut operator_synced = operator_synced;
-    // The disabling check runs every tick: one warning per run of failures.
-    let mut disable_check_failing = false;
-    // The index's state unread (Redis down): said once, not every tick.
-    let mut restore_failing = false;
+    // The disabling check and the index's state (unread while Redis is
+    // down) are tried every tick: one warning per run of failures.
+    let mut disable_check = FailureRun::default();
+    let mut restore = FailureRun::default();
     // An in-process index needs none of it: it is filled at start and
     // loses nothing while the process lives.
     let recovery = due.recovery();
@@ -117,18 +118,16 @@ pub async fn run(
             let before = store.clock().now() - chrono::Duration::hours(i64::from(hours));
             match disable_failing(&*store, before, settings.operator.enabled()).await {
                 Ok(ids) => {
-                    disable_check_failing = false;
+                    if disable_check.succeeded() {
+                        tracing::info!("checks for failing endpoints again");
+                    }
                     for id in ids {
                         metrics::counter!("hookd_endpoints_disabled_total").increment(1);
                         tracing::warn!(endpoint_id = %id, hours, "disabled an endpoint whose every attempt failed");
                     }
                 }
-                Err(error) if disable_check_failing => {
-                    tracing::debug!(%error, "cannot check for failing endpoints")
-                }
                 Err(error) => {
-                    disable_check_failing = true;
-                    tracing::warn!(%error, "cannot check for failing endpoints; trying again every second")
+                    warn_once_per_run!(disable_check, %error, "cannot check for failing endpoints; trying again every second")
                 }
             }
         }
@@ -137,7 +136,7 @@ pub async fn run(
         }
         if let Some(recovery) = recovery {
             let restored = super::refill::restore(recovery, &*store, &shutdown).await;
-            if restored.is_ok() && std::mem::take(&mut restore_failing) {
+            if restored.is_ok() && restore.succeeded() {
                 tracing::info!("the due index's state reads again");
             }
             match restored {
@@ -154,12 +153,8 @@ pub async fn run(
                     )
                 }
                 Ok(None) => {}
-                Err(error) if restore_failing => {
-                    tracing::debug!(%error, "cannot read or rebuild the due index")
-                }
                 Err(error) => {
-                    restore_failing = true;
-                    tracing::warn!(%error, "cannot read the due index's state, or rebuild it; trying again every second")
+                    warn_once_per_run!(restore, %error, "cannot read the due index's state, or rebuild it; trying again every second")
                 }
             }
             // A new master (a failover) may lack the last writes of the old

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::index_owner::{another_owner, Beat};
 use crate::due::{Recovery, SharedIndex};
 use crate::store::seams::{HousekeepingStore, SharedHousekeeping};
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 const EVERY: Duration = Duration::from_secs(1);
 
@@ -29,7 +30,7 @@ struct Beats {
     /// the name may still serve).
     last: Option<String>,
     /// The last beat failed: said once, not every second.
-    failing: bool,
+    failing: FailureRun,
 }
 
 impl Beats {
@@ -41,16 +42,13 @@ impl Beats {
             Err(_) => Err(format!("no answer within {WITHIN:?}").into()),
         };
         match tried {
-            Ok(()) if std::mem::take(&mut self.failing) => {
-                tracing::info!("this process tells the database which due index it uses again")
-            }
-            Ok(()) => {}
-            Err(error) if self.failing => {
-                tracing::debug!(%error, "cannot tell the database which due index this process uses")
+            Ok(()) => {
+                if self.failing.succeeded() {
+                    tracing::info!("this process tells the database which due index it uses again")
+                }
             }
             Err(error) => {
-                self.failing = true;
-                tracing::warn!(%error, "cannot tell the database which due index this process uses; trying again every second (deliveries pause after 15 s)")
+                warn_once_per_run!(self.failing, %error, "cannot tell the database which due index this process uses; trying again every second (deliveries pause after 15 s)")
             }
         }
         metrics::gauge!("hookd_index_paused").set(if index.paused() { 1.0 } else { 0.0 });

@@ -32,6 +32,7 @@ use crate::domain::outcome::Outcome;
 use crate::due::SharedIndex;
 use crate::store::recording::{AttemptRecord, Recorded};
 use crate::store::seams::{DeliveryStore, SharedDelivery};
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 /// Most outcomes written in one statement.
 pub const MAX_BATCH: usize = 1000;
@@ -243,7 +244,7 @@ struct Owed {
     done: Vec<Uuid>,
     next: Vec<(Uuid, chrono::DateTime<chrono::Utc>)>,
     /// The last try failed: a run of failures is warned of once.
-    failing: bool,
+    failing: FailureRun,
 }
 
 impl Owed {
@@ -259,7 +260,7 @@ impl Owed {
         }
         match due.complete(&self.done, &self.next).await {
             Ok(()) => {
-                if std::mem::take(&mut self.failing) {
+                if self.failing.succeeded() {
                     tracing::info!("completes leases in Redis again");
                 }
                 let scheduled = !self.next.is_empty();
@@ -268,11 +269,7 @@ impl Owed {
                 scheduled
             }
             Err(error) => {
-                if std::mem::replace(&mut self.failing, true) {
-                    tracing::debug!(%error, owed = self.done.len(), "cannot complete leases in Redis yet");
-                } else {
-                    tracing::warn!(%error, owed = self.done.len(), "cannot complete leases in Redis yet; trying again");
-                }
+                warn_once_per_run!(self.failing, %error, owed = self.done.len(), "cannot complete leases in Redis yet; trying again");
                 if self.done.len() > MAX_OWED {
                     // Not lost: the leases expire, the ids return to `due`,
                     // and the dispatcher reschedules them from their rows.

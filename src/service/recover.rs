@@ -25,6 +25,7 @@ use crate::store::endpoints::EndpointRef;
 use crate::store::operations::{Operation, OperationPage};
 use crate::store::seams::SharedOperations;
 use crate::store::StoreError;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 /// How often a runner with nothing to do looks for operations another
 /// process started, or whose runner stopped.
@@ -109,6 +110,7 @@ impl Recovery {
     pub async fn run(self, shutdown: CancellationToken, sole: bool) {
         let holder = crate::domain::id::new_id();
         let mut purged: Option<Instant> = None;
+        let mut looking = FailureRun::default();
         while !shutdown.is_cancelled() {
             let now = self.now();
             // Any lease another runner took ends within `LEASE` of now.
@@ -120,12 +122,17 @@ impl Recovery {
                 .await
             {
                 Ok(Some(operation)) => {
+                    looking.succeeded();
                     self.work(operation, holder, &shutdown).await;
                     continue;
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    if looking.succeeded() {
+                        tracing::info!("looks for operations to run again");
+                    }
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "cannot look for operations to run; looking again")
+                    warn_once_per_run!(looking, %error, "cannot look for operations to run; looking again")
                 }
             }
             if purged.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {

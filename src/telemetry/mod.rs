@@ -2,6 +2,7 @@
 //! Prometheus text format. Metric names start with `hookd_`, carry their
 //! unit, and have bounded labels (no ids, no URLs).
 
+pub mod failures;
 pub mod oldest_due;
 pub mod otlp;
 pub mod spans;

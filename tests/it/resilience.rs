@@ -1,7 +1,7 @@
 //! Nothing lost: real processes, real stores, a real receiver, and the
 //! failures a production dispatcher meets. Each test counts what arrives.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -12,8 +12,9 @@ use uuid::Uuid;
 
 use crate::embedded::{none_recorded_came_twice, twice_only_from_the_killed_process, SUCCEEDED};
 use crate::helpers::{
-    database_url, eventually, new_prefix, redis_url, spawn_app_settings, spawn_app_with,
-    test_settings_with_prefix, HookdProcess, PgServer, RedisServer, TestApp,
+    database_url, eventually, free_port, http_client, metric, new_prefix, redis_url,
+    scrape_metrics, spawn_app_settings, spawn_app_with, test_settings_with_prefix, HookdProcess,
+    PgServer, RedisServer, TestApp,
 };
 use crate::receiver::{Receiver, Reply};
 
@@ -342,6 +343,73 @@ async fn postgres_stopped_under_load_answers_503_and_delivers_everything_accepte
     assert_eq!(distinct, accepted, "every accepted notification arrived");
     let (status, _) = app.get("/readyz").await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// A task that keeps trying while the database is down says so once, not
+/// every second: over an outage long enough to pause the index
+/// (`BLIND_AFTER`, 15 s), each warning appears once, and each task says
+/// once that it works again.
+#[sqlx::test]
+async fn a_database_outage_is_warned_of_once_per_task_not_every_second(
+    _: PgPoolOptions,
+    _: PgConnectOptions,
+) {
+    let pg = PgServer::start().await;
+    let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
+    hookd::store::postgres::PgStore::new(pool.clone())
+        .migrate()
+        .await
+        .unwrap();
+    pool.close().await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let base = format!("http://{listen}");
+    let log = std::env::temp_dir().join(format!("hookd-outage-{}.log", Uuid::now_v7()));
+    let env = [("HOOKD_LOG__FILTER", "info")];
+    let _hookd =
+        HookdProcess::start_logged(&pg.url(), &redis_url(), &new_prefix(), &env, &listen, &log);
+    HookdProcess::wait_ready(&base, DEADLINE).await;
+    let client = http_client();
+
+    pg.stop();
+    eventually(
+        DEADLINE,
+        "the index to pause without the database",
+        || async {
+            let paused = metric(&scrape_metrics(&client, &base).await, "hookd_index_paused ");
+            (paused == 1.0).then_some(())
+        },
+    )
+    .await;
+    pg.resume().await;
+    let text = eventually(DEADLINE, "every task to say it works again", || async {
+        let text = std::fs::read_to_string(&log).ok()?;
+        [
+            "reads circuits again",
+            "due index it uses again",
+            "operations to run again",
+        ]
+        .iter()
+        .all(|again| text.contains(again))
+        .then_some(text)
+    })
+    .await;
+    let _ = std::fs::remove_file(&log);
+
+    // "<time> WARN <target>: <message> error=..."
+    let mut warned: HashMap<&str, usize> = HashMap::new();
+    for line in text.lines().filter(|line| line.contains(" WARN hookd")) {
+        let message = line.split(" WARN ").nth(1).unwrap();
+        let message = message.split(" error=").next().unwrap();
+        *warned.entry(message).or_default() += 1;
+    }
+    assert!(
+        warned
+            .keys()
+            .any(|message| message.contains("cannot read circuits")),
+        "the outage was warned of: {text}"
+    );
+    let repeated: Vec<_> = warned.iter().filter(|(_, count)| **count > 1).collect();
+    assert!(repeated.is_empty(), "warned more than once: {repeated:?}");
 }
 
 mod history;

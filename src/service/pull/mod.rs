@@ -36,6 +36,7 @@ use crate::domain::problem::{ErrorCode, Problem};
 use crate::domain::pull::{new_consumer_token, Delivery, Take};
 use crate::store::endpoints::{Endpoint, EndpointRef};
 use crate::store::pull::Taken;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 use leases::EXPIRE_BATCH;
 pub use leases::{End, Ended, Scope};
@@ -344,6 +345,7 @@ impl Service {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut ticks: u64 = 0;
+        let mut expiring = FailureRun::default();
         // Ticks are a second apart.
         let unpulled_every = not_pulled_checks(self.settings.pull_max_wait())
             .as_secs()
@@ -356,7 +358,7 @@ impl Service {
             ticks += 1;
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = self.sweep_pull(ticks.is_multiple_of(30)) => {}
+                _ = self.sweep_pull(ticks.is_multiple_of(30), &mut expiring) => {}
             }
             if ticks.is_multiple_of(unpulled_every) {
                 tokio::select! {
@@ -384,13 +386,19 @@ impl Service {
     /// One round of the background work: leases that ran out, and (with
     /// `strays`) rows left pull on endpoints that are push now, and pending
     /// rows, push or pull, of endpoints deleted meanwhile.
-    async fn sweep_pull(&self, strays: bool) {
+    /// `expiring` says a run of failures to end leases once.
+    async fn sweep_pull(&self, strays: bool, expiring: &mut FailureRun) {
         loop {
             match self.expire_leases(None).await {
                 Ok(swept) if swept.read as i64 == EXPIRE_BATCH => continue,
-                Ok(_) => break,
+                Ok(_) => {
+                    if expiring.succeeded() {
+                        tracing::info!("ends expired pull leases again");
+                    }
+                    break;
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "could not end expired leases");
+                    warn_once_per_run!(expiring, %error, "could not end expired pull leases; trying again every second");
                     break;
                 }
             }

@@ -32,6 +32,7 @@ use crate::service::Service;
 use crate::store::consumer_tokens::ConsumerTokenRows;
 use crate::store::seams::PullStore;
 use crate::store::StoreError;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 /// How often each process reads what changed.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -179,7 +180,7 @@ impl Service {
         let mut reads: u64 = 0;
         // The first read is a full one.
         let mut next_full: u64 = 0;
-        let mut failing = false;
+        let mut failing = FailureRun::default();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -202,16 +203,14 @@ impl Service {
                     if full {
                         next_full = reads + full_read_after(rand::random());
                     }
-                    if std::mem::take(&mut failing) {
+                    if failing.succeeded() {
                         tracing::info!("consumer tokens read again");
                     }
                 }
-                // Once per outage: the tokens known keep working meanwhile.
-                Err(error) if !failing => {
-                    failing = true;
-                    tracing::warn!(%error, "cannot read consumer tokens; the ones known keep working, retrying every second");
+                // The tokens known keep working meanwhile.
+                Err(error) => {
+                    warn_once_per_run!(failing, %error, "cannot read consumer tokens; the ones known keep working, retrying every second");
                 }
-                Err(_) => {}
             }
         }
     }

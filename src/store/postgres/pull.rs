@@ -34,6 +34,7 @@ use crate::store::pull::Leases;
 use crate::store::pull::LeasesEnded;
 use crate::store::recording::AttemptRecord;
 use crate::store::StoreError;
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 /// The columns `Leased` reads; `n` is the notification, `e` its event.
 /// The endpoint's jitter by its primary key: no join to widen every
@@ -374,11 +375,12 @@ impl PgStore {
         woken: &(dyn Fn(Option<Uuid>) + Send + Sync),
         shutdown: &CancellationToken,
     ) {
+        let mut connecting = FailureRun::default();
         loop {
             let mut listener = match sqlx::postgres::PgListener::connect_with(&self.pool).await {
                 Ok(listener) => listener,
                 Err(error) => {
-                    tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                    warn_once_per_run!(connecting, %error, "cannot listen for pull signals; retrying every second");
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
@@ -386,11 +388,14 @@ impl PgStore {
                 }
             };
             if let Err(error) = listener.listen(PULL_CHANNEL).await {
-                tracing::warn!(%error, "cannot listen for pull signals; retrying in 1 s");
+                warn_once_per_run!(connecting, %error, "cannot listen for pull signals; retrying every second");
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
                 }
+            }
+            if connecting.succeeded() {
+                tracing::info!("listens for pull signals again");
             }
             woken(None);
             loop {
