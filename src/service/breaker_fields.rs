@@ -7,7 +7,7 @@ use crate::domain::breaker::{Override, Policy, MAX_OPEN_MS};
 
 /// An endpoint's circuit breaker settings; each absent one is the
 /// default of `[dispatcher.breaker]`.
-#[derive(Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerFields {
     /// Consecutive failed attempts that open the circuit. 1 to 1000.

@@ -30,7 +30,7 @@ use crate::store::endpoints::Endpoint;
 
 /// Fields of an endpoint as a producer writes them. In a PATCH, an absent
 /// field is left alone and `null` resets it to its default.
-#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointFields {
     /// The producer's own name for the endpoint, usable wherever an id is.

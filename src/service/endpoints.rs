@@ -127,7 +127,9 @@ impl Service {
                     let before = moved_by_link
                         .is_some()
                         .then(|| (e.url.clone(), !e.headers.is_empty()));
-                    fields.apply(e, &settings, &guard, Some(now))?;
+                    // Cloned: the store applies the change again to the
+                    // row as it reads it when it tries again.
+                    fields.clone().apply(e, &settings, &guard, Some(now))?;
                     match before {
                         Some((own, true)) => headers_stay_under(own.as_deref(), e.url.as_deref()),
                         _ => Ok(()),
@@ -188,7 +190,7 @@ impl Service {
                     // A rotation keeps the endpoint's kind of signing; a
                     // PATCH of `signing` switches it.
                     let signing = Signing::of(&e.secret);
-                    let new_secret = match given {
+                    let new_secret = match given.clone() {
                         Some(given) if given.signing() != signing => {
                             return Err(Problem::invalid(
                                 ErrorCode::InvalidSecret,

@@ -64,7 +64,7 @@ use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
 
 /// A change to an endpoint, applied under its row lock; it may refuse.
-pub type EndpointChange<'a> = Box<dyn FnOnce(&mut Endpoint) -> Result<(), Problem> + Send + 'a>;
+pub type EndpointChange<'a> = Box<dyn FnMut(&mut Endpoint) -> Result<(), Problem> + Send + 'a>;
 
 /// What the operator endpoint should be (`operator.url` and its secret),
 /// as the store is to keep it, and how to tell whether what it keeps

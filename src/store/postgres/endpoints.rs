@@ -161,10 +161,33 @@ impl PgStore {
     /// Applies `change` to the endpoint under a row lock and writes it back,
     /// so concurrent changes never overwrite each other. `Ok(None)`: no such
     /// endpoint. `change` may refuse with its own error.
+    ///
+    /// The change locks the endpoint, then (re-enabling it, turning
+    /// ordering off or on, moving it to another owner) its pending
+    /// notifications. A recording that changes the endpoint's health
+    /// locks them the other way round, its notifications, then the
+    /// endpoint, and PostgreSQL breaks the deadlock by failing one of the
+    /// two. A change it fails is tried again (`change` once more, on the
+    /// row as it then reads) rather than answer 503: the recording it lost
+    /// to has committed or is about to (`try_again_after`).
     pub async fn modify_endpoint<E>(
         &self,
         by: &EndpointRef,
-        change: impl FnOnce(&mut Endpoint) -> Result<(), E>,
+        mut change: impl FnMut(&mut Endpoint) -> Result<(), E>,
+    ) -> Result<Option<Result<Endpoint, E>>, StoreError> {
+        let mut tries = 1;
+        loop {
+            match self.modify_endpoint_once(by, &mut change).await {
+                Err(error) if super::try_again_after(&error, &mut tries) => {}
+                done => return done,
+            }
+        }
+    }
+
+    async fn modify_endpoint_once<E>(
+        &self,
+        by: &EndpointRef,
+        change: &mut impl FnMut(&mut Endpoint) -> Result<(), E>,
     ) -> Result<Option<Result<Endpoint, E>>, StoreError> {
         if !by.is_possible() {
             return Ok(None);
@@ -286,10 +309,26 @@ impl PgStore {
     /// pending notifications are cancelled, and their history is kept.
     /// Returns the ids of the cancelled notifications, or `None` if there was
     /// no such endpoint.
+    /// Soft-deletes the endpoint and cancels its pending notifications, in
+    /// that order: tried again when it loses a deadlock with a recording,
+    /// as `modify_endpoint` is.
     pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         if !by.is_possible() {
             return Ok(None);
         }
+        let mut tries = 1;
+        loop {
+            match self.delete_endpoint_once(by).await {
+                Err(error) if super::try_again_after(&error, &mut tries) => {}
+                done => return done,
+            }
+        }
+    }
+
+    async fn delete_endpoint_once(
+        &self,
+        by: &EndpointRef,
+    ) -> Result<Option<Vec<Uuid>>, StoreError> {
         let now = self.clock.now();
         let mut tx = self.pool.begin().await?;
         let (id, uid) = by.as_params();

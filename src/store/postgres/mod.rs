@@ -10,6 +10,8 @@ mod bounded_plan_tests;
 mod breaker;
 mod cancel;
 mod consumer_tokens;
+#[cfg(test)]
+mod deadlock_tests;
 mod delivery;
 mod due_age;
 mod endpoints;
@@ -144,6 +146,38 @@ fn try_again_later(code: &str) -> bool {
         || code.starts_with("53")
         || code == "40001"
         || code == "40P01"
+}
+
+/// How many times a transaction runs at most when PostgreSQL keeps
+/// failing it to break deadlocks (`try_again_after`).
+const DEADLOCK_TRIES: u32 = 3;
+
+/// Whether a transaction that failed with `error` on its `tries`th run
+/// runs again (and counts it): when PostgreSQL failed it to break a
+/// deadlock or a serialization conflict (`lost_a_deadlock`), up to
+/// `DEADLOCK_TRIES` runs. The other side went on, and is done or nearly
+/// when the transaction takes its locks again.
+pub(super) fn try_again_after(error: &StoreError, tries: &mut u32) -> bool {
+    if *tries >= DEADLOCK_TRIES || !lost_a_deadlock(error) {
+        return false;
+    }
+    *tries += 1;
+    tracing::debug!(%error, tries = *tries, "lost a deadlock; trying again");
+    true
+}
+
+/// Whether PostgreSQL failed the transaction to break a deadlock (40P01)
+/// or a serialization conflict (40001): the other side goes on, and the
+/// same work tried again does not meet it.
+fn lost_a_deadlock(error: &StoreError) -> bool {
+    let StoreError::Unavailable(cause) = error else {
+        return false;
+    };
+    cause
+        .downcast_ref::<sqlx::Error>()
+        .and_then(sqlx::Error::as_database_error)
+        .and_then(|db| db.code())
+        .is_some_and(|code| code == "40P01" || code == "40001")
 }
 
 /// Handle to the PostgreSQL store. Cheap to clone. It stores values exactly

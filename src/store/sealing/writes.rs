@@ -148,7 +148,7 @@ impl<S: WriteStore> WriteStore for Sealing<S> {
     async fn modify_endpoint<'a>(
         &self,
         by: &EndpointRef,
-        change: EndpointChange<'a>,
+        mut change: EndpointChange<'a>,
     ) -> Result<Option<Result<Endpoint, Problem>>, StoreError> {
         let mut unreadable: Option<(Uuid, SealError)> = None;
         let mut plain: Option<PlainEndpoint> = None;
