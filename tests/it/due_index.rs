@@ -277,8 +277,9 @@ async fn ids_added_out_of_order_across_ranges_are_each_found_in_their_own_range(
 /// (SIGSTOP here; a fork, a frozen machine) runs what it had read once it
 /// goes on, after hookd gave up waiting. What that claim leased is then
 /// delivered by nobody: it came back only when its lease ended, a minute
-/// on by default (`redis_cluster::readiness_is_degraded_…` saw one arrive
-/// 58 s after a hung master went on). Now the next claim returns it.
+/// on by default (`redis_cluster::lost_master::hung::readiness_is_degraded_…`
+/// saw one arrive 58 s after a hung master went on). Now the next claim
+/// returns it.
 #[tokio::test]
 async fn what_a_claim_leased_after_its_caller_gave_up_comes_back_at_the_next_claim() {
     let redis = crate::helpers::RedisServer::start().await;
