@@ -37,9 +37,9 @@ use crate::due::{Recovery, SharedIndex};
 use crate::store::health::FailingEndpoint;
 use crate::store::housekeeping::PendingCursor;
 use crate::store::seams::{HousekeepingStore, OperatorTarget, SharedHousekeeping};
+use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 use super::retention;
-use crate::telemetry::failures::{warn_once_per_run, FailureRun};
 
 const TICK: Duration = Duration::from_secs(1);
 const SWEEP_INTERVAL: Duration = Duration::from_secs(2);

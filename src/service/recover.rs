@@ -115,22 +115,20 @@ impl Recovery {
             let now = self.now();
             // Any lease another runner took ends within `LEASE` of now.
             let free_at = if sole { lease_until(now) } else { now };
-            match self
+            let leased = self
                 .0
                 .store
                 .lease_operation(holder, free_at, lease_until(now))
-                .await
-            {
+                .await;
+            if leased.is_ok() && looking.succeeded() {
+                tracing::info!("looks for operations to run again");
+            }
+            match leased {
                 Ok(Some(operation)) => {
-                    looking.succeeded();
                     self.work(operation, holder, &shutdown).await;
                     continue;
                 }
-                Ok(None) => {
-                    if looking.succeeded() {
-                        tracing::info!("looks for operations to run again");
-                    }
-                }
+                Ok(None) => {}
                 Err(error) => {
                     warn_once_per_run!(looking, %error, "cannot look for operations to run; looking again")
                 }

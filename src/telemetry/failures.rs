@@ -17,6 +17,7 @@ impl FailureRun {
     }
 
     /// Notes a success; true if it ends a run (say it works again).
+    #[must_use]
     pub fn succeeded(&mut self) -> bool {
         std::mem::take(&mut self.failing)
     }
