@@ -309,6 +309,8 @@ async fn record(
     let mut taken = 0;
     let mut closed = false;
     let mut extend_at = tokio::time::Instant::now() + EXTEND_EVERY;
+    // Said once per recording that waits, not every second.
+    let (mut extended, mut extending) = (false, FailureRun::default());
     let writing = write(store, batch, &health);
     tokio::pin!(writing);
     let recorded = loop {
@@ -328,9 +330,16 @@ async fn record(
                 match due.extend(&ids, until).await {
                     Ok(()) => {
                         metrics::counter!("hookd_leases_extended_total").increment(ids.len() as u64);
-                        tracing::info!(count = ids.len(), "outcomes wait on PostgreSQL; extended their leases");
+                        let first = !std::mem::replace(&mut extended, true);
+                        if extending.succeeded() || first {
+                            tracing::info!(count = ids.len(), "outcomes wait on PostgreSQL; extending their leases every second until it answers");
+                        } else {
+                            tracing::debug!(count = ids.len(), "outcomes wait on PostgreSQL; extended their leases");
+                        }
                     }
-                    Err(error) => tracing::warn!(%error, count = ids.len(), "cannot extend the leases of outcomes waiting on PostgreSQL"),
+                    Err(error) => {
+                        warn_once_per_run!(extending, %error, count = ids.len(), "cannot extend the leases of outcomes waiting on PostgreSQL");
+                    }
                 }
             }
         }
@@ -378,11 +387,17 @@ async fn write(
     health: &[(Uuid, health::Health)],
 ) -> Recorded {
     let mut backoff = Duration::from_millis(100);
+    let mut failing = FailureRun::default();
     loop {
         match store.record_attempts(batch, health).await {
-            Ok(recorded) => return recorded,
+            Ok(recorded) => {
+                if failing.succeeded() {
+                    tracing::info!(count = batch.len(), "records attempts again");
+                }
+                return recorded;
+            }
             Err(error) => {
-                tracing::warn!(%error, count = batch.len(), "cannot record attempts yet; retrying");
+                warn_once_per_run!(failing, %error, count = batch.len(), "cannot record attempts yet; retrying every 5 s at most");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }

@@ -63,7 +63,10 @@ use crate::domain::problem::Problem;
 use crate::domain::pull::{Delivery, Receipt};
 use crate::domain::status::Status;
 
-/// A change to an endpoint, applied under its row lock; it may refuse.
+/// A change to an endpoint, applied under its row lock; it may refuse. It
+/// may run more than once, each time on the row as then read (a store
+/// runs its transaction again when PostgreSQL failed it to break a
+/// deadlock): it changes the endpoint it is given and nothing else.
 pub type EndpointChange<'a> = Box<dyn FnMut(&mut Endpoint) -> Result<(), Problem> + Send + 'a>;
 
 /// What the operator endpoint should be (`operator.url` and its secret),

@@ -40,11 +40,22 @@ async fn endpoint_with_one_pending(pool: &PgPool) -> Uuid {
     .unwrap()
 }
 
+/// A store whose sessions look for a deadlock 5 s into a wait (the
+/// server's default is 1 s): PostgreSQL looks once per wait, so the cycle
+/// must be closed by then, and a test machine may stall for a second.
+async fn store_checking_late(pool: &PgPool) -> PgStore {
+    let options = (*pool.connect_options())
+        .clone()
+        .options([("deadlock_timeout", "5s")]);
+    PgStore::new(PgPool::connect_with(options).await.unwrap())
+}
+
 /// Runs `work` against a recording that holds the notification's row
 /// and, once `work` waits for that row, asks for the endpoint's: a
 /// deadlock, which PostgreSQL breaks by failing `work`'s transaction (its
 /// check runs first: the recording's session waits a minute before it
-/// checks). The recording then commits; returns what `work` returned.
+/// checks, `work`'s 5 s, `store_checking_late`). The recording then
+/// commits; returns what `work` returned.
 async fn against_a_recording<T: Send + 'static>(
     pool: &PgPool,
     notification: Uuid,
@@ -91,7 +102,7 @@ async fn against_a_recording<T: Send + 'static>(
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn an_endpoint_delete_that_loses_a_deadlock_to_a_recording_runs_again(pool: PgPool) {
     let notification = endpoint_with_one_pending(&pool).await;
-    let store = PgStore::new(pool.clone());
+    let store = store_checking_late(&pool).await;
     let deleted = against_a_recording(&pool, notification, async move {
         store.delete_endpoint(&EndpointRef::Id(ENDPOINT)).await
     })
@@ -105,7 +116,7 @@ async fn an_endpoint_delete_that_loses_a_deadlock_to_a_recording_runs_again(pool
 #[sqlx::test(migrator = "super::MIGRATOR")]
 async fn an_endpoint_change_that_loses_a_deadlock_to_a_recording_runs_again(pool: PgPool) {
     let notification = endpoint_with_one_pending(&pool).await;
-    let store = PgStore::new(pool.clone());
+    let store = store_checking_late(&pool).await;
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = runs.clone();
     // Ordering turned on puts the endpoint's pending keyed notifications

@@ -167,9 +167,10 @@ impl PgStore {
     /// notifications. A recording that changes the endpoint's health
     /// locks them the other way round, its notifications, then the
     /// endpoint, and PostgreSQL breaks the deadlock by failing one of the
-    /// two. A change it fails is tried again (`change` once more, on the
-    /// row as it then reads) rather than answer 503: the recording it lost
-    /// to has committed or is about to (`try_again_after`).
+    /// two. A change it fails runs again (`change` again, on the row as
+    /// it then reads; three runs at most) rather than answer 503: the
+    /// recording it lost to has committed or is about to
+    /// (`try_again_after`).
     pub async fn modify_endpoint<E>(
         &self,
         by: &EndpointRef,
@@ -308,10 +309,9 @@ impl PgStore {
     /// Deletes an endpoint: it disappears from the API, its uid is freed, its
     /// pending notifications are cancelled, and their history is kept.
     /// Returns the ids of the cancelled notifications, or `None` if there was
-    /// no such endpoint.
-    /// Soft-deletes the endpoint and cancels its pending notifications, in
-    /// that order: tried again when it loses a deadlock with a recording,
-    /// as `modify_endpoint` is.
+    /// no such endpoint. It locks the endpoint, then the notifications, and
+    /// runs again when it loses a deadlock with a recording, as
+    /// `modify_endpoint` does.
     pub async fn delete_endpoint(&self, by: &EndpointRef) -> Result<Option<Vec<Uuid>>, StoreError> {
         if !by.is_possible() {
             return Ok(None);

@@ -408,7 +408,9 @@ impl PgStore {
                     // The connection was lost; `try_recv` reconnects on the next call.
                     Ok(None) => woken(None),
                     Err(error) => {
-                        tracing::warn!(%error, "pull signals interrupted; listening again");
+                        // One run with the reconnection's failures: an
+                        // outage warns once, and says when it listens again.
+                        warn_once_per_run!(connecting, %error, "pull signals interrupted; listening again");
                         break;
                     }
                 }

@@ -230,9 +230,10 @@ pub async fn an_index_beat_keeps_its_first_sighting_and_returns_the_live_ones<S:
     assert_eq!(names(&seen), ["c"]);
     store.end_index_beats(p1, c_alone).await.unwrap();
 
-    // Nothing beat for a while (the database down, or b gone): c back
-    // comes after b, the index serving last; at c's next beat b is
-    // unseen for LIVE_FOR behind it, and c owns the database.
+    // c starts again with only b's row stored: liveness counts from the
+    // latest row (as after an outage in which no beat got through), so c
+    // comes after b, the index seen last; at c's next beat b is unseen
+    // for LIVE_FOR behind it, and c owns the database.
     let past_b = c_alone + Duration::seconds(1);
     let seen = store
         .beat_index(&beat("c", p1, None, past_b))
