@@ -438,13 +438,7 @@ async fn a_failed_notification_is_retried_while_its_last_lease_is_still_being_re
 
 #[sqlx::test]
 async fn sigterm_while_postgres_is_stalled_still_exits_0(_: PgPoolOptions, _: PgConnectOptions) {
-    let pg = PgServer::start().await;
-    let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
-    hookd::store::postgres::PgStore::new(pool.clone())
-        .migrate()
-        .await
-        .unwrap();
-    pool.close().await;
+    let pg = PgServer::start_migrated().await;
     let listen = format!("127.0.0.1:{}", free_port());
     let log = std::env::temp_dir().join(format!("hookd-stalled-{}.log", Uuid::now_v7()));
     // A query to a stalled PostgreSQL waits as long as the stall (or the

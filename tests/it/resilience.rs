@@ -354,13 +354,7 @@ async fn a_database_outage_is_warned_of_once_per_task_not_every_second(
     _: PgPoolOptions,
     _: PgConnectOptions,
 ) {
-    let pg = PgServer::start().await;
-    let pool = PgPoolOptions::new().connect(&pg.url()).await.unwrap();
-    hookd::store::postgres::PgStore::new(pool.clone())
-        .migrate()
-        .await
-        .unwrap();
-    pool.close().await;
+    let pg = PgServer::start_migrated().await;
     let listen = format!("127.0.0.1:{}", free_port());
     let base = format!("http://{listen}");
     let log = std::env::temp_dir().join(format!("hookd-outage-{}.log", Uuid::now_v7()));

@@ -131,6 +131,19 @@ impl PgServer {
         Self::start_with("").await
     }
 
+    /// `start`, with hookd's schema applied, for a test whose hookd
+    /// processes connect to it themselves.
+    pub async fn start_migrated() -> Self {
+        let pg = Self::start().await;
+        let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+        hookd::store::postgres::PgStore::new(pool.clone())
+            .migrate()
+            .await
+            .unwrap();
+        pool.close().await;
+        pg
+    }
+
     /// Starts with more `postgres` options (`-c ssl=on ...`).
     pub async fn start_with(options: &str) -> Self {
         let bindir = std::env::var("HOOKD_TEST_PG_BINDIR")
