@@ -387,7 +387,7 @@ async fn write(
     health: &[(Uuid, health::Health)],
 ) -> Recorded {
     let mut backoff = Duration::from_millis(100);
-    let mut failing = FailureRun::default();
+    let (mut failing, mut tries) = (FailureRun::default(), 0_u32);
     loop {
         match store.record_attempts(batch, health).await {
             Ok(recorded) => {
@@ -397,7 +397,14 @@ async fn write(
                 return recorded;
             }
             Err(error) => {
-                warn_once_per_run!(failing, %error, count = batch.len(), "cannot record attempts yet; retrying every 5 s at most");
+                // When it begins, then about once a minute: a batch the
+                // database keeps refusing holds up every outcome after it.
+                tries += 1;
+                if failing.failed() || tries % 12 == 0 {
+                    tracing::warn!(%error, count = batch.len(), tries, "cannot record attempts yet; retrying every 5 s at most");
+                } else {
+                    tracing::debug!(%error, count = batch.len(), tries, "cannot record attempts yet");
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
