@@ -2,9 +2,10 @@
 //! in every server-mode process whatever its role (`startup` runs them):
 //! once a second the index's name is written to the store (read only, by
 //! a process that does not claim), and the index is paused while another
-//! owns the database, or while no beat has got through for `BLIND_AFTER`. The first beat comes before the process
-//! serves, and until one gets through the index refuses every command,
-//! so a process started on the wrong Redis or prefix never claims.
+//! owns the database, or while no beat has got through for `BLIND_AFTER`.
+//! The first beat comes before the process serves, and until one gets
+//! through the index refuses every command, so a process started on the
+//! wrong Redis or prefix never claims.
 
 use std::time::Duration;
 
